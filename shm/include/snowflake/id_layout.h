@@ -1,0 +1,123 @@
+// The 64-bit ID layout shared bit for bit by the daemon, the clients and every tool:
+//
+//   bit 63      bits 62..22              bits 21..12        bits 11..0
+//   0 (sign)  | 41 bits: ms since epoch | 10 bits: machine | 12 bits: sequence
+//
+// Numeric order is time order. Anyone holding an ID and the fleet's epoch can recover the
+// creation millisecond, the machine number and the sequence.
+//
+// IdLayout is an immutable value type; all of it is safe to use from any thread.
+
+#ifndef SNOWFLAKE_ID_LAYOUT_H_
+#define SNOWFLAKE_ID_LAYOUT_H_
+
+#include <cstdint>
+#include <string_view>
+
+#include <tl/expected.hpp>
+
+namespace snowflake {
+
+inline constexpr int kTimeBits = 41;
+inline constexpr int kMachineBits = 10;
+inline constexpr int kSequenceBits = 12;
+static_assert(1 + kTimeBits + kMachineBits + kSequenceBits == 64, "the layout fills 64 bits");
+
+inline constexpr int kSequenceShift = 0;
+inline constexpr int kMachineShift = kSequenceBits;
+inline constexpr int kTimeShift = kSequenceBits + kMachineBits;
+
+inline constexpr uint32_t kMaxMachine = (1u << kMachineBits) - 1;    // 1023
+inline constexpr uint32_t kMaxSequence = (1u << kSequenceBits) - 1;  // 4095
+inline constexpr uint32_t kIdsPerMs = kMaxSequence + 1;              // 4096
+inline constexpr int64_t kMaxTimeOffsetMs = (int64_t{1} << kTimeBits) - 1;
+
+// 2026-01-01T00:00:00Z in Unix milliseconds: the platform's default epoch.
+inline constexpr int64_t kDefaultEpochUnixMs = 1'767'225'600'000;
+
+enum class IdError {
+  kMachineOutOfRange,   // machine > 1023
+  kSequenceOutOfRange,  // sequence > 4095
+  kTimeBeforeEpoch,     // unix_ms < epoch
+  kTimeBeyondRange,     // unix_ms - epoch does not fit in 41 bits
+  kSignBitSet,          // decoding a value >= 2^63: not an ID of this layout
+  kEpochOutOfRange,     // the epoch itself is negative or so late its range overflows
+};
+
+// A sentence saying what went wrong, for logs and error messages. Never null.
+std::string_view IdErrorMessage(IdError error) noexcept;
+
+struct DecodedId {
+  int64_t unix_ms;
+  uint32_t machine;
+  uint32_t sequence;
+
+  friend constexpr bool operator==(const DecodedId&, const DecodedId&) = default;
+};
+
+class IdLayout {
+ public:
+  // The default layout: epoch 2026-01-01T00:00:00Z.
+  constexpr IdLayout() noexcept = default;
+
+  // Returns kEpochOutOfRange unless 0 <= epoch_unix_ms and epoch + 2^41 - 1 fits in int64.
+  static constexpr tl::expected<IdLayout, IdError> Create(int64_t epoch_unix_ms) noexcept {
+    if (epoch_unix_ms < 0 || epoch_unix_ms > INT64_MAX - kMaxTimeOffsetMs) {
+      return tl::unexpected(IdError::kEpochOutOfRange);
+    }
+    return IdLayout(epoch_unix_ms);
+  }
+
+  constexpr int64_t epoch_unix_ms() const noexcept { return epoch_unix_ms_; }
+  // The last millisecond an ID of this layout can carry (2095-09-07 for the default epoch).
+  constexpr int64_t max_unix_ms() const noexcept { return epoch_unix_ms_ + kMaxTimeOffsetMs; }
+
+  // Builds the ID for (unix_ms, machine, sequence), checking every field's range.
+  constexpr tl::expected<uint64_t, IdError> Encode(int64_t unix_ms, uint32_t machine,
+                                                   uint32_t sequence) const noexcept {
+    if (machine > kMaxMachine) return tl::unexpected(IdError::kMachineOutOfRange);
+    if (sequence > kMaxSequence) return tl::unexpected(IdError::kSequenceOutOfRange);
+    if (unix_ms < epoch_unix_ms_) return tl::unexpected(IdError::kTimeBeforeEpoch);
+    if (unix_ms > max_unix_ms()) return tl::unexpected(IdError::kTimeBeyondRange);
+    return EncodeUnchecked(unix_ms - epoch_unix_ms_, machine, sequence);
+  }
+
+  // REQUIRES: offset_ms <= kMaxTimeOffsetMs, machine <= kMaxMachine, sequence <= kMaxSequence.
+  static constexpr uint64_t EncodeUnchecked(int64_t offset_ms, uint32_t machine,
+                                            uint32_t sequence) noexcept {
+    return (static_cast<uint64_t>(offset_ms) << kTimeShift) |
+           (static_cast<uint64_t>(machine) << kMachineShift) |
+           (static_cast<uint64_t>(sequence) << kSequenceShift);
+  }
+
+  // Splits an ID into its fields. The only invalid input is one with the sign bit set.
+  constexpr tl::expected<DecodedId, IdError> Decode(uint64_t id) const noexcept {
+    if (id >> 63) return tl::unexpected(IdError::kSignBitSet);
+    return DecodedId{
+        .unix_ms = epoch_unix_ms_ + static_cast<int64_t>(id >> kTimeShift),
+        .machine = static_cast<uint32_t>((id >> kMachineShift) & kMaxMachine),
+        .sequence = static_cast<uint32_t>((id >> kSequenceShift) & kMaxSequence),
+    };
+  }
+
+  // The millisecond since the epoch carried by an ID (no sign check).
+  static constexpr int64_t OffsetMsOf(uint64_t id) noexcept {
+    return static_cast<int64_t>((id & ~(uint64_t{1} << 63)) >> kTimeShift);
+  }
+
+  friend constexpr bool operator==(const IdLayout&, const IdLayout&) = default;
+
+ private:
+  constexpr explicit IdLayout(int64_t epoch_unix_ms) noexcept : epoch_unix_ms_(epoch_unix_ms) {}
+
+  int64_t epoch_unix_ms_ = kDefaultEpochUnixMs;
+};
+
+static_assert(IdLayout().Encode(kDefaultEpochUnixMs, 0, 0).value() == 0);
+static_assert(IdLayout().Encode(kDefaultEpochUnixMs + 1, 1, 1).value() == (1ull << 22 | 1ull << 12 | 1));
+static_assert(IdLayout().Decode(IdLayout().Encode(kDefaultEpochUnixMs + 5, 1023, 4095).value())
+                  .value() == DecodedId{kDefaultEpochUnixMs + 5, 1023, 4095});
+
+}  // namespace snowflake
+
+#endif  // SNOWFLAKE_ID_LAYOUT_H_
