@@ -1,0 +1,162 @@
+// A client's side of the shared-memory ring (DESIGN.md §4, shm/LAYOUT.md).
+//
+// A RingConsumer is safe for concurrent use by multiple threads without external
+// synchronization, and any number of processes may consume from one segment at once.
+// TryTake() and TryTakeBatch() are lock-free: a few loads and one compare-and-swap, no
+// system call, no lock, no allocation. A consumer holds nothing after a take: killed at
+// any instruction, it can neither stall the ring nor cause a duplicate.
+
+#ifndef SNOWFLAKE_RING_CONSUMER_H_
+#define SNOWFLAKE_RING_CONSUMER_H_
+
+#include <sys/types.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string_view>
+
+#include <tl/expected.hpp>
+
+#include "snowflake/segment_error.h"
+#include "snowflake/segment_layout.h"
+
+namespace snowflake::shm {
+
+class MappedSegment;
+
+struct ConsumerOptions {
+  // The user that must own the segment. nullopt: the owner of the runtime directory.
+  std::optional<uid_t> expected_owner;
+};
+
+// What the slow path learns about the daemon.
+enum class ProducerHealth {
+  kServing,          // serving and heartbeating: an empty ring will be refilled
+  kStarting,         // not serving yet
+  kPaused,           // paused (clock); reason() says why
+  kOutOfService,     // needs an operator
+  kStopped,          // shut down cleanly
+  kNotHeartbeating,  // serving, but the heartbeat is older than the allowed age
+  kDead,             // its pid no longer exists
+};
+
+struct ProducerStatus {
+  ProducerHealth health;
+  StateReason reason;
+  int64_t reason_detail;
+  uint64_t heartbeat_age_ns;
+  uint64_t pid;
+};
+
+class RingConsumer {
+ public:
+  ~RingConsumer();
+  RingConsumer(RingConsumer&&) noexcept;
+  RingConsumer& operator=(RingConsumer&&) noexcept;
+
+  // Opens runtime_dir/kSegmentFileName: checks it is a regular file owned by the expected
+  // user with no access for others, then maps the header and slots read-only and the
+  // consumer region read-write, and validates magic, version, sizes, capacity and counters.
+  // Errors (each with a message naming the path and what to do): kNotFound (no daemon),
+  // kPermissionDenied (names the group to join), kNotRegularFile, kWrongOwner,
+  // kModeTooOpen, kTruncated, kBadMagic, kIncompatibleVersion, kSizeMismatch,
+  // kBadCapacity, kCorruptCounters, kSystemError.
+  static tl::expected<RingConsumer, SegmentFailure> Open(
+      const std::filesystem::path& runtime_dir, const ConsumerOptions& options = {}) noexcept;
+
+  // Takes the oldest published ID into *id. Returns false if the ring was empty at some
+  // point during the call (it may be non-empty by the time the caller looks again).
+  bool TryTake(uint64_t* id) noexcept {
+    // Case analysis of the CAS: (1) it wins: no one else claimed ticket h, so the
+    // producer has not overwritten slot h (it waits for head > h) and `value` is ticket
+    // h's ID: ours. (2) it loses: another consumer or the daemon's drain advanced head;
+    // h now holds the new head and we retry (lock-free: some take succeeded).
+    uint64_t h = consumer_->head.load(std::memory_order_relaxed);
+    for (;;) {
+      // Acquire pairs with the producer's release store of tail: slot h is written.
+      const uint64_t t = header_->tail.load(std::memory_order_acquire);
+      if (h >= t) return false;
+      const uint64_t value = slots_[h & mask_].load(std::memory_order_relaxed);
+      // acq_rel on success: the slot read above is released to the producer's acquire
+      // load of head before it may overwrite the slot.
+      if (consumer_->head.compare_exchange_weak(h, h + 1, std::memory_order_acq_rel,
+                                                std::memory_order_relaxed)) {
+        *id = value;
+        return true;
+      }
+    }
+  }
+
+  // Takes up to `count` consecutive IDs (strictly increasing) with one CAS. Returns how
+  // many were taken: 0 if the ring was empty, fewer than `count` if it held fewer.
+  // REQUIRES: out has room for `count` IDs.
+  size_t TryTakeBatch(uint64_t* out, size_t count) noexcept {
+    if (count == 0) return 0;
+    uint64_t h = consumer_->head.load(std::memory_order_relaxed);
+    for (;;) {
+      const uint64_t t = header_->tail.load(std::memory_order_acquire);
+      if (h >= t) return 0;
+      const uint64_t n = std::min<uint64_t>(t - h, count);
+      for (uint64_t i = 0; i < n; ++i) {
+        out[i] = slots_[(h + i) & mask_].load(std::memory_order_relaxed);
+      }
+      // Same case analysis as TryTake(), for tickets h..h+n-1 at once.
+      if (consumer_->head.compare_exchange_weak(h, h + n, std::memory_order_acq_rel,
+                                                std::memory_order_relaxed)) {
+        return static_cast<size_t>(n);
+      }
+    }
+  }
+
+  // --- Slow path: every call below may make system calls.
+
+  // Reads the daemon's state; for a serving daemon also checks the heartbeat is younger
+  // than `max_heartbeat_age` and that its pid exists.
+  ProducerStatus CheckProducer(std::chrono::nanoseconds max_heartbeat_age) const noexcept;
+
+  // The futex word consumers sleep on; read it BEFORE re-checking the ring.
+  uint32_t wake_seq() const noexcept {
+    return header_->wake_seq.load(std::memory_order_acquire);
+  }
+
+  // Asks the daemon for a refill and sleeps until something is published or the state
+  // changes (wake_seq moves past `seen`), or `timeout` passes. Returns at once if the ring
+  // is not empty. The caller re-checks the ring and the daemon's state afterwards.
+  void AwaitPublish(uint32_t seen, std::chrono::nanoseconds timeout) noexcept;
+
+  // Claims a per-client counter slot for `service` (see ServiceSlot). Returns nullptr if
+  // all slots are in use (counts are then not tracked; taking still works).
+  // REQUIRES: service.size() <= kServiceNameMax.
+  ServiceSlot* ClaimServiceSlot(std::string_view service) noexcept;
+  // Releases a slot claimed by this process.
+  void ReleaseServiceSlot(ServiceSlot* slot) noexcept;
+
+  const SegmentHeader& header() const noexcept { return *header_; }
+  uint64_t capacity() const noexcept { return mask_ + 1; }
+  // Published and not yet taken, at some instant during the call.
+  uint64_t size() const noexcept;
+  uint64_t head() const noexcept { return consumer_->head.load(std::memory_order_acquire); }
+  uint64_t tail() const noexcept { return header_->tail.load(std::memory_order_acquire); }
+  // The file's identity: a daemon that recreated the segment has a new inode.
+  ino_t inode() const noexcept;
+  dev_t device() const noexcept;
+
+ private:
+  explicit RingConsumer(std::unique_ptr<MappedSegment> segment);
+
+  std::unique_ptr<MappedSegment> segment_;
+  const SegmentHeader* header_ = nullptr;
+  ConsumerRegion* consumer_ = nullptr;
+  const std::atomic<uint64_t>* slots_ = nullptr;
+  uint64_t mask_ = 0;
+};
+
+}  // namespace snowflake::shm
+
+#endif  // SNOWFLAKE_RING_CONSUMER_H_

@@ -1,0 +1,148 @@
+// The daemon's side of the shared-memory ring (DESIGN.md §4, shm/LAYOUT.md).
+//
+// A RingProducer is NOT safe for concurrent use: exactly one thread of exactly one
+// process (the daemon's fill loop) may publish, drain and set state. The daemon's
+// instance lock guarantees the one process; the caller guarantees the one thread.
+// Consumers in other processes run concurrently with every method.
+
+#ifndef SNOWFLAKE_RING_PRODUCER_H_
+#define SNOWFLAKE_RING_PRODUCER_H_
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+
+#include <tl/expected.hpp>
+
+#include "snowflake/segment_error.h"
+#include "snowflake/segment_layout.h"
+
+namespace snowflake::shm {
+
+class MappedSegment;
+
+struct ProducerOptions {
+  std::filesystem::path runtime_dir;  // the segment is runtime_dir/kSegmentFileName
+  uint64_t capacity = 4096;           // a power of two in [1, kMaxCapacity]
+  int64_t epoch_unix_ms = 0;
+  uint32_t machine = 0;
+  mode_t mode = 0660;                 // never world-accessible; applied exactly (no umask)
+  std::optional<gid_t> group;         // the clients' group; nullopt keeps the daemon's gid
+};
+
+// A snapshot of one client's counters (see ServiceSlot).
+struct ServiceCount {
+  size_t slot;
+  uint64_t pid;
+  std::string name;
+  uint64_t taken;
+  bool retired;  // the client closed: `taken` is final
+};
+
+class RingProducer {
+ public:
+  ~RingProducer();
+  RingProducer(RingProducer&&) noexcept;
+  RingProducer& operator=(RingProducer&&) noexcept;
+
+  // Reopens the segment if one exists and matches (capacity, epoch, machine), keeping
+  // head, tail and every attached client; otherwise creates a new one atomically (a
+  // temporary file renamed into place). A reopened segment's incarnation is bumped and
+  // its state set to kStarting.
+  // Errors: kSystemError (cannot create, chmod, chown or map: message names the cause);
+  // any validation error of an existing segment that is corrupt (kBadMagic,
+  // kIncompatibleVersion, kTruncated, kSizeMismatch, kBadCapacity, kCorruptCounters): the
+  // caller decides whether to retire it (Retire()) and create a fresh one.
+  static tl::expected<RingProducer, SegmentFailure> CreateOrOpen(
+      const ProducerOptions& options) noexcept;
+
+  // Marks an existing segment stopped (if it can be mapped), wakes its clients, and
+  // unlinks it, so a fresh one can be created. Clients still mapping it see `stopped`.
+  static void Retire(const std::filesystem::path& runtime_dir) noexcept;
+
+  // True if CreateOrOpen reopened a surviving segment.
+  bool reopened() const noexcept { return reopened_; }
+  const std::filesystem::path& path() const noexcept { return path_; }
+  uint64_t capacity() const noexcept { return capacity_; }
+
+  // The largest ID that may have been published to this segment, 0 if none. After a
+  // crash mid-publish it may be an ID nobody received (an upper bound, which is what a
+  // restarting daemon must continue above).
+  uint64_t last_published_id() const noexcept;
+
+  // head, read acquire: tickets below it are taken (or drained). Always-on check: head
+  // never moves backwards; if it does (a client corrupted the consumer region),
+  // CheckCounters() reports kCorruptCounters and the daemon must stop serving.
+  uint64_t head() const noexcept;
+  uint64_t tail() const noexcept { return tail_; }
+  // IDs published and not yet taken (at some instant during the call).
+  uint64_t size() const noexcept;
+  uint64_t free_slots() const noexcept { return capacity_ - size(); }
+  tl::expected<void, SegmentFailure> CheckCounters() noexcept;
+
+  // Publishes up to free_slots() IDs from the front of `ids`; returns how many.
+  // REQUIRES: ids strictly increasing. Always-on check: ids.front() must be above every
+  // ID published before, else kNotIncreasing and nothing is published. Wakes sleeping
+  // consumers when it published anything.
+  tl::expected<size_t, SegmentFailure> Publish(std::span<const uint64_t> ids) noexcept;
+
+  // Takes back every unclaimed ID (advancing head by CAS, exactly like a consumer); the
+  // drained tickets become gaps, never handed out. Returns how many it drained.
+  uint64_t DrainAll() noexcept;
+  // Takes back the unclaimed IDs at the front of the ring whose millisecond offset (since
+  // the epoch) is below `min_offset_ms`. Returns how many.
+  uint64_t DrainOlderThan(int64_t min_offset_ms) noexcept;
+
+  // Publishes state (and reason/detail) and wakes consumers so waiters notice at once.
+  void SetState(DaemonState state, StateReason reason = StateReason::kNone,
+                int64_t detail = 0) noexcept;
+  DaemonState state() const noexcept;
+  // Stores CLOCK_MONOTONIC now as the heartbeat.
+  void Heartbeat() noexcept;
+  void SetFillTarget(uint64_t ids) noexcept;
+  void CountClockPause() noexcept;
+  uint64_t incarnation() const noexcept;
+
+  // The refill word: consumers bump it when they find the ring empty.
+  uint32_t refill_request() const noexcept;
+  // Sleeps until refill_request() != seen or `timeout` passes.
+  void WaitForRefillRequest(uint32_t seen, std::chrono::nanoseconds timeout) noexcept;
+
+  // Calls fn for every claimed client slot with a complete name.
+  void ForEachService(const std::function<void(const ServiceCount&)>& fn) const;
+  // Frees a slot that is retired or whose owner is dead, after the caller has folded its
+  // count into its totals. Returns false if the slot changed owner meanwhile.
+  bool FreeServiceSlot(size_t slot, uint64_t pid) noexcept;
+
+  const SegmentHeader& header() const noexcept { return *header_; }
+
+ private:
+  RingProducer(std::unique_ptr<MappedSegment> segment, std::filesystem::path path,
+               bool reopened);
+  void WakeConsumers() noexcept;
+
+  std::unique_ptr<MappedSegment> segment_;
+  std::filesystem::path path_;
+  bool reopened_ = false;
+  SegmentHeader* header_ = nullptr;
+  ConsumerRegion* consumer_ = nullptr;
+  std::atomic<uint64_t>* slots_ = nullptr;
+  uint64_t capacity_ = 0;
+  uint64_t mask_ = 0;
+  // Our own copy of header_->tail (only we write it).
+  uint64_t tail_ = 0;
+  // The largest head ever observed, for the always-on "head never moves back" check.
+  mutable uint64_t max_head_seen_ = 0;
+};
+
+}  // namespace snowflake::shm
+
+#endif  // SNOWFLAKE_RING_PRODUCER_H_

@@ -1,0 +1,39 @@
+// Errors opening, creating or validating a shared-memory segment. Each is distinct so a
+// caller can react to it; every failure also carries a message that names the path and
+// says what to do.
+
+#ifndef SNOWFLAKE_SEGMENT_ERROR_H_
+#define SNOWFLAKE_SEGMENT_ERROR_H_
+
+#include <string>
+#include <string_view>
+
+namespace snowflake::shm {
+
+enum class SegmentError {
+  kNotFound,             // no segment file (or no runtime directory): the daemon is not running
+  kPermissionDenied,     // may not open it: the message names the group to join
+  kNotRegularFile,       // a symlink, directory or device where the segment should be
+  kWrongOwner,           // not owned by the expected user: refuse to trust it
+  kModeTooOpen,          // readable or writable by others: refuse to trust it
+  kTruncated,            // shorter than its header says (or than a header)
+  kBadMagic,             // not a snowflake segment (or still being initialised)
+  kIncompatibleVersion,  // written by a daemon speaking another version of the format
+  kSizeMismatch,         // larger than its header says, or the header's sizes disagree
+  kBadCapacity,          // capacity not a power of two within [1, 2^20]
+  kCorruptCounters,      // head > tail, tail > head + capacity, or head moved backwards
+  kNotIncreasing,        // a publish would not be strictly above every published ID
+  kSystemError,          // an unexpected OS error (the message has errno's text)
+};
+
+std::string_view SegmentErrorName(SegmentError error) noexcept;  // "not_found", ...
+
+struct SegmentFailure {
+  SegmentError code;
+  std::string message;
+  int sys_errno = 0;
+};
+
+}  // namespace snowflake::shm
+
+#endif  // SNOWFLAKE_SEGMENT_ERROR_H_

@@ -1,0 +1,164 @@
+// The byte layout of the shared-memory segment: a file format, documented field by field
+// in shm/LAYOUT.md. The daemon (the only producer) and every client (consumers) map the
+// same file; these structs are that file's regions. Nothing here holds a pointer.
+//
+// Region        offset            size             clients map it
+// header        0                 4096             read-only
+// consumer      4096              32768            read-write
+// slots         36864             capacity * 8,    read-only
+//                                 rounded up to a page
+//
+// Every shared field is a lock-free std::atomic; producer-written and consumer-written
+// fields never share a cache line.
+
+#ifndef SNOWFLAKE_SEGMENT_LAYOUT_H_
+#define SNOWFLAKE_SEGMENT_LAYOUT_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace snowflake::shm {
+
+inline constexpr size_t kPageSize = 4096;
+inline constexpr size_t kCacheLine = 64;
+
+// "SNOWFLK" followed by the byte 0x01, read as a little-endian u64.
+inline constexpr uint64_t kMagic = 0x014b4c46574f4e53ull;
+// Bumped on any change of layout or protocol; a client accepts exactly its own version.
+inline constexpr uint32_t kVersion = 1;
+
+inline constexpr uint64_t kMinCapacity = 1;
+inline constexpr uint64_t kMaxCapacity = uint64_t{1} << 20;
+
+// File names inside the runtime directory.
+inline constexpr std::string_view kSegmentFileName = "snowflake.ring";
+
+static_assert(std::atomic<uint64_t>::is_always_lock_free,
+              "shared across processes; must never fall back to a lock");
+static_assert(std::atomic<uint32_t>::is_always_lock_free,
+              "futex words are shared across processes; must never fall back to a lock");
+static_assert(sizeof(std::atomic<uint64_t>) == 8 && sizeof(std::atomic<uint32_t>) == 4,
+              "the file format fixes field sizes");
+
+// The daemon's state as published to clients. Values are part of the file format.
+enum class DaemonState : uint32_t {
+  kStarting = 1,      // claiming a number / first fill; not yet serving
+  kServing = 2,       // IDs are being published
+  kPaused = 3,        // temporarily not publishing (small clock step back); clients fail over
+  kOutOfService = 4,  // needs an operator (`snowflakectl resume`)
+  kStopped = 5,       // shut down cleanly; clients fail over
+};
+
+// Why the daemon is not serving. Values are part of the file format.
+enum class StateReason : uint32_t {
+  kNone = 0,
+  kStarting = 1,
+  kClockBehind = 2,         // detail = ms the clock is behind the last issued ms
+  kClockStepTooLarge = 3,   // detail = ms of the step; out of service until resume
+  kBehindHighWater = 4,     // started with the clock behind the persisted mark; detail = ms
+  kTimeRangeExhausted = 5,  // the epoch's 41-bit range is used up
+  kShutdown = 6,
+  kPersistenceFailed = 7,   // could not fsync a reservation; detail = errno
+};
+
+std::string_view DaemonStateName(DaemonState state) noexcept;   // "serving", ...
+std::string_view StateReasonName(StateReason reason) noexcept;  // "clock_behind", ...
+
+// Page 0. Written only by the daemon; clients map it read-only and read it racily.
+struct alignas(kPageSize) SegmentHeader {
+  // --- Line 0: identity, immutable once `magic` is set. `magic` is stored last (release)
+  // when a segment is created, so a reader that sees it sees every field below.
+  std::atomic<uint64_t> magic;
+  std::atomic<uint32_t> version;
+  std::atomic<uint32_t> header_size;      // sizeof(SegmentHeader)
+  std::atomic<uint64_t> capacity;         // slots; a power of two
+  std::atomic<uint64_t> segment_size;     // bytes of the whole file
+  std::atomic<uint64_t> consumer_offset;  // byte offset of ConsumerRegion
+  std::atomic<uint64_t> slots_offset;     // byte offset of the slot array
+  std::atomic<uint64_t> epoch_unix_ms;    // the ID layout's epoch
+  std::atomic<uint32_t> machine;          // the daemon's machine number
+  std::atomic<uint32_t> reserved0;
+
+  // --- Line 1: the producer's hot fields.
+  alignas(kCacheLine) std::atomic<uint64_t> tail;  // one past the last published ticket
+  // Futex word consumers sleep on; bumped after every publish and every state change.
+  std::atomic<uint32_t> wake_seq;
+  std::atomic<uint32_t> reserved1;
+  // The last ID ever published (0 before the first). Lets a restarted daemon continue
+  // strictly above it.
+  std::atomic<uint64_t> last_published_id;
+
+  // --- Line 2: liveness and status, refreshed by the daemon about every millisecond.
+  alignas(kCacheLine) std::atomic<uint32_t> state;   // DaemonState
+  std::atomic<uint32_t> reason;                      // StateReason
+  std::atomic<int64_t> reason_detail;                // see StateReason
+  std::atomic<uint64_t> heartbeat_mono_ns;           // CLOCK_MONOTONIC of the last beat
+  std::atomic<uint64_t> pid;                         // the serving daemon's pid
+  std::atomic<uint64_t> incarnation;                 // +1 each time a daemon opens it
+
+  // --- Line 3: counters, for status.
+  alignas(kCacheLine) std::atomic<uint64_t> published_total;  // IDs ever published
+  std::atomic<uint64_t> drained_total;                        // IDs the daemon took back
+  std::atomic<uint64_t> clock_pauses;                         // pauses so far
+  std::atomic<uint64_t> fill_target;                          // IDs the daemon aims to keep
+};
+static_assert(sizeof(SegmentHeader) == kPageSize, "the header is exactly one page");
+static_assert(offsetof(SegmentHeader, tail) == 64, "LAYOUT.md: tail at offset 64");
+static_assert(offsetof(SegmentHeader, state) == 128, "LAYOUT.md: state at offset 128");
+static_assert(offsetof(SegmentHeader, published_total) == 192, "LAYOUT.md: counters at 192");
+
+inline constexpr uint32_t kServiceNameMax = 63;
+inline constexpr size_t kServiceSlotCount = 255;
+inline constexpr uint64_t kServiceSlotActive = 1;
+inline constexpr uint64_t kServiceSlotRetired = 2;
+
+// One client's counters, so per-service totals need no write to a line other clients
+// touch. Claimed by a client (CAS owner_pid 0 -> pid), then the name is written and
+// `name_ready` set (release). The client marks it retired when it closes; the daemon
+// folds the count of a retired slot, or of one whose owner_pid is dead, and frees it.
+struct alignas(kCacheLine) ServiceSlot {
+  std::atomic<uint64_t> owner_pid;   // 0 = free
+  std::atomic<uint64_t> name_ready;  // kServiceSlotActive once name[] is complete; retired
+                                     // (final count) when the client closed
+  std::atomic<uint64_t> taken;       // IDs this client has taken
+  std::atomic<uint64_t> reserved[5];
+  std::atomic<uint64_t> name[8];     // NUL-padded service name, 8 bytes per word
+};
+static_assert(sizeof(ServiceSlot) == 2 * kCacheLine, "two lines per client");
+
+// The only region clients may write. Mapped read-write by everyone.
+struct alignas(kPageSize) ConsumerRegion {
+  // --- Line 0: the ticket counter every take CASes (and the daemon's drain).
+  std::atomic<uint64_t> head;
+  // --- Line 1: the slow path.
+  // Futex word the daemon sleeps on; a client bumps it (and wakes it) to ask for a refill.
+  alignas(kCacheLine) std::atomic<uint32_t> refill_request;
+  std::atomic<uint32_t> reserved0;
+  // Consumers currently inside a futex wait; the daemon wakes only when it is non-zero.
+  // A consumer killed while counted leaves it high: harmless, it costs spurious wakes.
+  std::atomic<uint64_t> waiters;
+  // --- Lines 2..: one slot per client.
+  alignas(kCacheLine) ServiceSlot services[kServiceSlotCount];
+};
+static_assert(sizeof(ConsumerRegion) == 8 * kPageSize, "LAYOUT.md: consumer region is 32 KiB");
+static_assert(offsetof(ConsumerRegion, refill_request) == 64, "LAYOUT.md: refill at +64");
+static_assert(offsetof(ConsumerRegion, services) == 128, "LAYOUT.md: services at +128");
+
+inline constexpr uint64_t kConsumerOffset = sizeof(SegmentHeader);
+inline constexpr uint64_t kSlotsOffset = kConsumerOffset + sizeof(ConsumerRegion);
+
+constexpr bool IsPowerOfTwo(uint64_t n) { return n != 0 && (n & (n - 1)) == 0; }
+
+constexpr uint64_t SegmentSizeFor(uint64_t capacity) {
+  const uint64_t slot_bytes = capacity * sizeof(std::atomic<uint64_t>);
+  return kSlotsOffset + (slot_bytes + kPageSize - 1) / kPageSize * kPageSize;
+}
+static_assert(SegmentSizeFor(1) == kSlotsOffset + kPageSize);
+static_assert(SegmentSizeFor(512) == kSlotsOffset + kPageSize);
+static_assert(SegmentSizeFor(513) == kSlotsOffset + 2 * kPageSize);
+
+}  // namespace snowflake::shm
+
+#endif  // SNOWFLAKE_SEGMENT_LAYOUT_H_

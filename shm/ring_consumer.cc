@@ -1,0 +1,160 @@
+#include "snowflake/ring_consumer.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+
+#include "mapped_segment.h"
+#include "service_slot_codec.h"
+#include "snowflake/futex.h"
+
+namespace snowflake::shm {
+namespace {
+
+uint64_t MonotonicNowNs() {
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<uint64_t>(now.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(now.tv_nsec);
+}
+
+}  // namespace
+
+RingConsumer::RingConsumer(std::unique_ptr<MappedSegment> segment)
+    : segment_(std::move(segment)),
+      header_(segment_->header()),
+      consumer_(segment_->consumer()),
+      slots_(segment_->slots()),
+      mask_(segment_->capacity() - 1) {}
+
+RingConsumer::~RingConsumer() = default;
+RingConsumer::RingConsumer(RingConsumer&&) noexcept = default;
+RingConsumer& RingConsumer::operator=(RingConsumer&&) noexcept = default;
+
+tl::expected<RingConsumer, SegmentFailure> RingConsumer::Open(
+    const std::filesystem::path& runtime_dir, const ConsumerOptions& options) noexcept {
+  try {
+    std::optional<uid_t> owner = options.expected_owner;
+    if (!owner) {
+      struct stat dir_info {};
+      if (stat(runtime_dir.c_str(), &dir_info) != 0) {
+        const int err = errno;
+        if (err == ENOENT) {
+          return tl::unexpected(SegmentFailure{
+              SegmentError::kNotFound,
+              "no runtime directory " + runtime_dir.string() +
+                  ": snowflaked is not running here (start it, or set SNOWFLAKE_RUNTIME_DIR "
+                  "to its runtime directory)",
+              err});
+        }
+        return tl::unexpected(SegmentFailure{
+            err == EACCES ? SegmentError::kPermissionDenied : SegmentError::kSystemError,
+            "cannot stat " + runtime_dir.string() + ": " + std::strerror(err), err});
+      }
+      owner = dir_info.st_uid;
+    }
+    auto segment = MappedSegment::Open(runtime_dir / kSegmentFileName, MapAccess::kConsumer,
+                                       MapChecks{.expected_owner = owner,
+                                                 .refuse_other_access = true});
+    if (!segment) return tl::unexpected(std::move(segment.error()));
+    return RingConsumer(std::move(*segment));
+  } catch (const std::exception& e) {
+    return tl::unexpected(SegmentFailure{SegmentError::kSystemError,
+                                         std::string("open segment: ") + e.what()});
+  }
+}
+
+ProducerStatus RingConsumer::CheckProducer(std::chrono::nanoseconds max_heartbeat_age) const noexcept {
+  // Acquire pairs with SetState's release: reason and detail belong to this state.
+  const auto state = static_cast<DaemonState>(header_->state.load(std::memory_order_acquire));
+  ProducerStatus status{
+      .health = ProducerHealth::kServing,
+      .reason = static_cast<StateReason>(header_->reason.load(std::memory_order_relaxed)),
+      .reason_detail = header_->reason_detail.load(std::memory_order_relaxed),
+      .heartbeat_age_ns = 0,
+      .pid = header_->pid.load(std::memory_order_relaxed),
+  };
+  const uint64_t beat = header_->heartbeat_mono_ns.load(std::memory_order_relaxed);
+  const uint64_t now = MonotonicNowNs();
+  status.heartbeat_age_ns = now > beat ? now - beat : 0;
+  switch (state) {
+    case DaemonState::kServing:
+      break;
+    case DaemonState::kStarting:
+      status.health = ProducerHealth::kStarting;
+      return status;
+    case DaemonState::kPaused:
+      status.health = ProducerHealth::kPaused;
+      return status;
+    case DaemonState::kOutOfService:
+      status.health = ProducerHealth::kOutOfService;
+      return status;
+    case DaemonState::kStopped:
+      status.health = ProducerHealth::kStopped;
+      return status;
+    default:
+      status.health = ProducerHealth::kDead;
+      return status;
+  }
+  // A SIGKILLed daemon leaves "serving" behind: its pid or its heartbeat tells.
+  if (status.pid != 0 && kill(static_cast<pid_t>(status.pid), 0) != 0 && errno == ESRCH) {
+    status.health = ProducerHealth::kDead;
+  } else if (status.heartbeat_age_ns > static_cast<uint64_t>(max_heartbeat_age.count())) {
+    status.health = ProducerHealth::kNotHeartbeating;
+  }
+  return status;
+}
+
+void RingConsumer::AwaitPublish(uint32_t seen, std::chrono::nanoseconds timeout) noexcept {
+  // seq_cst increment, then a seq_cst re-check of tail: the other half of the handshake
+  // in RingProducer::WakeConsumers (see there).
+  consumer_->waiters.fetch_add(1, std::memory_order_seq_cst);
+  const bool empty = consumer_->head.load(std::memory_order_seq_cst) >=
+                     header_->tail.load(std::memory_order_seq_cst);
+  if (empty) {
+    consumer_->refill_request.fetch_add(1, std::memory_order_seq_cst);
+    FutexWake(consumer_->refill_request, 1);
+    FutexWait(header_->wake_seq, seen, timeout);
+  }
+  consumer_->waiters.fetch_sub(1, std::memory_order_relaxed);
+}
+
+ServiceSlot* RingConsumer::ClaimServiceSlot(std::string_view service) noexcept {
+  const uint64_t pid = static_cast<uint64_t>(getpid());
+  for (ServiceSlot& slot : consumer_->services) {
+    uint64_t expected = 0;
+    if (slot.owner_pid.load(std::memory_order_relaxed) != 0) continue;
+    // Acquire pairs with the daemon's release when it freed the slot.
+    if (!slot.owner_pid.compare_exchange_strong(expected, pid, std::memory_order_acquire,
+                                                std::memory_order_relaxed)) {
+      continue;
+    }
+    slot.taken.store(0, std::memory_order_relaxed);
+    EncodeServiceName(slot, service);
+    // Release: the daemon reads a complete name once it sees name_ready.
+    slot.name_ready.store(kServiceSlotActive, std::memory_order_release);
+    return &slot;
+  }
+  return nullptr;
+}
+
+void RingConsumer::ReleaseServiceSlot(ServiceSlot* slot) noexcept {
+  if (slot == nullptr) return;
+  // Retired, not freed: the daemon folds the final count into its per-service totals and
+  // then frees the slot, so no count is lost. Release: the final count is visible first.
+  slot->name_ready.store(kServiceSlotRetired, std::memory_order_release);
+}
+
+uint64_t RingConsumer::size() const noexcept {
+  const uint64_t h = head();
+  const uint64_t t = tail();
+  return t > h ? t - h : 0;
+}
+
+ino_t RingConsumer::inode() const noexcept { return segment_->inode(); }
+dev_t RingConsumer::device() const noexcept { return segment_->device(); }
+
+}  // namespace snowflake::shm

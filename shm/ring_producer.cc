@@ -1,0 +1,384 @@
+#include "snowflake/ring_producer.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/interprocess/file_mapping.hpp>
+#include <boost/interprocess/mapped_region.hpp>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <ctime>
+
+#include "mapped_segment.h"
+#include "service_slot_codec.h"
+#include "snowflake/futex.h"
+#include "snowflake/id_layout.h"
+
+namespace snowflake::shm {
+namespace {
+
+namespace bip = boost::interprocess;
+
+SegmentFailure SystemFailure(const std::string& what, int err) {
+  return SegmentFailure{SegmentError::kSystemError, what + ": " + std::strerror(err), err};
+}
+
+uint64_t MonotonicNowNs() {
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<uint64_t>(now.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(now.tv_nsec);
+}
+
+// Applies the exact mode (no umask) and group to an open file.
+tl::expected<void, SegmentFailure> ApplyPermissions(int fd, const ProducerOptions& options,
+                                                    const std::string& path) {
+  if (fchmod(fd, options.mode) != 0) return tl::unexpected(SystemFailure("chmod " + path, errno));
+  if (options.group && fchown(fd, static_cast<uid_t>(-1), *options.group) != 0) {
+    const int err = errno;
+    return tl::unexpected(SystemFailure(
+        "chown " + path + " to " + DescribeGroup(*options.group) +
+            " (the daemon's user must be a member of that group)",
+        err));
+  }
+  return {};
+}
+
+// Writes a fresh segment to a temporary file and renames it into place, so a client never
+// maps a half-initialised header. `carried_last_id` continues the ID order of a retired
+// segment of the same machine and epoch.
+tl::expected<void, SegmentFailure> CreateSegmentFile(const ProducerOptions& options,
+                                                     const std::filesystem::path& path,
+                                                     uint64_t carried_last_id) {
+  const std::string final_path = path.string();
+  const std::string tmp_path = final_path + ".tmp." + std::to_string(getpid());
+  unlink(tmp_path.c_str());  // a leftover of a crashed daemon with our pid
+  const int fd = open(tmp_path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+                      options.mode);
+  if (fd < 0) return tl::unexpected(SystemFailure("create " + tmp_path, errno));
+  auto fail = [&](SegmentFailure failure) {
+    close(fd);
+    unlink(tmp_path.c_str());
+    return tl::unexpected(std::move(failure));
+  };
+  if (auto applied = ApplyPermissions(fd, options, tmp_path); !applied) {
+    return fail(applied.error());
+  }
+  const uint64_t size = SegmentSizeFor(options.capacity);
+  if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
+    return fail(SystemFailure("size " + tmp_path, errno));
+  }
+  try {
+    bip::file_mapping file(tmp_path.c_str(), bip::read_write);
+    bip::mapped_region region(file, bip::read_write, 0, sizeof(SegmentHeader));
+    // The file is zero-filled, which is a valid value for every atomic in the header.
+    auto* header = static_cast<SegmentHeader*>(region.get_address());
+    header->version.store(kVersion, std::memory_order_relaxed);
+    header->header_size.store(sizeof(SegmentHeader), std::memory_order_relaxed);
+    header->capacity.store(options.capacity, std::memory_order_relaxed);
+    header->segment_size.store(size, std::memory_order_relaxed);
+    header->consumer_offset.store(kConsumerOffset, std::memory_order_relaxed);
+    header->slots_offset.store(kSlotsOffset, std::memory_order_relaxed);
+    header->epoch_unix_ms.store(static_cast<uint64_t>(options.epoch_unix_ms),
+                                std::memory_order_relaxed);
+    header->machine.store(options.machine, std::memory_order_relaxed);
+    header->last_published_id.store(carried_last_id, std::memory_order_relaxed);
+    header->state.store(static_cast<uint32_t>(DaemonState::kStarting), std::memory_order_relaxed);
+    header->reason.store(static_cast<uint32_t>(StateReason::kStarting), std::memory_order_relaxed);
+    // Release: whoever sees the magic sees every field above.
+    header->magic.store(kMagic, std::memory_order_release);
+  } catch (const bip::interprocess_exception& e) {
+    return fail(SegmentFailure{SegmentError::kSystemError,
+                               "map " + tmp_path + ": " + e.what(), e.get_native_error()});
+  }
+  close(fd);
+  if (rename(tmp_path.c_str(), final_path.c_str()) != 0) {
+    const int err = errno;
+    unlink(tmp_path.c_str());
+    return tl::unexpected(SystemFailure("rename " + tmp_path + " to " + final_path, err));
+  }
+  return {};
+}
+
+}  // namespace
+
+RingProducer::RingProducer(std::unique_ptr<MappedSegment> segment, std::filesystem::path path,
+                           bool reopened)
+    : segment_(std::move(segment)),
+      path_(std::move(path)),
+      reopened_(reopened),
+      header_(segment_->header()),
+      consumer_(segment_->consumer()),
+      slots_(segment_->slots()),
+      capacity_(segment_->capacity()),
+      mask_(capacity_ - 1),
+      // Only the daemon writes tail, and the instance lock makes us the only daemon.
+      tail_(header_->tail.load(std::memory_order_relaxed)),
+      max_head_seen_(consumer_->head.load(std::memory_order_acquire)) {}
+
+RingProducer::~RingProducer() = default;
+RingProducer::RingProducer(RingProducer&&) noexcept = default;
+RingProducer& RingProducer::operator=(RingProducer&&) noexcept = default;
+
+tl::expected<RingProducer, SegmentFailure> RingProducer::CreateOrOpen(
+    const ProducerOptions& options) noexcept {
+  try {
+    if (!IsPowerOfTwo(options.capacity) || options.capacity > kMaxCapacity) {
+      return tl::unexpected(SegmentFailure{
+          SegmentError::kBadCapacity, "ring capacity " + std::to_string(options.capacity) +
+                                          " is not a power of two from 1 to " +
+                                          std::to_string(kMaxCapacity)});
+    }
+    if ((options.mode & 0007) != 0) {
+      return tl::unexpected(SegmentFailure{SegmentError::kModeTooOpen,
+                                           "segment mode must give others no access"});
+    }
+    const std::filesystem::path path = options.runtime_dir / kSegmentFileName;
+    uint64_t carried_last_id = 0;
+    struct stat info {};
+    if (lstat(path.c_str(), &info) == 0) {
+      // Our own file: no owner check, and a wrong mode is repaired below, not refused.
+      auto existing = MappedSegment::Open(path, MapAccess::kProducer,
+                                          MapChecks{.expected_owner = std::nullopt,
+                                                    .refuse_other_access = false});
+      if (!existing) return tl::unexpected(std::move(existing.error()));
+      const SegmentHeader& old = *(*existing)->header();
+      const bool same_ids =
+          old.machine.load(std::memory_order_relaxed) == options.machine &&
+          old.epoch_unix_ms.load(std::memory_order_relaxed) ==
+              static_cast<uint64_t>(options.epoch_unix_ms);
+      if (same_ids && (*existing)->capacity() == options.capacity) {
+        const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0) return tl::unexpected(SystemFailure("open " + path.string(), errno));
+        auto applied = ApplyPermissions(fd, options, path.string());
+        close(fd);
+        if (!applied) return tl::unexpected(std::move(applied.error()));
+        RingProducer producer(std::move(*existing), path, /*reopened=*/true);
+        producer.header_->incarnation.fetch_add(1, std::memory_order_relaxed);
+        producer.header_->pid.store(static_cast<uint64_t>(getpid()), std::memory_order_relaxed);
+        producer.SetState(DaemonState::kStarting, StateReason::kStarting);
+        return producer;
+      }
+      // Another shape: retire it. Same machine and epoch: the new one continues its order.
+      if (same_ids) {
+        RingProducer old_producer(std::move(*existing), path, true);
+        carried_last_id = old_producer.last_published_id();
+      }
+      Retire(options.runtime_dir);
+    }
+    if (auto created = CreateSegmentFile(options, path, carried_last_id); !created) {
+      return tl::unexpected(std::move(created.error()));
+    }
+    auto fresh = MappedSegment::Open(
+        path, MapAccess::kProducer,
+        MapChecks{.expected_owner = std::nullopt, .refuse_other_access = false});
+    if (!fresh) return tl::unexpected(std::move(fresh.error()));
+    RingProducer producer(std::move(*fresh), path, /*reopened=*/false);
+    producer.header_->incarnation.store(1, std::memory_order_relaxed);
+    producer.header_->pid.store(static_cast<uint64_t>(getpid()), std::memory_order_relaxed);
+    producer.Heartbeat();
+    return producer;
+  } catch (const std::exception& e) {
+    return tl::unexpected(SegmentFailure{SegmentError::kSystemError,
+                                         std::string("create segment: ") + e.what()});
+  }
+}
+
+void RingProducer::Retire(const std::filesystem::path& runtime_dir) noexcept {
+  const std::filesystem::path path = runtime_dir / kSegmentFileName;
+  auto existing = MappedSegment::Open(
+      path, MapAccess::kProducer,
+      MapChecks{.expected_owner = std::nullopt, .refuse_other_access = false});
+  if (existing) {
+    try {
+      RingProducer old(std::move(*existing), path, true);
+      old.DrainAll();
+      old.SetState(DaemonState::kStopped, StateReason::kShutdown);
+    } catch (...) {
+      // Best effort: the unlink below is what matters.
+    }
+  }
+  unlink(path.c_str());
+}
+
+uint64_t RingProducer::last_published_id() const noexcept {
+  // last_published_id is stored before tail, so it may name an ID nobody received; the
+  // slot of ticket tail-1 can never have been overwritten (that needs tail > tail-1+N).
+  // The larger of the two bounds every ID any client can hold.
+  uint64_t last = header_->last_published_id.load(std::memory_order_relaxed);
+  if (tail_ > 0) last = std::max(last, slots_[(tail_ - 1) & mask_].load(std::memory_order_relaxed));
+  return last;
+}
+
+uint64_t RingProducer::head() const noexcept {
+  // Acquire pairs with the consumers' successful CAS (acq_rel): their slot reads happen
+  // before we overwrite those slots.
+  const uint64_t head = consumer_->head.load(std::memory_order_acquire);
+  max_head_seen_ = std::max(max_head_seen_, head);
+  return head;
+}
+
+uint64_t RingProducer::size() const noexcept {
+  const uint64_t h = head();
+  return h >= tail_ ? 0 : tail_ - h;
+}
+
+tl::expected<void, SegmentFailure> RingProducer::CheckCounters() noexcept {
+  const uint64_t before = max_head_seen_;
+  const uint64_t h = consumer_->head.load(std::memory_order_acquire);
+  if (h < before || h > tail_) {
+    return tl::unexpected(SegmentFailure{
+        SegmentError::kCorruptCounters,
+        path_.string() + ": head moved from " + std::to_string(before) + " to " +
+            std::to_string(h) + " (tail " + std::to_string(tail_) +
+            "); a client wrote the consumer region: stopping to avoid duplicates"});
+  }
+  max_head_seen_ = h;
+  return {};
+}
+
+tl::expected<size_t, SegmentFailure> RingProducer::Publish(std::span<const uint64_t> ids) noexcept {
+  if (ids.empty()) return 0;
+  const uint64_t last = last_published_id();
+  if (ids.front() <= last) {
+    return tl::unexpected(SegmentFailure{
+        SegmentError::kNotIncreasing,
+        "refusing to publish ID " + std::to_string(ids.front()) +
+            ": not above the last published ID " + std::to_string(last)});
+  }
+  if (auto counters = CheckCounters(); !counters) return tl::unexpected(counters.error());
+  const uint64_t h = max_head_seen_;
+  const uint64_t room = capacity_ - (tail_ - h);
+  const size_t n = static_cast<size_t>(std::min<uint64_t>(room, ids.size()));
+  if (n == 0) return 0;
+  // Tickets tail_..tail_+n-1 have slots no consumer may still read: each such slot last
+  // held ticket (t - N) < h, already claimed by a CAS that our acquire load of head
+  // synchronised with. Relaxed stores: the release store of tail publishes them.
+  for (size_t i = 0; i < n; ++i) {
+    slots_[(tail_ + i) & mask_].store(ids[i], std::memory_order_relaxed);
+  }
+  // Before tail: after a crash between the two stores it is an upper bound, never less.
+  header_->last_published_id.store(ids[n - 1], std::memory_order_release);
+  tail_ += n;
+  header_->tail.store(tail_, std::memory_order_release);
+  header_->published_total.store(header_->published_total.load(std::memory_order_relaxed) + n,
+                                 std::memory_order_relaxed);
+  WakeConsumers();
+  return n;
+}
+
+uint64_t RingProducer::DrainAll() noexcept {
+  uint64_t h = head();
+  // Case analysis of the CAS: (1) it wins: tickets h..tail_-1 are ours, drained; (2) it
+  // loses: a consumer took some; h is reloaded and we retry until h == tail_.
+  while (h < tail_) {
+    if (consumer_->head.compare_exchange_weak(h, tail_, std::memory_order_acq_rel,
+                                              std::memory_order_acquire)) {
+      const uint64_t drained = tail_ - h;
+      max_head_seen_ = tail_;
+      header_->drained_total.fetch_add(drained, std::memory_order_relaxed);
+      return drained;
+    }
+  }
+  return 0;
+}
+
+uint64_t RingProducer::DrainOlderThan(int64_t min_offset_ms) noexcept {
+  uint64_t h = head();
+  while (h < tail_) {
+    // Slots h..tail_-1 hold our own unclaimed or just-claimed IDs; their values are ours.
+    uint64_t end = h;
+    while (end < tail_ &&
+           IdLayout::OffsetMsOf(slots_[end & mask_].load(std::memory_order_relaxed)) <
+               min_offset_ms) {
+      ++end;
+    }
+    if (end == h) return 0;
+    // (1) wins: tickets h..end-1 drained; (2) loses: consumers advanced head; recompute
+    // from the new head (some stale IDs may have been taken: they were at most max_age
+    // old when this pass began, the next pass catches the rest).
+    if (consumer_->head.compare_exchange_weak(h, end, std::memory_order_acq_rel,
+                                              std::memory_order_acquire)) {
+      max_head_seen_ = std::max(max_head_seen_, end);
+      header_->drained_total.fetch_add(end - h, std::memory_order_relaxed);
+      return end - h;
+    }
+  }
+  return 0;
+}
+
+void RingProducer::SetState(DaemonState state, StateReason reason, int64_t detail) noexcept {
+  header_->reason.store(static_cast<uint32_t>(reason), std::memory_order_relaxed);
+  header_->reason_detail.store(detail, std::memory_order_relaxed);
+  // Release: a client that reads the new state reads its reason with it.
+  header_->state.store(static_cast<uint32_t>(state), std::memory_order_release);
+  Heartbeat();
+  WakeConsumers();
+}
+
+DaemonState RingProducer::state() const noexcept {
+  return static_cast<DaemonState>(header_->state.load(std::memory_order_relaxed));
+}
+
+void RingProducer::Heartbeat() noexcept {
+  header_->heartbeat_mono_ns.store(MonotonicNowNs(), std::memory_order_relaxed);
+}
+
+void RingProducer::SetFillTarget(uint64_t ids) noexcept {
+  header_->fill_target.store(ids, std::memory_order_relaxed);
+}
+
+void RingProducer::CountClockPause() noexcept {
+  header_->clock_pauses.fetch_add(1, std::memory_order_relaxed);
+}
+
+uint64_t RingProducer::incarnation() const noexcept {
+  return header_->incarnation.load(std::memory_order_relaxed);
+}
+
+uint32_t RingProducer::refill_request() const noexcept {
+  return consumer_->refill_request.load(std::memory_order_acquire);
+}
+
+void RingProducer::WaitForRefillRequest(uint32_t seen, std::chrono::nanoseconds timeout) noexcept {
+  FutexWait(consumer_->refill_request, seen, timeout);
+}
+
+void RingProducer::WakeConsumers() noexcept {
+  // seq_cst pairs with the consumer's seq_cst waiters increment (a Dekker handshake): if
+  // we read waiters == 0, the consumer's re-check of the ring comes after our tail store
+  // and sees the IDs; if it is non-zero we wake, and a consumer that has not slept yet
+  // finds wake_seq changed and does not sleep.
+  header_->wake_seq.fetch_add(1, std::memory_order_seq_cst);
+  if (consumer_->waiters.load(std::memory_order_seq_cst) > 0) {
+    FutexWake(header_->wake_seq, INT_MAX);
+  }
+}
+
+void RingProducer::ForEachService(const std::function<void(const ServiceCount&)>& fn) const {
+  for (size_t i = 0; i < kServiceSlotCount; ++i) {
+    const ServiceSlot& slot = consumer_->services[i];
+    const uint64_t pid = slot.owner_pid.load(std::memory_order_acquire);
+    const uint64_t ready = slot.name_ready.load(std::memory_order_acquire);
+    if (pid == 0 || (ready != kServiceSlotActive && ready != kServiceSlotRetired)) continue;
+    fn(ServiceCount{.slot = i,
+                    .pid = pid,
+                    .name = DecodeServiceName(slot),
+                    .taken = slot.taken.load(std::memory_order_relaxed),
+                    .retired = ready == kServiceSlotRetired});
+  }
+}
+
+bool RingProducer::FreeServiceSlot(size_t slot_index, uint64_t pid) noexcept {
+  if (slot_index >= kServiceSlotCount) return false;
+  ServiceSlot& slot = consumer_->services[slot_index];
+  slot.name_ready.store(0, std::memory_order_relaxed);
+  uint64_t expected = pid;
+  // Release: a client that claims the freed slot sees name_ready == 0 first.
+  return slot.owner_pid.compare_exchange_strong(expected, 0, std::memory_order_release,
+                                                std::memory_order_relaxed);
+}
+
+}  // namespace snowflake::shm

@@ -1,0 +1,302 @@
+#include <grp.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <boost/interprocess/exceptions.hpp>
+#include <boost/interprocess/file_mapping.hpp>
+#include <boost/interprocess/mapped_region.hpp>
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include "mapped_segment.h"
+#include "snowflake/segment_error.h"
+#include "snowflake/segment_layout.h"
+
+namespace snowflake::shm {
+
+namespace bip = boost::interprocess;
+
+std::string_view SegmentErrorName(SegmentError error) noexcept {
+  switch (error) {
+    case SegmentError::kNotFound: return "not_found";
+    case SegmentError::kPermissionDenied: return "permission_denied";
+    case SegmentError::kNotRegularFile: return "not_regular_file";
+    case SegmentError::kWrongOwner: return "wrong_owner";
+    case SegmentError::kModeTooOpen: return "mode_too_open";
+    case SegmentError::kTruncated: return "truncated";
+    case SegmentError::kBadMagic: return "bad_magic";
+    case SegmentError::kIncompatibleVersion: return "incompatible_version";
+    case SegmentError::kSizeMismatch: return "size_mismatch";
+    case SegmentError::kBadCapacity: return "bad_capacity";
+    case SegmentError::kCorruptCounters: return "corrupt_counters";
+    case SegmentError::kNotIncreasing: return "not_increasing";
+    case SegmentError::kSystemError: return "system_error";
+  }
+  return "unknown";
+}
+
+std::string_view DaemonStateName(DaemonState state) noexcept {
+  switch (state) {
+    case DaemonState::kStarting: return "starting";
+    case DaemonState::kServing: return "serving";
+    case DaemonState::kPaused: return "paused";
+    case DaemonState::kOutOfService: return "out_of_service";
+    case DaemonState::kStopped: return "stopped";
+  }
+  return "unknown";
+}
+
+std::string_view StateReasonName(StateReason reason) noexcept {
+  switch (reason) {
+    case StateReason::kNone: return "none";
+    case StateReason::kStarting: return "starting";
+    case StateReason::kClockBehind: return "clock_behind";
+    case StateReason::kClockStepTooLarge: return "clock_step_too_large";
+    case StateReason::kBehindHighWater: return "behind_high_water";
+    case StateReason::kTimeRangeExhausted: return "time_range_exhausted";
+    case StateReason::kShutdown: return "shutdown";
+    case StateReason::kPersistenceFailed: return "persistence_failed";
+  }
+  return "unknown";
+}
+
+std::string DescribeGroup(gid_t gid) {
+  group entry{};
+  group* found = nullptr;
+  char buffer[4096];
+  if (getgrgid_r(gid, &entry, buffer, sizeof(buffer), &found) == 0 && found != nullptr) {
+    return "group '" + std::string(found->gr_name) + "' (gid " + std::to_string(gid) + ")";
+  }
+  return "gid " + std::to_string(gid);
+}
+
+namespace {
+
+SegmentFailure Fail(SegmentError code, std::string message, int sys_errno = 0) {
+  return SegmentFailure{code, std::move(message), sys_errno};
+}
+
+std::string ModeString(mode_t mode) {
+  char text[8];
+  std::snprintf(text, sizeof(text), "%04o", static_cast<unsigned>(mode & 07777));
+  return text;
+}
+
+// Validates the identity line against the file's real size. Every value is read once
+// (relaxed: the line is immutable once magic is visible, and magic was loaded acquire).
+tl::expected<uint64_t, SegmentFailure> ValidateHeader(const SegmentHeader& header,
+                                                      uint64_t file_size,
+                                                      const std::string& path) {
+  const uint64_t magic = header.magic.load(std::memory_order_acquire);
+  if (magic != kMagic) {
+    return tl::unexpected(Fail(
+        SegmentError::kBadMagic,
+        path + ": not a snowflake segment (magic " +
+            (magic == 0 ? std::string("is zero: never initialised")
+                        : "0x" + [&] {
+                            char hex[17];
+                            std::snprintf(hex, sizeof(hex), "%016llx",
+                                          static_cast<unsigned long long>(magic));
+                            return std::string(hex);
+                          }()) +
+            "); remove it and restart snowflaked"));
+  }
+  const uint32_t version = header.version.load(std::memory_order_relaxed);
+  if (version != kVersion) {
+    return tl::unexpected(Fail(SegmentError::kIncompatibleVersion,
+                               path + ": segment format version " + std::to_string(version) +
+                                   ", this build speaks version " + std::to_string(kVersion) +
+                                   "; run a daemon and client library of the same release"));
+  }
+  if (header.header_size.load(std::memory_order_relaxed) != sizeof(SegmentHeader) ||
+      header.consumer_offset.load(std::memory_order_relaxed) != kConsumerOffset ||
+      header.slots_offset.load(std::memory_order_relaxed) != kSlotsOffset) {
+    return tl::unexpected(Fail(SegmentError::kSizeMismatch,
+                               path + ": header sizes or offsets differ from format version " +
+                                   std::to_string(kVersion) + "; the file is corrupt"));
+  }
+  const uint64_t capacity = header.capacity.load(std::memory_order_relaxed);
+  if (!IsPowerOfTwo(capacity) || capacity > kMaxCapacity) {
+    return tl::unexpected(Fail(SegmentError::kBadCapacity,
+                               path + ": capacity " + std::to_string(capacity) +
+                                   " is not a power of two from 1 to " +
+                                   std::to_string(kMaxCapacity) + "; the file is corrupt"));
+  }
+  const uint64_t expected_size = SegmentSizeFor(capacity);
+  const uint64_t declared_size = header.segment_size.load(std::memory_order_relaxed);
+  if (declared_size != expected_size) {
+    return tl::unexpected(Fail(SegmentError::kSizeMismatch,
+                               path + ": header declares " + std::to_string(declared_size) +
+                                   " bytes but capacity " + std::to_string(capacity) +
+                                   " needs " + std::to_string(expected_size) +
+                                   "; the file is corrupt"));
+  }
+  if (file_size < expected_size) {
+    return tl::unexpected(Fail(SegmentError::kTruncated,
+                               path + ": file is " + std::to_string(file_size) +
+                                   " bytes, its header needs " + std::to_string(expected_size) +
+                                   "; it was truncated"));
+  }
+  if (file_size > expected_size) {
+    return tl::unexpected(Fail(SegmentError::kSizeMismatch,
+                               path + ": file is " + std::to_string(file_size) +
+                                   " bytes, its header says " + std::to_string(expected_size) +
+                                   "; it was resized"));
+  }
+  return capacity;
+}
+
+}  // namespace
+
+tl::expected<void, SegmentFailure> ValidateCounters(const SegmentHeader& header,
+                                                    const ConsumerRegion& consumer,
+                                                    uint64_t capacity,
+                                                    const std::filesystem::path& path) {
+  // head only grows and head <= tail always holds, so: a head read before tail is <= tail,
+  // and a head read after tail is >= tail - capacity. Acquire so a later slot read by this
+  // thread is not ordered before these loads.
+  const uint64_t head_before = consumer.head.load(std::memory_order_acquire);
+  const uint64_t tail = header.tail.load(std::memory_order_acquire);
+  const uint64_t head_after = consumer.head.load(std::memory_order_acquire);
+  if (head_before > tail || tail - head_after > capacity) {
+    return tl::unexpected(Fail(SegmentError::kCorruptCounters,
+                               path.string() + ": counters are inconsistent (head " +
+                                   std::to_string(head_before) + ", tail " +
+                                   std::to_string(tail) + ", capacity " +
+                                   std::to_string(capacity) +
+                                   "); refusing it: stop snowflaked, remove the file, restart"));
+  }
+  return {};
+}
+
+struct MappedSegment::Regions {
+  bip::file_mapping file;
+  bip::mapped_region header;
+  bip::mapped_region consumer;
+  bip::mapped_region slots;
+};
+
+MappedSegment::MappedSegment() = default;
+MappedSegment::~MappedSegment() = default;
+
+tl::expected<std::unique_ptr<MappedSegment>, SegmentFailure> MappedSegment::Open(
+    const std::filesystem::path& fs_path, MapAccess access, const MapChecks& checks) noexcept {
+  const std::string path = fs_path.string();
+  try {
+    struct stat link_info {};
+    if (lstat(path.c_str(), &link_info) != 0) {
+      const int err = errno;
+      if (err == ENOENT) {
+        return tl::unexpected(Fail(SegmentError::kNotFound,
+                                   "no segment at " + path +
+                                       ": snowflaked is not running for this runtime directory "
+                                       "(start it, or point SNOWFLAKE_RUNTIME_DIR at the right one)",
+                                   err));
+      }
+      if (err == EACCES) {
+        struct stat dir_info {};
+        const std::string dir = fs_path.parent_path().string();
+        const std::string group =
+            stat(dir.c_str(), &dir_info) == 0 ? DescribeGroup(dir_info.st_gid) : "its group";
+        return tl::unexpected(Fail(SegmentError::kPermissionDenied,
+                                   "permission denied reading " + dir +
+                                       ": add this user to " + group + " and log in again",
+                                   err));
+      }
+      return tl::unexpected(
+          Fail(SegmentError::kSystemError, "cannot stat " + path + ": " + std::strerror(err), err));
+    }
+    if (!S_ISREG(link_info.st_mode)) {
+      return tl::unexpected(Fail(SegmentError::kNotRegularFile,
+                                 path + " is not a regular file (a symlink, directory or "
+                                        "device); refusing to map it"));
+    }
+    if (checks.expected_owner && link_info.st_uid != *checks.expected_owner) {
+      return tl::unexpected(Fail(SegmentError::kWrongOwner,
+                                 path + " is owned by uid " + std::to_string(link_info.st_uid) +
+                                     ", expected uid " + std::to_string(*checks.expected_owner) +
+                                     " (the daemon's user); refusing to trust it"));
+    }
+    if (checks.refuse_other_access && (link_info.st_mode & 0007) != 0) {
+      return tl::unexpected(Fail(SegmentError::kModeTooOpen,
+                                 path + " has mode " + ModeString(link_info.st_mode) +
+                                     ", open to other users; refusing to trust it (the daemon "
+                                     "creates it 0660)"));
+    }
+
+    auto segment = std::unique_ptr<MappedSegment>(new MappedSegment());
+    segment->regions_ = std::make_unique<Regions>();
+    Regions& regions = *segment->regions_;
+    try {
+      regions.file = bip::file_mapping(path.c_str(), bip::read_write);
+    } catch (const bip::interprocess_exception& e) {
+      const int err = e.get_native_error();
+      if (err == EACCES || err == EPERM) {
+        return tl::unexpected(Fail(SegmentError::kPermissionDenied,
+                                   "permission denied opening " + path + " (mode " +
+                                       ModeString(link_info.st_mode) + ", " +
+                                       DescribeGroup(link_info.st_gid) + "): add this user to " +
+                                       DescribeGroup(link_info.st_gid) + " and log in again",
+                                   err));
+      }
+      if (err == ENOENT) {
+        return tl::unexpected(Fail(SegmentError::kNotFound,
+                                   "segment " + path + " disappeared while opening it: "
+                                   "snowflaked is restarting or stopped; retry",
+                                   err));
+      }
+      return tl::unexpected(Fail(SegmentError::kSystemError,
+                                 "cannot open " + path + ": " + e.what(), err));
+    }
+
+    // The checks above were on the path; make sure the file we opened is that file.
+    struct stat info {};
+    if (fstat(regions.file.get_mapping_handle().handle, &info) != 0 ||
+        info.st_ino != link_info.st_ino || info.st_dev != link_info.st_dev) {
+      return tl::unexpected(Fail(SegmentError::kNotFound,
+                                 "segment " + path + " was replaced while opening it; retry"));
+    }
+    segment->device_ = info.st_dev;
+    segment->inode_ = info.st_ino;
+    segment->group_ = info.st_gid;
+    segment->mode_ = info.st_mode & 07777;
+
+    const uint64_t file_size = static_cast<uint64_t>(info.st_size);
+    if (file_size < kSlotsOffset) {
+      return tl::unexpected(Fail(SegmentError::kTruncated,
+                                 path + ": file is " + std::to_string(file_size) +
+                                     " bytes, shorter than the segment's fixed part (" +
+                                     std::to_string(kSlotsOffset) + "); it was truncated"));
+    }
+
+    const bool producer = access == MapAccess::kProducer;
+    regions.header = bip::mapped_region(regions.file, producer ? bip::read_write : bip::read_only,
+                                        0, sizeof(SegmentHeader));
+    auto* header = static_cast<SegmentHeader*>(regions.header.get_address());
+    auto capacity = ValidateHeader(*header, file_size, path);
+    if (!capacity) return tl::unexpected(std::move(capacity.error()));
+
+    regions.consumer = bip::mapped_region(regions.file, bip::read_write, kConsumerOffset,
+                                          sizeof(ConsumerRegion));
+    regions.slots = bip::mapped_region(regions.file, producer ? bip::read_write : bip::read_only,
+                                       kSlotsOffset, file_size - kSlotsOffset);
+    segment->header_ = header;
+    segment->consumer_ = static_cast<ConsumerRegion*>(regions.consumer.get_address());
+    segment->slots_ = static_cast<std::atomic<uint64_t>*>(regions.slots.get_address());
+    segment->capacity_ = *capacity;
+
+    if (auto counters = ValidateCounters(*header, *segment->consumer_, *capacity, fs_path);
+        !counters) {
+      return tl::unexpected(std::move(counters.error()));
+    }
+    return segment;
+  } catch (const bip::interprocess_exception& e) {
+    return tl::unexpected(Fail(SegmentError::kSystemError,
+                               "cannot map " + path + ": " + e.what(), e.get_native_error()));
+  } catch (const std::exception& e) {
+    return tl::unexpected(Fail(SegmentError::kSystemError, "cannot map " + path + ": " + e.what()));
+  }
+}
+
+}  // namespace snowflake::shm
