@@ -1,0 +1,17 @@
+#include "clock.h"
+
+#include <time.h>
+
+namespace snowflake {
+
+Clock::~Clock() = default;
+
+int64_t RealClock::NowUnixMs() noexcept {
+  timespec ts{};
+  // CLOCK_REALTIME cannot fail with a valid clock id and a valid pointer.
+  clock_gettime(CLOCK_REALTIME, &ts);
+  // tv_nsec is always in [0, 1e9), so this floors even for times before 1970.
+  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
+}
+
+}  // namespace snowflake

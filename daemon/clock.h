@@ -1,0 +1,36 @@
+// The wall clock the generator reads, behind an interface so tests can step it at will.
+//
+// IDs carry wall-clock (CLOCK_REALTIME) milliseconds: they must be comparable across
+// hosts and across reboots, which a monotonic clock is not. The generator therefore has
+// to survive this clock stepping backwards; see generator.h.
+
+#ifndef SNOWFLAKE_DAEMON_CLOCK_H_
+#define SNOWFLAKE_DAEMON_CLOCK_H_
+
+#include <cstdint>
+
+namespace snowflake {
+
+// Implementations must be safe to call from any thread; the generator never assumes two
+// readings are ordered.
+class Clock {
+ public:
+  virtual ~Clock();
+
+  // Milliseconds since 1970-01-01T00:00:00Z (truncated towards minus infinity). May go
+  // backwards between calls.
+  virtual int64_t NowUnixMs() noexcept = 0;
+};
+
+// The system's CLOCK_REALTIME. RealClock is stateless and safe for concurrent use.
+//
+// It calls clock_gettime() through libc (never a raw syscall) so that libfaketime's
+// LD_PRELOAD can intercept it in the clock-fault tests.
+class RealClock final : public Clock {
+ public:
+  int64_t NowUnixMs() noexcept override;
+};
+
+}  // namespace snowflake
+
+#endif  // SNOWFLAKE_DAEMON_CLOCK_H_

@@ -1,0 +1,40 @@
+// A Clock that reads whatever the test sets. Safe for concurrent use: the reading is one
+// atomic, so one thread may step it while another (a fill loop) reads it.
+
+#ifndef SNOWFLAKE_TESTS_DAEMON_FAKE_CLOCK_H_
+#define SNOWFLAKE_TESTS_DAEMON_FAKE_CLOCK_H_
+
+#include <atomic>
+#include <cstdint>
+
+#include "clock.h"
+
+namespace snowflake::testing {
+
+class FakeClock final : public Clock {
+ public:
+  explicit FakeClock(int64_t unix_ms = 0) noexcept : now_ms_(unix_ms) {}
+
+  int64_t NowUnixMs() noexcept override {
+    reads_.fetch_add(1, std::memory_order_relaxed);  // a statistic only
+    // seq_cst: a test that sets the clock and then calls into the code under test in
+    // another thread expects that thread to see the new reading.
+    return now_ms_.load();
+  }
+
+  void Set(int64_t unix_ms) noexcept { now_ms_.store(unix_ms); }
+  // Moves the clock by delta_ms (negative: backwards). Returns the new reading.
+  int64_t Advance(int64_t delta_ms) noexcept { return now_ms_.fetch_add(delta_ms) + delta_ms; }
+
+  // How many times NowUnixMs() was called: lets tests check the clock is read at most
+  // once per millisecond.
+  int64_t reads() const noexcept { return reads_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<int64_t> now_ms_;
+  std::atomic<int64_t> reads_{0};
+};
+
+}  // namespace snowflake::testing
+
+#endif  // SNOWFLAKE_TESTS_DAEMON_FAKE_CLOCK_H_
