@@ -374,6 +374,9 @@ void RingProducer::ForEachService(const std::function<void(const ServiceCount&)>
 bool RingProducer::FreeServiceSlot(size_t slot_index, uint64_t pid) noexcept {
   if (slot_index >= kServiceSlotCount) return false;
   ServiceSlot& slot = consumer_->services[slot_index];
+  // Only the daemon frees slots, so an owner equal to `pid` now stays so until our CAS;
+  // checking first keeps us from clearing name_ready of a slot someone else owns.
+  if (slot.owner_pid.load(std::memory_order_relaxed) != pid) return false;
   slot.name_ready.store(0, std::memory_order_relaxed);
   uint64_t expected = pid;
   // Release: a client that claims the freed slot sees name_ready == 0 first.

@@ -159,7 +159,9 @@ tl::expected<void, SegmentFailure> ValidateCounters(const SegmentHeader& header,
   const uint64_t head_before = consumer.head.load(std::memory_order_acquire);
   const uint64_t tail = header.tail.load(std::memory_order_acquire);
   const uint64_t head_after = consumer.head.load(std::memory_order_acquire);
-  if (head_before > tail || tail - head_after > capacity) {
+  // head_after may already be past `tail` (others took IDs published after our tail read):
+  // that is consistent, so compare without the subtraction that would wrap around.
+  if (head_before > tail || tail > head_after + capacity) {
     return tl::unexpected(Fail(SegmentError::kCorruptCounters,
                                path.string() + ": counters are inconsistent (head " +
                                    std::to_string(head_before) + ", tail " +
