@@ -1,0 +1,107 @@
+// The daemon's configuration: every key of systemd/snowflaked.toml with its default, and
+// the loader that validates a TOML file against it (docs/daemon.md is the reference).
+//
+// Config is a plain value type; LoadConfig() and ParseConfig() are safe to call from any
+// thread.
+
+#ifndef SNOWFLAKE_DAEMON_CONFIG_H_
+#define SNOWFLAKE_DAEMON_CONFIG_H_
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <tl/expected.hpp>
+
+#include "snowflake/id_layout.h"
+
+namespace snowflake {
+
+enum class RegisterBackend { kFile, kStatic };
+
+struct Config {
+  struct Daemon {
+    std::filesystem::path runtime_dir = "/run/snowflaked";
+    std::filesystem::path state_dir = "/var/lib/snowflaked";
+    std::string instance = "default";
+    std::string log_level = "info";
+    std::string group;  // empty: the daemon's primary group
+    friend bool operator==(const Daemon&, const Daemon&) = default;
+  };
+  struct Id {
+    int64_t epoch_unix_ms = kDefaultEpochUnixMs;
+    friend bool operator==(const Id&, const Id&) = default;
+  };
+  struct Register {
+    RegisterBackend backend = RegisterBackend::kFile;
+    std::filesystem::path path;  // empty: <state_dir>/register.json
+    uint32_t first_machine = 0;  // the file register hands out first..last
+    uint32_t last_machine = kMaxMachine;
+    std::string holder_id;            // empty: /etc/machine-id + ":" + instance
+    std::optional<uint32_t> machine;  // static backend only (required there)
+    friend bool operator==(const Register&, const Register&) = default;
+  };
+  struct Clock {
+    int64_t max_backward_ms = 100;
+    friend bool operator==(const Clock&, const Clock&) = default;
+  };
+  struct Ring {
+    uint64_t capacity = 4096;
+    int64_t max_age_ms = 50;
+    uint64_t min_fill = 64;
+    friend bool operator==(const Ring&, const Ring&) = default;
+  };
+  struct Persistence {
+    int64_t reservation_ms = 1000;
+    friend bool operator==(const Persistence&, const Persistence&) = default;
+  };
+  struct Systemd {
+    int64_t status_interval_ms = 1000;
+    friend bool operator==(const Systemd&, const Systemd&) = default;
+  };
+
+  Daemon daemon;
+  Id id;
+  Register machine_register;  // the [register] table ("register" is a C++ keyword)
+  Clock clock;
+  Ring ring;
+  Persistence persistence;
+  Systemd systemd;
+
+  // The register file in effect: machine_register.path, or <state_dir>/register.json.
+  std::filesystem::path RegisterPath() const;
+  // The high-water state file: <state_dir>/high-water.json.
+  std::filesystem::path HighWaterPath() const;
+
+  friend bool operator==(const Config&, const Config&) = default;
+};
+
+struct ConfigError {
+  // One line: "<file>:<line>: <key>: <what is wrong>, got <value>", or
+  // "<file>: <why it cannot be read>".
+  std::string message;
+};
+
+// Parses and validates TOML text; `source` names it in error messages (a path, or
+// "built-in defaults"). Keys absent from the text keep their defaults.
+// Errors (each names the source, line and key): TOML syntax, an unknown table or key at
+// any depth, a wrong type, a value out of range, inconsistent keys (min_fill > capacity,
+// backend "static" without machine, machine with another backend).
+tl::expected<Config, ConfigError> ParseConfig(std::string_view toml_text,
+                                              std::string_view source) noexcept;
+
+// Reads and parses the file at `path`. Errors: those of ParseConfig, or the file cannot
+// be read (the message has errno's text).
+tl::expected<Config, ConfigError> LoadConfig(const std::filesystem::path& path) noexcept;
+
+// Checks a log level name (trace, debug, info, warn, error, critical, off).
+bool IsValidLogLevel(std::string_view level) noexcept;
+
+// The text of systemd/snowflaked.toml, embedded at build time: the commented sample whose
+// values are the built-in defaults (ParseConfig of it equals Config{}).
+std::string_view DefaultConfigText() noexcept;
+
+}  // namespace snowflake
+
+#endif  // SNOWFLAKE_DAEMON_CONFIG_H_

@@ -1,0 +1,262 @@
+#include "config.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+
+#include "temp_dir.h"
+
+namespace snowflake {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string ErrorOf(std::string_view text) {
+  auto result = ParseConfig(text, "/etc/snowflaked.toml");
+  if (result) return "(no error)";
+  return result.error().message;
+}
+
+TEST(Config, DefaultTextParsesToBuiltInDefaults) {
+  // Arrange
+  const Config defaults;
+
+  // Act
+  auto sut = ParseConfig(DefaultConfigText(), "built-in defaults");
+
+  // Assert
+  ASSERT_TRUE(sut) << sut.error().message;
+  EXPECT_EQ(*sut, defaults);
+}
+
+TEST(Config, DefaultTextSetsEveryKeyExplicitly) {
+  // The sample documents every key: each one appears (machine commented out, as it only
+  // applies to the static backend).
+  const std::string_view text = DefaultConfigText();
+  for (const char* key :
+       {"runtime_dir =", "state_dir =", "instance =", "log_level =", "group =", "epoch =",
+        "backend =", "path =", "machines =", "holder_id =", "# machine =", "max_backward_ms =",
+        "capacity =", "max_age_ms =", "min_fill =", "reservation_ms =", "status_interval_ms ="}) {
+    EXPECT_NE(text.find(key), std::string_view::npos) << key;
+  }
+}
+
+TEST(Config, EmptyTextGivesDefaults) {
+  auto sut = ParseConfig("", "x.toml");
+
+  ASSERT_TRUE(sut);
+  EXPECT_EQ(*sut, Config{});
+}
+
+TEST(Config, ParsesEveryKey) {
+  // Arrange
+  const std::string text = R"(
+[daemon]
+runtime_dir = "/tmp/rt"
+state_dir = "/tmp/st"
+instance = "b-2"
+log_level = "debug"
+group = "snowflake"
+[id]
+epoch = 1700000000000
+[register]
+backend = "static"
+path = "/tmp/reg.json"
+machines = "3-7"
+holder_id = "host-a"
+machine = 5
+[clock]
+max_backward_ms = 20
+[ring]
+capacity = 1024
+max_age_ms = 10
+min_fill = 16
+[persistence]
+reservation_ms = 500
+[systemd]
+status_interval_ms = 2000
+)";
+
+  // Act
+  auto sut = ParseConfig(text, "x.toml");
+
+  // Assert
+  ASSERT_TRUE(sut) << sut.error().message;
+  EXPECT_EQ(sut->daemon.runtime_dir, "/tmp/rt");
+  EXPECT_EQ(sut->daemon.state_dir, "/tmp/st");
+  EXPECT_EQ(sut->daemon.instance, "b-2");
+  EXPECT_EQ(sut->daemon.log_level, "debug");
+  EXPECT_EQ(sut->daemon.group, "snowflake");
+  EXPECT_EQ(sut->id.epoch_unix_ms, 1'700'000'000'000);
+  EXPECT_EQ(sut->machine_register.backend, RegisterBackend::kStatic);
+  EXPECT_EQ(sut->machine_register.path, "/tmp/reg.json");
+  EXPECT_EQ(sut->machine_register.first_machine, 3u);
+  EXPECT_EQ(sut->machine_register.last_machine, 7u);
+  EXPECT_EQ(sut->machine_register.holder_id, "host-a");
+  EXPECT_EQ(sut->machine_register.machine, 5u);
+  EXPECT_EQ(sut->clock.max_backward_ms, 20);
+  EXPECT_EQ(sut->ring.capacity, 1024u);
+  EXPECT_EQ(sut->ring.max_age_ms, 10);
+  EXPECT_EQ(sut->ring.min_fill, 16u);
+  EXPECT_EQ(sut->persistence.reservation_ms, 500);
+  EXPECT_EQ(sut->systemd.status_interval_ms, 2000);
+  EXPECT_EQ(sut->RegisterPath(), "/tmp/reg.json");
+  EXPECT_EQ(sut->HighWaterPath(), "/tmp/st/high-water.json");
+}
+
+TEST(Config, RegisterPathDefaultsToStateDir) {
+  auto sut = ParseConfig("[daemon]\nstate_dir = \"/srv/x\"\n", "x.toml");
+
+  ASSERT_TRUE(sut);
+  EXPECT_EQ(sut->RegisterPath(), "/srv/x/register.json");
+}
+
+TEST(Config, UnknownKeyIsAnErrorNamingKeyAndLine) {
+  EXPECT_EQ(ErrorOf("[ring]\ncapacity = 8\ncapacty = 8\n"),
+            "/etc/snowflaked.toml:3: ring.capacty: unknown key");
+}
+
+TEST(Config, UnknownTableIsAnError) {
+  EXPECT_THAT(ErrorOf("\n[rings]\ncapacity = 8\n"),
+              HasSubstr("/etc/snowflaked.toml:2: rings: unknown table"));
+}
+
+TEST(Config, UnknownNestedTableIsAnError) {
+  EXPECT_THAT(ErrorOf("[ring.extra]\nx = 1\n"), HasSubstr(":1: ring.extra: unknown key"));
+}
+
+TEST(Config, TopLevelKeyIsAnError) {
+  EXPECT_THAT(ErrorOf("capacity = 8\n"), HasSubstr(":1: capacity: unknown table"));
+}
+
+TEST(Config, SectionThatIsNotATableIsAnError) {
+  EXPECT_THAT(ErrorOf("ring = 5\n"), HasSubstr(":1: ring: must be a table, got an integer"));
+}
+
+TEST(Config, WrongTypeIsAnError) {
+  EXPECT_EQ(ErrorOf("[ring]\ncapacity = \"4096\"\n"),
+            "/etc/snowflaked.toml:2: ring.capacity: must be an integer, got a string");
+  EXPECT_EQ(ErrorOf("[daemon]\n\nruntime_dir = 3\n"),
+            "/etc/snowflaked.toml:3: daemon.runtime_dir: must be a string, got an integer");
+  EXPECT_THAT(ErrorOf("[clock]\nmax_backward_ms = 1.5\n"),
+              HasSubstr(":2: clock.max_backward_ms: must be an integer, got a float"));
+}
+
+TEST(Config, CapacityMustBeAPowerOfTwo) {
+  EXPECT_EQ(ErrorOf("[ring]\n\n\n\n\n\n\n\n\n\n\ncapacity = 1000\n"),
+            "/etc/snowflaked.toml:12: ring.capacity: must be a power of two from 1 to 1048576, "
+            "got 1000");
+  EXPECT_THAT(ErrorOf("[ring]\ncapacity = 0\n"), HasSubstr("power of two"));
+  EXPECT_THAT(ErrorOf("[ring]\ncapacity = 2097152\n"), HasSubstr("power of two"));
+  EXPECT_TRUE(ParseConfig("[ring]\ncapacity = 1\nmin_fill = 1\n", "x"));
+  EXPECT_TRUE(ParseConfig("[ring]\ncapacity = 1048576\n", "x"));
+}
+
+TEST(Config, OutOfRangeIsAnError) {
+  EXPECT_EQ(ErrorOf("[clock]\nmax_backward_ms = -1\n"),
+            "/etc/snowflaked.toml:2: clock.max_backward_ms: must be from 0 to 60000, got -1");
+  EXPECT_THAT(ErrorOf("[ring]\nmax_age_ms = 0\n"), HasSubstr("ring.max_age_ms: must be from 1"));
+  EXPECT_THAT(ErrorOf("[persistence]\nreservation_ms = 0\n"),
+              HasSubstr("persistence.reservation_ms: must be from 1 to 60000, got 0"));
+  EXPECT_THAT(ErrorOf("[systemd]\nstatus_interval_ms = 1\n"),
+              HasSubstr("systemd.status_interval_ms: must be from 10"));
+  EXPECT_THAT(ErrorOf("[register]\nbackend = \"static\"\nmachine = 1024\n"),
+              HasSubstr(":3: register.machine: must be from 0 to 1023, got 1024"));
+}
+
+TEST(Config, BadStringValuesAreErrors) {
+  EXPECT_THAT(ErrorOf("[daemon]\nlog_level = \"loud\"\n"),
+              HasSubstr(":2: daemon.log_level: must be one of trace"));
+  EXPECT_THAT(ErrorOf("[daemon]\nruntime_dir = \"run\"\n"),
+              HasSubstr("daemon.runtime_dir: must be an absolute path, got \"run\""));
+  EXPECT_THAT(ErrorOf("[daemon]\ninstance = \"a b\"\n"), HasSubstr("daemon.instance: must be"));
+  EXPECT_THAT(ErrorOf("[register]\nbackend = \"etcd\"\n"),
+              HasSubstr("register.backend: must be \"file\" or \"static\", got \"etcd\""));
+  EXPECT_THAT(ErrorOf("[register]\nmachines = \"7-3\"\n"), HasSubstr("register.machines: must be"));
+  EXPECT_THAT(ErrorOf("[register]\nmachines = \"0-1024\"\n"), HasSubstr("register.machines"));
+}
+
+TEST(Config, MachinesAcceptsOneNumber) {
+  auto sut = ParseConfig("[register]\nmachines = \"9\"\n", "x");
+
+  ASSERT_TRUE(sut);
+  EXPECT_EQ(sut->machine_register.first_machine, 9u);
+  EXPECT_EQ(sut->machine_register.last_machine, 9u);
+}
+
+TEST(Config, EpochAcceptsIsoStringDateTimeAndInteger) {
+  for (const char* text :
+       {"[id]\nepoch = \"2026-01-01T00:00:00Z\"\n", "[id]\nepoch = 2026-01-01T00:00:00Z\n",
+        "[id]\nepoch = \"2026-01-01T01:00:00+01:00\"\n", "[id]\nepoch = 1767225600000\n"}) {
+    auto sut = ParseConfig(text, "x");
+    ASSERT_TRUE(sut) << text << sut.error().message;
+    EXPECT_EQ(sut->id.epoch_unix_ms, kDefaultEpochUnixMs) << text;
+  }
+  auto with_ms = ParseConfig("[id]\nepoch = \"2020-02-29T12:34:56.789Z\"\n", "x");
+  ASSERT_TRUE(with_ms);
+  EXPECT_EQ(with_ms->id.epoch_unix_ms, 1'582'979'696'789);
+}
+
+TEST(Config, BadEpochIsAnError) {
+  EXPECT_THAT(ErrorOf("[id]\nepoch = \"yesterday\"\n"),
+              HasSubstr(":2: id.epoch: must be an ISO-8601 UTC time"));
+  EXPECT_THAT(ErrorOf("[id]\nepoch = \"2026-01-01T00:00:00\"\n"), HasSubstr("id.epoch: must be"));
+  EXPECT_THAT(ErrorOf("[id]\nepoch = \"2026-01-01T00:00:00Z\\nx = 1\"\n"), HasSubstr("id.epoch"));
+  EXPECT_THAT(ErrorOf("[id]\nepoch = 2026-01-01T00:00:00\n"), HasSubstr("a time zone is required"));
+  EXPECT_THAT(ErrorOf("[id]\nepoch = -5\n"), HasSubstr("id.epoch: must be at or after 1970"));
+  EXPECT_THAT(ErrorOf("[id]\nepoch = true\n"), HasSubstr("got a boolean"));
+}
+
+TEST(Config, MinFillAboveCapacityIsAnError) {
+  EXPECT_THAT(ErrorOf("[ring]\ncapacity = 16\nmin_fill = 32\n"),
+              HasSubstr(":3: ring.min_fill: must not exceed ring.capacity (16), got 32"));
+}
+
+TEST(Config, DefaultMinFillFollowsASmallCapacity) {
+  auto sut = ParseConfig("[ring]\ncapacity = 8\n", "x");
+
+  ASSERT_TRUE(sut);
+  EXPECT_EQ(sut->ring.min_fill, 8u);
+}
+
+TEST(Config, StaticBackendNeedsMachine) {
+  EXPECT_THAT(ErrorOf("[register]\nbackend = \"static\"\n"),
+              HasSubstr("register.machine: required when register.backend = \"static\""));
+}
+
+TEST(Config, MachineWithFileBackendIsAnError) {
+  EXPECT_THAT(ErrorOf("[register]\nmachine = 3\n"),
+              HasSubstr(":2: register.machine: only valid with register.backend = \"static\""));
+}
+
+TEST(Config, SyntaxErrorNamesLineAndColumn) {
+  EXPECT_THAT(ErrorOf("[ring]\ncapacity = = 3\n"), HasSubstr("/etc/snowflaked.toml:2:"));
+}
+
+TEST(Config, LoadConfigReadsAFile) {
+  // Arrange
+  snowflake::testing::TempDir dir;
+  const auto path = dir / "c.toml";
+  std::ofstream(path) << "[ring]\ncapacity = 8\nbogus = 1\n";
+
+  // Act
+  auto sut = LoadConfig(path);
+
+  // Assert
+  ASSERT_FALSE(sut);
+  EXPECT_EQ(sut.error().message, path.string() + ":3: ring.bogus: unknown key");
+}
+
+TEST(Config, LoadConfigOfMissingFileIsAnError) {
+  snowflake::testing::TempDir dir;
+
+  auto sut = LoadConfig(dir / "missing.toml");
+
+  ASSERT_FALSE(sut);
+  EXPECT_THAT(sut.error().message, HasSubstr("missing.toml: cannot read the config file"));
+}
+
+}  // namespace
+}  // namespace snowflake
