@@ -1,0 +1,153 @@
+// libsnowflake: take unique, time-ordered 64-bit IDs from the local snowflaked.
+//
+//   auto client = snowflake::Client::Open("orders");          // once per process
+//   if (!client) { log(client.error().message); return; }
+//   auto id = client->Next();                                  // per record
+//
+// A Client maps the daemon's shared-memory ring (DESIGN.md §4) and takes IDs from it
+// directly: a take is a few loads and one compare-and-swap, with no system call. The
+// daemon keeps the ring filled; a Client only waits when the ring is empty.
+//
+// Errors are values (tl::expected<T, Error>); no function here throws.
+
+#ifndef SNOWFLAKE_CLIENT_H_
+#define SNOWFLAKE_CLIENT_H_
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include <tl/expected.hpp>
+
+#include "snowflake/client_error.h"
+#include "snowflake/id_layout.h"
+
+namespace snowflake {
+
+// The runtime directory used when ClientOptions::runtime_dir is empty:
+// $SNOWFLAKE_RUNTIME_DIR if set and non-empty, else /run/snowflaked.
+std::filesystem::path DefaultRuntimeDir() noexcept;
+
+// Returns kInvalidServiceName unless `service` is 1 to 63 characters of [a-z0-9._-].
+tl::expected<void, Error> ValidateServiceName(std::string_view service) noexcept;
+
+struct ClientOptions {
+  // Where the daemon's segment lives. Empty: DefaultRuntimeDir().
+  std::filesystem::path runtime_dir;
+  // How long Next()/NextBatch() wait on an empty ring while the daemon looks healthy
+  // before returning kTimedOut. Zero: never wait (kTimedOut at once if empty).
+  std::chrono::milliseconds wait_timeout{100};
+  // A serving daemon whose heartbeat (refreshed about every millisecond) is older than
+  // this is reported as kDaemonNotHeartbeating. Generous enough for a loaded host.
+  std::chrono::milliseconds max_heartbeat_age{50};
+};
+
+// A snapshot of the daemon and ring as one client sees them. Fields are read racily, one
+// by one: each was true at some instant during the call, not all at the same instant.
+struct ClientStatus {
+  std::string state;        // "starting", "serving", "paused", "out_of_service", "stopped"
+  // state refined by the liveness checks: also "not_heartbeating" or "dead".
+  std::string health;
+  std::string reason;       // "none", "clock_behind", ... (shm::StateReasonName)
+  std::string reason_text;  // for people: "clock moved back 5 ms"; "" when none
+  int64_t reason_detail = 0;
+  uint32_t machine = 0;
+  int64_t epoch_unix_ms = 0;
+  uint64_t incarnation = 0;      // +1 each time a daemon (re)opened the segment
+  uint64_t daemon_pid = 0;
+  uint64_t heartbeat_age_ns = 0;
+  uint64_t ring_fill = 0;        // published and not yet taken
+  uint64_t ring_capacity = 0;
+  uint64_t fill_target = 0;      // IDs the daemon aims to keep in the ring
+  uint64_t published_total = 0;  // IDs ever published into this segment
+  uint64_t taken_total = 0;      // tickets ever claimed (by clients or drained)
+  uint64_t drained_total = 0;    // IDs the daemon took back (stale, pause, shutdown)
+  uint64_t clock_pauses = 0;
+  uint64_t client_taken = 0;     // IDs this Client has taken (0 from Inspect)
+};
+
+// A Client is safe for concurrent use by multiple threads without external
+// synchronization. Next() and NextBatch() are lock-free, never allocate and make no
+// system call unless the ring is empty; then they wait on a futex in 1 ms slices,
+// re-checking the daemon's state every slice, and return an error as soon as the daemon
+// is not serving. A moved-from Client may only be destroyed or assigned to.
+//
+// Counting (per-service totals for the daemon): each Client claims its own ServiceSlot in
+// the segment, a cache line only this Client writes, and adds to it with one relaxed
+// fetch_add per take. Why not thread-local batches: the take already does a CAS on the
+// ring's shared head line, so one more uncontended-across-processes RMW on a private line
+// costs little, and counts are exact and visible to the daemon at once, even when a
+// thread or the process dies without flushing.
+//
+// Restarts: a daemon that restarts reopens the same segment, so a Client keeps working
+// (between the stop and the restart it reports kDaemonStopped/kDaemonDead/
+// kDaemonStarting). If the daemon instead created a new segment (a new file at the same
+// path), the slow path notices when the old one is stopped or its daemon dead, maps the
+// new one under a mutex and retries there. Old mappings stay mapped until the Client is
+// destroyed, because other threads may still be reading them lock-free.
+class Client {
+ public:
+  // Opens the segment in the runtime directory, validates it, and registers `service`
+  // (for per-service counts). It does not wait for the daemon: a stopped or paused daemon
+  // is reported by Next().
+  // Errors: kInvalidServiceName; kDaemonNotRunning (no segment: the message names the
+  // path); kPermissionDenied (names the group to join); kIncompatibleVersion;
+  // kCorruptSegment; kUntrustedSegment; kSystemError.
+  static tl::expected<Client, Error> Open(std::string_view service,
+                                          const ClientOptions& options = {}) noexcept;
+
+  // Reads the status of the daemon's segment without registering a service (for tools).
+  // Errors: as Open() except kInvalidServiceName.
+  static tl::expected<ClientStatus, Error> Inspect(const ClientOptions& options = {}) noexcept;
+
+  Client(Client&&) noexcept;
+  Client& operator=(Client&&) noexcept;
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+  // Retires this Client's counter slot (the daemon folds its final count).
+  ~Client();
+
+  // Returns one ID, larger than every ID any take that completed before this call began
+  // received (on this host, in any process).
+  // Errors: kDaemonStarting, kDaemonPaused (the message has the reason),
+  // kDaemonOutOfService, kDaemonStopped, kDaemonNotHeartbeating, kDaemonDead: returned
+  // within about a millisecond of finding the ring empty; fail over. kTimedOut: the ring
+  // stayed empty for wait_timeout although the daemon looked healthy.
+  tl::expected<uint64_t, Error> Next() noexcept;
+
+  // Takes n IDs into out[0..n) and returns n, with 1 <= n <= out.size(). The IDs are
+  // strictly increasing and taken at one instant (one CAS), so no other take interleaves.
+  // A short batch (n < out.size()) means the ring held only n IDs at that instant; it is
+  // not an error, call again for more. It never returns 0: when the ring is empty it waits
+  // and fails exactly like Next(). Errors: as Next(), plus kInvalidArgument for an empty
+  // span. On error out is unspecified and no ID was taken.
+  tl::expected<size_t, Error> NextBatch(std::span<uint64_t> out) noexcept;
+
+  // Splits an ID into its millisecond, machine and sequence using the segment's epoch.
+  // Errors: kInvalidArgument for a value with the sign bit set (not an ID).
+  tl::expected<DecodedId, Error> Decode(uint64_t id) const noexcept;
+
+  // The ID layout (epoch) of the segment this Client currently uses.
+  IdLayout layout() const noexcept;
+
+  // A status snapshot, including this Client's own count.
+  // Errors: kSystemError (allocation failure) only.
+  tl::expected<ClientStatus, Error> GetStatus() const noexcept;
+
+  const std::string& service() const noexcept;
+
+ private:
+  class Impl;
+  explicit Client(std::unique_ptr<Impl> impl) noexcept;
+
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace snowflake
+
+#endif  // SNOWFLAKE_CLIENT_H_

@@ -1,0 +1,129 @@
+/* libsnowflake's C ABI: the same semantics as snowflake/client.h, for C and for any
+ * language's foreign-function interface. Plain C99/C11; no C++ types cross it and no
+ * exception escapes it.
+ *
+ *   sf_client *c;
+ *   if (sf_open("orders", NULL, &c) != SF_OK) { fprintf(stderr, "%s\n", sf_last_error()); }
+ *   uint64_t id; if (sf_next(c, &id) == SF_OK) { ... }   sf_close(c);
+ *
+ * Thread safety: an sf_client may be used by any number of threads at once without
+ * external synchronization; sf_next and sf_next_batch are lock-free and make no system
+ * call unless the ring is empty. sf_close must not race with other calls on the same
+ * client. sf_last_error is per thread. */
+
+#ifndef SNOWFLAKE_SNOWFLAKE_H_
+#define SNOWFLAKE_SNOWFLAKE_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Every call returns one of these. Values are part of the ABI and never change. */
+typedef enum sf_status {
+  SF_OK = 0,
+  /* The service name is not 1-63 characters of [a-z0-9._-]. Fix the name. */
+  SF_INVALID_SERVICE_NAME = 1,
+  /* A null pointer, n == 0, or an sf_options with a bad struct_size. Fix the call. */
+  SF_INVALID_ARGUMENT = 2,
+  /* No segment in the runtime directory (the message names the path): start snowflaked
+   * or set SNOWFLAKE_RUNTIME_DIR / sf_options.runtime_dir. */
+  SF_DAEMON_NOT_RUNNING = 3,
+  /* This user may not read the segment: join the group the message names. */
+  SF_PERMISSION_DENIED = 4,
+  /* The daemon speaks another segment format version: use matching releases. */
+  SF_INCOMPATIBLE_VERSION = 5,
+  /* The segment fails validation: stop snowflaked, remove the file, restart it. */
+  SF_CORRUPT_SEGMENT = 6,
+  /* The segment has the wrong owner, an open mode or is not a regular file: refused. */
+  SF_UNTRUSTED_SEGMENT = 7,
+  /* The daemon is starting: retry shortly. */
+  SF_DAEMON_STARTING = 8,
+  /* The daemon paused generation (the message has why): fail over; it resumes itself. */
+  SF_DAEMON_PAUSED = 9,
+  /* Out of service until an operator runs `snowflakectl resume`: fail over. */
+  SF_DAEMON_OUT_OF_SERVICE = 10,
+  /* The daemon shut down cleanly: fail over, retry later. */
+  SF_DAEMON_STOPPED = 11,
+  /* The daemon's heartbeat is too old (hung or stopped): fail over. */
+  SF_DAEMON_NOT_HEARTBEATING = 12,
+  /* The daemon's process is gone: fail over and restart it. */
+  SF_DAEMON_DEAD = 13,
+  /* The ring stayed empty for the whole wait while the daemon looked healthy: retry or
+   * fail over. */
+  SF_TIMED_OUT = 14,
+  /* An unexpected OS error or out of memory (the message names the cause). */
+  SF_SYSTEM_ERROR = 15
+} sf_status;
+
+/* Options for sf_open. Initialise with sf_options_init (or SF_OPTIONS_INIT) and then set
+ * fields, so a program built against an older header keeps working with a newer library:
+ * the library reads only the first struct_size bytes. */
+typedef struct sf_options {
+  uint32_t struct_size;          /* sizeof(sf_options) of the caller's header */
+  uint32_t wait_timeout_ms;      /* wait on an empty ring; default 100 */
+  const char *runtime_dir;       /* NULL: $SNOWFLAKE_RUNTIME_DIR, else /run/snowflaked;
+                                  * copied by sf_open */
+  uint32_t max_heartbeat_age_ms; /* heartbeat age limit; default 50 */
+  uint32_t reserved;             /* must be 0 */
+} sf_options;
+
+#define SF_OPTIONS_INIT {sizeof(sf_options), 100u, NULL, 50u, 0u}
+
+/* Fills *opts with the defaults (and struct_size). */
+void sf_options_init(sf_options *opts);
+
+/* An open client. Opaque; created by sf_open, destroyed by sf_close. */
+typedef struct sf_client sf_client;
+
+/* Opens the local daemon's ring for `service` (copied). opts may be NULL (defaults).
+ * On SF_OK *out owns a client to pass to sf_close; otherwise *out is set to NULL.
+ * Returns SF_OK, SF_INVALID_SERVICE_NAME, SF_INVALID_ARGUMENT, SF_DAEMON_NOT_RUNNING,
+ * SF_PERMISSION_DENIED, SF_INCOMPATIBLE_VERSION, SF_CORRUPT_SEGMENT,
+ * SF_UNTRUSTED_SEGMENT or SF_SYSTEM_ERROR. A stopped or paused daemon is reported by
+ * sf_next, not here. */
+sf_status sf_open(const char *service, const sf_options *opts, sf_client **out);
+
+/* Takes one ID into *id: larger than any ID a take completed before this call began
+ * received, on this host. Returns SF_OK, SF_INVALID_ARGUMENT, SF_DAEMON_STARTING,
+ * SF_DAEMON_PAUSED, SF_DAEMON_OUT_OF_SERVICE, SF_DAEMON_STOPPED,
+ * SF_DAEMON_NOT_HEARTBEATING, SF_DAEMON_DEAD (each within about a millisecond of finding
+ * the ring empty) or SF_TIMED_OUT. *id is written only on SF_OK. */
+sf_status sf_next(sf_client *c, uint64_t *id);
+
+/* Takes up to n strictly increasing IDs into ids[0..*got) in one step. On SF_OK,
+ * 1 <= *got <= n; *got < n means the ring held only *got IDs at that instant (not an
+ * error: call again for more). It never succeeds with 0 IDs: on an empty ring it waits
+ * and fails like sf_next. n == 0 is SF_INVALID_ARGUMENT. On error *got is 0. */
+sf_status sf_next_batch(sf_client *c, uint64_t *ids, size_t n, size_t *got);
+
+/* Closes the client (retiring its counter slot) and frees it. NULL is ignored. */
+void sf_close(sf_client *c);
+
+/* The fields of an ID. */
+typedef struct sf_decoded_id {
+  int64_t unix_ms;   /* creation millisecond, Unix time */
+  uint32_t machine;  /* 0..1023 */
+  uint32_t sequence; /* 0..4095 */
+} sf_decoded_id;
+
+/* Splits id using c's segment epoch, or the default epoch (2026-01-01T00:00:00Z) when c
+ * is NULL. Returns SF_OK, or SF_INVALID_ARGUMENT (out is NULL, or id has the sign bit
+ * set and is no ID). */
+sf_status sf_decode(const sf_client *c, uint64_t id, sf_decoded_id *out);
+
+/* A stable name for a status ("ok", "daemon_paused", ...). Never NULL; static storage. */
+const char *sf_status_str(sf_status s);
+
+/* The message of the last call on this thread that did not return SF_OK: what happened
+ * and what to do; "" if there was none. Successful calls leave it alone. The pointer
+ * stays valid until the next failing call on this thread. */
+const char *sf_last_error(void);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* SNOWFLAKE_SNOWFLAKE_H_ */
