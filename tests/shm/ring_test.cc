@@ -1,0 +1,598 @@
+// Single-threaded behaviour of the ring, producer and consumer in one process, at the
+// capacities that stress its arithmetic: 1 and 2 (the producer laps at once), 64 and
+// 65536.
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ring_test_util.h"
+#include "snowflake/id_layout.h"
+#include "snowflake/ring_consumer.h"
+#include "snowflake/ring_producer.h"
+#include "temp_dir.h"
+
+namespace snowflake::shm {
+namespace {
+
+using namespace std::chrono_literals;
+using snowflake::testing::TempDir;
+using testing::MakeConsumer;
+using testing::MakeProducer;
+using testing::OptionsFor;
+using testing::Range;
+using testing::Unwrap;
+
+class RingAtCapacity : public ::testing::TestWithParam<uint64_t> {
+ protected:
+  uint64_t capacity() const { return GetParam(); }
+  TempDir dir_;
+};
+
+INSTANTIATE_TEST_SUITE_P(Capacities, RingAtCapacity, ::testing::Values(1, 2, 64, 65536));
+
+TEST_P(RingAtCapacity, TakeFailsWhenNothingPublished) {
+  RingProducer producer = MakeProducer(dir_.path(), capacity());
+  RingConsumer sut = MakeConsumer(dir_.path());
+  uint64_t id = 0;
+  uint64_t batch[4];
+
+  EXPECT_FALSE(sut.TryTake(&id));
+  EXPECT_EQ(sut.TryTakeBatch(batch, 4), 0u);
+  EXPECT_EQ(sut.capacity(), capacity());
+  EXPECT_EQ(sut.size(), 0u);
+}
+
+TEST_P(RingAtCapacity, TakesReturnPublishedIdsInOrder) {
+  RingProducer producer = MakeProducer(dir_.path(), capacity());
+  RingConsumer sut = MakeConsumer(dir_.path());
+  ASSERT_EQ(Unwrap(producer.Publish(Range(100, capacity()))), capacity());
+
+  std::vector<uint64_t> taken;
+  uint64_t id = 0;
+  while (sut.TryTake(&id)) taken.push_back(id);
+
+  EXPECT_EQ(taken, Range(100, capacity()));
+  EXPECT_EQ(sut.head(), capacity());
+  EXPECT_EQ(sut.tail(), capacity());
+}
+
+TEST_P(RingAtCapacity, FullRingPublishesOnlyFreeSlots) {
+  RingProducer sut = MakeProducer(dir_.path(), capacity());
+  RingConsumer consumer = MakeConsumer(dir_.path());
+
+  const size_t first = Unwrap(sut.Publish(Range(1, capacity() + 5)));
+  const size_t when_full = Unwrap(sut.Publish(Range(capacity() + 1, 3)));
+  uint64_t id = 0;
+  ASSERT_TRUE(consumer.TryTake(&id));
+  const size_t after_one_take = Unwrap(sut.Publish(Range(capacity() + 1, 3)));
+
+  EXPECT_EQ(first, capacity());
+  EXPECT_EQ(when_full, 0u);
+  EXPECT_EQ(id, 1u);
+  EXPECT_EQ(after_one_take, 1u);
+  EXPECT_EQ(sut.free_slots(), 0u);
+  EXPECT_EQ(sut.last_published_id(), capacity() + 1);
+}
+
+TEST_P(RingAtCapacity, BatchTakesAtMostWhatIsPublished) {
+  RingProducer producer = MakeProducer(dir_.path(), capacity());
+  RingConsumer sut = MakeConsumer(dir_.path());
+  ASSERT_EQ(Unwrap(producer.Publish(Range(1, capacity()))), capacity());
+  std::vector<uint64_t> out(capacity() + 3);
+
+  const size_t n = sut.TryTakeBatch(out.data(), out.size());
+  const size_t again = sut.TryTakeBatch(out.data(), out.size());
+
+  EXPECT_EQ(n, capacity());
+  out.resize(n);
+  EXPECT_EQ(out, Range(1, capacity()));
+  EXPECT_EQ(again, 0u);
+}
+
+TEST_P(RingAtCapacity, BatchOfZeroTakesNothing) {
+  RingProducer producer = MakeProducer(dir_.path(), capacity());
+  RingConsumer sut = MakeConsumer(dir_.path());
+  ASSERT_EQ(Unwrap(producer.Publish(Range(1, 1))), 1u);
+  uint64_t out = 0;
+
+  EXPECT_EQ(sut.TryTakeBatch(&out, 0), 0u);
+  EXPECT_EQ(sut.size(), 1u);
+}
+
+TEST_P(RingAtCapacity, WrapsAroundManyLaps) {
+  // Publish chunks of random size and take them with a random mix of single and batch
+  // takes until the tickets have gone round the ring at least 5 times (and at least
+  // 2000 IDs): every ID comes out once, in order.
+  const uint32_t seed = std::random_device{}();
+  std::printf("seed %u\n", seed);
+  std::mt19937_64 rng(seed);
+  RingProducer producer = MakeProducer(dir_.path(), capacity());
+  RingConsumer sut = MakeConsumer(dir_.path());
+  const uint64_t total = std::max<uint64_t>(5 * capacity(), 2000);
+  uint64_t next_publish = 1;
+  std::vector<uint64_t> taken;
+  std::vector<uint64_t> batch(capacity());
+
+  while (taken.size() < total) {
+    const uint64_t want = std::min<uint64_t>(total + 1 - next_publish, 1 + rng() % capacity());
+    if (want > 0) next_publish += Unwrap(producer.Publish(Range(next_publish, want)));
+    if (rng() % 2 == 0) {
+      uint64_t id = 0;
+      while (sut.TryTake(&id)) taken.push_back(id);
+    } else {
+      size_t n = 0;
+      while ((n = sut.TryTakeBatch(batch.data(), 1 + rng() % capacity())) > 0) {
+        taken.insert(taken.end(), batch.begin(), batch.begin() + static_cast<long>(n));
+      }
+    }
+  }
+
+  ASSERT_EQ(taken, Range(1, total)) << "seed " << seed;
+  EXPECT_EQ(sut.head(), total);
+  EXPECT_GE(sut.head() / capacity(), 5u);
+}
+
+TEST_P(RingAtCapacity, DrainAllTakesBackEveryUnclaimedId) {
+  RingProducer sut = MakeProducer(dir_.path(), capacity());
+  RingConsumer consumer = MakeConsumer(dir_.path());
+  ASSERT_EQ(Unwrap(sut.Publish(Range(1, capacity()))), capacity());
+  uint64_t id = 0;
+
+  const uint64_t drained = sut.DrainAll();
+
+  EXPECT_EQ(drained, capacity());
+  EXPECT_FALSE(consumer.TryTake(&id));
+  EXPECT_EQ(sut.head(), sut.tail());
+  EXPECT_EQ(sut.header().drained_total.load(), capacity());
+  EXPECT_EQ(sut.DrainAll(), 0u);
+}
+
+TEST_P(RingAtCapacity, PublishContinuesAboveDrainedIds) {
+  RingProducer sut = MakeProducer(dir_.path(), capacity());
+  RingConsumer consumer = MakeConsumer(dir_.path());
+  ASSERT_EQ(Unwrap(sut.Publish(Range(1, capacity()))), capacity());
+  sut.DrainAll();
+
+  const auto refused = sut.Publish(Range(capacity(), 1));
+  const auto accepted = sut.Publish(Range(capacity() + 1, 1));
+  uint64_t id = 0;
+
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, SegmentError::kNotIncreasing);
+  EXPECT_EQ(Unwrap(accepted), 1u);
+  ASSERT_TRUE(consumer.TryTake(&id));
+  EXPECT_EQ(id, capacity() + 1);
+}
+
+TEST(Ring, PublishRefusesAnIdNotAboveTheLastPublished) {
+  TempDir dir;
+  RingProducer sut = MakeProducer(dir.path(), 8);
+  ASSERT_EQ(Unwrap(sut.Publish(Range(5, 1))), 1u);
+
+  const auto equal = sut.Publish(Range(5, 1));
+  const auto lower = sut.Publish(Range(4, 2));
+
+  ASSERT_FALSE(equal);
+  EXPECT_EQ(equal.error().code, SegmentError::kNotIncreasing);
+  EXPECT_NE(equal.error().message.find("not above the last published ID 5"), std::string::npos)
+      << equal.error().message;
+  ASSERT_FALSE(lower);
+  EXPECT_EQ(lower.error().code, SegmentError::kNotIncreasing);
+  EXPECT_EQ(sut.tail(), 1u);
+}
+
+TEST(Ring, EmptyPublishPublishesNothing) {
+  TempDir dir;
+  RingProducer sut = MakeProducer(dir.path(), 8);
+
+  EXPECT_EQ(Unwrap(sut.Publish({})), 0u);
+  EXPECT_EQ(sut.tail(), 0u);
+}
+
+TEST(Ring, DrainOlderThanDrainsOnlyTheStalePrefix) {
+  TempDir dir;
+  RingProducer sut = MakeProducer(dir.path(), 8);
+  RingConsumer consumer = MakeConsumer(dir.path());
+  const std::vector<uint64_t> ids = {
+      IdLayout::EncodeUnchecked(10, testing::kTestMachine, 0),
+      IdLayout::EncodeUnchecked(11, testing::kTestMachine, 0),
+      IdLayout::EncodeUnchecked(20, testing::kTestMachine, 0),
+      IdLayout::EncodeUnchecked(21, testing::kTestMachine, 0),
+  };
+  ASSERT_EQ(Unwrap(sut.Publish(ids)), 4u);
+
+  const uint64_t none = sut.DrainOlderThan(10);
+  const uint64_t drained = sut.DrainOlderThan(20);
+  uint64_t id = 0;
+
+  EXPECT_EQ(none, 0u);
+  EXPECT_EQ(drained, 2u);
+  ASSERT_TRUE(consumer.TryTake(&id));
+  EXPECT_EQ(id, ids[2]);
+  EXPECT_EQ(sut.DrainOlderThan(1000), 1u);
+  EXPECT_EQ(sut.DrainOlderThan(1000), 0u);
+}
+
+TEST(Ring, ReopenKeepsCountersAndLastIdAndBumpsIncarnation) {
+  TempDir dir;
+  uint64_t first_incarnation = 0;
+  {
+    RingProducer first = MakeProducer(dir.path(), 8);
+    ASSERT_EQ(Unwrap(first.Publish(Range(1, 5))), 5u);
+    first.SetState(DaemonState::kServing);
+    first_incarnation = first.incarnation();
+  }
+  RingConsumer consumer = MakeConsumer(dir.path());
+  uint64_t id = 0;
+  ASSERT_TRUE(consumer.TryTake(&id));
+
+  RingProducer sut = MakeProducer(dir.path(), 8);
+
+  EXPECT_TRUE(sut.reopened());
+  EXPECT_EQ(first_incarnation, 1u);
+  EXPECT_EQ(sut.incarnation(), 2u);
+  EXPECT_EQ(sut.head(), 1u);
+  EXPECT_EQ(sut.tail(), 5u);
+  EXPECT_EQ(sut.last_published_id(), 5u);
+  EXPECT_EQ(sut.state(), DaemonState::kStarting);
+  EXPECT_EQ(sut.header().pid.load(), static_cast<uint64_t>(getpid()));
+  // The consumer attached before the reopen keeps taking where it was.
+  ASSERT_TRUE(consumer.TryTake(&id));
+  EXPECT_EQ(id, 2u);
+  EXPECT_EQ(consumer.CheckProducer(1h).health, ProducerHealth::kStarting);
+}
+
+TEST(Ring, LastPublishedIdSurvivesReopenAfterEveryIdWasTaken) {
+  TempDir dir;
+  {
+    RingProducer first = MakeProducer(dir.path(), 2);
+    RingConsumer consumer = MakeConsumer(dir.path());
+    ASSERT_EQ(Unwrap(first.Publish(Range(41, 2))), 2u);
+    uint64_t out[2];
+    ASSERT_EQ(consumer.TryTakeBatch(out, 2), 2u);
+  }
+
+  RingProducer sut = MakeProducer(dir.path(), 2);
+  const auto refused = sut.Publish(Range(42, 1));
+
+  EXPECT_EQ(sut.last_published_id(), 42u);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, SegmentError::kNotIncreasing);
+}
+
+TEST(Ring, NewCapacityRetiresTheOldSegmentAndCarriesItsLastId) {
+  TempDir dir;
+  RingProducer old_producer = MakeProducer(dir.path(), 8);
+  ASSERT_EQ(Unwrap(old_producer.Publish(Range(1, 3))), 3u);
+  old_producer.SetState(DaemonState::kServing);
+  RingConsumer old_consumer = MakeConsumer(dir.path());
+
+  RingProducer sut = MakeProducer(dir.path(), 16);
+  RingConsumer new_consumer = MakeConsumer(dir.path());
+  uint64_t id = 0;
+
+  EXPECT_FALSE(sut.reopened());
+  EXPECT_EQ(sut.capacity(), 16u);
+  EXPECT_EQ(sut.last_published_id(), 3u);
+  EXPECT_EQ(sut.incarnation(), 1u);
+  EXPECT_EQ(sut.Publish(Range(3, 1)).error().code, SegmentError::kNotIncreasing);
+  // The old mapping was drained and marked stopped, so its clients fail over.
+  EXPECT_FALSE(old_consumer.TryTake(&id));
+  EXPECT_EQ(old_consumer.CheckProducer(1h).health, ProducerHealth::kStopped);
+  EXPECT_EQ(old_consumer.CheckProducer(1h).reason, StateReason::kShutdown);
+  EXPECT_NE(old_consumer.inode(), new_consumer.inode());
+  EXPECT_EQ(new_consumer.capacity(), 16u);
+}
+
+TEST(Ring, NewMachineStartsAFreshOrder) {
+  TempDir dir;
+  {
+    RingProducer old_producer = MakeProducer(dir.path(), 8);
+    ASSERT_EQ(Unwrap(old_producer.Publish(Range(1, 3))), 3u);
+  }
+  ProducerOptions options = OptionsFor(dir.path(), 8);
+  options.machine = testing::kTestMachine + 1;
+
+  RingProducer sut = Unwrap(RingProducer::CreateOrOpen(options));
+
+  EXPECT_FALSE(sut.reopened());
+  EXPECT_EQ(sut.last_published_id(), 0u);
+  EXPECT_EQ(sut.header().machine.load(), testing::kTestMachine + 1);
+}
+
+TEST(Ring, CreatesTheSegmentWithTheRequestedMode) {
+  TempDir dir;
+  ProducerOptions options = OptionsFor(dir.path(), 8);
+  options.mode = 0640;
+  const mode_t old_umask = umask(0077);
+
+  RingProducer sut = Unwrap(RingProducer::CreateOrOpen(options));
+  umask(old_umask);
+  struct stat info {};
+  ASSERT_EQ(stat(sut.path().c_str(), &info), 0);
+
+  EXPECT_EQ(info.st_mode & 07777, 0640u);
+  EXPECT_EQ(sut.path(), dir.path() / kSegmentFileName);
+}
+
+TEST(Ring, CreateRefusesAModeOpenToOthers) {
+  TempDir dir;
+  ProducerOptions options = OptionsFor(dir.path(), 8);
+  options.mode = 0664;
+
+  const auto sut = RingProducer::CreateOrOpen(options);
+
+  ASSERT_FALSE(sut);
+  EXPECT_EQ(sut.error().code, SegmentError::kModeTooOpen);
+}
+
+TEST(Ring, CreateRefusesACapacityNotAPowerOfTwo) {
+  TempDir dir;
+
+  const auto sut = RingProducer::CreateOrOpen(OptionsFor(dir.path(), 12));
+
+  ASSERT_FALSE(sut);
+  EXPECT_EQ(sut.error().code, SegmentError::kBadCapacity);
+}
+
+TEST(Ring, StateReasonAndHeartbeatAreVisibleToConsumers) {
+  TempDir dir;
+  RingProducer sut = MakeProducer(dir.path(), 8);
+  RingConsumer consumer = MakeConsumer(dir.path());
+  const uint64_t beat_before = consumer.header().heartbeat_mono_ns.load();
+  std::this_thread::sleep_for(2ms);
+
+  sut.SetState(DaemonState::kPaused, StateReason::kClockBehind, 7);
+  const ProducerStatus status = consumer.CheckProducer(1h);
+
+  EXPECT_EQ(status.health, ProducerHealth::kPaused);
+  EXPECT_EQ(status.reason, StateReason::kClockBehind);
+  EXPECT_EQ(status.reason_detail, 7);
+  EXPECT_EQ(status.pid, static_cast<uint64_t>(getpid()));
+  EXPECT_GT(consumer.header().heartbeat_mono_ns.load(), beat_before);
+  EXPECT_EQ(sut.state(), DaemonState::kPaused);
+}
+
+TEST(Ring, CheckProducerReportsEachState) {
+  TempDir dir;
+  RingProducer sut = MakeProducer(dir.path(), 8);
+  RingConsumer consumer = MakeConsumer(dir.path());
+
+  EXPECT_EQ(consumer.CheckProducer(1h).health, ProducerHealth::kStarting);
+  sut.SetState(DaemonState::kServing);
+  EXPECT_EQ(consumer.CheckProducer(1h).health, ProducerHealth::kServing);
+  sut.SetState(DaemonState::kPaused, StateReason::kClockBehind, 3);
+  EXPECT_EQ(consumer.CheckProducer(1h).health, ProducerHealth::kPaused);
+  sut.SetState(DaemonState::kOutOfService, StateReason::kClockStepTooLarge, 5000);
+  EXPECT_EQ(consumer.CheckProducer(1h).health, ProducerHealth::kOutOfService);
+  EXPECT_EQ(consumer.CheckProducer(1h).reason, StateReason::kClockStepTooLarge);
+  sut.SetState(DaemonState::kStopped, StateReason::kShutdown);
+  EXPECT_EQ(consumer.CheckProducer(1h).health, ProducerHealth::kStopped);
+}
+
+TEST(Ring, CheckProducerReportsAServingDaemonThatStoppedHeartbeating) {
+  TempDir dir;
+  RingProducer sut = MakeProducer(dir.path(), 8);
+  RingConsumer consumer = MakeConsumer(dir.path());
+  sut.SetState(DaemonState::kServing);
+  std::this_thread::sleep_for(5ms);
+
+  const ProducerStatus stale = consumer.CheckProducer(1ms);
+  sut.Heartbeat();
+  const ProducerStatus fresh = consumer.CheckProducer(1h);
+
+  EXPECT_EQ(stale.health, ProducerHealth::kNotHeartbeating);
+  EXPECT_GE(stale.heartbeat_age_ns, 5'000'000u);
+  EXPECT_EQ(fresh.health, ProducerHealth::kServing);
+}
+
+TEST(Ring, CheckProducerReportsADaemonKilledWhileServing) {
+  TempDir dir;
+  { RingProducer creator = MakeProducer(dir.path(), 8); }
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // The child reopens the segment as the serving daemon, says so, and waits to die.
+    auto producer = RingProducer::CreateOrOpen(OptionsFor(dir.path(), 8));
+    if (!producer) _exit(2);
+    producer->SetState(DaemonState::kServing);
+    const char byte = 'r';
+    if (write(ready[1], &byte, 1) != 1) _exit(3);
+    for (;;) pause();
+  }
+  close(ready[1]);
+  char byte = 0;
+  ASSERT_EQ(read(ready[0], &byte, 1), 1) << "the child producer did not start";
+  close(ready[0]);
+  RingConsumer consumer = MakeConsumer(dir.path());
+  const ProducerStatus alive = consumer.CheckProducer(1h);
+
+  ASSERT_EQ(kill(child, SIGKILL), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  const ProducerStatus dead = consumer.CheckProducer(1h);
+
+  EXPECT_EQ(alive.health, ProducerHealth::kServing);
+  EXPECT_EQ(alive.pid, static_cast<uint64_t>(child));
+  EXPECT_TRUE(WIFSIGNALED(status));
+  EXPECT_EQ(dead.health, ProducerHealth::kDead);
+}
+
+TEST(Ring, AwaitPublishWakesOnPublish) {
+  TempDir dir;
+  RingProducer sut = MakeProducer(dir.path(), 8);
+  RingConsumer consumer = MakeConsumer(dir.path());
+  sut.SetState(DaemonState::kServing);
+  constexpr auto kTimeout = 120s;
+  std::chrono::steady_clock::duration waited{};
+  uint64_t id = 0;
+  bool took = false;
+
+  std::thread waiter([&] {
+    const auto start = std::chrono::steady_clock::now();
+    const uint32_t seen = consumer.wake_seq();
+    if (!consumer.TryTake(&id)) consumer.AwaitPublish(seen, kTimeout);
+    waited = std::chrono::steady_clock::now() - start;
+    took = id != 0 || consumer.TryTake(&id);
+  });
+  std::this_thread::sleep_for(20ms);  // most likely asleep by now; correct either way
+  ASSERT_EQ(Unwrap(sut.Publish(Range(9, 1))), 1u);
+  waiter.join();
+
+  EXPECT_LT(waited, kTimeout) << "woken by the publish, not by the timeout";
+  EXPECT_TRUE(took);
+  EXPECT_EQ(id, 9u);
+}
+
+TEST(Ring, AwaitPublishWakesOnStateChange) {
+  TempDir dir;
+  RingProducer sut = MakeProducer(dir.path(), 8);
+  RingConsumer consumer = MakeConsumer(dir.path());
+  sut.SetState(DaemonState::kServing);
+  constexpr auto kTimeout = 120s;
+  std::chrono::steady_clock::duration waited{};
+  ProducerHealth health = ProducerHealth::kServing;
+
+  std::thread waiter([&] {
+    const auto start = std::chrono::steady_clock::now();
+    consumer.AwaitPublish(consumer.wake_seq(), kTimeout);
+    waited = std::chrono::steady_clock::now() - start;
+    health = consumer.CheckProducer(1h).health;
+  });
+  std::this_thread::sleep_for(20ms);
+  sut.SetState(DaemonState::kStopped, StateReason::kShutdown);
+  waiter.join();
+
+  EXPECT_LT(waited, kTimeout);
+  EXPECT_EQ(health, ProducerHealth::kStopped);
+}
+
+TEST(Ring, AwaitPublishTimesOutAndAsksForARefill) {
+  TempDir dir;
+  RingProducer producer = MakeProducer(dir.path(), 8);
+  RingConsumer sut = MakeConsumer(dir.path());
+  const uint32_t refill_before = producer.refill_request();
+  uint64_t id = 0;
+
+  sut.AwaitPublish(sut.wake_seq(), 10ms);
+
+  EXPECT_FALSE(sut.TryTake(&id));
+  EXPECT_NE(producer.refill_request(), refill_before);
+}
+
+TEST(Ring, AwaitPublishReturnsAtOnceWhenTheRingHasIds) {
+  TempDir dir;
+  RingProducer producer = MakeProducer(dir.path(), 8);
+  RingConsumer sut = MakeConsumer(dir.path());
+  const uint32_t stale_seen = sut.wake_seq();
+  ASSERT_EQ(Unwrap(producer.Publish(Range(1, 1))), 1u);
+  const uint32_t refill_before = producer.refill_request();
+
+  sut.AwaitPublish(stale_seen, 120s);  // would hang the test if it slept
+
+  EXPECT_EQ(producer.refill_request(), refill_before);
+  EXPECT_EQ(sut.size(), 1u);
+}
+
+TEST(Ring, WaitForRefillRequestWakesOnAConsumersRequest) {
+  TempDir dir;
+  RingProducer sut = MakeProducer(dir.path(), 8);
+  RingConsumer consumer = MakeConsumer(dir.path());
+  constexpr auto kTimeout = 120s;
+  const uint32_t seen = sut.refill_request();
+  std::chrono::steady_clock::duration waited{};
+
+  std::thread daemon([&] {
+    const auto start = std::chrono::steady_clock::now();
+    sut.WaitForRefillRequest(seen, kTimeout);
+    waited = std::chrono::steady_clock::now() - start;
+  });
+  std::this_thread::sleep_for(20ms);
+  consumer.AwaitPublish(consumer.wake_seq(), 1ms);
+  daemon.join();
+
+  EXPECT_LT(waited, kTimeout);
+  EXPECT_NE(sut.refill_request(), seen);
+}
+
+TEST(Ring, WaitForRefillRequestTimesOut) {
+  TempDir dir;
+  RingProducer sut = MakeProducer(dir.path(), 8);
+  const uint32_t seen = sut.refill_request();
+
+  sut.WaitForRefillRequest(seen, 5ms);
+
+  EXPECT_EQ(sut.refill_request(), seen);
+}
+
+TEST(Ring, ServiceSlotIsClaimedCountedRetiredAndFreed) {
+  TempDir dir;
+  RingProducer sut = MakeProducer(dir.path(), 8);
+  RingConsumer consumer = MakeConsumer(dir.path());
+  auto snapshot = [&] {
+    std::vector<ServiceCount> counts;
+    sut.ForEachService([&](const ServiceCount& count) { counts.push_back(count); });
+    return counts;
+  };
+
+  ServiceSlot* slot = consumer.ClaimServiceSlot("orders");
+  ASSERT_NE(slot, nullptr);
+  slot->taken.fetch_add(5);
+  const auto active = snapshot();
+  consumer.ReleaseServiceSlot(slot);
+  const auto retired = snapshot();
+  const bool freed_by_stranger = sut.FreeServiceSlot(retired.at(0).slot, retired.at(0).pid + 1);
+  const auto still_retired = snapshot();
+  const bool freed = sut.FreeServiceSlot(retired.at(0).slot, retired.at(0).pid);
+  const auto after_free = snapshot();
+
+  ASSERT_EQ(active.size(), 1u);
+  EXPECT_EQ(active[0].name, "orders");
+  EXPECT_EQ(active[0].pid, static_cast<uint64_t>(getpid()));
+  EXPECT_EQ(active[0].taken, 5u);
+  EXPECT_FALSE(active[0].retired);
+  ASSERT_EQ(retired.size(), 1u);
+  EXPECT_TRUE(retired[0].retired);
+  EXPECT_EQ(retired[0].taken, 5u);
+  EXPECT_FALSE(freed_by_stranger);
+  EXPECT_EQ(still_retired.size(), 1u);
+  EXPECT_TRUE(freed);
+  EXPECT_TRUE(after_free.empty());
+}
+
+TEST(Ring, ServiceSlotsKeepLongNamesAndRunOut) {
+  TempDir dir;
+  RingProducer sut = MakeProducer(dir.path(), 8);
+  RingConsumer consumer = MakeConsumer(dir.path());
+  const std::string longest(kServiceNameMax, 'x');
+  std::vector<ServiceSlot*> slots;
+  for (size_t i = 0; i < kServiceSlotCount; ++i) {
+    slots.push_back(consumer.ClaimServiceSlot(i == 0 ? longest : "svc" + std::to_string(i)));
+  }
+
+  ServiceSlot* one_too_many = consumer.ClaimServiceSlot("late");
+  std::vector<std::string> names;
+  sut.ForEachService([&](const ServiceCount& count) { names.push_back(count.name); });
+
+  EXPECT_EQ(std::count(slots.begin(), slots.end(), nullptr), 0);
+  EXPECT_EQ(one_too_many, nullptr);
+  ASSERT_EQ(names.size(), kServiceSlotCount);
+  EXPECT_EQ(names[0], longest);
+  EXPECT_EQ(names[1], "svc1");
+}
+
+}  // namespace
+}  // namespace snowflake::shm
