@@ -1,0 +1,2 @@
+// Replaced by the daemon issue.
+int main() { return 1; }
