@@ -1,0 +1,556 @@
+// libsnowflake against a RingProducer in this process: every error a Client can return
+// (except the ones that need a second process or user, see client_process_test.cc), the
+// take semantics, counting, decoding and a segment replaced under a live Client.
+
+#include "snowflake/client.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "id_checker.h"
+#include "serve_loop.h"
+#include "snowflake/ring_producer.h"
+#include "snowflake/segment_layout.h"
+#include "temp_dir.h"
+
+namespace snowflake {
+namespace {
+
+using shm::DaemonState;
+using shm::RingProducer;
+using shm::StateReason;
+using testing::TempDir;
+
+constexpr uint32_t kMachine = 9;
+constexpr int64_t kEpoch = kDefaultEpochUnixMs;
+
+// `count` consecutive IDs in millisecond `offset_ms` from sequence `first_seq`.
+std::vector<uint64_t> IdsAt(int64_t offset_ms, uint32_t first_seq, size_t count) {
+  std::vector<uint64_t> ids;
+  for (size_t i = 0; i < count; ++i) {
+    ids.push_back(IdLayout::EncodeUnchecked(offset_ms, kMachine, first_seq + static_cast<uint32_t>(i)));
+  }
+  return ids;
+}
+
+class ClientTest : public ::testing::Test {
+ protected:
+  RingProducer MakeProducer(uint64_t capacity = 64, int64_t epoch = kEpoch) {
+    shm::ProducerOptions options;
+    options.runtime_dir = dir_.path();
+    options.capacity = capacity;
+    options.epoch_unix_ms = epoch;
+    options.machine = kMachine;
+    auto producer = RingProducer::CreateOrOpen(options);
+    if (!producer) throw std::runtime_error(producer.error().message);
+    return std::move(*producer);
+  }
+
+  // Short waits, and a heartbeat limit so long that only tests about it hit it.
+  ClientOptions Options() const {
+    ClientOptions options;
+    options.runtime_dir = dir_.path();
+    options.wait_timeout = std::chrono::milliseconds(20);
+    options.max_heartbeat_age = std::chrono::minutes(1);
+    return options;
+  }
+
+  Client OpenClient(std::string_view service = "orders") const {
+    return OpenClient(service, Options());
+  }
+  Client OpenClient(std::string_view service, const ClientOptions& options) const {
+    auto client = Client::Open(service, options);
+    if (!client) throw std::runtime_error(client.error().message);
+    return std::move(*client);
+  }
+
+  // Overwrites `size` bytes of the segment file at `offset`.
+  void PatchSegment(off_t offset, const void* bytes, size_t size) const {
+    const std::string path = (dir_ / shm::kSegmentFileName).string();
+    const int fd = open(path.c_str(), O_WRONLY);
+    ASSERT_GE(fd, 0) << path;
+    ASSERT_EQ(pwrite(fd, bytes, size, offset), static_cast<ssize_t>(size));
+    close(fd);
+  }
+
+  TempDir dir_{"client-test"};
+};
+
+TEST(ServiceName, AcceptsLowercaseDigitsAndPunctuationUpTo63Chars) {
+  EXPECT_TRUE(ValidateServiceName("orders"));
+  EXPECT_TRUE(ValidateServiceName("a.b_c-9"));
+  EXPECT_TRUE(ValidateServiceName(std::string(63, 'x')));
+}
+
+TEST(ServiceName, RejectsEmptyLongUppercaseAndOtherCharactersNamingTheRule) {
+  for (const std::string& name : {std::string(), std::string(64, 'x'), std::string("Orders"),
+                                 std::string("a b"), std::string("a/b"), std::string("ü")}) {
+    auto result = ValidateServiceName(name);
+
+    ASSERT_FALSE(result) << name;
+    EXPECT_EQ(result.error().code, ClientError::kInvalidServiceName);
+    EXPECT_NE(result.error().message.find("1 to 63 characters of a-z, 0-9"), std::string::npos)
+        << result.error().message;
+  }
+}
+
+TEST_F(ClientTest, OpenRejectsAnInvalidServiceNameBeforeLookingForTheDaemon) {
+  auto sut = Client::Open("Bad Name", Options());
+
+  ASSERT_FALSE(sut);
+  EXPECT_EQ(sut.error().code, ClientError::kInvalidServiceName);
+}
+
+TEST_F(ClientTest, OpenFailsWithDaemonNotRunningNamingThePath) {
+  auto sut = Client::Open("orders", Options());
+
+  ASSERT_FALSE(sut);
+  EXPECT_EQ(sut.error().code, ClientError::kDaemonNotRunning);
+  EXPECT_NE(sut.error().message.find(dir_.path().string()), std::string::npos)
+      << sut.error().message;
+}
+
+TEST_F(ClientTest, OpenFailsWithDaemonNotRunningWhenTheRuntimeDirIsMissing) {
+  ClientOptions options = Options();
+  options.runtime_dir = dir_ / "nope";
+
+  auto sut = Client::Open("orders", options);
+
+  ASSERT_FALSE(sut);
+  EXPECT_EQ(sut.error().code, ClientError::kDaemonNotRunning);
+  EXPECT_NE(sut.error().message.find("nope"), std::string::npos) << sut.error().message;
+}
+
+TEST_F(ClientTest, OpenFailsCleanlyOnASegmentOfAnotherFormatVersion) {
+  { RingProducer producer = MakeProducer(); }
+  const uint32_t other_version = shm::kVersion + 1;
+  PatchSegment(offsetof(shm::SegmentHeader, version), &other_version, sizeof(other_version));
+
+  auto sut = Client::Open("orders", Options());
+
+  ASSERT_FALSE(sut);
+  EXPECT_EQ(sut.error().code, ClientError::kIncompatibleVersion);
+  EXPECT_NE(sut.error().message.find("version " + std::to_string(other_version)),
+            std::string::npos)
+      << sut.error().message;
+}
+
+TEST_F(ClientTest, OpenFailsWithCorruptSegmentOnBadMagic) {
+  { RingProducer producer = MakeProducer(); }
+  const uint64_t bad_magic = 0x1234;
+  PatchSegment(offsetof(shm::SegmentHeader, magic), &bad_magic, sizeof(bad_magic));
+
+  auto sut = Client::Open("orders", Options());
+
+  ASSERT_FALSE(sut);
+  EXPECT_EQ(sut.error().code, ClientError::kCorruptSegment);
+}
+
+TEST_F(ClientTest, OpenRefusesASegmentOtherUsersCanWrite) {
+  { RingProducer producer = MakeProducer(); }
+  ASSERT_EQ(chmod((dir_ / shm::kSegmentFileName).c_str(), 0666), 0);
+
+  auto sut = Client::Open("orders", Options());
+
+  ASSERT_FALSE(sut);
+  EXPECT_EQ(sut.error().code, ClientError::kUntrustedSegment);
+  EXPECT_NE(sut.error().message.find("0666"), std::string::npos) << sut.error().message;
+}
+
+TEST_F(ClientTest, NextTakesPublishedIdsInOrder) {
+  RingProducer producer = MakeProducer();
+  const std::vector<uint64_t> ids = IdsAt(100, 0, 3);
+  ASSERT_EQ(producer.Publish(ids).value(), 3u);
+  producer.SetState(DaemonState::kServing);
+  Client sut = OpenClient();
+
+  std::vector<uint64_t> taken;
+  for (int i = 0; i < 3; ++i) taken.push_back(sut.Next().value());
+
+  EXPECT_EQ(taken, ids);
+}
+
+TEST_F(ClientTest, NextBatchReturnsAShortBatchWhenTheRingHoldsFewer) {
+  RingProducer producer = MakeProducer();
+  const std::vector<uint64_t> ids = IdsAt(100, 0, 5);
+  ASSERT_EQ(producer.Publish(ids).value(), 5u);
+  producer.SetState(DaemonState::kServing);
+  Client sut = OpenClient();
+  std::vector<uint64_t> out(10);
+
+  auto taken = sut.NextBatch(out);
+
+  ASSERT_TRUE(taken) << taken.error().message;
+  ASSERT_EQ(*taken, 5u);
+  EXPECT_EQ(std::vector<uint64_t>(out.begin(), out.begin() + 5), ids);
+}
+
+TEST_F(ClientTest, NextBatchRejectsAnEmptySpan) {
+  RingProducer producer = MakeProducer();
+  Client sut = OpenClient();
+
+  auto taken = sut.NextBatch({});
+
+  ASSERT_FALSE(taken);
+  EXPECT_EQ(taken.error().code, ClientError::kInvalidArgument);
+}
+
+TEST_F(ClientTest, NextFailsWithDaemonStartingOnAFreshSegment) {
+  RingProducer producer = MakeProducer();
+  Client sut = OpenClient();
+
+  auto taken = sut.Next();
+
+  ASSERT_FALSE(taken);
+  EXPECT_EQ(taken.error().code, ClientError::kDaemonStarting);
+}
+
+struct StateCase {
+  DaemonState state;
+  StateReason reason;
+  int64_t detail;
+  ClientError expected;
+  const char* message_part;
+};
+
+class ClientStateTest : public ClientTest, public ::testing::WithParamInterface<StateCase> {};
+
+TEST_P(ClientStateTest, NextAndNextBatchReportTheDaemonsStateOnAnEmptyRing) {
+  RingProducer producer = MakeProducer();
+  producer.SetState(GetParam().state, GetParam().reason, GetParam().detail);
+  Client sut = OpenClient();
+  uint64_t out[4];
+
+  auto one = sut.Next();
+  auto batch = sut.NextBatch(out);
+
+  ASSERT_FALSE(one);
+  EXPECT_EQ(one.error().code, GetParam().expected) << one.error().message;
+  EXPECT_NE(one.error().message.find(GetParam().message_part), std::string::npos)
+      << one.error().message;
+  ASSERT_FALSE(batch);
+  EXPECT_EQ(batch.error().code, GetParam().expected) << batch.error().message;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    States, ClientStateTest,
+    ::testing::Values(
+        StateCase{DaemonState::kPaused, StateReason::kClockBehind, 5, ClientError::kDaemonPaused,
+                  "clock moved back 5 ms"},
+        StateCase{DaemonState::kOutOfService, StateReason::kClockStepTooLarge, 7000,
+                  ClientError::kDaemonOutOfService, "snowflakectl resume"},
+        StateCase{DaemonState::kStopped, StateReason::kShutdown, 0, ClientError::kDaemonStopped,
+                  "stopped"},
+        StateCase{DaemonState::kStarting, StateReason::kStarting, 0,
+                  ClientError::kDaemonStarting, "starting"}));
+
+TEST_F(ClientTest, NextFailsWithNotHeartbeatingWhenTheHeartbeatIsTooOld) {
+  RingProducer producer = MakeProducer();
+  producer.SetState(DaemonState::kServing);  // beats once, then never again
+  ClientOptions options = Options();
+  options.max_heartbeat_age = std::chrono::milliseconds(5);
+  Client sut = OpenClient("orders", options);
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+
+  auto taken = sut.Next();
+
+  ASSERT_FALSE(taken);
+  EXPECT_EQ(taken.error().code, ClientError::kDaemonNotHeartbeating) << taken.error().message;
+}
+
+TEST_F(ClientTest, NextTimesOutWhenAHealthyDaemonLeavesTheRingEmpty) {
+  RingProducer producer = MakeProducer();
+  producer.SetState(DaemonState::kServing);
+  Client sut = OpenClient();
+
+  auto taken = sut.Next();
+
+  ASSERT_FALSE(taken);
+  EXPECT_EQ(taken.error().code, ClientError::kTimedOut) << taken.error().message;
+}
+
+TEST_F(ClientTest, AWaitingNextGetsTheIdPublishedWhileItWaits) {
+  RingProducer producer = MakeProducer();
+  producer.SetState(DaemonState::kServing);
+  ClientOptions options = Options();
+  options.wait_timeout = std::chrono::seconds(30);
+  Client sut = OpenClient("orders", options);
+  std::optional<tl::expected<uint64_t, Error>> taken;
+
+  std::thread waiter([&] { taken = sut.Next(); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const std::vector<uint64_t> ids = IdsAt(200, 0, 1);
+  ASSERT_EQ(producer.Publish(ids).value(), 1u);
+  waiter.join();
+
+  ASSERT_TRUE(taken.has_value() && taken->has_value())
+      << (taken && !*taken ? taken->error().message : "");
+  EXPECT_EQ(**taken, ids[0]);
+}
+
+// Property: a caller blocked on an empty ring learns of a pause or stop at once (in
+// about one wait slice), not after its wait_timeout. Asserted: the error is the state's,
+// not kTimedOut after a 30 s wait. Recorded: the latency.
+class ClientPromptnessTest : public ClientTest,
+                             public ::testing::WithParamInterface<StateCase> {};
+
+TEST_P(ClientPromptnessTest, AWaitingCallerIsToldOfTheStateChangeWithoutTimingOut) {
+  RingProducer producer = MakeProducer();
+  producer.SetState(DaemonState::kServing);
+  ClientOptions options = Options();
+  options.wait_timeout = std::chrono::seconds(30);
+  Client sut = OpenClient("orders", options);
+  std::optional<tl::expected<uint64_t, Error>> taken;
+  std::chrono::steady_clock::time_point returned;
+
+  std::thread waiter([&] {
+    taken = sut.Next();
+    returned = std::chrono::steady_clock::now();
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const auto changed = std::chrono::steady_clock::now();
+  producer.SetState(GetParam().state, GetParam().reason, GetParam().detail);
+  waiter.join();
+
+  ASSERT_TRUE(taken.has_value());
+  ASSERT_FALSE(taken->has_value());
+  EXPECT_EQ(taken->error().code, GetParam().expected) << taken->error().message;
+  const auto latency_us =
+      std::chrono::duration_cast<std::chrono::microseconds>(returned - changed).count();
+  RecordProperty("latency_us", std::to_string(latency_us));
+  std::printf("%s reported %lld us after the state change\n",
+              std::string(ClientErrorName(GetParam().expected)).c_str(),
+              static_cast<long long>(latency_us));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    States, ClientPromptnessTest,
+    ::testing::Values(
+        StateCase{DaemonState::kPaused, StateReason::kClockBehind, 5, ClientError::kDaemonPaused,
+                  "clock moved back 5 ms"},
+        StateCase{DaemonState::kStopped, StateReason::kShutdown, 0, ClientError::kDaemonStopped,
+                  "stopped"}));
+
+TEST_F(ClientTest, EachClientCountsItsTakesInItsOwnSlotAndRetiresItOnClose) {
+  RingProducer producer = MakeProducer();
+  ASSERT_EQ(producer.Publish(IdsAt(100, 0, 20)).value(), 20u);
+  producer.SetState(DaemonState::kServing);
+  std::vector<shm::ServiceCount> open_counts;
+  std::vector<shm::ServiceCount> closed_counts;
+  uint64_t status_count = 0;
+
+  {
+    Client sut = OpenClient("billing");
+    Client other = OpenClient("orders");
+    for (int i = 0; i < 10; ++i) ASSERT_TRUE(sut.Next());
+    uint64_t out[5];
+    ASSERT_EQ(sut.NextBatch(out).value(), 5u);
+    ASSERT_TRUE(other.Next());
+    status_count = sut.GetStatus().value().client_taken;
+    producer.ForEachService([&](const shm::ServiceCount& c) { open_counts.push_back(c); });
+  }
+  producer.ForEachService([&](const shm::ServiceCount& c) { closed_counts.push_back(c); });
+
+  EXPECT_EQ(status_count, 15u);
+  ASSERT_EQ(open_counts.size(), 2u);
+  for (const auto& count : open_counts) {
+    EXPECT_FALSE(count.retired) << count.name;
+    EXPECT_EQ(count.pid, static_cast<uint64_t>(getpid()));
+    EXPECT_EQ(count.taken, count.name == "billing" ? 15u : 1u) << count.name;
+  }
+  ASSERT_EQ(closed_counts.size(), 2u);
+  for (const auto& count : closed_counts) {
+    EXPECT_TRUE(count.retired) << count.name;
+    EXPECT_EQ(count.taken, count.name == "billing" ? 15u : 1u) << count.name;
+  }
+}
+
+TEST_F(ClientTest, DecodeUsesTheSegmentsEpoch) {
+  const int64_t epoch = kEpoch - 86'400'000;
+  RingProducer producer = MakeProducer(64, epoch);
+  Client sut = OpenClient();
+  const uint64_t id = IdLayout::EncodeUnchecked(1234, kMachine, 56);
+
+  auto decoded = sut.Decode(id);
+
+  ASSERT_TRUE(decoded);
+  EXPECT_EQ(*decoded, (DecodedId{epoch + 1234, kMachine, 56}));
+  EXPECT_EQ(sut.layout().epoch_unix_ms(), epoch);
+}
+
+TEST_F(ClientTest, DecodeRejectsAValueWithTheSignBitSet) {
+  RingProducer producer = MakeProducer();
+  Client sut = OpenClient();
+
+  auto decoded = sut.Decode(uint64_t{1} << 63);
+
+  ASSERT_FALSE(decoded);
+  EXPECT_EQ(decoded.error().code, ClientError::kInvalidArgument);
+}
+
+TEST_F(ClientTest, GetStatusAndInspectReportTheSegment) {
+  RingProducer producer = MakeProducer(128);
+  ASSERT_EQ(producer.Publish(IdsAt(100, 0, 7)).value(), 7u);
+  producer.SetState(DaemonState::kPaused, StateReason::kClockBehind, 3);
+  producer.CountClockPause();
+  Client sut = OpenClient();
+
+  auto status = sut.GetStatus();
+  auto inspected = Client::Inspect(Options());
+
+  ASSERT_TRUE(status);
+  ASSERT_TRUE(inspected);
+  for (const ClientStatus& s : {*status, *inspected}) {
+    EXPECT_EQ(s.state, "paused");
+    EXPECT_EQ(s.health, "paused");
+    EXPECT_EQ(s.reason, "clock_behind");
+    EXPECT_EQ(s.reason_text, "clock moved back 3 ms");
+    EXPECT_EQ(s.machine, kMachine);
+    EXPECT_EQ(s.epoch_unix_ms, kEpoch);
+    EXPECT_EQ(s.daemon_pid, static_cast<uint64_t>(getpid()));
+    EXPECT_EQ(s.ring_fill, 7u);
+    EXPECT_EQ(s.ring_capacity, 128u);
+    EXPECT_EQ(s.published_total, 7u);
+    EXPECT_EQ(s.clock_pauses, 1u);
+    EXPECT_EQ(s.incarnation, 1u);
+  }
+}
+
+TEST_F(ClientTest, InspectRegistersNoService) {
+  RingProducer producer = MakeProducer();
+  size_t services = 0;
+
+  ASSERT_TRUE(Client::Inspect(Options()));
+  producer.ForEachService([&](const shm::ServiceCount&) { ++services; });
+
+  EXPECT_EQ(services, 0u);
+}
+
+TEST_F(ClientTest, AClientKeepsWorkingWhenTheDaemonReopensTheSameSegment) {
+  std::optional<RingProducer> producer = MakeProducer();
+  ASSERT_EQ(producer->Publish(IdsAt(100, 0, 1)).value(), 1u);
+  producer->SetState(DaemonState::kServing);
+  Client sut = OpenClient();
+  const uint64_t before = sut.Next().value();
+  producer->SetState(DaemonState::kStopped, StateReason::kShutdown);
+  producer.reset();
+  const auto stopped = sut.Next();
+
+  producer = MakeProducer();  // same shape: reopened, clients stay attached
+  ASSERT_TRUE(producer->reopened());
+  ASSERT_EQ(producer->Publish(IdsAt(101, 0, 1)).value(), 1u);
+  producer->SetState(DaemonState::kServing);
+  auto after = sut.Next();
+
+  ASSERT_FALSE(stopped);
+  EXPECT_EQ(stopped.error().code, ClientError::kDaemonStopped);
+  ASSERT_TRUE(after) << after.error().message;
+  EXPECT_GT(*after, before);
+  EXPECT_EQ(sut.GetStatus().value().incarnation, 2u);
+}
+
+TEST_F(ClientTest, AClientMovesToANewSegmentWhenTheOldOneIsRetired) {
+  std::optional<RingProducer> producer = MakeProducer(64);
+  ASSERT_EQ(producer->Publish(IdsAt(100, 0, 1)).value(), 1u);
+  producer->SetState(DaemonState::kServing);
+  Client sut = OpenClient("billing");
+  const uint64_t before = sut.Next().value();
+  producer.reset();
+
+  producer = MakeProducer(128);  // another capacity: the old file is retired and replaced
+  ASSERT_FALSE(producer->reopened());
+  ASSERT_EQ(producer->Publish(IdsAt(101, 0, 3)).value(), 3u);
+  producer->SetState(DaemonState::kServing);
+  auto after = sut.Next();
+  std::vector<shm::ServiceCount> counts;
+  producer->ForEachService([&](const shm::ServiceCount& c) { counts.push_back(c); });
+
+  ASSERT_TRUE(after) << after.error().message;
+  EXPECT_GT(*after, before);
+  EXPECT_EQ(sut.GetStatus().value().ring_capacity, 128u);
+  EXPECT_EQ(sut.GetStatus().value().client_taken, 2u);
+  ASSERT_EQ(counts.size(), 1u);
+  EXPECT_EQ(counts[0].name, "billing");
+  EXPECT_EQ(counts[0].taken, 1u);
+}
+
+#ifdef SNOWFLAKE_SANITIZED
+constexpr size_t kTakesPerThread = 5'000;
+#else
+constexpr size_t kTakesPerThread = 50'000;
+#endif
+
+// Property: with many threads sharing one Client, half with Next and half with NextBatch,
+// every ID is handed out at most once, each thread's IDs strictly increase, and a take
+// that began after another completed gets a larger ID. Capacities from 1 to 4096.
+class ClientThreadsTest : public ClientTest, public ::testing::WithParamInterface<uint64_t> {};
+
+TEST_P(ClientThreadsTest, ManyThreadsTakeUniqueIncreasingIds) {
+  RingProducer producer = MakeProducer(GetParam());
+  std::atomic<bool> stop{false};
+  std::thread daemon([&] { testing::ServeUntil(producer, stop); });
+  ClientOptions options = Options();
+  options.wait_timeout = std::chrono::seconds(10);
+  Client sut = OpenClient("orders", options);
+  constexpr int kThreads = 6;
+  std::vector<std::vector<testing::TakeRecord>> records(kThreads);
+  std::atomic<uint64_t> baton{0};
+  std::atomic<int> failures{0};
+
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      auto& mine = records[t];
+      mine.reserve(kTakesPerThread);
+      uint64_t batch[7];
+      while (mine.size() < kTakesPerThread) {
+        const uint64_t before = baton.load(std::memory_order_seq_cst);
+        if (t % 2 == 0) {
+          auto id = sut.Next();
+          if (!id) {
+            failures.fetch_add(1);
+            return;
+          }
+          mine.push_back({*id, before});
+          testing::RaiseBaton(baton, *id);
+        } else {
+          auto n = sut.NextBatch(batch);
+          if (!n) {
+            failures.fetch_add(1);
+            return;
+          }
+          for (size_t i = 0; i < *n; ++i) mine.push_back({batch[i], before});
+          testing::RaiseBaton(baton, batch[*n - 1]);
+        }
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  stop = true;
+  daemon.join();
+
+  EXPECT_EQ(failures.load(), 0);
+  testing::IdChecker checker;
+  for (int t = 0; t < kThreads; ++t) checker.AddRecorder("thread " + std::to_string(t), records[t]);
+  const testing::IdCheckResult result = checker.Check();
+  EXPECT_TRUE(result.ok()) << result.Summary();
+  EXPECT_GE(result.ids, kThreads * kTakesPerThread);
+  EXPECT_EQ(sut.GetStatus().value().client_taken, result.ids);
+}
+
+INSTANTIATE_TEST_SUITE_P(Capacities, ClientThreadsTest, ::testing::Values(1, 2, 64, 4096));
+
+}  // namespace
+}  // namespace snowflake
