@@ -1,0 +1,278 @@
+// Many real processes on one ring of 8 slots: one producer process and four consumer
+// processes (two taking single IDs, two taking batches), while this driver SIGKILLs random
+// consumers and respawns them, and at random moments SIGKILLs the producer (it is almost
+// always inside Publish) and restarts it on the same segment; consumers keep going across
+// the restart.
+//
+// Property: every ID any consumer recorded is unique; each process's IDs strictly
+// increase; a take that began after another completed got the larger ID (the baton in
+// the shared control file, see id_checker.h). Consumers record into their own MAP_SHARED
+// files, so a SIGKILL loses at most the uncommitted tail.
+//
+// Bounded by count and time: stops at kTargetIds committed IDs (and kMinKills kills and
+// kMinRestarts producer restarts) or kTimeLimit, whichever first. The seed is printed and
+// can be set with SNOWFLAKE_STRESS_SEED.
+
+#include <signal.h>
+#include <sys/mman.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "id_checker.h"
+#include "snowflake/segment_layout.h"
+#include "stress_files.h"
+#include "subprocess.h"
+#include "temp_dir.h"
+
+namespace snowflake::shm {
+namespace {
+
+using namespace std::chrono_literals;
+using snowflake::testing::ExitStatus;
+using snowflake::testing::IdChecker;
+using snowflake::testing::IdCheckResult;
+using snowflake::testing::Output;
+using snowflake::testing::Process;
+using snowflake::testing::SpawnOptions;
+using snowflake::testing::TakeRecord;
+using snowflake::testing::TempDir;
+namespace st = testing;
+
+#ifdef SNOWFLAKE_SANITIZED
+// Sanitizers slow every take 5-20x; scripts/test runs them on 2 cores. The kills and
+// restarts are paced by the clock, so they are not scaled.
+constexpr uint64_t kTargetIds = 1'000'000;
+constexpr bool kEnforceTarget = false;
+#else
+constexpr uint64_t kTargetIds = 10'000'000;
+constexpr bool kEnforceTarget = true;
+#endif
+constexpr uint64_t kMinKills = 100;
+constexpr uint64_t kMinRestarts = 3;
+constexpr auto kTimeLimit = 120s;
+constexpr int kConsumers = 4;
+
+const std::string kHelperDir = std::string(SNOWFLAKE_BINARY_DIR) + "/tests/shm/";
+
+uint64_t SeedFromEnv() {
+  if (const char* text = std::getenv("SNOWFLAKE_STRESS_SEED")) return std::strtoull(text, nullptr, 0);
+  return std::random_device{}();
+}
+
+SpawnOptions HelperOptions() {
+  SpawnOptions options;
+  options.out = Output::Null();
+  options.err = Output::Inherit();
+  return options;
+}
+
+// One consumer process incarnation and the file it records into.
+struct ConsumerRun {
+  std::string record_path;
+  std::optional<Process> process;
+  bool batches = false;
+};
+
+// Reads the committed records of a file whose writer is dead or stopped.
+std::vector<TakeRecord> ReadRecords(const std::string& path) {
+  void* address = st::MapSharedFile(path, st::kRecordFileSize, /*create=*/false);
+  if (address == nullptr) return {};  // the process died before creating it
+  const auto* header = static_cast<const st::RecordFileHeader*>(address);
+  const uint64_t count = std::min(header->count.load(std::memory_order_acquire),
+                                  st::kRecordsPerFile);
+  const auto* records = reinterpret_cast<const TakeRecord*>(header + 1);
+  std::vector<TakeRecord> copy(records, records + count);
+  munmap(address, st::kRecordFileSize);
+  return copy;
+}
+
+uint64_t CommittedCount(const std::string& path) {
+  void* address = st::MapSharedFile(path, sizeof(st::RecordFileHeader), /*create=*/false);
+  if (address == nullptr) return 0;
+  const uint64_t count =
+      static_cast<const st::RecordFileHeader*>(address)->count.load(std::memory_order_acquire);
+  munmap(address, sizeof(st::RecordFileHeader));
+  return count;
+}
+
+class ProcessStress {
+ public:
+  explicit ProcessStress(uint64_t seed) : rng_(seed), seed_(seed) {
+    control_path_ = (dir_ / "control").string();
+    control_ = static_cast<st::StressControl*>(
+        st::MapSharedFile(control_path_, sizeof(st::StressControl), /*create=*/true));
+  }
+  ~ProcessStress() {
+    if (control_ != nullptr) munmap(control_, sizeof(st::StressControl));
+  }
+
+  bool ok() const { return control_ != nullptr; }
+
+  void StartProducer() {
+    producer_.emplace(Process::Spawn(
+        {kHelperDir + "ring_stress_producer", dir_.path().string(), control_path_},
+        HelperOptions()));
+  }
+
+  void StartConsumer(size_t index) {
+    ConsumerRun& run = consumers_[index];
+    if (!run.record_path.empty()) finished_.push_back(run.record_path);
+    run.record_path = (dir_ / ("records-" + std::to_string(next_file_++))).string();
+    run.process.emplace(Process::Spawn({kHelperDir + "ring_stress_consumer",
+                                        dir_.path().string(), control_path_, run.record_path,
+                                        std::to_string(rng_()), run.batches ? "batch" : "single"},
+                                       HelperOptions()));
+  }
+
+  // Runs the killer until the targets or the time limit. Returns a description of the
+  // first unexpected helper exit, or "" if there was none.
+  std::string Run() {
+    const auto start = std::chrono::steady_clock::now();
+    const auto deadline = start + kTimeLimit;
+    StartProducer();
+    consumers_.resize(kConsumers);
+    for (size_t i = 0; i < consumers_.size(); ++i) {
+      consumers_[i].batches = i % 2 == 1;
+      StartConsumer(i);
+    }
+    // The producer restarts at random points of the run.
+    std::vector<uint64_t> restart_at;
+    for (uint64_t i = 0; i < kMinRestarts; ++i) {
+      restart_at.push_back(kTargetIds * (i + 1) / (kMinRestarts + 1) +
+                           rng_() % (kTargetIds / (4 * (kMinRestarts + 1))));
+    }
+    std::string problem;
+    for (;;) {
+      std::this_thread::sleep_for(std::chrono::microseconds(2000 + rng_() % 30'000));
+      // Consumers that ended on their own: a full file is respawned, anything else is wrong.
+      for (size_t i = 0; i < consumers_.size(); ++i) {
+        if (auto status = consumers_[i].process->Wait(0ms)) {
+          if (!status->ExitedWith(st::kConsumerFileFull) && problem.empty()) {
+            problem = "consumer ended by itself: " + status->ToString();
+          }
+          StartConsumer(i);
+        }
+      }
+      if (auto status = producer_->Wait(0ms); status && problem.empty()) {
+        problem = "producer ended by itself: " + status->ToString();
+        StartProducer();
+      }
+      // Kill a random consumer, and respawn it.
+      const size_t victim = rng_() % consumers_.size();
+      consumers_[victim].process->Kill(SIGKILL);
+      consumers_[victim].process->Wait(60'000ms);
+      ++kills_;
+      StartConsumer(victim);
+
+      const uint64_t committed = Committed();
+      if (restarts_ < restart_at.size() && committed >= restart_at[restarts_]) {
+        producer_->Kill(SIGKILL);
+        producer_->Wait(60'000ms);
+        ++restarts_;
+        StartProducer();
+      }
+      const bool done =
+          committed >= kTargetIds && kills_ >= kMinKills && restarts_ >= kMinRestarts;
+      if (done || std::chrono::steady_clock::now() >= deadline) break;
+    }
+    control_->stop.store(1);
+    for (ConsumerRun& run : consumers_) {
+      auto status = run.process->Wait(30'000ms);
+      if (!status) {
+        run.process->Kill(SIGKILL);
+        if (problem.empty()) problem = "a consumer did not stop";
+      } else if (!status->ExitedWith(st::kConsumerStopped) && problem.empty()) {
+        problem = "consumer at stop: " + status->ToString();
+      }
+      finished_.push_back(run.record_path);
+    }
+    if (auto status = producer_->Wait(30'000ms); !status || !status->ExitedWith(0)) {
+      producer_->Kill(SIGKILL);
+      if (problem.empty()) problem = "the producer did not stop cleanly";
+    }
+    duration_ = std::chrono::steady_clock::now() - start;
+    return problem;
+  }
+
+  IdCheckResult Check() const {
+    IdChecker checker;
+    for (const std::string& path : finished_) checker.AddRecorder(path, ReadRecords(path));
+    return checker.Check();
+  }
+
+  uint64_t kills() const { return kills_; }
+  uint64_t restarts() const { return restarts_; }
+  size_t files() const { return finished_.size(); }
+  double seconds() const { return std::chrono::duration<double>(duration_).count(); }
+
+ private:
+  // Committed records of every finished file (cached) plus the live ones.
+  uint64_t Committed() {
+    while (counted_files_ < finished_.size()) {
+      finished_committed_ += CommittedCount(finished_[counted_files_++]);
+    }
+    uint64_t total = finished_committed_;
+    for (const ConsumerRun& run : consumers_) total += CommittedCount(run.record_path);
+    return total;
+  }
+
+  TempDir dir_{"snowflake-ring-stress"};
+  std::mt19937_64 rng_;
+  uint64_t seed_;
+  std::string control_path_;
+  st::StressControl* control_ = nullptr;
+  std::optional<Process> producer_;
+  std::vector<ConsumerRun> consumers_;
+  std::vector<std::string> finished_;
+  size_t counted_files_ = 0;
+  uint64_t finished_committed_ = 0;
+  uint64_t next_file_ = 0;
+  uint64_t kills_ = 0;
+  uint64_t restarts_ = 0;
+  std::chrono::steady_clock::duration duration_{};
+};
+
+TEST(RingProcesses, SurvivorsIdsAreUniqueIncreasingAndOrderedThroughKills) {
+  const uint64_t seed = SeedFromEnv();
+  std::printf("seed %llu (replay with SNOWFLAKE_STRESS_SEED=%llu)\n",
+              static_cast<unsigned long long>(seed), static_cast<unsigned long long>(seed));
+  std::fflush(stdout);
+  ProcessStress sut(seed);
+  ASSERT_TRUE(sut.ok()) << "cannot map the control file";
+
+  const std::string problem = sut.Run();
+  const IdCheckResult result = sut.Check();
+
+  std::printf(
+      "totals: %llu IDs recorded by %zu consumer processes, %llu consumer kills, %llu producer "
+      "restarts, %.1f s\n%s\n",
+      static_cast<unsigned long long>(result.ids), sut.files(),
+      static_cast<unsigned long long>(sut.kills()), static_cast<unsigned long long>(sut.restarts()),
+      sut.seconds(), result.Summary().c_str());
+  EXPECT_EQ(problem, "");
+  EXPECT_TRUE(result.ok()) << result.Summary() << "\nseed " << seed;
+  EXPECT_GE(sut.kills(), kMinKills);
+  EXPECT_GE(sut.restarts(), kMinRestarts);
+  EXPECT_GT(result.ids, 0u);
+  if (kEnforceTarget) {
+    EXPECT_GE(result.ids, kTargetIds) << "the time limit came first";
+  } else if (result.ids < kTargetIds) {
+    std::printf("note: sanitized build reached %llu of %llu IDs before the time limit\n",
+                static_cast<unsigned long long>(result.ids),
+                static_cast<unsigned long long>(kTargetIds));
+  }
+}
+
+}  // namespace
+}  // namespace snowflake::shm

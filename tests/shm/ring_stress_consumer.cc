@@ -1,0 +1,93 @@
+// A consumer process for the multi-process ring stress test (ring_process_test.cc).
+//
+//   ring_stress_consumer RUNTIME_DIR CONTROL_FILE RECORD_FILE SEED single|batch
+//
+// Takes IDs until the driver sets stop (exit 0) or its record file is full (exit 10),
+// recording each as {id, baton read before the take} and committing it before raising the
+// baton. It may be SIGKILLed at any instruction: at worst its last take is a gap.
+
+#include <sched.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <thread>
+
+#include "id_checker.h"
+#include "snowflake/ring_consumer.h"
+#include "stress_files.h"
+
+namespace {
+
+using snowflake::shm::RingConsumer;
+using snowflake::shm::SegmentError;
+using snowflake::testing::RaiseBaton;
+using snowflake::testing::TakeRecord;
+namespace st = snowflake::shm::testing;
+
+int Run(int argc, char** argv) {
+  if (argc != 6) {
+    std::fprintf(stderr, "usage: %s RUNTIME_DIR CONTROL RECORDS SEED single|batch\n", argv[0]);
+    return st::kHelperSetupFailed;
+  }
+  const std::string runtime_dir = argv[1];
+  const uint64_t seed = std::strtoull(argv[4], nullptr, 10);
+  const bool batches = std::string(argv[5]) == "batch";
+  auto* control = static_cast<st::StressControl*>(
+      st::MapSharedFile(argv[2], sizeof(st::StressControl), /*create=*/false));
+  auto* file = static_cast<st::RecordFileHeader*>(
+      st::MapSharedFile(argv[3], st::kRecordFileSize, /*create=*/true));
+  if (control == nullptr || file == nullptr) {
+    std::perror("ring_stress_consumer: map");
+    return st::kHelperSetupFailed;
+  }
+  file->capacity = st::kRecordsPerFile;
+  auto* records = reinterpret_cast<TakeRecord*>(file + 1);
+
+  auto ring = RingConsumer::Open(runtime_dir);
+  while (!ring && ring.error().code == SegmentError::kNotFound &&
+         control->stop.load(std::memory_order_relaxed) == 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    ring = RingConsumer::Open(runtime_dir);
+  }
+  if (!ring) {
+    if (control->stop.load() != 0) return st::kConsumerStopped;
+    std::fprintf(stderr, "ring_stress_consumer: %s\n", ring.error().message.c_str());
+    return st::kHelperSetupFailed;
+  }
+
+  std::mt19937_64 rng(seed);
+  constexpr size_t kMaxBatch = 8;
+  uint64_t taken[kMaxBatch];
+  uint64_t count = 0;
+  uint32_t empty_polls = 0;
+  while (control->stop.load(std::memory_order_relaxed) == 0) {
+    if (count + kMaxBatch > st::kRecordsPerFile) return st::kConsumerFileFull;
+    const uint32_t seen = ring->wake_seq();
+    const uint64_t before = control->baton.load(std::memory_order_seq_cst);
+    const size_t n = batches ? ring->TryTakeBatch(taken, 1 + rng() % kMaxBatch)
+                             : (ring->TryTake(&taken[0]) ? 1 : 0);
+    if (n == 0) {
+      // Spin briefly (the producer is usually mid-refill), then sleep on the futex.
+      if (++empty_polls < 16) {
+        sched_yield();
+      } else {
+        ring->AwaitPublish(seen, std::chrono::milliseconds(1));
+      }
+      continue;
+    }
+    empty_polls = 0;
+    for (size_t i = 0; i < n; ++i) records[count + i] = TakeRecord{taken[i], before};
+    count += n;
+    // Release: the records above are in the file before the count that commits them.
+    file->count.store(count, std::memory_order_release);
+    RaiseBaton(control->baton, taken[n - 1]);
+  }
+  return st::kConsumerStopped;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return Run(argc, argv); }
