@@ -1,0 +1,353 @@
+// Bad segments: each is refused with its own SegmentError and a message that names the
+// file (or the group to join), so an operator knows what to fix. The segment is made
+// valid by a real producer, then damaged with pwrite/truncate/chmod at the offsets
+// shm/LAYOUT.md documents.
+
+#include <fcntl.h>
+#include <grp.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <string>
+
+#include "ring_test_util.h"
+#include "snowflake/ring_consumer.h"
+#include "snowflake/ring_producer.h"
+#include "snowflake/segment_layout.h"
+#include "temp_dir.h"
+
+namespace snowflake::shm {
+namespace {
+
+using snowflake::testing::TempDir;
+using testing::MakeProducer;
+using testing::Unwrap;
+
+constexpr uid_t kNobody = 65534;
+
+// A valid, serving segment of `capacity` slots in a fresh directory; the producer is
+// closed again (the file stays), so tests damage a file nobody is writing.
+class BadSegment : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    RingProducer producer = MakeProducer(dir_.path(), kCapacity);
+    producer.SetState(DaemonState::kServing);
+  }
+
+  std::filesystem::path path() const { return dir_.path() / kSegmentFileName; }
+
+  template <typename T>
+  void Poke(uint64_t offset, T value) {
+    const int fd = open(path().c_str(), O_WRONLY);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(pwrite(fd, &value, sizeof(value), static_cast<off_t>(offset)),
+              static_cast<ssize_t>(sizeof(value)));
+    close(fd);
+  }
+
+  SegmentFailure OpenFails(const ConsumerOptions& options = {}) {
+    auto consumer = RingConsumer::Open(dir_.path(), options);
+    EXPECT_FALSE(consumer) << "opened a bad segment";
+    return consumer ? SegmentFailure{} : consumer.error();
+  }
+
+  static constexpr uint64_t kCapacity = 1024;  // two slot pages, so truncation can cut one
+  TempDir dir_;
+};
+
+bool Names(const SegmentFailure& failure, const std::string& text) {
+  return failure.message.find(text) != std::string::npos;
+}
+
+TEST_F(BadSegment, ValidSegmentOpens) {
+  auto sut = RingConsumer::Open(dir_.path());
+
+  ASSERT_TRUE(sut) << sut.error().message;
+  EXPECT_EQ(sut->capacity(), kCapacity);
+}
+
+TEST(SegmentValidation, MissingFileIsNotFound) {
+  TempDir dir;
+
+  const auto sut = RingConsumer::Open(dir.path());
+
+  ASSERT_FALSE(sut);
+  EXPECT_EQ(sut.error().code, SegmentError::kNotFound);
+  EXPECT_TRUE(Names(sut.error(), (dir.path() / kSegmentFileName).string())) << sut.error().message;
+  EXPECT_TRUE(Names(sut.error(), "not running")) << sut.error().message;
+}
+
+TEST(SegmentValidation, MissingRuntimeDirIsNotFound) {
+  TempDir dir;
+  const std::filesystem::path missing = dir.path() / "no-such-dir";
+
+  const auto sut = RingConsumer::Open(missing);
+
+  ASSERT_FALSE(sut);
+  EXPECT_EQ(sut.error().code, SegmentError::kNotFound);
+  EXPECT_TRUE(Names(sut.error(), missing.string())) << sut.error().message;
+  EXPECT_TRUE(Names(sut.error(), "runtime directory")) << sut.error().message;
+}
+
+TEST_F(BadSegment, WrongMagicIsBadMagic) {
+  Poke<uint64_t>(offsetof(SegmentHeader, magic), 0x1122334455667788ull);
+
+  const SegmentFailure sut = OpenFails();
+
+  EXPECT_EQ(sut.code, SegmentError::kBadMagic);
+  EXPECT_TRUE(Names(sut, path().string())) << sut.message;
+  EXPECT_TRUE(Names(sut, "1122334455667788")) << sut.message;
+}
+
+TEST_F(BadSegment, ZeroMagicSaysNeverInitialised) {
+  Poke<uint64_t>(offsetof(SegmentHeader, magic), 0);
+
+  const SegmentFailure sut = OpenFails();
+
+  EXPECT_EQ(sut.code, SegmentError::kBadMagic);
+  EXPECT_TRUE(Names(sut, "never initialised")) << sut.message;
+}
+
+TEST_F(BadSegment, WrongVersionIsIncompatibleVersion) {
+  Poke<uint32_t>(offsetof(SegmentHeader, version), kVersion + 1);
+
+  const SegmentFailure sut = OpenFails();
+
+  EXPECT_EQ(sut.code, SegmentError::kIncompatibleVersion);
+  EXPECT_TRUE(Names(sut, path().string())) << sut.message;
+  EXPECT_TRUE(Names(sut, "version " + std::to_string(kVersion + 1))) << sut.message;
+}
+
+TEST_F(BadSegment, TruncatedFileIsTruncated) {
+  ASSERT_EQ(truncate(path().c_str(), static_cast<off_t>(SegmentSizeFor(kCapacity) - kPageSize)), 0);
+
+  const SegmentFailure sut = OpenFails();
+
+  EXPECT_EQ(sut.code, SegmentError::kTruncated);
+  EXPECT_TRUE(Names(sut, path().string())) << sut.message;
+  EXPECT_TRUE(Names(sut, "truncated")) << sut.message;
+}
+
+TEST_F(BadSegment, FileShorterThanItsFixedPartIsTruncated) {
+  ASSERT_EQ(truncate(path().c_str(), 100), 0);
+
+  const SegmentFailure sut = OpenFails();
+
+  EXPECT_EQ(sut.code, SegmentError::kTruncated);
+  EXPECT_TRUE(Names(sut, path().string())) << sut.message;
+}
+
+TEST_F(BadSegment, LargerFileIsSizeMismatch) {
+  ASSERT_EQ(truncate(path().c_str(), static_cast<off_t>(SegmentSizeFor(kCapacity) + kPageSize)), 0);
+
+  const SegmentFailure sut = OpenFails();
+
+  EXPECT_EQ(sut.code, SegmentError::kSizeMismatch);
+  EXPECT_TRUE(Names(sut, path().string())) << sut.message;
+  EXPECT_TRUE(Names(sut, "resized")) << sut.message;
+}
+
+TEST_F(BadSegment, HeaderSizeDisagreeingWithCapacityIsSizeMismatch) {
+  Poke<uint64_t>(offsetof(SegmentHeader, segment_size), SegmentSizeFor(kCapacity) + kPageSize);
+
+  const SegmentFailure sut = OpenFails();
+
+  EXPECT_EQ(sut.code, SegmentError::kSizeMismatch);
+  EXPECT_TRUE(Names(sut, path().string())) << sut.message;
+}
+
+TEST_F(BadSegment, CapacityNotAPowerOfTwoIsBadCapacity) {
+  Poke<uint64_t>(offsetof(SegmentHeader, capacity), 1000);
+
+  const SegmentFailure sut = OpenFails();
+
+  EXPECT_EQ(sut.code, SegmentError::kBadCapacity);
+  EXPECT_TRUE(Names(sut, path().string())) << sut.message;
+  EXPECT_TRUE(Names(sut, "capacity 1000")) << sut.message;
+}
+
+TEST_F(BadSegment, HeadAboveTailIsCorruptCounters) {
+  Poke<uint64_t>(offsetof(SegmentHeader, tail), 3);
+  Poke<uint64_t>(kConsumerOffset + offsetof(ConsumerRegion, head), 5);
+
+  const SegmentFailure sut = OpenFails();
+
+  EXPECT_EQ(sut.code, SegmentError::kCorruptCounters);
+  EXPECT_TRUE(Names(sut, path().string())) << sut.message;
+  EXPECT_TRUE(Names(sut, "head 5, tail 3")) << sut.message;
+}
+
+TEST_F(BadSegment, TailBeyondHeadPlusCapacityIsCorruptCounters) {
+  Poke<uint64_t>(offsetof(SegmentHeader, tail), 10 + kCapacity + 1);
+  Poke<uint64_t>(kConsumerOffset + offsetof(ConsumerRegion, head), 10);
+
+  const SegmentFailure sut = OpenFails();
+
+  EXPECT_EQ(sut.code, SegmentError::kCorruptCounters);
+  EXPECT_TRUE(Names(sut, path().string())) << sut.message;
+}
+
+TEST_F(BadSegment, TailExactlyHeadPlusCapacityIsAFullRing) {
+  Poke<uint64_t>(offsetof(SegmentHeader, tail), 10 + kCapacity);
+  Poke<uint64_t>(kConsumerOffset + offsetof(ConsumerRegion, head), 10);
+
+  auto sut = RingConsumer::Open(dir_.path());
+
+  ASSERT_TRUE(sut) << sut.error().message;
+  EXPECT_EQ(sut->size(), kCapacity);
+}
+
+TEST_F(BadSegment, ModeReadableByOthersIsModeTooOpen) {
+  for (const mode_t mode : {mode_t{0664}, mode_t{0604}, mode_t{0661}}) {
+    ASSERT_EQ(chmod(path().c_str(), mode), 0);
+
+    const SegmentFailure sut = OpenFails();
+
+    EXPECT_EQ(sut.code, SegmentError::kModeTooOpen) << std::oct << mode;
+    EXPECT_TRUE(Names(sut, path().string())) << sut.message;
+    char text[8];
+    std::snprintf(text, sizeof(text), "%04o", static_cast<unsigned>(mode));
+    EXPECT_TRUE(Names(sut, text)) << sut.message;
+  }
+}
+
+TEST_F(BadSegment, OwnerOtherThanExpectedIsWrongOwner) {
+  const uid_t someone_else = getuid() + 1;
+
+  const SegmentFailure sut = OpenFails(ConsumerOptions{.expected_owner = someone_else});
+
+  EXPECT_EQ(sut.code, SegmentError::kWrongOwner);
+  EXPECT_TRUE(Names(sut, path().string())) << sut.message;
+  EXPECT_TRUE(Names(sut, "expected uid " + std::to_string(someone_else))) << sut.message;
+}
+
+TEST_F(BadSegment, SymlinkIsNotRegularFile) {
+  const std::filesystem::path real = dir_.path() / "real.ring";
+  std::filesystem::rename(path(), real);
+  std::filesystem::create_symlink(real, path());
+
+  const SegmentFailure sut = OpenFails();
+
+  EXPECT_EQ(sut.code, SegmentError::kNotRegularFile);
+  EXPECT_TRUE(Names(sut, path().string())) << sut.message;
+}
+
+TEST(SegmentValidation, DirectoryInItsPlaceIsNotRegularFile) {
+  TempDir dir;
+  std::filesystem::create_directory(dir.path() / kSegmentFileName);
+
+  const auto sut = RingConsumer::Open(dir.path());
+
+  ASSERT_FALSE(sut);
+  EXPECT_EQ(sut.error().code, SegmentError::kNotRegularFile);
+}
+
+TEST_F(BadSegment, ProducerRefusesACorruptSegmentUntilRetired) {
+  Poke<uint64_t>(offsetof(SegmentHeader, magic), 42);
+
+  const auto refused = RingProducer::CreateOrOpen(testing::OptionsFor(dir_.path(), kCapacity));
+  RingProducer::Retire(dir_.path());
+  const auto fresh = RingProducer::CreateOrOpen(testing::OptionsFor(dir_.path(), kCapacity));
+
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, SegmentError::kBadMagic);
+  ASSERT_TRUE(fresh) << fresh.error().message;
+  EXPECT_FALSE(fresh->reopened());
+}
+
+// Opens the segment as user and group `nobody` in a child process (we run as root in CI,
+// and root is never refused) and reports the error code and message through a pipe.
+struct ChildResult {
+  int code = -1;  // static_cast<int>(SegmentError), or -1 if it opened, -2 on setup failure
+  std::string message;
+};
+
+ChildResult OpenAsNobody(const std::filesystem::path& dir) {
+  int out[2];
+  if (pipe(out) != 0) return {-2, "pipe"};
+  const pid_t child = fork();
+  if (child < 0) return {-2, "fork"};
+  if (child == 0) {
+    close(out[0]);
+    auto report = [&](int code, const std::string& message) {
+      const std::string text = std::to_string(code) + "\n" + message;
+      const ssize_t ignored = write(out[1], text.data(), text.size());
+      (void)ignored;
+      _exit(0);
+    };
+    if (setgroups(0, nullptr) != 0 || setgid(kNobody) != 0 || setuid(kNobody) != 0) {
+      report(-2, std::string("cannot drop privileges: ") + std::strerror(errno));
+    }
+    auto consumer = RingConsumer::Open(dir, ConsumerOptions{.expected_owner = 0});
+    if (consumer) report(-1, "opened");
+    report(static_cast<int>(consumer.error().code), consumer.error().message);
+  }
+  close(out[1]);
+  std::string text;
+  char buffer[512];
+  ssize_t n = 0;
+  while ((n = read(out[0], buffer, sizeof(buffer))) > 0) text.append(buffer, static_cast<size_t>(n));
+  close(out[0]);
+  int status = 0;
+  waitpid(child, &status, 0);
+  const size_t newline = text.find('\n');
+  if (newline == std::string::npos) return {-2, "child reported nothing: " + text};
+  return {std::stoi(text.substr(0, newline)), text.substr(newline + 1)};
+}
+
+// As root (CI) the segment gets group `daemon` (gid 1), which nobody is not in, and the
+// open runs as nobody. Unprivileged, the open runs as ourselves and the modes leave the
+// owner out (0060, 0050): owner bits apply to the owner even when the group bits allow.
+bool AsRoot() { return getuid() == 0; }
+gid_t SegmentGroup() { return AsRoot() ? 1 : getgid(); }
+
+std::string GroupName(gid_t gid) {
+  const group* entry = getgrgid(gid);
+  return entry != nullptr ? "'" + std::string(entry->gr_name) + "'" : "gid " + std::to_string(gid);
+}
+
+ChildResult OpenWithoutPermission(const std::filesystem::path& dir) {
+  if (AsRoot()) return OpenAsNobody(dir);
+  auto consumer = RingConsumer::Open(dir);
+  if (consumer) return {-1, "opened"};
+  return {static_cast<int>(consumer.error().code), consumer.error().message};
+}
+
+TEST_F(BadSegment, UnreadableFileIsPermissionDeniedNamingTheGroup) {
+  ASSERT_EQ(chmod(dir_.path().c_str(), 0755), 0);
+  ASSERT_EQ(chown(path().c_str(), getuid(), SegmentGroup()), 0);
+  ASSERT_EQ(chmod(path().c_str(), AsRoot() ? 0660 : 0060), 0);
+
+  const ChildResult sut = OpenWithoutPermission(dir_.path());
+
+  ASSERT_NE(sut.code, -2) << sut.message;
+  EXPECT_EQ(sut.code, static_cast<int>(SegmentError::kPermissionDenied)) << sut.message;
+  EXPECT_NE(sut.message.find(path().string()), std::string::npos) << sut.message;
+  EXPECT_NE(sut.message.find("add this user to group " + GroupName(SegmentGroup())),
+            std::string::npos)
+      << sut.message;
+}
+
+TEST_F(BadSegment, UnsearchableRuntimeDirIsPermissionDeniedNamingTheGroup) {
+  ASSERT_EQ(chown(dir_.path().c_str(), getuid(), SegmentGroup()), 0);
+  ASSERT_EQ(chmod(dir_.path().c_str(), AsRoot() ? 0750 : 0050), 0);
+
+  const ChildResult sut = OpenWithoutPermission(dir_.path());
+  chmod(dir_.path().c_str(), 0700);  // so TempDir can remove it
+
+  ASSERT_NE(sut.code, -2) << sut.message;
+  EXPECT_EQ(sut.code, static_cast<int>(SegmentError::kPermissionDenied)) << sut.message;
+  EXPECT_NE(sut.message.find(dir_.path().string()), std::string::npos) << sut.message;
+  EXPECT_NE(sut.message.find("group " + GroupName(SegmentGroup())), std::string::npos)
+      << sut.message;
+}
+
+}  // namespace
+}  // namespace snowflake::shm
