@@ -1,0 +1,84 @@
+#include "high_water_store.h"
+
+#include <cerrno>
+#include <nlohmann/json.hpp>
+
+#include "atomic_file.h"
+
+namespace snowflake {
+namespace {
+
+using json = nlohmann::json;
+constexpr int kVersion = 1;
+
+}  // namespace
+
+tl::expected<std::optional<HighWaterState>, HighWaterError> HighWaterStore::Load() const noexcept {
+  try {
+    bool missing = false;
+    auto text = ReadWholeFile(path_, &missing);
+    if (!text) {
+      if (missing) return std::nullopt;
+      return tl::unexpected(HighWaterError{HighWaterErrorCode::kIo, text.error(), errno});
+    }
+    auto corrupt = [&](const std::string& why) {
+      return tl::unexpected(HighWaterError{
+          HighWaterErrorCode::kCorrupt,
+          "high-water file " + path_.string() + " is corrupt (" + why +
+              "): refusing to guess how far IDs were issued. If this machine's clock is known "
+              "to be past every ID it issued, move the file away and start again"});
+    };
+    json doc;
+    try {
+      doc = json::parse(*text);
+    } catch (const json::exception& e) {
+      return corrupt(e.what());
+    }
+    try {
+      if (!doc.is_object()) return corrupt("not a JSON object");
+      if (doc.at("version").get<int>() != kVersion) {
+        return corrupt("version " + doc.at("version").dump() + ", expected " +
+                       std::to_string(kVersion));
+      }
+      HighWaterState state;
+      state.machine = doc.at("machine").get<uint32_t>();
+      state.epoch_unix_ms = doc.at("epoch_unix_ms").get<int64_t>();
+      state.reserved_through_unix_ms = doc.at("reserved_through_unix_ms").get<int64_t>();
+      const json& stop = doc.at("last_issued_unix_ms_at_clean_stop");
+      if (!stop.is_null()) state.last_issued_unix_ms_at_clean_stop = stop.get<int64_t>();
+      if (state.reserved_through_unix_ms < 0 || state.epoch_unix_ms < 0) {
+        return corrupt("negative time");
+      }
+      return state;
+    } catch (const json::exception& e) {
+      return corrupt(e.what());
+    }
+  } catch (const std::exception& e) {
+    return tl::unexpected(
+        HighWaterError{HighWaterErrorCode::kIo, path_.string() + ": " + e.what()});
+  }
+}
+
+tl::expected<void, HighWaterError> HighWaterStore::Save(const HighWaterState& state) noexcept {
+  try {
+    json doc = {{"version", kVersion},
+                {"machine", state.machine},
+                {"epoch_unix_ms", state.epoch_unix_ms},
+                {"reserved_through_unix_ms", state.reserved_through_unix_ms},
+                {"last_issued_unix_ms_at_clean_stop", nullptr}};
+    if (state.last_issued_unix_ms_at_clean_stop) {
+      doc["last_issued_unix_ms_at_clean_stop"] = *state.last_issued_unix_ms_at_clean_stop;
+    }
+    auto written = WriteFileAtomically(path_, doc.dump() + "\n", 0644);
+    if (!written) {
+      return tl::unexpected(HighWaterError{
+          HighWaterErrorCode::kIo, "cannot save the high-water mark: " + written.error(), errno});
+    }
+    return {};
+  } catch (const std::exception& e) {
+    return tl::unexpected(
+        HighWaterError{HighWaterErrorCode::kIo, path_.string() + ": " + e.what()});
+  }
+}
+
+}  // namespace snowflake

@@ -1,0 +1,82 @@
+// The register of machine numbers (DESIGN.md section 7): which holder owns which of the
+// 1,024 numbers, and each number's high-water mark. A daemon claims its number once at
+// startup and keeps it for its lifetime; two live holders never share one.
+//
+// Backends implement MachineRegister: "file" (file_register.h, the default) and "static"
+// (static_register.h); an etcd backend plugs in behind the same interface.
+
+#ifndef SNOWFLAKE_DAEMON_MACHINE_REGISTER_H_
+#define SNOWFLAKE_DAEMON_MACHINE_REGISTER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <tl/expected.hpp>
+
+namespace snowflake {
+
+struct Config;
+
+struct ClaimRequest {
+  std::string holder_id;  // who asks: a restarting holder gets its own number back
+  int64_t epoch_unix_ms;  // the fleet's epoch: the register refuses a mismatch
+};
+
+struct MachineClaim {
+  uint32_t machine;
+  // The largest millisecond any earlier holder of this number may have issued an ID in
+  // (0 if none is known). The new holder must issue strictly above it.
+  int64_t high_water_unix_ms;
+};
+
+enum class RegisterErrorCode {
+  kNoFreeNumber,    // every number of the allowed range is assigned to some holder
+  kInUse,           // the number is held by a live daemon (two daemons, one holder id)
+  kCorrupt,         // the register exists but is not a register we can trust
+  kUnreadable,      // the register cannot be read or written (permissions, I/O)
+  kEpochMismatch,   // the register belongs to a fleet with another epoch
+  kNotClaimed,      // UpdateHighWater()/Release before a successful Claim()
+  kInvalidRequest,  // a bad argument (holder id empty, machine out of range)
+};
+
+struct RegisterError {
+  RegisterErrorCode code;
+  std::string message;  // a sentence naming the register, the number and what to do
+};
+
+// Implementations are NOT required to be thread-safe: the daemon calls them from one
+// thread (startup, then the fill loop). They must be safe against other processes using
+// the same register concurrently.
+class MachineRegister {
+ public:
+  virtual ~MachineRegister();
+
+  // Claims a number for request.holder_id and keeps it until this object is destroyed
+  // (or the process dies). Call once.
+  // Errors: kNoFreeNumber, kInUse, kCorrupt, kUnreadable, kEpochMismatch, kInvalidRequest
+  // (all fatal at startup: the message says what to fix).
+  virtual tl::expected<MachineClaim, RegisterError> Claim(const ClaimRequest& request) noexcept = 0;
+
+  // Records that IDs up to unix_ms may have been issued under the claimed number, so a
+  // later holder of the number continues above it. Never lowers the recorded mark.
+  // Errors: kNotClaimed, kUnreadable, kCorrupt (the caller may keep serving: the local
+  // high-water file still protects this host).
+  virtual tl::expected<void, RegisterError> UpdateHighWater(int64_t unix_ms) noexcept = 0;
+
+  // "file", "static", ...
+  virtual std::string_view backend_name() const noexcept = 0;
+  // Where the register is, for logs and status ("/var/lib/snowflaked/register.json").
+  virtual std::string location() const = 0;
+};
+
+// The backend config.machine_register names. Never null.
+std::unique_ptr<MachineRegister> MakeMachineRegister(const Config& config);
+
+// The holder id config asks for: machine_register.holder_id, or else the first line of
+// /etc/machine-id, ":" and daemon.instance (just the instance if machine-id is unreadable).
+std::string ResolveHolderId(const Config& config);
+
+}  // namespace snowflake
+
+#endif  // SNOWFLAKE_DAEMON_MACHINE_REGISTER_H_

@@ -1,0 +1,339 @@
+#include "file_register.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "atomic_file.h"
+#include "config.h"
+#include "static_register.h"
+#include "temp_dir.h"
+
+namespace snowflake {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr int64_t kEpoch = kDefaultEpochUnixMs;
+
+FileRegisterOptions Options(const snowflake::testing::TempDir& dir, uint32_t first = 0,
+                            uint32_t last = kMaxMachine) {
+  return FileRegisterOptions{
+      .path = dir / "register.json", .first_machine = first, .last_machine = last};
+}
+
+TEST(FileRegister, DifferentHoldersGetDifferentNumbers) {
+  // Arrange
+  snowflake::testing::TempDir dir;
+  FileRegister a(Options(dir));
+  FileRegister sut(Options(dir));
+  ASSERT_TRUE(a.Claim({"host:a", kEpoch}));
+
+  // Act
+  auto claim = sut.Claim({"host:b", kEpoch});
+
+  // Assert
+  ASSERT_TRUE(claim) << claim.error().message;
+  EXPECT_EQ(claim->machine, 1u);
+}
+
+TEST(FileRegister, FirstClaimTakesTheLowestNumberOfTheRange) {
+  snowflake::testing::TempDir dir;
+  FileRegister sut(Options(dir, 5, 9));
+
+  auto claim = sut.Claim({"host:a", kEpoch});
+
+  ASSERT_TRUE(claim) << claim.error().message;
+  EXPECT_EQ(claim->machine, 5u);
+  EXPECT_EQ(claim->high_water_unix_ms, 0);
+}
+
+TEST(FileRegister, RestartingHolderGetsItsOwnNumberBackWithItsMark) {
+  // Arrange
+  snowflake::testing::TempDir dir;
+  {
+    FileRegister other(Options(dir));
+    ASSERT_TRUE(other.Claim({"host:other", kEpoch}));
+    FileRegister first_life(Options(dir));
+    ASSERT_TRUE(first_life.Claim({"host:a", kEpoch}));
+    ASSERT_TRUE(first_life.UpdateHighWater(kEpoch + 5000));
+  }  // both daemons stop
+  FileRegister newcomer(Options(dir));
+  ASSERT_TRUE(newcomer.Claim({"host:new", kEpoch}));
+  FileRegister sut(Options(dir));
+
+  // Act
+  auto claim = sut.Claim({"host:a", kEpoch});
+
+  // Assert
+  ASSERT_TRUE(claim) << claim.error().message;
+  EXPECT_EQ(claim->machine, 1u);
+  EXPECT_EQ(claim->high_water_unix_ms, kEpoch + 5000);
+}
+
+TEST(FileRegister, LiveDaemonWithTheSameHolderIdIsRefused) {
+  // Arrange: a second daemon, misconfigured with the same holder id, while the first lives.
+  snowflake::testing::TempDir dir;
+  FileRegister first(Options(dir));
+  ASSERT_TRUE(first.Claim({"host:a", kEpoch}));
+  FileRegister sut(Options(dir));
+
+  // Act
+  auto claim = sut.Claim({"host:a", kEpoch});
+
+  // Assert
+  ASSERT_FALSE(claim);
+  EXPECT_EQ(claim.error().code, RegisterErrorCode::kInUse);
+  EXPECT_THAT(claim.error().message,
+              HasSubstr("machine 0 is in use by pid " + std::to_string(getpid())));
+}
+
+TEST(FileRegister, NumberHeldByAnotherProcessIsRefusedAndFreedWhenItDies) {
+  // Arrange: a child process claims and holds number 0 until told to exit.
+  snowflake::testing::TempDir dir;
+  int to_child[2];
+  int from_child[2];
+  ASSERT_EQ(pipe(to_child), 0);
+  ASSERT_EQ(pipe(from_child), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    FileRegister held(Options(dir));
+    const char ok = held.Claim({"host:a", kEpoch}) ? 'y' : 'n';
+    [[maybe_unused]] ssize_t w = write(from_child[1], &ok, 1);
+    char c;
+    [[maybe_unused]] ssize_t r = read(to_child[0], &c, 1);
+    _exit(0);
+  }
+  char ok = 0;
+  ASSERT_EQ(read(from_child[0], &ok, 1), 1);
+  ASSERT_EQ(ok, 'y');
+  FileRegister sut(Options(dir));
+
+  // Act
+  auto while_alive = sut.Claim({"host:a", kEpoch});
+  ASSERT_EQ(write(to_child[1], "x", 1), 1);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  auto after_death = sut.Claim({"host:a", kEpoch});
+
+  // Assert
+  ASSERT_FALSE(while_alive);
+  EXPECT_EQ(while_alive.error().code, RegisterErrorCode::kInUse);
+  EXPECT_THAT(while_alive.error().message, HasSubstr("in use by pid " + std::to_string(child)));
+  ASSERT_TRUE(after_death) << after_death.error().message;
+  EXPECT_EQ(after_death->machine, 0u);
+  for (int fd : {to_child[0], to_child[1], from_child[0], from_child[1]}) close(fd);
+}
+
+TEST(FileRegister, NoFreeNumberIsAnError) {
+  // Arrange
+  snowflake::testing::TempDir dir;
+  FileRegister a(Options(dir, 0, 1));
+  FileRegister b(Options(dir, 0, 1));
+  ASSERT_TRUE(a.Claim({"host:a", kEpoch}));
+  ASSERT_TRUE(b.Claim({"host:b", kEpoch}));
+  FileRegister sut(Options(dir, 0, 1));
+
+  // Act
+  auto claim = sut.Claim({"host:c", kEpoch});
+
+  // Assert
+  ASSERT_FALSE(claim);
+  EXPECT_EQ(claim.error().code, RegisterErrorCode::kNoFreeNumber);
+  EXPECT_THAT(claim.error().message, HasSubstr("no free machine number in 0-1"));
+}
+
+TEST(FileRegister, StoppedHoldersStillOwnTheirNumbers) {
+  // A number belongs to its holder until released, so that holder gets it back.
+  snowflake::testing::TempDir dir;
+  {
+    FileRegister a(Options(dir, 0, 0));
+    ASSERT_TRUE(a.Claim({"host:a", kEpoch}));
+  }
+  FileRegister sut(Options(dir, 0, 0));
+
+  auto claim = sut.Claim({"host:b", kEpoch});
+
+  ASSERT_FALSE(claim);
+  EXPECT_EQ(claim.error().code, RegisterErrorCode::kNoFreeNumber);
+}
+
+TEST(FileRegister, ReleasedNumberGoesToANewHolderAboveItsMark) {
+  // Arrange
+  snowflake::testing::TempDir dir;
+  {
+    FileRegister a(Options(dir, 0, 0));
+    ASSERT_TRUE(a.Claim({"host:a", kEpoch}));
+    ASSERT_TRUE(a.UpdateHighWater(kEpoch + 777));
+  }
+  FileRegister admin(Options(dir));
+  ASSERT_TRUE(admin.Release(0));
+  FileRegister sut(Options(dir, 0, 0));
+
+  // Act
+  auto claim = sut.Claim({"host:b", kEpoch});
+
+  // Assert
+  ASSERT_TRUE(claim) << claim.error().message;
+  EXPECT_EQ(claim->machine, 0u);
+  EXPECT_EQ(claim->high_water_unix_ms, kEpoch + 777);
+}
+
+TEST(FileRegister, ReleaseOfALiveNumberIsRefused) {
+  snowflake::testing::TempDir dir;
+  FileRegister live(Options(dir));
+  ASSERT_TRUE(live.Claim({"host:a", kEpoch}));
+  FileRegister sut(Options(dir));
+
+  auto released = sut.Release(0);
+
+  ASSERT_FALSE(released);
+  EXPECT_EQ(released.error().code, RegisterErrorCode::kInUse);
+}
+
+TEST(FileRegister, ListShowsHoldersMarksAndLiveness) {
+  // Arrange
+  snowflake::testing::TempDir dir;
+  {
+    FileRegister gone(Options(dir));
+    ASSERT_TRUE(gone.Claim({"host:gone", kEpoch}));
+  }
+  FileRegister live(Options(dir));
+  ASSERT_TRUE(live.Claim({"host:live", kEpoch}));
+  ASSERT_TRUE(live.UpdateHighWater(kEpoch + 9));
+  FileRegister sut(Options(dir));
+
+  // Act
+  auto entries = sut.List();
+
+  // Assert
+  ASSERT_TRUE(entries) << entries.error().message;
+  ASSERT_EQ(entries->size(), 2u);
+  EXPECT_EQ((*entries)[0].holder_id, "host:gone");
+  EXPECT_FALSE((*entries)[0].in_use);
+  EXPECT_EQ((*entries)[1].holder_id, "host:live");
+  EXPECT_TRUE((*entries)[1].in_use);
+  EXPECT_EQ((*entries)[1].live_pid, getpid());
+  EXPECT_EQ((*entries)[1].high_water_unix_ms, kEpoch + 9);
+}
+
+TEST(FileRegister, HighWaterNeverGoesDown) {
+  snowflake::testing::TempDir dir;
+  {
+    FileRegister a(Options(dir));
+    ASSERT_TRUE(a.Claim({"host:a", kEpoch}));
+    ASSERT_TRUE(a.UpdateHighWater(kEpoch + 100));
+    ASSERT_TRUE(a.UpdateHighWater(kEpoch + 50));
+  }
+  FileRegister sut(Options(dir));
+
+  auto claim = sut.Claim({"host:a", kEpoch});
+
+  ASSERT_TRUE(claim);
+  EXPECT_EQ(claim->high_water_unix_ms, kEpoch + 100);
+}
+
+TEST(FileRegister, CorruptFileIsAnError) {
+  for (
+      const char* text :
+      {"{not json", "[]", R"({"format":"other"})",
+       R"({"format":"snowflaked-register","version":1})",
+       R"({"format":"snowflaked-register","version":2,"epoch_unix_ms":0,"machines":[]})",
+       R"({"format":"snowflaked-register","version":1,"epoch_unix_ms":0,"machines":[{"machine":2000,"holder":"x","high_water_unix_ms":0}]})",
+       R"({"format":"snowflaked-register","version":1,"epoch_unix_ms":0,"machines":[{"machine":1,"holder":"x","high_water_unix_ms":0},{"machine":1,"holder":"y","high_water_unix_ms":0}]})"}) {
+    snowflake::testing::TempDir dir;
+    std::ofstream(dir / "register.json") << text;
+    FileRegister sut(Options(dir));
+
+    auto claim = sut.Claim({"host:a", kEpoch});
+
+    ASSERT_FALSE(claim) << text;
+    EXPECT_EQ(claim.error().code, RegisterErrorCode::kCorrupt) << text;
+    EXPECT_THAT(claim.error().message, HasSubstr("register.json is corrupt")) << text;
+  }
+}
+
+TEST(FileRegister, UnreadableFileIsAnError) {
+  snowflake::testing::TempDir dir;
+  std::filesystem::create_directory(dir / "register.json");  // a directory cannot be read
+  FileRegister sut(Options(dir));
+
+  auto claim = sut.Claim({"host:a", kEpoch});
+
+  ASSERT_FALSE(claim);
+  EXPECT_EQ(claim.error().code, RegisterErrorCode::kUnreadable);
+}
+
+TEST(FileRegister, EpochMismatchNamesBothEpochs) {
+  // Arrange
+  snowflake::testing::TempDir dir;
+  {
+    FileRegister a(Options(dir));
+    ASSERT_TRUE(a.Claim({"host:a", kEpoch}));
+  }
+  FileRegister sut(Options(dir));
+
+  // Act
+  auto claim = sut.Claim({"host:b", 1'700'000'000'000});
+
+  // Assert
+  ASSERT_FALSE(claim);
+  EXPECT_EQ(claim.error().code, RegisterErrorCode::kEpochMismatch);
+  EXPECT_THAT(claim.error().message, HasSubstr("2026-01-01T00:00:00.000Z"));
+  EXPECT_THAT(claim.error().message, HasSubstr("2023-11-14T22:13:20.000Z"));
+}
+
+TEST(FileRegister, UpdateBeforeClaimIsAnError) {
+  snowflake::testing::TempDir dir;
+  FileRegister sut(Options(dir));
+
+  auto updated = sut.UpdateHighWater(5);
+
+  ASSERT_FALSE(updated);
+  EXPECT_EQ(updated.error().code, RegisterErrorCode::kNotClaimed);
+}
+
+TEST(StaticRegister, ClaimsTheConfiguredNumberOnce) {
+  snowflake::testing::TempDir dir;
+  StaticRegister first(7, dir / "locks");
+  StaticRegister sut(7, dir / "locks");
+  auto held = first.Claim({"x", kEpoch});
+
+  auto second = sut.Claim({"x", kEpoch});
+
+  ASSERT_TRUE(held);
+  EXPECT_EQ(held->machine, 7u);
+  EXPECT_EQ(held->high_water_unix_ms, 0);
+  ASSERT_FALSE(second);
+  EXPECT_EQ(second.error().code, RegisterErrorCode::kInUse);
+}
+
+TEST(MachineRegister, FactoryFollowsTheConfig) {
+  Config config;
+  config.machine_register.backend = RegisterBackend::kStatic;
+  config.machine_register.machine = 3;
+
+  auto sut = MakeMachineRegister(config);
+
+  EXPECT_EQ(sut->backend_name(), "static");
+  EXPECT_EQ(MakeMachineRegister(Config{})->backend_name(), "file");
+}
+
+TEST(MachineRegister, HolderIdIsConfiguredOrMachineIdAndInstance) {
+  Config config;
+  config.daemon.instance = "blue";
+
+  const std::string derived = ResolveHolderId(config);
+  config.machine_register.holder_id = "fixed";
+
+  EXPECT_THAT(derived, ::testing::EndsWith(":blue"));
+  EXPECT_GT(derived.size(), std::string(":blue").size());
+  EXPECT_EQ(ResolveHolderId(config), "fixed");
+}
+
+}  // namespace
+}  // namespace snowflake

@@ -1,0 +1,155 @@
+#include "high_water_store.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "atomic_file.h"
+#include "instance_lock.h"
+#include "temp_dir.h"
+
+namespace snowflake {
+namespace {
+
+using ::testing::HasSubstr;
+
+HighWaterState Reserved(int64_t through) {
+  HighWaterState state;
+  state.reserved_through_unix_ms = through;
+  return state;
+}
+
+TEST(HighWaterStore, MissingFileIsAFirstStart) {
+  snowflake::testing::TempDir dir;
+  HighWaterStore sut(dir / "high-water.json");
+
+  auto loaded = sut.Load();
+
+  ASSERT_TRUE(loaded);
+  EXPECT_FALSE(loaded->has_value());
+}
+
+TEST(HighWaterStore, SaveThenLoadRoundTrips) {
+  // Arrange
+  snowflake::testing::TempDir dir;
+  HighWaterStore sut(dir / "high-water.json");
+  const HighWaterState running{.machine = 3,
+                               .epoch_unix_ms = 10,
+                               .reserved_through_unix_ms = 500,
+                               .last_issued_unix_ms_at_clean_stop = std::nullopt};
+  const HighWaterState stopped{.machine = 3,
+                               .epoch_unix_ms = 10,
+                               .reserved_through_unix_ms = 420,
+                               .last_issued_unix_ms_at_clean_stop = 420};
+
+  // Act
+  ASSERT_TRUE(sut.Save(running));
+  auto first = sut.Load();
+  ASSERT_TRUE(sut.Save(stopped));
+  auto second = HighWaterStore(dir / "high-water.json").Load();
+
+  // Assert
+  ASSERT_TRUE(first && first->has_value());
+  EXPECT_EQ(**first, running);
+  ASSERT_TRUE(second && second->has_value());
+  EXPECT_EQ(**second, stopped);
+}
+
+TEST(HighWaterStore, SaveLeavesNoTemporaryFileBehind) {
+  snowflake::testing::TempDir dir;
+  HighWaterStore sut(dir / "high-water.json");
+
+  ASSERT_TRUE(sut.Save(HighWaterState{}));
+  ASSERT_TRUE(sut.Save(Reserved(5)));
+
+  size_t files = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir.path()))
+    ++files;
+  EXPECT_EQ(files, 1u);
+}
+
+TEST(HighWaterStore, FailedSaveKeepsThePreviousFile) {
+  // Arrange: the temporary file's name is taken by a directory, so the write fails.
+  snowflake::testing::TempDir dir;
+  HighWaterStore sut(dir / "high-water.json");
+  ASSERT_TRUE(sut.Save(Reserved(7)));
+  std::filesystem::create_directory(dir / ("high-water.json.tmp." + std::to_string(getpid())));
+
+  // Act
+  auto saved = sut.Save(Reserved(8));
+
+  // Assert
+  ASSERT_FALSE(saved);
+  EXPECT_EQ(saved.error().code, HighWaterErrorCode::kIo);
+  auto loaded = sut.Load();
+  ASSERT_TRUE(loaded && loaded->has_value());
+  EXPECT_EQ((*loaded)->reserved_through_unix_ms, 7);
+}
+
+TEST(HighWaterStore, CorruptFileIsAClearError) {
+  for (
+      const char* text :
+      {"", "{", "[1]", R"({"version":2})", R"({"version":1,"machine":1,"epoch_unix_ms":0})",
+       R"({"version":1,"machine":1,"epoch_unix_ms":0,"reserved_through_unix_ms":"x","last_issued_unix_ms_at_clean_stop":null})",
+       R"({"version":1,"machine":1,"epoch_unix_ms":0,"reserved_through_unix_ms":-4,"last_issued_unix_ms_at_clean_stop":null})"}) {
+    snowflake::testing::TempDir dir;
+    std::ofstream(dir / "high-water.json") << text;
+    HighWaterStore sut(dir / "high-water.json");
+
+    auto loaded = sut.Load();
+
+    ASSERT_FALSE(loaded) << text;
+    EXPECT_EQ(loaded.error().code, HighWaterErrorCode::kCorrupt) << text;
+    EXPECT_THAT(loaded.error().message, HasSubstr("high-water.json is corrupt")) << text;
+  }
+}
+
+TEST(AtomicFile, WriteReplacesContents) {
+  snowflake::testing::TempDir dir;
+  ASSERT_TRUE(WriteFileAtomically(dir / "f", "one"));
+
+  ASSERT_TRUE(WriteFileAtomically(dir / "f", "two"));
+
+  EXPECT_EQ(ReadWholeFile(dir / "f").value(), "two");
+}
+
+TEST(InstanceLock, SecondDaemonIsRefusedNamingTheHolder) {
+  // Arrange
+  snowflake::testing::TempDir dir;
+  auto first = AcquireInstanceLock(dir.path());
+  ASSERT_TRUE(first) << first.error().message;
+
+  // Act
+  auto sut = AcquireInstanceLock(dir.path());
+
+  // Assert
+  ASSERT_FALSE(sut);
+  EXPECT_TRUE(sut.error().already_running);
+  EXPECT_EQ(sut.error().message, "another snowflaked (pid " + std::to_string(getpid()) +
+                                     ") already serves " + dir.path().string());
+}
+
+TEST(InstanceLock, FreedWhenTheHolderGoesAway) {
+  snowflake::testing::TempDir dir;
+  {
+    auto first = AcquireInstanceLock(dir.path());
+    ASSERT_TRUE(first);
+  }
+
+  auto sut = AcquireInstanceLock(dir.path());
+
+  EXPECT_TRUE(sut);
+}
+
+TEST(InstanceLock, MissingDirectoryIsASystemError) {
+  snowflake::testing::TempDir dir;
+
+  auto sut = AcquireInstanceLock(dir / "missing");
+
+  ASSERT_FALSE(sut);
+  EXPECT_FALSE(sut.error().already_running);
+}
+
+}  // namespace
+}  // namespace snowflake
