@@ -108,6 +108,28 @@ static_assert(sizeof(SegmentHeader) == kPageSize, "the header is exactly one pag
 static_assert(offsetof(SegmentHeader, tail) == 64, "LAYOUT.md: tail at offset 64");
 static_assert(offsetof(SegmentHeader, state) == 128, "LAYOUT.md: state at offset 128");
 static_assert(offsetof(SegmentHeader, published_total) == 192, "LAYOUT.md: counters at 192");
+// Every other offset shm/LAYOUT.md documents: the file format, pinned field by field.
+static_assert(offsetof(SegmentHeader, magic) == 0 && offsetof(SegmentHeader, version) == 8 &&
+                  offsetof(SegmentHeader, header_size) == 12 &&
+                  offsetof(SegmentHeader, capacity) == 16 &&
+                  offsetof(SegmentHeader, segment_size) == 24 &&
+                  offsetof(SegmentHeader, consumer_offset) == 32 &&
+                  offsetof(SegmentHeader, slots_offset) == 40 &&
+                  offsetof(SegmentHeader, epoch_unix_ms) == 48 &&
+                  offsetof(SegmentHeader, machine) == 56,
+              "LAYOUT.md: the identity line");
+static_assert(offsetof(SegmentHeader, wake_seq) == 72 &&
+                  offsetof(SegmentHeader, last_published_id) == 80,
+              "LAYOUT.md: the producer's hot line");
+static_assert(offsetof(SegmentHeader, reason) == 132 &&
+                  offsetof(SegmentHeader, reason_detail) == 136 &&
+                  offsetof(SegmentHeader, heartbeat_mono_ns) == 144 &&
+                  offsetof(SegmentHeader, pid) == 152 && offsetof(SegmentHeader, incarnation) == 160,
+              "LAYOUT.md: the liveness line");
+static_assert(offsetof(SegmentHeader, drained_total) == 200 &&
+                  offsetof(SegmentHeader, clock_pauses) == 208 &&
+                  offsetof(SegmentHeader, fill_target) == 216,
+              "LAYOUT.md: the counters line");
 
 inline constexpr uint32_t kServiceNameMax = 63;
 inline constexpr size_t kServiceSlotCount = 255;
@@ -127,6 +149,9 @@ struct alignas(kCacheLine) ServiceSlot {
   std::atomic<uint64_t> name[8];     // NUL-padded service name, 8 bytes per word
 };
 static_assert(sizeof(ServiceSlot) == 2 * kCacheLine, "two lines per client");
+static_assert(offsetof(ServiceSlot, owner_pid) == 0 && offsetof(ServiceSlot, name_ready) == 8 &&
+                  offsetof(ServiceSlot, taken) == 16 && offsetof(ServiceSlot, name) == 64,
+              "LAYOUT.md: a service slot");
 
 // The only region clients may write. Mapped read-write by everyone.
 struct alignas(kPageSize) ConsumerRegion {
@@ -145,9 +170,13 @@ struct alignas(kPageSize) ConsumerRegion {
 static_assert(sizeof(ConsumerRegion) == 8 * kPageSize, "LAYOUT.md: consumer region is 32 KiB");
 static_assert(offsetof(ConsumerRegion, refill_request) == 64, "LAYOUT.md: refill at +64");
 static_assert(offsetof(ConsumerRegion, services) == 128, "LAYOUT.md: services at +128");
+static_assert(offsetof(ConsumerRegion, head) == 0 && offsetof(ConsumerRegion, waiters) == 72,
+              "LAYOUT.md: head at +0, waiters at +72");
 
 inline constexpr uint64_t kConsumerOffset = sizeof(SegmentHeader);
 inline constexpr uint64_t kSlotsOffset = kConsumerOffset + sizeof(ConsumerRegion);
+static_assert(kConsumerOffset == 4096 && kSlotsOffset == 36864, "LAYOUT.md: region offsets");
+static_assert(kMagic == 0x014b4c46574f4e53ull, "LAYOUT.md: bytes 53 4e 4f 57 46 4c 4b 01");
 
 constexpr bool IsPowerOfTwo(uint64_t n) { return n != 0 && (n & (n - 1)) == 0; }
 
