@@ -8,6 +8,9 @@
 
 #include "decode_command.h"
 #include "exit_codes.h"
+#include "next_command.h"
+#include "resume_command.h"
+#include "status_command.h"
 
 int main(int argc, char** argv) {
   namespace cli = snowflake::cli;
@@ -15,6 +18,9 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.footer("Exit status: 0 ok, 1 daemon unavailable or refused, 2 bad usage or input.");
   cli::AddDecodeCommand(app);
+  cli::AddStatusCommand(app);
+  cli::AddNextCommand(app);
+  cli::AddResumeCommand(app);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,130 @@
+#include "control_client.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <exception>
+
+namespace snowflake::cli {
+namespace {
+
+// Closes the socket on every path.
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+using Clock = std::chrono::steady_clock;
+
+int RemainingMs(Clock::time_point deadline) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  return left.count() > 0 ? static_cast<int>(left.count()) : 0;
+}
+
+// Waits until fd is ready for `events` or the deadline passes.
+bool WaitFor(int fd, short events, Clock::time_point deadline) {
+  for (;;) {
+    pollfd entry{.fd = fd, .events = events, .revents = 0};
+    const int rc = poll(&entry, 1, RemainingMs(deadline));
+    if (rc > 0) return true;
+    if (rc == 0) return false;
+    if (errno != EINTR) return false;
+  }
+}
+
+}  // namespace
+
+tl::expected<nlohmann::json, std::string> SendControlRequest(
+    const std::filesystem::path& runtime_dir, const nlohmann::json& request,
+    std::chrono::milliseconds timeout) noexcept {
+  try {
+    const std::string path = (runtime_dir / kControlSocketName).string();
+    const auto deadline = Clock::now() + timeout;
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    if (path.size() >= sizeof(address.sun_path)) {
+      return tl::unexpected("control socket path " + path + " is longer than " +
+                            std::to_string(sizeof(address.sun_path) - 1) +
+                            " bytes; use a shorter --runtime-dir");
+    }
+    std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+    Fd socket_fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (socket_fd.get() < 0) return tl::unexpected(std::string("socket: ") + std::strerror(errno));
+    if (connect(socket_fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0) {
+      const int err = errno;
+      if (err == ENOENT || err == ECONNREFUSED) {
+        return tl::unexpected("cannot connect to " + path + ": " + std::strerror(err) +
+                              ": snowflaked is not running for this runtime directory (start "
+                              "it, or pass --runtime-dir)");
+      }
+      if (err == EACCES) {
+        return tl::unexpected("cannot connect to " + path + ": " + std::strerror(err) +
+                              ": add this user to the daemon's group, or run as its user");
+      }
+      return tl::unexpected("cannot connect to " + path + ": " + std::strerror(err));
+    }
+
+    const std::string line = request.dump() + "\n";
+    size_t sent = 0;
+    while (sent < line.size()) {
+      if (!WaitFor(socket_fd.get(), POLLOUT, deadline)) {
+        return tl::unexpected("snowflaked did not accept a request on " + path + " within " +
+                              std::to_string(timeout.count()) + " ms; it may be hung");
+      }
+      const ssize_t n = send(socket_fd.get(), line.data() + sent, line.size() - sent, MSG_NOSIGNAL);
+      if (n < 0) {
+        if (errno == EINTR || errno == EAGAIN) continue;
+        return tl::unexpected("sending to " + path + ": " + std::strerror(errno));
+      }
+      sent += static_cast<size_t>(n);
+    }
+
+    std::string reply;
+    for (;;) {
+      if (const size_t end = reply.find('\n'); end != std::string::npos) {
+        reply.resize(end);
+        break;
+      }
+      if (!WaitFor(socket_fd.get(), POLLIN, deadline)) {
+        return tl::unexpected("snowflaked did not answer on " + path + " within " +
+                              std::to_string(timeout.count()) + " ms; it may be hung");
+      }
+      char buffer[4096];
+      const ssize_t n = recv(socket_fd.get(), buffer, sizeof(buffer), 0);
+      if (n < 0) {
+        if (errno == EINTR || errno == EAGAIN) continue;
+        return tl::unexpected("reading from " + path + ": " + std::strerror(errno));
+      }
+      if (n == 0) {
+        if (reply.empty()) {
+          return tl::unexpected("snowflaked closed " + path + " without answering");
+        }
+        break;  // a last line without its newline
+      }
+      reply.append(buffer, static_cast<size_t>(n));
+    }
+    auto parsed = nlohmann::json::parse(reply, nullptr, /*allow_exceptions=*/false);
+    if (!parsed.is_object()) {
+      return tl::unexpected("snowflaked answered on " + path +
+                            " with something that is not a JSON object: " + reply.substr(0, 200));
+    }
+    return parsed;
+  } catch (const std::exception& e) {
+    return tl::unexpected(std::string("control request: ") + e.what());
+  }
+}
+
+}  // namespace snowflake::cli

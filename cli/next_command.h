@@ -1,0 +1,31 @@
+// `snowflakectl next [-n N] [--service NAME]`: takes N IDs from the local daemon and
+// prints them, one decimal per line, strictly increasing. Batches inside (NextBatch into
+// a large buffer, written with fwrite), so millions of IDs per second can be printed.
+
+#ifndef SNOWFLAKE_CLI_NEXT_COMMAND_H_
+#define SNOWFLAKE_CLI_NEXT_COMMAND_H_
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "snowflake/client.h"
+
+namespace CLI {
+class App;
+}  // namespace CLI
+
+namespace snowflake::cli {
+
+inline constexpr uint64_t kMaxNextCount = 1'000'000'000;
+
+// Takes `count` IDs through `client` and writes them to `out`. Returns kExitOk, or
+// kExitUnavailable after writing the error to `err` (the IDs taken before it are printed).
+int RunNext(Client& client, uint64_t count, std::FILE* out, std::FILE* err) noexcept;
+
+// Registers the `next` subcommand.
+void AddNextCommand(CLI::App& app);
+
+}  // namespace snowflake::cli
+
+#endif  // SNOWFLAKE_CLI_NEXT_COMMAND_H_

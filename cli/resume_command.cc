@@ -1,0 +1,51 @@
+#include "resume_command.h"
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <memory>
+
+#include "control_client.h"
+#include "exit_codes.h"
+#include "runtime_dir_option.h"
+
+namespace snowflake::cli {
+
+void AddResumeCommand(CLI::App& app) {
+  CLI::App* command = app.add_subcommand(
+      "resume",
+      "Ask an out-of-service daemon (large clock step) to serve again, after checking the "
+      "clock. Prints the daemon's reply. Exit 0 if it accepted, 1 if it refused or is not "
+      "reachable.");
+  auto json = std::make_shared<bool>(false);
+  command->add_flag("--json", *json, "Print the daemon's reply as JSON");
+  auto runtime_dir = AddRuntimeDirOption(app, *command);
+  command->callback([json, runtime_dir] {
+    auto reply = SendControlRequest(runtime_dir(), {{"command", "resume"}});
+    if (!reply) {
+      std::cerr << "snowflakectl: " << reply.error() << "\n";
+      throw CLI::RuntimeError(kExitUnavailable);
+    }
+    const bool ok = reply->value("ok", false);
+    if (*json) {
+      std::cout << reply->dump() << "\n";
+    } else if (ok) {
+      std::cout << "resumed";
+      if (reply->contains("message") && (*reply)["message"].is_string()) {
+        std::cout << ": " << (*reply)["message"].get<std::string>();
+      } else if (reply->contains("state") && (*reply)["state"].is_string()) {
+        std::cout << " (state " << (*reply)["state"].get<std::string>() << ")";
+      }
+      std::cout << "\n";
+    }
+    if (!ok) {
+      const auto error = reply->find("error");
+      std::cerr << "snowflakectl: resume refused: "
+                << (error != reply->end() && error->is_string() ? error->get<std::string>()
+                                                                : reply->dump())
+                << "\n";
+      throw CLI::RuntimeError(kExitUnavailable);
+    }
+  });
+}
+
+}  // namespace snowflake::cli

@@ -1,0 +1,51 @@
+// `snowflakectl status [--json]`: the daemon's state as its segment shows it (readable
+// even when the daemon is dead) plus what its control socket reports (per-service
+// counts). The JSON keys are documented in docs/cli.md and stable.
+//
+// All functions are safe to call from any thread.
+
+#ifndef SNOWFLAKE_CLI_STATUS_COMMAND_H_
+#define SNOWFLAKE_CLI_STATUS_COMMAND_H_
+
+#include <filesystem>
+#include <iosfwd>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "snowflake/client.h"
+
+namespace CLI {
+class App;
+}  // namespace CLI
+
+namespace snowflake::cli {
+
+// What the status command gathered.
+struct StatusReport {
+  ClientStatus segment;
+  // The control socket's reply to {"command":"status"}, or why there is none.
+  std::optional<nlohmann::json> daemon_reply;
+  std::string daemon_error;
+};
+
+// Per-service totals from a daemon reply (its "services" member), as {name: count};
+// null when the reply has none.
+nlohmann::json ServicesOf(const nlohmann::json& reply);
+
+// The stable --json object (docs/cli.md).
+nlohmann::json StatusToJson(const StatusReport& report);
+
+// The human-readable form, several lines.
+std::string StatusToText(const StatusReport& report);
+
+// 0 if the daemon is serving and answered on its control socket, else 1.
+int StatusExitCode(const StatusReport& report);
+
+// Registers the `status` subcommand.
+void AddStatusCommand(CLI::App& app);
+
+}  // namespace snowflake::cli
+
+#endif  // SNOWFLAKE_CLI_STATUS_COMMAND_H_
