@@ -52,30 +52,32 @@ nlohmann::json ServicesOf(const nlohmann::json& reply) {
 
 nlohmann::json StatusToJson(const StatusReport& report) {
   const ClientStatus& s = report.segment;
+  // Names shared with the control protocol's status reply (docs/control-protocol.md)
+  // mean the same thing here; these are read from the segment.
   nlohmann::json out = {
       {"state", s.state},
       {"health", s.health},
-      {"reason", s.reason},
-      {"reason_text", s.reason_text},
+      {"reason_code", s.reason},
+      {"reason", s.reason_text},
       {"reason_detail", s.reason_detail},
       {"machine", s.machine},
       {"epoch_unix_ms", s.epoch_unix_ms},
       {"incarnation", s.incarnation},
-      {"daemon_pid", s.daemon_pid},
+      {"pid", s.daemon_pid},
       {"heartbeat_age_ns", s.heartbeat_age_ns},
       {"ring_fill", s.ring_fill},
       {"ring_capacity", s.ring_capacity},
       {"fill_target", s.fill_target},
-      {"ids_published", s.published_total},
-      {"ids_taken", s.taken_total - std::min(s.drained_total, s.taken_total)},
-      {"ids_drained", s.drained_total},
+      {"published_total", s.published_total},
+      {"taken_total", s.taken_total - std::min(s.drained_total, s.taken_total)},
+      {"drained_total", s.drained_total},
       {"clock_pauses", s.clock_pauses},
   };
   out["daemon_reachable"] = DaemonAnswered(report);
   out["daemon_error"] = report.daemon_error.empty() ? nlohmann::json(nullptr)
                                                     : nlohmann::json(report.daemon_error);
   out["services"] = report.daemon_reply ? ServicesOf(*report.daemon_reply) : nlohmann::json(nullptr);
-  out["daemon_reply"] = report.daemon_reply ? *report.daemon_reply : nlohmann::json(nullptr);
+  out["daemon"] = report.daemon_reply ? *report.daemon_reply : nlohmann::json(nullptr);
   return out;
 }
 

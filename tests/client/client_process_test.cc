@@ -1,0 +1,185 @@
+// libsnowflake against a producer in another process (tests/client/test_producer.cc):
+// errors that need a second process or user (a dead or hung daemon, permission denied),
+// restarts, and many threads in several processes.
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "id_checker.h"
+#include "snowflake/client.h"
+#include "subprocess.h"
+#include "temp_dir.h"
+
+namespace snowflake {
+namespace {
+
+using testing::Process;
+using testing::TempDir;
+
+const std::string kProducer = SNOWFLAKE_BINARY_DIR "/tests/client/test_producer";
+const std::string kWorker = SNOWFLAKE_BINARY_DIR "/tests/client/client_worker";
+
+Process StartProducer(const std::filesystem::path& dir, uint64_t capacity = 1024) {
+  Process producer = Process::Spawn({kProducer, dir.string(), std::to_string(capacity)});
+  if (!producer.WaitForOutput(Process::Stream::kOut, "serving", std::chrono::seconds(20))) {
+    ADD_FAILURE() << "test_producer did not start: " << producer.err();
+  }
+  return producer;
+}
+
+ClientOptions PatientOptions(const std::filesystem::path& dir) {
+  ClientOptions options;
+  options.runtime_dir = dir;
+  options.wait_timeout = std::chrono::seconds(30);
+  options.max_heartbeat_age = std::chrono::seconds(30);
+  return options;
+}
+
+// Takes until an error and returns it (the IDs left in the ring come first).
+Error TakeUntilError(Client& client) {
+  for (int i = 0; i < 1'000'000; ++i) {
+    auto id = client.Next();
+    if (!id) return id.error();
+  }
+  return Error{ClientError::kSystemError, "no error after a million takes"};
+}
+
+TEST(ClientProcess, AWaitingCallerLearnsThatTheDaemonDied) {
+  TempDir dir("client-dead");
+  Process producer = StartProducer(dir.path(), 64);
+  auto sut = Client::Open("orders", PatientOptions(dir.path()));
+  ASSERT_TRUE(sut) << sut.error().message;
+  ASSERT_TRUE(producer.Kill(SIGSTOP));  // no more refills; it still looks alive
+  std::optional<Error> error;
+  std::chrono::steady_clock::time_point returned;
+
+  std::thread caller([&] {
+    error = TakeUntilError(*sut);  // drains the ring, then waits on the futex
+    returned = std::chrono::steady_clock::now();
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(producer.Kill(SIGKILL));
+  ASSERT_TRUE(producer.Wait(std::chrono::seconds(10)));  // reaped: its pid is gone
+  const auto died = std::chrono::steady_clock::now();
+  caller.join();
+
+  ASSERT_TRUE(error);
+  EXPECT_EQ(error->code, ClientError::kDaemonDead) << error->message;
+  const auto latency_us =
+      std::chrono::duration_cast<std::chrono::microseconds>(returned - died).count();
+  RecordProperty("latency_us", std::to_string(latency_us));
+  std::printf("daemon_dead reported %lld us after the reap\n", static_cast<long long>(latency_us));
+}
+
+TEST(ClientProcess, AHungDaemonIsReportedAsNotHeartbeatingAndRecovers) {
+  TempDir dir("client-hung");
+  Process producer = StartProducer(dir.path(), 64);
+  ClientOptions options = PatientOptions(dir.path());
+  options.max_heartbeat_age = std::chrono::milliseconds(20);
+  auto sut = Client::Open("orders", options);
+  ASSERT_TRUE(sut) << sut.error().message;
+
+  ASSERT_TRUE(producer.Kill(SIGSTOP));
+  const Error hung = TakeUntilError(*sut);
+  ASSERT_TRUE(producer.Kill(SIGCONT));
+  std::optional<uint64_t> after;
+  for (int attempt = 0; attempt < 1000 && !after; ++attempt) {
+    if (auto id = sut->Next()) after = *id;
+    else std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+
+  EXPECT_EQ(hung.code, ClientError::kDaemonNotHeartbeating) << hung.message;
+  EXPECT_TRUE(after.has_value());
+}
+
+TEST(ClientProcess, AUserOutsideTheSegmentsGroupGetsPermissionDeniedNamingTheGroup) {
+  ASSERT_EQ(geteuid(), 0u) << "needs root to run the probe as another user";
+  TempDir dir("client-perm");
+  ASSERT_EQ(chmod(dir.path().c_str(), 0755), 0);
+  Process producer = StartProducer(dir.path(), 64);
+
+  auto probe = testing::RunCommand({kWorker, "probe", dir.path().string(), "65534", "65534"});
+
+  ASSERT_TRUE(probe.status.ExitedWith(0)) << probe.status.ToString() << probe.err;
+  EXPECT_EQ(probe.out.substr(0, probe.out.find('\n')), "permission_denied") << probe.out;
+  EXPECT_NE(probe.out.find("add this user to group 'root'"), std::string::npos) << probe.out;
+}
+
+TEST(ClientProcess, AClientOutlivesAProducerRestartOnTheSameSegment) {
+  TempDir dir("client-restart");
+  std::optional<Process> producer = StartProducer(dir.path(), 64);
+  ClientOptions options = PatientOptions(dir.path());
+  auto sut = Client::Open("orders", options);
+  ASSERT_TRUE(sut) << sut.error().message;
+  const uint64_t before = sut->Next().value();
+
+  ASSERT_TRUE(producer->Kill(SIGTERM));
+  ASSERT_TRUE(producer->Wait(std::chrono::seconds(10)));
+  const Error stopped = TakeUntilError(*sut);
+  producer = StartProducer(dir.path(), 64);
+  auto after = sut->Next();
+
+  EXPECT_EQ(stopped.code, ClientError::kDaemonStopped) << stopped.message;
+  ASSERT_TRUE(after) << after.error().message;
+  EXPECT_GT(*after, before);
+}
+
+#ifdef SNOWFLAKE_SANITIZED
+constexpr size_t kTakesPerThread = 5'000;
+#else
+constexpr size_t kTakesPerThread = 50'000;
+#endif
+
+// Property: threads in several processes, with Next and NextBatch, get IDs that are
+// unique, strictly increasing per thread, and in real-time order across all of them.
+TEST(ClientProcess, ManyThreadsInSeveralProcessesTakeUniqueIncreasingIds) {
+  TempDir dir("client-procs");
+  Process producer = StartProducer(dir.path(), 4096);
+  const std::string baton = (dir / "baton").string();
+  { std::ofstream(baton, std::ios::binary).write("\0\0\0\0\0\0\0\0", 8); }
+  constexpr int kProcesses = 3;
+  constexpr int kThreads = 4;
+
+  std::vector<Process> workers;
+  for (int p = 0; p < kProcesses; ++p) {
+    workers.push_back(Process::Spawn({kWorker, "take", dir.path().string(), baton,
+                                      (dir / ("out" + std::to_string(p))).string(),
+                                      std::to_string(kThreads), std::to_string(kTakesPerThread)}));
+  }
+  for (auto& worker : workers) {
+    auto status = worker.Wait(std::chrono::seconds(240));
+    ASSERT_TRUE(status && status->ExitedWith(0))
+        << (status ? status->ToString() : "still running") << ": " << worker.err();
+  }
+
+  testing::IdChecker checker;
+  for (int p = 0; p < kProcesses; ++p) {
+    for (int t = 0; t < kThreads; ++t) {
+      const auto path = dir / ("out" + std::to_string(p) + "." + std::to_string(t));
+      std::ifstream in(path, std::ios::binary);
+      std::vector<testing::TakeRecord> records(std::filesystem::file_size(path) /
+                                               sizeof(testing::TakeRecord));
+      in.read(reinterpret_cast<char*>(records.data()),
+              static_cast<std::streamsize>(records.size() * sizeof(testing::TakeRecord)));
+      checker.AddRecorder("process " + std::to_string(p) + " thread " + std::to_string(t),
+                          records);
+    }
+  }
+  const testing::IdCheckResult result = checker.Check();
+  EXPECT_TRUE(result.ok()) << result.Summary();
+  EXPECT_GE(result.ids, kProcesses * kThreads * kTakesPerThread);
+}
+
+}  // namespace
+}  // namespace snowflake

@@ -1,0 +1,46 @@
+// test_producer RUNTIME_DIR [CAPACITY]: a stand-in daemon for client tests. Creates (or
+// reopens) the segment, serves it with ServeUntil() and prints "serving" once it does.
+// SIGTERM: drains, marks the segment stopped and exits 0, like snowflaked. SIGKILL and
+// SIGSTOP give a dead or hung producer.
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "serve_loop.h"
+#include "snowflake/ring_producer.h"
+
+namespace {
+
+std::atomic<bool> stop_requested{false};
+static_assert(std::atomic<bool>::is_always_lock_free, "set from a signal handler");
+
+void OnTerm(int) { stop_requested.store(true); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: test_producer RUNTIME_DIR [CAPACITY]\n");
+    return 2;
+  }
+  snowflake::shm::ProducerOptions options;
+  options.runtime_dir = argv[1];
+  options.capacity = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 1024;
+  options.epoch_unix_ms = snowflake::kDefaultEpochUnixMs;
+  options.machine = 5;
+  auto producer = snowflake::shm::RingProducer::CreateOrOpen(options);
+  if (!producer) {
+    std::fprintf(stderr, "test_producer: %s\n", producer.error().message.c_str());
+    return 1;
+  }
+  std::signal(SIGTERM, OnTerm);
+  producer->SetState(snowflake::shm::DaemonState::kServing);
+  std::printf("serving\n");
+  std::fflush(stdout);
+  snowflake::testing::ServeUntil(*producer, stop_requested);
+  producer->DrainAll();
+  producer->SetState(snowflake::shm::DaemonState::kStopped, snowflake::shm::StateReason::kShutdown);
+  return 0;
+}
