@@ -1,0 +1,45 @@
+// The C ABI from a C program (c_api_program.c, compiled as C11): it takes, batches and
+// decodes against a live producer, and reports a missing daemon by status name.
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "subprocess.h"
+#include "temp_dir.h"
+
+namespace snowflake {
+namespace {
+
+using testing::Process;
+using testing::TempDir;
+
+const std::string kProducer = SNOWFLAKE_BINARY_DIR "/tests/client/test_producer";
+const std::string kProgram = SNOWFLAKE_BINARY_DIR "/tests/client/c_api_program";
+
+TEST(CApi, ACProgramTakesBatchesAndDecodesIds) {
+  TempDir dir("c-api");
+  Process producer = Process::Spawn({kProducer, dir.path().string(), "256"});
+  ASSERT_TRUE(producer.WaitForOutput(Process::Stream::kOut, "serving", std::chrono::seconds(20)))
+      << producer.err();
+
+  auto result = testing::RunCommand({kProgram, dir.path().string()});
+
+  EXPECT_TRUE(result.status.ExitedWith(0)) << result.status.ToString() << "\n" << result.out
+                                           << result.err;
+  EXPECT_EQ(result.out.rfind("ok ", 0), 0u) << result.out;
+  EXPECT_NE(result.out.find("machine 5"), std::string::npos) << result.out;
+}
+
+TEST(CApi, ACProgramGetsDaemonNotRunningWithThePath) {
+  TempDir dir("c-api-none");
+
+  auto result = testing::RunCommand({kProgram, dir.path().string()});
+
+  EXPECT_TRUE(result.status.ExitedWith(1)) << result.status.ToString();
+  EXPECT_NE(result.out.find("sf_open: daemon_not_running: "), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find(dir.path().string()), std::string::npos) << result.out;
+}
+
+}  // namespace
+}  // namespace snowflake
