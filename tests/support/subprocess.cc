@@ -235,7 +235,7 @@ void AddRedirect(posix_spawn_file_actions_t* actions, int target_fd, const Outpu
 // Starts the child; returns the state with pipes and the I/O thread running.
 std::unique_ptr<Process::State> SpawnChild(std::vector<std::string> argv, const EnvChanges& env,
                                            const Output& out, const Output& err,
-                                           const std::optional<std::string>& stdin_text,
+                                           const std::string* stdin_text,  // null: /dev/null
                                            const std::optional<std::filesystem::path>& cwd) {
   if (argv.empty()) throw std::invalid_argument("Spawn: argv is empty");
   auto state = std::make_unique<Process::State>();
@@ -319,7 +319,7 @@ Process& Process::operator=(Process&&) noexcept = default;
 Process::~Process() = default;
 
 Process Process::Spawn(std::vector<std::string> argv, SpawnOptions options) {
-  return Process(SpawnChild(std::move(argv), options.env, options.out, options.err, std::nullopt,
+  return Process(SpawnChild(std::move(argv), options.env, options.out, options.err, nullptr,
                             options.working_dir));
 }
 
@@ -373,7 +373,7 @@ bool Process::WaitForOutput(Stream stream, std::string_view needle,
 RunResult RunCommand(std::vector<std::string> argv, RunOptions options) {
   const auto deadline = Clock::now() + options.timeout;
   Process child(SpawnChild(std::move(argv), options.env, Output::Capture(), Output::Capture(),
-                           std::move(options.stdin_text), options.working_dir));
+                           &options.stdin_text, options.working_dir));
   RunResult result;
   auto status = child.Wait(options.timeout);
   if (!status) {
