@@ -1,0 +1,288 @@
+// snowflakectl next / status / resume as processes, against a stand-in producer
+// (tests/client/test_producer.cc) and a scripted control socket in this process.
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <charconv>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "subprocess.h"
+#include "temp_dir.h"
+
+namespace snowflake {
+namespace {
+
+using testing::Process;
+using testing::RunCommand;
+using testing::RunResult;
+using testing::TempDir;
+
+const std::string kCtl = SNOWFLAKE_BINARY_DIR "/cli/snowflakectl";
+const std::string kProducer = SNOWFLAKE_BINARY_DIR "/tests/client/test_producer";
+
+Process StartProducer(const std::filesystem::path& dir) {
+  Process producer = Process::Spawn({kProducer, dir.string(), "4096"});
+  if (!producer.WaitForOutput(Process::Stream::kOut, "serving", std::chrono::seconds(20))) {
+    ADD_FAILURE() << "test_producer did not start: " << producer.err();
+  }
+  return producer;
+}
+
+std::vector<uint64_t> ParseLines(const std::string& text, std::string* problem) {
+  std::vector<uint64_t> ids;
+  size_t at = 0;
+  while (at < text.size()) {
+    const size_t end = text.find('\n', at);
+    if (end == std::string::npos) {
+      *problem = "output does not end with a newline";
+      return ids;
+    }
+    uint64_t id = 0;
+    const auto parsed = std::from_chars(text.data() + at, text.data() + end, id);
+    if (parsed.ec != std::errc{} || parsed.ptr != text.data() + end) {
+      *problem = "not a decimal ID: " + text.substr(at, end - at);
+      return ids;
+    }
+    ids.push_back(id);
+    at = end + 1;
+  }
+  return ids;
+}
+
+// Answers one connection on dir/control.sock with `reply` and remembers the request.
+class ScriptedControlSocket {
+ public:
+  ScriptedControlSocket(const std::filesystem::path& dir, std::string reply)
+      : reply_(std::move(reply)) {
+    fd_ = socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    const std::string path = (dir / "control.sock").string();
+    std::strncpy(address.sun_path, path.c_str(), sizeof(address.sun_path) - 1);
+    if (bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
+        listen(fd_, 4) != 0) {
+      ADD_FAILURE() << "cannot listen on " << path << ": " << std::strerror(errno);
+    }
+    thread_ = std::thread([this] {
+      const int conn = accept(fd_, nullptr, nullptr);
+      if (conn < 0) return;
+      char buffer[4096];
+      while (request_.find('\n') == std::string::npos) {
+        const ssize_t n = read(conn, buffer, sizeof(buffer));
+        if (n <= 0) break;
+        request_.append(buffer, static_cast<size_t>(n));
+      }
+      const std::string line = reply_ + "\n";
+      (void)!write(conn, line.data(), line.size());
+      close(conn);
+    });
+  }
+  ~ScriptedControlSocket() {
+    shutdown(fd_, SHUT_RDWR);
+    close(fd_);
+    thread_.join();
+  }
+  // Valid after the client finished.
+  const std::string& request() const { return request_; }
+
+ private:
+  int fd_ = -1;
+  std::string reply_;
+  std::string request_;
+  std::thread thread_;
+};
+
+TEST(CliNext, PrintsAMillionUniqueStrictlyIncreasingIds) {
+  TempDir dir("cli-next");
+  Process producer = StartProducer(dir.path());
+  const auto began = std::chrono::steady_clock::now();
+
+  RunResult result = RunCommand({kCtl, "next", "-n", "1000000", "--runtime-dir", dir.path().string()},
+                                {.env = {}, .stdin_text = {}, .timeout = std::chrono::minutes(4),
+                                 .working_dir = {}});
+
+  const auto took = std::chrono::steady_clock::now() - began;
+  ASSERT_TRUE(result.status.ExitedWith(0)) << result.status.ToString() << ": " << result.err;
+  std::string problem;
+  const std::vector<uint64_t> ids = ParseLines(result.out, &problem);
+  ASSERT_TRUE(problem.empty()) << problem;
+  ASSERT_EQ(ids.size(), 1'000'000u);
+  size_t not_increasing = 0;
+  for (size_t i = 1; i < ids.size(); ++i) not_increasing += ids[i] <= ids[i - 1];
+  EXPECT_EQ(not_increasing, 0u) << "strictly increasing implies unique";
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(took).count();
+  RecordProperty("million_ids_ms", std::to_string(ms));
+  std::printf("next -n 1000000 took %lld ms\n", static_cast<long long>(ms));
+}
+
+TEST(CliNext, PrintsOneIdByDefaultWithTheRuntimeDirBeforeTheCommand) {
+  TempDir dir("cli-next1");
+  Process producer = StartProducer(dir.path());
+
+  RunResult result = RunCommand({kCtl, "--runtime-dir", dir.path().string(), "next"});
+
+  ASSERT_TRUE(result.status.ExitedWith(0)) << result.status.ToString() << ": " << result.err;
+  std::string problem;
+  EXPECT_EQ(ParseLines(result.out, &problem).size(), 1u) << problem << result.out;
+}
+
+TEST(CliNext, TakesTheRuntimeDirFromTheEnvironment) {
+  TempDir dir("cli-next-env");
+  Process producer = StartProducer(dir.path());
+
+  RunResult result = RunCommand(
+      {kCtl, "next", "-n", "3"},
+      {.env = {.set = {{"SNOWFLAKE_RUNTIME_DIR", dir.path().string()}}, .unset = {}},
+       .stdin_text = {}, .timeout = std::chrono::seconds(30), .working_dir = {}});
+
+  ASSERT_TRUE(result.status.ExitedWith(0)) << result.status.ToString() << ": " << result.err;
+  std::string problem;
+  EXPECT_EQ(ParseLines(result.out, &problem).size(), 3u) << problem << result.out;
+}
+
+TEST(CliNext, RejectsCountsOutsideOneToABillionAndBadServiceNamesWithExit2) {
+  TempDir dir("cli-next-bad");
+  Process producer = StartProducer(dir.path());
+  const std::vector<std::vector<std::string>> bad_args = {
+      {"-n", "0"}, {"-n", "1000000001"}, {"-n", "abc"}, {"-n", "-5"},
+      {"--service", "Bad Name"}, {"--bogus"}};
+
+  for (const auto& args : bad_args) {
+    std::vector<std::string> argv = {kCtl, "next", "--runtime-dir", dir.path().string()};
+    argv.insert(argv.end(), args.begin(), args.end());
+
+    RunResult result = RunCommand(argv);
+
+    EXPECT_TRUE(result.status.ExitedWith(2)) << args.back() << ": " << result.status.ToString();
+    EXPECT_TRUE(result.out.empty()) << args.back() << ": " << result.out;
+    EXPECT_FALSE(result.err.empty()) << args.back();
+  }
+}
+
+TEST(CliNext, ExitsWith1NamingThePathWhenNoDaemonRuns) {
+  TempDir dir("cli-next-none");
+
+  RunResult result = RunCommand({kCtl, "next", "--runtime-dir", dir.path().string()});
+
+  EXPECT_TRUE(result.status.ExitedWith(1)) << result.status.ToString();
+  EXPECT_NE(result.err.find(dir.path().string()), std::string::npos) << result.err;
+}
+
+TEST(CliNext, ExitsWith1WhenTheDaemonStopped) {
+  TempDir dir("cli-next-stopped");
+  Process producer = StartProducer(dir.path());
+  ASSERT_TRUE(producer.Kill(SIGTERM));
+  ASSERT_TRUE(producer.Wait(std::chrono::seconds(10)));
+
+  RunResult result = RunCommand({kCtl, "next", "--runtime-dir", dir.path().string()});
+
+  EXPECT_TRUE(result.status.ExitedWith(1)) << result.status.ToString();
+  EXPECT_NE(result.err.find("stopped"), std::string::npos) << result.err;
+}
+
+TEST(CliStatus, JsonParsesAndItsCountsMatchWhatWasTaken) {
+  TempDir dir("cli-status");
+  Process producer = StartProducer(dir.path());
+  RunResult taken = RunCommand({kCtl, "next", "-n", "5000", "--runtime-dir", dir.path().string()});
+  ASSERT_TRUE(taken.status.ExitedWith(0)) << taken.err;
+
+  RunResult result = RunCommand({kCtl, "status", "--json", "--runtime-dir", dir.path().string()});
+
+  // No control socket here: the segment's half is complete, the daemon's is missing.
+  EXPECT_TRUE(result.status.ExitedWith(1)) << result.status.ToString();
+  const auto status = nlohmann::json::parse(result.out, nullptr, false);
+  ASSERT_TRUE(status.is_object()) << result.out;
+  EXPECT_EQ(status["state"], "serving");
+  EXPECT_EQ(status["health"], "serving");
+  EXPECT_EQ(status["machine"], 5);
+  EXPECT_EQ(status["pid"], producer.pid());
+  EXPECT_EQ(status["ring_capacity"], 4096);
+  EXPECT_EQ(status["taken_total"], 5000);
+  EXPECT_GE(status["published_total"].get<uint64_t>(), 5000u);
+  EXPECT_EQ(status["published_total"].get<uint64_t>(),
+            status["taken_total"].get<uint64_t>() + status["drained_total"].get<uint64_t>() +
+                status["ring_fill"].get<uint64_t>());
+  EXPECT_EQ(status["incarnation"], 1);
+  EXPECT_EQ(status["clock_pauses"], 0);
+  EXPECT_EQ(status["daemon_reachable"], false);
+  EXPECT_TRUE(status["daemon_error"].get<std::string>().find("control.sock") != std::string::npos)
+      << status["daemon_error"];
+  EXPECT_TRUE(status["services"].is_null());
+  for (const char* key : {"reason_code", "reason", "reason_detail", "epoch_unix_ms",
+                          "heartbeat_age_ns", "fill_target", "daemon"}) {
+    EXPECT_TRUE(status.contains(key)) << key;
+  }
+}
+
+TEST(CliStatus, ReportsADeadDaemonFromItsSegmentWithExit1) {
+  TempDir dir("cli-status-dead");
+  Process producer = StartProducer(dir.path());
+  ASSERT_TRUE(producer.Kill(SIGKILL));
+  ASSERT_TRUE(producer.Wait(std::chrono::seconds(10)));
+
+  RunResult result = RunCommand({kCtl, "status", "--runtime-dir", dir.path().string()});
+
+  EXPECT_TRUE(result.status.ExitedWith(1)) << result.status.ToString();
+  EXPECT_NE(result.out.find("state:          serving"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("health:         dead"), std::string::npos) << result.out;
+}
+
+TEST(CliStatus, ShowsTheDaemonsPerServiceTotalsAndExits0WhenServing) {
+  TempDir dir("cli-status-services");
+  Process producer = StartProducer(dir.path());
+  ScriptedControlSocket control(
+      dir.path(), R"({"ok":true,"state":"serving","services":{"orders":12,"billing":3}})");
+
+  RunResult result = RunCommand({kCtl, "status", "--json", "--runtime-dir", dir.path().string()});
+
+  EXPECT_TRUE(result.status.ExitedWith(0)) << result.status.ToString() << result.err;
+  const auto status = nlohmann::json::parse(result.out, nullptr, false);
+  ASSERT_TRUE(status.is_object()) << result.out;
+  EXPECT_EQ(status["daemon_reachable"], true);
+  EXPECT_EQ(status["services"], nlohmann::json({{"orders", 12}, {"billing", 3}}));
+  EXPECT_EQ(control.request(), "{\"command\":\"status\"}\n");
+}
+
+TEST(CliResume, SendsResumeAndExits0WhenTheDaemonAccepts) {
+  TempDir dir("cli-resume");
+  ScriptedControlSocket control(dir.path(), R"({"ok":true,"resumed":true,"state":"serving"})");
+
+  RunResult result = RunCommand({kCtl, "resume", "--runtime-dir", dir.path().string()});
+
+  EXPECT_TRUE(result.status.ExitedWith(0)) << result.status.ToString() << result.err;
+  EXPECT_EQ(control.request(), "{\"command\":\"resume\"}\n");
+  EXPECT_NE(result.out.find("resumed"), std::string::npos) << result.out;
+}
+
+TEST(CliResume, PrintsTheRefusalAndExits1) {
+  TempDir dir("cli-resume-refused");
+  ScriptedControlSocket control(dir.path(), R"({"ok":false,"error":"not out of service"})");
+
+  RunResult result = RunCommand({kCtl, "resume", "--runtime-dir", dir.path().string()});
+
+  EXPECT_TRUE(result.status.ExitedWith(1)) << result.status.ToString();
+  EXPECT_NE(result.err.find("not out of service"), std::string::npos) << result.err;
+}
+
+TEST(CliResume, ExitsWith1NamingTheSocketWhenNoDaemonRuns) {
+  TempDir dir("cli-resume-none");
+
+  RunResult result = RunCommand({kCtl, "resume", "--runtime-dir", dir.path().string()});
+
+  EXPECT_TRUE(result.status.ExitedWith(1)) << result.status.ToString();
+  EXPECT_NE(result.err.find((dir / "control.sock").string()), std::string::npos) << result.err;
+}
+
+}  // namespace
+}  // namespace snowflake
