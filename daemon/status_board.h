@@ -1,0 +1,87 @@
+// What the fill loop and the control socket share: a status snapshot the loop refreshes
+// and the socket reads, and resume requests the socket posts and the loop carries out.
+// The loop never blocks on the socket: it only takes a mutex for a copy, and polls an
+// atomic for resume requests.
+//
+// A StatusBoard is safe for concurrent use by multiple threads without external
+// synchronization.
+
+#ifndef SNOWFLAKE_DAEMON_STATUS_BOARD_H_
+#define SNOWFLAKE_DAEMON_STATUS_BOARD_H_
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+
+namespace snowflake {
+
+// Every key of the control protocol's status reply (docs/control-protocol.md).
+struct DaemonStatus {
+  std::string state = "starting";  // starting, serving, paused, out_of_service, stopping, stopped
+  std::string reason_code = "starting";  // StateReasonName(): none, clock_behind, ...
+  std::string reason;                    // human text, "" when serving
+  int64_t reason_detail = 0;             // see reason_code (ms of a clock step, errno, ...)
+  int64_t pid = 0;
+  std::string version;
+  std::string instance;
+  std::string runtime_dir;
+  std::string state_dir;
+  std::string register_backend;
+  std::string register_location;
+  std::string holder_id;
+  int64_t machine = -1;  // -1 until claimed
+  int64_t epoch_unix_ms = 0;
+  uint64_t ring_capacity = 0;
+  uint64_t ring_fill = 0;    // IDs in the ring at the last refresh
+  uint64_t fill_target = 0;  // IDs the loop aims to keep
+  uint64_t published_total = 0;
+  uint64_t drained_total = 0;
+  uint64_t incarnation = 0;
+  bool segment_reopened = false;
+  std::optional<uint64_t> last_issued_id;
+  int64_t last_issued_unix_ms = 0;  // the generator's mark: newest ms that may carry an ID
+  int64_t reserved_through_unix_ms = 0;
+  uint64_t clock_pauses = 0;
+  int64_t clock_behind_ms = 0;
+  int64_t started_unix_ms = 0;
+};
+
+class StatusBoard {
+ public:
+  // Called by the fill loop.
+  void Update(const DaemonStatus& status);
+  // A consistent copy of the latest Update().
+  DaemonStatus Snapshot() const;
+
+  // Called by the control socket: asks the loop to leave out-of-service. Returns a ticket
+  // for WaitForResume().
+  uint64_t RequestResume() noexcept;
+  // Waits until the loop has handled `ticket` (or a later request) or `timeout` passes.
+  // Returns whether the loop found the daemon out of service and resumed it, or nullopt
+  // on timeout.
+  std::optional<bool> WaitForResume(uint64_t ticket, std::chrono::milliseconds timeout);
+
+  // Called by the fill loop each pass: the newest ticket issued so far (0 if none). The
+  // loop compares it with the last ticket it handled. One atomic load, no lock.
+  uint64_t resume_requested() const noexcept {
+    return resume_requested_.load(std::memory_order_acquire);  // pairs with RequestResume
+  }
+  // The loop has handled every request up to `ticket`; `resumed`: it left out-of-service.
+  void ResumeHandled(uint64_t ticket, bool resumed);
+
+ private:
+  mutable std::mutex mutex_;
+  std::condition_variable resume_done_;
+  DaemonStatus status_;              // guarded by mutex_
+  uint64_t resume_handled_ = 0;      // guarded by mutex_
+  bool last_resume_effect_ = false;  // guarded by mutex_
+  std::atomic<uint64_t> resume_requested_{0};
+};
+
+}  // namespace snowflake
+
+#endif  // SNOWFLAKE_DAEMON_STATUS_BOARD_H_

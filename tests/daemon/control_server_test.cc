@@ -1,0 +1,265 @@
+#include "control_server.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "temp_dir.h"
+
+namespace snowflake {
+namespace {
+
+using ::testing::HasSubstr;
+using json = nlohmann::json;
+
+// Plays the fill loop's part for resume: handles tickets until stopped.
+class FakeLoop {
+ public:
+  explicit FakeLoop(StatusBoard& board) : board_(board), thread_([this] { Run(); }) {}
+  ~FakeLoop() {
+    stop_ = true;
+    thread_.join();
+  }
+  int resumes() const { return resumes_; }
+
+ private:
+  void Run() {
+    uint64_t handled = 0;
+    while (!stop_) {
+      const uint64_t requested = board_.resume_requested();
+      if (requested > handled) {
+        ++resumes_;
+        DaemonStatus status = board_.Snapshot();
+        status.state = "serving";
+        board_.Update(status);
+        board_.ResumeHandled(requested, true);
+        handled = requested;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  StatusBoard& board_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> resumes_{0};
+  std::thread thread_;
+};
+
+int Connect(const std::filesystem::path& path) {
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Sends `request` as is and reads one reply line ("" if the server closed first).
+std::string Exchange(int fd, const std::string& request) {
+  if (!request.empty() && send(fd, request.data(), request.size(), MSG_NOSIGNAL) < 0) return "";
+  std::string reply;
+  char c;
+  while (recv(fd, &c, 1, 0) == 1) {
+    if (c == '\n') return reply;
+    reply += c;
+  }
+  return reply;
+}
+
+class ControlServerTest : public ::testing::Test {
+ protected:
+  ControlServerOptions Options() {
+    return ControlServerOptions{.socket_path = dir_ / "control.sock"};
+  }
+  snowflake::testing::TempDir dir_;
+  StatusBoard board_;
+};
+
+TEST_F(ControlServerTest, StatusReturnsTheSnapshot) {
+  // Arrange
+  DaemonStatus status;
+  status.state = "serving";
+  status.machine = 7;
+  status.last_issued_id = 9'007'199'254'740'993ull;  // above 2^53
+  board_.Update(status);
+
+  // Act
+  const json reply =
+      json::parse(HandleControlRequest(R"({"command":"status"})", getuid(), Options(), board_));
+
+  // Assert
+  EXPECT_EQ(reply["ok"], true);
+  EXPECT_EQ(reply["state"], "serving");
+  EXPECT_EQ(reply["machine"], 7);
+  EXPECT_EQ(reply["last_issued_id"], "9007199254740993");
+}
+
+TEST_F(ControlServerTest, MalformedJsonGetsAnErrorReply) {
+  for (const char* line : {"", "{", "status", "[1,2]", R"({"command":5})", R"({"cmd":"status"})"}) {
+    const json reply = json::parse(HandleControlRequest(line, getuid(), Options(), board_));
+
+    EXPECT_EQ(reply["ok"], false) << line;
+    EXPECT_THAT(reply["error"].get<std::string>(), HasSubstr("malformed request")) << line;
+  }
+}
+
+TEST_F(ControlServerTest, UnknownCommandGetsAnErrorReply) {
+  const json reply =
+      json::parse(HandleControlRequest(R"({"command":"reboot"})", getuid(), Options(), board_));
+
+  EXPECT_EQ(reply["ok"], false);
+  EXPECT_EQ(reply["error"], "unknown command \"reboot\": expected \"status\" or \"resume\"");
+}
+
+TEST_F(ControlServerTest, ResumeFromAnotherUidIsRefused) {
+  // Arrange: only uid 4242 (and root) may resume; we are neither.
+  ControlServerOptions options = Options();
+  options.resume_uids = {0, 4242};
+  ASSERT_NE(getuid(), 4242u);
+  const uid_t peer = getuid() == 0 ? 1000 : getuid();
+
+  // Act
+  const json reply =
+      json::parse(HandleControlRequest(R"({"command":"resume"})", peer, options, board_));
+
+  // Assert
+  EXPECT_EQ(reply["ok"], false);
+  EXPECT_EQ(reply["error"], "permission denied: resume needs root or uid 4242");
+  EXPECT_EQ(board_.resume_requested(), 0u);
+}
+
+TEST_F(ControlServerTest, ResumeWithoutALoopTimesOut) {
+  ControlServerOptions options = Options();
+  options.resume_timeout = std::chrono::milliseconds(10);
+
+  const json reply =
+      json::parse(HandleControlRequest(R"({"command":"resume"})", geteuid(), options, board_));
+
+  EXPECT_EQ(reply["ok"], false);
+  EXPECT_THAT(reply["error"].get<std::string>(), HasSubstr("did not act on resume"));
+}
+
+TEST_F(ControlServerTest, ServesStatusAndResumeOverTheSocket) {
+  // Arrange
+  FakeLoop loop(board_);
+  ControlServer sut(Options(), board_);
+  ASSERT_TRUE(sut.Start());
+  const int fd = Connect(dir_ / "control.sock");
+  ASSERT_GE(fd, 0);
+
+  // Act: two requests on one connection (SO_PEERCRED: our own uid may resume).
+  const json status = json::parse(Exchange(fd, "{\"command\":\"status\"}\n"));
+  const json resume = json::parse(Exchange(fd, "{\"command\":\"resume\"}\n"));
+  close(fd);
+
+  // Assert
+  EXPECT_EQ(status["ok"], true);
+  EXPECT_EQ(status["state"], "starting");
+  EXPECT_EQ(resume["ok"], true);
+  EXPECT_EQ(resume["resumed"], true);
+  EXPECT_EQ(resume["state"], "serving");
+  EXPECT_EQ(loop.resumes(), 1);
+}
+
+TEST_F(ControlServerTest, SocketHasMode0660) {
+  ControlServer sut(Options(), board_);
+
+  ASSERT_TRUE(sut.Start());
+
+  struct stat info {};
+  ASSERT_EQ(stat((dir_ / "control.sock").c_str(), &info), 0);
+  EXPECT_TRUE(S_ISSOCK(info.st_mode));
+  EXPECT_EQ(info.st_mode & 0777, 0660u);
+}
+
+TEST_F(ControlServerTest, OversizedRequestGetsAnErrorAndTheConnectionIsClosed) {
+  // Arrange
+  ControlServer sut(Options(), board_);
+  ASSERT_TRUE(sut.Start());
+  const int fd = Connect(dir_ / "control.sock");
+  ASSERT_GE(fd, 0);
+
+  // Act: 10 KB without a newline.
+  const json reply = json::parse(Exchange(fd, std::string(10'000, 'x')));
+  timeval limit{.tv_sec = 10, .tv_usec = 0};  // a server that keeps it open fails, not hangs
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
+  char c;
+  const ssize_t after = recv(fd, &c, 1, 0);
+  const int err = errno;
+  close(fd);
+
+  // Assert
+  EXPECT_EQ(reply["ok"], false);
+  EXPECT_EQ(reply["error"], "request too large (max 4096 bytes)");
+  // Closed by the server: EOF, or a reset because our unread excess was discarded.
+  EXPECT_TRUE(after == 0 || (after < 0 && err == ECONNRESET)) << after << " " << err;
+}
+
+TEST_F(ControlServerTest, GarbageDoesNotStopTheServer) {
+  // Arrange
+  ControlServer sut(Options(), board_);
+  ASSERT_TRUE(sut.Start());
+  const int bad = Connect(dir_ / "control.sock");
+  ASSERT_GE(bad, 0);
+  const std::string garbage("\x00\xff{{\n\n", 6);
+
+  // Act
+  const json first = json::parse(Exchange(bad, garbage));
+  close(bad);
+  const int good = Connect(dir_ / "control.sock");
+  const json second = json::parse(Exchange(good, "{\"command\":\"status\"}\n"));
+  close(good);
+
+  // Assert
+  EXPECT_EQ(first["ok"], false);
+  EXPECT_EQ(second["ok"], true);
+}
+
+TEST_F(ControlServerTest, LastRequestWithoutNewlineIsAnsweredOnHalfClose) {
+  ControlServer sut(Options(), board_);
+  ASSERT_TRUE(sut.Start());
+  const int fd = Connect(dir_ / "control.sock");
+  ASSERT_GE(fd, 0);
+
+  const std::string request = "{\"command\":\"status\"}";
+  ASSERT_EQ(send(fd, request.data(), request.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(request.size()));
+  shutdown(fd, SHUT_WR);
+  const json reply = json::parse(Exchange(fd, ""));
+  close(fd);
+
+  EXPECT_EQ(reply["ok"], true);
+}
+
+TEST_F(ControlServerTest, StopRemovesTheSocket) {
+  ControlServer sut(Options(), board_);
+  ASSERT_TRUE(sut.Start());
+  const int idle = Connect(dir_ / "control.sock");  // a connection open during Stop()
+
+  sut.Stop();
+
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "control.sock"));
+  close(idle);
+}
+
+TEST_F(ControlServerTest, StartFailsOnAMissingDirectory) {
+  ControlServer sut(ControlServerOptions{.socket_path = dir_ / "no" / "control.sock"}, board_);
+
+  auto started = sut.Start();
+
+  ASSERT_FALSE(started);
+  EXPECT_THAT(started.error(), HasSubstr("bind"));
+}
+
+}  // namespace
+}  // namespace snowflake
