@@ -89,14 +89,22 @@ class ScriptedControlSocket {
     });
   }
   ~ScriptedControlSocket() {
-    shutdown(fd_, SHUT_RDWR);
+    Join();
     close(fd_);
-    thread_.join();
   }
-  // Valid after the client finished.
-  const std::string& request() const { return request_; }
+  // The request line received. Call after the client finished: it ends the server.
+  const std::string& request() {
+    Join();
+    return request_;
+  }
 
  private:
+  void Join() {
+    if (!thread_.joinable()) return;
+    shutdown(fd_, SHUT_RDWR);  // unblocks accept() if nobody connected
+    thread_.join();
+  }
+
   int fd_ = -1;
   std::string reply_;
   std::string request_;
