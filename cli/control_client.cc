@@ -63,7 +63,8 @@ tl::expected<nlohmann::json, std::string> SendControlRequest(
     std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
     Fd socket_fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
     if (socket_fd.get() < 0) return tl::unexpected(std::string("socket: ") + std::strerror(errno));
-    if (connect(socket_fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0) {
+    if (connect(socket_fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof(address)) !=
+        0) {
       const int err = errno;
       if (err == ENOENT || err == ECONNREFUSED) {
         return tl::unexpected("cannot connect to " + path + ": " + std::strerror(err) +

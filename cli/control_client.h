@@ -8,9 +8,8 @@
 
 #include <chrono>
 #include <filesystem>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 #include <tl/expected.hpp>
 
 namespace snowflake::cli {

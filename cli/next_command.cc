@@ -73,8 +73,9 @@ void AddNextCommand(CLI::App& app) {
   command->add_option("-n,--count", *count, "How many IDs (1 to 1000000000)")
       ->check(CLI::Range(uint64_t{1}, kMaxNextCount))
       ->capture_default_str();
-  command->add_option("--service", *service,
-                      "The service name the IDs are counted under (1-63 chars of [a-z0-9._-])")
+  command
+      ->add_option("--service", *service,
+                   "The service name the IDs are counted under (1-63 chars of [a-z0-9._-])")
       ->capture_default_str();
   auto runtime_dir = AddRuntimeDirOption(app, *command);
   command->callback([count, service, runtime_dir] {
@@ -83,9 +84,8 @@ void AddNextCommand(CLI::App& app) {
     auto client = Client::Open(*service, options);
     if (!client) {
       std::fprintf(stderr, "snowflakectl: %s\n", client.error().message.c_str());
-      throw CLI::RuntimeError(client.error().code == ClientError::kInvalidServiceName
-                                  ? kExitUsage
-                                  : kExitUnavailable);
+      throw CLI::RuntimeError(
+          client.error().code == ClientError::kInvalidServiceName ? kExitUsage : kExitUnavailable);
     }
     if (const int status = RunNext(*client, *count, stdout, stderr); status != kExitOk) {
       throw CLI::RuntimeError(status);

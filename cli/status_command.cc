@@ -74,9 +74,10 @@ nlohmann::json StatusToJson(const StatusReport& report) {
       {"clock_pauses", s.clock_pauses},
   };
   out["daemon_reachable"] = DaemonAnswered(report);
-  out["daemon_error"] = report.daemon_error.empty() ? nlohmann::json(nullptr)
-                                                    : nlohmann::json(report.daemon_error);
-  out["services"] = report.daemon_reply ? ServicesOf(*report.daemon_reply) : nlohmann::json(nullptr);
+  out["daemon_error"] =
+      report.daemon_error.empty() ? nlohmann::json(nullptr) : nlohmann::json(report.daemon_error);
+  out["services"] =
+      report.daemon_reply ? ServicesOf(*report.daemon_reply) : nlohmann::json(nullptr);
   out["daemon"] = report.daemon_reply ? *report.daemon_reply : nlohmann::json(nullptr);
   return out;
 }
@@ -124,8 +125,7 @@ std::string StatusToText(const StatusReport& report) {
 }
 
 int StatusExitCode(const StatusReport& report) {
-  return report.segment.health == "serving" && DaemonAnswered(report) ? kExitOk
-                                                                      : kExitUnavailable;
+  return report.segment.health == "serving" && DaemonAnswered(report) ? kExitOk : kExitUnavailable;
 }
 
 void AddStatusCommand(CLI::App& app) {

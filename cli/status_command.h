@@ -9,10 +9,9 @@
 
 #include <filesystem>
 #include <iosfwd>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "snowflake/client.h"
 

@@ -23,21 +23,36 @@ thread_local std::string last_error;
 
 sf_status ToStatus(ClientError code) {
   switch (code) {
-    case ClientError::kInvalidServiceName: return SF_INVALID_SERVICE_NAME;
-    case ClientError::kInvalidArgument: return SF_INVALID_ARGUMENT;
-    case ClientError::kDaemonNotRunning: return SF_DAEMON_NOT_RUNNING;
-    case ClientError::kPermissionDenied: return SF_PERMISSION_DENIED;
-    case ClientError::kIncompatibleVersion: return SF_INCOMPATIBLE_VERSION;
-    case ClientError::kCorruptSegment: return SF_CORRUPT_SEGMENT;
-    case ClientError::kUntrustedSegment: return SF_UNTRUSTED_SEGMENT;
-    case ClientError::kDaemonStarting: return SF_DAEMON_STARTING;
-    case ClientError::kDaemonPaused: return SF_DAEMON_PAUSED;
-    case ClientError::kDaemonOutOfService: return SF_DAEMON_OUT_OF_SERVICE;
-    case ClientError::kDaemonStopped: return SF_DAEMON_STOPPED;
-    case ClientError::kDaemonNotHeartbeating: return SF_DAEMON_NOT_HEARTBEATING;
-    case ClientError::kDaemonDead: return SF_DAEMON_DEAD;
-    case ClientError::kTimedOut: return SF_TIMED_OUT;
-    case ClientError::kSystemError: return SF_SYSTEM_ERROR;
+    case ClientError::kInvalidServiceName:
+      return SF_INVALID_SERVICE_NAME;
+    case ClientError::kInvalidArgument:
+      return SF_INVALID_ARGUMENT;
+    case ClientError::kDaemonNotRunning:
+      return SF_DAEMON_NOT_RUNNING;
+    case ClientError::kPermissionDenied:
+      return SF_PERMISSION_DENIED;
+    case ClientError::kIncompatibleVersion:
+      return SF_INCOMPATIBLE_VERSION;
+    case ClientError::kCorruptSegment:
+      return SF_CORRUPT_SEGMENT;
+    case ClientError::kUntrustedSegment:
+      return SF_UNTRUSTED_SEGMENT;
+    case ClientError::kDaemonStarting:
+      return SF_DAEMON_STARTING;
+    case ClientError::kDaemonPaused:
+      return SF_DAEMON_PAUSED;
+    case ClientError::kDaemonOutOfService:
+      return SF_DAEMON_OUT_OF_SERVICE;
+    case ClientError::kDaemonStopped:
+      return SF_DAEMON_STOPPED;
+    case ClientError::kDaemonNotHeartbeating:
+      return SF_DAEMON_NOT_HEARTBEATING;
+    case ClientError::kDaemonDead:
+      return SF_DAEMON_DEAD;
+    case ClientError::kTimedOut:
+      return SF_TIMED_OUT;
+    case ClientError::kSystemError:
+      return SF_SYSTEM_ERROR;
   }
   return SF_SYSTEM_ERROR;
 }
@@ -123,7 +138,8 @@ sf_status sf_decode(const sf_client* c, uint64_t id, sf_decoded_id* out) {
   const snowflake::IdLayout layout = c != nullptr ? c->client.layout() : snowflake::IdLayout();
   auto decoded = layout.Decode(id);
   if (!decoded) {
-    return Fail(SF_INVALID_ARGUMENT, std::string(snowflake::IdErrorMessage(decoded.error())).c_str());
+    return Fail(SF_INVALID_ARGUMENT,
+                std::string(snowflake::IdErrorMessage(decoded.error())).c_str());
   }
   *out = sf_decoded_id{decoded->unix_ms, decoded->machine, decoded->sequence};
   return SF_OK;
@@ -131,22 +147,38 @@ sf_status sf_decode(const sf_client* c, uint64_t id, sf_decoded_id* out) {
 
 const char* sf_status_str(sf_status s) {
   switch (s) {
-    case SF_OK: return "ok";
-    case SF_INVALID_SERVICE_NAME: return "invalid_service_name";
-    case SF_INVALID_ARGUMENT: return "invalid_argument";
-    case SF_DAEMON_NOT_RUNNING: return "daemon_not_running";
-    case SF_PERMISSION_DENIED: return "permission_denied";
-    case SF_INCOMPATIBLE_VERSION: return "incompatible_version";
-    case SF_CORRUPT_SEGMENT: return "corrupt_segment";
-    case SF_UNTRUSTED_SEGMENT: return "untrusted_segment";
-    case SF_DAEMON_STARTING: return "daemon_starting";
-    case SF_DAEMON_PAUSED: return "daemon_paused";
-    case SF_DAEMON_OUT_OF_SERVICE: return "daemon_out_of_service";
-    case SF_DAEMON_STOPPED: return "daemon_stopped";
-    case SF_DAEMON_NOT_HEARTBEATING: return "daemon_not_heartbeating";
-    case SF_DAEMON_DEAD: return "daemon_dead";
-    case SF_TIMED_OUT: return "timed_out";
-    case SF_SYSTEM_ERROR: return "system_error";
+    case SF_OK:
+      return "ok";
+    case SF_INVALID_SERVICE_NAME:
+      return "invalid_service_name";
+    case SF_INVALID_ARGUMENT:
+      return "invalid_argument";
+    case SF_DAEMON_NOT_RUNNING:
+      return "daemon_not_running";
+    case SF_PERMISSION_DENIED:
+      return "permission_denied";
+    case SF_INCOMPATIBLE_VERSION:
+      return "incompatible_version";
+    case SF_CORRUPT_SEGMENT:
+      return "corrupt_segment";
+    case SF_UNTRUSTED_SEGMENT:
+      return "untrusted_segment";
+    case SF_DAEMON_STARTING:
+      return "daemon_starting";
+    case SF_DAEMON_PAUSED:
+      return "daemon_paused";
+    case SF_DAEMON_OUT_OF_SERVICE:
+      return "daemon_out_of_service";
+    case SF_DAEMON_STOPPED:
+      return "daemon_stopped";
+    case SF_DAEMON_NOT_HEARTBEATING:
+      return "daemon_not_heartbeating";
+    case SF_DAEMON_DEAD:
+      return "daemon_dead";
+    case SF_TIMED_OUT:
+      return "timed_out";
+    case SF_SYSTEM_ERROR:
+      return "system_error";
   }
   return "unknown_status";
 }

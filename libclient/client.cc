@@ -35,40 +35,55 @@ Error MakeError(ClientError code, std::string message) noexcept {
 
 ClientError FromSegmentError(SegmentError error) {
   switch (error) {
-    case SegmentError::kNotFound: return ClientError::kDaemonNotRunning;
-    case SegmentError::kPermissionDenied: return ClientError::kPermissionDenied;
-    case SegmentError::kIncompatibleVersion: return ClientError::kIncompatibleVersion;
+    case SegmentError::kNotFound:
+      return ClientError::kDaemonNotRunning;
+    case SegmentError::kPermissionDenied:
+      return ClientError::kPermissionDenied;
+    case SegmentError::kIncompatibleVersion:
+      return ClientError::kIncompatibleVersion;
     case SegmentError::kNotRegularFile:
     case SegmentError::kWrongOwner:
-    case SegmentError::kModeTooOpen: return ClientError::kUntrustedSegment;
+    case SegmentError::kModeTooOpen:
+      return ClientError::kUntrustedSegment;
     case SegmentError::kTruncated:
     case SegmentError::kBadMagic:
     case SegmentError::kSizeMismatch:
     case SegmentError::kBadCapacity:
     case SegmentError::kCorruptCounters:
-    case SegmentError::kNotIncreasing: return ClientError::kCorruptSegment;
-    case SegmentError::kSystemError: return ClientError::kSystemError;
+    case SegmentError::kNotIncreasing:
+      return ClientError::kCorruptSegment;
+    case SegmentError::kSystemError:
+      return ClientError::kSystemError;
   }
   return ClientError::kSystemError;
 }
 
 std::string_view HealthName(ProducerHealth health) {
   switch (health) {
-    case ProducerHealth::kServing: return "serving";
-    case ProducerHealth::kStarting: return "starting";
-    case ProducerHealth::kPaused: return "paused";
-    case ProducerHealth::kOutOfService: return "out_of_service";
-    case ProducerHealth::kStopped: return "stopped";
-    case ProducerHealth::kNotHeartbeating: return "not_heartbeating";
-    case ProducerHealth::kDead: return "dead";
+    case ProducerHealth::kServing:
+      return "serving";
+    case ProducerHealth::kStarting:
+      return "starting";
+    case ProducerHealth::kPaused:
+      return "paused";
+    case ProducerHealth::kOutOfService:
+      return "out_of_service";
+    case ProducerHealth::kStopped:
+      return "stopped";
+    case ProducerHealth::kNotHeartbeating:
+      return "not_heartbeating";
+    case ProducerHealth::kDead:
+      return "dead";
   }
   return "unknown";
 }
 
 std::string ReasonText(StateReason reason, int64_t detail) {
   switch (reason) {
-    case StateReason::kNone: return "";
-    case StateReason::kStarting: return "starting up";
+    case StateReason::kNone:
+      return "";
+    case StateReason::kStarting:
+      return "starting up";
     case StateReason::kClockBehind:
       return "clock moved back " + std::to_string(detail) + " ms";
     case StateReason::kClockStepTooLarge:
@@ -80,7 +95,8 @@ std::string ReasonText(StateReason reason, int64_t detail) {
              "`snowflakectl resume`";
     case StateReason::kTimeRangeExhausted:
       return "the epoch's 41-bit time range is used up";
-    case StateReason::kShutdown: return "shut down";
+    case StateReason::kShutdown:
+      return "shut down";
     case StateReason::kPersistenceFailed:
       return "could not persist the high-water reservation (errno " + std::to_string(detail) +
              ": " + std::strerror(static_cast<int>(detail)) + ")";
@@ -128,15 +144,15 @@ Error Unavailable(const ProducerStatus& producer, const std::filesystem::path& r
       return MakeError(ClientError::kDaemonStarting,
                        "snowflaked is starting" + where + "; retry shortly or fail over");
     case ProducerHealth::kPaused:
-      return MakeError(ClientError::kDaemonPaused,
-                       "snowflaked paused generation: " +
-                           ReasonText(producer.reason, producer.reason_detail) + where +
-                           "; fail over, it resumes by itself");
+      return MakeError(
+          ClientError::kDaemonPaused,
+          "snowflaked paused generation: " + ReasonText(producer.reason, producer.reason_detail) +
+              where + "; fail over, it resumes by itself");
     case ProducerHealth::kOutOfService: {
       const std::string why = ReasonText(producer.reason, producer.reason_detail);
       return MakeError(ClientError::kDaemonOutOfService,
-                       "snowflaked is out of service" + (why.empty() ? "" : ": " + why) +
-                           where + "; fail over until an operator runs `snowflakectl resume`");
+                       "snowflaked is out of service" + (why.empty() ? "" : ": " + why) + where +
+                           "; fail over until an operator runs `snowflakectl resume`");
     }
     case ProducerHealth::kStopped:
       return MakeError(ClientError::kDaemonStopped,
@@ -145,17 +161,18 @@ Error Unavailable(const ProducerStatus& producer, const std::filesystem::path& r
     case ProducerHealth::kNotHeartbeating:
       return MakeError(ClientError::kDaemonNotHeartbeating,
                        "snowflaked (pid " + pid + ") has not refreshed its heartbeat for " +
-                           std::to_string(producer.heartbeat_age_ns / 1'000'000) +
-                           " ms (limit " + std::to_string(max_age.count()) + " ms)" + where +
+                           std::to_string(producer.heartbeat_age_ns / 1'000'000) + " ms (limit " +
+                           std::to_string(max_age.count()) + " ms)" + where +
                            "; it is hung or stopped: fail over");
     case ProducerHealth::kDead:
-      return MakeError(ClientError::kDaemonDead,
-                       "snowflaked (pid " + pid + ") is gone without shutting down" + where +
-                           "; fail over and restart it");
+      return MakeError(ClientError::kDaemonDead, "snowflaked (pid " + pid +
+                                                     ") is gone without shutting down" + where +
+                                                     "; fail over and restart it");
     case ProducerHealth::kServing:
       break;
   }
-  return MakeError(ClientError::kSystemError, "internal error: serving daemon reported as unavailable");
+  return MakeError(ClientError::kSystemError,
+                   "internal error: serving daemon reported as unavailable");
 }
 
 tl::expected<RingConsumer, Error> OpenRing(const std::filesystem::path& runtime_dir) {
@@ -175,21 +192,36 @@ std::filesystem::path ResolveRuntimeDir(const ClientOptions& options) {
 
 std::string_view ClientErrorName(ClientError code) noexcept {
   switch (code) {
-    case ClientError::kInvalidServiceName: return "invalid_service_name";
-    case ClientError::kInvalidArgument: return "invalid_argument";
-    case ClientError::kDaemonNotRunning: return "daemon_not_running";
-    case ClientError::kPermissionDenied: return "permission_denied";
-    case ClientError::kIncompatibleVersion: return "incompatible_version";
-    case ClientError::kCorruptSegment: return "corrupt_segment";
-    case ClientError::kUntrustedSegment: return "untrusted_segment";
-    case ClientError::kDaemonStarting: return "daemon_starting";
-    case ClientError::kDaemonPaused: return "daemon_paused";
-    case ClientError::kDaemonOutOfService: return "daemon_out_of_service";
-    case ClientError::kDaemonStopped: return "daemon_stopped";
-    case ClientError::kDaemonNotHeartbeating: return "daemon_not_heartbeating";
-    case ClientError::kDaemonDead: return "daemon_dead";
-    case ClientError::kTimedOut: return "timed_out";
-    case ClientError::kSystemError: return "system_error";
+    case ClientError::kInvalidServiceName:
+      return "invalid_service_name";
+    case ClientError::kInvalidArgument:
+      return "invalid_argument";
+    case ClientError::kDaemonNotRunning:
+      return "daemon_not_running";
+    case ClientError::kPermissionDenied:
+      return "permission_denied";
+    case ClientError::kIncompatibleVersion:
+      return "incompatible_version";
+    case ClientError::kCorruptSegment:
+      return "corrupt_segment";
+    case ClientError::kUntrustedSegment:
+      return "untrusted_segment";
+    case ClientError::kDaemonStarting:
+      return "daemon_starting";
+    case ClientError::kDaemonPaused:
+      return "daemon_paused";
+    case ClientError::kDaemonOutOfService:
+      return "daemon_out_of_service";
+    case ClientError::kDaemonStopped:
+      return "daemon_stopped";
+    case ClientError::kDaemonNotHeartbeating:
+      return "daemon_not_heartbeating";
+    case ClientError::kDaemonDead:
+      return "daemon_dead";
+    case ClientError::kTimedOut:
+      return "timed_out";
+    case ClientError::kSystemError:
+      return "system_error";
   }
   return "unknown";
 }
@@ -211,10 +243,10 @@ tl::expected<void, Error> ValidateServiceName(std::string_view service) noexcept
   });
   if (length_ok && chars_ok) return {};
   try {
-    return tl::unexpected(MakeError(
-        ClientError::kInvalidServiceName,
-        "invalid service name '" + std::string(service.substr(0, 100)) +
-            "': a service name is 1 to 63 characters of a-z, 0-9, '.', '_' and '-'"));
+    return tl::unexpected(
+        MakeError(ClientError::kInvalidServiceName,
+                  "invalid service name '" + std::string(service.substr(0, 100)) +
+                      "': a service name is 1 to 63 characters of a-z, 0-9, '.', '_' and '-'"));
   } catch (...) {
     return tl::unexpected(Error{ClientError::kInvalidServiceName, {}});
   }
@@ -292,7 +324,8 @@ class Client::Impl {
       }
       return status;
     } catch (const std::exception& e) {
-      return tl::unexpected(MakeError(ClientError::kSystemError, std::string("status: ") + e.what()));
+      return tl::unexpected(
+          MakeError(ClientError::kSystemError, std::string("status: ") + e.what()));
     }
   }
 
@@ -320,11 +353,11 @@ class Client::Impl {
         }
         const auto remaining = deadline - std::chrono::steady_clock::now();
         if (remaining <= std::chrono::nanoseconds::zero()) {
-          return tl::unexpected(MakeError(
-              ClientError::kTimedOut,
-              "no ID within " + std::to_string(options_.wait_timeout.count()) +
-                  " ms: the ring in " + runtime_dir_.string() +
-                  " stayed empty although snowflaked looks healthy; retry or fail over"));
+          return tl::unexpected(
+              MakeError(ClientError::kTimedOut,
+                        "no ID within " + std::to_string(options_.wait_timeout.count()) +
+                            " ms: the ring in " + runtime_dir_.string() +
+                            " stayed empty although snowflaked looks healthy; retry or fail over"));
         }
         // Short slices so a daemon that dies or stops without waking us is noticed
         // within about a slice.
@@ -410,9 +443,9 @@ tl::expected<DecodedId, Error> Client::Decode(uint64_t id) const noexcept {
   auto decoded = impl_->layout().Decode(id);
   if (decoded) return *decoded;
   try {
-    return tl::unexpected(MakeError(ClientError::kInvalidArgument,
-                                    std::to_string(id) + ": " +
-                                        std::string(IdErrorMessage(decoded.error()))));
+    return tl::unexpected(
+        MakeError(ClientError::kInvalidArgument,
+                  std::to_string(id) + ": " + std::string(IdErrorMessage(decoded.error()))));
   } catch (...) {
     return tl::unexpected(Error{ClientError::kInvalidArgument, {}});
   }

@@ -1,21 +1,19 @@
 // snowflakectl next / status / resume as processes, against a stand-in producer
 // (tests/client/test_producer.cc) and a scripted control socket in this process.
 
+#include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <charconv>
 #include <chrono>
 #include <csignal>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "subprocess.h"
 #include "temp_dir.h"
@@ -116,9 +114,9 @@ TEST(CliNext, PrintsAMillionUniqueStrictlyIncreasingIds) {
   Process producer = StartProducer(dir.path());
   const auto began = std::chrono::steady_clock::now();
 
-  RunResult result = RunCommand({kCtl, "next", "-n", "1000000", "--runtime-dir", dir.path().string()},
-                                {.env = {}, .stdin_text = {}, .timeout = std::chrono::minutes(4),
-                                 .working_dir = {}});
+  RunResult result = RunCommand(
+      {kCtl, "next", "-n", "1000000", "--runtime-dir", dir.path().string()},
+      {.env = {}, .stdin_text = {}, .timeout = std::chrono::minutes(4), .working_dir = {}});
 
   const auto took = std::chrono::steady_clock::now() - began;
   ASSERT_TRUE(result.status.ExitedWith(0)) << result.status.ToString() << ": " << result.err;
@@ -149,10 +147,12 @@ TEST(CliNext, TakesTheRuntimeDirFromTheEnvironment) {
   TempDir dir("cli-next-env");
   Process producer = StartProducer(dir.path());
 
-  RunResult result = RunCommand(
-      {kCtl, "next", "-n", "3"},
-      {.env = {.set = {{"SNOWFLAKE_RUNTIME_DIR", dir.path().string()}}, .unset = {}},
-       .stdin_text = {}, .timeout = std::chrono::seconds(30), .working_dir = {}});
+  RunResult result =
+      RunCommand({kCtl, "next", "-n", "3"},
+                 {.env = {.set = {{"SNOWFLAKE_RUNTIME_DIR", dir.path().string()}}, .unset = {}},
+                  .stdin_text = {},
+                  .timeout = std::chrono::seconds(30),
+                  .working_dir = {}});
 
   ASSERT_TRUE(result.status.ExitedWith(0)) << result.status.ToString() << ": " << result.err;
   std::string problem;
@@ -163,8 +163,8 @@ TEST(CliNext, RejectsCountsOutsideOneToABillionAndBadServiceNamesWithExit2) {
   TempDir dir("cli-next-bad");
   Process producer = StartProducer(dir.path());
   const std::vector<std::vector<std::string>> bad_args = {
-      {"-n", "0"}, {"-n", "1000000001"}, {"-n", "abc"}, {"-n", "-5"},
-      {"--service", "Bad Name"}, {"--bogus"}};
+      {"-n", "0"},  {"-n", "1000000001"},      {"-n", "abc"},
+      {"-n", "-5"}, {"--service", "Bad Name"}, {"--bogus"}};
 
   for (const auto& args : bad_args) {
     std::vector<std::string> argv = {kCtl, "next", "--runtime-dir", dir.path().string()};
@@ -218,9 +218,9 @@ TEST(CliStatus, JsonParsesAndItsCountsMatchWhatWasTaken) {
   EXPECT_EQ(status["ring_capacity"], 4096);
   EXPECT_EQ(status["taken_total"], 5000);
   EXPECT_GE(status["published_total"].get<uint64_t>(), 5000u);
-  EXPECT_EQ(status["published_total"].get<uint64_t>(),
-            status["taken_total"].get<uint64_t>() + status["drained_total"].get<uint64_t>() +
-                status["ring_fill"].get<uint64_t>());
+  EXPECT_EQ(status["published_total"].get<uint64_t>(), status["taken_total"].get<uint64_t>() +
+                                                           status["drained_total"].get<uint64_t>() +
+                                                           status["ring_fill"].get<uint64_t>());
   EXPECT_EQ(status["incarnation"], 1);
   EXPECT_EQ(status["clock_pauses"], 0);
   EXPECT_EQ(status["daemon_reachable"], false);

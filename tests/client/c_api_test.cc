@@ -25,8 +25,8 @@ TEST(CApi, ACProgramTakesBatchesAndDecodesIds) {
 
   auto result = testing::RunCommand({kProgram, dir.path().string()});
 
-  EXPECT_TRUE(result.status.ExitedWith(0)) << result.status.ToString() << "\n" << result.out
-                                           << result.err;
+  EXPECT_TRUE(result.status.ExitedWith(0)) << result.status.ToString() << "\n"
+                                           << result.out << result.err;
   EXPECT_EQ(result.out.rfind("ok ", 0), 0u) << result.out;
   EXPECT_NE(result.out.find("machine 5"), std::string::npos) << result.out;
 }

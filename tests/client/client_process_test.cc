@@ -2,11 +2,10 @@
 // errors that need a second process or user (a dead or hung daemon, permission denied),
 // restarts, and many threads in several processes.
 
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdio>
@@ -95,8 +94,10 @@ TEST(ClientProcess, AHungDaemonIsReportedAsNotHeartbeatingAndRecovers) {
   ASSERT_TRUE(producer.Kill(SIGCONT));
   std::optional<uint64_t> after;
   for (int attempt = 0; attempt < 1000 && !after; ++attempt) {
-    if (auto id = sut->Next()) after = *id;
-    else std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (auto id = sut->Next())
+      after = *id;
+    else
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 
   EXPECT_EQ(hung.code, ClientError::kDaemonNotHeartbeating) << hung.message;
@@ -172,8 +173,7 @@ TEST(ClientProcess, ManyThreadsInSeveralProcessesTakeUniqueIncreasingIds) {
                                                sizeof(testing::TakeRecord));
       in.read(reinterpret_cast<char*>(records.data()),
               static_cast<std::streamsize>(records.size() * sizeof(testing::TakeRecord)));
-      checker.AddRecorder("process " + std::to_string(p) + " thread " + std::to_string(t),
-                          records);
+      checker.AddRecorder("process " + std::to_string(p) + " thread " + std::to_string(t), records);
     }
   }
   const testing::IdCheckResult result = checker.Check();

@@ -5,10 +5,9 @@
 #include "snowflake/client.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
@@ -40,7 +39,8 @@ constexpr int64_t kEpoch = kDefaultEpochUnixMs;
 std::vector<uint64_t> IdsAt(int64_t offset_ms, uint32_t first_seq, size_t count) {
   std::vector<uint64_t> ids;
   for (size_t i = 0; i < count; ++i) {
-    ids.push_back(IdLayout::EncodeUnchecked(offset_ms, kMachine, first_seq + static_cast<uint32_t>(i)));
+    ids.push_back(
+        IdLayout::EncodeUnchecked(offset_ms, kMachine, first_seq + static_cast<uint32_t>(i)));
   }
   return ids;
 }
@@ -96,7 +96,7 @@ TEST(ServiceName, AcceptsLowercaseDigitsAndPunctuationUpTo63Chars) {
 
 TEST(ServiceName, RejectsEmptyLongUppercaseAndOtherCharactersNamingTheRule) {
   for (const std::string& name : {std::string(), std::string(64, 'x'), std::string("Orders"),
-                                 std::string("a b"), std::string("a/b"), std::string("ü")}) {
+                                  std::string("a b"), std::string("a/b"), std::string("ü")}) {
     auto result = ValidateServiceName(name);
 
     ASSERT_FALSE(result) << name;
@@ -142,8 +142,7 @@ TEST_F(ClientTest, OpenFailsCleanlyOnASegmentOfAnotherFormatVersion) {
 
   ASSERT_FALSE(sut);
   EXPECT_EQ(sut.error().code, ClientError::kIncompatibleVersion);
-  EXPECT_NE(sut.error().message.find("version " + std::to_string(other_version)),
-            std::string::npos)
+  EXPECT_NE(sut.error().message.find("version " + std::to_string(other_version)), std::string::npos)
       << sut.error().message;
 }
 
@@ -246,15 +245,14 @@ TEST_P(ClientStateTest, NextAndNextBatchReportTheDaemonsStateOnAnEmptyRing) {
 
 INSTANTIATE_TEST_SUITE_P(
     States, ClientStateTest,
-    ::testing::Values(
-        StateCase{DaemonState::kPaused, StateReason::kClockBehind, 5, ClientError::kDaemonPaused,
-                  "clock moved back 5 ms"},
-        StateCase{DaemonState::kOutOfService, StateReason::kClockStepTooLarge, 7000,
-                  ClientError::kDaemonOutOfService, "snowflakectl resume"},
-        StateCase{DaemonState::kStopped, StateReason::kShutdown, 0, ClientError::kDaemonStopped,
-                  "stopped"},
-        StateCase{DaemonState::kStarting, StateReason::kStarting, 0,
-                  ClientError::kDaemonStarting, "starting"}));
+    ::testing::Values(StateCase{DaemonState::kPaused, StateReason::kClockBehind, 5,
+                                ClientError::kDaemonPaused, "clock moved back 5 ms"},
+                      StateCase{DaemonState::kOutOfService, StateReason::kClockStepTooLarge, 7000,
+                                ClientError::kDaemonOutOfService, "snowflakectl resume"},
+                      StateCase{DaemonState::kStopped, StateReason::kShutdown, 0,
+                                ClientError::kDaemonStopped, "stopped"},
+                      StateCase{DaemonState::kStarting, StateReason::kStarting, 0,
+                                ClientError::kDaemonStarting, "starting"}));
 
 TEST_F(ClientTest, NextFailsWithNotHeartbeatingWhenTheHeartbeatIsTooOld) {
   RingProducer producer = MakeProducer();
@@ -303,8 +301,7 @@ TEST_F(ClientTest, AWaitingNextGetsTheIdPublishedWhileItWaits) {
 // Property: a caller blocked on an empty ring learns of a pause or stop at once (in
 // about one wait slice), not after its wait_timeout. Asserted: the error is the state's,
 // not kTimedOut after a 30 s wait. Recorded: the latency.
-class ClientPromptnessTest : public ClientTest,
-                             public ::testing::WithParamInterface<StateCase> {};
+class ClientPromptnessTest : public ClientTest, public ::testing::WithParamInterface<StateCase> {};
 
 TEST_P(ClientPromptnessTest, AWaitingCallerIsToldOfTheStateChangeWithoutTimingOut) {
   RingProducer producer = MakeProducer();
@@ -337,11 +334,10 @@ TEST_P(ClientPromptnessTest, AWaitingCallerIsToldOfTheStateChangeWithoutTimingOu
 
 INSTANTIATE_TEST_SUITE_P(
     States, ClientPromptnessTest,
-    ::testing::Values(
-        StateCase{DaemonState::kPaused, StateReason::kClockBehind, 5, ClientError::kDaemonPaused,
-                  "clock moved back 5 ms"},
-        StateCase{DaemonState::kStopped, StateReason::kShutdown, 0, ClientError::kDaemonStopped,
-                  "stopped"}));
+    ::testing::Values(StateCase{DaemonState::kPaused, StateReason::kClockBehind, 5,
+                                ClientError::kDaemonPaused, "clock moved back 5 ms"},
+                      StateCase{DaemonState::kStopped, StateReason::kShutdown, 0,
+                                ClientError::kDaemonStopped, "stopped"}));
 
 TEST_F(ClientTest, EachClientCountsItsTakesInItsOwnSlotAndRetiresItOnClose) {
   RingProducer producer = MakeProducer();

@@ -46,26 +46,30 @@ TEST(Install, AnOutOfTreeProjectFindsBuildsAndRunsAgainstTheInstalledLibrary) {
                                     prefix.string(), "--component", "client"},
                                    Slow());
   ASSERT_TRUE(installed.status.ExitedWith(0)) << Describe(installed);
-  for (const char* file :
-       {"include/snowflake/client.h", "include/snowflake/client_error.h",
-        "include/snowflake/snowflake.h", "include/snowflake/id_layout.h"}) {
+  for (const char* file : {"include/snowflake/client.h", "include/snowflake/client_error.h",
+                           "include/snowflake/snowflake.h", "include/snowflake/id_layout.h"}) {
     EXPECT_TRUE(std::filesystem::exists(prefix / file)) << file;
   }
   std::vector<std::string> libs;
   for (const auto& entry : std::filesystem::recursive_directory_iterator(prefix)) {
     libs.push_back(entry.path().filename().string());
   }
-  for (const char* name : {"libsnowflake.a", "libsnowflake.so", "libsnowflake.so.0",
-                           "snowflakeConfig.cmake", "snowflakeConfigVersion.cmake",
-                           "snowflakeTargets.cmake", "snowflake.pc"}) {
+  for (const char* name :
+       {"libsnowflake.a", "libsnowflake.so", "libsnowflake.so.0", "snowflakeConfig.cmake",
+        "snowflakeConfigVersion.cmake", "snowflakeTargets.cmake", "snowflake.pc"}) {
     EXPECT_NE(std::find(libs.begin(), libs.end(), name), libs.end()) << name;
   }
   EXPECT_FALSE(std::filesystem::exists(prefix / "sbin")) << "the daemon is not part of it";
 
-  std::vector<std::string> configure = {
-      kCmake, "-S", SNOWFLAKE_SOURCE_DIR "/tests/client/consumer_project", "-B",
-      build.string(), "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Debug",
-      "-DCMAKE_PREFIX_PATH=" + prefix.string()};
+  std::vector<std::string> configure = {kCmake,
+                                        "-S",
+                                        SNOWFLAKE_SOURCE_DIR "/tests/client/consumer_project",
+                                        "-B",
+                                        build.string(),
+                                        "-G",
+                                        "Ninja",
+                                        "-DCMAKE_BUILD_TYPE=Debug",
+                                        "-DCMAKE_PREFIX_PATH=" + prefix.string()};
   if (!kSanitize.empty()) {
     const std::string flags = "-fsanitize=" + kSanitize + " -fno-omit-frame-pointer";
     configure.push_back("-DCMAKE_C_FLAGS=" + flags);

@@ -21,7 +21,6 @@
 #include <span>
 #include <string>
 #include <string_view>
-
 #include <tl/expected.hpp>
 
 #include "snowflake/client_error.h"
@@ -50,7 +49,7 @@ struct ClientOptions {
 // A snapshot of the daemon and ring as one client sees them. Fields are read racily, one
 // by one: each was true at some instant during the call, not all at the same instant.
 struct ClientStatus {
-  std::string state;        // "starting", "serving", "paused", "out_of_service", "stopped"
+  std::string state;  // "starting", "serving", "paused", "out_of_service", "stopped"
   // state refined by the liveness checks: also "not_heartbeating" or "dead".
   std::string health;
   std::string reason;       // "none", "clock_behind", ... (shm::StateReasonName)
@@ -58,17 +57,17 @@ struct ClientStatus {
   int64_t reason_detail = 0;
   uint32_t machine = 0;
   int64_t epoch_unix_ms = 0;
-  uint64_t incarnation = 0;      // +1 each time a daemon (re)opened the segment
+  uint64_t incarnation = 0;  // +1 each time a daemon (re)opened the segment
   uint64_t daemon_pid = 0;
   uint64_t heartbeat_age_ns = 0;
-  uint64_t ring_fill = 0;        // published and not yet taken
+  uint64_t ring_fill = 0;  // published and not yet taken
   uint64_t ring_capacity = 0;
   uint64_t fill_target = 0;      // IDs the daemon aims to keep in the ring
   uint64_t published_total = 0;  // IDs ever published into this segment
   uint64_t taken_total = 0;      // tickets ever claimed (by clients or drained)
   uint64_t drained_total = 0;    // IDs the daemon took back (stale, pause, shutdown)
   uint64_t clock_pauses = 0;
-  uint64_t client_taken = 0;     // IDs this Client has taken (0 from Inspect)
+  uint64_t client_taken = 0;  // IDs this Client has taken (0 from Inspect)
 };
 
 // A Client is safe for concurrent use by multiple threads without external

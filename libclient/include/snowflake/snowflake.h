@@ -70,7 +70,8 @@ typedef struct sf_options {
   uint32_t reserved;             /* must be 0 */
 } sf_options;
 
-#define SF_OPTIONS_INIT {sizeof(sf_options), 100u, NULL, 50u, 0u}
+#define SF_OPTIONS_INIT \
+  { sizeof(sf_options), 100u, NULL, 50u, 0u }
 
 /* Fills *opts with the defaults (and struct_size). */
 void sf_options_init(sf_options *opts);
