@@ -1,0 +1,236 @@
+// take_bench: one thread taking IDs from a running snowflaked, next to the in-process
+// baselines (baselines.h) and the hardware floors, all measured the same way in one run.
+//
+//   take_bench --runtime-dir=DIR [--bursts=N] [Google Benchmark flags]
+//
+// Every benchmark is a series of timed bursts (one Google Benchmark iteration = one
+// burst, manual time). Before each burst, outside the timed region:
+// - the generators wait for a fresh millisecond and then take kBurst = 4000 IDs, below
+//   the 4,096-per-ms cap, so the cap's wait never enters the figure;
+// - the ring takers wait until the daemon has published up to kBurst IDs (the ring is
+//   read with a second consumer mapping) and take exactly what is there, so every timed
+//   take finds the ring non-empty.
+// The counter ns_per_id is the timed nanoseconds over the IDs taken; ids_per_burst says
+// how large the bursts really were.
+//
+// Floors: floor/lock_cmpxchg is one uncontended `lock cmpxchg` on a private line (the
+// least a take that claims by CAS can cost); floor/cas_and_fetch_add adds the relaxed
+// fetch_add on a second line that Client::Next() does for per-service counts;
+// floor/clock_realtime is one CLOCK_REALTIME read (what every baseline call pays).
+
+#include <benchmark/benchmark.h>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "baselines.h"
+#include "snowflake/client.h"
+#include "snowflake/ring_consumer.h"
+
+namespace {
+
+using snowflake::bench::KeepValue;
+using snowflake::bench::MonotonicNs;
+using snowflake::bench::RealtimeMs;
+using snowflake::bench::WaitForMsAfter;
+
+constexpr size_t kBurst = 4000;
+
+// Waits (untimed) until the ring holds `want` IDs, or until it stopped growing for 3 ms
+// (the daemon's fill target may be below `want`). Returns how many the next burst may
+// take without finding the ring empty; never 0.
+size_t AwaitFill(const snowflake::shm::RingConsumer& ring, snowflake::Client& client,
+                 size_t want) {
+  for (;;) {
+    const int64_t start = MonotonicNs();
+    int64_t last_change = start;
+    uint64_t last = ring.size();
+    while (last < want) {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+      const uint64_t now_size = ring.size();
+      const int64_t now = MonotonicNs();
+      if (now_size != last) {
+        last = now_size;
+        last_change = now;
+      }
+      if (now - last_change > 3'000'000 || now - start > 20'000'000) break;
+    }
+    if (last > 0) return std::min<size_t>(last, want);
+    // An empty ring the daemon does not top up by itself: one untimed take asks for a
+    // refill through the slow path.
+    (void)client.Next();
+  }
+}
+
+// Runs the timed bursts: `prepare()` (untimed) returns how many IDs the burst takes;
+// `take()` takes some and returns how many.
+template <typename Prepare, typename Take>
+void RunBursts(benchmark::State& state, Prepare prepare, Take take) {
+  int64_t total_ns = 0;
+  int64_t total_ids = 0;
+  for (auto _ : state) {
+    const size_t want = prepare();
+    size_t got = 0;
+    const int64_t start = MonotonicNs();
+    while (got < want) got += take(want - got);
+    const int64_t elapsed = MonotonicNs() - start;
+    state.SetIterationTime(static_cast<double>(elapsed) * 1e-9);
+    total_ns += elapsed;
+    total_ids += static_cast<int64_t>(got);
+  }
+  state.counters["ns_per_id"] = static_cast<double>(total_ns) / static_cast<double>(total_ids);
+  state.counters["ids_per_burst"] =
+      static_cast<double>(total_ids) / static_cast<double>(state.iterations());
+}
+
+// A fresh millisecond per burst keeps a generator's kBurst IDs under the per-ms cap.
+size_t FreshMillisecond() {
+  WaitForMsAfter(RealtimeMs());
+  return kBurst;
+}
+
+struct Context {
+  std::optional<snowflake::Client> client;
+  std::optional<snowflake::shm::RingConsumer> ring;
+};
+
+void Abort(std::string_view what) {
+  std::fprintf(stderr, "take_bench: %.*s\n", static_cast<int>(what.size()), what.data());
+  std::exit(1);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  std::string runtime_dir;
+  int bursts = 300;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg.starts_with("--runtime-dir=")) {
+      runtime_dir = std::string(arg.substr(14));
+    } else if (arg.starts_with("--bursts=")) {
+      bursts = std::atoi(argv[i] + 9);
+    } else {
+      std::fprintf(stderr, "usage: take_bench --runtime-dir=DIR [--bursts=N] [--benchmark_...]\n");
+      return 2;
+    }
+  }
+  if (runtime_dir.empty() || bursts <= 0) Abort("--runtime-dir=DIR is required; --bursts > 0");
+
+  static Context context;
+  snowflake::ClientOptions options;
+  options.runtime_dir = runtime_dir;
+  auto client = snowflake::Client::Open("bench-take", options);
+  if (!client) Abort(client.error().message);
+  context.client.emplace(std::move(*client));
+  auto ring = snowflake::shm::RingConsumer::Open(runtime_dir);
+  if (!ring) Abort(ring.error().message);
+  context.ring.emplace(std::move(*ring));
+
+  auto fill = [](size_t want) {
+    return [want] { return AwaitFill(*context.ring, *context.client, want); };
+  };
+  auto next_one = [](size_t) -> size_t {
+    auto id = context.client->Next();
+    if (!id) Abort(id.error().message);
+    KeepValue(*id);
+    return 1;
+  };
+
+  std::vector<benchmark::internal::Benchmark*> registered;
+  registered.push_back(benchmark::RegisterBenchmark("take_1t/client", [&](benchmark::State& s) {
+    RunBursts(s, fill(kBurst), next_one);
+  }));
+  registered.push_back(benchmark::RegisterBenchmark("take_1t/ring", [&](benchmark::State& s) {
+    RunBursts(s, fill(kBurst), [](size_t) -> size_t {
+      uint64_t id = 0;
+      if (!context.ring->TryTake(&id)) Abort("ring empty inside a burst");
+      KeepValue(id);
+      return 1;
+    });
+  }));
+  registered.push_back(benchmark::RegisterBenchmark("take_1t/mutex", [](benchmark::State& s) {
+    snowflake::bench::MutexSnowflake generator(1);
+    RunBursts(s, FreshMillisecond, [&](size_t) -> size_t {
+      KeepValue(generator.Next());
+      return 1;
+    });
+  }));
+  registered.push_back(benchmark::RegisterBenchmark("take_1t/cas", [](benchmark::State& s) {
+    snowflake::bench::CasSnowflake generator(1);
+    RunBursts(s, FreshMillisecond, [&](size_t) -> size_t {
+      KeepValue(generator.Next());
+      return 1;
+    });
+  }));
+  for (size_t k : {16, 64, 256}) {
+    const std::string name = "batch/" + std::to_string(k);
+    registered.push_back(benchmark::RegisterBenchmark(name.c_str(), [&, k](benchmark::State& s) {
+      std::vector<uint64_t> out(k);
+      // A burst of whole batches, as many as the ring holds (at least one).
+      RunBursts(
+          s, [&] { return std::max(k, AwaitFill(*context.ring, *context.client, kBurst) / k * k); },
+          [&](size_t left) -> size_t {
+            auto n = context.client->NextBatch(std::span<uint64_t>(out.data(), std::min(k, left)));
+            if (!n) Abort(n.error().message);
+            KeepValue(out[0]);
+            return *n;
+          });
+    }));
+  }
+  registered.push_back(
+      benchmark::RegisterBenchmark("floor/lock_cmpxchg", [](benchmark::State& s) {
+        alignas(64) std::atomic<uint64_t> word{0};
+        uint64_t seen = 0;
+        RunBursts(s, [] { return kBurst; }, [&](size_t) -> size_t {
+          // Never fails: this thread is the only writer, and `seen` tracks the word.
+          word.compare_exchange_strong(seen, seen + 1, std::memory_order_acq_rel,
+                                       std::memory_order_relaxed);
+          ++seen;
+          return 1;
+        });
+      }));
+  registered.push_back(
+      benchmark::RegisterBenchmark("floor/cas_and_fetch_add", [](benchmark::State& s) {
+        struct alignas(64) Line {
+          std::atomic<uint64_t> word{0};
+        };
+        static Line head;
+        static Line counter;
+        uint64_t seen = 0;
+        RunBursts(s, [] { return kBurst; }, [&](size_t) -> size_t {
+          head.word.compare_exchange_strong(seen, seen + 1, std::memory_order_acq_rel,
+                                            std::memory_order_relaxed);
+          ++seen;
+          counter.word.fetch_add(1, std::memory_order_relaxed);
+          return 1;
+        });
+      }));
+  registered.push_back(
+      benchmark::RegisterBenchmark("floor/clock_realtime", [](benchmark::State& s) {
+        RunBursts(s, [] { return kBurst; }, [](size_t) -> size_t {
+          KeepValue(snowflake::bench::RealtimeNs());
+          return 1;
+        });
+      }));
+  for (auto* b : registered) {
+    b->UseManualTime()->Iterations(bursts)->Unit(benchmark::kMicrosecond);
+  }
+
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  context.ring.reset();
+  context.client.reset();
+  return 0;
+}
