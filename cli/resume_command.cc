@@ -29,10 +29,10 @@ void AddResumeCommand(CLI::App& app) {
     if (*json) {
       std::cout << reply->dump() << "\n";
     } else if (ok) {
-      std::cout << "resumed";
-      if (reply->contains("message") && (*reply)["message"].is_string()) {
-        std::cout << ": " << (*reply)["message"].get<std::string>();
-      } else if (reply->contains("state") && (*reply)["state"].is_string()) {
+      // "resumed": false means the daemon was not out of service: nothing to do.
+      std::cout << (reply->value("resumed", true) ? "resumed"
+                                                  : "not out of service; nothing to resume");
+      if (reply->contains("state") && (*reply)["state"].is_string()) {
         std::cout << " (state " << (*reply)["state"].get<std::string>() << ")";
       }
       std::cout << "\n";
