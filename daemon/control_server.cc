@@ -51,6 +51,7 @@ json StatusObject(const DaemonStatus& s) {
       {"clock_pauses", s.clock_pauses},
       {"clock_behind_ms", s.clock_behind_ms},
       {"started_unix_ms", s.started_unix_ms},
+      {"services", s.services},
   };
   return out;
 }

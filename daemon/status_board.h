@@ -13,6 +13,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -48,6 +49,8 @@ struct DaemonStatus {
   uint64_t clock_pauses = 0;
   int64_t clock_behind_ms = 0;
   int64_t started_unix_ms = 0;
+  // IDs taken per client service name (finished clients folded in), as of the last scan.
+  std::map<std::string, uint64_t> services;
 };
 
 class StatusBoard {
