@@ -1,0 +1,205 @@
+#!/usr/bin/env python3
+"""Turns one scripts/bench run's raw outputs into the table and the JSON object.
+
+Every figure is the median of the run's repetitions, shown with its min-max. The JSON
+object (--json) has exactly the keys issue 6 names, each the median. bench/README.md
+explains every row.
+"""
+
+import argparse
+import json
+import statistics
+import sys
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+class Figure:
+    def __init__(self, values):
+        self.values = [float(v) for v in values]
+
+    @property
+    def median(self):
+        return statistics.median(self.values)
+
+    def text(self, digits):
+        if not self.values:
+            return "n/a", ""
+        fmt = "{:." + str(digits) + "f}"
+        spread = fmt.format(min(self.values)) + "–" + fmt.format(max(self.values))
+        return fmt.format(self.median), spread
+
+
+def take_bench_figures(path):
+    """Per-repetition ns_per_id of each take_bench benchmark, by its short name."""
+    runs = {}
+    for b in load(path)["benchmarks"]:
+        if b.get("run_type") != "iteration":
+            continue
+        name = b["name"].split("/iterations:")[0]
+        runs.setdefault(name, []).append(b["ns_per_id"])
+    return {name: Figure(v) for name, v in runs.items()}
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--take", required=True)
+    p.add_argument("--take2", required=True)
+    p.add_argument("--sustained", required=True)
+    p.add_argument("--refill", required=True)
+    p.add_argument("--paced", required=True)
+    p.add_argument("--idle", required=True)
+    p.add_argument("--peers")
+    p.add_argument("--json")
+    p.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    a = p.parse_args()
+
+    take = take_bench_figures(a.take)
+    take2 = load(a.take2)
+    sustained = load(a.sustained)["reps"]
+    refill = load(a.refill)["reps"]
+    paced = load(a.paced)["reps"]
+    idle = load(a.idle)["reps"]
+
+    f = {
+        "take_1t_ns": take["take_1t/client"],
+        "take_1t_ring_ns": take["take_1t/ring"],
+        "take_1t_mutex_ns": take["take_1t/mutex"],
+        "take_1t_cas_ns": take["take_1t/cas"],
+        "floor_cmpxchg_ns": take["floor/lock_cmpxchg"],
+        "floor_cas_fetch_add_ns": take["floor/cas_and_fetch_add"],
+        "floor_clock_ns": take["floor/clock_realtime"],
+        "take_2p_ns": Figure(take2["client_2p_ns"]),
+        "take_2t_mutex_ns": Figure(take2["mutex_2t_ns"]),
+        "take_2t_cas_ns": Figure(take2["cas_2t_ns"]),
+        "batch_16_ns": take["batch/16"],
+        "batch_64_ns": take["batch/64"],
+        "batch_256_ns": take["batch/256"],
+        "sustained_ids_per_s": Figure(r["ids_per_s"] for r in sustained),
+        "sustained_fraction": Figure(r["fraction"] for r in sustained),
+        "sustained_short_ms": Figure(r["short_ms"] for r in sustained),
+        "sustained_empty_ms": Figure(r["empty_ms"] for r in sustained),
+        "sustained_lost_not_generated": Figure(r["lost_not_generated"] for r in sustained),
+        "sustained_lost_not_received": Figure(
+            r["lost_generated_not_received"] for r in sustained),
+        "sustained_ring_empty_pct": Figure(r["ring_empty_pct"] for r in sustained),
+        "sustained_daemon_cpu_pct": Figure(r["daemon"]["sched_cpu_pct"] for r in sustained),
+        "refill_p50_us": Figure(r["p50_us"] for r in refill),
+        "refill_p99_us": Figure(r["p99_us"] for r in refill),
+        "refill_max_us": Figure(r["max_us"] for r in refill),
+        "age_paced_p50_ms": Figure(r["age_p50_ms"] for r in paced),
+        "age_paced_p99_ms": Figure(r["age_p99_ms"] for r in paced),
+        "age_paced_max_ms": Figure(r["age_max_ms"] for r in paced),
+        "age_saturated_p50_ms": Figure(r["age_p50_ms"] for r in sustained),
+        "age_saturated_p99_ms": Figure(r["age_p99_ms"] for r in sustained),
+        "age_saturated_max_ms": Figure(r["age_max_ms"] for r in sustained),
+        "daemon_idle_cpu_pct": Figure(r["sched_cpu_pct"] for r in idle),
+        "daemon_idle_stat_cpu_pct": Figure(r["stat_cpu_pct"] for r in idle),
+        "daemon_paced_cpu_pct": Figure(r["daemon"]["sched_cpu_pct"] for r in paced),
+        "daemon_paced_stat_cpu_pct": Figure(r["daemon"]["stat_cpu_pct"] for r in paced),
+        "daemon_rss_kib": Figure(
+            max(i["rss_kib"], q["daemon"]["rss_kib"]) for i, q in zip(idle, paced)),
+    }
+    peers = load(a.peers) if a.peers else None
+    if peers:
+        for key in ("redis_incr", "pg_nextval"):
+            for q in ("p50_us", "p99_us"):
+                f[f"{key}_{q}"] = Figure(r[q] for r in peers[key])
+
+    def med(key):
+        return f[key].median
+
+    ratio_mutex = med("take_1t_mutex_ns") / med("take_1t_ns")
+    ratio_cas = med("take_1t_cas_ns") / med("take_1t_ns")
+    ratio_2p_mutex = med("take_2t_mutex_ns") / med("take_2p_ns")
+
+    def verdict(ok):
+        return "met" if ok else "MISSED"
+
+    rows = []  # (figure, key or None, digits, unit, target text)
+
+    def row(label, key, digits, unit, target=""):
+        rows.append((label, key, digits, unit, target))
+
+    row("take_1t  Client::Next()", "take_1t_ns", 2, "ns",
+        f"≥5× mutex: {ratio_mutex:.1f}× {verdict(ratio_mutex >= 5)}")
+    row("take_1t  RingConsumer::TryTake (no count)", "take_1t_ring_ns", 2, "ns")
+    row("take_1t  baseline std::mutex", "take_1t_mutex_ns", 2, "ns")
+    row("take_1t  baseline one-atomic CAS", "take_1t_cas_ns", 2, "ns",
+        f"client {ratio_cas:.1f}× faster")
+    row("floor    one lock cmpxchg", "floor_cmpxchg_ns", 2, "ns")
+    row("floor    lock cmpxchg + lock xadd", "floor_cas_fetch_add_ns", 2, "ns")
+    row("floor    clock_gettime(REALTIME)", "floor_clock_ns", 2, "ns")
+    row("take_2p  Client::Next(), 2 processes", "take_2p_ns", 1, "ns/take",
+        f"{ratio_2p_mutex:.1f}× faster than mutex")
+    row("take_2t  baseline std::mutex, 2 threads", "take_2t_mutex_ns", 1, "ns/take")
+    row("take_2t  baseline CAS, 2 threads", "take_2t_cas_ns", 1, "ns/take")
+    row("batch_16  NextBatch", "batch_16_ns", 3, "ns/ID")
+    row("batch_64  NextBatch", "batch_64_ns", 3, "ns/ID",
+        f"≤1.5: {verdict(med('batch_64_ns') <= 1.5)}")
+    row("batch_256 NextBatch", "batch_256_ns", 3, "ns/ID")
+    row("sustained 2 consumers", "sustained_ids_per_s", 0, "IDs/s")
+    row("sustained fraction of 4,096,000/s", "sustained_fraction", 4, "",
+        f"≥0.99: {verdict(med('sustained_fraction') >= 0.99)}")
+    row("  ms with < 4096 IDs (of the window)", "sustained_short_ms", 0, "ms")
+    row("  ms with no ID at all", "sustained_empty_ms", 0, "ms")
+    row("  IDs lost: never generated", "sustained_lost_not_generated", 0, "IDs")
+    row("  IDs lost: generated, not received", "sustained_lost_not_received", 0, "IDs")
+    row("  ring found empty (2 ms samples)", "sustained_ring_empty_pct", 1, "%")
+    row("  daemon CPU while saturated", "sustained_daemon_cpu_pct", 1, "%")
+    row("refill p50 (take finds ring empty)", "refill_p50_us", 1, "µs",
+        f"≤30: {verdict(med('refill_p50_us') <= 30)}")
+    row("refill p99", "refill_p99_us", 1, "µs")
+    row("age paced 1,157/s p50", "age_paced_p50_ms", 3, "ms")
+    row("age paced 1,157/s p99", "age_paced_p99_ms", 3, "ms",
+        f"≤1: {verdict(med('age_paced_p99_ms') <= 1)}")
+    row("age paced 1,157/s max", "age_paced_max_ms", 3, "ms")
+    row("age saturated p50", "age_saturated_p50_ms", 3, "ms")
+    row("age saturated p99", "age_saturated_p99_ms", 3, "ms")
+    row("age saturated max", "age_saturated_max_ms", 3, "ms")
+    row("daemon CPU idle (schedstat)", "daemon_idle_cpu_pct", 2, "%",
+        f"<1: {verdict(med('daemon_idle_cpu_pct') < 1)}")
+    row("daemon CPU idle (stat ticks)", "daemon_idle_stat_cpu_pct", 2, "%")
+    row("daemon CPU paced 1,157/s (schedstat)", "daemon_paced_cpu_pct", 2, "%")
+    row("daemon CPU paced 1,157/s (stat ticks)", "daemon_paced_stat_cpu_pct", 2, "%")
+    row("daemon RSS", "daemon_rss_kib", 0, "KiB",
+        f"<16 MiB: {verdict(med('daemon_rss_kib') < 16384)}")
+    if peers:
+        row("peer Redis INCR p50", "redis_incr_p50_us", 1, "µs")
+        row("peer Redis INCR p99", "redis_incr_p99_us", 1, "µs")
+        row("peer PostgreSQL nextval() p50", "pg_nextval_p50_us", 1, "µs")
+        row("peer PostgreSQL nextval() p99", "pg_nextval_p99_us", 1, "µs")
+
+    reps = len(f["take_1t_ns"].values)
+    lines = []
+    if a.markdown:
+        lines.append("| figure | median | min–max | unit | target |")
+        lines.append("|---|---:|---:|---|---|")
+        for label, key, digits, unit, target in rows:
+            m, s = f[key].text(digits)
+            lines.append(f"| {label.strip()} | {m} | {s} | {unit} | {target} |")
+    else:
+        lines.append(f"{'figure':44} {'median':>12} {'min–max':>25}  {'unit':8} target")
+        for label, key, digits, unit, target in rows:
+            m, s = f[key].text(digits)
+            lines.append(f"{label:44} {m:>12} {s:>25}  {unit:8} {target}")
+    print("\n".join(lines))
+    print(f"({reps} repetitions per figure; median and min–max over them)")
+
+    if a.json:
+        keys = ["take_1t_ns", "take_1t_mutex_ns", "take_1t_cas_ns", "take_2p_ns",
+                "take_2t_mutex_ns", "take_2t_cas_ns", "batch_16_ns", "batch_64_ns",
+                "batch_256_ns", "sustained_ids_per_s", "sustained_fraction", "refill_p50_us",
+                "refill_p99_us", "age_paced_p99_ms", "age_saturated_p99_ms",
+                "daemon_idle_cpu_pct", "daemon_paced_cpu_pct", "daemon_rss_kib"]
+        with open(a.json, "w") as out:
+            json.dump({k: med(k) for k in keys}, out, indent=2)
+            out.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
