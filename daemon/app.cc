@@ -189,13 +189,19 @@ class FillLoop {
                      claim_.machine, producer_.path().string(),
                      (config_.daemon.runtime_dir / kControlSocketFileName).string());
       }
-      // Sleep until a client asks for a refill, or 1 ms: the heartbeat and freshness
-      // cadence. A futex wait, so an idle daemon costs about a thousand cheap wakeups/s.
-      producer_.WaitForRefillRequest(refill_seen, std::chrono::milliseconds(1));
+      // Sleep until a client asks for a refill, or 1 ms (the heartbeat and freshness
+      // cadence) while IDs flow or the clock is being waited for; an idle daemon sleeps up
+      // to idle_wait_ms_ (heartbeats stay far younger than the clients' 50 ms limit).
+      producer_.WaitForRefillRequest(refill_seen,
+                                     std::chrono::milliseconds(idle_ ? idle_wait_ms_ : 1));
     }
     if (fatal_) {
       producer_.SetState(DaemonState::kStopped, StateReason::kShutdown);
       producer_.DrainAll();
+      // Never reopen a segment whose counters were corrupted: a head moved backwards
+      // would hand out taken IDs again. The next start creates a fresh one above the
+      // persisted reservation.
+      shm::RingProducer::Retire(config_.daemon.runtime_dir);
       notifier_.Stopping("failed: " + *fatal_);
       control_.Stop();
       return kExitFatal;
@@ -237,7 +243,8 @@ class FillLoop {
     HandleResume();
 
     const uint64_t head = producer_.head();
-    demand_.Record(now, head - last_head_);
+    const uint64_t taken = head - last_head_;
+    demand_.Record(now, taken);
 
     if (generator_.state() == GeneratorState::kServing && now_ms < generator_.last_unix_ms()) {
       // The clock stepped back: the ring's IDs are now in the clock's future. Take them
@@ -245,7 +252,9 @@ class FillLoop {
       producer_.DrainAll();
       Fill(1);
     } else {
-      const int64_t min_offset = now_ms - config_.ring.max_age_ms - config_.id.epoch_unix_ms;
+      // Also drains what would turn stale before the next pass, however long it sleeps.
+      const int64_t min_offset =
+          now_ms + idle_wait_ms_ - config_.ring.max_age_ms - config_.id.epoch_unix_ms;
       if (min_offset > 0) producer_.DrainOlderThan(min_offset);
     }
 
@@ -259,6 +268,9 @@ class FillLoop {
                               (!persistence_failed_ || now >= next_persist_try_);
     if (may_generate && size < target) Fill(target - size);
     SyncState();
+    idle_ =
+        taken == 0 && (published_.state == DaemonState::kOutOfService ||
+                       (published_.state == DaemonState::kServing && producer_.size() >= target));
 
     producer_.Heartbeat();
     notifier_.MaybeWatchdog(now);
@@ -550,6 +562,9 @@ class FillLoop {
   ControlServer control_;
 
   PublishedState published_;
+  // The longest sleep of an idle pass: a fifth of max_age_ms, within [1, 5] ms.
+  const int64_t idle_wait_ms_ = std::clamp<int64_t>(config_.ring.max_age_ms / 5, 1, 5);
+  bool idle_ = false;
   bool filled_once_ = false;
   bool starting_behind_ = false;
   int64_t step_ms_ = 0;
