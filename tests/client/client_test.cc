@@ -499,6 +499,9 @@ TEST_P(ClientThreadsTest, ManyThreadsTakeUniqueIncreasingIds) {
   std::thread daemon([&] { testing::ServeUntil(producer, stop); });
   ClientOptions options = Options();
   options.wait_timeout = std::chrono::seconds(10);
+  // This test is about uniqueness and order, not liveness: on a loaded 2-core machine the
+  // serving thread may miss heartbeats for longer than the production default.
+  options.max_heartbeat_age = std::chrono::seconds(10);
   Client sut = OpenClient("orders", options);
   constexpr int kThreads = 6;
   std::vector<std::vector<testing::TakeRecord>> records(kThreads);
@@ -516,6 +519,7 @@ TEST_P(ClientThreadsTest, ManyThreadsTakeUniqueIncreasingIds) {
         if (t % 2 == 0) {
           auto id = sut.Next();
           if (!id) {
+            ADD_FAILURE() << "Next: " << id.error().message;
             failures.fetch_add(1);
             return;
           }
@@ -524,6 +528,7 @@ TEST_P(ClientThreadsTest, ManyThreadsTakeUniqueIncreasingIds) {
         } else {
           auto n = sut.NextBatch(batch);
           if (!n) {
+            ADD_FAILURE() << "NextBatch: " << n.error().message;
             failures.fetch_add(1);
             return;
           }
