@@ -145,22 +145,35 @@ double ProcCpuSeconds(uint64_t pid) {
   return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
-// Run time in ns summed over the daemon's threads (/proc/<pid>/task/*/schedstat, first
-// field): the same quantity as utime+stime, without the 10 ms tick granularity.
-double SchedCpuSeconds(uint64_t pid) {
+// Summed over the daemon's threads (/proc/<pid>/task/*/schedstat): field 1 is the run
+// time in ns (the same quantity as utime+stime, without the 10 ms tick granularity),
+// field 2 the time spent runnable but waiting for a CPU.
+struct SchedTimes {
+  double run_s = 0;
+  double wait_s = 0;
+};
+
+SchedTimes ReadSchedTimes(uint64_t pid) {
   const std::string tasks = "/proc/" + std::to_string(pid) + "/task";
   DIR* dir = opendir(tasks.c_str());
-  if (dir == nullptr) return -1;
-  uint64_t total_ns = 0;
+  if (dir == nullptr) return {};
+  uint64_t run_ns = 0;
+  uint64_t wait_ns = 0;
   while (dirent* entry = readdir(dir)) {
     if (entry->d_name[0] == '.') continue;
     std::ifstream in(tasks + "/" + entry->d_name + "/schedstat");
-    uint64_t ns = 0;
-    if (in >> ns) total_ns += ns;
+    uint64_t run = 0;
+    uint64_t wait = 0;
+    if (in >> run >> wait) {
+      run_ns += run;
+      wait_ns += wait;
+    }
   }
   closedir(dir);
-  return static_cast<double>(total_ns) * 1e-9;
+  return {static_cast<double>(run_ns) * 1e-9, static_cast<double>(wait_ns) * 1e-9};
 }
+
+double SchedCpuSeconds(uint64_t pid) { return ReadSchedTimes(pid).run_s; }
 
 uint64_t VmRssKib(uint64_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");
@@ -176,11 +189,13 @@ struct CpuWindow {
   double wall_start = MonotonicNs() * 1e-9;
   double stat_start = ProcCpuSeconds(pid);
   double sched_start = SchedCpuSeconds(pid);
+  double wait_start = ReadSchedTimes(pid).wait_s;
 
   json Finish() const {
     const double wall = MonotonicNs() * 1e-9 - wall_start;
     return json{{"stat_cpu_pct", (ProcCpuSeconds(pid) - stat_start) / wall * 100.0},
                 {"sched_cpu_pct", (SchedCpuSeconds(pid) - sched_start) / wall * 100.0},
+                {"runqueue_wait_pct", (ReadSchedTimes(pid).wait_s - wait_start) / wall * 100.0},
                 {"rss_kib", VmRssKib(pid)},
                 {"window_s", wall}};
   }
@@ -447,6 +462,10 @@ json SustainedOnce(const Options& options) {
   int64_t generated_not_received = 0;  // drained (stale) or left in the ring
   int64_t short_ms = 0;
   int64_t empty_ms = 0;
+  // The spacing of the ms that got no ID at all: regular spacing points at a sleep
+  // cadence drifting against the ms boundaries; irregular at scheduling.
+  std::vector<double> empty_gaps;
+  int64_t last_empty = -1;
   for (int64_t ms = window_first; ms < window_end; ++ms) {
     const int64_t index = ms - control.base_ms;
     const int64_t count = tallies[0].count[index] + tallies[1].count[index];
@@ -458,7 +477,12 @@ json SustainedOnce(const Options& options) {
     generated_not_received += generated - count;
     short_ms += count < snowflake::kIdsPerMs;
     empty_ms += count == 0;
+    if (count == 0) {
+      if (last_empty >= 0) empty_gaps.push_back(static_cast<double>(ms - last_empty));
+      last_empty = ms;
+    }
   }
+  const auto gaps = Percentiles(empty_gaps, {0.1, 0.5, 0.9});
   std::vector<double> ages;
   for (int c = 0; c < 2; ++c) {
     for (int64_t s = 0; s < tallies[c].age_samples; ++s) ages.push_back(tallies[c].age_us[s] / 1000.0);
@@ -471,6 +495,7 @@ json SustainedOnce(const Options& options) {
       {"window_ms", window_ms},
       {"short_ms", short_ms},
       {"empty_ms", empty_ms},
+      {"empty_ms_gap_p10_p50_p90", gaps},
       {"lost_not_generated", not_generated},
       {"lost_generated_not_received", generated_not_received},
       {"ring_empty_pct", 100.0 * fill_empty / std::max<int64_t>(1, fill_samples)},
@@ -492,12 +517,16 @@ int Sustained(const Options& options) {
     const json& r = reps.back();
     std::fprintf(stderr,
                  "sustained rep %d: %.0f IDs/s (%.4f), %ld short ms, lost %ld not generated + "
-                 "%ld not received, ring empty %.0f%% full %.0f%%, age p99 %.3f ms\n",
+                 "%ld not received, ring empty %.0f%% full %.0f%%, age p99 %.3f ms; "
+                 "empty ms every %s ms (p10 p50 p90); daemon cpu %.1f%%, runnable-waiting "
+                 "%.1f%%\n",
                  rep, r["ids_per_s"].get<double>(), r["fraction"].get<double>(),
                  long(r["short_ms"].get<int64_t>()), long(r["lost_not_generated"].get<int64_t>()),
                  long(r["lost_generated_not_received"].get<int64_t>()),
                  r["ring_empty_pct"].get<double>(), r["ring_full_pct"].get<double>(),
-                 r["age_p99_ms"].get<double>());
+                 r["age_p99_ms"].get<double>(), r["empty_ms_gap_p10_p50_p90"].dump().c_str(),
+                 r["daemon"]["sched_cpu_pct"].get<double>(),
+                 r["daemon"]["runqueue_wait_pct"].get<double>());
   }
   std::printf("%s\n", json{{"reps", reps}}.dump().c_str());
   return 0;
