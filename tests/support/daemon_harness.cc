@@ -1,0 +1,346 @@
+#include "daemon_harness.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <system_error>
+
+namespace snowflake::testing {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+[[noreturn]] void ThrowErrno(const std::string& what) {
+  throw std::system_error(errno, std::generic_category(), what);
+}
+
+// Each daemon gets its own notify socket, so datagrams of a killed predecessor that are
+// still queued never count for its successor.
+std::atomic<uint64_t> next_socket_number{0};
+
+}  // namespace
+
+bool NotifyMessage::HasLine(std::string_view line) const {
+  size_t at = 0;
+  while (at <= text.size()) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    if (std::string_view(text).substr(at, end - at) == line) return true;
+    at = end + 1;
+  }
+  return false;
+}
+
+std::optional<std::string> NotifyMessage::Value(std::string_view key) const {
+  const std::string prefix = std::string(key) + "=";
+  size_t at = 0;
+  while (at <= text.size()) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    if (text.compare(at, prefix.size(), prefix) == 0) {
+      return text.substr(at + prefix.size(), end - at - prefix.size());
+    }
+    at = end + 1;
+  }
+  return std::nullopt;
+}
+
+NotifySocket::NotifySocket(std::filesystem::path path) : path_(std::move(path)) {
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  if (path_.string().size() >= sizeof(address.sun_path)) {
+    throw std::system_error(ENAMETOOLONG, std::generic_category(),
+                            "notify socket path too long: " + path_.string());
+  }
+  std::strncpy(address.sun_path, path_.c_str(), sizeof(address.sun_path) - 1);
+  fd_ = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd_ < 0) ThrowErrno("socket");
+  std::filesystem::remove(path_);
+  if (bind(fd_, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0) {
+    const int error = errno;
+    close(fd_);
+    errno = error;
+    ThrowErrno("bind " + path_.string());
+  }
+  thread_ = std::thread([this] { Receive(); });
+}
+
+NotifySocket::~NotifySocket() {
+  stop_.store(true);
+  thread_.join();
+  close(fd_);
+  std::error_code ignored;
+  std::filesystem::remove(path_, ignored);
+}
+
+void NotifySocket::Receive() {
+  // Polls in short slices so destruction never waits long for the thread.
+  std::vector<char> buffer(64 * 1024);
+  while (!stop_.load()) {
+    pollfd entry{fd_, POLLIN, 0};
+    if (poll(&entry, 1, 20) <= 0) continue;
+    const ssize_t size = recv(fd_, buffer.data(), buffer.size(), MSG_DONTWAIT);
+    if (size < 0) continue;
+    NotifyMessage message{Clock::now(), std::string(buffer.data(), static_cast<size_t>(size))};
+    {
+      std::lock_guard lock(mutex_);
+      messages_.push_back(std::move(message));
+    }
+    arrived_.notify_all();
+  }
+}
+
+std::vector<NotifyMessage> NotifySocket::Messages() const {
+  std::lock_guard lock(mutex_);
+  return messages_;
+}
+
+size_t NotifySocket::CountLine(std::string_view line) const {
+  std::lock_guard lock(mutex_);
+  size_t count = 0;
+  for (const NotifyMessage& message : messages_) count += message.HasLine(line) ? 1 : 0;
+  return count;
+}
+
+std::optional<size_t> NotifySocket::WaitFor(const std::function<bool(const NotifyMessage&)>& match,
+                                            std::chrono::milliseconds timeout, size_t from) const {
+  const auto deadline = Clock::now() + timeout;
+  std::unique_lock lock(mutex_);
+  size_t checked = from;
+  for (;;) {
+    for (; checked < messages_.size(); ++checked) {
+      if (match(messages_[checked])) return checked;
+    }
+    if (arrived_.wait_until(lock, deadline) == std::cv_status::timeout &&
+        checked == messages_.size()) {
+      return std::nullopt;
+    }
+  }
+}
+
+std::optional<size_t> NotifySocket::WaitForLine(std::string_view line,
+                                                std::chrono::milliseconds timeout,
+                                                size_t from) const {
+  const std::string wanted(line);
+  return WaitFor([&](const NotifyMessage& message) { return message.HasLine(wanted); }, timeout,
+                 from);
+}
+
+std::vector<std::string> NotifySocket::Statuses() const {
+  std::lock_guard lock(mutex_);
+  std::vector<std::string> statuses;
+  for (const NotifyMessage& message : messages_) {
+    if (auto status = message.Value("STATUS")) statuses.push_back(*status);
+  }
+  return statuses;
+}
+
+Daemon Daemon::Spawn(DaemonOptions options) {
+  Daemon daemon;
+  if (options.notify_socket.empty()) {
+    options.notify_socket = options.runtime_dir.parent_path() /
+                            ("notify-" + std::to_string(next_socket_number.fetch_add(1)));
+  }
+  daemon.notify_ = std::make_unique<NotifySocket>(options.notify_socket);
+
+  std::vector<std::string> argv = {kSnowflakedPath,
+                                   "--runtime-dir",
+                                   options.runtime_dir.string(),
+                                   "--state-dir",
+                                   options.state_dir.string(),
+                                   "--log-level",
+                                   options.log_level};
+  if (options.config_path) {
+    argv.push_back("--config");
+    argv.push_back(options.config_path->string());
+  }
+  argv.insert(argv.end(), options.extra_args.begin(), options.extra_args.end());
+
+  SpawnOptions spawn;
+  spawn.env = options.env;
+  // Not started by systemd: log to stderr, and only our socket and watchdog count.
+  for (const char* name : {"NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "JOURNAL_STREAM",
+                           "INVOCATION_ID", "LISTEN_FDS", "LISTEN_PID"}) {
+    spawn.env.unset.emplace_back(name);
+  }
+  spawn.env.set.emplace_back("NOTIFY_SOCKET", options.notify_socket.string());
+  if (options.watchdog_usec) {
+    spawn.env.set.emplace_back("WATCHDOG_USEC", std::to_string(options.watchdog_usec->count()));
+  }
+  if (options.faketime_file) {
+    spawn.env.set.emplace_back("LD_PRELOAD", kFakeTimeLibrary);
+    spawn.env.set.emplace_back("FAKETIME_TIMESTAMP_FILE", options.faketime_file->string());
+    spawn.env.set.emplace_back("FAKETIME_NO_CACHE", "1");
+    spawn.env.set.emplace_back("FAKETIME_DONT_FAKE_MONOTONIC", "1");
+    // ASan insists on being first in the library list and aborts otherwise; preloading
+    // libasan before libfaketime deadlocks at start. libfaketime only wraps the clock
+    // calls, so letting it come first is harmless. Other builds ignore ASAN_OPTIONS.
+    const char* asan = std::getenv("ASAN_OPTIONS");
+    std::string value = asan != nullptr && *asan != '\0' ? std::string(asan) + ":" : "";
+    spawn.env.set.emplace_back("ASAN_OPTIONS", value + "verify_asan_link_order=0");
+  }
+  daemon.options_ = std::move(options);
+  daemon.process_ = std::make_unique<Process>(Process::Spawn(std::move(argv), std::move(spawn)));
+  return daemon;
+}
+
+Daemon::~Daemon() {
+  if (process_ != nullptr && process_->Running()) {
+    process_->Kill(SIGKILL);
+    process_->Wait(60s);
+  }
+}
+
+bool Daemon::WaitForReady(std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  while (Clock::now() < deadline) {
+    if (notify_->WaitForLine("READY=1", 50ms)) return true;
+    if (!process_->Running()) return notify_->CountLine("READY=1") > 0;
+  }
+  return false;
+}
+
+bool Daemon::ready() const { return notify_->CountLine("READY=1") > 0; }
+
+pid_t Daemon::pid() const { return process_->pid(); }
+
+bool Daemon::Running() { return process_->Running(); }
+
+std::optional<ExitStatus> Daemon::Stop(std::chrono::milliseconds timeout) {
+  process_->Kill(SIGTERM);
+  auto status = process_->Wait(timeout);
+  if (!status) {
+    process_->Kill(SIGKILL);
+    process_->Wait(60s);
+  }
+  return status;
+}
+
+ExitStatus Daemon::Kill() {
+  process_->Kill(SIGKILL);
+  return process_->Wait(60s).value_or(ExitStatus{});
+}
+
+std::optional<ExitStatus> Daemon::Wait(std::chrono::milliseconds timeout) {
+  return process_->Wait(timeout);
+}
+
+std::string Daemon::Describe() {
+  std::ostringstream text;
+  text << "snowflaked pid " << process_->pid() << " (";
+  if (auto status = process_->Wait(0ms)) {
+    text << status->ToString();
+  } else {
+    text << "running";
+  }
+  text << "); notifications:";
+  for (const NotifyMessage& message : notify_->Messages()) {
+    std::string shown = message.text;
+    for (char& c : shown) c = c == '\n' ? '|' : c;
+    text << " [" << shown << "]";
+  }
+  std::string err = process_->err();
+  constexpr size_t kTail = 4000;
+  if (err.size() > kTail) err = "..." + err.substr(err.size() - kTail);
+  text << "\nstderr:\n" << err;
+  return text.str();
+}
+
+DaemonHarness::DaemonHarness(std::string_view name) : dir_(name) {
+  std::filesystem::create_directories(runtime_dir());
+  std::filesystem::create_directories(state_dir());
+}
+
+DaemonOptions DaemonHarness::Options() const {
+  DaemonOptions options;
+  options.runtime_dir = runtime_dir();
+  options.state_dir = state_dir();
+  return options;
+}
+
+std::filesystem::path DaemonHarness::WriteFile(std::string_view name, std::string_view text) const {
+  const std::filesystem::path path = dir_ / name;
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) ADD_FAILURE() << "cannot write " << path;
+  return path;
+}
+
+Daemon DaemonHarness::Start(DaemonOptions options, std::chrono::milliseconds timeout) const {
+  Daemon daemon = Daemon::Spawn(std::move(options));
+  if (!daemon.WaitForReady(timeout)) {
+    ADD_FAILURE() << "snowflaked sent no READY=1 within " << timeout.count()
+                  << " ms: " << daemon.Describe();
+  }
+  return daemon;
+}
+
+ClientOptions DaemonHarness::ClientOptionsFor(const std::filesystem::path& runtime_dir) {
+  ClientOptions options;
+  options.runtime_dir = runtime_dir;
+  options.wait_timeout = 10s;
+  options.max_heartbeat_age = 5s;
+  return options;
+}
+
+std::optional<ClientStatus> WaitForState(const std::filesystem::path& runtime_dir,
+                                         std::string_view state,
+                                         std::chrono::milliseconds timeout) {
+  ClientOptions options = DaemonHarness::ClientOptionsFor(runtime_dir);
+  const auto deadline = Clock::now() + timeout;
+  std::optional<ClientStatus> last;
+  for (;;) {
+    if (auto status = Client::Inspect(options)) {
+      last = *status;
+      if (last->state == state) return last;
+    }
+    if (Clock::now() >= deadline) return last;
+    std::this_thread::sleep_for(1ms);
+  }
+}
+
+void SetClockOffset(const std::filesystem::path& file, std::string_view offset) {
+  // libfaketime rereads the file on every clock read (FAKETIME_NO_CACHE): a rename makes
+  // the change atomic, so no read sees a half-written offset.
+  const std::filesystem::path temporary = file.string() + ".new";
+  {
+    std::ofstream out(temporary, std::ios::trunc);
+    out << offset << "\n";
+    out.close();
+    if (!out) ADD_FAILURE() << "cannot write " << temporary;
+  }
+  std::filesystem::rename(temporary, file);
+}
+
+std::optional<uint64_t> ProcessCpuTicks(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // The command name (field 2) is in parentheses and may contain spaces: count fields
+  // from the last ')'. After it: state(3) ppid(4) ... utime(14) stime(15).
+  const size_t close_paren = text.rfind(')');
+  if (close_paren == std::string::npos) return std::nullopt;
+  std::istringstream fields(text.substr(close_paren + 1));
+  std::string field;
+  uint64_t utime = 0;
+  uint64_t stime = 0;
+  for (int number = 3; number <= 15 && (fields >> field); ++number) {
+    if (number == 14) utime = std::strtoull(field.c_str(), nullptr, 10);
+    if (number == 15) stime = std::strtoull(field.c_str(), nullptr, 10);
+  }
+  if (!fields) return std::nullopt;
+  return utime + stime;
+}
+
+}  // namespace snowflake::testing
