@@ -1,0 +1,234 @@
+// The real snowflaked across restarts and beside other daemons:
+//   - SIGKILL, then a restart on the same runtime dir: every later ID is larger than every
+//     ID taken before, and a client opened before the kill keeps working;
+//   - a restart without the segment (a reboot) continues above the persisted reservation;
+//   - two daemons on one runtime dir: the second exits 2 naming the holder's pid;
+//   - two daemons sharing one file register get different numbers, a restarted one gets
+//     its number back, and one holder id twice at once is refused (never one number live
+//     twice).
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "daemon_harness.h"
+#include "snowflake/client.h"
+
+namespace snowflake {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::Daemon;
+using testing::DaemonHarness;
+using testing::DaemonOptions;
+
+// Takes `count` IDs in batches; appends them to `ids`. Returns the first error's message,
+// or "".
+std::string TakeIds(Client& client, size_t count, std::vector<uint64_t>& ids) {
+  std::vector<uint64_t> batch(256);
+  while (count > 0) {
+    auto taken = client.NextBatch(std::span(batch.data(), std::min(count, batch.size())));
+    if (!taken) return taken.error().message;
+    ids.insert(ids.end(), batch.begin(), batch.begin() + static_cast<ptrdiff_t>(*taken));
+    count -= *taken;
+  }
+  return "";
+}
+
+// Retries Next() while the daemon comes back (up to `timeout`).
+tl::expected<uint64_t, Error> NextWithin(Client& client, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    auto id = client.Next();
+    if (id || std::chrono::steady_clock::now() >= deadline) return id;
+    std::this_thread::sleep_for(5ms);
+  }
+}
+
+bool StrictlyIncreasing(const std::vector<uint64_t>& ids) {
+  return std::adjacent_find(ids.begin(), ids.end(), std::greater_equal<>()) == ids.end();
+}
+
+TEST(DaemonRestart, SigkillThenRestartContinuesAboveEveryIdAndKeepsClientsWorking) {
+  // Arrange
+  DaemonHarness harness("restart-kill");
+  std::optional<Daemon> first = harness.Start();
+  ASSERT_TRUE(first->ready()) << first->Describe();
+  auto sut = Client::Open("restart-test", harness.Clients());
+  ASSERT_TRUE(sut) << sut.error().message;
+  std::vector<uint64_t> before;
+  ASSERT_EQ(TakeIds(*sut, 50'000, before), "");
+  const uint64_t incarnation_before = Client::Inspect(harness.Clients())->incarnation;
+
+  // Act
+  first->Kill();
+  Daemon second = harness.Start();
+  auto id_after = NextWithin(*sut, 20s);
+  std::vector<uint64_t> after;
+  const std::string after_error = TakeIds(*sut, 50'000, after);
+  auto fresh = Client::Open("restart-fresh", harness.Clients());
+  auto fresh_id = fresh ? fresh->Next() : tl::make_unexpected(fresh.error());
+  auto status = Client::Inspect(harness.Clients());
+
+  // Assert
+  ASSERT_TRUE(second.ready()) << second.Describe();
+  ASSERT_TRUE(id_after) << "the client opened before the kill: " << id_after.error().message;
+  EXPECT_GT(*id_after, before.back());
+  EXPECT_EQ(after_error, "");
+  EXPECT_TRUE(StrictlyIncreasing(before));
+  EXPECT_TRUE(StrictlyIncreasing(after));
+  ASSERT_FALSE(after.empty());
+  EXPECT_GT(after.front(), *id_after);
+  ASSERT_TRUE(fresh_id) << fresh_id.error().message;
+  EXPECT_GT(*fresh_id, after.back());
+  ASSERT_TRUE(status);
+  EXPECT_EQ(status->daemon_pid, static_cast<uint64_t>(second.pid()));
+  EXPECT_GT(status->incarnation, incarnation_before) << "the segment was not reopened";
+}
+
+TEST(DaemonRestart, CleanRestartContinuesAboveEveryId) {
+  DaemonHarness harness("restart-clean");
+  std::optional<Daemon> first = harness.Start();
+  ASSERT_TRUE(first->ready()) << first->Describe();
+  auto sut = Client::Open("restart-test", harness.Clients());
+  ASSERT_TRUE(sut) << sut.error().message;
+  std::vector<uint64_t> before;
+  ASSERT_EQ(TakeIds(*sut, 20'000, before), "");
+
+  auto stopped = first->Stop();
+  Daemon second = harness.Start();
+  auto id_after = NextWithin(*sut, 20s);
+
+  ASSERT_TRUE(stopped && stopped->ExitedWith(0)) << first->Describe();
+  ASSERT_TRUE(second.ready()) << second.Describe();
+  ASSERT_TRUE(id_after) << id_after.error().message;
+  EXPECT_GT(*id_after, before.back());
+}
+
+TEST(DaemonRestart, RestartWithoutTheSegmentContinuesAboveTheReservation) {
+  // A reboot: the runtime dir (tmpfs) is gone, the state dir survives.
+  DaemonHarness harness("restart-reboot");
+  std::optional<Daemon> first = harness.Start();
+  ASSERT_TRUE(first->ready()) << first->Describe();
+  uint64_t last_before = 0;
+  {
+    auto client = Client::Open("restart-test", harness.Clients());
+    ASSERT_TRUE(client) << client.error().message;
+    std::vector<uint64_t> before;
+    ASSERT_EQ(TakeIds(*client, 20'000, before), "");
+    last_before = before.back();
+  }
+  first->Kill();
+  std::filesystem::remove_all(harness.runtime_dir());
+
+  Daemon second = harness.Start();
+  auto client = Client::Open("restart-test", harness.Clients());
+  ASSERT_TRUE(client) << client.error().message;
+  auto id_after = NextWithin(*client, 20s);
+
+  ASSERT_TRUE(second.ready()) << second.Describe();
+  ASSERT_TRUE(id_after) << id_after.error().message;
+  EXPECT_GT(*id_after, last_before);
+}
+
+TEST(DaemonRestart, SecondDaemonOnOneRuntimeDirExitsTwoNamingTheHolder) {
+  DaemonHarness harness("restart-twice");
+  Daemon first = harness.Start();
+  ASSERT_TRUE(first.ready()) << first.Describe();
+  DaemonOptions second_options = harness.Options();
+  second_options.state_dir = harness.root() / "state-2";
+
+  Daemon second = Daemon::Spawn(second_options);
+  auto exit_status = second.Wait(30s);
+  auto status = Client::Inspect(harness.Clients());
+
+  ASSERT_TRUE(exit_status) << "the second daemon kept running: " << second.Describe();
+  EXPECT_TRUE(exit_status->ExitedWith(2)) << exit_status->ToString() << "\n" << second.Describe();
+  EXPECT_NE(second.err().find("pid " + std::to_string(first.pid())), std::string::npos)
+      << second.err();
+  EXPECT_FALSE(second.ready());
+  ASSERT_TRUE(status);
+  EXPECT_EQ(status->state, "serving");
+  EXPECT_EQ(status->daemon_pid, static_cast<uint64_t>(first.pid()));
+}
+
+// Two daemons with their own runtime and state dirs and one register file.
+class DaemonSharedRegister : public ::testing::Test {
+ protected:
+  DaemonOptions OptionsFor(const std::string& name, const std::string& extra_register = "") {
+    DaemonOptions options;
+    options.runtime_dir = harness_.root() / (name + "-run");
+    options.state_dir = harness_.root() / (name + "-state");
+    options.config_path = harness_.WriteFile(
+        name + ".toml", "[daemon]\ninstance = \"" + name + "\"\n[register]\npath = \"" +
+                            (harness_.root() / "register.json").string() + "\"\n" + extra_register);
+    return options;
+  }
+  std::optional<uint32_t> MachineOf(const DaemonOptions& options) {
+    auto status = Client::Inspect(DaemonHarness::ClientOptionsFor(options.runtime_dir));
+    if (!status || status->state != "serving") return std::nullopt;
+    return status->machine;
+  }
+
+  DaemonHarness harness_{"register"};
+};
+
+TEST_F(DaemonSharedRegister, TwoDaemonsGetDifferentNumbersAndARestartGetsItsOwnBack) {
+  // Arrange
+  const DaemonOptions a_options = OptionsFor("a");
+  const DaemonOptions b_options = OptionsFor("b");
+  Daemon a = harness_.Start(a_options);
+  std::optional<Daemon> b = harness_.Start(b_options);
+  ASSERT_TRUE(a.ready()) << a.Describe();
+  ASSERT_TRUE(b->ready()) << b->Describe();
+  const auto a_machine = MachineOf(a_options);
+  const auto b_machine = MachineOf(b_options);
+
+  // Act: restart b after a SIGKILL, then after a clean stop.
+  b->Kill();
+  b.emplace(harness_.Start(b_options));
+  const auto b_after_kill = MachineOf(b_options);
+  auto stopped = b->Stop();
+  b.emplace(harness_.Start(b_options));
+  const auto b_after_stop = MachineOf(b_options);
+
+  // Assert
+  ASSERT_TRUE(a_machine && b_machine);
+  EXPECT_NE(*a_machine, *b_machine);
+  EXPECT_EQ(b_after_kill, b_machine) << b->Describe();
+  ASSERT_TRUE(stopped && stopped->ExitedWith(0));
+  EXPECT_EQ(b_after_stop, b_machine) << b->Describe();
+  EXPECT_EQ(MachineOf(a_options), a_machine);
+}
+
+TEST_F(DaemonSharedRegister, OneHolderIdTwiceAtOnceIsRefused) {
+  const DaemonOptions a_options = OptionsFor("a", "holder_id = \"same-holder\"\n");
+  const DaemonOptions b_options = OptionsFor("b", "holder_id = \"same-holder\"\n");
+  Daemon a = harness_.Start(a_options);
+  ASSERT_TRUE(a.ready()) << a.Describe();
+  const auto a_machine = MachineOf(a_options);
+
+  Daemon b = Daemon::Spawn(b_options);
+  auto b_exit = b.Wait(30s);
+  auto b_status = Client::Inspect(DaemonHarness::ClientOptionsFor(b_options.runtime_dir));
+
+  ASSERT_TRUE(a_machine);
+  ASSERT_TRUE(b_exit) << "the second holder kept running: " << b.Describe();
+  EXPECT_FALSE(b_exit->ExitedWith(0)) << b.Describe();
+  EXPECT_FALSE(b.ready()) << b.Describe();
+  EXPECT_TRUE(!b_status || b_status->state != "serving")
+      << "machine " << b_status->machine << " served twice";
+  EXPECT_NE(b.err().find(std::to_string(*a_machine)), std::string::npos)
+      << "the refusal does not name the number: " << b.err();
+  EXPECT_EQ(MachineOf(a_options), a_machine);
+}
+
+}  // namespace
+}  // namespace snowflake
