@@ -16,7 +16,8 @@
  *   NCONS        consumers (2 or 3): 0 takes single IDs and may be killed at any step,
  *                1 takes batches of k = 2, 2 (if present) takes single IDs
  *   TAKES        takes each consumer performs
- *   ROUNDS       slow-path rounds before a take gives up (its deadline)
+ *   ROUNDS       AwaitPublish calls before a take's deadline passes (it returns
+ *                "timed out" after the next empty re-check)
  *   WEAK_CAS     compare_exchange_weak may fail spuriously (safety runs only: a CAS that
  *                fails spuriously forever is not a fair execution)
  *   NO_TIMEOUT   consumers' futex waits have no timeout, so a lost wake-up leaves a
@@ -41,7 +42,7 @@
 #define MAXID 4
 #endif
 #ifndef NCONS
-#define NCONS 3
+#define NCONS 2
 #endif
 #ifndef TAKES
 #define TAKES 2
@@ -179,8 +180,10 @@ late_done:
 #endif
 
 ring_empty:
-  /* The ring was empty. First time in this round: read wake_seq (the wake_seq() load
-     BEFORE the re-check) and take again. Second time: AwaitPublish, waiters.fetch_add. */
+  /* The ring was empty. After the fast path's TryTake: enter the client's slow loop
+     (Client::Slow), whose round is: wake_seq() load BEFORE the re-check, TryTake, then
+     (the producer being healthy) the deadline check and AwaitPublish. After a slow-loop
+     TryTake: give up at the deadline ("timed out"), else AwaitPublish: waiters.fetch_add. */
   atomic {
     DIE;
     h = 0;
@@ -191,7 +194,9 @@ ring_empty:
        seq = wake_seq;
 #endif
        goto again
-    :: else -> waiters++
+    :: slow && r == ROUNDS -> seq = 0; slow = false; k = 0; r = 0; before = 0; takes++;
+       goto next_take
+    :: slow && r < ROUNDS -> waiters++
     fi
   }
   /* AwaitPublish: head.load(seq_cst) ... */
@@ -229,18 +234,15 @@ end_wait:
     fi
   }
 await_done:
-  /* waiters.fetch_sub(relaxed); then the caller's loop: retry or give up at the
-     deadline (the take returns "timeout"). */
+  /* waiters.fetch_sub(relaxed); AwaitPublish returns. */
+  atomic { DIE; waiters--; seq = 0; r++ }
+  /* The next round of the slow loop: wake_seq() load, then TryTake. */
   atomic {
     DIE;
-    waiters--;
-    seq = 0;
-    slow = false;
-    r++;
-    if
-    :: r < ROUNDS -> goto again
-    :: else -> k = 0; r = 0; before = 0; takes++; goto next_take
-    fi
+#ifndef BROKEN_SEQ_LATE
+    seq = wake_seq;
+#endif
+    goto again
   }
 again:
   /* A new attempt of the same take: head.load(relaxed). */
