@@ -1,0 +1,221 @@
+// The real snowflaked SIGKILLed at random moments (serving, and sometimes while it is still
+// starting up) and restarted on the same runtime and state dirs, while two client
+// processes (daemon_stress_worker: one taking single IDs, one batches) take IDs through
+// libsnowflake and record them durably.
+//
+// Property: every recorded ID is unique; each worker's IDs strictly increase; a take that
+// began after another completed got the larger ID (the baton, tests/support/id_checker.h).
+// Also: after every restart the workers get IDs again.
+//
+// Bounded: kMinKills kills (at least 10) or kTimeLimit, whichever first. The seed is
+// printed and can be set with SNOWFLAKE_STRESS_SEED.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/mman.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <iostream>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "daemon_harness.h"
+#include "id_checker.h"
+#include "stress_files.h"
+
+namespace snowflake {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::Daemon;
+using testing::DaemonHarness;
+using testing::IdChecker;
+using testing::IdCheckResult;
+using testing::Output;
+using testing::Process;
+using testing::SpawnOptions;
+using testing::TakeRecord;
+namespace st = shm::testing;
+
+constexpr uint64_t kMinKills = 12;
+constexpr auto kTimeLimit = 150s;
+const std::string kWorker = SNOWFLAKE_BINARY_DIR "/tests/daemon/daemon_stress_worker";
+
+uint64_t SeedFromEnv() {
+  if (const char* text = std::getenv("SNOWFLAKE_STRESS_SEED")) {
+    return std::strtoull(text, nullptr, 0);
+  }
+  return std::random_device{}();
+}
+
+std::vector<TakeRecord> ReadRecords(const std::string& path) {
+  void* address = st::MapSharedFile(path, st::kRecordFileSize, /*create=*/false);
+  if (address == nullptr) return {};
+  const auto* header = static_cast<const st::RecordFileHeader*>(address);
+  const uint64_t count =
+      std::min(header->count.load(std::memory_order_acquire), st::kRecordsPerFile);
+  const auto* records = reinterpret_cast<const TakeRecord*>(header + 1);
+  std::vector<TakeRecord> copy(records, records + count);
+  munmap(address, st::kRecordFileSize);
+  return copy;
+}
+
+uint64_t CommittedCount(const std::string& path) {
+  void* address = st::MapSharedFile(path, sizeof(st::RecordFileHeader), /*create=*/false);
+  if (address == nullptr) return 0;
+  const uint64_t count =
+      static_cast<const st::RecordFileHeader*>(address)->count.load(std::memory_order_acquire);
+  munmap(address, sizeof(st::RecordFileHeader));
+  return count;
+}
+
+struct Worker {
+  bool batches = false;
+  std::string record_path;
+  std::optional<Process> process;
+};
+
+class KillStress {
+ public:
+  explicit KillStress(uint64_t seed) : rng_(seed) {
+    control_path_ = (harness_.root() / "control").string();
+    control_ = static_cast<st::StressControl*>(
+        st::MapSharedFile(control_path_, sizeof(st::StressControl), /*create=*/true));
+  }
+  ~KillStress() {
+    if (control_ != nullptr) munmap(control_, sizeof(st::StressControl));
+  }
+
+  // Runs the kills; returns the first problem in words, or "".
+  std::string Run() {
+    if (control_ == nullptr) return "cannot map the control file";
+    const auto deadline = std::chrono::steady_clock::now() + kTimeLimit;
+    daemon_.emplace(harness_.Start());
+    if (!daemon_->ready()) return "the first daemon did not start: " + daemon_->Describe();
+    workers_.resize(2);
+    workers_[1].batches = true;
+    for (Worker& worker : workers_) StartWorker(worker);
+
+    std::string problem;
+    while (kills_ < kMinKills && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20 + rng_() % 400));
+      if (std::string p = CheckWorkers(); !p.empty()) return p;
+      daemon_->Kill();
+      ++kills_;
+      // Sometimes kill the successor again while it is starting up (claim, reservation,
+      // first fill), before READY.
+      if (rng_() % 3 == 0 && kills_ < kMinKills) {
+        Daemon early = Daemon::Spawn(harness_.Options());
+        std::this_thread::sleep_for(std::chrono::microseconds(rng_() % 30'000));
+        early.Kill();
+        ++kills_;
+        ++early_kills_;
+      }
+      daemon_.emplace(harness_.Start());
+      if (!daemon_->ready()) return "a restarted daemon did not start: " + daemon_->Describe();
+      // The workers get IDs from the restarted daemon.
+      const uint64_t before = Committed();
+      const auto progress_deadline = std::chrono::steady_clock::now() + 20s;
+      while (Committed() <= before) {
+        if (std::chrono::steady_clock::now() >= progress_deadline) {
+          return "no IDs in 20 s after restart " + std::to_string(kills_) + ": " +
+                 daemon_->Describe();
+        }
+        if (std::string p = CheckWorkers(); !p.empty()) return p;
+        std::this_thread::sleep_for(5ms);
+      }
+    }
+    control_->stop.store(1, std::memory_order_release);
+    for (Worker& worker : workers_) {
+      auto status = worker.process->Wait(30s);
+      if (!status) {
+        worker.process->Kill(SIGKILL);
+        if (problem.empty()) problem = "a worker did not stop";
+      } else if (!status->ExitedWith(st::kConsumerStopped) && problem.empty()) {
+        problem = "worker at stop: " + status->ToString() + ": " + worker.process->err();
+      }
+      finished_.push_back(worker.record_path);
+    }
+    auto stopped = daemon_->Stop();
+    if ((!stopped || !stopped->ExitedWith(0)) && problem.empty()) {
+      problem = "the last daemon did not stop cleanly: " + daemon_->Describe();
+    }
+    return problem;
+  }
+
+  IdCheckResult Check() const {
+    IdChecker checker;
+    for (const std::string& path : finished_) checker.AddRecorder(path, ReadRecords(path));
+    return checker.Check();
+  }
+
+  uint64_t kills() const { return kills_; }
+  uint64_t early_kills() const { return early_kills_; }
+
+ private:
+  void StartWorker(Worker& worker) {
+    if (!worker.record_path.empty()) finished_.push_back(worker.record_path);
+    worker.record_path = (harness_.root() / ("records-" + std::to_string(next_file_++))).string();
+    SpawnOptions options;
+    options.out = Output::Null();
+    worker.process.emplace(Process::Spawn({kWorker, harness_.runtime_dir().string(), control_path_,
+                                           worker.record_path, worker.batches ? "batch" : "single"},
+                                          options));
+  }
+
+  // A worker with a full file gets a new one; any other end is a problem.
+  std::string CheckWorkers() {
+    for (Worker& worker : workers_) {
+      if (auto status = worker.process->Wait(0ms)) {
+        if (!status->ExitedWith(st::kConsumerFileFull)) {
+          return "a worker ended: " + status->ToString() + ": " + worker.process->err();
+        }
+        StartWorker(worker);
+      }
+    }
+    return "";
+  }
+
+  uint64_t Committed() const {
+    uint64_t total = 0;
+    for (const std::string& path : finished_) total += CommittedCount(path);
+    for (const Worker& worker : workers_) total += CommittedCount(worker.record_path);
+    return total;
+  }
+
+  DaemonHarness harness_{"kill-stress"};
+  std::mt19937_64 rng_;
+  std::string control_path_;
+  st::StressControl* control_ = nullptr;
+  std::optional<Daemon> daemon_;
+  std::vector<Worker> workers_;
+  std::vector<std::string> finished_;
+  uint64_t next_file_ = 0;
+  uint64_t kills_ = 0;
+  uint64_t early_kills_ = 0;
+};
+
+TEST(DaemonKillStress, IdsStayUniqueAndOrderedAcrossRandomSigkillsAndRestarts) {
+  const uint64_t seed = SeedFromEnv();
+  std::cout << "seed " << seed << " (set SNOWFLAKE_STRESS_SEED to repeat)\n";
+  ::testing::Test::RecordProperty("seed", std::to_string(seed));
+  KillStress sut(seed);
+
+  const std::string problem = sut.Run();
+  const IdCheckResult result = sut.Check();
+
+  std::cout << sut.kills() << " SIGKILLs (" << sut.early_kills()
+            << " during start-up): " << result.Summary() << "\n";
+  EXPECT_EQ(problem, "") << "seed " << seed;
+  EXPECT_GE(sut.kills(), 10u) << "time limit before enough kills; seed " << seed;
+  EXPECT_GT(result.ids, 0u);
+  EXPECT_TRUE(result.ok()) << result.Summary() << "\nseed " << seed;
+}
+
+}  // namespace
+}  // namespace snowflake

@@ -1,0 +1,113 @@
+// daemon_stress_worker: a client process for daemon_kill_stress_test.
+//
+//   daemon_stress_worker RUNTIME_DIR CONTROL_FILE RECORD_FILE single|batch
+//
+// Takes IDs from the real snowflaked through libsnowflake until the driver sets `stop` in
+// CONTROL_FILE (tests/shm/stress_files.h), recording each as {id, baton read before the
+// take} into RECORD_FILE (a MAP_SHARED file: what it recorded survives anything) and
+// committing it before raising the baton. While the daemon is being killed and restarted
+// its takes fail with "dead", "stopped", "starting", ...: it waits a millisecond and
+// retries, as a client that fails over and comes back would.
+//
+// Exit: 0 stopped by the driver; 10 the record file is full (the driver gives it a new
+// one); 20 setup failed; 1 an error no restart explains (printed).
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
+
+#include "id_checker.h"
+#include "snowflake/client.h"
+#include "stress_files.h"
+
+namespace {
+
+namespace st = snowflake::shm::testing;
+using snowflake::ClientError;
+using snowflake::testing::TakeRecord;
+
+// The daemon is between a SIGKILL and its restart, or restarting: retry.
+bool Transient(ClientError code) {
+  switch (code) {
+    case ClientError::kDaemonStarting:
+    case ClientError::kDaemonPaused:
+    case ClientError::kDaemonStopped:
+    case ClientError::kDaemonNotHeartbeating:
+    case ClientError::kDaemonDead:
+    case ClientError::kTimedOut:
+      return true;
+    default:
+      return false;
+  }
+}
+
+constexpr uint64_t kMaxBatch = 8;
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 5) {
+    std::fprintf(stderr, "usage: daemon_stress_worker RUNTIME_DIR CONTROL RECORDS single|batch\n");
+    return st::kHelperSetupFailed;
+  }
+  const bool batches = std::string(argv[4]) == "batch";
+  auto* control = static_cast<st::StressControl*>(
+      st::MapSharedFile(argv[2], sizeof(st::StressControl), /*create=*/false));
+  auto* header = static_cast<st::RecordFileHeader*>(
+      st::MapSharedFile(argv[3], st::kRecordFileSize, /*create=*/true));
+  if (control == nullptr || header == nullptr) {
+    std::perror("map");
+    return st::kHelperSetupFailed;
+  }
+  header->capacity = st::kRecordsPerFile;
+  auto* records = reinterpret_cast<TakeRecord*>(header + 1);
+
+  snowflake::ClientOptions options;
+  options.runtime_dir = argv[1];
+  options.wait_timeout = std::chrono::milliseconds(100);
+  options.max_heartbeat_age = std::chrono::seconds(2);
+  auto client = snowflake::Client::Open(batches ? "stress-batch" : "stress-single", options);
+  if (!client) {
+    std::fprintf(stderr, "open: %s\n", client.error().message.c_str());
+    return st::kHelperSetupFailed;
+  }
+
+  uint64_t count = 0;
+  uint64_t batch[kMaxBatch];
+  while (control->stop.load(std::memory_order_acquire) == 0) {
+    if (count + kMaxBatch > st::kRecordsPerFile) return st::kConsumerFileFull;
+    const uint64_t before = control->baton.load(std::memory_order_seq_cst);
+    size_t taken = 0;
+    if (batches) {
+      auto n = client->NextBatch(batch);
+      if (n) taken = *n;
+      if (!n && !Transient(n.error().code)) {
+        std::fprintf(stderr, "next_batch: %s\n", n.error().message.c_str());
+        return 1;
+      }
+    } else {
+      auto id = client->Next();
+      if (id) {
+        batch[0] = *id;
+        taken = 1;
+      } else if (!Transient(id.error().code)) {
+        std::fprintf(stderr, "next: %s\n", id.error().message.c_str());
+        return 1;
+      }
+    }
+    if (taken == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      continue;
+    }
+    for (size_t i = 0; i < taken; ++i) records[count + i] = {batch[i], before};
+    count += taken;
+    // Commit, then raise the baton: a take that sees the raised baton began after these
+    // records were durable.
+    header->count.store(count, std::memory_order_release);
+    snowflake::testing::RaiseBaton(control->baton, batch[taken - 1]);
+    // A modest pace keeps the record files small; the kills, not the volume, are the test.
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+  return st::kConsumerStopped;
+}
