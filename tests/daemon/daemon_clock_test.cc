@@ -115,6 +115,27 @@ PhaseCheck CheckIncreasing(const std::vector<Taker::Taken>& taken) {
   return check;
 }
 
+uint64_t LastOfPhase(const std::vector<Taker::Taken>& taken, int phase) {
+  uint64_t last = 0;
+  for (const Taker::Taken& t : taken) last = t.phase == phase ? t.id : last;
+  return last;
+}
+
+uint64_t FirstOfPhase(const std::vector<Taker::Taken>& taken, int phase) {
+  for (const Taker::Taken& t : taken) {
+    if (t.phase == phase) return t.id;
+  }
+  return 0;
+}
+
+// "123 (ms 1796218638724, seq 17)".
+std::string Describe(const Client& client, uint64_t id) {
+  auto decoded = client.Decode(id);
+  if (!decoded) return std::to_string(id);
+  return std::to_string(id) + " (ms " + std::to_string(decoded->unix_ms) + ", seq " +
+         std::to_string(decoded->sequence) + ")";
+}
+
 class DaemonClockTest : public ::testing::Test {
  protected:
   DaemonClockTest() { SetClockOffset(offset_file(), "+0"); }
@@ -218,7 +239,10 @@ TEST_F(DaemonClockTest, SmallStepBackPausesThenServesAgainByItself) {
   // be unique; this checks the stricter, millisecond reading the issue asks for.
   EXPECT_GT(MinMs(taker->client(), taken, 2), MaxMs(taker->client(), taken, 0))
       << "an ID taken after the pause ended carries the millisecond of an ID taken before "
-         "the step (the daemon served again when the clock reached the mark, not passed it)";
+         "the step (the daemon served again when the clock reached the mark, not passed "
+         "it): last before "
+      << Describe(taker->client(), LastOfPhase(taken, 0)) << ", first after "
+      << Describe(taker->client(), FirstOfPhase(taken, 2));
   std::cout << "5 ms step: " << taker->errors() << " takes refused during the pause\n";
 }
 
