@@ -343,4 +343,21 @@ std::optional<uint64_t> ProcessCpuTicks(pid_t pid) {
   return utime + stime;
 }
 
+std::optional<uint64_t> ProcessCpuNanos(pid_t pid) {
+  std::error_code error;
+  const std::filesystem::path tasks = "/proc/" + std::to_string(pid) + "/task";
+  uint64_t total = 0;
+  bool any = false;
+  for (const auto& task : std::filesystem::directory_iterator(tasks, error)) {
+    std::ifstream in(task.path() / "schedstat");
+    uint64_t on_cpu_ns = 0;
+    if (in >> on_cpu_ns) {
+      total += on_cpu_ns;
+      any = true;
+    }
+  }
+  if (error || !any) return std::nullopt;
+  return total;
+}
+
 }  // namespace snowflake::testing
