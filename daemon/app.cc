@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -152,7 +153,10 @@ class FillLoop {
         producer_(std::move(producer)),
         generator_(std::move(generator)),
         group_(group),
-        demand_(config.ring.min_fill, config.ring.capacity),
+        // At most half a millisecond's sequence space ahead: a burst that empties the
+        // ring is then refilled from the same millisecond in tens of µs, not at the next.
+        demand_(std::min<uint64_t>(config.ring.min_fill, kIdsPerMs / 2),
+                std::min<uint64_t>(config.ring.capacity, kIdsPerMs / 2)),
         buffer_(config.ring.capacity),
         reserved_through_(reserved_through),
         control_(
@@ -174,10 +178,16 @@ class FillLoop {
       return kExitFatal;
     }
     ApplyStartupClockPolicy();
+    // The default timer slack (50 µs) would let each boundary wake-up come late by that
+    // much, and every microsecond after a boundary hands out IDs of the previous ms.
+    prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
     last_head_ = producer_.head();
     bool ready_sent = false;
+    uint32_t refill_seen = producer_.refill_request();
     while (!signals_.stop_requested() && !fatal_) {
-      const uint32_t refill_seen = producer_.refill_request();
+      const uint32_t refill_now = producer_.refill_request();
+      if (refill_now != refill_seen) last_demand_ = Steady::now();
+      refill_seen = refill_now;
       Pass();
       if (!ready_sent && (published_.state == DaemonState::kServing ||
                           published_.state == DaemonState::kOutOfService)) {
@@ -189,11 +199,12 @@ class FillLoop {
                      claim_.machine, producer_.path().string(),
                      (config_.daemon.runtime_dir / kControlSocketFileName).string());
       }
-      // Sleep until a client asks for a refill, or 1 ms (the heartbeat and freshness
-      // cadence) while IDs flow or the clock is being waited for; an idle daemon sleeps up
-      // to idle_wait_ms_ (heartbeats stay far younger than the clients' 50 ms limit).
-      producer_.WaitForRefillRequest(refill_seen,
-                                     std::chrono::milliseconds(idle_ ? idle_wait_ms_ : 1));
+      // Sleep until a client asks for a refill, or until just past the next millisecond
+      // boundary while clients take IDs or the clock is being waited for: a new ms is new
+      // sequence space and makes the ring's IDs one ms older, so that is when to drain and
+      // refill (a flat 1 ms sleep drifts against the boundaries and leaves whole ms
+      // unused). A dormant daemon's ring is empty; it sleeps kDormantWait between beats.
+      producer_.WaitForRefillRequest(refill_seen, dormant_ ? kDormantWait : UntilNextMs());
     }
     if (fatal_) {
       producer_.SetState(DaemonState::kStopped, StateReason::kShutdown);
@@ -210,6 +221,16 @@ class FillLoop {
   }
 
  private:
+  // Time until 5 µs past the next millisecond boundary of the wall clock (the IDs'
+  // clock), at most 1.005 ms: the margin lets the new millisecond have begun when we read it.
+  static std::chrono::nanoseconds UntilNextMs() {
+    timespec now{};
+    clock_gettime(CLOCK_REALTIME, &now);
+    constexpr int64_t kMsNs = 1'000'000;
+    constexpr int64_t kMarginNs = 5'000;
+    return std::chrono::nanoseconds(kMsNs - now.tv_nsec % kMsNs + kMarginNs);
+  }
+
   // A fast restart (the clock behind the persisted reservation by at most
   // reservation_ms + max_backward_ms) only waits; further behind stays out of service.
   void ApplyStartupClockPolicy() {
@@ -251,10 +272,14 @@ class FillLoop {
       // back before anyone receives one, then let the generator judge the step.
       producer_.DrainAll();
       Fill(1);
+    } else if (dormant_) {
+      // Nobody has taken an ID for a while: hold none, so none can turn stale. The next
+      // client finds the ring empty and its refill request wakes us at once.
+      producer_.DrainAll();
     } else {
-      // Also drains what would turn stale before the next pass, however long it sleeps.
-      const int64_t min_offset =
-          now_ms + idle_wait_ms_ - config_.ring.max_age_ms - config_.id.epoch_unix_ms;
+      // Passes run just after each ms boundary: an ID older than max_age_ms now is drained
+      // before anyone can receive it.
+      const int64_t min_offset = now_ms - config_.ring.max_age_ms - config_.id.epoch_unix_ms;
       if (min_offset > 0) producer_.DrainOlderThan(min_offset);
     }
 
@@ -265,12 +290,16 @@ class FillLoop {
     }
     const uint64_t size = producer_.size();
     const bool may_generate = generator_.state() != GeneratorState::kOutOfService &&
-                              (!persistence_failed_ || now >= next_persist_try_);
+                              (!persistence_failed_ || now >= next_persist_try_) &&
+                              (!dormant_ || !filled_once_);
     if (may_generate && size < target) Fill(target - size);
     SyncState();
-    idle_ =
-        taken == 0 && (published_.state == DaemonState::kOutOfService ||
-                       (published_.state == DaemonState::kServing && producer_.size() >= target));
+    if (taken > 0) last_demand_ = now;
+    // Dormant: serving (or out of service) and no take or refill request for kDormantAfter.
+    // A paused daemon stays awake to notice the clock passing the mark.
+    dormant_ = filled_once_ && now - last_demand_ >= kDormantAfter &&
+               (published_.state == DaemonState::kServing ||
+                published_.state == DaemonState::kOutOfService);
 
     producer_.Heartbeat();
     notifier_.MaybeWatchdog(now);
@@ -562,9 +591,13 @@ class FillLoop {
   ControlServer control_;
 
   PublishedState published_;
-  // The longest sleep of an idle pass: a fifth of max_age_ms, within [1, 5] ms.
-  const int64_t idle_wait_ms_ = std::clamp<int64_t>(config_.ring.max_age_ms / 5, 1, 5);
-  bool idle_ = false;
+  // A daemon nobody took from for kDormantAfter empties its ring and beats every
+  // kDormantWait: far younger than the clients' 50 ms heartbeat limit, and about 200
+  // wake-ups a second instead of 1,000.
+  static constexpr std::chrono::seconds kDormantAfter{1};
+  static constexpr std::chrono::milliseconds kDormantWait{5};
+  bool dormant_ = false;
+  Steady::time_point last_demand_ = Steady::now();
   bool filled_once_ = false;
   bool starting_behind_ = false;
   int64_t step_ms_ = 0;

@@ -105,7 +105,7 @@ class Validator {
            }},
           {"max_age_ms",
            [&](auto& k, auto& n) {
-             config_.ring.max_age_ms = Integer(k, n, 1, 60'000, "from 1 to 60000");
+             config_.ring.max_age_ms = Integer(k, n, 0, 60'000, "from 0 to 60000");
            }},
           {"min_fill",
            [&](auto& k, auto& n) {

@@ -48,7 +48,7 @@ struct Config {
   };
   struct Ring {
     uint64_t capacity = 4096;
-    int64_t max_age_ms = 50;
+    int64_t max_age_ms = 0;
     uint64_t min_fill = 64;
     friend bool operator==(const Ring&, const Ring&) = default;
   };

@@ -4,19 +4,28 @@
 
 namespace snowflake {
 
-DemandTracker::DemandTracker(uint64_t min_fill, uint64_t capacity, std::chrono::nanoseconds window)
-    : min_fill_(min_fill), capacity_(capacity), window_(window), target_(min_fill) {}
+DemandTracker::DemandTracker(uint64_t min_fill, uint64_t max_fill,
+                             std::chrono::milliseconds window)
+    : min_fill_(min_fill),
+      max_fill_(max_fill),
+      window_ms_(std::max<int64_t>(window.count(), 1)),
+      target_(min_fill) {}
 
 void DemandTracker::Record(TimePoint now, uint64_t taken) {
-  if (taken > 0) {
-    samples_.emplace_back(now, taken);
-    in_window_ += taken;
+  const int64_t ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
+  if (ms != current_.ms) {
+    // The current millisecond is over: it joins the window's peaks.
+    if (current_.taken > 0) {
+      while (!peaks_.empty() && peaks_.back().taken <= current_.taken) peaks_.pop_back();
+      peaks_.push_back(current_);
+    }
+    current_ = Bucket{.ms = ms, .taken = 0};
   }
-  while (!samples_.empty() && now - samples_.front().first > window_) {
-    in_window_ -= samples_.front().second;
-    samples_.pop_front();
-  }
-  target_ = std::clamp<uint64_t>(in_window_ * 2, min_fill_, capacity_);
+  current_.taken += taken;
+  while (!peaks_.empty() && peaks_.front().ms <= ms - window_ms_) peaks_.pop_front();
+  const uint64_t peak = std::max(current_.taken, peaks_.empty() ? 0 : peaks_.front().taken);
+  target_ = std::clamp<uint64_t>(peak * 2, min_fill_, max_fill_);
 }
 
 }  // namespace snowflake

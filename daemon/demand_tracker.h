@@ -1,7 +1,9 @@
 // How many IDs the ring should hold: about what recent demand needs (DESIGN.md section 4,
-// "Freshness"). The target is twice the IDs taken within the last `window`, clamped to
-// [min_fill, capacity]: enough to absorb a burst until the next refill, few enough that
-// IDs are fresh when taken and the ring never hides a clock problem for long.
+// "Freshness"). The target is twice the most IDs taken within one millisecond during the
+// last `window` (one second by default), clamped to [min_fill, max_fill]: a client that
+// takes in bursts finds its burst waiting, and a quiet host's ring stays small, so the
+// daemon's work follows demand. Freshness itself is the drain's job (max_age_ms), not the
+// target's: every pass drains IDs that became too old, whatever the target.
 //
 // A DemandTracker is not safe for concurrent use: the fill loop owns it.
 
@@ -11,7 +13,6 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
-#include <utility>
 
 namespace snowflake {
 
@@ -19,21 +20,30 @@ class DemandTracker {
  public:
   using TimePoint = std::chrono::steady_clock::time_point;
 
-  // REQUIRES: 1 <= min_fill <= capacity.
-  DemandTracker(uint64_t min_fill, uint64_t capacity,
-                std::chrono::nanoseconds window = std::chrono::milliseconds(2));
+  // REQUIRES: 1 <= min_fill <= max_fill; window >= 1 ms.
+  DemandTracker(uint64_t min_fill, uint64_t max_fill,
+                std::chrono::milliseconds window = std::chrono::seconds(1));
 
-  // `taken`: IDs clients took since the previous call (drains excluded).
+  // `taken`: IDs clients took since the previous call (drains excluded). Calls must come
+  // in time order.
   void Record(TimePoint now, uint64_t taken);
   // The fill target as of the last Record().
   uint64_t target() const noexcept { return target_; }
 
  private:
+  struct Bucket {
+    int64_t ms;      // steady-clock millisecond
+    uint64_t taken;  // IDs taken in it
+  };
+
   uint64_t min_fill_;
-  uint64_t capacity_;
-  std::chrono::nanoseconds window_;
-  std::deque<std::pair<TimePoint, uint64_t>> samples_;
-  uint64_t in_window_ = 0;
+  uint64_t max_fill_;
+  int64_t window_ms_;
+  // Finished buckets of the window with decreasing `taken` (a sliding-window maximum):
+  // the front is the peak. A bucket with a later, larger one behind it can never be the
+  // peak again and is dropped.
+  std::deque<Bucket> peaks_;
+  Bucket current_{.ms = INT64_MIN, .taken = 0};
   uint64_t target_;
 };
 

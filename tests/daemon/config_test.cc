@@ -157,7 +157,7 @@ TEST(Config, CapacityMustBeAPowerOfTwo) {
 TEST(Config, OutOfRangeIsAnError) {
   EXPECT_EQ(ErrorOf("[clock]\nmax_backward_ms = -1\n"),
             "/etc/snowflaked.toml:2: clock.max_backward_ms: must be from 0 to 60000, got -1");
-  EXPECT_THAT(ErrorOf("[ring]\nmax_age_ms = 0\n"), HasSubstr("ring.max_age_ms: must be from 1"));
+  EXPECT_THAT(ErrorOf("[ring]\nmax_age_ms = -1\n"), HasSubstr("ring.max_age_ms: must be from 0"));
   EXPECT_THAT(ErrorOf("[persistence]\nreservation_ms = 0\n"),
               HasSubstr("persistence.reservation_ms: must be from 1 to 60000, got 0"));
   EXPECT_THAT(ErrorOf("[systemd]\nstatus_interval_ms = 1\n"),

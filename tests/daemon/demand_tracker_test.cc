@@ -5,6 +5,7 @@
 namespace snowflake {
 namespace {
 
+using std::chrono::microseconds;
 using std::chrono::milliseconds;
 
 TEST(DemandTracker, IdleKeepsMinFill) {
@@ -15,27 +16,51 @@ TEST(DemandTracker, IdleKeepsMinFill) {
   EXPECT_EQ(sut.target(), 64u);
 }
 
-TEST(DemandTracker, TargetIsTwiceTheRecentDemandClampedToCapacity) {
+TEST(DemandTracker, TargetIsTwiceThePeakMillisecondClampedToCapacity) {
   // Arrange
   DemandTracker sut(64, 4096);
   const DemandTracker::TimePoint t0{};
 
-  // Act / Assert
+  // Act / Assert: two passes in one millisecond add up.
   sut.Record(t0, 300);
-  sut.Record(t0 + milliseconds(1), 200);
+  sut.Record(t0 + microseconds(500), 200);
   EXPECT_EQ(sut.target(), 1000u);
   sut.Record(t0 + milliseconds(2), 5000);
   EXPECT_EQ(sut.target(), 4096u);
+}
+
+TEST(DemandTracker, APeakIsRememberedForTheWholeWindow) {
+  DemandTracker sut(64, 4096);
+  const DemandTracker::TimePoint t0{};
+  sut.Record(t0, 1000);
+  sut.Record(t0 + milliseconds(1), 10);
+
+  sut.Record(t0 + milliseconds(999), 0);
+
+  EXPECT_EQ(sut.target(), 2000u);
 }
 
 TEST(DemandTracker, OldDemandLeavesTheWindow) {
   DemandTracker sut(64, 4096);
   const DemandTracker::TimePoint t0{};
   sut.Record(t0, 1000);
+  sut.Record(t0 + milliseconds(500), 100);
 
-  sut.Record(t0 + milliseconds(3), 10);
+  sut.Record(t0 + milliseconds(1001), 10);
 
-  EXPECT_EQ(sut.target(), 64u);
+  EXPECT_EQ(sut.target(), 200u);
+}
+
+TEST(DemandTracker, ALaterLargerPeakReplacesAnEarlierSmallerOne) {
+  DemandTracker sut(1, 4096);
+  const DemandTracker::TimePoint t0{};
+  sut.Record(t0, 100);
+  sut.Record(t0 + milliseconds(10), 300);
+  sut.Record(t0 + milliseconds(20), 50);
+
+  sut.Record(t0 + milliseconds(1005), 0);  // the 100 has left; 300 and 50 remain
+
+  EXPECT_EQ(sut.target(), 600u);
 }
 
 }  // namespace
