@@ -73,7 +73,7 @@ size_t AwaitFill(const snowflake::shm::RingConsumer& ring, snowflake::Client& cl
 }
 
 // Runs the timed bursts: `prepare()` (untimed) returns how many IDs the burst takes;
-// `take()` takes some and returns how many.
+// `take()` takes some and returns how many; 0 ends the burst early.
 template <typename Prepare, typename Take>
 void RunBursts(benchmark::State& state, Prepare prepare, Take take) {
   int64_t total_ns = 0;
@@ -82,7 +82,11 @@ void RunBursts(benchmark::State& state, Prepare prepare, Take take) {
     const size_t want = prepare();
     size_t got = 0;
     const int64_t start = MonotonicNs();
-    while (got < want) got += take(want - got);
+    while (got < want) {
+      const size_t n = take(want - got);
+      if (n == 0) break;  // only the raw ring taker: the daemon drained at a ms boundary
+      got += n;
+    }
     const int64_t elapsed = MonotonicNs() - start;
     state.SetIterationTime(static_cast<double>(elapsed) * 1e-9);
     total_ns += elapsed;
@@ -155,7 +159,9 @@ int main(int argc, char** argv) {
   registered.push_back(benchmark::RegisterBenchmark("take_1t/ring", [&](benchmark::State& s) {
     RunBursts(s, fill(kBurst), [](size_t) -> size_t {
       uint64_t id = 0;
-      if (!context.ring->TryTake(&id)) Abort("ring empty inside a burst");
+      // The daemon drains the previous millisecond's IDs at each boundary; a burst that
+      // meets one ends there (the client benchmark takes the slow path instead).
+      if (!context.ring->TryTake(&id)) return 0;
       KeepValue(id);
       return 1;
     });

@@ -310,7 +310,11 @@ gid_t SegmentGroup() { return AsRoot() ? 1 : getgid(); }
 
 std::string GroupName(gid_t gid) {
   const group* entry = getgrgid(gid);
-  return entry != nullptr ? "'" + std::string(entry->gr_name) + "'" : "gid " + std::to_string(gid);
+  if (entry == nullptr) return "gid " + std::to_string(gid);
+  // Built with append: GCC 12 at -O3 warns (-Wrestrict, falsely) on "'" + std::string(...).
+  std::string name = "'";
+  name.append(entry->gr_name).append("'");
+  return name;
 }
 
 ChildResult OpenWithoutPermission(const std::filesystem::path& dir) {
