@@ -196,9 +196,21 @@ Daemon Daemon::Spawn(DaemonOptions options) {
 }
 
 Daemon::~Daemon() {
-  if (process_ != nullptr && process_->Running()) {
+  if (process_ == nullptr) return;  // moved from
+  if (process_->Running()) {
     process_->Kill(SIGKILL);
     process_->Wait(60s);
+  }
+  // A sanitizer finding in the daemon fails the test that ran it, even when the daemon
+  // was SIGKILLed before it could exit with the sanitizer's status.
+  const std::string err = process_->err();
+  for (const char* report : {"ERROR: AddressSanitizer", "ERROR: LeakSanitizer",
+                             "WARNING: ThreadSanitizer", "runtime error:"}) {
+    if (err.find(report) != std::string::npos) {
+      ADD_FAILURE() << "snowflaked (pid " << process_->pid() << ") reported \"" << report << "\":\n"
+                    << err;
+      break;
+    }
   }
 }
 

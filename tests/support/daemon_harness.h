@@ -9,7 +9,8 @@
 //   daemon.Stop();                            // SIGTERM, waits, returns the status
 //
 // A Daemon that is destroyed while its process runs kills it with SIGKILL and reaps it,
-// so a failing test leaves no stray daemon.
+// so a failing test leaves no stray daemon; a sanitizer report on its stderr (ASan, LSan,
+// TSan, UBSan) then fails the running test.
 //
 // Thread-safety: a NotifySocket's accessors may be called from any thread (a background
 // thread receives the datagrams). Daemon and DaemonHarness must be used from one thread.
