@@ -563,7 +563,7 @@ class FillLoop {
     } else {
       reserved_through_ = mark;
     }
-    if (auto updated = register_->UpdateHighWater(mark); !updated) {
+    if (auto updated = register_->RecordCleanStop(mark); !updated) {
       spdlog::warn("cannot record the high-water mark in the register: {}",
                    updated.error().message);
     }

@@ -247,6 +247,16 @@ tl::expected<MachineClaim, RegisterError> FileRegister::Claim(
 }
 
 tl::expected<void, RegisterError> FileRegister::UpdateHighWater(int64_t unix_ms) noexcept {
+  return WriteHighWater(unix_ms, /*may_lower=*/false);
+}
+
+tl::expected<void, RegisterError> FileRegister::RecordCleanStop(
+    int64_t last_issued_unix_ms) noexcept {
+  return WriteHighWater(last_issued_unix_ms, /*may_lower=*/true);
+}
+
+tl::expected<void, RegisterError> FileRegister::WriteHighWater(int64_t unix_ms,
+                                                               bool may_lower) noexcept {
   try {
     if (!machine_) {
       return tl::unexpected(Error(RegisterErrorCode::kNotClaimed, "no number claimed yet"));
@@ -263,7 +273,9 @@ tl::expected<void, RegisterError> FileRegister::UpdateHighWater(int64_t unix_ms)
       entry.holder_id = holder_id_;
       entry.pid = getpid();
     }
-    if (unix_ms <= entry.high_water_unix_ms) return {};
+    if (unix_ms == entry.high_water_unix_ms || (!may_lower && unix_ms < entry.high_water_unix_ms)) {
+      return {};
+    }
     entry.high_water_unix_ms = unix_ms;
     return Save(options_.path, *doc);
   } catch (const std::exception& e) {

@@ -59,6 +59,7 @@ class FileRegister final : public MachineRegister {
   // P.d) if missing; an empty register adopts the request's epoch.
   tl::expected<MachineClaim, RegisterError> Claim(const ClaimRequest& request) noexcept override;
   tl::expected<void, RegisterError> UpdateHighWater(int64_t unix_ms) noexcept override;
+  tl::expected<void, RegisterError> RecordCleanStop(int64_t last_issued_unix_ms) noexcept override;
   std::string_view backend_name() const noexcept override { return "file"; }
   std::string location() const override { return options_.path.string(); }
 
@@ -74,6 +75,9 @@ class FileRegister final : public MachineRegister {
   std::filesystem::path MachineLockPath(uint32_t machine) const;
 
  private:
+  // Writes the claimed number's mark; raises only, unless may_lower (a clean stop).
+  tl::expected<void, RegisterError> WriteHighWater(int64_t unix_ms, bool may_lower) noexcept;
+
   FileRegisterOptions options_;
   std::optional<FileLock> machine_lock_;  // held from Claim() until destruction
   std::optional<uint32_t> machine_;

@@ -64,6 +64,13 @@ class MachineRegister {
   // high-water file still protects this host).
   virtual tl::expected<void, RegisterError> UpdateHighWater(int64_t unix_ms) noexcept = 0;
 
+  // At a clean stop, after the ring is drained: records exactly the last millisecond
+  // issued, LOWERING the mark from the reservation (which runs ahead of the clock), so a
+  // clean restart need not wait for the reservation to pass. Only the live holder knows
+  // this; never call it for any other reason. Errors as UpdateHighWater.
+  virtual tl::expected<void, RegisterError> RecordCleanStop(
+      int64_t last_issued_unix_ms) noexcept = 0;
+
   // "file", "static", ...
   virtual std::string_view backend_name() const noexcept = 0;
   // Where the register is, for logs and status ("/var/lib/snowflaked/register.json").

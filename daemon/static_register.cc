@@ -47,9 +47,14 @@ tl::expected<MachineClaim, RegisterError> StaticRegister::Claim(const ClaimReque
   }
 }
 
+// The static backend stores no marks: the local high-water file is the only record.
 tl::expected<void, RegisterError> StaticRegister::UpdateHighWater(int64_t) noexcept {
   if (!lock_) return tl::unexpected(RegisterError{RegisterErrorCode::kNotClaimed, "not claimed"});
   return {};
+}
+
+tl::expected<void, RegisterError> StaticRegister::RecordCleanStop(int64_t unix_ms) noexcept {
+  return UpdateHighWater(unix_ms);
 }
 
 }  // namespace snowflake

@@ -28,6 +28,7 @@ class StaticRegister final : public MachineRegister {
   tl::expected<MachineClaim, RegisterError> Claim(const ClaimRequest& request) noexcept override;
   // Nothing to record; always succeeds once claimed (kNotClaimed before).
   tl::expected<void, RegisterError> UpdateHighWater(int64_t unix_ms) noexcept override;
+  tl::expected<void, RegisterError> RecordCleanStop(int64_t last_issued_unix_ms) noexcept override;
   std::string_view backend_name() const noexcept override { return "static"; }
   std::string location() const override;
 

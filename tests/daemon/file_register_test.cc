@@ -237,6 +237,22 @@ TEST(FileRegister, HighWaterNeverGoesDown) {
   EXPECT_EQ(claim->high_water_unix_ms, kEpoch + 100);
 }
 
+TEST(FileRegister, ACleanStopLowersTheReservationToTheLastIssuedMillisecond) {
+  snowflake::testing::TempDir dir;
+  {
+    FileRegister a(Options(dir));
+    ASSERT_TRUE(a.Claim({"host:a", kEpoch}));
+    ASSERT_TRUE(a.UpdateHighWater(kEpoch + 1000));  // a reservation ahead of the clock
+    ASSERT_TRUE(a.RecordCleanStop(kEpoch + 400));   // what was really issued
+  }
+  FileRegister sut(Options(dir));
+
+  auto claim = sut.Claim({"host:a", kEpoch});
+
+  ASSERT_TRUE(claim);
+  EXPECT_EQ(claim->high_water_unix_ms, kEpoch + 400);
+}
+
 TEST(FileRegister, CorruptFileIsAnError) {
   for (
       const char* text :
