@@ -266,6 +266,10 @@ class FillLoop {
     const uint64_t head = producer_.head();
     const uint64_t taken = head - last_head_;
     demand_.Record(now, taken);
+    // A refill request (seen by Run) or a take wakes a dormant daemon in this very pass,
+    // so the client that asked is served now, not at the next millisecond boundary.
+    if (taken > 0) last_demand_ = now;
+    if (dormant_ && now - last_demand_ < kDormantAfter) dormant_ = false;
 
     if (generator_.state() == GeneratorState::kServing && now_ms < generator_.last_unix_ms()) {
       // The clock stepped back: the ring's IDs are now in the clock's future. Take them
@@ -294,7 +298,6 @@ class FillLoop {
                               (!dormant_ || !filled_once_);
     if (may_generate && size < target) Fill(target - size);
     SyncState();
-    if (taken > 0) last_demand_ = now;
     // Dormant: serving (or out of service) and no take or refill request for kDormantAfter.
     // A paused daemon stays awake to notice the clock passing the mark.
     dormant_ = filled_once_ && now - last_demand_ >= kDormantAfter &&

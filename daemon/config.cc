@@ -360,6 +360,13 @@ tl::expected<Config, ConfigError> ParseConfig(std::string_view toml_text,
 
 tl::expected<Config, ConfigError> LoadConfig(const std::filesystem::path& path) noexcept {
   try {
+    // An ifstream opens a directory and reads it as empty: that would silently run on
+    // the defaults instead of the operator's file.
+    std::error_code ignored;
+    if (std::filesystem::is_directory(path, ignored)) {
+      return tl::unexpected(ConfigError{
+          path.string() + ": cannot read the config file: it is a directory (name the file)"});
+    }
     std::ifstream in(path, std::ios::binary);
     if (!in) {
       return tl::unexpected(

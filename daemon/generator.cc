@@ -84,6 +84,9 @@ bool Generator::Admit(int64_t now_ms, bool at_start) noexcept {
   if (now_ms < mark_ms_) {
     const int64_t behind_ms = mark_ms_ - now_ms;
     ms_behind_ = behind_ms;
+    // The clock went back: the mark's millisecond is closed too, so generation resumes
+    // only once the clock has passed it (DESIGN.md §6), never later in that same ms.
+    next_sequence_ = kIdsPerMs;
     // Only Resume() leaves kOutOfService; its first reason stays the one to report.
     if (state_ == GeneratorState::kOutOfService) return false;
     std::string what;
@@ -115,6 +118,10 @@ bool Generator::Admit(int64_t now_ms, bool at_start) noexcept {
   // 3. At or past the mark.
   ms_behind_ = 0;
   if (state_ == GeneratorState::kOutOfService) return false;
+  // Paused, and the clock is back at the (closed) mark but not yet past it: still paused.
+  if (state_ == GeneratorState::kPaused && now_ms == mark_ms_ && next_sequence_ == kIdsPerMs) {
+    return false;
+  }
   if (state_ == GeneratorState::kPaused) {
     state_ = GeneratorState::kServing;
     reason_.clear();

@@ -35,7 +35,8 @@ struct GeneratorConfig {
 
 enum class GeneratorState {
   kServing,       // the clock is at or past the mark: IDs can be issued
-  kPaused,        // the clock is behind the mark; serving resumes by itself once it passes
+  kPaused,        // the clock went behind the mark; serving resumes by itself once it is
+                  // strictly past the mark's millisecond (the step closes that ms)
   kOutOfService,  // clock trouble beyond the automatic bound, or the epoch's range is
                   // used up: nothing is issued until Resume()
 };

@@ -304,7 +304,7 @@ TEST(Generator, SmallStepBackResumesByItselfWithNoIdAtOrBelowTheMark) {
     clock.Set(ms);
     EXPECT_FALSE(sut.Next().has_value()) << "at clock " << ms;
   }
-  EXPECT_EQ(sut.state(), GeneratorState::kServing);  // reached the mark: serving, used up
+  EXPECT_EQ(sut.state(), GeneratorState::kPaused);  // at the mark, not past it: still paused
   clock.Set(kStart + 1);
   auto next = sut.Next();
 
@@ -317,18 +317,21 @@ TEST(Generator, SmallStepBackResumesByItselfWithNoIdAtOrBelowTheMark) {
   EXPECT_EQ(sut.pauses_total(), 1u);
 }
 
-TEST(Generator, PauseEndsAtTheMarkMillisecondWhenItsSequenceIsNotUsedUp) {
+TEST(Generator, PauseEndsOnlyOnceTheClockPassesTheMarkEvenWithSequenceLeft) {
   FakeClock clock(kStart);
   auto sut = MustCreate(Config(), clock);
-  const uint64_t last = sut.Next().value();
+  const uint64_t last = sut.Next().value();  // kStart has 4,095 sequences left
   clock.Advance(-10);
   ASSERT_FALSE(sut.Next().has_value());
   clock.Set(kStart);
+  EXPECT_EQ(sut.Next().error(), GenerateError::kPaused);  // the step closed the mark's ms
+  clock.Set(kStart + 1);
 
   const uint64_t next = sut.Next().value();
 
-  EXPECT_EQ(Fields(next), (DecodedId{kStart, kMachine, 1}));
+  EXPECT_EQ(Fields(next), (DecodedId{kStart + 1, kMachine, 0}));
   EXPECT_GT(next, last);
+  EXPECT_EQ(sut.state(), GeneratorState::kServing);
 }
 
 TEST(Generator, LargeStepBackGoesOutOfServiceUntilResume) {
@@ -466,7 +469,7 @@ TEST(Generator, StartSlightlyBehindTheHighWaterMarkPausesUntilItPasses) {
   EXPECT_EQ(sut.ms_behind(), 30);
   EXPECT_EQ(sut.pauses_total(), 1u);
   clock.Set(kStart + 30);
-  EXPECT_EQ(sut.Next().error(), GenerateError::kSequenceExhausted);
+  EXPECT_EQ(sut.Next().error(), GenerateError::kPaused);  // at the mark, not past it
   clock.Set(kStart + 31);
   EXPECT_EQ(Fields(sut.Next().value()).unix_ms, kStart + 31);
 }
