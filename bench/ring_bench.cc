@@ -1,6 +1,6 @@
-// Takes from the shared-memory ring next to the baseline users write by hand: an
-// in-process std::mutex snowflake generator (same 1/41/10/12 layout, CLOCK_REALTIME,
-// waits for the next ms when 4096 are used), measured in the same run.
+// Takes from the shared-memory ring next to the baseline users write by hand: the
+// in-process std::mutex snowflake generator of baselines.h (same 1/41/10/12 layout,
+// CLOCK_REALTIME, waits for the next ms when 4096 are used), measured in the same run.
 //
 // The mutex generator runs in bursts of kBurst = 4000 IDs, below the 4096-per-ms cap:
 // between bursts, outside the timed region, it waits for a fresh millisecond, so the
@@ -10,7 +10,6 @@
 // Report: items_per_second (IDs/s) and time_per_id (CPU time).
 
 #include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <benchmark/benchmark.h>
@@ -19,60 +18,28 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
-#include <mutex>
 #include <numeric>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "baselines.h"
 #include "snowflake/id_layout.h"
 #include "snowflake/ring_consumer.h"
 #include "snowflake/ring_producer.h"
 
 namespace {
 
+using snowflake::bench::MutexSnowflake;
+using snowflake::bench::RealtimeMs;
+using snowflake::bench::WaitForMsAfter;
 using snowflake::shm::RingConsumer;
 using snowflake::shm::RingProducer;
 
 constexpr size_t kBurst = 4000;
 // The largest ring: a refill (untimed) every million takes keeps the pause cost out.
 constexpr uint64_t kCapacity = snowflake::shm::kMaxCapacity;
-
-int64_t RealtimeMs() {
-  timespec now{};
-  clock_gettime(CLOCK_REALTIME, &now);
-  return static_cast<int64_t>(now.tv_sec) * 1000 + now.tv_nsec / 1'000'000;
-}
-
-// What a careful user writes without a daemon: one lock around clock, sequence and
-// composition.
-class MutexSnowflake {
- public:
-  explicit MutexSnowflake(uint32_t machine) : machine_(machine) {}
-
-  uint64_t Next() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    int64_t now = RealtimeMs();
-    if (now > last_ms_) {
-      last_ms_ = now;
-      sequence_ = 0;
-    } else if (sequence_ > snowflake::kMaxSequence) {
-      while ((now = RealtimeMs()) <= last_ms_) {
-      }
-      last_ms_ = now;
-      sequence_ = 0;
-    }
-    return snowflake::IdLayout::EncodeUnchecked(last_ms_ - snowflake::kDefaultEpochUnixMs,
-                                                machine_, sequence_++);
-  }
-
- private:
-  std::mutex mutex_;
-  const uint32_t machine_;
-  int64_t last_ms_ = 0;
-  uint32_t sequence_ = 0;
-};
 
 // A ring of kCapacity slots in a temporary runtime directory, with one consumer mapping.
 class RingFixture {
@@ -142,9 +109,7 @@ void BM_MutexSnowflake(benchmark::State& state) {
     if (in_burst == kBurst) {
       state.PauseTiming();
       // Start each burst in a fresh millisecond so it stays under the 4096 cap.
-      const int64_t start = RealtimeMs();
-      while (RealtimeMs() == start) {
-      }
+      WaitForMsAfter(RealtimeMs());
       in_burst = 0;
       state.ResumeTiming();
     }
