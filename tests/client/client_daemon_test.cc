@@ -6,7 +6,6 @@
 #include <signal.h>
 
 #include <chrono>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -17,6 +16,7 @@
 #include "snowflake/client.h"
 #include "subprocess.h"
 #include "temp_dir.h"
+#include "worker_runs.h"
 
 namespace snowflake {
 namespace {
@@ -27,7 +27,6 @@ using testing::TempDir;
 
 const std::string kDaemon = SNOWFLAKE_BINARY_DIR "/daemon/snowflaked";
 const std::string kCtl = SNOWFLAKE_BINARY_DIR "/cli/snowflakectl";
-const std::string kWorker = SNOWFLAKE_BINARY_DIR "/tests/client/client_worker";
 
 class ClientDaemonTest : public ::testing::Test {
  protected:
@@ -105,36 +104,13 @@ constexpr size_t kTakesPerThread = 50'000;
 
 TEST_F(ClientDaemonTest, ManyThreadsInSeveralProcessesTakeUniqueIncreasingIds) {
   Process daemon = StartDaemon();
-  const std::string baton = (dir_ / "baton").string();
-  { std::ofstream(baton, std::ios::binary).write("\0\0\0\0\0\0\0\0", 8); }
   constexpr int kProcesses = 3;
   constexpr int kThreads = 4;
+  testing::IdCheckResult result;
 
-  std::vector<Process> workers;
-  for (int p = 0; p < kProcesses; ++p) {
-    workers.push_back(Process::Spawn({kWorker, "take", runtime().string(), baton,
-                                      (dir_ / ("out" + std::to_string(p))).string(),
-                                      std::to_string(kThreads), std::to_string(kTakesPerThread)}));
-  }
-  for (auto& worker : workers) {
-    auto status = worker.Wait(std::chrono::seconds(240));
-    ASSERT_TRUE(status && status->ExitedWith(0))
-        << (status ? status->ToString() : "still running") << ": " << worker.err();
-  }
+  ASSERT_NO_FATAL_FAILURE(testing::RunTakeWorkers(
+      {runtime(), dir_.path(), kProcesses, kThreads, kTakesPerThread}, &result));
 
-  testing::IdChecker checker;
-  for (int p = 0; p < kProcesses; ++p) {
-    for (int t = 0; t < kThreads; ++t) {
-      const auto path = dir_ / ("out" + std::to_string(p) + "." + std::to_string(t));
-      std::ifstream in(path, std::ios::binary);
-      std::vector<testing::TakeRecord> records(std::filesystem::file_size(path) /
-                                               sizeof(testing::TakeRecord));
-      in.read(reinterpret_cast<char*>(records.data()),
-              static_cast<std::streamsize>(records.size() * sizeof(testing::TakeRecord)));
-      checker.AddRecorder("process " + std::to_string(p) + " thread " + std::to_string(t), records);
-    }
-  }
-  const testing::IdCheckResult result = checker.Check();
   EXPECT_TRUE(result.ok()) << result.Summary();
   EXPECT_GE(result.ids, kProcesses * kThreads * kTakesPerThread);
 }

@@ -9,7 +9,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <optional>
 #include <string>
 #include <thread>
@@ -19,6 +18,7 @@
 #include "snowflake/client.h"
 #include "subprocess.h"
 #include "temp_dir.h"
+#include "worker_runs.h"
 
 namespace snowflake {
 namespace {
@@ -147,36 +147,13 @@ constexpr size_t kTakesPerThread = 50'000;
 TEST(ClientProcess, ManyThreadsInSeveralProcessesTakeUniqueIncreasingIds) {
   TempDir dir("client-procs");
   Process producer = StartProducer(dir.path(), 4096);
-  const std::string baton = (dir / "baton").string();
-  { std::ofstream(baton, std::ios::binary).write("\0\0\0\0\0\0\0\0", 8); }
   constexpr int kProcesses = 3;
   constexpr int kThreads = 4;
+  testing::IdCheckResult result;
 
-  std::vector<Process> workers;
-  for (int p = 0; p < kProcesses; ++p) {
-    workers.push_back(Process::Spawn({kWorker, "take", dir.path().string(), baton,
-                                      (dir / ("out" + std::to_string(p))).string(),
-                                      std::to_string(kThreads), std::to_string(kTakesPerThread)}));
-  }
-  for (auto& worker : workers) {
-    auto status = worker.Wait(std::chrono::seconds(240));
-    ASSERT_TRUE(status && status->ExitedWith(0))
-        << (status ? status->ToString() : "still running") << ": " << worker.err();
-  }
+  ASSERT_NO_FATAL_FAILURE(testing::RunTakeWorkers(
+      {dir.path(), dir.path(), kProcesses, kThreads, kTakesPerThread}, &result));
 
-  testing::IdChecker checker;
-  for (int p = 0; p < kProcesses; ++p) {
-    for (int t = 0; t < kThreads; ++t) {
-      const auto path = dir / ("out" + std::to_string(p) + "." + std::to_string(t));
-      std::ifstream in(path, std::ios::binary);
-      std::vector<testing::TakeRecord> records(std::filesystem::file_size(path) /
-                                               sizeof(testing::TakeRecord));
-      in.read(reinterpret_cast<char*>(records.data()),
-              static_cast<std::streamsize>(records.size() * sizeof(testing::TakeRecord)));
-      checker.AddRecorder("process " + std::to_string(p) + " thread " + std::to_string(t), records);
-    }
-  }
-  const testing::IdCheckResult result = checker.Check();
   EXPECT_TRUE(result.ok()) << result.Summary();
   EXPECT_GE(result.ids, kProcesses * kThreads * kTakesPerThread);
 }
