@@ -39,8 +39,7 @@ using testing::IdCheckResult;
 using testing::Output;
 using testing::Process;
 using testing::SpawnOptions;
-using testing::TakeRecord;
-namespace st = shm::testing;
+namespace st = snowflake::testing;
 
 constexpr uint64_t kMinKills = 12;
 constexpr auto kTimeLimit = 150s;
@@ -51,27 +50,6 @@ uint64_t SeedFromEnv() {
     return std::strtoull(text, nullptr, 0);
   }
   return std::random_device{}();
-}
-
-std::vector<TakeRecord> ReadRecords(const std::string& path) {
-  void* address = st::MapSharedFile(path, st::kRecordFileSize, /*create=*/false);
-  if (address == nullptr) return {};
-  const auto* header = static_cast<const st::RecordFileHeader*>(address);
-  const uint64_t count =
-      std::min(header->count.load(std::memory_order_acquire), st::kRecordsPerFile);
-  const auto* records = reinterpret_cast<const TakeRecord*>(header + 1);
-  std::vector<TakeRecord> copy(records, records + count);
-  munmap(address, st::kRecordFileSize);
-  return copy;
-}
-
-uint64_t CommittedCount(const std::string& path) {
-  void* address = st::MapSharedFile(path, sizeof(st::RecordFileHeader), /*create=*/false);
-  if (address == nullptr) return 0;
-  const uint64_t count =
-      static_cast<const st::RecordFileHeader*>(address)->count.load(std::memory_order_acquire);
-  munmap(address, sizeof(st::RecordFileHeader));
-  return count;
 }
 
 struct Worker {
@@ -150,7 +128,7 @@ class KillStress {
 
   IdCheckResult Check() const {
     IdChecker checker;
-    for (const std::string& path : finished_) checker.AddRecorder(path, ReadRecords(path));
+    for (const std::string& path : finished_) checker.AddRecorder(path, st::ReadCommittedRecords(path));
     return checker.Check();
   }
 
@@ -183,8 +161,8 @@ class KillStress {
 
   uint64_t Committed() const {
     uint64_t total = 0;
-    for (const std::string& path : finished_) total += CommittedCount(path);
-    for (const Worker& worker : workers_) total += CommittedCount(worker.record_path);
+    for (const std::string& path : finished_) total += st::CommittedCount(path);
+    for (const Worker& worker : workers_) total += st::CommittedCount(worker.record_path);
     return total;
   }
 

@@ -3,7 +3,7 @@
 //   daemon_stress_worker RUNTIME_DIR CONTROL_FILE RECORD_FILE single|batch
 //
 // Takes IDs from the real snowflaked through libsnowflake until the driver sets `stop` in
-// CONTROL_FILE (tests/shm/stress_files.h), recording each as {id, baton read before the
+// CONTROL_FILE (tests/support/stress_files.h), recording each as {id, baton read before the
 // take} into RECORD_FILE (a MAP_SHARED file: what it recorded survives anything) and
 // committing it before raising the baton. While the daemon is being killed and restarted
 // its takes fail with "dead", "stopped", "starting", ...: it waits a millisecond and
@@ -14,18 +14,17 @@
 
 #include <chrono>
 #include <cstdio>
+#include <span>
 #include <string>
 #include <thread>
 
-#include "id_checker.h"
 #include "snowflake/client.h"
 #include "stress_files.h"
 
 namespace {
 
-namespace st = snowflake::shm::testing;
+namespace st = snowflake::testing;
 using snowflake::ClientError;
-using snowflake::testing::TakeRecord;
 
 // The daemon is between a SIGKILL and its restart, or restarting: retry.
 bool Transient(ClientError code) {
@@ -52,16 +51,12 @@ int main(int argc, char** argv) {
     return st::kHelperSetupFailed;
   }
   const bool batches = std::string(argv[4]) == "batch";
-  auto* control = static_cast<st::StressControl*>(
-      st::MapSharedFile(argv[2], sizeof(st::StressControl), /*create=*/false));
-  auto* header = static_cast<st::RecordFileHeader*>(
-      st::MapSharedFile(argv[3], st::kRecordFileSize, /*create=*/true));
-  if (control == nullptr || header == nullptr) {
+  auto recorder = st::StressRecorder::Open(argv[2], argv[3]);
+  if (!recorder) {
     std::perror("map");
     return st::kHelperSetupFailed;
   }
-  header->capacity = st::kRecordsPerFile;
-  auto* records = reinterpret_cast<TakeRecord*>(header + 1);
+  st::StressControl* control = &recorder->control();
 
   snowflake::ClientOptions options;
   options.runtime_dir = argv[1];
@@ -73,10 +68,9 @@ int main(int argc, char** argv) {
     return st::kHelperSetupFailed;
   }
 
-  uint64_t count = 0;
   uint64_t batch[kMaxBatch];
   while (control->stop.load(std::memory_order_acquire) == 0) {
-    if (count + kMaxBatch > st::kRecordsPerFile) return st::kConsumerFileFull;
+    if (recorder->Full(kMaxBatch)) return st::kConsumerFileFull;
     const uint64_t before = control->baton.load(std::memory_order_seq_cst);
     size_t taken = 0;
     if (batches) {
@@ -100,12 +94,7 @@ int main(int argc, char** argv) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
       continue;
     }
-    for (size_t i = 0; i < taken; ++i) records[count + i] = {batch[i], before};
-    count += taken;
-    // Commit, then raise the baton: a take that sees the raised baton began after these
-    // records were durable.
-    header->count.store(count, std::memory_order_release);
-    snowflake::testing::RaiseBaton(control->baton, batch[taken - 1]);
+    recorder->Commit(std::span<const uint64_t>(batch, taken), before);
     // A modest pace keeps the record files small; the kills, not the volume, are the test.
     std::this_thread::sleep_for(std::chrono::microseconds(20));
   }

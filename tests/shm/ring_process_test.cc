@@ -45,9 +45,8 @@ using snowflake::testing::IdCheckResult;
 using snowflake::testing::Output;
 using snowflake::testing::Process;
 using snowflake::testing::SpawnOptions;
-using snowflake::testing::TakeRecord;
 using snowflake::testing::TempDir;
-namespace st = testing;
+namespace st = snowflake::testing;
 
 #ifdef SNOWFLAKE_SANITIZED
 // Sanitizers slow every take 5-20x; scripts/test runs them on 2 cores. The kills and
@@ -83,28 +82,6 @@ struct ConsumerRun {
   std::optional<Process> process;
   bool batches = false;
 };
-
-// Reads the committed records of a file whose writer is dead or stopped.
-std::vector<TakeRecord> ReadRecords(const std::string& path) {
-  void* address = st::MapSharedFile(path, st::kRecordFileSize, /*create=*/false);
-  if (address == nullptr) return {};  // the process died before creating it
-  const auto* header = static_cast<const st::RecordFileHeader*>(address);
-  const uint64_t count = std::min(header->count.load(std::memory_order_acquire),
-                                  st::kRecordsPerFile);
-  const auto* records = reinterpret_cast<const TakeRecord*>(header + 1);
-  std::vector<TakeRecord> copy(records, records + count);
-  munmap(address, st::kRecordFileSize);
-  return copy;
-}
-
-uint64_t CommittedCount(const std::string& path) {
-  void* address = st::MapSharedFile(path, sizeof(st::RecordFileHeader), /*create=*/false);
-  if (address == nullptr) return 0;
-  const uint64_t count =
-      static_cast<const st::RecordFileHeader*>(address)->count.load(std::memory_order_acquire);
-  munmap(address, sizeof(st::RecordFileHeader));
-  return count;
-}
 
 class ProcessStress {
  public:
@@ -207,7 +184,7 @@ class ProcessStress {
 
   IdCheckResult Check() const {
     IdChecker checker;
-    for (const std::string& path : finished_) checker.AddRecorder(path, ReadRecords(path));
+    for (const std::string& path : finished_) checker.AddRecorder(path, st::ReadCommittedRecords(path));
     return checker.Check();
   }
 
@@ -220,10 +197,10 @@ class ProcessStress {
   // Committed records of every finished file (cached) plus the live ones.
   uint64_t Committed() {
     while (counted_files_ < finished_.size()) {
-      finished_committed_ += CommittedCount(finished_[counted_files_++]);
+      finished_committed_ += st::CommittedCount(finished_[counted_files_++]);
     }
     uint64_t total = finished_committed_;
-    for (const ConsumerRun& run : consumers_) total += CommittedCount(run.record_path);
+    for (const ConsumerRun& run : consumers_) total += st::CommittedCount(run.record_path);
     return total;
   }
 

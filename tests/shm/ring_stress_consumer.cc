@@ -12,10 +12,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <span>
 #include <string>
 #include <thread>
 
-#include "id_checker.h"
 #include "snowflake/ring_consumer.h"
 #include "stress_files.h"
 
@@ -23,9 +23,7 @@ namespace {
 
 using snowflake::shm::RingConsumer;
 using snowflake::shm::SegmentError;
-using snowflake::testing::RaiseBaton;
-using snowflake::testing::TakeRecord;
-namespace st = snowflake::shm::testing;
+namespace st = snowflake::testing;
 
 int Run(int argc, char** argv) {
   if (argc != 6) {
@@ -35,16 +33,12 @@ int Run(int argc, char** argv) {
   const std::string runtime_dir = argv[1];
   const uint64_t seed = std::strtoull(argv[4], nullptr, 10);
   const bool batches = std::string(argv[5]) == "batch";
-  auto* control = static_cast<st::StressControl*>(
-      st::MapSharedFile(argv[2], sizeof(st::StressControl), /*create=*/false));
-  auto* file = static_cast<st::RecordFileHeader*>(
-      st::MapSharedFile(argv[3], st::kRecordFileSize, /*create=*/true));
-  if (control == nullptr || file == nullptr) {
+  auto recorder = st::StressRecorder::Open(argv[2], argv[3]);
+  if (!recorder) {
     std::perror("ring_stress_consumer: map");
     return st::kHelperSetupFailed;
   }
-  file->capacity = st::kRecordsPerFile;
-  auto* records = reinterpret_cast<TakeRecord*>(file + 1);
+  st::StressControl* control = &recorder->control();
 
   auto ring = RingConsumer::Open(runtime_dir);
   while (!ring && ring.error().code == SegmentError::kNotFound &&
@@ -61,10 +55,9 @@ int Run(int argc, char** argv) {
   std::mt19937_64 rng(seed);
   constexpr size_t kMaxBatch = 8;
   uint64_t taken[kMaxBatch];
-  uint64_t count = 0;
   uint32_t empty_polls = 0;
   while (control->stop.load(std::memory_order_relaxed) == 0) {
-    if (count + kMaxBatch > st::kRecordsPerFile) return st::kConsumerFileFull;
+    if (recorder->Full(kMaxBatch)) return st::kConsumerFileFull;
     const uint32_t seen = ring->wake_seq();
     const uint64_t before = control->baton.load(std::memory_order_seq_cst);
     const size_t n = batches ? ring->TryTakeBatch(taken, 1 + rng() % kMaxBatch)
@@ -79,11 +72,7 @@ int Run(int argc, char** argv) {
       continue;
     }
     empty_polls = 0;
-    for (size_t i = 0; i < n; ++i) records[count + i] = TakeRecord{taken[i], before};
-    count += n;
-    // Release: the records above are in the file before the count that commits them.
-    file->count.store(count, std::memory_order_release);
-    RaiseBaton(control->baton, taken[n - 1]);
+    recorder->Commit(std::span<const uint64_t>(taken, n), before);
   }
   return st::kConsumerStopped;
 }

@@ -22,7 +22,7 @@ namespace {
 using snowflake::shm::DaemonState;
 using snowflake::shm::ProducerOptions;
 using snowflake::shm::RingProducer;
-namespace st = snowflake::shm::testing;
+namespace st = snowflake::testing;
 
 constexpr uint64_t kCapacity = 8;
 
