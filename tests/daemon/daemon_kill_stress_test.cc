@@ -27,6 +27,7 @@
 #include "daemon_harness.h"
 #include "id_checker.h"
 #include "stress_files.h"
+#include "stress_seed.h"
 
 namespace snowflake {
 namespace {
@@ -44,13 +45,6 @@ namespace st = snowflake::testing;
 constexpr uint64_t kMinKills = 12;
 constexpr auto kTimeLimit = 150s;
 const std::string kWorker = SNOWFLAKE_BINARY_DIR "/tests/daemon/daemon_stress_worker";
-
-uint64_t SeedFromEnv() {
-  if (const char* text = std::getenv("SNOWFLAKE_STRESS_SEED")) {
-    return std::strtoull(text, nullptr, 0);
-  }
-  return std::random_device{}();
-}
 
 struct Worker {
   bool batches = false;
@@ -179,7 +173,7 @@ class KillStress {
 };
 
 TEST(DaemonKillStress, IdsStayUniqueAndOrderedAcrossRandomSigkillsAndRestarts) {
-  const uint64_t seed = SeedFromEnv();
+  const uint64_t seed = snowflake::testing::StressSeedFromEnv();
   std::cout << "seed " << seed << " (set SNOWFLAKE_STRESS_SEED to repeat)\n";
   ::testing::Test::RecordProperty("seed", std::to_string(seed));
   KillStress sut(seed);

@@ -32,6 +32,7 @@
 #include "id_checker.h"
 #include "snowflake/segment_layout.h"
 #include "stress_files.h"
+#include "stress_seed.h"
 #include "subprocess.h"
 #include "temp_dir.h"
 
@@ -63,11 +64,6 @@ constexpr auto kTimeLimit = 120s;
 constexpr int kConsumers = 4;
 
 const std::string kHelperDir = std::string(SNOWFLAKE_BINARY_DIR) + "/tests/shm/";
-
-uint64_t SeedFromEnv() {
-  if (const char* text = std::getenv("SNOWFLAKE_STRESS_SEED")) return std::strtoull(text, nullptr, 0);
-  return std::random_device{}();
-}
 
 SpawnOptions HelperOptions() {
   SpawnOptions options;
@@ -221,7 +217,7 @@ class ProcessStress {
 };
 
 TEST(RingProcesses, SurvivorsIdsAreUniqueIncreasingAndOrderedThroughKills) {
-  const uint64_t seed = SeedFromEnv();
+  const uint64_t seed = snowflake::testing::StressSeedFromEnv();
   std::printf("seed %llu (replay with SNOWFLAKE_STRESS_SEED=%llu)\n",
               static_cast<unsigned long long>(seed), static_cast<unsigned long long>(seed));
   std::fflush(stdout);

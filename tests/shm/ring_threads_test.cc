@@ -20,6 +20,7 @@
 
 #include "id_checker.h"
 #include "ring_test_util.h"
+#include "stress_seed.h"
 #include "temp_dir.h"
 
 namespace snowflake::shm {
@@ -43,18 +44,13 @@ constexpr uint64_t kTargetIds = 2'000'000;
 constexpr auto kTimeLimit = 30s;
 constexpr int kConsumers = 4;
 
-uint64_t SeedFromEnv() {
-  if (const char* text = std::getenv("SNOWFLAKE_STRESS_SEED")) return std::strtoull(text, nullptr, 0);
-  return std::random_device{}();
-}
-
 class RingThreads : public ::testing::TestWithParam<uint64_t> {};
 
 INSTANTIATE_TEST_SUITE_P(Capacities, RingThreads, ::testing::Values(1, 2, 64, 65536));
 
 TEST_P(RingThreads, EveryIdOnceInIncreasingAndRealTimeOrder) {
   const uint64_t capacity = GetParam();
-  const uint64_t seed = SeedFromEnv();
+  const uint64_t seed = snowflake::testing::StressSeedFromEnv();
   std::printf("capacity %llu seed %llu (replay with SNOWFLAKE_STRESS_SEED=%llu)\n",
               static_cast<unsigned long long>(capacity), static_cast<unsigned long long>(seed),
               static_cast<unsigned long long>(seed));
