@@ -686,6 +686,18 @@ int RunDaemon(const Config& config) {
     spdlog::critical("{}", saved.error().message);
     return kExitFatal;
   }
+  if (*saved && (*saved)->epoch_unix_ms != config.id.epoch_unix_ms) {
+    // A later epoch shrinks every ID's time field: new IDs would repeat old ones of the
+    // same machine number. Refuse rather than guess which the operator meant.
+    spdlog::critical(
+        "{} was written for epoch {} ({}) but id.epoch is {} ({}): changing the epoch under "
+        "the same state could repeat IDs. Restore the old epoch, or start this daemon with a "
+        "new state directory and a machine number that never issued IDs under that epoch",
+        config.HighWaterPath().string(), (*saved)->epoch_unix_ms,
+        FormatIsoUtc((*saved)->epoch_unix_ms), config.id.epoch_unix_ms,
+        FormatIsoUtc(config.id.epoch_unix_ms));
+    return kExitFatal;
+  }
   auto producer = OpenSegment(config, claim->machine, *group);
   if (!producer) {
     spdlog::critical("cannot open the segment: {}", producer.error());

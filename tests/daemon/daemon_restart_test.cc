@@ -138,6 +138,34 @@ TEST(DaemonRestart, RestartWithoutTheSegmentContinuesAboveTheReservation) {
   EXPECT_GT(*id_after, last_before);
 }
 
+TEST(DaemonRestart, ALaterEpochUnderTheSameStateIsRefused) {
+  // A later epoch shrinks every ID's time field, so new IDs could repeat the old ones.
+  DaemonHarness harness("restart-epoch");
+  {
+    Daemon first = harness.Start();
+    ASSERT_TRUE(first.ready()) << first.Describe();
+    auto client = Client::Open("restart-test", harness.Clients());
+    ASSERT_TRUE(client) << client.error().message;
+    ASSERT_TRUE(client->Next());
+    auto stopped = first.Stop();
+    ASSERT_TRUE(stopped && stopped->ExitedWith(0)) << first.Describe();
+  }
+  DaemonOptions options = harness.Options();
+  // A register of its own, so the register's fleet-epoch check does not answer first.
+  options.config_path = harness.WriteFile(
+      "later-epoch.toml", "[id]\nepoch = \"2026-06-01T00:00:00Z\"\n[register]\npath = \"" +
+                              (harness.root() / "other-register.json").string() + "\"\n");
+
+  Daemon second = Daemon::Spawn(options);
+  auto exit_status = second.Wait(30s);
+
+  ASSERT_TRUE(exit_status) << "the daemon kept running: " << second.Describe();
+  EXPECT_TRUE(exit_status->ExitedWith(1)) << exit_status->ToString() << "\n" << second.Describe();
+  EXPECT_FALSE(second.ready());
+  EXPECT_NE(second.err().find("high-water.json was written for epoch"), std::string::npos)
+      << second.err();
+}
+
 TEST(DaemonRestart, SecondDaemonOnOneRuntimeDirExitsTwoNamingTheHolder) {
   DaemonHarness harness("restart-twice");
   Daemon first = harness.Start();
