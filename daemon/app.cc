@@ -177,7 +177,7 @@ class FillLoop {
       producer_.SetState(DaemonState::kStopped, StateReason::kShutdown);
       return kExitFatal;
     }
-    ApplyStartupClockPolicy();
+    ReportStartupClockState();
     // The default timer slack (50 µs) would let each boundary wake-up come late by that
     // much, and every microsecond after a boundary hands out IDs of the previous ms.
     prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
@@ -231,28 +231,24 @@ class FillLoop {
     return std::chrono::nanoseconds(kMsNs - now.tv_nsec % kMsNs + kMarginNs);
   }
 
-  // A fast restart (the clock behind the persisted reservation by at most
-  // reservation_ms + max_backward_ms) only waits; further behind stays out of service.
-  void ApplyStartupClockPolicy() {
+  // The generator judged the clock against the high-water mark at Create(): a fast restart
+  // (behind by at most reservation_ms + max_backward_ms, its start_wait_ms) only waits;
+  // further behind stays out of service. Here that is logged.
+  void ReportStartupClockState() {
     starting_behind_ = generator_.state() != GeneratorState::kServing;
     const int64_t behind = generator_.ms_behind();
     const int64_t fast_restart_bound =
         config_.persistence.reservation_ms + config_.clock.max_backward_ms;
-    if (generator_.state() == GeneratorState::kOutOfService && behind > 0 &&
-        behind <= fast_restart_bound) {
-      generator_.Resume();  // never issues at or below the mark: it pauses until the clock passes
-      spdlog::warn(
-          "the clock is {} ms behind the high-water mark {} (within the {} ms of a fast "
-          "restart): paused until it passes the mark",
-          behind, FormatIsoUtc(generator_.last_unix_ms()), fast_restart_bound);
-    } else if (generator_.state() == GeneratorState::kOutOfService) {
+    if (generator_.state() == GeneratorState::kOutOfService) {
       spdlog::warn(
           "the clock is {} ms behind the high-water mark {} (more than the {} ms of a fast "
           "restart): out of service until `snowflakectl resume`",
           behind, FormatIsoUtc(generator_.last_unix_ms()), fast_restart_bound);
     } else if (generator_.state() == GeneratorState::kPaused) {
-      spdlog::warn("the clock is {} ms behind the high-water mark {}: paused until it passes it",
-                   behind, FormatIsoUtc(generator_.last_unix_ms()));
+      spdlog::warn(
+          "the clock is {} ms behind the high-water mark {} (within the {} ms of a fast "
+          "restart): paused until it passes the mark",
+          behind, FormatIsoUtc(generator_.last_unix_ms()), fast_restart_bound);
     }
     SyncState();
   }
@@ -729,7 +725,11 @@ int RunDaemon(const Config& config) {
       Generator::Create(GeneratorConfig{.layout = layout,
                                         .machine = claim->machine,
                                         .max_backward_ms = config.clock.max_backward_ms,
-                                        .high_water_unix_ms = high_water},
+                                        .high_water_unix_ms = high_water,
+                                        // A fast restart only waits for its own
+                                        // reservation; further behind is out of service.
+                                        .start_wait_ms = config.persistence.reservation_ms +
+                                                         config.clock.max_backward_ms},
                         clock);
   if (!generator) {
     spdlog::critical("cannot start the generator: {}", generator.error().message);

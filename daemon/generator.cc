@@ -19,9 +19,12 @@ std::string FormatUtcDate(int64_t unix_ms) {
   return text;
 }
 
-std::string OutOfServiceAdvice(int64_t max_backward_ms) {
-  return " (more than max_backward_ms=" + std::to_string(max_backward_ms) +
-         "); run `snowflakectl resume` after checking the clock";
+// `allowed_ms` is max_backward_ms, or the larger bound of a start (start_wait_ms).
+std::string OutOfServiceAdvice(int64_t allowed_ms, int64_t max_backward_ms) {
+  const std::string bound = allowed_ms == max_backward_ms
+                                ? "max_backward_ms=" + std::to_string(max_backward_ms)
+                                : "the " + std::to_string(allowed_ms) + " ms a restart may wait";
+  return " (more than " + bound + "); run `snowflakectl resume` after checking the clock";
 }
 
 }  // namespace
@@ -103,15 +106,21 @@ bool Generator::Admit(int64_t now_ms, bool at_start) noexcept {
     if (now_ms < layout.epoch_unix_ms()) {
       what += " (it reads before the epoch " + FormatUtcDate(layout.epoch_unix_ms()) + ")";
     }
+    // A new pause may fall max_backward_ms behind (the start bound at Create()); one
+    // already under way keeps the bound it began with.
+    if (state_ != GeneratorState::kPaused) {
+      allowed_behind_ms_ = at_start ? std::max(config_.max_backward_ms, config_.start_wait_ms)
+                                    : config_.max_backward_ms;
+    }
     // After Resume() the operator has vouched for the clock: any lag only waits.
-    if (resumed_ || behind_ms <= config_.max_backward_ms) {
+    if (resumed_ || behind_ms <= allowed_behind_ms_) {
       // Keep the reason of the step that caused the pause while the clock catches up.
       if (state_ != GeneratorState::kPaused || resumed_) {
         EnterTrouble(GeneratorState::kPaused, std::move(what));
       }
     } else {
       EnterTrouble(GeneratorState::kOutOfService,
-                   what + OutOfServiceAdvice(config_.max_backward_ms));
+                   what + OutOfServiceAdvice(allowed_behind_ms_, config_.max_backward_ms));
     }
     return false;
   }

@@ -28,9 +28,13 @@ struct GeneratorConfig {
   int64_t max_backward_ms = 100;
   // Nothing is ever issued at or below this millisecond: the largest ms that may have
   // been issued by an earlier life of this machine number (segment, state file, register).
-  // If the caller persists a reservation ahead of the clock, that lead must stay within
-  // max_backward_ms, or a restart starts out of service.
   int64_t high_water_unix_ms = 0;
+  // At Create(), a clock behind high_water_unix_ms by at most max(max_backward_ms,
+  // start_wait_ms) only pauses until it passes the mark. A caller that persists a
+  // reservation ahead of the clock sets this to that lead (plus max_backward_ms), so a
+  // fast restart waits for its own reservation instead of needing an operator. The bound
+  // holds for that whole wait; a clock falling further behind goes out of service.
+  int64_t start_wait_ms = 0;
 };
 
 enum class GeneratorState {
@@ -155,6 +159,9 @@ class Generator {
   std::string reason_;
   bool resumed_ = false;  // Resume() was called and the clock has not passed the mark yet
   uint64_t pauses_total_ = 0;
+  // How far behind the mark the current pause may fall before it is out of service:
+  // max_backward_ms, or the start bound for a pause that began at Create().
+  int64_t allowed_behind_ms_ = 0;
   int64_t ms_behind_ = 0;
 };
 

@@ -23,7 +23,8 @@ GeneratorConfig Config(int64_t high_water_unix_ms = 0) {
   return GeneratorConfig{.layout = IdLayout(),
                          .machine = kMachine,
                          .max_backward_ms = 100,
-                         .high_water_unix_ms = high_water_unix_ms};
+                         .high_water_unix_ms = high_water_unix_ms,
+                         .start_wait_ms = 0};
 }
 
 Generator MustCreate(const GeneratorConfig& config, Clock& clock) {
@@ -390,6 +391,48 @@ TEST(Generator, ResumeHasNoEffectWhenServing) {
 
   EXPECT_EQ(sut.state(), GeneratorState::kServing);
   EXPECT_TRUE(sut.Next().has_value());
+}
+
+TEST(Generator, StartBehindTheMarkWithinStartWaitOnlyPausesAndServesOnceItPasses) {
+  FakeClock clock(kStart);
+  GeneratorConfig config = Config(/*high_water_unix_ms=*/kStart + 900);
+  config.start_wait_ms = 1100;  // a reservation lead of 1000 ms + max_backward_ms
+
+  auto sut = MustCreate(config, clock);
+  EXPECT_EQ(sut.state(), GeneratorState::kPaused);
+  clock.Set(kStart + 500);  // still 400 ms behind: more than max_backward_ms, still waiting
+  EXPECT_EQ(sut.Next().error(), GenerateError::kPaused);
+  clock.Set(kStart + 901);
+  auto next = sut.Next();
+
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(Fields(*next).unix_ms, kStart + 901);
+}
+
+TEST(Generator, StartWaitDoesNotExcuseAClockThatFallsFurtherBehind) {
+  FakeClock clock(kStart);
+  GeneratorConfig config = Config(/*high_water_unix_ms=*/kStart + 900);
+  config.start_wait_ms = 1100;
+  auto sut = MustCreate(config, clock);
+  ASSERT_EQ(sut.state(), GeneratorState::kPaused);
+
+  clock.Set(kStart - 300);  // now 1200 ms behind the mark
+
+  EXPECT_EQ(sut.Next().error(), GenerateError::kOutOfService);
+  EXPECT_NE(sut.reason().find("more than the 1100 ms a restart may wait"), std::string::npos)
+      << sut.reason();
+}
+
+TEST(Generator, StartWaitAppliesOnlyAtStartNotToLaterSteps) {
+  FakeClock clock(kStart);
+  GeneratorConfig config = Config();
+  config.start_wait_ms = 1100;
+  auto sut = MustCreate(config, clock);
+  ASSERT_TRUE(sut.Next().has_value());
+
+  clock.Advance(-500);
+
+  EXPECT_EQ(sut.Next().error(), GenerateError::kOutOfService);
 }
 
 TEST(Generator, PausedStepThatGrowsBeyondTheBoundGoesOutOfService) {
