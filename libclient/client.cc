@@ -385,8 +385,9 @@ class Client::Impl {
     }
     auto maybe_ring = RingConsumer::Open(runtime_dir_);
     if (!maybe_ring) return false;
-    // Kept (not destroyed): other threads may still be inside TryTake on the old mapping.
-    current->ring.ReleaseServiceSlot(std::exchange(current->slot, nullptr));
+    // Kept, slot and all, until the Client is destroyed: other threads may still be inside
+    // a take on the old mapping and add to its counter. Its segment is retired, so no
+    // daemon reads that slot any more.
     Attach(std::move(*maybe_ring));
     return true;
   }

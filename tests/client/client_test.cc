@@ -496,6 +496,9 @@ class ClientThreadsTest : public ClientTest, public ::testing::WithParamInterfac
 TEST_P(ClientThreadsTest, ManyThreadsTakeUniqueIncreasingIds) {
   RingProducer producer = MakeProducer(GetParam());
   std::atomic<bool> stop{false};
+  // Serving before any taker starts: otherwise a taker that beats the serving thread to
+  // an empty ring is rightly told the daemon is still starting.
+  producer.SetState(DaemonState::kServing);
   std::thread daemon([&] { testing::ServeUntil(producer, stop); });
   ClientOptions options = Options();
   options.wait_timeout = std::chrono::seconds(10);
