@@ -239,7 +239,10 @@ class FillLoop {
     const int64_t behind = generator_.ms_behind();
     const int64_t fast_restart_bound =
         config_.persistence.reservation_ms + config_.clock.max_backward_ms;
-    if (generator_.state() == GeneratorState::kOutOfService) {
+    if (generator_.state() == GeneratorState::kOutOfService && behind == 0) {
+      // Not the clock's lag: the epoch's time range is used up.
+      spdlog::critical("out of service: {}", generator_.reason());
+    } else if (generator_.state() == GeneratorState::kOutOfService) {
       spdlog::warn(
           "the clock is {} ms behind the high-water mark {} (more than the {} ms of a fast "
           "restart): out of service until `snowflakectl resume`",
