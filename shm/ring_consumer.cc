@@ -15,6 +15,8 @@
 namespace snowflake::shm {
 namespace {
 
+constexpr std::chrono::duration<uint64_t, std::nano> kDeadPidBeatAge{10'000'000};
+
 uint64_t MonotonicNowNs() {
   timespec now{};
   clock_gettime(CLOCK_MONOTONIC, &now);
@@ -99,8 +101,12 @@ ProducerStatus RingConsumer::CheckProducer(std::chrono::nanoseconds max_heartbea
       status.health = ProducerHealth::kDead;
       return status;
   }
-  // A SIGKILLed daemon leaves "serving" behind: its pid or its heartbeat tells.
-  if (status.pid != 0 && kill(static_cast<pid_t>(status.pid), 0) != 0 && errno == ESRCH) {
+  // A SIGKILLed daemon leaves "serving" behind: its pid or its heartbeat tells. The pid
+  // alone is not trusted: a client in another pid namespace (a container sharing the
+  // runtime directory) cannot see a live daemon's pid. A daemon beats at least every 5 ms,
+  // so a missing pid counts only with a heartbeat older than kDeadPidBeatAge.
+  if (status.pid != 0 && status.heartbeat_age_ns > kDeadPidBeatAge.count() &&
+      kill(static_cast<pid_t>(status.pid), 0) != 0 && errno == ESRCH) {
     status.health = ProducerHealth::kDead;
   } else if (status.heartbeat_age_ns > static_cast<uint64_t>(max_heartbeat_age.count())) {
     status.health = ProducerHealth::kNotHeartbeating;

@@ -238,6 +238,8 @@ TEST(CliStatus, ReportsADeadDaemonFromItsSegmentWithExit1) {
   Process producer = StartProducer(dir.path());
   ASSERT_TRUE(producer.Kill(SIGKILL));
   ASSERT_TRUE(producer.Wait(std::chrono::seconds(10)));
+  // A missing pid counts as dead once the heartbeat is 10 ms old.
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
 
   RunResult result = RunCommand({kCtl, "status", "--runtime-dir", dir.path().string()});
 

@@ -423,6 +423,9 @@ TEST(Ring, CheckProducerReportsADaemonKilledWhileServing) {
   ASSERT_EQ(kill(child, SIGKILL), 0);
   int status = 0;
   ASSERT_EQ(waitpid(child, &status, 0), child);
+  // A missing pid counts once the heartbeat is 10 ms old (a live daemon in another pid
+  // namespace has a missing pid and a fresh heartbeat).
+  std::this_thread::sleep_for(20ms);
   const ProducerStatus dead = consumer.CheckProducer(1h);
 
   EXPECT_EQ(alive.health, ProducerHealth::kServing);

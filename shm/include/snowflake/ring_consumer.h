@@ -43,7 +43,7 @@ enum class ProducerHealth {
   kOutOfService,     // needs an operator
   kStopped,          // shut down cleanly
   kNotHeartbeating,  // serving, but the heartbeat is older than the allowed age
-  kDead,             // its pid no longer exists
+  kDead,             // its pid no longer exists and its heartbeat is over 10 ms old
 };
 
 struct ProducerStatus {
