@@ -1,6 +1,6 @@
-// The daemon's life (DESIGN.md section 5): config -> instance lock -> register claim ->
-// high-water mark -> generator -> segment -> fill -> serving -> READY=1, then the fill
-// loop until SIGTERM/SIGINT. docs/daemon.md describes it for operators.
+// The daemon's life (docs/architecture.md, "Startup and shutdown"): an ordered list of
+// startup steps, the fill loop until SIGTERM/SIGINT, then the shutdown steps in reverse.
+// docs/daemon.md describes it for operators.
 //
 // An App is meant to be run once, from main(); Run() blocks SIGTERM and SIGINT in the
 // calling thread (and every thread it starts) and handles them itself.
@@ -8,20 +8,35 @@
 #ifndef SNOWFLAKE_DAEMON_APP_H_
 #define SNOWFLAKE_DAEMON_APP_H_
 
+#include <string>
 #include <string_view>
+#include <tl/expected.hpp>
 
-#include "config.h"
+#include "daemon/clock.h"
+#include "daemon/config.h"
 
 namespace snowflake {
 
 // Exit statuses of snowflaked.
 inline constexpr int kExitOk = 0;     // stopped cleanly (SIGTERM/SIGINT)
-inline constexpr int kExitFatal = 1;  // a fatal error at startup or while serving
-inline constexpr int kExitUsage = 2;  // bad command line or config, or another daemon
-                                      // already serves the runtime directory
+inline constexpr int kExitFatal = 1;  // a fatal error while starting or serving that a
+                                      // restart may cure (I/O, a lost claim)
+inline constexpr int kExitUsage = 2;  // bad command line or config file, or another
+                                      // daemon already serves the runtime directory
+inline constexpr int kExitConfig = 78;  // (EX_CONFIG) the host refuses this config: a
+                                        // missing group, an epoch in the future or not
+                                        // the state's, a segment path that is a symlink.
+                                        // A restart cannot help; the unit's
+                                        // RestartPreventExitStatus= stops on it.
 
 // "0.1.0".
 std::string_view SnowflakedVersion() noexcept;
+
+// What --check-config verifies beyond the file itself, and what a start would refuse
+// first: daemon.group names a group of this host; the epoch is not later than `clock`.
+// Errors: one sentence naming the key and what to do.
+[[nodiscard]] tl::expected<void, std::string> CheckConfigAgainstHost(const Config& config,
+                                                                     Clock& clock) noexcept;
 
 class App {
  public:

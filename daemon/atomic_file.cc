@@ -18,7 +18,8 @@ std::string Failure(std::string_view what, const std::filesystem::path& path, in
 
 tl::expected<void, std::string> WriteFileAtomically(const std::filesystem::path& path,
                                                     std::string_view contents,
-                                                    mode_t mode) noexcept {
+                                                    mode_t mode,
+                                                    daemon::FileSystem& fs) noexcept {
   try {
     std::filesystem::path tmp = path;
     tmp += ".tmp." + std::to_string(getpid());
@@ -28,6 +29,7 @@ tl::expected<void, std::string> WriteFileAtomically(const std::filesystem::path&
       const int err = errno;
       close(fd);
       unlink(tmp.c_str());
+      errno = err;
       return tl::unexpected(Failure(what, tmp, err));
     };
     size_t done = 0;
@@ -38,7 +40,7 @@ tl::expected<void, std::string> WriteFileAtomically(const std::filesystem::path&
       done += static_cast<size_t>(n);
     }
     if (fchmod(fd, mode) != 0) return fail("chmod");
-    if (fsync(fd) != 0) return fail("fsync");
+    if (fs.Fsync(fd) != 0) return fail("fsync");
     if (close(fd) != 0) {
       const int err = errno;
       unlink(tmp.c_str());
@@ -53,10 +55,13 @@ tl::expected<void, std::string> WriteFileAtomically(const std::filesystem::path&
     const std::filesystem::path dir = path.has_parent_path() ? path.parent_path() : ".";
     const int dir_fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dir_fd < 0) return tl::unexpected(Failure("open directory", dir, errno));
-    const int rc = fsync(dir_fd);
+    const int rc = fs.Fsync(dir_fd);
     const int err = errno;
     close(dir_fd);
-    if (rc != 0) return tl::unexpected(Failure("fsync directory", dir, err));
+    if (rc != 0) {
+      errno = err;
+      return tl::unexpected(Failure("fsync directory", dir, err));
+    }
     return {};
   } catch (const std::exception& e) {
     return tl::unexpected("write " + path.string() + ": " + e.what());

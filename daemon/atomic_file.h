@@ -11,19 +11,23 @@
 #include <string_view>
 #include <tl/expected.hpp>
 
+#include "daemon/file_system.h"
+
 namespace snowflake {
 
 // Writes `contents` to a temporary file beside `path`, fsyncs it, renames it over `path`
 // and fsyncs the directory. Thread-safe for distinct paths; callers serialise writers of
 // one path (the temporary name is per process).
-// Errors: a message naming the step, the path and errno's text; `path` is then unchanged.
-tl::expected<void, std::string> WriteFileAtomically(const std::filesystem::path& path,
-                                                    std::string_view contents,
-                                                    mode_t mode = 0644) noexcept;
+// Both fsyncs go through `fs` (the real filesystem by default).
+// Errors: a message naming the step, the path and errno's text (errno is left set);
+// `path` is then unchanged.
+[[nodiscard]] tl::expected<void, std::string> WriteFileAtomically(
+    const std::filesystem::path& path, std::string_view contents, mode_t mode = 0644,
+    daemon::FileSystem& fs = daemon::FileSystem::Default()) noexcept;
 
 // Reads a whole file. Errors: a message naming the path and errno's text; *missing is set
 // when the error is that the file does not exist.
-tl::expected<std::string, std::string> ReadWholeFile(const std::filesystem::path& path,
+[[nodiscard]] tl::expected<std::string, std::string> ReadWholeFile(const std::filesystem::path& path,
                                                      bool* missing = nullptr) noexcept;
 
 }  // namespace snowflake

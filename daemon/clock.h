@@ -7,6 +7,7 @@
 #ifndef SNOWFLAKE_DAEMON_CLOCK_H_
 #define SNOWFLAKE_DAEMON_CLOCK_H_
 
+#include <chrono>
 #include <cstdint>
 
 namespace snowflake {
@@ -20,6 +21,17 @@ class Clock {
   // Milliseconds since 1970-01-01T00:00:00Z (truncated towards minus infinity). May go
   // backwards between calls.
   virtual int64_t NowUnixMs() noexcept = 0;
+
+  // Nanoseconds since 1970 on the same clock as NowUnixMs(), for sleeping until a
+  // millisecond boundary. The default has millisecond resolution (a fake clock then
+  // makes the fill loop wake once per millisecond of real time).
+  virtual int64_t NowUnixNs() noexcept { return NowUnixMs() * 1'000'000; }
+
+  // A clock that never goes back, for intervals (demand, dormancy, retry schedules).
+  // Never the time inside an ID. The default is std::chrono::steady_clock.
+  virtual std::chrono::steady_clock::time_point SteadyNow() noexcept {
+    return std::chrono::steady_clock::now();
+  }
 };
 
 // The system's CLOCK_REALTIME. RealClock is stateless and safe for concurrent use.
@@ -29,6 +41,7 @@ class Clock {
 class RealClock final : public Clock {
  public:
   int64_t NowUnixMs() noexcept override;
+  int64_t NowUnixNs() noexcept override;
 };
 
 }  // namespace snowflake

@@ -27,6 +27,9 @@ struct Config {
     std::string instance = "default";
     std::string log_level = "info";
     std::string group;  // empty: the daemon's primary group
+    // The liveness bound: the daemon beats every liveness_ms / 10 from its own thread,
+    // and clients treat a heartbeat older than liveness_ms as "not heartbeating".
+    int64_t liveness_ms = 50;
     friend bool operator==(const Daemon&, const Daemon&) = default;
   };
   struct Id {

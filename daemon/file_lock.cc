@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <thread>
 #include <utility>
 
 namespace snowflake {
@@ -59,6 +60,22 @@ tl::expected<FileLock, LockFailure> FileLock::Acquire(const std::filesystem::pat
   } catch (...) {
     close(fd);
     return tl::unexpected(LockFailure{false, std::nullopt, "out of memory"});
+  }
+}
+
+tl::expected<FileLock, LockFailure> FileLock::AcquireWithin(const std::filesystem::path& path,
+                                                            std::chrono::milliseconds timeout,
+                                                            bool write_pid, mode_t mode) noexcept {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    auto lock = Acquire(path, /*wait=*/false, write_pid, mode);
+    if (lock || !lock.error().held_by_other || std::chrono::steady_clock::now() >= deadline) {
+      if (!lock && lock.error().held_by_other) {
+        lock.error().message += " (still after " + std::to_string(timeout.count()) + " ms)";
+      }
+      return lock;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 }
 

@@ -10,6 +10,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -33,8 +34,16 @@ class FileLock {
   // On success, when `write_pid` is set, the file's contents become our pid and a newline,
   // so a refused rival can name us.
   // Errors: held_by_other (only without `wait`); a system error opening or locking.
-  static tl::expected<FileLock, LockFailure> Acquire(const std::filesystem::path& path, bool wait,
-                                                     bool write_pid, mode_t mode = 0644) noexcept;
+  // Prefer AcquireWithin(): a blocking wait has no bound (any process that can open the
+  // file can hold it forever).
+  [[nodiscard]] static tl::expected<FileLock, LockFailure> Acquire(
+      const std::filesystem::path& path, bool wait, bool write_pid, mode_t mode = 0644) noexcept;
+
+  // Like Acquire() without `wait`, retried (every millisecond or so) until `timeout` has
+  // passed: a bounded wait. Errors: held_by_other once the bound has passed; a system error.
+  [[nodiscard]] static tl::expected<FileLock, LockFailure> AcquireWithin(
+      const std::filesystem::path& path, std::chrono::milliseconds timeout, bool write_pid,
+      mode_t mode = 0644) noexcept;
 
   // True if some open file holds the lock on `path` right now (it may change at once).
   // Nonexistent file: false. Sets *holder_pid to the pid written in it, if any.

@@ -119,12 +119,16 @@ tl::expected<void, RegisterError> Save(const std::filesystem::path& path, const 
   }
 }
 
-// Holds the register's own lock for one read-modify-write.
+// Holds the register's own lock for one read-modify-write. Bounded: any process that
+// can open the lock file could hold it forever, and the daemon must never wait without a
+// bound (the reservation thread retries; the fill loop never waits for it).
+constexpr std::chrono::milliseconds kRegisterLockBound{2000};
 tl::expected<FileLock, RegisterError> LockRegister(const std::filesystem::path& path) {
-  auto lock = FileLock::Acquire(LockPathOf(path), /*wait=*/true, /*write_pid=*/false);
+  auto lock = FileLock::AcquireWithin(LockPathOf(path), kRegisterLockBound, /*write_pid=*/false);
   if (!lock) {
-    return tl::unexpected(
-        Error(RegisterErrorCode::kUnreadable, "cannot lock register: " + lock.error().message));
+    return tl::unexpected(Error(
+        lock.error().held_by_other ? RegisterErrorCode::kTimedOut : RegisterErrorCode::kUnreadable,
+        "cannot lock register: " + lock.error().message));
   }
   return std::move(*lock);
 }

@@ -46,6 +46,10 @@ tl::expected<std::optional<HighWaterState>, HighWaterError> HighWaterStore::Load
       state.reserved_through_unix_ms = doc.at("reserved_through_unix_ms").get<int64_t>();
       const json& stop = doc.at("last_issued_unix_ms_at_clean_stop");
       if (!stop.is_null()) state.last_issued_unix_ms_at_clean_stop = stop.get<int64_t>();
+      if (const auto seg = doc.find("segment"); seg != doc.end() && !seg->is_null()) {
+        state.segment_path = seg->at("path").get<std::string>();
+        state.segment_incarnation = seg->at("incarnation").get<uint64_t>();
+      }
       if (state.reserved_through_unix_ms < 0 || state.epoch_unix_ms < 0) {
         return corrupt("negative time");
       }
@@ -69,10 +73,15 @@ tl::expected<void, HighWaterError> HighWaterStore::Save(const HighWaterState& st
     if (state.last_issued_unix_ms_at_clean_stop) {
       doc["last_issued_unix_ms_at_clean_stop"] = *state.last_issued_unix_ms_at_clean_stop;
     }
-    auto written = WriteFileAtomically(path_, doc.dump() + "\n", 0644);
+    if (state.segment_path) {
+      doc["segment"] = {{"path", *state.segment_path},
+                        {"incarnation", state.segment_incarnation}};
+    }
+    auto written = WriteFileAtomically(path_, doc.dump() + "\n", 0644, *fs_);
     if (!written) {
+      const int err = errno;
       return tl::unexpected(HighWaterError{
-          HighWaterErrorCode::kIo, "cannot save the high-water mark: " + written.error(), errno});
+          HighWaterErrorCode::kIo, "cannot save the high-water mark: " + written.error(), err});
     }
     return {};
   } catch (const std::exception& e) {

@@ -2,11 +2,19 @@
 // issued IDs, durable across reboots (docs/daemon.md, "Persistence").
 //
 //   {"version":1,"machine":N,"epoch_unix_ms":E,"reserved_through_unix_ms":R,
-//    "last_issued_unix_ms_at_clean_stop":S or null}
+//    "last_issued_unix_ms_at_clean_stop":S or null,
+//    "segment":{"path":P,"incarnation":I}}   (optional)
 //
 // The rule that makes a reboot safe: no ID with a millisecond above R is published until a
 // new R covering it has been fsync'd. After a clean stop R is lowered to the last issued
 // millisecond (and S records it), so a clean restart does not wait.
+//
+// "segment" names the segment the reservation covered: the only segment this daemon
+// published to while R was its reservation, in its incarnation I. A restart that finds
+// that very segment, with no other opener since (its incarnation is still I), knows from
+// the segment's last_published_id exactly what was published and need not wait out R
+// (docs/design.md, "Restarting on a surviving segment"). A file without it (older
+// versions) is trusted only for R.
 //
 // A HighWaterStore is not safe for concurrent use; one process (the instance lock) and
 // one thread use it.
@@ -20,6 +28,8 @@
 #include <string>
 #include <tl/expected.hpp>
 
+#include "daemon/file_system.h"
+
 namespace snowflake {
 
 struct HighWaterState {
@@ -27,6 +37,9 @@ struct HighWaterState {
   int64_t epoch_unix_ms = 0;
   int64_t reserved_through_unix_ms = 0;
   std::optional<int64_t> last_issued_unix_ms_at_clean_stop;
+  // The segment this reservation covered (absent: unknown).
+  std::optional<std::string> segment_path;
+  uint64_t segment_incarnation = 0;
   friend bool operator==(const HighWaterState&, const HighWaterState&) = default;
 };
 
@@ -43,20 +56,27 @@ struct HighWaterError {
 
 class HighWaterStore {
  public:
-  explicit HighWaterStore(std::filesystem::path path) : path_(std::move(path)) {}
+  // `fs` (not owned) must outlive the store.
+  explicit HighWaterStore(std::filesystem::path path,
+                          daemon::FileSystem& fs = daemon::FileSystem::Default())
+      : path_(std::move(path)), fs_(&fs) {}
 
   // The saved state, or nullopt if there is no file (a first start).
   // Errors: kCorrupt (unparseable, wrong version, negative or missing fields), kIo.
-  tl::expected<std::optional<HighWaterState>, HighWaterError> Load() const noexcept;
+  [[nodiscard]] tl::expected<std::optional<HighWaterState>, HighWaterError> Load()
+      const noexcept;
 
   // Replaces the file atomically and durably (temporary file, fsync, rename, fsync dir).
   // Errors: kIo; the previous file is then intact.
-  tl::expected<void, HighWaterError> Save(const HighWaterState& state) noexcept;
+  // Safe to call from one thread at a time (the reservation thread, or the main thread
+  // once that has stopped).
+  [[nodiscard]] tl::expected<void, HighWaterError> Save(const HighWaterState& state) noexcept;
 
   const std::filesystem::path& path() const noexcept { return path_; }
 
  private:
   std::filesystem::path path_;
+  daemon::FileSystem* fs_;  // not owned
 };
 
 }  // namespace snowflake

@@ -1,4 +1,4 @@
-// The register of machine numbers (DESIGN.md section 7): which holder owns which of the
+// The register of machine numbers (docs/design.md, "The register"): which holder owns which of the
 // 1,024 numbers, and each number's high-water mark. A daemon claims its number once at
 // startup and keeps it for its lifetime; two live holders never share one.
 //
@@ -38,6 +38,10 @@ enum class RegisterErrorCode {
   kEpochMismatch,   // the register belongs to a fleet with another epoch
   kNotClaimed,      // UpdateHighWater()/Release before a successful Claim()
   kInvalidRequest,  // a bad argument (holder id empty, machine out of range)
+  kClaimLost,       // the claim is gone (lease expired, number taken over): stop serving
+                    // at once; a restart claims anew
+  kTimedOut,        // the register did not answer within its bound (a lock held by
+                    // another process, a slow store); nothing was changed, retry later
 };
 
 struct RegisterError {
@@ -46,8 +50,16 @@ struct RegisterError {
 };
 
 // Implementations are NOT required to be thread-safe: the daemon calls them from one
-// thread (startup, then the fill loop). They must be safe against other processes using
-// the same register concurrently.
+// thread at a time (startup; then only the reservation thread, see
+// daemon/reservation_service.h; then the main thread at a clean stop, after the
+// reservation thread has ended). They must be safe against other processes using the same
+// register concurrently, and every call must return within a bound (seconds, never
+// "until another process lets go"): kTimedOut otherwise.
+//
+// The lifecycle: Claim() once; then, on the reservation thread, UpdateHighWater() before
+// the daemon relies on a new horizon and Renew() at least every renewal interval; at a
+// clean stop RecordCleanStop(). Any of them returning kClaimLost means the number may
+// already serve another holder: the daemon stops serving at once and exits.
 class MachineRegister {
  public:
   virtual ~MachineRegister();
@@ -56,19 +68,29 @@ class MachineRegister {
   // (or the process dies). Call once.
   // Errors: kNoFreeNumber, kInUse, kCorrupt, kUnreadable, kEpochMismatch, kInvalidRequest
   // (all fatal at startup: the message says what to fix).
-  virtual tl::expected<MachineClaim, RegisterError> Claim(const ClaimRequest& request) noexcept = 0;
+  [[nodiscard]] virtual tl::expected<MachineClaim, RegisterError> Claim(
+      const ClaimRequest& request) noexcept = 0;
 
   // Records that IDs up to unix_ms may have been issued under the claimed number, so a
   // later holder of the number continues above it. Never lowers the recorded mark.
-  // Errors: kNotClaimed, kUnreadable, kCorrupt (the caller may keep serving: the local
-  // high-water file still protects this host).
-  virtual tl::expected<void, RegisterError> UpdateHighWater(int64_t unix_ms) noexcept = 0;
+  // Only a successful return makes unix_ms part of the daemon's confirmed horizon.
+  // Errors: kNotClaimed, kUnreadable, kCorrupt, kTimedOut (the horizon stays where it
+  // was; the daemon pauses at its end if this persists), kClaimLost.
+  [[nodiscard]] virtual tl::expected<void, RegisterError> UpdateHighWater(
+      int64_t unix_ms) noexcept = 0;
+
+  // Keeps the claim alive (a lease keepalive for a networked backend) and says whether it
+  // still holds. The file and static backends hold their number's flock for the life of
+  // the process, which cannot be lost: they always succeed (this default).
+  // Errors: kClaimLost (stop serving at once), kTimedOut or kUnreadable (not known:
+  // retry; the horizon stays where it was).
+  [[nodiscard]] virtual tl::expected<void, RegisterError> Renew() noexcept { return {}; }
 
   // At a clean stop, after the ring is drained: records exactly the last millisecond
   // issued, LOWERING the mark from the reservation (which runs ahead of the clock), so a
   // clean restart need not wait for the reservation to pass. Only the live holder knows
   // this; never call it for any other reason. Errors as UpdateHighWater.
-  virtual tl::expected<void, RegisterError> RecordCleanStop(
+  [[nodiscard]] virtual tl::expected<void, RegisterError> RecordCleanStop(
       int64_t last_issued_unix_ms) noexcept = 0;
 
   // "file", "static", ...

@@ -2,9 +2,9 @@
 #include <cstdio>
 #include <iostream>
 
-#include "app.h"
-#include "command_line.h"
-#include "config.h"
+#include "daemon/app.h"
+#include "daemon/command_line.h"
+#include "daemon/config.h"
 
 int main(int argc, char** argv) {
   auto command_line = snowflake::ParseCommandLine(argc, argv);
@@ -23,6 +23,12 @@ int main(int argc, char** argv) {
     return snowflake::kExitUsage;
   }
   if (command_line->check_config) {
+    // What the start would refuse on this host, too (a missing group, a future epoch).
+    snowflake::RealClock clock;
+    if (auto checked = snowflake::CheckConfigAgainstHost(*config, clock); !checked) {
+      std::cerr << "snowflaked: " << checked.error() << "\n";
+      return snowflake::kExitConfig;
+    }
     std::cout << "ok\n";
     return snowflake::kExitOk;
   }

@@ -87,12 +87,12 @@ std::string ReasonText(StateReason reason, int64_t detail) {
     case StateReason::kClockBehind:
       return "clock moved back " + std::to_string(detail) + " ms";
     case StateReason::kClockStepTooLarge:
-      return "clock stepped back " + std::to_string(detail) +
-             " ms, more than max_backward_ms; check the clock, then run `snowflakectl resume`";
+      return "clock moved back " + std::to_string(detail) + " ms, more than max_backward_ms";
     case StateReason::kBehindHighWater:
-      return "clock is " + std::to_string(detail) +
-             " ms behind the persisted high-water mark; check the clock, then run "
-             "`snowflakectl resume`";
+      // What happens next depends on the state (paused: by itself; out of service: an
+      // operator's resume), and the caller's sentence says it: one story, not two.
+      return "clock started " + std::to_string(detail) +
+             " ms behind the persisted high-water mark";
     case StateReason::kTimeRangeExhausted:
       return "the epoch's 41-bit time range is used up";
     case StateReason::kShutdown:

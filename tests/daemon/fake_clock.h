@@ -5,9 +5,10 @@
 #define SNOWFLAKE_TESTS_DAEMON_FAKE_CLOCK_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 
-#include "clock.h"
+#include "daemon/clock.h"
 
 namespace snowflake::testing {
 
@@ -26,6 +27,17 @@ class FakeClock final : public Clock {
   // Moves the clock by delta_ms (negative: backwards). Returns the new reading.
   int64_t Advance(int64_t delta_ms) noexcept { return now_ms_.fetch_add(delta_ms) + delta_ms; }
 
+  // Time passing normally: the wall clock and the steady clock both move by ms.
+  void Tick(int64_t ms) noexcept {
+    now_ms_.fetch_add(ms);
+    steady_ns_.fetch_add(ms * 1'000'000);
+  }
+  // The steady clock only moves by Tick(): a step of the wall clock (Advance, Set) is
+  // then a step, not time passing.
+  std::chrono::steady_clock::time_point SteadyNow() noexcept override {
+    return std::chrono::steady_clock::time_point(std::chrono::nanoseconds(steady_ns_.load()));
+  }
+
   // How many times NowUnixMs() was called: lets tests check the clock is read at most
   // once per millisecond.
   int64_t reads() const noexcept { return reads_.load(std::memory_order_relaxed); }
@@ -33,6 +45,7 @@ class FakeClock final : public Clock {
  private:
   std::atomic<int64_t> now_ms_;
   std::atomic<int64_t> reads_{0};
+  std::atomic<int64_t> steady_ns_{int64_t{1'000'000'000'000}};
 };
 
 }  // namespace snowflake::testing

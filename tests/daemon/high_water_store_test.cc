@@ -37,11 +37,16 @@ TEST(HighWaterStore, SaveThenLoadRoundTrips) {
   const HighWaterState running{.machine = 3,
                                .epoch_unix_ms = 10,
                                .reserved_through_unix_ms = 500,
-                               .last_issued_unix_ms_at_clean_stop = std::nullopt};
+                               .last_issued_unix_ms_at_clean_stop = std::nullopt,
+                               .segment_path = std::nullopt,
+                               .segment_incarnation = 0};
+  // The segment the reservation covered round-trips too (a fast restart relies on it).
   const HighWaterState stopped{.machine = 3,
                                .epoch_unix_ms = 10,
                                .reserved_through_unix_ms = 420,
-                               .last_issued_unix_ms_at_clean_stop = 420};
+                               .last_issued_unix_ms_at_clean_stop = 420,
+                               .segment_path = "/run/x/snowflake.ring",
+                               .segment_incarnation = 9};
 
   // Act
   ASSERT_TRUE(sut.Save(running));

@@ -1,0 +1,69 @@
+// The heartbeat: its own thread stores CLOCK_MONOTONIC into the segment's heartbeat every
+// liveness_ms / 10, whatever the fill loop is doing (a burst, a long fill), so clients on
+// a busy host are not told "not heartbeating" while the daemon is well (docs/daemon.md,
+// "Liveness"). It still tells the truth about a stuck daemon: it beats only while the
+// fill loop has finished a pass within `stall_limit`, so a hung loop stops the beat and
+// clients fail over. A stopped (SIGSTOP) or dead process stops every thread, the beat too.
+//
+// Threads: Start()/Stop() from the main thread; the beat thread calls only
+// shm::RingProducer::Heartbeat() (one relaxed store into the segment, safe beside the
+// fill loop's use of the producer). NotePass() is called by the fill loop.
+
+#ifndef SNOWFLAKE_DAEMON_HEARTBEAT_H_
+#define SNOWFLAKE_DAEMON_HEARTBEAT_H_
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+
+#include "snowflake/ring_producer.h"
+
+namespace snowflake::daemon {
+
+class Heartbeat {
+ public:
+  // `producer` (not owned) must outlive the Heartbeat. REQUIRES: interval > 0,
+  // stall_limit > interval.
+  Heartbeat(shm::RingProducer& producer, std::chrono::microseconds interval,
+            std::chrono::milliseconds stall_limit);
+  ~Heartbeat();  // Stop()s
+  Heartbeat(const Heartbeat&) = delete;
+  Heartbeat& operator=(const Heartbeat&) = delete;
+
+  void Start();
+  void Stop();
+
+  // The fill loop finished a pass. One relaxed store.
+  void NotePass() noexcept;
+
+  uint64_t beats() const noexcept { return beats_.load(std::memory_order_relaxed); }
+
+ private:
+  void Run();
+
+  // Constant after construction.
+  shm::RingProducer& producer_;
+  const std::chrono::microseconds interval_;
+  const std::chrono::milliseconds stall_limit_;
+
+  // Written by the fill loop, read by the beat thread: steady ns of the last pass.
+  std::atomic<int64_t> last_pass_ns_;
+  std::atomic<uint64_t> beats_{0};
+
+  // Protected by mutex_.
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+
+  std::thread thread_;
+};
+
+// liveness_ms / 10, at least 1 ms: the beat interval for daemon.liveness_ms.
+std::chrono::microseconds BeatIntervalFor(int64_t liveness_ms) noexcept;
+
+}  // namespace snowflake::daemon
+
+#endif  // SNOWFLAKE_DAEMON_HEARTBEAT_H_

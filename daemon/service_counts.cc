@@ -1,0 +1,29 @@
+#include "daemon/service_counts.h"
+
+#include <signal.h>
+
+#include <cerrno>
+#include <vector>
+
+namespace snowflake::daemon {
+
+void ServiceCounts::Scan(shm::RingProducer& producer) {
+  std::map<std::string, uint64_t> live;
+  std::vector<shm::ServiceCount> finished;
+  producer.ForEachService([&](const shm::ServiceCount& c) {
+    const bool dead = !c.retired && kill(static_cast<pid_t>(c.pid), 0) != 0 && errno == ESRCH;
+    if (c.retired || dead) {
+      finished.push_back(c);
+    } else {
+      live[c.name] += c.taken;
+    }
+  });
+  for (const auto& c : finished) {
+    // Fold a finished client's final count into its service's total, then free the slot.
+    if (producer.FreeServiceSlot(c.slot, c.pid)) folded_[c.name] += c.taken;
+  }
+  totals_ = folded_;
+  for (const auto& [name, taken] : live) totals_[name] += taken;
+}
+
+}  // namespace snowflake::daemon

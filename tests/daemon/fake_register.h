@@ -1,0 +1,58 @@
+// A MachineRegister in memory whose answers a test sets: failures, a lost claim, a slow
+// answer. Safe for concurrent use (the test thread sets, the reservation thread calls).
+
+#ifndef SNOWFLAKE_TESTS_DAEMON_FAKE_REGISTER_H_
+#define SNOWFLAKE_TESTS_DAEMON_FAKE_REGISTER_H_
+
+#include <atomic>
+#include <mutex>
+#include <optional>
+
+#include "daemon/machine_register.h"
+
+namespace snowflake::testing {
+
+class FakeRegister final : public MachineRegister {
+ public:
+  tl::expected<MachineClaim, RegisterError> Claim(const ClaimRequest&) noexcept override {
+    return MachineClaim{3, mark_.load()};
+  }
+  tl::expected<void, RegisterError> UpdateHighWater(int64_t unix_ms) noexcept override {
+    if (auto failed = Failure()) return tl::unexpected(*failed);
+    int64_t seen = mark_.load();
+    while (unix_ms > seen && !mark_.compare_exchange_weak(seen, unix_ms)) {
+    }
+    return {};
+  }
+  tl::expected<void, RegisterError> Renew() noexcept override {
+    if (auto failed = Failure()) return tl::unexpected(*failed);
+    return {};
+  }
+  tl::expected<void, RegisterError> RecordCleanStop(int64_t unix_ms) noexcept override {
+    mark_.store(unix_ms);
+    return {};
+  }
+  std::string_view backend_name() const noexcept override { return "fake"; }
+  std::string location() const override { return "memory"; }
+
+  void Fail(std::optional<RegisterErrorCode> code) {
+    std::lock_guard lock(mutex_);
+    failure_ = code;
+  }
+  int64_t mark() const { return mark_.load(); }
+
+ private:
+  std::optional<RegisterError> Failure() {
+    std::lock_guard lock(mutex_);
+    if (!failure_) return std::nullopt;
+    return RegisterError{*failure_, "the fake register fails"};
+  }
+
+  std::atomic<int64_t> mark_{0};
+  std::mutex mutex_;
+  std::optional<RegisterErrorCode> failure_;
+};
+
+}  // namespace snowflake::testing
+
+#endif  // SNOWFLAKE_TESTS_DAEMON_FAKE_REGISTER_H_

@@ -1,0 +1,245 @@
+// The fill loop in-process, pass by pass: a real segment in a temporary directory, the
+// generator over a FakeClock (wall and steady time under the test's control), and a
+// horizon the test sets by hand.
+//
+// Properties: nothing above the confirmed horizon is ever published, and the loop pauses
+// at its end with the failing store named, resuming by itself; a pass that enters
+// dormancy leaves the ring empty; a clock step inside a batch publishes none of it; a
+// clock step is reported with its size.
+#include "daemon/fill_loop.h"
+
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+
+#include "fake_clock.h"
+#include "snowflake/ring_consumer.h"
+#include "temp_dir.h"
+
+namespace snowflake::daemon {
+namespace {
+
+using shm::DaemonState;
+using shm::StateReason;
+using snowflake::testing::FakeClock;
+using snowflake::testing::TempDir;
+
+constexpr int64_t kEpoch = kDefaultEpochUnixMs;
+constexpr int64_t kStart = kEpoch + 7'000'000;
+
+class ManualHorizon final : public Horizon {
+ public:
+  int64_t confirmed_through() const noexcept override { return through; }
+  std::optional<ReservationProblem> problem() const override { return failure; }
+  bool claim_lost() const noexcept override { return lost; }
+  void NoteNeed(int64_t unix_ms) noexcept override { need = unix_ms; }
+
+  int64_t through = kStart + 1000;
+  std::optional<ReservationProblem> failure;
+  bool lost = false;
+  int64_t need = 0;
+};
+
+struct Rig {
+  explicit Rig(FillLoopOptions options = Defaults(), Clock* clock_override = nullptr)
+      : producer(std::move(shm::RingProducer::CreateOrOpen(
+                               shm::ProducerOptions{.runtime_dir = dir.path(),
+                                                    .capacity = options.capacity,
+                                                    .epoch_unix_ms = kEpoch,
+                                                    .machine = 3,
+                                                    .mode = 0600,
+                                                    .group = std::nullopt})
+                               .value())),
+        generator(std::move(Generator::Create(GeneratorConfig{.layout = IdLayout::Create(kEpoch).value(),
+                                                              .machine = 3},
+                                              clock_override ? *clock_override : clock)
+                                .value())),
+        status(Identity(), board, std::chrono::milliseconds(1000)),
+        sut(options, clock_override ? *clock_override : clock, generator, producer, horizon,
+            status, nullptr) {}
+
+  static DaemonStatus Identity() {
+    DaemonStatus identity;
+    identity.machine = 3;
+    return identity;
+  }
+  static FillLoopOptions Defaults() {
+    FillLoopOptions options;
+    options.epoch_unix_ms = kEpoch;
+    options.machine = 3;
+    return options;
+  }
+  int64_t MsOf(uint64_t id) const { return kEpoch + IdLayout::OffsetMsOf(id); }
+  int64_t NewestPublishedMs() const {
+    const uint64_t last = producer.last_published_id();
+    return last == 0 ? 0 : MsOf(last);
+  }
+
+  TempDir dir{"fill-loop"};
+  FakeClock clock{kStart};
+  shm::RingProducer producer;
+  Generator generator;
+  ManualHorizon horizon;
+  StatusBoard board;
+  StatusReporter status;
+  FillLoop sut;
+};
+
+TEST(FillLoop, ServesWithinTheHorizon) {
+  Rig rig;
+
+  rig.sut.Pass();
+
+  EXPECT_EQ(rig.sut.published().state, DaemonState::kServing);
+  EXPECT_GT(rig.producer.size(), 0u);
+  EXPECT_LE(rig.NewestPublishedMs(), rig.horizon.through);
+}
+
+TEST(FillLoop, NeverPublishesAboveTheHorizonAndPausesNamingTheStore) {
+  Rig rig;
+  rig.sut.Pass();
+  ASSERT_EQ(rig.sut.published().state, DaemonState::kServing);
+  rig.horizon.failure = ReservationProblem{ReservationStore::kStateFile, 5, "fsync failed"};
+  const int64_t horizon = rig.horizon.through;
+
+  // The clock runs past the horizon while the store fails.
+  for (int i = 0; i < 1100; ++i) {
+    rig.clock.Tick(1);
+    rig.sut.Pass();
+    ASSERT_LE(rig.NewestPublishedMs(), horizon) << "published above the confirmed reservation";
+  }
+
+  EXPECT_EQ(rig.sut.published().state, DaemonState::kPaused);
+  EXPECT_EQ(rig.sut.published().reason, StateReason::kPersistenceFailed);
+  EXPECT_EQ(rig.sut.published().detail, 5);
+  EXPECT_EQ(rig.producer.size(), 0u);
+  const DaemonStatus status = rig.board.Snapshot();
+  EXPECT_NE(status.reason.find("state file"), std::string::npos) << status.reason;
+  EXPECT_NE(status.reason.find("resumes by itself"), std::string::npos) << status.reason;
+
+  // The store heals: a renewal moves the horizon, and the loop serves by itself.
+  rig.horizon.failure.reset();
+  rig.horizon.through = rig.clock.NowUnixMs() + 1000;
+  rig.clock.Tick(1);
+  rig.sut.Pass();
+
+  EXPECT_EQ(rig.sut.published().state, DaemonState::kServing);
+  EXPECT_GT(rig.producer.size(), 0u);
+}
+
+TEST(FillLoop, LaggingRenewalPausesAtTheHorizon) {
+  Rig rig;
+  rig.sut.Pass();
+  rig.horizon.through = kStart + 3;
+
+  for (int i = 0; i < 6; ++i) {
+    rig.clock.Tick(1);
+    rig.sut.Pass();
+  }
+
+  EXPECT_EQ(rig.sut.published().state, DaemonState::kPaused);
+  EXPECT_EQ(rig.sut.published().reason, StateReason::kPersistenceFailed);
+  EXPECT_LE(rig.NewestPublishedMs(), kStart + 3);
+  EXPECT_GE(rig.horizon.need, kStart + 6) << "the service was told what is needed";
+}
+
+// Finding 5: the pass that enters dormancy used to fill the ring and then sleep with it.
+TEST(FillLoop, EnteringDormancyLeavesTheRingEmpty) {
+  Rig rig;
+  rig.sut.Pass();
+  ASSERT_GT(rig.producer.size(), 0u);
+
+  // Nobody takes for longer than dormant_after; passes every ms (max_age 0 drains and
+  // refills each ms) until the loop goes dormant.
+  bool dormant = false;
+  for (int i = 0; i < 1100 && !dormant; ++i) {
+    rig.clock.Tick(1);
+    rig.sut.Pass();
+    dormant = rig.sut.dormant();
+  }
+
+  ASSERT_TRUE(dormant);
+  EXPECT_EQ(rig.producer.size(), 0u) << "a dormant daemon holds IDs that will turn stale";
+  EXPECT_EQ(rig.sut.NextWait(), std::chrono::milliseconds(20));
+}
+
+// A clock that steps back 5 ms once armed, after `reads_before_step` more readings.
+class SteppingClock final : public Clock {
+ public:
+  int64_t NowUnixMs() noexcept override {
+    if (armed_ && reads_before_step_-- <= 0) now_ms_ = step_to_;
+    return now_ms_;
+  }
+  void Arm(int reads_before_step, int64_t to) {
+    armed_ = true;
+    reads_before_step_ = reads_before_step;
+    step_to_ = to;
+  }
+  int64_t now_ms_ = kStart;
+
+ private:
+  bool armed_ = false;
+  int reads_before_step_ = 0;
+  int64_t step_to_ = 0;
+};
+
+// Finding 5: a clock step inside a batch published the batch's first part.
+TEST(FillLoop, ClockStepInsideABatchPublishesNothingOfIt) {
+  SteppingClock clock;
+  Rig rig(Rig::Defaults(), &clock);
+  // Use up all but 6 sequences of this millisecond, so the next batch crosses into the
+  // next millisecond and reads the clock again mid-batch.
+  std::vector<uint64_t> used(kIdsPerMs - 6);
+  ASSERT_EQ(rig.generator.Generate(used).value(), used.size());
+  const uint64_t published_before = rig.producer.header().published_total.load();
+  // The pass reads the clock once, the batch once at its start; the step comes at the
+  // batch's second reading, when its 6 IDs of kStart are already generated.
+  clock.Arm(2, kStart - 5);
+
+  rig.sut.Pass();
+
+  EXPECT_EQ(rig.producer.header().published_total.load(), published_before)
+      << "IDs of a batch the clock stepped back in were published";
+  EXPECT_EQ(rig.sut.published().state, DaemonState::kPaused);
+}
+
+// Finding 9: a step was reported as the lag behind an old mark ("moved back 1 ms").
+TEST(FillLoop, ClockStepIsReportedWithItsSize) {
+  FillLoopOptions options = Rig::Defaults();
+  options.max_age_ms = 1000;  // the ring stays full: no ID is generated after kStart
+  Rig rig(options);
+  rig.sut.Pass();
+  for (int i = 0; i < 4; ++i) {
+    rig.clock.Tick(1);
+    rig.sut.Pass();
+  }
+  ASSERT_EQ(rig.generator.last_unix_ms(), kStart);
+
+  rig.clock.Advance(-5);  // kStart + 4 -> kStart - 1: one ms behind the mark, a 5 ms step
+  rig.sut.Pass();
+
+  EXPECT_EQ(rig.sut.published().state, DaemonState::kPaused);
+  EXPECT_EQ(rig.sut.published().reason, StateReason::kClockBehind);
+  EXPECT_EQ(rig.sut.published().detail, 5);
+  EXPECT_EQ(rig.producer.header().reason_detail.load(), 5);
+  const DaemonStatus status = rig.board.Snapshot();
+  EXPECT_NE(status.reason.find("clock moved back 5 ms"), std::string::npos) << status.reason;
+  EXPECT_EQ(status.reason_detail, 5);
+}
+
+TEST(FillLoop, LostClaimStopsServingAtOnce) {
+  Rig rig;
+  rig.sut.Pass();
+  ASSERT_GT(rig.producer.size(), 0u);
+
+  rig.horizon.lost = true;
+  rig.sut.Pass();
+
+  EXPECT_TRUE(rig.sut.claim_lost());
+  EXPECT_EQ(rig.producer.state(), DaemonState::kStopped);
+  EXPECT_EQ(rig.producer.size(), 0u);
+}
+
+}  // namespace
+}  // namespace snowflake::daemon

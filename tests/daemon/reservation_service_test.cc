@@ -1,0 +1,202 @@
+// The reservation service on its own thread, with fsync made slow or failing through the
+// FileSystem seam and a register whose answers the test sets.
+//
+// Properties: the confirmed horizon only covers what both stores durably accepted; it
+// moves ahead of the clock (renew-ahead); a failing store is named and the horizon stops;
+// it moves again by itself once the store heals; a lost claim is reported; the file
+// register's lock is waited for with a bound.
+#include "daemon/reservation_service.h"
+
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <chrono>
+#include <future>
+#include <thread>
+
+#include "daemon/file_lock.h"
+#include "daemon/file_register.h"
+#include "fake_clock.h"
+#include "fake_register.h"
+#include "fault_file_system.h"
+#include "temp_dir.h"
+
+namespace snowflake::daemon {
+namespace {
+
+using namespace std::chrono_literals;
+using snowflake::testing::FakeClock;
+using snowflake::testing::FakeRegister;
+using snowflake::testing::FaultFileSystem;
+using snowflake::testing::TempDir;
+
+constexpr int64_t kStart = kDefaultEpochUnixMs + 5'000'000;
+
+ReservationOptions Options() {
+  return ReservationOptions{.machine = 3,
+                            .epoch_unix_ms = kDefaultEpochUnixMs,
+                            .reservation_ms = 1000,
+                            .renew_ahead_ms = 500,
+                            .retry_interval = 5ms,
+                            .register_renew_interval = 20ms,
+                            .segment_path = "/run/test/snowflake.ring",
+                            .segment_incarnation = 2};
+}
+
+template <typename Pred>
+bool Eventually(Pred pred, std::chrono::milliseconds timeout = 10s) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(1ms);
+  }
+  return pred();
+}
+
+struct Fixture {
+  TempDir dir{"reservation"};
+  FaultFileSystem fs;
+  FakeRegister reg;
+  FakeClock clock{kStart};
+  HighWaterStore store{dir / "high-water.json", fs};
+};
+
+TEST(ReservationService, FirstRenewalReservesAheadInBothStores) {
+  Fixture f;
+  ReservationService sut(Options(), f.store, f.reg, f.clock, 0);
+
+  sut.Start();
+
+  ASSERT_TRUE(Eventually([&] { return sut.confirmed_through() >= kStart + 1000; }));
+  auto saved = f.store.Load();
+  ASSERT_TRUE(saved.has_value() && saved->has_value());
+  EXPECT_GE((*saved)->reserved_through_unix_ms, sut.confirmed_through());
+  EXPECT_EQ((*saved)->segment_path, "/run/test/snowflake.ring");
+  EXPECT_EQ((*saved)->segment_incarnation, 2u);
+  EXPECT_GE(f.reg.mark(), sut.confirmed_through());
+  EXPECT_FALSE(sut.problem().has_value());
+}
+
+TEST(ReservationService, RenewsAheadOfTheClockWithoutBeingAsked) {
+  Fixture f;
+  ReservationService sut(Options(), f.store, f.reg, f.clock, 0);
+  sut.Start();
+  ASSERT_TRUE(Eventually([&] { return sut.confirmed_through() >= kStart + 1000; }));
+
+  f.clock.Tick(600);  // within renew_ahead_ms of the horizon
+
+  EXPECT_TRUE(Eventually([&] { return sut.confirmed_through() >= kStart + 1600; }));
+}
+
+TEST(ReservationService, FailingFsyncNamesTheStateFileAndStopsTheHorizon) {
+  Fixture f;
+  ReservationService sut(Options(), f.store, f.reg, f.clock, 0);
+  sut.Start();
+  ASSERT_TRUE(Eventually([&] { return sut.confirmed_through() >= kStart + 1000; }));
+  const int64_t before = sut.confirmed_through();
+
+  f.fs.SetFailure(EIO);
+  f.clock.Tick(600);
+
+  ASSERT_TRUE(Eventually([&] { return sut.problem().has_value(); }));
+  const auto problem = sut.problem();
+  EXPECT_EQ(problem->store, ReservationStore::kStateFile);
+  EXPECT_EQ(problem->sys_errno, EIO);
+  EXPECT_NE(problem->message.find("fsync"), std::string::npos) << problem->message;
+  std::this_thread::sleep_for(30ms);
+  EXPECT_EQ(sut.confirmed_through(), before) << "never confirmed past a failed fsync";
+  auto saved = f.store.Load();
+  ASSERT_TRUE(saved.has_value() && saved->has_value());
+  EXPECT_EQ((*saved)->reserved_through_unix_ms, before) << "the file kept its old reservation";
+
+  f.fs.SetFailure(0);
+
+  EXPECT_TRUE(Eventually([&] { return sut.confirmed_through() > before; }));
+  EXPECT_TRUE(Eventually([&] { return !sut.problem().has_value(); }));
+}
+
+TEST(ReservationService, FailingRegisterIsNamedAndHeals) {
+  Fixture f;
+  ReservationService sut(Options(), f.store, f.reg, f.clock, 0);
+  f.reg.Fail(RegisterErrorCode::kTimedOut);
+  sut.Start();
+
+  ASSERT_TRUE(Eventually([&] { return sut.problem().has_value(); }));
+  EXPECT_EQ(sut.problem()->store, ReservationStore::kRegister);
+  EXPECT_EQ(sut.confirmed_through(), 0) << "the state file alone confirms nothing";
+
+  f.reg.Fail(std::nullopt);
+
+  EXPECT_TRUE(Eventually([&] { return sut.confirmed_through() >= kStart + 1000; }));
+}
+
+TEST(ReservationService, LostClaimIsReported) {
+  Fixture f;
+  ReservationService sut(Options(), f.store, f.reg, f.clock, 0);
+  sut.Start();
+  ASSERT_TRUE(Eventually([&] { return sut.confirmed_through() >= kStart + 1000; }));
+
+  f.reg.Fail(RegisterErrorCode::kClaimLost);
+
+  EXPECT_TRUE(Eventually([&] { return sut.claim_lost(); }));
+}
+
+TEST(ReservationService, SlowFsyncNeverBlocksTheReader) {
+  Fixture f;
+  f.fs.SetDelay(200ms);
+  ReservationService sut(Options(), f.store, f.reg, f.clock, kStart + 1000);
+  sut.Start();
+  f.clock.Tick(600);
+  std::this_thread::sleep_for(20ms);  // a renewal is under way, inside a 200 ms fsync
+
+  const auto began = std::chrono::steady_clock::now();
+  for (int i = 0; i < 1000; ++i) {
+    EXPECT_GE(sut.confirmed_through(), kStart + 1000);
+    sut.NoteNeed(kStart + 600);
+  }
+  (void)sut.problem();
+  EXPECT_LT(std::chrono::steady_clock::now() - began, 150ms)
+      << "reading the horizon waited for the fsync";
+  EXPECT_TRUE(Eventually([&] { return sut.confirmed_through() >= kStart + 1600; }));
+}
+
+TEST(ReservationService, CleanStopLowersBothStores) {
+  Fixture f;
+  ReservationService sut(Options(), f.store, f.reg, f.clock, 0);
+  sut.Start();
+  ASSERT_TRUE(Eventually([&] { return sut.confirmed_through() >= kStart + 1000; }));
+  sut.Stop();
+
+  ASSERT_TRUE(sut.RecordCleanStop(kStart + 3).has_value());
+
+  auto saved = f.store.Load();
+  ASSERT_TRUE(saved.has_value() && saved->has_value());
+  EXPECT_EQ((*saved)->reserved_through_unix_ms, kStart + 3);
+  EXPECT_EQ((*saved)->last_issued_unix_ms_at_clean_stop, kStart + 3);
+  EXPECT_EQ(f.reg.mark(), kStart + 3);
+}
+
+// Finding 3: a process holding the register's lock (a stopped `register release`, another
+// daemon, anyone who can open the lock file) must not hang the daemon.
+TEST(FileRegisterLock, UpdateHighWaterGivesUpWithinItsBound) {
+  TempDir dir("register-lock");
+  FileRegister reg(FileRegisterOptions{.path = dir / "register.json"});
+  ASSERT_TRUE(reg.Claim(ClaimRequest{"holder", kDefaultEpochUnixMs}).has_value());
+  std::filesystem::path lock_path = dir / "register.json";
+  lock_path += ".lock";
+  auto held = FileLock::Acquire(lock_path, /*wait=*/false, /*write_pid=*/false);
+  ASSERT_TRUE(held.has_value());
+
+  auto result = std::async(std::launch::async, [&] { return reg.UpdateHighWater(kStart); });
+  const auto ready = result.wait_for(20s);
+  if (ready != std::future_status::ready) {
+    held = tl::unexpected(LockFailure{});  // let the blocked call finish before failing
+    FAIL() << "UpdateHighWater waited 20 s for the register lock";
+  }
+  auto updated = result.get();
+  ASSERT_FALSE(updated.has_value());
+  EXPECT_EQ(updated.error().code, RegisterErrorCode::kTimedOut) << updated.error().message;
+}
+
+}  // namespace
+}  // namespace snowflake::daemon

@@ -1,0 +1,120 @@
+// ReconcileStartup() as a table: where a start stands, from segment, state file, register
+// and clock. The surviving segment replaces the reservation only when it is provably the
+// segment the reservation covered.
+#include "daemon/startup_reconciliation.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "snowflake/id_layout.h"
+
+namespace snowflake::daemon {
+namespace {
+
+constexpr int64_t kEpoch = kDefaultEpochUnixMs;
+constexpr int64_t kNow = kEpoch + 1'000'000;
+const std::string kPath = "/run/x/snowflake.ring";
+
+uint64_t IdAt(int64_t unix_ms) { return IdLayout::EncodeUnchecked(unix_ms - kEpoch, 3, 7); }
+
+// A SIGKILLed daemon's leftovers: it reserved through kNow + 900 in both stores for the
+// segment in incarnation 4, published up to kNow - 2; this start reopened it (now 5).
+StartupFacts AfterSigkill() {
+  StartupFacts f;
+  f.now_unix_ms = kNow;
+  f.epoch_unix_ms = kEpoch;
+  f.machine = 3;
+  f.register_high_water_ms = kNow + 900;
+  f.state_file = HighWaterState{.machine = 3,
+                                .epoch_unix_ms = kEpoch,
+                                .reserved_through_unix_ms = kNow + 900,
+                                .last_issued_unix_ms_at_clean_stop = std::nullopt,
+                                .segment_path = kPath,
+                                .segment_incarnation = 4};
+  f.segment = {.path = kPath, .reopened = true, .last_published_id = IdAt(kNow - 2), .incarnation = 5};
+  return f;
+}
+
+TEST(StartupReconciliation, SurvivingSegmentOfTheReservationIsExact) {
+  auto sut = ReconcileStartup(AfterSigkill());
+  ASSERT_TRUE(sut.has_value()) << sut.error();
+  EXPECT_TRUE(sut->trusted_segment);
+  EXPECT_EQ(sut->high_water_unix_ms, kNow - 2);
+  EXPECT_EQ(sut->start_wait_ms, 100);
+  EXPECT_EQ(sut->confirmed_through_unix_ms, kNow + 900);
+}
+
+TEST(StartupReconciliation, EveryOtherCaseWaitsOutTheReservation) {
+  struct Row {
+    std::string what;
+    StartupFacts facts;
+  };
+  std::vector<Row> rows;
+  {
+    StartupFacts f = AfterSigkill();
+    f.segment.reopened = false;
+    f.segment.last_published_id = 0;
+    f.segment.incarnation = 1;
+    rows.push_back({"segment lost (a reboot)", f});
+  }
+  {
+    StartupFacts f = AfterSigkill();
+    f.segment.incarnation = 7;
+    rows.push_back({"someone else opened the segment since", f});
+  }
+  {
+    StartupFacts f = AfterSigkill();
+    f.segment.path = "/run/y/snowflake.ring";
+    rows.push_back({"another segment than the reservation's", f});
+  }
+  {
+    StartupFacts f = AfterSigkill();
+    f.state_file->segment_path.reset();
+    rows.push_back({"a state file that names no segment", f});
+  }
+  {
+    StartupFacts f = AfterSigkill();
+    f.register_high_water_ms = kNow + 5000;
+    rows.push_back({"the register knows a newer mark (another holder)", f});
+  }
+  {
+    StartupFacts f = AfterSigkill();
+    f.state_file->machine = 4;
+    rows.push_back({"the file was for another number", f});
+  }
+  {
+    StartupFacts f = AfterSigkill();
+    f.segment.last_published_id = 0;
+    rows.push_back({"a segment that never published", f});
+  }
+  for (const Row& row : rows) {
+    auto sut = ReconcileStartup(row.facts);
+    ASSERT_TRUE(sut.has_value()) << row.what;
+    EXPECT_FALSE(sut->trusted_segment) << row.what;
+    EXPECT_GE(sut->high_water_unix_ms, kNow + 900) << row.what;
+    EXPECT_EQ(sut->start_wait_ms, 1000 + 100) << row.what;
+  }
+}
+
+TEST(StartupReconciliation, FirstStartHasNoMark) {
+  StartupFacts f;
+  f.now_unix_ms = kNow;
+  f.epoch_unix_ms = kEpoch;
+  f.segment = {.path = kPath, .reopened = false, .last_published_id = 0, .incarnation = 1};
+  auto sut = ReconcileStartup(f);
+  ASSERT_TRUE(sut.has_value());
+  EXPECT_EQ(sut->high_water_unix_ms, 0);
+  EXPECT_FALSE(sut->trusted_segment);
+}
+
+TEST(StartupReconciliation, StateFileOfAnotherEpochIsRefused) {
+  StartupFacts f = AfterSigkill();
+  f.state_file->epoch_unix_ms = kEpoch - 1000;
+  auto sut = ReconcileStartup(f);
+  ASSERT_FALSE(sut.has_value());
+  EXPECT_NE(sut.error().find("epoch"), std::string::npos) << sut.error();
+}
+
+}  // namespace
+}  // namespace snowflake::daemon
