@@ -1,6 +1,7 @@
 #include "snowflake/ring_producer.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -186,6 +187,41 @@ tl::expected<RingProducer, SegmentFailure> RingProducer::CreateOrOpen(
   }
 }
 
+namespace {
+
+// Marks an unvalidated segment file stopped and advances its head to its tail, using only
+// the fixed offsets of the header and consumer region (never a value read from the file).
+void StopUnvalidated(const std::filesystem::path& path) noexcept {
+  const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return;
+  struct stat info {};
+  if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode) ||
+      static_cast<uint64_t>(info.st_size) < kSlotsOffset) {
+    close(fd);
+    return;
+  }
+  void* base = mmap(nullptr, kSlotsOffset, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (base == MAP_FAILED) return;
+  auto* header = static_cast<SegmentHeader*>(base);
+  auto* consumer = reinterpret_cast<ConsumerRegion*>(static_cast<char*>(base) + kConsumerOffset);
+  header->reason.store(static_cast<uint32_t>(StateReason::kShutdown), std::memory_order_relaxed);
+  // Release: a client that reads "stopped" reads the reason with it.
+  header->state.store(static_cast<uint32_t>(DaemonState::kStopped), std::memory_order_release);
+  // Take back what is published, exactly as a consumer would take it (a CAS on head), so a
+  // client's take either won before (its ID was valid then) or finds the ring empty.
+  const uint64_t tail = header->tail.load(std::memory_order_acquire);
+  uint64_t head = consumer->head.load(std::memory_order_acquire);
+  while (head < tail && !consumer->head.compare_exchange_weak(head, tail, std::memory_order_acq_rel,
+                                                               std::memory_order_acquire)) {
+  }
+  header->wake_seq.fetch_add(1, std::memory_order_seq_cst);
+  FutexWake(header->wake_seq, INT_MAX);
+  munmap(base, kSlotsOffset);
+}
+
+}  // namespace
+
 void RingProducer::Retire(const std::filesystem::path& runtime_dir) noexcept {
   const std::filesystem::path path = runtime_dir / kSegmentFileName;
   auto existing = MappedSegment::Open(
@@ -199,6 +235,11 @@ void RingProducer::Retire(const std::filesystem::path& runtime_dir) noexcept {
     } catch (...) {
       // Best effort: the unlink below is what matters.
     }
+  } else {
+    // A segment that fails validation may still be mapped by clients that attached before
+    // it went bad, and they would keep taking from it after the unlink: mark it stopped
+    // and take back its ring through a raw mapping of the two fixed regions.
+    StopUnvalidated(path);
   }
   unlink(path.c_str());
 }

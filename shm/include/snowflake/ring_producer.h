@@ -64,8 +64,9 @@ class RingProducer {
   static tl::expected<RingProducer, SegmentFailure> CreateOrOpen(
       const ProducerOptions& options) noexcept;
 
-  // Marks an existing segment stopped (if it can be mapped), wakes its clients, and
-  // unlinks it, so a fresh one can be created. Clients still mapping it see `stopped`.
+  // Marks an existing segment stopped, takes back its ring, wakes its clients, and unlinks
+  // it, so a fresh one can be created. Clients still mapping it see `stopped` and an empty
+  // ring, also when the segment failed validation (a corrupt magic, version or counters).
   static void Retire(const std::filesystem::path& runtime_dir) noexcept;
 
   // True if CreateOrOpen reopened a surviving segment.
