@@ -176,3 +176,63 @@ TEST(DaemonCommandLine, VersionAndHelpExitZero) {
 
 }  // namespace
 }  // namespace snowflake
+
+namespace snowflake {
+namespace {
+
+// Finding 9: --check-config passed what the start then refused, and the start's refusal
+// exited 1, which systemd restarts forever. Both now exit 78 (EX_CONFIG), which the unit's
+// RestartPreventExitStatus= stops on.
+TEST(DaemonHostConfig, CheckConfigAndStartRefuseAMissingGroupWithTheConfigStatus) {
+  DaemonHarness harness("host-config");
+  const auto file =
+      harness.WriteFile("group.toml", "[daemon]\ngroup = \"no-such-group-snowflake\"\n");
+
+  RunResult check = RunCommand({kSnowflakedPath, "--check-config", "--config", file.string()});
+  RunResult start =
+      RunCommand({kSnowflakedPath, "--config", file.string(), "--runtime-dir",
+                  harness.runtime_dir().string(), "--state-dir", harness.state_dir().string()});
+
+  EXPECT_TRUE(check.status.ExitedWith(78)) << check.status.ToString() << "\n" << check.err;
+  EXPECT_NE(check.err.find("daemon.group"), std::string::npos) << check.err;
+  EXPECT_TRUE(start.status.ExitedWith(78)) << start.status.ToString() << "\n" << start.err;
+  EXPECT_NE(start.err.find("daemon.group"), std::string::npos) << start.err;
+}
+
+TEST(DaemonHostConfig, CheckConfigAndStartRefuseAnEpochInTheFuture) {
+  DaemonHarness harness("future-epoch");
+  const auto file = harness.WriteFile("epoch.toml", "[id]\nepoch = \"2090-01-01T00:00:00Z\"\n");
+
+  RunResult check = RunCommand({kSnowflakedPath, "--check-config", "--config", file.string()});
+  RunResult start =
+      RunCommand({kSnowflakedPath, "--config", file.string(), "--runtime-dir",
+                  harness.runtime_dir().string(), "--state-dir", harness.state_dir().string()});
+
+  EXPECT_TRUE(check.status.ExitedWith(78)) << check.status.ToString() << "\n" << check.err;
+  EXPECT_NE(check.err.find("id.epoch"), std::string::npos) << check.err;
+  EXPECT_TRUE(start.status.ExitedWith(78)) << start.status.ToString() << "\n" << start.err;
+}
+
+TEST(DaemonHostConfig, StartRefusesASegmentPathThatIsASymlinkWithTheConfigStatus) {
+  DaemonHarness harness("symlink-segment");
+  std::filesystem::create_directories(harness.runtime_dir());
+  std::filesystem::create_symlink(harness.root() / "elsewhere",
+                                  harness.runtime_dir() / shm::kSegmentFileName);
+
+  RunResult start = RunCommand({kSnowflakedPath, "--runtime-dir", harness.runtime_dir().string(),
+                                "--state-dir", harness.state_dir().string()});
+
+  EXPECT_TRUE(start.status.ExitedWith(78)) << start.status.ToString() << "\n" << start.err;
+  EXPECT_NE(start.err.find("symbolic link"), std::string::npos) << start.err;
+  EXPECT_FALSE(std::filesystem::exists(harness.root() / "elsewhere"));
+}
+
+TEST(DaemonUnit, RestartPreventExitStatusStopsOnTheConfigStatus) {
+  std::ifstream unit(SNOWFLAKE_SOURCE_DIR "/systemd/snowflaked.service");
+  std::stringstream text;
+  text << unit.rdbuf();
+  EXPECT_NE(text.str().find("RestartPreventExitStatus=2 78\n"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace snowflake

@@ -18,7 +18,12 @@
 #include <thread>
 #include <vector>
 
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
 #include "daemon_harness.h"
+#include "snowflake/id_layout.h"
 #include "snowflake/client.h"
 
 namespace snowflake {
@@ -91,6 +96,43 @@ TEST(DaemonRestart, SigkillThenRestartContinuesAboveEveryIdAndKeepsClientsWorkin
   ASSERT_TRUE(status);
   EXPECT_EQ(status->daemon_pid, static_cast<uint64_t>(second.pid()));
   EXPECT_GT(status->incarnation, incarnation_before) << "the segment was not reopened";
+}
+
+// Finding 10: a SIGKILLed daemon restarted on its surviving segment continues from the
+// segment's last published ID; only a lost segment (a reboot) makes it wait out the
+// reservation. With a 10 s reservation, waiting it out would put every new ID above it.
+TEST(DaemonRestart, SigkillOnTheSurvivingSegmentServesWithoutWaitingOutTheReservation) {
+  // Arrange
+  DaemonHarness harness("restart-fast");
+  DaemonOptions options = harness.Options();
+  options.config_path = harness.WriteFile("fast.toml", "[persistence]\nreservation_ms = 10000\n");
+  std::optional<Daemon> first = harness.Start(options);
+  ASSERT_TRUE(first->ready()) << first->Describe();
+  auto sut = Client::Open("restart-fast", harness.Clients());
+  ASSERT_TRUE(sut) << sut.error().message;
+  std::vector<uint64_t> before;
+  ASSERT_EQ(TakeIds(*sut, 20'000, before), "");
+
+  // Act
+  first->Kill();
+  const auto high_water = nlohmann::json::parse(
+      std::ifstream(harness.state_dir() / "high-water.json"));
+  const int64_t reserved = high_water.at("reserved_through_unix_ms").get<int64_t>();
+  const auto began = std::chrono::steady_clock::now();
+  Daemon second = harness.Start(options);
+  const auto restart = std::chrono::steady_clock::now() - began;
+  auto id_after = NextWithin(*sut, 20s);
+
+  // Assert
+  ASSERT_TRUE(second.ready()) << second.Describe();
+  std::cout << "restart to serving: "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(restart).count()
+            << " ms (reservation 10000 ms)\n";
+  ASSERT_TRUE(id_after) << id_after.error().message;
+  EXPECT_GT(*id_after, before.back());
+  EXPECT_LT(kDefaultEpochUnixMs + IdLayout::OffsetMsOf(*id_after), reserved)
+      << "the restart waited out the reservation";
+  EXPECT_NE(second.err().find("need not be waited out"), std::string::npos) << second.err();
 }
 
 TEST(DaemonRestart, CleanRestartContinuesAboveEveryId) {
