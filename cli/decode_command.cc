@@ -1,6 +1,7 @@
 #include "decode_command.h"
 
 #include <CLI/CLI.hpp>
+#include <cassert>
 #include <charconv>
 #include <chrono>
 #include <cstdio>
@@ -116,6 +117,7 @@ tl::expected<IdLayout, std::string> ParseEpoch(std::string_view text) noexcept {
 }
 
 std::string FormatIsoTime(int64_t unix_ms) {
+  assert(unix_ms >= 0 && unix_ms <= kMaxIsoUnixMs);  // REQUIRES (decode_command.h)
   using namespace std::chrono;
   const sys_time<milliseconds> time{milliseconds(unix_ms)};
   const sys_days day = floor<days>(time);
@@ -132,6 +134,7 @@ std::string FormatIsoTime(int64_t unix_ms) {
 }
 
 std::string FormatDecodedHuman(uint64_t id, const IdLayout& layout) {
+  assert((id >> 63) == 0 && layout.epoch_unix_ms() <= kMaxEpochUnixMs);  // REQUIRES (.h)
   const DecodedId fields = layout.Decode(id).value();
   return std::to_string(id) + "  unix_ms=" + std::to_string(fields.unix_ms) +
          " time=" + FormatIsoTime(fields.unix_ms) + " machine=" + std::to_string(fields.machine) +

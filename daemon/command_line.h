@@ -24,12 +24,12 @@ struct CommandLine {
 
 // Parses argv. When parsing ends the run (--help, or a usage error), it prints what CLI11
 // prints and the error holds the exit status (0 for --help, 2 for a usage error).
-tl::expected<CommandLine, int> ParseCommandLine(int argc, const char* const* argv) noexcept;
+[[nodiscard]] tl::expected<CommandLine, int> ParseCommandLine(int argc, const char* const* argv) noexcept;
 
 // The config the command line asks for: the file (or the built-in defaults) with the
 // flags applied on top; relative directories given as flags become absolute.
 // Errors: those of LoadConfig, or an invalid --log-level.
-tl::expected<Config, ConfigError> ResolveConfig(const CommandLine& command_line) noexcept;
+[[nodiscard]] tl::expected<Config, ConfigError> ResolveConfig(const CommandLine& command_line) noexcept;
 
 }  // namespace snowflake
 

@@ -91,12 +91,12 @@ struct ConfigError {
 // Errors (each names the source, line and key): TOML syntax, an unknown table or key at
 // any depth, a wrong type, a value out of range, inconsistent keys (min_fill > capacity,
 // backend "static" without machine, machine with another backend).
-tl::expected<Config, ConfigError> ParseConfig(std::string_view toml_text,
+[[nodiscard]] tl::expected<Config, ConfigError> ParseConfig(std::string_view toml_text,
                                               std::string_view source) noexcept;
 
 // Reads and parses the file at `path`. Errors: those of ParseConfig, or the file cannot
 // be read (the message has errno's text).
-tl::expected<Config, ConfigError> LoadConfig(const std::filesystem::path& path) noexcept;
+[[nodiscard]] tl::expected<Config, ConfigError> LoadConfig(const std::filesystem::path& path) noexcept;
 
 // Checks a log level name (trace, debug, info, warn, error, critical, off).
 bool IsValidLogLevel(std::string_view level) noexcept;

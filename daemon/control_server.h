@@ -52,7 +52,7 @@ class ControlServer {
   // Binds the socket (replacing a stale one: the instance lock says nobody else serves
   // this directory), applies mode and group, and starts the serving thread.
   // Errors: a message naming the path and errno's text.
-  tl::expected<void, std::string> Start() noexcept;
+  [[nodiscard]] tl::expected<void, std::string> Start() noexcept;
 
   // Stops the thread, closes every connection and removes the socket. Idempotent.
   void Stop() noexcept;

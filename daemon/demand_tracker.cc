@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "daemon/debug_assert.h"
+
 namespace snowflake {
 
 DemandTracker::DemandTracker(uint64_t min_fill, uint64_t max_fill,
@@ -9,7 +11,10 @@ DemandTracker::DemandTracker(uint64_t min_fill, uint64_t max_fill,
     : min_fill_(min_fill),
       max_fill_(max_fill),
       window_ms_(std::max<int64_t>(window.count(), 1)),
-      target_(min_fill) {}
+      target_(min_fill) {
+  SNOWFLAKE_REQUIRE(1 <= min_fill && min_fill <= max_fill);
+  SNOWFLAKE_REQUIRE(window.count() >= 1);
+}
 
 void DemandTracker::Record(TimePoint now, uint64_t taken) {
   const int64_t ms =

@@ -1,4 +1,4 @@
-// How many IDs the ring should hold: about what recent demand needs (DESIGN.md section 4,
+// How many IDs the ring should hold: about what recent demand needs (docs/design.md §4,
 // "Freshness"). The target is twice the most IDs taken within one millisecond during the
 // last `window` (one second by default), clamped to [min_fill, max_fill]: a client that
 // takes in bursts finds its burst waiting, and a quiet host's ring stays small, so the

@@ -1,5 +1,5 @@
 // The "file" register backend: a JSON file on local disk that serves the daemons of one
-// host (DESIGN.md section 7).
+// host (docs/design.md §7).
 //
 // Files (P = the register path, default <state_dir>/register.json):
 //   P           {"format":"snowflaked-register","version":1,"epoch_unix_ms":E,

@@ -88,7 +88,7 @@ bool Generator::Admit(int64_t now_ms, bool at_start) noexcept {
     const int64_t behind_ms = mark_ms_ - now_ms;
     ms_behind_ = behind_ms;
     // The clock went back: the mark's millisecond is closed too, so generation resumes
-    // only once the clock has passed it (DESIGN.md §6), never later in that same ms.
+    // only once the clock has passed it (docs/design.md §6), never later in that same ms.
     next_sequence_ = kIdsPerMs;
     // Only Resume() leaves kOutOfService; its first reason stays the one to report.
     if (state_ == GeneratorState::kOutOfService) return false;

@@ -1,5 +1,5 @@
 // The generator: turns clock readings into strictly increasing IDs of one machine number,
-// and owns the clock policy of DESIGN.md section 6 (refuse readings behind the last
+// and owns the clock policy of docs/design.md §6 (refuse readings behind the last
 // issued millisecond; pause on a small step back, go out of service on a large one).
 //
 // Pure logic: no I/O, no logging, no locks. The caller (the fill loop) logs state changes
@@ -90,7 +90,7 @@ class Generator {
   // - kMachineOutOfRange: machine > 1023;
   // - kEpochInFuture: layout.epoch_unix_ms() > the clock's reading;
   // - kNegativeMaxBackwardMs: max_backward_ms < 0.
-  static tl::expected<Generator, GeneratorError> Create(const GeneratorConfig& config,
+  [[nodiscard]] static tl::expected<Generator, GeneratorError> Create(const GeneratorConfig& config,
                                                         Clock& clock) noexcept;
 
   Generator(Generator&&) noexcept = default;
@@ -105,10 +105,10 @@ class Generator {
   // boundaries; it reads the clock at most once per millisecond it issues in, plus once.
   // Errors (nothing was written to `out`): kSequenceExhausted, kPaused, kOutOfService,
   // as documented on GenerateError.
-  tl::expected<size_t, GenerateError> Generate(std::span<uint64_t> out) noexcept;
+  [[nodiscard]] tl::expected<size_t, GenerateError> Generate(std::span<uint64_t> out) noexcept;
 
   // One ID; same rules and errors as Generate().
-  tl::expected<uint64_t, GenerateError> Next() noexcept;
+  [[nodiscard]] tl::expected<uint64_t, GenerateError> Next() noexcept;
 
   // The operator's "I have checked the clock": leaves kOutOfService and re-reads the
   // clock. Never permits issuing at or below the mark: a clock still behind the mark

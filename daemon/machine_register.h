@@ -1,4 +1,4 @@
-// The register of machine numbers (docs/design.md, "The register"): which holder owns which of the
+// The register of machine numbers (docs/design.md §7): which holder owns which of the
 // 1,024 numbers, and each number's high-water mark. A daemon claims its number once at
 // startup and keeps it for its lifetime; two live holders never share one.
 //

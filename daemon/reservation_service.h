@@ -8,7 +8,7 @@
 // renewal fails or lags, the horizon stops moving; the fill loop pauses at its end with a
 // reason naming the failed store (problem()), and serves again by itself when a renewal
 // succeeds. A register that reports the claim lost sets claim_lost(): the daemon stops
-// serving at once (docs/design.md, "Reservations").
+// serving at once (docs/design.md §5, "Reservations and the confirmed horizon").
 //
 // Threads: Start() and Stop() are called by the main thread; the service's own thread is
 // the only one that writes the stores between them. The accessors are safe from any

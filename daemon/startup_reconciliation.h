@@ -1,5 +1,5 @@
 // Where a starting daemon stands: a pure function of what the segment, the state file,
-// the register and the clock say (docs/design.md, "The high-water mark" and "Restarting
+// the register and the clock say (docs/design.md §5, "The high-water mark" and "Restarting
 // on a surviving segment"). Tested as a table (tests/daemon/startup_reconciliation_test.cc).
 //
 // Thread-safe: a pure function.

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cassert>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -129,6 +130,7 @@ void RingConsumer::AwaitPublish(uint32_t seen, std::chrono::nanoseconds timeout)
 }
 
 ServiceSlot* RingConsumer::ClaimServiceSlot(std::string_view service) noexcept {
+  assert(service.size() <= kServiceNameMax);  // REQUIRES (ring_consumer.h), debug builds
   const uint64_t pid = static_cast<uint64_t>(getpid());
   for (ServiceSlot& slot : consumer_->services) {
     uint64_t expected = 0;

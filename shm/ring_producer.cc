@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <boost/interprocess/file_mapping.hpp>
 #include <boost/interprocess/mapped_region.hpp>
+#include <cassert>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -282,6 +283,10 @@ tl::expected<void, SegmentFailure> RingProducer::CheckCounters() noexcept {
 
 tl::expected<size_t, SegmentFailure> RingProducer::Publish(std::span<const uint64_t> ids) noexcept {
   if (ids.empty()) return 0;
+  // REQUIRES (ring_producer.h): strictly increasing; checked in debug builds only, the
+  // always-on check below covers the front against what was published before.
+  assert(std::adjacent_find(ids.begin(), ids.end(),
+                            [](uint64_t a, uint64_t b) { return a >= b; }) == ids.end());
   const uint64_t last = last_published_id();
   if (ids.front() <= last) {
     return tl::unexpected(SegmentFailure{

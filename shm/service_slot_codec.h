@@ -4,6 +4,7 @@
 #ifndef SNOWFLAKE_SHM_SERVICE_SLOT_CODEC_H_
 #define SNOWFLAKE_SHM_SERVICE_SLOT_CODEC_H_
 
+#include <cassert>
 #include <string>
 #include <string_view>
 
@@ -13,6 +14,7 @@ namespace snowflake::shm {
 
 // REQUIRES: name.size() <= kServiceNameMax.
 inline void EncodeServiceName(ServiceSlot& slot, std::string_view name) {
+  assert(name.size() <= kServiceNameMax);  // the REQUIRES above, in debug builds
   for (size_t word = 0; word < 8; ++word) {
     uint64_t value = 0;
     for (size_t byte = 0; byte < 8; ++byte) {

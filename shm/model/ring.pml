@@ -1,5 +1,5 @@
 /*
- * Promela model of the shared-memory ring ("claim is commit", DESIGN.md section 4).
+ * Promela model of the shared-memory ring ("claim is commit", docs/design.md §4).
  * Checked exhaustively by spin (tests/model/check_model.sh); shm/model/README.md maps
  * each step to the C++ and explains why sequentially consistent interleavings are sound
  * for the acquire/release orderings the C++ uses.

@@ -254,6 +254,23 @@ INSTANTIATE_TEST_SUITE_P(
                       StateCase{DaemonState::kStarting, StateReason::kStarting, 0,
                                 ClientError::kDaemonStarting, "starting"}));
 
+// A restarted daemon waiting out its own reservation is paused: the message says it
+// resumes by itself and nothing about `snowflakectl resume` (it used to say both).
+TEST_F(ClientTest, PausedBehindTheHighWaterMarkTellsOneStory) {
+  RingProducer producer = MakeProducer();
+  producer.SetState(DaemonState::kPaused, StateReason::kBehindHighWater, 700);
+  Client sut = OpenClient();
+
+  auto one = sut.Next();
+
+  ASSERT_FALSE(one);
+  EXPECT_EQ(one.error().code, ClientError::kDaemonPaused);
+  EXPECT_NE(one.error().message.find("resumes by itself"), std::string::npos)
+      << one.error().message;
+  EXPECT_EQ(one.error().message.find("snowflakectl resume"), std::string::npos)
+      << one.error().message;
+}
+
 TEST_F(ClientTest, NextFailsWithNotHeartbeatingWhenTheHeartbeatIsTooOld) {
   RingProducer producer = MakeProducer();
   producer.SetState(DaemonState::kServing);  // beats once, then never again

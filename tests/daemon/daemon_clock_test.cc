@@ -1,4 +1,4 @@
-// The real snowflaked under clock steps (DESIGN.md section 6, docs/daemon.md "Clock
+// The real snowflaked under clock steps (docs/design.md §6, docs/daemon.md "Clock
 // policy"), made with libfaketime: the daemon is preloaded with libfaketimeMT and reads its
 // CLOCK_REALTIME offset from a file on every clock read, which the test rewrites
 // ("-0.005" = 5 ms back). CLOCK_MONOTONIC (the heartbeat) stays real. Under ASan the
@@ -234,7 +234,7 @@ TEST_F(DaemonClockTest, SmallStepBackPausesThenServesAgainByItself) {
   EXPECT_GT(status->clock_pauses, pauses_before);
   const PhaseCheck check = CheckIncreasing(taken);
   EXPECT_TRUE(check.increasing) << check.problem;
-  // The issue: "no ID at or below the mark"; DESIGN.md section 6: paused "until the clock
+  // The issue: "no ID at or below the mark"; docs/design.md §6: paused "until the clock
   // passes the mark". An ID in the mark's own millisecond (a later sequence) would still
   // be unique; this checks the stricter, millisecond reading the issue asks for.
   EXPECT_GT(MinMs(taker->client(), taken, 2), MaxMs(taker->client(), taken, 0))

@@ -1,5 +1,5 @@
 // What the real snowflaked costs, reported and not asserted (the budgets live in bench/,
-// DESIGN.md section 10): CPU time over a few idle seconds, read from /proc/<pid>/stat, and
+// docs/design.md §12): CPU time over a few idle seconds, read from /proc/<pid>/stat, and
 // the latency a client sees when it takes from an empty ring (the refill round trip).
 // Each figure is printed and recorded as a test property; the tests fail only if the
 // figure cannot be measured.

@@ -1,4 +1,4 @@
-// The properties every ring test checks, on records of takes (DESIGN.md §1, §4):
+// The properties every ring test checks, on records of takes (docs/design.md §1, §4):
 //   (1) uniqueness: no ID appears twice, across all recorders;
 //   (2) per-recorder order: each recorder's IDs strictly increase in the order it took
 //       them (a recorder is one thread, or one process incarnation);

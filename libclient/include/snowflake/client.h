@@ -4,7 +4,7 @@
 //   if (!client) { log(client.error().message); return; }
 //   auto id = client->Next();                                  // per record
 //
-// A Client maps the daemon's shared-memory ring (DESIGN.md §4) and takes IDs from it
+// A Client maps the daemon's shared-memory ring (docs/design.md §4) and takes IDs from it
 // directly: a take is a few loads and one compare-and-swap, with no system call. The
 // daemon keeps the ring filled; a Client only waits when the ring is empty.
 //

@@ -11,6 +11,7 @@
 #ifndef SNOWFLAKE_ID_LAYOUT_H_
 #define SNOWFLAKE_ID_LAYOUT_H_
 
+#include <cassert>
 #include <cstdint>
 #include <string_view>
 
@@ -85,6 +86,8 @@ class IdLayout {
   // REQUIRES: offset_ms <= kMaxTimeOffsetMs, machine <= kMaxMachine, sequence <= kMaxSequence.
   static constexpr uint64_t EncodeUnchecked(int64_t offset_ms, uint32_t machine,
                                             uint32_t sequence) noexcept {
+    assert(offset_ms >= 0 && offset_ms <= kMaxTimeOffsetMs && machine <= kMaxMachine &&
+           sequence <= kMaxSequence);  // the REQUIRES above, in debug builds
     return (static_cast<uint64_t>(offset_ms) << kTimeShift) |
            (static_cast<uint64_t>(machine) << kMachineShift) |
            (static_cast<uint64_t>(sequence) << kSequenceShift);

@@ -1,4 +1,4 @@
-// A client's side of the shared-memory ring (DESIGN.md §4, shm/LAYOUT.md).
+// A client's side of the shared-memory ring (docs/design.md §4, shm/LAYOUT.md).
 //
 // A RingConsumer is safe for concurrent use by multiple threads without external
 // synchronization, and any number of processes may consume from one segment at once.

@@ -1,4 +1,4 @@
-// The daemon's side of the shared-memory ring (DESIGN.md §4, shm/LAYOUT.md).
+// The daemon's side of the shared-memory ring (docs/design.md §4, shm/LAYOUT.md).
 //
 // A RingProducer is NOT safe for concurrent use: exactly one thread of exactly one
 // process (the daemon's fill loop) may publish, drain and set state. The daemon's
