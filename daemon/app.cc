@@ -667,24 +667,26 @@ int RunDaemon(const Config& config) {
     return instance_lock.error().already_running ? kExitUsage : kExitFatal;
   }
 
+  // 1b. One daemon per state directory: Load() locks it before anything is claimed.
+  HighWaterStore store(config.HighWaterPath());
+  auto saved = store.Load();
+  if (!saved) {
+    spdlog::critical("{}", saved.error().message);
+    return saved.error().code == HighWaterErrorCode::kInUse ? kExitUsage : kExitFatal;
+  }
+
   // 2. The machine number, once.
   auto reg = MakeMachineRegister(config);
   const std::string holder_id = ResolveHolderId(config);
   auto claim = reg->Claim(ClaimRequest{holder_id, config.id.epoch_unix_ms});
   if (!claim) {
     spdlog::critical("cannot claim a machine number: {}", claim.error().message);
-    return kExitFatal;
+    return claim.error().code == RegisterErrorCode::kInUse ? kExitUsage : kExitFatal;
   }
   spdlog::info("claimed machine {} from the {} register ({}) as holder \"{}\"", claim->machine,
                reg->backend_name(), reg->location(), holder_id);
 
   // 3. The high-water mark: the largest millisecond that may already carry an ID.
-  HighWaterStore store(config.HighWaterPath());
-  auto saved = store.Load();
-  if (!saved) {
-    spdlog::critical("{}", saved.error().message);
-    return kExitFatal;
-  }
   if (*saved && (*saved)->epoch_unix_ms != config.id.epoch_unix_ms) {
     // A later epoch shrinks every ID's time field: new IDs would repeat old ones of the
     // same machine number. Refuse rather than guess which the operator meant.

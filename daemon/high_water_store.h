@@ -8,8 +8,13 @@
 // new R covering it has been fsync'd. After a clean stop R is lowered to the last issued
 // millisecond (and S records it), so a clean restart does not wait.
 //
-// A HighWaterStore is not safe for concurrent use; one process (the instance lock) and
-// one thread use it.
+// One state directory, one daemon: the first Load() or Save() takes an exclusive flock on
+// <state_dir>/high-water.json.lock (our pid inside) and holds it for the store's life, so a
+// second daemon configured with the same state directory is refused (kInUse) instead of
+// overwriting the first one's reservation with an older mark.
+//
+// A HighWaterStore is not safe for concurrent use; one process and one thread use it.
+// Two stores on one path conflict even within one process.
 
 #ifndef SNOWFLAKE_DAEMON_HIGH_WATER_STORE_H_
 #define SNOWFLAKE_DAEMON_HIGH_WATER_STORE_H_
@@ -19,6 +24,8 @@
 #include <optional>
 #include <string>
 #include <tl/expected.hpp>
+
+#include "file_lock.h"
 
 namespace snowflake {
 
@@ -33,6 +40,7 @@ struct HighWaterState {
 enum class HighWaterErrorCode {
   kCorrupt,  // the file exists but cannot be trusted: never guess a mark, refuse to start
   kIo,       // cannot read, write or fsync it
+  kInUse,    // another live store (another daemon) holds the state directory
 };
 
 struct HighWaterError {
@@ -46,17 +54,25 @@ class HighWaterStore {
   explicit HighWaterStore(std::filesystem::path path) : path_(std::move(path)) {}
 
   // The saved state, or nullopt if there is no file (a first start).
-  // Errors: kCorrupt (unparseable, wrong version, negative or missing fields), kIo.
-  tl::expected<std::optional<HighWaterState>, HighWaterError> Load() const noexcept;
+  // Errors: kInUse (another daemon uses this state directory: the message names its pid),
+  // kCorrupt (unparseable, wrong version, negative or missing fields), kIo.
+  [[nodiscard]] tl::expected<std::optional<HighWaterState>, HighWaterError> Load() const noexcept;
 
   // Replaces the file atomically and durably (temporary file, fsync, rename, fsync dir).
-  // Errors: kIo; the previous file is then intact.
-  tl::expected<void, HighWaterError> Save(const HighWaterState& state) noexcept;
+  // Errors: kInUse (as Load), kIo; the previous file is then intact.
+  [[nodiscard]] tl::expected<void, HighWaterError> Save(const HighWaterState& state) noexcept;
 
   const std::filesystem::path& path() const noexcept { return path_; }
+  // <state_dir>/high-water.json.lock.
+  std::filesystem::path lock_path() const;
 
  private:
+  // Takes the state directory's lock unless held already.
+  tl::expected<void, HighWaterError> EnsureLocked() const noexcept;
+
   std::filesystem::path path_;
+  // Held from the first Load()/Save() until destruction (mutable: Load() is const).
+  mutable std::optional<FileLock> lock_;
 };
 
 }  // namespace snowflake
