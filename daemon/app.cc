@@ -627,7 +627,9 @@ tl::expected<shm::RingProducer, std::string> OpenSegment(const Config& config, u
                                      .epoch_unix_ms = config.id.epoch_unix_ms,
                                      .machine = machine,
                                      .mode = 0660,
-                                     .group = group};
+                                     .group = group,
+                                     .max_age_ms = static_cast<uint32_t>(config.ring.max_age_ms),
+                                     .liveness_ms = static_cast<uint32_t>(config.daemon.liveness_ms)};
   auto producer = shm::RingProducer::CreateOrOpen(options);
   if (!producer && IsRetirableSegmentError(producer.error().code)) {
     // A segment we cannot trust: retire it (its clients see "stopped") and start afresh.

@@ -75,7 +75,11 @@ class Validator {
           {"state_dir", [&](auto& k, auto& n) { config_.daemon.state_dir = Path(k, n, false); }},
           {"instance", [&](auto& k, auto& n) { config_.daemon.instance = Instance(k, n); }},
           {"log_level", [&](auto& k, auto& n) { config_.daemon.log_level = LogLevel(k, n); }},
-          {"group", [&](auto& k, auto& n) { config_.daemon.group = Group(k, n); }}}},
+          {"group", [&](auto& k, auto& n) { config_.daemon.group = Group(k, n); }},
+          {"liveness_ms",
+           [&](auto& k, auto& n) {
+             config_.daemon.liveness_ms = Integer(k, n, 10, 10'000, "from 10 to 10000");
+           }}}},
         {"id", {{"epoch", [&](auto& k, auto& n) { config_.id.epoch_unix_ms = Epoch(k, n); }}}},
         {"register",
          {{"backend", [&](auto& k, auto& n) { config_.machine_register.backend = Backend(k, n); }},

@@ -27,6 +27,11 @@ struct Config {
     std::string instance = "default";
     std::string log_level = "info";
     std::string group;  // empty: the daemon's primary group
+    // The one liveness setting: clients report a heartbeat older than this as "not
+    // heartbeating" (it is in the segment header), the daemon beats well within it, and no
+    // client takes an ID older than ring.max_age_ms + liveness_ms from a dead or hung
+    // daemon's ring.
+    int64_t liveness_ms = 50;
     friend bool operator==(const Daemon&, const Daemon&) = default;
   };
   struct Id {
