@@ -16,7 +16,12 @@
 // Floors: floor/lock_cmpxchg is one uncontended `lock cmpxchg` on a private line (the
 // least a take that claims by CAS can cost); floor/cas_and_fetch_add adds the relaxed
 // fetch_add on a second line that Client::Next() does for per-service counts;
-// floor/clock_realtime is one CLOCK_REALTIME read (what every baseline call pays).
+// floor/cas_and_store replaces the fetch_add with the plain relaxed store to a thread's
+// own counter lane that Client::Next() does now; floor/clock_realtime is one
+// CLOCK_REALTIME read (what every baseline call pays); floor/clock_coarse one
+// CLOCK_REALTIME_COARSE read (what the freshness check of every take pays).
+// take_1t/ring is the raw TryTake (no count, no freshness check); take_1t/ring_fresh is
+// TryTakeFresh, the same plus the freshness check: their difference is its cost.
 
 #include <benchmark/benchmark.h>
 
@@ -166,6 +171,14 @@ int main(int argc, char** argv) {
       return 1;
     });
   }));
+  registered.push_back(benchmark::RegisterBenchmark("take_1t/ring_fresh", [&](benchmark::State& s) {
+    RunBursts(s, fill(kBurst), [](size_t) -> size_t {
+      uint64_t id = 0;
+      if (context.ring->TryTakeFresh(&id) != snowflake::shm::TakeResult::kTaken) return 0;
+      KeepValue(id);
+      return 1;
+    });
+  }));
   registered.push_back(benchmark::RegisterBenchmark("take_1t/mutex", [](benchmark::State& s) {
     snowflake::bench::MutexSnowflake generator(1);
     RunBursts(s, FreshMillisecond, [&](size_t) -> size_t {
@@ -220,6 +233,32 @@ int main(int argc, char** argv) {
                                             std::memory_order_relaxed);
           ++seen;
           counter.word.fetch_add(1, std::memory_order_relaxed);
+          return 1;
+        });
+      }));
+  registered.push_back(
+      benchmark::RegisterBenchmark("floor/cas_and_store", [](benchmark::State& s) {
+        struct alignas(64) Line {
+          std::atomic<uint64_t> word{0};
+        };
+        static Line head;
+        static Line counter;
+        uint64_t seen = 0;
+        uint64_t total = 0;
+        RunBursts(s, [] { return kBurst; }, [&](size_t) -> size_t {
+          head.word.compare_exchange_strong(seen, seen + 1, std::memory_order_acq_rel,
+                                            std::memory_order_relaxed);
+          ++seen;
+          counter.word.store(++total, std::memory_order_relaxed);
+          return 1;
+        });
+      }));
+  registered.push_back(
+      benchmark::RegisterBenchmark("floor/clock_coarse", [](benchmark::State& s) {
+        RunBursts(s, [] { return kBurst; }, [](size_t) -> size_t {
+          timespec now{};
+          clock_gettime(CLOCK_REALTIME_COARSE, &now);
+          KeepValue(static_cast<uint64_t>(now.tv_nsec));
           return 1;
         });
       }));

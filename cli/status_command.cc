@@ -72,6 +72,9 @@ nlohmann::json StatusToJson(const StatusReport& report) {
       {"taken_total", s.taken_total - std::min(s.drained_total, s.taken_total)},
       {"drained_total", s.drained_total},
       {"clock_pauses", s.clock_pauses},
+      {"uncounted", s.uncounted},
+      {"liveness_ms", s.liveness_ms},
+      {"freshness_bound_ms", s.freshness_bound_ms},
   };
   out["daemon_reachable"] = DaemonAnswered(report);
   out["daemon_error"] =
@@ -104,6 +107,10 @@ std::string StatusToText(const StatusReport& report) {
   out << "IDs taken:      " << s.taken_total - std::min(s.drained_total, s.taken_total) << "\n";
   out << "IDs drained:    " << s.drained_total << "\n";
   out << "clock pauses:   " << s.clock_pauses << "\n";
+  // Takes by clients that found all 255 counter slots in use: in no service's total.
+  out << "IDs uncounted:  " << s.uncounted << "\n";
+  out << "freshness:      no ID older than " << s.freshness_bound_ms
+      << " ms is taken (liveness " << s.liveness_ms << " ms)\n";
   if (!report.daemon_reply) {
     out << "services:       unknown (" << report.daemon_error << ")\n";
   } else if (!report.daemon_reply->value("ok", false)) {

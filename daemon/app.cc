@@ -111,7 +111,9 @@ tl::expected<shm::RingProducer, Failure> OpenSegment(const Config& config, uint3
                                      .epoch_unix_ms = config.id.epoch_unix_ms,
                                      .machine = machine,
                                      .mode = 0660,
-                                     .group = group};
+                                     .group = group,
+                                     .max_age_ms = static_cast<uint32_t>(config.ring.max_age_ms),
+                                     .liveness_ms = static_cast<uint32_t>(config.daemon.liveness_ms)};
   auto producer = shm::RingProducer::CreateOrOpen(options);
   if (!producer && IsRetirableSegmentError(producer.error().code)) {
     // A segment we cannot trust: retire it (its clients see "stopped" and its ring is
@@ -179,31 +181,40 @@ int RunDaemon(const Config& config) {
     return instance_lock.error().already_running ? kExitUsage : kExitFatal;
   }
 
-  // 4. The machine number, once.
+  // 4. One daemon per state directory: Load() locks it before anything is claimed.
+  HighWaterStore store(config.HighWaterPath());
+  auto saved = store.Load();
+  if (!saved) {
+    spdlog::critical("{}", saved.error().message);
+    return saved.error().code == HighWaterErrorCode::kInUse ? kExitUsage : kExitFatal;
+  }
+
+  // 5. The machine number, once.
   auto reg = MakeMachineRegister(config);
   const std::string holder_id = ResolveHolderId(config);
   auto claim = reg->Claim(ClaimRequest{holder_id, config.id.epoch_unix_ms});
   if (!claim) {
     spdlog::critical("cannot claim a machine number: {}", claim.error().message);
-    return claim.error().code == RegisterErrorCode::kEpochMismatch ? kExitConfig : kExitFatal;
+    switch (claim.error().code) {
+      case RegisterErrorCode::kEpochMismatch:
+        return kExitConfig;
+      case RegisterErrorCode::kInUse:
+        return kExitUsage;
+      default:
+        return kExitFatal;
+    }
   }
   spdlog::info("claimed machine {} from the {} register ({}) as holder \"{}\"", claim->machine,
                reg->backend_name(), reg->location(), holder_id);
 
-  // 5. The state file and the segment.
-  HighWaterStore store(config.HighWaterPath());
-  auto saved = store.Load();
-  if (!saved) {
-    spdlog::critical("{}", saved.error().message);
-    return kExitFatal;
-  }
+  // 6. The segment.
   auto producer = OpenSegment(config, claim->machine, group);
   if (!producer) {
     spdlog::critical("{}", producer.error().message);
     return producer.error().status;
   }
 
-  // 6. Where this start stands: a pure function of segment, state file, register, clock.
+  // 7. Where this start stands: a pure function of segment, state file, register, clock.
   auto plan = daemon::ReconcileStartup(daemon::StartupFacts{
       .now_unix_ms = clock.NowUnixMs(),
       .epoch_unix_ms = config.id.epoch_unix_ms,
@@ -225,7 +236,7 @@ int RunDaemon(const Config& config) {
                plan->high_water_unix_ms > 0 ? FormatIsoUtc(plan->high_water_unix_ms) : "none",
                plan->explanation);
 
-  // 7. The generator judges the clock against the mark.
+  // 8. The generator judges the clock against the mark.
   auto generator = Generator::Create(
       GeneratorConfig{.layout = IdLayout::Create(config.id.epoch_unix_ms).value(),
                       .machine = claim->machine,
@@ -241,7 +252,7 @@ int RunDaemon(const Config& config) {
   }
   ReportStartupClockState(*generator, plan->start_wait_ms);
 
-  // 8. The reservation service: its own thread keeps the horizon ahead of the clock.
+  // 9. The reservation service: its own thread keeps the horizon ahead of the clock.
   daemon::ReservationService reservations(
       daemon::ReservationOptions{
           .machine = claim->machine,
@@ -253,14 +264,14 @@ int RunDaemon(const Config& config) {
       store, *reg, clock, plan->confirmed_through_unix_ms);
   reservations.Start();
 
-  // 9. The heartbeat: its own thread, its own cadence (daemon.liveness_ms / 10).
+  // 10. The heartbeat: its own thread, its own cadence (daemon.liveness_ms / 10).
   daemon::Heartbeat heartbeat(
       *producer, daemon::BeatIntervalFor(config.daemon.liveness_ms),
       std::max(std::chrono::milliseconds(1000),
                std::chrono::milliseconds(20 * config.daemon.liveness_ms)));
   heartbeat.Start();
 
-  // 10. Status and the control socket.
+  // 11. Status and the control socket.
   DaemonStatus identity;
   identity.pid = getpid();
   identity.version = std::string(SnowflakedVersion());
@@ -296,7 +307,7 @@ int RunDaemon(const Config& config) {
     return kExitFatal;
   }
 
-  // 11. Serve.
+  // 12. Serve.
   loop.Run(signals.stop_flag(), [&] {
     status.notifier().Ready(status.Line(loop.Facts()));
     spdlog::info("{} machine {}: segment {}, control socket {}",

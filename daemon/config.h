@@ -27,8 +27,10 @@ struct Config {
     std::string instance = "default";
     std::string log_level = "info";
     std::string group;  // empty: the daemon's primary group
-    // The liveness bound: the daemon beats every liveness_ms / 10 from its own thread,
-    // and clients treat a heartbeat older than liveness_ms as "not heartbeating".
+    // The one liveness setting: clients report a heartbeat older than this as "not
+    // heartbeating" (it is in the segment header), the daemon beats well within it, and no
+    // client takes an ID older than ring.max_age_ms + liveness_ms from a dead or hung
+    // daemon's ring.
     int64_t liveness_ms = 50;
     friend bool operator==(const Daemon&, const Daemon&) = default;
   };

@@ -26,7 +26,14 @@ std::optional<pid_t> ReadPid(int fd) {
 
 tl::expected<FileLock, LockFailure> FileLock::Acquire(const std::filesystem::path& path, bool wait,
                                                       bool write_pid, mode_t mode) noexcept {
-  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, mode);
+  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, mode);
+  bool writable = true;
+  if (fd < 0 && errno == EACCES) {
+    // Another user's lock file (a shared lock directory): flock needs no write access,
+    // so lock it read-only; only the pid cannot be recorded.
+    fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    writable = false;
+  }
   if (fd < 0) {
     const int err = errno;
     return tl::unexpected(
@@ -48,7 +55,7 @@ tl::expected<FileLock, LockFailure> FileLock::Acquire(const std::filesystem::pat
     return tl::unexpected(
         LockFailure{false, std::nullopt, "flock " + path.string() + ": " + std::strerror(err)});
   }
-  if (write_pid) {
+  if (write_pid && writable) {
     const std::string text = std::to_string(getpid()) + "\n";
     // Best effort: the lock is what protects; the pid only improves a rival's message.
     if (ftruncate(fd, 0) == 0) {

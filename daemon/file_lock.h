@@ -32,7 +32,8 @@ class FileLock {
   // Opens (creating with `mode`) `path` and takes an exclusive flock. `wait`: block until
   // it is free; otherwise fail at once with held_by_other when someone holds it.
   // On success, when `write_pid` is set, the file's contents become our pid and a newline,
-  // so a refused rival can name us.
+  // so a refused rival can name us. A file we may not write (another user's, in a shared
+  // lock directory) is locked through a read-only descriptor and keeps its contents.
   // Errors: held_by_other (only without `wait`); a system error opening or locking.
   // Prefer AcquireWithin(): a blocking wait has no bound (any process that can open the
   // file can hold it forever).

@@ -9,6 +9,7 @@
 #include <system_error>
 
 #include "atomic_file.h"
+#include "machine_lock.h"
 #include "time_text.h"
 
 namespace snowflake {
@@ -31,12 +32,6 @@ RegisterError Error(RegisterErrorCode code, std::string message) {
 std::filesystem::path LockPathOf(const std::filesystem::path& path) {
   std::filesystem::path p = path;
   p += ".lock";
-  return p;
-}
-
-std::filesystem::path DirOf(const std::filesystem::path& path) {
-  std::filesystem::path p = path;
-  p += ".d";
   return p;
 }
 
@@ -140,11 +135,13 @@ int64_t NowUnixMs() {
 
 }  // namespace
 
-FileRegister::FileRegister(FileRegisterOptions options) : options_(std::move(options)) {}
+FileRegister::FileRegister(FileRegisterOptions options) : options_(std::move(options)) {
+  if (options_.host_lock_dir.empty()) options_.host_lock_dir = HostLockDir();
+}
 FileRegister::~FileRegister() = default;
 
 std::filesystem::path FileRegister::MachineLockPath(uint32_t machine) const {
-  return DirOf(options_.path) / ("machine-" + std::to_string(machine) + ".lock");
+  return snowflake::MachineLockPath(options_.host_lock_dir, machine);
 }
 
 tl::expected<MachineClaim, RegisterError> FileRegister::Claim(
@@ -158,13 +155,6 @@ tl::expected<MachineClaim, RegisterError> FileRegister::Claim(
     }
     if (options_.first_machine > options_.last_machine || options_.last_machine > kMaxMachine) {
       return tl::unexpected(Error(RegisterErrorCode::kInvalidRequest, "bad machine range"));
-    }
-    std::error_code ec;
-    std::filesystem::create_directories(DirOf(options_.path), ec);
-    if (ec) {
-      return tl::unexpected(
-          Error(RegisterErrorCode::kUnreadable,
-                "cannot create " + DirOf(options_.path).string() + ": " + ec.message()));
     }
     auto register_lock = LockRegister(options_.path);
     if (!register_lock) return tl::unexpected(register_lock.error());
@@ -193,7 +183,7 @@ tl::expected<MachineClaim, RegisterError> FileRegister::Claim(
           machine > options_.last_machine) {
         continue;
       }
-      auto lock = FileLock::Acquire(MachineLockPath(machine), false, true);
+      auto lock = AcquireMachineLock(options_.host_lock_dir, machine);
       if (!lock) {
         if (lock.error().held_by_other) {
           const std::string by = lock.error().holder_pid
@@ -203,8 +193,8 @@ tl::expected<MachineClaim, RegisterError> FileRegister::Claim(
               Error(RegisterErrorCode::kInUse,
                     "machine " + std::to_string(machine) + " is in use by " + by + " (holder \"" +
                         request.holder_id + "\" in " + options_.path.string() +
-                        "): two daemons share one holder id; give each its own daemon.instance or "
-                        "register.holder_id"));
+                        "): a daemon with the same holder id is running; stop it first, or give "
+                        "each daemon its own daemon.instance or register.holder_id"));
         }
         return tl::unexpected(Error(RegisterErrorCode::kUnreadable, lock.error().message));
       }
@@ -213,11 +203,12 @@ tl::expected<MachineClaim, RegisterError> FileRegister::Claim(
       break;
     }
     // 2. Else the lowest number nobody holds. A number the register lists as free but
-    // whose lock a live process holds (a static daemon sharing the directory) is skipped.
+    // whose host-wide lock a live process holds (a daemon of this host using another
+    // register, or a static one) is skipped.
     for (uint32_t m = options_.first_machine; !chosen && m <= options_.last_machine; ++m) {
       const auto it = doc->entries.find(m);
       if (it != doc->entries.end() && !it->second.holder_id.empty()) continue;
-      auto lock = FileLock::Acquire(MachineLockPath(m), false, true);
+      auto lock = AcquireMachineLock(options_.host_lock_dir, m);
       if (!lock) {
         if (lock.error().held_by_other) continue;
         return tl::unexpected(Error(RegisterErrorCode::kUnreadable, lock.error().message));
@@ -229,8 +220,10 @@ tl::expected<MachineClaim, RegisterError> FileRegister::Claim(
       return tl::unexpected(
           Error(RegisterErrorCode::kNoFreeNumber,
                 "no free machine number in " + range + " in register " + options_.path.string() +
-                    ": every one is assigned to a holder; release unused ones with `snowflakectl "
-                    "register release N` or widen register.machines"));
+                    ": every one is assigned to a holder or held by another daemon of this host "
+                    "(locks in " + options_.host_lock_dir.string() +
+                    "); release unused ones with `snowflakectl register release N` or widen "
+                    "register.machines"));
     }
 
     RegisterEntry& entry = doc->entries[*chosen];
@@ -294,7 +287,7 @@ tl::expected<std::vector<RegisterEntry>, RegisterError> FileRegister::List() con
     if (!doc) return tl::unexpected(doc.error());
     std::vector<RegisterEntry> out;
     for (auto& [machine, entry] : doc->entries) {
-      entry.in_use = FileLock::IsHeld(MachineLockPath(machine), &entry.live_pid);
+      entry.in_use = IsMachineLocked(options_.host_lock_dir, machine, &entry.live_pid);
       out.push_back(entry);
     }
     return out;
@@ -317,7 +310,7 @@ tl::expected<void, RegisterError> FileRegister::Release(uint32_t machine) noexce
           "machine " + std::to_string(machine) + " is not assigned in " + options_.path.string()));
     }
     std::optional<pid_t> pid;
-    if (FileLock::IsHeld(MachineLockPath(machine), &pid)) {
+    if (IsMachineLocked(options_.host_lock_dir, machine, &pid)) {
       return tl::unexpected(
           Error(RegisterErrorCode::kInUse,
                 "machine " + std::to_string(machine) + " is in use by " +

@@ -8,11 +8,12 @@
 //               replaced atomically (temporary file, fsync, rename, fsync directory);
 //               an entry with holder "" is free but keeps its high-water mark.
 //   P.lock      flock'd (exclusive, blocking) around every read-modify-write of P.
-//   P.d/machine-N.lock
+//   <host lock dir>/machine-N.lock (machine_lock.h; /run/lock/snowflaked)
 //               flock'd by the daemon holding N for its whole life, with its pid inside.
-//               This, not P, is what stops two live daemons sharing N: even two daemons
-//               misconfigured with one holder id cannot both hold it, and a SIGKILLed
-//               daemon's lock goes with it.
+//               This, not P, is what stops two live daemons sharing N: the directory is
+//               one for the whole host, so daemons with separate registers, state
+//               directories or a static register are checked against each other too, and a
+//               SIGKILLed daemon's lock goes with it.
 //
 // A FileRegister is not safe for concurrent use by several threads; any number of
 // processes may use one register file at the same time.
@@ -36,6 +37,9 @@ struct FileRegisterOptions {
   std::filesystem::path path;
   uint32_t first_machine = 0;  // numbers this daemon may claim: first..last
   uint32_t last_machine = kMaxMachine;
+  // Where the per-number locks live: one directory for the whole host. Empty:
+  // HostLockDir() (machine_lock.h).
+  std::filesystem::path host_lock_dir;
 };
 
 // One number as the register records it.
@@ -55,8 +59,9 @@ class FileRegister final : public MachineRegister {
   ~FileRegister() override;
 
   // The holder's own number if the register has one in range (kInUse if a live daemon
-  // holds it), else the lowest unassigned number in range. Creates the register (and
-  // P.d) if missing; an empty register adopts the request's epoch.
+  // holds it), else the lowest unassigned number in range whose host-wide lock is free
+  // (a number another daemon of this host holds, through any register, is skipped).
+  // Creates the register if missing; an empty register adopts the request's epoch.
   tl::expected<MachineClaim, RegisterError> Claim(const ClaimRequest& request) noexcept override;
   tl::expected<void, RegisterError> UpdateHighWater(int64_t unix_ms) noexcept override;
   tl::expected<void, RegisterError> RecordCleanStop(int64_t last_issued_unix_ms) noexcept override;
@@ -71,8 +76,9 @@ class FileRegister final : public MachineRegister {
   // kCorrupt, kUnreadable.
   tl::expected<void, RegisterError> Release(uint32_t machine) noexcept;
 
-  // The lock file that marks `machine` as held.
+  // The lock file that marks `machine` as held on this host.
   std::filesystem::path MachineLockPath(uint32_t machine) const;
+  const std::filesystem::path& host_lock_dir() const noexcept { return options_.host_lock_dir; }
 
  private:
   // Writes the claimed number's mark; raises only, unless may_lower (a clean stop).

@@ -13,7 +13,44 @@ constexpr int kVersion = 1;
 
 }  // namespace
 
+std::filesystem::path HighWaterStore::lock_path() const {
+  std::filesystem::path lock = path_;
+  lock += ".lock";
+  return lock;
+}
+
+tl::expected<void, HighWaterError> HighWaterStore::EnsureLocked() const noexcept {
+  if (lock_) return {};
+  try {
+    auto lock = FileLock::Acquire(lock_path(), /*wait=*/false, /*write_pid=*/true, 0644);
+    if (!lock) {
+      if (lock.error().held_by_other) {
+        const std::string who = lock.error().holder_pid
+                                    ? "pid " + std::to_string(*lock.error().holder_pid)
+                                    : std::string("another process");
+        return tl::unexpected(HighWaterError{
+            HighWaterErrorCode::kInUse,
+            "the state directory " + path_.parent_path().string() + " is in use by " + who +
+                " (" + lock_path().string() +
+                " is locked): two daemons must never share a state directory, one would "
+                "overwrite the other's high-water reservation. Give each daemon its own "
+                "daemon.state_dir (--state-dir)",
+            EBUSY});
+      }
+      return tl::unexpected(
+          HighWaterError{HighWaterErrorCode::kIo,
+                         "cannot lock the state directory: " + lock.error().message, errno});
+    }
+    lock_ = std::move(*lock);
+    return {};
+  } catch (const std::exception& e) {
+    return tl::unexpected(
+        HighWaterError{HighWaterErrorCode::kIo, lock_path().string() + ": " + e.what()});
+  }
+}
+
 tl::expected<std::optional<HighWaterState>, HighWaterError> HighWaterStore::Load() const noexcept {
+  if (auto locked = EnsureLocked(); !locked) return tl::unexpected(locked.error());
   try {
     bool missing = false;
     auto text = ReadWholeFile(path_, &missing);
@@ -64,6 +101,7 @@ tl::expected<std::optional<HighWaterState>, HighWaterError> HighWaterStore::Load
 }
 
 tl::expected<void, HighWaterError> HighWaterStore::Save(const HighWaterState& state) noexcept {
+  if (auto locked = EnsureLocked(); !locked) return tl::unexpected(locked.error());
   try {
     json doc = {{"version", kVersion},
                 {"machine", state.machine},

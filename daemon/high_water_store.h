@@ -16,8 +16,13 @@
 // (docs/design.md, "Restarting on a surviving segment"). A file without it (older
 // versions) is trusted only for R.
 //
+// One state directory, one daemon: the first Load() or Save() takes an exclusive flock on
+// <state_dir>/high-water.json.lock (our pid inside) and holds it for the store's life, so a
+// second daemon configured with the same state directory is refused (kInUse) instead of
+// overwriting the first one's reservation with an older mark.
+//
 // A HighWaterStore is not safe for concurrent use; one process (the instance lock) and
-// one thread use it.
+// one thread use it. Two stores on one path conflict even within one process.
 
 #ifndef SNOWFLAKE_DAEMON_HIGH_WATER_STORE_H_
 #define SNOWFLAKE_DAEMON_HIGH_WATER_STORE_H_
@@ -28,6 +33,7 @@
 #include <string>
 #include <tl/expected.hpp>
 
+#include "daemon/file_lock.h"
 #include "daemon/file_system.h"
 
 namespace snowflake {
@@ -46,6 +52,7 @@ struct HighWaterState {
 enum class HighWaterErrorCode {
   kCorrupt,  // the file exists but cannot be trusted: never guess a mark, refuse to start
   kIo,       // cannot read, write or fsync it
+  kInUse,    // another live store (another daemon) holds the state directory
 };
 
 struct HighWaterError {
@@ -62,21 +69,29 @@ class HighWaterStore {
       : path_(std::move(path)), fs_(&fs) {}
 
   // The saved state, or nullopt if there is no file (a first start).
-  // Errors: kCorrupt (unparseable, wrong version, negative or missing fields), kIo.
+  // Errors: kInUse (another daemon uses this state directory: the message names its pid),
+  // kCorrupt (unparseable, wrong version, negative or missing fields), kIo.
   [[nodiscard]] tl::expected<std::optional<HighWaterState>, HighWaterError> Load()
       const noexcept;
 
   // Replaces the file atomically and durably (temporary file, fsync, rename, fsync dir).
-  // Errors: kIo; the previous file is then intact.
+  // Errors: kInUse (as Load), kIo; the previous file is then intact.
   // Safe to call from one thread at a time (the reservation thread, or the main thread
   // once that has stopped).
   [[nodiscard]] tl::expected<void, HighWaterError> Save(const HighWaterState& state) noexcept;
 
   const std::filesystem::path& path() const noexcept { return path_; }
+  // <state_dir>/high-water.json.lock.
+  std::filesystem::path lock_path() const;
 
  private:
+  // Takes the state directory's lock unless held already.
+  tl::expected<void, HighWaterError> EnsureLocked() const noexcept;
+
   std::filesystem::path path_;
   daemon::FileSystem* fs_;  // not owned
+  // Held from the first Load()/Save() until destruction (mutable: Load() is const).
+  mutable std::optional<FileLock> lock_;
 };
 
 }  // namespace snowflake

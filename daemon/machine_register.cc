@@ -6,6 +6,7 @@
 
 #include "config.h"
 #include "file_register.h"
+#include "machine_lock.h"
 #include "static_register.h"
 
 namespace snowflake {
@@ -15,11 +16,10 @@ MachineRegister::~MachineRegister() = default;
 std::unique_ptr<MachineRegister> MakeMachineRegister(const Config& config) {
   const Config::Register& reg = config.machine_register;
   switch (reg.backend) {
-    case RegisterBackend::kStatic: {
-      std::filesystem::path lock_dir = config.RegisterPath();
-      lock_dir += ".d";
-      return std::make_unique<StaticRegister>(reg.machine.value_or(0), lock_dir);
-    }
+    case RegisterBackend::kStatic:
+      // The same host-wide locks as the file backend: a static and a file daemon of one
+      // host never hold one number together.
+      return std::make_unique<StaticRegister>(reg.machine.value_or(0), HostLockDir());
     case RegisterBackend::kFile:
       break;
   }
@@ -27,6 +27,7 @@ std::unique_ptr<MachineRegister> MakeMachineRegister(const Config& config) {
       .path = config.RegisterPath(),
       .first_machine = reg.first_machine,
       .last_machine = reg.last_machine,
+      .host_lock_dir = HostLockDir(),
   });
 }
 

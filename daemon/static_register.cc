@@ -2,6 +2,7 @@
 
 #include <system_error>
 
+#include "machine_lock.h"
 #include "snowflake/id_layout.h"
 
 namespace snowflake {
@@ -20,15 +21,7 @@ tl::expected<MachineClaim, RegisterError> StaticRegister::Claim(const ClaimReque
           RegisterErrorCode::kInvalidRequest,
           "register.machine " + std::to_string(machine_) + " is out of range 0-1023"});
     }
-    std::error_code ec;
-    std::filesystem::create_directories(lock_dir_, ec);
-    if (ec) {
-      return tl::unexpected(
-          RegisterError{RegisterErrorCode::kUnreadable,
-                        "cannot create " + lock_dir_.string() + ": " + ec.message()});
-    }
-    auto lock = FileLock::Acquire(lock_dir_ / ("machine-" + std::to_string(machine_) + ".lock"),
-                                  /*wait=*/false, /*write_pid=*/true);
+    auto lock = AcquireMachineLock(lock_dir_, machine_);
     if (!lock) {
       if (lock.error().held_by_other) {
         return tl::unexpected(RegisterError{
@@ -36,7 +29,9 @@ tl::expected<MachineClaim, RegisterError> StaticRegister::Claim(const ClaimReque
             "machine " + std::to_string(machine_) + " is in use by " +
                 (lock.error().holder_pid ? "pid " + std::to_string(*lock.error().holder_pid)
                                          : std::string("another process")) +
-                " on this host: give each daemon its own register.machine"});
+                " on this host (lock " + MachineLockPath(lock_dir_, machine_).string() +
+                "): give each daemon of a host its own register.machine, or use the file "
+                "register"});
       }
       return tl::unexpected(RegisterError{RegisterErrorCode::kUnreadable, lock.error().message});
     }

@@ -1,8 +1,8 @@
 // The "static" register backend: the operator assigns the number in config
 // (register.machine); nothing is recorded. Keeping numbers unique across hosts is then
-// the operator's job. On one host it still takes the number's lock file
-// (<register path>.d/machine-N.lock, shared with the file backend), so two daemons here
-// cannot both serve N.
+// the operator's job. On one host it still takes the number's host-wide lock
+// (machine_lock.h, shared with the file backend), so two daemons here cannot both serve
+// N, whatever their configs say.
 //
 // A StaticRegister is not safe for concurrent use by several threads.
 
@@ -19,8 +19,9 @@ namespace snowflake {
 
 class StaticRegister final : public MachineRegister {
  public:
-  // `lock_dir`: where machine-N.lock lives (created if missing).
-  StaticRegister(uint32_t machine, std::filesystem::path lock_dir);
+  // `host_lock_dir`: the host-wide directory of machine-N.lock files (HostLockDir() in
+  // production; created if missing).
+  StaticRegister(uint32_t machine, std::filesystem::path host_lock_dir);
 
   // Returns {machine, 0}: the high-water file of this host is the only mark.
   // Errors: kInvalidRequest (machine > 1023), kInUse (a live daemon here holds the number),

@@ -8,8 +8,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <list>
 #include <mutex>
 #include <new>
+#include <optional>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -26,8 +29,19 @@ using shm::RingConsumer;
 using shm::SegmentError;
 using shm::SegmentFailure;
 using shm::StateReason;
+using shm::TakeResult;
 
 constexpr std::chrono::nanoseconds kWaitSlice = std::chrono::milliseconds(1);
+// The heartbeat limit for a segment whose producer set no liveness_ms (not a daemon).
+constexpr std::chrono::milliseconds kFallbackLiveness{50};
+
+// The heartbeat age a Client tolerates: its own option, or the daemon's liveness_ms.
+std::chrono::nanoseconds HeartbeatLimit(const RingConsumer& ring,
+                                        std::chrono::milliseconds option) {
+  if (option.count() > 0) return option;
+  const uint32_t liveness = ring.liveness_ms();
+  return liveness != 0 ? std::chrono::milliseconds(liveness) : kFallbackLiveness;
+}
 
 Error MakeError(ClientError code, std::string message) noexcept {
   return Error{code, std::move(message)};
@@ -109,9 +123,9 @@ uint64_t HeaderU64(const std::atomic<uint64_t>& field) {
   return field.load(std::memory_order_relaxed);
 }
 
-ClientStatus ReadStatus(const RingConsumer& ring, std::chrono::nanoseconds max_age) {
+ClientStatus ReadStatus(const RingConsumer& ring, std::chrono::milliseconds max_age_option) {
   const shm::SegmentHeader& header = ring.header();
-  const ProducerStatus producer = ring.CheckProducer(max_age);
+  const ProducerStatus producer = ring.CheckProducer(HeartbeatLimit(ring, max_age_option));
   const auto state = static_cast<shm::DaemonState>(header.state.load(std::memory_order_acquire));
   ClientStatus status;
   status.state = std::string(shm::DaemonStateName(state));
@@ -131,12 +145,15 @@ ClientStatus ReadStatus(const RingConsumer& ring, std::chrono::nanoseconds max_a
   status.taken_total = ring.head();
   status.drained_total = HeaderU64(header.drained_total);
   status.clock_pauses = HeaderU64(header.clock_pauses);
+  status.uncounted = ring.uncounted();
+  status.liveness_ms = header.liveness_ms.load(std::memory_order_relaxed);
+  status.freshness_bound_ms = header.freshness_bound_ms.load(std::memory_order_relaxed);
   return status;
 }
 
 // The error Next() reports for a daemon that is not serving.
 Error Unavailable(const ProducerStatus& producer, const std::filesystem::path& runtime_dir,
-                  std::chrono::milliseconds max_age) {
+                  std::chrono::nanoseconds max_age) {
   const std::string where = " (runtime directory " + runtime_dir.string() + ")";
   const std::string pid = std::to_string(producer.pid);
   switch (producer.health) {
@@ -162,7 +179,7 @@ Error Unavailable(const ProducerStatus& producer, const std::filesystem::path& r
       return MakeError(ClientError::kDaemonNotHeartbeating,
                        "snowflaked (pid " + pid + ") has not refreshed its heartbeat for " +
                            std::to_string(producer.heartbeat_age_ns / 1'000'000) + " ms (limit " +
-                           std::to_string(max_age.count()) + " ms)" + where +
+                           std::to_string(max_age.count() / 1'000'000) + " ms)" + where +
                            "; it is hung or stopped: fail over");
     case ProducerHealth::kDead:
       return MakeError(ClientError::kDaemonDead, "snowflaked (pid " + pid +
@@ -252,24 +269,173 @@ tl::expected<void, Error> ValidateServiceName(std::string_view service) noexcept
   }
 }
 
-// One mapped segment and this Client's counter in it. Immutable once published through
-// Impl::current_, so the fast path reads it without a lock.
+namespace {
+
+struct Attachment;
+
+// --- Per-thread counting (see "Counting" in client.h).
+
+// Every live Attachment by its id, so a thread that exits releases its lanes only in
+// attachments that still exist. Leaked on purpose: thread-exit destructors may run after
+// static destructors at process exit.
+struct AttachmentRegistry {
+  std::mutex mutex;
+  std::unordered_map<uint64_t, Attachment*> live;  // guarded by mutex
+};
+AttachmentRegistry& Registry() {
+  static auto* registry = new AttachmentRegistry;
+  return *registry;
+}
+// Ids are never reused, so a thread's cached lane can never match a later attachment
+// that happens to live at a freed one's address.
+std::atomic<uint64_t> next_attachment_id{1};
+
+// One counter lane this thread owns in one attachment.
+struct OwnedLane {
+  uint64_t attachment_id;
+  std::atomic<uint64_t>* counter;  // the lane's word in the segment: only we store to it
+  uint64_t total;                  // our copy of *counter
+  size_t index;
+};
+
+// Every lane this thread owns; released at thread exit (their totals stay in the lanes).
+struct ThreadLanes {
+  std::list<OwnedLane> owned;  // a list: current_lane points into it
+  ~ThreadLanes();
+};
+thread_local ThreadLanes thread_lanes;
+// The take path's cache: the lane this thread counted in last. initial-exec: one
+// %fs-relative load, no __tls_get_addr call from the shared library.
+thread_local OwnedLane* current_lane __attribute__((tls_model("initial-exec"))) = nullptr;
+
+// One mapped segment and this Client's counters in it. Immutable once published through
+// Impl::current_ (except the lane bookkeeping, under lanes_mutex), so the fast path reads
+// it without a lock.
 struct Attachment {
+  const uint64_t id;
   RingConsumer ring;
   shm::ServiceSlot* slot;           // nullptr if every slot was taken
-  std::atomic<uint64_t> own_count;  // the counter when there is no slot
-  std::atomic<uint64_t>* counter;   // &slot->taken or &own_count
+  shm::CounterLane* lanes;          // slot's lanes; nullptr without a slot
+  std::atomic<uint64_t> own_count;  // this Client's takes when there is no slot
   IdLayout layout;
+  std::mutex lanes_mutex;
+  bool lane_used[shm::kLanesPerService] = {};  // guarded by lanes_mutex
 
   Attachment(RingConsumer consumer, std::string_view service)
-      : ring(std::move(consumer)), slot(ring.ClaimServiceSlot(service)), own_count(0) {
-    counter = slot != nullptr ? &slot->taken : &own_count;
+      : id(next_attachment_id.fetch_add(1, std::memory_order_relaxed)),
+        ring(std::move(consumer)),
+        slot(ring.ClaimServiceSlot(service)),
+        lanes(slot != nullptr ? ring.LanesOf(slot) : nullptr),
+        own_count(0) {
     auto maybe_layout = IdLayout::Create(
         static_cast<int64_t>(ring.header().epoch_unix_ms.load(std::memory_order_relaxed)));
     layout = maybe_layout ? *maybe_layout : IdLayout();
+    std::lock_guard lock(Registry().mutex);
+    Registry().live.emplace(id, this);
   }
-  ~Attachment() { ring.ReleaseServiceSlot(slot); }
+  ~Attachment() {
+    {
+      std::lock_guard lock(Registry().mutex);
+      Registry().live.erase(id);
+    }
+    ring.ReleaseServiceSlot(slot);
+  }
+
+  // Every ID this attachment has counted.
+  uint64_t Taken() const {
+    if (slot == nullptr) return own_count.load(std::memory_order_relaxed);
+    uint64_t total = slot->taken.load(std::memory_order_relaxed);
+    for (size_t i = 0; i < shm::kLanesPerService; ++i) {
+      total += lanes[i].taken.load(std::memory_order_relaxed);
+    }
+    return total;
+  }
 };
+
+ThreadLanes::~ThreadLanes() {
+  current_lane = nullptr;
+  std::lock_guard registry_lock(Registry().mutex);
+  for (const OwnedLane& lane : owned) {
+    const auto it = Registry().live.find(lane.attachment_id);
+    if (it == Registry().live.end()) continue;  // that Client is closed already
+    std::lock_guard lanes_lock(it->second->lanes_mutex);
+    it->second->lane_used[lane.index] = false;
+  }
+}
+
+// Counts n IDs this thread took through `a`: the first take of a thread through an
+// attachment claims a lane (or falls back to a shared fetch_add); later ones store to it.
+void CountSlow(Attachment* a, uint64_t n) noexcept {
+  if (a->slot == nullptr) {
+    a->own_count.fetch_add(n, std::memory_order_relaxed);
+    a->ring.CountUncounted(n);
+    return;
+  }
+  try {
+    for (OwnedLane& lane : thread_lanes.owned) {
+      if (lane.attachment_id != a->id) continue;
+      current_lane = &lane;
+      lane.total += n;
+      lane.counter->store(lane.total, std::memory_order_relaxed);
+      return;
+    }
+    std::optional<size_t> index;
+    {
+      std::lock_guard lock(a->lanes_mutex);
+      for (size_t i = 0; i < shm::kLanesPerService && !index; ++i) {
+        if (!a->lane_used[i]) {
+          a->lane_used[i] = true;
+          index = i;
+        }
+      }
+    }
+    if (!index) {
+      // More threads than lanes: these share the slot's word.
+      a->slot->taken.fetch_add(n, std::memory_order_relaxed);
+      return;
+    }
+    {
+      // Forget lanes of closed Clients, so a thread that opens many keeps a short list.
+      std::lock_guard lock(Registry().mutex);
+      thread_lanes.owned.remove_if([](const OwnedLane& lane) {
+        if (Registry().live.count(lane.attachment_id) != 0) return false;
+        if (current_lane == &lane) current_lane = nullptr;
+        return true;
+      });
+    }
+    std::atomic<uint64_t>* counter = &a->lanes[*index].taken;
+    // The lane's previous owner (a thread that exited) released it under lanes_mutex after
+    // its last store, and we claimed it under the same mutex: we continue from its total.
+    OwnedLane& lane = thread_lanes.owned.emplace_back(
+        OwnedLane{a->id, counter, counter->load(std::memory_order_relaxed), *index});
+    current_lane = &lane;
+    lane.total += n;
+    lane.counter->store(lane.total, std::memory_order_relaxed);
+  } catch (...) {
+    // Out of memory for the list: count the shared way, still exact.
+    a->slot->taken.fetch_add(n, std::memory_order_relaxed);
+  }
+}
+
+// The take path's count: a store to this thread's own lane, no read-modify-write.
+inline void Count(Attachment* a, uint64_t n) noexcept {
+  OwnedLane* lane = current_lane;
+  if (lane != nullptr && lane->attachment_id == a->id) [[likely]] {
+    lane->total += n;
+    // Relaxed: only this thread stores to the lane; the daemon reads it racily.
+    lane->counter->store(lane->total, std::memory_order_relaxed);
+    return;
+  }
+  CountSlow(a, n);
+}
+
+// What one attempt of the slow path found.
+struct Attempt {
+  size_t taken;
+  bool stale;  // the ring's front is outside the freshness bound
+};
+
+}  // namespace
 
 class Client::Impl {
  public:
@@ -288,12 +454,14 @@ class Client::Impl {
   tl::expected<uint64_t, Error> Next() noexcept {
     Attachment* a = current_.load(std::memory_order_acquire);
     uint64_t id = 0;
-    if (a->ring.TryTake(&id)) [[likely]] {
-      // Relaxed: a counter read by the daemon for status; it orders nothing.
-      a->counter->fetch_add(1, std::memory_order_relaxed);
+    if (a->ring.TryTakeFresh(&id) == TakeResult::kTaken) [[likely]] {
+      Count(a, 1);
       return id;
     }
-    auto taken = Slow([&id](Attachment& at) -> size_t { return at.ring.TryTake(&id) ? 1 : 0; });
+    auto taken = Slow([&id](Attachment& at) {
+      const TakeResult result = at.ring.TryTakeFresh(&id);
+      return Attempt{result == TakeResult::kTaken ? 1u : 0u, result == TakeResult::kStale};
+    });
     if (!taken) return tl::unexpected(std::move(taken.error()));
     return id;
   }
@@ -303,11 +471,17 @@ class Client::Impl {
       return tl::unexpected(Error{ClientError::kInvalidArgument, "NextBatch: empty span"});
     }
     Attachment* a = current_.load(std::memory_order_acquire);
-    if (const size_t n = a->ring.TryTakeBatch(out.data(), out.size()); n > 0) [[likely]] {
-      a->counter->fetch_add(n, std::memory_order_relaxed);
+    TakeResult result;
+    if (const size_t n = a->ring.TryTakeBatchFresh(out.data(), out.size(), &result); n > 0)
+        [[likely]] {
+      Count(a, n);
       return n;
     }
-    return Slow([out](Attachment& at) { return at.ring.TryTakeBatch(out.data(), out.size()); });
+    return Slow([out](Attachment& at) {
+      TakeResult attempt;
+      const size_t n = at.ring.TryTakeBatchFresh(out.data(), out.size(), &attempt);
+      return Attempt{n, attempt == TakeResult::kStale};
+    });
   }
 
   const IdLayout& layout() const noexcept {
@@ -319,9 +493,7 @@ class Client::Impl {
       Attachment* a = current_.load(std::memory_order_acquire);
       ClientStatus status = ReadStatus(a->ring, options_.max_heartbeat_age);
       std::lock_guard lock(mutex_);
-      for (const auto& attachment : attachments_) {
-        status.client_taken += attachment->counter->load(std::memory_order_relaxed);
-      }
+      for (const auto& attachment : attachments_) status.client_taken += attachment->Taken();
       return status;
     } catch (const std::exception& e) {
       return tl::unexpected(
@@ -332,7 +504,7 @@ class Client::Impl {
   const std::string& service() const noexcept { return service_; }
 
  private:
-  // The slow path: the ring was empty. `take` tries once and returns how many IDs it took.
+  // The slow path: the ring was empty, or its front too old. `take` tries once.
   template <typename Take>
   tl::expected<size_t, Error> Slow(Take take) noexcept {
     try {
@@ -342,28 +514,39 @@ class Client::Impl {
         // Read before re-checking the ring: a publish after our check moves wake_seq, so
         // the futex wait below returns at once instead of sleeping through it.
         const uint32_t seen = a->ring.wake_seq();
-        if (const size_t n = take(*a); n > 0) {
-          a->counter->fetch_add(n, std::memory_order_relaxed);
-          return n;
+        const Attempt attempt = take(*a);
+        if (attempt.taken > 0) {
+          Count(a, attempt.taken);
+          return attempt.taken;
         }
-        const ProducerStatus producer = a->ring.CheckProducer(options_.max_heartbeat_age);
+        const std::chrono::nanoseconds limit = HeartbeatLimit(a->ring, options_.max_heartbeat_age);
+        const ProducerStatus producer = a->ring.CheckProducer(limit);
         if (producer.health != ProducerHealth::kServing) {
           if (Reattach(a)) continue;
-          return tl::unexpected(Unavailable(producer, runtime_dir_, options_.max_heartbeat_age));
+          return tl::unexpected(Unavailable(producer, runtime_dir_, limit));
         }
         const auto remaining = deadline - std::chrono::steady_clock::now();
         if (remaining <= std::chrono::nanoseconds::zero()) {
-          return tl::unexpected(
-              MakeError(ClientError::kTimedOut,
-                        "no ID within " + std::to_string(options_.wait_timeout.count()) +
-                            " ms: the ring in " + runtime_dir_.string() +
-                            " stayed empty although snowflaked looks healthy; retry or fail over"));
+          const std::string why =
+              attempt.stale
+                  ? " held only IDs older than its freshness bound (" +
+                        std::to_string(a->ring.header().freshness_bound_ms.load(
+                            std::memory_order_relaxed)) +
+                        " ms) although snowflaked looks healthy: it is not draining its ring"
+                  : " stayed empty although snowflaked looks healthy";
+          return tl::unexpected(MakeError(
+              ClientError::kTimedOut, "no ID within " +
+                                          std::to_string(options_.wait_timeout.count()) +
+                                          " ms: the ring in " + runtime_dir_.string() + why +
+                                          "; retry or fail over"));
         }
         // Short slices so a daemon that dies or stops without waking us is noticed
-        // within about a slice.
+        // within about a slice. A stale front asks the daemon to drain it.
         a->ring.AwaitPublish(
-            seen, std::min<std::chrono::nanoseconds>(
-                      kWaitSlice, std::chrono::duration_cast<std::chrono::nanoseconds>(remaining)));
+            seen,
+            std::min<std::chrono::nanoseconds>(
+                kWaitSlice, std::chrono::duration_cast<std::chrono::nanoseconds>(remaining)),
+            attempt.stale);
       }
     } catch (const std::exception& e) {
       return tl::unexpected(MakeError(ClientError::kSystemError, std::string("take: ") + e.what()));

@@ -31,7 +31,16 @@ RingConsumer::RingConsumer(std::unique_ptr<MappedSegment> segment)
       header_(segment_->header()),
       consumer_(segment_->consumer()),
       slots_(segment_->slots()),
-      mask_(segment_->capacity() - 1) {}
+      mask_(segment_->capacity() - 1),
+      epoch_ms_(static_cast<int64_t>(header_->epoch_unix_ms.load(std::memory_order_relaxed))) {
+  timespec resolution{};
+  if (clock_getres(CLOCK_REALTIME_COARSE, &resolution) == 0) {
+    const int64_t ns = static_cast<int64_t>(resolution.tv_sec) * 1'000'000'000 + resolution.tv_nsec;
+    clock_lag_ms_ = (ns + 999'999) / 1'000'000;
+  } else {
+    clock_lag_ms_ = 10;  // the coarsest tick Linux uses (HZ=100)
+  }
+}
 
 RingConsumer::~RingConsumer() = default;
 RingConsumer::RingConsumer(RingConsumer&&) noexcept = default;
@@ -115,13 +124,14 @@ ProducerStatus RingConsumer::CheckProducer(std::chrono::nanoseconds max_heartbea
   return status;
 }
 
-void RingConsumer::AwaitPublish(uint32_t seen, std::chrono::nanoseconds timeout) noexcept {
+void RingConsumer::AwaitPublish(uint32_t seen, std::chrono::nanoseconds timeout,
+                                bool front_stale) noexcept {
   // seq_cst increment, then a seq_cst re-check of tail: the other half of the handshake
   // in RingProducer::WakeConsumers (see there).
   consumer_->waiters.fetch_add(1, std::memory_order_seq_cst);
   const bool empty = consumer_->head.load(std::memory_order_seq_cst) >=
                      header_->tail.load(std::memory_order_seq_cst);
-  if (empty) {
+  if (empty || front_stale) {
     consumer_->refill_request.fetch_add(1, std::memory_order_seq_cst);
     FutexWake(consumer_->refill_request, 1);
     FutexWait(header_->wake_seq, seen, timeout);
@@ -141,6 +151,9 @@ ServiceSlot* RingConsumer::ClaimServiceSlot(std::string_view service) noexcept {
       continue;
     }
     slot.taken.store(0, std::memory_order_relaxed);
+    for (CounterLane& lane : consumer_->lanes[&slot - consumer_->services]) {
+      lane.taken.store(0, std::memory_order_relaxed);
+    }
     EncodeServiceName(slot, service);
     // Release: the daemon reads a complete name once it sees name_ready.
     slot.name_ready.store(kServiceSlotActive, std::memory_order_release);
@@ -154,6 +167,10 @@ void RingConsumer::ReleaseServiceSlot(ServiceSlot* slot) noexcept {
   // Retired, not freed: the daemon folds the final count into its per-service totals and
   // then frees the slot, so no count is lost. Release: the final count is visible first.
   slot->name_ready.store(kServiceSlotRetired, std::memory_order_release);
+}
+
+CounterLane* RingConsumer::LanesOf(const ServiceSlot* slot) noexcept {
+  return consumer_->lanes[slot - consumer_->services];
 }
 
 uint64_t RingConsumer::size() const noexcept {

@@ -48,6 +48,15 @@ tl::expected<void, SegmentFailure> ApplyPermissions(int fd, const ProducerOption
   return {};
 }
 
+// The header's line 4 (the freshness contract) from the options.
+void StoreFreshness(SegmentHeader& header, const ProducerOptions& options) {
+  header.max_age_ms.store(options.max_age_ms, std::memory_order_relaxed);
+  header.liveness_ms.store(options.liveness_ms, std::memory_order_relaxed);
+  header.freshness_bound_ms.store(
+      options.bound_freshness ? options.max_age_ms + options.liveness_ms : 0,
+      std::memory_order_relaxed);
+}
+
 // Writes a fresh segment to a temporary file and renames it into place, so a client never
 // maps a half-initialised header. `carried_last_id` continues the ID order of a retired
 // segment of the same machine and epoch.
@@ -89,6 +98,7 @@ tl::expected<void, SegmentFailure> CreateSegmentFile(const ProducerOptions& opti
     header->last_published_id.store(carried_last_id, std::memory_order_relaxed);
     header->state.store(static_cast<uint32_t>(DaemonState::kStarting), std::memory_order_relaxed);
     header->reason.store(static_cast<uint32_t>(StateReason::kStarting), std::memory_order_relaxed);
+    StoreFreshness(*header, options);
     // Release: whoever sees the magic sees every field above.
     header->magic.store(kMagic, std::memory_order_release);
   } catch (const bip::interprocess_exception& e) {
@@ -160,6 +170,8 @@ tl::expected<RingProducer, SegmentFailure> RingProducer::CreateOrOpen(
         RingProducer producer(std::move(*existing), path, /*reopened=*/true);
         producer.header_->incarnation.fetch_add(1, std::memory_order_relaxed);
         producer.header_->pid.store(static_cast<uint64_t>(getpid()), std::memory_order_relaxed);
+        // Before the state change, which publishes it: this daemon's config may differ.
+        StoreFreshness(*producer.header_, options);
         producer.SetState(DaemonState::kStarting, StateReason::kStarting);
         return producer;
       }
@@ -409,12 +421,22 @@ void RingProducer::ForEachService(const std::function<void(const ServiceCount&)>
     const uint64_t pid = slot.owner_pid.load(std::memory_order_acquire);
     const uint64_t ready = slot.name_ready.load(std::memory_order_acquire);
     if (pid == 0 || (ready != kServiceSlotActive && ready != kServiceSlotRetired)) continue;
+    // Relaxed: each counter is written by one owner and only ever grows; a late value is
+    // a count read a moment earlier. A retired slot's counts are final (acquire above).
+    uint64_t taken = slot.taken.load(std::memory_order_relaxed);
+    for (const CounterLane& lane : consumer_->lanes[i]) {
+      taken += lane.taken.load(std::memory_order_relaxed);
+    }
     fn(ServiceCount{.slot = i,
                     .pid = pid,
                     .name = DecodeServiceName(slot),
-                    .taken = slot.taken.load(std::memory_order_relaxed),
+                    .taken = taken,
                     .retired = ready == kServiceSlotRetired});
   }
+}
+
+uint64_t RingProducer::uncounted() const noexcept {
+  return consumer_->uncounted.load(std::memory_order_relaxed);
 }
 
 bool RingProducer::FreeServiceSlot(size_t slot_index, uint64_t pid) noexcept {

@@ -217,6 +217,9 @@ TEST(CliStatus, JsonParsesAndItsCountsMatchWhatWasTaken) {
   EXPECT_EQ(status["pid"], producer.pid());
   EXPECT_EQ(status["ring_capacity"], 4096);
   EXPECT_EQ(status["taken_total"], 5000);
+  // Every taker found a counter slot; the test producer sets no freshness bound.
+  EXPECT_EQ(status["uncounted"], 0);
+  EXPECT_EQ(status["freshness_bound_ms"], 0);
   EXPECT_GE(status["published_total"].get<uint64_t>(), 5000u);
   EXPECT_EQ(status["published_total"].get<uint64_t>(), status["taken_total"].get<uint64_t>() +
                                                            status["drained_total"].get<uint64_t>() +

@@ -53,6 +53,8 @@ class ClientTest : public ::testing::Test {
     options.capacity = capacity;
     options.epoch_unix_ms = epoch;
     options.machine = kMachine;
+    // These tests publish made-up milliseconds (IdsAt); the freshness bound has its own.
+    options.bound_freshness = bound_freshness_;
     auto producer = RingProducer::CreateOrOpen(options);
     if (!producer) throw std::runtime_error(producer.error().message);
     return std::move(*producer);
@@ -66,6 +68,8 @@ class ClientTest : public ::testing::Test {
     options.max_heartbeat_age = std::chrono::minutes(1);
     return options;
   }
+
+  bool bound_freshness_ = false;
 
   Client OpenClient(std::string_view service = "orders") const {
     return OpenClient(service, Options());
@@ -497,6 +501,174 @@ TEST_F(ClientTest, AClientMovesToANewSegmentWhenTheOldOneIsRetired) {
   ASSERT_EQ(counts.size(), 1u);
   EXPECT_EQ(counts[0].name, "billing");
   EXPECT_EQ(counts[0].taken, 1u);
+}
+
+// Milliseconds since kEpoch now, by the wall clock.
+int64_t NowOffsetMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+             .count() -
+         kEpoch;
+}
+
+// Finding 6 of issue 9: the fast path handed out a dead or hung daemon's leftovers at any
+// age. With the header's bound (max_age_ms 0 + liveness_ms 50) an ID 300 ms old is
+// refused, nothing is taken, and the call says why.
+TEST_F(ClientTest, NextNeverReturnsAnIdOlderThanTheFreshnessBound) {
+  // Arrange: a "daemon" that published IDs 300 ms ago and looks healthy to a client
+  // that tolerates old heartbeats.
+  bound_freshness_ = true;
+  RingProducer producer = MakeProducer();
+  ASSERT_EQ(producer.Publish(IdsAt(NowOffsetMs() - 300, 0, 10)).value(), 10u);
+  producer.SetState(DaemonState::kServing);
+  Client sut = OpenClient();
+  uint64_t batch[4];
+
+  // Act
+  auto taken = sut.Next();
+  auto batch_taken = sut.NextBatch(batch);
+
+  // Assert
+  ASSERT_FALSE(taken) << "received an ID " << NowOffsetMs() - IdLayout::OffsetMsOf(*taken)
+                      << " ms old";
+  EXPECT_EQ(taken.error().code, ClientError::kTimedOut) << taken.error().message;
+  EXPECT_NE(taken.error().message.find("freshness bound (50 ms)"), std::string::npos)
+      << taken.error().message;
+  ASSERT_FALSE(batch_taken);
+  EXPECT_EQ(producer.size(), 10u) << "a refused take must take nothing";
+}
+
+TEST_F(ClientTest, NextNeverReturnsAnIdFromTheClocksFutureBeyondTheBound) {
+  bound_freshness_ = true;
+  RingProducer producer = MakeProducer();
+  ASSERT_EQ(producer.Publish(IdsAt(NowOffsetMs() + 300, 0, 10)).value(), 10u);
+  producer.SetState(DaemonState::kServing);
+  Client sut = OpenClient();
+
+  auto taken = sut.Next();
+
+  ASSERT_FALSE(taken);
+  EXPECT_EQ(taken.error().code, ClientError::kTimedOut) << taken.error().message;
+  EXPECT_EQ(producer.size(), 10u);
+}
+
+TEST_F(ClientTest, NextTakesIdsWithinTheFreshnessBound) {
+  bound_freshness_ = true;
+  RingProducer producer = MakeProducer();
+  ASSERT_EQ(producer.Publish(IdsAt(NowOffsetMs() - 20, 0, 3)).value(), 3u);
+  producer.SetState(DaemonState::kServing);
+  Client sut = OpenClient();
+
+  auto taken = sut.Next();
+
+  ASSERT_TRUE(taken) << taken.error().message;
+  EXPECT_EQ(producer.size(), 2u);
+}
+
+// Finding 8, client side: the "not heartbeating" limit is the daemon's liveness_ms from
+// the header unless the caller sets one.
+TEST_F(ClientTest, TheHeartbeatLimitComesFromTheHeadersLivenessByDefault) {
+  // Arrange: liveness 50 ms; the producer beat once, 80 ms ago.
+  bound_freshness_ = true;
+  RingProducer producer = MakeProducer();
+  producer.SetState(DaemonState::kServing);
+  ClientOptions options = Options();
+  options.max_heartbeat_age = std::chrono::milliseconds(0);
+  Client sut = OpenClient("orders", options);
+  std::this_thread::sleep_for(std::chrono::milliseconds(80));
+
+  // Act
+  auto taken = sut.Next();
+  auto status = sut.GetStatus();
+
+  // Assert
+  ASSERT_FALSE(taken);
+  EXPECT_EQ(taken.error().code, ClientError::kDaemonNotHeartbeating) << taken.error().message;
+  EXPECT_NE(taken.error().message.find("limit 50 ms"), std::string::npos) << taken.error().message;
+  ASSERT_TRUE(status);
+  EXPECT_EQ(status->health, "not_heartbeating");
+  EXPECT_EQ(status->liveness_ms, 50u);
+  EXPECT_EQ(status->freshness_bound_ms, 50u);
+}
+
+// Counting without a read-modify-write: each thread stores to its own lane. Property:
+// counts stay exact with more threads than lanes, with threads that exit (their lanes
+// are reused), and after the Client closes.
+TEST_F(ClientTest, CountsStayExactWithMoreThreadsThanLanesAndThreadsThatExit) {
+  // Arrange
+  RingProducer producer = MakeProducer(4096);
+  ASSERT_EQ(producer.Publish(IdsAt(100, 0, 4000)).value(), 4000u);
+  producer.SetState(DaemonState::kServing);
+  constexpr int kWaves = 3;
+  constexpr int kThreadsPerWave = static_cast<int>(shm::kLanesPerService) + 4;
+  constexpr int kTakesPerThread = 100;
+  std::vector<shm::ServiceCount> open_counts;
+  std::vector<shm::ServiceCount> closed_counts;
+  uint64_t status_count = 0;
+  std::atomic<int> failures{0};
+
+  // Act: waves of threads that take and exit, half by Next, half by NextBatch.
+  {
+    Client sut = OpenClient("billing");
+    for (int wave = 0; wave < kWaves; ++wave) {
+      std::vector<std::thread> threads;
+      for (int t = 0; t < kThreadsPerWave; ++t) {
+        threads.emplace_back([&, t] {
+          for (int i = 0; i < kTakesPerThread;) {
+            if (t % 2 == 0) {
+              if (!sut.Next()) failures.fetch_add(1);
+              ++i;
+            } else {
+              uint64_t two[2];
+              auto n = sut.NextBatch(std::span(two, std::min(2, kTakesPerThread - i)));
+              if (!n) {
+                failures.fetch_add(1);
+                ++i;
+              } else {
+                i += static_cast<int>(*n);
+              }
+            }
+          }
+        });
+      }
+      for (auto& thread : threads) thread.join();
+    }
+    status_count = sut.GetStatus().value().client_taken;
+    producer.ForEachService([&](const shm::ServiceCount& c) { open_counts.push_back(c); });
+  }
+  producer.ForEachService([&](const shm::ServiceCount& c) { closed_counts.push_back(c); });
+
+  // Assert
+  const uint64_t expected = uint64_t{kWaves} * kThreadsPerWave * kTakesPerThread;
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(producer.head(), expected);
+  EXPECT_EQ(status_count, expected);
+  ASSERT_EQ(open_counts.size(), 1u);
+  EXPECT_EQ(open_counts[0].taken, expected);
+  ASSERT_EQ(closed_counts.size(), 1u);
+  EXPECT_TRUE(closed_counts[0].retired);
+  EXPECT_EQ(closed_counts[0].taken, expected);
+}
+
+TEST_F(ClientTest, TakesOfAClientWithoutACounterSlotAreReportedAsUncounted) {
+  // Arrange: every counter slot is in use.
+  RingProducer producer = MakeProducer();
+  ASSERT_EQ(producer.Publish(IdsAt(100, 0, 20)).value(), 20u);
+  producer.SetState(DaemonState::kServing);
+  std::vector<Client> holders;
+  for (size_t i = 0; i < shm::kServiceSlotCount; ++i) holders.push_back(OpenClient("holder"));
+  Client sut = OpenClient("late");
+
+  // Act
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(sut.Next());
+  uint64_t batch[4];
+  ASSERT_EQ(sut.NextBatch(batch).value(), 4u);
+
+  // Assert
+  EXPECT_EQ(sut.GetStatus().value().uncounted, 7u);
+  EXPECT_EQ(sut.GetStatus().value().client_taken, 7u);
+  EXPECT_EQ(Client::Inspect(Options()).value().uncounted, 7u);
+  EXPECT_EQ(producer.uncounted(), 7u);
 }
 
 #ifdef SNOWFLAKE_SANITIZED

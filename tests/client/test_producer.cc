@@ -30,6 +30,9 @@ int main(int argc, char** argv) {
   options.capacity = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 1024;
   options.epoch_unix_ms = snowflake::kDefaultEpochUnixMs;
   options.machine = 5;
+  // It keeps its ring full and never drains old IDs (it is not the daemon): no freshness
+  // bound in its header.
+  options.bound_freshness = false;
   auto producer = snowflake::shm::RingProducer::CreateOrOpen(options);
   if (!producer) {
     std::fprintf(stderr, "test_producer: %s\n", producer.error().message.c_str());

@@ -36,7 +36,8 @@ TEST(Config, DefaultTextSetsEveryKeyExplicitly) {
   // applies to the static backend).
   const std::string_view text = DefaultConfigText();
   for (const char* key :
-       {"runtime_dir =", "state_dir =", "instance =", "log_level =", "group =", "epoch =",
+       {"runtime_dir =", "state_dir =", "instance =", "log_level =", "group =",
+        "liveness_ms =", "epoch =",
         "backend =", "path =", "machines =", "holder_id =", "# machine =", "max_backward_ms =",
         "capacity =", "max_age_ms =", "min_fill =", "reservation_ms =", "status_interval_ms ="}) {
     EXPECT_NE(text.find(key), std::string_view::npos) << key;
@@ -164,6 +165,19 @@ TEST(Config, OutOfRangeIsAnError) {
               HasSubstr("systemd.status_interval_ms: must be from 10"));
   EXPECT_THAT(ErrorOf("[register]\nbackend = \"static\"\nmachine = 1024\n"),
               HasSubstr(":3: register.machine: must be from 0 to 1023, got 1024"));
+  EXPECT_EQ(ErrorOf("[daemon]\nliveness_ms = 9\n"),
+            "/etc/snowflaked.toml:2: daemon.liveness_ms: must be from 10 to 10000, got 9");
+  EXPECT_THAT(ErrorOf("[daemon]\nliveness_ms = 10001\n"),
+              HasSubstr("daemon.liveness_ms: must be from 10 to 10000, got 10001"));
+}
+
+TEST(Config, LivenessDefaultsTo50AndAcceptsItsRange) {
+  EXPECT_EQ(Config{}.daemon.liveness_ms, 50);
+  auto low = ParseConfig("[daemon]\nliveness_ms = 10\n", "x.toml");
+  auto high = ParseConfig("[daemon]\nliveness_ms = 10000\n", "x.toml");
+  ASSERT_TRUE(low && high);
+  EXPECT_EQ(low->daemon.liveness_ms, 10);
+  EXPECT_EQ(high->daemon.liveness_ms, 10000);
 }
 
 TEST(Config, BadStringValuesAreErrors) {

@@ -2,6 +2,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 
 #include "atomic_file.h"
 #include "config.h"
+#include "machine_lock.h"
 #include "static_register.h"
 #include "temp_dir.h"
 
@@ -21,8 +23,10 @@ constexpr int64_t kEpoch = kDefaultEpochUnixMs;
 
 FileRegisterOptions Options(const snowflake::testing::TempDir& dir, uint32_t first = 0,
                             uint32_t last = kMaxMachine) {
-  return FileRegisterOptions{
-      .path = dir / "register.json", .first_machine = first, .last_machine = last};
+  return FileRegisterOptions{.path = dir / "register.json",
+                             .first_machine = first,
+                             .last_machine = last,
+                             .host_lock_dir = dir / "host-locks"};
 }
 
 TEST(FileRegister, DifferentHoldersGetDifferentNumbers) {
@@ -326,6 +330,93 @@ TEST(StaticRegister, ClaimsTheConfiguredNumberOnce) {
   EXPECT_EQ(held->high_water_unix_ms, 0);
   ASSERT_FALSE(second);
   EXPECT_EQ(second.error().code, RegisterErrorCode::kInUse);
+}
+
+// Finding 1 of issue 9: two registers of one host (separate state directories, distinct
+// instances) each had their own lock directory, so both handed out number 0.
+TEST(FileRegister, SeparateRegistersOfOneHostNeverHandOutOneNumberTwice) {
+  // Arrange: two registers in different directories, one host-wide lock directory.
+  snowflake::testing::TempDir dir;
+  std::filesystem::create_directories(dir / "a");
+  std::filesystem::create_directories(dir / "b");
+  FileRegister first(FileRegisterOptions{.path = dir / "a" / "register.json",
+                                         .host_lock_dir = dir / "host-locks"});
+  FileRegister sut(FileRegisterOptions{.path = dir / "b" / "register.json",
+                                       .host_lock_dir = dir / "host-locks"});
+  auto held = first.Claim({"host:a", kEpoch});
+
+  // Act
+  auto claim = sut.Claim({"host:b", kEpoch});
+
+  // Assert
+  ASSERT_TRUE(held) << held.error().message;
+  ASSERT_TRUE(claim) << claim.error().message;
+  EXPECT_EQ(held->machine, 0u);
+  EXPECT_EQ(claim->machine, 1u);
+}
+
+TEST(FileRegister, SkipsANumberAStaticDaemonOfTheHostHolds) {
+  // Arrange
+  snowflake::testing::TempDir dir;
+  StaticRegister fixed(0, dir / "host-locks");
+  ASSERT_TRUE(fixed.Claim({"x", kEpoch}));
+  FileRegister sut(Options(dir));
+
+  // Act
+  auto claim = sut.Claim({"host:a", kEpoch});
+
+  // Assert
+  ASSERT_TRUE(claim) << claim.error().message;
+  EXPECT_EQ(claim->machine, 1u);
+}
+
+TEST(StaticRegister, IsRefusedANumberAFileDaemonOfTheHostHolds) {
+  // Arrange
+  snowflake::testing::TempDir dir;
+  FileRegister file(Options(dir));
+  ASSERT_TRUE(file.Claim({"host:a", kEpoch}));
+  StaticRegister sut(0, dir / "host-locks");
+
+  // Act
+  auto claim = sut.Claim({"x", kEpoch});
+
+  // Assert
+  ASSERT_FALSE(claim);
+  EXPECT_EQ(claim.error().code, RegisterErrorCode::kInUse);
+  EXPECT_THAT(claim.error().message, HasSubstr("in use by pid " + std::to_string(getpid())));
+}
+
+TEST(MachineLock, AMissingHostLockDirectoryIsCreatedForEveryUser) {
+  // Arrange
+  snowflake::testing::TempDir dir;
+  const std::filesystem::path locks = dir / "host-locks";
+
+  // Act
+  auto lock = AcquireMachineLock(locks, 5);
+
+  // Assert: sticky and writable by all, like /run/lock, whatever the umask.
+  ASSERT_TRUE(lock) << lock.error().message;
+  struct stat info {};
+  ASSERT_EQ(stat(locks.c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 07777, 01777u);
+  EXPECT_TRUE(IsMachineLocked(locks, 5, nullptr));
+  EXPECT_FALSE(IsMachineLocked(locks, 6, nullptr));
+}
+
+TEST(MachineLock, AnUnusableHostLockDirectoryIsAClearError) {
+  // Arrange: a regular file where the directory should be.
+  snowflake::testing::TempDir dir;
+  const std::filesystem::path locks = dir / "host-locks";
+  { std::ofstream(locks) << "not a directory\n"; }
+
+  // Act
+  auto lock = AcquireMachineLock(locks, 0);
+
+  // Assert
+  ASSERT_FALSE(lock);
+  EXPECT_FALSE(lock.error().held_by_other);
+  EXPECT_THAT(lock.error().message, HasSubstr("host-wide machine-number lock directory"));
+  EXPECT_THAT(lock.error().message, HasSubstr("systemd-tmpfiles --create snowflaked.conf"));
 }
 
 TEST(MachineRegister, FactoryFollowsTheConfig) {

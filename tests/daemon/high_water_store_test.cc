@@ -3,7 +3,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include "atomic_file.h"
 #include "instance_lock.h"
@@ -52,7 +57,7 @@ TEST(HighWaterStore, SaveThenLoadRoundTrips) {
   ASSERT_TRUE(sut.Save(running));
   auto first = sut.Load();
   ASSERT_TRUE(sut.Save(stopped));
-  auto second = HighWaterStore(dir / "high-water.json").Load();
+  auto second = sut.Load();
 
   // Assert
   ASSERT_TRUE(first && first->has_value());
@@ -68,10 +73,13 @@ TEST(HighWaterStore, SaveLeavesNoTemporaryFileBehind) {
   ASSERT_TRUE(sut.Save(HighWaterState{}));
   ASSERT_TRUE(sut.Save(Reserved(5)));
 
-  size_t files = 0;
-  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir.path()))
-    ++files;
-  EXPECT_EQ(files, 1u);
+  // The state file and the state directory's lock, nothing else.
+  std::vector<std::string> files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+    files.push_back(entry.path().filename().string());
+  }
+  std::sort(files.begin(), files.end());
+  EXPECT_EQ(files, (std::vector<std::string>{"high-water.json", "high-water.json.lock"}));
 }
 
 TEST(HighWaterStore, FailedSaveKeepsThePreviousFile) {
@@ -154,6 +162,49 @@ TEST(InstanceLock, MissingDirectoryIsASystemError) {
 
   ASSERT_FALSE(sut);
   EXPECT_FALSE(sut.error().already_running);
+}
+
+}  // namespace
+}  // namespace snowflake
+
+namespace snowflake {
+namespace {
+
+// Finding 2 of issue 9: two daemons sharing a state directory overwrote each other's
+// high-water file. The second store on a directory is refused, naming the holder.
+TEST(HighWaterStore, ASecondStoreOnOneStateDirectoryIsRefused) {
+  // Arrange
+  snowflake::testing::TempDir dir;
+  HighWaterStore first(dir / "high-water.json");
+  ASSERT_TRUE(first.Load());
+  HighWaterStore sut(dir / "high-water.json");
+
+  // Act
+  auto loaded = sut.Load();
+  auto saved = sut.Save(HighWaterState{.machine = 1, .epoch_unix_ms = 0,
+                                       .reserved_through_unix_ms = 5,
+                                       .last_issued_unix_ms_at_clean_stop = std::nullopt,
+                                       .segment_path = std::nullopt,
+                                       .segment_incarnation = 0});
+
+  // Assert
+  ASSERT_FALSE(loaded);
+  EXPECT_EQ(loaded.error().code, HighWaterErrorCode::kInUse);
+  EXPECT_THAT(loaded.error().message, ::testing::HasSubstr("in use by pid " +
+                                                           std::to_string(getpid())));
+  EXPECT_THAT(loaded.error().message, ::testing::HasSubstr("daemon.state_dir"));
+  ASSERT_FALSE(saved);
+  EXPECT_EQ(saved.error().code, HighWaterErrorCode::kInUse);
+}
+
+TEST(HighWaterStore, TheStateDirectoryIsFreeAgainOnceTheStoreIsGone) {
+  snowflake::testing::TempDir dir;
+  { HighWaterStore first(dir / "high-water.json"); ASSERT_TRUE(first.Load()); }
+  HighWaterStore sut(dir / "high-water.json");
+
+  auto loaded = sut.Load();
+
+  EXPECT_TRUE(loaded) << loaded.error().message;
 }
 
 }  // namespace

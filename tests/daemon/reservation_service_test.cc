@@ -180,7 +180,10 @@ TEST(ReservationService, CleanStopLowersBothStores) {
 // daemon, anyone who can open the lock file) must not hang the daemon.
 TEST(FileRegisterLock, UpdateHighWaterGivesUpWithinItsBound) {
   TempDir dir("register-lock");
-  FileRegister reg(FileRegisterOptions{.path = dir / "register.json"});
+  FileRegister reg(FileRegisterOptions{.path = dir / "register.json",
+                                         .first_machine = 0,
+                                         .last_machine = kMaxMachine,
+                                         .host_lock_dir = dir / "host-locks"});
   ASSERT_TRUE(reg.Claim(ClaimRequest{"holder", kDefaultEpochUnixMs}).has_value());
   std::filesystem::path lock_path = dir / "register.json";
   lock_path += ".lock";

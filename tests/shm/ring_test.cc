@@ -599,3 +599,41 @@ TEST(Ring, ServiceSlotsKeepLongNamesAndRunOut) {
 
 }  // namespace
 }  // namespace snowflake::shm
+
+namespace snowflake::shm {
+namespace {
+
+// The freshness rule a take applies (IsFresh, segment_layout.h), as a table: the ID's
+// millisecond, the coarse clock's reading, the bound, the clock's lag.
+struct FreshCase {
+  int64_t id_ms;
+  int64_t now_ms;
+  int64_t bound_ms;
+  int64_t lag_ms;
+  bool fresh;
+};
+
+TEST(Freshness, IsFreshFollowsTheBoundAndTheCoarseClocksLag) {
+  const FreshCase cases[] = {
+      {1000, 1000, 50, 4, true},    // the current millisecond
+      {954, 1000, 50, 4, true},     // 46 ms behind: with up to 4 ms of lag, at most 50 old
+      {953, 1000, 50, 4, false},    // could be 51 ms old by the true clock
+      {700, 1000, 50, 4, false},    // a hung daemon's leftover, 300 ms old
+      {1050, 1000, 50, 4, true},    // ahead by the bound (the coarse clock lags)
+      {1051, 1000, 50, 4, false},   // in the clock's future beyond the bound (a step back)
+      {1300, 1000, 50, 4, false},
+      {1000, 1000, 4, 10, true},    // a bound below the lag still takes the current ms
+      {999, 1000, 4, 10, false},
+      {0, 1'000'000, 0, 4, true},   // bound 0: a producer that set none (tests)
+      {1000, 1000, 10'050, 4, true},
+      {-9'000, 1000, 10'050, 4, true},
+  };
+  for (const FreshCase& c : cases) {
+    EXPECT_EQ(IsFresh(c.id_ms, c.now_ms, c.bound_ms, c.lag_ms), c.fresh)
+        << "id " << c.id_ms << " now " << c.now_ms << " bound " << c.bound_ms << " lag "
+        << c.lag_ms;
+  }
+}
+
+}  // namespace
+}  // namespace snowflake::shm

@@ -175,6 +175,10 @@ Daemon Daemon::Spawn(DaemonOptions options) {
     spawn.env.unset.emplace_back(name);
   }
   spawn.env.set.emplace_back("NOTIFY_SOCKET", options.notify_socket.string());
+  if (options.host_lock_dir.empty()) {
+    options.host_lock_dir = options.runtime_dir.parent_path() / "host-locks";
+  }
+  spawn.env.set.emplace_back("SNOWFLAKE_HOST_LOCK_DIR", options.host_lock_dir.string());
   if (options.watchdog_usec) {
     spawn.env.set.emplace_back("WATCHDOG_USEC", std::to_string(options.watchdog_usec->count()));
   }

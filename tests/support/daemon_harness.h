@@ -107,6 +107,10 @@ struct DaemonOptions {
   std::optional<std::filesystem::path> faketime_file;
   // Where the notify socket is bound; empty: a fresh path next to runtime_dir.
   std::filesystem::path notify_socket;
+  // The host-wide machine-number lock directory the daemon uses
+  // ($SNOWFLAKE_HOST_LOCK_DIR); empty: "host-locks" next to runtime_dir, so daemons of one
+  // harness are checked against each other and never against other tests' or the host's.
+  std::filesystem::path host_lock_dir;
 };
 
 // One snowflaked process and its notify socket.

@@ -41,9 +41,11 @@ struct ClientOptions {
   // How long Next()/NextBatch() wait on an empty ring while the daemon looks healthy
   // before returning kTimedOut. Zero: never wait (kTimedOut at once if empty).
   std::chrono::milliseconds wait_timeout{100};
-  // A serving daemon whose heartbeat (refreshed about every millisecond) is older than
-  // this is reported as kDaemonNotHeartbeating. Generous enough for a loaded host.
-  std::chrono::milliseconds max_heartbeat_age{50};
+  // A serving daemon whose heartbeat is older than this is reported as
+  // kDaemonNotHeartbeating. Zero (the default): the daemon's own daemon.liveness_ms,
+  // carried in the segment header, so the daemon's beat and every client's limit derive
+  // from one setting.
+  std::chrono::milliseconds max_heartbeat_age{0};
 };
 
 // A snapshot of the daemon and ring as one client sees them. Fields are read racily, one
@@ -67,6 +69,11 @@ struct ClientStatus {
   uint64_t taken_total = 0;      // tickets ever claimed (by clients or drained)
   uint64_t drained_total = 0;    // IDs the daemon took back (stale, pause, shutdown)
   uint64_t clock_pauses = 0;
+  // IDs taken by clients that found no free per-service counter slot (all 255 in use):
+  // they are in no service's total.
+  uint64_t uncounted = 0;
+  uint64_t liveness_ms = 0;         // the daemon's daemon.liveness_ms (header)
+  uint64_t freshness_bound_ms = 0;  // max_age_ms + liveness_ms: no older ID is taken
   uint64_t client_taken = 0;  // IDs this Client has taken (0 from Inspect)
 };
 
@@ -77,11 +84,19 @@ struct ClientStatus {
 // is not serving. A moved-from Client may only be destroyed or assigned to.
 //
 // Counting (per-service totals for the daemon): each Client claims its own ServiceSlot in
-// the segment, a cache line only this Client writes, and adds to it with one relaxed
-// fetch_add per take. Why not thread-local batches: the take already does a CAS on the
-// ring's shared head line, so one more uncontended-across-processes RMW on a private line
-// costs little, and counts are exact and visible to the daemon at once, even when a
-// thread or the process dies without flushing.
+// the segment, and each of its first 8 taking threads one counter lane of it: a cache line
+// in the segment that only that thread stores to, with a plain relaxed store of its own
+// running total (no atomic read-modify-write on the take path). The daemon reads the
+// lanes racily. Counts are exact and in shared memory at once: nothing to flush when a
+// thread exits (its lane keeps its total; the next thread continues from it), when the
+// Client closes, or when the process dies. Further threads add to the slot's shared word
+// with fetch_add. With all 255 slots in use a Client still takes IDs, counted in the
+// segment's "uncounted" total.
+//
+// Freshness: a take refuses (never returns) an ID more than the header's
+// freshness_bound_ms (daemon max_age_ms + liveness_ms) away from CLOCK_REALTIME_COARSE,
+// so a dead, hung or stopped daemon's leftovers are never handed out, at any age; the
+// call then reports why (the daemon's state, heartbeat, or kTimedOut).
 //
 // Restarts: a daemon that restarts reopens the same segment, so a Client keeps working
 // (between the stop and the restart it reports kDaemonStopped/kDaemonDead/
@@ -115,8 +130,9 @@ class Client {
   // received (on this host, in any process).
   // Errors: kDaemonStarting, kDaemonPaused (the message has the reason),
   // kDaemonOutOfService, kDaemonStopped, kDaemonNotHeartbeating, kDaemonDead: returned
-  // within about a millisecond of finding the ring empty; fail over. kTimedOut: the ring
-  // stayed empty for wait_timeout although the daemon looked healthy.
+  // within about a millisecond of finding the ring empty (or its IDs too old); fail over.
+  // kTimedOut: the ring stayed empty, or held only IDs older than the freshness bound,
+  // for wait_timeout although the daemon looked healthy.
   tl::expected<uint64_t, Error> Next() noexcept;
 
   // Takes n IDs into out[0..n) and returns n, with 1 <= n <= out.size(). The IDs are

@@ -66,12 +66,13 @@ typedef struct sf_options {
   uint32_t wait_timeout_ms;      /* wait on an empty ring; default 100 */
   const char *runtime_dir;       /* NULL: $SNOWFLAKE_RUNTIME_DIR, else /run/snowflaked;
                                   * copied by sf_open */
-  uint32_t max_heartbeat_age_ms; /* heartbeat age limit; default 50 */
+  uint32_t max_heartbeat_age_ms; /* heartbeat age limit; 0 (default): the daemon's
+                                    daemon.liveness_ms from the segment header */
   uint32_t reserved;             /* must be 0 */
 } sf_options;
 
 #define SF_OPTIONS_INIT \
-  { sizeof(sf_options), 100u, NULL, 50u, 0u }
+  { sizeof(sf_options), 100u, NULL, 0u, 0u }
 
 /* Fills *opts with the defaults (and struct_size). */
 void sf_options_init(sf_options *opts);

@@ -10,6 +10,7 @@
 #define SNOWFLAKE_RING_CONSUMER_H_
 
 #include <sys/types.h>
+#include <time.h>
 
 #include <algorithm>
 #include <atomic>
@@ -23,6 +24,7 @@
 
 #include <tl/expected.hpp>
 
+#include "snowflake/id_layout.h"
 #include "snowflake/segment_error.h"
 #include "snowflake/segment_layout.h"
 
@@ -44,6 +46,13 @@ enum class ProducerHealth {
   kStopped,          // shut down cleanly
   kNotHeartbeating,  // serving, but the heartbeat is older than the allowed age
   kDead,             // its pid no longer exists and its heartbeat is over 10 ms old
+};
+
+// What one take found.
+enum class TakeResult {
+  kTaken,  // *id holds an ID this caller won by CAS
+  kEmpty,  // nothing published and not taken
+  kStale,  // the oldest ID is outside the header's freshness bound: nothing was taken
 };
 
 struct ProducerStatus {
@@ -114,6 +123,80 @@ class RingConsumer {
     }
   }
 
+  // TryTake() with the freshness rule of the header (IsFresh in segment_layout.h): the
+  // ID at the front is refused (kStale, nothing taken) when its millisecond is more than
+  // freshness_bound_ms behind CLOCK_REALTIME_COARSE (read through the vDSO, no system
+  // call; its lag is accounted for) or that far ahead of it. So while the daemon is dead,
+  // hung or stopped, and its ring is not drained, no take returns an ID older than the
+  // bound: the caller's slow path then finds out why. The check happens on the value read
+  // for ticket h, a few instructions before the CAS that claims it.
+  TakeResult TryTakeFresh(uint64_t* id) const noexcept {
+    const int64_t bound = header_->freshness_bound_ms.load(std::memory_order_relaxed);
+    const int64_t now_ms = CoarseNowMs();
+    uint64_t h = consumer_->head.load(std::memory_order_relaxed);
+    for (;;) {
+      // Acquire pairs with the producer's release store of tail: slot h is written.
+      const uint64_t t = header_->tail.load(std::memory_order_acquire);
+      if (h >= t) return TakeResult::kEmpty;
+      const uint64_t value = slots_[h & mask_].load(std::memory_order_relaxed);
+      if (!IsFresh(static_cast<int64_t>(value >> kTimeShift), now_ms, bound, clock_lag_ms_))
+          [[unlikely]] {
+        return TakeResult::kStale;
+      }
+      // The CAS as in TryTake(): (1) wins: `value` (checked above) is ours; (2) loses: h is
+      // the new head, re-check from the tail.
+      if (consumer_->head.compare_exchange_weak(h, h + 1, std::memory_order_acq_rel,
+                                                std::memory_order_relaxed)) {
+        *id = value;
+        return TakeResult::kTaken;
+      }
+    }
+  }
+
+  // TryTakeBatch() with the freshness rule, applied to the oldest and the newest ID of the
+  // batch (IDs increase with the ticket, so every ID between is within the bound too).
+  // Returns how many were taken into out[]; *result says kTaken, kEmpty or kStale (then
+  // nothing was taken). REQUIRES: out has room for `count` IDs; count > 0.
+  size_t TryTakeBatchFresh(uint64_t* out, size_t count, TakeResult* result) const noexcept {
+    const int64_t bound = header_->freshness_bound_ms.load(std::memory_order_relaxed);
+    const int64_t now_ms = CoarseNowMs();
+    uint64_t h = consumer_->head.load(std::memory_order_relaxed);
+    for (;;) {
+      const uint64_t t = header_->tail.load(std::memory_order_acquire);
+      if (h >= t) {
+        *result = TakeResult::kEmpty;
+        return 0;
+      }
+      const uint64_t n = std::min<uint64_t>(t - h, count);
+      for (uint64_t i = 0; i < n; ++i) {
+        out[i] = slots_[(h + i) & mask_].load(std::memory_order_relaxed);
+      }
+      if (!IsFresh(static_cast<int64_t>(out[0] >> kTimeShift), now_ms, bound, clock_lag_ms_) ||
+          !IsFresh(static_cast<int64_t>(out[n - 1] >> kTimeShift), now_ms, bound,
+                   clock_lag_ms_)) {
+        *result = TakeResult::kStale;
+        return 0;
+      }
+      if (consumer_->head.compare_exchange_weak(h, h + n, std::memory_order_acq_rel,
+                                                std::memory_order_relaxed)) {
+        *result = TakeResult::kTaken;
+        return static_cast<size_t>(n);
+      }
+    }
+  }
+
+  // Milliseconds since the segment's epoch by CLOCK_REALTIME_COARSE.
+  int64_t CoarseNowMs() const noexcept {
+    timespec now{};
+    clock_gettime(CLOCK_REALTIME_COARSE, &now);
+    return static_cast<int64_t>(now.tv_sec) * 1000 + now.tv_nsec / 1'000'000 - epoch_ms_;
+  }
+
+  // The daemon's liveness setting from the header (ms); 0 if the producer set none.
+  uint32_t liveness_ms() const noexcept {
+    return header_->liveness_ms.load(std::memory_order_relaxed);
+  }
+
   // --- Slow path: every call below may make system calls.
 
   // Reads the daemon's state; for a serving daemon also checks the heartbeat is younger
@@ -127,8 +210,11 @@ class RingConsumer {
 
   // Asks the daemon for a refill and sleeps until something is published or the state
   // changes (wake_seq moves past `seen`), or `timeout` passes. Returns at once if the ring
-  // is not empty. The caller re-checks the ring and the daemon's state afterwards.
-  void AwaitPublish(uint32_t seen, std::chrono::nanoseconds timeout) noexcept;
+  // is not empty, unless `front_stale` (the caller found the front outside the freshness
+  // bound: the daemon must drain it). The caller re-checks the ring and the daemon's
+  // state afterwards.
+  void AwaitPublish(uint32_t seen, std::chrono::nanoseconds timeout,
+                    bool front_stale = false) noexcept;
 
   // Claims a per-client counter slot for `service` (see ServiceSlot). Returns nullptr if
   // all slots are in use (counts are then not tracked; taking still works).
@@ -136,6 +222,12 @@ class RingConsumer {
   ServiceSlot* ClaimServiceSlot(std::string_view service) noexcept;
   // Releases a slot claimed by this process.
   void ReleaseServiceSlot(ServiceSlot* slot) noexcept;
+  // The per-thread counter lanes of a slot claimed by this process (kLanesPerService).
+  CounterLane* LanesOf(const ServiceSlot* slot) noexcept;
+  // Adds takes of a client that found no free slot to the segment's "uncounted" total.
+  void CountUncounted(uint64_t n) noexcept {
+    consumer_->uncounted.fetch_add(n, std::memory_order_relaxed);
+  }
 
   const SegmentHeader& header() const noexcept { return *header_; }
   uint64_t capacity() const noexcept { return mask_ + 1; }
@@ -143,6 +235,10 @@ class RingConsumer {
   uint64_t size() const noexcept;
   uint64_t head() const noexcept { return consumer_->head.load(std::memory_order_acquire); }
   uint64_t tail() const noexcept { return header_->tail.load(std::memory_order_acquire); }
+  // IDs taken by clients that found no free service slot (see CountUncounted).
+  uint64_t uncounted() const noexcept {
+    return consumer_->uncounted.load(std::memory_order_relaxed);
+  }
   // The file's identity: a daemon that recreated the segment has a new inode.
   ino_t inode() const noexcept;
   dev_t device() const noexcept;
@@ -155,6 +251,8 @@ class RingConsumer {
   ConsumerRegion* consumer_ = nullptr;
   const std::atomic<uint64_t>* slots_ = nullptr;
   uint64_t mask_ = 0;
+  int64_t epoch_ms_ = 0;      // the segment's epoch (immutable identity line)
+  int64_t clock_lag_ms_ = 0;  // CLOCK_REALTIME_COARSE's resolution, rounded up
 };
 
 }  // namespace snowflake::shm

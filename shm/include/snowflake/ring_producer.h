@@ -36,6 +36,14 @@ struct ProducerOptions {
   uint32_t machine = 0;
   mode_t mode = 0660;                 // never world-accessible; applied exactly (no umask)
   std::optional<gid_t> group;         // the clients' group; nullopt keeps the daemon's gid
+  // The freshness contract written into the header (line 4) at create and reopen:
+  // clients refuse IDs more than max_age_ms + liveness_ms away from their clock, and
+  // report a heartbeat older than liveness_ms. The daemon sets both from its config.
+  uint32_t max_age_ms = 0;     // ring.max_age_ms
+  uint32_t liveness_ms = 50;   // daemon.liveness_ms
+  // False only for producers that publish made-up milliseconds (tests): the header's
+  // freshness_bound_ms is then 0 and clients check no bound.
+  bool bound_freshness = true;
 };
 
 // A snapshot of one client's counters (see ServiceSlot).
@@ -43,8 +51,8 @@ struct ServiceCount {
   size_t slot;
   uint64_t pid;
   std::string name;
-  uint64_t taken;
-  bool retired;  // the client closed: `taken` is final
+  uint64_t taken;  // the slot's shared counter plus every lane of the client
+  bool retired;    // the client closed: `taken` is final
 };
 
 class RingProducer {
@@ -122,6 +130,9 @@ class RingProducer {
   // Frees a slot that is retired or whose owner is dead, after the caller has folded its
   // count into its totals. Returns false if the slot changed owner meanwhile.
   bool FreeServiceSlot(size_t slot, uint64_t pid) noexcept;
+
+  // IDs taken by clients that found no free service slot (their count is nowhere else).
+  uint64_t uncounted() const noexcept;
 
   const SegmentHeader& header() const noexcept { return *header_; }
 

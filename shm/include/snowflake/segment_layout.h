@@ -4,8 +4,8 @@
 //
 // Region        offset            size             clients map it
 // header        0                 4096             read-only
-// consumer      4096              32768            read-write
-// slots         36864             capacity * 8,    read-only
+// consumer      4096              163840           read-write
+// slots         167936            capacity * 8,    read-only
 //                                 rounded up to a page
 //
 // Every shared field is a lock-free std::atomic; producer-written and consumer-written
@@ -27,7 +27,7 @@ inline constexpr size_t kCacheLine = 64;
 // "SNOWFLK" followed by the byte 0x01, read as a little-endian u64.
 inline constexpr uint64_t kMagic = 0x014b4c46574f4e53ull;
 // Bumped on any change of layout or protocol; a client accepts exactly its own version.
-inline constexpr uint32_t kVersion = 1;
+inline constexpr uint32_t kVersion = 2;
 
 inline constexpr uint64_t kMinCapacity = 1;
 inline constexpr uint64_t kMaxCapacity = uint64_t{1} << 20;
@@ -103,6 +103,17 @@ struct alignas(kPageSize) SegmentHeader {
   std::atomic<uint64_t> drained_total;                        // IDs the daemon took back
   std::atomic<uint64_t> clock_pauses;                         // pauses so far
   std::atomic<uint64_t> fill_target;                          // IDs the daemon aims to keep
+
+  // --- Line 4: the freshness contract, set by the daemon when it creates or reopens the
+  // segment (from its config) and constant while it serves. A client refuses to take an ID
+  // whose millisecond is more than freshness_bound_ms behind (or ahead of) its own clock,
+  // so a dead, hung or stopped daemon's leftovers are never handed out, whatever its
+  // threads do; it reports a daemon whose heartbeat is older than liveness_ms.
+  alignas(kCacheLine) std::atomic<uint32_t> max_age_ms;  // ring.max_age_ms
+  std::atomic<uint32_t> liveness_ms;                     // daemon.liveness_ms
+  // max_age_ms + liveness_ms; 0 = no bound (a producer other than the daemon: tests).
+  std::atomic<uint32_t> freshness_bound_ms;
+  std::atomic<uint32_t> reserved4;
 };
 static_assert(sizeof(SegmentHeader) == kPageSize, "the header is exactly one page");
 static_assert(offsetof(SegmentHeader, tail) == 64, "LAYOUT.md: tail at offset 64");
@@ -130,9 +141,17 @@ static_assert(offsetof(SegmentHeader, drained_total) == 200 &&
                   offsetof(SegmentHeader, clock_pauses) == 208 &&
                   offsetof(SegmentHeader, fill_target) == 216,
               "LAYOUT.md: the counters line");
+static_assert(offsetof(SegmentHeader, max_age_ms) == 256 &&
+                  offsetof(SegmentHeader, liveness_ms) == 260 &&
+                  offsetof(SegmentHeader, freshness_bound_ms) == 264 &&
+                  offsetof(SegmentHeader, reserved4) == 268,
+              "LAYOUT.md: the freshness line");
 
 inline constexpr uint32_t kServiceNameMax = 63;
 inline constexpr size_t kServiceSlotCount = 255;
+// Per-thread counters of one client: the first kLanesPerService threads of a client that
+// take IDs each own one lane; further threads add to ServiceSlot::taken.
+inline constexpr size_t kLanesPerService = 8;
 inline constexpr uint64_t kServiceSlotActive = 1;
 inline constexpr uint64_t kServiceSlotRetired = 2;
 
@@ -140,11 +159,13 @@ inline constexpr uint64_t kServiceSlotRetired = 2;
 // touch. Claimed by a client (CAS owner_pid 0 -> pid), then the name is written and
 // `name_ready` set (release). The client marks it retired when it closes; the daemon
 // folds the count of a retired slot, or of one whose owner_pid is dead, and frees it.
+// The client's count is `taken` plus its kLanesPerService lanes (CounterLane).
 struct alignas(kCacheLine) ServiceSlot {
   std::atomic<uint64_t> owner_pid;   // 0 = free
   std::atomic<uint64_t> name_ready;  // kServiceSlotActive once name[] is complete; retired
                                      // (final count) when the client closed
-  std::atomic<uint64_t> taken;       // IDs this client has taken
+  // IDs taken by the client's threads that own no lane (fetch_add, shared by them).
+  std::atomic<uint64_t> taken;
   std::atomic<uint64_t> reserved[5];
   std::atomic<uint64_t> name[8];     // NUL-padded service name, 8 bytes per word
 };
@@ -152,6 +173,16 @@ static_assert(sizeof(ServiceSlot) == 2 * kCacheLine, "two lines per client");
 static_assert(offsetof(ServiceSlot, owner_pid) == 0 && offsetof(ServiceSlot, name_ready) == 8 &&
                   offsetof(ServiceSlot, taken) == 16 && offsetof(ServiceSlot, name) == 64,
               "LAYOUT.md: a service slot");
+
+// One thread's count of IDs taken through one client: a whole cache line that only its
+// owning thread stores to (a plain relaxed store of its own running total, no
+// read-modify-write), read racily by the daemon. A thread that exits leaves its total in
+// the lane; the next thread of the client that claims the lane continues from it.
+struct alignas(kCacheLine) CounterLane {
+  std::atomic<uint64_t> taken;
+  std::atomic<uint64_t> reserved[7];
+};
+static_assert(sizeof(CounterLane) == kCacheLine, "LAYOUT.md: one line per lane");
 
 // The only region clients may write. Mapped read-write by everyone.
 struct alignas(kPageSize) ConsumerRegion {
@@ -164,21 +195,42 @@ struct alignas(kPageSize) ConsumerRegion {
   // Consumers currently inside a futex wait; the daemon wakes only when it is non-zero.
   // A consumer killed while counted leaves it high: harmless, it costs spurious wakes.
   std::atomic<uint64_t> waiters;
+  // IDs taken by clients that found no free ServiceSlot (fetch_add by those clients
+  // only); reported as "uncounted" in status.
+  std::atomic<uint64_t> uncounted;
   // --- Lines 2..: one slot per client.
   alignas(kCacheLine) ServiceSlot services[kServiceSlotCount];
+  // --- Then kLanesPerService per-thread lanes per slot: lanes[i] belong to services[i].
+  CounterLane lanes[kServiceSlotCount][kLanesPerService];
 };
-static_assert(sizeof(ConsumerRegion) == 8 * kPageSize, "LAYOUT.md: consumer region is 32 KiB");
+static_assert(sizeof(ConsumerRegion) == 40 * kPageSize, "LAYOUT.md: consumer region is 160 KiB");
 static_assert(offsetof(ConsumerRegion, refill_request) == 64, "LAYOUT.md: refill at +64");
 static_assert(offsetof(ConsumerRegion, services) == 128, "LAYOUT.md: services at +128");
-static_assert(offsetof(ConsumerRegion, head) == 0 && offsetof(ConsumerRegion, waiters) == 72,
-              "LAYOUT.md: head at +0, waiters at +72");
+static_assert(offsetof(ConsumerRegion, lanes) == 32768, "LAYOUT.md: lanes at +32768");
+static_assert(offsetof(ConsumerRegion, head) == 0 && offsetof(ConsumerRegion, waiters) == 72 &&
+                  offsetof(ConsumerRegion, uncounted) == 80,
+              "LAYOUT.md: head at +0, waiters at +72, uncounted at +80");
 
 inline constexpr uint64_t kConsumerOffset = sizeof(SegmentHeader);
 inline constexpr uint64_t kSlotsOffset = kConsumerOffset + sizeof(ConsumerRegion);
-static_assert(kConsumerOffset == 4096 && kSlotsOffset == 36864, "LAYOUT.md: region offsets");
+static_assert(kConsumerOffset == 4096 && kSlotsOffset == 167936, "LAYOUT.md: region offsets");
 static_assert(kMagic == 0x014b4c46574f4e53ull, "LAYOUT.md: bytes 53 4e 4f 57 46 4c 4b 01");
 
 constexpr bool IsPowerOfTwo(uint64_t n) { return n != 0 && (n & (n - 1)) == 0; }
+
+// The freshness rule a client applies before it claims an ID (a pure function, so it is
+// tested as a table). `id_ms` and `now_ms` are milliseconds since the epoch; `now_ms` is
+// read from CLOCK_REALTIME_COARSE, which lags the true time by up to `clock_lag_ms` (its
+// resolution). The ID is fresh when it is at most bound_ms - clock_lag_ms behind the
+// coarse reading (so at most bound_ms behind the true time) and at most bound_ms ahead of
+// it (a clock stepped back). bound_ms == 0: no bound.
+constexpr bool IsFresh(int64_t id_ms, int64_t now_ms, int64_t bound_ms, int64_t clock_lag_ms) {
+  if (bound_ms == 0) return true;
+  const int64_t oldest = now_ms - (bound_ms > clock_lag_ms ? bound_ms - clock_lag_ms : 0);
+  return id_ms >= oldest && id_ms <= now_ms + bound_ms;
+}
+static_assert(IsFresh(100, 150, 50, 4) == false && IsFresh(104, 150, 50, 4) &&
+              IsFresh(200, 150, 50, 4) && !IsFresh(201, 150, 50, 4) && IsFresh(0, 1000, 0, 4));
 
 constexpr uint64_t SegmentSizeFor(uint64_t capacity) {
   const uint64_t slot_bytes = capacity * sizeof(std::atomic<uint64_t>);

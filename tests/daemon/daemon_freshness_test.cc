@@ -1,0 +1,140 @@
+// Finding 6 of issue 9, outside in, with the real snowflaked: a daemon that is stopped
+// (SIGSTOP: hung) or killed (SIGKILL: dead) with IDs in its ring. 300 ms later a client
+// gets an error, never one of those IDs (they are 300 ms old, far beyond the bound
+// max_age_ms + liveness_ms = 0 + 50 carried in the segment header). The leftovers are
+// still in the ring when the client is refused: the refusal is the client's freshness
+// check, not a drain.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "daemon_harness.h"
+#include "snowflake/client.h"
+
+namespace snowflake {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::Daemon;
+using testing::DaemonHarness;
+
+int64_t NowUnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Takes an ID (waking the daemon if it went dormant) until the ring holds IDs, then
+// applies `signal` at once. Returns how many IDs the ring held just after, or nullopt.
+std::optional<uint64_t> SignalWithIdsInTheRing(Daemon& daemon, const DaemonHarness& harness,
+                                               int signal) {
+  auto taker = Client::Open("warmup", harness.Clients());
+  if (!taker) return std::nullopt;
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    if (!taker->Next()) continue;
+    auto status = Client::Inspect(harness.Clients());
+    if (!status || status->ring_fill == 0) {
+      std::this_thread::sleep_for(1ms);
+      continue;
+    }
+    kill(daemon.pid(), signal);
+    if (signal == SIGKILL) daemon.Kill();  // reap
+    auto after = Client::Inspect(harness.Clients());
+    if (after && after->ring_fill > 0) return after->ring_fill;
+    if (signal != SIGSTOP) return std::nullopt;
+    kill(daemon.pid(), SIGCONT);  // it drained just before the stop: try again
+  }
+  return std::nullopt;
+}
+
+void ExpectNoOldId(const tl::expected<uint64_t, Error>& taken, const Client& client,
+                   const std::string& who) {
+  if (taken) {
+    const int64_t age = NowUnixMs() - client.Decode(*taken).value().unix_ms;
+    ADD_FAILURE() << who << " received an ID " << age << " ms old from a stopped daemon's ring";
+  }
+}
+
+TEST(DaemonFreshness, AStoppedDaemonsLeftoversAreNeverHandedOut) {
+  // Arrange
+  DaemonHarness harness("fresh-stop");
+  Daemon daemon = harness.Start();
+  ASSERT_TRUE(daemon.ready()) << daemon.Describe();
+  const std::optional<uint64_t> left = SignalWithIdsInTheRing(daemon, harness, SIGSTOP);
+  ASSERT_TRUE(left) << "could not stop the daemon with IDs in its ring: " << daemon.Describe();
+  std::this_thread::sleep_for(300ms);
+  ClientOptions defaults;  // the header's liveness_ms decides "not heartbeating"
+  defaults.runtime_dir = harness.runtime_dir();
+  ClientOptions patient = harness.Clients();  // trusts the heartbeat for 5 s
+  patient.wait_timeout = 200ms;
+  auto client = Client::Open("late", defaults);
+  auto patient_client = Client::Open("patient", patient);
+  ASSERT_TRUE(client && patient_client);
+
+  // Act
+  auto taken = client->Next();
+  auto patient_taken = patient_client->Next();
+  auto status = Client::Inspect(patient);
+
+  // Assert
+  ExpectNoOldId(taken, *client, "a default client");
+  ExpectNoOldId(patient_taken, *patient_client, "a client trusting the heartbeat for 5 s");
+  ASSERT_FALSE(taken);
+  EXPECT_EQ(taken.error().code, ClientError::kDaemonNotHeartbeating) << taken.error().message;
+  ASSERT_FALSE(patient_taken);
+  EXPECT_EQ(patient_taken.error().code, ClientError::kTimedOut) << patient_taken.error().message;
+  ASSERT_TRUE(status);
+  EXPECT_GT(status->ring_fill, 0u) << "the stale IDs were taken or drained";
+  EXPECT_EQ(status->freshness_bound_ms, 50u);
+
+  // And once it runs again it drains them and serves fresh IDs.
+  kill(daemon.pid(), SIGCONT);
+  ClientOptions again = harness.Clients();
+  auto resumed = Client::Open("resumed", again);
+  ASSERT_TRUE(resumed);
+  auto fresh = resumed->Next();
+  ASSERT_TRUE(fresh) << fresh.error().message;
+  EXPECT_LE(NowUnixMs() - resumed->Decode(*fresh).value().unix_ms, 50);
+  auto stopped = daemon.Stop();
+  ASSERT_TRUE(stopped && stopped->ExitedWith(0)) << daemon.Describe();
+}
+
+TEST(DaemonFreshness, AKilledDaemonsLeftoversAreNeverHandedOut) {
+  // Arrange
+  DaemonHarness harness("fresh-kill");
+  Daemon daemon = harness.Start();
+  ASSERT_TRUE(daemon.ready()) << daemon.Describe();
+  const std::optional<uint64_t> left = SignalWithIdsInTheRing(daemon, harness, SIGKILL);
+  ASSERT_TRUE(left) << "could not kill the daemon with IDs in its ring: " << daemon.Describe();
+  std::this_thread::sleep_for(300ms);
+  ClientOptions defaults;
+  defaults.runtime_dir = harness.runtime_dir();
+  ClientOptions patient = harness.Clients();
+  patient.wait_timeout = 200ms;
+  auto client = Client::Open("late", defaults);
+  auto patient_client = Client::Open("patient", patient);
+  ASSERT_TRUE(client && patient_client);
+
+  // Act
+  auto taken = client->Next();
+  auto patient_taken = patient_client->Next();
+  auto status = Client::Inspect(patient);
+
+  // Assert
+  ExpectNoOldId(taken, *client, "a default client");
+  ExpectNoOldId(patient_taken, *patient_client, "a client trusting the heartbeat for 5 s");
+  ASSERT_FALSE(taken);
+  EXPECT_EQ(taken.error().code, ClientError::kDaemonDead) << taken.error().message;
+  ASSERT_FALSE(patient_taken);
+  EXPECT_EQ(patient_taken.error().code, ClientError::kDaemonDead) << patient_taken.error().message;
+  ASSERT_TRUE(status);
+  EXPECT_GT(status->ring_fill, 0u);
+}
+
+}  // namespace
+}  // namespace snowflake
