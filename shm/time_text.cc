@@ -43,8 +43,7 @@ tl::expected<int64_t, std::string> ParseUnixMs(std::string_view text) {
 tl::expected<int64_t, std::string> ParseDateTime(std::string_view text) {
   using namespace std::chrono;
   // YYYY-MM-DDTHH:MM:SS is 19 characters; the zone is required after it.
-  if (text.size() < 19 || text[4] != '-' || text[7] != '-' || text[13] != ':' ||
-      text[16] != ':') {
+  if (text.size() < 19 || text[4] != '-' || text[7] != '-' || text[13] != ':' || text[16] != ':') {
     return Fail("neither Unix milliseconds nor an RFC 3339 date-time like 2026-01-01T00:00:00Z");
   }
   if (text[10] != 'T' && text[10] != 't' && text[10] != ' ') {

@@ -27,9 +27,9 @@ TEST(ParseTimeText, AcceptsUnixMilliseconds) {
 }
 
 TEST(ParseTimeText, AcceptsUtcWithAnyCaseAndSeparator) {
-  for (const char* text : {"2026-01-01T00:00:00Z", "2026-01-01t00:00:00z", "2026-01-01 00:00:00Z",
-                           "2026-01-01T00:00:00.000Z", "2026-01-01T00:00:00+00:00",
-                           "2026-01-01T00:00:00-00:00"}) {
+  for (const char* text :
+       {"2026-01-01T00:00:00Z", "2026-01-01t00:00:00z", "2026-01-01 00:00:00Z",
+        "2026-01-01T00:00:00.000Z", "2026-01-01T00:00:00+00:00", "2026-01-01T00:00:00-00:00"}) {
     auto sut = ParseTimeText(text);
 
     ASSERT_TRUE(sut) << text << ": " << sut.error();
@@ -77,9 +77,9 @@ TEST(ParseTimeText, RefusesImpossibleDatesAndTimes) {
 }
 
 TEST(ParseTimeText, RefusesWhatIsNeitherForm) {
-  for (const char* text : {"yesterday", "0x10", "1e9", "12.5", "+5", "--1", " 1", "1 ",
-                           "2026-01-01", "2026-01-01X00:00:00Z", "2026-1-01T00:00:00Z",
-                           "2026-01-01T00:00:00.Z"}) {
+  for (const char* text :
+       {"yesterday", "0x10", "1e9", "12.5", "+5", "--1", " 1", "1 ", "2026-01-01",
+        "2026-01-01X00:00:00Z", "2026-1-01T00:00:00Z", "2026-01-01T00:00:00.Z"}) {
     EXPECT_FALSE(ParseTimeText(text)) << text;
   }
   EXPECT_THAT(ErrorOf(""), HasSubstr("it is empty"));
@@ -88,8 +88,8 @@ TEST(ParseTimeText, RefusesWhatIsNeitherForm) {
 }
 
 TEST(FormatTimeText, WritesUtcWithMillisecondsAndRoundTrips) {
-  for (const int64_t ms : {int64_t{0}, int64_t{-1}, kDefaultEpochUnixMs + 123, kMinTextUnixMs,
-                           kMaxTextUnixMs}) {
+  for (const int64_t ms :
+       {int64_t{0}, int64_t{-1}, kDefaultEpochUnixMs + 123, kMinTextUnixMs, kMaxTextUnixMs}) {
     EXPECT_EQ(ParseTimeText(FormatTimeText(ms)).value(), ms) << FormatTimeText(ms);
   }
   EXPECT_EQ(FormatTimeText(kDefaultEpochUnixMs), "2026-01-01T00:00:00.000Z");

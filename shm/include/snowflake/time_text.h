@@ -15,7 +15,6 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
-
 #include <tl/expected.hpp>
 
 namespace snowflake {
