@@ -32,8 +32,8 @@ RunResult Ctl(const DaemonHarness& harness, std::vector<std::string> args) {
   argv.insert(argv.end(), args.begin(), args.end());
   argv.push_back("--runtime-dir");
   argv.push_back(harness.runtime_dir().string());
-  return RunCommand(argv, {.env = {}, .stdin_text = {}, .timeout = std::chrono::seconds(60),
-                           .working_dir = {}});
+  return RunCommand(
+      argv, {.env = {}, .stdin_text = {}, .timeout = std::chrono::seconds(60), .working_dir = {}});
 }
 
 int64_t NowMs() {
@@ -136,9 +136,9 @@ TEST(CliDaemon, StatusTextAnswersTheOperatorsQuestions) {
   for (const std::string expected :
        {"snowflaked " SNOWFLAKE_VERSION ", instance \"default\", pid ", ", up ",
         "state:          serving for ", "machine:        ", "from the file register ",
-        "as holder \"", "last ID:        ", ", made at ", "reserved until: ",
-        "a restart after a crash numbers above it", "ring:           ", "IDs taken:      ",
-        "billing"}) {
+        "as holder \"", "last ID:        ", ", made at ",
+        "reserved until: ", "a restart after a crash numbers above it",
+        "ring:           ", "IDs taken:      ", "billing"}) {
     EXPECT_NE(result.out.find(expected), std::string::npos) << expected << "\n" << result.out;
   }
 }
@@ -146,7 +146,8 @@ TEST(CliDaemon, StatusTextAnswersTheOperatorsQuestions) {
 TEST(CliDaemon, DecodeAndBoundsUseTheDaemonsEpochAndSaySo) {
   DaemonHarness harness("cli-epoch");
   // An epoch with an offset, as the config allows: 2025-06-01T00:00:00+02:00.
-  const auto config = harness.WriteFile("epoch.toml", "[id]\nepoch = \"2025-06-01T00:00:00+02:00\"\n");
+  const auto config =
+      harness.WriteFile("epoch.toml", "[id]\nepoch = \"2025-06-01T00:00:00+02:00\"\n");
   const int64_t epoch = ParseTimeText("2025-05-31T22:00:00Z").value();
   auto options = harness.Options();
   options.config_path = config;
@@ -192,8 +193,8 @@ TEST(CliDaemon, BoundsOfAFinishedRangeExcludeIdsTakenAfterIt) {
   RunResult late = Ctl(harness, {"next", "-n", "10"});
   ASSERT_TRUE(early.status.ExitedWith(0) && late.status.ExitedWith(0));
 
-  RunResult bounds = Ctl(harness, {"bounds", "--from", "2026-01-01T00:00:00Z", "--to",
-                                   std::to_string(cut), "--json"});
+  RunResult bounds = Ctl(
+      harness, {"bounds", "--from", "2026-01-01T00:00:00Z", "--to", std::to_string(cut), "--json"});
 
   ASSERT_TRUE(bounds.status.ExitedWith(0)) << bounds.err;
   const auto range = nlohmann::json::parse(bounds.out);

@@ -22,11 +22,11 @@ TEST(ParseCount, AcceptsOneToABillionInDecimal) {
 
 TEST(ParseCount, SaysPreciselyWhatIsWrong) {
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"abc", "not a decimal number"},   {"0x10", "not a decimal number"},
-      {"1e3", "not a decimal number"},   {"+5", "not a decimal number"},
-      {" 5", "not a decimal number"},    {"", "it is empty"},
-      {"-5", "it is negative"},          {"0", "zero IDs is nothing to do"},
-      {"1000000001", "too large"},       {"99999999999999999999999", "too large"}};
+      {"abc", "not a decimal number"}, {"0x10", "not a decimal number"},
+      {"1e3", "not a decimal number"}, {"+5", "not a decimal number"},
+      {" 5", "not a decimal number"},  {"", "it is empty"},
+      {"-5", "it is negative"},        {"0", "zero IDs is nothing to do"},
+      {"1000000001", "too large"},     {"99999999999999999999999", "too large"}};
   for (const auto& [text, why] : cases) {
     auto sut = ParseCount(text);
 
@@ -59,20 +59,20 @@ StatusReport ServingReport() {
   report.segment.ring_capacity = 64;
   report.now_unix_ms = 1'767'225'700'000;
   report.runtime_dir = "/run/x";
-  report.daemon_reply = nlohmann::json{
-      {"ok", true},
-      {"version", "9.8.7"},
-      {"instance", "blue"},
-      {"started_unix_ms", 1'767'225'690'000},
-      {"state_since_unix_ms", 1'767'225'695'000},
-      {"register_backend", "static"},
-      {"register_location", "register.machine = 3"},
-      {"holder_id", "host-a"},
-      {"last_issued_id", "4194304"},  // 1 ms after the epoch, machine 0, sequence 0
-      {"last_issued_unix_ms", 1'767'225'600'001},
-      {"reserved_through_unix_ms", 1'767'225'601'001},
-      {"services", {{"orders", 12}}},
-      {"uncounted_taken", 4}};
+  report.daemon_reply =
+      nlohmann::json{{"ok", true},
+                     {"version", "9.8.7"},
+                     {"instance", "blue"},
+                     {"started_unix_ms", 1'767'225'690'000},
+                     {"state_since_unix_ms", 1'767'225'695'000},
+                     {"register_backend", "static"},
+                     {"register_location", "register.machine = 3"},
+                     {"holder_id", "host-a"},
+                     {"last_issued_id", "4194304"},  // 1 ms after the epoch, machine 0, sequence 0
+                     {"last_issued_unix_ms", 1'767'225'600'001},
+                     {"reserved_through_unix_ms", 1'767'225'601'001},
+                     {"services", nlohmann::json::object({{"orders", 12}})},
+                     {"uncounted_taken", 4}};
   return report;
 }
 
@@ -136,9 +136,9 @@ TEST(StatusToJson, HasTheDaemonsFactsAndNullsWhenItDoesNotAnswer) {
   EXPECT_EQ(serving["uncounted_taken"], 4);
   EXPECT_EQ(silent["ok"], false);
   EXPECT_EQ(silent["daemon_error"], "gone");
-  for (const char* key : {"version", "instance", "uptime_ms", "state_age_ms", "register_backend",
-                          "holder_id", "last_issued_id", "reserved_through_unix_ms",
-                          "uncounted_taken", "services"}) {
+  for (const char* key :
+       {"version", "instance", "uptime_ms", "state_age_ms", "register_backend", "holder_id",
+        "last_issued_id", "reserved_through_unix_ms", "uncounted_taken", "services"}) {
     EXPECT_TRUE(silent.contains(key) && silent[key].is_null()) << key;
   }
 }
