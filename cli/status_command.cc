@@ -111,7 +111,7 @@ nlohmann::json ServicesOf(const nlohmann::json& reply) {
   if (found->is_object()) {
     // {"orders": 12} or {"orders": {"taken": 12, ...}}
     for (const auto& [name, value] : found->items()) {
-      if (value.is_number_unsigned()) {
+      if (value.is_number_integer() && value.get<int64_t>() >= 0) {
         services[name] = value.get<uint64_t>();
       } else if (value.is_object() && value.contains("taken")) {
         services[name] = value["taken"];
