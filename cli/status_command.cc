@@ -225,14 +225,14 @@ std::string StatusToText(const StatusReport& report) {
   out << "epoch:          " << s.epoch_unix_ms << " (" << FormatTimeText(s.epoch_unix_ms) << ")\n";
   if (DaemonAnswered(report)) {
     if (j["last_issued_id"].is_string()) {
-      out << "last ID:        " << j["last_issued_id"].get<std::string>();
+      out << "last ID made:   " << j["last_issued_id"].get<std::string>();
       if (j["last_issued_id_time"].is_string()) {
         out << ", made at " << j["last_issued_id_time"].get<std::string>() << " ("
             << j["last_issued_id_unix_ms"].get<int64_t>() << ")";
       }
       out << "\n";
     } else {
-      out << "last ID:        none yet\n";
+      out << "last ID made:   none yet\n";
     }
     if (j["reserved_through_unix_ms"].is_number()) {
       const int64_t reserved = j["reserved_through_unix_ms"].get<int64_t>();

@@ -136,7 +136,7 @@ TEST(CliDaemon, StatusTextAnswersTheOperatorsQuestions) {
   for (const std::string expected :
        {"snowflaked " SNOWFLAKE_VERSION ", instance \"default\", pid ", ", up ",
         "state:          serving for ", "machine:        ", "from the file register ",
-        "as holder \"", "last ID:        ", ", made at ",
+        "as holder \"", "last ID made:   ", ", made at ",
         "reserved until: ", "a restart after a crash numbers above it",
         "ring:           ", "IDs taken:      ", "billing"}) {
     EXPECT_NE(result.out.find(expected), std::string::npos) << expected << "\n" << result.out;

@@ -83,7 +83,7 @@ TEST(StatusToText, ShowsWhoWhatAndSinceWhenForPeople) {
        {"snowflaked 9.8.7, instance \"blue\", pid 0, up 10s (since 2026-01-01T00:01:30.000Z)",
         "runtime dir:    /run/x", "state:          serving for 5s",
         "machine:        3, from the static register register.machine = 3 as holder \"host-a\"",
-        "last ID:        4194304, made at 2026-01-01T00:00:00.001Z (1767225600001)",
+        "last ID made:   4194304, made at 2026-01-01T00:00:00.001Z (1767225600001)",
         "reserved until: 2026-01-01T00:00:01.001Z (1767225601001), 1000 ms past the last ID",
         "  orders                          12", "  (uncounted)                     4"}) {
     EXPECT_NE(sut.find(expected), std::string::npos) << expected << "\n" << sut;
