@@ -2,12 +2,16 @@
 
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <exception>
+
+#include "exit_codes.h"
+#include "snowflake/account_names.h"
 
 namespace snowflake::cli {
 namespace {
@@ -45,9 +49,29 @@ bool WaitFor(int fd, short events, Clock::time_point deadline) {
   }
 }
 
+tl::unexpected<CommandError> Error(std::string code, std::string message) {
+  return tl::unexpected(CommandError{kExitUnavailable, std::move(code), std::move(message)});
+}
+
+// EACCES on connect: who we are, who may connect, and how to become one of them.
+std::string PermissionMessage(const std::string& path) {
+  const uid_t me = geteuid();
+  struct stat info {};
+  if (stat(path.c_str(), &info) != 0) {
+    return "permission denied connecting to " + path + " as " + DescribeUser(me) +
+           ": a directory on the way is closed to this user; join the group of " +
+           std::filesystem::path(path).parent_path().string() + " or run as the daemon's user";
+  }
+  const std::string group = GroupName(info.st_gid);
+  return "permission denied connecting to " + path + " (owner " + DescribeUser(info.st_uid) +
+         ", group " + DescribeGroupName(info.st_gid) + "): " + DescribeUser(me) +
+         " is not in group " + group + "; run `sudo usermod -aG " + group + " " + UserName(me) +
+         "` and log in again (or `newgrp " + group + "`), or run as " + UserName(info.st_uid);
+}
+
 }  // namespace
 
-tl::expected<nlohmann::json, std::string> SendControlRequest(
+tl::expected<nlohmann::json, CommandError> SendControlRequest(
     const std::filesystem::path& runtime_dir, const nlohmann::json& request,
     std::chrono::milliseconds timeout) noexcept {
   try {
@@ -56,39 +80,44 @@ tl::expected<nlohmann::json, std::string> SendControlRequest(
     sockaddr_un address{};
     address.sun_family = AF_UNIX;
     if (path.size() >= sizeof(address.sun_path)) {
-      return tl::unexpected("control socket path " + path + " is longer than " +
-                            std::to_string(sizeof(address.sun_path) - 1) +
-                            " bytes; use a shorter --runtime-dir");
+      return tl::unexpected(CommandError{kExitUsage, "usage",
+                                         "control socket path " + path + " is longer than " +
+                                             std::to_string(sizeof(address.sun_path) - 1) +
+                                             " bytes; use a shorter --runtime-dir"});
     }
     std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
     Fd socket_fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    if (socket_fd.get() < 0) return tl::unexpected(std::string("socket: ") + std::strerror(errno));
+    if (socket_fd.get() < 0)
+      return Error("system_error", std::string("socket: ") + std::strerror(errno));
     if (connect(socket_fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof(address)) !=
         0) {
       const int err = errno;
-      if (err == ENOENT || err == ECONNREFUSED) {
-        return tl::unexpected("cannot connect to " + path + ": " + std::strerror(err) +
-                              ": snowflaked is not running for this runtime directory (start "
-                              "it, or pass --runtime-dir)");
+      if (err == ENOENT) {
+        return Error("daemon_not_running",
+                     "no control socket at " + path +
+                         ": snowflaked is not running with this runtime directory (start it, "
+                         "or name the directory it uses with --runtime-dir)");
       }
-      if (err == EACCES) {
-        return tl::unexpected("cannot connect to " + path + ": " + std::strerror(err) +
-                              ": add this user to the daemon's group, or run as its user");
+      if (err == ECONNREFUSED) {
+        return Error("daemon_not_running",
+                     "nothing listens on " + path +
+                         " (left by a daemon that stopped or died): start snowflaked again");
       }
-      return tl::unexpected("cannot connect to " + path + ": " + std::strerror(err));
+      if (err == EACCES || err == EPERM) return Error("permission_denied", PermissionMessage(path));
+      return Error("system_error", "cannot connect to " + path + ": " + std::strerror(err));
     }
 
     const std::string line = request.dump() + "\n";
     size_t sent = 0;
     while (sent < line.size()) {
       if (!WaitFor(socket_fd.get(), POLLOUT, deadline)) {
-        return tl::unexpected("snowflaked did not accept a request on " + path + " within " +
-                              std::to_string(timeout.count()) + " ms; it may be hung");
+        return Error("timed_out", "snowflaked did not accept a request on " + path + " within " +
+                                      std::to_string(timeout.count()) + " ms; it may be hung");
       }
       const ssize_t n = send(socket_fd.get(), line.data() + sent, line.size() - sent, MSG_NOSIGNAL);
       if (n < 0) {
         if (errno == EINTR || errno == EAGAIN) continue;
-        return tl::unexpected("sending to " + path + ": " + std::strerror(errno));
+        return Error("system_error", "sending to " + path + ": " + std::strerror(errno));
       }
       sent += static_cast<size_t>(n);
     }
@@ -100,18 +129,18 @@ tl::expected<nlohmann::json, std::string> SendControlRequest(
         break;
       }
       if (!WaitFor(socket_fd.get(), POLLIN, deadline)) {
-        return tl::unexpected("snowflaked did not answer on " + path + " within " +
-                              std::to_string(timeout.count()) + " ms; it may be hung");
+        return Error("timed_out", "snowflaked did not answer on " + path + " within " +
+                                      std::to_string(timeout.count()) + " ms; it may be hung");
       }
       char buffer[4096];
       const ssize_t n = recv(socket_fd.get(), buffer, sizeof(buffer), 0);
       if (n < 0) {
         if (errno == EINTR || errno == EAGAIN) continue;
-        return tl::unexpected("reading from " + path + ": " + std::strerror(errno));
+        return Error("system_error", "reading from " + path + ": " + std::strerror(errno));
       }
       if (n == 0) {
         if (reply.empty()) {
-          return tl::unexpected("snowflaked closed " + path + " without answering");
+          return Error("bad_reply", "snowflaked closed " + path + " without answering");
         }
         break;  // a last line without its newline
       }
@@ -119,12 +148,13 @@ tl::expected<nlohmann::json, std::string> SendControlRequest(
     }
     auto parsed = nlohmann::json::parse(reply, nullptr, /*allow_exceptions=*/false);
     if (!parsed.is_object()) {
-      return tl::unexpected("snowflaked answered on " + path +
-                            " with something that is not a JSON object: " + reply.substr(0, 200));
+      return Error("bad_reply",
+                   "snowflaked answered on " + path +
+                       " with something that is not a JSON object: " + reply.substr(0, 200));
     }
     return parsed;
   } catch (const std::exception& e) {
-    return tl::unexpected(std::string("control request: ") + e.what());
+    return Error("system_error", std::string("control request: ") + e.what());
   }
 }
 

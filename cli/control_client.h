@@ -12,16 +12,22 @@
 #include <string>
 #include <tl/expected.hpp>
 
+#include "command_error.h"
+
 namespace snowflake::cli {
 
 inline constexpr std::string_view kControlSocketName = "control.sock";
 
 // Sends `request` as one line and returns the reply line parsed as a JSON object (which
-// may be {"ok":false,"error":...}: that is a reply, not a failure). Fails, with a
-// sentence naming the socket and what to do, when the socket is missing, refuses the
-// connection, does not answer within `timeout`, or answers something that is not one
-// JSON object.
-tl::expected<nlohmann::json, std::string> SendControlRequest(
+// may be {"ok":false,"error":...}: that is a reply, not a failure). Fails (exit status
+// kExitUnavailable) with a sentence naming the socket and what to do, and a code:
+//   daemon_not_running  the socket is missing or refuses connections,
+//   permission_denied   this user may not connect (the message names the user, the
+//                       socket's group and the command that adds the user to it),
+//   timed_out           no answer within `timeout`,
+//   bad_reply           an answer that is not one JSON object,
+//   system_error        anything else (the message has the OS error).
+tl::expected<nlohmann::json, CommandError> SendControlRequest(
     const std::filesystem::path& runtime_dir, const nlohmann::json& request,
     std::chrono::milliseconds timeout = std::chrono::seconds(5)) noexcept;
 

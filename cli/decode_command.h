@@ -1,5 +1,6 @@
-// `snowflakectl decode ID... [--epoch MS|ISO-8601] [--json]`: splits IDs into their
-// creation time, machine number and sequence. Needs no daemon.
+// `snowflakectl decode ID... [--epoch TIME] [--json]`: splits IDs into their creation
+// time, machine number and sequence. Needs no daemon; uses the local daemon's epoch when
+// one ran in the runtime directory (epoch_choice.h).
 //
 // The parsing and formatting pieces are exposed so they can be tested without a process.
 // All functions are pure and safe to call from any thread.
@@ -8,12 +9,15 @@
 #define SNOWFLAKE_CLI_DECODE_COMMAND_H_
 
 #include <cstdint>
+#include <filesystem>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <tl/expected.hpp>
 #include <vector>
 
+#include "epoch_choice.h"
 #include "snowflake/id_layout.h"
 
 namespace CLI {
@@ -22,20 +26,9 @@ class App;
 
 namespace snowflake::cli {
 
-// The latest time FormatIsoTime() can write with a four-digit year:
-// 9999-12-31T23:59:59.999Z.
-inline constexpr int64_t kMaxIsoUnixMs = 253'402'300'799'999;
-// The latest epoch decode accepts: every ID of it still has a four-digit-year time.
-inline constexpr int64_t kMaxEpochUnixMs = kMaxIsoUnixMs - kMaxTimeOffsetMs;
-
 // Parses a decimal ID: digits only, 0 to 2^63-1. On error returns a sentence naming the
 // argument, what is wrong and what is expected (no trailing newline).
 tl::expected<uint64_t, std::string> ParseId(std::string_view text) noexcept;
-
-// Parses an epoch: Unix milliseconds (digits only) or a UTC ISO-8601 time
-// `YYYY-MM-DDTHH:MM:SS[.mmm]Z`, from 1970-01-01T00:00:00Z to kMaxEpochUnixMs. Any time
-// zone other than `Z` is refused. On error returns a sentence as ParseId() does.
-tl::expected<IdLayout, std::string> ParseEpoch(std::string_view text) noexcept;
 
 // `YYYY-MM-DDTHH:MM:SS.mmmZ` in UTC. REQUIRES: 0 <= unix_ms <= kMaxIsoUnixMs.
 std::string FormatIsoTime(int64_t unix_ms);
@@ -46,19 +39,24 @@ std::string FormatIsoTime(int64_t unix_ms);
 std::string FormatDecodedHuman(uint64_t id, const IdLayout& layout);
 
 // One JSON object (no newline) with keys id (a decimal string: JSON readers lose
-// precision above 2^53), unix_ms, time, machine, sequence. Same REQUIRES as above.
-std::string FormatDecodedJson(uint64_t id, const IdLayout& layout);
+// precision above 2^53), unix_ms, time, machine, sequence, epoch_unix_ms and
+// epoch_source (EpochChoice::source). Same REQUIRES as above.
+std::string FormatDecodedJson(uint64_t id, const IdLayout& layout,
+                              std::string_view epoch_source = "default");
 
 struct DecodeRequest {
   std::vector<std::string> ids;
   std::string epoch;       // "" with has_epoch false: the default epoch
   bool has_epoch = false;  // --epoch was given (even as an empty string)
   bool json = false;
+  // Without --epoch: where to look for the local daemon's epoch; nullopt: the default.
+  std::optional<std::filesystem::path> runtime_dir;
 };
 
 // Validates every argument first; if any is bad, writes one line per bad argument to
-// `err`, nothing to `out`, and returns kExitUsage. Otherwise writes one line per ID to
-// `out` and returns kExitOk.
+// `err`, nothing to `out` (with json: one error object, command_error.h), and returns
+// kExitUsage. Otherwise writes one line per ID to `out`, says on `err` which epoch it
+// used (unless json: then each object has it), and returns kExitOk.
 int RunDecode(const DecodeRequest& request, std::ostream& out, std::ostream& err);
 
 // Registers the `decode` subcommand. Its callback throws CLI::RuntimeError(status) for a

@@ -1,10 +1,12 @@
 #include "next_command.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <charconv>
 #include <memory>
 #include <vector>
 
+#include "command_error.h"
 #include "exit_codes.h"
 #include "runtime_dir_option.h"
 
@@ -17,6 +19,33 @@ constexpr size_t kOutputBytes = 1 << 20;
 constexpr size_t kMaxLine = 21;
 
 }  // namespace
+
+tl::expected<uint64_t, std::string> ParseCount(std::string_view text) noexcept {
+  try {
+    const std::string expected =
+        "; expected a decimal whole number from 1 to " + std::to_string(kMaxNextCount);
+    auto bad = [&](std::string_view why) {
+      return tl::unexpected("bad count '" + std::string(text) + "': " + std::string(why) +
+                            expected);
+    };
+    if (text.empty()) return bad("it is empty");
+    const bool all_digits =
+        std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (text.front() == '-' && text.size() > 1) return bad("it is negative");
+    if (!all_digits) {
+      return bad("not a decimal number (digits 0-9 only: no sign, prefix, fraction or exponent)");
+    }
+    uint64_t value = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec == std::errc::result_out_of_range || value > kMaxNextCount) {
+      return bad("too large: at most " + std::to_string(kMaxNextCount) + " IDs per command");
+    }
+    if (value == 0) return bad("zero IDs is nothing to do");
+    return value;
+  } catch (...) {
+    return tl::unexpected(std::string("out of memory"));
+  }
+}
 
 int RunNext(Client& client, uint64_t count, std::FILE* out, std::FILE* err) noexcept {
   std::vector<uint64_t> ids;
@@ -68,24 +97,32 @@ void AddNextCommand(CLI::App& app) {
       "next",
       "Take IDs from the local daemon and print them, one decimal per line, strictly "
       "increasing. Exit 1 if the daemon is not running or not serving.");
-  auto count = std::make_shared<uint64_t>(1);
+  auto count_text = std::make_shared<std::string>("1");
   auto service = std::make_shared<std::string>("snowflakectl");
-  command->add_option("-n,--count", *count, "How many IDs (1 to 1000000000)")
-      ->check(CLI::Range(uint64_t{1}, kMaxNextCount))
+  command->add_option("-n,--count", *count_text, "How many IDs, in decimal (1 to 1000000000)")
+      ->type_name("N")
       ->capture_default_str();
   command
       ->add_option("--service", *service,
                    "The service name the IDs are counted under (1-63 chars of [a-z0-9._-])")
       ->capture_default_str();
   auto runtime_dir = AddRuntimeDirOption(app, *command);
-  command->callback([count, service, runtime_dir] {
+  command->callback([count_text, service, runtime_dir] {
+    const auto count = ParseCount(*count_text);
+    if (!count) FailCommand({kExitUsage, "usage", "next: " + count.error()}, false);
+    if (auto valid = ValidateServiceName(*service); !valid) {
+      FailCommand({kExitUsage, "usage", "next: --service: " + valid.error().message}, false);
+    }
+    const RuntimeDir dir = runtime_dir();
+    if (auto unusable = CheckRuntimeDir(dir)) FailCommand(*unusable, false);
     ClientOptions options;
-    options.runtime_dir = runtime_dir();
+    options.runtime_dir = dir.path;
     auto client = Client::Open(*service, options);
     if (!client) {
-      std::fprintf(stderr, "snowflakectl: %s\n", client.error().message.c_str());
-      throw CLI::RuntimeError(
-          client.error().code == ClientError::kInvalidServiceName ? kExitUsage : kExitUnavailable);
+      FailCommand(
+          {client.error().code == ClientError::kInvalidServiceName ? kExitUsage : kExitUnavailable,
+           std::string(ClientErrorName(client.error().code)), client.error().message},
+          false);
     }
     if (const int status = RunNext(*client, *count, stdout, stderr); status != kExitOk) {
       throw CLI::RuntimeError(status);

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <string_view>
+#include <tl/expected.hpp>
 
 #include "snowflake/client.h"
 
@@ -18,6 +20,11 @@ class App;
 namespace snowflake::cli {
 
 inline constexpr uint64_t kMaxNextCount = 1'000'000'000;
+
+// Parses -n: decimal digits only, 1 to kMaxNextCount. On error returns a sentence naming
+// the text, what is wrong ("it is negative", "not a decimal number", "too large", zero)
+// and what is expected.
+tl::expected<uint64_t, std::string> ParseCount(std::string_view text) noexcept;
 
 // Takes `count` IDs through `client` and writes them to `out`. Returns kExitOk, or
 // kExitUnavailable after writing the error to `err` (the IDs taken before it are printed).

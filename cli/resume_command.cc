@@ -4,6 +4,7 @@
 #include <iostream>
 #include <memory>
 
+#include "command_error.h"
 #include "control_client.h"
 #include "exit_codes.h"
 #include "runtime_dir_option.h"
@@ -20,15 +21,27 @@ void AddResumeCommand(CLI::App& app) {
   command->add_flag("--json", *json, "Print the daemon's reply as JSON");
   auto runtime_dir = AddRuntimeDirOption(app, *command);
   command->callback([json, runtime_dir] {
-    auto reply = SendControlRequest(runtime_dir(), {{"command", "resume"}});
-    if (!reply) {
-      std::cerr << "snowflakectl: " << reply.error() << "\n";
+    const RuntimeDir dir = runtime_dir();
+    if (auto unusable = CheckRuntimeDir(dir)) FailCommand(*unusable, *json);
+    auto reply = SendControlRequest(dir.path, {{"command", "resume"}});
+    if (!reply) FailCommand(reply.error(), *json);
+    const bool ok = reply->value("ok", false);
+    if (!ok) {
+      const auto error = reply->find("error");
+      const std::string why =
+          error != reply->end() && error->is_string() ? error->get<std::string>() : reply->dump();
+      std::cerr << "snowflakectl: resume refused: " << why << "\n";
+      if (*json) {
+        (*reply)["error_code"] = "refused";
+        (*reply)["exit_status"] = kExitUnavailable;
+        std::cout << reply->dump() << "\n";
+      }
+      std::cout.flush();
       throw CLI::RuntimeError(kExitUnavailable);
     }
-    const bool ok = reply->value("ok", false);
     if (*json) {
       std::cout << reply->dump() << "\n";
-    } else if (ok) {
+    } else {
       // "resumed": false means the daemon was not out of service: nothing to do.
       std::cout << (reply->value("resumed", true) ? "resumed"
                                                   : "not out of service; nothing to resume");
@@ -36,14 +49,6 @@ void AddResumeCommand(CLI::App& app) {
         std::cout << " (state " << (*reply)["state"].get<std::string>() << ")";
       }
       std::cout << "\n";
-    }
-    if (!ok) {
-      const auto error = reply->find("error");
-      std::cerr << "snowflakectl: resume refused: "
-                << (error != reply->end() && error->is_string() ? error->get<std::string>()
-                                                                : reply->dump())
-                << "\n";
-      throw CLI::RuntimeError(kExitUnavailable);
     }
   });
 }

@@ -1,18 +1,26 @@
 #include "status_command.h"
 
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <memory>
 #include <sstream>
 
+#include "command_error.h"
 #include "control_client.h"
-#include "decode_command.h"
 #include "exit_codes.h"
 #include "runtime_dir_option.h"
+#include "snowflake/time_text.h"
 
 namespace snowflake::cli {
 namespace {
+
+// What a drained count means, shown whenever it is not zero: the number alone alarms.
+constexpr const char* kDrainedMeaning =
+    "                (drained: IDs the daemon took back from the ring unissued because they "
+    "grew old, generation paused or it stopped; they are never handed out, so they are gaps "
+    "in the sequence, not lost or duplicate IDs)\n";
 
 std::string Millis(uint64_t ns) {
   char text[32];
@@ -24,7 +32,77 @@ bool DaemonAnswered(const StatusReport& report) {
   return report.daemon_reply.has_value() && report.daemon_reply->value("ok", false);
 }
 
+// The daemon's value for `key` if it answered and has one, else null.
+nlohmann::json DaemonValue(const StatusReport& report, const char* key) {
+  if (!DaemonAnswered(report)) return nullptr;
+  const auto found = report.daemon_reply->find(key);
+  return found == report.daemon_reply->end() ? nlohmann::json(nullptr) : *found;
+}
+
+std::optional<int64_t> DaemonInt(const StatusReport& report, const char* key) {
+  const nlohmann::json value = DaemonValue(report, key);
+  if (!value.is_number_integer()) return std::nullopt;
+  return value.get<int64_t>();
+}
+
+std::string DaemonString(const StatusReport& report, const char* key) {
+  const nlohmann::json value = DaemonValue(report, key);
+  return value.is_string() ? value.get<std::string>() : std::string();
+}
+
+// The daemon's count of IDs taken by clients it could not attribute to a service (all
+// per-service slots in use), or null when it does not report one.
+nlohmann::json UncountedOf(const StatusReport& report) {
+  for (const char* key : {"uncounted_taken", "uncounted"}) {
+    const nlohmann::json value = DaemonValue(report, key);
+    if (value.is_number_unsigned() || value.is_number_integer()) return value;
+  }
+  return nullptr;
+}
+
+// last_issued_id is a decimal string in the protocol (exact above 2^53).
+std::optional<uint64_t> LastIssuedId(const StatusReport& report) {
+  const nlohmann::json value = DaemonValue(report, "last_issued_id");
+  if (value.is_string()) {
+    try {
+      return std::stoull(value.get<std::string>());
+    } catch (...) {
+      return std::nullopt;
+    }
+  }
+  if (value.is_number_unsigned()) return value.get<uint64_t>();
+  return std::nullopt;
+}
+
+nlohmann::json TimeOrNull(std::optional<int64_t> unix_ms) {
+  return unix_ms ? nlohmann::json(FormatTimeText(*unix_ms)) : nlohmann::json(nullptr);
+}
+
+nlohmann::json IntOrNull(std::optional<int64_t> value) {
+  return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
+}
+
 }  // namespace
+
+std::string FormatDuration(int64_t ms) {
+  if (ms < 0) ms = 0;
+  if (ms < 1000) return std::to_string(ms) + " ms";
+  const int64_t s = ms / 1000;
+  char text[48];
+  if (s < 60) {
+    std::snprintf(text, sizeof text, "%llds", static_cast<long long>(s));
+  } else if (s < 3600) {
+    std::snprintf(text, sizeof text, "%lldm %02llds", static_cast<long long>(s / 60),
+                  static_cast<long long>(s % 60));
+  } else if (s < 86400) {
+    std::snprintf(text, sizeof text, "%lldh %02lldm", static_cast<long long>(s / 3600),
+                  static_cast<long long>(s / 60 % 60));
+  } else {
+    std::snprintf(text, sizeof text, "%lldd %02lldh", static_cast<long long>(s / 86400),
+                  static_cast<long long>(s / 3600 % 24));
+  }
+  return text;
+}
 
 nlohmann::json ServicesOf(const nlohmann::json& reply) {
   const auto found = reply.find("services");
@@ -33,7 +111,7 @@ nlohmann::json ServicesOf(const nlohmann::json& reply) {
   if (found->is_object()) {
     // {"orders": 12} or {"orders": {"taken": 12, ...}}
     for (const auto& [name, value] : found->items()) {
-      if (value.is_number_unsigned()) {
+      if (value.is_number_integer() && value.get<int64_t>() >= 0) {
         services[name] = value.get<uint64_t>();
       } else if (value.is_object() && value.contains("taken")) {
         services[name] = value["taken"];
@@ -53,7 +131,7 @@ nlohmann::json ServicesOf(const nlohmann::json& reply) {
 nlohmann::json StatusToJson(const StatusReport& report) {
   const ClientStatus& s = report.segment;
   // Names shared with the control protocol's status reply (docs/control-protocol.md)
-  // mean the same thing here; these are read from the segment.
+  // mean the same thing here; the first block is read from the segment.
   nlohmann::json out = {
       {"state", s.state},
       {"health", s.health},
@@ -76,9 +154,40 @@ nlohmann::json StatusToJson(const StatusReport& report) {
       {"liveness_ms", s.liveness_ms},
       {"freshness_bound_ms", s.freshness_bound_ms},
   };
+  out["ok"] = StatusExitCode(report) == kExitOk;
+  out["runtime_dir"] = report.runtime_dir;
   out["daemon_reachable"] = DaemonAnswered(report);
   out["daemon_error"] =
       report.daemon_error.empty() ? nlohmann::json(nullptr) : nlohmann::json(report.daemon_error);
+  // From the control socket: null when the daemon did not answer.
+  out["version"] = DaemonValue(report, "version");
+  out["instance"] = DaemonValue(report, "instance");
+  const auto started = DaemonInt(report, "started_unix_ms");
+  out["started_unix_ms"] = IntOrNull(started);
+  out["uptime_ms"] =
+      IntOrNull(started ? std::optional<int64_t>(report.now_unix_ms - *started) : std::nullopt);
+  const auto since = DaemonInt(report, "state_since_unix_ms");
+  out["state_since_unix_ms"] = IntOrNull(since);
+  out["state_age_ms"] =
+      IntOrNull(since ? std::optional<int64_t>(report.now_unix_ms - *since) : std::nullopt);
+  out["register_backend"] = DaemonValue(report, "register_backend");
+  out["register_location"] = DaemonValue(report, "register_location");
+  out["holder_id"] = DaemonValue(report, "holder_id");
+  const auto last_id = LastIssuedId(report);
+  out["last_issued_id"] = last_id ? nlohmann::json(std::to_string(*last_id)) : nullptr;
+  std::optional<int64_t> last_id_ms;
+  if (last_id) {
+    if (auto layout = IdLayout::Create(s.epoch_unix_ms)) {
+      if (auto fields = layout->Decode(*last_id)) last_id_ms = fields->unix_ms;
+    }
+  }
+  out["last_issued_id_unix_ms"] = IntOrNull(last_id_ms);
+  out["last_issued_id_time"] = TimeOrNull(last_id_ms);
+  out["last_issued_unix_ms"] = DaemonValue(report, "last_issued_unix_ms");
+  const auto reserved = DaemonInt(report, "reserved_through_unix_ms");
+  out["reserved_through_unix_ms"] = IntOrNull(reserved);
+  out["reserved_through_time"] = TimeOrNull(reserved);
+  out["uncounted_taken"] = UncountedOf(report);
   out["services"] =
       report.daemon_reply ? ServicesOf(*report.daemon_reply) : nlohmann::json(nullptr);
   out["daemon"] = report.daemon_reply ? *report.daemon_reply : nlohmann::json(nullptr);
@@ -87,30 +196,70 @@ nlohmann::json StatusToJson(const StatusReport& report) {
 
 std::string StatusToText(const StatusReport& report) {
   const ClientStatus& s = report.segment;
+  const nlohmann::json j = StatusToJson(report);
   std::ostringstream out;
+  if (DaemonAnswered(report)) {
+    out << "snowflaked " << DaemonString(report, "version") << ", instance \""
+        << DaemonString(report, "instance") << "\", pid " << s.daemon_pid;
+    if (j["uptime_ms"].is_number()) {
+      out << ", up " << FormatDuration(j["uptime_ms"].get<int64_t>()) << " (since "
+          << FormatTimeText(j["started_unix_ms"].get<int64_t>()) << ")";
+    }
+    out << "\n";
+  } else {
+    out << "snowflaked pid " << s.daemon_pid << "; its control socket did not answer ("
+        << report.daemon_error << "): what follows is read from the segment\n";
+  }
+  out << "runtime dir:    " << report.runtime_dir << "\n";
   out << "state:          " << s.state;
-  if (!s.reason_text.empty()) out << " (" << s.reason_text << ")";
+  if (j["state_age_ms"].is_number()) {
+    out << " for " << FormatDuration(j["state_age_ms"].get<int64_t>());
+  }
+  if (!s.reason_text.empty()) out << ": " << s.reason_text << " (" << s.reason << ")";
   out << "\n";
   if (s.health != s.state) out << "health:         " << s.health << "\n";
-  out << "machine:        " << s.machine << "\n";
-  out << "epoch:          " << s.epoch_unix_ms;
-  if (s.epoch_unix_ms >= 0 && s.epoch_unix_ms <= kMaxIsoUnixMs) {
-    out << " (" << FormatIsoTime(s.epoch_unix_ms) << ")";
+  out << "machine:        " << s.machine;
+  if (DaemonAnswered(report)) {
+    out << ", from the " << DaemonString(report, "register_backend") << " register "
+        << DaemonString(report, "register_location") << " as holder \""
+        << DaemonString(report, "holder_id") << "\"";
   }
   out << "\n";
-  out << "incarnation:    " << s.incarnation << "\n";
-  out << "daemon pid:     " << s.daemon_pid << "\n";
-  out << "heartbeat age:  " << Millis(s.heartbeat_age_ns) << " ms\n";
+  out << "epoch:          " << s.epoch_unix_ms << " (" << FormatTimeText(s.epoch_unix_ms) << ")\n";
+  if (DaemonAnswered(report)) {
+    if (j["last_issued_id"].is_string()) {
+      out << "last ID made:   " << j["last_issued_id"].get<std::string>();
+      if (j["last_issued_id_time"].is_string()) {
+        out << ", made at " << j["last_issued_id_time"].get<std::string>() << " ("
+            << j["last_issued_id_unix_ms"].get<int64_t>() << ")";
+      }
+      out << "\n";
+    } else {
+      out << "last ID made:   none yet\n";
+    }
+    if (j["reserved_through_unix_ms"].is_number()) {
+      const int64_t reserved = j["reserved_through_unix_ms"].get<int64_t>();
+      out << "reserved until: " << FormatTimeText(reserved) << " (" << reserved << ")";
+      if (j["last_issued_id_unix_ms"].is_number()) {
+        out << ", " << reserved - j["last_issued_id_unix_ms"].get<int64_t>()
+            << " ms past the last ID";
+      }
+      out << "; a restart after a crash numbers above it\n";
+    }
+  }
   out << "ring:           " << s.ring_fill << " / " << s.ring_capacity << " IDs (fill target "
       << s.fill_target << ")\n";
   out << "IDs published:  " << s.published_total << "\n";
   out << "IDs taken:      " << s.taken_total - std::min(s.drained_total, s.taken_total) << "\n";
   out << "IDs drained:    " << s.drained_total << "\n";
+  if (s.drained_total != 0) out << kDrainedMeaning;
   out << "clock pauses:   " << s.clock_pauses << "\n";
   // Takes by clients that found all 255 counter slots in use: in no service's total.
   out << "IDs uncounted:  " << s.uncounted << "\n";
   out << "freshness:      no ID older than " << s.freshness_bound_ms
       << " ms is taken (liveness " << s.liveness_ms << " ms)\n";
+  out << "incarnation:    " << s.incarnation << "\n";
+  out << "heartbeat age:  " << Millis(s.heartbeat_age_ns) << " ms\n";
   if (!report.daemon_reply) {
     out << "services:       unknown (" << report.daemon_error << ")\n";
   } else if (!report.daemon_reply->value("ok", false)) {
@@ -118,14 +267,19 @@ std::string StatusToText(const StatusReport& report) {
         << report.daemon_reply->value("error", std::string("no reason given")) << ")\n";
   } else {
     const nlohmann::json services = ServicesOf(*report.daemon_reply);
-    if (services.is_null() || services.empty()) {
-      out << "services:       none\n";
+    const nlohmann::json uncounted = UncountedOf(report);
+    if ((services.is_null() || services.empty()) && uncounted.is_null()) {
+      out << "services:       none yet\n";
     } else {
-      out << "services:\n";
-      for (const auto& [name, taken] : services.items()) {
-        out << "  " << name << std::string(name.size() < 32 ? 32 - name.size() : 1, ' ')
-            << taken.dump() << "\n";
+      out << "services:       IDs taken per client service name\n";
+      auto row = [&](const std::string& name, const std::string& count) {
+        out << "  " << name << std::string(name.size() < 32 ? 32 - name.size() : 1, ' ') << count
+            << "\n";
+      };
+      if (services.is_object()) {
+        for (const auto& [name, taken] : services.items()) row(name, taken.dump());
       }
+      if (!uncounted.is_null()) row("(uncounted)", uncounted.dump());
     }
   }
   return out.str();
@@ -138,29 +292,40 @@ int StatusExitCode(const StatusReport& report) {
 void AddStatusCommand(CLI::App& app) {
   CLI::App* command = app.add_subcommand(
       "status",
-      "Show the daemon's state, machine number, ring fill, counts and per-service totals. "
-      "Reads the segment (works even if the daemon is dead) and asks the control socket. "
-      "Exit 0 if the daemon is serving and answering, 1 otherwise.");
+      "Show the daemon's version, uptime, state, machine and register, last ID, reservation, "
+      "ring fill, counts and per-service totals. Reads the segment (works even if the daemon "
+      "is dead) and asks the control socket. Exit 0 if the daemon is serving and answering, "
+      "1 otherwise.");
   auto json = std::make_shared<bool>(false);
   command->add_flag("--json", *json, "Print one JSON object (keys: docs/cli.md)");
   auto runtime_dir = AddRuntimeDirOption(app, *command);
   command->callback([json, runtime_dir] {
+    const RuntimeDir dir = runtime_dir();
+    if (auto unusable = CheckRuntimeDir(dir)) FailCommand(*unusable, *json);
     ClientOptions options;
-    options.runtime_dir = runtime_dir();
+    options.runtime_dir = dir.path;
     auto segment = Client::Inspect(options);
     if (!segment) {
-      std::cerr << "snowflakectl: " << segment.error().message << "\n";
-      throw CLI::RuntimeError(kExitUnavailable);
+      FailCommand({kExitUnavailable, std::string(ClientErrorName(segment.error().code)),
+                   segment.error().message},
+                  *json);
     }
-    StatusReport report{.segment = std::move(*segment), .daemon_reply = {}, .daemon_error = {}};
+    StatusReport report{.segment = std::move(*segment),
+                        .daemon_reply = {},
+                        .daemon_error = {},
+                        .now_unix_ms = 0,
+                        .runtime_dir = dir.path.string()};
     auto reply = SendControlRequest(options.runtime_dir, {{"command", "status"}});
+    report.now_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
     if (reply) {
       report.daemon_reply = std::move(*reply);
       if (!report.daemon_reply->value("ok", false)) {
         report.daemon_error = report.daemon_reply->value("error", std::string("refused"));
       }
     } else {
-      report.daemon_error = reply.error();
+      report.daemon_error = reply.error().message;
     }
     if (*json) {
       std::cout << StatusToJson(report).dump(2) << "\n";

@@ -1,12 +1,14 @@
 // `snowflakectl status [--json]`: the daemon's state as its segment shows it (readable
-// even when the daemon is dead) plus what its control socket reports (per-service
-// counts). The JSON keys are documented in docs/cli.md and stable.
+// even when the daemon is dead) plus what its control socket reports (version, uptime,
+// register, last ID, reservation, per-service counts). The JSON keys are documented in
+// docs/cli.md and stable.
 //
 // All functions are safe to call from any thread.
 
 #ifndef SNOWFLAKE_CLI_STATUS_COMMAND_H_
 #define SNOWFLAKE_CLI_STATUS_COMMAND_H_
 
+#include <cstdint>
 #include <filesystem>
 #include <iosfwd>
 #include <nlohmann/json.hpp>
@@ -27,11 +29,17 @@ struct StatusReport {
   // The control socket's reply to {"command":"status"}, or why there is none.
   std::optional<nlohmann::json> daemon_reply;
   std::string daemon_error;
+  // The wall clock when the report was gathered (Unix ms), for ages and uptime.
+  int64_t now_unix_ms = 0;
+  std::string runtime_dir;
 };
 
 // Per-service totals from a daemon reply (its "services" member), as {name: count};
 // null when the reply has none.
 nlohmann::json ServicesOf(const nlohmann::json& reply);
+
+// "450 ms", "12s", "3m 05s", "2h 03m", "4d 02h".
+std::string FormatDuration(int64_t ms);
 
 // The stable --json object (docs/cli.md).
 nlohmann::json StatusToJson(const StatusReport& report);

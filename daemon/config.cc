@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "default_config.h"  // generated from systemd/snowflaked.toml
+#include "snowflake/time_text.h"
 
 namespace snowflake {
 namespace {
@@ -252,44 +253,25 @@ class Validator {
     config_.machine_register.last_machine = last;
   }
 
-  static int64_t UnixMsOf(const toml::date_time& dt) {
-    using namespace std::chrono;
-    const year_month_day ymd{year{dt.date.year}, month{dt.date.month}, day{dt.date.day}};
-    const int64_t days = sys_days{ymd}.time_since_epoch().count();
-    const int64_t offset_minutes = dt.offset ? dt.offset->minutes : 0;
-    return ((days * 24 + dt.time.hour) * 60 + dt.time.minute - offset_minutes) * 60'000 +
-           int64_t{dt.time.second} * 1000 + dt.time.nanosecond / 1'000'000;
-  }
-
+  // One grammar for times everywhere (snowflake/time_text.h): a TOML date-time is written
+  // back as RFC 3339 text and parsed like the string form and like snowflakectl's --epoch.
   int64_t Epoch(const std::string& key, const toml::node& node) {
-    const std::string expected =
-        "must be an ISO-8601 UTC time like \"2026-01-01T00:00:00Z\" or Unix milliseconds";
+    const std::string expected = "must be " + std::string(kTimeTextForms);
     int64_t unix_ms = 0;
     if (const auto* i = node.as_integer()) {
       unix_ms = i->get();
-    } else if (const auto* dt = node.as_date_time()) {
-      if (!dt->get().offset)
-        Fail(key, node, expected + " (a time zone is required), got " + Shown(node));
-      unix_ms = UnixMsOf(dt->get());
-    } else if (const auto* s = node.as_string()) {
-      // TOML's own date-time grammar is RFC 3339, which is what we accept: reuse it, on
-      // text restricted to the characters of a date-time so nothing else can be injected.
-      const std::string& text = s->get();
-      const bool charset_ok = !text.empty() && text.size() <= 40 &&
-                              text.find_first_not_of("0123456789-:.+TZtz ") == std::string::npos;
-      toml::parse_result parsed;
-      const toml::value<toml::date_time>* dt = nullptr;
-      if (charset_ok) {
-        try {
-          parsed = toml::parse("v = " + text);
-          const auto* v = parsed.get("v");
-          dt = v != nullptr && parsed.size() == 1 ? v->as_date_time() : nullptr;
-        } catch (const toml::parse_error&) {
-          dt = nullptr;
-        }
+    } else if (node.is_date_time() || node.is_string()) {
+      std::string text;
+      if (const auto* s = node.as_string()) {
+        text = s->get();
+      } else {
+        std::ostringstream out;
+        out << *node.as_date_time();
+        text = out.str();
       }
-      if (dt == nullptr || !dt->get().offset) Fail(key, node, expected + ", got " + Shown(node));
-      unix_ms = UnixMsOf(dt->get());
+      auto parsed = ParseTimeText(text);
+      if (!parsed) Fail(key, node, expected + "; got " + Shown(node) + ": " + parsed.error());
+      unix_ms = *parsed;
     } else {
       Fail(key, node, expected + ", got " + std::string(TypeName(node)));
     }

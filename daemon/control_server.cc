@@ -12,6 +12,8 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "snowflake/account_names.h"
+
 namespace snowflake {
 namespace {
 
@@ -51,6 +53,7 @@ json StatusObject(const DaemonStatus& s) {
       {"clock_pauses", s.clock_pauses},
       {"clock_behind_ms", s.clock_behind_ms},
       {"started_unix_ms", s.started_unix_ms},
+      {"state_since_unix_ms", s.state_since_unix_ms},
       {"services", s.services},
   };
   return out;
@@ -112,10 +115,11 @@ std::string HandleControlRequest(std::string_view line, uid_t peer_uid,
         std::string who;
         for (const uid_t uid : allowed) {
           if (uid == 0) continue;
-          who += (who.empty() ? "" : " or ") + std::to_string(uid);
+          who += (who.empty() ? "" : " or ") + DescribeUser(uid);
         }
-        return ErrorReply("permission denied: resume needs root" +
-                          (who.empty() ? std::string() : " or uid " + who));
+        return ErrorReply("permission denied: " + DescribeUser(peer_uid) +
+                          " may not resume; resume needs root" +
+                          (who.empty() ? std::string() : " or " + who));
       }
       const uint64_t ticket = board.RequestResume();
       const std::optional<bool> resumed = board.WaitForResume(ticket, options.resume_timeout);

@@ -3,8 +3,15 @@
 namespace snowflake {
 
 void StatusBoard::Update(const DaemonStatus& status) {
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
   std::lock_guard lock(mutex_);
+  const bool changed = status_.state_since_unix_ms == 0 || status.state != status_.state ||
+                       status.reason_code != status_.reason_code;
+  const int64_t since = changed ? now_ms : status_.state_since_unix_ms;
   status_ = status;
+  status_.state_since_unix_ms = since;
 }
 
 DaemonStatus StatusBoard::Snapshot() const {

@@ -49,13 +49,17 @@ struct DaemonStatus {
   uint64_t clock_pauses = 0;
   int64_t clock_behind_ms = 0;
   int64_t started_unix_ms = 0;
+  // When state or reason_code last changed (Unix ms). Stamped by StatusBoard::Update, not
+  // by the caller.
+  int64_t state_since_unix_ms = 0;
   // IDs taken per client service name (finished clients folded in), as of the last scan.
   std::map<std::string, uint64_t> services;
 };
 
 class StatusBoard {
  public:
-  // Called by the fill loop.
+  // Called by the fill loop. Keeps state_since_unix_ms from the previous Update() while
+  // state and reason_code stay the same, else sets it to the wall clock's now.
   void Update(const DaemonStatus& status);
   // A consistent copy of the latest Update().
   DaemonStatus Snapshot() const;

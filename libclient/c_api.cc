@@ -10,6 +10,7 @@
 
 #include "snowflake/client.h"
 #include "snowflake/snowflake.h"
+#include "snowflake/time_text.h"
 
 struct sf_client {
   snowflake::Client client;
@@ -145,6 +146,51 @@ sf_status sf_decode(const sf_client* c, uint64_t id, sf_decoded_id* out) {
   return SF_OK;
 }
 
+sf_status sf_parse_time(const char* text, int64_t* unix_ms) {
+  if (text == nullptr || unix_ms == nullptr) {
+    return Fail(SF_INVALID_ARGUMENT, "sf_parse_time: NULL argument");
+  }
+  auto parsed = snowflake::ParseTimeText(text);
+  if (!parsed) {
+    try {
+      return Fail(SF_INVALID_ARGUMENT,
+                  ("sf_parse_time: bad time '" + std::string(text) + "': " + parsed.error() +
+                   "; expected " + std::string(snowflake::kTimeTextForms))
+                      .c_str());
+    } catch (...) {
+      return Fail(SF_INVALID_ARGUMENT, "sf_parse_time: bad time");
+    }
+  }
+  *unix_ms = *parsed;
+  return SF_OK;
+}
+
+sf_status sf_bounds(int64_t epoch_unix_ms, int64_t from_unix_ms, int64_t to_unix_ms,
+                    sf_id_bounds* out) {
+  if (out == nullptr) return Fail(SF_INVALID_ARGUMENT, "sf_bounds: out is NULL");
+  const auto layout = snowflake::IdLayout::Create(epoch_unix_ms);
+  if (!layout) {
+    return Fail(SF_INVALID_ARGUMENT,
+                "sf_bounds: epoch out of range: it must be a non-negative Unix time in "
+                "milliseconds, at most 2^63-2^41");
+  }
+  const auto bounds = layout->Bounds(from_unix_ms, to_unix_ms);
+  if (!bounds) {
+    const sf_status status = bounds.error() == snowflake::IdError::kRangeReversed
+                                 ? SF_INVALID_ARGUMENT
+                                 : SF_TIME_OUT_OF_RANGE;
+    try {
+      return Fail(status,
+                  ("sf_bounds: " + std::string(snowflake::IdErrorMessage(bounds.error()))).c_str());
+    } catch (...) {
+      return Fail(status, "sf_bounds: no IDs for this range");
+    }
+  }
+  *out =
+      sf_id_bounds{bounds->first_id, bounds->last_id, bounds->first_unix_ms, bounds->last_unix_ms};
+  return SF_OK;
+}
+
 const char* sf_status_str(sf_status s) {
   switch (s) {
     case SF_OK:
@@ -179,6 +225,8 @@ const char* sf_status_str(sf_status s) {
       return "timed_out";
     case SF_SYSTEM_ERROR:
       return "system_error";
+    case SF_TIME_OUT_OF_RANGE:
+      return "time_out_of_range";
   }
   return "unknown_status";
 }

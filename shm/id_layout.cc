@@ -17,6 +17,8 @@ std::string_view IdErrorMessage(IdError error) noexcept {
       return "not an ID: the sign bit (bit 63) is set, IDs are below 2^63";
     case IdError::kEpochOutOfRange:
       return "epoch out of range: it must be a non-negative Unix time in milliseconds";
+    case IdError::kRangeReversed:
+      return "the time range ends before it begins: its start must not be later than its end";
   }
   return "unknown ID error";
 }

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "mapped_segment.h"
+#include "snowflake/account_names.h"
 #include "snowflake/segment_error.h"
 #include "snowflake/segment_layout.h"
 
@@ -216,8 +217,8 @@ tl::expected<std::unique_ptr<MappedSegment>, SegmentFailure> MappedSegment::Open
     }
     if (checks.expected_owner && link_info.st_uid != *checks.expected_owner) {
       return tl::unexpected(Fail(SegmentError::kWrongOwner,
-                                 path + " is owned by uid " + std::to_string(link_info.st_uid) +
-                                     ", expected uid " + std::to_string(*checks.expected_owner) +
+                                 path + " is owned by " + DescribeUser(link_info.st_uid) +
+                                     ", expected " + DescribeUser(*checks.expected_owner) +
                                      " (the daemon's user); refusing to trust it"));
     }
     if (checks.refuse_other_access && (link_info.st_mode & 0007) != 0) {

@@ -297,5 +297,90 @@ TEST(CliResume, ExitsWith1NamingTheSocketWhenNoDaemonRuns) {
   EXPECT_NE(result.err.find((dir / "control.sock").string()), std::string::npos) << result.err;
 }
 
+TEST(CliErrors, AnUnknownCommandIsNamedWithTheListOfCommands) {
+  RunResult result = RunCommand({kCtl, "frobnicate"});
+
+  EXPECT_TRUE(result.status.ExitedWith(2)) << result.status.ToString();
+  EXPECT_EQ(result.out, "");
+  EXPECT_EQ(result.err,
+            "snowflakectl: unknown command 'frobnicate'; the commands are: status, next, decode, "
+            "bounds, resume (snowflakectl --help describes them)\n");
+}
+
+TEST(CliErrors, NoCommandListsTheCommands) {
+  RunResult result = RunCommand({kCtl, "--runtime-dir", "/tmp"});
+
+  EXPECT_TRUE(result.status.ExitedWith(2)) << result.status.ToString();
+  EXPECT_NE(result.err.find("a command is required: one of status, next, decode, bounds, resume"),
+            std::string::npos)
+      << result.err;
+}
+
+TEST(CliErrors, VersionPrintsTheVersionAndExits0) {
+  RunResult result = RunCommand({kCtl, "--version"});
+
+  EXPECT_TRUE(result.status.ExitedWith(0)) << result.status.ToString() << result.err;
+  EXPECT_EQ(result.out.rfind("snowflakectl ", 0), 0u) << result.out;
+  EXPECT_EQ(result.err, "");
+}
+
+TEST(CliErrors, CountsAreStrictDecimalWithAPreciseMessage) {
+  TempDir dir("cli-next-strict");
+  Process producer = StartProducer(dir.path());
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"abc", "bad count 'abc': not a decimal number"},
+      {"0x10", "bad count '0x10': not a decimal number"},
+      {"0", "bad count '0': zero IDs is nothing to do"},
+      {"-5", "bad count '-5': it is negative"},
+      {"18446744073709551616", "bad count '18446744073709551616': too large"}};
+  for (const auto& [count, message] : cases) {
+    RunResult result =
+        RunCommand({kCtl, "next", "-n", count, "--runtime-dir", dir.path().string()});
+
+    EXPECT_TRUE(result.status.ExitedWith(2)) << count << ": " << result.status.ToString();
+    EXPECT_EQ(result.out, "") << count;
+    EXPECT_EQ(result.err.rfind("snowflakectl: next: " + message, 0), 0u) << result.err;
+  }
+}
+
+TEST(CliErrors, AMissingRuntimeDirIsNamedWithWhereItCameFrom) {
+  for (const char* command : {"resume", "status", "next"}) {
+    RunResult flag = RunCommand({kCtl, command, "--runtime-dir", "/nonexistent/sf"});
+    RunResult env =
+        RunCommand({kCtl, command},
+                   {.env = {.set = {{"SNOWFLAKE_RUNTIME_DIR", "/nonexistent/sf"}}, .unset = {}},
+                    .stdin_text = {},
+                    .timeout = std::chrono::seconds(30),
+                    .working_dir = {}});
+
+    EXPECT_TRUE(flag.status.ExitedWith(1)) << command << flag.status.ToString();
+    EXPECT_NE(flag.err.find("runtime directory /nonexistent/sf (from --runtime-dir) does not "
+                            "exist, so no snowflaked runs there"),
+              std::string::npos)
+        << flag.err;
+    EXPECT_NE(env.err.find("/nonexistent/sf (from $SNOWFLAKE_RUNTIME_DIR) does not exist"),
+              std::string::npos)
+        << env.err;
+  }
+}
+
+TEST(CliErrors, JsonCommandsPrintAnErrorObjectWhenNoDaemonIsFound) {
+  TempDir dir("cli-json-none");
+  for (const char* command : {"status", "resume"}) {
+    RunResult result = RunCommand({kCtl, command, "--json", "--runtime-dir", dir.path().string()});
+
+    EXPECT_TRUE(result.status.ExitedWith(1)) << command << result.status.ToString();
+    const auto error = nlohmann::json::parse(result.out, nullptr, false);
+    ASSERT_TRUE(error.is_object()) << command << ": " << result.out;
+    EXPECT_EQ(error["ok"], false);
+    EXPECT_EQ(error["error_code"], "daemon_not_running") << command;
+    EXPECT_EQ(error["exit_status"], 1);
+    EXPECT_NE(error["error"].get<std::string>().find(dir.path().string()), std::string::npos);
+  }
+  RunResult usage = RunCommand({kCtl, "status", "--json", "--bogus"});
+  EXPECT_TRUE(usage.status.ExitedWith(2));
+  EXPECT_EQ(nlohmann::json::parse(usage.out, nullptr, false)["error_code"], "usage") << usage.out;
+}
+
 }  // namespace
 }  // namespace snowflake

@@ -86,6 +86,23 @@ int main(int argc, char **argv) {
     printf("a value with the sign bit decoded\n");
     return 1;
   }
+  /* The IDs of the millisecond `last` was made in contain it, from C, with no daemon. */
+  int64_t epoch = 0;
+  status = sf_parse_time("2026-01-01T05:30:00+05:30", &epoch);
+  if (status != SF_OK) return Fail("sf_parse_time", status);
+  if (epoch != SF_DEFAULT_EPOCH_UNIX_MS) {
+    printf("sf_parse_time gave %" PRId64 "\n", epoch);
+    return 1;
+  }
+  sf_id_bounds bounds;
+  status = sf_bounds(epoch, decoded.unix_ms, decoded.unix_ms, &bounds);
+  if (status != SF_OK) return Fail("sf_bounds", status);
+  if (bounds.first_id > last || bounds.last_id < last ||
+      bounds.last_id - bounds.first_id + 1 != (UINT64_C(1) << 22)) {
+    printf("sf_bounds: %" PRIu64 "..%" PRIu64 " misses %" PRIu64 "\n", bounds.first_id,
+           bounds.last_id, last);
+    return 1;
+  }
   sf_close(client);
   sf_close(NULL);
   printf("ok %" PRIu64 " machine %u\n", last, decoded.machine);

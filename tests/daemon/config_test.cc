@@ -6,6 +6,7 @@
 #include <fstream>
 #include <string>
 
+#include "snowflake/time_text.h"
 #include "temp_dir.h"
 
 namespace snowflake {
@@ -213,9 +214,30 @@ TEST(Config, EpochAcceptsIsoStringDateTimeAndInteger) {
   EXPECT_EQ(with_ms->id.epoch_unix_ms, 1'582'979'696'789);
 }
 
+// The config and snowflakectl (--epoch, bounds) share one time grammar: every text means
+// the same instant to both, and what one refuses the other refuses.
+TEST(Config, EpochTextMeansWhatParseTimeTextSays) {
+  for (const std::string text :
+       {"2026-01-01T00:00:00Z", "2026-01-01t05:30:00+05:30", "2026-01-01 00:00:00.5z",
+        "2025-12-31T19:00:00.123456789-05:00", "1767225600000", "0", "2024-02-29T23:59:59Z"}) {
+    auto sut = ParseConfig("[id]\nepoch = \"" + text + "\"\n", "x");
+    auto shared = ParseTimeText(text);
+
+    ASSERT_TRUE(sut) << text << ": " << sut.error().message;
+    ASSERT_TRUE(shared) << text << ": " << shared.error();
+    EXPECT_EQ(sut->id.epoch_unix_ms, *shared) << text;
+  }
+  for (const std::string text : {"2026-01-01T00:00:00", "2026-02-30T00:00:00Z", "1e9", "0x10",
+                                 "2026-01-01T00:00:00+5:00", ""}) {
+    EXPECT_FALSE(ParseConfig("[id]\nepoch = \"" + text + "\"\n", "x")) << text;
+    EXPECT_FALSE(ParseTimeText(text)) << text;
+  }
+}
+
 TEST(Config, BadEpochIsAnError) {
   EXPECT_THAT(ErrorOf("[id]\nepoch = \"yesterday\"\n"),
-              HasSubstr(":2: id.epoch: must be an ISO-8601 UTC time"));
+              HasSubstr(":2: id.epoch: must be Unix milliseconds (e.g. 1767225600000) or an "
+                        "RFC 3339 time with a zone"));
   EXPECT_THAT(ErrorOf("[id]\nepoch = \"2026-01-01T00:00:00\"\n"), HasSubstr("id.epoch: must be"));
   EXPECT_THAT(ErrorOf("[id]\nepoch = \"2026-01-01T00:00:00Z\\nx = 1\"\n"), HasSubstr("id.epoch"));
   EXPECT_THAT(ErrorOf("[id]\nepoch = 2026-01-01T00:00:00\n"), HasSubstr("a time zone is required"));

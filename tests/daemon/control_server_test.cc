@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "snowflake/account_names.h"
 #include "temp_dir.h"
 
 namespace snowflake {
@@ -104,6 +105,31 @@ TEST_F(ControlServerTest, StatusReturnsTheSnapshot) {
   EXPECT_EQ(reply["last_issued_id"], "9007199254740993");
 }
 
+TEST_F(ControlServerTest, StateSinceKeepsItsTimeUntilTheStateOrReasonChanges) {
+  DaemonStatus status;
+  status.state = "serving";
+  status.reason_code = "none";
+  board_.Update(status);
+  const int64_t first = board_.Snapshot().state_since_unix_ms;
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+
+  status.published_total = 10;  // not a change of state
+  board_.Update(status);
+  const int64_t unchanged = board_.Snapshot().state_since_unix_ms;
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  status.state = "paused";
+  status.reason_code = "clock_behind";
+  board_.Update(status);
+  const int64_t changed = board_.Snapshot().state_since_unix_ms;
+  const json reply =
+      json::parse(HandleControlRequest(R"({"command":"status"})", getuid(), Options(), board_));
+
+  EXPECT_GT(first, 1'700'000'000'000) << "wall-clock Unix ms";
+  EXPECT_EQ(unchanged, first);
+  EXPECT_GT(changed, first);
+  EXPECT_EQ(reply["state_since_unix_ms"], changed);
+}
+
 TEST_F(ControlServerTest, MalformedJsonGetsAnErrorReply) {
   for (const char* line : {"", "{", "status", "[1,2]", R"({"command":5})", R"({"cmd":"status"})"}) {
     const json reply = json::parse(HandleControlRequest(line, getuid(), Options(), board_));
@@ -134,7 +160,11 @@ TEST_F(ControlServerTest, ResumeFromAnotherUidIsRefused) {
 
   // Assert
   EXPECT_EQ(reply["ok"], false);
-  EXPECT_EQ(reply["error"], "permission denied: resume needs root or uid 4242");
+  // Users are named, their numbers in parentheses (4242 has no name here).
+  EXPECT_EQ(reply["error"], "permission denied: " + DescribeUser(peer) +
+                                " may not resume; resume needs root or uid 4242");
+  EXPECT_NE(DescribeUser(0), "uid 0") << "root has a name: " << DescribeUser(0);
+  EXPECT_EQ(DescribeUser(0), "root (uid 0)");
   EXPECT_EQ(board_.resume_requested(), 0u);
 }
 

@@ -143,10 +143,80 @@ TEST(IdLayout, DecodeEncodeRoundTripsOnRandomIds) {
   }
 }
 
+TEST(IdLayoutBounds, OneMillisecondSpansEveryMachineAndSequence) {
+  const IdLayout sut;
+  const int64_t ms = kDefaultEpochUnixMs + 1000;
+
+  const IdBounds bounds = sut.Bounds(ms, ms).value();
+
+  EXPECT_EQ(bounds.first_id, sut.Encode(ms, 0, 0).value());
+  EXPECT_EQ(bounds.last_id, sut.Encode(ms, kMaxMachine, kMaxSequence).value());
+  EXPECT_EQ(bounds.last_id - bounds.first_id + 1, uint64_t{1} << 22);
+  EXPECT_EQ(bounds.first_unix_ms, ms);
+  EXPECT_EQ(bounds.last_unix_ms, ms);
+}
+
+TEST(IdLayoutBounds, ContainExactlyTheIdsOfTheRange) {
+  const IdLayout sut;
+  const int64_t from = kDefaultEpochUnixMs + 5000;
+  const int64_t to = from + 2;
+
+  const IdBounds bounds = sut.Bounds(from, to).value();
+
+  // The neighbours just outside belong to the milliseconds just outside.
+  EXPECT_EQ(sut.Decode(bounds.first_id - 1).value().unix_ms, from - 1);
+  EXPECT_EQ(sut.Decode(bounds.first_id).value().unix_ms, from);
+  EXPECT_EQ(sut.Decode(bounds.last_id).value().unix_ms, to);
+  EXPECT_EQ(sut.Decode(bounds.last_id + 1).value().unix_ms, to + 1);
+}
+
+TEST(IdLayoutBounds, UseTheLayoutsEpoch) {
+  const IdLayout sut = IdLayout::Create(0).value();
+
+  const IdBounds bounds = sut.Bounds(1, 1).value();
+
+  EXPECT_EQ(bounds.first_id, uint64_t{1} << 22);
+}
+
+TEST(IdLayoutBounds, ARangeStartingBeforeTheEpochStartsAtIdZero) {
+  const IdLayout sut;
+
+  const IdBounds bounds = sut.Bounds(0, kDefaultEpochUnixMs + 1).value();
+
+  EXPECT_EQ(bounds.first_id, 0u);
+  EXPECT_EQ(bounds.first_unix_ms, kDefaultEpochUnixMs);
+  EXPECT_EQ(bounds.last_unix_ms, kDefaultEpochUnixMs + 1);
+}
+
+TEST(IdLayoutBounds, ARangeEndingPastTheLastMillisecondEndsAtTheLargestId) {
+  const IdLayout sut;
+
+  const IdBounds bounds = sut.Bounds(sut.max_unix_ms() - 1, INT64_MAX).value();
+
+  EXPECT_EQ(bounds.last_id, (uint64_t{1} << 63) - 1);
+  EXPECT_EQ(bounds.last_unix_ms, sut.max_unix_ms());
+}
+
+TEST(IdLayoutBounds, ReportsRangesNoIdCanCarry) {
+  const IdLayout sut;
+
+  EXPECT_EQ(sut.Bounds(0, kDefaultEpochUnixMs - 1).error(), IdError::kTimeBeforeEpoch);
+  EXPECT_EQ(sut.Bounds(INT64_MIN, INT64_MIN).error(), IdError::kTimeBeforeEpoch);
+  EXPECT_EQ(sut.Bounds(sut.max_unix_ms() + 1, INT64_MAX).error(), IdError::kTimeBeyondRange);
+}
+
+TEST(IdLayoutBounds, ReportsAReversedRange) {
+  const IdLayout sut;
+
+  EXPECT_EQ(sut.Bounds(kDefaultEpochUnixMs + 2, kDefaultEpochUnixMs + 1).error(),
+            IdError::kRangeReversed);
+}
+
 TEST(IdLayout, EveryErrorHasAMessage) {
   for (IdError error :
        {IdError::kMachineOutOfRange, IdError::kSequenceOutOfRange, IdError::kTimeBeforeEpoch,
-        IdError::kTimeBeyondRange, IdError::kSignBitSet, IdError::kEpochOutOfRange}) {
+        IdError::kTimeBeyondRange, IdError::kSignBitSet, IdError::kEpochOutOfRange,
+        IdError::kRangeReversed}) {
     EXPECT_FALSE(IdErrorMessage(error).empty());
     EXPECT_NE(IdErrorMessage(error), "unknown ID error");
   }

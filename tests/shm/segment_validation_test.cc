@@ -18,6 +18,7 @@
 #include <string>
 
 #include "ring_test_util.h"
+#include "snowflake/account_names.h"
 #include "snowflake/ring_consumer.h"
 #include "snowflake/ring_producer.h"
 #include "snowflake/segment_layout.h"
@@ -225,7 +226,11 @@ TEST_F(BadSegment, OwnerOtherThanExpectedIsWrongOwner) {
 
   EXPECT_EQ(sut.code, SegmentError::kWrongOwner);
   EXPECT_TRUE(Names(sut, path().string())) << sut.message;
-  EXPECT_TRUE(Names(sut, "expected uid " + std::to_string(someone_else))) << sut.message;
+  // Users by name, the uid in parentheses: "is owned by root (uid 0), expected daemon (uid 1)".
+  EXPECT_TRUE(Names(sut, "is owned by " + DescribeUser(getuid()) + ", expected " +
+                             DescribeUser(someone_else)))
+      << sut.message;
+  EXPECT_TRUE(Names(sut, "(uid " + std::to_string(someone_else) + ")")) << sut.message;
 }
 
 TEST_F(BadSegment, SymlinkIsNotRegularFile) {

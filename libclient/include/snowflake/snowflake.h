@@ -55,7 +55,10 @@ typedef enum sf_status {
    * fail over. */
   SF_TIMED_OUT = 14,
   /* An unexpected OS error or out of memory (the message names the cause). */
-  SF_SYSTEM_ERROR = 15
+  SF_SYSTEM_ERROR = 15,
+  /* sf_bounds: no ID of the epoch can carry a time of the range (it lies wholly before
+   * the epoch, or after the epoch's 41-bit range of 69.7 years). */
+  SF_TIME_OUT_OF_RANGE = 16
 } sf_status;
 
 /* Options for sf_open. Initialise with sf_options_init (or SF_OPTIONS_INIT) and then set
@@ -115,6 +118,34 @@ typedef struct sf_decoded_id {
  * is NULL. Returns SF_OK, or SF_INVALID_ARGUMENT (out is NULL, or id has the sign bit
  * set and is no ID). */
 sf_status sf_decode(const sf_client *c, uint64_t id, sf_decoded_id *out);
+
+/* The platform's default epoch, 2026-01-01T00:00:00Z, in Unix milliseconds. */
+#define SF_DEFAULT_EPOCH_UNIX_MS INT64_C(1767225600000)
+
+/* Parses a time the way snowflaked's config ([id] epoch) and snowflakectl do: Unix
+ * milliseconds ("1767225600000", "-5") or an RFC 3339 date-time with a time zone
+ * ("2026-01-01T00:00:00Z", "2026-01-01T05:30:00.250+05:30"; a finer fraction than ms is
+ * cut). Returns SF_OK with *unix_ms set, or SF_INVALID_ARGUMENT (a NULL argument, or text
+ * that is no such time: sf_last_error says what is wrong). Needs no daemon. */
+sf_status sf_parse_time(const char *text, int64_t *unix_ms);
+
+/* The IDs of a time range, for `WHERE id BETWEEN first_id AND last_id`. */
+typedef struct sf_id_bounds {
+  uint64_t first_id;     /* the smallest ID any machine can make at first_unix_ms */
+  uint64_t last_id;      /* the largest ID any machine can make at last_unix_ms */
+  int64_t first_unix_ms; /* the range's start, raised to the epoch if it began earlier */
+  int64_t last_unix_ms;  /* its end, lowered to the epoch's last millisecond if later */
+} sf_id_bounds;
+
+/* The smallest and largest IDs any machine can make, with the epoch epoch_unix_ms (a
+ * client's is in sf_decode's layout; SF_DEFAULT_EPOCH_UNIX_MS by default), at the
+ * milliseconds from from_unix_ms to to_unix_ms, both included. A range reaching outside
+ * what IDs of the epoch can carry is cut to it (*out says where). Returns SF_OK,
+ * SF_INVALID_ARGUMENT (out is NULL, the epoch is negative or too late, or from_unix_ms >
+ * to_unix_ms) or SF_TIME_OUT_OF_RANGE (the whole range is before the epoch or after its
+ * last millisecond). *out is written only on SF_OK. Needs no daemon. */
+sf_status sf_bounds(int64_t epoch_unix_ms, int64_t from_unix_ms, int64_t to_unix_ms,
+                       sf_id_bounds *out);
 
 /* A stable name for a status ("ok", "daemon_paused", ...). Never NULL; static storage. */
 const char *sf_status_str(sf_status s);

@@ -43,6 +43,7 @@ enum class IdError {
   kTimeBeyondRange,     // unix_ms - epoch does not fit in 41 bits
   kSignBitSet,          // decoding a value >= 2^63: not an ID of this layout
   kEpochOutOfRange,     // the epoch itself is negative or so late its range overflows
+  kRangeReversed,       // a time range whose start is later than its end
 };
 
 // A sentence saying what went wrong, for logs and error messages. Never null.
@@ -54,6 +55,18 @@ struct DecodedId {
   uint32_t sequence;
 
   friend constexpr bool operator==(const DecodedId&, const DecodedId&) = default;
+};
+
+// The IDs of a time range (IdLayout::Bounds): every ID any machine made at a millisecond
+// in [first_unix_ms, last_unix_ms] lies in [first_id, last_id], and no ID of another
+// millisecond does, so `WHERE id BETWEEN first_id AND last_id` selects exactly the range.
+struct IdBounds {
+  uint64_t first_id;      // machine 0, sequence 0 at first_unix_ms
+  uint64_t last_id;       // machine 1023, sequence 4095 at last_unix_ms
+  int64_t first_unix_ms;  // the range's start, raised to the epoch if it began earlier
+  int64_t last_unix_ms;   // the range's end, lowered to max_unix_ms() if it ended later
+
+  friend constexpr bool operator==(const IdBounds&, const IdBounds&) = default;
 };
 
 class IdLayout {
@@ -103,6 +116,27 @@ class IdLayout {
     };
   }
 
+  // The smallest and largest IDs any machine can make at the milliseconds from
+  // `from_unix_ms` to `to_unix_ms`, both included. A range reaching outside what IDs of
+  // this epoch can carry is cut to it (IdBounds says where). Returns
+  //   kRangeReversed    if from_unix_ms > to_unix_ms (swap them),
+  //   kTimeBeforeEpoch  if the whole range is before the epoch (no ID carries such a time),
+  //   kTimeBeyondRange  if the whole range is after max_unix_ms().
+  constexpr tl::expected<IdBounds, IdError> Bounds(int64_t from_unix_ms,
+                                                   int64_t to_unix_ms) const noexcept {
+    if (from_unix_ms > to_unix_ms) return tl::unexpected(IdError::kRangeReversed);
+    if (to_unix_ms < epoch_unix_ms_) return tl::unexpected(IdError::kTimeBeforeEpoch);
+    if (from_unix_ms > max_unix_ms()) return tl::unexpected(IdError::kTimeBeyondRange);
+    const int64_t first = from_unix_ms < epoch_unix_ms_ ? epoch_unix_ms_ : from_unix_ms;
+    const int64_t last = to_unix_ms > max_unix_ms() ? max_unix_ms() : to_unix_ms;
+    return IdBounds{
+        .first_id = EncodeUnchecked(first - epoch_unix_ms_, 0, 0),
+        .last_id = EncodeUnchecked(last - epoch_unix_ms_, kMaxMachine, kMaxSequence),
+        .first_unix_ms = first,
+        .last_unix_ms = last,
+    };
+  }
+
   // The millisecond since the epoch carried by an ID (no sign check).
   static constexpr int64_t OffsetMsOf(uint64_t id) noexcept {
     return static_cast<int64_t>((id & ~(uint64_t{1} << 63)) >> kTimeShift);
@@ -120,6 +154,9 @@ static_assert(IdLayout().Encode(kDefaultEpochUnixMs, 0, 0).value() == 0);
 static_assert(IdLayout().Encode(kDefaultEpochUnixMs + 1, 1, 1).value() == (1ull << 22 | 1ull << 12 | 1));
 static_assert(IdLayout().Decode(IdLayout().Encode(kDefaultEpochUnixMs + 5, 1023, 4095).value())
                   .value() == DecodedId{kDefaultEpochUnixMs + 5, 1023, 4095});
+static_assert(IdLayout().Bounds(kDefaultEpochUnixMs, kDefaultEpochUnixMs).value().last_id ==
+                  (1ull << 22) - 1,
+              "one millisecond spans 2^22 IDs: every machine and sequence");
 
 }  // namespace snowflake
 
