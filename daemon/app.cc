@@ -31,6 +31,7 @@
 #include "machine_register.h"
 #include "notifier.h"
 #include "snowflake/ring_producer.h"
+#include "service_names.h"
 #include "status_board.h"
 #include "time_text.h"
 
@@ -475,12 +476,12 @@ class FillLoop {
       if (c.retired || dead) {
         finished.push_back(c);
       } else {
-        live[c.name] += c.taken;
+        AddServiceCount(live, c.name, c.taken);  // names from shared memory: untrusted
       }
     });
     for (const auto& c : finished) {
       // Fold a finished client's final count into its service's total, then free the slot.
-      if (producer_.FreeServiceSlot(c.slot, c.pid)) folded_[c.name] += c.taken;
+      if (producer_.FreeServiceSlot(c.slot, c.pid)) AddServiceCount(folded_, c.name, c.taken);
     }
     services_ = folded_;
     for (const auto& [name, taken] : live) services_[name] += taken;
