@@ -358,13 +358,21 @@ tl::expected<Config, ConfigError> LoadConfig(const std::filesystem::path& path) 
       return tl::unexpected(
           ConfigError{path.string() + ": cannot read the config file: " + std::strerror(errno)});
     }
-    std::ostringstream text;
-    text << in.rdbuf();
+    // Bounded: `--config /dev/zero` (or a log file named by mistake) must fail at once,
+    // not grow the daemon until it runs out of memory.
+    std::string text(kMaxConfigBytes + 1, '\0');
+    in.read(text.data(), static_cast<std::streamsize>(text.size()));
     if (in.bad()) {
       return tl::unexpected(
           ConfigError{path.string() + ": cannot read the config file: " + std::strerror(errno)});
     }
-    return ParseConfig(text.str(), path.string());
+    text.resize(static_cast<size_t>(in.gcount()));
+    if (text.size() > kMaxConfigBytes) {
+      return tl::unexpected(ConfigError{
+          path.string() + ": the config file is larger than " + std::to_string(kMaxConfigBytes) +
+          " bytes; is it the right file? (snowflaked's config is a small TOML file)"});
+    }
+    return ParseConfig(text, path.string());
   } catch (const std::exception& e) {
     return tl::unexpected(ConfigError{path.string() + ": " + e.what()});
   }

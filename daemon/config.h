@@ -96,8 +96,11 @@ struct ConfigError {
 [[nodiscard]] tl::expected<Config, ConfigError> ParseConfig(std::string_view toml_text,
                                               std::string_view source) noexcept;
 
-// Reads and parses the file at `path`. Errors: those of ParseConfig, or the file cannot
-// be read (the message has errno's text).
+// The largest config file LoadConfig reads (the commented sample is about 3 KB).
+inline constexpr size_t kMaxConfigBytes = 1024 * 1024;
+
+// Reads and parses the file at `path`. Errors: those of ParseConfig, the file cannot be
+// read (the message has errno's text), or it is larger than kMaxConfigBytes.
 [[nodiscard]] tl::expected<Config, ConfigError> LoadConfig(const std::filesystem::path& path) noexcept;
 
 // Checks a log level name (trace, debug, info, warn, error, critical, off).

@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <vector>
 
@@ -19,9 +21,17 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string ErrorReply(std::string_view message) {
-  return json{{"ok", false}, {"error", message}}.dump();
+// Replies never fail to serialise: a byte that is not UTF-8 (from a name in shared
+// memory, say) is replaced rather than throwing.
+std::string Dump(const json& value) {
+  return value.dump(-1, ' ', false, json::error_handler_t::replace);
 }
+
+std::string ErrorReply(std::string_view message) {
+  return Dump(json{{"ok", false}, {"error", message}});
+}
+
+const std::string kTooLarge = "request too large (max 4096 bytes)";
 
 json StatusObject(const DaemonStatus& s) {
   json out = {
@@ -59,25 +69,24 @@ json StatusObject(const DaemonStatus& s) {
   return out;
 }
 
+// One accepted socket and its protocol state. Deadlines are steady-clock times.
 struct Connection {
   int fd = -1;
-  uid_t uid = static_cast<uid_t>(-1);
-  std::string buffer;
+  std::unique_ptr<ControlSession> session;
+  // By when the next complete request must arrive (reset by each one answered).
+  std::chrono::steady_clock::time_point idle_deadline;
+  // By when pending output must make progress (reset by each byte sent).
+  std::chrono::steady_clock::time_point write_deadline;
 };
 
-bool SendAll(int fd, const std::string& text) {
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = send(fd, text.data() + done, text.size() - done, MSG_NOSIGNAL);
+// Sends what the socket takes now (non-blocking). False if the peer is gone.
+bool SendSome(int fd, std::string& output) {
+  while (!output.empty()) {
+    const ssize_t n = send(fd, output.data(), output.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      // A client that does not read its reply: wait briefly, then give up on it.
-      pollfd p{fd, POLLOUT, 0};
-      if (poll(&p, 1, 100) <= 0) return false;
-      continue;
-    }
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
     if (n <= 0) return false;
-    done += static_cast<size_t>(n);
+    output.erase(0, static_cast<size_t>(n));
   }
   return true;
 }
@@ -87,7 +96,7 @@ bool SendAll(int fd, const std::string& text) {
 std::string StatusToJson(const DaemonStatus& status, bool ok) {
   json out = StatusObject(status);
   out["ok"] = ok;
-  return out.dump();
+  return Dump(out);
 }
 
 std::string HandleControlRequest(std::string_view line, uid_t peer_uid,
@@ -127,7 +136,7 @@ std::string HandleControlRequest(std::string_view line, uid_t peer_uid,
       json out = StatusObject(board.Snapshot());
       out["ok"] = true;
       out["resumed"] = *resumed;
-      return out.dump();
+      return Dump(out);
     }
     return ErrorReply("unknown command \"" + command + "\": expected \"status\" or \"resume\"");
   } catch (const std::exception& e) {
@@ -189,70 +198,150 @@ void ControlServer::Stop() noexcept {
   }
 }
 
+bool IsPrivilegedPeer(uid_t uid, const ControlServerOptions& options) noexcept {
+  return uid == 0 || uid == geteuid() || options.resume_uids.count(uid) != 0;
+}
+
+void ControlSession::Reply(std::string text) {
+  output_ += text;
+  output_ += '\n';
+}
+
+void ControlSession::OnReceive(std::string_view bytes) {
+  if (closing_) return;
+  // Each complete line is one request; only the unterminated tail is kept.
+  while (!bytes.empty()) {
+    const size_t newline = bytes.find('\n');
+    const std::string_view piece = bytes.substr(0, newline);
+    if (buffer_.size() + piece.size() > kMaxControlRequestBytes) {
+      Reply(ErrorReply(kTooLarge));
+      buffer_.clear();
+      closing_ = true;
+      return;
+    }
+    if (newline == std::string_view::npos) {
+      buffer_.append(piece);
+      return;
+    }
+    std::string line = std::move(buffer_);
+    buffer_.clear();
+    line.append(piece);
+    Reply(HandleControlRequest(line, peer_uid_, options_, board_));
+    bytes.remove_prefix(newline + 1);
+  }
+}
+
+void ControlSession::OnPeerClosed() {
+  if (!closing_ && !buffer_.empty()) {
+    // The peer closed after a last request without a newline: answer it anyway.
+    Reply(HandleControlRequest(buffer_, peer_uid_, options_, board_));
+  }
+  buffer_.clear();
+  closing_ = true;
+}
+
 void ControlServer::Serve() noexcept {
+  using Clock = std::chrono::steady_clock;
   std::vector<Connection> connections;
   std::vector<pollfd> fds;
   auto close_at = [&](size_t i) {
     close(connections[i].fd);
     connections.erase(connections.begin() + static_cast<std::ptrdiff_t>(i));
   };
+  const size_t reserved = std::min(options_.reserved_connections, options_.max_connections);
   for (;;) {
     try {
+      // The nearest deadline bounds the wait.
+      Clock::time_point wake = Clock::time_point::max();
       fds.clear();
       fds.push_back({stop_pipe_[0], POLLIN, 0});
       fds.push_back({listen_fd_, POLLIN, 0});
-      for (const Connection& c : connections) fds.push_back({c.fd, POLLIN, 0});
-      const int ready = poll(fds.data(), fds.size(), -1);
+      for (const Connection& c : connections) {
+        short events = 0;
+        // Stop reading a peer that does not read its replies (bounded memory).
+        if (!c.session->closing() && c.session->output().size() < kMaxControlPendingBytes) {
+          events |= POLLIN;
+        }
+        if (!c.session->output().empty()) {
+          events |= POLLOUT;
+          wake = std::min(wake, c.write_deadline);
+        } else {
+          wake = std::min(wake, c.idle_deadline);
+        }
+        fds.push_back({c.fd, events, 0});
+      }
+      int timeout_ms = -1;
+      if (wake != Clock::time_point::max()) {
+        const auto left = std::chrono::ceil<std::chrono::milliseconds>(wake - Clock::now());
+        timeout_ms = static_cast<int>(std::clamp<int64_t>(left.count(), 0, 60'000));
+      }
+      const int ready = poll(fds.data(), fds.size(), timeout_ms);
       if (ready < 0) {
         if (errno == EINTR) continue;
         return;
       }
       if (fds[0].revents != 0) break;
+      const Clock::time_point now = Clock::now();
       // Connections first (indices are stable until we erase, so walk backwards).
       for (size_t i = connections.size(); i-- > 0;) {
-        const short revents = fds[i + 2].revents;
-        if (revents == 0) continue;
         Connection& c = connections[i];
-        char buf[1024];
-        const ssize_t n = recv(c.fd, buf, sizeof(buf), 0);
-        if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-        bool keep = n > 0;
-        if (n > 0) c.buffer.append(buf, static_cast<size_t>(n));
-        // Each complete line is one request.
-        size_t newline;
-        while (keep && (newline = c.buffer.find('\n')) != std::string::npos) {
-          const std::string line = c.buffer.substr(0, newline);
-          c.buffer.erase(0, newline + 1);
-          if (line.size() > kMaxControlRequestBytes) {
-            SendAll(c.fd, ErrorReply("request too large (max 4096 bytes)") + "\n");
+        ControlSession& session = *c.session;
+        const short revents = fds[i + 2].revents;
+        bool keep = true;
+        if (revents & (POLLIN | POLLHUP | POLLERR)) {
+          char buf[4096];
+          const size_t pending = session.output().size();
+          const ssize_t n = recv(c.fd, buf, sizeof(buf), MSG_DONTWAIT);
+          if (n > 0) {
+            session.OnReceive(std::string_view(buf, static_cast<size_t>(n)));
+          } else if (n == 0) {
+            session.OnPeerClosed();
+          } else if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) {
             keep = false;
-            break;
           }
-          keep = SendAll(c.fd, HandleControlRequest(line, c.uid, options_, board_) + "\n");
+          if (session.output().size() != pending) {  // a request was answered
+            c.idle_deadline = now + options_.idle_timeout;
+            if (pending == 0) c.write_deadline = now + options_.write_timeout;
+          }
         }
-        if (keep && c.buffer.size() > kMaxControlRequestBytes) {
-          SendAll(c.fd, ErrorReply("request too large (max 4096 bytes)") + "\n");
-          keep = false;
+        if (keep && !session.output().empty()) {
+          const size_t before = session.output().size();
+          keep = SendSome(c.fd, session.output());
+          if (session.output().size() != before) c.write_deadline = now + options_.write_timeout;
         }
-        if (n == 0 && !c.buffer.empty() && c.buffer.size() <= kMaxControlRequestBytes) {
-          // The peer closed after a last request without a newline: answer it anyway.
-          SendAll(c.fd, HandleControlRequest(c.buffer, c.uid, options_, board_) + "\n");
-        }
+        if (keep && session.closing() && session.output().empty()) keep = false;
+        // Deadlines: a reply nobody reads, or a connection that sends nothing.
+        if (keep && !session.output().empty() && now >= c.write_deadline) keep = false;
+        if (keep && session.output().empty() && now >= c.idle_deadline) keep = false;
         if (!keep) close_at(i);
       }
       if (fds[1].revents & POLLIN) {
-        const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-        if (fd >= 0) {
+        // Accept everything pending, so a flood never fills the listen backlog for long.
+        for (;;) {
+          const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+          if (fd < 0) break;
           ucred cred{};
           socklen_t len = sizeof(cred);
           if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
             close(fd);
-          } else if (connections.size() >= options_.max_connections) {
-            SendAll(fd, ErrorReply("too many connections; retry") + "\n");
-            close(fd);
-          } else {
-            connections.push_back(Connection{fd, cred.uid, {}});
+            continue;
           }
+          const bool privileged = IsPrivilegedPeer(cred.uid, options_);
+          const size_t limit =
+              privileged ? options_.max_connections : options_.max_connections - reserved;
+          if (connections.size() >= limit) {
+            std::string reply = ErrorReply("too many connections; retry") + "\n";
+            SendSome(fd, reply);  // best effort, never waits
+            close(fd);
+            continue;
+          }
+          const Clock::time_point accepted = Clock::now();
+          connections.push_back(Connection{
+              .fd = fd,
+              .session = std::make_unique<ControlSession>(cred.uid, options_, board_),
+              .idle_deadline = accepted + options_.idle_timeout,
+              .write_deadline = accepted + options_.write_timeout,
+          });
         }
       }
     } catch (const std::exception&) {

@@ -5,6 +5,8 @@
 #include <cerrno>
 #include <vector>
 
+#include "daemon/service_names.h"
+
 namespace snowflake::daemon {
 
 void ServiceCounts::Scan(shm::RingProducer& producer) {
@@ -15,15 +17,15 @@ void ServiceCounts::Scan(shm::RingProducer& producer) {
     if (c.retired || dead) {
       finished.push_back(c);
     } else {
-      live[c.name] += c.taken;
+      AddServiceCount(live, c.name, c.taken);  // names from shared memory: untrusted
     }
   });
   for (const auto& c : finished) {
     // Fold a finished client's final count into its service's total, then free the slot.
-    if (producer.FreeServiceSlot(c.slot, c.pid)) folded_[c.name] += c.taken;
+    if (producer.FreeServiceSlot(c.slot, c.pid)) AddServiceCount(folded_, c.name, c.taken);
   }
   totals_ = folded_;
-  for (const auto& [name, taken] : live) totals_[name] += taken;
+  for (const auto& [name, taken] : live) AddServiceCount(totals_, name, taken);
 }
 
 }  // namespace snowflake::daemon

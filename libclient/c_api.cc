@@ -2,6 +2,7 @@
 // may unwind into a C caller.
 
 #include <algorithm>
+#include <iterator>
 #include <chrono>
 #include <cstddef>
 #include <cstring>
@@ -21,6 +22,10 @@ namespace {
 using snowflake::ClientError;
 
 thread_local std::string last_error;
+
+// The largest struct_size accepted: room for future fields, small enough that reading the
+// caller's claimed bytes cannot run far past a real struct.
+constexpr size_t kMaxOptionsSize = 256;
 
 sf_status ToStatus(ClientError code) {
   switch (code) {
@@ -72,6 +77,53 @@ sf_status Fail(const snowflake::Error& error) noexcept {
   return Fail(ToStatus(error.code), error.message.c_str());
 }
 
+// Copies the caller's sf_options into `given` (which holds the defaults), reading only the
+// fields the caller's header knew about, as struct_size says. struct_size must end at a
+// field boundary (a size inside a field means a corrupt or uninitialised struct, and a
+// half-copied pointer would be dereferenced later); every reserved field the caller
+// passes, and any tail beyond this library's struct (a newer header), must be zero.
+sf_status ReadOptions(const sf_options& opts, sf_options& given) {
+  const size_t size = opts.struct_size;
+  static constexpr size_t kBoundaries[] = {
+      offsetof(sf_options, runtime_dir),           // struct_size, wait_timeout_ms
+      offsetof(sf_options, max_heartbeat_age_ms),  // + runtime_dir
+      offsetof(sf_options, reserved),              // + max_heartbeat_age_ms
+      sizeof(sf_options),                          // + reserved
+  };
+  const bool at_boundary =
+      std::find(std::begin(kBoundaries), std::end(kBoundaries), size) != std::end(kBoundaries);
+  if (size < kBoundaries[0]) {
+    return Fail(SF_INVALID_ARGUMENT, ("sf_open: sf_options.struct_size " + std::to_string(size) +
+                                      " is too small; initialise it with sf_options_init")
+                                         .c_str());
+  }
+  if (size <= sizeof(sf_options) && !at_boundary) {
+    return Fail(SF_INVALID_ARGUMENT,
+                ("sf_open: sf_options.struct_size " + std::to_string(size) +
+                 " ends inside a field; initialise it with sf_options_init")
+                    .c_str());
+  }
+  if (size > kMaxOptionsSize) {
+    return Fail(SF_INVALID_ARGUMENT, ("sf_open: sf_options.struct_size " + std::to_string(size) +
+                                      " is implausibly large; initialise it with sf_options_init")
+                                         .c_str());
+  }
+  // A newer header's extra fields: usable by this library only if all are zero (unset).
+  const auto* bytes = reinterpret_cast<const unsigned char*>(&opts);
+  for (size_t at = sizeof(sf_options); at < size; ++at) {
+    if (bytes[at] != 0) {
+      return Fail(SF_INVALID_ARGUMENT,
+                  "sf_open: sf_options has fields this library does not know set (a newer "
+                  "header?); link the matching libsnowflake or leave them zero");
+    }
+  }
+  std::memcpy(&given, &opts, std::min(size, sizeof(sf_options)));
+  if (size >= sizeof(sf_options) && given.reserved != 0) {
+    return Fail(SF_INVALID_ARGUMENT, "sf_open: sf_options.reserved must be 0");
+  }
+  return SF_OK;
+}
+
 }  // namespace
 
 extern "C" {
@@ -88,13 +140,8 @@ sf_status sf_open(const char* service, const sf_options* opts, sf_client** out) 
   try {
     snowflake::ClientOptions options;
     if (opts != nullptr) {
-      // Read only the fields the caller's header knew about.
       sf_options given = sf_options SF_OPTIONS_INIT;
-      if (opts->struct_size < offsetof(sf_options, runtime_dir)) {
-        return Fail(SF_INVALID_ARGUMENT,
-                    "sf_open: sf_options.struct_size is too small; use sf_options_init");
-      }
-      std::memcpy(&given, opts, std::min<size_t>(opts->struct_size, sizeof(sf_options)));
+      if (auto read = ReadOptions(*opts, given); read != SF_OK) return read;
       options.wait_timeout = std::chrono::milliseconds(given.wait_timeout_ms);
       if (given.runtime_dir != nullptr) options.runtime_dir = given.runtime_dir;
       if (given.max_heartbeat_age_ms != 0) {

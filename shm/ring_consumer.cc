@@ -164,6 +164,9 @@ ServiceSlot* RingConsumer::ClaimServiceSlot(std::string_view service) noexcept {
 
 void RingConsumer::ReleaseServiceSlot(ServiceSlot* slot) noexcept {
   if (slot == nullptr) return;
+  // A forked child closing its copy of the parent's client: the slot is the parent's,
+  // which still counts into it; the daemon folds it when the parent exits.
+  if (slot->owner_pid.load(std::memory_order_relaxed) != static_cast<uint64_t>(getpid())) return;
   // Retired, not freed: the daemon folds the final count into its per-service totals and
   // then frees the slot, so no count is lost. Release: the final count is visible first.
   slot->name_ready.store(kServiceSlotRetired, std::memory_order_release);

@@ -2,12 +2,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <boost/interprocess/exceptions.hpp>
-#include <boost/interprocess/file_mapping.hpp>
-#include <boost/interprocess/mapped_region.hpp>
+#include <fcntl.h>
+#include <sys/mman.h>
+
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <system_error>
 
 #include "mapped_segment.h"
 #include "snowflake/account_names.h"
@@ -15,8 +16,6 @@
 #include "snowflake/segment_layout.h"
 
 namespace snowflake::shm {
-
-namespace bip = boost::interprocess;
 
 std::string_view SegmentErrorName(SegmentError error) noexcept {
   switch (error) {
@@ -173,11 +172,46 @@ tl::expected<void, SegmentFailure> ValidateCounters(const SegmentHeader& header,
   return {};
 }
 
+namespace {
+
+struct Mapping {
+  void* address = MAP_FAILED;
+  size_t length = 0;
+  Mapping() = default;
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+  ~Mapping() {
+    if (address != MAP_FAILED) munmap(address, length);
+  }
+};
+
+// Maps [offset, offset + length) of fd; throws std::system_error (caught in Open).
+void MapRegion(Mapping& mapping, int fd, bool writable, uint64_t offset,
+               uint64_t length) {
+  void* address = mmap(nullptr, length, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED,
+                       fd, static_cast<off_t>(offset));
+  if (address == MAP_FAILED) throw std::system_error(errno, std::generic_category(), "mmap");
+  mapping.address = address;
+  mapping.length = length;
+}
+
+// Closes the fd on every path out of Open.
+struct FdCloser {
+  int fd;
+  ~FdCloser() {
+    if (fd >= 0) close(fd);
+  }
+};
+
+}  // namespace
+
+// The three mappings. The file descriptor is not kept: it is opened O_CLOEXEC and closed
+// as soon as the regions are mapped, so no program a client execs inherits a writable fd
+// to the segment (docs/security.md).
 struct MappedSegment::Regions {
-  bip::file_mapping file;
-  bip::mapped_region header;
-  bip::mapped_region consumer;
-  bip::mapped_region slots;
+  Mapping header;
+  Mapping consumer;
+  Mapping slots;
 };
 
 MappedSegment::MappedSegment() = default;
@@ -231,10 +265,10 @@ tl::expected<std::unique_ptr<MappedSegment>, SegmentFailure> MappedSegment::Open
     auto segment = std::unique_ptr<MappedSegment>(new MappedSegment());
     segment->regions_ = std::make_unique<Regions>();
     Regions& regions = *segment->regions_;
-    try {
-      regions.file = bip::file_mapping(path.c_str(), bip::read_write);
-    } catch (const bip::interprocess_exception& e) {
-      const int err = e.get_native_error();
+    const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    const FdCloser closer{fd};
+    if (fd < 0) {
+      const int err = errno;
       if (err == EACCES || err == EPERM) {
         return tl::unexpected(Fail(SegmentError::kPermissionDenied,
                                    "permission denied opening " + path + " (mode " +
@@ -250,12 +284,12 @@ tl::expected<std::unique_ptr<MappedSegment>, SegmentFailure> MappedSegment::Open
                                    err));
       }
       return tl::unexpected(Fail(SegmentError::kSystemError,
-                                 "cannot open " + path + ": " + e.what(), err));
+                                 "cannot open " + path + ": " + std::strerror(err), err));
     }
 
     // The checks above were on the path; make sure the file we opened is that file.
     struct stat info {};
-    if (fstat(regions.file.get_mapping_handle().handle, &info) != 0 ||
+    if (fstat(fd, &info) != 0 ||
         info.st_ino != link_info.st_ino || info.st_dev != link_info.st_dev) {
       return tl::unexpected(Fail(SegmentError::kNotFound,
                                  "segment " + path + " was replaced while opening it; retry"));
@@ -274,19 +308,16 @@ tl::expected<std::unique_ptr<MappedSegment>, SegmentFailure> MappedSegment::Open
     }
 
     const bool producer = access == MapAccess::kProducer;
-    regions.header = bip::mapped_region(regions.file, producer ? bip::read_write : bip::read_only,
-                                        0, sizeof(SegmentHeader));
-    auto* header = static_cast<SegmentHeader*>(regions.header.get_address());
+    MapRegion(regions.header, fd, producer, 0, sizeof(SegmentHeader));
+    auto* header = static_cast<SegmentHeader*>(regions.header.address);
     auto capacity = ValidateHeader(*header, file_size, path);
     if (!capacity) return tl::unexpected(std::move(capacity.error()));
 
-    regions.consumer = bip::mapped_region(regions.file, bip::read_write, kConsumerOffset,
-                                          sizeof(ConsumerRegion));
-    regions.slots = bip::mapped_region(regions.file, producer ? bip::read_write : bip::read_only,
-                                       kSlotsOffset, file_size - kSlotsOffset);
+    MapRegion(regions.consumer, fd, true, kConsumerOffset, sizeof(ConsumerRegion));
+    MapRegion(regions.slots, fd, producer, kSlotsOffset, file_size - kSlotsOffset);
     segment->header_ = header;
-    segment->consumer_ = static_cast<ConsumerRegion*>(regions.consumer.get_address());
-    segment->slots_ = static_cast<std::atomic<uint64_t>*>(regions.slots.get_address());
+    segment->consumer_ = static_cast<ConsumerRegion*>(regions.consumer.address);
+    segment->slots_ = static_cast<std::atomic<uint64_t>*>(regions.slots.address);
     segment->capacity_ = *capacity;
 
     if (auto counters = ValidateCounters(*header, *segment->consumer_, *capacity, fs_path);
@@ -294,9 +325,9 @@ tl::expected<std::unique_ptr<MappedSegment>, SegmentFailure> MappedSegment::Open
       return tl::unexpected(std::move(counters.error()));
     }
     return segment;
-  } catch (const bip::interprocess_exception& e) {
-    return tl::unexpected(Fail(SegmentError::kSystemError,
-                               "cannot map " + path + ": " + e.what(), e.get_native_error()));
+  } catch (const std::system_error& e) {
+    return tl::unexpected(Fail(SegmentError::kSystemError, "cannot map " + path + ": " + e.what(),
+                               e.code().value()));
   } catch (const std::exception& e) {
     return tl::unexpected(Fail(SegmentError::kSystemError, "cannot map " + path + ": " + e.what()));
   }

@@ -294,5 +294,34 @@ TEST(Config, LoadConfigOfMissingFileIsAnError) {
   EXPECT_THAT(sut.error().message, HasSubstr("missing.toml: cannot read the config file"));
 }
 
+TEST(Config, LoadConfigOfAnEndlessFileFailsAtTheSizeBound) {
+  auto sut = LoadConfig("/dev/zero");
+
+  ASSERT_FALSE(sut);
+  EXPECT_EQ(sut.error().message,
+            "/dev/zero: the config file is larger than 1048576 bytes; is it the right file? "
+            "(snowflaked's config is a small TOML file)");
+}
+
+TEST(Config, LoadConfigAcceptsAFileAtTheSizeBoundAndRefusesOneByteMore) {
+  // Arrange: valid TOML padded with a comment to exactly kMaxConfigBytes.
+  snowflake::testing::TempDir dir;
+  std::string text = "[ring]\ncapacity = 8\n#";
+  text += std::string(kMaxConfigBytes - text.size() - 1, 'x') + "\n";
+  ASSERT_EQ(text.size(), kMaxConfigBytes);
+  std::ofstream(dir / "at.toml") << text;
+  std::ofstream(dir / "over.toml") << text << "\n";
+
+  // Act
+  auto at = LoadConfig(dir / "at.toml");
+  auto over = LoadConfig(dir / "over.toml");
+
+  // Assert
+  ASSERT_TRUE(at) << at.error().message;
+  EXPECT_EQ(at->ring.capacity, 8u);
+  ASSERT_FALSE(over);
+  EXPECT_THAT(over.error().message, HasSubstr("larger than 1048576 bytes"));
+}
+
 }  // namespace
 }  // namespace snowflake

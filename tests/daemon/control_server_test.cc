@@ -2,12 +2,18 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <grp.h>
+
+#include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -84,6 +90,7 @@ class ControlServerTest : public ::testing::Test {
   }
   snowflake::testing::TempDir dir_;
   StatusBoard board_;
+  ControlServerOptions options_ = Options();
 };
 
 TEST_F(ControlServerTest, StatusReturnsTheSnapshot) {
@@ -289,6 +296,197 @@ TEST_F(ControlServerTest, StartFailsOnAMissingDirectory) {
 
   ASSERT_FALSE(started);
   EXPECT_THAT(started.error(), HasSubstr("bind"));
+}
+
+// ControlSession alone: framing, bounds and closing, without sockets.
+TEST_F(ControlServerTest, SessionAnswersEachLineAndKeepsAPartialOne) {
+  ControlSession sut(geteuid(), options_, board_);
+
+  sut.OnReceive("{\"command\":\"status\"}\n{\"comm");
+  const size_t first = sut.output().size();
+  sut.OnReceive("and\":\"status\"}\n");
+
+  EXPECT_GT(first, 0u);
+  EXPECT_EQ(std::count(sut.output().begin(), sut.output().end(), '\n'), 2);
+  EXPECT_FALSE(sut.mid_request());
+  EXPECT_FALSE(sut.closing());
+}
+
+TEST_F(ControlServerTest, SessionClosesOnARequestOverTheBoundEvenInPieces) {
+  ControlSession sut(geteuid(), options_, board_);
+
+  for (int i = 0; i < 5; ++i) sut.OnReceive(std::string(1000, 'x'));
+  sut.OnReceive("{\"command\":\"status\"}\n");  // ignored: the session is closing
+
+  EXPECT_TRUE(sut.closing());
+  EXPECT_EQ(sut.output(), "{\"error\":\"request too large (max 4096 bytes)\",\"ok\":false}\n");
+}
+
+TEST_F(ControlServerTest, StatusWithANonUtf8ServiceNameStillSerialises) {
+  DaemonStatus status;
+  status.services["bad\xff\xfe"] = 3;
+  board_.Update(status);
+
+  const json reply =
+      json::parse(HandleControlRequest(R"({"command":"status"})", getuid(), Options(), board_));
+
+  EXPECT_EQ(reply["ok"], true);
+  EXPECT_EQ(reply["services"].size(), 1u);
+}
+
+TEST_F(ControlServerTest, PrivilegedPeersAreRootTheDaemonUserAndResumeUids) {
+  ControlServerOptions options = Options();
+  options.resume_uids = {4242};
+
+  EXPECT_TRUE(IsPrivilegedPeer(0, options));
+  EXPECT_TRUE(IsPrivilegedPeer(geteuid(), options));
+  EXPECT_TRUE(IsPrivilegedPeer(4242, options));
+  EXPECT_FALSE(IsPrivilegedPeer(4243, options));
+}
+
+TEST_F(ControlServerTest, IdleConnectionIsClosedAfterTheIdleTimeout) {
+  ControlServerOptions options = Options();
+  options.idle_timeout = std::chrono::milliseconds(200);
+  ControlServer sut(options, board_);
+  ASSERT_TRUE(sut.Start());
+  const int fd = Connect(dir_ / "control.sock");
+  ASSERT_GE(fd, 0);
+
+  timeval limit{.tv_sec = 30, .tv_usec = 0};  // a server that keeps it open fails, not hangs
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
+  char c;
+  const ssize_t n = recv(fd, &c, 1, 0);
+  close(fd);
+
+  EXPECT_EQ(n, 0) << "the server should close an idle connection (errno " << errno << ")";
+}
+
+TEST_F(ControlServerTest, SlowReaderIsCutOffAndDoesNotStallOthers) {
+  // Arrange: a peer pipelines requests and never reads the replies.
+  ControlServerOptions options = Options();
+  options.write_timeout = std::chrono::milliseconds(300);
+  ControlServer sut(options, board_);
+  ASSERT_TRUE(sut.Start());
+  const int slow = Connect(dir_ / "control.sock");
+  ASSERT_GE(slow, 0);
+  const std::string request = "{\"command\":\"status\"}\n";
+  std::string burst;
+  for (int i = 0; i < 190; ++i) burst += request;  // < 4096 bytes: whole lines per send
+  size_t sent_bytes = 0;
+  bool blocked = false;
+  while (sent_bytes < 20'000 * request.size()) {
+    const ssize_t n = send(slow, burst.data(), burst.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n <= 0) {
+      // Both buffers are full: the server stopped reading us. Give it a moment to read
+      // what it can, then see whether it still blocks.
+      if (blocked) break;
+      blocked = true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      continue;
+    }
+    blocked = false;
+    sent_bytes += static_cast<size_t>(n);
+  }
+  const int sent = static_cast<int>(sent_bytes / request.size());
+  // Act: another peer asks for status meanwhile.
+  const int other = Connect(dir_ / "control.sock");
+  ASSERT_GE(other, 0);
+  timeval limit{.tv_sec = 30, .tv_usec = 0};
+  setsockopt(other, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
+  const std::string reply = Exchange(other, request);
+  close(other);
+  // Then the slow peer reads: it gets fewer replies than requests and then EOF.
+  setsockopt(slow, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
+  // Wait (without reading, which would let it progress) until the server hangs up.
+  pollfd hangup{slow, POLLRDHUP, 0};
+  const int hung_up = poll(&hangup, 1, 30'000);
+  int replies = 0;
+  char buf[65536];
+  ssize_t n;
+  while ((n = recv(slow, buf, sizeof(buf), 0)) > 0) {
+    replies += static_cast<int>(std::count(buf, buf + n, '\n'));
+  }
+  close(slow);
+
+  // Assert
+  ASSERT_FALSE(reply.empty());
+  EXPECT_EQ(json::parse(reply)["ok"], true);
+  EXPECT_EQ(hung_up, 1) << "the server kept a peer that reads nothing for 30 s";
+  EXPECT_LT(sent, 20'000) << "the server never stopped reading a peer that does not read";
+  EXPECT_LT(replies, sent) << "the server answered everything: it was never cut off";
+}
+
+// A group member (uid/gid nobody) holds every connection it can get; root still gets in.
+TEST_F(ControlServerTest, GroupMemberHoldingAllSlotsCannotLockOutTheOperator) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to act as another uid";
+  // Arrange
+  constexpr uid_t kNobody = 65534;
+  constexpr gid_t kNogroup = 65534;
+  ASSERT_EQ(chmod(dir_.path().c_str(), 0755), 0);
+  ControlServerOptions options = Options();
+  options.group = kNogroup;
+  options.idle_timeout = std::chrono::minutes(5);  // the hostile connections stay
+  FakeLoop loop(board_);
+  ControlServer sut(options, board_);
+  ASSERT_TRUE(sut.Start());
+  int report[2];
+  int release[2];
+  ASSERT_EQ(pipe(report), 0);
+  ASSERT_EQ(pipe(release), 0);
+  sockaddr_un addr{};  // built before fork: the child must not allocate (the parent has threads)
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, (dir_ / "control.sock").c_str(), sizeof(addr.sun_path) - 1);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // The hostile member: system calls only (the parent has threads).
+    close(release[1]);
+    close(report[0]);
+    if (setgroups(0, nullptr) != 0 || setgid(kNogroup) != 0 || setuid(kNobody) != 0) _exit(2);
+    int accepted = 0, refused = 0;
+    for (int i = 0; i < 64; ++i) {
+      const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+      if (fd < 0 || connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) continue;
+      const char request[] = "{\"command\":\"status\"}\n";
+      if (send(fd, request, sizeof(request) - 1, MSG_NOSIGNAL) < 0) continue;
+      char buf[8192];
+      const ssize_t n = recv(fd, buf, sizeof(buf) - 1, 0);
+      buf[n > 0 ? n : 0] = '\0';
+      if (std::strstr(buf, "\"ok\":true") != nullptr) ++accepted;
+      if (std::strstr(buf, "too many connections") != nullptr) ++refused;
+    }
+    char line[64];
+    const int len = std::snprintf(line, sizeof(line), "%d %d\n", accepted, refused);
+    if (write(report[1], line, static_cast<size_t>(len)) != len) _exit(3);
+    char c;
+    [[maybe_unused]] const ssize_t r = read(release[0], &c, 1);  // hold everything open
+    _exit(0);
+  }
+  close(report[1]);
+  close(release[0]);
+  char line[64] = {};
+  const ssize_t got = read(report[0], line, sizeof(line) - 1);
+  int accepted = -1, refused = -1;
+  if (got > 0) std::sscanf(line, "%d %d", &accepted, &refused);
+
+  // Act: the operator (root) asks for status and resume while all of that is held.
+  const int fd = Connect(dir_ / "control.sock");
+  const std::string status = fd >= 0 ? Exchange(fd, "{\"command\":\"status\"}\n") : "";
+  const std::string resume = fd >= 0 ? Exchange(fd, "{\"command\":\"resume\"}\n") : "";
+  if (fd >= 0) close(fd);
+  close(release[1]);
+  int wstatus = 0;
+  waitpid(child, &wstatus, 0);
+  close(report[0]);
+
+  // Assert
+  EXPECT_EQ(accepted, 60);  // 64 slots, 4 reserved
+  EXPECT_EQ(refused, 4);
+  ASSERT_FALSE(status.empty());
+  EXPECT_EQ(json::parse(status)["ok"], true);
+  ASSERT_FALSE(resume.empty());
+  EXPECT_EQ(json::parse(resume)["resumed"], true);
+  EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) << wstatus;
 }
 
 }  // namespace

@@ -442,5 +442,20 @@ TEST(MachineRegister, HolderIdIsConfiguredOrMachineIdAndInstance) {
   EXPECT_EQ(ResolveHolderId(config), "fixed");
 }
 
+TEST(MachineRegister, DerivedHolderIdNeverContainsTheRawMachineId) {
+  std::ifstream in("/etc/machine-id");
+  std::string machine_id;
+  std::getline(in, machine_id);
+  if (machine_id.empty()) GTEST_SKIP() << "no /etc/machine-id here";
+  Config config;
+  config.daemon.instance = "blue";
+
+  const std::string sut = ResolveHolderId(config);
+
+  EXPECT_EQ(sut.find(machine_id), std::string::npos) << sut;
+  EXPECT_EQ(sut.size(), 32 + std::string(":blue").size()) << sut;  // a 128-bit id in hex
+  EXPECT_EQ(ResolveHolderId(config), sut);  // stable
+}
+
 }  // namespace
 }  // namespace snowflake

@@ -1,0 +1,59 @@
+// libFuzzer target: the control socket's request handling (daemon/control_server.h) —
+// framing, size bound, JSON parsing and commands — through ControlSession, which is what
+// the server runs for every connection, without sockets.
+// Input: byte 0 picks the peer (bit 0: privileged) and the chunk size the bytes arrive
+// in (bits 1-7); the rest is what the peer sends, then it half-closes.
+// Property: every reply is one JSON object line with a boolean "ok"; there is at most one
+// reply per request line (plus one for a too-large request or the half-close); nothing
+// crashes.
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string_view>
+
+#include "control_server.h"
+#include "status_board.h"
+
+namespace {
+
+void CheckReplies(const std::string& output, size_t max_replies) {
+  size_t replies = 0;
+  size_t start = 0;
+  while (start < output.size()) {
+    const size_t end = output.find('\n', start);
+    if (end == std::string::npos) __builtin_trap();  // a reply without its newline
+    const auto reply = nlohmann::json::parse(output.substr(start, end - start), nullptr, false);
+    if (!reply.is_object() || !reply.contains("ok") || !reply["ok"].is_boolean()) {
+      __builtin_trap();
+    }
+    ++replies;
+    start = end + 1;
+  }
+  if (replies > max_replies) __builtin_trap();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size == 0) return 0;
+  static snowflake::StatusBoard board;
+  static const snowflake::ControlServerOptions options{
+      .socket_path = "/nonexistent/control.sock",
+      .resume_timeout = std::chrono::milliseconds(0),  // no fill loop here: fail at once
+  };
+  const bool privileged = (data[0] & 1) != 0;
+  const size_t chunk = (data[0] >> 1) + 1;
+  const std::string_view input(reinterpret_cast<const char*>(data) + 1, size - 1);
+  snowflake::ControlSession session(privileged ? geteuid() : 65534, options, board);
+  for (size_t at = 0; at < input.size(); at += chunk) session.OnReceive(input.substr(at, chunk));
+  session.OnPeerClosed();
+  if (!session.closing()) __builtin_trap();
+  size_t lines = 0;
+  for (const char c : input) lines += c == '\n';
+  CheckReplies(session.output(), lines + 1);
+  return 0;
+}
