@@ -379,12 +379,26 @@ class FillLoop {
       next_persist_try_ = Steady::now() + std::chrono::milliseconds(100);
       return false;
     }
-    if (persistence_failed_) spdlog::warn("the high-water reservation is persisted again");
-    persistence_failed_ = false;
-    reserved_through_ = through;
     // The register's mark lets another holder of this number continue above us; the
-    // local file already protects this host, so a failure here is only a warning.
+    // local file already protects this host, so a failure here is only a warning --
+    // unless the register is the fence across hosts (etcd): then only a committed raise
+    // extends the horizon, and a lost claim stops the daemon at once.
     if (auto updated = register_->UpdateHighWater(through); !updated) {
+      if (updated.error().code == RegisterErrorCode::kClaimLost) {
+        spdlog::critical("stopping: {}", updated.error().message);
+        fatal_ = updated.error().message;
+        return false;
+      }
+      if (register_->fences_across_hosts()) {
+        if (!persistence_failed_) {
+          spdlog::error("not issuing IDs beyond {}: {}", FormatIsoUtc(reserved_through_),
+                        updated.error().message);
+        }
+        persistence_failed_ = true;
+        persistence_errno_ = 0;
+        next_persist_try_ = Steady::now() + std::chrono::milliseconds(100);
+        return false;
+      }
       const auto now = Steady::now();
       if (now >= next_register_warning_) {
         spdlog::warn("cannot record the high-water mark in the register: {}",
@@ -392,6 +406,9 @@ class FillLoop {
         next_register_warning_ = now + std::chrono::seconds(60);
       }
     }
+    if (persistence_failed_) spdlog::warn("the high-water reservation is persisted again");
+    persistence_failed_ = false;
+    reserved_through_ = through;
     return true;
   }
 

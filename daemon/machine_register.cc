@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "config.h"
+#include "etcd_register.h"
 #include "file_register.h"
 #include "static_register.h"
 
@@ -20,6 +21,8 @@ std::unique_ptr<MachineRegister> MakeMachineRegister(const Config& config) {
       lock_dir += ".d";
       return std::make_unique<StaticRegister>(reg.machine.value_or(0), lock_dir);
     }
+    case RegisterBackend::kEtcd:
+      return std::make_unique<EtcdRegister>(EtcdRegisterOptionsFrom(config));
     case RegisterBackend::kFile:
       break;
   }
