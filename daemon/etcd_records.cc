@@ -30,10 +30,10 @@ tl::expected<ordered_json, std::string> ObjectWithKeys(std::string_view text,
   return j;
 }
 
-bool IsInt(const ordered_json& v) { return v.is_number_integer() && !v.is_number_unsigned(); }
+// nlohmann reads a non-negative integer as unsigned, a negative one as signed.
 bool IsNonNegativeInt(const ordered_json& v) {
   return (v.is_number_unsigned() && v.get<uint64_t>() <= static_cast<uint64_t>(INT64_MAX)) ||
-         (IsInt(v) && v.get<int64_t>() >= 0);
+         (v.is_number_integer() && !v.is_number_unsigned() && v.get<int64_t>() >= 0);
 }
 int64_t Int(const ordered_json& v) {
   return v.is_number_unsigned() ? static_cast<int64_t>(v.get<uint64_t>()) : v.get<int64_t>();
@@ -103,7 +103,7 @@ tl::expected<FleetRecord, std::string> DecodeFleet(std::string_view text) noexce
     if ((*j)["format"] != "snowflaked-fleet") {
       return tl::unexpected("\"format\" is not \"snowflaked-fleet\" in " + Quoted(text));
     }
-    if (!IsInt((*j)["version"]) || (*j)["version"].get<int64_t>() != 1) {
+    if (!IsNonNegativeInt((*j)["version"]) || Int((*j)["version"]) != 1) {
       return tl::unexpected("an unknown fleet record version in " + Quoted(text) +
                             " (this snowflaked knows version 1)");
     }

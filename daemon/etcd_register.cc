@@ -202,7 +202,8 @@ tl::expected<MachineClaim, RegisterError> EtcdRegister::Claim(
       }
 
       // 2. The number to ask for: our own held record, else a free number whose last
-      //    holder was us, else the lowest free number.
+      //    holder was us, else the lowest free number no other holder remembers, else the
+      //    lowest free number.
       std::optional<uint32_t> pick;
       std::optional<int64_t> retake_revision;
       for (const auto& [n, h] : snap.held) {
@@ -227,10 +228,17 @@ tl::expected<MachineClaim, RegisterError> EtcdRegister::Claim(
         }
       }
       if (!pick) {
-        for (uint32_t n = options_.first_machine; n <= options_.last_machine; ++n) {
-          if (!snap.held.contains(n)) {
-            pick = n;
-            break;
+        // A number no holder remembers first, so a holder that is restarting elsewhere
+        // finds its own number still free; only then the lowest free one.
+        for (int pass = 0; pass < 2 && !pick; ++pass) {
+          for (uint32_t n = options_.first_machine; n <= options_.last_machine; ++n) {
+            if (snap.held.contains(n)) continue;
+            const auto mark = snap.marks.find(n);
+            const bool remembered = mark != snap.marks.end() && !mark->second.first.holder.empty();
+            if (pass == 1 || !remembered) {
+              pick = n;
+              break;
+            }
           }
         }
       }
