@@ -9,6 +9,7 @@
 #include "decode_command.h"
 #include "exit_codes.h"
 #include "next_command.h"
+#include "register_command.h"
 #include "resume_command.h"
 #include "status_command.h"
 
@@ -21,6 +22,7 @@ int main(int argc, char** argv) {
   cli::AddStatusCommand(app);
   cli::AddNextCommand(app);
   cli::AddResumeCommand(app);
+  cli::AddRegisterCommand(app);
 
   try {
     app.parse(argc, argv);
