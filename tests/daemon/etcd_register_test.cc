@@ -24,6 +24,7 @@
 #include "etcd_client.h"
 #include "etcd_cluster.h"
 #include "etcd_records.h"
+#include "subprocess.h"
 
 namespace snowflake {
 namespace {
@@ -384,6 +385,79 @@ TEST_F(EtcdRegisterTest, ReleaseRefusesALiveHolderAndNeverLowersTheMark) {
   EXPECT_EQ(mark->holder, "");
   ASSERT_FALSE(nothing);
   EXPECT_EQ(nothing.error().code, RegisterErrorCode::kInvalidRequest);
+}
+
+// etcd with authentication on: the client authenticates with user and password, and
+// authenticates again when its token expires; a wrong password is a clear refusal.
+TEST(EtcdClientAuth, AuthenticatesAndRenewsAnExpiredToken) {
+  // Arrange: one member, tokens that last 1 s, a root user, auth on.
+  EtcdCluster cluster(1, 30s, {"--auth-token-ttl", "1"});
+  ASSERT_TRUE(cluster.ok()) << cluster.error();
+  const std::string url = cluster.ClientUrl(0);
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"user", "add", "root:s3cret"}, {"auth", "enable"}}) {
+    std::vector<std::string> argv = {"/usr/bin/etcdctl", "--endpoints", url};
+    argv.insert(argv.end(), args.begin(), args.end());
+    testing::RunOptions run_options;
+    run_options.env.set = {{"ETCDCTL_API", "3"}};
+    const auto run = testing::RunCommand(argv, run_options);
+    ASSERT_TRUE(run.status.ExitedWith(0)) << run.out << run.err;
+  }
+  etcd::ClientOptions options;
+  options.endpoints = {url};
+  options.user = "root";
+  options.password = "s3cret";
+  etcd::EtcdClient sut(options);
+  options.password = "wrong";
+  etcd::EtcdClient wrong(options);
+  options.user.clear();
+  options.password.clear();
+  etcd::EtcdClient anonymous(options);
+
+  // Act
+  auto put = sut.Put("/auth/k", "v");
+  std::this_thread::sleep_for(3s);  // the token expires
+  auto range = sut.Range("/auth/k");
+  auto refused = wrong.Range("/auth/k");
+  auto unauthenticated = anonymous.Range("/auth/k");
+
+  // Assert
+  ASSERT_TRUE(put) << put.error().message;
+  ASSERT_TRUE(range) << range.error().message;
+  ASSERT_EQ(range->kvs.size(), 1u);
+  EXPECT_EQ(range->kvs[0].value, "v");
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().kind, etcd::ErrorKind::kRejected);
+  EXPECT_THAT(refused.error().message, HasSubstr("authenticating as \"root\""));
+  ASSERT_FALSE(unauthenticated);
+  EXPECT_EQ(unauthenticated.error().kind, etcd::ErrorKind::kRejected);
+}
+
+// Failover: with the first endpoint dead (nothing listens), every call goes to the next.
+TEST(EtcdClientFailover, ARefusedEndpointIsSkippedAtOnce) {
+  EtcdCluster cluster(1);
+  ASSERT_TRUE(cluster.ok()) << cluster.error();
+  etcd::ClientOptions options;
+  options.endpoints = {"http://127.0.0.1:" + std::to_string(testing::FreeLoopbackPort()),
+                       cluster.ClientUrl(0)};
+  etcd::EtcdClient sut(options);
+
+  auto put = sut.Put("/failover/k", "v");
+  auto grant = sut.GrantLease(5);
+
+  ASSERT_TRUE(put) << put.error().message;
+  ASSERT_TRUE(grant) << grant.error().message;
+  EXPECT_EQ(sut.current_endpoint(), cluster.ClientUrl(0));
+  auto alive = sut.KeepAlive(grant->id);
+  ASSERT_TRUE(alive) << alive.error().message;
+  EXPECT_TRUE(alive->alive());
+  ASSERT_TRUE(sut.Revoke(grant->id));
+  auto gone = sut.KeepAlive(grant->id);
+  ASSERT_TRUE(gone) << gone.error().message;
+  EXPECT_FALSE(gone->alive());
+  auto ttl = sut.TimeToLive(grant->id);
+  ASSERT_TRUE(ttl);
+  EXPECT_EQ(ttl->ttl_s, -1);
 }
 
 }  // namespace

@@ -57,7 +57,9 @@ std::optional<HttpAnswer> HttpPost(const std::string& url, const std::string& bo
   return answer;
 }
 
-EtcdCluster::EtcdCluster(int members, std::chrono::milliseconds timeout) : dir_("etcd-cluster") {
+EtcdCluster::EtcdCluster(int members, std::chrono::milliseconds timeout,
+                         std::vector<std::string> extra_args)
+    : dir_("etcd-cluster"), extra_args_(std::move(extra_args)) {
   members_.resize(static_cast<size_t>(members));
   for (int i = 0; i < members; ++i) {
     Member& m = members_[i];
@@ -99,14 +101,14 @@ void EtcdCluster::Start(int i, bool existing) {
   SpawnOptions spawn;
   spawn.out = Output::Null();
   spawn.err = Output::File(dir_ / (m.name + ".log"));
-  m.process = std::make_unique<Process>(Process::Spawn(
-      {kEtcdPath, "--name", m.name, "--data-dir", data.string(), "--listen-client-urls",
+  std::vector<std::string> argv = {kEtcdPath, "--name", m.name, "--data-dir", data.string(), "--listen-client-urls",
        m.client_url, "--advertise-client-urls", m.client_url, "--listen-peer-urls", m.peer_url,
        "--initial-advertise-peer-urls", m.peer_url, "--initial-cluster", initial_cluster_,
        "--initial-cluster-state", existing ? "existing" : "new", "--initial-cluster-token",
        "snowflake-test", "--heartbeat-interval", "100", "--election-timeout", "1000",
-       "--logger", "zap", "--log-level", "warn"},
-      spawn));
+       "--logger", "zap", "--log-level", "warn"};
+  argv.insert(argv.end(), extra_args_.begin(), extra_args_.end());
+  m.process = std::make_unique<Process>(Process::Spawn(argv, spawn));
   m.paused = false;
 }
 

@@ -45,8 +45,10 @@ class EtcdCluster {
  public:
   // Starts `members` members and waits (up to `timeout`) until a linearizable read
   // succeeds on every one. Check ok().
+  // `extra_args` are passed to every member ("--auth-token-ttl", "2").
   explicit EtcdCluster(int members = 3,
-                       std::chrono::milliseconds timeout = std::chrono::seconds(30));
+                       std::chrono::milliseconds timeout = std::chrono::seconds(30),
+                       std::vector<std::string> extra_args = {});
   ~EtcdCluster();
   EtcdCluster(const EtcdCluster&) = delete;
   EtcdCluster& operator=(const EtcdCluster&) = delete;
@@ -88,6 +90,7 @@ class EtcdCluster {
   TempDir dir_;
   std::vector<Member> members_;
   std::string initial_cluster_;
+  std::vector<std::string> extra_args_;
   std::string error_;
 };
 
