@@ -227,7 +227,13 @@ TEST_F(DaemonEtcd, TakeoverAfterSigstopFencesTheOldDaemon) {
 
   // Act: A stops past its lease; B claims number 9; A continues.
   ASSERT_TRUE(a.process().Kill(SIGSTOP));
-  std::this_thread::sleep_for(4s);
+  // Until etcd has expired A's lease and dropped its record (2 s, more on a loaded host).
+  std::this_thread::sleep_for(2s);
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (!Get("machines/9").empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_EQ(Get("machines/9"), "") << "etcd kept A's record past its lease";
   Daemon b = harness_.Start(b_options, 60s);
   ASSERT_TRUE(b.ready()) << b.Describe();
   auto b_client = Client::Open("takeover-b", DaemonHarness::ClientOptionsFor(b_options.runtime_dir));
