@@ -15,6 +15,7 @@
 #include "decode_command.h"
 #include "exit_codes.h"
 #include "next_command.h"
+#include "register_command.h"
 #include "resume_command.h"
 #include "status_command.h"
 
@@ -75,6 +76,9 @@ int main(int argc, char** argv) {
   cli::AddDecodeCommand(app);
   cli::AddBoundsCommand(app);
   cli::AddResumeCommand(app);
+#ifdef SNOWFLAKE_HAVE_REGISTER_COMMAND
+  cli::AddRegisterCommand(app);
+#endif
   const bool json = WantsJson(argc, argv);
 
   try {

@@ -88,6 +88,7 @@ class Validator {
           {"machines", [&](auto& k, auto& n) { Machines(k, n); }},
           {"holder_id",
            [&](auto& k, auto& n) { config_.machine_register.holder_id = HolderId(k, n); }},
+          {"etcd", [&](auto& k, auto& n) { EtcdTable(k, n); }},
           {"machine",
            [&](auto& k, auto& n) {
              config_.machine_register.machine =
@@ -225,7 +226,8 @@ class Validator {
     const std::string& s = String(key, node);
     if (s == "file") return RegisterBackend::kFile;
     if (s == "static") return RegisterBackend::kStatic;
-    Fail(key, node, "must be \"file\" or \"static\", got " + Shown(node));
+    if (s == "etcd") return RegisterBackend::kEtcd;
+    Fail(key, node, "must be \"file\", \"static\" or \"etcd\", got " + Shown(node));
   }
 
   void Machines(const std::string& key, const toml::node& node) {
@@ -251,6 +253,176 @@ class Validator {
       Fail(key, node, "must be \"first-last\" or one number within 0-1023, got " + Shown(node));
     config_.machine_register.first_machine = first;
     config_.machine_register.last_machine = last;
+  }
+
+  // [register.etcd]: every key checked here; consistency with the backend in
+  // CheckConsistency().
+  void EtcdTable(const std::string& key, const toml::node& node) {
+    const toml::table* table = node.as_table();
+    if (table == nullptr) Fail(key, node, "must be a table, got " + std::string(TypeName(node)));
+    etcd_node_ = &node;
+    Config::Register::Etcd& etcd = config_.machine_register.etcd;
+    for (auto&& [name, value] : *table) {
+      const std::string k = key + "." + std::string(name.str());
+      const std::string_view n = name.str();
+      if (n == "endpoints") {
+        etcd.endpoints = Endpoints(k, value);
+      } else if (n == "prefix") {
+        etcd.prefix = EtcdPrefix(k, value);
+      } else if (n == "lease_ttl_s") {
+        etcd.lease_ttl_s = Integer(k, value, 2, 3600, "from 2 to 3600");
+      } else if (n == "connect_timeout_ms") {
+        etcd.connect_timeout_ms = Integer(k, value, 10, 60'000, "from 10 to 60000");
+      } else if (n == "request_timeout_ms") {
+        etcd.request_timeout_ms = Integer(k, value, 100, 60'000, "from 100 to 60000");
+        request_timeout_node_ = &value;
+      } else if (n == "ca_file") {
+        etcd.ca_file = Path(k, value, true);
+        if (!etcd.ca_file.empty()) tls_node_ = &value;
+      } else if (n == "cert_file") {
+        etcd.cert_file = Path(k, value, true);
+        cert_node_ = &value;
+        if (!etcd.cert_file.empty()) tls_node_ = &value;
+      } else if (n == "key_file") {
+        etcd.key_file = Path(k, value, true);
+        key_node_ = &value;
+      } else if (n == "user") {
+        etcd.user = EtcdUser(k, value);
+        user_node_ = &value;
+      } else if (n == "password") {
+        etcd.password = String(k, value);
+        password_node_ = &value;
+      } else if (n == "password_file") {
+        etcd.password_file = Path(k, value, true);
+        password_node_ = &value;
+      } else {
+        throw Invalid{Where(source_, name.source()) + ": " + k + ": unknown key"};
+      }
+    }
+  }
+
+  std::vector<std::string> Endpoints(const std::string& key, const toml::node& node) {
+    const toml::array* array = node.as_array();
+    if (array == nullptr) {
+      Fail(key, node,
+           "must be an array of URLs like [\"http://10.0.0.1:2379\"], got " +
+               std::string(TypeName(node)));
+    }
+    if (array->empty() || array->size() > 16) {
+      Fail(key, node, "must list 1 to 16 endpoints, got " + std::to_string(array->size()));
+    }
+    std::vector<std::string> out;
+    for (const toml::node& item : *array) {
+      const auto* s = item.as_string();
+      if (s == nullptr) {
+        Fail(key, item, "each endpoint must be a string, got " + std::string(TypeName(item)));
+      }
+      std::string url = s->get();
+      while (!url.empty() && url.back() == '/') url.pop_back();
+      if (!IsEndpointUrl(url)) {
+        Fail(key, item,
+             "each endpoint must be \"http://host:port\" or \"https://host:port\" (no path), "
+             "got " + Shown(item));
+      }
+      out.push_back(url);
+    }
+    return out;
+  }
+
+  static bool IsEndpointUrl(std::string_view url) {
+    std::string_view rest;
+    if (url.starts_with("http://")) {
+      rest = url.substr(7);
+    } else if (url.starts_with("https://")) {
+      rest = url.substr(8);
+    } else {
+      return false;
+    }
+    const size_t colon = rest.rfind(':');
+    if (colon == std::string_view::npos || colon == 0) return false;
+    const std::string_view host = rest.substr(0, colon);
+    const std::string_view port = rest.substr(colon + 1);
+    if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != port.npos) {
+      return false;
+    }
+    const int port_number = std::stoi(std::string(port));
+    if (port_number < 1 || port_number > 65535) return false;
+    // A host name, an IPv4 address or a bracketed IPv6 address: nothing that could carry
+    // a path, credentials or a query.
+    return host.find_first_not_of(
+               "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-[]:") ==
+           std::string_view::npos;
+  }
+
+  std::string EtcdPrefix(const std::string& key, const toml::node& node) {
+    const std::string& s = String(key, node);
+    bool ok = s.size() >= 2 && s.size() <= 128 && s.front() == '/' && s.back() == '/';
+    for (const char c : s) ok = ok && static_cast<unsigned char>(c) > 0x20 && c != 0x7f;
+    if (!ok) {
+      Fail(key, node,
+           "must be 2 to 128 printable characters without spaces, starting and ending with "
+           "\"/\", got " + Shown(node));
+    }
+    return s;
+  }
+
+  std::string EtcdUser(const std::string& key, const toml::node& node) {
+    const std::string& s = String(key, node);
+    bool ok = s.size() <= 128;
+    for (const char c : s) ok = ok && static_cast<unsigned char>(c) > 0x20 && c != 0x7f;
+    if (!ok) Fail(key, node, "must be at most 128 printable characters, got " + Shown(node));
+    return s;
+  }
+
+  void CheckEtcd() {
+    const Config::Register& reg = config_.machine_register;
+    const Config::Register::Etcd& etcd = reg.etcd;
+    if (reg.backend != RegisterBackend::kEtcd) {
+      if (etcd_node_ != nullptr) {
+        Fail("register.etcd", *etcd_node_,
+             "only valid with register.backend = \"etcd\"");
+      }
+      return;
+    }
+    if (etcd.endpoints.empty()) {
+      throw Invalid{std::string(source_) +
+                    ": register.etcd.endpoints: required when register.backend = \"etcd\" "
+                    "(list the etcd members, e.g. [\"http://10.0.0.1:2379\"])"};
+    }
+    if (etcd.request_timeout_ms >= etcd.lease_ttl_s * 1000) {
+      Fail("register.etcd.request_timeout_ms",
+           request_timeout_node_ != nullptr ? *request_timeout_node_ : *etcd_node_,
+           "must be below register.etcd.lease_ttl_s (" + std::to_string(etcd.lease_ttl_s) +
+               " s), or a keepalive could not finish before the lease expires, got " +
+               std::to_string(etcd.request_timeout_ms));
+    }
+    if (etcd.cert_file.empty() != etcd.key_file.empty()) {
+      const toml::node& at = cert_node_ != nullptr ? *cert_node_ : *key_node_;
+      Fail(etcd.cert_file.empty() ? "register.etcd.cert_file" : "register.etcd.key_file", at,
+           "register.etcd.cert_file and register.etcd.key_file go together: set both or neither");
+    }
+    if (tls_node_ != nullptr) {
+      bool any_https = false;
+      for (const auto& e : etcd.endpoints) any_https = any_https || e.starts_with("https://");
+      if (!any_https) {
+        Fail("register.etcd.ca_file", *tls_node_,
+             "TLS files are set but no endpoint uses https://: use https:// endpoints or drop "
+             "the TLS files");
+      }
+    }
+    const bool has_password = !etcd.password.empty() || !etcd.password_file.empty();
+    if (!etcd.password.empty() && !etcd.password_file.empty()) {
+      Fail("register.etcd.password", *password_node_,
+           "set register.etcd.password or register.etcd.password_file, not both");
+    }
+    if (etcd.user.empty() && has_password) {
+      Fail("register.etcd.password", *password_node_,
+           "a password needs register.etcd.user");
+    }
+    if (!etcd.user.empty() && !has_password) {
+      Fail("register.etcd.user", *user_node_,
+           "a user needs register.etcd.password or register.etcd.password_file");
+    }
   }
 
   // One grammar for times everywhere (snowflake/time_text.h): a TOML date-time is written
@@ -298,15 +470,23 @@ class Validator {
     }
     if (reg.backend != RegisterBackend::kStatic && machine_node_ != nullptr) {
       Fail("register.machine", *machine_node_,
-           "only valid with register.backend = \"static\" (the file register assigns numbers; "
-           "restrict them with register.machines)");
+           "only valid with register.backend = \"static\" (the file and etcd registers assign "
+           "numbers; restrict them with register.machines)");
     }
+    CheckEtcd();
   }
 
   std::string_view source_;
   Config& config_;
   const toml::node* min_fill_node_ = nullptr;
   const toml::node* machine_node_ = nullptr;
+  const toml::node* etcd_node_ = nullptr;
+  const toml::node* request_timeout_node_ = nullptr;
+  const toml::node* tls_node_ = nullptr;
+  const toml::node* cert_node_ = nullptr;
+  const toml::node* key_node_ = nullptr;
+  const toml::node* user_node_ = nullptr;
+  const toml::node* password_node_ = nullptr;
 };
 
 }  // namespace

@@ -13,12 +13,13 @@
 #include <string>
 #include <string_view>
 #include <tl/expected.hpp>
+#include <vector>
 
 #include "snowflake/id_layout.h"
 
 namespace snowflake {
 
-enum class RegisterBackend { kFile, kStatic };
+enum class RegisterBackend { kFile, kStatic, kEtcd };
 
 struct Config {
   struct Daemon {
@@ -45,6 +46,22 @@ struct Config {
     uint32_t last_machine = kMaxMachine;
     std::string holder_id;            // empty: /etc/machine-id + ":" + instance
     std::optional<uint32_t> machine;  // static backend only (required there)
+    // [register.etcd]: the etcd backend (docs/daemon.md, "The etcd register").
+    struct Etcd {
+      std::vector<std::string> endpoints;  // required with backend = "etcd"
+      std::string prefix = "/snowflaked/";
+      int64_t lease_ttl_s = 10;
+      int64_t connect_timeout_ms = 1000;
+      int64_t request_timeout_ms = 3000;
+      std::filesystem::path ca_file;    // TLS (https endpoints): empty = system CAs
+      std::filesystem::path cert_file;  // client certificate, with key_file
+      std::filesystem::path key_file;
+      std::string user;                 // etcd authentication: empty = none
+      std::string password;             // or password_file (exactly one, with user)
+      std::filesystem::path password_file;
+      friend bool operator==(const Etcd&, const Etcd&) = default;
+    };
+    Etcd etcd;
     friend bool operator==(const Register&, const Register&) = default;
   };
   struct Clock {
@@ -92,7 +109,8 @@ struct ConfigError {
 // "built-in defaults"). Keys absent from the text keep their defaults.
 // Errors (each names the source, line and key): TOML syntax, an unknown table or key at
 // any depth, a wrong type, a value out of range, inconsistent keys (min_fill > capacity,
-// backend "static" without machine, machine with another backend).
+// backend "static" without machine, machine with another backend, backend "etcd" without
+// register.etcd.endpoints, [register.etcd] with another backend).
 [[nodiscard]] tl::expected<Config, ConfigError> ParseConfig(std::string_view toml_text,
                                               std::string_view source) noexcept;
 

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "etcd_register.h"
 #include "file_register.h"
 #include "machine_lock.h"
 #include "static_register.h"
@@ -19,6 +20,8 @@ std::unique_ptr<MachineRegister> MakeMachineRegister(const Config& config) {
       // The same host-wide locks as the file backend: a static and a file daemon of one
       // host never hold one number together.
       return std::make_unique<StaticRegister>(reg.machine.value_or(0), HostLockDir());
+    case RegisterBackend::kEtcd:
+      return std::make_unique<EtcdRegister>(EtcdRegisterOptionsFrom(config));
     case RegisterBackend::kFile:
       break;
   }

@@ -2,8 +2,8 @@
 // 1,024 numbers, and each number's high-water mark. A daemon claims its number once at
 // startup and keeps it for its lifetime; two live holders never share one.
 //
-// Backends implement MachineRegister: "file" (file_register.h, the default) and "static"
-// (static_register.h); an etcd backend plugs in behind the same interface.
+// Backends implement MachineRegister: "file" (file_register.h, the default), "static"
+// (static_register.h) and "etcd" (etcd_register.h, for a fleet).
 
 #ifndef SNOWFLAKE_DAEMON_MACHINE_REGISTER_H_
 #define SNOWFLAKE_DAEMON_MACHINE_REGISTER_H_
@@ -38,8 +38,10 @@ enum class RegisterErrorCode {
   kEpochMismatch,   // the register belongs to a fleet with another epoch
   kNotClaimed,      // UpdateHighWater()/Release before a successful Claim()
   kInvalidRequest,  // a bad argument (holder id empty, machine out of range)
-  kClaimLost,       // the claim is gone (lease expired, number taken over): stop serving
-                    // at once; a restart claims anew
+  // The claimed number is no longer ours (etcd: the lease expired, or machines/N was
+  // deleted or taken over). Final: stop serving at once and exit non-zero, so the service
+  // manager restarts the daemon and it claims anew.
+  kClaimLost,
   kTimedOut,        // the register did not answer within its bound (a lock held by
                     // another process, a slow store); nothing was changed, retry later
 };
@@ -92,6 +94,11 @@ class MachineRegister {
   // this; never call it for any other reason. Errors as UpdateHighWater.
   [[nodiscard]] virtual tl::expected<void, RegisterError> RecordCleanStop(
       int64_t last_issued_unix_ms) noexcept = 0;
+
+  // True if the register, not the local state file, fences the number across hosts
+  // (etcd): then no ID above the last COMMITTED UpdateHighWater() may be published, and a
+  // failed raise must pause generation. False for file and static.
+  virtual bool fences_across_hosts() const noexcept { return false; }
 
   // "file", "static", ...
   virtual std::string_view backend_name() const noexcept = 0;

@@ -187,8 +187,8 @@ TEST(Config, BadStringValuesAreErrors) {
   EXPECT_THAT(ErrorOf("[daemon]\nruntime_dir = \"run\"\n"),
               HasSubstr("daemon.runtime_dir: must be an absolute path, got \"run\""));
   EXPECT_THAT(ErrorOf("[daemon]\ninstance = \"a b\"\n"), HasSubstr("daemon.instance: must be"));
-  EXPECT_THAT(ErrorOf("[register]\nbackend = \"etcd\"\n"),
-              HasSubstr("register.backend: must be \"file\" or \"static\", got \"etcd\""));
+  EXPECT_THAT(ErrorOf("[register]\nbackend = \"zk\"\n"),
+              HasSubstr("register.backend: must be \"file\", \"static\" or \"etcd\", got \"zk\""));
   EXPECT_THAT(ErrorOf("[register]\nmachines = \"7-3\"\n"), HasSubstr("register.machines: must be"));
   EXPECT_THAT(ErrorOf("[register]\nmachines = \"0-1024\"\n"), HasSubstr("register.machines"));
 }

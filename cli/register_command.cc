@@ -1,0 +1,240 @@
+#include "register_command.h"
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config.h"
+#include "etcd_register.h"
+#include "exit_codes.h"
+#include "file_register.h"
+#include "machine_lock.h"
+#include "time_text.h"
+
+namespace snowflake::cli {
+namespace {
+
+using nlohmann::ordered_json;
+
+// One number as every backend can show it.
+struct Row {
+  uint32_t machine = 0;
+  std::string holder;  // "" = free
+  std::string host;    // etcd only
+  int64_t pid = 0;
+  int64_t since_unix_ms = 0;
+  bool live = false;                     // a running daemon holds it now
+  std::optional<int64_t> lease_left_s;   // etcd only
+  std::optional<int64_t> high_water_unix_ms;
+};
+
+struct Listing {
+  std::string backend;
+  std::string location;
+  std::vector<Row> rows;
+};
+
+[[noreturn]] void Fail(int status, const std::string& message) {
+  std::cerr << "snowflakectl: " << message << "\n";
+  throw CLI::RuntimeError(status);
+}
+
+Config LoadOrFail(const std::string& path) {
+  auto config = LoadConfig(path);
+  if (!config) Fail(kExitUsage, config.error().message);
+  if (config->machine_register.backend == RegisterBackend::kStatic) {
+    Fail(kExitUsage, path + ": register.backend is \"static\": there is no register to show "
+                            "(the number is register.machine in the config)");
+  }
+  return *config;
+}
+
+Listing List(const Config& config) {
+  Listing out;
+  if (config.machine_register.backend == RegisterBackend::kEtcd) {
+    EtcdRegister reg(EtcdRegisterOptionsFrom(config));
+    out.backend = "etcd";
+    out.location = reg.location();
+    auto entries = reg.List();
+    if (!entries) Fail(kExitUnavailable, entries.error().message);
+    for (const auto& e : *entries) {
+      Row row;
+      row.machine = e.machine;
+      if (e.holder) {
+        row.holder = e.holder->holder;
+        row.host = e.holder->host;
+        row.pid = e.holder->pid;
+        row.since_unix_ms = e.holder->since_unix_ms;
+        row.live = e.lease_ttl_left_s > 0;
+        row.lease_left_s = e.lease_ttl_left_s;
+      } else if (e.high_water) {
+        row.holder = "";  // free; the mark remembers the last holder
+      }
+      if (e.high_water) row.high_water_unix_ms = e.high_water->unix_ms;
+      out.rows.push_back(row);
+    }
+    return out;
+  }
+  FileRegister reg(FileRegisterOptions{.path = config.RegisterPath(),
+                                       .first_machine = config.machine_register.first_machine,
+                                       .last_machine = config.machine_register.last_machine,
+                                       .host_lock_dir = HostLockDir()});
+  out.backend = "file";
+  out.location = reg.location();
+  auto entries = reg.List();
+  if (!entries) Fail(kExitUnavailable, entries.error().message);
+  for (const auto& e : *entries) {
+    Row row;
+    row.machine = e.machine;
+    row.holder = e.holder_id;
+    row.pid = e.live_pid ? *e.live_pid : e.pid;
+    row.since_unix_ms = e.claimed_unix_ms;
+    row.live = e.in_use;
+    row.high_water_unix_ms = e.high_water_unix_ms;
+    out.rows.push_back(row);
+  }
+  return out;
+}
+
+ordered_json RowJson(const Row& row) {
+  ordered_json j;
+  j["machine"] = row.machine;
+  j["holder"] = row.holder;
+  j["host"] = row.host;
+  j["pid"] = row.pid;
+  j["since_unix_ms"] = row.since_unix_ms;
+  j["since"] = row.since_unix_ms > 0 ? FormatIsoUtc(row.since_unix_ms) : "";
+  j["live"] = row.live;
+  j["lease_ttl_left_s"] = row.lease_left_s ? ordered_json(*row.lease_left_s) : ordered_json();
+  j["high_water_unix_ms"] =
+      row.high_water_unix_ms ? ordered_json(*row.high_water_unix_ms) : ordered_json();
+  j["high_water"] = row.high_water_unix_ms && *row.high_water_unix_ms > 0
+                        ? ordered_json(FormatIsoUtc(*row.high_water_unix_ms))
+                        : ordered_json();
+  return j;
+}
+
+std::string Or(const std::string& s, const char* dash = "-") { return s.empty() ? dash : s; }
+
+std::string LeaseText(const Row& row) {
+  if (!row.lease_left_s) return "-";
+  return *row.lease_left_s > 0 ? std::to_string(*row.lease_left_s) + " s" : "expired";
+}
+
+std::string MarkText(const Row& row) {
+  return row.high_water_unix_ms && *row.high_water_unix_ms > 0
+             ? FormatIsoUtc(*row.high_water_unix_ms)
+             : "-";
+}
+
+void PrintTable(const Listing& listing) {
+  std::cout << listing.backend << " register " << listing.location << "\n";
+  std::printf("%-7s %-5s %-30s %-16s %-8s %-24s %-9s %s\n", "MACHINE", "LIVE", "HOLDER", "HOST",
+              "PID", "SINCE", "LEASE", "HIGH-WATER");
+  for (const Row& row : listing.rows) {
+    std::printf("%-7u %-5s %-30s %-16s %-8s %-24s %-9s %s\n", row.machine, row.live ? "yes" : "no",
+                Or(row.holder, "(free)").c_str(), Or(row.host).c_str(),
+                row.pid > 0 ? std::to_string(row.pid).c_str() : "-",
+                row.since_unix_ms > 0 ? FormatIsoUtc(row.since_unix_ms).c_str() : "-",
+                LeaseText(row).c_str(), MarkText(row).c_str());
+  }
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+void AddRegisterCommand(CLI::App& app) {
+  CLI::App* command = app.add_subcommand(
+      "register",
+      "Show or release the machine numbers of the register (file or etcd) that the daemon's "
+      "config names. Reads the register itself; the daemon need not run.");
+  command->require_subcommand(1);
+  auto config_path = std::make_shared<std::string>("/etc/snowflaked.toml");
+  command->add_option("--config", *config_path, "The daemon's config file")
+      ->capture_default_str();
+
+  CLI::App* list = command->add_subcommand(
+      "list", "Every recorded number: holder, host, since, lease left, high-water mark.");
+  auto list_json = std::make_shared<bool>(false);
+  list->add_flag("--json", *list_json, "Print JSON");
+  list->fallthrough();  // --config after the subcommand
+  list->callback([config_path, list_json] {
+    const Listing listing = List(LoadOrFail(*config_path));
+    if (*list_json) {
+      ordered_json out;
+      out["backend"] = listing.backend;
+      out["location"] = listing.location;
+      out["machines"] = ordered_json::array();
+      for (const Row& row : listing.rows) out["machines"].push_back(RowJson(row));
+      std::cout << out.dump() << "\n";
+    } else {
+      PrintTable(listing);
+    }
+  });
+
+  CLI::App* show = command->add_subcommand("show", "One number, in detail. Exit 1 if unknown.");
+  auto show_machine = std::make_shared<uint32_t>(0);
+  auto show_json = std::make_shared<bool>(false);
+  show->add_option("N", *show_machine, "The machine number")->required()->check(
+      CLI::Range(0, 1023));
+  show->add_flag("--json", *show_json, "Print JSON");
+  show->fallthrough();
+  show->callback([config_path, show_machine, show_json] {
+    const Listing listing = List(LoadOrFail(*config_path));
+    for (const Row& row : listing.rows) {
+      if (row.machine != *show_machine) continue;
+      if (*show_json) {
+        std::cout << RowJson(row).dump() << "\n";
+      } else {
+        std::cout << "machine:    " << row.machine << "\n"
+                  << "register:   " << listing.backend << " " << listing.location << "\n"
+                  << "holder:     " << Or(row.holder, "(free)") << "\n"
+                  << "live:       " << (row.live ? "yes" : "no") << "\n"
+                  << "host:       " << Or(row.host) << "\n"
+                  << "pid:        " << (row.pid > 0 ? std::to_string(row.pid) : "-") << "\n"
+                  << "since:      "
+                  << (row.since_unix_ms > 0 ? FormatIsoUtc(row.since_unix_ms) : "-") << "\n"
+                  << "lease left: " << LeaseText(row) << "\n"
+                  << "high-water: " << MarkText(row)
+                  << (row.high_water_unix_ms ? " (" + std::to_string(*row.high_water_unix_ms) + ")"
+                                             : "")
+                  << "\n";
+      }
+      return;
+    }
+    Fail(kExitUnavailable, "machine " + std::to_string(*show_machine) + " is not in the " +
+                               listing.backend + " register " + listing.location);
+  });
+
+  CLI::App* release = command->add_subcommand(
+      "release",
+      "Free number N for another holder. Refused while a live daemon holds it; the "
+      "high-water mark is kept, so the next holder continues above it.");
+  auto release_machine = std::make_shared<uint32_t>(0);
+  release->add_option("N", *release_machine, "The machine number")->required()->check(
+      CLI::Range(0, 1023));
+  release->fallthrough();
+  release->callback([config_path, release_machine] {
+    const Config config = LoadOrFail(*config_path);
+    tl::expected<void, RegisterError> released;
+    if (config.machine_register.backend == RegisterBackend::kEtcd) {
+      EtcdRegister reg(EtcdRegisterOptionsFrom(config));
+      released = reg.Release(*release_machine);
+    } else {
+      FileRegister reg(FileRegisterOptions{.path = config.RegisterPath(),
+                                           .first_machine = config.machine_register.first_machine,
+                                           .last_machine = config.machine_register.last_machine,
+                                       .host_lock_dir = HostLockDir()});
+      released = reg.Release(*release_machine);
+    }
+    if (!released) Fail(kExitUnavailable, "release refused: " + released.error().message);
+    std::cout << "released machine " << *release_machine << " (its high-water mark is kept)\n";
+  });
+}
+
+}  // namespace snowflake::cli

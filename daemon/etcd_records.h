@@ -1,0 +1,74 @@
+// The keys and values the etcd register keeps under its prefix P (default
+// "/snowflaked/"), as pure functions so they can be tested and fuzzed on their own:
+//
+//   P config         {"format":"snowflaked-fleet","version":1,"epoch_unix_ms":E,
+//                     "layout":"time41-machine10-sequence12"}
+//                    created once by the first daemon; every claim compares it byte for
+//                    byte in the claim's transaction.
+//   P machines/N     {"holder":H,"host":S,"pid":I,"since_unix_ms":T}, bound to the
+//                    holder's lease: present = N is held.
+//   P high-water/N   {"unix_ms":W,"holder":H}: persistent (no lease); W only rises, and
+//                    only in a transaction that compares the holder's lease on
+//                    machines/N. H is the last holder, so a returning holder prefers N.
+//
+// Decoders never throw and refuse anything else with a message that quotes the text.
+
+#ifndef SNOWFLAKE_DAEMON_ETCD_RECORDS_H_
+#define SNOWFLAKE_DAEMON_ETCD_RECORDS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <tl/expected.hpp>
+
+namespace snowflake::etcd {
+
+struct FleetRecord {
+  int64_t epoch_unix_ms = 0;
+  std::string layout;
+  friend bool operator==(const FleetRecord&, const FleetRecord&) = default;
+};
+
+struct HolderRecord {
+  std::string holder;
+  std::string host;
+  int64_t pid = 0;
+  int64_t since_unix_ms = 0;
+  friend bool operator==(const HolderRecord&, const HolderRecord&) = default;
+};
+
+struct HighWaterRecord {
+  int64_t unix_ms = 0;
+  std::string holder;  // "" = released: no holder prefers this number
+  friend bool operator==(const HighWaterRecord&, const HighWaterRecord&) = default;
+};
+
+// This build's layout: "time41-machine10-sequence12".
+std::string LayoutName();
+
+std::string ConfigKey(std::string_view prefix);
+std::string MachinesPrefix(std::string_view prefix);
+std::string HighWaterPrefix(std::string_view prefix);
+std::string MachineKey(std::string_view prefix, uint32_t machine);
+std::string HighWaterKey(std::string_view prefix, uint32_t machine);
+// N of "<key_prefix>N" (a machines/ or high-water/ key): nullopt unless N is a decimal
+// number within 0-1023 without leading zeros.
+std::optional<uint32_t> MachineOfKey(std::string_view key_prefix, std::string_view key);
+
+// The canonical text: two encoders given equal records produce equal bytes.
+std::string EncodeFleet(const FleetRecord& record);
+std::string EncodeHolder(const HolderRecord& record);
+std::string EncodeHighWater(const HighWaterRecord& record);
+
+// Errors: a sentence saying what is wrong with the text (quoted, cut at 80 characters).
+tl::expected<FleetRecord, std::string> DecodeFleet(std::string_view text) noexcept;
+tl::expected<HolderRecord, std::string> DecodeHolder(std::string_view text) noexcept;
+tl::expected<HighWaterRecord, std::string> DecodeHighWater(std::string_view text) noexcept;
+
+// "epoch 1767225600000 (2026-01-01T00:00:00.000Z), layout time41-machine10-sequence12".
+std::string DescribeFleet(const FleetRecord& record);
+
+}  // namespace snowflake::etcd
+
+#endif  // SNOWFLAKE_DAEMON_ETCD_RECORDS_H_

@@ -1,0 +1,140 @@
+// The "etcd" register backend: machine numbers for a fleet, kept in a real etcd cluster
+// (v3 API through its JSON gateway, etcd_client.h), fenced by a high-water mark per
+// number (docs/etcd-fencing.md has the argument step by step; etcd_records.h the keys).
+//
+// - Claim: the fleet record (epoch and layout) is created once and compared in the same
+//   transaction that puts machines/N if absent, bound to this daemon's lease, and reads
+//   high-water/N. A holder gets its own number back, also while its old lease is alive.
+// - UpdateHighWater: raises high-water/N in a transaction that compares this daemon's lease
+//   on machines/N. Only a committed transaction counts: a timeout is reported as an error
+//   (not committed). A failed comparison means the claim is gone: kClaimLost, for good.
+// - A keepalive thread renews the lease every lease_ttl_s / 3; a lease that is gone makes
+//   every later call fail with kClaimLost.
+//
+// Thread-safety: Claim, UpdateHighWater, RecordCleanStop, List and Release must be called
+// from one thread at a time; claim_lost() and lease_status() may be called from any thread.
+// The keepalive thread uses its own connection.
+
+#ifndef SNOWFLAKE_DAEMON_ETCD_REGISTER_H_
+#define SNOWFLAKE_DAEMON_ETCD_REGISTER_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "etcd_client.h"
+#include "etcd_records.h"
+#include "machine_register.h"
+#include "snowflake/id_layout.h"
+
+namespace snowflake {
+
+struct EtcdRegisterOptions {
+  etcd::ClientOptions client;
+  std::string prefix = "/snowflaked/";
+  int64_t lease_ttl_s = 10;
+  uint32_t first_machine = 0;  // numbers this daemon may claim: first..last
+  uint32_t last_machine = kMaxMachine;
+  std::string host;  // recorded with the claim; empty: gethostname()
+  // Claim gives up after this many lost races or unanswered attempts.
+  int max_claim_attempts = 64;
+  // Set when the options could not be completed (an unreadable password file): Claim
+  // then fails with kUnreadable and this message.
+  std::string setup_error;
+};
+
+// The options config asks for (register.machines, [register.etcd]); reads
+// register.etcd.password_file, reporting a failure through setup_error.
+EtcdRegisterOptions EtcdRegisterOptionsFrom(const Config& config);
+
+// One number as `snowflakectl register list` shows it.
+struct EtcdRegisterEntry {
+  uint32_t machine = 0;
+  std::optional<etcd::HolderRecord> holder;  // present = held
+  int64_t lease = 0;
+  int64_t lease_ttl_left_s = -1;  // -1: no lease, or the lease is gone
+  std::optional<etcd::HighWaterRecord> high_water;
+};
+
+class EtcdRegister final : public MachineRegister {
+ public:
+  explicit EtcdRegister(EtcdRegisterOptions options);
+  // Stops the keepalive thread and revokes the lease (best effort), so the number is free
+  // at once; its high-water mark stays.
+  ~EtcdRegister() override;
+
+  // Errors: kInvalidRequest (empty holder id, an empty range), kEpochMismatch (the fleet
+  // record names another epoch or layout: both are in the message), kNoFreeNumber (every
+  // number of the range is held: the range and the holder count are in the message),
+  // kCorrupt (a value under the prefix is not ours: the key is named), kUnreadable (etcd
+  // did not answer, or refused: the message has etcd's reason).
+  tl::expected<MachineClaim, RegisterError> Claim(const ClaimRequest& request) noexcept override;
+  // Raises high-water/N to max(unix_ms, every earlier attempt). Returns success only if
+  // the transaction committed. Errors: kNotClaimed, kClaimLost (the number is no longer
+  // ours: stop serving now and exit), kUnreadable (no answer in time or etcd refused: NOT
+  // committed; the previous horizon still holds).
+  tl::expected<void, RegisterError> UpdateHighWater(int64_t unix_ms) noexcept override;
+  // Records max(last_issued, the mark this claim started above), under the same lease
+  // comparison: the only write that may lower the mark, and only down to what this holder
+  // really issued. Errors as UpdateHighWater.
+  tl::expected<void, RegisterError> RecordCleanStop(int64_t last_issued_unix_ms) noexcept override;
+  // The keepalive runs on its own thread; this only reports what it found. Errors:
+  // kClaimLost once the lease is known to be gone (stop serving at once).
+  tl::expected<void, RegisterError> Renew() noexcept override;
+  bool fences_across_hosts() const noexcept override { return true; }
+  std::string_view backend_name() const noexcept override { return "etcd"; }
+  // "etcd http://a:2379,http://b:2379 /snowflaked/".
+  std::string location() const override;
+
+  // Set (for good) once the claim is known to be gone: the keepalive found the lease gone
+  // or a raise's comparison failed.
+  bool claim_lost() const noexcept { return claim_lost_.load(std::memory_order_acquire); }
+  // The lease of the claim (0 before Claim).
+  int64_t lease() const noexcept { return lease_; }
+
+  // For `snowflakectl register list/show`: every number with a holder or a mark,
+  // ascending. Errors: kCorrupt, kUnreadable.
+  tl::expected<std::vector<EtcdRegisterEntry>, RegisterError> List() noexcept;
+  // For `snowflakectl register release N`: removes a holder record whose lease is gone or
+  // that has no lease, and forgets the last holder recorded with the mark (so that holder
+  // no longer prefers N). Never touches the mark itself. Errors: kInUse (a live lease holds
+  // N), kInvalidRequest (N has no holder and no mark), kCorrupt, kUnreadable.
+  tl::expected<void, RegisterError> Release(uint32_t machine) noexcept;
+
+ private:
+  tl::expected<void, RegisterError> EnsureFleet(const etcd::FleetRecord& fleet,
+                                                const std::string& fleet_text) noexcept;
+  tl::expected<void, RegisterError> Raise(int64_t unix_ms, bool clean_stop) noexcept;
+  void KeepAliveLoop();
+  void StopKeepAlive();
+  RegisterError Unreachable(const std::string& what, const etcd::Error& e) const;
+
+  // Constant after construction.
+  EtcdRegisterOptions options_;
+
+  // Used by the caller's thread only.
+  etcd::EtcdClient client_;
+  std::optional<uint32_t> machine_;
+  std::string holder_id_;
+  int64_t lease_ = 0;
+  int64_t claim_mark_ = 0;     // the mark read when claiming: never write below it
+  int64_t committed_ = 0;      // the highest mark a committed raise wrote
+  int64_t attempted_max_ = 0;  // the highest mark any raise tried (may have committed)
+
+  // Shared with the keepalive thread.
+  std::atomic<bool> claim_lost_{false};
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stop_ = false;          // guarded by mutex_
+  std::string lost_reason_;    // guarded by mutex_
+  std::thread keepalive_;
+};
+
+}  // namespace snowflake
+
+#endif  // SNOWFLAKE_DAEMON_ETCD_REGISTER_H_

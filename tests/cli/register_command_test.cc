@@ -1,0 +1,122 @@
+// `snowflakectl register list/show/release` run as a process against a real etcd (one
+// member) and a real file register: what a holder recorded is shown, a live holder's
+// number is never released, and a release keeps the high-water mark.
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "etcd_cluster.h"
+#include "etcd_register.h"
+#include "file_register.h"
+#include "machine_lock.h"
+#include "subprocess.h"
+#include "temp_dir.h"
+
+namespace snowflake {
+namespace {
+
+const std::string kCtl = SNOWFLAKE_BINARY_DIR "/cli/snowflakectl";
+constexpr int64_t kEpoch = 1'767'225'600'000;
+
+testing::RunResult Ctl(std::vector<std::string> args) {
+  args.insert(args.begin(), kCtl);
+  return testing::RunCommand(std::move(args));
+}
+
+TEST(RegisterCommand, EtcdListShowsTheHolderAndReleaseRefusesItThenKeepsTheMark) {
+  // Arrange
+  testing::EtcdCluster cluster(1);
+  ASSERT_TRUE(cluster.ok()) << cluster.error();
+  testing::TempDir dir("register-cli");
+  const std::string config = (dir / "snowflaked.toml").string();
+  {
+    std::ofstream out(config);
+    out << "[register]\nbackend = \"etcd\"\nmachines = \"3-5\"\n[register.etcd]\nendpoints = [\""
+        << cluster.ClientUrl(0) << "\"]\nprefix = \"/cli/\"\n";
+  }
+  EtcdRegisterOptions options;
+  options.client.endpoints = {cluster.ClientUrl(0)};
+  options.prefix = "/cli/";
+  options.first_machine = 3;
+  options.last_machine = 5;
+  options.host = "host-x";
+  auto holder = std::make_unique<EtcdRegister>(options);
+  auto claim = holder->Claim({"cli-holder", kEpoch});
+  ASSERT_TRUE(claim) << claim.error().message;
+  ASSERT_TRUE(holder->UpdateHighWater(kEpoch + 4242));
+  const std::string n = std::to_string(claim->machine);
+
+  // Act
+  const auto list = Ctl({"register", "list", "--json", "--config", config});
+  const auto table = Ctl({"register", "list", "--config", config});
+  const auto refused = Ctl({"register", "release", n, "--config", config});
+  holder.reset();  // the daemon stops: its lease is revoked
+  const auto released = Ctl({"register", "release", n, "--config", config});
+  const auto show = Ctl({"register", "show", n, "--json", "--config", config});
+  const auto unknown = Ctl({"register", "show", "1000", "--config", config});
+
+  // Assert
+  ASSERT_TRUE(list.status.ExitedWith(0)) << list.err;
+  const auto j = nlohmann::json::parse(list.out);
+  EXPECT_EQ(j["backend"], "etcd");
+  ASSERT_EQ(j["machines"].size(), 1u);
+  EXPECT_EQ(j["machines"][0]["machine"], claim->machine);
+  EXPECT_EQ(j["machines"][0]["holder"], "cli-holder");
+  EXPECT_EQ(j["machines"][0]["host"], "host-x");
+  EXPECT_EQ(j["machines"][0]["live"], true);
+  EXPECT_GT(j["machines"][0]["lease_ttl_left_s"].get<int64_t>(), 0);
+  EXPECT_EQ(j["machines"][0]["high_water_unix_ms"], kEpoch + 4242);
+  EXPECT_NE(table.out.find("cli-holder"), std::string::npos) << table.out;
+  EXPECT_TRUE(refused.status.ExitedWith(1)) << refused.out << refused.err;
+  EXPECT_NE(refused.err.find("held by a live daemon"), std::string::npos) << refused.err;
+  EXPECT_TRUE(released.status.ExitedWith(0)) << released.err;
+  ASSERT_TRUE(show.status.ExitedWith(0)) << show.err;
+  const auto shown = nlohmann::json::parse(show.out);
+  EXPECT_EQ(shown["holder"], "");
+  EXPECT_EQ(shown["high_water_unix_ms"], kEpoch + 4242);
+  EXPECT_TRUE(unknown.status.ExitedWith(1)) << unknown.err;
+}
+
+TEST(RegisterCommand, FileListShowsTheHolderAndReleaseRefusesALiveOne) {
+  // Arrange
+  testing::TempDir dir("register-cli-file");
+  const std::string config = (dir / "snowflaked.toml").string();
+  {
+    std::ofstream out(config);
+    out << "[register]\npath = \"" << (dir / "register.json").string() << "\"\n";
+  }
+  auto holder = std::make_unique<FileRegister>(FileRegisterOptions{.path = dir / "register.json",
+                                                                      .first_machine = 0,
+                                                                      .last_machine = kMaxMachine,
+                                                                      .host_lock_dir = HostLockDir()});
+  auto claim = holder->Claim({"file-holder", kEpoch});
+  ASSERT_TRUE(claim) << claim.error().message;
+  ASSERT_TRUE(holder->UpdateHighWater(kEpoch + 77));
+
+  // Act
+  const auto list = Ctl({"register", "list", "--json", "--config", config});
+  const auto refused = Ctl({"register", "release", "0", "--config", config});
+  holder.reset();
+  const auto released = Ctl({"register", "release", "0", "--config", config});
+  const auto show = Ctl({"register", "show", "0", "--json", "--config", config});
+
+  // Assert
+  ASSERT_TRUE(list.status.ExitedWith(0)) << list.err;
+  const auto j = nlohmann::json::parse(list.out);
+  EXPECT_EQ(j["backend"], "file");
+  ASSERT_EQ(j["machines"].size(), 1u);
+  EXPECT_EQ(j["machines"][0]["holder"], "file-holder");
+  EXPECT_EQ(j["machines"][0]["live"], true);
+  EXPECT_TRUE(refused.status.ExitedWith(1)) << refused.err;
+  EXPECT_TRUE(released.status.ExitedWith(0)) << released.err;
+  const auto shown = nlohmann::json::parse(show.out);
+  EXPECT_EQ(shown["holder"], "");
+  EXPECT_EQ(shown["high_water_unix_ms"], kEpoch + 77);
+}
+
+}  // namespace
+}  // namespace snowflake

@@ -1,0 +1,263 @@
+// The real snowflaked with register.backend = "etcd" against a real 3-member etcd
+// cluster (tests/support/etcd_cluster.h):
+//   - a daemon serves IDs from the number it claimed in etcd, and no ID it hands out lies
+//     above the high-water mark committed in etcd (the fence is raised before publishing);
+//   - 4 daemons on one etcd serve 4 distinct numbers;
+//   - SIGKILL and a restart get the same number back, IDs continuing above;
+//   - takeover: daemon A is SIGSTOPped past its lease, B claims A's number; after SIGCONT
+//     A hands out nothing more and exits non-zero, and every ID of B is above every ID of A.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <cstring>
+#include <chrono>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "daemon_harness.h"
+#include "etcd_cluster.h"
+#include "snowflake/client.h"
+
+namespace snowflake {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::Daemon;
+using testing::DaemonHarness;
+using testing::DaemonOptions;
+using testing::EtcdCluster;
+
+std::string Base64(std::string_view bytes) {
+  static constexpr char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  size_t i = 0;
+  for (; i + 2 < bytes.size(); i += 3) {
+    const uint32_t v = (uint8_t(bytes[i]) << 16) | (uint8_t(bytes[i + 1]) << 8) | uint8_t(bytes[i + 2]);
+    out += {kAlphabet[v >> 18], kAlphabet[(v >> 12) & 63], kAlphabet[(v >> 6) & 63], kAlphabet[v & 63]};
+  }
+  if (i + 1 == bytes.size()) {
+    const uint32_t v = uint8_t(bytes[i]) << 16;
+    out += {kAlphabet[v >> 18], kAlphabet[(v >> 12) & 63], '=', '='};
+  } else if (i + 2 == bytes.size()) {
+    const uint32_t v = (uint8_t(bytes[i]) << 16) | (uint8_t(bytes[i + 1]) << 8);
+    out += {kAlphabet[v >> 18], kAlphabet[(v >> 12) & 63], kAlphabet[(v >> 6) & 63], '='};
+  }
+  return out;
+}
+
+std::string Unbase64(const std::string& text) {
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (const char c : text) {
+    const char* p = std::strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", c);
+    if (c == '=' || p == nullptr) break;
+    acc = (acc << 6) | static_cast<uint32_t>(p - "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/");
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out += static_cast<char>((acc >> bits) & 0xff);
+    }
+  }
+  return out;
+}
+
+class DaemonEtcd : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { cluster_ = new EtcdCluster(3); }
+  static void TearDownTestSuite() {
+    delete cluster_;
+    cluster_ = nullptr;
+  }
+  void SetUp() override { ASSERT_TRUE(cluster_->ok()) << cluster_->error(); }
+
+  std::string Prefix() const {
+    return "/d/" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "/";
+  }
+
+  DaemonOptions OptionsFor(const std::string& name, const std::string& machines = "0-63",
+                           const std::string& etcd_extra = "") {
+    DaemonOptions options;
+    options.runtime_dir = harness_.root() / (name + "-run");
+    options.state_dir = harness_.root() / (name + "-state");
+    std::string endpoints;
+    for (const auto& url : cluster_->ClientUrls()) endpoints += (endpoints.empty() ? "\"" : ", \"") + url + "\"";
+    options.config_path = harness_.WriteFile(
+        name + ".toml", "[daemon]\ninstance = \"" + name + "\"\n[register]\nbackend = \"etcd\"\n"
+                        "machines = \"" + machines + "\"\nholder_id = \"host-" + name + "\"\n"
+                        "[register.etcd]\nendpoints = [" + endpoints + "]\nprefix = \"" + Prefix() +
+                        "\"\n" + etcd_extra);
+    return options;
+  }
+
+  // The value of `key` under this test's prefix, or "" if absent.
+  std::string Get(const std::string& key) {
+    auto answer = testing::HttpPost(cluster_->ClientUrl(0) + "/v3/kv/range",
+                                    R"({"key":")" + Base64(Prefix() + key) + R"("})", 5s);
+    if (!answer || answer->status != 200) return "";
+    const auto j = nlohmann::json::parse(answer->body, nullptr, false);
+    if (j.is_discarded() || !j.contains("kvs")) return "";
+    return Unbase64(j["kvs"][0].value("value", std::string()));
+  }
+
+  static std::optional<ClientStatus> Status(const DaemonOptions& options) {
+    auto status = Client::Inspect(DaemonHarness::ClientOptionsFor(options.runtime_dir));
+    if (!status) return std::nullopt;
+    return *status;
+  }
+
+  static std::vector<uint64_t> Take(Client& client, size_t count) {
+    std::vector<uint64_t> ids;
+    for (size_t i = 0; i < count; ++i) {
+      auto id = client.Next();
+      if (!id) break;
+      ids.push_back(*id);
+    }
+    return ids;
+  }
+
+  static EtcdCluster* cluster_;
+  DaemonHarness harness_{"etcd"};
+};
+
+EtcdCluster* DaemonEtcd::cluster_ = nullptr;
+
+TEST_F(DaemonEtcd, ServesIdsFromItsEtcdNumberNeverAboveTheCommittedMark) {
+  // Arrange
+  const DaemonOptions options = OptionsFor("a");
+  Daemon daemon = harness_.Start(options);
+  ASSERT_TRUE(daemon.ready()) << daemon.Describe();
+  auto client = Client::Open("etcd-test", DaemonHarness::ClientOptionsFor(options.runtime_dir));
+  ASSERT_TRUE(client) << client.error().message;
+
+  // Act
+  const std::vector<uint64_t> ids = Take(*client, 20'000);
+  const auto status = Status(options);
+  ASSERT_TRUE(status);
+  const std::string holder = Get("machines/" + std::to_string(status->machine));
+  const std::string mark_text = Get("high-water/" + std::to_string(status->machine));
+
+  // Assert
+  ASSERT_EQ(ids.size(), 20'000u);
+  EXPECT_NE(holder.find("\"holder\":\"host-a\""), std::string::npos) << holder;
+  const auto mark = nlohmann::json::parse(mark_text, nullptr, false);
+  ASSERT_FALSE(mark.is_discarded()) << mark_text;
+  const int64_t mark_ms = mark["unix_ms"].get<int64_t>();
+  for (const uint64_t id : ids) {
+    const auto decoded = client->Decode(id);
+    ASSERT_TRUE(decoded);
+    ASSERT_EQ(decoded->machine, status->machine);
+    ASSERT_LE(decoded->unix_ms, mark_ms) << "an ID above the mark committed in etcd";
+  }
+  EXPECT_TRUE(daemon.Stop().value_or(testing::ExitStatus{}).ExitedWith(0)) << daemon.Describe();
+}
+
+TEST_F(DaemonEtcd, FourDaemonsOnOneEtcdServeDistinctNumbers) {
+  // Arrange
+  std::vector<DaemonOptions> options;
+  std::vector<Daemon> daemons;
+  for (int i = 0; i < 4; ++i) options.push_back(OptionsFor("d" + std::to_string(i), "0-3"));
+
+  // Act
+  for (int i = 0; i < 4; ++i) daemons.push_back(Daemon::Spawn(options[i]));
+  for (auto& d : daemons) ASSERT_TRUE(d.WaitForReady(60s)) << d.Describe();
+
+  // Assert
+  std::set<uint32_t> numbers;
+  for (int i = 0; i < 4; ++i) {
+    const auto status = Status(options[i]);
+    ASSERT_TRUE(status);
+    EXPECT_EQ(status->state, "serving");
+    EXPECT_TRUE(numbers.insert(status->machine).second) << "machine " << status->machine << " twice";
+  }
+  EXPECT_EQ(numbers.size(), 4u);
+  // A fifth finds the range full, names it and exits non-zero.
+  Daemon fifth = Daemon::Spawn(OptionsFor("d4", "0-3"));
+  auto exit = fifth.Wait(60s);
+  ASSERT_TRUE(exit) << fifth.Describe();
+  EXPECT_FALSE(exit->ExitedWith(0));
+  EXPECT_NE(fifth.err().find("no free machine number in 0-3"), std::string::npos) << fifth.err();
+}
+
+TEST_F(DaemonEtcd, SigkillAndRestartGetTheSameNumberBackAndContinueAbove) {
+  // Arrange
+  const DaemonOptions options = OptionsFor("k");
+  std::optional<Daemon> daemon = harness_.Start(options);
+  ASSERT_TRUE(daemon->ready()) << daemon->Describe();
+  auto client = Client::Open("etcd-kill", DaemonHarness::ClientOptionsFor(options.runtime_dir));
+  ASSERT_TRUE(client) << client.error().message;
+  const std::vector<uint64_t> before = Take(*client, 5000);
+  const auto machine_before = Status(options)->machine;
+
+  // Act
+  daemon->Kill();
+  daemon.emplace(harness_.Start(options));
+  ASSERT_TRUE(daemon->ready()) << daemon->Describe();
+  auto fresh = Client::Open("etcd-kill-2", DaemonHarness::ClientOptionsFor(options.runtime_dir));
+  ASSERT_TRUE(fresh) << fresh.error().message;
+  const std::vector<uint64_t> after = Take(*fresh, 5000);
+
+  // Assert
+  ASSERT_EQ(before.size(), 5000u);
+  ASSERT_EQ(after.size(), 5000u);
+  EXPECT_EQ(Status(options)->machine, machine_before);
+  EXPECT_GT(*std::min_element(after.begin(), after.end()),
+            *std::max_element(before.begin(), before.end()));
+}
+
+TEST_F(DaemonEtcd, TakeoverAfterSigstopFencesTheOldDaemon) {
+  // Arrange: A serves the only number of the range with a 2 s lease.
+  const std::string short_lease = "lease_ttl_s = 2\nrequest_timeout_ms = 1000\n";
+  const DaemonOptions a_options = OptionsFor("ta", "9", short_lease);
+  const DaemonOptions b_options = OptionsFor("tb", "9", short_lease);
+  Daemon a = harness_.Start(a_options);
+  ASSERT_TRUE(a.ready()) << a.Describe();
+  auto a_client = Client::Open("takeover-a", DaemonHarness::ClientOptionsFor(a_options.runtime_dir));
+  ASSERT_TRUE(a_client) << a_client.error().message;
+  std::vector<uint64_t> a_ids = Take(*a_client, 5000);
+  ASSERT_EQ(a_ids.size(), 5000u);
+
+  // Act: A stops past its lease; B claims number 9; A continues.
+  ASSERT_TRUE(a.process().Kill(SIGSTOP));
+  // Until etcd has expired A's lease and dropped its record (2 s, more on a loaded host).
+  std::this_thread::sleep_for(2s);
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (!Get("machines/9").empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_EQ(Get("machines/9"), "") << "etcd kept A's record past its lease";
+  Daemon b = harness_.Start(b_options, 60s);
+  ASSERT_TRUE(b.ready()) << b.Describe();
+  auto b_client = Client::Open("takeover-b", DaemonHarness::ClientOptionsFor(b_options.runtime_dir));
+  ASSERT_TRUE(b_client) << b_client.error().message;
+  const std::vector<uint64_t> b_ids = Take(*b_client, 5000);
+  ASSERT_TRUE(a.process().Kill(SIGCONT));
+  // Whatever A still hands out (its ring, filled before the stop), until it exits.
+  for (int i = 0; i < 2000 && a.Running(); ++i) {
+    auto id = a_client->Next();
+    if (id) a_ids.push_back(*id);
+    else std::this_thread::sleep_for(5ms);
+  }
+  auto a_exit = a.Wait(30s);
+
+  // Assert
+  ASSERT_EQ(b_ids.size(), 5000u);
+  EXPECT_EQ(Status(b_options)->machine, 9u);
+  ASSERT_TRUE(a_exit) << "A kept running after losing its number: " << a.Describe();
+  EXPECT_FALSE(a_exit->ExitedWith(0)) << a.Describe();
+  EXPECT_NE(a.err().find("claim anew"), std::string::npos) << a.err();
+  EXPECT_GT(*std::min_element(b_ids.begin(), b_ids.end()),
+            *std::max_element(a_ids.begin(), a_ids.end()))
+      << "an ID of the new holder is not above every ID of the old one";
+}
+
+}  // namespace
+}  // namespace snowflake

@@ -1,0 +1,285 @@
+// The etcd gateway's wire format (daemon/etcd_json.h) and the register's records
+// (daemon/etcd_records.h) on crafted text: every omitted field, int64s beyond 2^53,
+// etcd's error objects, and garbage that must be refused, never read as success.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "etcd_json.h"
+#include "etcd_records.h"
+#include "stress_seed.h"
+
+namespace snowflake::etcd {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(EtcdBase64, RoundTripsEveryLength) {
+  std::string bytes;
+  for (int i = 0; i < 300; ++i) {
+    const std::string encoded = Base64Encode(bytes);
+    ASSERT_EQ(encoded.size() % 4, 0u);
+    const auto decoded = Base64Decode(encoded);
+    ASSERT_TRUE(decoded.has_value()) << encoded;
+    EXPECT_EQ(*decoded, bytes);
+    bytes.push_back(static_cast<char>(i * 37));
+  }
+  EXPECT_EQ(Base64Encode("k"), "aw==");
+  EXPECT_EQ(Base64Encode("/snowflaked/config"), "L3Nub3dmbGFrZWQvY29uZmln");
+}
+
+TEST(EtcdBase64, DecodeRefusesMalformedText) {
+  EXPECT_FALSE(Base64Decode("a"));
+  EXPECT_FALSE(Base64Decode("aw="));
+  EXPECT_FALSE(Base64Decode("a==="));
+  EXPECT_FALSE(Base64Decode("aw==aw=="));  // padding in the middle
+  EXPECT_FALSE(Base64Decode("a!b="));
+  EXPECT_FALSE(Base64Decode("aw=x"));
+  EXPECT_EQ(Base64Decode(""), std::string());
+}
+
+TEST(EtcdInt64, ParsesOnlyPlainDecimals) {
+  EXPECT_EQ(ParseInt64("2324035768177677831"), int64_t{2324035768177677831});
+  EXPECT_EQ(ParseInt64("9223372036854775807"), INT64_MAX);
+  EXPECT_EQ(ParseInt64("-1"), -1);
+  EXPECT_FALSE(ParseInt64("9223372036854775808"));
+  EXPECT_FALSE(ParseInt64(""));
+  EXPECT_FALSE(ParseInt64(" 1"));
+  EXPECT_FALSE(ParseInt64("+1"));
+  EXPECT_FALSE(ParseInt64("1e3"));
+  EXPECT_FALSE(ParseInt64("12a"));
+}
+
+TEST(EtcdPrefixEnd, IncrementsTheLastByte) {
+  EXPECT_EQ(PrefixEnd("/a/"), "/a0");
+  EXPECT_EQ(PrefixEnd(std::string("a\xff", 2)), "b");
+  EXPECT_EQ(PrefixEnd(""), std::string(1, '\0'));
+}
+
+TEST(EtcdJson, LeaseIdsBeyondTwoToThe53AreExact) {
+  // 2^53 + 1 is not representable in a double: a parse through one would give 2^53.
+  const auto sut = ParseLeaseGrantResponse(
+      200, R"({"header":{"revision":"1"},"ID":"9007199254740993","TTL":"10"})");
+  ASSERT_TRUE(sut) << sut.error().message;
+  EXPECT_EQ(sut->id, int64_t{9007199254740993});
+  EXPECT_EQ(sut->ttl_s, 10);
+  EXPECT_EQ(LeaseIdBody(int64_t{9007199254740993}), R"({"ID":"9007199254740993"})");
+}
+
+TEST(EtcdJson, FailedTxnHasNoSucceededField) {
+  const auto sut = ParseTxnResponse(
+      200,
+      R"({"header":{"revision":"3"},"responses":[{"response_range":{"header":{"revision":"3"},)"
+      R"("kvs":[{"key":"aw==","create_revision":"2","mod_revision":"2","version":"1",)"
+      R"("value":"dg==","lease":"2324035768177677831"}],"count":"1"}}]})");
+  ASSERT_TRUE(sut) << sut.error().message;
+  EXPECT_FALSE(sut->succeeded);
+  ASSERT_EQ(sut->responses.size(), 1u);
+  ASSERT_EQ(sut->responses[0].range.kvs.size(), 1u);
+  const KeyValue& kv = sut->responses[0].range.kvs[0];
+  EXPECT_EQ(kv.key, "k");
+  EXPECT_EQ(kv.value, "v");
+  EXPECT_EQ(kv.lease, int64_t{2324035768177677831});
+  EXPECT_EQ(sut->revision, 3);
+}
+
+TEST(EtcdJson, SucceededTxnWithPutAndEmptyRange) {
+  const auto sut = ParseTxnResponse(
+      200, R"({"header":{"revision":"2"},"succeeded":true,"responses":[)"
+           R"({"response_put":{"header":{"revision":"2"}}},{"response_range":{"header":{}}}]})");
+  ASSERT_TRUE(sut) << sut.error().message;
+  EXPECT_TRUE(sut->succeeded);
+  ASSERT_EQ(sut->responses.size(), 2u);
+  EXPECT_EQ(sut->responses[0].kind, Op::Kind::kPut);
+  EXPECT_EQ(sut->responses[1].kind, Op::Kind::kRange);
+  EXPECT_TRUE(sut->responses[1].range.kvs.empty());  // "kvs" omitted: nothing matched
+}
+
+TEST(EtcdJson, OmittedFieldsAreZeroValues) {
+  const auto sut = ParseRangeResponse(200, R"({"header":{},"kvs":[{"key":"aw=="}],"count":"1"})");
+  ASSERT_TRUE(sut) << sut.error().message;
+  ASSERT_EQ(sut->kvs.size(), 1u);
+  EXPECT_EQ(sut->kvs[0].value, "");
+  EXPECT_EQ(sut->kvs[0].lease, 0);
+  EXPECT_EQ(sut->kvs[0].create_revision, 0);
+  const auto empty = ParseRangeResponse(200, R"({"header":{"revision":"3"}})");
+  ASSERT_TRUE(empty);
+  EXPECT_TRUE(empty->kvs.empty());
+  EXPECT_EQ(empty->count, 0);
+}
+
+TEST(EtcdJson, ExpiredLeaseKeepAliveHasNoTtl) {
+  const auto lost = ParseLeaseKeepAliveResponse(200, R"({"result":{"header":{},"ID":"12345"}})");
+  ASSERT_TRUE(lost) << lost.error().message;
+  EXPECT_FALSE(lost->alive());
+  const auto alive =
+      ParseLeaseKeepAliveResponse(200, R"({"result":{"header":{},"ID":"12345","TTL":"5"}})");
+  ASSERT_TRUE(alive);
+  EXPECT_TRUE(alive->alive());
+  EXPECT_EQ(alive->ttl_s, 5);
+  // A stream error is not a keepalive.
+  const auto error = ParseLeaseKeepAliveResponse(
+      200, R"({"error":{"grpc_code":14,"http_code":503,"message":"x","code":14}})");
+  ASSERT_FALSE(error);
+  EXPECT_EQ(error.error().kind, ErrorKind::kRejected);
+  EXPECT_FALSE(ParseLeaseKeepAliveResponse(200, R"({"header":{}})"));
+}
+
+TEST(EtcdJson, TimeToLiveOfAGoneLeaseIsMinusOne) {
+  const auto sut = ParseLeaseTimeToLiveResponse(200, R"({"header":{},"ID":"12345","TTL":"-1"})");
+  ASSERT_TRUE(sut);
+  EXPECT_FALSE(sut->alive());
+  const auto alive =
+      ParseLeaseTimeToLiveResponse(200, R"({"ID":"7","TTL":"4","grantedTTL":"5"})");
+  ASSERT_TRUE(alive);
+  EXPECT_EQ(alive->ttl_s, 4);
+  EXPECT_EQ(alive->granted_ttl_s, 5);
+}
+
+TEST(EtcdJson, ErrorObjectsAreRejectionsWithTheirCode) {
+  const auto sut = ParsePutResponse(
+      404, R"({"error":"etcdserver: requested lease not found","message":"etcdserver: )"
+           R"(requested lease not found","code":5})");
+  ASSERT_FALSE(sut);
+  EXPECT_EQ(sut.error().kind, ErrorKind::kRejected);
+  EXPECT_EQ(sut.error().grpc_code, 5);
+  EXPECT_EQ(sut.error().http_status, 404);
+  EXPECT_THAT(sut.error().message, HasSubstr("requested lease not found"));
+  const auto quorum = ParseTxnResponse(
+      500, R"({"error":"context deadline exceeded","message":"context deadline exceeded","code":2})");
+  ASSERT_FALSE(quorum);
+  EXPECT_EQ(quorum.error().grpc_code, 2);
+  // Non-JSON error pages from a proxy.
+  const auto proxy = ParseTxnResponse(502, "<html>Bad Gateway</html>");
+  ASSERT_FALSE(proxy);
+  EXPECT_EQ(proxy.error().kind, ErrorKind::kRejected);
+}
+
+TEST(EtcdJson, GarbageIsMalformedNeverSuccess) {
+  const char* garbage[] = {
+      "",
+      "null",
+      "[]",
+      "\"succeeded\"",
+      "{",
+      R"({"succeeded":"true"})",
+      R"({"succeeded":1})",
+      R"({"header":{"revision":1.5}})",
+      R"({"header":{"revision":"12x"}})",
+      R"({"header":"x"})",
+      R"({"responses":{}})",
+      R"({"responses":[1]})",
+      R"({"responses":[{}]})",
+      R"({"responses":[{"response_what":{}}]})",
+      R"({"responses":[{"response_range":{"kvs":[{"key":"!!"}]}}]})",
+      R"({"responses":[{"response_range":{"kvs":"x"}}]})",
+      R"({"responses":[{"response_range":{"kvs":[{"lease":"99999999999999999999"}]}}]})",
+      R"({"responses":[{"response_range":{"kvs":[{"key":"aw=="},{"key":"aw=="}],"count":"1"}}]})",
+  };
+  for (const char* text : garbage) {
+    const auto sut = ParseTxnResponse(200, text);
+    EXPECT_FALSE(sut) << text;
+    if (!sut) {
+      EXPECT_EQ(sut.error().kind, ErrorKind::kMalformed) << text;
+      EXPECT_FALSE(sut.error().message.empty());
+    }
+  }
+  EXPECT_FALSE(ParseLeaseGrantResponse(200, R"({"ID":"0","TTL":"5"})"));
+  EXPECT_FALSE(ParseLeaseGrantResponse(200, R"({"ID":"5"})"));
+  EXPECT_FALSE(ParseLeaseKeepAliveResponse(200, R"({"result":{"TTL":"-3"}})"));
+  EXPECT_FALSE(ParseAuthenticateResponse(200, R"({"token":""})"));
+  EXPECT_FALSE(ParseAuthenticateResponse(200, "{\"token\":\"a\\nb\"}"));
+}
+
+// A bounded random mutation run: no parser may crash, throw or call garbage a success
+// with a nonsensical result.
+TEST(EtcdJson, RandomMutationsNeverCrash) {
+  const uint64_t seed = snowflake::testing::StressSeedFromEnv();
+  std::printf("EtcdJson.RandomMutationsNeverCrash seed %llu\n",
+              static_cast<unsigned long long>(seed));
+  std::mt19937_64 rng(seed);
+  const std::string base =
+      R"({"header":{"revision":"3"},"succeeded":true,"responses":[{"response_range":)"
+      R"({"kvs":[{"key":"aw==","value":"dg==","lease":"2324035768177677831"}],"count":"1"}},)"
+      R"({"response_put":{}},{"response_delete_range":{"deleted":"1"}}]})";
+  for (int i = 0; i < 200; ++i) {
+    std::string text = base;
+    const int edits = 1 + static_cast<int>(rng() % 4);
+    for (int e = 0; e < edits && !text.empty(); ++e) {
+      const size_t at = rng() % text.size();
+      switch (rng() % 3) {
+        case 0: text[at] = static_cast<char>(rng() % 256); break;
+        case 1: text.erase(at, 1 + rng() % 8); break;
+        default: text.insert(at, 1, "{}[]\":,0-9a"[rng() % 11]); break;
+      }
+    }
+    (void)ParseTxnResponse(200, text);
+    (void)ParseRangeResponse(200, text);
+    (void)ParseLeaseKeepAliveResponse(200, text);
+    (void)ParseLeaseTimeToLiveResponse(200, text);
+    (void)DecodeHolder(text);
+    (void)DecodeHighWater(text);
+    (void)DecodeFleet(text);
+  }
+}
+
+TEST(EtcdJson, TxnBodyNamesTheComparedField) {
+  TxnRequest txn;
+  txn.compare = {Compare::KeyAbsent("k"), Compare::Lease("k", int64_t{9007199254740993}),
+                 Compare::ValueEquals("c", "v"),
+                 Compare::ModRevision("k", Compare::Result::kEqual, 7)};
+  txn.success = {Op::Put("k", "v", 42), Op::Get("h")};
+  txn.failure = {Op::Delete("k")};
+  const std::string sut = TxnBody(txn);
+  EXPECT_THAT(sut, HasSubstr(R"("create_revision":"0")"));
+  EXPECT_THAT(sut, HasSubstr(R"("target":"CREATE")"));
+  EXPECT_THAT(sut, HasSubstr(R"("lease":"9007199254740993","result":"EQUAL","target":"LEASE")"));
+  EXPECT_THAT(sut, HasSubstr(R"("target":"VALUE","value":"dg==")"));
+  EXPECT_THAT(sut, HasSubstr(R"("mod_revision":"7")"));
+  EXPECT_THAT(sut, HasSubstr(R"({"request_put":{"key":"aw==","lease":"42","value":"dg=="}})"));
+  EXPECT_THAT(sut, HasSubstr(R"({"request_range":{"key":"aA=="}})"));
+  EXPECT_THAT(sut, HasSubstr(R"({"request_delete_range":{"key":"aw=="}})"));
+}
+
+TEST(EtcdRecords, RoundTripAndCanonicalText) {
+  const FleetRecord fleet{1767225600000, LayoutName()};
+  EXPECT_EQ(LayoutName(), "time41-machine10-sequence12");
+  EXPECT_EQ(EncodeFleet(fleet),
+            R"({"format":"snowflaked-fleet","version":1,"epoch_unix_ms":1767225600000,)"
+            R"("layout":"time41-machine10-sequence12"})");
+  EXPECT_EQ(DecodeFleet(EncodeFleet(fleet)), fleet);
+  const HolderRecord holder{"m:default", "host-a", 42, 5};
+  EXPECT_EQ(DecodeHolder(EncodeHolder(holder)), holder);
+  const HighWaterRecord mark{1767225600123, "m:default"};
+  EXPECT_EQ(DecodeHighWater(EncodeHighWater(mark)), mark);
+}
+
+TEST(EtcdRecords, DecodersRefuseGarbageWithTheText) {
+  EXPECT_THAT(DecodeHighWater("garbage").error(), HasSubstr("\"garbage\""));
+  EXPECT_FALSE(DecodeHighWater(R"({"unix_ms":-1,"holder":""})"));
+  EXPECT_FALSE(DecodeHighWater(R"({"unix_ms":"5","holder":""})"));
+  EXPECT_FALSE(DecodeHighWater(R"({"unix_ms":5})"));
+  EXPECT_FALSE(DecodeHighWater(R"({"unix_ms":5,"holder":"","x":1})"));
+  EXPECT_FALSE(DecodeHolder(R"({"holder":"","host":"h","pid":1,"since_unix_ms":1})"));
+  EXPECT_FALSE(DecodeFleet(R"({"format":"x","version":1,"epoch_unix_ms":1,"layout":"l"})"));
+  EXPECT_THAT(DecodeFleet(R"({"format":"snowflaked-fleet","version":2,"epoch_unix_ms":1,"layout":"l"})")
+                  .error(),
+              HasSubstr("version"));
+}
+
+TEST(EtcdRecords, MachineOfKeyAcceptsOnlyCanonicalNumbers) {
+  EXPECT_EQ(MachineOfKey("/p/machines/", "/p/machines/0"), 0u);
+  EXPECT_EQ(MachineOfKey("/p/machines/", "/p/machines/1023"), 1023u);
+  EXPECT_FALSE(MachineOfKey("/p/machines/", "/p/machines/1024"));
+  EXPECT_FALSE(MachineOfKey("/p/machines/", "/p/machines/07"));
+  EXPECT_FALSE(MachineOfKey("/p/machines/", "/p/machines/"));
+  EXPECT_FALSE(MachineOfKey("/p/machines/", "/p/machines/x"));
+  EXPECT_FALSE(MachineOfKey("/p/machines/", "/q/machines/1"));
+  EXPECT_EQ(MachineKey("/p/", 3), "/p/machines/3");
+  EXPECT_EQ(HighWaterKey("/p/", 3), "/p/high-water/3");
+}
+
+}  // namespace
+}  // namespace snowflake::etcd

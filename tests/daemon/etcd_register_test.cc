@@ -1,0 +1,480 @@
+// EtcdRegister against a real 3-member etcd cluster on loopback (tests/support/
+// etcd_cluster.h). The properties:
+//   - two live holders never share a number; a full range refuses with the range and the
+//     holder count; a holder gets its own number back;
+//   - fencing: only a committed raise counts; once a number is taken over, the old
+//     holder's raises fail with kClaimLost, and the new holder starts at or above every
+//     mark the old holder got committed;
+//   - faults (leader SIGKILL, quorum loss) never make an uncommitted raise look committed;
+//   - a fleet record of another epoch, and garbage under the prefix, are refused clearly.
+
+#include "etcd_register.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "etcd_client.h"
+#include "etcd_cluster.h"
+#include "etcd_records.h"
+#include "subprocess.h"
+
+namespace snowflake {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+using testing::EtcdCluster;
+
+constexpr int64_t kEpoch = 1'767'225'600'000;
+
+class EtcdRegisterTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { cluster_ = new EtcdCluster(3); }
+  static void TearDownTestSuite() {
+    delete cluster_;
+    cluster_ = nullptr;
+  }
+  void SetUp() override { ASSERT_TRUE(cluster_->ok()) << cluster_->error(); }
+
+  // Options on a prefix of this test's own.
+  static EtcdRegisterOptions Options(uint32_t first, uint32_t last, int64_t ttl_s = 10,
+                                     int64_t timeout_ms = 2000) {
+    EtcdRegisterOptions o;
+    o.client.endpoints = cluster_->ClientUrls();
+    o.client.request_timeout_ms = timeout_ms;
+    o.client.connect_timeout_ms = 500;
+    o.prefix = "/t/" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "/";
+    o.lease_ttl_s = ttl_s;
+    o.first_machine = first;
+    o.last_machine = last;
+    o.host = "test-host";
+    return o;
+  }
+  static etcd::EtcdClient Client() {
+    etcd::ClientOptions options;
+    options.endpoints = cluster_->ClientUrls();
+    return etcd::EtcdClient(options);
+  }
+  static std::optional<etcd::HighWaterRecord> MarkOf(const std::string& prefix, uint32_t n) {
+    auto client = Client();
+    auto range = client.Range(etcd::HighWaterKey(prefix, n));
+    if (!range || range->kvs.empty()) return std::nullopt;
+    auto rec = etcd::DecodeHighWater(range->kvs[0].value);
+    if (!rec) return std::nullopt;
+    return *rec;
+  }
+
+  static EtcdCluster* cluster_;
+};
+
+EtcdCluster* EtcdRegisterTest::cluster_ = nullptr;
+
+TEST_F(EtcdRegisterTest, SixteenRaceForEightNumbersExactlyEightWinDistinctNumbers) {
+  // Arrange
+  std::vector<std::unique_ptr<EtcdRegister>> registers;
+  for (int i = 0; i < 16; ++i) registers.push_back(std::make_unique<EtcdRegister>(Options(0, 7)));
+  std::vector<tl::expected<MachineClaim, RegisterError>> results(
+      16, tl::unexpected(RegisterError{RegisterErrorCode::kUnreadable, "not run"}));
+  std::atomic<bool> go{false};
+
+  // Act
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 16; ++i) {
+    threads.emplace_back([&, i] {
+      while (!go.load()) std::this_thread::yield();
+      results[i] = registers[i]->Claim(ClaimRequest{"holder-" + std::to_string(i), kEpoch});
+    });
+  }
+  go = true;
+  for (auto& t : threads) t.join();
+
+  // Assert
+  std::set<uint32_t> numbers;
+  int failed = 0;
+  for (const auto& r : results) {
+    if (r) {
+      EXPECT_TRUE(numbers.insert(r->machine).second) << "machine " << r->machine << " twice";
+      EXPECT_LE(r->machine, 7u);
+    } else {
+      ++failed;
+      EXPECT_EQ(r.error().code, RegisterErrorCode::kNoFreeNumber) << r.error().message;
+      EXPECT_THAT(r.error().message, HasSubstr("no free machine number in 0-7"));
+      EXPECT_THAT(r.error().message, HasSubstr("8 holders in range"));
+    }
+  }
+  EXPECT_EQ(numbers.size(), 8u);
+  EXPECT_EQ(failed, 8);
+}
+
+TEST_F(EtcdRegisterTest, RestartGetsItsOwnNumberBackAlsoWhileTheOldLeaseLives) {
+  // Arrange: another holder takes 0; ours takes 1 and records a mark.
+  EtcdRegister other(Options(0, 3));
+  ASSERT_TRUE(other.Claim({"other", kEpoch}));
+  auto first = std::make_unique<EtcdRegister>(Options(0, 3));
+  auto first_claim = first->Claim({"ours", kEpoch});
+  ASSERT_TRUE(first_claim) << first_claim.error().message;
+  ASSERT_TRUE(first->UpdateHighWater(kEpoch + 5000));
+
+  // Act 1: a second instance of "ours" while the first's lease is alive (a crash and a
+  // fast restart look like this).
+  auto second = std::make_unique<EtcdRegister>(Options(0, 3));
+  auto second_claim = second->Claim({"ours", kEpoch});
+  // The first instance, if it were still running, is fenced off.
+  auto stale_raise = first->UpdateHighWater(kEpoch + 9000);
+
+  // Act 2: a clean stop (lease revoked), another newcomer, then "ours" again.
+  first.reset();
+  ASSERT_TRUE(second->RecordCleanStop(kEpoch + 5000));
+  second.reset();
+  EtcdRegister newcomer(Options(0, 3));
+  auto newcomer_claim = newcomer.Claim({"newcomer", kEpoch});
+  EtcdRegister third(Options(0, 3));
+  auto third_claim = third.Claim({"ours", kEpoch});
+
+  // Assert
+  ASSERT_TRUE(second_claim) << second_claim.error().message;
+  EXPECT_EQ(second_claim->machine, first_claim->machine);
+  EXPECT_EQ(second_claim->high_water_unix_ms, kEpoch + 5000);
+  ASSERT_FALSE(stale_raise);
+  EXPECT_EQ(stale_raise.error().code, RegisterErrorCode::kClaimLost) << stale_raise.error().message;
+  ASSERT_TRUE(newcomer_claim) << newcomer_claim.error().message;
+  EXPECT_NE(newcomer_claim->machine, first_claim->machine);
+  ASSERT_TRUE(third_claim) << third_claim.error().message;
+  EXPECT_EQ(third_claim->machine, first_claim->machine);
+  EXPECT_EQ(third_claim->high_water_unix_ms, kEpoch + 5000);
+}
+
+TEST_F(EtcdRegisterTest, TakeoverFencesTheOldHolderAndStartsAboveItsCommittedMarks) {
+  // Arrange: A holds the only number of the range and gets marks committed.
+  EtcdRegister a(Options(5, 5, /*ttl_s=*/2));
+  ASSERT_TRUE(a.Claim({"a", kEpoch}));
+  int64_t a_committed = 0;
+  for (int64_t m = 1000; m <= 10'000; m += 1000) {
+    if (a.UpdateHighWater(kEpoch + m)) a_committed = kEpoch + m;
+  }
+  ASSERT_EQ(a_committed, kEpoch + 10'000);
+  // A "stops" (as under SIGSTOP): its lease runs out. Revoking it is what expiry does,
+  // without waiting out the TTL.
+  auto admin = Client();
+  ASSERT_TRUE(admin.Revoke(a.lease()));
+
+  // Act
+  EtcdRegister b(Options(5, 5, /*ttl_s=*/2));
+  auto b_claim = b.Claim({"b", kEpoch});
+  auto a_raise = a.UpdateHighWater(kEpoch + 20'000);
+  auto a_again = a.UpdateHighWater(kEpoch + 30'000);
+
+  // Assert
+  ASSERT_TRUE(b_claim) << b_claim.error().message;
+  EXPECT_EQ(b_claim->machine, 5u);
+  EXPECT_GE(b_claim->high_water_unix_ms, a_committed);
+  ASSERT_FALSE(a_raise);
+  EXPECT_EQ(a_raise.error().code, RegisterErrorCode::kClaimLost);
+  // Either the raise's comparison or the keepalive thread noticed first.
+  EXPECT_THAT(a_raise.error().message,
+              ::testing::AnyOf(HasSubstr("held by \"b\""), HasSubstr("expired")));
+  ASSERT_FALSE(a_again);
+  EXPECT_EQ(a_again.error().code, RegisterErrorCode::kClaimLost);
+  EXPECT_TRUE(a.claim_lost());
+  // A's refused raises never reached the mark: it is still the last committed one.
+  EXPECT_EQ(MarkOf(Options(5, 5).prefix, 5)->unix_ms, a_committed);
+}
+
+TEST_F(EtcdRegisterTest, AnExpiredLeaseIsSeenByTheKeepAliveThread) {
+  // Arrange
+  EtcdRegister sut(Options(0, 0, /*ttl_s=*/2));
+  ASSERT_TRUE(sut.Claim({"x", kEpoch}));
+  auto admin = Client();
+
+  // Act
+  ASSERT_TRUE(admin.Revoke(sut.lease()));
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (!sut.claim_lost() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(20ms);
+  }
+  auto raise = sut.UpdateHighWater(kEpoch + 1);
+
+  // Assert
+  EXPECT_TRUE(sut.claim_lost());
+  ASSERT_FALSE(raise);
+  EXPECT_EQ(raise.error().code, RegisterErrorCode::kClaimLost);
+  EXPECT_THAT(raise.error().message, HasSubstr("expired"));
+}
+
+TEST_F(EtcdRegisterTest, LeaderKillDuringClaimsAndRaisesKeepsNumbersDistinctAndMarksRising) {
+  // Arrange: 4 holders raise continuously while the leader is SIGKILLed.
+  std::vector<std::unique_ptr<EtcdRegister>> holders;
+  for (int i = 0; i < 4; ++i) holders.push_back(std::make_unique<EtcdRegister>(Options(0, 15)));
+  std::atomic<bool> stop{false};
+  std::vector<std::vector<int64_t>> committed(4);
+  std::vector<std::optional<MachineClaim>> claims(4);
+  std::vector<std::string> errors(4);
+  std::atomic<size_t> commits[4] = {0, 0, 0, 0};  // read while the threads run
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&, i] {
+      for (int attempt = 0; attempt < 100 && !claims[i]; ++attempt) {
+        auto c = holders[i]->Claim({"h" + std::to_string(i), kEpoch});
+        if (c) claims[i] = *c;
+        else errors[i] = c.error().message;
+      }
+      if (!claims[i]) return;
+      int64_t mark = kEpoch;
+      while (!stop.load()) {
+        mark += 10;
+        auto r = holders[i]->UpdateHighWater(mark);
+        if (r) {
+          committed[i].push_back(mark);
+          commits[i].fetch_add(1);
+        }
+        else if (r.error().code == RegisterErrorCode::kClaimLost) {
+          errors[i] = r.error().message;
+          return;
+        }
+      }
+    });
+  }
+  std::this_thread::sleep_for(500ms);
+  const auto leader = cluster_->Leader();
+  ASSERT_TRUE(leader.has_value());
+  std::vector<size_t> before(4);
+  for (int i = 0; i < 4; ++i) before[i] = commits[i].load();
+
+  // Act
+  cluster_->Kill(*leader);
+  // Until every holder got raises committed again after the election (bounded: a loaded
+  // host may take a few seconds to elect).
+  std::this_thread::sleep_for(1s);
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  auto all_resumed = [&] {
+    for (int i = 0; i < 4; ++i) {
+      if (commits[i].load() <= before[i]) return false;
+    }
+    return true;
+  };
+  while (!all_resumed() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(50ms);
+  }
+  stop = true;
+  for (auto& t : threads) t.join();
+  cluster_->Restart(*leader);
+  ASSERT_TRUE(cluster_->WaitReady(*leader, 30s)) << cluster_->Logs();
+
+  // Assert
+  std::set<uint32_t> numbers;
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(claims[i]) << errors[i];
+    EXPECT_TRUE(numbers.insert(claims[i]->machine).second);
+    EXPECT_TRUE(std::is_sorted(committed[i].begin(), committed[i].end()));
+    // Raises resumed after the election.
+    EXPECT_GT(committed[i].size(), before[i]) << errors[i];
+    // The stored mark is at least every committed raise of this holder.
+    auto mark = MarkOf(Options(0, 15).prefix, claims[i]->machine);
+    ASSERT_TRUE(mark);
+    EXPECT_GE(mark->unix_ms, committed[i].back());
+  }
+}
+
+TEST_F(EtcdRegisterTest, QuorumLossFailsRaisesWithinTheTimeoutNeverAsCommitted) {
+  // Arrange
+  EtcdRegister sut(Options(0, 0, /*ttl_s=*/30, /*timeout_ms=*/1000));
+  ASSERT_TRUE(sut.Claim({"q", kEpoch}));
+  ASSERT_TRUE(sut.UpdateHighWater(kEpoch + 1000));
+  const auto leader = cluster_->Leader();
+  ASSERT_TRUE(leader.has_value());
+  const int other = (*leader + 1) % 3;
+
+  // Act: stop the leader and one follower: the last member has no quorum.
+  cluster_->Pause(*leader);
+  cluster_->Pause(other);
+  std::vector<tl::expected<void, RegisterError>> during;
+  std::vector<std::chrono::milliseconds> took;
+  for (int i = 0; i < 3; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    during.push_back(sut.UpdateHighWater(kEpoch + 2000 + i));
+    took.push_back(std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - start));
+  }
+  cluster_->Resume(*leader);
+  cluster_->Resume(other);
+  ASSERT_TRUE(cluster_->WaitReady(*leader, 30s)) << cluster_->Logs();
+  tl::expected<void, RegisterError> after =
+      tl::unexpected(RegisterError{RegisterErrorCode::kUnreadable, "not tried"});
+  for (int i = 0; i < 50 && !after; ++i) {
+    after = sut.UpdateHighWater(kEpoch + 3000);
+    if (!after) std::this_thread::sleep_for(200ms);
+  }
+
+  // Assert
+  for (size_t i = 0; i < during.size(); ++i) {
+    ASSERT_FALSE(during[i]) << "a raise without quorum was reported committed";
+    EXPECT_EQ(during[i].error().code, RegisterErrorCode::kUnreadable);
+    EXPECT_THAT(during[i].error().message, HasSubstr("not committed"));
+    // About one request timeout (1 s), with room for a loaded host.
+    EXPECT_LT(took[i], 10s) << during[i].error().message;
+  }
+  ASSERT_TRUE(after) << after.error().message;
+  EXPECT_EQ(MarkOf(Options(0, 0).prefix, 0)->unix_ms, kEpoch + 3000);
+}
+
+TEST_F(EtcdRegisterTest, EpochMismatchIsRefusedNamingBothValues) {
+  // Arrange
+  EtcdRegister first(Options(0, 3));
+  ASSERT_TRUE(first.Claim({"a", kEpoch}));
+
+  // Act
+  EtcdRegister sut(Options(0, 3));
+  auto claim = sut.Claim({"b", kEpoch + 1000});
+
+  // Assert
+  ASSERT_FALSE(claim);
+  EXPECT_EQ(claim.error().code, RegisterErrorCode::kEpochMismatch);
+  EXPECT_THAT(claim.error().message, HasSubstr("epoch 1767225600000 (2026-01-01T00:00:00.000Z)"));
+  EXPECT_THAT(claim.error().message, HasSubstr("epoch 1767225601000 (2026-01-01T00:00:01.000Z)"));
+}
+
+TEST_F(EtcdRegisterTest, GarbageUnderThePrefixIsAClearErrorNotACrash) {
+  auto admin = Client();
+  const std::string base = Options(0, 3).prefix;
+  struct Case {
+    std::string key;
+    std::string value;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {"config", "\x01garbage\xff", "config holds a value snowflaked did not write"},
+      {"config", R"({"format":"snowflaked-fleet","version":7,"epoch_unix_ms":1,"layout":"x"})",
+       "unknown fleet record version"},
+      {"machines/2", "{}", "machines/2 holds a value snowflaked did not write"},
+      {"machines/zz", "{}", "machines/zz holds a value snowflaked did not write"},
+      {"high-water/1", "[1,2]", "high-water/1 holds a value snowflaked did not write"},
+      {"high-water/3", R"({"unix_ms":-5,"holder":""})", "high-water/3 holds a value"},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    EtcdRegisterOptions options = Options(0, 3);
+    options.prefix = base + std::to_string(i) + "/";
+    ASSERT_TRUE(admin.Put(options.prefix + cases[i].key, cases[i].value));
+    EtcdRegister sut(options);
+    auto claim = sut.Claim({"g", kEpoch});
+    ASSERT_FALSE(claim) << cases[i].key;
+    EXPECT_EQ(claim.error().code, RegisterErrorCode::kCorrupt) << claim.error().message;
+    EXPECT_THAT(claim.error().message, HasSubstr(cases[i].expected));
+  }
+}
+
+TEST_F(EtcdRegisterTest, ReleaseRefusesALiveHolderAndNeverLowersTheMark) {
+  // Arrange
+  auto holder = std::make_unique<EtcdRegister>(Options(0, 3));
+  auto claim = holder->Claim({"r", kEpoch});
+  ASSERT_TRUE(claim);
+  ASSERT_TRUE(holder->UpdateHighWater(kEpoch + 7000));
+  EtcdRegister sut(Options(0, 3));
+
+  // Act
+  auto refused = sut.Release(claim->machine);
+  auto listed = sut.List();
+  holder.reset();  // a clean exit revokes the lease
+  auto released = sut.Release(claim->machine);
+  auto nothing = sut.Release(claim->machine + 1);
+
+  // Assert
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, RegisterErrorCode::kInUse);
+  EXPECT_THAT(refused.error().message, HasSubstr("held by a live daemon (\"r\" on test-host"));
+  ASSERT_TRUE(listed) << listed.error().message;
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ((*listed)[0].holder->holder, "r");
+  EXPECT_GT((*listed)[0].lease_ttl_left_s, 0);
+  EXPECT_EQ((*listed)[0].high_water->unix_ms, kEpoch + 7000);
+  ASSERT_TRUE(released) << released.error().message;
+  const auto mark = MarkOf(Options(0, 3).prefix, claim->machine);
+  ASSERT_TRUE(mark);
+  EXPECT_EQ(mark->unix_ms, kEpoch + 7000);
+  EXPECT_EQ(mark->holder, "");
+  ASSERT_FALSE(nothing);
+  EXPECT_EQ(nothing.error().code, RegisterErrorCode::kInvalidRequest);
+}
+
+// etcd with authentication on: the client authenticates with user and password, and
+// authenticates again when its token expires; a wrong password is a clear refusal.
+TEST(EtcdClientAuth, AuthenticatesAndRenewsAnExpiredToken) {
+  // Arrange: one member, tokens that last 1 s, a root user, auth on.
+  EtcdCluster cluster(1, 30s, {"--auth-token-ttl", "1"});
+  ASSERT_TRUE(cluster.ok()) << cluster.error();
+  const std::string url = cluster.ClientUrl(0);
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"user", "add", "root:s3cret"}, {"auth", "enable"}}) {
+    std::vector<std::string> argv = {"/usr/bin/etcdctl", "--endpoints", url};
+    argv.insert(argv.end(), args.begin(), args.end());
+    testing::RunOptions run_options;
+    run_options.env.set = {{"ETCDCTL_API", "3"}};
+    const auto run = testing::RunCommand(argv, run_options);
+    ASSERT_TRUE(run.status.ExitedWith(0)) << run.out << run.err;
+  }
+  etcd::ClientOptions options;
+  options.endpoints = {url};
+  options.user = "root";
+  options.password = "s3cret";
+  etcd::EtcdClient sut(options);
+  options.password = "wrong";
+  etcd::EtcdClient wrong(options);
+  options.user.clear();
+  options.password.clear();
+  etcd::EtcdClient anonymous(options);
+
+  // Act
+  auto put = sut.Put("/auth/k", "v");
+  std::this_thread::sleep_for(3s);  // the token expires
+  auto range = sut.Range("/auth/k");
+  auto refused = wrong.Range("/auth/k");
+  auto unauthenticated = anonymous.Range("/auth/k");
+
+  // Assert
+  ASSERT_TRUE(put) << put.error().message;
+  ASSERT_TRUE(range) << range.error().message;
+  ASSERT_EQ(range->kvs.size(), 1u);
+  EXPECT_EQ(range->kvs[0].value, "v");
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().kind, etcd::ErrorKind::kRejected);
+  EXPECT_THAT(refused.error().message, HasSubstr("authenticating as \"root\""));
+  ASSERT_FALSE(unauthenticated);
+  EXPECT_EQ(unauthenticated.error().kind, etcd::ErrorKind::kRejected);
+}
+
+// Failover: with the first endpoint dead (nothing listens), every call goes to the next.
+TEST(EtcdClientFailover, ARefusedEndpointIsSkippedAtOnce) {
+  EtcdCluster cluster(1);
+  ASSERT_TRUE(cluster.ok()) << cluster.error();
+  etcd::ClientOptions options;
+  options.endpoints = {"http://127.0.0.1:" + std::to_string(testing::FreeLoopbackPort()),
+                       cluster.ClientUrl(0)};
+  etcd::EtcdClient sut(options);
+
+  auto put = sut.Put("/failover/k", "v");
+  auto grant = sut.GrantLease(5);
+
+  ASSERT_TRUE(put) << put.error().message;
+  ASSERT_TRUE(grant) << grant.error().message;
+  EXPECT_EQ(sut.current_endpoint(), cluster.ClientUrl(0));
+  auto alive = sut.KeepAlive(grant->id);
+  ASSERT_TRUE(alive) << alive.error().message;
+  EXPECT_TRUE(alive->alive());
+  ASSERT_TRUE(sut.Revoke(grant->id));
+  auto gone = sut.KeepAlive(grant->id);
+  ASSERT_TRUE(gone) << gone.error().message;
+  EXPECT_FALSE(gone->alive());
+  auto ttl = sut.TimeToLive(grant->id);
+  ASSERT_TRUE(ttl);
+  EXPECT_EQ(ttl->ttl_s, -1);
+}
+
+}  // namespace
+}  // namespace snowflake
