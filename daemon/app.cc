@@ -26,6 +26,7 @@
 #include "demand_tracker.h"
 #include "generator.h"
 #include "high_water_store.h"
+#include "http_front.h"
 #include "instance_lock.h"
 #include "logging.h"
 #include "machine_register.h"
@@ -174,6 +175,12 @@ class FillLoop {
     RefreshBoard();
     if (auto started = control_.Start(); !started) {
       spdlog::critical("cannot serve the control socket: {}", started.error());
+      producer_.SetState(DaemonState::kStopped, StateReason::kShutdown);
+      return kExitFatal;
+    }
+    auto http = HttpFront::Start(config_, board_);  // nullptr while [http] listen is empty
+    if (!http) {
+      spdlog::critical("{}", http.error());
       producer_.SetState(DaemonState::kStopped, StateReason::kShutdown);
       return kExitFatal;
     }
