@@ -135,8 +135,8 @@ class Validator {
            }},
           {"max_requests_per_connection",
            [&](auto& k, auto& n) {
-             config_.http.max_requests_per_connection = static_cast<uint64_t>(
-                 Integer(k, n, 1, 1'000'000'000, "from 1 to 1000000000"));
+             config_.http.max_requests_per_connection =
+                 static_cast<uint64_t>(Integer(k, n, 1, 1'000'000'000, "from 1 to 1000000000"));
            }},
           {"max_header_bytes",
            [&](auto& k, auto& n) {

@@ -71,8 +71,8 @@ Reply ErrorReply(http::status status, std::string_view code, std::string_view me
   Reply reply;
   reply.status = status;
   reply.body = json{{"error", {{"code", code}, {"message", message}}}}.dump();
-  reply.retry_after = status == http::status::too_many_requests ||
-                      status == http::status::service_unavailable;
+  reply.retry_after =
+      status == http::status::too_many_requests || status == http::status::service_unavailable;
   return reply;
 }
 
@@ -122,14 +122,14 @@ struct Metrics {
   std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
   prometheus::Family<prometheus::Counter>& ids = prometheus::BuildCounter()
                                                      .Name("snowflake_ids_issued_total")
-                                                     .Help("IDs handed out, by service and path "
-                                                           "(ring: local clients, http: this front)")
+                                                     .Help(
+                                                         "IDs handed out, by service and path "
+                                                         "(ring: local clients, http: this front)")
                                                      .Register(*registry);
-  prometheus::Family<prometheus::Counter>& requests =
-      prometheus::BuildCounter()
-          .Name("snowflake_http_requests_total")
-          .Help("HTTP replies sent, by status code")
-          .Register(*registry);
+  prometheus::Family<prometheus::Counter>& requests = prometheus::BuildCounter()
+                                                          .Name("snowflake_http_requests_total")
+                                                          .Help("HTTP replies sent, by status code")
+                                                          .Register(*registry);
   prometheus::Family<prometheus::Counter>& refused =
       prometheus::BuildCounter()
           .Name("snowflake_http_connections_refused_total")
@@ -160,11 +160,10 @@ struct Metrics {
           .Name("snowflake_ring_ids")
           .Help("IDs in the ring (fill), its capacity and the fill target")
           .Register(*registry);
-  prometheus::Family<prometheus::Gauge>& connections =
-      prometheus::BuildGauge()
-          .Name("snowflake_http_connections")
-          .Help("Open HTTP connections")
-          .Register(*registry);
+  prometheus::Family<prometheus::Gauge>& connections = prometheus::BuildGauge()
+                                                           .Name("snowflake_http_connections")
+                                                           .Help("Open HTTP connections")
+                                                           .Register(*registry);
 
   prometheus::Gauge& open = connections.Add({});
   prometheus::Counter& refused_limit = refused.Add({{"reason", "limit"}});
@@ -260,18 +259,18 @@ class HttpFront::Impl {
 
  private:
   void Accept(tcp::acceptor& acceptor) {
-    acceptor.async_accept(asio::make_strand(ioc_), [this, &acceptor](beast::error_code ec,
-                                                                      tcp::socket socket) {
-      if (ec == asio::error::operation_aborted) return;
-      if (ec) {
-        // Out of descriptors or memory: try again shortly rather than spin.
-        auto timer = std::make_shared<asio::steady_timer>(ioc_, std::chrono::milliseconds(10));
-        timer->async_wait([this, timer, &acceptor](beast::error_code) { Accept(acceptor); });
-        return;
-      }
-      OnAccept(std::move(socket));
-      Accept(acceptor);
-    });
+    acceptor.async_accept(
+        asio::make_strand(ioc_), [this, &acceptor](beast::error_code ec, tcp::socket socket) {
+          if (ec == asio::error::operation_aborted) return;
+          if (ec) {
+            // Out of descriptors or memory: try again shortly rather than spin.
+            auto timer = std::make_shared<asio::steady_timer>(ioc_, std::chrono::milliseconds(10));
+            timer->async_wait([this, timer, &acceptor](beast::error_code) { Accept(acceptor); });
+            return;
+          }
+          OnAccept(std::move(socket));
+          Accept(acceptor);
+        });
   }
 
   void OnAccept(tcp::socket socket);
@@ -324,8 +323,8 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_.emplace();
     parser_->header_limit(static_cast<uint32_t>(front_.options().max_header_bytes));
     parser_->body_limit(kMaxBodyBytes);
-    const auto timeout = refusal_ ? kRefuseTimeout
-                                  : std::chrono::milliseconds(front_.options().idle_timeout_ms);
+    const auto timeout =
+        refusal_ ? kRefuseTimeout : std::chrono::milliseconds(front_.options().idle_timeout_ms);
     stream_.expires_after(timeout);
     http::async_read(stream_, buffer_, *parser_,
                      beast::bind_front_handler(&Session::OnRead, shared_from_this()));
@@ -447,9 +446,8 @@ void HttpFront::Impl::OnAccept(tcp::socket socket) {
   socket.set_option(tcp::no_delay(true), ignored);
   std::optional<Reply> refusal;
   const std::optional<IpAddress> peer = PeerAddress(socket);
-  const bool allowed =
-      peer && std::any_of(allow_.begin(), allow_.end(),
-                          [&](const Cidr& cidr) { return cidr.Contains(*peer); });
+  const bool allowed = peer && std::any_of(allow_.begin(), allow_.end(),
+                                           [&](const Cidr& cidr) { return cidr.Contains(*peer); });
   if (!allowed) {
     metrics_.refused_allow.Increment();
     refusal = ErrorReply(http::status::forbidden, "forbidden",
@@ -473,8 +471,7 @@ void HttpFront::Impl::OnAccept(tcp::socket socket) {
   std::make_shared<Session>(std::move(socket), *this, std::move(refusal))->Start();
 }
 
-Reply HttpFront::Impl::Handle(const http::request<http::string_body>& request,
-                              Endpoint& endpoint) {
+Reply HttpFront::Impl::Handle(const http::request<http::string_body>& request, Endpoint& endpoint) {
   try {
     const std::string_view target(request.target().data(), request.target().size());
     const size_t question = target.find('?');
@@ -529,10 +526,10 @@ tl::expected<Client*, Reply> HttpFront::Impl::ClientFor(std::string_view service
         ErrorReply(http::status::bad_request, "invalid_service", valid.error().message));
   }
   if (services_.size() >= options_.max_services) {
-    return tl::unexpected(ErrorReply(
-        http::status::too_many_requests, "too_many_services",
-        "this front already serves " + std::to_string(options_.max_services) +
-            " service names ([http] max_services)"));
+    return tl::unexpected(ErrorReply(http::status::too_many_requests, "too_many_services",
+                                     "this front already serves " +
+                                         std::to_string(options_.max_services) +
+                                         " service names ([http] max_services)"));
   }
   ClientOptions options;
   options.runtime_dir = runtime_dir_;
@@ -543,9 +540,9 @@ tl::expected<Client*, Reply> HttpFront::Impl::ClientFor(std::string_view service
     const auto [status, code] = StatusOf(client.error().code);
     return tl::unexpected(ErrorReply(status, code, client.error().message));
   }
-  auto entry = std::make_unique<Service>(Service{
-      std::move(*client),
-      &metrics_.ids.Add({{"service", std::string(service)}, {"path", "http"}})});
+  auto entry = std::make_unique<Service>(
+      Service{std::move(*client),
+              &metrics_.ids.Add({{"service", std::string(service)}, {"path", "http"}})});
   Client* raw = &entry->client;
   services_.emplace(std::string(service), std::move(entry));
   return raw;
@@ -589,12 +586,9 @@ Reply HttpFront::Impl::TakeIds(const http::request<http::string_body>& request,
                       "service=NAME is required (1-63 of a-z, 0-9, '.', '_', '-')");
   }
   if (batch && !has_count) {
-    return ErrorReply(http::status::bad_request, "bad_count",
-                      "count=N is required (1 to 4096)");
+    return ErrorReply(http::status::bad_request, "bad_count", "count=N is required (1 to 4096)");
   }
-  auto service_client = [&]() {
-    return ClientFor(service);
-  }();
+  auto service_client = [&]() { return ClientFor(service); }();
   if (!service_client) return std::move(service_client.error());
   Client& client = **service_client;
 
@@ -725,7 +719,8 @@ Reply HttpFront::Impl::MetricsText() {
     const double ring = static_cast<double>(taken) - via_http;
     if (ring > 0) RaiseTo(metrics_.ids.Add({{"service", name}, {"path", "ring"}}), ring);
   }
-  RaiseTo(metrics_.totals.Add({{"kind", "published"}}), static_cast<double>(status.published_total));
+  RaiseTo(metrics_.totals.Add({{"kind", "published"}}),
+          static_cast<double>(status.published_total));
   RaiseTo(metrics_.totals.Add({{"kind", "drained"}}), static_cast<double>(status.drained_total));
   RaiseTo(metrics_.pauses.Add({}), static_cast<double>(status.clock_pauses));
   for (const char* state : {"starting", "serving", "paused", "out_of_service", "stopped"}) {

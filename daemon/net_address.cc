@@ -30,7 +30,8 @@ bool Cidr::Contains(const IpAddress& address) const noexcept {
 }
 
 tl::expected<IpAddress, std::string> ParseIpAddress(std::string_view text) noexcept {
-  if (text.empty() || text.size() > 45) return tl::unexpected(std::string("not an IP address literal"));
+  if (text.empty() || text.size() > 45)
+    return tl::unexpected(std::string("not an IP address literal"));
   char buffer[46] = {};
   std::memcpy(buffer, text.data(), text.size());
   IpAddress out;
@@ -90,14 +91,15 @@ tl::expected<Cidr, std::string> ParseCidr(std::string_view text) noexcept {
   try {
     const size_t slash = text.find('/');
     auto ip = ParseIpAddress(text.substr(0, slash));
-    const std::string expected = "must be a network like \"10.0.0.0/8\", \"::1/128\" or one address";
+    const std::string expected =
+        "must be a network like \"10.0.0.0/8\", \"::1/128\" or one address";
     if (!ip) return tl::unexpected(expected + " (" + ip.error() + ")");
     const uint32_t max_prefix = ip->v4 ? 32 : 128;
     uint32_t prefix = max_prefix;
     if (slash != std::string_view::npos &&
         (!ParseDecimal(text.substr(slash + 1), 3, prefix) || prefix > max_prefix)) {
-      return tl::unexpected(expected + " (the prefix length is 0 to " +
-                            std::to_string(max_prefix) + ")");
+      return tl::unexpected(expected + " (the prefix length is 0 to " + std::to_string(max_prefix) +
+                            ")");
     }
     Cidr cidr{*ip, static_cast<int>(prefix + (ip->v4 ? 96 : 0))};
     // Host bits set: "10.1.2.3/8" usually means a typo in the length or the address.

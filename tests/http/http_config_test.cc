@@ -60,8 +60,10 @@ TEST(HttpConfig, EachBadValueNamesFileLineAndKey) {
     const char* expected;
   };
   const Case cases[] = {
-      {"[http]\nlisten = \"127.0.0.1:80\"\n", "/etc/snowflaked.toml:2: http.listen: must be an array"},
-      {"[http]\nlisten = [\"localhost:80\"]\n", "/etc/snowflaked.toml:2: http.listen: must be \"IPv4:port\""},
+      {"[http]\nlisten = \"127.0.0.1:80\"\n",
+       "/etc/snowflaked.toml:2: http.listen: must be an array"},
+      {"[http]\nlisten = [\"localhost:80\"]\n",
+       "/etc/snowflaked.toml:2: http.listen: must be \"IPv4:port\""},
       {"[http]\nlisten = [\"127.0.0.1:0\"]\n", "http.listen: must be \"IPv4:port\""},
       {"[http]\nlisten = [\"127.0.0.1:65536\"]\n", "http.listen"},
       {"[http]\nlisten = [\"::1:80\"]\n", "put an IPv6 address in brackets"},
@@ -74,7 +76,8 @@ TEST(HttpConfig, EachBadValueNamesFileLineAndKey) {
       {"[http]\nmax_requests_per_connection = 0\n", "http.max_requests_per_connection"},
       {"[http]\nmax_header_bytes = 100\n", "http.max_header_bytes: must be from 1024 to 65536"},
       {"[http]\nidle_timeout_ms = 1\n", "http.idle_timeout_ms"},
-      {"[http]\nwrite_timeout_ms = \"5s\"\n", "http.write_timeout_ms: must be an integer, got a string"},
+      {"[http]\nwrite_timeout_ms = \"5s\"\n",
+       "http.write_timeout_ms: must be an integer, got a string"},
       {"[http]\nthreads = 0\n", "http.threads: must be from 1 to 64"},
       {"[http]\nmax_services = 2000\n", "http.max_services"},
       {"[http]\nlisten_on = []\n", "/etc/snowflaked.toml:2: http.listen_on: unknown key"},

@@ -374,8 +374,7 @@ TEST(HttpFrontMetrics, ExpositionParsesAndCountsWhatWasTaken) {
     if (at == std::string::npos) return -1;
     return std::stod(parsed.out.substr(at + sample.size() + 1));
   };
-  EXPECT_EQ(value_of("snowflake_ids_issued_total{path=http,service=metered}"), 203.0)
-      << parsed.out;
+  EXPECT_EQ(value_of("snowflake_ids_issued_total{path=http,service=metered}"), 203.0) << parsed.out;
   EXPECT_EQ(value_of("snowflake_http_requests_total{code=200}"), 5.0) << parsed.out;
   EXPECT_EQ(value_of("snowflake_http_requests_total{code=404}"), 1.0) << parsed.out;
   EXPECT_EQ(value_of("snowflake_http_requests_total{code=400}"), 1.0) << parsed.out;
@@ -420,8 +419,8 @@ TEST(HttpFrontConfig, UnbindableAddressFailsAtStartWithTheAddress) {
 
   DaemonHarness other("http-bind2");
   DaemonOptions second = other.Options();
-  second.config_path = other.WriteFile(
-      "b.toml", "[http]\nlisten = [\"127.0.0.1:" + std::to_string(port) + "\"]\n");
+  second.config_path =
+      other.WriteFile("b.toml", "[http]\nlisten = [\"127.0.0.1:" + std::to_string(port) + "\"]\n");
   Daemon b = Daemon::Spawn(second);
   const auto status = b.Wait(30s);
   ASSERT_TRUE(status) << b.Describe();
