@@ -77,10 +77,18 @@ void AddNextCommand(CLI::App& app) {
       ->add_option("--service", *service,
                    "The service name the IDs are counted under (1-63 chars of [a-z0-9._-])")
       ->capture_default_str();
+  auto remotes = std::make_shared<std::vector<std::string>>();
+  command
+      ->add_option("--remote", *remotes,
+                   "Another daemon's HTTP front (host:port) to take from while the local "
+                   "daemon is not serving; repeat or separate with commas (default: "
+                   "$SNOWFLAKE_REMOTES)")
+      ->delimiter(',');
   auto runtime_dir = AddRuntimeDirOption(app, *command);
-  command->callback([count, service, runtime_dir] {
+  command->callback([count, service, runtime_dir, remotes] {
     ClientOptions options;
     options.runtime_dir = runtime_dir();
+    options.remotes = *remotes;
     auto client = Client::Open(*service, options);
     if (!client) {
       std::fprintf(stderr, "snowflakectl: %s\n", client.error().message.c_str());

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <new>
 #include <string>
+#include <string_view>
 
 #include "snowflake/client.h"
 #include "snowflake/snowflake.h"
@@ -98,6 +99,14 @@ sf_status sf_open(const char* service, const sf_options* opts, sf_client** out) 
       if (given.runtime_dir != nullptr) options.runtime_dir = given.runtime_dir;
       if (given.max_heartbeat_age_ms != 0) {
         options.max_heartbeat_age = std::chrono::milliseconds(given.max_heartbeat_age_ms);
+      }
+      if (given.remotes != nullptr) {
+        std::string_view rest(given.remotes);
+        while (!rest.empty()) {
+          const size_t comma = rest.find(',');
+          if (comma != 0) options.remotes.emplace_back(rest.substr(0, comma));
+          rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+        }
       }
     }
     auto maybe_client = snowflake::Client::Open(service, options);
