@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <charconv>
+#include <chrono>
 #include <memory>
 #include <vector>
 
@@ -89,6 +90,9 @@ void AddNextCommand(CLI::App& app) {
     ClientOptions options;
     options.runtime_dir = runtime_dir();
     options.remotes = *remotes;
+    // A person or script waits for the whole command, not for one ID: generous limits.
+    options.remote_attempt_timeout = std::chrono::milliseconds(1000);
+    options.remote_deadline = std::chrono::milliseconds(5000);
     auto client = Client::Open(*service, options);
     if (!client) {
       std::fprintf(stderr, "snowflakectl: %s\n", client.error().message.c_str());

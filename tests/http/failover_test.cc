@@ -232,5 +232,37 @@ TEST_F(Fleet, NextBatchFailsOverWithStrictlyIncreasingBatches) {
   EXPECT_GT(remote, 0u);
 }
 
+TEST_F(Fleet, SnowflakectlNextTakesFromRemotesByFlagOrEnvironment) {
+  ASSERT_TRUE(a().daemon->Stop());
+  auto check = [&](const RunResult& run, const char* how) {
+    ASSERT_TRUE(run.status.ExitedWith(0)) << how << ": " << run.err;
+    std::vector<uint64_t> ids;
+    size_t start = 0;
+    for (size_t nl; (nl = run.out.find('\n', start)) != std::string::npos; start = nl + 1) {
+      ids.push_back(std::stoull(run.out.substr(start, nl - start)));
+    }
+    ASSERT_EQ(ids.size(), 300u) << how;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      EXPECT_NE(MachineOf(ids[i]), a().machine) << how;
+      if (i > 0) {
+        ASSERT_LT(ids[i - 1], ids[i]) << how << " at " << i;
+      }
+    }
+  };
+  const std::string runtime_dir = a().harness->runtime_dir().string();
+  check(RunCommand({kSnowflakectlPath, "next", "-n", "300", "--runtime-dir", runtime_dir,
+                    "--remote", b().address() + "," + c().address()}),
+        "--remote");
+  RunOptions env;
+  env.env.set = {{"SNOWFLAKE_REMOTES", c().address() + "," + b().address()}};
+  check(RunCommand({kSnowflakectlPath, "next", "-n", "300", "--runtime-dir", runtime_dir}, env),
+        "SNOWFLAKE_REMOTES");
+  // Without remotes the same command fails, naming the stopped daemon.
+  const RunResult alone =
+      RunCommand({kSnowflakectlPath, "next", "-n", "1", "--runtime-dir", runtime_dir});
+  EXPECT_TRUE(alone.status.ExitedWith(1)) << alone.status.ToString();
+  EXPECT_NE(alone.err.find("stopped"), std::string::npos) << alone.err;
+}
+
 }  // namespace
 }  // namespace snowflake::testing
