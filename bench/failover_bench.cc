@@ -180,8 +180,12 @@ int main(int argc, char** argv) {
 
   auto list = [](const std::vector<double>& v) {
     std::string out = "[";
-    for (size_t i = 0; i < v.size(); ++i) out += (i ? "," : "") + std::to_string(v[i]);
-    return out + "]";
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (i > 0) out += ',';  // piece by piece: GCC 12's -Wrestrict misfires on operator+
+      out += std::to_string(v[i]);
+    }
+    out += ']';
+    return out;
   };
   std::printf("{\"failover_pause_ms\":%s,\"failover_stop_ms\":%s,\"failover_kill_ms\":%s}\n",
               list(pause).c_str(), list(stop).c_str(), list(kill_ms).c_str());

@@ -153,9 +153,16 @@ int main(int argc, char** argv) {
   const std::string batch = Request("/v1/ids?service=bench&count=1000");
   std::string out = "{";
   auto series = [&](const std::string& name, const std::vector<std::string>& items) {
-    out += (out.size() > 1 ? "," : "") + ("\"" + name + "\":[");
-    for (size_t i = 0; i < items.size(); ++i) out += (i ? "," : "") + items[i];
-    out += "]";
+    // Appended piece by piece: GCC 12 warns (-Wrestrict) on a chain of operator+ here.
+    if (out.size() > 1) out += ',';
+    out += '"';
+    out += name;
+    out += "\":[";
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (i > 0) out += ',';
+      out += items[i];
+    }
+    out += ']';
   };
 
   std::vector<std::string> id_reps;
