@@ -218,15 +218,23 @@ int main(int argc, char** argv) {
       std::vector<std::string> rps;
       for (int rep = 0; rep < reps; ++rep) {
         struct Redis {
-          redisContext* context;
+          redisContext* context = nullptr;
           ~Redis() { redisFree(context); }
         };
         const double r = Throughput(
             connections, seconds,
             [&] {
-              auto redis = std::make_unique<Redis>(Redis{redisConnect("127.0.0.1", redis_port)});
-              if (redis->context == nullptr || redis->context->err) Die("redis connect failed");
-              return redis;
+              // Connections made all at once can be refused on a loaded host: retry.
+              for (int attempt = 0;; ++attempt) {
+                auto redis = std::make_unique<Redis>();
+                redis->context = redisConnect("127.0.0.1", redis_port);
+                if (redis->context != nullptr && !redis->context->err) return redis;
+                if (attempt == 50) {
+                  Die(std::string("redis connect failed: ") +
+                      (redis->context ? redis->context->errstr : "no memory"));
+                }
+                std::this_thread::sleep_for(std::chrono::milliseconds(20));
+              }
             },
             [&](Redis& redis) {
               auto* reply = static_cast<redisReply*>(redisCommand(redis.context, "INCR bench:rps"));
