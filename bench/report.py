@@ -53,6 +53,8 @@ def main():
     p.add_argument("--paced", required=True)
     p.add_argument("--idle", required=True)
     p.add_argument("--peers")
+    p.add_argument("--http")
+    p.add_argument("--failover")
     p.add_argument("--json")
     p.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     a = p.parse_args()
@@ -111,6 +113,23 @@ def main():
         for key in ("redis_incr", "pg_nextval"):
             for q in ("p50_us", "p99_us"):
                 f[f"{key}_{q}"] = Figure(r[q] for r in peers[key])
+
+    http = load(a.http) if a.http else None
+    if http:
+        f["http_id_p50_us"] = Figure(r["p50_us"] for r in http["http_id"])
+        f["http_id_p99_us"] = Figure(r["p99_us"] for r in http["http_id"])
+        for key in ("http_batch1000_ns_per_id", "http_rps_1", "http_rps_16", "http_rps_64",
+                    "redis_rps_16", "redis_rps_64"):
+            if key in http:
+                f[key] = Figure(http[key])
+
+    failover = load(a.failover) if a.failover else None
+    if failover:
+        for kind in ("pause", "stop", "kill"):
+            samples = sorted(failover[f"failover_{kind}_ms"])
+            f[f"failover_{kind}_p50_ms"] = Figure([statistics.median(samples)])
+            f[f"failover_{kind}_p99_ms"] = Figure(
+                [samples[min(len(samples) - 1, len(samples) * 99 // 100)]])
 
     def med(key):
         return f[key].median
@@ -182,6 +201,26 @@ def main():
         row("peer Redis INCR p99", "redis_incr_p99_us", 1, "µs")
         row("peer PostgreSQL nextval() p50", "pg_nextval_p50_us", 1, "µs")
         row("peer PostgreSQL nextval() p99", "pg_nextval_p99_us", 1, "µs")
+    if http:
+        row("http GET /v1/id p50 (keep-alive)", "http_id_p50_us", 1, "µs",
+            f"< Redis INCR p50: {verdict(peers is not None and med('http_id_p50_us') < med('redis_incr_p50_us'))}"
+            if peers else "")
+        row("http GET /v1/id p99", "http_id_p99_us", 1, "µs")
+        row("http GET /v1/ids count=1000", "http_batch1000_ns_per_id", 1, "ns/ID")
+        for c in (1, 16, 64):
+            target = ""
+            if f"redis_rps_{c}" in f:
+                target = f"≥ Redis: {verdict(med(f'http_rps_{c}') >= med(f'redis_rps_{c}'))}"
+            row(f"http requests/s, {c} connections", f"http_rps_{c}", 0, "req/s", target)
+            if f"redis_rps_{c}" in f:
+                row(f"peer Redis INCR/s, {c} connections", f"redis_rps_{c}", 0, "req/s")
+
+    if failover:
+        limits = {"pause": 2, "stop": 2, "kill": 15}
+        for kind in ("pause", "stop", "kill"):
+            row(f"failover after {kind}: first remote ID p50", f"failover_{kind}_p50_ms", 2, "ms")
+            row(f"failover after {kind}: first remote ID p99", f"failover_{kind}_p99_ms", 2, "ms",
+                f"≤{limits[kind]}: {verdict(med(f'failover_{kind}_p99_ms') <= limits[kind])}")
 
     reps = len(f["take_1t_ns"].values)
     lines = []
@@ -210,6 +249,14 @@ def main():
                 "batch_256_ns", "sustained_ids_per_s", "sustained_fraction", "refill_p50_us",
                 "refill_p99_us", "age_paced_p99_ms", "age_saturated_p99_ms",
                 "daemon_idle_cpu_pct", "daemon_paced_cpu_pct", "daemon_rss_kib"]
+        if peers:
+            keys += ["redis_incr_p50_us", "pg_nextval_p50_us"]
+        if http:
+            keys += [k for k in ("http_id_p50_us", "http_id_p99_us", "http_batch1000_ns_per_id",
+                                 "http_rps_1", "http_rps_16", "http_rps_64", "redis_rps_16",
+                                 "redis_rps_64") if k in f]
+        if failover:
+            keys += ["failover_pause_p99_ms", "failover_stop_p99_ms", "failover_kill_p99_ms"]
         with open(a.json, "w") as out:
             json.dump({k: med(k) for k in keys}, out, indent=2)
             out.write("\n")

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <memory>
 #include <vector>
 
@@ -106,8 +107,15 @@ void AddNextCommand(CLI::App& app) {
       ->add_option("--service", *service,
                    "The service name the IDs are counted under (1-63 chars of [a-z0-9._-])")
       ->capture_default_str();
+  auto remotes = std::make_shared<std::vector<std::string>>();
+  command
+      ->add_option("--remote", *remotes,
+                   "Another daemon's HTTP front (host:port) to take from while the local "
+                   "daemon is not serving; repeat or separate with commas (default: "
+                   "$SNOWFLAKE_REMOTES)")
+      ->delimiter(',');
   auto runtime_dir = AddRuntimeDirOption(app, *command);
-  command->callback([count_text, service, runtime_dir] {
+  command->callback([count_text, service, runtime_dir, remotes] {
     const auto count = ParseCount(*count_text);
     if (!count) FailCommand({kExitUsage, "usage", "next: " + count.error()}, false);
     if (auto valid = ValidateServiceName(*service); !valid) {
@@ -117,6 +125,10 @@ void AddNextCommand(CLI::App& app) {
     if (auto unusable = CheckRuntimeDir(dir)) FailCommand(*unusable, false);
     ClientOptions options;
     options.runtime_dir = dir.path;
+    options.remotes = *remotes;
+    // A person or script waits for the whole command, not for one ID: generous limits.
+    options.remote_attempt_timeout = std::chrono::milliseconds(1000);
+    options.remote_deadline = std::chrono::milliseconds(5000);
     auto client = Client::Open(*service, options);
     if (!client) {
       FailCommand(

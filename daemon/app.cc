@@ -19,6 +19,7 @@
 #include "daemon/fill_loop.h"
 #include "daemon/generator.h"
 #include "daemon/heartbeat.h"
+#include "daemon/http_front.h"
 #include "daemon/high_water_store.h"
 #include "daemon/instance_lock.h"
 #include "daemon/logging.h"
@@ -303,6 +304,14 @@ int RunDaemon(const Config& config) {
       board);
   if (auto started = control.Start(); !started) {
     spdlog::critical("cannot serve the control socket: {}", started.error());
+    loop.StopServing();
+    return kExitFatal;
+  }
+  // The HTTP front (off unless [http] listen names addresses): a client of this ring on its
+  // own threads, stopped before everything above it.
+  auto http = HttpFront::Start(config, board);
+  if (!http) {
+    spdlog::critical("{}", http.error());
     loop.StopServing();
     return kExitFatal;
   }

@@ -12,6 +12,7 @@
 
 #include "default_config.h"  // generated from systemd/snowflaked.toml
 #include "snowflake/time_text.h"
+#include "net_address.h"
 
 namespace snowflake {
 namespace {
@@ -130,6 +131,41 @@ class Validator {
              config_.systemd.status_interval_ms =
                  Integer(k, n, 10, 3'600'000, "from 10 to 3600000");
            }}}},
+        {"http",
+         {{"listen", [&](auto& k, auto& n) { config_.http.listen = ListenList(k, n); }},
+          {"allow", [&](auto& k, auto& n) { config_.http.allow = AllowList(k, n); }},
+          {"max_connections",
+           [&](auto& k, auto& n) {
+             config_.http.max_connections =
+                 static_cast<uint64_t>(Integer(k, n, 1, 100'000, "from 1 to 100000"));
+           }},
+          {"max_requests_per_connection",
+           [&](auto& k, auto& n) {
+             config_.http.max_requests_per_connection =
+                 static_cast<uint64_t>(Integer(k, n, 1, 1'000'000'000, "from 1 to 1000000000"));
+           }},
+          {"max_header_bytes",
+           [&](auto& k, auto& n) {
+             config_.http.max_header_bytes =
+                 static_cast<uint64_t>(Integer(k, n, 1024, 65536, "from 1024 to 65536"));
+           }},
+          {"idle_timeout_ms",
+           [&](auto& k, auto& n) {
+             config_.http.idle_timeout_ms = Integer(k, n, 10, 3'600'000, "from 10 to 3600000");
+           }},
+          {"write_timeout_ms",
+           [&](auto& k, auto& n) {
+             config_.http.write_timeout_ms = Integer(k, n, 10, 600'000, "from 10 to 600000");
+           }},
+          {"threads",
+           [&](auto& k, auto& n) {
+             config_.http.threads = static_cast<uint64_t>(Integer(k, n, 1, 64, "from 1 to 64"));
+           }},
+          {"max_services",
+           [&](auto& k, auto& n) {
+             config_.http.max_services =
+                 static_cast<uint64_t>(Integer(k, n, 1, 1024, "from 1 to 1024"));
+           }}}},
     };
 
     for (auto&& [section_key, section_node] : root) {
@@ -175,6 +211,45 @@ class Validator {
     const auto* v = node.as_string();
     if (v == nullptr) Fail(key, node, "must be a string, got " + std::string(TypeName(node)));
     return v->get();
+  }
+
+  // An array of strings, each checked by `check` (which returns an error text or "").
+  template <typename Check>
+  std::vector<std::string> StringList(const std::string& key, const toml::node& node,
+                                      size_t max_items, Check check) {
+    const auto* array = node.as_array();
+    if (array == nullptr) {
+      Fail(key, node, "must be an array of strings, got " + std::string(TypeName(node)));
+    }
+    if (array->size() > max_items) {
+      Fail(key, node, "must have at most " + std::to_string(max_items) + " entries");
+    }
+    std::vector<std::string> out;
+    for (const toml::node& item : *array) {
+      const auto* text = item.as_string();
+      if (text == nullptr) {
+        Fail(key, item, "must be an array of strings, got " + std::string(TypeName(item)));
+      }
+      if (const std::string why = check(text->get()); !why.empty()) {
+        Fail(key, item, why + ", got " + Shown(item));
+      }
+      out.push_back(text->get());
+    }
+    return out;
+  }
+
+  std::vector<std::string> ListenList(const std::string& key, const toml::node& node) {
+    return StringList(key, node, 16, [](const std::string& s) {
+      auto parsed = ParseListenAddress(s);
+      return parsed ? std::string() : parsed.error();
+    });
+  }
+
+  std::vector<std::string> AllowList(const std::string& key, const toml::node& node) {
+    return StringList(key, node, 256, [](const std::string& s) {
+      auto parsed = ParseCidr(s);
+      return parsed ? std::string() : parsed.error();
+    });
   }
 
   std::filesystem::path Path(const std::string& key, const toml::node& node, bool may_be_empty) {

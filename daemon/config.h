@@ -83,6 +83,20 @@ struct Config {
     friend bool operator==(const Systemd&, const Systemd&) = default;
   };
 
+  // The HTTP front (docs/http.md). Off while `listen` is empty.
+  struct Http {
+    std::vector<std::string> listen;  // "127.0.0.1:8080", "[::1]:8080"
+    std::vector<std::string> allow = {"127.0.0.0/8", "::1/128"};  // client networks (CIDR)
+    uint64_t max_connections = 256;
+    uint64_t max_requests_per_connection = 100000;
+    uint64_t max_header_bytes = 8192;
+    int64_t idle_timeout_ms = 10000;  // a whole request must arrive within this
+    int64_t write_timeout_ms = 5000;
+    uint64_t threads = 2;
+    uint64_t max_services = 64;  // distinct service names served over HTTP
+    friend bool operator==(const Http&, const Http&) = default;
+  };
+
   Daemon daemon;
   Id id;
   Register machine_register;  // the [register] table ("register" is a C++ keyword)
@@ -90,6 +104,7 @@ struct Config {
   Ring ring;
   Persistence persistence;
   Systemd systemd;
+  Http http;
 
   // The register file in effect: machine_register.path, or <state_dir>/register.json.
   std::filesystem::path RegisterPath() const;

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <new>
 #include <string>
+#include <string_view>
 
 #include "snowflake/client.h"
 #include "snowflake/snowflake.h"
@@ -88,7 +89,8 @@ sf_status ReadOptions(const sf_options& opts, sf_options& given) {
       offsetof(sf_options, runtime_dir),           // struct_size, wait_timeout_ms
       offsetof(sf_options, max_heartbeat_age_ms),  // + runtime_dir
       offsetof(sf_options, reserved),              // + max_heartbeat_age_ms
-      sizeof(sf_options),                          // + reserved
+      offsetof(sf_options, remotes),               // + reserved (0.1's struct)
+      sizeof(sf_options),                          // + remotes
   };
   const bool at_boundary =
       std::find(std::begin(kBoundaries), std::end(kBoundaries), size) != std::end(kBoundaries);
@@ -118,7 +120,7 @@ sf_status ReadOptions(const sf_options& opts, sf_options& given) {
     }
   }
   std::memcpy(&given, &opts, std::min(size, sizeof(sf_options)));
-  if (size >= sizeof(sf_options) && given.reserved != 0) {
+  if (size >= offsetof(sf_options, remotes) && given.reserved != 0) {
     return Fail(SF_INVALID_ARGUMENT, "sf_open: sf_options.reserved must be 0");
   }
   return SF_OK;
@@ -146,6 +148,14 @@ sf_status sf_open(const char* service, const sf_options* opts, sf_client** out) 
       if (given.runtime_dir != nullptr) options.runtime_dir = given.runtime_dir;
       if (given.max_heartbeat_age_ms != 0) {
         options.max_heartbeat_age = std::chrono::milliseconds(given.max_heartbeat_age_ms);
+      }
+      if (given.remotes != nullptr) {
+        std::string_view rest(given.remotes);
+        while (!rest.empty()) {
+          const size_t comma = rest.find(',');
+          if (comma != 0) options.remotes.emplace_back(rest.substr(0, comma));
+          rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+        }
       }
     }
     auto maybe_client = snowflake::Client::Open(service, options);

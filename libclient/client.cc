@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "remote_pool.h"
 #include "snowflake/ring_consumer.h"
 #include "snowflake/segment_error.h"
 #include "snowflake/segment_layout.h"
@@ -601,7 +602,14 @@ tl::expected<Client, Error> Client::Open(std::string_view service,
     if (auto attached = impl->Attach(std::move(*maybe_ring)); !attached) {
       return tl::unexpected(std::move(attached.error()));
     }
-    return Client(std::move(impl));
+    Client client(std::move(impl));
+    auto remotes =
+        options.remotes.empty() ? detail::RemotePool::FromEnvironment() : options.remotes;
+    if (!remotes.empty()) {
+      client.remotes_ = std::make_unique<detail::RemotePool>(
+          std::string(service), std::move(remotes), options, client.layout().epoch_unix_ms());
+    }
+    return client;
   } catch (const std::exception& e) {
     return tl::unexpected(MakeError(ClientError::kSystemError, std::string("open: ") + e.what()));
   }
@@ -617,9 +625,21 @@ tl::expected<ClientStatus, Error> Client::Inspect(const ClientOptions& options) 
   }
 }
 
-tl::expected<uint64_t, Error> Client::Next() noexcept { return impl_->Next(); }
+tl::expected<uint64_t, Error> Client::Next() noexcept {
+  if (remotes_ != nullptr) [[unlikely]] {
+    uint64_t id = 0;
+    auto taken =
+        remotes_->Take({&id, 1}, [this](std::span<uint64_t> out) { return impl_->NextBatch(out); });
+    if (!taken) return tl::unexpected(std::move(taken.error()));
+    return id;
+  }
+  return impl_->Next();
+}
 
 tl::expected<size_t, Error> Client::NextBatch(std::span<uint64_t> out) noexcept {
+  if (remotes_ != nullptr && !out.empty()) [[unlikely]] {
+    return remotes_->Take(out, [this](std::span<uint64_t> s) { return impl_->NextBatch(s); });
+  }
   return impl_->NextBatch(out);
 }
 

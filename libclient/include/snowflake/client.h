@@ -22,11 +22,16 @@
 #include <string>
 #include <string_view>
 #include <tl/expected.hpp>
+#include <vector>
 
 #include "snowflake/client_error.h"
 #include "snowflake/id_layout.h"
 
 namespace snowflake {
+
+namespace detail {
+class RemotePool;
+}  // namespace detail
 
 // The runtime directory used when ClientOptions::runtime_dir is empty:
 // $SNOWFLAKE_RUNTIME_DIR if set and non-empty, else /run/snowflaked.
@@ -46,6 +51,17 @@ struct ClientOptions {
   // carried in the segment header, so the daemon's beat and every client's limit derive
   // from one setting.
   std::chrono::milliseconds max_heartbeat_age{0};
+
+  // Failover (docs/client.md): other daemons' HTTP fronts as "host:port" ("[v6]:port"),
+  // used while the local daemon is not serving. Empty: $SNOWFLAKE_REMOTES (comma-separated)
+  // if set, else none, and then nothing changes on the take path.
+  std::vector<std::string> remotes;
+  // One HTTP attempt may take this long ...
+  std::chrono::milliseconds remote_attempt_timeout{50};
+  // ... and all attempts of one take together this long.
+  std::chrono::milliseconds remote_deadline{200};
+  // A remote ID older than this by this host's clock is refused (a stale or skewed peer).
+  std::chrono::milliseconds remote_max_age{100};
 };
 
 // A snapshot of the daemon and ring as one client sees them. Fields are read racily, one
@@ -161,6 +177,8 @@ class Client {
   explicit Client(std::unique_ptr<Impl> impl) noexcept;
 
   std::unique_ptr<Impl> impl_;
+  // Set only with remotes (libclient/remote_pool.h); null keeps the take path unchanged.
+  std::unique_ptr<detail::RemotePool> remotes_;
 };
 
 }  // namespace snowflake

@@ -75,10 +75,14 @@ typedef struct sf_options {
   uint32_t max_heartbeat_age_ms; /* heartbeat age limit; 0 (default): the daemon's
                                     daemon.liveness_ms from the segment header */
   uint32_t reserved;             /* must be 0 */
+  /* Failover (docs/client.md): other daemons' HTTP fronts, "host:port,host:port", used
+   * while the local daemon is not serving. NULL: $SNOWFLAKE_REMOTES, else none. Copied by
+   * sf_open. Added in 0.2; older callers' struct_size stops before it. */
+  const char *remotes;
 } sf_options;
 
 #define SF_OPTIONS_INIT \
-  { sizeof(sf_options), 100u, NULL, 0u, 0u }
+  { sizeof(sf_options), 100u, NULL, 0u, 0u, NULL }
 
 /* Fills *opts with the defaults (and struct_size). */
 void sf_options_init(sf_options *opts);

@@ -1,0 +1,254 @@
+// http_bench: the HTTP front (docs/http.md) over loopback, measured the way a remote
+// service would use it, beside Redis INCR at the same concurrency (same run, same host).
+// Prints one JSON object, one entry per repetition.
+//
+//   http_bench --port P [--redis-port R] [--calls N] [--seconds S] [--reps R]
+//
+//   http_id           one keep-alive connection, one GET /v1/id per ID, each timed: p50/p99
+//   http_batch1000    GET /v1/ids?count=1000 (text/plain), ns per ID
+//   http_rps_C        C keep-alive connections (one thread each) doing GET /v1/id for S s
+//   redis_rps_C       C hiredis connections doing INCR for S s (with --redis-port)
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#ifdef SNOWFLAKE_BENCH_HIREDIS
+#include <hiredis/hiredis.h>
+#endif
+
+#include "baselines.h"
+
+namespace {
+
+[[noreturn]] void Die(const std::string& what) {
+  std::fprintf(stderr, "http_bench: %s\n", what.c_str());
+  std::exit(1);
+}
+
+// One keep-alive HTTP/1.1 connection on 127.0.0.1 with a minimal reply parser.
+class Connection {
+ public:
+  explicit Connection(int port) {
+    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    const int one = 1;
+    setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<uint16_t>(port));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+      Die("cannot connect to 127.0.0.1:" + std::to_string(port));
+    }
+  }
+  ~Connection() { close(fd_); }
+
+  // Sends `request` and returns the reply body; dies on anything but 200.
+  std::string_view Get(const std::string& request) {
+    if (send(fd_, request.data(), request.size(), MSG_NOSIGNAL) !=
+        static_cast<ssize_t>(request.size())) {
+      Die("send failed");
+    }
+    buffer_.erase(0, consumed_);
+    consumed_ = 0;
+    size_t end;
+    while ((end = buffer_.find("\r\n\r\n")) == std::string::npos) Fill();
+    if (buffer_.compare(0, 12, "HTTP/1.1 200") != 0) Die("reply: " + buffer_.substr(0, 200));
+    const size_t at = buffer_.find("Content-Length: ");
+    if (at == std::string::npos || at > end) Die("no Content-Length");
+    const size_t length = std::strtoul(buffer_.c_str() + at + 16, nullptr, 10);
+    while (buffer_.size() < end + 4 + length) Fill();
+    consumed_ = end + 4 + length;
+    return std::string_view(buffer_).substr(end + 4, length);
+  }
+
+ private:
+  void Fill() {
+    char chunk[65536];
+    const ssize_t n = recv(fd_, chunk, sizeof chunk, 0);
+    if (n <= 0) Die("connection closed");
+    buffer_.append(chunk, static_cast<size_t>(n));
+  }
+  int fd_ = -1;
+  std::string buffer_;
+  size_t consumed_ = 0;
+};
+
+std::string Request(std::string_view target) {
+  return "GET " + std::string(target) + " HTTP/1.1\r\nHost: b\r\nAccept: text/plain\r\n\r\n";
+}
+
+// Runs `connections` threads, each with its own state from `make`, calling `call` until
+// `seconds` pass; returns calls per second over all.
+template <typename Make, typename Call>
+double Throughput(int connections, double seconds, Make make, Call call) {
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> total{0};
+  std::vector<std::thread> threads;
+  std::atomic<int> ready{0};
+  for (int c = 0; c < connections; ++c) {
+    threads.emplace_back([&] {
+      auto state = make();
+      ready.fetch_add(1);
+      uint64_t n = 0;
+      while (!stop.load(std::memory_order_relaxed)) {
+        call(*state);
+        ++n;
+      }
+      total.fetch_add(n);
+    });
+  }
+  while (ready.load() < connections) std::this_thread::yield();
+  const int64_t start = snowflake::bench::MonotonicNs();
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  stop = true;
+  for (auto& t : threads) t.join();
+  const double elapsed = static_cast<double>(snowflake::bench::MonotonicNs() - start) / 1e9;
+  return static_cast<double>(total.load()) / elapsed;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int port = 0;
+  int redis_port = 0;
+  int calls = 5000;
+  double seconds = 2;
+  int reps = 3;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string_view flag = argv[i];
+    const char* value = argv[i + 1];
+    if (flag == "--port")
+      port = std::atoi(value);
+    else if (flag == "--redis-port")
+      redis_port = std::atoi(value);
+    else if (flag == "--calls")
+      calls = std::atoi(value);
+    else if (flag == "--seconds")
+      seconds = std::atof(value);
+    else if (flag == "--reps")
+      reps = std::atoi(value);
+    else
+      Die("unknown flag " + std::string(flag));
+  }
+  if (port <= 0 || calls <= 0 || reps <= 0 || seconds <= 0) {
+    Die("usage: http_bench --port P [--redis-port R] [--calls N] [--seconds S] [--reps R]");
+  }
+#ifndef SNOWFLAKE_BENCH_HIREDIS
+  if (redis_port > 0) Die("built without hiredis: --redis-port is not available");
+#endif
+
+  const std::string one = Request("/v1/id?service=bench");
+  const std::string batch = Request("/v1/ids?service=bench&count=1000");
+  std::string out = "{";
+  auto series = [&](const std::string& name, const std::vector<std::string>& items) {
+    // Appended piece by piece: GCC 12 warns (-Wrestrict) on a chain of operator+ here.
+    if (out.size() > 1) out += ',';
+    out += '"';
+    out += name;
+    out += "\":[";
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (i > 0) out += ',';
+      out += items[i];
+    }
+    out += ']';
+  };
+
+  std::vector<std::string> id_reps;
+  std::vector<std::string> batch_reps;
+  {
+    Connection connection(port);
+    for (int rep = 0; rep < reps; ++rep) {
+      for (int i = 0; i < 200; ++i) connection.Get(one);
+      std::vector<double> us;
+      us.reserve(calls);
+      for (int i = 0; i < calls; ++i) {
+        const int64_t start = snowflake::bench::MonotonicNs();
+        connection.Get(one);
+        us.push_back(static_cast<double>(snowflake::bench::MonotonicNs() - start) / 1000.0);
+      }
+      std::sort(us.begin(), us.end());
+      const double p50 = us[us.size() / 2];
+      const double p99 = us[std::min(us.size() - 1, us.size() * 99 / 100)];
+      std::fprintf(stderr, "http /v1/id rep %d: p50 %.1f us p99 %.1f us\n", rep, p50, p99);
+      id_reps.push_back("{\"p50_us\":" + std::to_string(p50) +
+                        ",\"p99_us\":" + std::to_string(p99) + "}");
+
+      const int batches = std::max(50, calls / 20);
+      const int64_t start = snowflake::bench::MonotonicNs();
+      for (int i = 0; i < batches; ++i) {
+        const std::string_view body = connection.Get(batch);
+        if (std::count(body.begin(), body.end(), '\n') != 1000) Die("a short batch");
+      }
+      const double ns_per_id = static_cast<double>(snowflake::bench::MonotonicNs() - start) /
+                               (static_cast<double>(batches) * 1000.0);
+      std::fprintf(stderr, "http /v1/ids count=1000 rep %d: %.1f ns/ID\n", rep, ns_per_id);
+      batch_reps.push_back(std::to_string(ns_per_id));
+    }
+  }
+  series("http_id", id_reps);
+  series("http_batch1000_ns_per_id", batch_reps);
+
+  for (const int connections : {1, 16, 64}) {
+    std::vector<std::string> rps;
+    for (int rep = 0; rep < reps; ++rep) {
+      const double r = Throughput(
+          connections, seconds, [&] { return std::make_unique<Connection>(port); },
+          [&](Connection& c) { c.Get(one); });
+      std::fprintf(stderr, "http %d connections rep %d: %.0f requests/s\n", connections, rep, r);
+      rps.push_back(std::to_string(r));
+    }
+    series("http_rps_" + std::to_string(connections), rps);
+  }
+
+#ifdef SNOWFLAKE_BENCH_HIREDIS
+  if (redis_port > 0) {
+    for (const int connections : {16, 64}) {
+      std::vector<std::string> rps;
+      for (int rep = 0; rep < reps; ++rep) {
+        struct Redis {
+          redisContext* context = nullptr;
+          ~Redis() { redisFree(context); }
+        };
+        const double r = Throughput(
+            connections, seconds,
+            [&] {
+              // Connections made all at once can be refused on a loaded host: retry.
+              for (int attempt = 0;; ++attempt) {
+                auto redis = std::make_unique<Redis>();
+                redis->context = redisConnect("127.0.0.1", redis_port);
+                if (redis->context != nullptr && !redis->context->err) return redis;
+                if (attempt == 50) {
+                  Die(std::string("redis connect failed: ") +
+                      (redis->context ? redis->context->errstr : "no memory"));
+                }
+                std::this_thread::sleep_for(std::chrono::milliseconds(20));
+              }
+            },
+            [&](Redis& redis) {
+              auto* reply = static_cast<redisReply*>(redisCommand(redis.context, "INCR bench:rps"));
+              if (reply == nullptr || reply->type != REDIS_REPLY_INTEGER) Die("INCR failed");
+              freeReplyObject(reply);
+            });
+        std::fprintf(stderr, "redis %d connections rep %d: %.0f INCR/s\n", connections, rep, r);
+        rps.push_back(std::to_string(r));
+      }
+      series("redis_rps_" + std::to_string(connections), rps);
+    }
+  }
+#endif
+  out += "}";
+  std::printf("%s\n", out.c_str());
+  return 0;
+}

@@ -1,0 +1,769 @@
+#include "http_front.h"
+
+// Boost 1.74's asio/awaitable.hpp uses std::exchange without including <utility>.
+#include <utility>
+//
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ip/v6_only.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <string_view>
+#include <thread>
+
+#include "control_server.h"  // StatusToJson: /v1/status has the keys of `status --json`
+#include "net_address.h"
+#include "snowflake/client.h"
+
+namespace snowflake {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+constexpr uint64_t kMaxBatch = 4096;
+// A GET carries no body; a small one is read and ignored, a larger one is refused (413).
+constexpr uint64_t kMaxBodyBytes = 4096;
+// The front's Clients are in the daemon's own process: a heartbeat older than this means
+// the fill loop is stuck, and callers should go elsewhere.
+constexpr std::chrono::milliseconds kHeartbeatLimit{250};
+// How long a take may wait on an empty ring while the daemon looks healthy.
+constexpr std::chrono::milliseconds kTakeWait{250};
+// Refused connections (over the limit, or from outside `allow`) get their reply after
+// reading the request, so the peer sees it instead of a reset; they are bounded apart.
+constexpr uint64_t kMaxRefusing = 64;
+constexpr std::chrono::milliseconds kRefuseTimeout{1000};
+
+enum class Endpoint { kId, kIds, kHealthz, kStatus, kMetrics, kOther };
+constexpr const char* kEndpointNames[] = {"id", "ids", "healthz", "status", "metrics", "other"};
+
+// What one request produced.
+struct Reply {
+  http::status status = http::status::ok;
+  std::string content_type = "application/json";
+  std::string body;
+  bool retry_after = false;  // 429 and 503: "Retry-After: 1"
+  bool close = false;
+};
+
+Reply ErrorReply(http::status status, std::string_view code, std::string_view message) {
+  Reply reply;
+  reply.status = status;
+  reply.body = json{{"error", {{"code", code}, {"message", message}}}}.dump();
+  reply.retry_after =
+      status == http::status::too_many_requests || status == http::status::service_unavailable;
+  return reply;
+}
+
+// The HTTP code and error code of a take that failed.
+std::pair<http::status, std::string_view> StatusOf(ClientError error) {
+  switch (error) {
+    case ClientError::kDaemonStarting:
+      return {http::status::service_unavailable, "starting"};
+    case ClientError::kDaemonPaused:
+      return {http::status::service_unavailable, "paused"};
+    case ClientError::kDaemonOutOfService:
+      return {http::status::service_unavailable, "out_of_service"};
+    case ClientError::kDaemonStopped:
+      return {http::status::service_unavailable, "stopped"};
+    case ClientError::kDaemonNotHeartbeating:
+      return {http::status::service_unavailable, "not_heartbeating"};
+    case ClientError::kDaemonDead:
+      return {http::status::service_unavailable, "dead"};
+    case ClientError::kDaemonNotRunning:
+      return {http::status::service_unavailable, "not_running"};
+    case ClientError::kTimedOut:
+      return {http::status::service_unavailable, "timed_out"};
+    case ClientError::kInvalidServiceName:
+      return {http::status::bad_request, "invalid_service"};
+    default:
+      return {http::status::internal_server_error, "internal"};
+  }
+}
+
+// "a=1&b=2" -> {{"a","1"},{"b","2"}}; nullopt on a repeated key or a key without '='.
+std::optional<std::map<std::string_view, std::string_view>> ParseQuery(std::string_view query) {
+  std::map<std::string_view, std::string_view> out;
+  while (!query.empty()) {
+    const size_t amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    if (pair.empty()) continue;
+    const size_t eq = pair.find('=');
+    if (eq == std::string_view::npos) return std::nullopt;
+    if (!out.emplace(pair.substr(0, eq), pair.substr(eq + 1)).second) return std::nullopt;
+  }
+  return out;
+}
+
+// The metrics of /metrics. Families are created once; their Add() is thread-safe.
+struct Metrics {
+  std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
+  prometheus::Family<prometheus::Counter>& ids = prometheus::BuildCounter()
+                                                     .Name("snowflake_ids_issued_total")
+                                                     .Help(
+                                                         "IDs handed out, by service and path "
+                                                         "(ring: local clients, http: this front)")
+                                                     .Register(*registry);
+  prometheus::Family<prometheus::Counter>& requests = prometheus::BuildCounter()
+                                                          .Name("snowflake_http_requests_total")
+                                                          .Help("HTTP replies sent, by status code")
+                                                          .Register(*registry);
+  prometheus::Family<prometheus::Counter>& refused =
+      prometheus::BuildCounter()
+          .Name("snowflake_http_connections_refused_total")
+          .Help("Connections refused, by reason (limit: max_connections, allow: not in allow)")
+          .Register(*registry);
+  prometheus::Family<prometheus::Histogram>& latency =
+      prometheus::BuildHistogram()
+          .Name("snowflake_http_request_duration_seconds")
+          .Help("Time from a parsed request to its reply, by endpoint")
+          .Register(*registry);
+  prometheus::Family<prometheus::Counter>& totals =
+      prometheus::BuildCounter()
+          .Name("snowflake_ring_ids_total")
+          .Help("IDs the daemon published into the ring (refills) and drained from it")
+          .Register(*registry);
+  prometheus::Family<prometheus::Counter>& pauses =
+      prometheus::BuildCounter()
+          .Name("snowflake_clock_pauses_total")
+          .Help("Times generation paused because the clock stepped back")
+          .Register(*registry);
+  prometheus::Family<prometheus::Gauge>& state =
+      prometheus::BuildGauge()
+          .Name("snowflake_state")
+          .Help("1 for the daemon's current state, 0 for the others")
+          .Register(*registry);
+  prometheus::Family<prometheus::Gauge>& ring =
+      prometheus::BuildGauge()
+          .Name("snowflake_ring_ids")
+          .Help("IDs in the ring (fill), its capacity and the fill target")
+          .Register(*registry);
+  prometheus::Family<prometheus::Gauge>& connections = prometheus::BuildGauge()
+                                                           .Name("snowflake_http_connections")
+                                                           .Help("Open HTTP connections")
+                                                           .Register(*registry);
+
+  prometheus::Gauge& open = connections.Add({});
+  prometheus::Counter& refused_limit = refused.Add({{"reason", "limit"}});
+  prometheus::Counter& refused_allow = refused.Add({{"reason", "allow"}});
+  std::vector<prometheus::Histogram*> latency_by_endpoint;
+
+  Metrics() {
+    const prometheus::Histogram::BucketBoundaries buckets = {
+        0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001,
+        0.0025,  0.005,    0.01,    0.025,  0.05,    0.1,    1.0};
+    for (const char* name : kEndpointNames) {
+      latency_by_endpoint.push_back(&latency.Add({{"endpoint", name}}, buckets));
+    }
+  }
+
+  prometheus::Counter& Requests(unsigned code) {
+    return requests.Add({{"code", std::to_string(code)}});
+  }
+};
+
+// Raises a counter to `target` (counters mirror totals the daemon keeps).
+void RaiseTo(prometheus::Counter& counter, double target) {
+  const double now = counter.Value();
+  if (target > now) counter.Increment(target - now);
+}
+
+}  // namespace
+
+class HttpFront::Impl {
+ public:
+  Impl(const Config& config, StatusBoard& board)
+      : options_(config.http),
+        runtime_dir_(config.daemon.runtime_dir),
+        board_(board),
+        ioc_(static_cast<int>(config.http.threads)) {
+    for (const std::string& text : options_.allow) allow_.push_back(ParseCidr(text).value());
+  }
+
+  ~Impl() { Stop(); }
+
+  tl::expected<void, std::string> Listen() {
+    for (const std::string& text : options_.listen) {
+      auto address = ParseListenAddress(text);
+      if (!address) return tl::unexpected("http.listen: " + text + ": " + address.error());
+      beast::error_code ec;
+      const tcp::endpoint endpoint(asio::ip::make_address(address->host, ec), address->port);
+      auto acceptor = std::make_unique<tcp::acceptor>(ioc_);
+      if (!ec) acceptor->open(endpoint.protocol(), ec);
+      if (!ec) acceptor->set_option(asio::socket_base::reuse_address(true), ec);
+      if (!ec && endpoint.address().is_v6()) acceptor->set_option(asio::ip::v6_only(true), ec);
+      if (!ec) acceptor->bind(endpoint, ec);
+      if (!ec) acceptor->listen(asio::socket_base::max_listen_connections, ec);
+      if (ec) return tl::unexpected("cannot listen on " + text + ": " + ec.message());
+      ports_.push_back(acceptor->local_endpoint().port());
+      acceptors_.push_back(std::move(acceptor));
+    }
+    for (auto& acceptor : acceptors_) Accept(*acceptor);
+    for (uint64_t i = 0; i < options_.threads; ++i) {
+      threads_.emplace_back([this] {
+        for (;;) {
+          try {
+            ioc_.run();
+            return;
+          } catch (const std::exception& e) {
+            // A handler threw (allocation failure): log and keep serving.
+            spdlog::error("http front: {}", e.what());
+          }
+        }
+      });
+    }
+    return {};
+  }
+
+  void Stop() noexcept {
+    ioc_.stop();
+    for (auto& thread : threads_) {
+      if (thread.joinable()) thread.join();
+    }
+    threads_.clear();
+  }
+
+  const std::vector<uint16_t>& ports() const { return ports_; }
+
+  // ---- used by sessions ----
+  const Config::Http& options() const { return options_; }
+  Metrics& metrics() { return metrics_; }
+  void ConnectionClosed(bool refusing) {
+    (refusing ? refusing_ : connections_).fetch_sub(1, std::memory_order_relaxed);
+    if (!refusing) metrics_.open.Decrement();
+  }
+
+  Reply Handle(const http::request<http::string_body>& request, Endpoint& endpoint);
+
+ private:
+  void Accept(tcp::acceptor& acceptor) {
+    acceptor.async_accept(
+        asio::make_strand(ioc_), [this, &acceptor](beast::error_code ec, tcp::socket socket) {
+          if (ec == asio::error::operation_aborted) return;
+          if (ec) {
+            // Out of descriptors or memory: try again shortly rather than spin.
+            auto timer = std::make_shared<asio::steady_timer>(ioc_, std::chrono::milliseconds(10));
+            timer->async_wait([this, timer, &acceptor](beast::error_code) { Accept(acceptor); });
+            return;
+          }
+          OnAccept(std::move(socket));
+          Accept(acceptor);
+        });
+  }
+
+  void OnAccept(tcp::socket socket);
+
+  tl::expected<Client*, Reply> ClientFor(std::string_view service);
+  Reply TakeIds(const http::request<http::string_body>& request, std::string_view query,
+                bool batch);
+  Reply Healthz();
+  Reply Status();
+  Reply MetricsText();
+
+  const Config::Http options_;
+  const std::filesystem::path runtime_dir_;
+  StatusBoard& board_;
+  std::vector<Cidr> allow_;
+  Metrics metrics_;
+  std::atomic<uint64_t> connections_{0};
+  std::atomic<uint64_t> refusing_{0};
+
+  struct Service {
+    Client client;
+    prometheus::Counter* issued;  // path="http"
+  };
+  std::mutex services_mutex_;
+  std::map<std::string, std::unique_ptr<Service>, std::less<>> services_;  // guarded
+  std::mutex scrape_mutex_;  // one /metrics refresh at a time
+
+  std::vector<uint16_t> ports_;
+  // Declared last: destroyed first, so the sessions it still holds see the rest alive.
+  asio::io_context ioc_;
+  std::vector<std::unique_ptr<tcp::acceptor>> acceptors_;
+  std::vector<std::thread> threads_;
+};
+
+namespace {
+
+// One connection: read a request (bounded header size and time), reply, repeat while
+// keep-alive. Pipelined requests wait in buffer_ and are answered in order. A refusing
+// session answers its first request with `refusal` and closes.
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket socket, HttpFront::Impl& front, std::optional<Reply> refusal)
+      : stream_(std::move(socket)), front_(front), refusal_(std::move(refusal)) {}
+  ~Session() { front_.ConnectionClosed(refusal_.has_value()); }
+
+  void Start() { Read(); }
+
+ private:
+  void Read() {
+    parser_.emplace();
+    parser_->header_limit(static_cast<uint32_t>(front_.options().max_header_bytes));
+    parser_->body_limit(kMaxBodyBytes);
+    const auto timeout =
+        refusal_ ? kRefuseTimeout : std::chrono::milliseconds(front_.options().idle_timeout_ms);
+    stream_.expires_after(timeout);
+    http::async_read(stream_, buffer_, *parser_,
+                     beast::bind_front_handler(&Session::OnRead, shared_from_this()));
+  }
+
+  void OnRead(beast::error_code ec, size_t) {
+    if (ec == http::error::end_of_stream || ec == beast::error::timeout) return;  // closed
+    if (ec == http::error::header_limit) {
+      return Send(ErrorReply(http::status::request_header_fields_too_large, "headers_too_large",
+                             "the request line and headers exceed " +
+                                 std::to_string(front_.options().max_header_bytes) + " bytes"),
+                  Endpoint::kOther, Clock::now(), true);
+    }
+    if (ec == http::error::body_limit) {
+      return Send(ErrorReply(http::status::payload_too_large, "body_too_large",
+                             "a request body may have at most " + std::to_string(kMaxBodyBytes) +
+                                 " bytes (GET needs none)"),
+                  Endpoint::kOther, Clock::now(), true);
+    }
+    if (ec && ec.category() == http::make_error_code(http::error::bad_target).category() &&
+        ec != http::error::partial_message) {
+      return Send(ErrorReply(http::status::bad_request, "bad_request",
+                             "malformed HTTP/1.1 request: " + ec.message()),
+                  Endpoint::kOther, Clock::now(), true);
+    }
+    if (ec) return;  // reset, partial message at EOF, ...: nothing to answer
+    const auto start = Clock::now();
+    const http::request<http::string_body>& request = parser_->get();
+    if (refusal_) return Send(std::move(*refusal_), Endpoint::kOther, start, true);
+    if (request.version() != 10 && request.version() != 11) {
+      return Send(ErrorReply(http::status::http_version_not_supported, "bad_version",
+                             "only HTTP/1.0 and HTTP/1.1 are served"),
+                  Endpoint::kOther, start, true);
+    }
+    ++requests_;
+    Endpoint endpoint = Endpoint::kOther;
+    Reply reply = front_.Handle(request, endpoint);
+    const bool close = reply.close || !request.keep_alive() ||
+                       requests_ >= front_.options().max_requests_per_connection;
+    Send(std::move(reply), endpoint, start, close, request.version());
+  }
+
+  void Send(Reply reply, Endpoint endpoint, Clock::time_point start, bool close,
+            unsigned version = 11) {
+    response_.emplace(reply.status, version);
+    response_->set(http::field::content_type, reply.content_type);
+    if (reply.retry_after) response_->set(http::field::retry_after, "1");
+    if (reply.status == http::status::method_not_allowed) {
+      response_->set(http::field::allow, "GET");
+    }
+    response_->body() = std::move(reply.body);
+    response_->keep_alive(!close);
+    response_->prepare_payload();
+    close_ = close;
+    Metrics& metrics = front_.metrics();
+    metrics.Requests(static_cast<unsigned>(reply.status)).Increment();
+    metrics.latency_by_endpoint[static_cast<size_t>(endpoint)]->Observe(
+        std::chrono::duration<double>(Clock::now() - start).count());
+    stream_.expires_after(std::chrono::milliseconds(front_.options().write_timeout_ms));
+    http::async_write(stream_, *response_,
+                      beast::bind_front_handler(&Session::OnWrite, shared_from_this()));
+  }
+
+  void OnWrite(beast::error_code ec, size_t) {
+    if (ec) return;
+    if (close_) {
+      beast::error_code ignored;
+      stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+      // Read what the peer still sends until it closes (bounded by the timeout), so our
+      // close does not turn into a reset that could discard the reply on its side.
+      stream_.expires_after(std::chrono::milliseconds(200));
+      Drain();
+      return;
+    }
+    Read();
+  }
+
+  void Drain() {
+    stream_.async_read_some(asio::buffer(drain_),
+                            [self = shared_from_this()](beast::error_code ec, size_t) {
+                              if (!ec) self->Drain();
+                            });
+  }
+
+  beast::tcp_stream stream_;
+  HttpFront::Impl& front_;
+  std::optional<Reply> refusal_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<http::response<http::string_body>> response_;
+  std::array<char, 512> drain_{};
+  uint64_t requests_ = 0;
+  bool close_ = false;
+};
+
+std::optional<IpAddress> PeerAddress(const tcp::socket& socket) {
+  beast::error_code ec;
+  const tcp::endpoint peer = socket.remote_endpoint(ec);
+  if (ec) return std::nullopt;
+  IpAddress out;
+  if (peer.address().is_v4()) {
+    out.v4 = true;
+    out.bytes[10] = 0xff;
+    out.bytes[11] = 0xff;
+    const auto bytes = peer.address().to_v4().to_bytes();
+    std::copy(bytes.begin(), bytes.end(), out.bytes.begin() + 12);
+  } else {
+    const auto bytes = peer.address().to_v6().to_bytes();
+    std::copy(bytes.begin(), bytes.end(), out.bytes.begin());
+    out.v4 = peer.address().to_v6().is_v4_mapped();
+  }
+  return out;
+}
+
+}  // namespace
+
+void HttpFront::Impl::OnAccept(tcp::socket socket) {
+  beast::error_code ignored;
+  socket.set_option(tcp::no_delay(true), ignored);
+  std::optional<Reply> refusal;
+  const std::optional<IpAddress> peer = PeerAddress(socket);
+  const bool allowed = peer && std::any_of(allow_.begin(), allow_.end(),
+                                           [&](const Cidr& cidr) { return cidr.Contains(*peer); });
+  if (!allowed) {
+    metrics_.refused_allow.Increment();
+    refusal = ErrorReply(http::status::forbidden, "forbidden",
+                         "this client's address is not in [http] allow");
+  } else if (connections_.fetch_add(1, std::memory_order_relaxed) >= options_.max_connections) {
+    connections_.fetch_sub(1, std::memory_order_relaxed);
+    metrics_.refused_limit.Increment();
+    refusal = ErrorReply(http::status::too_many_requests, "too_many_connections",
+                         "this front already serves " + std::to_string(options_.max_connections) +
+                             " connections ([http] max_connections); retry shortly or use "
+                             "another daemon");
+  } else {
+    metrics_.open.Increment();
+  }
+  if (refusal && refusing_.fetch_add(1, std::memory_order_relaxed) >= kMaxRefusing) {
+    // Too many refusals pending at once: just close.
+    refusing_.fetch_sub(1, std::memory_order_relaxed);
+    socket.close(ignored);
+    return;
+  }
+  std::make_shared<Session>(std::move(socket), *this, std::move(refusal))->Start();
+}
+
+Reply HttpFront::Impl::Handle(const http::request<http::string_body>& request, Endpoint& endpoint) {
+  try {
+    const std::string_view target(request.target().data(), request.target().size());
+    const size_t question = target.find('?');
+    const std::string_view path = target.substr(0, question);
+    const std::string_view query =
+        question == std::string_view::npos ? std::string_view() : target.substr(question + 1);
+    if (path == "/v1/id") {
+      endpoint = Endpoint::kId;
+    } else if (path == "/v1/ids") {
+      endpoint = Endpoint::kIds;
+    } else if (path == "/healthz") {
+      endpoint = Endpoint::kHealthz;
+    } else if (path == "/v1/status") {
+      endpoint = Endpoint::kStatus;
+    } else if (path == "/metrics") {
+      endpoint = Endpoint::kMetrics;
+    } else {
+      return ErrorReply(http::status::not_found, "not_found",
+                        "no such endpoint; use /v1/id, /v1/ids, /healthz, /v1/status or /metrics");
+    }
+    if (request.method() != http::verb::get) {
+      return ErrorReply(http::status::method_not_allowed, "method_not_allowed",
+                        "only GET is served here");
+    }
+    switch (endpoint) {
+      case Endpoint::kId:
+        return TakeIds(request, query, false);
+      case Endpoint::kIds:
+        return TakeIds(request, query, true);
+      case Endpoint::kHealthz:
+        return Healthz();
+      case Endpoint::kStatus:
+        return Status();
+      case Endpoint::kMetrics:
+        return MetricsText();
+      case Endpoint::kOther:
+        break;
+    }
+    return ErrorReply(http::status::not_found, "not_found", "no such endpoint");
+  } catch (const std::exception& e) {
+    return ErrorReply(http::status::internal_server_error, "internal", e.what());
+  }
+}
+
+tl::expected<Client*, Reply> HttpFront::Impl::ClientFor(std::string_view service) {
+  std::lock_guard lock(services_mutex_);
+  if (auto found = services_.find(service); found != services_.end()) {
+    return &found->second->client;
+  }
+  if (auto valid = ValidateServiceName(service); !valid) {
+    return tl::unexpected(
+        ErrorReply(http::status::bad_request, "invalid_service", valid.error().message));
+  }
+  if (services_.size() >= options_.max_services) {
+    return tl::unexpected(ErrorReply(http::status::too_many_requests, "too_many_services",
+                                     "this front already serves " +
+                                         std::to_string(options_.max_services) +
+                                         " service names ([http] max_services)"));
+  }
+  ClientOptions options;
+  options.runtime_dir = runtime_dir_;
+  options.wait_timeout = kTakeWait;
+  options.max_heartbeat_age = kHeartbeatLimit;
+  auto client = Client::Open(service, options);
+  if (!client) {
+    const auto [status, code] = StatusOf(client.error().code);
+    return tl::unexpected(ErrorReply(status, code, client.error().message));
+  }
+  auto entry = std::make_unique<Service>(
+      Service{std::move(*client),
+              &metrics_.ids.Add({{"service", std::string(service)}, {"path", "http"}})});
+  Client* raw = &entry->client;
+  services_.emplace(std::string(service), std::move(entry));
+  return raw;
+}
+
+Reply HttpFront::Impl::TakeIds(const http::request<http::string_body>& request,
+                               std::string_view query, bool batch) {
+  const auto params = ParseQuery(query);
+  if (!params) {
+    return ErrorReply(http::status::bad_request, "bad_query",
+                      "the query must be key=value pairs joined by '&', each key once");
+  }
+  std::string_view service;
+  uint64_t count = 1;
+  bool has_count = false;
+  for (const auto& [key, value] : *params) {
+    if (key == "service") {
+      service = value;
+    } else if (key == "count" && batch) {
+      has_count = true;
+      uint64_t n = 0;
+      bool digits = !value.empty() && value.size() <= 5;
+      for (const char c : value) {
+        digits = digits && c >= '0' && c <= '9';
+        if (digits) n = n * 10 + static_cast<uint64_t>(c - '0');
+      }
+      if (!digits || n < 1 || n > kMaxBatch) {
+        return ErrorReply(http::status::bad_request, "bad_count",
+                          "count must be a whole number from 1 to 4096, got \"" +
+                              std::string(value.substr(0, 32)) + "\"");
+      }
+      count = n;
+    } else {
+      return ErrorReply(http::status::bad_request, "bad_query",
+                        "unknown query parameter \"" + std::string(key.substr(0, 32)) +
+                            "\" (known: service" + (batch ? ", count" : "") + ")");
+    }
+  }
+  if (service.empty()) {
+    return ErrorReply(http::status::bad_request, "missing_service",
+                      "service=NAME is required (1-63 of a-z, 0-9, '.', '_', '-')");
+  }
+  if (batch && !has_count) {
+    return ErrorReply(http::status::bad_request, "bad_count", "count=N is required (1 to 4096)");
+  }
+  auto service_client = [&]() { return ClientFor(service); }();
+  if (!service_client) return std::move(service_client.error());
+  Client& client = **service_client;
+
+  std::vector<uint64_t> ids(count);
+  size_t filled = 0;
+  while (filled < count) {
+    auto taken = client.NextBatch(std::span<uint64_t>(ids.data() + filled, count - filled));
+    if (!taken) {
+      // IDs already taken for this request are dropped: wasted, never reissued.
+      const auto [status, code] = StatusOf(taken.error().code);
+      return ErrorReply(status, code, taken.error().message);
+    }
+    filled += *taken;
+  }
+  {
+    std::lock_guard lock(services_mutex_);
+    services_.find(service)->second->issued->Increment(static_cast<double>(count));
+  }
+
+  Reply reply;
+  const auto accept = request[http::field::accept];
+  const bool plain = accept.find("text/plain") != beast::string_view::npos &&
+                     accept.find("application/json") == beast::string_view::npos;
+  reply.body.reserve(count * 22 + 16);
+  if (plain) {
+    reply.content_type = "text/plain; charset=utf-8";
+    for (const uint64_t id : ids) {
+      reply.body += std::to_string(id);
+      reply.body += '\n';
+    }
+    return reply;
+  }
+  if (!batch) {
+    reply.body = "{\"id\":\"" + std::to_string(ids[0]) + "\"}";
+    return reply;
+  }
+  reply.body = "{\"ids\":[";
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i > 0) reply.body += ',';
+    reply.body += '"';
+    reply.body += std::to_string(ids[i]);
+    reply.body += '"';
+  }
+  reply.body += "]}";
+  return reply;
+}
+
+Reply HttpFront::Impl::Healthz() {
+  ClientOptions options;
+  options.runtime_dir = runtime_dir_;
+  options.max_heartbeat_age = kHeartbeatLimit;
+  auto status = Client::Inspect(options);
+  Reply reply;
+  if (!status) {
+    reply.status = http::status::service_unavailable;
+    reply.retry_after = true;
+    reply.body = json{{"state", "not_running"},
+                      {"reason_code", ClientErrorName(status.error().code)},
+                      {"reason", status.error().message}}
+                     .dump();
+    return reply;
+  }
+  const bool serving = status->health == "serving";
+  reply.status = serving ? http::status::ok : http::status::service_unavailable;
+  reply.retry_after = !serving;
+  reply.body = json{{"state", status->health},
+                    {"reason_code", status->reason},
+                    {"reason", status->reason_text},
+                    {"machine", status->machine}}
+                   .dump();
+  return reply;
+}
+
+// The object `snowflakectl status --json` prints, key for key (docs/cli.md): the segment's
+// view as one client sees it, plus the daemon's own status (the control socket's reply) under
+// "daemon". Built from the same two sources the CLI reads.
+Reply HttpFront::Impl::Status() {
+  ClientOptions options;
+  options.runtime_dir = runtime_dir_;
+  options.max_heartbeat_age = kHeartbeatLimit;
+  auto segment = Client::Inspect(options);
+  if (!segment) {
+    return ErrorReply(http::status::service_unavailable, "not_running", segment.error().message);
+  }
+  const ClientStatus& s = *segment;
+  const DaemonStatus daemon = board_.Snapshot();
+  json out = {
+      {"state", s.state},
+      {"health", s.health},
+      {"reason_code", s.reason},
+      {"reason", s.reason_text},
+      {"reason_detail", s.reason_detail},
+      {"machine", s.machine},
+      {"epoch_unix_ms", s.epoch_unix_ms},
+      {"incarnation", s.incarnation},
+      {"pid", s.daemon_pid},
+      {"heartbeat_age_ns", s.heartbeat_age_ns},
+      {"ring_fill", s.ring_fill},
+      {"ring_capacity", s.ring_capacity},
+      {"fill_target", s.fill_target},
+      {"published_total", s.published_total},
+      {"taken_total", s.taken_total - std::min(s.drained_total, s.taken_total)},
+      {"drained_total", s.drained_total},
+      {"clock_pauses", s.clock_pauses},
+      {"daemon_reachable", true},
+      {"daemon_error", nullptr},
+      {"services", daemon.services},
+      {"daemon", json::parse(StatusToJson(daemon))},
+  };
+  Reply reply;
+  reply.body = out.dump();
+  return reply;
+}
+
+Reply HttpFront::Impl::MetricsText() {
+  std::lock_guard lock(scrape_mutex_);
+  const DaemonStatus status = board_.Snapshot();
+  // Ring path = everything the daemon counted for a service minus what this front took
+  // (the front's own Clients count in the same slots). The daemon scans services about
+  // once a second, so the ring figures lag by that much.
+  std::map<std::string, double> http_by_service;
+  {
+    std::lock_guard services_lock(services_mutex_);
+    for (const auto& [name, service] : services_) http_by_service[name] = service->issued->Value();
+  }
+  for (const auto& [name, taken] : status.services) {
+    const double via_http = http_by_service.count(name) ? http_by_service[name] : 0.0;
+    const double ring = static_cast<double>(taken) - via_http;
+    if (ring > 0) RaiseTo(metrics_.ids.Add({{"service", name}, {"path", "ring"}}), ring);
+  }
+  RaiseTo(metrics_.totals.Add({{"kind", "published"}}),
+          static_cast<double>(status.published_total));
+  RaiseTo(metrics_.totals.Add({{"kind", "drained"}}), static_cast<double>(status.drained_total));
+  RaiseTo(metrics_.pauses.Add({}), static_cast<double>(status.clock_pauses));
+  for (const char* state : {"starting", "serving", "paused", "out_of_service", "stopped"}) {
+    metrics_.state.Add({{"state", state}}).Set(status.state == state ? 1 : 0);
+  }
+  metrics_.ring.Add({{"kind", "fill"}}).Set(static_cast<double>(status.ring_fill));
+  metrics_.ring.Add({{"kind", "capacity"}}).Set(static_cast<double>(status.ring_capacity));
+  metrics_.ring.Add({{"kind", "target"}}).Set(static_cast<double>(status.fill_target));
+
+  std::ostringstream out;
+  prometheus::TextSerializer().Serialize(out, metrics_.registry->Collect());
+  Reply reply;
+  reply.content_type = "text/plain; version=0.0.4; charset=utf-8";
+  reply.body = out.str();
+  return reply;
+}
+
+HttpFront::HttpFront(std::unique_ptr<Impl> impl) noexcept : impl_(std::move(impl)) {}
+
+HttpFront::~HttpFront() { Stop(); }
+
+void HttpFront::Stop() noexcept {
+  if (impl_) impl_->Stop();
+}
+
+std::vector<uint16_t> HttpFront::ports() const { return impl_->ports(); }
+
+tl::expected<std::unique_ptr<HttpFront>, std::string> HttpFront::Start(
+    const Config& config, StatusBoard& board) noexcept {
+  if (config.http.listen.empty()) return std::unique_ptr<HttpFront>();
+  try {
+    auto impl = std::make_unique<Impl>(config, board);
+    if (auto listening = impl->Listen(); !listening) return tl::unexpected(listening.error());
+    std::string where;
+    for (size_t i = 0; i < config.http.listen.size(); ++i) {
+      where += (i ? ", " : "") + config.http.listen[i];
+    }
+    spdlog::info("http front listening on {} ({} threads, at most {} connections)", where,
+                 config.http.threads, config.http.max_connections);
+    return std::unique_ptr<HttpFront>(new HttpFront(std::move(impl)));
+  } catch (const std::exception& e) {
+    return tl::unexpected(std::string("http front: ") + e.what());
+  }
+}
+
+}  // namespace snowflake

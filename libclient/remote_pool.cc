@@ -1,0 +1,307 @@
+#include "remote_pool.h"
+
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <ctime>
+#include <thread>
+
+namespace snowflake::detail {
+namespace {
+
+using Steady = std::chrono::steady_clock;
+
+constexpr std::chrono::milliseconds kBreakerBase{50};
+constexpr std::chrono::milliseconds kBreakerMax{2000};
+constexpr size_t kMaxRemoteBatch = 4096;
+// A remote answer entirely at or below our last ID (another host's same millisecond):
+// wait for the next millisecond and ask again, this many times at most.
+constexpr int kStaleRetries = 2;
+
+bool RemoteCanHelp(ClientError code) {
+  switch (code) {
+    case ClientError::kDaemonNotRunning:
+    case ClientError::kDaemonStarting:
+    case ClientError::kDaemonPaused:
+    case ClientError::kDaemonOutOfService:
+    case ClientError::kDaemonStopped:
+    case ClientError::kDaemonNotHeartbeating:
+    case ClientError::kDaemonDead:
+    case ClientError::kTimedOut:  // also: the local ring's IDs are behind a remote's
+      return true;
+    default:
+      return false;
+  }
+}
+
+int64_t NowUnixMs() {
+  timespec now{};
+  clock_gettime(CLOCK_REALTIME, &now);
+  return int64_t{now.tv_sec} * 1000 + now.tv_nsec / 1'000'000;
+}
+
+size_t AppendBody(char* data, size_t size, size_t count, void* user) {
+  auto* body = static_cast<std::string*>(user);
+  // A reply to 4096 IDs is under 100 KB; anything far larger is not our front.
+  if (body->size() + size * count > 1 << 20) return 0;
+  body->append(data, size * count);
+  return size * count;
+}
+
+// `"code":"paused"` out of an error body, without a JSON library.
+std::string ErrorCodeOf(const std::string& body) {
+  const std::string key = "\"code\":\"";
+  const size_t at = body.find(key);
+  if (at == std::string::npos) return "";
+  const size_t end = body.find('"', at + key.size());
+  return end == std::string::npos ? "" : body.substr(at + key.size(), end - at - key.size());
+}
+
+}  // namespace
+
+struct RemotePool::Endpoint {
+  std::string address;              // "host:port"
+  std::string url_prefix;           // "http://host:port/v1/ids?service=S&count="
+  std::vector<CURL*> idle;          // reusable handles (keep-alive), guarded by mutex_
+  int failures = 0;                 // consecutive, guarded by mutex_
+  Steady::time_point open_until{};  // breaker: skip until then, guarded by mutex_
+  std::string last_error;           // guarded by mutex_
+
+  ~Endpoint() {
+    for (CURL* handle : idle) curl_easy_cleanup(handle);
+  }
+};
+
+RemotePool::RemotePool(std::string service, std::vector<std::string> remotes,
+                       const ClientOptions& options, int64_t epoch_unix_ms)
+    : service_(std::move(service)),
+      attempt_timeout_(options.remote_attempt_timeout),
+      deadline_(options.remote_deadline),
+      max_age_(options.remote_max_age),
+      epoch_unix_ms_(epoch_unix_ms),
+      jitter_(static_cast<unsigned>(Steady::now().time_since_epoch().count())) {
+  static std::once_flag curl_ready;
+  std::call_once(curl_ready, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+  for (std::string& address : remotes) {
+    auto endpoint = std::make_unique<Endpoint>();
+    endpoint->url_prefix = "http://" + address + "/v1/ids?service=" + service_ + "&count=";
+    endpoint->address = std::move(address);
+    endpoints_.push_back(std::move(endpoint));
+  }
+}
+
+RemotePool::~RemotePool() = default;
+
+std::vector<std::string> RemotePool::FromEnvironment() {
+  std::vector<std::string> out;
+  const char* text = std::getenv("SNOWFLAKE_REMOTES");
+  if (text == nullptr) return out;
+  std::string_view rest(text);
+  while (!rest.empty()) {
+    const size_t comma = rest.find(',');
+    std::string_view item = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    if (!item.empty()) out.emplace_back(item);
+  }
+  return out;
+}
+
+size_t RemotePool::Admit(uint64_t* out, size_t n) noexcept {
+  uint64_t last = last_.load(std::memory_order_acquire);
+  for (;;) {
+    // Case 1: everything is at or below the last returned ID: nothing to return.
+    // Case 2: a prefix is: drop it (IDs wasted, never reissued).
+    // Case 3: raise last_ to our largest; a failed CAS means another thread returned a
+    //         larger ID meanwhile: re-filter against it.
+    size_t skip = 0;
+    while (skip < n && out[skip] <= last) ++skip;
+    if (skip == n) return 0;
+    if (last_.compare_exchange_weak(last, out[n - 1], std::memory_order_acq_rel,
+                                    std::memory_order_acquire)) {
+      if (skip > 0) std::copy(out + skip, out + n, out);
+      return n - skip;
+    }
+  }
+}
+
+tl::expected<size_t, Error> RemotePool::Take(std::span<uint64_t> out,
+                                             const LocalTake& local) noexcept {
+  try {
+    for (int attempt = 0;; ++attempt) {
+      auto taken = local(out);
+      if (!taken) {
+        if (!RemoteCanHelp(taken.error().code) || endpoints_.empty()) return taken;
+        return TakeRemote(out, taken.error());
+      }
+      if (const size_t n = Admit(out.data(), *taken); n > 0) return n;
+      // The ring's IDs are at or below one a remote gave us: another machine's IDs of the
+      // same millisecond, or a local clock behind the remote's. A few retakes cover the
+      // first case; in the second the local IDs stay behind, so keep to the remotes (each
+      // take still tries the ring first, and returns to it once its IDs are above).
+      if (attempt == kStaleRetries) {
+        if (endpoints_.empty()) break;
+        return TakeRemote(out, Error{ClientError::kTimedOut,
+                                     "the local daemon's IDs are at or below the last one "
+                                     "returned from a remote (its clock is behind)"});
+      }
+    }
+    return tl::unexpected(Error{ClientError::kTimedOut,
+                                "the local ring kept handing out IDs at or below one already "
+                                "returned; retry"});
+  } catch (const std::exception& e) {
+    return tl::unexpected(Error{ClientError::kSystemError, std::string("failover: ") + e.what()});
+  }
+}
+
+tl::expected<size_t, Error> RemotePool::TakeRemote(std::span<uint64_t> out,
+                                                   const Error& local_error) {
+  const auto deadline = Steady::now() + deadline_;
+  std::vector<Endpoint*> order;
+  {
+    std::lock_guard lock(mutex_);
+    for (size_t i = 0; i < endpoints_.size(); ++i) {
+      order.push_back(endpoints_[(preferred_ + i) % endpoints_.size()].get());
+    }
+  }
+  std::string tried;
+  auto note = [&tried](const Endpoint& e, const std::string& why) {
+    tried += (tried.empty() ? "" : "; ") + e.address + ": " + why;
+  };
+  for (Endpoint* endpoint : order) {
+    {
+      std::lock_guard lock(mutex_);
+      const auto now = Steady::now();
+      if (now < endpoint->open_until) {
+        note(*endpoint, "skipped for " +
+                            std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                               endpoint->open_until - now)
+                                               .count()) +
+                            " ms more after: " + endpoint->last_error);
+        continue;
+      }
+    }
+    for (int round = 0; round <= kStaleRetries; ++round) {
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Steady::now());
+      if (left.count() <= 0) {
+        note(*endpoint, "not tried: the overall deadline of " + std::to_string(deadline_.count()) +
+                            " ms passed");
+        break;
+      }
+      auto fetched = Fetch(*endpoint, out, std::min(attempt_timeout_, left));
+      std::lock_guard lock(mutex_);
+      if (!fetched) {
+        endpoint->failures += 1;
+        endpoint->last_error = fetched.error();
+        const auto backoff = std::min<std::chrono::milliseconds>(
+            kBreakerMax, kBreakerBase * (1 << std::min(endpoint->failures - 1, 6)));
+        const double factor = std::uniform_real_distribution<double>(0.5, 1.5)(jitter_);
+        endpoint->open_until =
+            Steady::now() + std::chrono::duration_cast<Steady::duration>(backoff * factor);
+        note(*endpoint, fetched.error());
+        break;
+      }
+      endpoint->failures = 0;
+      preferred_ =
+          static_cast<size_t>(std::find_if(endpoints_.begin(), endpoints_.end(),
+                                           [&](const auto& e) { return e.get() == endpoint; }) -
+                              endpoints_.begin());
+      if (const size_t n = Admit(out.data(), *fetched); n > 0) return n;
+      // Another host's IDs of a millisecond we already passed: wait for the next one.
+      if (round == kStaleRetries) {
+        note(*endpoint, "its IDs stayed at or below the last one returned (its clock is behind)");
+      } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    }
+  }
+  return tl::unexpected(Error{local_error.code, "no ID: the local daemon is not serving (" +
+                                                    local_error.message +
+                                                    "), and no remote gave one: " + tried});
+}
+
+tl::expected<size_t, std::string> RemotePool::Fetch(Endpoint& endpoint, std::span<uint64_t> out,
+                                                    std::chrono::milliseconds timeout) {
+  CURL* handle = nullptr;
+  {
+    std::lock_guard lock(mutex_);
+    if (!endpoint.idle.empty()) {
+      handle = endpoint.idle.back();
+      endpoint.idle.pop_back();
+    }
+  }
+  if (handle == nullptr) handle = curl_easy_init();
+  if (handle == nullptr) return tl::unexpected(std::string("cannot create a curl handle"));
+  const size_t want = std::min(out.size(), kMaxRemoteBatch);
+  const std::string url = endpoint.url_prefix + std::to_string(want);
+  std::string body;
+  curl_slist headers{};
+  char accept[] = "Accept: text/plain";
+  headers.data = accept;
+  headers.next = nullptr;
+  curl_easy_setopt(handle, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(handle, CURLOPT_HTTPHEADER, &headers);
+  curl_easy_setopt(handle, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(handle, CURLOPT_TIMEOUT_MS,
+                   static_cast<long>(std::max<int64_t>(1, timeout.count())));
+  curl_easy_setopt(handle, CURLOPT_CONNECTTIMEOUT_MS,
+                   static_cast<long>(std::max<int64_t>(1, timeout.count())));
+  curl_easy_setopt(handle, CURLOPT_TCP_NODELAY, 1L);
+  curl_easy_setopt(handle, CURLOPT_PROTOCOLS_STR, "http");
+  curl_easy_setopt(handle, CURLOPT_WRITEFUNCTION, &AppendBody);
+  curl_easy_setopt(handle, CURLOPT_WRITEDATA, &body);
+  const CURLcode rc = curl_easy_perform(handle);
+  long status = 0;
+  curl_easy_getinfo(handle, CURLINFO_RESPONSE_CODE, &status);
+  curl_easy_setopt(handle, CURLOPT_HTTPHEADER, nullptr);
+  if (rc != CURLE_OK) {
+    // The connection may be half-used: do not reuse this handle.
+    curl_easy_cleanup(handle);
+    return tl::unexpected(std::string(curl_easy_strerror(rc)) +
+                          (rc == CURLE_OPERATION_TIMEDOUT
+                               ? " (" + std::to_string(timeout.count()) + " ms)"
+                               : std::string()));
+  }
+  {
+    std::lock_guard lock(mutex_);
+    endpoint.idle.push_back(handle);
+  }
+  if (status != 200) {
+    const std::string code = ErrorCodeOf(body);
+    return tl::unexpected("HTTP " + std::to_string(status) + (code.empty() ? "" : " " + code));
+  }
+  // One decimal per line, strictly increasing, none older than max_age.
+  size_t n = 0;
+  size_t start = 0;
+  const int64_t oldest_ms = NowUnixMs() - max_age_.count();
+  while (start < body.size()) {
+    const size_t nl = body.find('\n', start);
+    if (nl == std::string::npos || n == want) {
+      return tl::unexpected(std::string("a malformed reply (not one ID per line)"));
+    }
+    uint64_t id = 0;
+    if (nl == start || nl - start > 19) return tl::unexpected(std::string("a malformed ID"));
+    for (size_t i = start; i < nl; ++i) {
+      if (body[i] < '0' || body[i] > '9') return tl::unexpected(std::string("a malformed ID"));
+      id = id * 10 + static_cast<uint64_t>(body[i] - '0');
+    }
+    if (n > 0 && id <= out[n - 1]) {
+      return tl::unexpected(std::string("IDs not strictly increasing"));
+    }
+    const int64_t id_ms = epoch_unix_ms_ + static_cast<int64_t>(id >> 22);
+    if (id_ms < oldest_ms) {
+      return tl::unexpected(
+          "an ID " + std::to_string(NowUnixMs() - id_ms) + " ms old (more than remote_max_age " +
+          std::to_string(max_age_.count()) + " ms; is its clock or its epoch different?)");
+    }
+    out[n++] = id;
+    start = nl + 1;
+  }
+  if (n == 0) return tl::unexpected(std::string("an empty reply"));
+  return n;
+}
+
+}  // namespace snowflake::detail

@@ -1,0 +1,96 @@
+// Failover to other daemons' HTTP fronts (docs/client.md, "Remotes and failover").
+//
+// A Client with remotes wraps each take in RemotePool::Take: the local ring first; while
+// the local daemon is not serving (starting, paused, out of service, stopped, hung, dead),
+// the remotes over HTTP (libcurl), with
+//   - a per-attempt timeout inside an overall deadline,
+//   - sticky last-good ordering (the endpoint that answered last is tried first),
+//   - a per-endpoint breaker: after a failure the endpoint is skipped for a backoff that
+//     doubles per consecutive failure (50 ms .. 2 s) with +-50% jitter,
+//   - and a return to the ring on the very next take once the local daemon serves again.
+// Whatever the source, a Client never returns an ID at or below one it returned before
+// (another host's IDs of the same millisecond may be smaller: they are skipped, and the
+// take waits for the next millisecond, at most about 2 ms), nor a remote ID older than
+// remote_max_age by this host's clock.
+//
+// Why libcurl rather than a Beast client: libsnowflake is a small C/C++ library linked
+// into every service; libcurl is a stable C ABI with per-request timeouts and keep-alive
+// connection reuse built in, and keeps Beast's heavy templates out of the client.
+//
+// A RemotePool is safe for concurrent use by multiple threads: the breakers and the
+// connection handles are guarded by a mutex; requests run outside it, each on its own
+// handle.
+
+#ifndef SNOWFLAKE_LIBCLIENT_REMOTE_POOL_H_
+#define SNOWFLAKE_LIBCLIENT_REMOTE_POOL_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <span>
+#include <string>
+#include <tl/expected.hpp>
+#include <vector>
+
+#include "snowflake/client.h"
+
+namespace snowflake::detail {
+
+class RemotePool {
+ public:
+  // Takes from the local ring; returns how many IDs it put at the front of the span.
+  using LocalTake = std::function<tl::expected<size_t, Error>(std::span<uint64_t>)>;
+
+  // `remotes` are "host:port" ("[v6]:port" for IPv6); `epoch_unix_ms` the fleet's epoch
+  // (to judge a remote ID's age).
+  RemotePool(std::string service, std::vector<std::string> remotes, const ClientOptions& options,
+             int64_t epoch_unix_ms);
+  ~RemotePool();
+  RemotePool(const RemotePool&) = delete;
+  RemotePool& operator=(const RemotePool&) = delete;
+
+  // Fills a prefix of `out` (1 <= n <= out.size() <= 4096 IDs) and returns n: strictly
+  // increasing and above every ID returned before through this pool.
+  // Errors: a local error a remote cannot help with (kInvalidArgument, kSystemError, ...)
+  // as is; when the local daemon is not serving (or its ring stayed empty: kTimedOut, or
+  // its IDs stay below one already returned) and no remote gave IDs within the deadline,
+  // the local error's code with a message naming the local failure and every endpoint
+  // tried and why each failed.
+  tl::expected<size_t, Error> Take(std::span<uint64_t> out, const LocalTake& local) noexcept;
+
+  // The remotes parsed from SNOWFLAKE_REMOTES ("host:port,host:port"), or empty.
+  static std::vector<std::string> FromEnvironment();
+
+ private:
+  struct Endpoint;
+
+  // Drops IDs <= the last returned one and publishes the new last; returns how many are
+  // left at the front of out[0..n).
+  size_t Admit(uint64_t* out, size_t n) noexcept;
+  // One HTTP attempt; fills out and returns n, or a reason.
+  tl::expected<size_t, std::string> Fetch(Endpoint& endpoint, std::span<uint64_t> out,
+                                          std::chrono::milliseconds timeout);
+  tl::expected<size_t, Error> TakeRemote(std::span<uint64_t> out, const Error& local_error);
+
+  const std::string service_;
+  const std::chrono::milliseconds attempt_timeout_;
+  const std::chrono::milliseconds deadline_;
+  const std::chrono::milliseconds max_age_;
+  const int64_t epoch_unix_ms_;
+
+  // The largest ID this pool returned (local or remote). Only ever raised, by CAS.
+  std::atomic<uint64_t> last_{0};
+
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<Endpoint>> endpoints_;  // fixed after construction
+  size_t preferred_ = 0;                              // guarded by mutex_
+  std::minstd_rand jitter_;                           // guarded by mutex_
+};
+
+}  // namespace snowflake::detail
+
+#endif  // SNOWFLAKE_LIBCLIENT_REMOTE_POOL_H_

@@ -1,0 +1,268 @@
+// A fleet on loopback: three real snowflaked processes A, B, C (own runtime and state
+// directories, static machine numbers 1, 2, 3), each with its HTTP front, and one Client
+// on A with remotes B and C (docs/client.md, "Remotes and failover").
+//
+// Property: through every fault of A (a clock step back under libfaketime, SIGTERM,
+// SIGKILL, SIGSTOP), then B down too, the Client keeps returning IDs, strictly increasing
+// (so no duplicate); with every daemon down it fails with an error naming each endpoint;
+// once A serves again it takes from A's ring again. The time from each fault to the first
+// remote ID is printed (measured, never asserted).
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "daemon_harness.h"
+#include "http_probe.h"
+#include "snowflake/client.h"
+
+namespace snowflake::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using Steady = std::chrono::steady_clock;
+
+uint32_t MachineOf(uint64_t id) { return static_cast<uint32_t>((id >> 12) & 0x3ff); }
+
+struct Member {
+  std::unique_ptr<DaemonHarness> harness;
+  DaemonOptions options;
+  uint16_t port = 0;
+  uint32_t machine = 0;
+  std::optional<Daemon> daemon;
+
+  void Start() {
+    daemon.emplace(harness->Start(options));
+    ASSERT_TRUE(daemon->ready()) << daemon->Describe();
+  }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port); }
+};
+
+class Fleet : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (uint32_t i = 0; i < 3; ++i) {
+      Member m;
+      m.harness = std::make_unique<DaemonHarness>(std::string("fleet-") + char('a' + i));
+      m.port = FreePort();
+      m.machine = i + 1;
+      m.options = m.harness->Options();
+      // A clock step back of up to 5 s only pauses (it does not need `resume`).
+      m.options.config_path = m.harness->WriteFile(
+          "fleet.toml", "[register]\nbackend = \"static\"\nmachine = " + std::to_string(m.machine) +
+                            "\n[clock]\nmax_backward_ms = 5000\n[http]\nlisten = [\"" +
+                            m.address() + "\"]\n");
+      if (i == 0) {
+        offset_file_ = m.harness->root() / "offset";
+        SetClockOffset(offset_file_, "+0");
+        m.options.faketime_file = offset_file_;
+      }
+      members_.push_back(std::move(m));
+      members_.back().Start();
+    }
+    ClientOptions options = DaemonHarness::ClientOptionsFor(a().harness->runtime_dir());
+    // Notice a stopped (SIGSTOP) daemon within 200 ms; generous HTTP limits for a loaded,
+    // sanitized host.
+    options.max_heartbeat_age = 200ms;
+    options.remotes = {b().address(), c().address()};
+    options.remote_attempt_timeout = 2000ms;
+    options.remote_deadline = 6000ms;
+    options.remote_max_age = 5000ms;
+    auto client = Client::Open("fleet", options);
+    ASSERT_TRUE(client) << client.error().message;
+    client_.emplace(std::move(*client));
+  }
+
+  Member& a() { return members_[0]; }
+  Member& b() { return members_[1]; }
+  Member& c() { return members_[2]; }
+
+  // Takes one ID and checks it is above every earlier one.
+  tl::expected<uint64_t, Error> Take() {
+    auto id = client_->Next();
+    if (id) {
+      EXPECT_GT(*id, last_) << "an ID at or below an earlier one";
+      last_ = std::max(last_, *id);
+      ++taken_;
+    }
+    return id;
+  }
+
+  // Takes until an ID comes from `machine` (or not from it, when `from` is false); returns
+  // the time that took, or nullopt after `limit`. Every take must succeed.
+  std::optional<std::chrono::microseconds> TakeUntil(uint32_t machine, bool from,
+                                                     std::chrono::milliseconds limit) {
+    const auto start = Steady::now();
+    while (Steady::now() - start < limit) {
+      auto id = Take();
+      if (!id) {
+        ADD_FAILURE() << "a take failed: " << id.error().message;
+        return std::nullopt;
+      }
+      if ((MachineOf(*id) == machine) == from) {
+        return std::chrono::duration_cast<std::chrono::microseconds>(Steady::now() - start);
+      }
+    }
+    return std::nullopt;
+  }
+
+  void Report(const char* fault, std::optional<std::chrono::microseconds> failover) {
+    if (failover) {
+      std::printf("failover after %s: first remote ID after %.3f ms\n", fault,
+                  static_cast<double>(failover->count()) / 1000.0);
+    } else {
+      std::printf("failover after %s: no remote ID needed\n", fault);
+    }
+  }
+
+  // A serves again: the Client is back on A's ring.
+  void ExpectBackOnA(const char* after) {
+    const auto back = TakeUntil(a().machine, true, 15s);
+    ASSERT_TRUE(back) << "not back on the local ring after " << after;
+    // And stays there: the next IDs are A's.
+    for (int i = 0; i < 100; ++i) {
+      auto id = Take();
+      ASSERT_TRUE(id) << id.error().message;
+      EXPECT_EQ(MachineOf(*id), a().machine) << after;
+    }
+  }
+
+  std::vector<Member> members_;
+  std::filesystem::path offset_file_;
+  std::optional<Client> client_;
+  uint64_t last_ = 0;
+  uint64_t taken_ = 0;
+};
+
+TEST_F(Fleet, ClientKeepsIssuingIncreasingIdsThroughEveryFault) {
+  // Healthy: local IDs only.
+  for (int i = 0; i < 1000; ++i) {
+    auto id = Take();
+    ASSERT_TRUE(id) << id.error().message;
+    ASSERT_EQ(MachineOf(*id), a().machine);
+  }
+
+  // 1. A 5 ms clock step back: A pauses about 5 ms (longer while the offset stays, its IDs
+  //    are then behind B's and C's); back to normal, A serves again.
+  SetClockOffset(offset_file_, "-0.005");
+  Report("a 5 ms clock step (pause)", TakeUntil(a().machine, false, 2s));
+  for (int i = 0; i < 200; ++i) ASSERT_TRUE(Take());
+  SetClockOffset(offset_file_, "+0");
+  ExpectBackOnA("the clock step");
+
+  // 2. A longer pause (a 2 s step back): remote IDs for its whole length.
+  SetClockOffset(offset_file_, "-2");
+  const auto paused = TakeUntil(a().machine, false, 5s);
+  ASSERT_TRUE(paused) << "no remote ID while A is paused";
+  Report("a 2 s clock step (pause)", paused);
+  SetClockOffset(offset_file_, "+0");
+  ExpectBackOnA("the long pause");
+
+  // 3. SIGTERM A.
+  ASSERT_TRUE(a().daemon->Stop());
+  const auto stopped = TakeUntil(a().machine, false, 5s);
+  ASSERT_TRUE(stopped) << "no remote ID after SIGTERM";
+  Report("SIGTERM", stopped);
+  for (int i = 0; i < 200; ++i) ASSERT_TRUE(Take());
+  a().Start();
+  ExpectBackOnA("the restart after SIGTERM");
+
+  // 4. SIGKILL A (its ring may still hold IDs: those come first).
+  a().daemon->Kill();
+  const auto killed = TakeUntil(a().machine, false, 10s);
+  ASSERT_TRUE(killed) << "no remote ID after SIGKILL";
+  Report("SIGKILL", killed);
+  a().Start();
+  ExpectBackOnA("the restart after SIGKILL");
+
+  // 5. SIGSTOP A (hung): noticed through its heartbeat.
+  ASSERT_EQ(kill(a().daemon->pid(), SIGSTOP), 0);
+  const auto hung = TakeUntil(a().machine, false, 10s);
+  kill(a().daemon->pid(), SIGCONT);
+  ASSERT_TRUE(hung) << "no remote ID after SIGSTOP";
+  Report("SIGSTOP", hung);
+  ExpectBackOnA("SIGCONT");
+
+  // 6. A and B down: IDs from C.
+  ASSERT_TRUE(a().daemon->Stop());
+  ASSERT_TRUE(b().daemon->Stop());
+  const auto only_c = TakeUntil(c().machine, true, 10s);
+  ASSERT_TRUE(only_c) << "no ID from C with A and B down";
+  for (int i = 0; i < 200; ++i) {
+    auto id = Take();
+    ASSERT_TRUE(id) << id.error().message;
+    EXPECT_EQ(MachineOf(*id), c().machine);
+  }
+
+  // 7. Everything down: a clear error naming every endpoint.
+  ASSERT_TRUE(c().daemon->Stop());
+  auto none = client_->Next();
+  ASSERT_FALSE(none);
+  EXPECT_EQ(none.error().code, ClientError::kDaemonStopped);
+  EXPECT_NE(none.error().message.find(b().address()), std::string::npos) << none.error().message;
+  EXPECT_NE(none.error().message.find(c().address()), std::string::npos) << none.error().message;
+  std::printf("all down: %s\n", none.error().message.c_str());
+
+  // 8. A back: local again.
+  a().Start();
+  ExpectBackOnA("A's restart with B and C down");
+  std::printf("%llu IDs, strictly increasing across every fault\n",
+              static_cast<unsigned long long>(taken_));
+}
+
+TEST_F(Fleet, NextBatchFailsOverWithStrictlyIncreasingBatches) {
+  ASSERT_TRUE(a().daemon->Stop());
+  std::vector<uint64_t> batch(1000);
+  uint64_t last = 0;
+  size_t remote = 0;
+  for (int round = 0; round < 20; ++round) {
+    auto n = client_->NextBatch(batch);
+    ASSERT_TRUE(n) << n.error().message;
+    ASSERT_GE(*n, 1u);
+    for (size_t i = 0; i < *n; ++i) {
+      ASSERT_GT(batch[i], last) << "round " << round << " at " << i;
+      last = batch[i];
+      if (MachineOf(batch[i]) != a().machine) ++remote;
+    }
+  }
+  EXPECT_GT(remote, 0u);
+}
+
+TEST_F(Fleet, SnowflakectlNextTakesFromRemotesByFlagOrEnvironment) {
+  ASSERT_TRUE(a().daemon->Stop());
+  auto check = [&](const RunResult& run, const char* how) {
+    ASSERT_TRUE(run.status.ExitedWith(0)) << how << ": " << run.err;
+    std::vector<uint64_t> ids;
+    size_t start = 0;
+    for (size_t nl; (nl = run.out.find('\n', start)) != std::string::npos; start = nl + 1) {
+      ids.push_back(std::stoull(run.out.substr(start, nl - start)));
+    }
+    ASSERT_EQ(ids.size(), 300u) << how;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      EXPECT_NE(MachineOf(ids[i]), a().machine) << how;
+      if (i > 0) {
+        ASSERT_LT(ids[i - 1], ids[i]) << how << " at " << i;
+      }
+    }
+  };
+  const std::string runtime_dir = a().harness->runtime_dir().string();
+  check(RunCommand({kSnowflakectlPath, "next", "-n", "300", "--runtime-dir", runtime_dir,
+                    "--remote", b().address() + "," + c().address()}),
+        "--remote");
+  RunOptions env;
+  env.env.set = {{"SNOWFLAKE_REMOTES", c().address() + "," + b().address()}};
+  check(RunCommand({kSnowflakectlPath, "next", "-n", "300", "--runtime-dir", runtime_dir}, env),
+        "SNOWFLAKE_REMOTES");
+  // Without remotes the same command fails, naming the stopped daemon.
+  const RunResult alone =
+      RunCommand({kSnowflakectlPath, "next", "-n", "1", "--runtime-dir", runtime_dir});
+  EXPECT_TRUE(alone.status.ExitedWith(1)) << alone.status.ToString();
+  EXPECT_NE(alone.err.find("stopped"), std::string::npos) << alone.err;
+}
+
+}  // namespace
+}  // namespace snowflake::testing

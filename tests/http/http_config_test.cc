@@ -1,0 +1,123 @@
+// [http] config keys and the address parsers behind them (daemon/config.cc,
+// daemon/net_address.cc).
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "config.h"
+#include "net_address.h"
+
+namespace snowflake {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string ErrorOf(std::string_view text) {
+  auto result = ParseConfig(text, "/etc/snowflaked.toml");
+  if (result) return "(no error)";
+  return result.error().message;
+}
+
+TEST(HttpConfig, OffByDefaultWithLoopbackAllowed) {
+  const Config sut;
+
+  EXPECT_TRUE(sut.http.listen.empty());
+  EXPECT_EQ(sut.http.allow, (std::vector<std::string>{"127.0.0.0/8", "::1/128"}));
+}
+
+TEST(HttpConfig, ParsesEveryKey) {
+  auto sut = ParseConfig(R"(
+[http]
+listen = ["127.0.0.1:8080", "[::1]:8081"]
+allow = ["10.0.0.0/8", "192.168.1.7", "fd00::/8"]
+max_connections = 100
+max_requests_per_connection = 5
+max_header_bytes = 4096
+idle_timeout_ms = 500
+write_timeout_ms = 600
+threads = 3
+max_services = 7
+)",
+                         "x.toml");
+
+  ASSERT_TRUE(sut) << sut.error().message;
+  EXPECT_EQ(sut->http.listen, (std::vector<std::string>{"127.0.0.1:8080", "[::1]:8081"}));
+  EXPECT_EQ(sut->http.allow.size(), 3u);
+  EXPECT_EQ(sut->http.max_connections, 100u);
+  EXPECT_EQ(sut->http.max_requests_per_connection, 5u);
+  EXPECT_EQ(sut->http.max_header_bytes, 4096u);
+  EXPECT_EQ(sut->http.idle_timeout_ms, 500);
+  EXPECT_EQ(sut->http.write_timeout_ms, 600);
+  EXPECT_EQ(sut->http.threads, 3u);
+  EXPECT_EQ(sut->http.max_services, 7u);
+}
+
+TEST(HttpConfig, EachBadValueNamesFileLineAndKey) {
+  struct Case {
+    const char* text;
+    const char* expected;
+  };
+  const Case cases[] = {
+      {"[http]\nlisten = \"127.0.0.1:80\"\n",
+       "/etc/snowflaked.toml:2: http.listen: must be an array"},
+      {"[http]\nlisten = [\"localhost:80\"]\n",
+       "/etc/snowflaked.toml:2: http.listen: must be \"IPv4:port\""},
+      {"[http]\nlisten = [\"127.0.0.1:0\"]\n", "http.listen: must be \"IPv4:port\""},
+      {"[http]\nlisten = [\"127.0.0.1:65536\"]\n", "http.listen"},
+      {"[http]\nlisten = [\"::1:80\"]\n", "put an IPv6 address in brackets"},
+      {"[http]\nlisten = [\"127.0.0.1\"]\n", "http.listen"},
+      {"[http]\nlisten = [8080]\n", "must be an array of strings, got an integer"},
+      {"[http]\nallow = [\"10.1.2.3/8\"]\n", "bits after the prefix length must be zero"},
+      {"[http]\nallow = [\"10.0.0.0/33\"]\n", "the prefix length is 0 to 32"},
+      {"[http]\nallow = [\"example.com\"]\n", "http.allow"},
+      {"[http]\nmax_connections = 0\n", "http.max_connections: must be from 1 to 100000, got 0"},
+      {"[http]\nmax_requests_per_connection = 0\n", "http.max_requests_per_connection"},
+      {"[http]\nmax_header_bytes = 100\n", "http.max_header_bytes: must be from 1024 to 65536"},
+      {"[http]\nidle_timeout_ms = 1\n", "http.idle_timeout_ms"},
+      {"[http]\nwrite_timeout_ms = \"5s\"\n",
+       "http.write_timeout_ms: must be an integer, got a string"},
+      {"[http]\nthreads = 0\n", "http.threads: must be from 1 to 64"},
+      {"[http]\nmax_services = 2000\n", "http.max_services"},
+      {"[http]\nlisten_on = []\n", "/etc/snowflaked.toml:2: http.listen_on: unknown key"},
+  };
+  for (const Case& c : cases) {
+    EXPECT_THAT(ErrorOf(c.text), HasSubstr(c.expected)) << c.text;
+  }
+}
+
+TEST(NetAddress, CidrMatchesItsNetworkOnly) {
+  const Cidr v4 = ParseCidr("10.0.0.0/8").value();
+  const Cidr one = ParseCidr("192.168.1.7").value();
+  const Cidr v6 = ParseCidr("fd00::/8").value();
+  const Cidr all = ParseCidr("0.0.0.0/0").value();
+
+  EXPECT_TRUE(v4.Contains(ParseIpAddress("10.255.0.1").value()));
+  EXPECT_FALSE(v4.Contains(ParseIpAddress("11.0.0.1").value()));
+  EXPECT_TRUE(one.Contains(ParseIpAddress("192.168.1.7").value()));
+  EXPECT_FALSE(one.Contains(ParseIpAddress("192.168.1.8").value()));
+  EXPECT_TRUE(v6.Contains(ParseIpAddress("fd12::1").value()));
+  EXPECT_FALSE(v6.Contains(ParseIpAddress("fe80::1").value()));
+  // IPv4 rules never match IPv6 peers (outside ::ffff:0:0/96) and vice versa.
+  EXPECT_FALSE(all.Contains(ParseIpAddress("::1").value()));
+  EXPECT_TRUE(all.Contains(ParseIpAddress("8.8.8.8").value()));
+  EXPECT_FALSE(v6.Contains(ParseIpAddress("10.0.0.1").value()));
+}
+
+TEST(NetAddress, ListenAddressParsesBothFamilies) {
+  auto v4 = ParseListenAddress("127.0.0.1:8080");
+  auto v6 = ParseListenAddress("[::1]:9");
+
+  ASSERT_TRUE(v4 && v6);
+  EXPECT_EQ(v4->host, "127.0.0.1");
+  EXPECT_EQ(v4->port, 8080);
+  EXPECT_EQ(v6->host, "::1");
+  EXPECT_EQ(v6->port, 9);
+  EXPECT_FALSE(ParseListenAddress("[127.0.0.1]:80"));
+  EXPECT_FALSE(ParseListenAddress("127.0.0.1:80x"));
+  EXPECT_FALSE(ParseListenAddress(":80"));
+}
+
+}  // namespace
+}  // namespace snowflake

@@ -1,0 +1,432 @@
+// The HTTP front of the real snowflaked, over real TCP on 127.0.0.1 (docs/http.md).
+//
+// Properties: every ID handed out over HTTP comes from the ring in one host-wide order
+// with local clients' IDs; a batch is strictly increasing; a malformed, oversized, slow or
+// excess request gets the documented status (or a close) and never disturbs the ring or
+// other connections.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "daemon_harness.h"
+#include "http_probe.h"
+#include "snowflake/client.h"
+#include "stress_seed.h"
+
+namespace snowflake::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr int kMaxConnections = 8;
+
+class HttpFront : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    port_ = FreePort();
+    DaemonOptions options = harness_.Options();
+    options.config_path = harness_.WriteFile(
+        "http.toml", "[http]\nlisten = [\"127.0.0.1:" + std::to_string(port_) +
+                         "\"]\nmax_connections = " + std::to_string(kMaxConnections) +
+                         "\nidle_timeout_ms = 1500\nthreads = 2\n");
+    daemon_.emplace(harness_.Start(options));
+    ASSERT_TRUE(daemon_->ready()) << daemon_->Describe();
+  }
+
+  // The ring still serves local clients and a fresh HTTP connection still gets an ID.
+  void ExpectStillServing(const std::string& after) {
+    auto client = Client::Open("local", harness_.Clients());
+    ASSERT_TRUE(client) << client.error().message;
+    auto id = client->Next();
+    EXPECT_TRUE(id) << after << ": local take failed: " << id.error().message;
+    const HttpReply reply = FetchOnce(port_, "/v1/id?service=probe");
+    EXPECT_EQ(reply.status, 200) << after << ": " << reply.body;
+    ASSERT_TRUE(daemon_->Running()) << after << ": " << daemon_->Describe();
+  }
+
+  DaemonHarness harness_{"http"};
+  uint16_t port_ = 0;
+  std::optional<Daemon> daemon_;
+};
+
+TEST_F(HttpFront, IdIsADecimalStringBetweenLocalTakes) {
+  // One order for local and remote callers: local, http, local are strictly increasing.
+  auto client = Client::Open("local", harness_.Clients());
+  ASSERT_TRUE(client) << client.error().message;
+
+  const auto before = client->Next();
+  const HttpReply reply = FetchOnce(port_, "/v1/id?service=orders");
+  const auto after = client->Next();
+
+  ASSERT_TRUE(before && after);
+  ASSERT_EQ(reply.status, 200) << reply.body;
+  EXPECT_EQ(reply.Header("content-type"), "application/json");
+  const auto doc = nlohmann::json::parse(reply.body);
+  ASSERT_TRUE(doc["id"].is_string()) << reply.body;
+  const uint64_t id = std::stoull(doc["id"].get<std::string>());
+  EXPECT_LT(*before, id);
+  EXPECT_LT(id, *after);
+}
+
+TEST_F(HttpFront, BatchOfMaximumSizeIsStrictlyIncreasing) {
+  const HttpReply reply = FetchOnce(port_, "/v1/ids?service=orders&count=4096");
+
+  ASSERT_EQ(reply.status, 200) << reply.body;
+  const std::vector<uint64_t> ids = IdsOf(reply.body);
+  ASSERT_EQ(ids.size(), 4096u);
+  for (size_t i = 1; i < ids.size(); ++i) ASSERT_LT(ids[i - 1], ids[i]) << "at " << i;
+}
+
+TEST_F(HttpFront, TextPlainGivesOneDecimalPerLine) {
+  const HttpReply reply =
+      FetchOnce(port_, "/v1/ids?service=orders&count=5", "Accept: text/plain\r\n");
+
+  ASSERT_EQ(reply.status, 200) << reply.body;
+  EXPECT_EQ(reply.Header("content-type").rfind("text/plain", 0), 0u);
+  std::vector<uint64_t> ids;
+  size_t start = 0;
+  for (size_t nl; (nl = reply.body.find('\n', start)) != std::string::npos; start = nl + 1) {
+    ids.push_back(std::stoull(reply.body.substr(start, nl - start)));
+  }
+  EXPECT_EQ(start, reply.body.size()) << "the last line ends with a newline";
+  ASSERT_EQ(ids.size(), 5u);
+  EXPECT_TRUE(std::is_sorted(ids.begin(), ids.end()));
+}
+
+TEST_F(HttpFront, KeepAliveAndPipelinedRequestsAreAnsweredInOrder) {
+  HttpProbe probe(port_);
+  ASSERT_TRUE(probe.connected());
+  std::string burst;
+  for (int i = 0; i < 20; ++i) burst += Get("/v1/id?service=pipe");
+  ASSERT_TRUE(probe.Send(burst));
+
+  uint64_t last = 0;
+  for (int i = 0; i < 20; ++i) {
+    const HttpReply reply = probe.Read();
+    ASSERT_EQ(reply.status, 200) << "reply " << i << ": " << reply.body;
+    const auto ids = IdsOf(reply.body);
+    ASSERT_EQ(ids.size(), 1u);
+    EXPECT_LT(last, ids[0]);
+    last = ids[0];
+  }
+  // The connection stays usable.
+  EXPECT_EQ(probe.Exchange(Get("/healthz")).status, 200);
+}
+
+TEST_F(HttpFront, HealthzStatusAndMetricsServe) {
+  const HttpReply health = FetchOnce(port_, "/healthz");
+  EXPECT_EQ(health.status, 200) << health.body;
+  EXPECT_EQ(nlohmann::json::parse(health.body)["state"], "serving");
+
+  // /v1/status has exactly the keys of `snowflakectl status --json`, and the daemon's own
+  // object under "daemon" has those of the control socket's reply.
+  const HttpReply status = FetchOnce(port_, "/v1/status");
+  ASSERT_EQ(status.status, 200) << status.body;
+  const RunResult cli = RunCommand(
+      {kSnowflakectlPath, "status", "--json", "--runtime-dir", harness_.runtime_dir().string()});
+  ASSERT_TRUE(cli.status.ExitedWith(0)) << cli.err;
+  std::set<std::string> http_keys;
+  std::set<std::string> cli_keys;
+  const auto http_doc = nlohmann::json::parse(status.body);
+  const auto cli_doc = nlohmann::json::parse(cli.out);
+  for (const auto& [key, value] : http_doc.items()) http_keys.insert(key);
+  for (const auto& [key, value] : cli_doc.items()) cli_keys.insert(key);
+  EXPECT_EQ(http_keys, cli_keys);
+  std::set<std::string> http_daemon_keys;
+  std::set<std::string> cli_daemon_keys;
+  for (const auto& [key, value] : http_doc["daemon"].items()) http_daemon_keys.insert(key);
+  for (const auto& [key, value] : cli_doc["daemon"].items()) cli_daemon_keys.insert(key);
+  EXPECT_EQ(http_daemon_keys, cli_daemon_keys);
+  EXPECT_EQ(http_doc["daemon"]["machine"], cli_doc["daemon"]["machine"]);
+
+  const HttpReply metrics = FetchOnce(port_, "/metrics");
+  EXPECT_EQ(metrics.status, 200);
+  EXPECT_NE(metrics.body.find("snowflake_http_requests_total"), std::string::npos);
+}
+
+// ---- hostile input ----
+
+struct HostileCase {
+  const char* name;
+  std::string request;
+  int status;  // expected reply status; 0: the connection is closed without a reply
+};
+
+std::vector<HostileCase> HostileCases() {
+  const std::string huge_header = "X-Big: " + std::string(20000, 'a') + "\r\n";
+  std::string many_headers;
+  for (int i = 0; i < 600; ++i) many_headers += "X-H" + std::to_string(i) + ": 0123456789\r\n";
+  return {
+      {"WellFormedControl", Get("/v1/id?service=t"), 200},
+      {"CountZero", Get("/v1/ids?service=t&count=0"), 400},
+      {"CountNegative", Get("/v1/ids?service=t&count=-1"), 400},
+      {"CountAboveLimit", Get("/v1/ids?service=t&count=4097"), 400},
+      {"CountNotANumber", Get("/v1/ids?service=t&count=abc"), 400},
+      {"CountEmpty", Get("/v1/ids?service=t&count="), 400},
+      {"CountHuge", Get("/v1/ids?service=t&count=99999999999999999999999"), 400},
+      {"CountMissing", Get("/v1/ids?service=t"), 400},
+      {"ServiceMissing", Get("/v1/id"), 400},
+      {"ServiceUppercase", Get("/v1/id?service=Orders"), 400},
+      {"ServiceEscaped", Get("/v1/id?service=a%2Fb"), 400},
+      {"ServiceTooLong", Get("/v1/id?service=" + std::string(64, 'a')), 400},
+      {"ServiceRepeated", Get("/v1/id?service=a&service=b"), 400},
+      {"UnknownParameter", Get("/v1/id?service=t&x=1"), 400},
+      {"ParameterWithoutValue", Get("/v1/id?service"), 400},
+      {"UnknownPath", Get("/v2/id?service=t"), 404},
+      {"RootPath", Get("/"), 404},
+      {"RelativeTarget", Get("v1/id?service=t"), 404},
+      {"PostMethod", "POST /v1/id?service=t HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n", 405},
+      {"DeleteMethod", "DELETE /v1/ids?service=t&count=1 HTTP/1.1\r\nHost: t\r\n\r\n", 405},
+      {"HeadMethod", "HEAD /healthz HTTP/1.1\r\nHost: t\r\n\r\n", 405},
+      {"GarbageRequestLine", "GARBAGE\r\n\r\n", 400},
+      {"MissingVersion", "GET /v1/id?service=t\r\n\r\n", 400},
+      {"UnknownVersion", "GET /v1/id?service=t HTTP/9.9\r\nHost: t\r\n\r\n", 400},
+      {"NulInRequestLine", std::string("GET /v1/id\0?service=t HTTP/1.1\r\n\r\n", 34), 400},
+      {"HeaderWithoutColon", "GET /healthz HTTP/1.1\r\nHost t\r\n\r\n", 400},
+      {"BadContentLength", "GET /healthz HTTP/1.1\r\nContent-Length: abc\r\n\r\n", 400},
+      {"BadChunk",
+       "GET /healthz HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nx\r\n0\r\n\r\n", 400},
+      {"HugeHeader", Get("/healthz", huge_header), 431},
+      {"TooManyHeaders", Get("/healthz", many_headers), 431},
+      {"BodyTooLarge", "GET /healthz HTTP/1.1\r\nContent-Length: 100000\r\n\r\n", 413},
+      {"BinaryNoise", std::string("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11) + "\r\n\r\n",
+       400},
+  };
+}
+
+TEST_F(HttpFront, HostileRequestsGetTheRightStatusAndHarmNothing) {
+  const auto cases = HostileCases();
+  ASSERT_GE(cases.size(), 25u);
+  for (const HostileCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    HttpProbe probe(port_);
+    ASSERT_TRUE(probe.connected());
+    const HttpReply reply = probe.Exchange(c.request);
+    EXPECT_EQ(reply.status, c.status) << c.name << ": " << reply.body;
+    if (reply.status >= 400) {
+      const auto doc = nlohmann::json::parse(reply.body, nullptr, false);
+      EXPECT_TRUE(doc.is_object() && doc.contains("error") && doc["error"].contains("code") &&
+                  doc["error"].contains("message"))
+          << c.name << ": " << reply.body;
+    }
+    if (reply.status == 405) {
+      EXPECT_EQ(reply.Header("allow"), "GET");
+    }
+    ExpectStillServing(c.name);
+  }
+}
+
+TEST_F(HttpFront, PipelinedGarbageAfterAGoodRequestGetsAnswerThenError) {
+  HttpProbe probe(port_);
+  ASSERT_TRUE(probe.connected());
+  ASSERT_TRUE(probe.Send(Get("/v1/id?service=t") + "NOT HTTP AT ALL\r\n\r\n"));
+
+  EXPECT_EQ(probe.Read().status, 200);
+  EXPECT_EQ(probe.Read().status, 400);
+  EXPECT_TRUE(probe.ClosedByPeer(5s));
+  ExpectStillServing("pipelined garbage");
+}
+
+TEST_F(HttpFront, SlowlorisPeerIsDisconnectedWhileOthersAreServed) {
+  // A peer that sends one header byte every 100 ms never completes a request: it is cut off
+  // after idle_timeout_ms (1.5 s), and meanwhile others are served.
+  HttpProbe slow(port_);
+  ASSERT_TRUE(slow.connected());
+  const std::string request = Get("/healthz", "X-Slow: " + std::string(200, 's') + "\r\n");
+  const auto start = std::chrono::steady_clock::now();
+  bool cut_off = false;
+  for (size_t i = 0; i < request.size() && !cut_off; ++i) {
+    if (!slow.Send(std::string_view(&request[i], 1))) cut_off = true;
+    if (i % 5 == 0) ExpectStillServing("during slowloris");
+    if (slow.ClosedByPeer(100ms)) cut_off = true;
+    if (std::chrono::steady_clock::now() - start > 15s) break;
+  }
+  EXPECT_TRUE(cut_off) << "the slow peer was never disconnected";
+  ExpectStillServing("after slowloris");
+}
+
+TEST_F(HttpFront, ConnectionsBeyondTheLimitGet429AndRetryAfter) {
+  std::vector<std::unique_ptr<HttpProbe>> held;
+  for (int i = 0; i < kMaxConnections; ++i) {
+    held.push_back(std::make_unique<HttpProbe>(port_));
+    // Each held connection is counted once it is accepted: prove it with a request.
+    ASSERT_EQ(held.back()->Exchange(Get("/healthz")).status, 200) << "connection " << i;
+  }
+
+  const HttpReply refused = FetchOnce(port_, "/v1/id?service=t");
+  EXPECT_EQ(refused.status, 429) << refused.body;
+  EXPECT_EQ(refused.Header("retry-after"), "1");
+
+  // The held connections still work, and a freed slot is usable again.
+  EXPECT_EQ(held.front()->Exchange(Get("/v1/id?service=t")).status, 200);
+  held.pop_back();
+  HttpReply again;
+  for (int attempt = 0; attempt < 50 && again.status != 200; ++attempt) {
+    again = FetchOnce(port_, "/v1/id?service=t");
+    if (again.status != 200) std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_EQ(again.status, 200) << again.body;
+}
+
+// ---- load ----
+
+TEST(HttpFrontLoad, SixtyFourConnectionsGetUniqueIncreasingIds) {
+  // Property: over 64 keep-alive connections for a bounded time, every request succeeds,
+  // each connection sees strictly increasing IDs, and no ID is handed out twice.
+  DaemonHarness harness("http-load");
+  const uint16_t port = FreePort();
+  DaemonOptions options = harness.Options();
+  options.config_path = harness.WriteFile(
+      "http.toml", "[http]\nlisten = [\"127.0.0.1:" + std::to_string(port) + "\"]\nthreads = 2\n");
+  Daemon daemon = harness.Start(options);
+  ASSERT_TRUE(daemon.ready()) << daemon.Describe();
+  const uint64_t seed = StressSeedFromEnv();
+  std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
+
+  constexpr int kConnections = 64;
+  constexpr auto kDuration = 3s;
+  constexpr int kMaxRequestsEach = 2000;
+  std::vector<std::vector<uint64_t>> ids(kConnections);
+  std::vector<std::string> errors(kConnections);
+  std::vector<std::thread> threads;
+  const auto stop_at = std::chrono::steady_clock::now() + kDuration;
+  for (int c = 0; c < kConnections; ++c) {
+    threads.emplace_back([&, c] {
+      HttpProbe probe(port, 30s);
+      if (!probe.connected()) {
+        errors[c] = "cannot connect";
+        return;
+      }
+      const uint64_t count = 1 + (seed + static_cast<uint64_t>(c)) % 16;
+      const std::string request =
+          Get(c % 2 == 0 ? std::string("/v1/id?service=load")
+                         : "/v1/ids?service=load&count=" + std::to_string(count));
+      for (int r = 0; r < kMaxRequestsEach && std::chrono::steady_clock::now() < stop_at; ++r) {
+        const HttpReply reply = probe.Exchange(request);
+        const auto got = IdsOf(reply.body);
+        if (reply.status != 200 || got.empty()) {
+          errors[c] = "request " + std::to_string(r) + ": " + std::to_string(reply.status) + " " +
+                      reply.body;
+          return;
+        }
+        ids[c].insert(ids[c].end(), got.begin(), got.end());
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+
+  std::vector<uint64_t> all;
+  for (int c = 0; c < kConnections; ++c) {
+    EXPECT_EQ(errors[c], "") << "connection " << c;
+    for (size_t i = 1; i < ids[c].size(); ++i) {
+      ASSERT_LT(ids[c][i - 1], ids[c][i]) << "connection " << c << " at " << i;
+    }
+    all.insert(all.end(), ids[c].begin(), ids[c].end());
+  }
+  std::sort(all.begin(), all.end());
+  EXPECT_EQ(std::adjacent_find(all.begin(), all.end()), all.end()) << "a duplicate ID";
+  std::printf("64 connections: %zu IDs, 0 duplicates\n", all.size());
+  EXPECT_GT(all.size(), static_cast<size_t>(kConnections));
+  EXPECT_TRUE(daemon.Stop().value_or(ExitStatus{}).ExitedWith(0));
+}
+
+// ---- /metrics through a real Prometheus text parser ----
+
+TEST(HttpFrontMetrics, ExpositionParsesAndCountsWhatWasTaken) {
+  DaemonHarness harness("http-metrics");
+  const uint16_t port = FreePort();
+  DaemonOptions options = harness.Options();
+  options.config_path = harness.WriteFile(
+      "http.toml", "[http]\nlisten = [\"127.0.0.1:" + std::to_string(port) + "\"]\n");
+  Daemon daemon = harness.Start(options);
+  ASSERT_TRUE(daemon.ready()) << daemon.Describe();
+
+  // 3 single takes + 2 batches of 100 for "metered"; one 404; one 400.
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(FetchOnce(port, "/v1/id?service=metered").status, 200);
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(FetchOnce(port, "/v1/ids?service=metered&count=100").status, 200);
+  }
+  ASSERT_EQ(FetchOnce(port, "/nowhere").status, 404);
+  ASSERT_EQ(FetchOnce(port, "/v1/ids?service=metered&count=0").status, 400);
+  const HttpReply metrics = FetchOnce(port, "/metrics");
+  ASSERT_EQ(metrics.status, 200);
+  const std::filesystem::path exposition = harness.WriteFile("metrics.txt", metrics.body);
+
+  // The parser prints "name{labels} value" per sample, labels sorted, as it understood them.
+  const std::string script =
+      "import sys\n"
+      "from prometheus_client.parser import text_string_to_metric_families\n"
+      "for family in text_string_to_metric_families(open(sys.argv[1]).read()):\n"
+      "    for s in family.samples:\n"
+      "        labels = ','.join(k + '=' + v for k, v in sorted(s.labels.items()))\n"
+      "        print(f'{s.name}{{{labels}}} {s.value}')\n";
+  const RunResult parsed = RunCommand({"/usr/bin/python3", "-c", script, exposition.string()});
+  ASSERT_TRUE(parsed.status.ExitedWith(0)) << parsed.err << "\n" << metrics.body;
+  auto value_of = [&](const std::string& sample) -> double {
+    const size_t at = parsed.out.find(sample + " ");
+    if (at == std::string::npos) return -1;
+    return std::stod(parsed.out.substr(at + sample.size() + 1));
+  };
+  EXPECT_EQ(value_of("snowflake_ids_issued_total{path=http,service=metered}"), 203.0) << parsed.out;
+  EXPECT_EQ(value_of("snowflake_http_requests_total{code=200}"), 5.0) << parsed.out;
+  EXPECT_EQ(value_of("snowflake_http_requests_total{code=404}"), 1.0) << parsed.out;
+  EXPECT_EQ(value_of("snowflake_http_requests_total{code=400}"), 1.0) << parsed.out;
+  EXPECT_EQ(value_of("snowflake_state{state=serving}"), 1.0) << parsed.out;
+  EXPECT_GE(value_of("snowflake_ring_ids_total{kind=published}"), 203.0) << parsed.out;
+  EXPECT_EQ(value_of("snowflake_http_request_duration_seconds_count{endpoint=ids}"), 3.0)
+      << parsed.out;
+  EXPECT_EQ(value_of("snowflake_ring_ids{kind=capacity}"), 4096.0) << parsed.out;
+}
+
+TEST(HttpFrontConfig, OffByDefaultOpensNoSocket) {
+  // Without [http] the daemon listens on no TCP port: /proc/net/tcp* lists none of its
+  // sockets' inodes.
+  DaemonHarness harness("http-off");
+  Daemon daemon = harness.Start();
+  ASSERT_TRUE(daemon.ready()) << daemon.Describe();
+  std::set<std::string> inodes;
+  for (const auto& fd :
+       std::filesystem::directory_iterator("/proc/" + std::to_string(daemon.pid()) + "/fd")) {
+    std::error_code ec;
+    const std::string target = std::filesystem::read_symlink(fd.path(), ec).string();
+    if (target.rfind("socket:[", 0) == 0) inodes.insert(target.substr(8, target.size() - 9));
+  }
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    const RunResult listing = RunCommand({"cat", table});
+    for (const std::string& inode : inodes) {
+      EXPECT_EQ(listing.out.find(" " + inode + " "), std::string::npos)
+          << "a TCP socket of the daemon in " << table;
+    }
+  }
+}
+
+TEST(HttpFrontConfig, UnbindableAddressFailsAtStartWithTheAddress) {
+  DaemonHarness harness("http-bind");
+  const uint16_t port = FreePort();
+  // Occupy the port with a first daemon; the second cannot bind it.
+  DaemonOptions first = harness.Options();
+  first.config_path = harness.WriteFile(
+      "a.toml", "[http]\nlisten = [\"127.0.0.1:" + std::to_string(port) + "\"]\n");
+  Daemon a = harness.Start(first);
+  ASSERT_TRUE(a.ready()) << a.Describe();
+
+  DaemonHarness other("http-bind2");
+  DaemonOptions second = other.Options();
+  second.config_path =
+      other.WriteFile("b.toml", "[http]\nlisten = [\"127.0.0.1:" + std::to_string(port) + "\"]\n");
+  Daemon b = Daemon::Spawn(second);
+  const auto status = b.Wait(30s);
+  ASSERT_TRUE(status) << b.Describe();
+  EXPECT_TRUE(status->ExitedWith(1)) << status->ToString();
+  EXPECT_NE(b.err().find("127.0.0.1:" + std::to_string(port)), std::string::npos) << b.err();
+}
+
+}  // namespace
+}  // namespace snowflake::testing

@@ -1,0 +1,147 @@
+#include "http_probe.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+namespace snowflake::testing {
+
+HttpProbe::HttpProbe(uint16_t port, std::chrono::milliseconds timeout) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return;
+  timeval tv{static_cast<time_t>(timeout.count() / 1000),
+             static_cast<suseconds_t>(timeout.count() % 1000 * 1000)};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  const int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(port);
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+    close(fd);
+    return;
+  }
+  fd_ = fd;
+}
+
+HttpProbe::~HttpProbe() {
+  if (fd_ >= 0) close(fd_);
+}
+
+bool HttpProbe::Send(std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+HttpReply HttpProbe::Read() {
+  HttpReply reply;
+  auto fill = [&]() {
+    char chunk[16384];
+    const ssize_t n = recv(fd_, chunk, sizeof chunk, 0);
+    if (n <= 0) return false;
+    buffer_.append(chunk, static_cast<size_t>(n));
+    return true;
+  };
+  size_t end = 0;
+  while ((end = buffer_.find("\r\n\r\n")) == std::string::npos) {
+    if (!fill()) return reply;
+  }
+  const std::string head = buffer_.substr(0, end);
+  size_t line_end = head.find("\r\n");
+  const std::string status_line = head.substr(0, line_end);
+  if (status_line.size() < 12 || status_line.compare(0, 5, "HTTP/") != 0) return reply;
+  const int status = std::stoi(status_line.substr(9, 3));
+  while (line_end != std::string::npos && line_end < head.size()) {
+    const size_t next = head.find("\r\n", line_end + 2);
+    const std::string line = head.substr(line_end + 2, next - line_end - 2);
+    const size_t colon = line.find(':');
+    if (colon != std::string::npos) {
+      std::string name = line.substr(0, colon);
+      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      size_t value_start = colon + 1;
+      while (value_start < line.size() && line[value_start] == ' ') ++value_start;
+      reply.headers[name] = line.substr(value_start);
+    }
+    line_end = next;
+  }
+  const size_t length =
+      reply.headers.count("content-length") ? std::stoul(reply.headers["content-length"]) : 0;
+  while (buffer_.size() < end + 4 + length) {
+    if (!fill()) return HttpReply{};
+  }
+  reply.body = buffer_.substr(end + 4, length);
+  buffer_.erase(0, end + 4 + length);
+  reply.status = status;
+  return reply;
+}
+
+bool HttpProbe::ClosedByPeer(std::chrono::milliseconds within) {
+  const auto deadline = std::chrono::steady_clock::now() + within;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    pollfd p{fd_, POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+    char chunk[4096];
+    const ssize_t n = recv(fd_, chunk, sizeof chunk, MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) return true;
+  }
+}
+
+std::string Get(std::string_view target, std::string_view extra_headers) {
+  return "GET " + std::string(target) + " HTTP/1.1\r\nHost: t\r\n" + std::string(extra_headers) +
+         "\r\n";
+}
+
+HttpReply FetchOnce(uint16_t port, std::string_view target, std::string_view extra_headers) {
+  HttpProbe probe(port);
+  if (!probe.connected()) return {};
+  return probe.Exchange(Get(target, extra_headers));
+}
+
+uint16_t FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+    close(fd);
+    throw std::runtime_error("cannot bind a free port");
+  }
+  socklen_t size = sizeof address;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &size);
+  close(fd);
+  return ntohs(address.sin_port);
+}
+
+std::vector<uint64_t> IdsOf(const std::string& json_body) {
+  std::vector<uint64_t> out;
+  try {
+    const auto doc = nlohmann::json::parse(json_body);
+    if (doc.contains("id")) out.push_back(std::stoull(doc["id"].get<std::string>()));
+    if (doc.contains("ids")) {
+      for (const auto& id : doc["ids"]) out.push_back(std::stoull(id.get<std::string>()));
+    }
+  } catch (const std::exception&) {
+    out.clear();
+  }
+  return out;
+}
+
+}  // namespace snowflake::testing

@@ -1,0 +1,70 @@
+// A raw HTTP/1.1 connection for tests of the HTTP front: it sends exactly the bytes a test
+// gives (well-formed or hostile) and parses replies itself, so nothing between the test
+// and the daemon fixes up a malformed request.
+//
+// An HttpProbe must be used from one thread.
+
+#ifndef SNOWFLAKE_TESTS_HTTP_HTTP_PROBE_H_
+#define SNOWFLAKE_TESTS_HTTP_HTTP_PROBE_H_
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace snowflake::testing {
+
+struct HttpReply {
+  int status = 0;  // 0: the connection closed (or timed out) before a whole reply
+  std::map<std::string, std::string> headers;  // names lower-cased
+  std::string body;
+  std::string Header(const std::string& name) const {
+    auto found = headers.find(name);
+    return found == headers.end() ? "" : found->second;
+  }
+};
+
+class HttpProbe {
+ public:
+  // Connects to 127.0.0.1:port; connected() says whether it worked.
+  explicit HttpProbe(uint16_t port, std::chrono::milliseconds timeout = std::chrono::seconds(10));
+  ~HttpProbe();
+  HttpProbe(const HttpProbe&) = delete;
+  HttpProbe& operator=(const HttpProbe&) = delete;
+
+  bool connected() const { return fd_ >= 0; }
+  // Sends raw bytes; false if the peer closed.
+  bool Send(std::string_view bytes);
+  // Reads one reply (Content-Length framed).
+  HttpReply Read();
+  // Send + Read.
+  HttpReply Exchange(std::string_view bytes) {
+    Send(bytes);
+    return Read();
+  }
+  // True if the peer closed the connection within `within` (reads and drops any bytes).
+  bool ClosedByPeer(std::chrono::milliseconds within);
+
+ private:
+  int fd_ = -1;
+  std::string buffer_;
+};
+
+// "GET <target> HTTP/1.1\r\nHost: t\r\n<extra>\r\n".
+std::string Get(std::string_view target, std::string_view extra_headers = "");
+
+// One GET on a fresh connection.
+HttpReply FetchOnce(uint16_t port, std::string_view target, std::string_view extra_headers = "");
+
+// A TCP port on 127.0.0.1 that was free a moment ago.
+uint16_t FreePort();
+
+// The decimal strings of {"ids":[...]} or {"id":"..."}; empty if the body is not that.
+std::vector<uint64_t> IdsOf(const std::string& json_body);
+
+}  // namespace snowflake::testing
+
+#endif  // SNOWFLAKE_TESTS_HTTP_HTTP_PROBE_H_
