@@ -13,7 +13,7 @@
 #
 # The Debian tree is made once with `debootstrap --variant=minbase --include=systemd,dbus
 # bookworm` from the host's configured Debian mirror and kept in
-# $SNOWFLAKE_NSPAWN_CACHE (default /var/cache/snowflake-test/bookworm); it is booted with
+# $SNOWFLAKE_NSPAWN_CACHE_ROOT/bookworm (default /var/cache/snowflake-test); it is booted with
 # --volatile=overlay, so it stays untouched. Downloaded .debs (runtime dependencies) are
 # kept in .../apt-archives. Only processes this script started are stopped.
 set -uo pipefail
