@@ -228,7 +228,7 @@ TEST(DaemonHostConfig, StartRefusesASegmentPathThatIsASymlinkWithTheConfigStatus
 }
 
 TEST(DaemonUnit, RestartPreventExitStatusStopsOnTheConfigStatus) {
-  std::ifstream unit(SNOWFLAKE_SOURCE_DIR "/systemd/snowflaked.service");
+  std::ifstream unit(SNOWFLAKE_SOURCE_DIR "/systemd/snowflaked.service.in");
   std::stringstream text;
   text << unit.rdbuf();
   EXPECT_NE(text.str().find("RestartPreventExitStatus=2 78\n"), std::string::npos);

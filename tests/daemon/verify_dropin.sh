@@ -7,7 +7,7 @@
 set -u
 unit=$1 dropin=$2 binary=$3 work=$4
 rm -rf "$work" && mkdir -p "$work/snowflaked.service.d"
-sed "s|^ExecStart=/usr/sbin/snowflaked|ExecStart=$binary|" "$unit" > "$work/snowflaked.service"
+sed "s|^ExecStart=[^ ]*/snowflaked|ExecStart=$binary|" "$unit" > "$work/snowflaked.service"
 sed 's/^IPAddressAllow=/IPAddressAllows=/' "$dropin" > "$work/snowflaked.service.d/etcd.conf"
 if [ -z "$(SYSTEMD_UNIT_PATH="$work:" systemd-analyze verify "$work/snowflaked.service" 2>&1)" ]; then
   echo "FAIL: a misspelt key in the drop-in printed nothing: the drop-in is not read"

@@ -9,7 +9,7 @@
 set -u
 unit=$1 dropin=$2 work=$3
 rm -rf "$work" && mkdir -p "$work/snowflaked.service.d"
-sed "s|^ExecStart=/usr/sbin/snowflaked|ExecStart=/bin/true|" "$unit" > "$work/snowflaked.service"
+sed "s|^ExecStart=[^ ]*/snowflaked|ExecStart=/bin/true|" "$unit" > "$work/snowflaked.service"
 cd "$work" || exit 1
 fail() { echo "FAIL: $*"; exit 1; }
 
