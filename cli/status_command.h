@@ -15,40 +15,13 @@
 #include <optional>
 #include <string>
 
-#include "snowflake/client.h"
+#include "status_report.h"
 
 namespace CLI {
 class App;
 }  // namespace CLI
 
 namespace snowflake::cli {
-
-// What the status command gathered.
-struct StatusReport {
-  ClientStatus segment;
-  // The control socket's reply to {"command":"status"}, or why there is none.
-  std::optional<nlohmann::json> daemon_reply;
-  std::string daemon_error;
-  // The wall clock when the report was gathered (Unix ms), for ages and uptime.
-  int64_t now_unix_ms = 0;
-  std::string runtime_dir;
-};
-
-// Per-service totals from a daemon reply (its "services" member), as {name: count};
-// null when the reply has none.
-nlohmann::json ServicesOf(const nlohmann::json& reply);
-
-// "450 ms", "12s", "3m 05s", "2h 03m", "4d 02h".
-std::string FormatDuration(int64_t ms);
-
-// The stable --json object (docs/cli.md).
-nlohmann::json StatusToJson(const StatusReport& report);
-
-// The human-readable form, several lines.
-std::string StatusToText(const StatusReport& report);
-
-// 0 if the daemon is serving and answered on its control socket, else 1.
-int StatusExitCode(const StatusReport& report);
 
 // Registers the `status` subcommand.
 void AddStatusCommand(CLI::App& app);

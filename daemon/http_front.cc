@@ -28,7 +28,8 @@
 #include <string_view>
 #include <thread>
 
-#include "control_server.h"  // StatusToJson: /v1/status has the keys of `status --json`
+#include "control_server.h"  // StatusToJson: what the control socket would reply
+#include "status_report.h"   // cli::StatusToJson: /v1/status has the keys of `status --json`
 #include "net_address.h"
 #include "snowflake/client.h"
 
@@ -673,31 +674,16 @@ Reply HttpFront::Impl::Status() {
   if (!segment) {
     return ErrorReply(http::status::service_unavailable, "not_running", segment.error().message);
   }
-  const ClientStatus& s = *segment;
-  const DaemonStatus daemon = board_.Snapshot();
-  json out = {
-      {"state", s.state},
-      {"health", s.health},
-      {"reason_code", s.reason},
-      {"reason", s.reason_text},
-      {"reason_detail", s.reason_detail},
-      {"machine", s.machine},
-      {"epoch_unix_ms", s.epoch_unix_ms},
-      {"incarnation", s.incarnation},
-      {"pid", s.daemon_pid},
-      {"heartbeat_age_ns", s.heartbeat_age_ns},
-      {"ring_fill", s.ring_fill},
-      {"ring_capacity", s.ring_capacity},
-      {"fill_target", s.fill_target},
-      {"published_total", s.published_total},
-      {"taken_total", s.taken_total - std::min(s.drained_total, s.taken_total)},
-      {"drained_total", s.drained_total},
-      {"clock_pauses", s.clock_pauses},
-      {"daemon_reachable", true},
-      {"daemon_error", nullptr},
-      {"services", daemon.services},
-      {"daemon", json::parse(StatusToJson(daemon))},
-  };
+  // The same StatusReport the CLI builds, with the board standing in for the control
+  // socket's reply (it is what the socket would send), so the keys cannot drift apart.
+  cli::StatusReport report;
+  report.segment = *segment;
+  report.daemon_reply = json::parse(StatusToJson(board_.Snapshot()));
+  report.now_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                           .count();
+  report.runtime_dir = runtime_dir_.string();
+  const json out = cli::StatusToJson(report);
   Reply reply;
   reply.body = out.dump();
   return reply;
@@ -705,7 +691,17 @@ Reply HttpFront::Impl::Status() {
 
 Reply HttpFront::Impl::MetricsText() {
   std::lock_guard lock(scrape_mutex_);
-  const DaemonStatus status = board_.Snapshot();
+  DaemonStatus status = board_.Snapshot();
+  // The ring's counters live in the segment header and are exact now; the board's copy is
+  // as old as its last refresh.
+  ClientOptions options;
+  options.runtime_dir = runtime_dir_;
+  options.max_heartbeat_age = kHeartbeatLimit;
+  if (auto segment = Client::Inspect(options)) {
+    status.published_total = segment->published_total;
+    status.drained_total = segment->drained_total;
+    status.clock_pauses = segment->clock_pauses;
+  }
   // Ring path = everything the daemon counted for a service minus what this front took
   // (the front's own Clients count in the same slots). The daemon scans services about
   // once a second, so the ring figures lag by that much.

@@ -25,7 +25,7 @@ void ServiceCounts::Scan(shm::RingProducer& producer) {
     if (producer.FreeServiceSlot(c.slot, c.pid)) AddServiceCount(folded_, c.name, c.taken);
   }
   totals_ = folded_;
-  for (const auto& [name, taken] : live) AddServiceCount(totals_, name, taken);
+  for (const auto& [name, taken] : live) AddShownServiceCount(totals_, name, taken);
 }
 
 }  // namespace snowflake::daemon

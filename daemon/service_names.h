@@ -46,13 +46,18 @@ inline std::string ServiceNameForStatus(std::string_view raw) {
 
 // Adds `taken` to the total of the slot name `raw` (validated as above), within the
 // kMaxServiceNames bound.
-inline void AddServiceCount(std::map<std::string, uint64_t>& totals, std::string_view raw,
-                            uint64_t taken) {
-  std::string name = ServiceNameForStatus(raw);
+// AddShownServiceCount does the same for a name already made safe by
+// ServiceNameForStatus() (a key of another such map): it is not encoded again.
+inline void AddShownServiceCount(std::map<std::string, uint64_t>& totals, std::string name,
+                                 uint64_t taken) {
   if (totals.size() >= kMaxServiceNames && totals.count(name) == 0) {
     name = std::string(kOtherServices);
   }
   totals[name] += taken;
+}
+inline void AddServiceCount(std::map<std::string, uint64_t>& totals, std::string_view raw,
+                            uint64_t taken) {
+  AddShownServiceCount(totals, ServiceNameForStatus(raw), taken);
 }
 
 }  // namespace snowflake

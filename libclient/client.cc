@@ -1,5 +1,6 @@
 #include "snowflake/client.h"
 
+#include <pthread.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -309,6 +310,24 @@ thread_local ThreadLanes thread_lanes;
 // %fs-relative load, no __tls_get_addr call from the shared library.
 thread_local OwnedLane* current_lane __attribute__((tls_model("initial-exec"))) = nullptr;
 
+// A process forked from one that holds Clients inherits them, and with them the lanes its
+// forking thread owned: a child storing its own running total into the parent's lane
+// would overwrite the parent's count. So a forked child never counts in lanes: the
+// pthread_atfork child handler (which runs in the child's only thread) forgets the lane
+// that thread cached, and from then on every take of the child adds to the slot's shared
+// word with fetch_add (exact, slower only there; no mutex the parent may have held).
+std::atomic<bool> in_forked_child{false};
+
+void ForgetLanesInForkedChild() noexcept {
+  in_forked_child.store(true, std::memory_order_relaxed);
+  current_lane = nullptr;
+}
+
+void RegisterForkHandlerOnce() noexcept {
+  static const bool registered [[maybe_unused]] =
+      pthread_atfork(nullptr, nullptr, ForgetLanesInForkedChild) == 0;
+}
+
 // One mapped segment and this Client's counters in it. Immutable once published through
 // Impl::current_ (except the lane bookkeeping, under lanes_mutex), so the fast path reads
 // it without a lock.
@@ -328,6 +347,7 @@ struct Attachment {
         slot(ring.ClaimServiceSlot(service)),
         lanes(slot != nullptr ? ring.LanesOf(slot) : nullptr),
         own_count(0) {
+    RegisterForkHandlerOnce();
     auto maybe_layout = IdLayout::Create(
         static_cast<int64_t>(ring.header().epoch_unix_ms.load(std::memory_order_relaxed)));
     layout = maybe_layout ? *maybe_layout : IdLayout();
@@ -370,6 +390,10 @@ void CountSlow(Attachment* a, uint64_t n) noexcept {
   if (a->slot == nullptr) {
     a->own_count.fetch_add(n, std::memory_order_relaxed);
     a->ring.CountUncounted(n);
+    return;
+  }
+  if (in_forked_child.load(std::memory_order_relaxed)) {
+    a->slot->taken.fetch_add(n, std::memory_order_relaxed);
     return;
   }
   try {

@@ -304,7 +304,7 @@ TEST(CliErrors, AnUnknownCommandIsNamedWithTheListOfCommands) {
   EXPECT_EQ(result.out, "");
   EXPECT_EQ(result.err,
             "snowflakectl: unknown command 'frobnicate'; the commands are: status, next, decode, "
-            "bounds, resume (snowflakectl --help describes them)\n");
+            "bounds, resume, register (snowflakectl --help describes them)\n");
 }
 
 TEST(CliErrors, NoCommandListsTheCommands) {

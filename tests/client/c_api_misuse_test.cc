@@ -34,6 +34,7 @@ PaddedOptions Garbage(uint32_t struct_size, const char* runtime_dir) {
   p.opts.wait_timeout_ms = 10;
   p.opts.runtime_dir = runtime_dir;
   p.opts.max_heartbeat_age_ms = 50;
+  p.opts.remotes = nullptr;  // a pointer field: garbage there would be dereferenced
   return p;
 }
 

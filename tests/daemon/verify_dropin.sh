@@ -9,12 +9,12 @@ unit=$1 dropin=$2 binary=$3 work=$4
 rm -rf "$work" && mkdir -p "$work/snowflaked.service.d"
 sed "s|^ExecStart=[^ ]*/snowflaked|ExecStart=$binary|" "$unit" > "$work/snowflaked.service"
 sed 's/^IPAddressAllow=/IPAddressAllows=/' "$dropin" > "$work/snowflaked.service.d/etcd.conf"
-if [ -z "$(SYSTEMD_UNIT_PATH="$work:" systemd-analyze verify "$work/snowflaked.service" 2>&1)" ]; then
+if [ -z "$(SYSTEMD_UNIT_PATH="$work:" systemd-analyze verify --man=no "$work/snowflaked.service" 2>&1)" ]; then
   echo "FAIL: a misspelt key in the drop-in printed nothing: the drop-in is not read"
   exit 1
 fi
 cp "$dropin" "$work/snowflaked.service.d/etcd.conf"
-output=$(SYSTEMD_UNIT_PATH="$work:" systemd-analyze verify "$work/snowflaked.service" 2>&1)
+output=$(SYSTEMD_UNIT_PATH="$work:" systemd-analyze verify --man=no "$work/snowflaked.service" 2>&1)
 status=$?
 if [ $status -ne 0 ] || [ -n "$output" ]; then
   echo "FAIL: systemd-analyze verify with the etcd drop-in (exit $status):"

@@ -63,12 +63,16 @@ EtcdCluster::EtcdCluster(int members, std::chrono::milliseconds timeout,
   members_.resize(static_cast<size_t>(members));
   for (int i = 0; i < members; ++i) {
     Member& m = members_[i];
-    m.name = "m" + std::to_string(i);
+    m.name = std::to_string(i);  // appended, not "m" + …: GCC 12's -Wrestrict misfires
+    m.name.insert(0, 1, 'm');
     m.client_port = FreeLoopbackPort();
     m.peer_port = FreeLoopbackPort();
     m.client_url = "http://127.0.0.1:" + std::to_string(m.client_port);
     m.peer_url = "http://127.0.0.1:" + std::to_string(m.peer_port);
-    initial_cluster_ += (i == 0 ? "" : ",") + m.name + "=" + m.peer_url;
+    if (i > 0) initial_cluster_ += ',';
+    initial_cluster_ += m.name;
+    initial_cluster_ += '=';
+    initial_cluster_ += m.peer_url;
   }
   try {
     for (int i = 0; i < members; ++i) Start(i, /*existing=*/false);
