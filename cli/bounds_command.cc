@@ -20,7 +20,7 @@ std::string Shown(int64_t unix_ms) {
 int Fail(const BoundsRequest& request, std::ostream& out, std::ostream& err, std::string code,
          const std::string& message) {
   err << "snowflakectl bounds: " << message << "\n";
-  if (request.json) out << ErrorJson({kExitUsage, std::move(code), message}).dump() << "\n";
+  if (request.json) out << ErrorJson({kExitUsage, std::move(code), message}).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   out.flush();
   return kExitUsage;
 }
@@ -81,7 +81,7 @@ int RunBounds(const BoundsRequest& request, std::ostream& out, std::ostream& err
     object["clamped"] = clamped;
     object["epoch_unix_ms"] = layout.epoch_unix_ms();
     object["epoch_source"] = epoch->source;
-    out << object.dump() << "\n";
+    out << object.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     out << "epoch:     " << epoch->description << "\n";
     out << "from:      " << Shown(bounds->first_unix_ms);

@@ -16,7 +16,7 @@ nlohmann::ordered_json ErrorJson(const CommandError& error) {
 
 void FailCommand(const CommandError& error, bool json) {
   std::cerr << "snowflakectl: " << error.message << "\n";
-  if (json) std::cout << ErrorJson(error).dump() << "\n";
+  if (json) std::cout << ErrorJson(error).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   std::cout.flush();
   throw CLI::RuntimeError(error.exit_status);
 }

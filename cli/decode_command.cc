@@ -67,7 +67,7 @@ std::string FormatDecodedJson(uint64_t id, const IdLayout& layout, std::string_v
   object["sequence"] = fields.sequence;
   object["epoch_unix_ms"] = layout.epoch_unix_ms();
   object["epoch_source"] = epoch_source;
-  return object.dump();
+  return object.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 int RunDecode(const DecodeRequest& request, std::ostream& out, std::ostream& err) {
@@ -94,7 +94,7 @@ int RunDecode(const DecodeRequest& request, std::ostream& out, std::ostream& err
       err << "snowflakectl decode: " << problem << "\n";
       all += (all.empty() ? "" : "\n") + problem;
     }
-    if (request.json) out << ErrorJson({kExitUsage, "usage", all}).dump() << "\n";
+    if (request.json) out << ErrorJson({kExitUsage, "usage", all}).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     out.flush();
     return kExitUsage;
   }
