@@ -86,7 +86,6 @@ class EtcdRegister final : public MachineRegister {
   // The keepalive runs on its own thread; this only reports what it found. Errors:
   // kClaimLost once the lease is known to be gone (stop serving at once).
   tl::expected<void, RegisterError> Renew() noexcept override;
-  bool fences_across_hosts() const noexcept override { return true; }
   std::string_view backend_name() const noexcept override { return "etcd"; }
   // "etcd http://a:2379,http://b:2379 /snowflaked/".
   std::string location() const override;

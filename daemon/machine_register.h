@@ -95,11 +95,6 @@ class MachineRegister {
   [[nodiscard]] virtual tl::expected<void, RegisterError> RecordCleanStop(
       int64_t last_issued_unix_ms) noexcept = 0;
 
-  // True if the register, not the local state file, fences the number across hosts
-  // (etcd): then no ID above the last COMMITTED UpdateHighWater() may be published, and a
-  // failed raise must pause generation. False for file and static.
-  virtual bool fences_across_hosts() const noexcept { return false; }
-
   // "file", "static", ...
   virtual std::string_view backend_name() const noexcept = 0;
   // Where the register is, for logs and status ("/var/lib/snowflaked/register.json").
