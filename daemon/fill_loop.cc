@@ -222,7 +222,7 @@ StateInputs FillLoop::Inputs(int64_t now_ms, int64_t horizon) const {
 std::string FillLoop::ReasonExtra() const {
   if (published_.reason != StateReason::kPersistenceFailed) return "";
   const auto problem = horizon_.problem();
-  if (!problem) return "the renewal lags behind the clock";
+  if (!problem) return "a renewal is in progress but slow: a stalled disk or register";
   return std::string(StoreName(problem->store)) + ": " + problem->message;
 }
 

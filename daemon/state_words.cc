@@ -76,6 +76,10 @@ std::string DescribeReason(StateReason reason, int64_t detail, std::string_view 
   if (const size_t at = text.find("{}"); at != std::string::npos) {
     text.replace(at, 2, std::to_string(detail));
   }
+  // A renewal that has not failed but not finished either has no errno to show.
+  if (reason == StateReason::kPersistenceFailed && detail == 0) {
+    text = "the high-water reservation is not renewed yet, not issuing past it";
+  }
   if (!extra.empty()) text += " (" + std::string(extra) + ")";
   return text;
 }

@@ -114,6 +114,9 @@ std::string ReasonText(StateReason reason, int64_t detail) {
     case StateReason::kShutdown:
       return "shut down";
     case StateReason::kPersistenceFailed:
+      if (detail == 0) {
+        return "the high-water reservation is not renewed yet (a stalled disk or register)";
+      }
       return "could not persist the high-water reservation (errno " + std::to_string(detail) +
              ": " + std::strerror(static_cast<int>(detail)) + ")";
   }
