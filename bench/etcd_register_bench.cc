@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "etcd_register.h"
-#include "high_water_store.h"
+#include "daemon/etcd_register.h"
+#include "daemon/high_water_store.h"
 
 namespace {
 

@@ -9,16 +9,24 @@
 #include <string>
 #include <vector>
 
-#include "config.h"
-#include "etcd_register.h"
+#include "daemon/config.h"
+#include "daemon/etcd_register.h"
 #include "exit_codes.h"
-#include "file_register.h"
-#include "machine_lock.h"
-#include "time_text.h"
+#include "daemon/file_register.h"
+#include "daemon/machine_lock.h"
+#include "daemon/time_text.h"
 
 namespace snowflake::cli {
 namespace {
 
+using daemon::Config;
+using daemon::EtcdRegister;
+using daemon::FileRegister;
+using daemon::FileRegisterOptionsFrom;
+using daemon::LoadConfig;
+using daemon::FormatIsoUtc;
+using daemon::RegisterBackend;
+using daemon::RegisterError;
 using nlohmann::ordered_json;
 
 // One number as every backend can show it.
@@ -80,10 +88,7 @@ Listing List(const Config& config) {
     }
     return out;
   }
-  FileRegister reg(FileRegisterOptions{.path = config.RegisterPath(),
-                                       .first_machine = config.machine_register.first_machine,
-                                       .last_machine = config.machine_register.last_machine,
-                                       .host_lock_dir = HostLockDir()});
+  FileRegister reg(FileRegisterOptionsFrom(config));
   out.backend = "file";
   out.location = reg.location();
   auto entries = reg.List();
@@ -226,10 +231,7 @@ void AddRegisterCommand(CLI::App& app) {
       EtcdRegister reg(EtcdRegisterOptionsFrom(config));
       released = reg.Release(*release_machine);
     } else {
-      FileRegister reg(FileRegisterOptions{.path = config.RegisterPath(),
-                                           .first_machine = config.machine_register.first_machine,
-                                           .last_machine = config.machine_register.last_machine,
-                                       .host_lock_dir = HostLockDir()});
+      FileRegister reg(FileRegisterOptionsFrom(config));
       released = reg.Release(*release_machine);
     }
     if (!released) Fail(kExitUnavailable, "release refused: " + released.error().message);

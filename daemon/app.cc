@@ -37,7 +37,7 @@
 #define SNOWFLAKE_VERSION "0.0.0"
 #endif
 
-namespace snowflake {
+namespace snowflake::daemon {
 
 std::string_view SnowflakedVersion() noexcept { return SNOWFLAKE_VERSION; }
 
@@ -396,4 +396,4 @@ int App::Run() noexcept {
   }
 }
 
-}  // namespace snowflake
+}  // namespace snowflake::daemon

@@ -15,7 +15,7 @@
 #include "daemon/clock.h"
 #include "daemon/config.h"
 
-namespace snowflake {
+namespace snowflake::daemon {
 
 // Exit statuses of snowflaked.
 inline constexpr int kExitOk = 0;     // stopped cleanly (SIGTERM/SIGINT)
@@ -49,6 +49,6 @@ class App {
   Config config_;
 };
 
-}  // namespace snowflake
+}  // namespace snowflake::daemon
 
 #endif  // SNOWFLAKE_DAEMON_APP_H_

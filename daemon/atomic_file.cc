@@ -1,4 +1,4 @@
-#include "atomic_file.h"
+#include "daemon/atomic_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
-namespace snowflake {
+namespace snowflake::daemon {
 namespace {
 
 std::string Failure(std::string_view what, const std::filesystem::path& path, int err) {
@@ -98,4 +98,4 @@ tl::expected<std::string, std::string> ReadWholeFile(const std::filesystem::path
   }
 }
 
-}  // namespace snowflake
+}  // namespace snowflake::daemon

@@ -13,7 +13,7 @@
 
 #include "daemon/file_system.h"
 
-namespace snowflake {
+namespace snowflake::daemon {
 
 // Writes `contents` to a temporary file beside `path`, fsyncs it, renames it over `path`
 // and fsyncs the directory. Thread-safe for distinct paths; callers serialise writers of
@@ -30,6 +30,6 @@ namespace snowflake {
 [[nodiscard]] tl::expected<std::string, std::string> ReadWholeFile(const std::filesystem::path& path,
                                                      bool* missing = nullptr) noexcept;
 
-}  // namespace snowflake
+}  // namespace snowflake::daemon
 
 #endif  // SNOWFLAKE_DAEMON_ATOMIC_FILE_H_

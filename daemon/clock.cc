@@ -1,8 +1,8 @@
-#include "clock.h"
+#include "daemon/clock.h"
 
 #include <time.h>
 
-namespace snowflake {
+namespace snowflake::daemon {
 
 Clock::~Clock() = default;
 
@@ -20,4 +20,4 @@ int64_t RealClock::NowUnixNs() noexcept {
   return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
-}  // namespace snowflake
+}  // namespace snowflake::daemon

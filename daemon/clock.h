@@ -10,7 +10,7 @@
 #include <chrono>
 #include <cstdint>
 
-namespace snowflake {
+namespace snowflake::daemon {
 
 // Implementations must be safe to call from any thread; the generator never assumes two
 // readings are ordered.
@@ -44,6 +44,6 @@ class RealClock final : public Clock {
   int64_t NowUnixNs() noexcept override;
 };
 
-}  // namespace snowflake
+}  // namespace snowflake::daemon
 
 #endif  // SNOWFLAKE_DAEMON_CLOCK_H_

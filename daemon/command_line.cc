@@ -1,9 +1,9 @@
-#include "command_line.h"
+#include "daemon/command_line.h"
 
 #include <CLI/CLI.hpp>
 #include <iostream>
 
-namespace snowflake {
+namespace snowflake::daemon {
 
 tl::expected<CommandLine, int> ParseCommandLine(int argc, const char* const* argv) noexcept {
   try {
@@ -74,4 +74,4 @@ tl::expected<Config, ConfigError> ResolveConfig(const CommandLine& command_line)
   }
 }
 
-}  // namespace snowflake
+}  // namespace snowflake::daemon

@@ -8,9 +8,9 @@
 #include <string>
 #include <tl/expected.hpp>
 
-#include "config.h"
+#include "daemon/config.h"
 
-namespace snowflake {
+namespace snowflake::daemon {
 
 struct CommandLine {
   std::optional<std::filesystem::path> config_path;  // absent: built-in defaults
@@ -31,6 +31,6 @@ struct CommandLine {
 // Errors: those of LoadConfig, or an invalid --log-level.
 [[nodiscard]] tl::expected<Config, ConfigError> ResolveConfig(const CommandLine& command_line) noexcept;
 
-}  // namespace snowflake
+}  // namespace snowflake::daemon
 
 #endif  // SNOWFLAKE_DAEMON_COMMAND_LINE_H_

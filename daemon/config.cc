@@ -1,4 +1,4 @@
-#include "config.h"
+#include "daemon/config.h"
 
 #include <toml++/toml.h>
 
@@ -12,9 +12,9 @@
 
 #include "default_config.h"  // generated from systemd/snowflaked.toml
 #include "snowflake/time_text.h"
-#include "net_address.h"
+#include "daemon/net_address.h"
 
-namespace snowflake {
+namespace snowflake::daemon {
 namespace {
 
 // Thrown inside this file only, so a validator can stop at the first error; ParseConfig
@@ -635,4 +635,4 @@ tl::expected<Config, ConfigError> LoadConfig(const std::filesystem::path& path) 
 
 std::string_view DefaultConfigText() noexcept { return kDefaultConfigToml; }
 
-}  // namespace snowflake
+}  // namespace snowflake::daemon

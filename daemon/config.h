@@ -17,7 +17,7 @@
 
 #include "snowflake/id_layout.h"
 
-namespace snowflake {
+namespace snowflake::daemon {
 
 enum class RegisterBackend { kFile, kStatic, kEtcd };
 
@@ -143,6 +143,6 @@ bool IsValidLogLevel(std::string_view level) noexcept;
 // values are the built-in defaults (ParseConfig of it equals Config{}).
 std::string_view DefaultConfigText() noexcept;
 
-}  // namespace snowflake
+}  // namespace snowflake::daemon
 
 #endif  // SNOWFLAKE_DAEMON_CONFIG_H_

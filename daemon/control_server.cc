@@ -1,4 +1,4 @@
-#include "control_server.h"
+#include "daemon/control_server.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -16,7 +16,7 @@
 
 #include "snowflake/account_names.h"
 
-namespace snowflake {
+namespace snowflake::daemon {
 namespace {
 
 using json = nlohmann::json;
@@ -352,4 +352,4 @@ void ControlServer::Serve() noexcept {
   for (size_t i = connections.size(); i-- > 0;) close_at(i);
 }
 
-}  // namespace snowflake
+}  // namespace snowflake::daemon

@@ -28,9 +28,9 @@
 #include <thread>
 #include <tl/expected.hpp>
 
-#include "status_board.h"
+#include "daemon/status_board.h"
 
-namespace snowflake {
+namespace snowflake::daemon {
 
 inline constexpr std::string_view kControlSocketFileName = "control.sock";
 inline constexpr size_t kMaxControlRequestBytes = 4096;
@@ -129,6 +129,6 @@ std::string HandleControlRequest(std::string_view line, uid_t peer_uid,
 // The status keys as a JSON object text (the CLI's `status --json` prints these).
 std::string StatusToJson(const DaemonStatus& status, bool ok = true);
 
-}  // namespace snowflake
+}  // namespace snowflake::daemon
 
 #endif  // SNOWFLAKE_DAEMON_CONTROL_SERVER_H_

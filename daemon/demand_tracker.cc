@@ -1,10 +1,10 @@
-#include "demand_tracker.h"
+#include "daemon/demand_tracker.h"
 
 #include <algorithm>
 
 #include "daemon/debug_assert.h"
 
-namespace snowflake {
+namespace snowflake::daemon {
 
 DemandTracker::DemandTracker(uint64_t min_fill, uint64_t max_fill,
                              std::chrono::milliseconds window)
@@ -33,4 +33,4 @@ void DemandTracker::Record(TimePoint now, uint64_t taken) {
   target_ = std::clamp<uint64_t>(peak * 2, min_fill_, max_fill_);
 }
 
-}  // namespace snowflake
+}  // namespace snowflake::daemon

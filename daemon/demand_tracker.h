@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <deque>
 
-namespace snowflake {
+namespace snowflake::daemon {
 
 class DemandTracker {
  public:
@@ -47,6 +47,6 @@ class DemandTracker {
   uint64_t target_;
 };
 
-}  // namespace snowflake
+}  // namespace snowflake::daemon
 
 #endif  // SNOWFLAKE_DAEMON_DEMAND_TRACKER_H_

@@ -1,12 +1,12 @@
-#include "etcd_client.h"
+#include "daemon/etcd_client.h"
 
 #include <curl/curl.h>
 
 #include <mutex>
 
-#include "etcd_json.h"
+#include "daemon/etcd_json.h"
 
-namespace snowflake::etcd {
+namespace snowflake::daemon::etcd {
 namespace {
 
 // More than any answer of ours can need (a range over 1,024 numbers is ~300 KB): a
@@ -240,4 +240,4 @@ tl::expected<LeaseTimeToLive, Error> EtcdClient::TimeToLive(int64_t lease) noexc
   }
 }
 
-}  // namespace snowflake::etcd
+}  // namespace snowflake::daemon::etcd

@@ -22,9 +22,9 @@
 #include <tl/expected.hpp>
 #include <vector>
 
-#include "etcd_types.h"
+#include "daemon/etcd_types.h"
 
-namespace snowflake::etcd {
+namespace snowflake::daemon::etcd {
 
 struct ClientOptions {
   // "http://127.0.0.1:2379" or "https://etcd-a.example:2379"; at least one.
@@ -95,6 +95,6 @@ class EtcdClient {
   std::string last_endpoint_;  // where the last answer came from, for messages
 };
 
-}  // namespace snowflake::etcd
+}  // namespace snowflake::daemon::etcd
 
 #endif  // SNOWFLAKE_DAEMON_ETCD_CLIENT_H_

@@ -1,9 +1,9 @@
-#include "etcd_json.h"
+#include "daemon/etcd_json.h"
 
 #include <charconv>
 #include <nlohmann/json.hpp>
 
-namespace snowflake::etcd {
+namespace snowflake::daemon::etcd {
 namespace {
 
 using nlohmann::json;
@@ -448,4 +448,4 @@ tl::expected<std::string, Error> ParseAuthenticateResponse(int http_status,
   });
 }
 
-}  // namespace snowflake::etcd
+}  // namespace snowflake::daemon::etcd

@@ -24,9 +24,9 @@
 #include <string_view>
 #include <tl/expected.hpp>
 
-#include "etcd_types.h"
+#include "daemon/etcd_types.h"
 
-namespace snowflake::etcd {
+namespace snowflake::daemon::etcd {
 
 std::string Base64Encode(std::string_view bytes);
 // nullopt if `text` is not padded standard base64.
@@ -69,6 +69,6 @@ tl::expected<std::string, Error> ParseAuthenticateResponse(int http_status,
 // (empty, spaces, '+', overflow).
 std::optional<int64_t> ParseInt64(std::string_view text) noexcept;
 
-}  // namespace snowflake::etcd
+}  // namespace snowflake::daemon::etcd
 
 #endif  // SNOWFLAKE_DAEMON_ETCD_JSON_H_

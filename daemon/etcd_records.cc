@@ -1,11 +1,11 @@
-#include "etcd_records.h"
+#include "daemon/etcd_records.h"
 
 #include <nlohmann/json.hpp>
 
 #include "snowflake/id_layout.h"
-#include "time_text.h"
+#include "daemon/time_text.h"
 
-namespace snowflake::etcd {
+namespace snowflake::daemon::etcd {
 namespace {
 
 using nlohmann::ordered_json;
@@ -151,4 +151,4 @@ std::string DescribeFleet(const FleetRecord& record) {
          FormatIsoUtc(record.epoch_unix_ms) + "), layout " + record.layout;
 }
 
-}  // namespace snowflake::etcd
+}  // namespace snowflake::daemon::etcd

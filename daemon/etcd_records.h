@@ -22,7 +22,7 @@
 #include <string_view>
 #include <tl/expected.hpp>
 
-namespace snowflake::etcd {
+namespace snowflake::daemon::etcd {
 
 struct FleetRecord {
   int64_t epoch_unix_ms = 0;
@@ -69,6 +69,6 @@ tl::expected<HighWaterRecord, std::string> DecodeHighWater(std::string_view text
 // "epoch 1767225600000 (2026-01-01T00:00:00.000Z), layout time41-machine10-sequence12".
 std::string DescribeFleet(const FleetRecord& record);
 
-}  // namespace snowflake::etcd
+}  // namespace snowflake::daemon::etcd
 
 #endif  // SNOWFLAKE_DAEMON_ETCD_RECORDS_H_

@@ -1,4 +1,4 @@
-#include "etcd_register.h"
+#include "daemon/etcd_register.h"
 
 #include <unistd.h>
 
@@ -10,11 +10,11 @@
 #include <fstream>
 #include <random>
 
-#include "config.h"
-#include "etcd_json.h"
-#include "time_text.h"
+#include "daemon/config.h"
+#include "daemon/etcd_json.h"
+#include "daemon/time_text.h"
 
-namespace snowflake {
+namespace snowflake::daemon {
 namespace {
 
 using etcd::Compare;
@@ -525,4 +525,4 @@ tl::expected<void, RegisterError> EtcdRegister::Release(uint32_t machine) noexce
   }
 }
 
-}  // namespace snowflake
+}  // namespace snowflake::daemon

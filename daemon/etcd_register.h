@@ -27,12 +27,12 @@
 #include <thread>
 #include <vector>
 
-#include "etcd_client.h"
-#include "etcd_records.h"
-#include "machine_register.h"
+#include "daemon/etcd_client.h"
+#include "daemon/etcd_records.h"
+#include "daemon/machine_register.h"
 #include "snowflake/id_layout.h"
 
-namespace snowflake {
+namespace snowflake::daemon {
 
 struct EtcdRegisterOptions {
   etcd::ClientOptions client;
@@ -134,6 +134,6 @@ class EtcdRegister final : public MachineRegister {
   std::thread keepalive_;
 };
 
-}  // namespace snowflake
+}  // namespace snowflake::daemon
 
 #endif  // SNOWFLAKE_DAEMON_ETCD_REGISTER_H_

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace snowflake::etcd {
+namespace snowflake::daemon::etcd {
 
 // Keys and values are raw bytes (the gateway carries them base64-encoded).
 struct KeyValue {
@@ -141,6 +141,6 @@ struct Error {
   std::string message;  // names the endpoint and the call
 };
 
-}  // namespace snowflake::etcd
+}  // namespace snowflake::daemon::etcd
 
 #endif  // SNOWFLAKE_DAEMON_ETCD_TYPES_H_

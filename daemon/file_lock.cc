@@ -1,4 +1,4 @@
-#include "file_lock.h"
+#include "daemon/file_lock.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -9,7 +9,7 @@
 #include <thread>
 #include <utility>
 
-namespace snowflake {
+namespace snowflake::daemon {
 namespace {
 
 std::optional<pid_t> ReadPid(int fd) {
@@ -114,4 +114,4 @@ FileLock::~FileLock() {
   if (fd_ >= 0) close(fd_);
 }
 
-}  // namespace snowflake
+}  // namespace snowflake::daemon

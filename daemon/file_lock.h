@@ -16,7 +16,7 @@
 #include <string>
 #include <tl/expected.hpp>
 
-namespace snowflake {
+namespace snowflake::daemon {
 
 struct LockFailure {
   // True: another open file (a live process, or another FileLock here) holds the lock.
@@ -65,6 +65,6 @@ class FileLock {
   std::filesystem::path path_;
 };
 
-}  // namespace snowflake
+}  // namespace snowflake::daemon
 
 #endif  // SNOWFLAKE_DAEMON_FILE_LOCK_H_

@@ -1,4 +1,4 @@
-#include "file_register.h"
+#include "daemon/file_register.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -8,11 +8,11 @@
 #include <nlohmann/json.hpp>
 #include <system_error>
 
-#include "atomic_file.h"
-#include "machine_lock.h"
-#include "time_text.h"
+#include "daemon/atomic_file.h"
+#include "daemon/machine_lock.h"
+#include "daemon/time_text.h"
 
-namespace snowflake {
+namespace snowflake::daemon {
 namespace {
 
 using json = nlohmann::json;
@@ -141,7 +141,7 @@ FileRegister::FileRegister(FileRegisterOptions options) : options_(std::move(opt
 FileRegister::~FileRegister() = default;
 
 std::filesystem::path FileRegister::MachineLockPath(uint32_t machine) const {
-  return snowflake::MachineLockPath(options_.host_lock_dir, machine);
+  return daemon::MachineLockPath(options_.host_lock_dir, machine);
 }
 
 tl::expected<MachineClaim, RegisterError> FileRegister::Claim(
@@ -329,4 +329,4 @@ tl::expected<void, RegisterError> FileRegister::Release(uint32_t machine) noexce
   }
 }
 
-}  // namespace snowflake
+}  // namespace snowflake::daemon

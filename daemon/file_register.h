@@ -27,11 +27,11 @@
 #include <optional>
 #include <vector>
 
-#include "file_lock.h"
-#include "machine_register.h"
+#include "daemon/file_lock.h"
+#include "daemon/machine_register.h"
 #include "snowflake/id_layout.h"
 
-namespace snowflake {
+namespace snowflake::daemon {
 
 struct FileRegisterOptions {
   std::filesystem::path path;
@@ -41,6 +41,10 @@ struct FileRegisterOptions {
   // HostLockDir() (machine_lock.h).
   std::filesystem::path host_lock_dir;
 };
+
+// The options config asks for (register.path, register.machines), with the host's lock
+// directory (HostLockDir()).
+FileRegisterOptions FileRegisterOptionsFrom(const Config& config);
 
 // One number as the register records it.
 struct RegisterEntry {
@@ -90,6 +94,6 @@ class FileRegister final : public MachineRegister {
   std::string holder_id_;
 };
 
-}  // namespace snowflake
+}  // namespace snowflake::daemon
 
 #endif  // SNOWFLAKE_DAEMON_FILE_REGISTER_H_

@@ -1,11 +1,11 @@
-#include "generator.h"
+#include "daemon/generator.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <utility>
 
-namespace snowflake {
+namespace snowflake::daemon {
 namespace {
 
 // "YYYY-MM-DD" of a Unix ms in UTC, for reasons and error messages.
@@ -201,4 +201,4 @@ void Generator::RaiseHighWater(int64_t unix_ms) noexcept {
   }
 }
 
-}  // namespace snowflake
+}  // namespace snowflake::daemon

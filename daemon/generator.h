@@ -15,10 +15,10 @@
 #include <string>
 #include <tl/expected.hpp>
 
-#include "clock.h"
+#include "daemon/clock.h"
 #include "snowflake/id_layout.h"
 
-namespace snowflake {
+namespace snowflake::daemon {
 
 struct GeneratorConfig {
   IdLayout layout;   // the fleet's epoch
@@ -165,6 +165,6 @@ class Generator {
   int64_t ms_behind_ = 0;
 };
 
-}  // namespace snowflake
+}  // namespace snowflake::daemon
 
 #endif  // SNOWFLAKE_DAEMON_GENERATOR_H_

@@ -1,11 +1,11 @@
-#include "high_water_store.h"
+#include "daemon/high_water_store.h"
 
 #include <cerrno>
 #include <nlohmann/json.hpp>
 
-#include "atomic_file.h"
+#include "daemon/atomic_file.h"
 
-namespace snowflake {
+namespace snowflake::daemon {
 namespace {
 
 using json = nlohmann::json;
@@ -128,4 +128,4 @@ tl::expected<void, HighWaterError> HighWaterStore::Save(const HighWaterState& st
   }
 }
 
-}  // namespace snowflake
+}  // namespace snowflake::daemon

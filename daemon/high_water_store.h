@@ -36,7 +36,7 @@
 #include "daemon/file_lock.h"
 #include "daemon/file_system.h"
 
-namespace snowflake {
+namespace snowflake::daemon {
 
 struct HighWaterState {
   uint32_t machine = 0;
@@ -94,6 +94,6 @@ class HighWaterStore {
   mutable std::optional<FileLock> lock_;
 };
 
-}  // namespace snowflake
+}  // namespace snowflake::daemon
 
 #endif  // SNOWFLAKE_DAEMON_HIGH_WATER_STORE_H_

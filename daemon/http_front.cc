@@ -1,4 +1,4 @@
-#include "http_front.h"
+#include "daemon/http_front.h"
 
 // Boost 1.74's asio/awaitable.hpp uses std::exchange without including <utility>.
 #include <utility>
@@ -28,12 +28,12 @@
 #include <string_view>
 #include <thread>
 
-#include "control_server.h"  // StatusToJson: what the control socket would reply
+#include "daemon/control_server.h"  // StatusToJson: what the control socket would reply
 #include "status_report.h"   // cli::StatusToJson: /v1/status has the keys of `status --json`
-#include "net_address.h"
+#include "daemon/net_address.h"
 #include "snowflake/client.h"
 
-namespace snowflake {
+namespace snowflake::daemon {
 namespace {
 
 namespace asio = boost::asio;
@@ -762,4 +762,4 @@ tl::expected<std::unique_ptr<HttpFront>, std::string> HttpFront::Start(
   }
 }
 
-}  // namespace snowflake
+}  // namespace snowflake::daemon

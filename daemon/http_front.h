@@ -19,10 +19,10 @@
 #include <tl/expected.hpp>
 #include <vector>
 
-#include "config.h"
-#include "status_board.h"
+#include "daemon/config.h"
+#include "daemon/status_board.h"
 
-namespace snowflake {
+namespace snowflake::daemon {
 
 class HttpFront {
  public:
@@ -50,6 +50,6 @@ class HttpFront {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace snowflake
+}  // namespace snowflake::daemon
 
 #endif  // SNOWFLAKE_DAEMON_HTTP_FRONT_H_

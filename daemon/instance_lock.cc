@@ -1,6 +1,6 @@
-#include "instance_lock.h"
+#include "daemon/instance_lock.h"
 
-namespace snowflake {
+namespace snowflake::daemon {
 
 tl::expected<FileLock, InstanceLockError> AcquireInstanceLock(
     const std::filesystem::path& runtime_dir) noexcept {
@@ -22,4 +22,4 @@ tl::expected<FileLock, InstanceLockError> AcquireInstanceLock(
   }
 }
 
-}  // namespace snowflake
+}  // namespace snowflake::daemon

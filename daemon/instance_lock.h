@@ -9,9 +9,9 @@
 #include <string>
 #include <tl/expected.hpp>
 
-#include "file_lock.h"
+#include "daemon/file_lock.h"
 
-namespace snowflake {
+namespace snowflake::daemon {
 
 inline constexpr std::string_view kInstanceLockFileName = "snowflaked.lock";
 
@@ -26,6 +26,6 @@ struct InstanceLockError {
 [[nodiscard]] tl::expected<FileLock, InstanceLockError> AcquireInstanceLock(
     const std::filesystem::path& runtime_dir) noexcept;
 
-}  // namespace snowflake
+}  // namespace snowflake::daemon
 
 #endif  // SNOWFLAKE_DAEMON_INSTANCE_LOCK_H_

@@ -1,4 +1,4 @@
-#include "logging.h"
+#include "daemon/logging.h"
 
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/sinks/systemd_sink.h>
@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <string>
 
-namespace snowflake {
+namespace snowflake::daemon {
 
 bool StartedBySystemd() noexcept {
   return std::getenv("JOURNAL_STREAM") != nullptr || std::getenv("INVOCATION_ID") != nullptr;
@@ -34,4 +34,4 @@ void SetUpLogging(std::string_view level) noexcept {
   }
 }
 
-}  // namespace snowflake
+}  // namespace snowflake::daemon

@@ -7,7 +7,7 @@
 
 #include <string_view>
 
-namespace snowflake {
+namespace snowflake::daemon {
 
 // True if the environment says systemd started this process.
 bool StartedBySystemd() noexcept;
@@ -16,6 +16,6 @@ bool StartedBySystemd() noexcept;
 // before other threads log.
 void SetUpLogging(std::string_view level) noexcept;
 
-}  // namespace snowflake
+}  // namespace snowflake::daemon
 
 #endif  // SNOWFLAKE_DAEMON_LOGGING_H_

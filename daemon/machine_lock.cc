@@ -1,4 +1,4 @@
-#include "machine_lock.h"
+#include "daemon/machine_lock.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -8,7 +8,7 @@
 #include <cstring>
 #include <string>
 
-namespace snowflake {
+namespace snowflake::daemon {
 namespace {
 
 // Sticky and writable by all, like /run/lock itself: daemons of different users create
@@ -86,4 +86,4 @@ bool IsMachineLocked(const std::filesystem::path& dir, uint32_t machine,
   }
 }
 
-}  // namespace snowflake
+}  // namespace snowflake::daemon

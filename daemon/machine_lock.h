@@ -32,9 +32,9 @@
 #include <string_view>
 #include <tl/expected.hpp>
 
-#include "file_lock.h"
+#include "daemon/file_lock.h"
 
-namespace snowflake {
+namespace snowflake::daemon {
 
 inline constexpr std::string_view kDefaultHostLockDir = "/run/lock/snowflaked";
 inline constexpr const char* kHostLockDirEnv = "SNOWFLAKE_HOST_LOCK_DIR";
@@ -57,6 +57,6 @@ std::filesystem::path MachineLockPath(const std::filesystem::path& dir, uint32_t
 bool IsMachineLocked(const std::filesystem::path& dir, uint32_t machine,
                      std::optional<pid_t>* holder_pid) noexcept;
 
-}  // namespace snowflake
+}  // namespace snowflake::daemon
 
 #endif  // SNOWFLAKE_DAEMON_MACHINE_LOCK_H_

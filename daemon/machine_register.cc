@@ -1,15 +1,15 @@
-#include "machine_register.h"
+#include "daemon/machine_register.h"
 
 #include <systemd/sd-id128.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "etcd_register.h"
-#include "file_register.h"
-#include "machine_lock.h"
-#include "static_register.h"
+#include "daemon/config.h"
+#include "daemon/etcd_register.h"
+#include "daemon/file_register.h"
+#include "daemon/machine_lock.h"
+#include "daemon/static_register.h"
 
-namespace snowflake {
+namespace snowflake::daemon {
 
 MachineRegister::~MachineRegister() = default;
 
@@ -25,12 +25,16 @@ std::unique_ptr<MachineRegister> MakeMachineRegister(const Config& config) {
     case RegisterBackend::kFile:
       break;
   }
-  return std::make_unique<FileRegister>(FileRegisterOptions{
+  return std::make_unique<FileRegister>(FileRegisterOptionsFrom(config));
+}
+
+FileRegisterOptions FileRegisterOptionsFrom(const Config& config) {
+  return FileRegisterOptions{
       .path = config.RegisterPath(),
-      .first_machine = reg.first_machine,
-      .last_machine = reg.last_machine,
+      .first_machine = config.machine_register.first_machine,
+      .last_machine = config.machine_register.last_machine,
       .host_lock_dir = HostLockDir(),
-  });
+  };
 }
 
 namespace {
@@ -61,4 +65,4 @@ std::string ResolveHolderId(const Config& config) {
   return host + ":" + config.daemon.instance;
 }
 
-}  // namespace snowflake
+}  // namespace snowflake::daemon

@@ -14,7 +14,7 @@
 #include <string_view>
 #include <tl/expected.hpp>
 
-namespace snowflake {
+namespace snowflake::daemon {
 
 struct Config;
 
@@ -108,6 +108,6 @@ std::unique_ptr<MachineRegister> MakeMachineRegister(const Config& config);
 // /etc/machine-id, ":" and daemon.instance (just the instance if machine-id is unreadable).
 std::string ResolveHolderId(const Config& config);
 
-}  // namespace snowflake
+}  // namespace snowflake::daemon
 
 #endif  // SNOWFLAKE_DAEMON_MACHINE_REGISTER_H_

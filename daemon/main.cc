@@ -7,30 +7,30 @@
 #include "daemon/config.h"
 
 int main(int argc, char** argv) {
-  auto command_line = snowflake::ParseCommandLine(argc, argv);
+  auto command_line = snowflake::daemon::ParseCommandLine(argc, argv);
   if (!command_line) return command_line.error();
   if (command_line->version) {
-    std::cout << "snowflaked " << snowflake::SnowflakedVersion() << "\n";
-    return snowflake::kExitOk;
+    std::cout << "snowflaked " << snowflake::daemon::SnowflakedVersion() << "\n";
+    return snowflake::daemon::kExitOk;
   }
   if (command_line->print_default_config) {
-    std::cout << snowflake::DefaultConfigText();
-    return snowflake::kExitOk;
+    std::cout << snowflake::daemon::DefaultConfigText();
+    return snowflake::daemon::kExitOk;
   }
-  auto config = snowflake::ResolveConfig(*command_line);
+  auto config = snowflake::daemon::ResolveConfig(*command_line);
   if (!config) {
     std::cerr << "snowflaked: " << config.error().message << "\n";
-    return snowflake::kExitUsage;
+    return snowflake::daemon::kExitUsage;
   }
   if (command_line->check_config) {
     // What the start would refuse on this host, too (a missing group, a future epoch).
-    snowflake::RealClock clock;
-    if (auto checked = snowflake::CheckConfigAgainstHost(*config, clock); !checked) {
+    snowflake::daemon::RealClock clock;
+    if (auto checked = snowflake::daemon::CheckConfigAgainstHost(*config, clock); !checked) {
       std::cerr << "snowflaked: " << checked.error() << "\n";
-      return snowflake::kExitConfig;
+      return snowflake::daemon::kExitConfig;
     }
     std::cout << "ok\n";
-    return snowflake::kExitOk;
+    return snowflake::daemon::kExitOk;
   }
-  return snowflake::App(std::move(*config)).Run();
+  return snowflake::daemon::App(std::move(*config)).Run();
 }

@@ -1,10 +1,10 @@
-#include "net_address.h"
+#include "daemon/net_address.h"
 
 #include <arpa/inet.h>
 
 #include <cstring>
 
-namespace snowflake {
+namespace snowflake::daemon {
 namespace {
 
 bool ParseDecimal(std::string_view text, size_t max_digits, uint32_t& out) {
@@ -114,4 +114,4 @@ tl::expected<Cidr, std::string> ParseCidr(std::string_view text) noexcept {
   }
 }
 
-}  // namespace snowflake
+}  // namespace snowflake::daemon

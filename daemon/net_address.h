@@ -13,7 +13,7 @@
 #include <string_view>
 #include <tl/expected.hpp>
 
-namespace snowflake {
+namespace snowflake::daemon {
 
 // An IPv4 or IPv6 address; IPv4 kept as an IPv4-mapped IPv6 address (::ffff:a.b.c.d) so one
 // comparison covers both families.
@@ -49,6 +49,6 @@ tl::expected<ListenAddress, std::string> ParseListenAddress(std::string_view tex
 // zero ("10.1.2.3/8" is refused: it usually means a typo). Errors: a message.
 tl::expected<Cidr, std::string> ParseCidr(std::string_view text) noexcept;
 
-}  // namespace snowflake
+}  // namespace snowflake::daemon
 
 #endif  // SNOWFLAKE_DAEMON_NET_ADDRESS_H_

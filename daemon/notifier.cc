@@ -1,10 +1,10 @@
-#include "notifier.h"
+#include "daemon/notifier.h"
 
 #include <systemd/sd-daemon.h>
 
 #include <string>
 
-namespace snowflake {
+namespace snowflake::daemon {
 
 Notifier::Notifier() noexcept {
   uint64_t usec = 0;
@@ -39,4 +39,4 @@ void Notifier::MaybeWatchdog(std::chrono::steady_clock::time_point now) noexcept
   Send("WATCHDOG=1");
 }
 
-}  // namespace snowflake
+}  // namespace snowflake::daemon

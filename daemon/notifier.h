@@ -12,7 +12,7 @@
 #include <optional>
 #include <string_view>
 
-namespace snowflake {
+namespace snowflake::daemon {
 
 class Notifier {
  public:
@@ -38,6 +38,6 @@ class Notifier {
   std::chrono::steady_clock::time_point last_watchdog_{};
 };
 
-}  // namespace snowflake
+}  // namespace snowflake::daemon
 
 #endif  // SNOWFLAKE_DAEMON_NOTIFIER_H_

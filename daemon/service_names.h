@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-namespace snowflake {
+namespace snowflake::daemon {
 
 // The client library's rule: 1 to 63 characters of [a-z0-9._-].
 inline bool IsValidServiceName(std::string_view name) noexcept {
@@ -60,6 +60,6 @@ inline void AddServiceCount(std::map<std::string, uint64_t>& totals, std::string
   AddShownServiceCount(totals, ServiceNameForStatus(raw), taken);
 }
 
-}  // namespace snowflake
+}  // namespace snowflake::daemon
 
 #endif  // SNOWFLAKE_DAEMON_SERVICE_NAMES_H_

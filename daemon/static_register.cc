@@ -1,11 +1,11 @@
-#include "static_register.h"
+#include "daemon/static_register.h"
 
 #include <system_error>
 
-#include "machine_lock.h"
+#include "daemon/machine_lock.h"
 #include "snowflake/id_layout.h"
 
-namespace snowflake {
+namespace snowflake::daemon {
 
 StaticRegister::StaticRegister(uint32_t machine, std::filesystem::path lock_dir)
     : machine_(machine), lock_dir_(std::move(lock_dir)) {}
@@ -52,4 +52,4 @@ tl::expected<void, RegisterError> StaticRegister::RecordCleanStop(int64_t unix_m
   return UpdateHighWater(unix_ms);
 }
 
-}  // namespace snowflake
+}  // namespace snowflake::daemon

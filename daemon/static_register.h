@@ -12,10 +12,10 @@
 #include <filesystem>
 #include <optional>
 
-#include "file_lock.h"
-#include "machine_register.h"
+#include "daemon/file_lock.h"
+#include "daemon/machine_register.h"
 
-namespace snowflake {
+namespace snowflake::daemon {
 
 class StaticRegister final : public MachineRegister {
  public:
@@ -39,6 +39,6 @@ class StaticRegister final : public MachineRegister {
   std::optional<FileLock> lock_;
 };
 
-}  // namespace snowflake
+}  // namespace snowflake::daemon
 
 #endif  // SNOWFLAKE_DAEMON_STATIC_REGISTER_H_

@@ -1,6 +1,6 @@
-#include "status_board.h"
+#include "daemon/status_board.h"
 
-namespace snowflake {
+namespace snowflake::daemon {
 
 void StatusBoard::Update(const DaemonStatus& status) {
   const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -41,4 +41,4 @@ std::optional<bool> StatusBoard::WaitForResume(uint64_t ticket, std::chrono::mil
   return last_resume_effect_;
 }
 
-}  // namespace snowflake
+}  // namespace snowflake::daemon

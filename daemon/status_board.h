@@ -18,7 +18,7 @@
 #include <optional>
 #include <string>
 
-namespace snowflake {
+namespace snowflake::daemon {
 
 // Every key of the control protocol's status reply (docs/control-protocol.md).
 struct DaemonStatus {
@@ -89,6 +89,6 @@ class StatusBoard {
   std::atomic<uint64_t> resume_requested_{0};
 };
 
-}  // namespace snowflake
+}  // namespace snowflake::daemon
 
 #endif  // SNOWFLAKE_DAEMON_STATUS_BOARD_H_

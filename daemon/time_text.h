@@ -9,11 +9,11 @@
 
 #include "snowflake/time_text.h"
 
-namespace snowflake {
+namespace snowflake::daemon {
 
 // "2026-01-01T00:00:00.000Z". Thread-safe.
 inline std::string FormatIsoUtc(int64_t unix_ms) { return FormatTimeText(unix_ms); }
 
-}  // namespace snowflake
+}  // namespace snowflake::daemon
 
 #endif  // SNOWFLAKE_DAEMON_TIME_TEXT_H_

@@ -10,13 +10,13 @@
 #include <string>
 
 #include "etcd_cluster.h"
-#include "etcd_register.h"
-#include "file_register.h"
-#include "machine_lock.h"
+#include "daemon/etcd_register.h"
+#include "daemon/file_register.h"
+#include "daemon/machine_lock.h"
 #include "subprocess.h"
 #include "temp_dir.h"
 
-namespace snowflake {
+namespace snowflake::daemon {
 namespace {
 
 const std::string kCtl = SNOWFLAKE_BINARY_DIR "/cli/snowflakectl";
@@ -119,4 +119,4 @@ TEST(RegisterCommand, FileListShowsTheHolderAndReleaseRefusesALiveOne) {
 }
 
 }  // namespace
-}  // namespace snowflake
+}  // namespace snowflake::daemon

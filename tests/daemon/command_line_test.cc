@@ -1,4 +1,4 @@
-#include "command_line.h"
+#include "daemon/command_line.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 
 #include "temp_dir.h"
 
-namespace snowflake {
+namespace snowflake::daemon {
 namespace {
 
 using ::testing::HasSubstr;
@@ -93,4 +93,4 @@ TEST(CommandLine, HelpExitsWithZero) {
 }
 
 }  // namespace
-}  // namespace snowflake
+}  // namespace snowflake::daemon

@@ -1,4 +1,4 @@
-#include "config.h"
+#include "daemon/config.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 #include "snowflake/time_text.h"
 #include "temp_dir.h"
 
-namespace snowflake {
+namespace snowflake::daemon {
 namespace {
 
 using ::testing::HasSubstr;
@@ -324,4 +324,4 @@ TEST(Config, LoadConfigAcceptsAFileAtTheSizeBoundAndRefusesOneByteMore) {
 }
 
 }  // namespace
-}  // namespace snowflake
+}  // namespace snowflake::daemon

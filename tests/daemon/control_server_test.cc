@@ -1,4 +1,4 @@
-#include "control_server.h"
+#include "daemon/control_server.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -21,7 +21,7 @@
 #include "snowflake/account_names.h"
 #include "temp_dir.h"
 
-namespace snowflake {
+namespace snowflake::daemon {
 namespace {
 
 using ::testing::HasSubstr;
@@ -490,4 +490,4 @@ TEST_F(ControlServerTest, GroupMemberHoldingAllSlotsCannotLockOutTheOperator) {
 }
 
 }  // namespace
-}  // namespace snowflake
+}  // namespace snowflake::daemon

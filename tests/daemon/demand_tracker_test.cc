@@ -1,8 +1,8 @@
-#include "demand_tracker.h"
+#include "daemon/demand_tracker.h"
 
 #include <gtest/gtest.h>
 
-namespace snowflake {
+namespace snowflake::daemon {
 namespace {
 
 using std::chrono::microseconds;
@@ -64,4 +64,4 @@ TEST(DemandTracker, ALaterLargerPeakReplacesAnEarlierSmallerOne) {
 }
 
 }  // namespace
-}  // namespace snowflake
+}  // namespace snowflake::daemon

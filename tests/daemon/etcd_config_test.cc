@@ -4,9 +4,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "config.h"
+#include "daemon/config.h"
 
-namespace snowflake {
+namespace snowflake::daemon {
 namespace {
 
 using ::testing::HasSubstr;
@@ -112,4 +112,4 @@ TEST(EtcdConfig, EtcdTableWithAnotherBackendIsAnError) {
 }
 
 }  // namespace
-}  // namespace snowflake
+}  // namespace snowflake::daemon

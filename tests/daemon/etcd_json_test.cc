@@ -7,11 +7,11 @@
 
 #include <random>
 
-#include "etcd_json.h"
-#include "etcd_records.h"
+#include "daemon/etcd_json.h"
+#include "daemon/etcd_records.h"
 #include "stress_seed.h"
 
-namespace snowflake::etcd {
+namespace snowflake::daemon::etcd {
 namespace {
 
 using ::testing::HasSubstr;
@@ -282,4 +282,4 @@ TEST(EtcdRecords, MachineOfKeyAcceptsOnlyCanonicalNumbers) {
 }
 
 }  // namespace
-}  // namespace snowflake::etcd
+}  // namespace snowflake::daemon::etcd

@@ -8,7 +8,7 @@
 //   - faults (leader SIGKILL, quorum loss) never make an uncommitted raise look committed;
 //   - a fleet record of another epoch, and garbage under the prefix, are refused clearly.
 
-#include "etcd_register.h"
+#include "daemon/etcd_register.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -21,12 +21,12 @@
 #include <thread>
 #include <vector>
 
-#include "etcd_client.h"
+#include "daemon/etcd_client.h"
 #include "etcd_cluster.h"
-#include "etcd_records.h"
+#include "daemon/etcd_records.h"
 #include "subprocess.h"
 
-namespace snowflake {
+namespace snowflake::daemon {
 namespace {
 
 using namespace std::chrono_literals;
@@ -477,4 +477,4 @@ TEST(EtcdClientFailover, ARefusedEndpointIsSkippedAtOnce) {
 }
 
 }  // namespace
-}  // namespace snowflake
+}  // namespace snowflake::daemon

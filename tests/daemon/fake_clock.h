@@ -12,7 +12,7 @@
 
 namespace snowflake::testing {
 
-class FakeClock final : public Clock {
+class FakeClock final : public daemon::Clock {
  public:
   explicit FakeClock(int64_t unix_ms = 0) noexcept : now_ms_(unix_ms) {}
 

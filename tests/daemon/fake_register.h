@@ -12,45 +12,46 @@
 
 namespace snowflake::testing {
 
-class FakeRegister final : public MachineRegister {
+class FakeRegister final : public daemon::MachineRegister {
  public:
-  tl::expected<MachineClaim, RegisterError> Claim(const ClaimRequest&) noexcept override {
-    return MachineClaim{3, mark_.load()};
+  tl::expected<daemon::MachineClaim, daemon::RegisterError> Claim(
+      const daemon::ClaimRequest&) noexcept override {
+    return daemon::MachineClaim{3, mark_.load()};
   }
-  tl::expected<void, RegisterError> UpdateHighWater(int64_t unix_ms) noexcept override {
+  tl::expected<void, daemon::RegisterError> UpdateHighWater(int64_t unix_ms) noexcept override {
     if (auto failed = Failure()) return tl::unexpected(*failed);
     int64_t seen = mark_.load();
     while (unix_ms > seen && !mark_.compare_exchange_weak(seen, unix_ms)) {
     }
     return {};
   }
-  tl::expected<void, RegisterError> Renew() noexcept override {
+  tl::expected<void, daemon::RegisterError> Renew() noexcept override {
     if (auto failed = Failure()) return tl::unexpected(*failed);
     return {};
   }
-  tl::expected<void, RegisterError> RecordCleanStop(int64_t unix_ms) noexcept override {
+  tl::expected<void, daemon::RegisterError> RecordCleanStop(int64_t unix_ms) noexcept override {
     mark_.store(unix_ms);
     return {};
   }
   std::string_view backend_name() const noexcept override { return "fake"; }
   std::string location() const override { return "memory"; }
 
-  void Fail(std::optional<RegisterErrorCode> code) {
+  void Fail(std::optional<daemon::RegisterErrorCode> code) {
     std::lock_guard lock(mutex_);
     failure_ = code;
   }
   int64_t mark() const { return mark_.load(); }
 
  private:
-  std::optional<RegisterError> Failure() {
+  std::optional<daemon::RegisterError> Failure() {
     std::lock_guard lock(mutex_);
     if (!failure_) return std::nullopt;
-    return RegisterError{*failure_, "the fake register fails"};
+    return daemon::RegisterError{*failure_, "the fake register fails"};
   }
 
   std::atomic<int64_t> mark_{0};
   std::mutex mutex_;
-  std::optional<RegisterErrorCode> failure_;
+  std::optional<daemon::RegisterErrorCode> failure_;
 };
 
 }  // namespace snowflake::testing

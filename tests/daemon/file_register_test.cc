@@ -1,4 +1,4 @@
-#include "file_register.h"
+#include "daemon/file_register.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -8,13 +8,13 @@
 
 #include <fstream>
 
-#include "atomic_file.h"
-#include "config.h"
-#include "machine_lock.h"
-#include "static_register.h"
+#include "daemon/atomic_file.h"
+#include "daemon/config.h"
+#include "daemon/machine_lock.h"
+#include "daemon/static_register.h"
 #include "temp_dir.h"
 
-namespace snowflake {
+namespace snowflake::daemon {
 namespace {
 
 using ::testing::HasSubstr;
@@ -458,4 +458,4 @@ TEST(MachineRegister, DerivedHolderIdNeverContainsTheRawMachineId) {
 }
 
 }  // namespace
-}  // namespace snowflake
+}  // namespace snowflake::daemon

@@ -1,4 +1,4 @@
-#include "generator.h"
+#include "daemon/generator.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include "fake_clock.h"
 #include "snowflake/id_layout.h"
 
-namespace snowflake {
+namespace snowflake::daemon {
 namespace {
 
 using testing::FakeClock;
@@ -670,4 +670,4 @@ TEST(Generator, StrictlyIncreasingOverALongRandomizedClockWalk) {
 }
 
 }  // namespace
-}  // namespace snowflake
+}  // namespace snowflake::daemon

@@ -1,4 +1,4 @@
-#include "high_water_store.h"
+#include "daemon/high_water_store.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "atomic_file.h"
-#include "instance_lock.h"
+#include "daemon/atomic_file.h"
+#include "daemon/instance_lock.h"
 #include "temp_dir.h"
 
-namespace snowflake {
+namespace snowflake::daemon {
 namespace {
 
 using ::testing::HasSubstr;
@@ -165,9 +165,9 @@ TEST(InstanceLock, MissingDirectoryIsASystemError) {
 }
 
 }  // namespace
-}  // namespace snowflake
+}  // namespace snowflake::daemon
 
-namespace snowflake {
+namespace snowflake::daemon {
 namespace {
 
 // Finding 2 of issue 9: two daemons sharing a state directory overwrote each other's
@@ -208,4 +208,4 @@ TEST(HighWaterStore, TheStateDirectoryIsFreeAgainOnceTheStoreIsGone) {
 }
 
 }  // namespace
-}  // namespace snowflake
+}  // namespace snowflake::daemon

@@ -1,4 +1,4 @@
-#include "notifier.h"
+#include "daemon/notifier.h"
 
 #include <gtest/gtest.h>
 #include <sys/socket.h>
@@ -11,7 +11,7 @@
 
 #include "temp_dir.h"
 
-namespace snowflake {
+namespace snowflake::daemon {
 namespace {
 
 // A NOTIFY_SOCKET the test owns, as systemd would.
@@ -99,4 +99,4 @@ TEST(Notifier, NoWatchdogForAnotherPid) {
 }
 
 }  // namespace
-}  // namespace snowflake
+}  // namespace snowflake::daemon

@@ -1,10 +1,10 @@
-#include "service_names.h"
+#include "daemon/service_names.h"
 
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
-namespace snowflake {
+namespace snowflake::daemon {
 namespace {
 
 TEST(ServiceNames, ValidNamesFollowTheClientRule) {
@@ -46,4 +46,4 @@ TEST(ServiceNames, TotalsStopGrowingAtTheBound) {
 }
 
 }  // namespace
-}  // namespace snowflake
+}  // namespace snowflake::daemon

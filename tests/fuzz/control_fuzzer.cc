@@ -15,8 +15,8 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
-#include "control_server.h"
-#include "status_board.h"
+#include "daemon/control_server.h"
+#include "daemon/status_board.h"
 
 namespace {
 

@@ -6,10 +6,10 @@
 
 #include <string>
 
-#include "config.h"
-#include "net_address.h"
+#include "daemon/config.h"
+#include "daemon/net_address.h"
 
-namespace snowflake {
+namespace snowflake::daemon {
 namespace {
 
 using ::testing::HasSubstr;
@@ -120,4 +120,4 @@ TEST(NetAddress, ListenAddressParsesBothFamilies) {
 }
 
 }  // namespace
-}  // namespace snowflake
+}  // namespace snowflake::daemon
