@@ -165,6 +165,16 @@ struct Metrics {
           .Name("snowflake_ring_ids")
           .Help("IDs in the ring (fill), its capacity and the fill target")
           .Register(*registry);
+  prometheus::Family<prometheus::Histogram>& reservation =
+      prometheus::BuildHistogram()
+          .Name("snowflake_reservation_duration_seconds")
+          .Help("Time one high-water reservation renewal took (state file, then register)")
+          .Register(*registry);
+  prometheus::Family<prometheus::Histogram>& register_calls =
+      prometheus::BuildHistogram()
+          .Name("snowflake_register_call_duration_seconds")
+          .Help("Time one call to the machine register took (raise, renew, clean stop)")
+          .Register(*registry);
   prometheus::Family<prometheus::Gauge>& connections = prometheus::BuildGauge()
                                                            .Name("snowflake_http_connections")
                                                            .Help("Open HTTP connections")
@@ -174,6 +184,12 @@ struct Metrics {
   prometheus::Counter& refused_limit = refused.Add({{"reason", "limit"}});
   prometheus::Counter& refused_allow = refused.Add({{"reason", "allow"}});
   std::vector<prometheus::Histogram*> latency_by_endpoint;
+  prometheus::Histogram& reservation_latency = reservation.Add({}, DaemonBuckets());
+  prometheus::Histogram& register_latency = register_calls.Add({}, DaemonBuckets());
+
+  static prometheus::Histogram::BucketBoundaries DaemonBuckets() {
+    return {daemon::kLatencyBoundsSeconds.begin(), daemon::kLatencyBoundsSeconds.end()};
+  }
 
   Metrics() {
     const prometheus::Histogram::BucketBoundaries buckets = {
@@ -199,6 +215,24 @@ struct Metrics {
   std::array<std::atomic<prometheus::Counter*>, 600> by_code{};
 };
 
+// Adds to `histogram` what `source` observed since `exported` (then updates `exported`):
+// the daemon's threads record into lock-free buckets, /metrics mirrors them.
+void Mirror(const daemon::LatencyHistogram& source, daemon::LatencyHistogram::Snapshot& exported,
+            prometheus::Histogram& histogram) {
+  const daemon::LatencyHistogram::Snapshot now = source.Read();
+  std::vector<double> increments(now.counts.size());
+  bool any = false;
+  for (size_t i = 0; i < now.counts.size(); ++i) {
+    const uint64_t delta = now.counts[i] >= exported.counts[i] ? now.counts[i] - exported.counts[i] : 0;
+    increments[i] = static_cast<double>(delta);
+    any = any || delta > 0;
+  }
+  if (!any) return;
+  const uint64_t sum_ns = now.sum_ns >= exported.sum_ns ? now.sum_ns - exported.sum_ns : 0;
+  histogram.ObserveMultiple(increments, static_cast<double>(sum_ns) / 1e9);
+  exported = now;
+}
+
 // Raises a counter to `target` (counters mirror totals the daemon keeps).
 void RaiseTo(prometheus::Counter& counter, double target) {
   const double now = counter.Value();
@@ -209,10 +243,11 @@ void RaiseTo(prometheus::Counter& counter, double target) {
 
 class HttpFront::Impl {
  public:
-  Impl(const Config& config, StatusBoard& board)
+  Impl(const Config& config, StatusBoard& board, const daemon::DaemonLatencies* latencies)
       : options_(config.http),
         runtime_dir_(config.daemon.runtime_dir),
-        board_(board) {
+        board_(board),
+        latencies_(latencies) {
     for (const std::string& text : options_.allow) allow_.push_back(ParseCidr(text).value());
     // One io_context per thread, each run by that thread alone (concurrency hint 1): a
     // connection lives on one context, so its reads, its handler and its write run on one
@@ -309,6 +344,9 @@ class HttpFront::Impl {
   const Config::Http options_;
   const std::filesystem::path runtime_dir_;
   StatusBoard& board_;
+  const daemon::DaemonLatencies* const latencies_;  // may be null
+  daemon::LatencyHistogram::Snapshot reservation_exported_;  // guarded by scrape_mutex_
+  daemon::LatencyHistogram::Snapshot register_exported_;     // guarded by scrape_mutex_
   std::vector<Cidr> allow_;
   Metrics metrics_;
   std::atomic<uint64_t> connections_{0};
@@ -807,6 +845,10 @@ Reply HttpFront::Impl::MetricsText() {
   metrics_.ring.Add({{"kind", "fill"}}).Set(static_cast<double>(status.ring_fill));
   metrics_.ring.Add({{"kind", "capacity"}}).Set(static_cast<double>(status.ring_capacity));
   metrics_.ring.Add({{"kind", "target"}}).Set(static_cast<double>(status.fill_target));
+  if (latencies_ != nullptr) {
+    Mirror(latencies_->reservation, reservation_exported_, metrics_.reservation_latency);
+    Mirror(latencies_->register_call, register_exported_, metrics_.register_latency);
+  }
 
   std::ostringstream out;
   prometheus::TextSerializer().Serialize(out, metrics_.registry->Collect());
@@ -827,10 +869,10 @@ void HttpFront::Stop() noexcept {
 std::vector<uint16_t> HttpFront::ports() const { return impl_->ports(); }
 
 tl::expected<std::unique_ptr<HttpFront>, std::string> HttpFront::Start(
-    const Config& config, StatusBoard& board) noexcept {
+    const Config& config, StatusBoard& board, const daemon::DaemonLatencies* latencies) noexcept {
   if (config.http.listen.empty()) return std::unique_ptr<HttpFront>();
   try {
-    auto impl = std::make_unique<Impl>(config, board);
+    auto impl = std::make_unique<Impl>(config, board, latencies);
     if (auto listening = impl->Listen(); !listening) return tl::unexpected(listening.error());
     std::string where;
     for (size_t i = 0; i < config.http.listen.size(); ++i) {
