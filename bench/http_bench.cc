@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -61,8 +62,23 @@ class Connection {
   }
   ~Connection() { close(fd_); }
 
-  // Sends `request` and returns the reply body; dies on anything but 200.
+  // Sends `request` and returns the reply body. A 503 (the daemon paused: on a loaded
+  // shared machine its reservation renewal can lag) is retried every millisecond for up to
+  // 10 s and counted; anything else but 200 is fatal.
   std::string_view Get(const std::string& request) {
+    for (int attempt = 0;; ++attempt) {
+      std::string_view body;
+      if (GetOnce(request, body)) return body;
+      unavailable.fetch_add(1, std::memory_order_relaxed);
+      if (attempt == 10'000) Die("the front stayed unavailable (503) for 10 s");
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+
+  static inline std::atomic<uint64_t> unavailable{0};
+
+ private:
+  bool GetOnce(const std::string& request, std::string_view& body) {
     if (send(fd_, request.data(), request.size(), MSG_NOSIGNAL) !=
         static_cast<ssize_t>(request.size())) {
       Die("send failed");
@@ -71,16 +87,19 @@ class Connection {
     consumed_ = 0;
     size_t end;
     while ((end = buffer_.find("\r\n\r\n")) == std::string::npos) Fill();
-    if (buffer_.compare(0, 12, "HTTP/1.1 200") != 0) Die("reply: " + buffer_.substr(0, 200));
+    const bool unavailable_reply = buffer_.compare(0, 12, "HTTP/1.1 503") == 0;
+    if (!unavailable_reply && buffer_.compare(0, 12, "HTTP/1.1 200") != 0) {
+      Die("reply: " + buffer_.substr(0, 200));
+    }
     const size_t at = buffer_.find("Content-Length: ");
     if (at == std::string::npos || at > end) Die("no Content-Length");
     const size_t length = std::strtoul(buffer_.c_str() + at + 16, nullptr, 10);
     while (buffer_.size() < end + 4 + length) Fill();
     consumed_ = end + 4 + length;
-    return std::string_view(buffer_).substr(end + 4, length);
+    body = std::string_view(buffer_).substr(end + 4, length);
+    return !unavailable_reply;
   }
 
- private:
   void Fill() {
     char chunk[65536];
     const ssize_t n = recv(fd_, chunk, sizeof chunk, 0);
@@ -288,6 +307,10 @@ int main(int argc, char** argv) {
     if (!redis_rps.empty()) series("redis_rps_" + std::to_string(connections), redis_rps);
   }
 
+  if (const uint64_t n = Connection::unavailable.load(); n > 0) {
+    std::fprintf(stderr, "http_bench: %llu replies were 503 (daemon paused) and retried\n",
+                 static_cast<unsigned long long>(n));
+  }
   out += "}";
   std::printf("%s\n", out.c_str());
   return 0;
