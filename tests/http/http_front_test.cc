@@ -285,7 +285,12 @@ TEST(HttpFrontLoad, SixtyFourConnectionsGetUniqueIncreasingIds) {
   const uint16_t port = FreePort();
   DaemonOptions options = harness.Options();
   options.config_path = harness.WriteFile(
-      "http.toml", "[http]\nlisten = [\"127.0.0.1:" + std::to_string(port) + "\"]\nthreads = 2\n");
+      "http.toml", "[http]\nlisten = [\"127.0.0.1:" + std::to_string(port) +
+                       "\"]\nthreads = 2\n"
+                       // A 5 s reservation window: on a loaded machine a state-file fsync can
+                       // lag past the default's 500 ms margin and pause the daemon (503),
+                       // which is not what this test is about.
+                       "[persistence]\nreservation_ms = 5000\n");
   Daemon daemon = harness.Start(options);
   ASSERT_TRUE(daemon.ready()) << daemon.Describe();
   const uint64_t seed = StressSeedFromEnv();
