@@ -78,10 +78,18 @@ pid_t SpawnDaemon(const Setup& s) {
   std::vector<char*> envp;
   for (auto& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
+  // The bench ignores SIGCHLD (see main); the daemon gets the default back.
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGCHLD);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
   pid_t pid = 0;
-  if (posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), envp.data()) != 0) {
-    Die("cannot start " + s.snowflaked);
-  }
+  const int rc = posix_spawn(&pid, argv[0], nullptr, &attr, argv.data(), envp.data());
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) Die("cannot start " + s.snowflaked);
   return pid;
 }
 
@@ -134,6 +142,11 @@ int main(int argc, char** argv) {
     Die("usage: failover_bench --snowflaked PATH --work DIR --remote HOST:PORT --faketime LIB "
         "[--samples N] [--machine M]");
   }
+  // A killed daemon is reaped at once, as systemd (its parent in production) does: a
+  // zombie still answers kill(pid, 0), so the client could only tell it dead by its
+  // heartbeat (liveness_ms), not by its pid (docs/client.md). With SIGCHLD ignored the
+  // kernel reaps our children itself; waitpid() below then just waits for the exit.
+  signal(SIGCHLD, SIG_IGN);
   std::filesystem::create_directories(s.work / "run");
   std::filesystem::create_directories(s.work / "state");
   WriteFile(s.work / "offset", "+0");

@@ -253,7 +253,9 @@ int RunDaemon(const Config& config) {
   }
   ReportStartupClockState(*generator, plan->start_wait_ms);
 
-  // 9. The reservation service: its own thread keeps the horizon ahead of the clock.
+  // 9. The reservation service: its own thread keeps the horizon ahead of the clock. It
+  // records each renewal's and register call's duration for /metrics.
+  daemon::DaemonLatencies latencies;
   daemon::ReservationService reservations(
       daemon::ReservationOptions{
           .machine = claim->machine,
@@ -264,7 +266,8 @@ int RunDaemon(const Config& config) {
           // horizon: a disk stalled by other load does not pause generation.
           .renew_ahead_ms = std::max<int64_t>(1, config.persistence.reservation_ms * 3 / 4),
           .segment_path = producer->path().string(),
-          .segment_incarnation = producer->incarnation()},
+          .segment_incarnation = producer->incarnation(),
+          .latencies = &latencies},
       store, *reg, clock, plan->confirmed_through_unix_ms);
   reservations.Start();
 
@@ -312,7 +315,7 @@ int RunDaemon(const Config& config) {
   }
   // The HTTP front (off unless [http] listen names addresses): a client of this ring on its
   // own threads, stopped before everything above it.
-  auto http = HttpFront::Start(config, board);
+  auto http = HttpFront::Start(config, board, &latencies);
   if (!http) {
     spdlog::critical("{}", http.error());
     loop.StopServing();

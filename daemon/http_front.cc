@@ -12,13 +12,17 @@
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 
+#include <array>
 #include <atomic>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ip/v6_only.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <charconv>
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -161,6 +165,16 @@ struct Metrics {
           .Name("snowflake_ring_ids")
           .Help("IDs in the ring (fill), its capacity and the fill target")
           .Register(*registry);
+  prometheus::Family<prometheus::Histogram>& reservation =
+      prometheus::BuildHistogram()
+          .Name("snowflake_reservation_duration_seconds")
+          .Help("Time one high-water reservation renewal took (state file, then register)")
+          .Register(*registry);
+  prometheus::Family<prometheus::Histogram>& register_calls =
+      prometheus::BuildHistogram()
+          .Name("snowflake_register_call_duration_seconds")
+          .Help("Time one call to the machine register took (raise, renew, clean stop)")
+          .Register(*registry);
   prometheus::Family<prometheus::Gauge>& connections = prometheus::BuildGauge()
                                                            .Name("snowflake_http_connections")
                                                            .Help("Open HTTP connections")
@@ -170,6 +184,12 @@ struct Metrics {
   prometheus::Counter& refused_limit = refused.Add({{"reason", "limit"}});
   prometheus::Counter& refused_allow = refused.Add({{"reason", "allow"}});
   std::vector<prometheus::Histogram*> latency_by_endpoint;
+  prometheus::Histogram& reservation_latency = reservation.Add({}, DaemonBuckets());
+  prometheus::Histogram& register_latency = register_calls.Add({}, DaemonBuckets());
+
+  static prometheus::Histogram::BucketBoundaries DaemonBuckets() {
+    return {daemon::kLatencyBoundsSeconds.begin(), daemon::kLatencyBoundsSeconds.end()};
+  }
 
   Metrics() {
     const prometheus::Histogram::BucketBoundaries buckets = {
@@ -180,10 +200,38 @@ struct Metrics {
     }
   }
 
+  // The counter of one status code. Family::Add takes a lock and builds a label map: it
+  // runs once per code; later replies read the cached pointer (a racing first Add is
+  // harmless: Add returns the same counter for the same labels).
   prometheus::Counter& Requests(unsigned code) {
-    return requests.Add({{"code", std::to_string(code)}});
+    std::atomic<prometheus::Counter*>& slot = by_code[code < by_code.size() ? code : 0];
+    prometheus::Counter* counter = slot.load(std::memory_order_acquire);
+    if (counter == nullptr) {
+      counter = &requests.Add({{"code", std::to_string(code)}});
+      if (code < by_code.size()) slot.store(counter, std::memory_order_release);
+    }
+    return *counter;
   }
+  std::array<std::atomic<prometheus::Counter*>, 600> by_code{};
 };
+
+// Adds to `histogram` what `source` observed since `exported` (then updates `exported`):
+// the daemon's threads record into lock-free buckets, /metrics mirrors them.
+void Mirror(const daemon::LatencyHistogram& source, daemon::LatencyHistogram::Snapshot& exported,
+            prometheus::Histogram& histogram) {
+  const daemon::LatencyHistogram::Snapshot now = source.Read();
+  std::vector<double> increments(now.counts.size());
+  bool any = false;
+  for (size_t i = 0; i < now.counts.size(); ++i) {
+    const uint64_t delta = now.counts[i] >= exported.counts[i] ? now.counts[i] - exported.counts[i] : 0;
+    increments[i] = static_cast<double>(delta);
+    any = any || delta > 0;
+  }
+  if (!any) return;
+  const uint64_t sum_ns = now.sum_ns >= exported.sum_ns ? now.sum_ns - exported.sum_ns : 0;
+  histogram.ObserveMultiple(increments, static_cast<double>(sum_ns) / 1e9);
+  exported = now;
+}
 
 // Raises a counter to `target` (counters mirror totals the daemon keeps).
 void RaiseTo(prometheus::Counter& counter, double target) {
@@ -195,12 +243,17 @@ void RaiseTo(prometheus::Counter& counter, double target) {
 
 class HttpFront::Impl {
  public:
-  Impl(const Config& config, StatusBoard& board)
+  Impl(const Config& config, StatusBoard& board, const daemon::DaemonLatencies* latencies)
       : options_(config.http),
         runtime_dir_(config.daemon.runtime_dir),
         board_(board),
-        ioc_(static_cast<int>(config.http.threads)) {
+        latencies_(latencies) {
     for (const std::string& text : options_.allow) allow_.push_back(ParseCidr(text).value());
+    // One io_context per thread, each run by that thread alone (concurrency hint 1): a
+    // connection lives on one context, so its reads, its handler and its write run on one
+    // thread with no hand-off, no strand and no scheduler lock shared between threads.
+    const uint64_t threads = std::max<uint64_t>(1, options_.threads);
+    for (uint64_t i = 0; i < threads; ++i) contexts_.push_back(std::make_unique<asio::io_context>(1));
   }
 
   ~Impl() { Stop(); }
@@ -211,7 +264,7 @@ class HttpFront::Impl {
       if (!address) return tl::unexpected("http.listen: " + text + ": " + address.error());
       beast::error_code ec;
       const tcp::endpoint endpoint(asio::ip::make_address(address->host, ec), address->port);
-      auto acceptor = std::make_unique<tcp::acceptor>(ioc_);
+      auto acceptor = std::make_unique<tcp::acceptor>(*contexts_[0]);
       if (!ec) acceptor->open(endpoint.protocol(), ec);
       if (!ec) acceptor->set_option(asio::socket_base::reuse_address(true), ec);
       if (!ec && endpoint.address().is_v6()) acceptor->set_option(asio::ip::v6_only(true), ec);
@@ -222,11 +275,12 @@ class HttpFront::Impl {
       acceptors_.push_back(std::move(acceptor));
     }
     for (auto& acceptor : acceptors_) Accept(*acceptor);
-    for (uint64_t i = 0; i < options_.threads; ++i) {
-      threads_.emplace_back([this] {
+    for (auto& context : contexts_) {
+      guards_.emplace_back(asio::make_work_guard(*context));
+      threads_.emplace_back([this, ioc = context.get()] {
         for (;;) {
           try {
-            ioc_.run();
+            ioc->run();
             return;
           } catch (const std::exception& e) {
             // A handler threw (allocation failure): log and keep serving.
@@ -239,7 +293,7 @@ class HttpFront::Impl {
   }
 
   void Stop() noexcept {
-    ioc_.stop();
+    for (auto& context : contexts_) context->stop();
     for (auto& thread : threads_) {
       if (thread.joinable()) thread.join();
     }
@@ -260,12 +314,15 @@ class HttpFront::Impl {
 
  private:
   void Accept(tcp::acceptor& acceptor) {
+    // New connections go to the contexts in turn.
+    asio::io_context& target = *contexts_[next_context_++ % contexts_.size()];
     acceptor.async_accept(
-        asio::make_strand(ioc_), [this, &acceptor](beast::error_code ec, tcp::socket socket) {
+        target, [this, &acceptor](beast::error_code ec, tcp::socket socket) {
           if (ec == asio::error::operation_aborted) return;
           if (ec) {
             // Out of descriptors or memory: try again shortly rather than spin.
-            auto timer = std::make_shared<asio::steady_timer>(ioc_, std::chrono::milliseconds(10));
+            auto timer = std::make_shared<asio::steady_timer>(*contexts_[0],
+                                                              std::chrono::milliseconds(10));
             timer->async_wait([this, timer, &acceptor](beast::error_code) { Accept(acceptor); });
             return;
           }
@@ -276,7 +333,8 @@ class HttpFront::Impl {
 
   void OnAccept(tcp::socket socket);
 
-  tl::expected<Client*, Reply> ClientFor(std::string_view service);
+  struct Service;
+  tl::expected<Service*, Reply> ServiceFor(std::string_view service);
   Reply TakeIds(const http::request<http::string_body>& request, std::string_view query,
                 bool batch);
   Reply Healthz();
@@ -286,6 +344,9 @@ class HttpFront::Impl {
   const Config::Http options_;
   const std::filesystem::path runtime_dir_;
   StatusBoard& board_;
+  const daemon::DaemonLatencies* const latencies_;  // may be null
+  daemon::LatencyHistogram::Snapshot reservation_exported_;  // guarded by scrape_mutex_
+  daemon::LatencyHistogram::Snapshot register_exported_;     // guarded by scrape_mutex_
   std::vector<Cidr> allow_;
   Metrics metrics_;
   std::atomic<uint64_t> connections_{0};
@@ -300,9 +361,11 @@ class HttpFront::Impl {
   std::mutex scrape_mutex_;  // one /metrics refresh at a time
 
   std::vector<uint16_t> ports_;
-  // Declared last: destroyed first, so the sessions it still holds see the rest alive.
-  asio::io_context ioc_;
+  // Declared last: destroyed first, so the sessions they still hold see the rest alive.
+  std::vector<std::unique_ptr<asio::io_context>> contexts_;
+  std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards_;
   std::vector<std::unique_ptr<tcp::acceptor>> acceptors_;
+  uint64_t next_context_ = 0;  // only the first context's thread accepts
   std::vector<std::thread> threads_;
 };
 
@@ -314,25 +377,70 @@ namespace {
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(tcp::socket socket, HttpFront::Impl& front, std::optional<Reply> refusal)
-      : stream_(std::move(socket)), front_(front), refusal_(std::move(refusal)) {}
+      : socket_(std::move(socket)),
+        timer_(socket_.get_executor()),
+        front_(front),
+        refusal_(std::move(refusal)),
+        tick_(std::max<std::chrono::milliseconds>(
+            std::chrono::milliseconds(10),
+            std::min<std::chrono::milliseconds>(
+                {std::chrono::milliseconds(front.options().idle_timeout_ms),
+                 std::chrono::milliseconds(front.options().write_timeout_ms), kRefuseTimeout}) /
+                4)) {}
   ~Session() { front_.ConnectionClosed(refusal_.has_value()); }
 
-  void Start() { Read(); }
+  tcp::socket::executor_type executor() { return socket_.get_executor(); }
+
+  // Runs on the session's own context (the one its socket belongs to).
+  void Start() {
+    Read();
+    Watch();
+  }
 
  private:
+  // Timeouts are a deadline checked by one timer per connection, not a timer armed per
+  // operation: a request costs a store to deadline_, no timer syscall and no cancelled
+  // wait to complete. The timer wakes at least every tick_ (a quarter of the shortest
+  // timeout), so a deadline is enforced at most that late; a deadline earlier than the
+  // armed wake re-arms it.
+  void ExpireAfter(std::chrono::milliseconds timeout) {
+    deadline_ = Clock::now() + timeout;
+    if (watching_ && deadline_ < armed_) Arm();
+  }
+
+  void Watch() {
+    watching_ = true;
+    Arm();
+  }
+
+  void Arm() {
+    armed_ = std::min(deadline_, Clock::now() + tick_);
+    timer_.expires_at(armed_);  // cancels a pending wait: it completes as aborted
+    timer_.async_wait([weak = weak_from_this()](beast::error_code ec) {
+      const std::shared_ptr<Session> self = weak.lock();
+      if (self == nullptr || ec == asio::error::operation_aborted) return;
+      if (Clock::now() >= self->deadline_) {
+        // Timed out: closing cancels the pending read or write; the session then ends.
+        beast::error_code ignored;
+        self->socket_.close(ignored);
+        return;
+      }
+      self->Arm();
+    });
+  }
+
   void Read() {
     parser_.emplace();
     parser_->header_limit(static_cast<uint32_t>(front_.options().max_header_bytes));
     parser_->body_limit(kMaxBodyBytes);
-    const auto timeout =
-        refusal_ ? kRefuseTimeout : std::chrono::milliseconds(front_.options().idle_timeout_ms);
-    stream_.expires_after(timeout);
-    http::async_read(stream_, buffer_, *parser_,
+    ExpireAfter(refusal_ ? kRefuseTimeout
+                         : std::chrono::milliseconds(front_.options().idle_timeout_ms));
+    http::async_read(socket_, buffer_, *parser_,
                      beast::bind_front_handler(&Session::OnRead, shared_from_this()));
   }
 
   void OnRead(beast::error_code ec, size_t) {
-    if (ec == http::error::end_of_stream || ec == beast::error::timeout) return;  // closed
+    if (ec == http::error::end_of_stream || ec == asio::error::operation_aborted) return;
     if (ec == http::error::header_limit) {
       return Send(ErrorReply(http::status::request_header_fields_too_large, "headers_too_large",
                              "the request line and headers exceed " +
@@ -384,8 +492,8 @@ class Session : public std::enable_shared_from_this<Session> {
     metrics.Requests(static_cast<unsigned>(reply.status)).Increment();
     metrics.latency_by_endpoint[static_cast<size_t>(endpoint)]->Observe(
         std::chrono::duration<double>(Clock::now() - start).count());
-    stream_.expires_after(std::chrono::milliseconds(front_.options().write_timeout_ms));
-    http::async_write(stream_, *response_,
+    ExpireAfter(std::chrono::milliseconds(front_.options().write_timeout_ms));
+    http::async_write(socket_, *response_,
                       beast::bind_front_handler(&Session::OnWrite, shared_from_this()));
   }
 
@@ -393,10 +501,10 @@ class Session : public std::enable_shared_from_this<Session> {
     if (ec) return;
     if (close_) {
       beast::error_code ignored;
-      stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+      socket_.shutdown(tcp::socket::shutdown_send, ignored);
       // Read what the peer still sends until it closes (bounded by the timeout), so our
       // close does not turn into a reset that could discard the reply on its side.
-      stream_.expires_after(std::chrono::milliseconds(200));
+      ExpireAfter(std::chrono::milliseconds(200));
       Drain();
       return;
     }
@@ -404,15 +512,20 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void Drain() {
-    stream_.async_read_some(asio::buffer(drain_),
+    socket_.async_read_some(asio::buffer(drain_),
                             [self = shared_from_this()](beast::error_code ec, size_t) {
                               if (!ec) self->Drain();
                             });
   }
 
-  beast::tcp_stream stream_;
+  tcp::socket socket_;
+  asio::steady_timer timer_;
   HttpFront::Impl& front_;
   std::optional<Reply> refusal_;
+  const std::chrono::milliseconds tick_;
+  Clock::time_point deadline_ = Clock::time_point::max();
+  Clock::time_point armed_ = Clock::time_point::max();
+  bool watching_ = false;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::optional<http::response<http::string_body>> response_;
@@ -469,7 +582,10 @@ void HttpFront::Impl::OnAccept(tcp::socket socket) {
     socket.close(ignored);
     return;
   }
-  std::make_shared<Session>(std::move(socket), *this, std::move(refusal))->Start();
+  // Started on the context its socket belongs to, whose one thread runs all its handlers.
+  auto session = std::make_shared<Session>(std::move(socket), *this, std::move(refusal));
+  const auto executor = session->executor();
+  asio::post(executor, [session = std::move(session)] { session->Start(); });
 }
 
 Reply HttpFront::Impl::Handle(const http::request<http::string_body>& request, Endpoint& endpoint) {
@@ -517,10 +633,11 @@ Reply HttpFront::Impl::Handle(const http::request<http::string_body>& request, E
   }
 }
 
-tl::expected<Client*, Reply> HttpFront::Impl::ClientFor(std::string_view service) {
+tl::expected<HttpFront::Impl::Service*, Reply> HttpFront::Impl::ServiceFor(
+    std::string_view service) {
   std::lock_guard lock(services_mutex_);
   if (auto found = services_.find(service); found != services_.end()) {
-    return &found->second->client;
+    return found->second.get();
   }
   if (auto valid = ValidateServiceName(service); !valid) {
     return tl::unexpected(
@@ -544,7 +661,7 @@ tl::expected<Client*, Reply> HttpFront::Impl::ClientFor(std::string_view service
   auto entry = std::make_unique<Service>(
       Service{std::move(*client),
               &metrics_.ids.Add({{"service", std::string(service)}, {"path", "http"}})});
-  Client* raw = &entry->client;
+  Service* raw = entry.get();
   services_.emplace(std::string(service), std::move(entry));
   return raw;
 }
@@ -589,14 +706,18 @@ Reply HttpFront::Impl::TakeIds(const http::request<http::string_body>& request,
   if (batch && !has_count) {
     return ErrorReply(http::status::bad_request, "bad_count", "count=N is required (1 to 4096)");
   }
-  auto service_client = [&]() { return ClientFor(service); }();
-  if (!service_client) return std::move(service_client.error());
-  Client& client = **service_client;
+  auto found = ServiceFor(service);
+  if (!found) return std::move(found.error());
+  Client& client = (*found)->client;
 
-  std::vector<uint64_t> ids(count);
+  // One ID (the common request) needs no allocation.
+  uint64_t one_id = 0;
+  std::vector<uint64_t> many;
+  if (count > 1) many.resize(count);
+  const std::span<uint64_t> ids = count > 1 ? std::span<uint64_t>(many) : std::span(&one_id, 1);
   size_t filled = 0;
   while (filled < count) {
-    auto taken = client.NextBatch(std::span<uint64_t>(ids.data() + filled, count - filled));
+    auto taken = client.NextBatch(ids.subspan(filled));
     if (!taken) {
       // IDs already taken for this request are dropped: wasted, never reissued.
       const auto [status, code] = StatusOf(taken.error().code);
@@ -604,10 +725,7 @@ Reply HttpFront::Impl::TakeIds(const http::request<http::string_body>& request,
     }
     filled += *taken;
   }
-  {
-    std::lock_guard lock(services_mutex_);
-    services_.find(service)->second->issued->Increment(static_cast<double>(count));
-  }
+  (*found)->issued->Increment(static_cast<double>(count));  // atomic: no lock
 
   Reply reply;
   const auto accept = request[http::field::accept];
@@ -616,8 +734,10 @@ Reply HttpFront::Impl::TakeIds(const http::request<http::string_body>& request,
   reply.body.reserve(count * 22 + 16);
   if (plain) {
     reply.content_type = "text/plain; charset=utf-8";
+    char digits[24];
     for (const uint64_t id : ids) {
-      reply.body += std::to_string(id);
+      const auto end = std::to_chars(digits, digits + sizeof digits, id).ptr;
+      reply.body.append(digits, end);
       reply.body += '\n';
     }
     return reply;
@@ -725,6 +845,10 @@ Reply HttpFront::Impl::MetricsText() {
   metrics_.ring.Add({{"kind", "fill"}}).Set(static_cast<double>(status.ring_fill));
   metrics_.ring.Add({{"kind", "capacity"}}).Set(static_cast<double>(status.ring_capacity));
   metrics_.ring.Add({{"kind", "target"}}).Set(static_cast<double>(status.fill_target));
+  if (latencies_ != nullptr) {
+    Mirror(latencies_->reservation, reservation_exported_, metrics_.reservation_latency);
+    Mirror(latencies_->register_call, register_exported_, metrics_.register_latency);
+  }
 
   std::ostringstream out;
   prometheus::TextSerializer().Serialize(out, metrics_.registry->Collect());
@@ -745,10 +869,10 @@ void HttpFront::Stop() noexcept {
 std::vector<uint16_t> HttpFront::ports() const { return impl_->ports(); }
 
 tl::expected<std::unique_ptr<HttpFront>, std::string> HttpFront::Start(
-    const Config& config, StatusBoard& board) noexcept {
+    const Config& config, StatusBoard& board, const daemon::DaemonLatencies* latencies) noexcept {
   if (config.http.listen.empty()) return std::unique_ptr<HttpFront>();
   try {
-    auto impl = std::make_unique<Impl>(config, board);
+    auto impl = std::make_unique<Impl>(config, board, latencies);
     if (auto listening = impl->Listen(); !listening) return tl::unexpected(listening.error());
     std::string where;
     for (size_t i = 0; i < config.http.listen.size(); ++i) {

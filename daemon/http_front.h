@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "daemon/config.h"
+#include "daemon/latency_histogram.h"
 #include "daemon/status_board.h"
 
 namespace snowflake::daemon {
@@ -28,10 +29,12 @@ class HttpFront {
  public:
   // Binds every address of config.http.listen and starts config.http.threads threads.
   // Returns nullptr (and opens nothing) when [http] listen is empty. `board` must outlive
-  // the front; IDs come from the segment in config.daemon.runtime_dir.
+  // the front; IDs come from the segment in config.daemon.runtime_dir. `latencies` (may be
+  // null; else must outlive the front) feed /metrics' reservation and register histograms.
   // Errors: a message naming the address that could not be bound and why.
-  static tl::expected<std::unique_ptr<HttpFront>, std::string> Start(const Config& config,
-                                                                     StatusBoard& board) noexcept;
+  static tl::expected<std::unique_ptr<HttpFront>, std::string> Start(
+      const Config& config, StatusBoard& board,
+      const daemon::DaemonLatencies* latencies = nullptr) noexcept;
 
   ~HttpFront();  // Stop()s
   HttpFront(const HttpFront&) = delete;

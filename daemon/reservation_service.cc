@@ -8,6 +8,18 @@
 #include "daemon/time_text.h"
 
 namespace snowflake::daemon {
+namespace {
+
+// Runs `call` and records how long it took in `histogram` (when there is one).
+template <typename Call>
+auto Timed(LatencyHistogram* histogram, Call&& call) {
+  const auto start = std::chrono::steady_clock::now();
+  auto result = call();
+  if (histogram != nullptr) histogram->Observe(std::chrono::steady_clock::now() - start);
+  return result;
+}
+
+}  // namespace
 
 Horizon::~Horizon() = default;
 
@@ -84,7 +96,8 @@ bool ReservationService::Renew(int64_t through) {
     return false;
   }
   // 2. The register: what another holder of this number continues above.
-  if (auto updated = register_.UpdateHighWater(through); !updated) {
+  if (auto updated = Timed(RegisterLatency(), [&] { return register_.UpdateHighWater(through); });
+      !updated) {
     if (updated.error().code == RegisterErrorCode::kClaimLost) {
       claim_lost_.store(true, std::memory_order_release);
     }
@@ -116,7 +129,8 @@ void ReservationService::Run() {
     if (due && steady_now >= next_try) {
       // Always ahead of what is already confirmed, so a renewal never lowers anything.
       const int64_t through = std::max(need + options_.reservation_ms, confirmed);
-      if (Renew(through)) {
+      if (Timed(options_.latencies ? &options_.latencies->reservation : nullptr,
+                [&] { return Renew(through); })) {
         if (failing) {
           spdlog::warn("the high-water reservation is persisted again, through {}",
                        FormatIsoUtc(through));
@@ -138,7 +152,7 @@ void ReservationService::Run() {
     }
     if (steady_now >= next_register_renew) {
       next_register_renew = steady_now + options_.register_renew_interval;
-      if (auto renewed = register_.Renew(); !renewed) {
+      if (auto renewed = Timed(RegisterLatency(), [&] { return register_.Renew(); }); !renewed) {
         if (renewed.error().code == RegisterErrorCode::kClaimLost) {
           claim_lost_.store(true, std::memory_order_release);
           spdlog::critical("the register says the claim is lost: {}", renewed.error().message);
@@ -169,7 +183,9 @@ tl::expected<void, std::string> ReservationService::RecordCleanStop(int64_t last
                                           .segment_incarnation = options_.segment_incarnation});
   if (!saved) return tl::unexpected("state file: " + saved.error().message);
   confirmed_.store(last_issued_unix_ms, std::memory_order_release);
-  if (auto updated = register_.RecordCleanStop(last_issued_unix_ms); !updated) {
+  if (auto updated = Timed(RegisterLatency(),
+                           [&] { return register_.RecordCleanStop(last_issued_unix_ms); });
+      !updated) {
     return tl::unexpected("register: " + updated.error().message);
   }
   return {};

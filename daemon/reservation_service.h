@@ -29,6 +29,7 @@
 
 #include "daemon/clock.h"
 #include "daemon/high_water_store.h"
+#include "daemon/latency_histogram.h"
 #include "daemon/machine_register.h"
 
 namespace snowflake::daemon {
@@ -59,6 +60,9 @@ struct ReservationOptions {
   // high_water_store.h): lets a restart on that segment skip waiting out the reservation.
   std::string segment_path;
   uint64_t segment_incarnation = 0;
+  // Where each renewal's and each register call's duration is recorded (/metrics); not
+  // owned, must outlive the service. Null: not recorded.
+  DaemonLatencies* latencies = nullptr;
 };
 
 // The fill loop's view of the service: what it reads each pass. An interface so the fill
@@ -115,6 +119,9 @@ class ReservationService final : public Horizon {
   // One renewal through `through`; false (and problem_ set) if a store failed.
   bool Renew(int64_t through);
   void SetProblem(std::optional<ReservationProblem> problem);
+  LatencyHistogram* RegisterLatency() const noexcept {
+    return options_.latencies != nullptr ? &options_.latencies->register_call : nullptr;
+  }
 
   // Constant after construction.
   const ReservationOptions options_;

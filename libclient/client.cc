@@ -497,7 +497,8 @@ class Client::Impl {
   [[gnu::noinline]] tl::expected<uint64_t, Error> NextThroughRemotes(
       detail::RemotePool& remotes) noexcept {
     uint64_t id = 0;
-    auto taken = remotes.Take({&id, 1}, [this](std::span<uint64_t> out) { return NextBatch(out); });
+    auto taken =
+        remotes.Take({&id, 1}, [this](std::span<uint64_t> out) { return NextBatchOrAttach(out); });
     if (!taken) return tl::unexpected(std::move(taken.error()));
     return id;
   }
@@ -530,13 +531,33 @@ class Client::Impl {
     });
   }
 
+  // The take behind a Client with remotes (RemotePool's LocalTake). Such a Client may have
+  // been opened with no local daemon at all: then it looks for one now and then (it may
+  // start later), and says kDaemonNotRunning until it finds one, so the remotes serve.
+  tl::expected<size_t, Error> NextBatchOrAttach(std::span<uint64_t> out) noexcept {
+    if (current_.load(std::memory_order_acquire) == nullptr) [[unlikely]] {
+      if (!AttachLate()) {
+        return tl::unexpected(MakeError(
+            ClientError::kDaemonNotRunning,
+            "no snowflaked segment in " + runtime_dir_.string() + " (no local daemon)"));
+      }
+    }
+    return NextBatch(out);
+  }
+
   const IdLayout& layout() const noexcept {
-    return current_.load(std::memory_order_acquire)->layout;
+    Attachment* a = current_.load(std::memory_order_acquire);
+    return a != nullptr ? a->layout : no_daemon_layout_;
   }
 
   tl::expected<ClientStatus, Error> GetStatus() const noexcept {
     try {
       Attachment* a = current_.load(std::memory_order_acquire);
+      if (a == nullptr) {
+        return tl::unexpected(MakeError(ClientError::kDaemonNotRunning,
+                                        "no snowflaked segment in " + runtime_dir_.string() +
+                                            " (this client takes from its remotes only)"));
+      }
       ClientStatus status = ReadStatus(a->ring, options_.max_heartbeat_age);
       std::lock_guard lock(mutex_);
       for (const auto& attachment : attachments_) status.client_taken += attachment->Taken();
@@ -621,9 +642,41 @@ class Client::Impl {
     return true;
   }
 
+  // A Client opened without a local daemon: tries to map the segment, at most every
+  // kLateAttachInterval (a stat that fails is cheap, but not on every take). Returns whether
+  // the Client is attached now.
+  bool AttachLate() noexcept {
+    try {
+      const int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
+      int64_t due = next_attach_try_.load(std::memory_order_relaxed);
+      if (now < due) return false;
+      const int64_t next =
+          now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(kLateAttachInterval)
+                    .count();
+      if (!next_attach_try_.compare_exchange_strong(due, next, std::memory_order_relaxed)) {
+        return current_.load(std::memory_order_acquire) != nullptr;
+      }
+      std::lock_guard lock(mutex_);
+      if (current_.load(std::memory_order_acquire) != nullptr) return true;
+      auto maybe_ring = RingConsumer::Open(runtime_dir_);
+      if (!maybe_ring) return false;
+      auto attachment = std::make_unique<Attachment>(std::move(*maybe_ring), service_);
+      Attachment* raw = attachment.get();
+      attachments_.push_back(std::move(attachment));
+      current_.store(raw, std::memory_order_release);
+      return true;
+    } catch (...) {
+      return false;
+    }
+  }
+
+  static constexpr std::chrono::milliseconds kLateAttachInterval{100};
+
   const std::string service_;
   const ClientOptions options_;
   const std::filesystem::path runtime_dir_;
+  const IdLayout no_daemon_layout_{};  // the default epoch, until a daemon is found
+  std::atomic<int64_t> next_attach_try_{0};
   // The attachment takes use. Written under mutex_; read lock-free.
   std::atomic<Attachment*> current_{nullptr};
   // Every attachment ever made, newest last. Guarded by mutex_.
@@ -641,15 +694,22 @@ tl::expected<Client, Error> Client::Open(std::string_view service,
   if (auto valid = ValidateServiceName(service); !valid) return tl::unexpected(valid.error());
   try {
     std::filesystem::path runtime_dir = ResolveRuntimeDir(options);
-    auto maybe_ring = OpenRing(runtime_dir);
-    if (!maybe_ring) return tl::unexpected(std::move(maybe_ring.error()));
-    auto impl = std::make_unique<Impl>(std::string(service), options, std::move(runtime_dir));
-    if (auto attached = impl->Attach(std::move(*maybe_ring)); !attached) {
-      return tl::unexpected(std::move(attached.error()));
-    }
-    Client client(std::move(impl));
     auto remotes =
         options.remotes.empty() ? detail::RemotePool::FromEnvironment() : options.remotes;
+    auto maybe_ring = OpenRing(runtime_dir);
+    // No local daemon (no segment, no runtime dir: a host without snowflaked) is an error
+    // only without remotes; with them the Client takes from the remotes and maps the
+    // segment once one appears. Any other failure (permissions, version) stays an error.
+    const bool remotes_only = !maybe_ring && !remotes.empty() &&
+                              maybe_ring.error().code == ClientError::kDaemonNotRunning;
+    if (!maybe_ring && !remotes_only) return tl::unexpected(std::move(maybe_ring.error()));
+    auto impl = std::make_unique<Impl>(std::string(service), options, std::move(runtime_dir));
+    if (!remotes_only) {
+      if (auto attached = impl->Attach(std::move(*maybe_ring)); !attached) {
+        return tl::unexpected(std::move(attached.error()));
+      }
+    }
+    Client client(std::move(impl));
     if (!remotes.empty()) {
       client.remotes_ = std::make_unique<detail::RemotePool>(
           std::string(service), std::move(remotes), options, client.layout().epoch_unix_ms());
@@ -677,7 +737,8 @@ tl::expected<uint64_t, Error> Client::Next() noexcept {
 
 tl::expected<size_t, Error> Client::NextBatch(std::span<uint64_t> out) noexcept {
   if (remotes_ != nullptr && !out.empty()) [[unlikely]] {
-    return remotes_->Take(out, [this](std::span<uint64_t> s) { return impl_->NextBatch(s); });
+    return remotes_->Take(out,
+                          [this](std::span<uint64_t> s) { return impl_->NextBatchOrAttach(s); });
   }
   return impl_->NextBatch(out);
 }

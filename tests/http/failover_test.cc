@@ -19,6 +19,7 @@
 #include "daemon_harness.h"
 #include "http_probe.h"
 #include "snowflake/client.h"
+#include "snowflake/snowflake.h"
 
 namespace snowflake::testing {
 namespace {
@@ -262,6 +263,87 @@ TEST_F(Fleet, SnowflakectlNextTakesFromRemotesByFlagOrEnvironment) {
       RunCommand({kSnowflakectlPath, "next", "-n", "1", "--runtime-dir", runtime_dir});
   EXPECT_TRUE(alone.status.ExitedWith(1)) << alone.status.ToString();
   EXPECT_NE(alone.err.find("stopped"), std::string::npos) << alone.err;
+}
+
+// A caller on a host without snowflaked: no segment and no runtime dir at all. With
+// remotes, Open succeeds and every take comes from B or C, strictly increasing; without
+// them Open fails as before. The C API alike.
+TEST_F(Fleet, ClientWithoutALocalDaemonTakesFromRemotes) {
+  const std::filesystem::path nowhere = a().harness->root() / "no-daemon-here";
+  ASSERT_FALSE(std::filesystem::exists(nowhere));
+  ClientOptions options = DaemonHarness::ClientOptionsFor(nowhere);
+  options.remotes = {b().address(), c().address()};
+  options.remote_attempt_timeout = 2000ms;
+  options.remote_deadline = 6000ms;
+  options.remote_max_age = 5000ms;
+  auto client = Client::Open("remote-only", options);
+  ASSERT_TRUE(client) << client.error().message;
+  uint64_t last = 0;
+  for (int i = 0; i < 300; ++i) {
+    auto id = client->Next();
+    ASSERT_TRUE(id) << "take " << i << ": " << id.error().message;
+    ASSERT_GT(*id, last) << "take " << i;
+    const uint32_t machine = MachineOf(*id);
+    EXPECT_TRUE(machine == b().machine || machine == c().machine) << "machine " << machine;
+    last = *id;
+  }
+  std::vector<uint64_t> batch(500);
+  auto n = client->NextBatch(batch);
+  ASSERT_TRUE(n) << n.error().message;
+  for (size_t i = 0; i < *n; ++i) {
+    ASSERT_GT(batch[i], last) << "batch at " << i;
+    last = batch[i];
+  }
+  // Its status says there is no local daemon; it still serves from the remotes.
+  auto status = client->GetStatus();
+  ASSERT_FALSE(status);
+  EXPECT_EQ(status.error().code, ClientError::kDaemonNotRunning);
+
+  // B stops: C alone serves; then C too: the error names both endpoints.
+  ASSERT_TRUE(b().daemon->Stop());
+  for (int i = 0; i < 50; ++i) {
+    auto id = client->Next();
+    ASSERT_TRUE(id) << id.error().message;
+    ASSERT_GT(*id, last);
+    EXPECT_EQ(MachineOf(*id), c().machine);
+    last = *id;
+  }
+  ASSERT_TRUE(c().daemon->Stop());
+  auto none = client->Next();
+  ASSERT_FALSE(none);
+  EXPECT_EQ(none.error().code, ClientError::kDaemonNotRunning);
+  EXPECT_NE(none.error().message.find(b().address()), std::string::npos) << none.error().message;
+  EXPECT_NE(none.error().message.find(c().address()), std::string::npos) << none.error().message;
+
+  // Without remotes, the same Open fails: no daemon.
+  ClientOptions alone = DaemonHarness::ClientOptionsFor(nowhere);
+  auto refused = Client::Open("remote-only", alone);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, ClientError::kDaemonNotRunning);
+}
+
+TEST_F(Fleet, CApiWithoutALocalDaemonTakesFromRemotes) {
+  const std::string nowhere = (a().harness->root() / "no-daemon-here").string();
+  const std::string remotes = b().address() + "," + c().address();
+  sf_options options;
+  sf_options_init(&options);
+  options.runtime_dir = nowhere.c_str();
+  options.remotes = remotes.c_str();
+  sf_client* client = nullptr;
+  ASSERT_EQ(sf_open("remote-only-c", &options, &client), SF_OK) << sf_last_error();
+  uint64_t last = 0;
+  for (int i = 0; i < 200; ++i) {
+    uint64_t id = 0;
+    ASSERT_EQ(sf_next(client, &id), SF_OK) << "take " << i << ": " << sf_last_error();
+    ASSERT_GT(id, last);
+    EXPECT_NE(MachineOf(id), a().machine);
+    last = id;
+  }
+  sf_close(client);
+
+  options.remotes = nullptr;  // and SNOWFLAKE_REMOTES is not set in tests
+  EXPECT_EQ(sf_open("remote-only-c", &options, &client), SF_DAEMON_NOT_RUNNING);
+  EXPECT_EQ(client, nullptr);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -284,7 +285,12 @@ TEST(HttpFrontLoad, SixtyFourConnectionsGetUniqueIncreasingIds) {
   const uint16_t port = FreePort();
   DaemonOptions options = harness.Options();
   options.config_path = harness.WriteFile(
-      "http.toml", "[http]\nlisten = [\"127.0.0.1:" + std::to_string(port) + "\"]\nthreads = 2\n");
+      "http.toml", "[http]\nlisten = [\"127.0.0.1:" + std::to_string(port) +
+                       "\"]\nthreads = 2\n"
+                       // A 5 s reservation window: on a loaded machine a state-file fsync can
+                       // lag past the default's 500 ms margin and pause the daemon (503),
+                       // which is not what this test is about.
+                       "[persistence]\nreservation_ms = 5000\n");
   Daemon daemon = harness.Start(options);
   ASSERT_TRUE(daemon.ready()) << daemon.Describe();
   const uint64_t seed = StressSeedFromEnv();
@@ -383,6 +389,49 @@ TEST(HttpFrontMetrics, ExpositionParsesAndCountsWhatWasTaken) {
   EXPECT_EQ(value_of("snowflake_http_request_duration_seconds_count{endpoint=ids}"), 3.0)
       << parsed.out;
   EXPECT_EQ(value_of("snowflake_ring_ids{kind=capacity}"), 4096.0) << parsed.out;
+
+  // The reservation service renewed at least once at start (state file, then register):
+  // each histogram counts it, its buckets are cumulative and end at +Inf = count, and its
+  // sum is a plausible duration.
+  auto check_histogram = [&](const std::string& name) -> double {
+    const double count = value_of(name + "_count{}");
+    EXPECT_GE(count, 1.0) << name << "\n" << parsed.out;
+    EXPECT_EQ(value_of(name + "_bucket{le=+Inf}"), count) << name << "\n" << parsed.out;
+    const double sum = value_of(name + "_sum{}");
+    EXPECT_GT(sum, 0.0) << name;
+    EXPECT_LT(sum, 60.0 * count) << name;
+    double previous = 0;
+    int buckets = 0;
+    for (size_t at = 0; (at = parsed.out.find(name + "_bucket{le=", at)) != std::string::npos;
+         ++at) {
+      const size_t space = parsed.out.find(' ', at);
+      const double value = std::stod(parsed.out.substr(space + 1));
+      EXPECT_GE(value, previous) << name << ": buckets must be cumulative";
+      previous = value;
+      ++buckets;
+    }
+    EXPECT_EQ(buckets, 17) << name << ": 16 bounds and +Inf";
+    return count;
+  };
+  const double renewals = check_histogram("snowflake_reservation_duration_seconds");
+  const double register_calls = check_histogram("snowflake_register_call_duration_seconds");
+  // Every renewal calls the register once; the lease renewal may add more.
+  EXPECT_GE(register_calls, renewals) << parsed.out;
+
+  // A second scrape mirrors only what happened since: no observation counted twice.
+  const auto first_scrape = std::chrono::steady_clock::now();
+  const HttpReply again = FetchOnce(port, "/metrics");
+  ASSERT_EQ(again.status, 200);
+  const double elapsed_ms = std::chrono::duration<double, std::milli>(
+                                std::chrono::steady_clock::now() - first_scrape)
+                                .count();
+  const std::string key = "snowflake_reservation_duration_seconds_count ";
+  const size_t at = again.body.find(key);
+  ASSERT_NE(at, std::string::npos) << again.body;
+  const double renewals_again = std::stod(again.body.substr(at + key.size()));
+  EXPECT_GE(renewals_again, renewals);
+  // Renewals come about every 500 ms (reservation_ms / 2); allow generously for load.
+  EXPECT_LE(renewals_again, renewals + 2 + elapsed_ms / 100) << again.body;
 }
 
 TEST(HttpFrontConfig, OffByDefaultOpensNoSocket) {

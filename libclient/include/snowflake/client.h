@@ -124,9 +124,11 @@ class Client {
  public:
   // Opens the segment in the runtime directory, validates it, and registers `service`
   // (for per-service counts). It does not wait for the daemon: a stopped or paused daemon
-  // is reported by Next().
-  // Errors: kInvalidServiceName; kDaemonNotRunning (no segment: the message names the
-  // path); kPermissionDenied (names the group to join); kIncompatibleVersion;
+  // is reported by Next(). With remotes (options or $SNOWFLAKE_REMOTES), no segment at all
+  // is not an error: the Client takes from the remotes (default epoch) and maps the local
+  // segment once one appears; GetStatus() says kDaemonNotRunning meanwhile.
+  // Errors: kInvalidServiceName; kDaemonNotRunning (no segment and no remotes: the message
+  // names the path); kPermissionDenied (names the group to join); kIncompatibleVersion;
   // kCorruptSegment; kUntrustedSegment; kSystemError.
   static tl::expected<Client, Error> Open(std::string_view service,
                                           const ClientOptions& options = {}) noexcept;

@@ -95,7 +95,9 @@ typedef struct sf_client sf_client;
  * Returns SF_OK, SF_INVALID_SERVICE_NAME, SF_INVALID_ARGUMENT, SF_DAEMON_NOT_RUNNING,
  * SF_PERMISSION_DENIED, SF_INCOMPATIBLE_VERSION, SF_CORRUPT_SEGMENT,
  * SF_UNTRUSTED_SEGMENT or SF_SYSTEM_ERROR. A stopped or paused daemon is reported by
- * sf_next, not here. */
+ * sf_next, not here. With remotes (sf_options.remotes or $SNOWFLAKE_REMOTES) no local
+ * daemon at all (no segment, no runtime dir) is not an error: the client takes from the
+ * remotes, with the default epoch, and maps a local segment once one appears. */
 sf_status sf_open(const char *service, const sf_options *opts, sf_client **out);
 
 /* Takes one ID into *id: larger than any ID a take completed before this call began
