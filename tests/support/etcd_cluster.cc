@@ -52,8 +52,9 @@ tl::expected<TestCertificates, std::string> MakeTestCertificates(
     std::ofstream(dir / name) << text;
     return (dir / name).string();
   };
-  const std::string server_ext =
-      ext("server.ext", "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n");
+  // clientAuth too: etcd's own gateway dials the member with the server certificate.
+  const std::string server_ext = ext(
+      "server.ext", "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n");
   const std::string client_ext = ext("client.ext", "extendedKeyUsage=clientAuth\n");
   // P-256 keys: quick to make, accepted by etcd's Go TLS and by OpenSSL.
   const std::vector<std::string> key = {"-newkey", "ec", "-pkeyopt",
