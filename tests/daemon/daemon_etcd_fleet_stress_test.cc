@@ -14,7 +14,7 @@
 //   (4) after the faults every daemon serves again.
 //
 // Bounded by count and time: at most kMaxFaults faults or kTimeLimit (20 s in sanitized
-// builds, 60 s in release), whichever comes first. The seed is printed and can be set
+// builds, 40 s in release), whichever comes first. The seed is printed and can be set
 // with SNOWFLAKE_STRESS_SEED.
 
 #include <gtest/gtest.h>
@@ -59,8 +59,8 @@ constexpr int kDaemons = 8;
 constexpr auto kTimeLimit = 20s;
 constexpr int kMaxFaults = 24;
 #else
-constexpr auto kTimeLimit = 60s;
-constexpr int kMaxFaults = 80;
+constexpr auto kTimeLimit = 40s;
+constexpr int kMaxFaults = 60;
 #endif
 const std::string kWorker = SNOWFLAKE_BINARY_DIR "/tests/daemon/daemon_stress_worker";
 
