@@ -68,6 +68,72 @@ uint32_t MachineOf(uint64_t id) {
   return static_cast<uint32_t>((id >> kMachineShift) & kMaxMachine);
 }
 
+// Properties (1) and (3) over every client's records, each in the order it took them.
+struct FleetCheck {
+  uint64_t ids = 0;
+  uint64_t duplicates = 0;
+  uint64_t not_increasing = 0;
+  std::set<uint32_t> machines;
+  std::string first_problem;  // "" if both hold
+};
+
+FleetCheck CheckRecords(const std::vector<std::vector<st::TakeRecord>>& clients) {
+  FleetCheck c;
+  std::unordered_set<uint64_t> seen;
+  for (size_t i = 0; i < clients.size(); ++i) {
+    std::map<uint32_t, uint64_t> last_of_machine;
+    for (const st::TakeRecord& r : clients[i]) {
+      ++c.ids;
+      const uint32_t machine = MachineOf(r.id);
+      c.machines.insert(machine);
+      if (!seen.insert(r.id).second) {
+        ++c.duplicates;
+        if (c.first_problem.empty()) {
+          c.first_problem = "ID " + std::to_string(r.id) + " handed out twice";
+        }
+      }
+      auto [it, first] = last_of_machine.emplace(machine, r.id);
+      if (first) continue;
+      if (r.id <= it->second) {
+        ++c.not_increasing;
+        if (c.first_problem.empty()) {
+          c.first_problem = "client " + std::to_string(i) + " got " + std::to_string(r.id) +
+                            " after " + std::to_string(it->second) + " of machine " +
+                            std::to_string(machine);
+        }
+      }
+      it->second = r.id;
+    }
+  }
+  return c;
+}
+
+uint64_t IdOf(uint64_t ms, uint32_t machine, uint64_t sequence) {
+  return (ms << kTimeShift) | (uint64_t{machine} << kMachineShift) | sequence;
+}
+
+// The checker on its own first: it must see a duplicate across clients and a decrease
+// within one client's machine, and accept a client that changes numbers.
+TEST(DaemonEtcdFleetCheck, FindsDuplicatesAndDecreasesAndAcceptsANumberChange) {
+  const std::vector<st::TakeRecord> good = {{IdOf(10, 3, 0), 0}, {IdOf(10, 3, 1), 0},
+                                            {IdOf(5, 4, 0), 0}, {IdOf(11, 3, 0), 0}};
+  const std::vector<st::TakeRecord> other = {{IdOf(10, 5, 0), 0}, {IdOf(12, 5, 0), 0}};
+  const std::vector<st::TakeRecord> duplicate = {{IdOf(10, 3, 1), 0}};
+  const std::vector<st::TakeRecord> decrease = {{IdOf(20, 6, 0), 0}, {IdOf(19, 6, 7), 0}};
+
+  const FleetCheck fine = CheckRecords({good, other});
+  const FleetCheck twice = CheckRecords({good, duplicate});
+  const FleetCheck down = CheckRecords({decrease});
+
+  EXPECT_EQ(fine.first_problem, "");
+  EXPECT_EQ(fine.ids, 6u);
+  EXPECT_EQ(fine.machines.size(), 3u);
+  EXPECT_EQ(twice.duplicates, 1u);
+  EXPECT_NE(twice.first_problem.find("handed out twice"), std::string::npos);
+  EXPECT_EQ(down.not_increasing, 1u);
+  EXPECT_EQ(down.duplicates, 0u);
+}
+
 struct Slot {
   DaemonOptions options;
   std::optional<Daemon> daemon;
@@ -189,49 +255,30 @@ class FleetStress {
 
   // Properties (1) and (3) over every record; "" if they hold.
   std::string Check() {
-    std::unordered_set<uint64_t> seen;
-    std::string problem;
-    for (size_t i = 0; i < slots_.size(); ++i) {
-      std::map<uint32_t, uint64_t> last_of_machine;
-      for (const std::string& path : slots_[i].record_files) {
-        for (const st::TakeRecord& r : st::ReadCommittedRecords(path)) {
-          ++ids_;
-          const uint32_t machine = MachineOf(r.id);
-          machines_.insert(machine);
-          if (!seen.insert(r.id).second) {
-            ++duplicates_;
-            if (problem.empty()) problem = "ID " + std::to_string(r.id) + " handed out twice";
-          }
-          auto [it, first] = last_of_machine.emplace(machine, r.id);
-          if (!first) {
-            if (r.id <= it->second) {
-              ++not_increasing_;
-              if (problem.empty()) {
-                problem = "client " + std::to_string(i) + " got " + std::to_string(r.id) +
-                          " after " + std::to_string(it->second) + " of machine " +
-                          std::to_string(machine);
-              }
-            }
-            it->second = r.id;
-          }
-        }
+    std::vector<std::vector<st::TakeRecord>> clients;
+    for (const Slot& slot : slots_) {
+      std::vector<st::TakeRecord>& all = clients.emplace_back();
+      for (const std::string& path : slot.record_files) {
+        const auto records = st::ReadCommittedRecords(path);
+        all.insert(all.end(), records.begin(), records.end());
       }
     }
-    return problem;
+    check_ = CheckRecords(clients);
+    return check_.first_problem;
   }
 
   std::string Summary() const {
     return std::to_string(faults_) + " faults (" + std::to_string(daemon_kills_) +
            " daemon SIGKILLs, " + std::to_string(member_kills_) + " etcd member SIGKILLs, " +
            std::to_string(self_exits_) + " daemons exited by themselves and were restarted), " +
-           std::to_string(samples_) + " exclusivity samples, " + std::to_string(ids_) +
-           " IDs of " + std::to_string(machines_.size()) + " machine numbers: " +
-           std::to_string(duplicates_) + " duplicates, " + std::to_string(not_increasing_) +
-           " not increasing";
+           std::to_string(samples_) + " exclusivity samples, " + std::to_string(check_.ids) +
+           " IDs of " + std::to_string(check_.machines.size()) + " machine numbers: " +
+           std::to_string(check_.duplicates) + " duplicates, " +
+           std::to_string(check_.not_increasing) + " not increasing";
   }
   int daemon_kills() const { return daemon_kills_; }
   int member_kills() const { return member_kills_; }
-  uint64_t ids() const { return ids_; }
+  uint64_t ids() const { return check_.ids; }
 
  private:
   void StartWorker(Slot& s) {
@@ -307,10 +354,7 @@ class FleetStress {
   int member_kills_ = 0;
   int self_exits_ = 0;
   uint64_t samples_ = 0;
-  uint64_t ids_ = 0;
-  uint64_t duplicates_ = 0;
-  uint64_t not_increasing_ = 0;
-  std::set<uint32_t> machines_;
+  FleetCheck check_;
 };
 
 TEST(DaemonEtcdFleetStress, NoDuplicateAndOneLiveHolderPerNumberUnderDaemonAndEtcdKills) {
