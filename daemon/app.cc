@@ -309,7 +309,10 @@ int RunDaemon(const Config& config) {
           .machine = claim->machine,
           .epoch_unix_ms = config.id.epoch_unix_ms,
           .reservation_ms = config.persistence.reservation_ms,
-          .renew_ahead_ms = std::max<int64_t>(1, config.persistence.reservation_ms / 2),
+          // Renewing at a quarter of the reservation leaves a renewal three quarters of
+          // it (750 ms by default) to complete before the fill loop reaches the
+          // horizon: a disk stalled by other load does not pause generation.
+          .renew_ahead_ms = std::max<int64_t>(1, config.persistence.reservation_ms * 3 / 4),
           .segment_path = producer->path().string(),
           .segment_incarnation = producer->incarnation()},
       store, *reg, clock, plan->confirmed_through_unix_ms);

@@ -191,10 +191,14 @@ tl::expected<MachineClaim, RegisterError> FileRegister::Claim(
                                      : "another process";
           return tl::unexpected(
               Error(RegisterErrorCode::kInUse,
-                    "machine " + std::to_string(machine) + " is in use by " + by + " (holder \"" +
-                        request.holder_id + "\" in " + options_.path.string() +
-                        "): a daemon with the same holder id is running; stop it first, or give "
-                        "each daemon its own daemon.instance or register.holder_id"));
+                    "machine " + std::to_string(machine) + " is in use by " + by +
+                        " on this host (" + options_.path.string() + " records it for holder \"" +
+                        request.holder_id + "\"; its lock is in " +
+                        options_.host_lock_dir.string() + "): a daemon with the same holder id is still running, or a daemon with "
+                        "another register took the number while this one was stopped; stop "
+                        "that daemon first, or give each daemon its own daemon.instance (or "
+                        "register.holder_id) and daemons with separate registers separate "
+                        "register.machines ranges"));
         }
         return tl::unexpected(Error(RegisterErrorCode::kUnreadable, lock.error().message));
       }

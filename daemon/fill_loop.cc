@@ -222,7 +222,7 @@ StateInputs FillLoop::Inputs(int64_t now_ms, int64_t horizon) const {
 std::string FillLoop::ReasonExtra() const {
   if (published_.reason != StateReason::kPersistenceFailed) return "";
   const auto problem = horizon_.problem();
-  if (!problem) return "the renewal lags behind the clock";
+  if (!problem) return "a renewal is in progress but slow: a stalled disk or register";
   // "register unreachable" first, so an operator (and a client reading the reason) sees
   // at once that the fleet's register, not this host, is the trouble.
   const std::string store(StoreName(problem->store));

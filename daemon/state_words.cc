@@ -73,14 +73,12 @@ std::string_view RecoveryText(Recovery recovery) noexcept {
 std::string DescribeReason(StateReason reason, int64_t detail, std::string_view extra) {
   const ReasonWords& words = WordsFor(reason);
   std::string text(words.summary);
-  // errno 0 is no errno (a timeout, an unreachable register): say nothing rather than
-  // "(errno 0)"; the extra names the store and its sentence.
-  constexpr std::string_view kErrno = " (errno {})";
-  if (const size_t at = text.find(kErrno); at != std::string::npos && detail == 0) {
-    text.erase(at, kErrno.size());
-  }
   if (const size_t at = text.find("{}"); at != std::string::npos) {
     text.replace(at, 2, std::to_string(detail));
+  }
+  // A renewal that has not failed but not finished either has no errno to show.
+  if (reason == StateReason::kPersistenceFailed && detail == 0) {
+    text = "the high-water reservation is not renewed yet, not issuing past it";
   }
   if (!extra.empty()) text += " (" + std::string(extra) + ")";
   return text;

@@ -114,6 +114,9 @@ std::string ReasonText(StateReason reason, int64_t detail) {
     case StateReason::kShutdown:
       return "shut down";
     case StateReason::kPersistenceFailed:
+      if (detail == 0) {
+        return "the high-water reservation is not renewed yet (a stalled disk or register)";
+      }
       return "could not persist the high-water reservation (errno " + std::to_string(detail) +
              ": " + std::strerror(static_cast<int>(detail)) + ")";
   }
@@ -476,6 +479,9 @@ class Client::Impl {
     return {};
   }
 
+  // The fast path: one fresh take and its count, inlined into Client::Next(); all else
+  // (waiting, failover, errors) is out of line in NextSlow(), so the fast path keeps few
+  // values live across the clock read and needs no large stack frame.
   tl::expected<uint64_t, Error> Next() noexcept {
     Attachment* a = current_.load(std::memory_order_acquire);
     uint64_t id = 0;
@@ -483,6 +489,21 @@ class Client::Impl {
       Count(a, 1);
       return id;
     }
+    return NextSlow();
+  }
+
+  // Next() through the failover pool: out of line, so a Client without remotes pays only
+  // the pointer test for it.
+  [[gnu::noinline]] tl::expected<uint64_t, Error> NextThroughRemotes(
+      detail::RemotePool& remotes) noexcept {
+    uint64_t id = 0;
+    auto taken = remotes.Take({&id, 1}, [this](std::span<uint64_t> out) { return NextBatch(out); });
+    if (!taken) return tl::unexpected(std::move(taken.error()));
+    return id;
+  }
+
+  [[gnu::noinline]] tl::expected<uint64_t, Error> NextSlow() noexcept {
+    uint64_t id = 0;
     auto taken = Slow([&id](Attachment& at) {
       const TakeResult result = at.ring.TryTakeFresh(&id);
       return Attempt{result == TakeResult::kTaken ? 1u : 0u, result == TakeResult::kStale};
@@ -650,13 +671,7 @@ tl::expected<ClientStatus, Error> Client::Inspect(const ClientOptions& options) 
 }
 
 tl::expected<uint64_t, Error> Client::Next() noexcept {
-  if (remotes_ != nullptr) [[unlikely]] {
-    uint64_t id = 0;
-    auto taken =
-        remotes_->Take({&id, 1}, [this](std::span<uint64_t> out) { return impl_->NextBatch(out); });
-    if (!taken) return tl::unexpected(std::move(taken.error()));
-    return id;
-  }
+  if (remotes_ != nullptr) [[unlikely]] return impl_->NextThroughRemotes(*remotes_);
   return impl_->Next();
 }
 

@@ -36,8 +36,13 @@ class ClientDaemonTest : public ::testing::Test {
   Process StartDaemon() {
     std::filesystem::create_directories(runtime());
     std::filesystem::create_directories(dir_ / "state");
+    // Its own machine-number locks: a test is a host of its own, so another test's daemon
+    // (ctest -j) never takes this one's number while it restarts.
+    testing::SpawnOptions spawn;
+    spawn.env.set.emplace_back("SNOWFLAKE_HOST_LOCK_DIR", (dir_ / "host-locks").string());
     Process daemon = Process::Spawn(
-        {kDaemon, "--runtime-dir", runtime().string(), "--state-dir", (dir_ / "state").string()});
+        {kDaemon, "--runtime-dir", runtime().string(), "--state-dir", (dir_ / "state").string()},
+        std::move(spawn));
     ClientOptions options;
     options.runtime_dir = runtime();
     for (int attempt = 0; attempt < 2000; ++attempt) {

@@ -1,5 +1,6 @@
 // DecideState() as a table: every input that matters, and what is published.
 #include "daemon/state_decision.h"
+#include "daemon/state_words.h"
 
 #include <gtest/gtest.h>
 
@@ -133,6 +134,17 @@ TEST(StateDecision, TableOfInputsAndDecisions) {
     EXPECT_EQ(got.reason, row.want.reason) << row.what;
     EXPECT_EQ(got.detail, row.want.detail) << row.what;
   }
+}
+
+// A failed renewal names its errno; one still in progress (a stalled disk) has none, and
+// its words must not claim "errno 0".
+TEST(StateWords, PersistenceReasonNamesErrnoOnlyWhenThereIsOne) {
+  const std::string failed = DescribeReason(StateReason::kPersistenceFailed, 28, "state file: x");
+  EXPECT_NE(failed.find("(errno 28)"), std::string::npos) << failed;
+  const std::string stalled =
+      DescribeReason(StateReason::kPersistenceFailed, 0, "a renewal is in progress but slow");
+  EXPECT_EQ(stalled.find("errno"), std::string::npos) << stalled;
+  EXPECT_NE(stalled.find("not renewed yet"), std::string::npos) << stalled;
 }
 
 }  // namespace

@@ -119,7 +119,9 @@ class ProcessStress {
       consumers_[i].batches = i % 2 == 1;
       StartConsumer(i);
     }
-    // The producer restarts at random points of the run.
+    // The producer restarts at random points of the run: restart i comes at its share of
+    // the target IDs, or at its share of the time limit if that comes first (a slow,
+    // sanitized build on a loaded host may never reach the later shares of the IDs).
     std::vector<uint64_t> restart_at;
     for (uint64_t i = 0; i < kMinRestarts; ++i) {
       restart_at.push_back(kTargetIds * (i + 1) / (kMinRestarts + 1) +
@@ -149,7 +151,9 @@ class ProcessStress {
       StartConsumer(victim);
 
       const uint64_t committed = Committed();
-      if (restarts_ < restart_at.size() && committed >= restart_at[restarts_]) {
+      const auto restart_time = start + kTimeLimit * (restarts_ + 1) / (kMinRestarts + 2);
+      if (restarts_ < restart_at.size() &&
+          (committed >= restart_at[restarts_] || std::chrono::steady_clock::now() >= restart_time)) {
         producer_->Kill(SIGKILL);
         producer_->Wait(60'000ms);
         ++restarts_;
