@@ -178,16 +178,18 @@ class FleetStress {
     for (Slot& s : slots_) StartWorker(s);
 
     const auto deadline = std::chrono::steady_clock::now() + kTimeLimit;
-    std::optional<int> down_member;
+    // The member killed in the previous interval, -1 if none (an int, not an optional:
+    // GCC 12 -O2 misreads optional<int> here as maybe uninitialized).
+    int down_member = -1;
     while (faults_ < kMaxFaults && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100 + rng_() % 500));
       if (std::string p = CheckWorkers(); !p.empty()) return p;
       RestartExitedDaemons();
       if (std::string p = SampleExclusivity(); !p.empty()) return p;
       // A member killed in the previous interval comes back first.
-      if (down_member) {
-        cluster_->Restart(*down_member);
-        down_member.reset();
+      if (down_member >= 0) {
+        cluster_->Restart(down_member);
+        down_member = -1;
       }
       // The first fault kills the leader, the second a daemon; then at random, daemons
       // three times as often as members.
@@ -206,7 +208,7 @@ class FleetStress {
       }
       ++faults_;
     }
-    if (down_member) cluster_->Restart(*down_member);
+    if (down_member >= 0) cluster_->Restart(down_member);
     for (int i = 0; i < cluster_->size(); ++i) {
       if (!cluster_->WaitReady(i, 60s)) return "etcd did not recover: " + cluster_->Logs();
     }
