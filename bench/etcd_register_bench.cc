@@ -1,18 +1,27 @@
 // The etcd register's costs against an etcd the caller runs (SNOWFLAKE_ETCD_ENDPOINTS,
-// comma-separated client URLs; skipped with a message without it), next to the baseline
-// the file backend pays for the same step, measured in the same run:
-//   - BM_EtcdClaim: a fresh EtcdRegister's Claim (lease grant, fleet txn, two ranges, the
-//     claim txn) and its release (lease revoke) -- the start-up cost;
-//   - BM_EtcdRaise: one committed high-water raise (a txn comparing the lease) -- the
-//     renewal latency; p50/p99 come from --benchmark_repetitions and the report;
-//   - BM_LocalReservation: the baseline, one fsync'd high-water file save (what every
-//     reservation costs with the file register).
-// Report: time per call (real time: the calls wait on the network and the disk).
+// comma-separated client URLs), next to the baseline the file backend pays for the same
+// step, measured in the same run. Two ways to run it:
+//
+//   etcd_register_bench latencies [--claims N] [--raises N]     (scripts/bench)
+//     prints one JSON object of per-call samples: "claim_ms" (a fresh EtcdRegister's
+//     Claim: lease grant, fleet txn, two ranges, the claim txn: a daemon's start-up
+//     cost), "raise_us" (one committed high-water raise, a txn comparing the lease: the
+//     etcd half of every reservation renewal) and "local_reservation_us" (the baseline:
+//     one fsync'd high-water file save, what every renewal costs with the file register
+//     and the other half of a renewal with etcd). scripts/bench reports p50/p99.
+//
+//   etcd_register_bench [Google Benchmark flags]
+//     the same three as benchmarks (BM_EtcdClaim, BM_EtcdRaise, BM_LocalReservation):
+//     mean time per call, real time (the calls wait on the network and the disk).
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -109,6 +118,101 @@ void BM_LocalReservation(benchmark::State& state) {
 }
 BENCHMARK(BM_LocalReservation)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
+double ElapsedUs(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+std::string JsonArray(const std::vector<double>& values) {
+  std::string out = "[";
+  for (size_t i = 0; i < values.size(); ++i) {
+    char number[32];
+    std::snprintf(number, sizeof(number), "%s%.3f", i == 0 ? "" : ",", values[i]);
+    out += number;
+  }
+  return out + "]";
+}
+
+[[noreturn]] void Die(const std::string& why) {
+  std::fprintf(stderr, "etcd_register_bench: %s\n", why.c_str());
+  std::exit(1);
+}
+
+// Per-call samples as JSON on stdout (see the top of this file).
+int Latencies(int claims, int raises) {
+  if (Endpoints().empty()) Die("set SNOWFLAKE_ETCD_ENDPOINTS to an etcd's client URLs");
+  std::vector<double> claim_ms;
+  for (int i = 0; i < claims; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    snowflake::EtcdRegister reg(Options("/bench/claim/"));
+    auto claim = reg.Claim({"bench-claim-" + std::to_string(i % 64), kEpoch});
+    claim_ms.push_back(ElapsedUs(start) / 1000.0);
+    if (!claim) Die(claim.error().message);
+    // The destructor revokes the lease (not timed): the number is free for the next one.
+  }
+  std::vector<double> raise_us;
+  {
+    snowflake::EtcdRegister reg(Options("/bench/raise/"));
+    auto claim = reg.Claim({"bench-raise", kEpoch});
+    if (!claim) Die(claim.error().message);
+    int64_t mark = std::max<int64_t>(claim->high_water_unix_ms, kEpoch);
+    for (int i = 0; i < raises; ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      auto raised = reg.UpdateHighWater(++mark);
+      raise_us.push_back(ElapsedUs(start));
+      if (!raised) Die(raised.error().message);
+    }
+  }
+  std::vector<double> local_us;
+  {
+    char pattern[] = "/tmp/snowflake-bench-XXXXXX";
+    if (mkdtemp(pattern) == nullptr) Die(std::string("mkdtemp: ") + std::strerror(errno));
+    const std::filesystem::path dir = pattern;
+    snowflake::HighWaterStore store(dir / "high-water.json");
+    int64_t mark = kEpoch;
+    for (int i = 0; i < raises; ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      auto saved = store.Save(snowflake::HighWaterState{.machine = 1,
+                                                        .epoch_unix_ms = kEpoch,
+                                                        .reserved_through_unix_ms = ++mark,
+                                                        .last_issued_unix_ms_at_clean_stop = {},
+                                                        .segment_path = {},
+                                                        .segment_incarnation = 0});
+      local_us.push_back(ElapsedUs(start));
+      if (!saved) Die(saved.error().message);
+    }
+    std::filesystem::remove_all(dir);
+  }
+  std::printf("{\"claim_ms\": %s,\n \"raise_us\": %s,\n \"local_reservation_us\": %s}\n",
+              JsonArray(claim_ms).c_str(), JsonArray(raise_us).c_str(),
+              JsonArray(local_us).c_str());
+  return 0;
+}
+
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  if (argc >= 2 && std::strcmp(argv[1], "latencies") == 0) {
+    int claims = 50;
+    int raises = 500;
+    for (int i = 2; i + 1 < argc; i += 2) {
+      const std::string flag = argv[i];
+      const int value = std::atoi(argv[i + 1]);
+      if (value < 1 || value > 1'000'000) Die("bad value for " + flag + ": " + argv[i + 1]);
+      if (flag == "--claims") {
+        claims = value;
+      } else if (flag == "--raises") {
+        raises = value;
+      } else {
+        Die("unknown flag " + flag + " (latencies [--claims N] [--raises N])");
+      }
+    }
+    if (argc % 2 != 0) Die("latencies [--claims N] [--raises N]: a flag lacks its value");
+    return Latencies(claims, raises);
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

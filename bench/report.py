@@ -52,6 +52,8 @@ def main():
     p.add_argument("--refill", required=True)
     p.add_argument("--paced", required=True)
     p.add_argument("--idle", required=True)
+    p.add_argument("--etcd", help="etcd_register_bench latencies output")
+    p.add_argument("--etcd-sustained", help="daemon_bench sustained on the etcd-register daemon")
     p.add_argument("--peers")
     p.add_argument("--http")
     p.add_argument("--failover")
@@ -108,6 +110,23 @@ def main():
         "daemon_rss_kib": Figure(
             max(i["rss_kib"], q["daemon"]["rss_kib"]) for i, q in zip(idle, paced)),
     }
+    def percentile(samples, q):
+        ordered = sorted(samples)
+        return ordered[min(len(ordered) - 1, len(ordered) * q // 100)]
+
+    etcd = load(a.etcd) if a.etcd else None
+    if etcd:
+        for key, samples in (("etcd_claim", etcd["claim_ms"]), ("etcd_renewal", etcd["raise_us"]),
+                             ("local_reservation", etcd["local_reservation_us"])):
+            unit = "ms" if key == "etcd_claim" else "us"
+            f[f"{key}_p50_{unit}"] = Figure([statistics.median(samples)])
+            f[f"{key}_p99_{unit}"] = Figure([percentile(samples, 99)])
+    etcd_sustained = load(a.etcd_sustained)["reps"] if a.etcd_sustained else None
+    if etcd_sustained:
+        f["etcd_sustained_ids_per_s"] = Figure(r["ids_per_s"] for r in etcd_sustained)
+        f["etcd_sustained_fraction"] = Figure(r["fraction"] for r in etcd_sustained)
+        f["etcd_sustained_empty_ms"] = Figure(r["empty_ms"] for r in etcd_sustained)
+
     peers = load(a.peers) if a.peers else None
     if peers:
         for key in ("redis_incr", "pg_nextval"):
@@ -204,6 +223,20 @@ def main():
     row("daemon CPU paced 1,157/s (stat ticks)", "daemon_paced_stat_cpu_pct", 2, "%")
     row("daemon RSS", "daemon_rss_kib", 0, "KiB",
         f"<16 MiB: {verdict(med('daemon_rss_kib') < 16384)}")
+    if etcd_sustained:
+        etcd_ratio = med("etcd_sustained_ids_per_s") / med("sustained_ids_per_s")
+        row("sustained, etcd register (3 members)", "etcd_sustained_ids_per_s", 0, "IDs/s",
+            f"{etcd_ratio:.4f}× the file register's, above")
+        row("  fraction of 4,096,000/s", "etcd_sustained_fraction", 4, "",
+            f"≥0.99: {verdict(med('etcd_sustained_fraction') >= 0.99)}")
+        row("  ms with no ID at all", "etcd_sustained_empty_ms", 0, "ms")
+    if etcd:
+        row("etcd claim at start-up p50", "etcd_claim_p50_ms", 2, "ms")
+        row("etcd claim at start-up p99", "etcd_claim_p99_ms", 2, "ms")
+        row("etcd renewal (committed raise) p50", "etcd_renewal_p50_us", 0, "µs")
+        row("etcd renewal (committed raise) p99", "etcd_renewal_p99_us", 0, "µs")
+        row("  baseline: fsync'd reservation p50", "local_reservation_p50_us", 0, "µs")
+        row("  baseline: fsync'd reservation p99", "local_reservation_p99_us", 0, "µs")
     if peers:
         row("peer Redis INCR p50", "redis_incr_p50_us", 1, "µs",
             "alternating with /v1/id" if "redis_incr_alone_p50_us" in f else "")
@@ -260,6 +293,12 @@ def main():
                 "batch_256_ns", "sustained_ids_per_s", "sustained_fraction", "refill_p50_us",
                 "refill_p99_us", "age_paced_p99_ms", "age_saturated_p99_ms",
                 "daemon_idle_cpu_pct", "daemon_paced_cpu_pct", "daemon_rss_kib"]
+        if etcd_sustained:
+            keys += ["etcd_sustained_ids_per_s", "etcd_sustained_fraction"]
+        if etcd:
+            keys += ["etcd_claim_p50_ms", "etcd_claim_p99_ms", "etcd_renewal_p50_us",
+                     "etcd_renewal_p99_us", "local_reservation_p50_us",
+                     "local_reservation_p99_us"]
         if peers:
             keys += ["redis_incr_p50_us", "pg_nextval_p50_us"]
             if "redis_incr_alone_p50_us" in f:

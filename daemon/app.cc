@@ -13,8 +13,10 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "daemon/backoff.h"
 #include "daemon/control_server.h"
 #include "daemon/fill_loop.h"
 #include "daemon/generator.h"
@@ -24,6 +26,7 @@
 #include "daemon/instance_lock.h"
 #include "daemon/logging.h"
 #include "daemon/machine_register.h"
+#include "daemon/notifier.h"
 #include "daemon/reservation_service.h"
 #include "daemon/signal_watcher.h"
 #include "daemon/state_words.h"
@@ -131,6 +134,44 @@ tl::expected<shm::RingProducer, Failure> OpenSegment(const Config& config, uint3
   return std::move(*producer);
 }
 
+// Claims a number, waiting for a register that does not answer (kUnreachable: the etcd
+// register with no endpoint reachable or no quorum) with a jittered exponential backoff
+// (daemon/backoff.h: 200 ms doubling to at most 5 s), for as long as it takes. Meanwhile
+// STATUS= says what it waits for, each message extends systemd's start timeout past the
+// next attempt, the watchdog is fed, and no READY=1 is sent. Every other error returns at
+// once (it needs an operator). nullopt: a stop signal arrived while waiting.
+std::optional<tl::expected<MachineClaim, RegisterError>> ClaimWaitingForRegister(
+    MachineRegister& reg, const ClaimRequest& request, const daemon::SignalWatcher& signals) {
+  using Steady = std::chrono::steady_clock;
+  Notifier notifier;
+  daemon::Backoff backoff(daemon::kRegisterRetryFirst, daemon::kRegisterRetryCap,
+                          static_cast<uint64_t>(getpid()) ^
+                              static_cast<uint64_t>(Steady::now().time_since_epoch().count()));
+  Steady::time_point next_log{};
+  for (uint64_t attempt = 1;; ++attempt) {
+    auto claim = reg.Claim(request);
+    if (claim || claim.error().code != RegisterErrorCode::kUnreachable) return claim;
+    const std::chrono::milliseconds delay = backoff.Next();
+    const std::string line = "waiting for the register: " + claim.error().message +
+                             "; retrying in " + std::to_string(delay.count()) + " ms";
+    // The first failure, then one line every 30 s (STATUS= has every attempt).
+    if (const auto now = Steady::now(); now >= next_log) {
+      spdlog::warn("{} (attempt {})", line, attempt);
+      next_log = now + std::chrono::seconds(30);
+    }
+    // Past the wait and the next attempt (bounded by the register's request timeouts).
+    notifier.StatusExtendingStart(line, delay + std::chrono::seconds(60));
+    const auto until = Steady::now() + delay;
+    while (Steady::now() < until) {
+      if (signals.stop_requested()) return std::nullopt;
+      notifier.MaybeWatchdog(Steady::now());
+      std::this_thread::sleep_for(std::min<Steady::duration>(std::chrono::milliseconds(20),
+                                                             until - Steady::now()));
+    }
+    if (signals.stop_requested()) return std::nullopt;
+  }
+}
+
 void ReportStartupClockState(const Generator& generator, int64_t fast_restart_bound) {
   const int64_t behind = generator.ms_behind();
   if (generator.state() == GeneratorState::kOutOfService && behind == 0) {
@@ -190,10 +231,19 @@ int RunDaemon(const Config& config) {
     return saved.error().code == HighWaterErrorCode::kInUse ? kExitUsage : kExitFatal;
   }
 
-  // 5. The machine number, once.
+  // 5. The machine number, once (waiting, with STATUS= and no READY, while the register
+  //    does not answer).
   auto reg = MakeMachineRegister(config);
   const std::string holder_id = ResolveHolderId(config);
-  auto claim = reg->Claim(ClaimRequest{holder_id, config.id.epoch_unix_ms});
+  auto waited = ClaimWaitingForRegister(*reg, ClaimRequest{holder_id, config.id.epoch_unix_ms},
+                                        signals);
+  if (!waited) {
+    spdlog::info("signal {} received while waiting for the register: stopping",
+                 signals.signal_number());
+    Notifier().Stopping("stopping: no machine number was claimed");
+    return kExitOk;
+  }
+  auto& claim = *waited;
   if (!claim) {
     spdlog::critical("cannot claim a machine number: {}", claim.error().message);
     switch (claim.error().code) {

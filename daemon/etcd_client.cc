@@ -26,6 +26,55 @@ void GlobalInit() {
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
 }
 
+// A transfer that failed on certificates rather than on the network: the server's is not
+// trusted (or does not name the host), one of ours cannot be read, or the server answered
+// the handshake with a certificate alert (TLS 1.3 sends it after the handshake, so curl
+// reports a receive error whose text names the alert).
+bool IsCertificateFailure(CURLcode rc, const char* detail) {
+  switch (rc) {
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_SSL_CRL_BADFILE:
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+      return true;
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR: {
+      const std::string_view text(detail);
+      return text.find("alert bad certificate") != std::string_view::npos ||
+             text.find("alert certificate required") != std::string_view::npos ||
+             text.find("alert unknown ca") != std::string_view::npos ||
+             text.find("certificate verify failed") != std::string_view::npos;
+    }
+    default:
+      return false;
+  }
+}
+
+// What to do about a certificate failure, in the config's words.
+std::string CertificateHint(CURLcode rc, const ClientOptions& options) {
+  switch (rc) {
+    case CURLE_PEER_FAILED_VERIFICATION:
+      return options.ca_file.empty()
+                 ? "the server's certificate is not signed by a CA this host trusts: set "
+                   "register.etcd.ca_file to the etcd cluster's CA"
+                 : "the server's certificate is not signed by register.etcd.ca_file (" +
+                       options.ca_file +
+                       ") or does not name the endpoint's host: check ca_file and endpoints";
+    case CURLE_SSL_CACERT_BADFILE:
+      return "cannot use register.etcd.ca_file (" + options.ca_file +
+             "): check that it exists, is readable and holds PEM certificates";
+    case CURLE_SSL_CERTPROBLEM:
+      return "cannot use register.etcd.cert_file (" + options.cert_file + ") with key_file (" +
+             options.key_file + "): check that both are readable PEM files that belong together";
+    default:
+      return "the etcd server refused this client's TLS certificate: check register.etcd."
+             "cert_file and key_file against the cluster's --trusted-ca-file";
+  }
+}
+
 bool IsInvalidToken(const Error& e) {
   return e.kind == ErrorKind::kRejected &&
          (e.grpc_code == 16 || e.message.find("invalid auth token") != std::string::npos);
@@ -68,7 +117,12 @@ tl::expected<EtcdClient::Answer, Error> EtcdClient::PostTo(const std::string& en
       auth = "Authorization: " + token_;
       headers = curl_slist_append(headers, auth.c_str());
     }
+    char detail[CURL_ERROR_SIZE] = {};
+    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, detail);
     curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+    // The gateway speaks HTTP/1.1 JSON; over https libcurl would otherwise offer HTTP/2,
+    // which etcd routes towards its gRPC handler.
+    curl_easy_setopt(curl, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1));
     curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);  // timeouts without SIGALRM, thread-safe
     curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
@@ -89,15 +143,22 @@ tl::expected<EtcdClient::Answer, Error> EtcdClient::PostTo(const std::string& en
     }
     const CURLcode rc = curl_easy_perform(curl);
     curl_slist_free_all(headers);
+    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, nullptr);  // `detail` goes out of scope
     last_endpoint_ = endpoint;
     if (rc != CURLE_OK) {
+      const std::string why = detail[0] != '\0' ? detail : curl_easy_strerror(rc);
+      if (IsCertificateFailure(rc, detail)) {
+        // Nothing reached etcd's request handler: a refused handshake applies nothing.
+        return tl::unexpected(Error{ErrorKind::kTls, 0, 0,
+                                    endpoint + ": TLS failed (" + why +
+                                        "): " + CertificateHint(rc, options_)});
+      }
       curl_off_t pretransfer_us = 0;
       curl_easy_getinfo(curl, CURLINFO_PRETRANSFER_TIME_T, &pretransfer_us);
       // Before the request started going out (connect, DNS, TLS), nothing was applied.
       maybe_sent = pretransfer_us > 0 && rc != CURLE_COULDNT_CONNECT &&
                    rc != CURLE_COULDNT_RESOLVE_HOST && rc != CURLE_SSL_CONNECT_ERROR;
-      return tl::unexpected(Error{ErrorKind::kUnavailable, 0, 0,
-                                  endpoint + ": " + curl_easy_strerror(rc)});
+      return tl::unexpected(Error{ErrorKind::kUnavailable, 0, 0, endpoint + ": " + why});
     }
     maybe_sent = true;
     long status = 0;
@@ -118,6 +179,10 @@ tl::expected<void, Error> EtcdClient::Authenticate(const std::string& endpoint) 
   if (!token) {
     Error e = token.error();
     e.message = "authenticating as \"" + options_.user + "\" at " + endpoint + ": " + e.message;
+    if (e.kind == ErrorKind::kRejected && e.grpc_code == 3) {
+      // etcd: "authentication failed, invalid user ID or password".
+      e.message += ": check register.etcd.user and register.etcd.password (or password_file)";
+    }
     return tl::unexpected(e);
   }
   token_ = std::move(*token);
@@ -128,11 +193,18 @@ tl::expected<EtcdClient::Answer, Error> EtcdClient::Post(std::string_view path,
                                                          const std::string& body) noexcept {
   const size_t n = options_.endpoints.size();
   std::string failures;
+  // A certificate failure at one endpoint is tried elsewhere too; if no endpoint answered
+  // and one refused our TLS, that, not an outage, is the answer.
+  bool tls_failed = false;
   for (size_t attempt = 0; attempt < n; ++attempt) {
     const std::string& endpoint = options_.endpoints[current_];
     if (!options_.user.empty() && token_.empty()) {
       if (auto auth = Authenticate(endpoint); !auth) {
-        if (auth.error().kind != ErrorKind::kUnavailable) return tl::unexpected(auth.error());
+        if (auth.error().kind != ErrorKind::kUnavailable &&
+            auth.error().kind != ErrorKind::kTls) {
+          return tl::unexpected(auth.error());
+        }
+        tls_failed = tls_failed || auth.error().kind == ErrorKind::kTls;
         failures += (failures.empty() ? "" : "; ") + auth.error().message;
         current_ = (current_ + 1) % n;
         continue;
@@ -141,6 +213,7 @@ tl::expected<EtcdClient::Answer, Error> EtcdClient::Post(std::string_view path,
     bool maybe_sent = false;
     auto answer = PostTo(endpoint, path, body, true, maybe_sent);
     if (answer) return answer;
+    tls_failed = tls_failed || answer.error().kind == ErrorKind::kTls;
     failures += (failures.empty() ? "" : "; ") + answer.error().message;
     // Either way the next call starts elsewhere: this endpoint did not answer.
     current_ = (current_ + 1) % n;
@@ -149,6 +222,10 @@ tl::expected<EtcdClient::Answer, Error> EtcdClient::Post(std::string_view path,
       e.message = "no answer in time (the request may or may not have been applied): " + failures;
       return tl::unexpected(e);
     }
+  }
+  if (tls_failed) {
+    return tl::unexpected(
+        Error{ErrorKind::kTls, 0, 0, "no etcd endpoint accepted this client's TLS: " + failures});
   }
   return tl::unexpected(
       Error{ErrorKind::kUnavailable, 0, 0, "no etcd endpoint reachable: " + failures});

@@ -51,7 +51,8 @@ class EtcdClient {
   // Every call returns the typed answer, or an Error (etcd_types.h) whose message names
   // the call and the endpoint: kUnavailable (no endpoint answered in time: the outcome of
   // a write is unknown), kRejected (etcd's own error: grpc_code), kMalformed (not the
-  // gateway's format).
+  // gateway's format), kTls (certificates: the server's not trusted, ours unreadable or
+  // refused; the message says which config key to check).
   tl::expected<PutResult, Error> Put(std::string_view key, std::string_view value,
                                      int64_t lease = 0) noexcept;
   // A linearizable range of [key, range_end) ("" = the single key); limit 0 = all.

@@ -103,16 +103,22 @@ EtcdRegister::~EtcdRegister() {
   if (lease_ != 0) (void)client_.Revoke(lease_);
 }
 
-std::string EtcdRegister::location() const {
-  std::string out = "etcd ";
+std::string EtcdRegister::endpoints() const {
+  std::string out;
   for (size_t i = 0; i < options_.client.endpoints.size(); ++i) {
     if (i > 0) out += ",";
     out += options_.client.endpoints[i];
   }
-  return out + " " + options_.prefix;
+  return out;
 }
 
-RegisterError EtcdRegister::Unreachable(const std::string& what, const etcd::Error& e) const {
+std::string EtcdRegister::location() const { return "etcd " + endpoints() + " " + options_.prefix; }
+
+RegisterError EtcdRegister::Failure(const std::string& what, const etcd::Error& e) const {
+  if (etcd::IsOutage(e)) {
+    return Err(RegisterErrorCode::kUnreachable,
+               "etcd unreachable at " + endpoints() + ": " + what + ": " + e.message);
+  }
   return Err(RegisterErrorCode::kUnreadable,
              what + " in the etcd register (" + location() + "): " + e.message);
 }
@@ -125,7 +131,7 @@ tl::expected<void, RegisterError> EtcdRegister::EnsureFleet(
   txn.success = {Op::Put(key, fleet_text)};
   txn.failure = {Op::Get(key)};
   auto result = client_.Txn(txn);
-  if (!result) return tl::unexpected(Unreachable("cannot check the fleet record", result.error()));
+  if (!result) return tl::unexpected(Failure("cannot check the fleet record", result.error()));
   if (result->succeeded) return {};
   if (result->responses.size() != 1 || result->responses[0].range.kvs.empty()) {
     // Deleted between the comparison and the read: cannot happen in one transaction.
@@ -162,11 +168,17 @@ tl::expected<MachineClaim, RegisterError> EtcdRegister::Claim(
     const std::string fleet_text = etcd::EncodeFleet(fleet);
     if (auto ok = EnsureFleet(fleet, fleet_text); !ok) return tl::unexpected(ok.error());
 
-    if (lease_ == 0) {
-      auto grant = client_.GrantLease(options_.lease_ttl_s);
-      if (!grant) return tl::unexpected(Unreachable("cannot grant a lease", grant.error()));
-      lease_ = grant->id;
+    // A fresh lease for every call: one granted by an earlier call that failed (etcd
+    // became unreachable half-way) may have expired since. Revoking it also frees a record
+    // that call may have committed without hearing the answer (this holder's own: the
+    // listing below would find it either way).
+    if (lease_ != 0) {
+      (void)client_.Revoke(lease_);
+      lease_ = 0;
     }
+    auto grant = client_.GrantLease(options_.lease_ttl_s);
+    if (!grant) return tl::unexpected(Failure("cannot grant a lease", grant.error()));
+    lease_ = grant->id;
     const std::string machines_prefix = etcd::MachinesPrefix(options_.prefix);
     const std::string marks_prefix = etcd::HighWaterPrefix(options_.prefix);
     const std::string record = etcd::EncodeHolder(etcd::HolderRecord{
@@ -174,6 +186,7 @@ tl::expected<MachineClaim, RegisterError> EtcdRegister::Claim(
     std::minstd_rand jitter(static_cast<uint32_t>(getpid()) ^
                             static_cast<uint32_t>(NowUnixMs()));
     std::string last_failure;
+    bool last_failure_was_outage = false;
 
     for (int attempt = 0; attempt < options_.max_claim_attempts; ++attempt) {
       if (attempt > 0) {
@@ -182,9 +195,9 @@ tl::expected<MachineClaim, RegisterError> EtcdRegister::Claim(
       }
       // 1. What is held, and which marks exist (linearizable ranges).
       auto held = client_.Range(machines_prefix, etcd::PrefixEnd(machines_prefix));
-      if (!held) return tl::unexpected(Unreachable("cannot list the holders", held.error()));
+      if (!held) return tl::unexpected(Failure("cannot list the holders", held.error()));
       auto marks = client_.Range(marks_prefix, etcd::PrefixEnd(marks_prefix));
-      if (!marks) return tl::unexpected(Unreachable("cannot list the marks", marks.error()));
+      if (!marks) return tl::unexpected(Failure("cannot list the marks", marks.error()));
       Snapshot snap;
       for (const auto& kv : held->kvs) {
         const auto n = etcd::MachineOfKey(machines_prefix, kv.key);
@@ -269,9 +282,20 @@ tl::expected<MachineClaim, RegisterError> EtcdRegister::Claim(
         if (result.error().kind == ErrorKind::kUnavailable) {
           // Maybe applied: the next listing shows our record if it was, and we retake it.
           last_failure = result.error().message;
+          last_failure_was_outage = true;
           continue;
         }
-        return tl::unexpected(Unreachable("cannot claim machine " + std::to_string(*pick),
+        if (result.error().kind == ErrorKind::kRejected && result.error().grpc_code == 5) {
+          // "requested lease not found": our lease expired between the grant and the
+          // claim (a loaded host, a long election). Nothing was written; a new lease.
+          auto regrant = client_.GrantLease(options_.lease_ttl_s);
+          if (!regrant) return tl::unexpected(Failure("cannot grant a lease", regrant.error()));
+          lease_ = regrant->id;
+          last_failure = result.error().message;
+          last_failure_was_outage = false;
+          continue;
+        }
+        return tl::unexpected(Failure("cannot claim machine " + std::to_string(*pick),
                                           result.error()));
       }
       if (!result->succeeded) {
@@ -281,6 +305,7 @@ tl::expected<MachineClaim, RegisterError> EtcdRegister::Claim(
           if (auto ok = EnsureFleet(fleet, fleet_text); !ok) return tl::unexpected(ok.error());
         }
         last_failure = "machine " + std::to_string(*pick) + " was taken by another daemon first";
+        last_failure_was_outage = false;
         continue;
       }
       if (result->responses.size() != 2) {
@@ -301,7 +326,8 @@ tl::expected<MachineClaim, RegisterError> EtcdRegister::Claim(
       keepalive_ = std::thread([this] { KeepAliveLoop(); });
       return MachineClaim{*pick, mark};
     }
-    return tl::unexpected(Err(RegisterErrorCode::kUnreadable,
+    return tl::unexpected(Err(last_failure_was_outage ? RegisterErrorCode::kUnreachable
+                                                      : RegisterErrorCode::kUnreadable,
                               "gave up claiming a machine number in " +
                                   Range(options_.first_machine, options_.last_machine) +
                                   " in the etcd register (" + location() + ") after " +
@@ -352,7 +378,7 @@ tl::expected<void, RegisterError> EtcdRegister::Raise(int64_t unix_ms, bool clea
     txn.failure = {Op::Get(machine_key)};
     auto result = client_.Txn(txn);
     if (!result) {
-      return tl::unexpected(Unreachable(
+      return tl::unexpected(Failure(
           "not committed: cannot raise the high-water mark of machine " +
               std::to_string(*machine_) + " to " + FormatIsoUtc(target),
           result.error()));
@@ -423,9 +449,9 @@ tl::expected<std::vector<EtcdRegisterEntry>, RegisterError> EtcdRegister::List()
     const std::string machines_prefix = etcd::MachinesPrefix(options_.prefix);
     const std::string marks_prefix = etcd::HighWaterPrefix(options_.prefix);
     auto held = client_.Range(machines_prefix, etcd::PrefixEnd(machines_prefix));
-    if (!held) return tl::unexpected(Unreachable("cannot list the holders", held.error()));
+    if (!held) return tl::unexpected(Failure("cannot list the holders", held.error()));
     auto marks = client_.Range(marks_prefix, etcd::PrefixEnd(marks_prefix));
-    if (!marks) return tl::unexpected(Unreachable("cannot list the marks", marks.error()));
+    if (!marks) return tl::unexpected(Failure("cannot list the marks", marks.error()));
     std::map<uint32_t, EtcdRegisterEntry> entries;
     for (const auto& kv : held->kvs) {
       const auto n = etcd::MachineOfKey(machines_prefix, kv.key);
@@ -438,7 +464,7 @@ tl::expected<std::vector<EtcdRegisterEntry>, RegisterError> EtcdRegister::List()
       e.lease = kv.lease;
       if (kv.lease != 0) {
         auto ttl = client_.TimeToLive(kv.lease);
-        if (!ttl) return tl::unexpected(Unreachable("cannot read a lease", ttl.error()));
+        if (!ttl) return tl::unexpected(Failure("cannot read a lease", ttl.error()));
         e.lease_ttl_left_s = ttl->ttl_s;
       }
     }
@@ -468,9 +494,9 @@ tl::expected<void, RegisterError> EtcdRegister::Release(uint32_t machine) noexce
     const std::string machine_key = etcd::MachineKey(options_.prefix, machine);
     const std::string mark_key = etcd::HighWaterKey(options_.prefix, machine);
     auto held = client_.Range(machine_key);
-    if (!held) return tl::unexpected(Unreachable("cannot read " + machine_key, held.error()));
+    if (!held) return tl::unexpected(Failure("cannot read " + machine_key, held.error()));
     auto mark = client_.Range(mark_key);
-    if (!mark) return tl::unexpected(Unreachable("cannot read " + mark_key, mark.error()));
+    if (!mark) return tl::unexpected(Failure("cannot read " + mark_key, mark.error()));
     if (held->kvs.empty() && mark->kvs.empty()) {
       return tl::unexpected(Err(RegisterErrorCode::kInvalidRequest,
                                 "machine " + std::to_string(machine) +
@@ -482,7 +508,7 @@ tl::expected<void, RegisterError> EtcdRegister::Release(uint32_t machine) noexce
       const auto& kv = held->kvs[0];
       if (kv.lease != 0) {
         auto ttl = client_.TimeToLive(kv.lease);
-        if (!ttl) return tl::unexpected(Unreachable("cannot read a lease", ttl.error()));
+        if (!ttl) return tl::unexpected(Failure("cannot read a lease", ttl.error()));
         if (ttl->alive()) {
           auto rec = etcd::DecodeHolder(kv.value);
           return tl::unexpected(Err(
@@ -512,7 +538,7 @@ tl::expected<void, RegisterError> EtcdRegister::Release(uint32_t machine) noexce
     }
     if (txn.success.empty()) return {};
     auto result = client_.Txn(txn);
-    if (!result) return tl::unexpected(Unreachable("cannot release machine " + std::to_string(machine), result.error()));
+    if (!result) return tl::unexpected(Failure("cannot release machine " + std::to_string(machine), result.error()));
     if (!result->succeeded) {
       return tl::unexpected(Err(RegisterErrorCode::kInUse,
                                 "machine " + std::to_string(machine) +

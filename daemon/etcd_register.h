@@ -71,13 +71,15 @@ class EtcdRegister final : public MachineRegister {
   // Errors: kInvalidRequest (empty holder id, an empty range), kEpochMismatch (the fleet
   // record names another epoch or layout: both are in the message), kNoFreeNumber (every
   // number of the range is held: the range and the holder count are in the message),
-  // kCorrupt (a value under the prefix is not ours: the key is named), kUnreadable (etcd
-  // did not answer, or refused: the message has etcd's reason).
+  // kCorrupt (a value under the prefix is not ours: the key is named), kUnreachable (etcd
+  // did not answer or has no quorum: nothing is claimed, call Claim() again later; each
+  // call starts with a fresh lease), kUnreadable (etcd refused: bad credentials, TLS, a
+  // setup error; the message has the reason and what to check).
   tl::expected<MachineClaim, RegisterError> Claim(const ClaimRequest& request) noexcept override;
   // Raises high-water/N to max(unix_ms, every earlier attempt). Returns success only if
   // the transaction committed. Errors: kNotClaimed, kClaimLost (the number is no longer
-  // ours: stop serving now and exit), kUnreadable (no answer in time or etcd refused: NOT
-  // committed; the previous horizon still holds).
+  // ours: stop serving now and exit), kUnreachable (no answer in time, no quorum: NOT
+  // committed; the previous horizon still holds), kUnreadable (etcd refused: NOT committed).
   tl::expected<void, RegisterError> UpdateHighWater(int64_t unix_ms) noexcept override;
   // Records max(last_issued, the mark this claim started above), under the same lease
   // comparison: the only write that may lower the mark, and only down to what this holder
@@ -97,12 +99,12 @@ class EtcdRegister final : public MachineRegister {
   int64_t lease() const noexcept { return lease_; }
 
   // For `snowflakectl register list/show`: every number with a holder or a mark,
-  // ascending. Errors: kCorrupt, kUnreadable.
+  // ascending. Errors: kCorrupt, kUnreachable, kUnreadable.
   tl::expected<std::vector<EtcdRegisterEntry>, RegisterError> List() noexcept;
   // For `snowflakectl register release N`: removes a holder record whose lease is gone or
   // that has no lease, and forgets the last holder recorded with the mark (so that holder
   // no longer prefers N). Never touches the mark itself. Errors: kInUse (a live lease holds
-  // N), kInvalidRequest (N has no holder and no mark), kCorrupt, kUnreadable.
+  // N), kInvalidRequest (N has no holder and no mark), kCorrupt, kUnreachable, kUnreadable.
   tl::expected<void, RegisterError> Release(uint32_t machine) noexcept;
 
  private:
@@ -111,7 +113,11 @@ class EtcdRegister final : public MachineRegister {
   tl::expected<void, RegisterError> Raise(int64_t unix_ms, bool clean_stop) noexcept;
   void KeepAliveLoop();
   void StopKeepAlive();
-  RegisterError Unreachable(const std::string& what, const etcd::Error& e) const;
+  // `what` failed because of `e`: kUnreachable for an outage (etcd::IsOutage: retry), else
+  // kUnreadable with etcd's reason (a refusal, bad credentials, TLS: a config to fix).
+  RegisterError Failure(const std::string& what, const etcd::Error& e) const;
+  // "http://a:2379,http://b:2379".
+  std::string endpoints() const;
 
   // Constant after construction.
   EtcdRegisterOptions options_;

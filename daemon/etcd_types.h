@@ -132,6 +132,11 @@ enum class ErrorKind {
   // An answer that is not what the etcd v3 JSON gateway sends (not JSON, a wrong type, an
   // int64 out of range, bad base64). Never treated as success.
   kMalformed,
+  // TLS could not be set up because of certificates, not the network: the server's
+  // certificate is not signed by ca_file (or does not name the host), a file of ours is
+  // unreadable, or the server refused our client certificate. Nothing was sent. A
+  // configuration error: retrying cannot help.
+  kTls,
 };
 
 struct Error {
@@ -140,6 +145,15 @@ struct Error {
   int http_status = 0;
   std::string message;  // names the endpoint and the call
 };
+
+// True if `e` says etcd could not be reached or could not decide (no endpoint answered,
+// no answer in time, or etcd's own "unavailable"/"deadline exceeded": no leader, no
+// quorum, a leader change): an outage that may end by itself, as opposed to an answer
+// that will not change on a retry (a refusal, bad credentials, a TLS mismatch).
+inline bool IsOutage(const Error& e) {
+  return e.kind == ErrorKind::kUnavailable ||
+         (e.kind == ErrorKind::kRejected && (e.grpc_code == 14 || e.grpc_code == 4));
+}
 
 }  // namespace snowflake::daemon::etcd
 

@@ -223,7 +223,11 @@ std::string FillLoop::ReasonExtra() const {
   if (published_.reason != StateReason::kPersistenceFailed) return "";
   const auto problem = horizon_.problem();
   if (!problem) return "a renewal is in progress but slow: a stalled disk or register";
-  return std::string(StoreName(problem->store)) + ": " + problem->message;
+  // "register unreachable" first, so an operator (and a client reading the reason) sees
+  // at once that the fleet's register, not this host, is the trouble.
+  const std::string store(StoreName(problem->store));
+  return problem->unreachable ? store + " unreachable: " + problem->message
+                              : store + ": " + problem->message;
 }
 
 bool FillLoop::SyncState(int64_t now_ms, int64_t horizon) {

@@ -44,6 +44,11 @@ enum class RegisterErrorCode {
   kClaimLost,
   kTimedOut,        // the register did not answer within its bound (a lock held by
                     // another process, a slow store); nothing was changed, retry later
+  // A networked register's servers did not answer (etcd: no endpoint reachable, no
+  // quorum, no leader). A write that ended this way is NOT committed. Transient: retry
+  // (at startup the daemon waits for the register with a backoff; while serving the
+  // reservation service retries and the daemon pauses at the end of its horizon).
+  kUnreachable,
 };
 
 struct RegisterError {
@@ -69,23 +74,24 @@ class MachineRegister {
   // Claims a number for request.holder_id and keeps it until this object is destroyed
   // (or the process dies). Call once.
   // Errors: kNoFreeNumber, kInUse, kCorrupt, kUnreadable, kEpochMismatch, kInvalidRequest
-  // (all fatal at startup: the message says what to fix).
+  // (all fatal at startup: the message says what to fix); kUnreachable (nothing claimed:
+  // call Claim() again later, the daemon retries with a backoff).
   [[nodiscard]] virtual tl::expected<MachineClaim, RegisterError> Claim(
       const ClaimRequest& request) noexcept = 0;
 
   // Records that IDs up to unix_ms may have been issued under the claimed number, so a
   // later holder of the number continues above it. Never lowers the recorded mark.
   // Only a successful return makes unix_ms part of the daemon's confirmed horizon.
-  // Errors: kNotClaimed, kUnreadable, kCorrupt, kTimedOut (the horizon stays where it
-  // was; the daemon pauses at its end if this persists), kClaimLost.
+  // Errors: kNotClaimed, kUnreadable, kCorrupt, kTimedOut, kUnreachable (the horizon stays
+  // where it was; the daemon pauses at its end if this persists), kClaimLost.
   [[nodiscard]] virtual tl::expected<void, RegisterError> UpdateHighWater(
       int64_t unix_ms) noexcept = 0;
 
   // Keeps the claim alive (a lease keepalive for a networked backend) and says whether it
   // still holds. The file and static backends hold their number's flock for the life of
   // the process, which cannot be lost: they always succeed (this default).
-  // Errors: kClaimLost (stop serving at once), kTimedOut or kUnreadable (not known:
-  // retry; the horizon stays where it was).
+  // Errors: kClaimLost (stop serving at once), kTimedOut, kUnreachable or kUnreadable
+  // (not known: retry; the horizon stays where it was).
   [[nodiscard]] virtual tl::expected<void, RegisterError> Renew() noexcept { return {}; }
 
   // At a clean stop, after the ring is drained: records exactly the last millisecond

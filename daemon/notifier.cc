@@ -28,6 +28,15 @@ void Notifier::Ready(std::string_view status) noexcept {
 
 void Notifier::Status(std::string_view status) noexcept { Send("STATUS=" + std::string(status)); }
 
+void Notifier::StatusExtendingStart(std::string_view status,
+                                    std::chrono::microseconds extend) noexcept {
+  try {
+    Send("STATUS=" + std::string(status) + "\nEXTEND_TIMEOUT_USEC=" +
+         std::to_string(extend.count()));
+  } catch (...) {
+  }
+}
+
 void Notifier::Stopping(std::string_view status) noexcept {
   Send("STOPPING=1\nSTATUS=" + std::string(status));
 }

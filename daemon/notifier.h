@@ -21,6 +21,9 @@ class Notifier {
 
   void Ready(std::string_view status) noexcept;
   void Status(std::string_view status) noexcept;
+  // STATUS= and EXTEND_TIMEOUT_USEC= in one message: a start that is still waiting (for
+  // the register) asks systemd for `extend` more before TimeoutStartSec= would end it.
+  void StatusExtendingStart(std::string_view status, std::chrono::microseconds extend) noexcept;
   void Stopping(std::string_view status) noexcept;
   // Sends WATCHDOG=1 if the watchdog is enabled and half its interval has passed since
   // the last one (systemd's recommended cadence). `now` is CLOCK_MONOTONIC.

@@ -101,7 +101,8 @@ bool ReservationService::Renew(int64_t through) {
     if (updated.error().code == RegisterErrorCode::kClaimLost) {
       claim_lost_.store(true, std::memory_order_release);
     }
-    SetProblem(ReservationProblem{ReservationStore::kRegister, 0, updated.error().message});
+    SetProblem(ReservationProblem{ReservationStore::kRegister, 0, updated.error().message,
+                                  updated.error().code == RegisterErrorCode::kUnreachable});
     return false;
   }
   // Release: whoever reads the new horizon reads it after both stores accepted it.
@@ -157,7 +158,8 @@ void ReservationService::Run() {
           claim_lost_.store(true, std::memory_order_release);
           spdlog::critical("the register says the claim is lost: {}", renewed.error().message);
         }
-        SetProblem(ReservationProblem{ReservationStore::kRegister, 0, renewed.error().message});
+        SetProblem(ReservationProblem{ReservationStore::kRegister, 0, renewed.error().message,
+                                      renewed.error().code == RegisterErrorCode::kUnreachable});
         failing = true;
       }
     }

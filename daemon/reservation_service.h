@@ -42,6 +42,9 @@ struct ReservationProblem {
   ReservationStore store;
   int sys_errno = 0;     // 0 when not a system error (a timeout, a corrupt register)
   std::string message;   // the store's own sentence
+  // The store's servers did not answer (RegisterErrorCode::kUnreachable: etcd down or
+  // without quorum), as opposed to a store that answered with an error.
+  bool unreachable = false;
 };
 
 struct ReservationOptions {

@@ -316,7 +316,10 @@ TEST_F(EtcdRegisterTest, QuorumLossFailsRaisesWithinTheTimeoutNeverAsCommitted) 
   // Assert
   for (size_t i = 0; i < during.size(); ++i) {
     ASSERT_FALSE(during[i]) << "a raise without quorum was reported committed";
-    EXPECT_EQ(during[i].error().code, RegisterErrorCode::kUnreadable);
+    // An outage, not a refusal: the reservation service retries and the pause names
+    // the unreachable register.
+    EXPECT_EQ(during[i].error().code, RegisterErrorCode::kUnreachable);
+    EXPECT_THAT(during[i].error().message, HasSubstr("etcd unreachable at "));
     EXPECT_THAT(during[i].error().message, HasSubstr("not committed"));
     // About one request timeout (1 s), with room for a loaded host.
     EXPECT_LT(took[i], 10s) << during[i].error().message;

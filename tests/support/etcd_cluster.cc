@@ -38,12 +38,87 @@ int FreeLoopbackPort() {
   return ntohs(addr.sin_port);
 }
 
+tl::expected<TestCertificates, std::string> MakeTestCertificates(
+    const std::filesystem::path& dir) {
+  const std::string openssl = "/usr/bin/openssl";
+  TestCertificates c;
+  c.ca_file = dir / "ca.pem";
+  c.server_cert = dir / "server.pem";
+  c.server_key = dir / "server-key.pem";
+  c.client_cert = dir / "client.pem";
+  c.client_key = dir / "client-key.pem";
+  c.other_ca_file = dir / "other-ca.pem";
+  const auto ext = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir / name) << text;
+    return (dir / name).string();
+  };
+  // clientAuth too: etcd's own gateway dials the member with the server certificate.
+  const std::string server_ext = ext(
+      "server.ext", "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n");
+  const std::string client_ext = ext("client.ext", "extendedKeyUsage=clientAuth\n");
+  // P-256 keys: quick to make, accepted by etcd's Go TLS and by OpenSSL.
+  const std::vector<std::string> key = {"-newkey", "ec", "-pkeyopt",
+                                        "ec_paramgen_curve:prime256v1", "-nodes"};
+  auto with = [&](std::vector<std::string> argv, const std::vector<std::string>& more) {
+    argv.insert(argv.begin() + 2, more.begin(), more.end());
+    return argv;
+  };
+  const std::vector<std::vector<std::string>> steps = {
+      with({openssl, "req", "-x509", "-keyout", (dir / "ca-key.pem").string(), "-out",
+            c.ca_file.string(), "-days", "2", "-subj", "/CN=snowflaked test CA"}, key),
+      with({openssl, "req", "-x509", "-keyout", (dir / "other-ca-key.pem").string(), "-out",
+            c.other_ca_file.string(), "-days", "2", "-subj", "/CN=some other CA"}, key),
+      with({openssl, "req", "-keyout", c.server_key.string(), "-out",
+            (dir / "server.csr").string(), "-subj", "/CN=127.0.0.1"}, key),
+      {openssl, "x509", "-req", "-in", (dir / "server.csr").string(), "-CA", c.ca_file.string(),
+       "-CAkey", (dir / "ca-key.pem").string(), "-CAcreateserial", "-out", c.server_cert.string(),
+       "-days", "2", "-extfile", server_ext},
+      with({openssl, "req", "-keyout", c.client_key.string(), "-out",
+            (dir / "client.csr").string(), "-subj", "/CN=snowflaked"}, key),
+      {openssl, "x509", "-req", "-in", (dir / "client.csr").string(), "-CA", c.ca_file.string(),
+       "-CAkey", (dir / "ca-key.pem").string(), "-CAcreateserial", "-out", c.client_cert.string(),
+       "-days", "2", "-extfile", client_ext},
+  };
+  for (const auto& argv : steps) {
+    const RunResult run = RunCommand(argv);
+    if (!run.status.ExitedWith(0)) {
+      std::string line;
+      for (const auto& a : argv) line += a + " ";
+      return tl::unexpected(line + "failed: " + run.out + run.err);
+    }
+  }
+  return c;
+}
+
+std::string EtcdDaemonToml(const std::string& name, const std::vector<std::string>& endpoints,
+                           const std::string& prefix, const std::string& machines,
+                           const std::string& etcd_extra) {
+  std::string list;
+  for (const auto& url : endpoints) {
+    if (!list.empty()) list += ", ";
+    list += "\"" + url + "\"";
+  }
+  std::string toml = "[daemon]\ninstance = \"";
+  toml += name;
+  toml += "\"\n[register]\nbackend = \"etcd\"\nmachines = \"" + machines +
+          "\"\nholder_id = \"host-" + name + "\"\n[register.etcd]\nendpoints = [" + list +
+          "]\nprefix = \"" + prefix + "\"\n" + etcd_extra;
+  return toml;
+}
+
 std::optional<HttpAnswer> HttpPost(const std::string& url, const std::string& body,
-                                   std::chrono::milliseconds timeout) {
+                                   std::chrono::milliseconds timeout,
+                                   const TestCertificates* tls) {
   CURL* curl = curl_easy_init();
   if (curl == nullptr) return std::nullopt;
   HttpAnswer answer;
   curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1));
+  if (tls != nullptr) {
+    curl_easy_setopt(curl, CURLOPT_CAINFO, tls->ca_file.c_str());
+    curl_easy_setopt(curl, CURLOPT_SSLCERT, tls->client_cert.c_str());
+    curl_easy_setopt(curl, CURLOPT_SSLKEY, tls->client_key.c_str());
+  }
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(curl, CURLOPT_NOPROXY, "*");
   curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.c_str());
@@ -58,8 +133,9 @@ std::optional<HttpAnswer> HttpPost(const std::string& url, const std::string& bo
 }
 
 EtcdCluster::EtcdCluster(int members, std::chrono::milliseconds timeout,
-                         std::vector<std::string> extra_args)
-    : dir_("etcd-cluster"), extra_args_(std::move(extra_args)) {
+                         std::vector<std::string> extra_args,
+                         std::optional<TestCertificates> tls)
+    : dir_("etcd-cluster"), extra_args_(std::move(extra_args)), tls_(std::move(tls)) {
   members_.resize(static_cast<size_t>(members));
   for (int i = 0; i < members; ++i) {
     Member& m = members_[i];
@@ -67,7 +143,8 @@ EtcdCluster::EtcdCluster(int members, std::chrono::milliseconds timeout,
     m.name.insert(0, 1, 'm');
     m.client_port = FreeLoopbackPort();
     m.peer_port = FreeLoopbackPort();
-    m.client_url = "http://127.0.0.1:" + std::to_string(m.client_port);
+    m.client_url = (tls_ ? "https://127.0.0.1:" : "http://127.0.0.1:") +
+                   std::to_string(m.client_port);
     m.peer_url = "http://127.0.0.1:" + std::to_string(m.peer_port);
     if (i > 0) initial_cluster_ += ',';
     initial_cluster_ += m.name;
@@ -111,6 +188,11 @@ void EtcdCluster::Start(int i, bool existing) {
        "--initial-cluster-state", existing ? "existing" : "new", "--initial-cluster-token",
        "snowflake-test", "--heartbeat-interval", "100", "--election-timeout", "1000",
        "--logger", "zap", "--log-level", "warn"};
+  if (tls_) {
+    argv.insert(argv.end(), {"--cert-file", tls_->server_cert.string(), "--key-file",
+                             tls_->server_key.string(), "--client-cert-auth",
+                             "--trusted-ca-file", tls_->ca_file.string()});
+  }
   argv.insert(argv.end(), extra_args_.begin(), extra_args_.end());
   m.process = std::make_unique<Process>(Process::Spawn(argv, spawn));
   m.paused = false;
@@ -151,7 +233,8 @@ std::optional<int> EtcdCluster::Leader() const {
   for (int i = 0; i < size(); ++i) {
     const Member& m = members_[i];
     if (!m.process || m.paused) continue;
-    auto answer = HttpPost(m.client_url + "/v3/maintenance/status", "{}", std::chrono::seconds(2));
+    auto answer = HttpPost(m.client_url + "/v3/maintenance/status", "{}", std::chrono::seconds(2),
+                           tls_ ? &*tls_ : nullptr);
     if (!answer || answer->status != 200) continue;
     const auto j = nlohmann::json::parse(answer->body, nullptr, false);
     if (j.is_discarded() || !j.contains("leader") || !j.contains("header")) continue;
@@ -160,7 +243,8 @@ std::optional<int> EtcdCluster::Leader() const {
     for (int k = 0; k < size(); ++k) {
       const Member& c = members_[k];
       if (!c.process || c.paused) continue;
-      auto own = HttpPost(c.client_url + "/v3/maintenance/status", "{}", std::chrono::seconds(2));
+      auto own = HttpPost(c.client_url + "/v3/maintenance/status", "{}", std::chrono::seconds(2),
+                          tls_ ? &*tls_ : nullptr);
       if (!own || own->status != 200) continue;
       const auto o = nlohmann::json::parse(own->body, nullptr, false);
       if (!o.is_discarded() && o.contains("header") &&
@@ -177,7 +261,7 @@ bool EtcdCluster::WaitReady(int member, std::chrono::milliseconds timeout) const
   while (std::chrono::steady_clock::now() < deadline) {
     // A linearizable read needs a leader and a quorum.
     auto answer = HttpPost(members_[member].client_url + "/v3/kv/range", R"({"key":"AA=="})",
-                           std::chrono::seconds(2));
+                           std::chrono::seconds(2), tls_ ? &*tls_ : nullptr);
     if (answer && answer->status == 200) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }

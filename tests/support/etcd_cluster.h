@@ -17,9 +17,11 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
+#include <tl/expected.hpp>
 #include <vector>
 
 #include "subprocess.h"
@@ -32,23 +34,48 @@ inline const std::string kEtcdPath = "/usr/bin/etcd";
 // A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0 and released).
 int FreeLoopbackPort();
 
+// Certificates for etcd over TLS on loopback, made with openssl at test time
+// (MakeTestCertificates): a CA, a server certificate for 127.0.0.1 signed by it, a client
+// certificate signed by it, and a second, unrelated CA (for "wrong CA" tests).
+struct TestCertificates {
+  std::filesystem::path ca_file;
+  std::filesystem::path server_cert;
+  std::filesystem::path server_key;
+  std::filesystem::path client_cert;
+  std::filesystem::path client_key;
+  std::filesystem::path other_ca_file;
+};
+// Writes them into `dir` (which must exist). Errors: openssl's output.
+tl::expected<TestCertificates, std::string> MakeTestCertificates(const std::filesystem::path& dir);
+
 // POSTs `body` to `url` and returns the HTTP status and body, or nullopt on no answer
-// within `timeout`.
+// within `timeout`. With `tls`, verifies the server with its CA and presents its client
+// certificate.
 struct HttpAnswer {
   long status = 0;
   std::string body;
 };
 std::optional<HttpAnswer> HttpPost(const std::string& url, const std::string& body,
-                                   std::chrono::milliseconds timeout);
+                                   std::chrono::milliseconds timeout,
+                                   const TestCertificates* tls = nullptr);
+
+// The TOML of a snowflaked whose register is this etcd ([daemon] instance, [register]
+// backend/machines/holder_id, [register.etcd] endpoints/prefix, then `etcd_extra` lines).
+std::string EtcdDaemonToml(const std::string& name, const std::vector<std::string>& endpoints,
+                           const std::string& prefix, const std::string& machines,
+                           const std::string& etcd_extra = "");
 
 class EtcdCluster {
  public:
   // Starts `members` members and waits (up to `timeout`) until a linearizable read
   // succeeds on every one. Check ok().
   // `extra_args` are passed to every member ("--auth-token-ttl", "2").
+  // With `tls`, members serve clients on https only, with client-certificate
+  // authentication (--client-cert-auth) against tls->ca_file.
   explicit EtcdCluster(int members = 3,
                        std::chrono::milliseconds timeout = std::chrono::seconds(30),
-                       std::vector<std::string> extra_args = {});
+                       std::vector<std::string> extra_args = {},
+                       std::optional<TestCertificates> tls = std::nullopt);
   ~EtcdCluster();
   EtcdCluster(const EtcdCluster&) = delete;
   EtcdCluster& operator=(const EtcdCluster&) = delete;
@@ -91,6 +118,7 @@ class EtcdCluster {
   std::vector<Member> members_;
   std::string initial_cluster_;
   std::vector<std::string> extra_args_;
+  std::optional<TestCertificates> tls_;
   std::string error_;
 };
 

@@ -1,0 +1,219 @@
+// The real snowflaked with the etcd register when etcd does not answer
+// (docs/daemon.md, "The etcd register"):
+//   - at startup: the daemon neither exits nor sends READY=1; STATUS= (and its log) say
+//     it waits for the register, naming the endpoints and the retry; once the cluster
+//     answers it claims a number and serves;
+//   - a stop signal while waiting ends it cleanly (exit 0), still without READY=1;
+//   - while serving, a quorum loss (two of three members SIGSTOPped): every daemon pauses
+//     with a reason naming the unreachable register, hands out nothing while paused, and
+//     serves again by itself once the members continue; no ID is handed out twice.
+// Properties, not timings: every wait is generous and only bounds a failure.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "daemon_harness.h"
+#include "etcd_cluster.h"
+#include "snowflake/client.h"
+
+namespace snowflake {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::Daemon;
+using testing::DaemonHarness;
+using testing::DaemonOptions;
+using testing::EtcdCluster;
+using testing::NotifyMessage;
+
+class DaemonEtcdStart : public ::testing::Test {
+ protected:
+  std::string Prefix() const {
+    return "/s/" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) +
+           "/";
+  }
+
+  DaemonOptions OptionsFor(const std::string& name, const std::vector<std::string>& endpoints,
+                           const std::string& machines = "0-63",
+                           const std::string& etcd_extra = "") {
+    DaemonOptions options;
+    options.runtime_dir = harness_.root() / (name + "-run");
+    options.state_dir = harness_.root() / (name + "-state");
+    options.config_path = harness_.WriteFile(
+        name + ".toml", testing::EtcdDaemonToml(name, endpoints, Prefix(), machines, etcd_extra));
+    return options;
+  }
+
+  static bool IsWaitingStatus(const NotifyMessage& m) {
+    const auto status = m.Value("STATUS");
+    return status && status->starts_with("waiting for the register: etcd unreachable at ");
+  }
+
+  DaemonHarness harness_{"etcd-start"};
+};
+
+TEST_F(DaemonEtcdStart, WaitsForAnUnreachableClusterWithoutReadyThenClaimsAndServes) {
+  // Arrange: a cluster that existed, now entirely down (data kept).
+  EtcdCluster cluster(3);
+  ASSERT_TRUE(cluster.ok()) << cluster.error();
+  const std::vector<std::string> endpoints = cluster.ClientUrls();
+  for (int i = 0; i < cluster.size(); ++i) cluster.Kill(i);
+  const DaemonOptions options = OptionsFor("w", endpoints);
+
+  // Act 1: the daemon starts with no etcd member answering.
+  Daemon daemon = Daemon::Spawn(options);
+  const auto waiting = daemon.notify().WaitFor(&IsWaitingStatus, 60s);
+  // A few more attempts, so the backoff has run while nothing answers.
+  const auto later = waiting ? daemon.notify().WaitFor(&IsWaitingStatus, 60s, *waiting + 2)
+                             : std::nullopt;
+
+  // Assert 1: waiting, alive, not ready, and saying so.
+  ASSERT_TRUE(waiting) << daemon.Describe();
+  ASSERT_TRUE(later) << daemon.Describe();
+  EXPECT_TRUE(daemon.Running()) << daemon.Describe();
+  EXPECT_EQ(daemon.notify().CountLine("READY=1"), 0u) << daemon.Describe();
+  const NotifyMessage first = daemon.notify().Messages()[*waiting];
+  const std::string status = *first.Value("STATUS");
+  EXPECT_NE(status.find(endpoints[0]), std::string::npos) << status;
+  EXPECT_NE(status.find("; retrying in "), std::string::npos) << status;
+  EXPECT_TRUE(first.Value("EXTEND_TIMEOUT_USEC").has_value()) << first.text;
+  EXPECT_FALSE(Client::Inspect(DaemonHarness::ClientOptionsFor(options.runtime_dir)))
+      << "a segment exists before the claim";
+
+  // Act 2: the cluster comes back.
+  for (int i = 0; i < cluster.size(); ++i) cluster.Restart(i);
+  for (int i = 0; i < cluster.size(); ++i) ASSERT_TRUE(cluster.WaitReady(i, 60s)) << cluster.Logs();
+  const bool ready = daemon.WaitForReady(90s);
+
+  // Assert 2: claimed, serving, IDs of the claimed number.
+  ASSERT_TRUE(ready) << daemon.Describe();
+  auto client = Client::Open("etcd-start", DaemonHarness::ClientOptionsFor(options.runtime_dir));
+  ASSERT_TRUE(client) << client.error().message;
+  std::vector<uint64_t> ids;
+  for (int i = 0; i < 1000; ++i) {
+    auto id = client->Next();
+    ASSERT_TRUE(id) << id.error().message;
+    ids.push_back(*id);
+  }
+  EXPECT_TRUE(std::is_sorted(ids.begin(), ids.end()));
+  EXPECT_EQ(std::set<uint64_t>(ids.begin(), ids.end()).size(), ids.size());
+  EXPECT_NE(daemon.err().find("waiting for the register: etcd unreachable at"), std::string::npos)
+      << daemon.err();
+  EXPECT_TRUE(daemon.Stop().value_or(testing::ExitStatus{}).ExitedWith(0)) << daemon.Describe();
+}
+
+TEST_F(DaemonEtcdStart, StopsCleanlyWhileWaitingForTheRegister) {
+  // Arrange: nothing listens on the endpoint.
+  const std::string nowhere = "http://127.0.0.1:" + std::to_string(testing::FreeLoopbackPort());
+  Daemon daemon = Daemon::Spawn(OptionsFor("s", {nowhere}));
+  ASSERT_TRUE(daemon.notify().WaitFor(&IsWaitingStatus, 60s)) << daemon.Describe();
+
+  // Act
+  const auto exit = daemon.Stop(60s);
+
+  // Assert
+  ASSERT_TRUE(exit) << daemon.Describe();
+  EXPECT_TRUE(exit->ExitedWith(0)) << daemon.Describe();
+  EXPECT_EQ(daemon.notify().CountLine("READY=1"), 0u) << daemon.Describe();
+  EXPECT_NE(daemon.err().find("while waiting for the register"), std::string::npos)
+      << daemon.err();
+}
+
+TEST_F(DaemonEtcdStart, QuorumLossPausesEveryDaemonNamingTheRegisterAndAllResume) {
+  // Arrange: three daemons serving from one 3-member cluster.
+  EtcdCluster cluster(3);
+  ASSERT_TRUE(cluster.ok()) << cluster.error();
+  // A lease well beyond the outage, so the claims survive it; quick request timeouts.
+  const std::string etcd_extra = "lease_ttl_s = 30\nrequest_timeout_ms = 1000\n";
+  std::vector<DaemonOptions> options;
+  std::vector<Daemon> daemons;
+  for (int i = 0; i < 3; ++i) {
+    options.push_back(OptionsFor("q" + std::to_string(i), cluster.ClientUrls(), "0-63", etcd_extra));
+    daemons.push_back(Daemon::Spawn(options.back()));
+  }
+  for (auto& d : daemons) ASSERT_TRUE(d.WaitForReady(60s)) << d.Describe();
+  std::vector<Client> clients;
+  for (int i = 0; i < 3; ++i) {
+    auto client = Client::Open("quorum", DaemonHarness::ClientOptionsFor(options[i].runtime_dir));
+    ASSERT_TRUE(client) << client.error().message;
+    clients.push_back(std::move(*client));
+  }
+  std::vector<std::vector<uint64_t>> before(3);
+  for (int i = 0; i < 3; ++i) {
+    for (int k = 0; k < 2000; ++k) {
+      auto id = clients[i].Next();
+      ASSERT_TRUE(id) << id.error().message;
+      before[i].push_back(*id);
+    }
+  }
+  std::vector<size_t> notify_from;
+  for (auto& d : daemons) notify_from.push_back(d.notify().Messages().size());
+
+  // Act 1: two members stop: no quorum.
+  const int leader = cluster.Leader().value_or(0);
+  std::vector<int> stopped;
+  for (int i = 0; i < cluster.size() && stopped.size() < 2; ++i) {
+    if (i != leader) stopped.push_back(i);
+  }
+  for (const int m : stopped) cluster.Pause(m);
+  std::vector<std::optional<ClientStatus>> paused(3);
+  for (int i = 0; i < 3; ++i) {
+    paused[i] = testing::WaitForState(options[i].runtime_dir, "paused", 60s);
+  }
+  // While paused, nothing is handed out.
+  std::vector<bool> took_while_paused(3, false);
+  for (int i = 0; i < 3; ++i) took_while_paused[i] = clients[i].Next().has_value();
+  std::vector<std::optional<size_t>> reason(3);
+  for (int i = 0; i < 3; ++i) {
+    reason[i] = daemons[i].notify().WaitFor(
+        [](const NotifyMessage& m) {
+          const auto s = m.Value("STATUS");
+          return s && s->starts_with("paused: ") &&
+                 s->find("register unreachable: etcd unreachable at ") != std::string::npos;
+        },
+        30s, notify_from[i]);
+  }
+
+  // Act 2: the members continue.
+  for (const int m : stopped) cluster.Resume(m);
+  std::vector<std::optional<ClientStatus>> resumed(3);
+  for (int i = 0; i < 3; ++i) {
+    resumed[i] = testing::WaitForState(options[i].runtime_dir, "serving", 90s);
+  }
+  std::vector<std::vector<uint64_t>> after(3);
+  for (int i = 0; i < 3; ++i) {
+    for (int k = 0; k < 2000; ++k) {
+      auto id = clients[i].Next();
+      if (!id) break;
+      after[i].push_back(*id);
+    }
+  }
+
+  // Assert
+  std::set<uint64_t> all;
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(paused[i] && paused[i]->state == "paused") << daemons[i].Describe();
+    EXPECT_EQ(paused[i]->reason, "persistence_failed");
+    EXPECT_FALSE(took_while_paused[i]) << "daemon " << i << " handed out an ID while paused";
+    EXPECT_TRUE(reason[i]) << "no STATUS= naming the unreachable register: "
+                           << daemons[i].Describe();
+    ASSERT_TRUE(resumed[i] && resumed[i]->state == "serving") << daemons[i].Describe();
+    ASSERT_EQ(after[i].size(), 2000u) << daemons[i].Describe();
+    EXPECT_GT(after[i].front(), before[i].back()) << "daemon " << i << " went backwards";
+    for (const uint64_t id : before[i]) EXPECT_TRUE(all.insert(id).second) << "duplicate " << id;
+    for (const uint64_t id : after[i]) EXPECT_TRUE(all.insert(id).second) << "duplicate " << id;
+    EXPECT_TRUE(daemons[i].Running()) << daemons[i].Describe();
+  }
+}
+
+}  // namespace
+}  // namespace snowflake
