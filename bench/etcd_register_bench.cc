@@ -47,8 +47,8 @@ std::vector<std::string> Endpoints() {
   return out;
 }
 
-snowflake::EtcdRegisterOptions Options(const std::string& prefix) {
-  snowflake::EtcdRegisterOptions o;
+snowflake::daemon::EtcdRegisterOptions Options(const std::string& prefix) {
+  snowflake::daemon::EtcdRegisterOptions o;
   o.client.endpoints = Endpoints();
   o.prefix = prefix;
   o.host = "bench";
@@ -64,7 +64,7 @@ void BM_EtcdClaim(benchmark::State& state) {
   }
   int i = 0;
   for (auto _ : state) {
-    snowflake::EtcdRegister reg(Options("/bench/claim/"));
+    snowflake::daemon::EtcdRegister reg(Options("/bench/claim/"));
     auto claim = reg.Claim({"bench-" + std::to_string(i++ % 64), kEpoch});
     if (!claim) {
       state.SkipWithError(claim.error().message.c_str());
@@ -79,7 +79,7 @@ void BM_EtcdRaise(benchmark::State& state) {
     state.SkipWithError("set SNOWFLAKE_ETCD_ENDPOINTS to an etcd's client URLs");
     return;
   }
-  snowflake::EtcdRegister reg(Options("/bench/raise/"));
+  snowflake::daemon::EtcdRegister reg(Options("/bench/raise/"));
   auto claim = reg.Claim({"bench-raise", kEpoch});
   if (!claim) {
     state.SkipWithError(claim.error().message.c_str());
@@ -100,10 +100,10 @@ void BM_LocalReservation(benchmark::State& state) {
   char pattern[] = "/tmp/snowflake-bench-XXXXXX";
   if (mkdtemp(pattern) == nullptr) std::abort();
   const std::filesystem::path dir = pattern;
-  snowflake::HighWaterStore store(dir / "high-water.json");
+  snowflake::daemon::HighWaterStore store(dir / "high-water.json");
   int64_t mark = kEpoch;
   for (auto _ : state) {
-    auto saved = store.Save(snowflake::HighWaterState{.machine = 1,
+    auto saved = store.Save(snowflake::daemon::HighWaterState{.machine = 1,
                                                       .epoch_unix_ms = kEpoch,
                                                       .reserved_through_unix_ms = ++mark,
                                                       .last_issued_unix_ms_at_clean_stop = {},
@@ -144,7 +144,7 @@ int Latencies(int claims, int raises) {
   std::vector<double> claim_ms;
   for (int i = 0; i < claims; ++i) {
     const auto start = std::chrono::steady_clock::now();
-    snowflake::EtcdRegister reg(Options("/bench/claim/"));
+    snowflake::daemon::EtcdRegister reg(Options("/bench/claim/"));
     auto claim = reg.Claim({"bench-claim-" + std::to_string(i % 64), kEpoch});
     claim_ms.push_back(ElapsedUs(start) / 1000.0);
     if (!claim) Die(claim.error().message);
@@ -152,7 +152,7 @@ int Latencies(int claims, int raises) {
   }
   std::vector<double> raise_us;
   {
-    snowflake::EtcdRegister reg(Options("/bench/raise/"));
+    snowflake::daemon::EtcdRegister reg(Options("/bench/raise/"));
     auto claim = reg.Claim({"bench-raise", kEpoch});
     if (!claim) Die(claim.error().message);
     int64_t mark = std::max<int64_t>(claim->high_water_unix_ms, kEpoch);
@@ -168,11 +168,11 @@ int Latencies(int claims, int raises) {
     char pattern[] = "/tmp/snowflake-bench-XXXXXX";
     if (mkdtemp(pattern) == nullptr) Die(std::string("mkdtemp: ") + std::strerror(errno));
     const std::filesystem::path dir = pattern;
-    snowflake::HighWaterStore store(dir / "high-water.json");
+    snowflake::daemon::HighWaterStore store(dir / "high-water.json");
     int64_t mark = kEpoch;
     for (int i = 0; i < raises; ++i) {
       const auto start = std::chrono::steady_clock::now();
-      auto saved = store.Save(snowflake::HighWaterState{.machine = 1,
+      auto saved = store.Save(snowflake::daemon::HighWaterState{.machine = 1,
                                                         .epoch_unix_ms = kEpoch,
                                                         .reserved_through_unix_ms = ++mark,
                                                         .last_issued_unix_ms_at_clean_stop = {},
