@@ -253,6 +253,11 @@ std::string StatusToText(const StatusReport& report) {
   out << "freshness:      no ID older than " << s.freshness_bound_ms
       << " ms is taken (liveness " << s.liveness_ms << " ms)\n";
   out << "incarnation:    " << s.incarnation << "\n";
+  if (const auto retired = DaemonInt(report, "segments_retired"); retired && *retired > 0) {
+    // A client wrote the segment's counters: the daemon retired it and serves a fresh one.
+    out << "tampering:      " << *retired << " segment(s) retired; the last because "
+        << DaemonString(report, "segment_retired_reason") << "\n";
+  }
   out << "heartbeat age:  " << Millis(s.heartbeat_age_ns) << " ms\n";
   if (!report.daemon_reply) {
     out << "services:       unknown (" << report.daemon_error << ")\n";

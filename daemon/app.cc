@@ -95,10 +95,35 @@ bool IsRetirableSegmentError(shm::SegmentError code) {
   }
 }
 
+// Any member of the clients' group can ftruncate the segment file (docs/security.md), and
+// the next touch of a lost page raises SIGBUS. Say why in the log and exit 1 (systemd
+// restarts the daemon, which retires the truncated segment and serves a fresh one) rather
+// than dump core. Async-signal-safe: one write(2), then _exit(2).
+void ExitOnSigbus(int) {
+  static const char kMessage[] =
+      "snowflaked: SIGBUS: the segment file was truncated under the daemon (a member of the "
+      "clients' group can do this; see docs/security.md); exiting so that a restart serves a "
+      "fresh segment\n";
+  [[maybe_unused]] const ssize_t written = write(STDERR_FILENO, kMessage, sizeof kMessage - 1);
+  _exit(kExitFatal);
+}
+
 struct Failure {
   int status;
   std::string message;
 };
+
+shm::ProducerOptions ProducerOptionsFor(const Config& config, uint32_t machine,
+                                        std::optional<gid_t> group) {
+  return shm::ProducerOptions{.runtime_dir = config.daemon.runtime_dir,
+                              .capacity = config.ring.capacity,
+                              .epoch_unix_ms = config.id.epoch_unix_ms,
+                              .machine = machine,
+                              .mode = 0660,
+                              .group = group,
+                              .max_age_ms = static_cast<uint32_t>(config.ring.max_age_ms),
+                              .liveness_ms = static_cast<uint32_t>(config.daemon.liveness_ms)};
+}
 
 tl::expected<shm::RingProducer, Failure> OpenSegment(const Config& config, uint32_t machine,
                                                      std::optional<gid_t> group) {
@@ -110,14 +135,7 @@ tl::expected<shm::RingProducer, Failure> OpenSegment(const Config& config, uint3
                          " is a symbolic link: refusing to follow it; remove it (only "
                          "snowflaked creates files in the runtime directory)"});
   }
-  const shm::ProducerOptions options{.runtime_dir = config.daemon.runtime_dir,
-                                     .capacity = config.ring.capacity,
-                                     .epoch_unix_ms = config.id.epoch_unix_ms,
-                                     .machine = machine,
-                                     .mode = 0660,
-                                     .group = group,
-                                     .max_age_ms = static_cast<uint32_t>(config.ring.max_age_ms),
-                                     .liveness_ms = static_cast<uint32_t>(config.daemon.liveness_ms)};
+  const shm::ProducerOptions options = ProducerOptionsFor(config, machine, group);
   auto producer = shm::RingProducer::CreateOrOpen(options);
   if (!producer && IsRetirableSegmentError(producer.error().code)) {
     // A segment we cannot trust: retire it (its clients see "stopped" and its ring is
@@ -199,6 +217,10 @@ int RunDaemon(const Config& config) {
   SetUpLogging(config.daemon.log_level);
   daemon::SignalWatcher signals;
   signal(SIGPIPE, SIG_IGN);
+  struct sigaction on_sigbus {};
+  on_sigbus.sa_handler = ExitOnSigbus;
+  sigemptyset(&on_sigbus.sa_mask);
+  sigaction(SIGBUS, &on_sigbus, nullptr);
   spdlog::info("snowflaked {} starting: runtime dir {}, state dir {}", SnowflakedVersion(),
                config.daemon.runtime_dir.string(), config.daemon.state_dir.string());
   RealClock clock;
@@ -351,7 +373,13 @@ int RunDaemon(const Config& config) {
                               .max_age_ms = config.ring.max_age_ms,
                               .capacity = config.ring.capacity,
                               .min_fill = config.ring.min_fill,
-                              .started_behind = generator->state() != GeneratorState::kServing},
+                              .started_behind = generator->state() != GeneratorState::kServing,
+                              // A segment a client tampered with is replaced, never served.
+                              .replace_segment =
+                                  [options = ProducerOptionsFor(config, claim->machine, group)](
+                                      const shm::FreshSegment& fresh) {
+                                    return shm::RingProducer::CreateReplacement(options, fresh);
+                                  }},
       clock, *generator, *producer, reservations, status, &heartbeat);
   status.RefreshBoard(loop.Facts());
   ControlServer control(

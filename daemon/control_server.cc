@@ -65,6 +65,8 @@ json StatusObject(const DaemonStatus& s) {
       {"started_unix_ms", s.started_unix_ms},
       {"state_since_unix_ms", s.state_since_unix_ms},
       {"services", s.services},
+      {"segments_retired", s.segments_retired},
+      {"segment_retired_reason", s.segment_retired_reason},
   };
   return out;
 }

@@ -41,6 +41,7 @@ FillLoop::FillLoop(FillLoopOptions options, Clock& clock, Generator& generator,
       last_demand_(clock.SteadyNow()) {
   SNOWFLAKE_REQUIRE(options.capacity >= 1 && options.min_fill >= 1);
   last_head_ = producer_.head();
+  incarnation_ = producer_.incarnation();
 }
 
 void FillLoop::Run(const std::atomic<bool>& stop, const std::function<void()>& on_ready) {
@@ -104,8 +105,13 @@ void FillLoop::Pass() {
     return;
   }
 
+  if (auto counters = producer_.CheckCounters(); !counters) {
+    ReplaceTamperedSegment(counters.error().message);
+    if (fatal_) return;
+  }
+
   const uint64_t head = producer_.head();
-  demand_.Record(steady, head - last_head_);
+  demand_.Record(steady, head >= last_head_ ? head - last_head_ : 0);
   // A refill request (seen by Run) or a take wakes a dormant daemon in this very pass, so
   // the client that asked is served now, not at the next wake-up.
   if (head != last_head_) last_demand_ = steady;
@@ -191,6 +197,12 @@ void FillLoop::Fill(uint64_t want, int64_t horizon) {
   while (n > 0 && ms_of(buffer_[n - 1]) > horizon) --n;
   if (n == 0) return;
   auto published = producer_.Publish(std::span<const uint64_t>(buffer_.data(), n));
+  if (!published && published.error().code == shm::SegmentError::kCorruptCounters) {
+    // A client wrote head or tail since this pass began: these IDs were never published
+    // (gaps); the fresh segment gets the next ones.
+    ReplaceTamperedSegment(published.error().message);
+    return;
+  }
   if (!published) {
     // Always-on check: publishing out of order or a corrupted head would risk a
     // duplicate. Stop serving.
@@ -200,6 +212,50 @@ void FillLoop::Fill(uint64_t want, int64_t horizon) {
   }
   newest_published_ms_ = std::max(newest_published_ms_, ms_of(buffer_[n - 1]));
   filled_once_ = true;
+}
+
+void FillLoop::ReplaceTamperedSegment(const std::string& why) {
+  if (!options_.replace_segment) {
+    spdlog::critical("stopping: {}", why);
+    fatal_ = why;
+    return;
+  }
+  // Above every ID this daemon generated (published or not) and every ID it found or put
+  // in the segment: the generator only goes up from there, so nothing repeats.
+  const shm::FreshSegment fresh{
+      .carried_last_id =
+          std::max(generator_.last_issued_id().value_or(0), producer_.published_through()),
+      .incarnation = incarnation_ + 1,
+      .state = published_.state,
+      .reason = published_.reason,
+      .detail = published_.detail};
+  // Its clients' counts so far are final: they count on in the fresh segment's slots.
+  services_.FoldAll(producer_);
+  auto replacement = options_.replace_segment(fresh);
+  if (!replacement) {
+    fatal_ = why + "; and no fresh segment could be created: " + replacement.error().message;
+    spdlog::critical("stopping: {}", *fatal_);
+    return;
+  }
+  // The fresh segment is at the path already, so a client that finds this one stopped
+  // reattaches at once.
+  producer_.Abandon(StateReason::kShutdown);
+  {
+    std::unique_lock<std::mutex> hold;
+    if (heartbeat_ != nullptr) hold = heartbeat_->Hold();
+    producer_ = std::move(*replacement);
+  }
+  incarnation_ = fresh.incarnation;
+  ++segments_retired_;
+  segment_retired_reason_ = why;
+  last_head_ = producer_.head();
+  fill_target_ = 0;  // set again on the fresh segment by this pass
+  spdlog::error(
+      "retired the segment: {}. Its clients move to a fresh segment (incarnation {}) whose IDs "
+      "continue above {}; {} segment(s) retired so far. Check which members of the clients' "
+      "group write to the segment",
+      why, fresh.incarnation, fresh.carried_last_id, segments_retired_);
+  status_.RefreshBoard(Facts());
 }
 
 StateInputs FillLoop::Inputs(int64_t now_ms, int64_t horizon) const {
@@ -286,6 +342,8 @@ StatusFacts FillLoop::Facts() const {
   f.clock_pauses = generator_.pauses_total();
   f.clock_behind_ms = generator_.ms_behind();
   f.services = services_.totals();
+  f.segments_retired = segments_retired_;
+  f.segment_retired_reason = segment_retired_reason_;
   return f;
 }
 

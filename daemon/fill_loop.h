@@ -45,6 +45,11 @@ struct FillLoopOptions {
   // between passes (a refill request wakes it at once).
   std::chrono::milliseconds dormant_after{1000};
   std::chrono::milliseconds dormant_wait{20};
+  // Makes a fresh segment in place of one a client tampered with (head moved backwards or
+  // past tail, the header's tail overwritten): RingProducer::CreateReplacement with the
+  // daemon's producer options. Empty: a tampered segment stops the daemon (fatal()).
+  std::function<tl::expected<shm::RingProducer, shm::SegmentFailure>(const shm::FreshSegment&)>
+      replace_segment;
 };
 
 class FillLoop {
@@ -54,6 +59,11 @@ class FillLoop {
            shm::RingProducer& producer, Horizon& horizon, StatusReporter& status,
            Heartbeat* heartbeat);
 
+  // Every pass first checks the segment (RingProducer::CheckCounters). A segment a client
+  // tampered with is never served again: it is replaced by a fresh one whose IDs continue
+  // above every ID this daemon generated (options.replace_segment), then marked stopped and
+  // drained, so its clients reattach to the fresh one; the log and status say why.
+  //
   // Runs passes until `stop` is set, a fatal error, or the claim is lost. `on_ready` runs
   // once, when the daemon first serves (or starts out of service).
   void Run(const std::atomic<bool>& stop, const std::function<void()>& on_ready);
@@ -71,6 +81,10 @@ class FillLoop {
   const std::optional<std::string>& fatal() const noexcept { return fatal_; }
   bool claim_lost() const noexcept { return claim_lost_; }
   bool dormant() const noexcept { return dormant_; }
+  // How many segments this loop retired because a client tampered with them, and why it
+  // retired the last one ("" if none).
+  uint64_t segments_retired() const noexcept { return segments_retired_; }
+  const std::string& segment_retired_reason() const noexcept { return segment_retired_reason_; }
   // The newest ID's millisecond ever published by this loop (0 if none).
   int64_t newest_published_ms() const noexcept { return newest_published_ms_; }
   StatusFacts Facts() const;
@@ -79,6 +93,8 @@ class FillLoop {
   void MeasureStep(int64_t now_ns, std::chrono::steady_clock::time_point steady) noexcept;
   void HandleResume();
   void Fill(uint64_t want, int64_t horizon);
+  // The segment failed CheckCounters(): serve a fresh one instead (or stop, see Run()).
+  void ReplaceTamperedSegment(const std::string& why);
   // Publishes DecideState()'s answer if state or reason changed; returns true if it did.
   bool SyncState(int64_t now_ms, int64_t horizon);
   StateInputs Inputs(int64_t now_ms, int64_t horizon) const;
@@ -113,6 +129,11 @@ class FillLoop {
   std::chrono::steady_clock::time_point last_steady_{};
   int64_t step_ms_ = 0;
   std::chrono::steady_clock::time_point next_service_scan_{};
+  // The incarnation of the segment served now, as this loop set it (the header's copy is
+  // writable by clients).
+  uint64_t incarnation_ = 0;
+  uint64_t segments_retired_ = 0;
+  std::string segment_retired_reason_;
 };
 
 }  // namespace snowflake::daemon

@@ -48,13 +48,12 @@ void Heartbeat::NotePass() noexcept {
 void Heartbeat::Run() {
   std::unique_lock lock(mutex_);
   while (!stop_) {
-    lock.unlock();
+    // Under the lock: Hold() keeps the producer still while the fill loop replaces it.
     const int64_t since_pass = SteadyNs() - last_pass_ns_.load(std::memory_order_relaxed);
     if (since_pass < std::chrono::nanoseconds(stall_limit_).count()) {
       producer_.Heartbeat();
       beats_.fetch_add(1, std::memory_order_relaxed);
     }
-    lock.lock();
     wake_.wait_for(lock, interval_, [this] { return stop_; });
   }
 }

@@ -7,7 +7,8 @@
 //
 // Threads: Start()/Stop() from the main thread; the beat thread calls only
 // shm::RingProducer::Heartbeat() (one relaxed store into the segment, safe beside the
-// fill loop's use of the producer). NotePass() is called by the fill loop.
+// fill loop's use of the producer), under mutex_. NotePass() and Hold() are called by the
+// fill loop.
 
 #ifndef SNOWFLAKE_DAEMON_HEARTBEAT_H_
 #define SNOWFLAKE_DAEMON_HEARTBEAT_H_
@@ -38,6 +39,10 @@ class Heartbeat {
 
   // The fill loop finished a pass. One relaxed store.
   void NotePass() noexcept;
+
+  // No beat happens while the returned lock is held: the fill loop holds it while it
+  // replaces the producer object the beat thread writes through (a tampered segment).
+  [[nodiscard]] std::unique_lock<std::mutex> Hold() { return std::unique_lock(mutex_); }
 
   uint64_t beats() const noexcept { return beats_.load(std::memory_order_relaxed); }
 

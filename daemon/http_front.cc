@@ -33,6 +33,7 @@
 #include <thread>
 
 #include "daemon/control_server.h"  // StatusToJson: what the control socket would reply
+#include "daemon/http_request.h"
 #include "status_report.h"   // cli::StatusToJson: /v1/status has the keys of `status --json`
 #include "daemon/net_address.h"
 #include "snowflake/client.h"
@@ -47,7 +48,6 @@ using tcp = asio::ip::tcp;
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-constexpr uint64_t kMaxBatch = 4096;
 // A GET carries no body; a small one is read and ignored, a larger one is refused (413).
 constexpr uint64_t kMaxBodyBytes = 4096;
 // The front's Clients are in the daemon's own process: a heartbeat older than this means
@@ -60,7 +60,7 @@ constexpr std::chrono::milliseconds kTakeWait{250};
 constexpr uint64_t kMaxRefusing = 64;
 constexpr std::chrono::milliseconds kRefuseTimeout{1000};
 
-enum class Endpoint { kId, kIds, kHealthz, kStatus, kMetrics, kOther };
+using Endpoint = HttpEndpoint;
 constexpr const char* kEndpointNames[] = {"id", "ids", "healthz", "status", "metrics", "other"};
 
 // What one request produced.
@@ -75,7 +75,7 @@ struct Reply {
 Reply ErrorReply(http::status status, std::string_view code, std::string_view message) {
   Reply reply;
   reply.status = status;
-  reply.body = json{{"error", {{"code", code}, {"message", message}}}}.dump();
+  reply.body = HttpErrorBody(code, message);
   reply.retry_after =
       status == http::status::too_many_requests || status == http::status::service_unavailable;
   return reply;
@@ -105,21 +105,6 @@ std::pair<http::status, std::string_view> StatusOf(ClientError error) {
     default:
       return {http::status::internal_server_error, "internal"};
   }
-}
-
-// "a=1&b=2" -> {{"a","1"},{"b","2"}}; nullopt on a repeated key or a key without '='.
-std::optional<std::map<std::string_view, std::string_view>> ParseQuery(std::string_view query) {
-  std::map<std::string_view, std::string_view> out;
-  while (!query.empty()) {
-    const size_t amp = query.find('&');
-    const std::string_view pair = query.substr(0, amp);
-    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
-    if (pair.empty()) continue;
-    const size_t eq = pair.find('=');
-    if (eq == std::string_view::npos) return std::nullopt;
-    if (!out.emplace(pair.substr(0, eq), pair.substr(eq + 1)).second) return std::nullopt;
-  }
-  return out;
 }
 
 // The metrics of /metrics. Families are created once; their Add() is thread-safe.
@@ -335,8 +320,7 @@ class HttpFront::Impl {
 
   struct Service;
   tl::expected<Service*, Reply> ServiceFor(std::string_view service);
-  Reply TakeIds(const http::request<http::string_body>& request, std::string_view query,
-                bool batch);
+  Reply TakeIds(const HttpRoute& route);
   Reply Healthz();
   Reply Status();
   Reply MetricsText();
@@ -590,34 +574,21 @@ void HttpFront::Impl::OnAccept(tcp::socket socket) {
 
 Reply HttpFront::Impl::Handle(const http::request<http::string_body>& request, Endpoint& endpoint) {
   try {
-    const std::string_view target(request.target().data(), request.target().size());
-    const size_t question = target.find('?');
-    const std::string_view path = target.substr(0, question);
-    const std::string_view query =
-        question == std::string_view::npos ? std::string_view() : target.substr(question + 1);
-    if (path == "/v1/id") {
-      endpoint = Endpoint::kId;
-    } else if (path == "/v1/ids") {
-      endpoint = Endpoint::kIds;
-    } else if (path == "/healthz") {
-      endpoint = Endpoint::kHealthz;
-    } else if (path == "/v1/status") {
-      endpoint = Endpoint::kStatus;
-    } else if (path == "/metrics") {
-      endpoint = Endpoint::kMetrics;
-    } else {
-      return ErrorReply(http::status::not_found, "not_found",
-                        "no such endpoint; use /v1/id, /v1/ids, /healthz, /v1/status or /metrics");
+    const auto accept = request[http::field::accept];
+    auto route = RouteHttpRequest(
+        std::string_view(request.method_string().data(), request.method_string().size()),
+        std::string_view(request.target().data(), request.target().size()),
+        std::string_view(accept.data(), accept.size()));
+    if (!route) {
+      endpoint = route.error().endpoint;
+      return ErrorReply(static_cast<http::status>(route.error().status), route.error().code,
+                        route.error().message);
     }
-    if (request.method() != http::verb::get) {
-      return ErrorReply(http::status::method_not_allowed, "method_not_allowed",
-                        "only GET is served here");
-    }
-    switch (endpoint) {
+    endpoint = route->endpoint;
+    switch (route->endpoint) {
       case Endpoint::kId:
-        return TakeIds(request, query, false);
       case Endpoint::kIds:
-        return TakeIds(request, query, true);
+        return TakeIds(*route);
       case Endpoint::kHealthz:
         return Healthz();
       case Endpoint::kStatus:
@@ -666,46 +637,10 @@ tl::expected<HttpFront::Impl::Service*, Reply> HttpFront::Impl::ServiceFor(
   return raw;
 }
 
-Reply HttpFront::Impl::TakeIds(const http::request<http::string_body>& request,
-                               std::string_view query, bool batch) {
-  const auto params = ParseQuery(query);
-  if (!params) {
-    return ErrorReply(http::status::bad_request, "bad_query",
-                      "the query must be key=value pairs joined by '&', each key once");
-  }
-  std::string_view service;
-  uint64_t count = 1;
-  bool has_count = false;
-  for (const auto& [key, value] : *params) {
-    if (key == "service") {
-      service = value;
-    } else if (key == "count" && batch) {
-      has_count = true;
-      uint64_t n = 0;
-      bool digits = !value.empty() && value.size() <= 5;
-      for (const char c : value) {
-        digits = digits && c >= '0' && c <= '9';
-        if (digits) n = n * 10 + static_cast<uint64_t>(c - '0');
-      }
-      if (!digits || n < 1 || n > kMaxBatch) {
-        return ErrorReply(http::status::bad_request, "bad_count",
-                          "count must be a whole number from 1 to 4096, got \"" +
-                              std::string(value.substr(0, 32)) + "\"");
-      }
-      count = n;
-    } else {
-      return ErrorReply(http::status::bad_request, "bad_query",
-                        "unknown query parameter \"" + std::string(key.substr(0, 32)) +
-                            "\" (known: service" + (batch ? ", count" : "") + ")");
-    }
-  }
-  if (service.empty()) {
-    return ErrorReply(http::status::bad_request, "missing_service",
-                      "service=NAME is required (1-63 of a-z, 0-9, '.', '_', '-')");
-  }
-  if (batch && !has_count) {
-    return ErrorReply(http::status::bad_request, "bad_count", "count=N is required (1 to 4096)");
-  }
+Reply HttpFront::Impl::TakeIds(const HttpRoute& route) {
+  const std::string_view service = route.service;
+  const uint64_t count = route.count;
+  const bool batch = route.endpoint == Endpoint::kIds;
   auto found = ServiceFor(service);
   if (!found) return std::move(found.error());
   Client& client = (*found)->client;
@@ -728,9 +663,7 @@ Reply HttpFront::Impl::TakeIds(const http::request<http::string_body>& request,
   (*found)->issued->Increment(static_cast<double>(count));  // atomic: no lock
 
   Reply reply;
-  const auto accept = request[http::field::accept];
-  const bool plain = accept.find("text/plain") != beast::string_view::npos &&
-                     accept.find("application/json") == beast::string_view::npos;
+  const bool plain = route.plain;
   reply.body.reserve(count * 22 + 16);
   if (plain) {
     reply.content_type = "text/plain; charset=utf-8";

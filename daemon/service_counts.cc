@@ -28,4 +28,10 @@ void ServiceCounts::Scan(shm::RingProducer& producer) {
   for (const auto& [name, taken] : live) AddShownServiceCount(totals_, name, taken);
 }
 
+void ServiceCounts::FoldAll(const shm::RingProducer& producer) {
+  producer.ForEachService(
+      [&](const shm::ServiceCount& c) { AddServiceCount(folded_, c.name, c.taken); });
+  totals_ = folded_;
+}
+
 }  // namespace snowflake::daemon

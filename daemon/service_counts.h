@@ -19,6 +19,9 @@ class ServiceCounts {
  public:
   // Reads every client slot; folds and frees those whose client finished.
   void Scan(shm::RingProducer& producer);
+  // Folds every client slot's count as final (the segment is being retired; its clients
+  // count on in a fresh one).
+  void FoldAll(const shm::RingProducer& producer);
   // Totals per service name as of the last Scan().
   const std::map<std::string, uint64_t>& totals() const noexcept { return totals_; }
 

@@ -54,6 +54,9 @@ struct DaemonStatus {
   int64_t state_since_unix_ms = 0;
   // IDs taken per client service name (finished clients folded in), as of the last scan.
   std::map<std::string, uint64_t> services;
+  // Segments retired because a client tampered with them, and why the last one was.
+  uint64_t segments_retired = 0;
+  std::string segment_retired_reason;
 };
 
 class StatusBoard {

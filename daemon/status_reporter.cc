@@ -51,6 +51,8 @@ void StatusReporter::RefreshBoard(const StatusFacts& f) {
   s.clock_pauses = f.clock_pauses;
   s.clock_behind_ms = f.clock_behind_ms;
   s.services = f.services;
+  s.segments_retired = f.segments_retired;
+  s.segment_retired_reason = f.segment_retired_reason;
   board_.Update(s);
 }
 

@@ -38,6 +38,8 @@ struct StatusFacts {
   uint64_t clock_pauses = 0;
   int64_t clock_behind_ms = 0;
   std::map<std::string, uint64_t> services;
+  uint64_t segments_retired = 0;       // FillLoop::segments_retired()
+  std::string segment_retired_reason;  // FillLoop::segment_retired_reason()
 };
 
 // The one-line text of STATUS= and of status's "reason": "serving: machine 3, ring 64/4096

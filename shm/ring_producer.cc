@@ -58,11 +58,11 @@ void StoreFreshness(SegmentHeader& header, const ProducerOptions& options) {
 }
 
 // Writes a fresh segment to a temporary file and renames it into place, so a client never
-// maps a half-initialised header. `carried_last_id` continues the ID order of a retired
-// segment of the same machine and epoch.
+// maps a half-initialised header. `fresh.carried_last_id` continues the ID order of a
+// retired segment of the same machine and epoch.
 tl::expected<void, SegmentFailure> CreateSegmentFile(const ProducerOptions& options,
                                                      const std::filesystem::path& path,
-                                                     uint64_t carried_last_id) {
+                                                     const FreshSegment& fresh) {
   const std::string final_path = path.string();
   const std::string tmp_path = final_path + ".tmp." + std::to_string(getpid());
   unlink(tmp_path.c_str());  // a leftover of a crashed daemon with our pid
@@ -95,9 +95,13 @@ tl::expected<void, SegmentFailure> CreateSegmentFile(const ProducerOptions& opti
     header->epoch_unix_ms.store(static_cast<uint64_t>(options.epoch_unix_ms),
                                 std::memory_order_relaxed);
     header->machine.store(options.machine, std::memory_order_relaxed);
-    header->last_published_id.store(carried_last_id, std::memory_order_relaxed);
-    header->state.store(static_cast<uint32_t>(DaemonState::kStarting), std::memory_order_relaxed);
-    header->reason.store(static_cast<uint32_t>(StateReason::kStarting), std::memory_order_relaxed);
+    header->last_published_id.store(fresh.carried_last_id, std::memory_order_relaxed);
+    header->state.store(static_cast<uint32_t>(fresh.state), std::memory_order_relaxed);
+    header->reason.store(static_cast<uint32_t>(fresh.reason), std::memory_order_relaxed);
+    header->reason_detail.store(fresh.detail, std::memory_order_relaxed);
+    header->incarnation.store(fresh.incarnation, std::memory_order_relaxed);
+    header->pid.store(static_cast<uint64_t>(getpid()), std::memory_order_relaxed);
+    header->heartbeat_mono_ns.store(MonotonicNowNs(), std::memory_order_relaxed);
     StoreFreshness(*header, options);
     // Release: whoever sees the magic sees every field above.
     header->magic.store(kMagic, std::memory_order_release);
@@ -128,7 +132,9 @@ RingProducer::RingProducer(std::unique_ptr<MappedSegment> segment, std::filesyst
       mask_(capacity_ - 1),
       // Only the daemon writes tail, and the instance lock makes us the only daemon.
       tail_(header_->tail.load(std::memory_order_relaxed)),
-      max_head_seen_(consumer_->head.load(std::memory_order_acquire)) {}
+      max_head_seen_(consumer_->head.load(std::memory_order_acquire)) {
+  own_last_published_ = last_published_id();
+}
 
 RingProducer::~RingProducer() = default;
 RingProducer::RingProducer(RingProducer&&) noexcept = default;
@@ -182,7 +188,9 @@ tl::expected<RingProducer, SegmentFailure> RingProducer::CreateOrOpen(
       }
       Retire(options.runtime_dir);
     }
-    if (auto created = CreateSegmentFile(options, path, carried_last_id); !created) {
+    if (auto created =
+            CreateSegmentFile(options, path, FreshSegment{.carried_last_id = carried_last_id});
+        !created) {
       return tl::unexpected(std::move(created.error()));
     }
     auto fresh = MappedSegment::Open(
@@ -198,6 +206,43 @@ tl::expected<RingProducer, SegmentFailure> RingProducer::CreateOrOpen(
     return tl::unexpected(SegmentFailure{SegmentError::kSystemError,
                                          std::string("create segment: ") + e.what()});
   }
+}
+
+tl::expected<RingProducer, SegmentFailure> RingProducer::CreateReplacement(
+    const ProducerOptions& options, const FreshSegment& fresh) noexcept {
+  try {
+    if (!IsPowerOfTwo(options.capacity) || options.capacity > kMaxCapacity) {
+      return tl::unexpected(SegmentFailure{SegmentError::kBadCapacity,
+                                           "ring capacity " + std::to_string(options.capacity) +
+                                               " is not a power of two"});
+    }
+    const std::filesystem::path path = options.runtime_dir / kSegmentFileName;
+    if (auto created = CreateSegmentFile(options, path, fresh); !created) {
+      return tl::unexpected(std::move(created.error()));
+    }
+    auto mapped = MappedSegment::Open(
+        path, MapAccess::kProducer,
+        MapChecks{.expected_owner = std::nullopt, .refuse_other_access = false});
+    if (!mapped) return tl::unexpected(std::move(mapped.error()));
+    return RingProducer(std::move(*mapped), path, /*reopened=*/false);
+  } catch (const std::exception& e) {
+    return tl::unexpected(SegmentFailure{SegmentError::kSystemError,
+                                         std::string("create a fresh segment: ") + e.what()});
+  }
+}
+
+void RingProducer::Abandon(StateReason reason) noexcept {
+  SetState(DaemonState::kStopped, reason);
+  // Stopped first (clients that find the ring empty look at the path and reattach), then
+  // take back what is left: head forward to our tail by CAS, exactly as a consumer takes,
+  // whatever value a client left in it. A head beyond our tail is left alone: no ticket
+  // below our tail lies above it.
+  uint64_t h = consumer_->head.load(std::memory_order_acquire);
+  while (h < tail_ && !consumer_->head.compare_exchange_weak(h, tail_, std::memory_order_acq_rel,
+                                                              std::memory_order_acquire)) {
+  }
+  header_->tail.store(tail_, std::memory_order_release);
+  WakeConsumers();
 }
 
 namespace {
@@ -282,12 +327,22 @@ uint64_t RingProducer::size() const noexcept {
 tl::expected<void, SegmentFailure> RingProducer::CheckCounters() noexcept {
   const uint64_t before = max_head_seen_;
   const uint64_t h = consumer_->head.load(std::memory_order_acquire);
+  // Only the daemon writes tail: another value there lets clients take slots we never
+  // published (or re-take old ones).
+  const uint64_t shared_tail = header_->tail.load(std::memory_order_relaxed);
+  if (shared_tail != tail_) {
+    return tl::unexpected(SegmentFailure{
+        SegmentError::kCorruptCounters,
+        path_.string() + ": tail in the header is " + std::to_string(shared_tail) +
+            " but the daemon published through " + std::to_string(tail_) +
+            "; someone other than the daemon wrote the header"});
+  }
   if (h < before || h > tail_) {
     return tl::unexpected(SegmentFailure{
         SegmentError::kCorruptCounters,
         path_.string() + ": head moved from " + std::to_string(before) + " to " +
             std::to_string(h) + " (tail " + std::to_string(tail_) +
-            "); a client wrote the consumer region: stopping to avoid duplicates"});
+            "); a client wrote the consumer region, so IDs could be taken twice"});
   }
   max_head_seen_ = h;
   return {};
@@ -299,7 +354,7 @@ tl::expected<size_t, SegmentFailure> RingProducer::Publish(std::span<const uint6
   // always-on check below covers the front against what was published before.
   assert(std::adjacent_find(ids.begin(), ids.end(),
                             [](uint64_t a, uint64_t b) { return a >= b; }) == ids.end());
-  const uint64_t last = last_published_id();
+  const uint64_t last = own_last_published_;
   if (ids.front() <= last) {
     return tl::unexpected(SegmentFailure{
         SegmentError::kNotIncreasing,
@@ -319,6 +374,7 @@ tl::expected<size_t, SegmentFailure> RingProducer::Publish(std::span<const uint6
   }
   // Before tail: after a crash between the two stores it is an upper bound, never less.
   header_->last_published_id.store(ids[n - 1], std::memory_order_release);
+  own_last_published_ = ids[n - 1];
   tail_ += n;
   header_->tail.store(tail_, std::memory_order_release);
   header_->published_total.store(header_->published_total.load(std::memory_order_relaxed) + n,
@@ -329,6 +385,9 @@ tl::expected<size_t, SegmentFailure> RingProducer::Publish(std::span<const uint6
 
 uint64_t RingProducer::DrainAll() noexcept {
   uint64_t h = head();
+  // A head below one we saw, or past our tail, is a client's write, not a take: leave it for
+  // CheckCounters() to report rather than hide it by draining over it.
+  if (h < max_head_seen_ || h > tail_) return 0;
   // Case analysis of the CAS: (1) it wins: tickets h..tail_-1 are ours, drained; (2) it
   // loses: a consumer took some; h is reloaded and we retry until h == tail_.
   while (h < tail_) {
@@ -345,6 +404,7 @@ uint64_t RingProducer::DrainAll() noexcept {
 
 uint64_t RingProducer::DrainOlderThan(int64_t min_offset_ms) noexcept {
   uint64_t h = head();
+  if (h < max_head_seen_ || h > tail_) return 0;  // tampered: see DrainAll()
   while (h < tail_) {
     // Slots h..tail_-1 hold our own unclaimed or just-claimed IDs; their values are ours.
     uint64_t end = h;

@@ -8,8 +8,12 @@
 // clock step is reported with its size.
 #include "daemon/fill_loop.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cstddef>
 #include <optional>
 #include <string>
 
@@ -42,7 +46,10 @@ class ManualHorizon final : public Horizon {
 };
 
 struct Rig {
-  explicit Rig(FillLoopOptions options = Defaults(), Clock* clock_override = nullptr)
+  // `replace_tampered`: a tampered segment is replaced by a fresh one in dir, as the daemon
+  // does; otherwise the loop stops (fatal()).
+  explicit Rig(FillLoopOptions options = Defaults(), Clock* clock_override = nullptr,
+               bool replace_tampered = false)
       : producer(std::move(shm::RingProducer::CreateOrOpen(
                                shm::ProducerOptions{.runtime_dir = dir.path(),
                                                     .capacity = options.capacity,
@@ -56,8 +63,35 @@ struct Rig {
                                               clock_override ? *clock_override : clock)
                                 .value())),
         status(Identity(), board, std::chrono::milliseconds(1000)),
-        sut(options, clock_override ? *clock_override : clock, generator, producer, horizon,
-            status, nullptr) {}
+        sut(WithReplacer(options, replace_tampered), clock_override ? *clock_override : clock,
+            generator, producer, horizon, status, nullptr) {}
+
+  shm::ProducerOptions SegmentOptions(uint64_t capacity) const {
+    return shm::ProducerOptions{.runtime_dir = dir.path(),
+                                .capacity = capacity,
+                                .epoch_unix_ms = kEpoch,
+                                .machine = 3,
+                                .mode = 0600,
+                                .group = std::nullopt};
+  }
+  FillLoopOptions WithReplacer(FillLoopOptions options, bool replace) const {
+    if (replace) {
+      options.replace_segment = [segment = SegmentOptions(options.capacity)](
+                                    const shm::FreshSegment& fresh) {
+        return shm::RingProducer::CreateReplacement(segment, fresh);
+      };
+    }
+    return options;
+  }
+  // Writes `value` at `offset` of the segment file, as a group member with pwrite would.
+  void Poke(size_t offset, uint64_t value) const {
+    const int fd = open((dir / std::string(shm::kSegmentFileName)).c_str(), O_RDWR | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(pwrite(fd, &value, sizeof value, static_cast<off_t>(offset)),
+              static_cast<ssize_t>(sizeof value));
+    close(fd);
+  }
+  static size_t HeadOffset() { return shm::kConsumerOffset + offsetof(shm::ConsumerRegion, head); }
 
   static DaemonStatus Identity() {
     DaemonStatus identity;
@@ -239,6 +273,105 @@ TEST(FillLoop, LostClaimStopsServingAtOnce) {
   EXPECT_TRUE(rig.sut.claim_lost());
   EXPECT_EQ(rig.producer.state(), DaemonState::kStopped);
   EXPECT_EQ(rig.producer.size(), 0u);
+}
+
+// Property: after a client rewinds head, no ID is handed out twice. The loop stops serving
+// the tampered segment (its clients find it stopped and empty) and serves a fresh one at the
+// same path whose IDs are above every ID ever published; status says why.
+TEST(FillLoop, RewoundHeadRetiresTheSegmentAndServesAFreshOneAboveEveryId) {
+  Rig rig(Rig::Defaults(), nullptr, /*replace_tampered=*/true);
+  rig.sut.Pass();
+  auto old_client = shm::RingConsumer::Open(rig.dir.path());
+  ASSERT_TRUE(old_client) << old_client.error().message;
+  uint64_t taken[8];
+  ASSERT_EQ(old_client->TryTakeBatch(taken, 8), 8u);
+  rig.clock.Tick(1);
+  rig.sut.Pass();  // the loop sees the takes (and drains the previous millisecond's IDs)
+  const uint64_t published_before = rig.producer.published_through();
+  const uint64_t incarnation_before = rig.producer.incarnation();
+  struct stat before {};
+  ASSERT_EQ(stat((rig.dir / std::string(shm::kSegmentFileName)).c_str(), &before), 0);
+
+  rig.Poke(Rig::HeadOffset(), 0);  // every ID ever taken is "in the ring" again
+  rig.clock.Tick(1);
+  rig.sut.Pass();
+
+  uint64_t again = 0;
+  EXPECT_FALSE(old_client->TryTake(&again)) << "re-took " << again << " from the tampered ring";
+  EXPECT_EQ(old_client->header().state.load(), static_cast<uint32_t>(DaemonState::kStopped));
+  struct stat after {};
+  ASSERT_EQ(stat((rig.dir / std::string(shm::kSegmentFileName)).c_str(), &after), 0);
+  EXPECT_NE(after.st_ino, before.st_ino) << "no fresh segment at the path";
+  auto new_client = shm::RingConsumer::Open(rig.dir.path());
+  ASSERT_TRUE(new_client) << new_client.error().message;
+  EXPECT_EQ(new_client->header().incarnation.load(), incarnation_before + 1);
+  uint64_t fresh[8];
+  const size_t got = new_client->TryTakeBatch(fresh, 8);
+  ASSERT_GT(got, 0u);
+  EXPECT_GT(fresh[0], published_before) << "the fresh segment repeats an old ID";
+  EXPECT_EQ(rig.sut.published().state, DaemonState::kServing);
+  EXPECT_FALSE(rig.sut.fatal().has_value());
+  EXPECT_EQ(rig.sut.segments_retired(), 1u);
+  const DaemonStatus status = rig.board.Snapshot();
+  EXPECT_EQ(status.segments_retired, 1u);
+  EXPECT_NE(status.segment_retired_reason.find(" to 0 (tail "), std::string::npos)
+      << status.segment_retired_reason;
+}
+
+TEST(FillLoop, HeadPastTailRetiresTheSegment) {
+  Rig rig(Rig::Defaults(), nullptr, /*replace_tampered=*/true);
+  rig.sut.Pass();
+  const uint64_t tail = rig.producer.tail();
+
+  rig.Poke(Rig::HeadOffset(), tail + 1000);
+  rig.clock.Tick(1);
+  rig.sut.Pass();
+
+  EXPECT_EQ(rig.sut.segments_retired(), 1u);
+  EXPECT_NE(rig.sut.segment_retired_reason().find("tail"), std::string::npos);
+  EXPECT_GT(rig.producer.size(), 0u) << "the fresh segment is filled";
+}
+
+TEST(FillLoop, ForgedTailInTheHeaderRetiresTheSegment) {
+  Rig rig(Rig::Defaults(), nullptr, /*replace_tampered=*/true);
+  rig.sut.Pass();
+
+  rig.Poke(offsetof(shm::SegmentHeader, tail), rig.producer.tail() + 4096);
+  rig.clock.Tick(1);
+  rig.sut.Pass();
+
+  EXPECT_EQ(rig.sut.segments_retired(), 1u);
+  EXPECT_NE(rig.sut.segment_retired_reason().find("wrote the header"), std::string::npos)
+      << rig.sut.segment_retired_reason();
+}
+
+TEST(FillLoop, TamperedSegmentStopsTheLoopWhenNoFreshOneCanBeMade) {
+  Rig rig;  // no replace_segment
+  rig.sut.Pass();
+
+  rig.Poke(Rig::HeadOffset(), rig.producer.tail() + 1);
+  rig.clock.Tick(1);
+  rig.sut.Pass();
+
+  ASSERT_TRUE(rig.sut.fatal().has_value());
+  EXPECT_NE(rig.sut.fatal()->find("head moved"), std::string::npos) << *rig.sut.fatal();
+}
+
+// The header's last_published_id is only a record for restarts: a forged one (here far
+// above anything real) neither stops the loop nor lowers what it publishes.
+TEST(FillLoop, ForgedLastPublishedIdDoesNotStopServing) {
+  Rig rig(Rig::Defaults(), nullptr, /*replace_tampered=*/true);
+  rig.sut.Pass();
+
+  rig.Poke(offsetof(shm::SegmentHeader, last_published_id), ~uint64_t{0} >> 1);
+  for (int i = 0; i < 5; ++i) {
+    rig.clock.Tick(1);
+    rig.sut.Pass();
+  }
+
+  EXPECT_FALSE(rig.sut.fatal().has_value());
+  EXPECT_EQ(rig.sut.published().state, DaemonState::kServing);
+  EXPECT_GT(rig.producer.size(), 0u);
 }
 
 }  // namespace

@@ -10,16 +10,16 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
-  const auto parsed = snowflake::ParseConfig(text, "fuzz.toml");
+  const auto parsed = snowflake::daemon::ParseConfig(text, "fuzz.toml");
   if (parsed) {
-    const snowflake::Config& config = *parsed;
+    const snowflake::daemon::Config& config = *parsed;
     const uint64_t capacity = config.ring.capacity;
     if (capacity == 0 || (capacity & (capacity - 1)) != 0) __builtin_trap();
     if (config.ring.min_fill > capacity) __builtin_trap();
     if (config.machine_register.first_machine > config.machine_register.last_machine) {
       __builtin_trap();
     }
-    if (!snowflake::IsValidLogLevel(config.daemon.log_level)) __builtin_trap();
+    if (!snowflake::daemon::IsValidLogLevel(config.daemon.log_level)) __builtin_trap();
   } else if (parsed.error().message.rfind("fuzz.toml", 0) != 0) {
     __builtin_trap();  // every error names its source
   }

@@ -40,15 +40,15 @@ void CheckReplies(const std::string& output, size_t max_replies) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  static snowflake::StatusBoard board;
-  static const snowflake::ControlServerOptions options{
+  static snowflake::daemon::StatusBoard board;
+  static const snowflake::daemon::ControlServerOptions options{
       .socket_path = "/nonexistent/control.sock",
       .resume_timeout = std::chrono::milliseconds(0),  // no fill loop here: fail at once
   };
   const bool privileged = (data[0] & 1) != 0;
   const size_t chunk = (data[0] >> 1) + 1;
   const std::string_view input(reinterpret_cast<const char*>(data) + 1, size - 1);
-  snowflake::ControlSession session(privileged ? geteuid() : 65534, options, board);
+  snowflake::daemon::ControlSession session(privileged ? geteuid() : 65534, options, board);
   for (size_t at = 0; at < input.size(); at += chunk) session.OnReceive(input.substr(at, chunk));
   session.OnPeerClosed();
   if (!session.closing()) __builtin_trap();

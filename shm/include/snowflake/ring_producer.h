@@ -46,6 +46,19 @@ struct ProducerOptions {
   bool bound_freshness = true;
 };
 
+// How a replacement segment starts (RingProducer::CreateReplacement).
+struct FreshSegment {
+  // The largest ID the daemon ever generated (0 if none): the new segment's
+  // last_published_id, so its IDs continue above everything the old one held.
+  uint64_t carried_last_id = 0;
+  uint64_t incarnation = 1;
+  // The state clients find in it from the start (the daemon's current one), so a client
+  // that leaves the retired segment for this one sees no "starting" gap.
+  DaemonState state = DaemonState::kStarting;
+  StateReason reason = StateReason::kStarting;
+  int64_t detail = 0;
+};
+
 // A snapshot of one client's counters (see ServiceSlot).
 struct ServiceCount {
   size_t slot;
@@ -72,6 +85,19 @@ class RingProducer {
   static tl::expected<RingProducer, SegmentFailure> CreateOrOpen(
       const ProducerOptions& options) noexcept;
 
+  // Creates a new segment at options.runtime_dir/kSegmentFileName in place of the one this
+  // daemon is serving and no longer trusts (a client tampered with it), whatever is at the
+  // path: written whole under a temporary name (state, pid, heartbeat and incarnation from
+  // `fresh`) and renamed over it, so a client that finds the old one stopped finds the new
+  // one at once. The caller then Abandon()s the old one. Errors: kSystemError, kBadCapacity.
+  static tl::expected<RingProducer, SegmentFailure> CreateReplacement(
+      const ProducerOptions& options, const FreshSegment& fresh) noexcept;
+
+  // Marks this segment stopped (`reason`), takes back every unclaimed ID whatever a
+  // client did to head, and wakes its clients, who reattach to whatever segment is at the
+  // path now. For a segment being replaced; nothing is published to it afterwards.
+  void Abandon(StateReason reason = StateReason::kShutdown) noexcept;
+
   // Marks an existing segment stopped, takes back its ring, wakes its clients, and unlinks
   // it, so a fresh one can be created. Clients still mapping it see `stopped` and an empty
   // ring, also when the segment failed validation (a corrupt magic, version or counters).
@@ -86,21 +112,33 @@ class RingProducer {
   // crash mid-publish it may be an ID nobody received (an upper bound, which is what a
   // restarting daemon must continue above).
   uint64_t last_published_id() const noexcept;
+  // The largest ID this producer published, or found published when it opened the
+  // segment: its own record, which no client can write.
+  uint64_t published_through() const noexcept { return own_last_published_; }
 
   // head, read acquire: tickets below it are taken (or drained). Always-on check: head
   // never moves backwards; if it does (a client corrupted the consumer region),
-  // CheckCounters() reports kCorruptCounters and the daemon must stop serving.
+  // CheckCounters() reports kCorruptCounters and the daemon must stop serving the segment.
   uint64_t head() const noexcept;
   uint64_t tail() const noexcept { return tail_; }
   // IDs published and not yet taken (at some instant during the call).
   uint64_t size() const noexcept;
   uint64_t free_slots() const noexcept { return capacity_ - size(); }
+  // The always-on tamper check the fill loop runs every pass (and Publish() before it
+  // writes): head has not moved below the largest head the daemon saw, nor past tail, and
+  // the header's tail is the daemon's own. Only a write by someone other than a take or the
+  // daemon breaks it. Error: kCorruptCounters, the message naming both values; the segment
+  // must not be served any more (a rewound head makes clients re-take IDs). A corrupted
+  // head is never repaired by DrainAll()/DrainOlderThan() (they drain nothing), so this
+  // check still sees it.
   tl::expected<void, SegmentFailure> CheckCounters() noexcept;
 
   // Publishes up to free_slots() IDs from the front of `ids`; returns how many.
-  // REQUIRES: ids strictly increasing. Always-on check: ids.front() must be above every
-  // ID published before, else kNotIncreasing and nothing is published. Wakes sleeping
-  // consumers when it published anything.
+  // REQUIRES: ids strictly increasing. Always-on checks: ids.front() must be above every
+  // ID this producer published (its own record, not the header's copy, which a client can
+  // overwrite) and above the segment's last_published_id when it was opened, else
+  // kNotIncreasing; CheckCounters() must pass, else kCorruptCounters. Either way nothing is
+  // published. Wakes sleeping consumers when it published anything.
   tl::expected<size_t, SegmentFailure> Publish(std::span<const uint64_t> ids) noexcept;
 
   // Takes back every unclaimed ID (advancing head by CAS, exactly like a consumer); the
@@ -153,6 +191,9 @@ class RingProducer {
   uint64_t tail_ = 0;
   // The largest head ever observed, for the always-on "head never moves back" check.
   mutable uint64_t max_head_seen_ = 0;
+  // The largest ID published (or found published when the segment was opened): our own
+  // record, for the always-on "IDs only increase" check.
+  uint64_t own_last_published_ = 0;
 };
 
 }  // namespace snowflake::shm

@@ -1,0 +1,54 @@
+// What the HTTP front (docs/http.md) does with a parsed request, as a pure function: which
+// endpoint it names, its query's service and count, and the reply format it asks for, or
+// the refusal (status, code and message) it gets. No sockets, no Beast, no state, so it
+// can be unit-tested and fuzzed on crafted requests (tests/fuzz/http_fuzzer.cc).
+//
+// Thread-safe: pure functions.
+
+#ifndef SNOWFLAKE_DAEMON_HTTP_REQUEST_H_
+#define SNOWFLAKE_DAEMON_HTTP_REQUEST_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <tl/expected.hpp>
+
+namespace snowflake::daemon {
+
+// Every endpoint, and kOther for any other path (the metrics' "endpoint" label).
+enum class HttpEndpoint { kId, kIds, kHealthz, kStatus, kMetrics, kOther };
+
+// The most IDs one GET /v1/ids may ask for.
+inline constexpr uint64_t kMaxHttpBatch = 4096;
+
+struct HttpRoute {
+  HttpEndpoint endpoint = HttpEndpoint::kOther;
+  std::string service;  // kId, kIds: a valid service name (1-63 of [a-z0-9._-])
+  uint64_t count = 1;   // kIds: 1 to kMaxHttpBatch; kId: 1
+  bool plain = false;   // kId, kIds: the caller accepts text/plain and not JSON
+};
+
+struct HttpRefusal {
+  unsigned status = 400;  // 400, 404 or 405
+  std::string code;       // "bad_query", "bad_count", "missing_service", ...
+  std::string message;    // what was wrong and what to send instead
+  HttpEndpoint endpoint = HttpEndpoint::kOther;  // for the metrics' label
+};
+
+// Routes one request: `method` and `target` as on the request line ("GET",
+// "/v1/ids?service=a&count=3"), `accept` the Accept header ("" if none). Path first (404
+// for an unknown one), then the method (405 unless GET), then the query of /v1/id and
+// /v1/ids: key=value pairs joined by '&', each key once; service= required and valid;
+// count= required for /v1/ids only, a whole number from 1 to 4096. Never throws (an
+// allocation failure becomes a 400 with an empty message).
+[[nodiscard]] tl::expected<HttpRoute, HttpRefusal> RouteHttpRequest(
+    std::string_view method, std::string_view target, std::string_view accept) noexcept;
+
+// The JSON body of a refusal: {"error":{"code":…,"message":…}}. Bytes of the request
+// quoted in the message that are not UTF-8 are replaced (U+FFFD), so the body is always
+// valid JSON. Never throws.
+[[nodiscard]] std::string HttpErrorBody(std::string_view code, std::string_view message) noexcept;
+
+}  // namespace snowflake::daemon
+
+#endif  // SNOWFLAKE_DAEMON_HTTP_REQUEST_H_
