@@ -2,7 +2,10 @@
 // cluster (tests/support/etcd_cluster.h):
 //   - a daemon serves IDs from the number it claimed in etcd, and no ID it hands out lies
 //     above the high-water mark committed in etcd (the fence is raised before publishing);
-//   - 4 daemons on one etcd serve 4 distinct numbers;
+//   - 16 daemons started at once race for 8 numbers: exactly 8 serve, distinct, and 8 exit
+//     naming the range;
+//   - a daemon with another epoch, or garbage under the prefix, stops the start with a
+//     clear error (not a crash);
 //   - SIGKILL and a restart get the same number back, IDs continuing above;
 //   - takeover: daemon A is SIGSTOPped past its lease, B claims A's number; after SIGCONT
 //     A hands out nothing more and exits non-zero, and every ID of B is above every ID of A.
@@ -160,31 +163,86 @@ TEST_F(DaemonEtcd, ServesIdsFromItsEtcdNumberNeverAboveTheCommittedMark) {
   EXPECT_TRUE(daemon.Stop().value_or(testing::ExitStatus{}).ExitedWith(0)) << daemon.Describe();
 }
 
-TEST_F(DaemonEtcd, FourDaemonsOnOneEtcdServeDistinctNumbers) {
+TEST_F(DaemonEtcd, SixteenDaemonsRaceForEightNumbersExactlyEightServeDistinctNumbers) {
   // Arrange
+  constexpr int kDaemons = 16;
   std::vector<DaemonOptions> options;
   std::vector<Daemon> daemons;
-  for (int i = 0; i < 4; ++i) options.push_back(OptionsFor("d" + std::to_string(i), "0-3"));
+  for (int i = 0; i < kDaemons; ++i) options.push_back(OptionsFor("d" + std::to_string(i), "0-7"));
 
-  // Act
-  for (int i = 0; i < 4; ++i) daemons.push_back(Daemon::Spawn(options[i]));
-  for (auto& d : daemons) ASSERT_TRUE(d.WaitForReady(60s)) << d.Describe();
+  // Act: all started at once.
+  for (int i = 0; i < kDaemons; ++i) daemons.push_back(Daemon::Spawn(options[i]));
+  // Each either serves (READY=1) or gives up; the losers learn only once the winners'
+  // claims committed, so wait for every one to end up on one side.
+  std::vector<int> serving;
+  std::vector<int> refused;
+  for (int i = 0; i < kDaemons; ++i) {
+    if (daemons[i].WaitForReady(60s)) {
+      serving.push_back(i);
+    } else {
+      auto exit = daemons[i].Wait(60s);
+      ASSERT_TRUE(exit) << "neither serving nor exited: " << daemons[i].Describe();
+      EXPECT_TRUE(exit->exited()) << exit->ToString() << ": " << daemons[i].Describe();
+      EXPECT_FALSE(exit->ExitedWith(0)) << daemons[i].Describe();
+      refused.push_back(i);
+    }
+  }
 
   // Assert
+  ASSERT_EQ(serving.size(), 8u);
+  ASSERT_EQ(refused.size(), 8u);
   std::set<uint32_t> numbers;
-  for (int i = 0; i < 4; ++i) {
+  for (const int i : serving) {
     const auto status = Status(options[i]);
     ASSERT_TRUE(status);
     EXPECT_EQ(status->state, "serving");
+    EXPECT_LE(status->machine, 7u);
     EXPECT_TRUE(numbers.insert(status->machine).second) << "machine " << status->machine << " twice";
   }
-  EXPECT_EQ(numbers.size(), 4u);
-  // A fifth finds the range full, names it and exits non-zero.
-  Daemon fifth = Daemon::Spawn(OptionsFor("d4", "0-3"));
-  auto exit = fifth.Wait(60s);
-  ASSERT_TRUE(exit) << fifth.Describe();
-  EXPECT_FALSE(exit->ExitedWith(0));
-  EXPECT_NE(fifth.err().find("no free machine number in 0-3"), std::string::npos) << fifth.err();
+  EXPECT_EQ(numbers.size(), 8u);
+  for (const int i : refused) {
+    EXPECT_NE(daemons[i].err().find("no free machine number in 0-7"), std::string::npos)
+        << daemons[i].err();
+  }
+}
+
+TEST_F(DaemonEtcd, AnotherEpochIsRefusedAtStartNamingBothValues) {
+  // Arrange: the fleet's first daemon records the default epoch.
+  Daemon first = harness_.Start(OptionsFor("e1"));
+  ASSERT_TRUE(first.ready()) << first.Describe();
+
+  // Act: a second one with another epoch, on the same fleet.
+  Daemon other =
+      Daemon::Spawn(OptionsFor("e2", "0-63", "[id]\nepoch = \"2026-01-01T00:00:01Z\"\n"));
+  auto exit = other.Wait(60s);
+
+  // Assert: refused as a configuration error (systemd does not restart it), both named.
+  ASSERT_TRUE(exit) << other.Describe();
+  EXPECT_TRUE(exit->ExitedWith(78)) << exit->ToString() << ": " << other.Describe();
+  EXPECT_NE(other.err().find("2026-01-01T00:00:00.000Z"), std::string::npos) << other.err();
+  EXPECT_NE(other.err().find("2026-01-01T00:00:01.000Z"), std::string::npos) << other.err();
+  EXPECT_TRUE(first.Running());
+}
+
+TEST_F(DaemonEtcd, GarbageUnderThePrefixStopsTheStartWithAClearErrorNotACrash) {
+  // Arrange: a value no snowflaked wrote where the claim looks first.
+  auto put = testing::HttpPost(cluster_->ClientUrl(0) + "/v3/kv/put",
+                               R"({"key":")" + Base64(Prefix() + "machines/0") +
+                                   R"(","value":")" + Base64("\x01not a holder\xff") + R"("})",
+                               5s);
+  ASSERT_TRUE(put && put->status == 200);
+
+  // Act
+  Daemon daemon = Daemon::Spawn(OptionsFor("g"));
+  auto exit = daemon.Wait(60s);
+
+  // Assert
+  ASSERT_TRUE(exit) << daemon.Describe();
+  EXPECT_TRUE(exit->exited()) << exit->ToString() << ": " << daemon.Describe();
+  EXPECT_FALSE(exit->ExitedWith(0)) << daemon.Describe();
+  EXPECT_NE(daemon.err().find("machines/0 holds a value snowflaked did not write"),
+            std::string::npos)
+      << daemon.err();
 }
 
 TEST_F(DaemonEtcd, SigkillAndRestartGetTheSameNumberBackAndContinueAbove) {
