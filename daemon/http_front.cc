@@ -262,7 +262,7 @@ class HttpFront::Impl {
     for (auto& acceptor : acceptors_) Accept(*acceptor);
     for (auto& context : contexts_) {
       guards_.emplace_back(asio::make_work_guard(*context));
-      threads_.emplace_back([this, ioc = context.get()] {
+      threads_.emplace_back([ioc = context.get()] {
         for (;;) {
           try {
             ioc->run();
