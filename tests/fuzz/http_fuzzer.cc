@@ -31,8 +31,8 @@ void CheckRoute(std::string_view method, std::string_view target, std::string_vi
     if (route->endpoint == HttpEndpoint::kOther) __builtin_trap();
     if (method != "GET") __builtin_trap();
     if (route->endpoint == HttpEndpoint::kId || route->endpoint == HttpEndpoint::kIds) {
-      if (!snowflake::daemon::ValidateServiceName(route->service)) __builtin_trap();
-      if (route->count < 1 || route->count > snowflake::kMaxHttpBatch) __builtin_trap();
+      if (!snowflake::ValidateServiceName(route->service)) __builtin_trap();
+      if (route->count < 1 || route->count > snowflake::daemon::kMaxHttpBatch) __builtin_trap();
       if (route->endpoint == HttpEndpoint::kId && route->count != 1) __builtin_trap();
     }
     return;
