@@ -660,11 +660,7 @@ class Client::Impl {
       if (current_.load(std::memory_order_acquire) != nullptr) return true;
       auto maybe_ring = RingConsumer::Open(runtime_dir_);
       if (!maybe_ring) return false;
-      auto attachment = std::make_unique<Attachment>(std::move(*maybe_ring), service_);
-      Attachment* raw = attachment.get();
-      attachments_.push_back(std::move(attachment));
-      current_.store(raw, std::memory_order_release);
-      return true;
+      return Attach(std::move(*maybe_ring)).has_value();
     } catch (...) {
       return false;
     }
