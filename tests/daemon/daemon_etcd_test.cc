@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "daemon_harness.h"
+#include "daemon/etcd_json.h"
 #include "etcd_cluster.h"
 #include "snowflake/client.h"
 
@@ -37,40 +38,11 @@ using testing::DaemonHarness;
 using testing::DaemonOptions;
 using testing::EtcdCluster;
 
-std::string Base64(std::string_view bytes) {
-  static constexpr char kAlphabet[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  size_t i = 0;
-  for (; i + 2 < bytes.size(); i += 3) {
-    const uint32_t v = (uint8_t(bytes[i]) << 16) | (uint8_t(bytes[i + 1]) << 8) | uint8_t(bytes[i + 2]);
-    out += {kAlphabet[v >> 18], kAlphabet[(v >> 12) & 63], kAlphabet[(v >> 6) & 63], kAlphabet[v & 63]};
-  }
-  if (i + 1 == bytes.size()) {
-    const uint32_t v = uint8_t(bytes[i]) << 16;
-    out += {kAlphabet[v >> 18], kAlphabet[(v >> 12) & 63], '=', '='};
-  } else if (i + 2 == bytes.size()) {
-    const uint32_t v = (uint8_t(bytes[i]) << 16) | (uint8_t(bytes[i + 1]) << 8);
-    out += {kAlphabet[v >> 18], kAlphabet[(v >> 12) & 63], kAlphabet[(v >> 6) & 63], '='};
-  }
-  return out;
-}
+// etcd's JSON gateway carries keys and values base64-encoded: the daemon's own codec.
+using daemon::etcd::Base64Encode;
 
 std::string Unbase64(const std::string& text) {
-  std::string out;
-  uint32_t acc = 0;
-  int bits = 0;
-  for (const char c : text) {
-    const char* p = std::strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", c);
-    if (c == '=' || p == nullptr) break;
-    acc = (acc << 6) | static_cast<uint32_t>(p - "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/");
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out += static_cast<char>((acc >> bits) & 0xff);
-    }
-  }
-  return out;
+  return daemon::etcd::Base64Decode(text).value_or(std::string());
 }
 
 class DaemonEtcd : public ::testing::Test {
@@ -104,7 +76,7 @@ class DaemonEtcd : public ::testing::Test {
   // The value of `key` under this test's prefix, or "" if absent.
   std::string Get(const std::string& key) {
     auto answer = testing::HttpPost(cluster_->ClientUrl(0) + "/v3/kv/range",
-                                    R"({"key":")" + Base64(Prefix() + key) + R"("})", 5s);
+                                    R"({"key":")" + Base64Encode(Prefix() + key) + R"("})", 5s);
     if (!answer || answer->status != 200) return "";
     const auto j = nlohmann::json::parse(answer->body, nullptr, false);
     if (j.is_discarded() || !j.contains("kvs")) return "";
@@ -227,8 +199,8 @@ TEST_F(DaemonEtcd, AnotherEpochIsRefusedAtStartNamingBothValues) {
 TEST_F(DaemonEtcd, GarbageUnderThePrefixStopsTheStartWithAClearErrorNotACrash) {
   // Arrange: a value no snowflaked wrote where the claim looks first.
   auto put = testing::HttpPost(cluster_->ClientUrl(0) + "/v3/kv/put",
-                               R"({"key":")" + Base64(Prefix() + "machines/0") +
-                                   R"(","value":")" + Base64("\x01not a holder\xff") + R"("})",
+                               R"({"key":")" + Base64Encode(Prefix() + "machines/0") +
+                                   R"(","value":")" + Base64Encode("\x01not a holder\xff") + R"("})",
                                5s);
   ASSERT_TRUE(put && put->status == 200);
 
