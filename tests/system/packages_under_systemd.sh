@@ -70,7 +70,7 @@ else
   SNOWFLAKE_PACKAGE_VERSION=$next_version SNOWFLAKE_PACKAGE_LINTIAN=no \
     "$source_dir/scripts/package" "$work/debs/n1" > "$work/package-n1.log" 2>&1 ||
     { tail -40 "$work/package-n1.log"; fail "scripts/package (version $next_version)"; }
-  grep -h "built in\|lintian reports\|ccache" "$work/package-n.log" "$work/package-n1.log"
+  grep -h "^package:" "$work/package-n.log" "$work/package-n1.log"
 fi
 
 # ---- The cached Debian 12 tree.
