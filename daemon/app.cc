@@ -89,19 +89,21 @@ bool IsRetirableSegmentError(shm::SegmentError code) {
     case shm::SegmentError::kSizeMismatch:
     case shm::SegmentError::kBadCapacity:
     case shm::SegmentError::kCorruptCounters:
+    case shm::SegmentError::kUnpaired:
       return true;
     default:
       return false;
   }
 }
 
-// Any member of the clients' group can ftruncate the segment file (docs/security.md), and
-// the next touch of a lost page raises SIGBUS. Say why in the log and exit 1 (systemd
+// Any member of the clients' group can ftruncate the segment's consumer file
+// (docs/security.md; the ring file it cannot write), and the next touch of a lost page
+// raises SIGBUS. Say why in the log and exit 1 (systemd
 // restarts the daemon, which retires the truncated segment and serves a fresh one) rather
 // than dump core. Async-signal-safe: one write(2), then _exit(2).
 void ExitOnSigbus(int) {
   static const char kMessage[] =
-      "snowflaked: SIGBUS: the segment file was truncated under the daemon (a member of the "
+      "snowflaked: SIGBUS: the segment's consumer file was truncated under the daemon (a member of the "
       "clients' group can do this; see docs/security.md); exiting so that a restart serves a "
       "fresh segment\n";
   [[maybe_unused]] const ssize_t written = write(STDERR_FILENO, kMessage, sizeof kMessage - 1);

@@ -52,6 +52,7 @@ Error MakeError(ClientError code, std::string message) noexcept {
 ClientError FromSegmentError(SegmentError error) {
   switch (error) {
     case SegmentError::kNotFound:
+    case SegmentError::kUnpaired:
       return ClientError::kDaemonNotRunning;
     case SegmentError::kPermissionDenied:
       return ClientError::kPermissionDenied;

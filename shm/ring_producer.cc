@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,6 +14,8 @@
 #include <climits>
 #include <cstring>
 #include <ctime>
+#include <functional>
+#include <utility>
 
 #include "mapped_segment.h"
 #include "service_slot_codec.h"
@@ -35,9 +38,10 @@ uint64_t MonotonicNowNs() {
 }
 
 // Applies the exact mode (no umask) and group to an open file.
-tl::expected<void, SegmentFailure> ApplyPermissions(int fd, const ProducerOptions& options,
+tl::expected<void, SegmentFailure> ApplyPermissions(int fd, mode_t mode,
+                                                    const ProducerOptions& options,
                                                     const std::string& path) {
-  if (fchmod(fd, options.mode) != 0) return tl::unexpected(SystemFailure("chmod " + path, errno));
+  if (fchmod(fd, mode) != 0) return tl::unexpected(SystemFailure("chmod " + path, errno));
   if (options.group && fchown(fd, static_cast<uid_t>(-1), *options.group) != 0) {
     const int err = errno;
     return tl::unexpected(SystemFailure(
@@ -45,6 +49,50 @@ tl::expected<void, SegmentFailure> ApplyPermissions(int fd, const ProducerOption
             " (the daemon's user must be a member of that group)",
         err));
   }
+  return {};
+}
+
+// The ring file's mode: the configured one without write for group or others, so no
+// client can open the header and slots for writing (or truncate them).
+mode_t RingFileMode(const ProducerOptions& options) { return options.mode & ~mode_t{0022}; }
+
+// A random non-zero segment id (getrandom; the clock only if it fails).
+uint64_t NewSegmentId() {
+  uint64_t id = 0;
+  if (getrandom(&id, sizeof(id), 0) != static_cast<ssize_t>(sizeof(id))) {
+    timespec now{};
+    clock_gettime(CLOCK_REALTIME, &now);
+    id = static_cast<uint64_t>(now.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(now.tv_nsec);
+  }
+  return id != 0 ? id : 1;
+}
+
+// Creates `tmp_path` (O_EXCL) with `mode` and the options' group, sized `size`, and calls
+// init(fd) to write its first bytes. Unlinks it on failure.
+tl::expected<void, SegmentFailure> CreateTempFile(const std::string& tmp_path, mode_t mode,
+                                                  uint64_t size, const ProducerOptions& options,
+                                                  const std::function<void(int)>& init) {
+  unlink(tmp_path.c_str());  // a leftover of a crashed daemon with our pid
+  const int fd = open(tmp_path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+  if (fd < 0) return tl::unexpected(SystemFailure("create " + tmp_path, errno));
+  auto fail = [&](SegmentFailure failure) {
+    close(fd);
+    unlink(tmp_path.c_str());
+    return tl::unexpected(std::move(failure));
+  };
+  if (auto applied = ApplyPermissions(fd, mode, options, tmp_path); !applied) {
+    return fail(applied.error());
+  }
+  if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
+    return fail(SystemFailure("size " + tmp_path, errno));
+  }
+  try {
+    init(fd);
+  } catch (const bip::interprocess_exception& e) {
+    return fail(SegmentFailure{SegmentError::kSystemError, "map " + tmp_path + ": " + e.what(),
+                               e.get_native_error()});
+  }
+  close(fd);
   return {};
 }
 
@@ -57,40 +105,41 @@ void StoreFreshness(SegmentHeader& header, const ProducerOptions& options) {
       std::memory_order_relaxed);
 }
 
-// Writes a fresh segment to a temporary file and renames it into place, so a client never
-// maps a half-initialised header. `fresh.carried_last_id` continues the ID order of a
-// retired segment of the same machine and epoch.
+// Writes a fresh segment's two files under temporary names and renames them into place,
+// the consumer file first: a client never maps a half-initialised header, and one that
+// finds the new ring file finds its consumer file too (an old ring file with the new
+// consumer file is told apart by the segment id: kUnpaired, retry).
+// `fresh.carried_last_id` continues the ID order of a retired segment of the same machine
+// and epoch.
 tl::expected<void, SegmentFailure> CreateSegmentFile(const ProducerOptions& options,
                                                      const std::filesystem::path& path,
                                                      const FreshSegment& fresh) {
   const std::string final_path = path.string();
-  const std::string tmp_path = final_path + ".tmp." + std::to_string(getpid());
-  unlink(tmp_path.c_str());  // a leftover of a crashed daemon with our pid
-  const int fd = open(tmp_path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
-                      options.mode);
-  if (fd < 0) return tl::unexpected(SystemFailure("create " + tmp_path, errno));
-  auto fail = [&](SegmentFailure failure) {
-    close(fd);
-    unlink(tmp_path.c_str());
-    return tl::unexpected(std::move(failure));
-  };
-  if (auto applied = ApplyPermissions(fd, options, tmp_path); !applied) {
-    return fail(applied.error());
-  }
+  const std::string consumer_path = ConsumerFilePath(final_path);
+  const std::string suffix = ".tmp." + std::to_string(getpid());
+  const std::string tmp_path = final_path + suffix;
+  const std::string consumer_tmp_path = consumer_path + suffix;
+  const uint64_t segment_id = NewSegmentId();
   const uint64_t size = SegmentSizeFor(options.capacity);
-  if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
-    return fail(SystemFailure("size " + tmp_path, errno));
-  }
-  try {
+
+  // The file is zero-filled, which is a valid value for every atomic in both regions.
+  auto created = CreateTempFile(consumer_tmp_path, options.mode, kConsumerFileSize, options,
+                                [&](int) {
+    bip::file_mapping file(consumer_tmp_path.c_str(), bip::read_write);
+    bip::mapped_region region(file, bip::read_write, 0, sizeof(ConsumerRegion));
+    auto* consumer = static_cast<ConsumerRegion*>(region.get_address());
+    consumer->segment_id.store(segment_id, std::memory_order_relaxed);
+  });
+  if (!created) return tl::unexpected(std::move(created.error()));
+  created = CreateTempFile(tmp_path, RingFileMode(options), size, options, [&](int) {
     bip::file_mapping file(tmp_path.c_str(), bip::read_write);
     bip::mapped_region region(file, bip::read_write, 0, sizeof(SegmentHeader));
-    // The file is zero-filled, which is a valid value for every atomic in the header.
     auto* header = static_cast<SegmentHeader*>(region.get_address());
     header->version.store(kVersion, std::memory_order_relaxed);
     header->header_size.store(sizeof(SegmentHeader), std::memory_order_relaxed);
     header->capacity.store(options.capacity, std::memory_order_relaxed);
     header->segment_size.store(size, std::memory_order_relaxed);
-    header->consumer_offset.store(kConsumerOffset, std::memory_order_relaxed);
+    header->segment_id.store(segment_id, std::memory_order_relaxed);
     header->slots_offset.store(kSlotsOffset, std::memory_order_relaxed);
     header->epoch_unix_ms.store(static_cast<uint64_t>(options.epoch_unix_ms),
                                 std::memory_order_relaxed);
@@ -105,11 +154,17 @@ tl::expected<void, SegmentFailure> CreateSegmentFile(const ProducerOptions& opti
     StoreFreshness(*header, options);
     // Release: whoever sees the magic sees every field above.
     header->magic.store(kMagic, std::memory_order_release);
-  } catch (const bip::interprocess_exception& e) {
-    return fail(SegmentFailure{SegmentError::kSystemError,
-                               "map " + tmp_path + ": " + e.what(), e.get_native_error()});
+  });
+  if (!created) {
+    unlink(consumer_tmp_path.c_str());
+    return tl::unexpected(std::move(created.error()));
   }
-  close(fd);
+  if (rename(consumer_tmp_path.c_str(), consumer_path.c_str()) != 0) {
+    const int err = errno;
+    unlink(consumer_tmp_path.c_str());
+    unlink(tmp_path.c_str());
+    return tl::unexpected(SystemFailure("rename " + consumer_tmp_path + " to " + consumer_path, err));
+  }
   if (rename(tmp_path.c_str(), final_path.c_str()) != 0) {
     const int err = errno;
     unlink(tmp_path.c_str());
@@ -168,11 +223,16 @@ tl::expected<RingProducer, SegmentFailure> RingProducer::CreateOrOpen(
           old.epoch_unix_ms.load(std::memory_order_relaxed) ==
               static_cast<uint64_t>(options.epoch_unix_ms);
       if (same_ids && (*existing)->capacity() == options.capacity) {
-        const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-        if (fd < 0) return tl::unexpected(SystemFailure("open " + path.string(), errno));
-        auto applied = ApplyPermissions(fd, options, path.string());
-        close(fd);
-        if (!applied) return tl::unexpected(std::move(applied.error()));
+        // Repair the modes and group of both files (the config may have changed).
+        for (const auto& [file, mode] :
+             {std::pair{path.string(), RingFileMode(options)},
+              std::pair{ConsumerFilePath(path.string()), options.mode}}) {
+          const int fd = open(file.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+          if (fd < 0) return tl::unexpected(SystemFailure("open " + file, errno));
+          auto applied = ApplyPermissions(fd, mode, options, file);
+          close(fd);
+          if (!applied) return tl::unexpected(std::move(applied.error()));
+        }
         RingProducer producer(std::move(*existing), path, /*reopened=*/true);
         producer.header_->incarnation.fetch_add(1, std::memory_order_relaxed);
         producer.header_->pid.store(static_cast<uint64_t>(getpid()), std::memory_order_relaxed);
@@ -247,35 +307,44 @@ void RingProducer::Abandon(StateReason reason) noexcept {
 
 namespace {
 
-// Marks an unvalidated segment file stopped and advances its head to its tail, using only
-// the fixed offsets of the header and consumer region (never a value read from the file).
+// Marks an unvalidated segment stopped and advances its head to its tail, using only the
+// fixed offsets of the header and the consumer file (never a value read from a file). A
+// consumer file that is missing or short leaves head alone: the state says stopped.
 void StopUnvalidated(const std::filesystem::path& path) noexcept {
-  const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return;
-  struct stat info {};
-  if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode) ||
-      static_cast<uint64_t>(info.st_size) < kSlotsOffset) {
+  auto map_fixed = [](const std::string& file, size_t length) -> void* {
+    const int fd = open(file.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) return nullptr;
+    struct stat info {};
+    void* base = MAP_FAILED;
+    if (fstat(fd, &info) == 0 && S_ISREG(info.st_mode) &&
+        static_cast<uint64_t>(info.st_size) >= length) {
+      base = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    }
     close(fd);
-    return;
-  }
-  void* base = mmap(nullptr, kSlotsOffset, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  close(fd);
-  if (base == MAP_FAILED) return;
-  auto* header = static_cast<SegmentHeader*>(base);
-  auto* consumer = reinterpret_cast<ConsumerRegion*>(static_cast<char*>(base) + kConsumerOffset);
+    return base == MAP_FAILED ? nullptr : base;
+  };
+  void* header_base = map_fixed(path.string(), sizeof(SegmentHeader));
+  if (header_base == nullptr) return;
+  void* consumer_base = map_fixed(ConsumerFilePath(path.string()), sizeof(ConsumerRegion));
+  auto* header = static_cast<SegmentHeader*>(header_base);
   header->reason.store(static_cast<uint32_t>(StateReason::kShutdown), std::memory_order_relaxed);
   // Release: a client that reads "stopped" reads the reason with it.
   header->state.store(static_cast<uint32_t>(DaemonState::kStopped), std::memory_order_release);
-  // Take back what is published, exactly as a consumer would take it (a CAS on head), so a
-  // client's take either won before (its ID was valid then) or finds the ring empty.
-  const uint64_t tail = header->tail.load(std::memory_order_acquire);
-  uint64_t head = consumer->head.load(std::memory_order_acquire);
-  while (head < tail && !consumer->head.compare_exchange_weak(head, tail, std::memory_order_acq_rel,
-                                                               std::memory_order_acquire)) {
+  if (consumer_base != nullptr) {
+    // Take back what is published, exactly as a consumer would take it (a CAS on head), so
+    // a client's take either won before (its ID was valid then) or finds the ring empty.
+    auto* consumer = static_cast<ConsumerRegion*>(consumer_base);
+    const uint64_t tail = header->tail.load(std::memory_order_acquire);
+    uint64_t head = consumer->head.load(std::memory_order_acquire);
+    while (head < tail &&
+           !consumer->head.compare_exchange_weak(head, tail, std::memory_order_acq_rel,
+                                                 std::memory_order_acquire)) {
+    }
+    munmap(consumer_base, sizeof(ConsumerRegion));
   }
   header->wake_seq.fetch_add(1, std::memory_order_seq_cst);
   FutexWake(header->wake_seq, INT_MAX);
-  munmap(base, kSlotsOffset);
+  munmap(header_base, sizeof(SegmentHeader));
 }
 
 }  // namespace
@@ -299,7 +368,9 @@ void RingProducer::Retire(const std::filesystem::path& runtime_dir) noexcept {
     // and take back its ring through a raw mapping of the two fixed regions.
     StopUnvalidated(path);
   }
+  // The ring file first: a client that still finds it finds its consumer file too.
   unlink(path.c_str());
+  unlink(ConsumerFilePath(path.string()).c_str());
 }
 
 uint64_t RingProducer::last_published_id() const noexcept {
@@ -343,6 +414,17 @@ tl::expected<void, SegmentFailure> RingProducer::CheckCounters() noexcept {
         path_.string() + ": head moved from " + std::to_string(before) + " to " +
             std::to_string(h) + " (tail " + std::to_string(tail_) +
             "); a client wrote the consumer region, so IDs could be taken twice"});
+  }
+  // A consumer file whose segment id was overwritten makes every new client's open fail
+  // (kUnpaired): replace the pair rather than leave them failing.
+  const uint64_t consumer_id = consumer_->segment_id.load(std::memory_order_relaxed);
+  const uint64_t own_id = header_->segment_id.load(std::memory_order_relaxed);
+  if (consumer_id != own_id) {
+    return tl::unexpected(SegmentFailure{
+        SegmentError::kCorruptCounters,
+        path_.string() + ": the consumer file's segment id is " + std::to_string(consumer_id) +
+            ", not " + std::to_string(own_id) +
+            "; a client wrote the consumer region, so new clients could not open it"});
   }
   max_head_seen_ = h;
   return {};

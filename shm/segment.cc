@@ -31,6 +31,7 @@ std::string_view SegmentErrorName(SegmentError error) noexcept {
     case SegmentError::kBadCapacity: return "bad_capacity";
     case SegmentError::kCorruptCounters: return "corrupt_counters";
     case SegmentError::kNotIncreasing: return "not_increasing";
+    case SegmentError::kUnpaired: return "unpaired";
     case SegmentError::kSystemError: return "system_error";
   }
   return "unknown";
@@ -110,7 +111,6 @@ tl::expected<uint64_t, SegmentFailure> ValidateHeader(const SegmentHeader& heade
                                    "; run a daemon and client library of the same release"));
   }
   if (header.header_size.load(std::memory_order_relaxed) != sizeof(SegmentHeader) ||
-      header.consumer_offset.load(std::memory_order_relaxed) != kConsumerOffset ||
       header.slots_offset.load(std::memory_order_relaxed) != kSlotsOffset) {
     return tl::unexpected(Fail(SegmentError::kSizeMismatch,
                                path + ": header sizes or offsets differ from format version " +
@@ -195,19 +195,12 @@ void MapRegion(Mapping& mapping, int fd, bool writable, uint64_t offset,
   mapping.length = length;
 }
 
-// Closes the fd on every path out of Open.
-struct FdCloser {
-  int fd;
-  ~FdCloser() {
-    if (fd >= 0) close(fd);
-  }
-};
 
 }  // namespace
 
-// The three mappings. The file descriptor is not kept: it is opened O_CLOEXEC and closed
-// as soon as the regions are mapped, so no program a client execs inherits a writable fd
-// to the segment (docs/security.md).
+// The three mappings. No file descriptor is kept: each is opened O_CLOEXEC and closed as
+// soon as its regions are mapped, so no program a client execs inherits one
+// (docs/security.md).
 struct MappedSegment::Regions {
   Mapping header;
   Mapping consumer;
@@ -217,109 +210,172 @@ struct MappedSegment::Regions {
 MappedSegment::MappedSegment() = default;
 MappedSegment::~MappedSegment() = default;
 
+namespace {
+
+// One of the segment's two files, opened and checked: the path is not a symlink, is a
+// regular file with the expected owner and mode, and the descriptor is that same file.
+struct CheckedFile {
+  int fd = -1;
+  struct stat info {};
+  CheckedFile() = default;
+  CheckedFile(const CheckedFile&) = delete;
+  CheckedFile& operator=(const CheckedFile&) = delete;
+  ~CheckedFile() {
+    if (fd >= 0) close(fd);
+  }
+};
+
+// `what` names the file in messages ("segment", "consumer file"). `refuse_group_write`:
+// the ring file, whose header and slots only the daemon may write (a group-writable one
+// lets any member forge IDs, so a client refuses it). `missing` is the error for a path
+// that does not exist.
+tl::expected<void, SegmentFailure> OpenChecked(CheckedFile& file, const std::string& path,
+                                               const std::filesystem::path& fs_path,
+                                               int open_flags, const MapChecks& checks,
+                                               bool refuse_group_write, SegmentError missing,
+                                               const std::string& missing_message) {
+  struct stat link_info {};
+  if (lstat(path.c_str(), &link_info) != 0) {
+    const int err = errno;
+    if (err == ENOENT) return tl::unexpected(Fail(missing, missing_message, err));
+    if (err == EACCES) {
+      struct stat dir_info {};
+      const std::string dir = fs_path.parent_path().string();
+      const std::string group =
+          stat(dir.c_str(), &dir_info) == 0 ? DescribeGroup(dir_info.st_gid) : "its group";
+      return tl::unexpected(Fail(SegmentError::kPermissionDenied,
+                                 "permission denied reading " + dir + ": add this user to " +
+                                     group + " and log in again",
+                                 err));
+    }
+    return tl::unexpected(
+        Fail(SegmentError::kSystemError, "cannot stat " + path + ": " + std::strerror(err), err));
+  }
+  if (!S_ISREG(link_info.st_mode)) {
+    return tl::unexpected(Fail(SegmentError::kNotRegularFile,
+                               path + " is not a regular file (a symlink, directory or "
+                                      "device); refusing to map it"));
+  }
+  if (checks.expected_owner && link_info.st_uid != *checks.expected_owner) {
+    return tl::unexpected(Fail(SegmentError::kWrongOwner,
+                               path + " is owned by " + DescribeUser(link_info.st_uid) +
+                                   ", expected " + DescribeUser(*checks.expected_owner) +
+                                   " (the daemon's user); refusing to trust it"));
+  }
+  if (checks.refuse_other_access && (link_info.st_mode & 0007) != 0) {
+    return tl::unexpected(Fail(SegmentError::kModeTooOpen,
+                               path + " has mode " + ModeString(link_info.st_mode) +
+                                   ", open to other users; refusing to trust it (the daemon "
+                                   "creates the ring file 0640 and the consumer file 0660)"));
+  }
+  if (checks.refuse_other_access && refuse_group_write && (link_info.st_mode & 0020) != 0) {
+    return tl::unexpected(Fail(SegmentError::kModeTooOpen,
+                               path + " has mode " + ModeString(link_info.st_mode) +
+                                   ": its group may write it, so any member could forge IDs; "
+                                   "refusing to trust it (the daemon creates it 0640)"));
+  }
+  file.fd = open(path.c_str(), open_flags | O_CLOEXEC | O_NOFOLLOW);
+  if (file.fd < 0) {
+    const int err = errno;
+    if (err == EACCES || err == EPERM) {
+      return tl::unexpected(Fail(SegmentError::kPermissionDenied,
+                                 "permission denied opening " + path + " (mode " +
+                                     ModeString(link_info.st_mode) + ", " +
+                                     DescribeGroup(link_info.st_gid) + "): add this user to " +
+                                     DescribeGroup(link_info.st_gid) + " and log in again",
+                                 err));
+    }
+    if (err == ENOENT) {
+      return tl::unexpected(Fail(missing,
+                                 path + " disappeared while opening it: snowflaked is "
+                                        "restarting or stopped; retry",
+                                 err));
+    }
+    return tl::unexpected(
+        Fail(SegmentError::kSystemError, "cannot open " + path + ": " + std::strerror(err), err));
+  }
+  // The checks above were on the path; make sure the file we opened is that file.
+  if (fstat(file.fd, &file.info) != 0 || file.info.st_ino != link_info.st_ino ||
+      file.info.st_dev != link_info.st_dev) {
+    return tl::unexpected(Fail(missing, path + " was replaced while opening it; retry"));
+  }
+  return {};
+}
+
+}  // namespace
+
 tl::expected<std::unique_ptr<MappedSegment>, SegmentFailure> MappedSegment::Open(
     const std::filesystem::path& fs_path, MapAccess access, const MapChecks& checks) noexcept {
   const std::string path = fs_path.string();
+  const std::string consumer_path = ConsumerFilePath(path);
   try {
-    struct stat link_info {};
-    if (lstat(path.c_str(), &link_info) != 0) {
-      const int err = errno;
-      if (err == ENOENT) {
-        return tl::unexpected(Fail(SegmentError::kNotFound,
-                                   "no segment at " + path +
-                                       ": snowflaked is not running for this runtime directory "
-                                       "(start it, or point SNOWFLAKE_RUNTIME_DIR at the right one)",
-                                   err));
-      }
-      if (err == EACCES) {
-        struct stat dir_info {};
-        const std::string dir = fs_path.parent_path().string();
-        const std::string group =
-            stat(dir.c_str(), &dir_info) == 0 ? DescribeGroup(dir_info.st_gid) : "its group";
-        return tl::unexpected(Fail(SegmentError::kPermissionDenied,
-                                   "permission denied reading " + dir +
-                                       ": add this user to " + group + " and log in again",
-                                   err));
-      }
-      return tl::unexpected(
-          Fail(SegmentError::kSystemError, "cannot stat " + path + ": " + std::strerror(err), err));
-    }
-    if (!S_ISREG(link_info.st_mode)) {
-      return tl::unexpected(Fail(SegmentError::kNotRegularFile,
-                                 path + " is not a regular file (a symlink, directory or "
-                                        "device); refusing to map it"));
-    }
-    if (checks.expected_owner && link_info.st_uid != *checks.expected_owner) {
-      return tl::unexpected(Fail(SegmentError::kWrongOwner,
-                                 path + " is owned by " + DescribeUser(link_info.st_uid) +
-                                     ", expected " + DescribeUser(*checks.expected_owner) +
-                                     " (the daemon's user); refusing to trust it"));
-    }
-    if (checks.refuse_other_access && (link_info.st_mode & 0007) != 0) {
-      return tl::unexpected(Fail(SegmentError::kModeTooOpen,
-                                 path + " has mode " + ModeString(link_info.st_mode) +
-                                     ", open to other users; refusing to trust it (the daemon "
-                                     "creates it 0660)"));
+    const bool producer = access == MapAccess::kProducer;
+    CheckedFile ring;
+    if (auto opened = OpenChecked(
+            ring, path, fs_path, producer ? O_RDWR : O_RDONLY, checks,
+            /*refuse_group_write=*/true, SegmentError::kNotFound,
+            "no segment at " + path +
+                ": snowflaked is not running for this runtime directory (start it, or point "
+                "SNOWFLAKE_RUNTIME_DIR at the right one)");
+        !opened) {
+      return tl::unexpected(std::move(opened.error()));
     }
 
     auto segment = std::unique_ptr<MappedSegment>(new MappedSegment());
     segment->regions_ = std::make_unique<Regions>();
     Regions& regions = *segment->regions_;
-    const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-    const FdCloser closer{fd};
-    if (fd < 0) {
-      const int err = errno;
-      if (err == EACCES || err == EPERM) {
-        return tl::unexpected(Fail(SegmentError::kPermissionDenied,
-                                   "permission denied opening " + path + " (mode " +
-                                       ModeString(link_info.st_mode) + ", " +
-                                       DescribeGroup(link_info.st_gid) + "): add this user to " +
-                                       DescribeGroup(link_info.st_gid) + " and log in again",
-                                   err));
-      }
-      if (err == ENOENT) {
-        return tl::unexpected(Fail(SegmentError::kNotFound,
-                                   "segment " + path + " disappeared while opening it: "
-                                   "snowflaked is restarting or stopped; retry",
-                                   err));
-      }
-      return tl::unexpected(Fail(SegmentError::kSystemError,
-                                 "cannot open " + path + ": " + std::strerror(err), err));
-    }
+    segment->device_ = ring.info.st_dev;
+    segment->inode_ = ring.info.st_ino;
+    segment->group_ = ring.info.st_gid;
+    segment->mode_ = ring.info.st_mode & 07777;
 
-    // The checks above were on the path; make sure the file we opened is that file.
-    struct stat info {};
-    if (fstat(fd, &info) != 0 ||
-        info.st_ino != link_info.st_ino || info.st_dev != link_info.st_dev) {
-      return tl::unexpected(Fail(SegmentError::kNotFound,
-                                 "segment " + path + " was replaced while opening it; retry"));
-    }
-    segment->device_ = info.st_dev;
-    segment->inode_ = info.st_ino;
-    segment->group_ = info.st_gid;
-    segment->mode_ = info.st_mode & 07777;
-
-    const uint64_t file_size = static_cast<uint64_t>(info.st_size);
+    const uint64_t file_size = static_cast<uint64_t>(ring.info.st_size);
     if (file_size < kSlotsOffset) {
       return tl::unexpected(Fail(SegmentError::kTruncated,
                                  path + ": file is " + std::to_string(file_size) +
-                                     " bytes, shorter than the segment's fixed part (" +
+                                     " bytes, shorter than its header (" +
                                      std::to_string(kSlotsOffset) + "); it was truncated"));
     }
-
-    const bool producer = access == MapAccess::kProducer;
-    MapRegion(regions.header, fd, producer, 0, sizeof(SegmentHeader));
+    MapRegion(regions.header, ring.fd, producer, 0, sizeof(SegmentHeader));
     auto* header = static_cast<SegmentHeader*>(regions.header.address);
     auto capacity = ValidateHeader(*header, file_size, path);
     if (!capacity) return tl::unexpected(std::move(capacity.error()));
+    MapRegion(regions.slots, ring.fd, producer, kSlotsOffset, file_size - kSlotsOffset);
 
-    MapRegion(regions.consumer, fd, true, kConsumerOffset, sizeof(ConsumerRegion));
-    MapRegion(regions.slots, fd, producer, kSlotsOffset, file_size - kSlotsOffset);
+    // The consumer file: the one region clients write. Renamed into place before its ring
+    // file, so a missing one or one of another segment means this ring file is being
+    // replaced (or was damaged): kUnpaired, retry.
+    CheckedFile consumer;
+    if (auto opened = OpenChecked(consumer, consumer_path, fs_path, O_RDWR, checks,
+                                  /*refuse_group_write=*/false, SegmentError::kUnpaired,
+                                  "no consumer file " + consumer_path + " beside " + path +
+                                      ": snowflaked is replacing the segment; retry");
+        !opened) {
+      return tl::unexpected(std::move(opened.error()));
+    }
+    const uint64_t consumer_size = static_cast<uint64_t>(consumer.info.st_size);
+    if (consumer_size != kConsumerFileSize) {
+      return tl::unexpected(Fail(
+          consumer_size < kConsumerFileSize ? SegmentError::kTruncated : SegmentError::kSizeMismatch,
+          consumer_path + ": file is " + std::to_string(consumer_size) + " bytes, it must be " +
+              std::to_string(kConsumerFileSize) + "; it was " +
+              (consumer_size < kConsumerFileSize ? "truncated" : "resized")));
+    }
+    MapRegion(regions.consumer, consumer.fd, true, 0, sizeof(ConsumerRegion));
     segment->header_ = header;
     segment->consumer_ = static_cast<ConsumerRegion*>(regions.consumer.address);
     segment->slots_ = static_cast<std::atomic<uint64_t>*>(regions.slots.address);
     segment->capacity_ = *capacity;
 
+    const uint64_t ring_id = header->segment_id.load(std::memory_order_relaxed);
+    const uint64_t consumer_id = segment->consumer_->segment_id.load(std::memory_order_relaxed);
+    if (ring_id != consumer_id) {
+      return tl::unexpected(Fail(SegmentError::kUnpaired,
+                                 consumer_path + " belongs to another segment than " + path +
+                                     " (segment id " + std::to_string(consumer_id) + ", not " +
+                                     std::to_string(ring_id) +
+                                     "): snowflaked is replacing the segment; retry"));
+    }
     if (auto counters = ValidateCounters(*header, *segment->consumer_, *capacity, fs_path);
         !counters) {
       return tl::unexpected(std::move(counters.error()));

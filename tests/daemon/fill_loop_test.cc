@@ -83,15 +83,23 @@ struct Rig {
     }
     return options;
   }
-  // Writes `value` at `offset` of the segment file, as a group member with pwrite would.
+  // Writes `value` at `offset` of the ring file (header and slots), as only the daemon's
+  // user or root can (the group may only read it).
   void Poke(size_t offset, uint64_t value) const {
-    const int fd = open((dir / std::string(shm::kSegmentFileName)).c_str(), O_RDWR | O_CLOEXEC);
-    ASSERT_GE(fd, 0);
+    PokeFile((dir / std::string(shm::kSegmentFileName)).string(), offset, value);
+  }
+  // Writes `value` as head in the consumer file, as any member of the group can.
+  void PokeHead(uint64_t value) const {
+    PokeFile(shm::ConsumerFilePath((dir / std::string(shm::kSegmentFileName)).string()),
+             offsetof(shm::ConsumerRegion, head), value);
+  }
+  static void PokeFile(const std::string& file, size_t offset, uint64_t value) {
+    const int fd = open(file.c_str(), O_RDWR | O_CLOEXEC);
+    ASSERT_GE(fd, 0) << file;
     ASSERT_EQ(pwrite(fd, &value, sizeof value, static_cast<off_t>(offset)),
               static_cast<ssize_t>(sizeof value));
     close(fd);
   }
-  static size_t HeadOffset() { return shm::kConsumerOffset + offsetof(shm::ConsumerRegion, head); }
 
   static DaemonStatus Identity() {
     DaemonStatus identity;
@@ -292,7 +300,7 @@ TEST(FillLoop, RewoundHeadRetiresTheSegmentAndServesAFreshOneAboveEveryId) {
   struct stat before {};
   ASSERT_EQ(stat((rig.dir / std::string(shm::kSegmentFileName)).c_str(), &before), 0);
 
-  rig.Poke(Rig::HeadOffset(), 0);  // every ID ever taken is "in the ring" again
+  rig.PokeHead(0);  // every ID ever taken is "in the ring" again
   rig.clock.Tick(1);
   rig.sut.Pass();
 
@@ -323,7 +331,7 @@ TEST(FillLoop, HeadPastTailRetiresTheSegment) {
   rig.sut.Pass();
   const uint64_t tail = rig.producer.tail();
 
-  rig.Poke(Rig::HeadOffset(), tail + 1000);
+  rig.PokeHead(tail + 1000);
   rig.clock.Tick(1);
   rig.sut.Pass();
 
@@ -345,11 +353,28 @@ TEST(FillLoop, ForgedTailInTheHeaderRetiresTheSegment) {
       << rig.sut.segment_retired_reason();
 }
 
+// A client overwrote the consumer file's segment id: new clients could not open the pair
+// (kUnpaired), so the loop replaces it.
+TEST(FillLoop, ForgedSegmentIdInTheConsumerFileRetiresTheSegment) {
+  Rig rig(Rig::Defaults(), nullptr, /*replace_tampered=*/true);
+  rig.sut.Pass();
+
+  Rig::PokeFile(shm::ConsumerFilePath((rig.dir / std::string(shm::kSegmentFileName)).string()),
+             offsetof(shm::ConsumerRegion, segment_id), 12345);
+  rig.clock.Tick(1);
+  rig.sut.Pass();
+
+  EXPECT_EQ(rig.sut.segments_retired(), 1u);
+  EXPECT_NE(rig.sut.segment_retired_reason().find("segment id is 12345"), std::string::npos)
+      << rig.sut.segment_retired_reason();
+  EXPECT_GT(rig.producer.size(), 0u) << "the fresh segment is filled";
+}
+
 TEST(FillLoop, TamperedSegmentStopsTheLoopWhenNoFreshOneCanBeMade) {
   Rig rig;  // no replace_segment
   rig.sut.Pass();
 
-  rig.Poke(Rig::HeadOffset(), rig.producer.tail() + 1);
+  rig.PokeHead(rig.producer.tail() + 1);
   rig.clock.Tick(1);
   rig.sut.Pass();
 

@@ -2,8 +2,11 @@
 // can do"): each attack gets the outcome the table there promises — prevented, detected or
 // bounded — and the daemon keeps serving other clients with no duplicate.
 // Property for every test: IDs taken by well-behaved clients around the attack are unique
-// and, per client, strictly increasing. The attacker is the test process writing the
-// segment file with pwrite/ftruncate, as any member of the clients' group can.
+// and, per client, strictly increasing. A member of the clients' group can write only the
+// consumer file (head, the refill word, the counters): GroupMemberCannotWriteTheRingFile
+// proves it as user nobody. The other attacks are the test process (root, or the daemon's
+// own user) writing the files with pwrite/ftruncate: the consumer file as any member can,
+// the ring file as only the daemon's user or root can (defence in depth).
 
 #include <fcntl.h>
 #include <grp.h>
@@ -65,10 +68,11 @@ void ExpectUnique(std::vector<uint64_t> ids) {
   EXPECT_EQ(std::adjacent_find(ids.begin(), ids.end()), ids.end()) << "a duplicate ID";
 }
 
-// `snowflakectl status --json` until `done(reply)` or 30 s; the last reply.
-json StatusUntil(const std::filesystem::path& runtime_dir, const std::function<bool(const json&)>& done) {
+// `snowflakectl status --json` until `done(reply)` or `limit`; the last reply.
+json StatusUntil(const std::filesystem::path& runtime_dir, const std::function<bool(const json&)>& done,
+                 std::chrono::milliseconds limit = 30s) {
   json reply;
-  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  const auto deadline = std::chrono::steady_clock::now() + limit;
   while (std::chrono::steady_clock::now() < deadline) {
     auto result = RunCommand({kCtl, "status", "--json", "--runtime-dir", runtime_dir.string()});
     reply = json::parse(result.out, nullptr, false);
@@ -82,7 +86,11 @@ std::filesystem::path SegmentPath(const DaemonHarness& harness) {
   return harness.runtime_dir() / std::string(shm::kSegmentFileName);
 }
 
-constexpr size_t kHeadOffset = shm::kConsumerOffset + offsetof(shm::ConsumerRegion, head);
+std::filesystem::path ConsumerPath(const DaemonHarness& harness) {
+  return shm::ConsumerFilePath(SegmentPath(harness).string());
+}
+
+constexpr size_t kHeadOffset = offsetof(shm::ConsumerRegion, head);
 
 uint64_t ReadWord(const std::filesystem::path& path, size_t offset) {
   uint64_t value = 0;
@@ -94,7 +102,7 @@ uint64_t ReadWord(const std::filesystem::path& path, size_t offset) {
   return value;
 }
 
-// What a member of the group can do: open the segment read-write and pwrite any bytes.
+// Writes raw words into a file with pwrite.
 void WriteWords(const std::filesystem::path& path, size_t offset, const std::vector<uint64_t>& words) {
   const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
   ASSERT_GE(fd, 0) << path;
@@ -109,14 +117,19 @@ ino_t InodeOf(const std::filesystem::path& path) {
   return info.st_ino;
 }
 
+// The "daemon" object of a status reply, or an empty object (no reply yet, or unparsable).
+json DaemonPart(const json& status) {
+  const auto daemon = status.is_object() ? status.find("daemon") : status.end();
+  return status.is_object() && daemon != status.end() && daemon->is_object() ? *daemon
+                                                                             : json::object();
+}
+
 uint64_t RetiredSegments(const json& status) {
-  const json& daemon = status["daemon"];
-  return daemon.is_object() ? daemon.value("segments_retired", uint64_t{0}) : 0;
+  return DaemonPart(status).value("segments_retired", uint64_t{0});
 }
 
 std::string RetiredReason(const json& status) {
-  const json& daemon = status["daemon"];
-  return daemon.is_object() ? daemon.value("segment_retired_reason", std::string()) : "";
+  return DaemonPart(status).value("segment_retired_reason", std::string());
 }
 
 // `snowflakectl next --count N` until it succeeds or 60 s pass (a restarted daemon may
@@ -140,6 +153,18 @@ std::vector<uint64_t> CtlNext(const std::filesystem::path& runtime_dir, int coun
   }
 }
 
+constexpr uid_t kNobody = 65534;
+constexpr gid_t kNogroup = 65534;
+
+// A daemon whose clients' group is nogroup, under a harness root that nobody may search:
+// the member the tests act as is nobody in nogroup.
+Daemon StartForNogroup(DaemonHarness& harness) {
+  EXPECT_EQ(chmod(harness.root().c_str(), 0755), 0);
+  auto options = harness.Options();
+  options.config_path = harness.WriteFile("c.toml", "[daemon]\ngroup = \"nogroup\"\n");
+  return harness.Start(options);
+}
+
 TEST(HostileClient, GarbageServiceNamesDoNotBreakStatus) {
   // Arrange: a daemon and a well-behaved client.
   DaemonHarness harness("hostile-names");
@@ -150,10 +175,10 @@ TEST(HostileClient, GarbageServiceNamesDoNotBreakStatus) {
   TakeAndCheck(*client, 1000, ids);
 
   // Act: a group member writes a live slot with a non-UTF-8, invalid name (as pwrite).
-  const auto path = harness.runtime_dir() / std::string(shm::kSegmentFileName);
+  const auto path = ConsumerPath(harness);
   const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
   ASSERT_GE(fd, 0);
-  const uint64_t slot_offset = shm::kConsumerOffset + offsetof(shm::ConsumerRegion, services) +
+  const uint64_t slot_offset = offsetof(shm::ConsumerRegion, services) +
                                (shm::kServiceSlotCount - 1) * sizeof(shm::ServiceSlot);
   unsigned char slot[sizeof(shm::ServiceSlot)] = {};
   const uint64_t owner = static_cast<uint64_t>(getpid());
@@ -181,13 +206,8 @@ TEST(HostileClient, GarbageServiceNamesDoNotBreakStatus) {
 TEST(HostileClient, HoldingTheControlSocketDoesNotLockOutTheOperator) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to act as another uid";
   // Arrange: the clients' group is nogroup, and a member (nobody) may reach the socket.
-  constexpr uid_t kNobody = 65534;
-  constexpr gid_t kNogroup = 65534;
   DaemonHarness harness("hostile-socket");
-  ASSERT_EQ(chmod(harness.root().c_str(), 0755), 0);
-  auto options = harness.Options();
-  options.config_path = harness.WriteFile("c.toml", "[daemon]\ngroup = \"nogroup\"\n");
-  Daemon daemon = harness.Start(options);
+  Daemon daemon = StartForNogroup(harness);
   auto client = Client::Open("orders", harness.Clients());
   ASSERT_TRUE(client) << client.error().message;
   sockaddr_un addr{};  // built before fork: the child only makes system calls
@@ -237,6 +257,74 @@ TEST(HostileClient, HoldingTheControlSocketDoesNotLockOutTheOperator) {
   EXPECT_TRUE(status.status.ExitedWith(0)) << status.out << status.err;
   EXPECT_EQ(json::parse(status.out, nullptr, false).value("state", ""), "serving") << status.out;
   EXPECT_TRUE(resume.status.ExitedWith(0)) << resume.out << resume.err;
+  ExpectUnique(ids);
+}
+
+// Prevented: a member of the clients' group (nobody in nogroup) may read the ring file
+// and write the consumer file (it takes IDs), but cannot open the ring file for writing
+// or truncate it, so it can forge no ID, tail or header field; the daemon serves on.
+TEST(HostileClient, GroupMemberCannotWriteTheRingFile) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to act as another uid";
+  // Arrange: the clients' group is nogroup.
+  DaemonHarness harness("hostile-write");
+  Daemon daemon = StartForNogroup(harness);
+  auto client = Client::Open("orders", harness.Clients());
+  ASSERT_TRUE(client) << client.error().message;
+  std::vector<uint64_t> ids;
+  TakeAndCheck(*client, 1000, ids);
+  // Built before fork: the child only makes system calls, then execs snowflakectl.
+  const std::string ring = SegmentPath(harness).string();
+  const std::string consumer = ConsumerPath(harness).string();
+  const std::string runtime_dir = harness.runtime_dir().string();
+  std::vector<std::string> argv_text = {kCtl, "next", "--count", "1000", "--service", "member",
+                                        "--runtime-dir", runtime_dir};
+  std::vector<char*> argv;
+  for (auto& arg : argv_text) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  int out[2];
+  ASSERT_EQ(pipe(out), 0);
+
+  // Act: as the member, try each write, then take IDs with snowflakectl.
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    close(out[0]);
+    if (setgroups(0, nullptr) != 0 || setgid(kNogroup) != 0 || setuid(kNobody) != 0) _exit(2);
+    auto outcome = [](int result) { return result >= 0 ? 'y' : errno == EACCES ? 'n' : '?'; };
+    const char tried[5] = {outcome(open(ring.c_str(), O_RDWR | O_CLOEXEC)),
+                           outcome(truncate(ring.c_str(), 0)),
+                           outcome(open(ring.c_str(), O_RDONLY | O_CLOEXEC)),
+                           outcome(open(consumer.c_str(), O_RDWR | O_CLOEXEC)), '\n'};
+    if (write(out[1], tried, sizeof tried) != static_cast<ssize_t>(sizeof tried)) _exit(3);
+    if (dup2(out[1], STDOUT_FILENO) < 0) _exit(4);
+    execv(argv[0], argv.data());
+    _exit(5);
+  }
+  close(out[1]);
+  std::string text;
+  char buffer[4096];
+  for (ssize_t n; (n = read(out[0], buffer, sizeof buffer)) > 0;) text.append(buffer, static_cast<size_t>(n));
+  close(out[0]);
+  int wstatus = 0;
+  waitpid(child, &wstatus, 0);
+  TakeAndCheck(*client, 1000, ids);
+
+  // Assert: O_RDWR and truncate refused, read-only and the consumer file allowed.
+  ASSERT_GE(text.size(), 5u) << text;
+  EXPECT_EQ(text.substr(0, 4), "nnyy") << "open rw, truncate, open ro, consumer rw";
+  EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) << "snowflakectl as the member: " << text;
+  std::istringstream lines(text.substr(5));
+  size_t member_ids = 0;
+  for (std::string line; std::getline(lines, line);) {
+    ids.push_back(std::stoull(line));
+    ++member_ids;
+  }
+  EXPECT_EQ(member_ids, 1000u);
+  struct stat info {};
+  ASSERT_EQ(stat(ring.c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 07777, 0640u);
+  EXPECT_GT(info.st_size, 0) << "the ring file was truncated";
+  EXPECT_TRUE(daemon.Running());
   ExpectUnique(ids);
 }
 
@@ -349,7 +437,7 @@ TEST(HostileClient, RewoundHeadRetiresTheSegmentAndClientsMoveToAFreshOne) {
   const ino_t before = InodeOf(path);
 
   // Act
-  WriteWords(path, kHeadOffset, {0});
+  WriteWords(ConsumerPath(harness), kHeadOffset, {0});
   const json status = StatusUntil(harness.runtime_dir(),
                                   [](const json& reply) { return RetiredSegments(reply) >= 1; });
   TakeAndCheck(*client, 5000, ids);  // the same Client, now on the fresh segment
@@ -366,8 +454,9 @@ TEST(HostileClient, RewoundHeadRetiresTheSegmentAndClientsMoveToAFreshOne) {
   ExpectUnique(ids);
 }
 
-// Detected: a forged tail in the header (clients would take slots never published) fails the
-// same per-pass check.
+// Defence in depth (a group member cannot write the header): a forged tail in the header,
+// written as the daemon's user or root (clients would take slots never published), fails
+// the same per-pass check.
 TEST(HostileClient, ForgedTailInTheHeaderRetiresTheSegment) {
   DaemonHarness harness("hostile-tail");
   Daemon daemon = harness.Start();
@@ -377,11 +466,18 @@ TEST(HostileClient, ForgedTailInTheHeaderRetiresTheSegment) {
   TakeAndCheck(*client, 5000, ids);
   const auto path = SegmentPath(harness);
   const uint64_t capacity = ReadWord(path, offsetof(shm::SegmentHeader, capacity));
-  const uint64_t tail = ReadWord(path, offsetof(shm::SegmentHeader, tail));
 
-  WriteWords(path, offsetof(shm::SegmentHeader, tail), {tail + 4 * capacity});
-  const json status = StatusUntil(harness.runtime_dir(),
-                                  [](const json& reply) { return RetiredSegments(reply) >= 1; });
+  // The daemon stores its own tail at every publish (about every millisecond, also idle),
+  // so a forgery that lands between a pass's check and its store is overwritten before
+  // any check sees it (and before any harm: the stored tail is the true one). Forge again
+  // until a check catches one, at most 20 times.
+  json status;
+  for (int attempt = 0; attempt < 20 && RetiredSegments(status) < 1; ++attempt) {
+    const uint64_t tail = ReadWord(path, offsetof(shm::SegmentHeader, tail));
+    WriteWords(path, offsetof(shm::SegmentHeader, tail), {tail + 4 * capacity});
+    status = StatusUntil(
+        harness.runtime_dir(), [](const json& reply) { return RetiredSegments(reply) >= 1; }, 1s);
+  }
   TakeAndCheck(*client, 5000, ids);
 
   EXPECT_EQ(RetiredSegments(status), 1u) << status.dump();
@@ -390,9 +486,10 @@ TEST(HostileClient, ForgedTailInTheHeaderRetiresTheSegment) {
   ExpectUnique(ids);
 }
 
-// Bounded: forged IDs written into the slots are handed out only while they pass the
-// clients' freshness check; forged old IDs (here from the epoch's first second) never reach
-// a client, and a forged last_published_id in the header does not stop the daemon.
+// Defence in depth (a group member cannot write the slots): forged IDs written into the
+// slots as the daemon's user or root are handed out only while they pass the clients'
+// freshness check; forged old IDs (here from the epoch's first second) never reach a
+// client, and a forged last_published_id in the header does not stop the daemon.
 TEST(HostileClient, ForgedStaleIdsInTheSlotsAreNeverHandedOut) {
   // Arrange
   DaemonHarness harness("hostile-forge");
@@ -434,12 +531,13 @@ TEST(HostileClient, ForgedStaleIdsInTheSlotsAreNeverHandedOut) {
   ExpectUnique(ids);
 }
 
-// Not prevented, bounded: ftruncate of the segment makes the daemon's next touch of it
-// raise SIGBUS. The daemon says so and exits 1 (systemd restarts it); the restart retires
-// the truncated segment and serves a fresh one whose IDs are above every ID issued before.
-// (The test takes with snowflakectl, in other processes: touching the truncated mapping
-// would SIGBUS a client too, as docs/security.md says.)
-TEST(HostileClient, TruncatedSegmentStopsTheDaemonAndARestartServesAFreshSegment) {
+// Not prevented, bounded: a member can ftruncate the consumer file (the ring file it
+// cannot), and the daemon's next touch of head raises SIGBUS. The daemon says so and exits
+// 1 (systemd restarts it); the restart retires the truncated segment and serves a fresh one
+// whose IDs are above every ID issued before. (The test takes with snowflakectl, in other
+// processes: touching the truncated mapping would SIGBUS a client too, as docs/security.md
+// says.)
+TEST(HostileClient, TruncatedConsumerFileStopsTheDaemonAndARestartServesAFreshSegment) {
   // Arrange
   DaemonHarness harness("hostile-truncate");
   Daemon daemon = harness.Start();
@@ -448,7 +546,7 @@ TEST(HostileClient, TruncatedSegmentStopsTheDaemonAndARestartServesAFreshSegment
 
   // Act
   {
-    const int fd = open(SegmentPath(harness).c_str(), O_RDWR | O_CLOEXEC);
+    const int fd = open(ConsumerPath(harness).c_str(), O_RDWR | O_CLOEXEC);
     ASSERT_GE(fd, 0);
     ASSERT_EQ(ftruncate(fd, 0), 0);
     close(fd);
@@ -460,7 +558,7 @@ TEST(HostileClient, TruncatedSegmentStopsTheDaemonAndARestartServesAFreshSegment
   // Assert
   ASSERT_TRUE(ended.has_value()) << "the daemon kept running on a truncated segment";
   EXPECT_TRUE(ended->ExitedWith(1)) << ended->ToString();
-  EXPECT_NE(daemon.err().find("SIGBUS: the segment file was truncated"), std::string::npos)
+  EXPECT_NE(daemon.err().find("SIGBUS: the segment's consumer file was truncated"), std::string::npos)
       << daemon.err();
   EXPECT_TRUE(restarted.ready()) << restarted.Describe();
   EXPECT_NE(restarted.err().find("retiring the unusable segment"), std::string::npos)

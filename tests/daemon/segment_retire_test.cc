@@ -48,6 +48,7 @@ TEST(SegmentRetire, CorruptSegmentIsStoppedAndDrainedBeforeItIsUnlinked) {
   RingProducer::Retire(dir.path());
 
   EXPECT_FALSE(std::filesystem::exists(dir / std::string(kSegmentFileName)));
+  EXPECT_FALSE(std::filesystem::exists(ConsumerFilePath((dir / std::string(kSegmentFileName)).string())));
   EXPECT_FALSE(client->TryTake(&id)) << "a client took from the retired orphan";
   EXPECT_EQ(client->header().state.load(), static_cast<uint32_t>(DaemonState::kStopped));
 }

@@ -1,10 +1,11 @@
-// libFuzzer target: segment validation (shm/segment.cc). A fuzzed file is written where a
-// daemon's segment would be, then opened as a client does (RingConsumer::Open, then a few
-// takes) and as the daemon does on restart (RingProducer::CreateOrOpen, which reopens or
-// retires it).
-// Input: byte 0 picks the file size (see below); the next 4096 bytes are the header page,
-// the next up to 4096 the start of the consumer region, the rest the start of the slots.
-// The rest of the file is zeros (sparse), so a few KB describe a whole segment.
+// libFuzzer target: segment validation (shm/segment.cc). A fuzzed pair of files (the ring
+// file and its consumer file) is written where a daemon's segment would be, then opened as
+// a client does (RingConsumer::Open, then a few takes) and as the daemon does on restart
+// (RingProducer::CreateOrOpen, which reopens or retires it).
+// Input: byte 0 picks the files' sizes and whether the consumer file gets the header's
+// segment id (see below); the next 4096 bytes are the header page, the next up to 4096 the
+// start of the consumer file, the rest the start of the slots. The rest of each file is
+// zeros (sparse), so a few KB describe a whole segment.
 // Property: a segment that validates can be taken from without reading outside the
 // mapping, and IDs taken from it are the slots' values; nothing crashes, hangs or leaks.
 
@@ -57,11 +58,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ++data;
   --size;
   const std::filesystem::path path = RuntimeDir() / std::string(kSegmentFileName);
+  const std::string consumer_path = ConsumerFilePath(path.string());
   unlink(path.c_str());
+  unlink(consumer_path.c_str());
   const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) __builtin_trap();
+  const int consumer_fd = open(consumer_path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0 || consumer_fd < 0) __builtin_trap();
 
-  // The size the header's capacity asks for (when plausible), then bent by size_mode.
+  // The ring file's size the header's capacity asks for (when plausible), then bent by
+  // size_mode % 6; the consumer file's by (size_mode / 6) % 3.
   const uint64_t capacity = Load64(data, size, offsetof(SegmentHeader, capacity));
   const bool plausible = capacity != 0 && capacity <= kMaxCapacity && (capacity & (capacity - 1)) == 0;
   uint64_t file_size = plausible ? SegmentSizeFor(capacity) : SegmentSizeFor(1);
@@ -69,24 +74,36 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 0: break;                                        // exact
     case 1: file_size -= 8; break;                        // one slot short
     case 2: file_size += kPageSize; break;                // a page too long
-    case 3: file_size = kSlotsOffset - 1; break;          // shorter than the fixed part
+    case 3: file_size = kSlotsOffset - 1; break;          // shorter than the header
     case 4: file_size = std::min<uint64_t>(size, 8192); break;  // inside the header
     case 5: file_size = SegmentSizeFor(2); break;         // another capacity's size
   }
+  uint64_t consumer_size = kConsumerFileSize;
+  switch ((size_mode / 6) % 3) {
+    case 0: break;                                        // exact
+    case 1: consumer_size -= kPageSize; break;            // a page short
+    case 2: consumer_size += kPageSize; break;            // a page too long
+  }
   if (ftruncate(fd, static_cast<off_t>(file_size)) != 0) __builtin_trap();
+  if (ftruncate(consumer_fd, static_cast<off_t>(consumer_size)) != 0) __builtin_trap();
   const size_t header_bytes = std::min<size_t>(size, kPageSize);
   const size_t consumer_bytes = std::min<size_t>(size - header_bytes, kPageSize);
   const size_t slot_bytes = size - header_bytes - consumer_bytes;
   WriteAt(fd, data, std::min<uint64_t>(header_bytes, file_size), 0);
-  if (file_size > kConsumerOffset) {
-    WriteAt(fd, data + header_bytes, std::min<uint64_t>(consumer_bytes, file_size - kConsumerOffset),
-            kConsumerOffset);
-  }
+  WriteAt(consumer_fd, data + header_bytes, consumer_bytes, 0);
   if (file_size > kSlotsOffset) {
     WriteAt(fd, data + header_bytes + consumer_bytes,
             std::min<uint64_t>(slot_bytes, file_size - kSlotsOffset), kSlotsOffset);
   }
+  // Mostly a matching pair (else nearly every input stops at kUnpaired): the consumer file
+  // gets the header's segment id unless the top bit of byte 0 is set.
+  if ((size_mode & 0x80) == 0) {
+    const uint64_t segment_id = Load64(data, size, offsetof(SegmentHeader, segment_id));
+    WriteAt(consumer_fd, reinterpret_cast<const uint8_t*>(&segment_id), sizeof(segment_id),
+            offsetof(ConsumerRegion, segment_id));
+  }
   close(fd);
+  close(consumer_fd);
 
   // As a client: open, then take a few IDs (never waiting: TryTake only).
   {
@@ -125,5 +142,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
   unlink(path.c_str());
+  unlink(consumer_path.c_str());
   return 0;
 }

@@ -1,7 +1,7 @@
 // Bad segments: each is refused with its own SegmentError and a message that names the
-// file (or the group to join), so an operator knows what to fix. The segment is made
-// valid by a real producer, then damaged with pwrite/truncate/chmod at the offsets
-// shm/LAYOUT.md documents.
+// file (or the group to join), so an operator knows what to fix. The segment (the ring
+// file and its consumer file) is made valid by a real producer, then damaged with
+// pwrite/truncate/chmod at the offsets shm/LAYOUT.md documents.
 
 #include <fcntl.h>
 #include <grp.h>
@@ -43,10 +43,21 @@ class BadSegment : public ::testing::Test {
   }
 
   std::filesystem::path path() const { return dir_.path() / kSegmentFileName; }
+  std::string consumer_path() const { return ConsumerFilePath(path().string()); }
 
+  // Writes `value` at `offset` of the ring file (header and slots).
   template <typename T>
   void Poke(uint64_t offset, T value) {
-    const int fd = open(path().c_str(), O_WRONLY);
+    PokeFile(path().string(), offset, value);
+  }
+  // Writes `value` at `offset` of the consumer file (the consumer region).
+  template <typename T>
+  void PokeConsumer(uint64_t offset, T value) {
+    PokeFile(consumer_path(), offset, value);
+  }
+  template <typename T>
+  static void PokeFile(const std::string& file, uint64_t offset, T value) {
+    const int fd = open(file.c_str(), O_WRONLY);
     ASSERT_GE(fd, 0);
     ASSERT_EQ(pwrite(fd, &value, sizeof(value), static_cast<off_t>(offset)),
               static_cast<ssize_t>(sizeof(value)));
@@ -176,7 +187,7 @@ TEST_F(BadSegment, CapacityNotAPowerOfTwoIsBadCapacity) {
 
 TEST_F(BadSegment, HeadAboveTailIsCorruptCounters) {
   Poke<uint64_t>(offsetof(SegmentHeader, tail), 3);
-  Poke<uint64_t>(kConsumerOffset + offsetof(ConsumerRegion, head), 5);
+  PokeConsumer<uint64_t>(offsetof(ConsumerRegion, head), 5);
 
   const SegmentFailure sut = OpenFails();
 
@@ -187,7 +198,7 @@ TEST_F(BadSegment, HeadAboveTailIsCorruptCounters) {
 
 TEST_F(BadSegment, TailBeyondHeadPlusCapacityIsCorruptCounters) {
   Poke<uint64_t>(offsetof(SegmentHeader, tail), 10 + kCapacity + 1);
-  Poke<uint64_t>(kConsumerOffset + offsetof(ConsumerRegion, head), 10);
+  PokeConsumer<uint64_t>(offsetof(ConsumerRegion, head), 10);
 
   const SegmentFailure sut = OpenFails();
 
@@ -197,7 +208,7 @@ TEST_F(BadSegment, TailBeyondHeadPlusCapacityIsCorruptCounters) {
 
 TEST_F(BadSegment, TailExactlyHeadPlusCapacityIsAFullRing) {
   Poke<uint64_t>(offsetof(SegmentHeader, tail), 10 + kCapacity);
-  Poke<uint64_t>(kConsumerOffset + offsetof(ConsumerRegion, head), 10);
+  PokeConsumer<uint64_t>(offsetof(ConsumerRegion, head), 10);
 
   auto sut = RingConsumer::Open(dir_.path());
 
@@ -217,6 +228,90 @@ TEST_F(BadSegment, ModeReadableByOthersIsModeTooOpen) {
     std::snprintf(text, sizeof(text), "%04o", static_cast<unsigned>(mode));
     EXPECT_TRUE(Names(sut, text)) << sut.message;
   }
+}
+
+TEST_F(BadSegment, RingFileIsReadOnlyForTheGroupAndTheConsumerFileIsNot) {
+  struct stat ring {};
+  struct stat consumer {};
+
+  ASSERT_EQ(stat(path().c_str(), &ring), 0);
+  ASSERT_EQ(stat(consumer_path().c_str(), &consumer), 0);
+
+  // The producer was asked for 0660: the ring file drops the group's write bit.
+  EXPECT_EQ(ring.st_mode & 07777, 0640u);
+  EXPECT_EQ(consumer.st_mode & 07777, 0660u);
+  EXPECT_EQ(consumer.st_size, static_cast<off_t>(kConsumerFileSize));
+}
+
+TEST_F(BadSegment, GroupWritableRingFileIsModeTooOpen) {
+  ASSERT_EQ(chmod(path().c_str(), 0660), 0);
+
+  const SegmentFailure sut = OpenFails();
+
+  EXPECT_EQ(sut.code, SegmentError::kModeTooOpen);
+  EXPECT_TRUE(Names(sut, path().string())) << sut.message;
+  EXPECT_TRUE(Names(sut, "0660")) << sut.message;
+  EXPECT_TRUE(Names(sut, "forge IDs")) << sut.message;
+}
+
+TEST_F(BadSegment, ConsumerFileReadableByOthersIsModeTooOpen) {
+  ASSERT_EQ(chmod(consumer_path().c_str(), 0664), 0);
+
+  const SegmentFailure sut = OpenFails();
+
+  EXPECT_EQ(sut.code, SegmentError::kModeTooOpen);
+  EXPECT_TRUE(Names(sut, consumer_path())) << sut.message;
+}
+
+TEST_F(BadSegment, MissingConsumerFileIsUnpaired) {
+  ASSERT_EQ(unlink(consumer_path().c_str()), 0);
+
+  const SegmentFailure sut = OpenFails();
+
+  EXPECT_EQ(sut.code, SegmentError::kUnpaired);
+  EXPECT_TRUE(Names(sut, consumer_path())) << sut.message;
+  EXPECT_TRUE(Names(sut, "retry")) << sut.message;
+}
+
+TEST_F(BadSegment, ConsumerFileOfAnotherSegmentIsUnpaired) {
+  PokeConsumer<uint64_t>(offsetof(ConsumerRegion, segment_id), 12345);
+
+  const SegmentFailure sut = OpenFails();
+
+  EXPECT_EQ(sut.code, SegmentError::kUnpaired);
+  EXPECT_TRUE(Names(sut, "segment id 12345")) << sut.message;
+}
+
+TEST_F(BadSegment, TruncatedConsumerFileIsTruncated) {
+  ASSERT_EQ(truncate(consumer_path().c_str(), static_cast<off_t>(kPageSize)), 0);
+
+  const SegmentFailure sut = OpenFails();
+
+  EXPECT_EQ(sut.code, SegmentError::kTruncated);
+  EXPECT_TRUE(Names(sut, consumer_path())) << sut.message;
+}
+
+TEST_F(BadSegment, GrownConsumerFileIsSizeMismatch) {
+  ASSERT_EQ(truncate(consumer_path().c_str(), static_cast<off_t>(kConsumerFileSize + kPageSize)), 0);
+
+  const SegmentFailure sut = OpenFails();
+
+  EXPECT_EQ(sut.code, SegmentError::kSizeMismatch);
+  EXPECT_TRUE(Names(sut, consumer_path())) << sut.message;
+}
+
+TEST_F(BadSegment, ProducerRetiresAnUnpairedSegmentAndCreatesAFreshPair) {
+  ASSERT_EQ(unlink(consumer_path().c_str()), 0);
+
+  const auto refused = RingProducer::CreateOrOpen(testing::OptionsFor(dir_.path(), kCapacity));
+  RingProducer::Retire(dir_.path());
+  const auto fresh = RingProducer::CreateOrOpen(testing::OptionsFor(dir_.path(), kCapacity));
+
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, SegmentError::kUnpaired);
+  ASSERT_TRUE(fresh) << fresh.error().message;
+  EXPECT_FALSE(fresh->reopened());
+  EXPECT_TRUE(RingConsumer::Open(dir_.path())) << "the fresh pair opens";
 }
 
 TEST_F(BadSegment, OwnerOtherThanExpectedIsWrongOwner) {
@@ -332,7 +427,7 @@ ChildResult OpenWithoutPermission(const std::filesystem::path& dir) {
 TEST_F(BadSegment, UnreadableFileIsPermissionDeniedNamingTheGroup) {
   ASSERT_EQ(chmod(dir_.path().c_str(), 0755), 0);
   ASSERT_EQ(chown(path().c_str(), getuid(), SegmentGroup()), 0);
-  ASSERT_EQ(chmod(path().c_str(), AsRoot() ? 0660 : 0060), 0);
+  ASSERT_EQ(chmod(path().c_str(), AsRoot() ? 0640 : 0040), 0);
 
   const ChildResult sut = OpenWithoutPermission(dir_.path());
 
@@ -342,6 +437,61 @@ TEST_F(BadSegment, UnreadableFileIsPermissionDeniedNamingTheGroup) {
   EXPECT_NE(sut.message.find("add this user to group " + GroupName(SegmentGroup())),
             std::string::npos)
       << sut.message;
+}
+
+// What a member of the clients' group can do to the files (as root: nobody in group
+// `daemon`): read the ring file, read and write the consumer file, and nothing else — no
+// write, no truncation of the header and slots.
+TEST_F(BadSegment, GroupMemberCannotWriteOrTruncateTheRingFile) {
+  if (!AsRoot()) GTEST_SKIP() << "needs root to act as a group member of another uid";
+  ASSERT_EQ(chown(dir_.path().c_str(), 0, SegmentGroup()), 0);
+  ASSERT_EQ(chmod(dir_.path().c_str(), 0750), 0);
+  for (const std::string& file : {path().string(), consumer_path()}) {
+    ASSERT_EQ(chown(file.c_str(), 0, SegmentGroup()), 0);
+  }
+  const std::string ring = path().string();
+  const std::string consumer = consumer_path();
+  int out[2];
+  ASSERT_EQ(pipe(out), 0);
+
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    close(out[0]);
+    const gid_t group = SegmentGroup();
+    char result[6] = "-----";
+    if (setgroups(1, &group) == 0 && setgid(kNobody) == 0 && setuid(kNobody) == 0) {
+      auto outcome = [](int fd_or_status) {
+        if (fd_or_status >= 0) return 'y';
+        return errno == EACCES || errno == EPERM ? 'n' : '?';
+      };
+      const int write_ring = open(ring.c_str(), O_RDWR | O_CLOEXEC);
+      result[0] = outcome(write_ring);
+      result[1] = outcome(truncate(ring.c_str(), 0));
+      result[2] = outcome(open(ring.c_str(), O_RDONLY | O_CLOEXEC));
+      result[3] = outcome(open(consumer.c_str(), O_RDWR | O_CLOEXEC));
+      auto opened = RingConsumer::Open(dir_.path(), ConsumerOptions{.expected_owner = 0});
+      result[4] = opened ? 'y' : 'n';
+    }
+    const ssize_t ignored = write(out[1], result, 5);
+    (void)ignored;
+    _exit(0);
+  }
+  close(out[1]);
+  char result[6] = {};
+  const ssize_t n = read(out[0], result, 5);
+  close(out[0]);
+  int status = 0;
+  waitpid(child, &status, 0);
+  chmod(dir_.path().c_str(), 0700);
+
+  ASSERT_EQ(n, 5);
+  // open(O_RDWR) and truncate of the ring file refused; read-only open, the consumer
+  // file and a client's whole open allowed.
+  EXPECT_EQ(std::string(result, 5), "nnyyy");
+  struct stat info {};
+  ASSERT_EQ(stat(ring.c_str(), &info), 0);
+  EXPECT_EQ(static_cast<uint64_t>(info.st_size), SegmentSizeFor(kCapacity)) << "not truncated";
 }
 
 TEST_F(BadSegment, UnsearchableRuntimeDirIsPermissionDeniedNamingTheGroup) {

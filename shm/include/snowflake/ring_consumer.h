@@ -69,13 +69,15 @@ class RingConsumer {
   RingConsumer(RingConsumer&&) noexcept;
   RingConsumer& operator=(RingConsumer&&) noexcept;
 
-  // Opens runtime_dir/kSegmentFileName: checks it is a regular file owned by the expected
-  // user with no access for others, then maps the header and slots read-only and the
-  // consumer region read-write, and validates magic, version, sizes, capacity and counters.
+  // Opens the ring file runtime_dir/kSegmentFileName (read-only) and its consumer file
+  // (ConsumerFilePath, read-write): checks each is a regular file owned by the expected
+  // user with no access for others (and the ring file no write for its group), maps the
+  // header and slots read-only and the consumer region read-write, and validates magic,
+  // version, sizes, capacity, the pair's segment id and the counters.
   // Errors (each with a message naming the path and what to do): kNotFound (no daemon),
-  // kPermissionDenied (names the group to join), kNotRegularFile, kWrongOwner,
-  // kModeTooOpen, kTruncated, kBadMagic, kIncompatibleVersion, kSizeMismatch,
-  // kBadCapacity, kCorruptCounters, kSystemError.
+  // kUnpaired (the daemon is replacing the segment: retry), kPermissionDenied (names the
+  // group to join), kNotRegularFile, kWrongOwner, kModeTooOpen, kTruncated, kBadMagic,
+  // kIncompatibleVersion, kSizeMismatch, kBadCapacity, kCorruptCounters, kSystemError.
   static tl::expected<RingConsumer, SegmentFailure> Open(
       const std::filesystem::path& runtime_dir, const ConsumerOptions& options = {}) noexcept;
 
@@ -239,7 +241,7 @@ class RingConsumer {
   uint64_t uncounted() const noexcept {
     return consumer_->uncounted.load(std::memory_order_relaxed);
   }
-  // The file's identity: a daemon that recreated the segment has a new inode.
+  // The ring file's identity: a daemon that recreated the segment has a new inode.
   ino_t inode() const noexcept;
   dev_t device() const noexcept;
 

@@ -80,8 +80,10 @@ class RingProducer {
   // its state set to kStarting.
   // Errors: kSystemError (cannot create, chmod, chown or map: message names the cause);
   // any validation error of an existing segment that is corrupt (kBadMagic,
-  // kIncompatibleVersion, kTruncated, kSizeMismatch, kBadCapacity, kCorruptCounters): the
-  // caller decides whether to retire it (Retire()) and create a fresh one.
+  // kIncompatibleVersion, kTruncated, kSizeMismatch, kBadCapacity, kCorruptCounters,
+  // kUnpaired: its consumer file is missing or of another segment): the caller decides
+  // whether to retire it (Retire()) and create a fresh one. The ring file is created with
+  // `mode` minus group and other write (0660 → 0640), the consumer file with `mode`.
   static tl::expected<RingProducer, SegmentFailure> CreateOrOpen(
       const ProducerOptions& options) noexcept;
 
@@ -99,7 +101,7 @@ class RingProducer {
   void Abandon(StateReason reason = StateReason::kShutdown) noexcept;
 
   // Marks an existing segment stopped, takes back its ring, wakes its clients, and unlinks
-  // it, so a fresh one can be created. Clients still mapping it see `stopped` and an empty
+  // both its files (the ring file first), so a fresh one can be created. Clients still mapping it see `stopped` and an empty
   // ring, also when the segment failed validation (a corrupt magic, version or counters).
   static void Retire(const std::filesystem::path& runtime_dir) noexcept;
 

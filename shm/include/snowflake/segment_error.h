@@ -23,6 +23,8 @@ enum class SegmentError {
   kBadCapacity,          // capacity not a power of two within [1, 2^20]
   kCorruptCounters,      // head > tail, tail > head + capacity, or head moved backwards
   kNotIncreasing,        // a publish would not be strictly above every published ID
+  kUnpaired,             // the consumer file is missing or belongs to another ring file
+                         // (the daemon is replacing the segment: retry)
   kSystemError,          // an unexpected OS error (the message has errno's text)
 };
 

@@ -1,12 +1,17 @@
 // The byte layout of the shared-memory segment: a file format, documented field by field
 // in shm/LAYOUT.md. The daemon (the only producer) and every client (consumers) map the
-// same file; these structs are that file's regions. Nothing here holds a pointer.
+// same two files; these structs are their regions. Nothing here holds a pointer.
 //
-// Region        offset            size             clients map it
-// header        0                 4096             read-only
-// consumer      4096              163840           read-write
-// slots         167936            capacity * 8,    read-only
-//                                 rounded up to a page
+// The ring file (`snowflake.ring`, mode 0640: the clients' group may only read it)
+//   region      offset            size                               clients map it
+//   header      0                 4096                               read-only
+//   slots       4096              capacity * 8, rounded up to a page read-only
+// The consumer file (`snowflake.ring.consumer`, mode 0660)
+//   consumer    0                 163840                             read-write
+//
+// Only the consumer region must be writable by clients (a take is a CAS on its `head`),
+// so only it is in a file the group may open for writing: no client can forge an ID, the
+// tail or the header, or truncate the file they live in (docs/decisions.md).
 //
 // Every shared field is a lock-free std::atomic; producer-written and consumer-written
 // fields never share a cache line.
@@ -17,6 +22,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace snowflake::shm {
@@ -27,13 +33,20 @@ inline constexpr size_t kCacheLine = 64;
 // "SNOWFLK" followed by the byte 0x01, read as a little-endian u64.
 inline constexpr uint64_t kMagic = 0x014b4c46574f4e53ull;
 // Bumped on any change of layout or protocol; a client accepts exactly its own version.
-inline constexpr uint32_t kVersion = 2;
+inline constexpr uint32_t kVersion = 3;
 
 inline constexpr uint64_t kMinCapacity = 1;
 inline constexpr uint64_t kMaxCapacity = uint64_t{1} << 20;
 
-// File names inside the runtime directory.
+// File names inside the runtime directory: the ring file (header and slots) and, beside
+// it, the consumer file (the consumer region), named `<ring file>` + kConsumerFileSuffix.
 inline constexpr std::string_view kSegmentFileName = "snowflake.ring";
+inline constexpr std::string_view kConsumerFileSuffix = ".consumer";
+
+// The consumer file that belongs to the ring file at `ring_path`.
+inline std::string ConsumerFilePath(std::string_view ring_path) {
+  return std::string(ring_path) + std::string(kConsumerFileSuffix);
+}
 
 static_assert(std::atomic<uint64_t>::is_always_lock_free,
               "shared across processes; must never fall back to a lock");
@@ -74,9 +87,12 @@ struct alignas(kPageSize) SegmentHeader {
   std::atomic<uint32_t> version;
   std::atomic<uint32_t> header_size;      // sizeof(SegmentHeader)
   std::atomic<uint64_t> capacity;         // slots; a power of two
-  std::atomic<uint64_t> segment_size;     // bytes of the whole file
-  std::atomic<uint64_t> consumer_offset;  // byte offset of ConsumerRegion
-  std::atomic<uint64_t> slots_offset;     // byte offset of the slot array
+  std::atomic<uint64_t> segment_size;     // bytes of the ring file
+  // A random non-zero number, also in the consumer file's ConsumerRegion::segment_id: a
+  // client maps the two files together only when they match (neither was replaced between
+  // its two opens).
+  std::atomic<uint64_t> segment_id;
+  std::atomic<uint64_t> slots_offset;     // byte offset of the slot array in the ring file
   std::atomic<uint64_t> epoch_unix_ms;    // the ID layout's epoch
   std::atomic<uint32_t> machine;          // the daemon's machine number
   std::atomic<uint32_t> reserved0;
@@ -124,7 +140,7 @@ static_assert(offsetof(SegmentHeader, magic) == 0 && offsetof(SegmentHeader, ver
                   offsetof(SegmentHeader, header_size) == 12 &&
                   offsetof(SegmentHeader, capacity) == 16 &&
                   offsetof(SegmentHeader, segment_size) == 24 &&
-                  offsetof(SegmentHeader, consumer_offset) == 32 &&
+                  offsetof(SegmentHeader, segment_id) == 32 &&
                   offsetof(SegmentHeader, slots_offset) == 40 &&
                   offsetof(SegmentHeader, epoch_unix_ms) == 48 &&
                   offsetof(SegmentHeader, machine) == 56,
@@ -184,7 +200,7 @@ struct alignas(kCacheLine) CounterLane {
 };
 static_assert(sizeof(CounterLane) == kCacheLine, "LAYOUT.md: one line per lane");
 
-// The only region clients may write. Mapped read-write by everyone.
+// The only region clients may write: the whole consumer file, mapped read-write by everyone.
 struct alignas(kPageSize) ConsumerRegion {
   // --- Line 0: the ticket counter every take CASes (and the daemon's drain).
   std::atomic<uint64_t> head;
@@ -198,6 +214,9 @@ struct alignas(kPageSize) ConsumerRegion {
   // IDs taken by clients that found no free ServiceSlot (fetch_add by those clients
   // only); reported as "uncounted" in status.
   std::atomic<uint64_t> uncounted;
+  // SegmentHeader::segment_id of the ring file this region belongs to; written by the
+  // daemon before the file is renamed into place, never changed after.
+  std::atomic<uint64_t> segment_id;
   // --- Lines 2..: one slot per client.
   alignas(kCacheLine) ServiceSlot services[kServiceSlotCount];
   // --- Then kLanesPerService per-thread lanes per slot: lanes[i] belong to services[i].
@@ -208,12 +227,15 @@ static_assert(offsetof(ConsumerRegion, refill_request) == 64, "LAYOUT.md: refill
 static_assert(offsetof(ConsumerRegion, services) == 128, "LAYOUT.md: services at +128");
 static_assert(offsetof(ConsumerRegion, lanes) == 32768, "LAYOUT.md: lanes at +32768");
 static_assert(offsetof(ConsumerRegion, head) == 0 && offsetof(ConsumerRegion, waiters) == 72 &&
-                  offsetof(ConsumerRegion, uncounted) == 80,
-              "LAYOUT.md: head at +0, waiters at +72, uncounted at +80");
+                  offsetof(ConsumerRegion, uncounted) == 80 &&
+                  offsetof(ConsumerRegion, segment_id) == 88,
+              "LAYOUT.md: head at +0, waiters at +72, uncounted at +80, segment_id at +88");
 
-inline constexpr uint64_t kConsumerOffset = sizeof(SegmentHeader);
-inline constexpr uint64_t kSlotsOffset = kConsumerOffset + sizeof(ConsumerRegion);
-static_assert(kConsumerOffset == 4096 && kSlotsOffset == 167936, "LAYOUT.md: region offsets");
+// Offsets: the slots in the ring file (after the header); the consumer region is the
+// whole consumer file.
+inline constexpr uint64_t kSlotsOffset = sizeof(SegmentHeader);
+inline constexpr uint64_t kConsumerFileSize = sizeof(ConsumerRegion);
+static_assert(kSlotsOffset == 4096 && kConsumerFileSize == 163840, "LAYOUT.md: region offsets");
 static_assert(kMagic == 0x014b4c46574f4e53ull, "LAYOUT.md: bytes 53 4e 4f 57 46 4c 4b 01");
 
 constexpr bool IsPowerOfTwo(uint64_t n) { return n != 0 && (n & (n - 1)) == 0; }
