@@ -402,7 +402,8 @@ int RunDaemon(const Config& config) {
     return kExitFatal;
   }
 
-  // 12. Serve.
+  // 12. Serve. A stop signal wakes the loop, so clients hear "stopped" at once.
+  signals.SetOnStop([&loop] { loop.Interrupt(); });
   loop.Run(signals.stop_flag(), [&] {
     status.notifier().Ready(status.Line(loop.Facts()));
     spdlog::info("{} machine {}: segment {}, control socket {}",
@@ -410,6 +411,7 @@ int RunDaemon(const Config& config) {
                  producer->path().string(),
                  (config.daemon.runtime_dir / kControlSocketFileName).string());
   });
+  signals.SetOnStop({});
 
   // Shutdown, in reverse.
   int exit_status = kExitOk;

@@ -69,6 +69,11 @@ void FillLoop::Run(const std::atomic<bool>& stop, const std::function<void()>& o
   }
 }
 
+void FillLoop::Interrupt() noexcept {
+  const std::lock_guard<std::mutex> guard(producer_mutex_);
+  producer_.WakeFillLoop();
+}
+
 std::chrono::nanoseconds FillLoop::NextWait() noexcept {
   if (dormant_) return options_.dormant_wait;
   // 5 µs past the next millisecond boundary of the IDs' clock, at most 1.005 ms: the
@@ -243,6 +248,7 @@ void FillLoop::ReplaceTamperedSegment(const std::string& why) {
   {
     std::unique_lock<std::mutex> hold;
     if (heartbeat_ != nullptr) hold = heartbeat_->Hold();
+    const std::lock_guard<std::mutex> guard(producer_mutex_);
     producer_ = std::move(*replacement);
   }
   incarnation_ = fresh.incarnation;

@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include <ctime>
+#include <utility>
 
 namespace snowflake::daemon {
 
@@ -20,9 +21,16 @@ SignalWatcher::SignalWatcher() {
         signal_.store(sig, std::memory_order_relaxed);
         // Release: pairs with stop_requested(); signal_ is read after it.
         stop_.store(true, std::memory_order_release);
+        const std::lock_guard<std::mutex> lock(on_stop_mutex_);
+        if (on_stop_) on_stop_();
       }
     }
   });
+}
+
+void SignalWatcher::SetOnStop(std::function<void()> on_stop) {
+  const std::lock_guard<std::mutex> lock(on_stop_mutex_);
+  on_stop_ = std::move(on_stop);
 }
 
 SignalWatcher::~SignalWatcher() {

@@ -546,6 +546,11 @@ void RingProducer::WaitForRefillRequest(uint32_t seen, std::chrono::nanoseconds 
   FutexWait(consumer_->refill_request, seen, timeout);
 }
 
+void RingProducer::WakeFillLoop() noexcept {
+  consumer_->refill_request.fetch_add(1, std::memory_order_release);
+  FutexWake(consumer_->refill_request, 1);
+}
+
 void RingProducer::WakeConsumers() noexcept {
   // seq_cst pairs with the consumer's seq_cst waiters increment (a Dekker handshake): if
   // we read waiters == 0, the consumer's re-check of the ring comes after our tail store

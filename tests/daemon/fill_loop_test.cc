@@ -13,9 +13,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstddef>
+#include <future>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "fake_clock.h"
 #include "snowflake/ring_consumer.h"
@@ -368,6 +372,33 @@ TEST(FillLoop, ForgedSegmentIdInTheConsumerFileRetiresTheSegment) {
   EXPECT_NE(rig.sut.segment_retired_reason().find("segment id is 12345"), std::string::npos)
       << rig.sut.segment_retired_reason();
   EXPECT_GT(rig.producer.size(), 0u) << "the fresh segment is filled";
+}
+
+// A dormant loop sleeps dormant_wait between passes; Interrupt() (the daemon's signal
+// watcher calls it on SIGTERM) ends that sleep, so Run sees the stop flag at once. Here the
+// wait is 120 s: without the interrupt the loop would still be asleep at the 30 s check.
+TEST(FillLoop, InterruptEndsADormantWaitSoRunSeesTheStopAtOnce) {
+  FillLoopOptions options = Rig::Defaults();
+  options.dormant_after = std::chrono::milliseconds(0);
+  options.dormant_wait = std::chrono::milliseconds(120'000);
+  Rig rig(options);
+  std::atomic<bool> stop{false};
+  std::promise<void> ready;
+  auto ran = std::async(std::launch::async, [&] {
+    rig.sut.Run(stop, [&] { ready.set_value(); });
+  });
+  ASSERT_EQ(ready.get_future().wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  // Let it fill, turn dormant and fall asleep.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+
+  stop.store(true, std::memory_order_release);
+  rig.sut.Interrupt();
+
+  EXPECT_EQ(ran.wait_for(std::chrono::seconds(30)), std::future_status::ready)
+      << "Run was still asleep 30 s after the interrupt";
+  ran.wait();
+  rig.sut.StopServing();
+  EXPECT_EQ(rig.producer.state(), DaemonState::kStopped);
 }
 
 TEST(FillLoop, TamperedSegmentStopsTheLoopWhenNoFreshOneCanBeMade) {

@@ -162,6 +162,10 @@ class RingProducer {
 
   // The refill word: consumers bump it when they find the ring empty.
   uint32_t refill_request() const noexcept;
+  // Bumps the refill word and wakes a WaitForRefillRequest in progress, as a client's
+  // refill request does. Safe from any thread (it touches only that shared word), unlike
+  // every other method: the daemon's signal watcher uses it to cut a wait short.
+  void WakeFillLoop() noexcept;
   // Sleeps until refill_request() != seen or `timeout` passes.
   void WaitForRefillRequest(uint32_t seen, std::chrono::nanoseconds timeout) noexcept;
 
