@@ -419,6 +419,21 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_->body_limit(kMaxBodyBytes);
     ExpireAfter(refusal_ ? kRefuseTimeout
                          : std::chrono::milliseconds(front_.options().idle_timeout_ms));
+    if (buffer_.size() != 0) {
+      // A pipelined request is (partly) here already: parse it before waiting for more.
+      return ReadRequest();
+    }
+    // Nothing buffered: wait until the socket is readable, then read. Reading at once
+    // would first make a recv that finds nothing (the next request has not come yet) and
+    // only then wait in epoll: one system call per request more than needed.
+    socket_.async_wait(tcp::socket::wait_read,
+                       [self = shared_from_this()](beast::error_code ec) {
+                         if (ec) return;  // closed by the deadline, or the front stopped
+                         self->ReadRequest();
+                       });
+  }
+
+  void ReadRequest() {
     http::async_read(socket_, buffer_, *parser_,
                      beast::bind_front_handler(&Session::OnRead, shared_from_this()));
   }
