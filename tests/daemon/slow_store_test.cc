@@ -138,7 +138,10 @@ bool Eventually(Pred pred, std::chrono::milliseconds timeout = 20s) {
 }
 
 TEST(SlowStore, TwoHundredMsFsyncNeitherAgesIdsNorStopsTheHeartbeat) {
-  InProcessDaemon daemon(/*reservation_ms=*/1000);
+  // A renewal makes up to three fsyncs (600 ms here): 1000 ms of slack (renew_ahead is half
+  // the reservation) keeps it ahead also on a loaded 2-core machine under tsan, where 500 ms
+  // once ran out and the daemon rightly paused.
+  InProcessDaemon daemon(/*reservation_ms=*/2000);
   daemon.fs().SetDelay(200ms);
   daemon.Start();
   ClientOptions options;
