@@ -98,14 +98,14 @@ bool IsRetirableSegmentError(shm::SegmentError code) {
 
 // Any member of the clients' group can ftruncate the segment's consumer file
 // (docs/security.md; the ring file it cannot write), and the next touch of a lost page
-// raises SIGBUS. Say why in the log and exit 1 (systemd
-// restarts the daemon, which retires the truncated segment and serves a fresh one) rather
-// than dump core. Async-signal-safe: one write(2), then _exit(2).
+// raises SIGBUS. Say why in the log and exit 1 (systemd restarts the daemon, which retires
+// the truncated segment and serves a fresh one) rather than dump core. Async-signal-safe:
+// one write(2), then _exit(2).
 void ExitOnSigbus(int) {
   static const char kMessage[] =
-      "snowflaked: SIGBUS: the segment's consumer file was truncated under the daemon (a member of the "
-      "clients' group can do this; see docs/security.md); exiting so that a restart serves a "
-      "fresh segment\n";
+      "snowflaked: SIGBUS: the segment's consumer file was truncated under the daemon (a "
+      "member of the clients' group can do this; see docs/security.md); exiting so that a "
+      "restart serves a fresh segment\n";
   [[maybe_unused]] const ssize_t written = write(STDERR_FILENO, kMessage, sizeof kMessage - 1);
   _exit(kExitFatal);
 }
