@@ -1,6 +1,5 @@
-// Internal to snowflake::shm: opening, validating and mapping a segment file with
-// Boost.Interprocess. Kept out of the public headers so Boost's compile cost and types
-// stay here.
+// Internal to snowflake::shm: opening, validating and mapping a segment's two files with
+// open/fstat/mmap (each check needs the descriptor itself). Kept out of the public headers.
 
 #ifndef SNOWFLAKE_SHM_MAPPED_SEGMENT_H_
 #define SNOWFLAKE_SHM_MAPPED_SEGMENT_H_

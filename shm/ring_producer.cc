@@ -7,8 +7,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <boost/interprocess/file_mapping.hpp>
-#include <boost/interprocess/mapped_region.hpp>
 #include <cassert>
 #include <cerrno>
 #include <climits>
@@ -24,8 +22,6 @@
 
 namespace snowflake::shm {
 namespace {
-
-namespace bip = boost::interprocess;
 
 SegmentFailure SystemFailure(const std::string& what, int err) {
   return SegmentFailure{SegmentError::kSystemError, what + ": " + std::strerror(err), err};
@@ -67,11 +63,13 @@ uint64_t NewSegmentId() {
   return id != 0 ? id : 1;
 }
 
-// Creates `tmp_path` (O_EXCL) with `mode` and the options' group, sized `size`, and calls
-// init(fd) to write its first bytes. Unlinks it on failure.
+// Creates `tmp_path` (O_EXCL) with `mode` and the options' group, sized `size`, maps its
+// first `init_length` bytes and calls init() on them to write its first fields. Unlinks it
+// on failure.
 tl::expected<void, SegmentFailure> CreateTempFile(const std::string& tmp_path, mode_t mode,
                                                   uint64_t size, const ProducerOptions& options,
-                                                  const std::function<void(int)>& init) {
+                                                  size_t init_length,
+                                                  const std::function<void(void*)>& init) {
   unlink(tmp_path.c_str());  // a leftover of a crashed daemon with our pid
   const int fd = open(tmp_path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
   if (fd < 0) return tl::unexpected(SystemFailure("create " + tmp_path, errno));
@@ -86,12 +84,10 @@ tl::expected<void, SegmentFailure> CreateTempFile(const std::string& tmp_path, m
   if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
     return fail(SystemFailure("size " + tmp_path, errno));
   }
-  try {
-    init(fd);
-  } catch (const bip::interprocess_exception& e) {
-    return fail(SegmentFailure{SegmentError::kSystemError, "map " + tmp_path + ": " + e.what(),
-                               e.get_native_error()});
-  }
+  void* base = mmap(nullptr, init_length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (base == MAP_FAILED) return fail(SystemFailure("map " + tmp_path, errno));
+  init(base);
+  munmap(base, init_length);
   close(fd);
   return {};
 }
@@ -124,17 +120,13 @@ tl::expected<void, SegmentFailure> CreateSegmentFile(const ProducerOptions& opti
 
   // The file is zero-filled, which is a valid value for every atomic in both regions.
   auto created = CreateTempFile(consumer_tmp_path, options.mode, kConsumerFileSize, options,
-                                [&](int) {
-    bip::file_mapping file(consumer_tmp_path.c_str(), bip::read_write);
-    bip::mapped_region region(file, bip::read_write, 0, sizeof(ConsumerRegion));
-    auto* consumer = static_cast<ConsumerRegion*>(region.get_address());
-    consumer->segment_id.store(segment_id, std::memory_order_relaxed);
+                                sizeof(ConsumerRegion), [&](void* base) {
+    static_cast<ConsumerRegion*>(base)->segment_id.store(segment_id, std::memory_order_relaxed);
   });
   if (!created) return tl::unexpected(std::move(created.error()));
-  created = CreateTempFile(tmp_path, RingFileMode(options), size, options, [&](int) {
-    bip::file_mapping file(tmp_path.c_str(), bip::read_write);
-    bip::mapped_region region(file, bip::read_write, 0, sizeof(SegmentHeader));
-    auto* header = static_cast<SegmentHeader*>(region.get_address());
+  created = CreateTempFile(tmp_path, RingFileMode(options), size, options,
+                           sizeof(SegmentHeader), [&](void* base) {
+    auto* header = static_cast<SegmentHeader*>(base);
     header->version.store(kVersion, std::memory_order_relaxed);
     header->header_size.store(sizeof(SegmentHeader), std::memory_order_relaxed);
     header->capacity.store(options.capacity, std::memory_order_relaxed);
