@@ -35,6 +35,7 @@
 #include "daemon/status_reporter.h"
 #include "daemon/time_text.h"
 #include "snowflake/ring_producer.h"
+#include "snowflake/truncation_guard.h"
 
 #ifndef SNOWFLAKE_VERSION
 #define SNOWFLAKE_VERSION "0.0.0"
@@ -96,16 +97,17 @@ bool IsRetirableSegmentError(shm::SegmentError code) {
   }
 }
 
-// Any member of the clients' group can ftruncate the segment's consumer file
-// (docs/security.md; the ring file it cannot write), and the next touch of a lost page
-// raises SIGBUS. Say why in the log and exit 1 (systemd restarts the daemon, which retires
-// the truncated segment and serves a fresh one) rather than dump core. Async-signal-safe:
-// one write(2), then _exit(2).
+// A SIGBUS the truncation guard cannot survive: a mapped file shrank that only root or the
+// daemon's user can write (the ring file, a state file), or a bug. A truncated consumer
+// file, which any member of the clients' group can cause, never gets here: the guard
+// (snowflake/truncation_guard.h) survives it and the fill loop retires the segment. Say
+// why in the log and exit 1 (systemd restarts the daemon, which retires a damaged segment)
+// rather than dump core. Async-signal-safe: one write(2), then _exit(2).
 void ExitOnSigbus(int) {
   static const char kMessage[] =
-      "snowflaked: SIGBUS: the segment's consumer file was truncated under the daemon (a "
-      "member of the clients' group can do this; see docs/security.md); exiting so that a "
-      "restart serves a fresh segment\n";
+      "snowflaked: SIGBUS: a file the daemon maps shrank under it (the segment's ring file, "
+      "writable only by root and the daemon's user); exiting so that a restart serves a "
+      "fresh segment\n";
   [[maybe_unused]] const ssize_t written = write(STDERR_FILENO, kMessage, sizeof kMessage - 1);
   _exit(kExitFatal);
 }
@@ -219,10 +221,11 @@ int RunDaemon(const Config& config) {
   SetUpLogging(config.daemon.log_level);
   daemon::SignalWatcher signals;
   signal(SIGPIPE, SIG_IGN);
-  struct sigaction on_sigbus {};
-  on_sigbus.sa_handler = ExitOnSigbus;
-  sigemptyset(&on_sigbus.sa_mask);
-  sigaction(SIGBUS, &on_sigbus, nullptr);
+  // Before any segment is mapped, so every consumer region the daemon maps is guarded.
+  if (!shm::InstallTruncationGuard(ExitOnSigbus)) {
+    spdlog::critical("cannot install the SIGBUS handler: {}", std::strerror(errno));
+    return kExitFatal;
+  }
   spdlog::info("snowflaked {} starting: runtime dir {}, state dir {}", SnowflakedVersion(),
                config.daemon.runtime_dir.string(), config.daemon.state_dir.string());
   RealClock clock;

@@ -19,6 +19,7 @@
 #include "service_slot_codec.h"
 #include "snowflake/futex.h"
 #include "snowflake/id_layout.h"
+#include "snowflake/truncation_guard.h"
 
 namespace snowflake::shm {
 namespace {
@@ -326,12 +327,15 @@ void StopUnvalidated(const std::filesystem::path& path) noexcept {
     // Take back what is published, exactly as a consumer would take it (a CAS on head), so
     // a client's take either won before (its ID was valid then) or finds the ring empty.
     auto* consumer = static_cast<ConsumerRegion*>(consumer_base);
+    // A member of the clients' group may truncate the file meanwhile (TruncationGuard).
+    const int guard_slot = GuardConsumerRegion(consumer);
     const uint64_t tail = header->tail.load(std::memory_order_acquire);
     uint64_t head = consumer->head.load(std::memory_order_acquire);
     while (head < tail &&
            !consumer->head.compare_exchange_weak(head, tail, std::memory_order_acq_rel,
                                                  std::memory_order_acquire)) {
     }
+    UnguardConsumerRegion(guard_slot);
     munmap(consumer_base, sizeof(ConsumerRegion));
   }
   header->wake_seq.fetch_add(1, std::memory_order_seq_cst);
@@ -388,38 +392,51 @@ uint64_t RingProducer::size() const noexcept {
 }
 
 tl::expected<void, SegmentFailure> RingProducer::CheckCounters() noexcept {
-  const uint64_t before = max_head_seen_;
-  const uint64_t h = consumer_->head.load(std::memory_order_acquire);
-  // Only the daemon writes tail: another value there lets clients take slots we never
-  // published (or re-take old ones).
-  const uint64_t shared_tail = header_->tail.load(std::memory_order_relaxed);
-  if (shared_tail != tail_) {
+  auto checked = [&]() -> tl::expected<void, SegmentFailure> {
+    const uint64_t before = max_head_seen_;
+    const uint64_t h = consumer_->head.load(std::memory_order_acquire);
+    // Only the daemon writes tail: another value there lets clients take slots we never
+    // published (or re-take old ones).
+    const uint64_t shared_tail = header_->tail.load(std::memory_order_relaxed);
+    if (shared_tail != tail_) {
+      return tl::unexpected(SegmentFailure{
+          SegmentError::kCorruptCounters,
+          path_.string() + ": tail in the header is " + std::to_string(shared_tail) +
+              " but the daemon published through " + std::to_string(tail_) +
+              "; someone other than the daemon wrote the header"});
+    }
+    if (h < before || h > tail_) {
+      return tl::unexpected(SegmentFailure{
+          SegmentError::kCorruptCounters,
+          path_.string() + ": head moved from " + std::to_string(before) + " to " +
+              std::to_string(h) + " (tail " + std::to_string(tail_) +
+              "); a client wrote the consumer region, so IDs could be taken twice"});
+    }
+    // A consumer file whose segment id was overwritten makes every new client's open fail
+    // (kUnpaired): replace the pair rather than leave them failing.
+    const uint64_t consumer_id = consumer_->segment_id.load(std::memory_order_relaxed);
+    const uint64_t own_id = header_->segment_id.load(std::memory_order_relaxed);
+    if (consumer_id != own_id) {
+      return tl::unexpected(SegmentFailure{
+          SegmentError::kCorruptCounters,
+          path_.string() + ": the consumer file's segment id is " + std::to_string(consumer_id) +
+              ", not " + std::to_string(own_id) +
+              "; a client wrote the consumer region, so new clients could not open it"});
+    }
+    max_head_seen_ = h;
+    return {};
+  }();
+  // A load of the consumer region above faults, and is survived, if its file lost its
+  // pages (TruncationGuard): then what the check saw were the guard's stand-ins (head
+  // kTruncatedHead, segment id 0), and the truncation is the cause to report.
+  if (WasTruncated(consumer_)) {
     return tl::unexpected(SegmentFailure{
-        SegmentError::kCorruptCounters,
-        path_.string() + ": tail in the header is " + std::to_string(shared_tail) +
-            " but the daemon published through " + std::to_string(tail_) +
-            "; someone other than the daemon wrote the header"});
+        SegmentError::kTruncated,
+        ConsumerFilePath(path_.string()) +
+            " was truncated under the daemon (a member of the clients' group can do this; "
+            "docs/security.md): its pages are gone, so the segment cannot serve"});
   }
-  if (h < before || h > tail_) {
-    return tl::unexpected(SegmentFailure{
-        SegmentError::kCorruptCounters,
-        path_.string() + ": head moved from " + std::to_string(before) + " to " +
-            std::to_string(h) + " (tail " + std::to_string(tail_) +
-            "); a client wrote the consumer region, so IDs could be taken twice"});
-  }
-  // A consumer file whose segment id was overwritten makes every new client's open fail
-  // (kUnpaired): replace the pair rather than leave them failing.
-  const uint64_t consumer_id = consumer_->segment_id.load(std::memory_order_relaxed);
-  const uint64_t own_id = header_->segment_id.load(std::memory_order_relaxed);
-  if (consumer_id != own_id) {
-    return tl::unexpected(SegmentFailure{
-        SegmentError::kCorruptCounters,
-        path_.string() + ": the consumer file's segment id is " + std::to_string(consumer_id) +
-            ", not " + std::to_string(own_id) +
-            "; a client wrote the consumer region, so new clients could not open it"});
-  }
-  max_head_seen_ = h;
-  return {};
+  return checked;
 }
 
 tl::expected<size_t, SegmentFailure> RingProducer::Publish(std::span<const uint64_t> ids) noexcept {

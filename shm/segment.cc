@@ -14,6 +14,7 @@
 #include "snowflake/account_names.h"
 #include "snowflake/segment_error.h"
 #include "snowflake/segment_layout.h"
+#include "snowflake/truncation_guard.h"
 
 namespace snowflake::shm {
 
@@ -177,10 +178,12 @@ namespace {
 struct Mapping {
   void* address = MAP_FAILED;
   size_t length = 0;
+  int guard_slot = -1;  // the consumer region's TruncationGuard slot, if it has one
   Mapping() = default;
   Mapping(const Mapping&) = delete;
   Mapping& operator=(const Mapping&) = delete;
   ~Mapping() {
+    UnguardConsumerRegion(guard_slot);  // before the range can be reused by another mapping
     if (address != MAP_FAILED) munmap(address, length);
   }
 };
@@ -362,6 +365,10 @@ tl::expected<std::unique_ptr<MappedSegment>, SegmentFailure> MappedSegment::Open
               (consumer_size < kConsumerFileSize ? "truncated" : "resized")));
     }
     MapRegion(regions.consumer, consumer.fd, true, 0, sizeof(ConsumerRegion));
+    // Before anything reads it: from here a truncation of the file is survived in a
+    // process that installed the guard (the daemon).
+    regions.consumer.guard_slot =
+        GuardConsumerRegion(static_cast<ConsumerRegion*>(regions.consumer.address));
     segment->header_ = header;
     segment->consumer_ = static_cast<ConsumerRegion*>(regions.consumer.address);
     segment->slots_ = static_cast<std::atomic<uint64_t>*>(regions.slots.address);

@@ -132,15 +132,18 @@ class RingProducer {
   // daemon breaks it. Error: kCorruptCounters, the message naming both values; the segment
   // must not be served any more (a rewound head makes clients re-take IDs). A corrupted
   // head is never repaired by DrainAll()/DrainOlderThan() (they drain nothing), so this
-  // check still sees it.
+  // check still sees it. kTruncated instead when the consumer file lost its pages under a
+  // process that installed the TruncationGuard (snowflake/truncation_guard.h): the
+  // segment cannot serve either.
   tl::expected<void, SegmentFailure> CheckCounters() noexcept;
 
   // Publishes up to free_slots() IDs from the front of `ids`; returns how many.
   // REQUIRES: ids strictly increasing. Always-on checks: ids.front() must be above every
   // ID this producer published (its own record, not the header's copy, which a client can
   // overwrite) and above the segment's last_published_id when it was opened, else
-  // kNotIncreasing; CheckCounters() must pass, else kCorruptCounters. Either way nothing is
-  // published. Wakes sleeping consumers when it published anything.
+  // kNotIncreasing; CheckCounters() must pass, else its error (kCorruptCounters or
+  // kTruncated). Either way nothing is published. Wakes sleeping consumers when it
+  // published anything.
   tl::expected<size_t, SegmentFailure> Publish(std::span<const uint64_t> ids) noexcept;
 
   // Takes back every unclaimed ID (advancing head by CAS, exactly like a consumer); the
