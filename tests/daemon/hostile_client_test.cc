@@ -13,6 +13,8 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <poll.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -637,7 +639,32 @@ TEST(HostileClient, SlowReadingControlConnectionsAreCutOff) {
   auto status = RunCommand({kCtl, "status", "--json", "--runtime-dir", harness.runtime_dir().string()});
   std::vector<uint64_t> ids;
   TakeAndCheck(*client, 5000, ids);
-  std::this_thread::sleep_for(6s);  // well past the 2 s write deadline, on a loaded host
+  // Wait (60 s at most) until the daemon has stopped reading every connection for longer
+  // than its 2 s write deadline (its unread requests sit unchanged in our send queue), or
+  // closed it. A fixed sleep is not enough: on a loaded host the daemon may still be
+  // answering when it ends, and a connection then gets every reply.
+  {
+    const auto give_up = std::chrono::steady_clock::now() + 60s;
+    std::vector<int> queued(kConnections, -1);
+    std::vector<std::chrono::steady_clock::time_point> since(kConnections);
+    for (;;) {
+      const auto now = std::chrono::steady_clock::now();
+      bool all_cut = true;
+      for (int c = 0; c < kConnections; ++c) {
+        int unread = 0;
+        ioctl(fds[c], SIOCOUTQ, &unread);
+        pollfd p{fds[c], POLLRDHUP, 0};
+        const bool hung_up = poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLRDHUP)) != 0;
+        if (unread != queued[c]) {
+          queued[c] = unread;
+          since[c] = now;
+        }
+        if (!hung_up && !(unread > 0 && now - since[c] >= 3s)) all_cut = false;
+      }
+      if (all_cut || now >= give_up) break;
+      std::this_thread::sleep_for(200ms);
+    }
+  }
   // Now read everything each connection got, to its end (60 s at most).
   std::vector<size_t> replies(kConnections, 0);
   std::vector<bool> closed(kConnections, false);
