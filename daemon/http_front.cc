@@ -59,6 +59,11 @@ constexpr std::chrono::milliseconds kTakeWait{250};
 // reading the request, so the peer sees it instead of a reset; they are bounded apart.
 constexpr uint64_t kMaxRefusing = 64;
 constexpr std::chrono::milliseconds kRefuseTimeout{1000};
+// Bytes asked of one recv: a few requests' worth (a GET is well under 1 KB).
+constexpr size_t kReadChunk = 4096;
+// Pipelined requests answered in one call chain before the next is posted (bounds the
+// recursion Send -> AfterWrite -> Read -> Parse -> OnRequest -> Send).
+constexpr uint64_t kMaxInlineRequests = 16;
 
 using Endpoint = HttpEndpoint;
 constexpr const char* kEndpointNames[] = {"id", "ids", "healthz", "status", "metrics", "other"};
@@ -377,6 +382,8 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // Runs on the session's own context (the one its socket belongs to).
   void Start() {
+    beast::error_code ignored;
+    socket_.non_blocking(true, ignored);  // the synchronous reads and writes never block
     Read();
     Watch();
   }
@@ -413,33 +420,74 @@ class Session : public std::enable_shared_from_this<Session> {
     });
   }
 
+  // Reading, parsing and answering are synchronous calls on the non-blocking socket as
+  // long as they can proceed; the session waits in the reactor only for readability (or,
+  // for a reply the peer does not take in at once, writability). A request costs one wait,
+  // one recv, one send and one re-arm of the wait, with no completion posted through the
+  // scheduler between them (each of which would cost another epoll_wait).
   void Read() {
     parser_.emplace();
+    header_bytes_ = 0;
     parser_->header_limit(static_cast<uint32_t>(front_.options().max_header_bytes));
     parser_->body_limit(kMaxBodyBytes);
     ExpireAfter(refusal_ ? kRefuseTimeout
                          : std::chrono::milliseconds(front_.options().idle_timeout_ms));
-    if (buffer_.size() != 0) {
-      // A pipelined request is (partly) here already: parse it before waiting for more.
-      return ReadRequest();
-    }
-    // Nothing buffered: wait until the socket is readable, then read. Reading at once
-    // would first make a recv that finds nothing (the next request has not come yet) and
-    // only then wait in epoll: one system call per request more than needed.
+    // A pipelined request is (partly) here already: parse it. Otherwise wait: a recv now
+    // would find nothing (the next request has not come yet).
+    if (buffer_.size() != 0) return Parse();
+    WaitReadable();
+  }
+
+  void WaitReadable() {
+    inline_requests_ = 0;
     socket_.async_wait(tcp::socket::wait_read,
                        [self = shared_from_this()](beast::error_code ec) {
                          if (ec) return;  // closed by the deadline, or the front stopped
-                         self->ReadRequest();
+                         if (self->ReadSome()) self->Parse();
                        });
   }
 
-  void ReadRequest() {
-    http::async_read(socket_, buffer_, *parser_,
-                     beast::bind_front_handler(&Session::OnRead, shared_from_this()));
+  // One recv into the buffer. False when there is nothing to parse yet: it then waits for
+  // readability, or the connection ended (EOF, reset: nothing to answer).
+  bool ReadSome() {
+    beast::error_code ec;
+    const size_t n = socket_.read_some(buffer_.prepare(kReadChunk), ec);
+    if (ec == asio::error::would_block || ec == asio::error::try_again) {
+      WaitReadable();
+      return false;
+    }
+    if (ec) return false;
+    buffer_.commit(n);
+    return true;
   }
 
-  void OnRead(beast::error_code ec, size_t) {
-    if (ec == http::error::end_of_stream || ec == asio::error::operation_aborted) return;
+  // Feeds the buffer to the parser until a request is complete, an error is found, or it
+  // needs bytes that have not come yet. The buffer holds at most one partial request and
+  // one recv's worth (kReadChunk) beyond it: more is read only when the parser needs it.
+  //
+  // The parser applies its header limit to each call's input only, and consumes complete
+  // lines as they come, so the limit on the whole header is counted here.
+  void Parse() {
+    const uint64_t header_limit = front_.options().max_header_bytes;
+    for (;;) {
+      beast::error_code ec;
+      const bool in_header = !parser_->is_header_done();
+      const size_t used = parser_->put(buffer_.data(), ec);
+      buffer_.consume(used);
+      if (in_header) {
+        // The header so far, and what is buffered of it when it is not complete yet.
+        header_bytes_ += used;
+        const uint64_t pending = parser_->is_header_done() ? 0 : buffer_.size();
+        if (header_bytes_ + pending > header_limit) return OnRequest(http::error::header_limit);
+      }
+      if (!ec && parser_->is_done()) return OnRequest({});
+      if (ec && ec != http::error::need_more) return OnRequest(ec);
+      if (!ec && used != 0) continue;  // the header is done: the body follows
+      if (!ReadSome()) return;
+    }
+  }
+
+  void OnRequest(beast::error_code ec) {
     if (ec == http::error::header_limit) {
       return Send(ErrorReply(http::status::request_header_fields_too_large, "headers_too_large",
                              "the request line and headers exceed " +
@@ -452,13 +500,11 @@ class Session : public std::enable_shared_from_this<Session> {
                                  " bytes (GET needs none)"),
                   Endpoint::kOther, Clock::now(), true);
     }
-    if (ec && ec.category() == http::make_error_code(http::error::bad_target).category() &&
-        ec != http::error::partial_message) {
+    if (ec) {
       return Send(ErrorReply(http::status::bad_request, "bad_request",
                              "malformed HTTP/1.1 request: " + ec.message()),
                   Endpoint::kOther, Clock::now(), true);
     }
-    if (ec) return;  // reset, partial message at EOF, ...: nothing to answer
     const auto start = Clock::now();
     const http::request<http::string_body>& request = parser_->get();
     if (refusal_) return Send(std::move(*refusal_), Endpoint::kOther, start, true);
@@ -492,12 +538,21 @@ class Session : public std::enable_shared_from_this<Session> {
     metrics.latency_by_endpoint[static_cast<size_t>(endpoint)]->Observe(
         std::chrono::duration<double>(Clock::now() - start).count());
     ExpireAfter(std::chrono::milliseconds(front_.options().write_timeout_ms));
-    http::async_write(socket_, *response_,
-                      beast::bind_front_handler(&Session::OnWrite, shared_from_this()));
+    serializer_.emplace(*response_);
+    beast::error_code ec;
+    http::write(socket_, *serializer_, ec);  // all of it, or as much as the socket takes
+    if (!ec) return AfterWrite(/*inline_call=*/true);
+    if (ec != asio::error::would_block && ec != asio::error::try_again) return;  // peer gone
+    // The peer's window is full: the rest when the socket is writable.
+    http::async_write(socket_, *serializer_,
+                      [self = shared_from_this()](beast::error_code error, size_t) {
+                        if (!error) self->AfterWrite(/*inline_call=*/false);
+                      });
   }
 
-  void OnWrite(beast::error_code ec, size_t) {
-    if (ec) return;
+  // `inline_call`: straight from Send(), so a run of pipelined requests would recurse;
+  // every kMaxInlineRequests the next one is posted instead, which ends the recursion.
+  void AfterWrite(bool inline_call) {
     if (close_) {
       beast::error_code ignored;
       socket_.shutdown(tcp::socket::shutdown_send, ignored);
@@ -505,6 +560,11 @@ class Session : public std::enable_shared_from_this<Session> {
       // close does not turn into a reset that could discard the reply on its side.
       ExpireAfter(std::chrono::milliseconds(200));
       Drain();
+      return;
+    }
+    if (inline_call && ++inline_requests_ >= kMaxInlineRequests) {
+      inline_requests_ = 0;
+      asio::post(socket_.get_executor(), [self = shared_from_this()] { self->Read(); });
       return;
     }
     Read();
@@ -528,7 +588,10 @@ class Session : public std::enable_shared_from_this<Session> {
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::optional<http::response<http::string_body>> response_;
+  std::optional<http::response_serializer<http::string_body>> serializer_;
   std::array<char, 512> drain_{};
+  uint64_t inline_requests_ = 0;  // answered in one call chain since the last wait
+  uint64_t header_bytes_ = 0;     // of the request being parsed, consumed by the parser
   uint64_t requests_ = 0;
   bool close_ = false;
 };
