@@ -2,11 +2,15 @@
 // service would use it, beside Redis INCR at the same concurrency (same run, same host).
 // Prints one JSON object, one entry per repetition.
 //
-//   http_bench --port P [--redis-port R] [--calls N] [--seconds S] [--reps R]
+//   http_bench --port P [--redis-port R] [--floor-port F] [--calls N] [--seconds S]
+//              [--reps R]
 //
 //   http_id           one keep-alive connection, one GET /v1/id per ID, each timed: p50/p99
 //   redis_incr        (with --redis-port) one INCR per call on one connection, each timed,
-//                     alternating call by call with http_id: both see the same load
+//                     alternating call by call with http_id (the order rotating): both see
+//                     the same load
+//   floor_id          (with --floor-port) the same GET to bench/http_floor, the floor of an
+//                     event-driven server here, in the same alternation
 //   http_batch1000    GET /v1/ids?count=1000 (text/plain), ns per ID
 //   http_rps_C        C keep-alive connections (one thread each) doing GET /v1/id for S s
 //   redis_rps_C       C hiredis connections doing INCR for S s (with --redis-port), each
@@ -26,6 +30,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -186,6 +191,7 @@ Percentiles Of(std::vector<double>& us) {
 int main(int argc, char** argv) {
   int port = 0;
   int redis_port = 0;
+  int floor_port = 0;
   int calls = 5000;
   double seconds = 2;
   int reps = 3;
@@ -196,6 +202,8 @@ int main(int argc, char** argv) {
       port = std::atoi(value);
     else if (flag == "--redis-port")
       redis_port = std::atoi(value);
+    else if (flag == "--floor-port")
+      floor_port = std::atoi(value);
     else if (flag == "--calls")
       calls = std::atoi(value);
     else if (flag == "--seconds")
@@ -206,7 +214,8 @@ int main(int argc, char** argv) {
       Die("unknown flag " + std::string(flag));
   }
   if (port <= 0 || calls <= 0 || reps <= 0 || seconds <= 0) {
-    Die("usage: http_bench --port P [--redis-port R] [--calls N] [--seconds S] [--reps R]");
+    Die("usage: http_bench --port P [--redis-port R] [--floor-port F] [--calls N] [--seconds S] "
+        "[--reps R]");
   }
 #ifndef SNOWFLAKE_BENCH_HIREDIS
   if (redis_port > 0) Die("built without hiredis: --redis-port is not available");
@@ -230,9 +239,12 @@ int main(int argc, char** argv) {
 
   std::vector<std::string> id_reps;
   std::vector<std::string> incr_reps;
+  std::vector<std::string> floor_reps;
   std::vector<std::string> batch_reps;
   {
     Connection connection(port);
+    std::unique_ptr<Connection> floor =
+        floor_port > 0 ? std::make_unique<Connection>(floor_port) : nullptr;
 #ifdef SNOWFLAKE_BENCH_HIREDIS
     std::unique_ptr<Redis> redis = redis_port > 0 ? ConnectRedis(redis_port) : nullptr;
 #endif
@@ -240,20 +252,30 @@ int main(int argc, char** argv) {
       for (int i = 0; i < 200; ++i) connection.Get(one);
       std::vector<double> us;
       std::vector<double> redis_us;
+      std::vector<double> floor_us;
       us.reserve(calls);
       redis_us.reserve(calls);
-      for (int i = 0; i < calls; ++i) {
-        const int64_t start = snowflake::bench::MonotonicNs();
-        connection.Get(one);
-        const int64_t middle = snowflake::bench::MonotonicNs();
-        us.push_back(static_cast<double>(middle - start) / 1000.0);
+      floor_us.reserve(calls);
+      // The servers' calls alternate, and their order rotates call by call: a call made
+      // right after another server's reply finds the machine in another state than one
+      // made after its own (measured here: the second of a fixed order was up to 10 us
+      // faster), so each server takes each place equally often.
+      struct Timed {
+        std::function<void()> call;
+        std::vector<double>* out;
+      };
+      std::vector<Timed> timed{{[&] { connection.Get(one); }, &us}};
 #ifdef SNOWFLAKE_BENCH_HIREDIS
-        if (redis != nullptr) {
-          Incr(*redis);
-          redis_us.push_back(static_cast<double>(snowflake::bench::MonotonicNs() - middle) /
-                             1000.0);
-        }
+      if (redis != nullptr) timed.push_back({[&] { Incr(*redis); }, &redis_us});
 #endif
+      if (floor != nullptr) timed.push_back({[&] { floor->Get(one); }, &floor_us});
+      for (int i = 0; i < calls; ++i) {
+        for (size_t k = 0; k < timed.size(); ++k) {
+          const Timed& t = timed[(static_cast<size_t>(i) + k) % timed.size()];
+          const int64_t start = snowflake::bench::MonotonicNs();
+          t.call();
+          t.out->push_back(static_cast<double>(snowflake::bench::MonotonicNs() - start) / 1000.0);
+        }
       }
       const Percentiles http_p = Of(us);
       std::fprintf(stderr, "http /v1/id rep %d: p50 %.1f us p99 %.1f us\n", rep, http_p.p50,
@@ -266,6 +288,13 @@ int main(int argc, char** argv) {
                      redis_p.p50, redis_p.p99);
         incr_reps.push_back("{\"p50_us\":" + std::to_string(redis_p.p50) +
                             ",\"p99_us\":" + std::to_string(redis_p.p99) + "}");
+      }
+      if (!floor_us.empty()) {
+        const Percentiles floor_p = Of(floor_us);
+        std::fprintf(stderr, "floor responder (alternating) rep %d: p50 %.1f us p99 %.1f us\n",
+                     rep, floor_p.p50, floor_p.p99);
+        floor_reps.push_back("{\"p50_us\":" + std::to_string(floor_p.p50) +
+                             ",\"p99_us\":" + std::to_string(floor_p.p99) + "}");
       }
 
       const int batches = std::max(50, calls / 20);
@@ -282,6 +311,7 @@ int main(int argc, char** argv) {
   }
   series("http_id", id_reps);
   if (!incr_reps.empty()) series("redis_incr", incr_reps);
+  if (!floor_reps.empty()) series("floor_id", floor_reps);
   series("http_batch1000_ns_per_id", batch_reps);
 
   for (const int connections : {1, 16, 64}) {

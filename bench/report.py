@@ -149,6 +149,8 @@ def main():
                 if f"redis_incr_{q}" in f:
                     f[f"redis_incr_alone_{q}"] = f[f"redis_incr_{q}"]
                 f[f"redis_incr_{q}"] = Figure(r[q] for r in http["redis_incr"])
+        if "floor_id" in http:
+            f["http_floor_p50_us"] = Figure(r["p50_us"] for r in http["floor_id"])
 
     failover = load(a.failover) if a.failover else None
     if failover:
@@ -249,6 +251,9 @@ def main():
         row("http GET /v1/id p50 (keep-alive)", "http_id_p50_us", 1, "µs",
             f"< Redis INCR p50: {verdict(peers is not None and med('http_id_p50_us') < med('redis_incr_p50_us'))}"
             if peers else "")
+        if "http_floor_p50_us" in f:
+            row("  baseline: floor responder p50", "http_floor_p50_us", 1, "µs",
+                "epoll_wait+read+write, a fixed reply")
         row("http GET /v1/id p99", "http_id_p99_us", 1, "µs")
         row("http GET /v1/ids count=1000", "http_batch1000_ns_per_id", 1, "ns/ID")
         for c in (1, 16, 64):
@@ -306,7 +311,7 @@ def main():
         if http:
             keys += [k for k in ("http_id_p50_us", "http_id_p99_us", "http_batch1000_ns_per_id",
                                  "http_rps_1", "http_rps_16", "http_rps_64", "redis_rps_16",
-                                 "redis_rps_64") if k in f]
+                                 "redis_rps_64", "http_floor_p50_us") if k in f]
         if failover:
             keys += ["failover_pause_p99_ms", "failover_stop_p99_ms", "failover_kill_p99_ms"]
         with open(a.json, "w") as out:
