@@ -256,10 +256,9 @@ int main(int argc, char** argv) {
       us.reserve(calls);
       redis_us.reserve(calls);
       floor_us.reserve(calls);
-      // The servers' calls alternate, and their order rotates call by call: a call made
-      // right after another server's reply finds the machine in another state than one
-      // made after its own (measured here: the second of a fixed order was up to 10 us
-      // faster), so each server takes each place equally often.
+      // The servers' calls alternate, and their order rotates call by call: the place in
+      // a fixed order moved a server's p50 by up to ~10 us on the 2-core VM (bench/
+      // README.md), so each server takes each place equally often.
       struct Timed {
         std::function<void()> call;
         std::vector<double>* out;
