@@ -32,6 +32,7 @@
 #include <cstdlib>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -42,6 +43,7 @@
 #endif
 
 #include "baselines.h"
+#include "loopback.h"
 
 namespace {
 
@@ -57,10 +59,7 @@ class Connection {
     fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     const int one = 1;
     setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_port = htons(static_cast<uint16_t>(port));
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    sockaddr_in address = snowflake::bench::LoopbackAddress(static_cast<uint16_t>(port));
     if (connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
       Die("cannot connect to 127.0.0.1:" + std::to_string(port));
     }
@@ -198,12 +197,19 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string_view flag = argv[i];
     const char* value = argv[i + 1];
+    const auto port_of = [&] {
+      const std::optional<uint16_t> parsed = snowflake::bench::ParsePort(value);
+      if (!parsed) {
+        Die(std::string(flag) + ": expected a TCP port (1-65535), got '" + value + "'");
+      }
+      return static_cast<int>(*parsed);
+    };
     if (flag == "--port")
-      port = std::atoi(value);
+      port = port_of();
     else if (flag == "--redis-port")
-      redis_port = std::atoi(value);
+      redis_port = port_of();
     else if (flag == "--floor-port")
-      floor_port = std::atoi(value);
+      floor_port = port_of();
     else if (flag == "--calls")
       calls = std::atoi(value);
     else if (flag == "--seconds")

@@ -17,9 +17,11 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
+#include <optional>
 #include <string>
 #include <string_view>
+
+#include "loopback.h"
 
 namespace {
 
@@ -31,18 +33,17 @@ namespace {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3 || std::string_view(argv[1]) != "--port") {
-    std::fprintf(stderr, "usage: http_floor --port P\n");
+  const std::optional<uint16_t> port =
+      argc == 3 && std::string_view(argv[1]) == "--port" ? snowflake::bench::ParsePort(argv[2])
+                                                         : std::nullopt;
+  if (!port) {
+    std::fprintf(stderr, "usage: http_floor --port P (P a TCP port, 1-65535)\n");
     return 2;
   }
-  const int port = std::atoi(argv[2]);
   const int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   const int one = 1;
   setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  sockaddr_in address = snowflake::bench::LoopbackAddress(*port);
   if (bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) Die("bind");
   if (listen(listener, SOMAXCONN) != 0) Die("listen");
   const int epoll = epoll_create1(EPOLL_CLOEXEC);

@@ -50,4 +50,9 @@ int FutexWake(const std::atomic<uint32_t>& word, int count) noexcept {
   return rc < 0 ? 0 : static_cast<int>(rc);
 }
 
+void FutexBumpAndWake(std::atomic<uint32_t>& word, int count) noexcept {
+  word.fetch_add(1, std::memory_order_seq_cst);
+  FutexWake(word, count);
+}
+
 }  // namespace snowflake::shm

@@ -132,8 +132,7 @@ void RingConsumer::AwaitPublish(uint32_t seen, std::chrono::nanoseconds timeout,
   const bool empty = consumer_->head.load(std::memory_order_seq_cst) >=
                      header_->tail.load(std::memory_order_seq_cst);
   if (empty || front_stale) {
-    consumer_->refill_request.fetch_add(1, std::memory_order_seq_cst);
-    FutexWake(consumer_->refill_request, 1);
+    FutexBumpAndWake(consumer_->refill_request, 1);
     FutexWait(header_->wake_seq, seen, timeout);
   }
   consumer_->waiters.fetch_sub(1, std::memory_order_relaxed);

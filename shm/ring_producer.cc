@@ -338,8 +338,7 @@ void StopUnvalidated(const std::filesystem::path& path) noexcept {
     UnguardConsumerRegion(guard_slot);
     munmap(consumer_base, sizeof(ConsumerRegion));
   }
-  header->wake_seq.fetch_add(1, std::memory_order_seq_cst);
-  FutexWake(header->wake_seq, INT_MAX);
+  FutexBumpAndWake(header->wake_seq, INT_MAX);
   munmap(header_base, sizeof(SegmentHeader));
 }
 
@@ -392,51 +391,48 @@ uint64_t RingProducer::size() const noexcept {
 }
 
 tl::expected<void, SegmentFailure> RingProducer::CheckCounters() noexcept {
-  auto checked = [&]() -> tl::expected<void, SegmentFailure> {
-    const uint64_t before = max_head_seen_;
-    const uint64_t h = consumer_->head.load(std::memory_order_acquire);
-    // Only the daemon writes tail: another value there lets clients take slots we never
-    // published (or re-take old ones).
-    const uint64_t shared_tail = header_->tail.load(std::memory_order_relaxed);
-    if (shared_tail != tail_) {
+  // Every violation is a client's write (kCorruptCounters, naming what was seen), unless
+  // the consumer file lost its pages: then a load below faulted, was survived, and read
+  // the TruncationGuard's stand-ins (head kTruncatedHead, segment id 0), and the
+  // truncation is the cause to report. A replaced region always fails a check: its head
+  // is past every tail.
+  const auto tampered = [&](const std::string& what) {
+    if (WasTruncated(consumer_)) {
       return tl::unexpected(SegmentFailure{
-          SegmentError::kCorruptCounters,
-          path_.string() + ": tail in the header is " + std::to_string(shared_tail) +
-              " but the daemon published through " + std::to_string(tail_) +
-              "; someone other than the daemon wrote the header"});
+          SegmentError::kTruncated,
+          ConsumerFilePath(path_.string()) +
+              " was truncated under the daemon (a member of the clients' group can do "
+              "this; docs/security.md): its pages are gone, so the segment cannot serve"});
     }
-    if (h < before || h > tail_) {
-      return tl::unexpected(SegmentFailure{
-          SegmentError::kCorruptCounters,
-          path_.string() + ": head moved from " + std::to_string(before) + " to " +
-              std::to_string(h) + " (tail " + std::to_string(tail_) +
-              "); a client wrote the consumer region, so IDs could be taken twice"});
-    }
-    // A consumer file whose segment id was overwritten makes every new client's open fail
-    // (kUnpaired): replace the pair rather than leave them failing.
-    const uint64_t consumer_id = consumer_->segment_id.load(std::memory_order_relaxed);
-    const uint64_t own_id = header_->segment_id.load(std::memory_order_relaxed);
-    if (consumer_id != own_id) {
-      return tl::unexpected(SegmentFailure{
-          SegmentError::kCorruptCounters,
-          path_.string() + ": the consumer file's segment id is " + std::to_string(consumer_id) +
-              ", not " + std::to_string(own_id) +
-              "; a client wrote the consumer region, so new clients could not open it"});
-    }
-    max_head_seen_ = h;
-    return {};
-  }();
-  // A load of the consumer region above faults, and is survived, if its file lost its
-  // pages (TruncationGuard): then what the check saw were the guard's stand-ins (head
-  // kTruncatedHead, segment id 0), and the truncation is the cause to report.
-  if (WasTruncated(consumer_)) {
-    return tl::unexpected(SegmentFailure{
-        SegmentError::kTruncated,
-        ConsumerFilePath(path_.string()) +
-            " was truncated under the daemon (a member of the clients' group can do this; "
-            "docs/security.md): its pages are gone, so the segment cannot serve"});
+    return tl::unexpected(
+        SegmentFailure{SegmentError::kCorruptCounters, path_.string() + ": " + what});
+  };
+  const uint64_t before = max_head_seen_;
+  const uint64_t h = consumer_->head.load(std::memory_order_acquire);
+  // Only the daemon writes tail: another value there lets clients take slots we never
+  // published (or re-take old ones).
+  const uint64_t shared_tail = header_->tail.load(std::memory_order_relaxed);
+  if (shared_tail != tail_) {
+    return tampered("tail in the header is " + std::to_string(shared_tail) +
+                    " but the daemon published through " + std::to_string(tail_) +
+                    "; someone other than the daemon wrote the header");
   }
-  return checked;
+  if (h < before || h > tail_) {
+    return tampered("head moved from " + std::to_string(before) + " to " + std::to_string(h) +
+                    " (tail " + std::to_string(tail_) +
+                    "); a client wrote the consumer region, so IDs could be taken twice");
+  }
+  // A consumer file whose segment id was overwritten makes every new client's open fail
+  // (kUnpaired): replace the pair rather than leave them failing.
+  const uint64_t consumer_id = consumer_->segment_id.load(std::memory_order_relaxed);
+  const uint64_t own_id = header_->segment_id.load(std::memory_order_relaxed);
+  if (consumer_id != own_id) {
+    return tampered("the consumer file's segment id is " + std::to_string(consumer_id) +
+                    ", not " + std::to_string(own_id) +
+                    "; a client wrote the consumer region, so new clients could not open it");
+  }
+  max_head_seen_ = h;
+  return {};
 }
 
 tl::expected<size_t, SegmentFailure> RingProducer::Publish(std::span<const uint64_t> ids) noexcept {
@@ -555,10 +551,7 @@ void RingProducer::WaitForRefillRequest(uint32_t seen, std::chrono::nanoseconds 
   FutexWait(consumer_->refill_request, seen, timeout);
 }
 
-void RingProducer::WakeFillLoop() noexcept {
-  consumer_->refill_request.fetch_add(1, std::memory_order_release);
-  FutexWake(consumer_->refill_request, 1);
-}
+void RingProducer::WakeFillLoop() noexcept { FutexBumpAndWake(consumer_->refill_request, 1); }
 
 void RingProducer::WakeConsumers() noexcept {
   // seq_cst pairs with the consumer's seq_cst waiters increment (a Dekker handshake): if

@@ -25,6 +25,10 @@ FutexWaitResult FutexWait(const std::atomic<uint32_t>& word, uint32_t expected,
 // Wakes up to `count` waiters on `word`. Returns how many were woken.
 int FutexWake(const std::atomic<uint32_t>& word, int count) noexcept;
 
+// The waker's half of a handshake on `word`: adds 1 (seq_cst), then wakes up to `count`
+// waiters. A waiter that has not slept yet finds the word changed and does not sleep.
+void FutexBumpAndWake(std::atomic<uint32_t>& word, int count) noexcept;
+
 }  // namespace snowflake::shm
 
 #endif  // SNOWFLAKE_FUTEX_H_
