@@ -106,8 +106,7 @@ TEST_F(DaemonEtcdStart, WaitsForAnUnreachableClusterWithoutReadyThenClaimsAndSer
   }
   EXPECT_TRUE(std::is_sorted(ids.begin(), ids.end()));
   EXPECT_EQ(std::set<uint64_t>(ids.begin(), ids.end()).size(), ids.size());
-  EXPECT_NE(daemon.err().find("waiting for the register: etcd unreachable at"), std::string::npos)
-      << daemon.err();
+  EXPECT_TRUE(daemon.WaitForErr("waiting for the register: etcd unreachable at")) << daemon.err();
   EXPECT_TRUE(daemon.Stop().value_or(testing::ExitStatus{}).ExitedWith(0)) << daemon.Describe();
 }
 

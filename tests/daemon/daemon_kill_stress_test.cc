@@ -95,8 +95,6 @@ class KillStress {
       restart_ms_.push_back(std::chrono::duration_cast<std::chrono::milliseconds>(
                                 std::chrono::steady_clock::now() - restart_began)
                                 .count());
-      // Did it continue from the surviving segment, or wait out the reservation?
-      if (daemon_->err().find("need not be waited out") != std::string::npos) ++fast_restarts_;
       // The workers get IDs from the restarted daemon.
       const uint64_t before = Committed();
       const auto progress_deadline = std::chrono::steady_clock::now() + 20s;
@@ -108,6 +106,9 @@ class KillStress {
         if (std::string p = CheckWorkers(); !p.empty()) return p;
         std::this_thread::sleep_for(5ms);
       }
+      // Did it continue from the surviving segment, or wait out the reservation? It wrote
+      // which before READY=1; allow the line a moment to be collected.
+      if (daemon_->WaitForErr("need not be waited out", 500ms)) ++fast_restarts_;
     }
     control_->stop.store(1, std::memory_order_release);
     for (Worker& worker : workers_) {

@@ -132,7 +132,7 @@ TEST(DaemonRestart, SigkillOnTheSurvivingSegmentServesWithoutWaitingOutTheReserv
   EXPECT_GT(*id_after, before.back());
   EXPECT_LT(kDefaultEpochUnixMs + IdLayout::OffsetMsOf(*id_after), reserved)
       << "the restart waited out the reservation";
-  EXPECT_NE(second.err().find("need not be waited out"), std::string::npos) << second.err();
+  EXPECT_TRUE(second.WaitForErr("need not be waited out")) << second.err();
 }
 
 TEST(DaemonRestart, CleanRestartContinuesAboveEveryId) {

@@ -140,7 +140,15 @@ class Daemon {
   Process& process() { return *process_; }
   NotifySocket& notify() { return *notify_; }
   const DaemonOptions& options() const { return options_; }
+  // What the daemon has written to stderr so far. While it runs, a line it wrote may not
+  // have been collected yet: check for a line with WaitForErr, not err().find.
   std::string err() const { return process_->err(); }
+  // Waits up to `timeout` until stderr contains `needle`; false if it does not (or the
+  // daemon ended without writing it).
+  bool WaitForErr(std::string_view needle,
+                  std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+    return process_->WaitForOutput(Process::Stream::kErr, needle, timeout);
+  }
   // "snowflaked pid P (running|exit N), notifications [...], stderr: ..." for messages.
   std::string Describe();
 
