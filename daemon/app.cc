@@ -82,21 +82,6 @@ tl::expected<void, std::string> EnsureDirectory(const std::filesystem::path& dir
   return {};
 }
 
-bool IsRetirableSegmentError(shm::SegmentError code) {
-  switch (code) {
-    case shm::SegmentError::kBadMagic:
-    case shm::SegmentError::kIncompatibleVersion:
-    case shm::SegmentError::kTruncated:
-    case shm::SegmentError::kSizeMismatch:
-    case shm::SegmentError::kBadCapacity:
-    case shm::SegmentError::kCorruptCounters:
-    case shm::SegmentError::kUnpaired:
-      return true;
-    default:
-      return false;
-  }
-}
-
 // A SIGBUS the truncation guard cannot survive: a mapped file shrank that only root or the
 // daemon's user can write (the ring file, a state file), or a bug. A truncated consumer
 // file, which any member of the clients' group can cause, never gets here: the guard
@@ -141,7 +126,7 @@ tl::expected<shm::RingProducer, Failure> OpenSegment(const Config& config, uint3
   }
   const shm::ProducerOptions options = ProducerOptionsFor(config, machine, group);
   auto producer = shm::RingProducer::CreateOrOpen(options);
-  if (!producer && IsRetirableSegmentError(producer.error().code)) {
+  if (!producer && shm::IsDamagedSegmentError(producer.error().code)) {
     // A segment we cannot trust: retire it (its clients see "stopped" and its ring is
     // taken back before it is unlinked) and start afresh. The high-water file, which
     // covers everything ever published, still bounds its IDs.

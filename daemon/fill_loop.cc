@@ -202,10 +202,10 @@ void FillLoop::Fill(uint64_t want, int64_t horizon) {
   while (n > 0 && ms_of(buffer_[n - 1]) > horizon) --n;
   if (n == 0) return;
   auto published = producer_.Publish(std::span<const uint64_t>(buffer_.data(), n));
-  if (!published && (published.error().code == shm::SegmentError::kCorruptCounters ||
-                     published.error().code == shm::SegmentError::kTruncated)) {
-    // A client wrote head or tail, or truncated the consumer file, since this pass began:
-    // these IDs were never published (gaps); the fresh segment gets the next ones.
+  if (!published && shm::IsDamagedSegmentError(published.error().code)) {
+    // A client wrote head or tail, or truncated the consumer file, since this pass began
+    // (CheckCounters): these IDs were never published (gaps); the fresh segment gets the
+    // next ones.
     ReplaceTamperedSegment(published.error().message);
     return;
   }

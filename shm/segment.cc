@@ -38,6 +38,21 @@ std::string_view SegmentErrorName(SegmentError error) noexcept {
   return "unknown";
 }
 
+bool IsDamagedSegmentError(SegmentError error) noexcept {
+  switch (error) {
+    case SegmentError::kBadMagic:
+    case SegmentError::kIncompatibleVersion:
+    case SegmentError::kTruncated:
+    case SegmentError::kSizeMismatch:
+    case SegmentError::kBadCapacity:
+    case SegmentError::kCorruptCounters:
+    case SegmentError::kUnpaired:
+      return true;
+    default:
+      return false;
+  }
+}
+
 std::string_view DaemonStateName(DaemonState state) noexcept {
   switch (state) {
     case DaemonState::kStarting: return "starting";

@@ -508,5 +508,21 @@ TEST_F(BadSegment, UnsearchableRuntimeDirIsPermissionDeniedNamingTheGroup) {
       << sut.message;
 }
 
+// What the daemon replaces (a fresh segment cures it) and what it must not paper over.
+TEST(SegmentValidation, OnlyAFileOrCounterFaultIsADamagedSegment) {
+  for (const SegmentError damaged :
+       {SegmentError::kBadMagic, SegmentError::kIncompatibleVersion, SegmentError::kTruncated,
+        SegmentError::kSizeMismatch, SegmentError::kBadCapacity, SegmentError::kCorruptCounters,
+        SegmentError::kUnpaired}) {
+    EXPECT_TRUE(IsDamagedSegmentError(damaged)) << SegmentErrorName(damaged);
+  }
+  for (const SegmentError other :
+       {SegmentError::kNotFound, SegmentError::kPermissionDenied, SegmentError::kNotRegularFile,
+        SegmentError::kWrongOwner, SegmentError::kModeTooOpen, SegmentError::kNotIncreasing,
+        SegmentError::kSystemError}) {
+    EXPECT_FALSE(IsDamagedSegmentError(other)) << SegmentErrorName(other);
+  }
+}
+
 }  // namespace
 }  // namespace snowflake::shm

@@ -30,6 +30,12 @@ enum class SegmentError {
 
 std::string_view SegmentErrorName(SegmentError error) noexcept;  // "not_found", ...
 
+// Whether `error` says the segment's own files are damaged (a truncated, resized, foreign
+// or corrupted file, or a client's write to the counters): a daemon must not serve it any
+// more and replaces it with a fresh segment above every ID issued. False for what a fresh
+// segment would not cure (permissions, ownership, a publish out of order, an OS error).
+bool IsDamagedSegmentError(SegmentError error) noexcept;
+
 struct SegmentFailure {
   SegmentError code;
   std::string message;
