@@ -120,21 +120,16 @@ uint64_t TruncationsSurvived() noexcept { return g_survived.load(std::memory_ord
 
 int GuardConsumerRegion(ConsumerRegion* region) noexcept {
   if (!g_installed.load(std::memory_order_acquire)) return -1;
-  const auto begin = reinterpret_cast<uintptr_t>(region);
   for (int slot = 0; slot < kMaxGuarded; ++slot) {
-    uintptr_t expected = 0;
-    if (g_regions[slot].begin.load(std::memory_order_relaxed) != 0) continue;
-    // The state first: the handler treats a region as guarded once it sees its begin.
+    // Winning the state owns the slot (UnguardConsumerRegion clears begin before it frees
+    // the state). The state is set first: the handler treats a region as guarded once it
+    // sees its begin.
     uint32_t free_state = kFree;
-    if (!g_regions[slot].state.compare_exchange_strong(free_state, kIntact,
-                                                       std::memory_order_acq_rel)) {
-      continue;
-    }
-    if (g_regions[slot].begin.compare_exchange_strong(expected, begin,
+    if (g_regions[slot].state.compare_exchange_strong(free_state, kIntact,
                                                       std::memory_order_acq_rel)) {
+      g_regions[slot].begin.store(reinterpret_cast<uintptr_t>(region), std::memory_order_release);
       return slot;
     }
-    g_regions[slot].state.store(kFree, std::memory_order_release);
   }
   return -1;
 }
