@@ -382,8 +382,16 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // Runs on the session's own context (the one its socket belongs to).
   void Start() {
-    beast::error_code ignored;
-    socket_.non_blocking(true, ignored);  // the synchronous reads and writes never block
+    // The synchronous reads and writes below must never block the serving thread: a
+    // socket that cannot be made non-blocking is closed unserved.
+    beast::error_code ec;
+    socket_.non_blocking(true, ec);
+    if (ec) {
+      spdlog::warn("http front: closing a connection that cannot be made non-blocking: {}",
+                   ec.message());
+      socket_.close(ec);
+      return;
+    }
     Read();
     Watch();
   }
