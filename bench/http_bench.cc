@@ -27,12 +27,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <memory>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -194,35 +194,19 @@ int main(int argc, char** argv) {
   int calls = 5000;
   double seconds = 2;
   int reps = 3;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string_view flag = argv[i];
-    const char* value = argv[i + 1];
-    const auto port_of = [&] {
-      const std::optional<uint16_t> parsed = snowflake::bench::ParsePort(value);
-      if (!parsed) {
-        Die(std::string(flag) + ": expected a TCP port (1-65535), got '" + value + "'");
-      }
-      return static_cast<int>(*parsed);
-    };
-    if (flag == "--port")
-      port = port_of();
-    else if (flag == "--redis-port")
-      redis_port = port_of();
-    else if (flag == "--floor-port")
-      floor_port = port_of();
-    else if (flag == "--calls")
-      calls = std::atoi(value);
-    else if (flag == "--seconds")
-      seconds = std::atof(value);
-    else if (flag == "--reps")
-      reps = std::atoi(value);
-    else
-      Die("unknown flag " + std::string(flag));
-  }
-  if (port <= 0 || calls <= 0 || reps <= 0 || seconds <= 0) {
-    Die("usage: http_bench --port P [--redis-port R] [--floor-port F] [--calls N] [--seconds S] "
-        "[--reps R]");
-  }
+  CLI::App app{"http_bench: the HTTP front over loopback beside Redis and the floor responder"};
+  app.add_option("--port", port, "the front's port on 127.0.0.1")
+      ->required()
+      ->check(CLI::Range(1, 65535));
+  app.add_option("--redis-port", redis_port, "Redis on 127.0.0.1, for INCR beside the front")
+      ->check(CLI::Range(1, 65535));
+  app.add_option("--floor-port", floor_port, "bench/http_floor on 127.0.0.1")
+      ->check(CLI::Range(1, 65535));
+  app.add_option("--calls", calls, "timed calls per repetition")->check(CLI::Range(1, 10'000'000));
+  app.add_option("--seconds", seconds, "seconds per requests/s figure")
+      ->check(CLI::Range(0.1, 600.0));
+  app.add_option("--reps", reps, "repetitions")->check(CLI::Range(1, 100));
+  CLI11_PARSE(app, argc, argv);
 #ifndef SNOWFLAKE_BENCH_HIREDIS
   if (redis_port > 0) Die("built without hiredis: --redis-port is not available");
 #endif

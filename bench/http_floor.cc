@@ -15,9 +15,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <optional>
 #include <string>
 #include <string_view>
 
@@ -33,24 +34,24 @@ namespace {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::optional<uint16_t> port =
-      argc == 3 && std::string_view(argv[1]) == "--port" ? snowflake::bench::ParsePort(argv[2])
-                                                         : std::nullopt;
-  if (!port) {
-    std::fprintf(stderr, "usage: http_floor --port P (P a TCP port, 1-65535)\n");
-    return 2;
-  }
+  uint16_t port = 0;
+  CLI::App app{"http_floor: a fixed-reply HTTP responder, the floor of a server here"};
+  app.add_option("--port", port, "listen on 127.0.0.1:PORT")
+      ->required()
+      ->check(CLI::Range(1, 65535));
+  CLI11_PARSE(app, argc, argv);
   const int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (listener < 0) Die("socket");
   const int one = 1;
   setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  sockaddr_in address = snowflake::bench::LoopbackAddress(*port);
+  sockaddr_in address = snowflake::bench::LoopbackAddress(port);
   if (bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) Die("bind");
   if (listen(listener, SOMAXCONN) != 0) Die("listen");
   const int epoll = epoll_create1(EPOLL_CLOEXEC);
   epoll_event event{};
   event.events = EPOLLIN;
   event.data.fd = listener;
-  epoll_ctl(epoll, EPOLL_CTL_ADD, listener, &event);
+  if (epoll < 0 || epoll_ctl(epoll, EPOLL_CTL_ADD, listener, &event) != 0) Die("epoll");
 
   static constexpr std::string_view kBody = "121917117749534721\n";
   const std::string reply = "HTTP/1.1 200 OK\r\nContent-Type: text/plain; charset=utf-8\r\n"

@@ -1,4 +1,4 @@
-// What the HTTP benchmarks share: a strict port argument and the 127.0.0.1 address.
+// What the HTTP benchmarks share: the 127.0.0.1 address.
 
 #ifndef SNOWFLAKE_BENCH_LOOPBACK_H_
 #define SNOWFLAKE_BENCH_LOOPBACK_H_
@@ -6,22 +6,9 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
-#include <charconv>
 #include <cstdint>
-#include <optional>
-#include <string_view>
 
 namespace snowflake::bench {
-
-// A TCP port given as decimal digits only, 1 to 65535; nullopt for anything else.
-inline std::optional<uint16_t> ParsePort(std::string_view text) {
-  unsigned value = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size() || value == 0 || value > 65535) {
-    return std::nullopt;
-  }
-  return static_cast<uint16_t>(value);
-}
 
 // 127.0.0.1:port.
 inline sockaddr_in LoopbackAddress(uint16_t port) {
