@@ -13,7 +13,8 @@
 // or past every tail, and a CAS from a head read before the swap fails), so nothing is
 // taken twice; the producer's next per-pass check (RingProducer::CheckCounters) sees the
 // region marked truncated and the fill loop retires the segment and serves a fresh pair.
-// The same technique keeps compositors alive when a client truncates a shared buffer.
+// (Wayland compositors survive a truncated shared buffer with a similar handler that maps
+// zero pages: fine for pixels, a duplicate here; hence the prepared stand-in.)
 //
 // A SIGBUS anywhere else (a file only root or the daemon's user can shrink, or a bug) is
 // not survivable: it goes to the `fallback` handler, which should end the process.
