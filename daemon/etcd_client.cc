@@ -308,6 +308,14 @@ tl::expected<void, Error> EtcdClient::Revoke(int64_t lease) noexcept {
   }
 }
 
+tl::expected<MemberStatus, Error> EtcdClient::Status() noexcept {
+  try {
+    return Call<MemberStatus>("/v3/maintenance/status", "{}", &ParseStatusResponse);
+  } catch (const std::exception& e) {
+    return tl::unexpected(Error{ErrorKind::kUnavailable, 0, 0, e.what()});
+  }
+}
+
 tl::expected<LeaseTimeToLive, Error> EtcdClient::TimeToLive(int64_t lease) noexcept {
   try {
     return Call<LeaseTimeToLive>("/v3/lease/timetolive", LeaseTimeToLiveBody(lease),

@@ -65,6 +65,8 @@ class EtcdClient {
   // Revoking a lease that is gone is kRejected with grpc_code 5.
   tl::expected<void, Error> Revoke(int64_t lease) noexcept;
   tl::expected<LeaseTimeToLive, Error> TimeToLive(int64_t lease) noexcept;
+  // The answering member's version, cluster id and revision.
+  tl::expected<MemberStatus, Error> Status() noexcept;
 
   // The endpoint the next call starts with.
   const std::string& current_endpoint() const { return options_.endpoints[current_]; }

@@ -93,14 +93,37 @@ const json* OptionalArray(const json& object, const char* name) {
   return &*it;
 }
 
+// A uint64 field (cluster and member ids): absent = 0, a decimal string or a JSON integer.
+uint64_t Uint64Field(const json& object, const char* name) {
+  const auto it = object.find(name);
+  if (it == object.end() || it->is_null()) return 0;
+  if (it->is_string()) {
+    const std::string& text = it->get_ref<const std::string&>();
+    uint64_t v = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
+      throw Bad{std::string("\"") + name + "\" is not a uint64: " + Quote(text)};
+    }
+    return v;
+  }
+  if (it->is_number_unsigned()) return it->get<uint64_t>();
+  throw Bad{std::string("\"") + name + "\" must be a uint64 string, got " + it->type_name()};
+}
+
 int64_t HeaderRevision(const json& object) {
   const json* header = OptionalObject(object, "header");
   return header == nullptr ? 0 : Int64Field(*header, "revision");
 }
 
+uint64_t HeaderClusterId(const json& object) {
+  const json* header = OptionalObject(object, "header");
+  return header == nullptr ? 0 : Uint64Field(*header, "cluster_id");
+}
+
 RangeResult ParseRange(const json& object) {
   RangeResult out;
   out.revision = HeaderRevision(object);
+  out.cluster_id = HeaderClusterId(object);
   if (const json* kvs = OptionalArray(object, "kvs")) {
     for (const json& item : *kvs) {
       Object(item, "an entry of \"kvs\"");
@@ -354,6 +377,7 @@ tl::expected<TxnResult, Error> ParseTxnResponse(int http_status, std::string_vie
   return Parse<TxnResult>(http_status, body, [](const json& j) {
     TxnResult out;
     out.revision = HeaderRevision(j);
+    out.cluster_id = HeaderClusterId(j);
     out.succeeded = BoolField(j, "succeeded");
     if (const json* responses = OptionalArray(j, "responses")) {
       for (const json& item : *responses) {
@@ -424,6 +448,17 @@ tl::expected<LeaseTimeToLive, Error> ParseLeaseTimeToLiveResponse(int http_statu
     out.ttl_s = Int64Field(j, "TTL");
     out.granted_ttl_s = Int64Field(j, "grantedTTL");
     if (out.ttl_s < -1) throw Bad{"a lease TTL below -1: " + std::to_string(out.ttl_s)};
+    return out;
+  });
+}
+
+tl::expected<MemberStatus, Error> ParseStatusResponse(int http_status,
+                                                     std::string_view body) noexcept {
+  return Parse<MemberStatus>(http_status, body, [](const json& j) {
+    MemberStatus out;
+    out.version = StringField(j, "version");
+    out.cluster_id = HeaderClusterId(j);
+    out.revision = HeaderRevision(j);
     return out;
   });
 }

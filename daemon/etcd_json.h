@@ -59,6 +59,9 @@ tl::expected<LeaseKeepAlive, Error> ParseLeaseKeepAliveResponse(int http_status,
                                                                 std::string_view body) noexcept;
 tl::expected<LeaseTimeToLive, Error> ParseLeaseTimeToLiveResponse(int http_status,
                                                                   std::string_view body) noexcept;
+// /v3/maintenance/status (its body is "{}").
+tl::expected<MemberStatus, Error> ParseStatusResponse(int http_status,
+                                                     std::string_view body) noexcept;
 // Revoke: an empty answer on success.
 tl::expected<void, Error> ParseEmptyResponse(int http_status, std::string_view body) noexcept;
 // The token of /v3/auth/authenticate.

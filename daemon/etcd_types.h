@@ -26,6 +26,7 @@ struct KeyValue {
 
 struct RangeResult {
   int64_t revision = 0;      // the store's revision when the range was served
+  uint64_t cluster_id = 0;   // the answering cluster's id (header.cluster_id)
   std::vector<KeyValue> kvs;  // empty when the gateway omits "kvs" (nothing matched)
   int64_t count = 0;
   bool more = false;
@@ -90,7 +91,9 @@ struct OpResult {
 };
 
 struct TxnResult {
+  // The store's revision after the transaction: the mod_revision of a key its branch put.
   int64_t revision = 0;
+  uint64_t cluster_id = 0;  // the answering cluster's id (header.cluster_id)
   // True only if the gateway said "succeeded": true. Omitted (= false) means the
   // comparisons failed and the failure branch ran.
   bool succeeded = false;
@@ -112,9 +115,18 @@ struct LeaseKeepAlive {
 
 struct LeaseTimeToLive {
   int64_t id = 0;
-  int64_t ttl_s = -1;         // -1: the lease is gone
+  // -1: the lease is gone. 0 (the gateway omits a zero "TTL"): it expires within the
+  // second, but it has not yet: its holder may still renew it, so it counts as alive.
+  int64_t ttl_s = -1;
   int64_t granted_ttl_s = 0;
-  bool alive() const { return ttl_s > 0; }
+  bool alive() const { return ttl_s >= 0; }
+};
+
+// /v3/maintenance/status of the member that answered.
+struct MemberStatus {
+  std::string version;  // the etcd server's version, "3.4.23"
+  uint64_t cluster_id = 0;
+  int64_t revision = 0;
 };
 
 struct PutResult {

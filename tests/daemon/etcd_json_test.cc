@@ -138,6 +138,37 @@ TEST(EtcdJson, TimeToLiveOfAGoneLeaseIsMinusOne) {
   EXPECT_EQ(alive->granted_ttl_s, 5);
 }
 
+// A lease with under a second left is answered without "TTL" (proto3 drops the zero): it
+// has not expired, so `register release` must not treat its holder as gone.
+TEST(EtcdJson, TimeToLiveWithoutTtlIsALeaseExpiringNowStillAlive) {
+  const auto sut = ParseLeaseTimeToLiveResponse(200, R"({"header":{},"ID":"12345","grantedTTL":"5"})");
+  ASSERT_TRUE(sut) << sut.error().message;
+  EXPECT_EQ(sut->ttl_s, 0);
+  EXPECT_TRUE(sut->alive());
+}
+
+// The cluster id exceeds int64 (it is a uint64 in etcd's protobuf): parsed without loss.
+TEST(EtcdJson, HeaderClusterIdIsReadAsUint64) {
+  const auto range = ParseRangeResponse(
+      200, R"({"header":{"cluster_id":"14841639068965178418","revision":"9"}})");
+  ASSERT_TRUE(range) << range.error().message;
+  EXPECT_EQ(range->cluster_id, 14841639068965178418ULL);
+  EXPECT_EQ(range->revision, 9);
+  const auto txn = ParseTxnResponse(
+      200, R"({"header":{"cluster_id":"18446744073709551615","revision":"10"},"succeeded":true})");
+  ASSERT_TRUE(txn) << txn.error().message;
+  EXPECT_EQ(txn->cluster_id, UINT64_MAX);
+  EXPECT_FALSE(ParseRangeResponse(200, R"({"header":{"cluster_id":"-1"}})"));
+  EXPECT_FALSE(ParseRangeResponse(200, R"({"header":{"cluster_id":"18446744073709551616"}})"));
+  EXPECT_FALSE(ParseRangeResponse(200, R"({"header":{"cluster_id":1.5}})"));
+  const auto status = ParseStatusResponse(
+      200, R"({"header":{"cluster_id":"7","revision":"12"},"version":"3.4.23","dbSize":"20480"})");
+  ASSERT_TRUE(status) << status.error().message;
+  EXPECT_EQ(status->version, "3.4.23");
+  EXPECT_EQ(status->cluster_id, 7u);
+  EXPECT_EQ(status->revision, 12);
+}
+
 TEST(EtcdJson, ErrorObjectsAreRejectionsWithTheirCode) {
   const auto sut = ParsePutResponse(
       404, R"({"error":"etcdserver: requested lease not found","message":"etcdserver: )"
