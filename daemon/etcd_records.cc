@@ -1,5 +1,7 @@
 #include "daemon/etcd_records.h"
 
+#include <charconv>
+
 #include <nlohmann/json.hpp>
 
 #include "snowflake/id_layout.h"
@@ -17,8 +19,9 @@ std::string Quoted(std::string_view text) {
 }
 
 // Parses `text` as one JSON object whose keys are exactly `keys` (order free).
-tl::expected<ordered_json, std::string> ObjectWithKeys(std::string_view text,
-                                                       std::initializer_list<const char*> keys) {
+tl::expected<ordered_json, std::string> ObjectWithKeys(
+    std::string_view text, std::initializer_list<const char*> keys,
+    std::initializer_list<const char*> optional_keys = {}) {
   ordered_json j = ordered_json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
     return tl::unexpected("not a JSON object: " + Quoted(text));
@@ -26,7 +29,11 @@ tl::expected<ordered_json, std::string> ObjectWithKeys(std::string_view text,
   for (const char* k : keys) {
     if (!j.contains(k)) return tl::unexpected(std::string("no \"") + k + "\" in " + Quoted(text));
   }
-  if (j.size() != keys.size()) return tl::unexpected("unexpected fields in " + Quoted(text));
+  size_t optional_present = 0;
+  for (const char* k : optional_keys) optional_present += j.contains(k) ? 1 : 0;
+  if (j.size() != keys.size() + optional_present) {
+    return tl::unexpected("unexpected fields in " + Quoted(text));
+  }
   return j;
 }
 
@@ -47,6 +54,7 @@ std::string LayoutName() {
 }
 
 std::string ConfigKey(std::string_view prefix) { return std::string(prefix) + "config"; }
+std::string RestoreKey(std::string_view prefix) { return std::string(prefix) + "restored"; }
 std::string MachinesPrefix(std::string_view prefix) { return std::string(prefix) + "machines/"; }
 std::string HighWaterPrefix(std::string_view prefix) {
   return std::string(prefix) + "high-water/";
@@ -93,6 +101,17 @@ std::string EncodeHighWater(const HighWaterRecord& record) {
   ordered_json j;
   j["unix_ms"] = record.unix_ms;
   j["holder"] = record.holder;
+  // Absent when 0, so a released mark reads as it did before "lease" existed.
+  if (record.lease != 0) j["lease"] = record.lease;
+  return j.dump(-1, ' ', false, ordered_json::error_handler_t::replace);
+}
+
+std::string EncodeRestore(const RestoreRecord& record) {
+  ordered_json j;
+  j["above_unix_ms"] = record.above_unix_ms;
+  // A string: cluster ids use all 64 bits, beyond what JSON numbers carry safely.
+  j["cluster_id"] = std::to_string(record.cluster_id);
+  j["at_unix_ms"] = record.at_unix_ms;
   return j.dump(-1, ' ', false, ordered_json::error_handler_t::replace);
 }
 
@@ -135,12 +154,38 @@ tl::expected<HolderRecord, std::string> DecodeHolder(std::string_view text) noex
 
 tl::expected<HighWaterRecord, std::string> DecodeHighWater(std::string_view text) noexcept {
   try {
-    auto j = ObjectWithKeys(text, {"unix_ms", "holder"});
+    // "lease" is written by this version on every raise; a mark written before it existed,
+    // or released, has none.
+    auto j = ObjectWithKeys(text, {"unix_ms", "holder"}, {"lease"});
     if (!j) return tl::unexpected(j.error());
-    if (!IsNonNegativeInt((*j)["unix_ms"]) || !(*j)["holder"].is_string()) {
+    const bool has_lease = j->contains("lease");
+    if (!IsNonNegativeInt((*j)["unix_ms"]) || !(*j)["holder"].is_string() ||
+        (has_lease && !IsNonNegativeInt((*j)["lease"]))) {
       return tl::unexpected("a field of the wrong type in " + Quoted(text));
     }
-    return HighWaterRecord{Int((*j)["unix_ms"]), (*j)["holder"].get<std::string>()};
+    return HighWaterRecord{Int((*j)["unix_ms"]), (*j)["holder"].get<std::string>(),
+                           has_lease ? Int((*j)["lease"]) : 0};
+  } catch (const std::exception& e) {
+    return tl::unexpected(std::string(e.what()));
+  }
+}
+
+tl::expected<RestoreRecord, std::string> DecodeRestore(std::string_view text) noexcept {
+  try {
+    auto j = ObjectWithKeys(text, {"above_unix_ms", "cluster_id", "at_unix_ms"});
+    if (!j) return tl::unexpected(j.error());
+    const auto& cluster = (*j)["cluster_id"];
+    if (!IsNonNegativeInt((*j)["above_unix_ms"]) || !IsNonNegativeInt((*j)["at_unix_ms"]) ||
+        !cluster.is_string()) {
+      return tl::unexpected("a field of the wrong type in " + Quoted(text));
+    }
+    const std::string& digits = cluster.get_ref<const std::string&>();
+    uint64_t id = 0;
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), id);
+    if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size()) {
+      return tl::unexpected("\"cluster_id\" is not a decimal uint64 in " + Quoted(text));
+    }
+    return RestoreRecord{Int((*j)["above_unix_ms"]), id, Int((*j)["at_unix_ms"])};
   } catch (const std::exception& e) {
     return tl::unexpected(std::string(e.what()));
   }

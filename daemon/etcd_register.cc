@@ -5,13 +5,16 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <set>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <random>
 
 #include "daemon/config.h"
 #include "daemon/etcd_json.h"
+#include "daemon/machine_lock.h"
 #include "daemon/time_text.h"
 
 namespace snowflake::daemon {
@@ -149,6 +152,126 @@ tl::expected<void, RegisterError> EtcdRegister::EnsureFleet(
           ": set id.epoch to the fleet's, or use another register.etcd.prefix for a new fleet"));
 }
 
+std::string EtcdRegister::KnownBugNotice() noexcept {
+  auto status = client_.Status();
+  if (!status) return {};  // the claim that follows reports an outage itself
+  NoteIdentity(status->cluster_id, status->revision);
+  int major = 0, minor = 0, patch = 0;
+  if (std::sscanf(status->version.c_str(), "%d.%d.%d", &major, &minor, &patch) != 3) return {};
+  // etcd-io/etcd#15247: a leader that stalls (SIGSTOP, a slow disk) and resumes after a
+  // lease's TTL revokes leases the other members kept alive. Fixed on the 3.4 and 3.5
+  // branches in early 2024. With the mark compared by revision this costs availability
+  // (a live holder loses its claim, exits and claims anew), never a duplicate.
+  const bool affected = major < 3 || (major == 3 && minor < 4) ||
+                        (major == 3 && minor == 4 && patch < 30) ||
+                        (major == 3 && minor == 5 && patch < 13);
+  if (!affected) return {};
+  return "etcd " + status->version + " at " + client_.current_endpoint() +
+         " revokes live leases after a stalled leader resumes (etcd-io/etcd#15247, fixed in "
+         "3.4.30 and 3.5.13): a daemon may then lose its number, exit and claim anew. IDs stay "
+         "unique; upgrade etcd to stop the restarts";
+}
+
+tl::expected<void, RegisterError> EtcdRegister::CheckNotRolledBack(
+    const ClaimRequest& request, const etcd::RangeResult& answer,
+    std::vector<std::string>& notices) noexcept {
+  const RegisterIdentity& seen = request.last_seen;
+  if (seen.cluster_id == 0) return {};  // nothing recorded: a first start on this host
+  const bool other_cluster = answer.cluster_id != seen.cluster_id;
+  const bool older = answer.revision < seen.revision;
+  if (!other_cluster && !older) return {};
+  const std::string what =
+      other_cluster ? "answers as cluster " + std::to_string(answer.cluster_id) +
+                          ", but this host last saw cluster " + std::to_string(seen.cluster_id)
+                    : "is at revision " + std::to_string(answer.revision) +
+                          ", below the revision " + std::to_string(seen.revision) +
+                          " this host already saw";
+  // An operator who fenced the restore above every ID this host may have issued lets it in.
+  const std::string restore_key = etcd::RestoreKey(options_.prefix);
+  auto fence = client_.Range(restore_key);
+  if (!fence) return tl::unexpected(Failure("cannot read " + restore_key, fence.error()));
+  if (!fence->kvs.empty()) {
+    auto record = etcd::DecodeRestore(fence->kvs[0].value);
+    if (!record) {
+      return tl::unexpected(
+          Err(RegisterErrorCode::kCorrupt, CorruptText(restore_key, record.error())));
+    }
+    if (record->cluster_id == answer.cluster_id &&
+        record->above_unix_ms >= request.local_high_water_ms) {
+      notices.push_back("the etcd register (" + location() + ") " + what +
+                        "; an operator raised every mark to " +
+                        FormatIsoUtc(record->above_unix_ms) + " (" + restore_key +
+                        "), above every ID this host may have issued (" +
+                        FormatIsoUtc(request.local_high_water_ms) + "): continuing");
+      return {};
+    }
+  }
+  return tl::unexpected(Err(
+      RegisterErrorCode::kRolledBack,
+      "the etcd register (" + location() + ") " + what +
+          ": it was restored from a backup or replaced, so its high-water marks may be older "
+          "than IDs already issued, and a number claimed from it could repeat them. Stop "
+          "every daemon of the fleet, then run `snowflakectl register raise-all --above TIME` "
+          "with TIME at or past the newest ID any of them may have issued (this host's: " +
+          FormatIsoUtc(request.local_high_water_ms) +
+          "; the current time is safe if no clock ran ahead), and start them again"));
+}
+
+tl::expected<int, RegisterError> EtcdRegister::RaiseAll(int64_t above_unix_ms) noexcept {
+  try {
+    int raised = 0;
+    uint64_t cluster_id = 0;
+    for (uint32_t n = 0; n <= kMaxMachine; ++n) {
+      const std::string key = etcd::HighWaterKey(options_.prefix, n);
+      // Every number, also one the restored store has no mark for: it may have been used
+      // after the backup was taken. Each write compares the revision it read, so a raise by
+      // a live holder meanwhile is never undone.
+      for (int round = 0;; ++round) {
+        auto current = client_.Range(key);
+        if (!current) return tl::unexpected(Failure("cannot read " + key, current.error()));
+        int64_t revision = 0;
+        etcd::HighWaterRecord record{above_unix_ms, "", 0};
+        if (!current->kvs.empty()) {
+          auto stored = etcd::DecodeHighWater(current->kvs[0].value);
+          if (!stored) {
+            return tl::unexpected(Err(RegisterErrorCode::kCorrupt, CorruptText(key, stored.error())));
+          }
+          revision = current->kvs[0].mod_revision;
+          if (stored->unix_ms >= above_unix_ms) break;
+          record.holder = stored->holder;
+        }
+        etcd::TxnRequest txn;
+        txn.compare = {Compare::ModRevision(key, Compare::Result::kEqual, revision)};
+        txn.success = {Op::Put(key, etcd::EncodeHighWater(record))};
+        auto result = client_.Txn(txn);
+        if (!result) return tl::unexpected(Failure("cannot raise " + key, result.error()));
+        cluster_id = result->cluster_id;
+        if (result->succeeded) {
+          ++raised;
+          break;
+        }
+        if (round >= kRaiseRounds) {
+          return tl::unexpected(Err(RegisterErrorCode::kInUse,
+                                    key + " keeps changing (a live holder raises it): stop "
+                                          "every daemon of the fleet and run this again"));
+        }
+      }
+    }
+    if (cluster_id == 0) {
+      auto status = client_.Status();
+      if (!status) return tl::unexpected(Failure("cannot read the cluster id", status.error()));
+      cluster_id = status->cluster_id;
+    }
+    const etcd::RestoreRecord fence{above_unix_ms, cluster_id, NowUnixMs()};
+    if (auto put = client_.Put(etcd::RestoreKey(options_.prefix), etcd::EncodeRestore(fence)); !put) {
+      return tl::unexpected(Failure("cannot record the restore fence", put.error()));
+    }
+    return raised;
+  } catch (const std::exception& e) {
+    return tl::unexpected(Err(RegisterErrorCode::kUnreadable, e.what()));
+  }
+}
+
 tl::expected<MachineClaim, RegisterError> EtcdRegister::Claim(
     const ClaimRequest& request) noexcept {
   try {
@@ -187,6 +310,11 @@ tl::expected<MachineClaim, RegisterError> EtcdRegister::Claim(
                             static_cast<uint32_t>(NowUnixMs()));
     std::string last_failure;
     bool last_failure_was_outage = false;
+    const std::filesystem::path host_lock_dir =
+        options_.host_lock_dir.empty() ? HostLockDir() : options_.host_lock_dir;
+    std::set<uint32_t> locked_here;  // numbers other daemons of this host hold
+    std::vector<std::string> notices;
+    if (auto known = KnownBugNotice(); !known.empty()) notices.push_back(std::move(known));
 
     for (int attempt = 0; attempt < options_.max_claim_attempts; ++attempt) {
       if (attempt > 0) {
@@ -198,6 +326,11 @@ tl::expected<MachineClaim, RegisterError> EtcdRegister::Claim(
       if (!held) return tl::unexpected(Failure("cannot list the holders", held.error()));
       auto marks = client_.Range(marks_prefix, etcd::PrefixEnd(marks_prefix));
       if (!marks) return tl::unexpected(Failure("cannot list the marks", marks.error()));
+      NoteIdentity(held->cluster_id, held->revision);
+      if (attempt == 0) {
+        auto checked = CheckNotRolledBack(request, *held, notices);
+        if (!checked) return tl::unexpected(checked.error());
+      }
       Snapshot snap;
       for (const auto& kv : held->kvs) {
         const auto n = etcd::MachineOfKey(machines_prefix, kv.key);
@@ -221,7 +354,7 @@ tl::expected<MachineClaim, RegisterError> EtcdRegister::Claim(
       std::optional<int64_t> retake_revision;
       for (const auto& [n, h] : snap.held) {
         if (n >= options_.first_machine && n <= options_.last_machine &&
-            h.record.holder == request.holder_id) {
+            h.record.holder == request.holder_id && !locked_here.contains(n)) {
           pick = n;
           retake_revision = h.mod_revision;
           break;
@@ -234,7 +367,8 @@ tl::expected<MachineClaim, RegisterError> EtcdRegister::Claim(
       if (!pick) {
         for (const auto& [n, m] : snap.marks) {
           if (n >= options_.first_machine && n <= options_.last_machine &&
-              !snap.held.contains(n) && m.first.holder == request.holder_id) {
+              !snap.held.contains(n) && !locked_here.contains(n) &&
+              m.first.holder == request.holder_id) {
             pick = n;
             break;
           }
@@ -245,7 +379,7 @@ tl::expected<MachineClaim, RegisterError> EtcdRegister::Claim(
         // finds its own number still free; only then the lowest free one.
         for (int pass = 0; pass < 2 && !pick; ++pass) {
           for (uint32_t n = options_.first_machine; n <= options_.last_machine; ++n) {
-            if (snap.held.contains(n)) continue;
+            if (snap.held.contains(n) || locked_here.contains(n)) continue;
             const auto mark = snap.marks.find(n);
             const bool remembered = mark != snap.marks.end() && !mark->second.first.holder.empty();
             if (pass == 1 || !remembered) {
@@ -263,7 +397,28 @@ tl::expected<MachineClaim, RegisterError> EtcdRegister::Claim(
                 std::to_string(options_.last_machine - options_.first_machine + 1) +
                 " are held (" + std::to_string(holders_in_range) + " holders in range, " +
                 std::to_string(snap.held.size()) + " under " + machines_prefix +
+                (locked_here.empty()
+                     ? std::string()
+                     : ", " + std::to_string(locked_here.size()) +
+                           " more held by other daemons of this host (" +
+                           host_lock_dir.string() + ")") +
                 "); widen register.machines or stop a daemon of another host"));
+      }
+
+      // The host-wide lock of the number, as every backend takes it: a daemon of this
+      // host with another register (a static machine = N) must never serve N beside us.
+      auto host_lock = AcquireMachineLock(host_lock_dir, *pick);
+      if (!host_lock) {
+        if (host_lock.error().held_by_other) {
+          locked_here.insert(*pick);
+          last_failure = "machine " + std::to_string(*pick) +
+                         " is held by another daemon of this host (" +
+                         MachineLockPath(host_lock_dir, *pick).string() + ")";
+          last_failure_was_outage = false;
+          --attempt;  // not a lost race: the next pick excludes the number
+          continue;
+        }
+        return tl::unexpected(Err(RegisterErrorCode::kUnreadable, host_lock.error().message));
       }
 
       // 3. One transaction: the fleet record unchanged, the number still as we saw it;
@@ -313,18 +468,29 @@ tl::expected<MachineClaim, RegisterError> EtcdRegister::Claim(
                                   "a claim transaction answered with " +
                                       std::to_string(result->responses.size()) + " results, not 2"));
       }
+      NoteIdentity(result->cluster_id, result->revision);
       int64_t mark = 0;
+      int64_t writer = 0;
+      int64_t mark_revision = 0;
       const auto& mark_kvs = result->responses[1].range.kvs;
       if (!mark_kvs.empty()) {
         auto rec = etcd::DecodeHighWater(mark_kvs[0].value);
         if (!rec) return tl::unexpected(Err(RegisterErrorCode::kCorrupt, CorruptText(mark_key, rec.error())));
         mark = rec->unix_ms;
+        writer = rec->lease;
+        mark_revision = mark_kvs[0].mod_revision;
       }
       machine_ = *pick;
+      machine_lock_ = std::move(*host_lock);
       holder_id_ = request.holder_id;
-      claim_mark_ = committed_ = attempted_max_ = mark;
+      claim_mark_ = committed_ = attempted_max_ = mark_value_ = mark;
+      mark_revision_ = mark_revision;
       keepalive_ = std::thread([this] { KeepAliveLoop(); });
-      return MachineClaim{*pick, mark};
+      return MachineClaim{.machine = *pick,
+                          .high_water_unix_ms = mark,
+                          .mark_writer = writer,
+                          .claim_token = lease_,
+                          .notices = std::move(notices)};
     }
     return tl::unexpected(Err(last_failure_was_outage ? RegisterErrorCode::kUnreachable
                                                       : RegisterErrorCode::kUnreadable,
@@ -356,54 +522,122 @@ tl::expected<void, RegisterError> EtcdRegister::RecordCleanStop(
   return Raise(last_issued_unix_ms, /*clean_stop=*/true);
 }
 
+RegisterError EtcdRegister::ClaimLost(const std::string& now_held) {
+  const std::string reason = "machine " + std::to_string(*machine_) +
+                             " is no longer ours in the etcd register (" +
+                             etcd::MachineKey(options_.prefix, *machine_) +
+                             " is not bound to our lease " + std::to_string(lease_) + "; " +
+                             now_held + "): stop serving and claim anew";
+  {
+    std::lock_guard lock(mutex_);
+    lost_reason_ = reason;
+  }
+  claim_lost_.store(true, std::memory_order_release);
+  return Err(RegisterErrorCode::kClaimLost, reason);
+}
+
+void EtcdRegister::NoteIdentity(uint64_t cluster_id, int64_t revision) noexcept {
+  if (cluster_id != 0) identity_.cluster_id = cluster_id;
+  identity_.revision = std::max(identity_.revision, revision);
+}
+
 tl::expected<void, RegisterError> EtcdRegister::Raise(int64_t unix_ms, bool clean_stop) noexcept {
   try {
     if (!machine_) return tl::unexpected(Err(RegisterErrorCode::kNotClaimed, "not claimed"));
     const std::string machine_key = etcd::MachineKey(options_.prefix, *machine_);
+    const std::string mark_key = etcd::HighWaterKey(options_.prefix, *machine_);
     if (claim_lost()) {
       std::lock_guard lock(mutex_);
       return tl::unexpected(Err(RegisterErrorCode::kClaimLost, lost_reason_));
     }
-    // A raise writes at least every earlier attempt (one that timed out may have
-    // committed), so the stored mark only rises. A clean stop writes what was issued,
-    // never below the mark this claim started above.
-    const int64_t target =
+    // A raise writes at least every earlier attempt (one that timed out may still commit),
+    // so what this holder relies on only grows. A clean stop writes what was issued, never
+    // below the mark this claim started above.
+    int64_t target =
         clean_stop ? std::max(unix_ms, claim_mark_) : std::max(unix_ms, attempted_max_);
     if (!clean_stop && target <= committed_) return {};
     if (!clean_stop) attempted_max_ = target;
-    etcd::TxnRequest txn;
-    txn.compare = {Compare::Lease(machine_key, lease_)};
-    txn.success = {Op::Put(etcd::HighWaterKey(options_.prefix, *machine_),
-                           etcd::EncodeHighWater(etcd::HighWaterRecord{target, holder_id_}))};
-    txn.failure = {Op::Get(machine_key)};
-    auto result = client_.Txn(txn);
-    if (!result) {
-      return tl::unexpected(Failure(
-          "not committed: cannot raise the high-water mark of machine " +
-              std::to_string(*machine_) + " to " + FormatIsoUtc(target),
-          result.error()));
-    }
-    if (!result->succeeded) {
-      std::string now_held = "nobody holds it now";
-      if (result->responses.size() == 1 && !result->responses[0].range.kvs.empty()) {
-        const auto& kv = result->responses[0].range.kvs[0];
-        auto rec = etcd::DecodeHolder(kv.value);
-        now_held = rec ? "it is held by \"" + rec->holder + "\" on " + rec->host + " now"
-                       : "it holds an unreadable record now";
+
+    // Each write compares the mark's mod_revision with the one this holder last saw, as
+    // well as the lease. A request that etcd applies late (after a timeout, after later
+    // requests, or twice: a stalled member replays what it buffered) compares a revision
+    // that is no longer current and changes nothing, so the stored mark never goes down.
+    // A failed compare with the lease still ours means the mark moved under us (our own
+    // late request, or an operator's raise-all): read it and try again.
+    for (int round = 0; round < kRaiseRounds; ++round) {
+      etcd::TxnRequest txn;
+      txn.compare = {Compare::Lease(machine_key, lease_),
+                     Compare::ModRevision(mark_key, Compare::Result::kEqual, mark_revision_)};
+      txn.success = {Op::Put(mark_key, etcd::EncodeHighWater(
+                                           etcd::HighWaterRecord{target, holder_id_, lease_}))};
+      txn.failure = {Op::Get(machine_key), Op::Get(mark_key)};
+      auto result = client_.Txn(txn);
+      if (!result) {
+        return tl::unexpected(Failure(
+            "not committed: cannot " +
+                std::string(clean_stop ? "record the clean stop" : "raise the high-water mark") +
+                " of machine " + std::to_string(*machine_) + " at " + FormatIsoUtc(target),
+            result.error()));
       }
-      const std::string reason = "machine " + std::to_string(*machine_) +
-                                 " is no longer ours in the etcd register (" + machine_key +
-                                 " is not bound to our lease " + std::to_string(lease_) + "; " +
-                                 now_held + "): stop serving and claim anew";
-      {
-        std::lock_guard lock(mutex_);
-        lost_reason_ = reason;
+      NoteIdentity(result->cluster_id, result->revision);
+      if (result->succeeded) {
+        // The put is the transaction's only write: the new revision is the mark's.
+        mark_revision_ = result->revision;
+        mark_value_ = target;
+        committed_ = clean_stop ? target : std::max(committed_, target);
+        return {};
       }
-      claim_lost_.store(true, std::memory_order_release);
-      return tl::unexpected(Err(RegisterErrorCode::kClaimLost, reason));
+      if (result->responses.size() != 2) {
+        return tl::unexpected(Err(RegisterErrorCode::kCorrupt,
+                                  "a raise transaction's failure branch answered with " +
+                                      std::to_string(result->responses.size()) +
+                                      " results, not 2"));
+      }
+      const auto& holder_kvs = result->responses[0].range.kvs;
+      if (holder_kvs.empty() || holder_kvs[0].lease != lease_) {
+        std::string now_held = "nobody holds it now";
+        if (!holder_kvs.empty()) {
+          auto rec = etcd::DecodeHolder(holder_kvs[0].value);
+          now_held = rec ? "it is held by \"" + rec->holder + "\" on " + rec->host + " now"
+                         : "it holds an unreadable record now";
+        }
+        return tl::unexpected(ClaimLost(now_held));
+      }
+      // Still ours: the mark moved. Continue from what it holds now.
+      const auto& mark_kvs = result->responses[1].range.kvs;
+      int64_t stored = 0;
+      int64_t writer = 0;
+      if (mark_kvs.empty()) {
+        mark_revision_ = 0;
+      } else {
+        auto rec = etcd::DecodeHighWater(mark_kvs[0].value);
+        if (!rec) {
+          return tl::unexpected(
+              Err(RegisterErrorCode::kCorrupt, CorruptText(mark_key, rec.error())));
+        }
+        mark_revision_ = mark_kvs[0].mod_revision;
+        stored = rec->unix_ms;
+        writer = rec->lease;
+      }
+      mark_value_ = stored;
+      if (!clean_stop) {
+        // A stored mark at or above the target already covers it: marks only rise (but
+        // for a live holder's own clean stop), so every later holder starts above it.
+        if (stored >= target) {
+          committed_ = std::max(committed_, target);
+          return {};
+        }
+      } else if (writer != lease_) {
+        // Someone else (an operator's raise-all) raised it: a clean stop lowers only what
+        // this holder itself wrote.
+        target = std::max(target, stored);
+      }
     }
-    committed_ = clean_stop ? target : std::max(committed_, target);
-    return {};
+    return tl::unexpected(Err(RegisterErrorCode::kUnreachable,
+                              "not committed: the high-water mark of machine " +
+                                  std::to_string(*machine_) + " changed under this holder " +
+                                  std::to_string(kRaiseRounds) +
+                                  " times in a row (" + mark_key + "); retrying later"));
   } catch (const std::exception& e) {
     return tl::unexpected(Err(RegisterErrorCode::kUnreadable, e.what()));
   }
@@ -517,8 +751,10 @@ tl::expected<void, RegisterError> EtcdRegister::Release(uint32_t machine) noexce
                   (rec ? " (\"" + rec->holder + "\" on " + rec->host + ", pid " +
                              std::to_string(rec->pid) + ")"
                        : std::string()) +
-                  " whose lease has " + std::to_string(ttl->ttl_s) +
-                  " s left: stop that daemon first"));
+                  " whose lease has " +
+                  (ttl->ttl_s > 0 ? std::to_string(ttl->ttl_s) + " s"
+                                  : std::string("under a second")) +
+                  " left: stop that daemon first"));
         }
       }
       // Only if nobody re-claimed it meanwhile.

@@ -6,8 +6,12 @@
 //   transaction that puts machines/N if absent, bound to this daemon's lease, and reads
 //   high-water/N. A holder gets its own number back, also while its old lease is alive.
 // - UpdateHighWater: raises high-water/N in a transaction that compares this daemon's lease
-//   on machines/N. Only a committed transaction counts: a timeout is reported as an error
-//   (not committed). A failed comparison means the claim is gone: kClaimLost, for good.
+//   on machines/N and the mark's mod_revision as this daemon last saw it, so a request that
+//   etcd applies late, twice or after later ones can never lower the mark. Only a committed
+//   transaction counts: a timeout is reported as an error (not committed). A failed lease
+//   comparison means the claim is gone: kClaimLost, for good; a moved mark is re-read.
+// - Claim also takes the number's host-wide lock (machine_lock.h), as every backend does,
+//   and refuses a store older than the one this host saw (a restore from a backup).
 // - A keepalive thread renews the lease every lease_ttl_s / 3; a lease that is gone makes
 //   every later call fail with kClaimLost.
 //
@@ -21,6 +25,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <filesystem>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -29,6 +34,7 @@
 
 #include "daemon/etcd_client.h"
 #include "daemon/etcd_records.h"
+#include "daemon/file_lock.h"
 #include "daemon/machine_register.h"
 #include "snowflake/id_layout.h"
 
@@ -41,6 +47,8 @@ struct EtcdRegisterOptions {
   uint32_t first_machine = 0;  // numbers this daemon may claim: first..last
   uint32_t last_machine = kMaxMachine;
   std::string host;  // recorded with the claim; empty: gethostname()
+  // Where the host-wide machine locks are (machine_lock.h); empty: HostLockDir().
+  std::filesystem::path host_lock_dir;
   // Claim gives up after this many lost races or unanswered attempts.
   int max_claim_attempts = 64;
   // Set when the options could not be completed (an unreadable password file): Claim
@@ -63,6 +71,9 @@ struct EtcdRegisterEntry {
 
 class EtcdRegister final : public MachineRegister {
  public:
+  // How often a write retries after the mark moved under it before it reports an error.
+  static constexpr int kRaiseRounds = 4;
+
   explicit EtcdRegister(EtcdRegisterOptions options);
   // Stops the keepalive thread and revokes the lease (best effort), so the number is free
   // at once; its high-water mark stays.
@@ -89,6 +100,7 @@ class EtcdRegister final : public MachineRegister {
   // kClaimLost once the lease is known to be gone (stop serving at once).
   tl::expected<void, RegisterError> Renew() noexcept override;
   std::string_view backend_name() const noexcept override { return "etcd"; }
+  RegisterIdentity identity() const noexcept override { return identity_; }
   // "etcd http://a:2379,http://b:2379 /snowflaked/".
   std::string location() const override;
 
@@ -106,11 +118,28 @@ class EtcdRegister final : public MachineRegister {
   // no longer prefers N). Never touches the mark itself. Errors: kInUse (a live lease holds
   // N), kInvalidRequest (N has no holder and no mark), kCorrupt, kUnreachable, kUnreadable.
   tl::expected<void, RegisterError> Release(uint32_t machine) noexcept;
+  // For `snowflakectl register raise-all`, after etcd was restored from a backup: raises
+  // the mark of every number 0-1023 to at least above_unix_ms (creating absent ones; never
+  // lowering one), then records the fence under P restored with the cluster's id, which
+  // lets daemons that saw the store before the restore start again. Returns how many marks
+  // it raised. Errors: kCorrupt, kUnreachable, kUnreadable, kInUse (a mark kept changing:
+  // a daemon is still serving).
+  tl::expected<int, RegisterError> RaiseAll(int64_t above_unix_ms) noexcept;
 
  private:
   tl::expected<void, RegisterError> EnsureFleet(const etcd::FleetRecord& fleet,
                                                 const std::string& fleet_text) noexcept;
   tl::expected<void, RegisterError> Raise(int64_t unix_ms, bool clean_stop) noexcept;
+  // Marks the claim lost for good and says why (the holder record names `now_held`).
+  RegisterError ClaimLost(const std::string& now_held);
+  // Refuses a store older than what this host saw (request.last_seen), unless an operator
+  // fenced its restore above request.local_high_water_ms (then a notice says so).
+  tl::expected<void, RegisterError> CheckNotRolledBack(const ClaimRequest& request,
+                                                       const etcd::RangeResult& answer,
+                                                       std::vector<std::string>& notices) noexcept;
+  // A line for the log if the cluster runs an etcd with a bug that matters here; "" if not.
+  std::string KnownBugNotice() noexcept;
+  void NoteIdentity(uint64_t cluster_id, int64_t revision) noexcept;
   void KeepAliveLoop();
   void StopKeepAlive();
   // `what` failed because of `e`: kUnreachable for an outage (etcd::IsOutage: retry), else
@@ -130,6 +159,12 @@ class EtcdRegister final : public MachineRegister {
   int64_t claim_mark_ = 0;     // the mark read when claiming: never write below it
   int64_t committed_ = 0;      // the highest mark a committed raise wrote
   int64_t attempted_max_ = 0;  // the highest mark any raise tried (may have committed)
+  // The mark as this holder last saw it: every write compares mark_revision_, so a request
+  // applied late changes nothing (docs/etcd-fencing.md).
+  int64_t mark_revision_ = 0;  // 0: the key is absent
+  int64_t mark_value_ = 0;
+  RegisterIdentity identity_;
+  std::optional<FileLock> machine_lock_;  // the host-wide lock of the claimed number
 
   // Shared with the keepalive thread.
   std::atomic<bool> claim_lost_{false};

@@ -240,7 +240,7 @@ tl::expected<MachineClaim, RegisterError> FileRegister::Claim(
     machine_ = *chosen;
     machine_lock_ = std::move(chosen_lock);
     holder_id_ = request.holder_id;
-    return MachineClaim{*chosen, entry.high_water_unix_ms};
+    return MachineClaim{.machine = *chosen, .high_water_unix_ms = entry.high_water_unix_ms};
   } catch (const std::exception& e) {
     return tl::unexpected(Error(RegisterErrorCode::kUnreadable,
                                 "register " + options_.path.string() + ": " + e.what()));

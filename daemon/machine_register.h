@@ -10,17 +10,42 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <tl/expected.hpp>
+#include <vector>
 
 namespace snowflake::daemon {
 
 struct Config;
 
+// Which store a networked register is, as far as its answers tell: the cluster's id and
+// the newest revision seen. A store restored from a backup answers with an older revision
+// (or, rebuilt, another id), and a daemon that recorded what it saw before notices.
+struct RegisterIdentity {
+  uint64_t cluster_id = 0;  // 0: not known, or a backend without one (file, static)
+  int64_t revision = 0;     // the newest revision seen; 0: not known
+  friend bool operator==(const RegisterIdentity&, const RegisterIdentity&) = default;
+};
+
 struct ClaimRequest {
+  ClaimRequest(std::string holder, int64_t epoch, RegisterIdentity seen = {},
+               int64_t local_high_water = 0)
+      : holder_id(std::move(holder)),
+        epoch_unix_ms(epoch),
+        last_seen(seen),
+        local_high_water_ms(local_high_water) {}
+
   std::string holder_id;  // who asks: a restarting holder gets its own number back
   int64_t epoch_unix_ms;  // the fleet's epoch: the register refuses a mismatch
+  // What this host's state file recorded of the register (zeros: nothing, a first start).
+  RegisterIdentity last_seen;
+  // The newest millisecond this host may have issued an ID in (its state file's
+  // reservation): a register found restored is used only if an operator raised every
+  // mark above it (`snowflakectl register raise-all`).
+  int64_t local_high_water_ms = 0;
 };
 
 struct MachineClaim {
@@ -28,6 +53,16 @@ struct MachineClaim {
   // The largest millisecond any earlier holder of this number may have issued an ID in
   // (0 if none is known). The new holder must issue strictly above it.
   int64_t high_water_unix_ms;
+  // Who last wrote that mark, and who this claim is, as tokens the state file records
+  // (etcd: lease ids). A restart may trust its surviving segment only if the mark's writer
+  // is the claim its state file names: then no other holder raised the mark, hence none
+  // issued, since. nullopt: the backend does not tell (file, static: one host, whose locks
+  // and state file decide).
+  std::optional<int64_t> mark_writer = std::nullopt;
+  std::optional<int64_t> claim_token = std::nullopt;
+  // Lines for the log the daemon should show (a register version with a known bug, a
+  // restore an operator fenced). Empty: nothing to say.
+  std::vector<std::string> notices = {};
 };
 
 enum class RegisterErrorCode {
@@ -49,6 +84,10 @@ enum class RegisterErrorCode {
   // (at startup the daemon waits for the register with a backoff; while serving the
   // reservation service retries and the daemon pauses at the end of its horizon).
   kUnreachable,
+  // The register is older than what this host saw of it: its revision went back, or its
+  // cluster id changed (restored from a backup, or replaced), and no operator fenced the
+  // restore above this host's IDs. Its marks cannot be trusted: refuse to start.
+  kRolledBack,
 };
 
 struct RegisterError {
@@ -100,6 +139,11 @@ class MachineRegister {
   // this; never call it for any other reason. Errors as UpdateHighWater.
   [[nodiscard]] virtual tl::expected<void, RegisterError> RecordCleanStop(
       int64_t last_issued_unix_ms) noexcept = 0;
+
+  // What this register's answers have shown of its identity so far (the state file
+  // records it with each reservation). Zeros for backends without one (this default).
+  // Called by the thread that calls the other functions.
+  virtual RegisterIdentity identity() const noexcept { return {}; }
 
   // "file", "static", ...
   virtual std::string_view backend_name() const noexcept = 0;

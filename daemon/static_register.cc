@@ -36,7 +36,7 @@ tl::expected<MachineClaim, RegisterError> StaticRegister::Claim(const ClaimReque
       return tl::unexpected(RegisterError{RegisterErrorCode::kUnreadable, lock.error().message});
     }
     lock_ = std::move(*lock);
-    return MachineClaim{machine_, 0};
+    return MachineClaim{.machine = machine_, .high_water_unix_ms = 0};
   } catch (const std::exception& e) {
     return tl::unexpected(RegisterError{RegisterErrorCode::kUnreadable, e.what()});
   }

@@ -247,7 +247,9 @@ TEST_F(DaemonEtcd, TakeoverAfterSigstopFencesTheOldDaemon) {
   // Arrange: A serves the only number of the range with a 2 s lease.
   const std::string short_lease = "lease_ttl_s = 2\nrequest_timeout_ms = 1000\n";
   const DaemonOptions a_options = OptionsFor("ta", "9", short_lease);
-  const DaemonOptions b_options = OptionsFor("tb", "9", short_lease);
+  DaemonOptions b_options = OptionsFor("tb", "9", short_lease);
+  // B stands for another host: a daemon of A's host would find A's host-wide lock of 9.
+  b_options.host_lock_dir = b_options.runtime_dir.parent_path() / "host-locks-b";
   Daemon a = harness_.Start(a_options);
   ASSERT_TRUE(a.ready()) << a.Describe();
   auto a_client = Client::Open("takeover-a", DaemonHarness::ClientOptionsFor(a_options.runtime_dir));

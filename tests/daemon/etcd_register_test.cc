@@ -21,9 +21,12 @@
 #include <thread>
 #include <vector>
 
+#include <unistd.h>
+
 #include "daemon/etcd_client.h"
 #include "etcd_cluster.h"
 #include "daemon/etcd_records.h"
+#include "daemon/static_register.h"
 #include "subprocess.h"
 
 namespace snowflake::daemon {
@@ -39,10 +42,17 @@ class EtcdRegisterTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { cluster_ = new EtcdCluster(3); }
   static void TearDownTestSuite() {
+    std::error_code ignored;
+    std::filesystem::remove_all(HostsDir(), ignored);
     delete cluster_;
     cluster_ = nullptr;
   }
   void SetUp() override { ASSERT_TRUE(cluster_->ok()) << cluster_->error(); }
+
+  static std::filesystem::path HostsDir() {
+    return std::filesystem::temp_directory_path() /
+           ("etcd-register-test-" + std::to_string(::getpid()));
+  }
 
   // Options on a prefix of this test's own.
   static EtcdRegisterOptions Options(uint32_t first, uint32_t last, int64_t ttl_s = 10,
@@ -56,6 +66,11 @@ class EtcdRegisterTest : public ::testing::Test {
     o.first_machine = first;
     o.last_machine = last;
     o.host = "test-host";
+    // Each register stands for a host of its own: the host-wide machine locks of one
+    // register never fence another (ANumberAStaticDaemonOfTheHostHolds... tests one host).
+    static std::atomic<int> hosts{0};
+    o.host_lock_dir = HostsDir() / ("host-" + std::to_string(hosts.fetch_add(1)));
+    std::filesystem::create_directories(o.host_lock_dir);
     return o;
   }
   static etcd::EtcdClient Client() {
@@ -150,6 +165,31 @@ TEST_F(EtcdRegisterTest, RestartGetsItsOwnNumberBackAlsoWhileTheOldLeaseLives) {
   ASSERT_TRUE(third_claim) << third_claim.error().message;
   EXPECT_EQ(third_claim->machine, first_claim->machine);
   EXPECT_EQ(third_claim->high_water_unix_ms, kEpoch + 5000);
+}
+
+TEST_F(EtcdRegisterTest, ANumberAStaticDaemonOfTheHostHoldsIsNeverClaimed) {
+  // Arrange: one host, one lock directory; a static daemon holds machine 5.
+  const auto host = Options(5, 6).host_lock_dir;
+  StaticRegister fixed(5, host);
+  ASSERT_TRUE(fixed.Claim({"static", kEpoch}));
+  auto options = Options(5, 6);
+  options.host_lock_dir = host;
+  EtcdRegister sut(options);
+  auto only_five = Options(5, 5);
+  only_five.host_lock_dir = host;
+  EtcdRegister refused(only_five);
+
+  // Act
+  auto claim = sut.Claim({"etcd-daemon", kEpoch});
+  auto refused_claim = refused.Claim({"other-etcd-daemon", kEpoch});
+
+  // Assert: etcd had 5 free, but this host's static daemon serves it.
+  ASSERT_TRUE(claim) << claim.error().message;
+  EXPECT_EQ(claim->machine, 6u);
+  ASSERT_FALSE(refused_claim);
+  EXPECT_EQ(refused_claim.error().code, RegisterErrorCode::kNoFreeNumber)
+      << refused_claim.error().message;
+  EXPECT_THAT(refused_claim.error().message, HasSubstr(host.string()));
 }
 
 TEST_F(EtcdRegisterTest, TakeoverFencesTheOldHolderAndStartsAboveItsCommittedMarks) {

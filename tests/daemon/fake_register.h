@@ -16,7 +16,7 @@ class FakeRegister final : public daemon::MachineRegister {
  public:
   tl::expected<daemon::MachineClaim, daemon::RegisterError> Claim(
       const daemon::ClaimRequest&) noexcept override {
-    return daemon::MachineClaim{3, mark_.load()};
+    return daemon::MachineClaim{.machine = 3, .high_water_unix_ms = mark_.load()};
   }
   tl::expected<void, daemon::RegisterError> UpdateHighWater(int64_t unix_ms) noexcept override {
     if (auto failed = Failure()) return tl::unexpected(*failed);
