@@ -247,8 +247,11 @@ int RunDaemon(const Config& config) {
   //    does not answer).
   auto reg = MakeMachineRegister(config);
   const std::string holder_id = ResolveHolderId(config);
-  auto waited = ClaimWaitingForRegister(*reg, ClaimRequest{holder_id, config.id.epoch_unix_ms},
-                                        signals);
+  // What this host saw of the register before: a register found older is refused.
+  const ClaimRequest request(holder_id, config.id.epoch_unix_ms,
+                             *saved ? (*saved)->register_seen : RegisterIdentity{},
+                             *saved ? (*saved)->reserved_through_unix_ms : 0);
+  auto waited = ClaimWaitingForRegister(*reg, request, signals);
   if (!waited) {
     spdlog::info("signal {} received while waiting for the register: stopping",
                  signals.signal_number());
@@ -260,6 +263,7 @@ int RunDaemon(const Config& config) {
     spdlog::critical("cannot claim a machine number: {}", claim.error().message);
     switch (claim.error().code) {
       case RegisterErrorCode::kEpochMismatch:
+      case RegisterErrorCode::kRolledBack:
         return kExitConfig;
       case RegisterErrorCode::kInUse:
         return kExitUsage;
@@ -269,6 +273,7 @@ int RunDaemon(const Config& config) {
   }
   spdlog::info("claimed machine {} from the {} register ({}) as holder \"{}\"", claim->machine,
                reg->backend_name(), reg->location(), holder_id);
+  for (const std::string& notice : claim->notices) spdlog::warn("{}", notice);
 
   // 6. The segment.
   auto producer = OpenSegment(config, claim->machine, group);
@@ -283,6 +288,7 @@ int RunDaemon(const Config& config) {
       .epoch_unix_ms = config.id.epoch_unix_ms,
       .machine = claim->machine,
       .register_high_water_ms = claim->high_water_unix_ms,
+      .register_mark_writer = claim->mark_writer,
       .state_file = *saved,
       .segment = {.path = producer->path().string(),
                   .reopened = producer->reopened(),
@@ -329,6 +335,7 @@ int RunDaemon(const Config& config) {
           .renew_ahead_ms = std::max<int64_t>(1, config.persistence.reservation_ms * 3 / 4),
           .segment_path = producer->path().string(),
           .segment_incarnation = producer->incarnation(),
+          .register_claim = claim->claim_token,
           .latencies = &latencies},
       store, *reg, clock, plan->confirmed_through_unix_ms);
   reservations.Start();

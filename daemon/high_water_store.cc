@@ -1,6 +1,7 @@
 #include "daemon/high_water_store.h"
 
 #include <cerrno>
+#include <charconv>
 #include <nlohmann/json.hpp>
 
 #include "daemon/atomic_file.h"
@@ -87,6 +88,18 @@ tl::expected<std::optional<HighWaterState>, HighWaterError> HighWaterStore::Load
         state.segment_path = seg->at("path").get<std::string>();
         state.segment_incarnation = seg->at("incarnation").get<uint64_t>();
       }
+      if (const auto reg = doc.find("register"); reg != doc.end() && !reg->is_null()) {
+        if (const auto claim = reg->find("claim"); claim != reg->end() && !claim->is_null()) {
+          state.register_claim = claim->get<int64_t>();
+        }
+        const std::string cluster = reg->at("cluster_id").get<std::string>();
+        const auto [end, ec] = std::from_chars(cluster.data(), cluster.data() + cluster.size(),
+                                               state.register_seen.cluster_id);
+        if (cluster.empty() || ec != std::errc() || end != cluster.data() + cluster.size()) {
+          return corrupt("register.cluster_id is not a decimal uint64");
+        }
+        state.register_seen.revision = reg->at("revision").get<int64_t>();
+      }
       if (state.reserved_through_unix_ms < 0 || state.epoch_unix_ms < 0) {
         return corrupt("negative time");
       }
@@ -114,6 +127,13 @@ tl::expected<void, HighWaterError> HighWaterStore::Save(const HighWaterState& st
     if (state.segment_path) {
       doc["segment"] = {{"path", *state.segment_path},
                         {"incarnation", state.segment_incarnation}};
+    }
+    if (state.register_claim || state.register_seen != RegisterIdentity{}) {
+      doc["register"] = {{"claim", nullptr},
+                         // A string: cluster ids use all 64 bits.
+                         {"cluster_id", std::to_string(state.register_seen.cluster_id)},
+                         {"revision", state.register_seen.revision}};
+      if (state.register_claim) doc["register"]["claim"] = *state.register_claim;
     }
     auto written = WriteFileAtomically(path_, doc.dump() + "\n", 0644, *fs_);
     if (!written) {

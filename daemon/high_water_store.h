@@ -3,7 +3,8 @@
 //
 //   {"version":1,"machine":N,"epoch_unix_ms":E,"reserved_through_unix_ms":R,
 //    "last_issued_unix_ms_at_clean_stop":S or null,
-//    "segment":{"path":P,"incarnation":I}}   (optional)
+//    "segment":{"path":P,"incarnation":I},   (optional)
+//    "register":{"claim":L,"cluster_id":"C","revision":V}}   (optional: etcd only)
 //
 // The rule that makes a reboot safe: no ID with a millisecond above R is published until a
 // new R covering it has been fsync'd. After a clean stop R is lowered to the last issued
@@ -15,6 +16,12 @@
 // the segment's last_published_id exactly what was published and need not wait out R
 // (docs/design.md, "Restarting on a surviving segment"). A file without it (older
 // versions) is trusted only for R.
+//
+// "register" (a networked register): L is the claim (etcd lease) that made reservation R; a
+// restart trusts its segment only if the register's mark was last written by that claim
+// (no other holder raised it, hence issued, since). C and V are the register's cluster id
+// and the newest revision this daemon saw: a register found older (restored from a backup)
+// is refused (docs/etcd-fencing.md).
 //
 // One state directory, one daemon: the first Load() or Save() takes an exclusive flock on
 // <state_dir>/high-water.json.lock (our pid inside) and holds it for the store's life, so a
@@ -35,6 +42,7 @@
 
 #include "daemon/file_lock.h"
 #include "daemon/file_system.h"
+#include "daemon/machine_register.h"
 
 namespace snowflake::daemon {
 
@@ -46,6 +54,11 @@ struct HighWaterState {
   // The segment this reservation covered (absent: unknown).
   std::optional<std::string> segment_path;
   uint64_t segment_incarnation = 0;
+  // The claim that made this reservation (etcd: its lease id); nullopt: not known or a
+  // backend without claims of its own (file, static).
+  std::optional<int64_t> register_claim = std::nullopt;
+  // The register as this daemon last saw it (zeros: nothing recorded).
+  RegisterIdentity register_seen = {};
   friend bool operator==(const HighWaterState&, const HighWaterState&) = default;
 };
 

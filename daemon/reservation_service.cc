@@ -82,13 +82,20 @@ void ReservationService::SetProblem(std::optional<ReservationProblem> problem) {
   problem_ = std::move(problem);
 }
 
+HighWaterState ReservationService::StateThrough(int64_t through,
+                                               std::optional<int64_t> clean_stop) const {
+  return HighWaterState{.machine = options_.machine,
+                        .epoch_unix_ms = options_.epoch_unix_ms,
+                        .reserved_through_unix_ms = through,
+                        .last_issued_unix_ms_at_clean_stop = clean_stop,
+                        .segment_path = options_.segment_path,
+                        .segment_incarnation = options_.segment_incarnation,
+                        .register_claim = options_.register_claim,
+                        .register_seen = register_.identity()};
+}
+
 bool ReservationService::Renew(int64_t through) {
-  const HighWaterState state{.machine = options_.machine,
-                             .epoch_unix_ms = options_.epoch_unix_ms,
-                             .reserved_through_unix_ms = through,
-                             .last_issued_unix_ms_at_clean_stop = std::nullopt,
-                             .segment_path = options_.segment_path,
-                             .segment_incarnation = options_.segment_incarnation};
+  const HighWaterState state = StateThrough(through, std::nullopt);
   // 1. The state file: what a reboot of this host restarts above.
   if (auto saved = store_.Save(state); !saved) {
     SetProblem(ReservationProblem{ReservationStore::kStateFile, saved.error().sys_errno,
@@ -177,12 +184,7 @@ tl::expected<void, std::string> ReservationService::RecordCleanStop(int64_t last
     SNOWFLAKE_REQUIRE(stop_);
   }
   SNOWFLAKE_REQUIRE(!thread_.joinable());
-  auto saved = store_.Save(HighWaterState{.machine = options_.machine,
-                                          .epoch_unix_ms = options_.epoch_unix_ms,
-                                          .reserved_through_unix_ms = last_issued_unix_ms,
-                                          .last_issued_unix_ms_at_clean_stop = last_issued_unix_ms,
-                                          .segment_path = options_.segment_path,
-                                          .segment_incarnation = options_.segment_incarnation});
+  auto saved = store_.Save(StateThrough(last_issued_unix_ms, last_issued_unix_ms));
   if (!saved) return tl::unexpected("state file: " + saved.error().message);
   confirmed_.store(last_issued_unix_ms, std::memory_order_release);
   if (auto updated = Timed(RegisterLatency(),

@@ -63,6 +63,9 @@ struct ReservationOptions {
   // high_water_store.h): lets a restart on that segment skip waiting out the reservation.
   std::string segment_path;
   uint64_t segment_incarnation = 0;
+  // The register's token for this claim (MachineClaim::claim_token), recorded in the
+  // state file with every reservation, beside the register's identity() as last seen.
+  std::optional<int64_t> register_claim = std::nullopt;
   // Where each renewal's and each register call's duration is recorded (/metrics); not
   // owned, must outlive the service. Null: not recorded.
   DaemonLatencies* latencies = nullptr;
@@ -119,6 +122,8 @@ class ReservationService final : public Horizon {
 
  private:
   void Run();
+  // What the state file records for a reservation through `through`.
+  HighWaterState StateThrough(int64_t through, std::optional<int64_t> clean_stop) const;
   // One renewal through `through`; false (and problem_ set) if a store failed.
   bool Renew(int64_t through);
   void SetProblem(std::optional<ReservationProblem> problem);

@@ -32,13 +32,21 @@ tl::expected<StartupPlan, std::string> ReconcileStartup(const StartupFacts& f) {
 
   // The segment is trusted in place of the reservation only when it is the very segment
   // the reservation was made for, nobody opened it since (its incarnation moved by exactly
-  // our own reopen), it has published something, the file is for this number, and the
-  // register knows of nothing newer than our own reservation (no other holder of the
-  // number raised it since).
+  // our own reopen), it has published something, the file is for this number, and no other
+  // holder of the number raised the register's mark since. Where the register names the
+  // claim that last wrote its mark (etcd), that claim must be the one the file recorded:
+  // the mark's value alone cannot tell, because the file runs ahead of the register while
+  // it fails, other holders write marks from their own clocks, and a clean stop lowers it.
+  // Without such a token (file, static: one host, serialised by its locks) the mark must
+  // not be above our own reservation.
+  const bool register_unchanged =
+      f.register_mark_writer
+          ? file && file->register_claim && *file->register_claim == *f.register_mark_writer
+          : file && f.register_high_water_ms <= file->reserved_through_unix_ms;
   plan.trusted_segment = file && f.segment.reopened && f.segment.last_published_id != 0 &&
                          file->segment_path && *file->segment_path == f.segment.path &&
                          file->segment_incarnation + 1 == f.segment.incarnation &&
-                         file->machine == f.machine &&
+                         file->machine == f.machine && register_unchanged &&
                          f.register_high_water_ms <= file->reserved_through_unix_ms;
   if (plan.trusted_segment) {
     plan.high_water_unix_ms = segment_ms;

@@ -28,6 +28,9 @@ struct StartupFacts {
   int64_t epoch_unix_ms = 0;
   uint32_t machine = 0;                  // the number just claimed
   int64_t register_high_water_ms = 0;    // MachineClaim::high_water_unix_ms
+  // MachineClaim::mark_writer: the claim that last wrote the register's mark (nullopt: the
+  // backend does not tell).
+  std::optional<int64_t> register_mark_writer = std::nullopt;
   std::optional<HighWaterState> state_file;  // nullopt: no file (a first start)
   SegmentFacts segment;
   int64_t reservation_ms = 1000;
