@@ -346,5 +346,82 @@ TEST_F(Fleet, CApiWithoutALocalDaemonTakesFromRemotes) {
   EXPECT_EQ(client, nullptr);
 }
 
+// One daemon with its HTTP front on a fresh harness: static machine `machine`, `extra`
+// TOML appended, optionally under libfaketime (its offset in root/offset, `offset` to
+// begin with), with `env` added to its environment.
+Member StartMember(const std::string& name, uint32_t machine, const std::string& extra = "",
+                   std::optional<std::string> offset = std::nullopt, EnvChanges env = {}) {
+  Member m;
+  m.harness = std::make_unique<DaemonHarness>(name);
+  m.port = FreePort();
+  m.machine = machine;
+  m.options = m.harness->Options();
+  m.options.config_path = m.harness->WriteFile(
+      "member.toml", "[register]\nbackend = \"static\"\nmachine = " + std::to_string(machine) +
+                         "\n[clock]\nmax_backward_ms = 5000\n[http]\nlisten = [\"" +
+                         m.address() + "\"]\n" + extra);
+  if (offset) {
+    SetClockOffset(m.harness->root() / "offset", *offset);
+    m.options.faketime_file = m.harness->root() / "offset";
+  }
+  m.options.env = std::move(env);
+  m.Start();
+  return m;
+}
+
+// Client options for a host without snowflaked (no runtime directory), with `remotes` and
+// HTTP limits generous for a loaded, sanitized host.
+ClientOptions RemoteOnlyOptions(const Member& anchor, std::vector<std::string> remotes) {
+  ClientOptions options = DaemonHarness::ClientOptionsFor(anchor.harness->root() / "no-daemon");
+  options.remotes = std::move(remotes);
+  options.remote_attempt_timeout = 2000ms;
+  options.remote_deadline = 6000ms;
+  options.remote_max_age = 5000ms;
+  return options;
+}
+
+// A remote whose clock is 30 s fast, and one of another epoch (2025-01-01: its IDs decode
+// a year in the future with the client's epoch), must not push the client's last ID ahead:
+// that would make it refuse every correct source until its own clock caught up. Their IDs
+// are refused, naming the remote and why; a correct remote serves.
+TEST(Remotes, IdsAheadOfTheClientsClockAreRefusedNamingTheRemote) {
+  Member fast = StartMember("remote-fast", 4, "", "+30");
+  Member other_epoch =
+      StartMember("remote-epoch", 5, "[id]\nepoch = \"2025-01-01T00:00:00Z\"\n");
+  Member good = StartMember("remote-good", 6);
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  auto sut = Client::Open(
+      "ahead", RemoteOnlyOptions(good, {fast.address(), other_epoch.address(), good.address()}));
+  ASSERT_TRUE(sut) << sut.error().message;
+
+  uint64_t last = 0;
+  for (int i = 0; i < 200; ++i) {
+    auto id = sut->Next();
+    ASSERT_TRUE(id) << "take " << i << ": " << id.error().message;
+    ASSERT_GT(*id, last) << "take " << i;
+    ASSERT_EQ(MachineOf(*id), good.machine) << "take " << i << " accepted an ID from the future";
+    last = *id;
+  }
+  ASSERT_TRUE(good.daemon->Stop());
+  auto none = sut->Next();
+
+  ASSERT_FALSE(none) << "an ID from machine " << MachineOf(*none);
+  const std::string& why = none.error().message;
+  // What the error says of one endpoint: from its address to the next "; " (its breaker
+  // may still skip it: "skipped for N ms more after: <the reason>").
+  auto said_of = [&why](const std::string& address) {
+    const size_t at = why.find(address + ": ");
+    if (at == std::string::npos) return std::string();
+    const size_t end = why.find("; ", at);
+    return why.substr(at, end == std::string::npos ? std::string::npos : end - at);
+  };
+  EXPECT_NE(said_of(fast.address()).find("ms ahead of this host's clock"), std::string::npos)
+      << why;
+  EXPECT_NE(said_of(other_epoch.address()).find("ms ahead of this host's clock"),
+            std::string::npos)
+      << why;
+  std::printf("refused: %s\n", why.c_str());
+}
+
 }  // namespace
 }  // namespace snowflake::testing

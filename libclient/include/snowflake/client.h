@@ -62,6 +62,11 @@ struct ClientOptions {
   std::chrono::milliseconds remote_deadline{200};
   // A remote ID older than this by this host's clock is refused (a stale or skewed peer).
   std::chrono::milliseconds remote_max_age{100};
+  // A remote ID whose millisecond is further than this ahead of this host's clock (read
+  // with this Client's epoch) is refused: a remote with a fast clock, or of another epoch.
+  // Accepting one would raise this Client's last ID that far ahead, and until its own clock
+  // caught up every correct source's IDs would be below it and refused.
+  std::chrono::milliseconds remote_max_ahead{50};
 };
 
 // A snapshot of the daemon and ring as one client sees them. Fields are read racily, one
