@@ -423,5 +423,42 @@ TEST(Remotes, IdsAheadOfTheClientsClockAreRefusedNamingTheRemote) {
   std::printf("refused: %s\n", why.c_str());
 }
 
+// `snowflakectl next --remote` on a host without snowflaked (no runtime directory at all):
+// the remotes serve, by flag or by $SNOWFLAKE_REMOTES; without them it still says no
+// daemon runs there.
+TEST(Remotes, SnowflakectlNextWithoutARuntimeDirTakesFromTheRemote) {
+  Member remote = StartMember("remote-cli", 7);
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  const std::string nowhere = (remote.harness->root() / "no-daemon").string();
+  auto check = [&](const RunResult& run, const char* how) {
+    ASSERT_TRUE(run.status.ExitedWith(0)) << how << ": " << run.status.ToString() << ": "
+                                          << run.err;
+    std::vector<uint64_t> ids;
+    size_t start = 0;
+    for (size_t nl; (nl = run.out.find('\n', start)) != std::string::npos; start = nl + 1) {
+      ids.push_back(std::stoull(run.out.substr(start, nl - start)));
+    }
+    ASSERT_EQ(ids.size(), 100u) << how;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      EXPECT_EQ(MachineOf(ids[i]), remote.machine) << how;
+      if (i > 0) {
+        ASSERT_LT(ids[i - 1], ids[i]) << how << " at " << i;
+      }
+    }
+  };
+
+  check(RunCommand({kSnowflakectlPath, "next", "-n", "100", "--runtime-dir", nowhere, "--remote",
+                    remote.address()}),
+        "--remote");
+  RunOptions env;
+  env.env.set = {{"SNOWFLAKE_REMOTES", remote.address()}};
+  check(RunCommand({kSnowflakectlPath, "next", "-n", "100", "--runtime-dir", nowhere}, env),
+        "SNOWFLAKE_REMOTES");
+  const RunResult alone =
+      RunCommand({kSnowflakectlPath, "next", "-n", "1", "--runtime-dir", nowhere});
+  EXPECT_TRUE(alone.status.ExitedWith(1)) << alone.status.ToString();
+  EXPECT_NE(alone.err.find("does not exist"), std::string::npos) << alone.err;
+}
+
 }  // namespace
 }  // namespace snowflake::testing
