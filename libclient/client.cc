@@ -699,8 +699,9 @@ tl::expected<Client, Error> Client::Open(std::string_view service,
   if (auto valid = ValidateServiceName(service); !valid) return tl::unexpected(valid.error());
   try {
     std::filesystem::path runtime_dir = ResolveRuntimeDir(options);
-    auto remotes =
-        options.remotes.empty() ? detail::RemotePool::FromEnvironment() : options.remotes;
+    auto remotes = options.remotes.empty() && options.remotes_from_environment
+                       ? detail::RemotePool::FromEnvironment()
+                       : options.remotes;
     auto maybe_ring = OpenRing(runtime_dir);
     // No local daemon (no segment, no runtime dir: a host without snowflaked) is an error
     // only without remotes; with them the Client takes from the remotes and maps the

@@ -460,5 +460,36 @@ TEST(Remotes, SnowflakectlNextWithoutARuntimeDirTakesFromTheRemote) {
   EXPECT_NE(alone.err.find("does not exist"), std::string::npos) << alone.err;
 }
 
+// A daemon started with SNOWFLAKE_REMOTES in its environment (meant for its clients) must
+// not hand its front's callers another daemon's IDs: fronts forwarding to each other would
+// loop, and a caller of this front asked for this host's IDs. With its ring paused (a clock
+// step back), its front answers 503 paused, never with the other daemon's IDs.
+TEST(Remotes, TheHttpFrontNeverForwardsToSnowflakeRemotes) {
+  Member other = StartMember("front-other", 8);
+  EnvChanges env;
+  env.set = {{"SNOWFLAKE_REMOTES", other.address()}};
+  Member sut = StartMember("front-sut", 9, "", "+0", env);
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  const HttpReply serving = FetchOnce(sut.port, "/v1/ids?service=front&count=5");
+  ASSERT_EQ(serving.status, 200) << serving.body;
+  for (uint64_t id : IdsOf(serving.body)) EXPECT_EQ(MachineOf(id), sut.machine);
+
+  SetClockOffset(sut.harness->root() / "offset", "-2");
+  const auto paused = WaitForState(sut.harness->runtime_dir(), "paused", 10s);
+  ASSERT_TRUE(paused && paused->state == "paused") << "the daemon did not pause";
+  HttpReply reply;
+  for (int i = 0; i < 20; ++i) {
+    reply = FetchOnce(sut.port, "/v1/ids?service=front&count=5");
+    for (uint64_t id : IdsOf(reply.body)) {
+      ASSERT_NE(MachineOf(id), other.machine) << "the front forwarded to " << other.address();
+    }
+    if (reply.status != 200) break;
+  }
+  SetClockOffset(sut.harness->root() / "offset", "+0");
+
+  EXPECT_EQ(reply.status, 503) << reply.body;
+  EXPECT_NE(reply.body.find("paused"), std::string::npos) << reply.body;
+}
+
 }  // namespace
 }  // namespace snowflake::testing
