@@ -127,7 +127,7 @@ ProducerStatus RingConsumer::CheckProducer(std::chrono::nanoseconds max_heartbea
     // says nothing about a daemon of this boot, so it is never read as fresh.
     status.health = ProducerHealth::kNotHeartbeating;
   } else if (status.pid != 0 && status.heartbeat_age_ns > kDeadPidBeatAge.count() &&
-      kill(static_cast<pid_t>(status.pid), 0) != 0 && errno == ESRCH) {
+             kill(static_cast<pid_t>(status.pid), 0) != 0 && errno == ESRCH) {
     status.health = ProducerHealth::kDead;
   } else if (status.heartbeat_age_ns > static_cast<uint64_t>(max_heartbeat_age.count())) {
     status.health = ProducerHealth::kNotHeartbeating;

@@ -97,9 +97,8 @@ tl::expected<void, SegmentFailure> CreateTempFile(const std::string& tmp_path, m
 // refused, and the boot id is judged by CreateOrOpen itself (a segment of another boot is
 // retired, not refused).
 MapChecks OwnFileChecks() {
-  return MapChecks{.expected_owner = std::nullopt,
-                   .refuse_other_access = false,
-                   .boot_id = std::nullopt};
+  return MapChecks{
+      .expected_owner = std::nullopt, .refuse_other_access = false, .boot_id = std::nullopt};
 }
 
 BootId BootIdOf(const ProducerOptions& options) {
@@ -228,8 +227,7 @@ tl::expected<RingProducer, SegmentFailure> RingProducer::CreateOrOpen(
     struct stat info {};
     if (lstat(path.c_str(), &info) == 0) {
       // Our own file: no owner check, and a wrong mode is repaired below, not refused.
-      auto existing = MappedSegment::Open(path, MapAccess::kProducer,
-                                          OwnFileChecks());
+      auto existing = MappedSegment::Open(path, MapAccess::kProducer, OwnFileChecks());
       if (!existing) return tl::unexpected(std::move(existing.error()));
       const SegmentHeader& old = *(*existing)->header();
       const bool same_ids =
@@ -243,8 +241,9 @@ tl::expected<RingProducer, SegmentFailure> RingProducer::CreateOrOpen(
       const BootId recorded = RecordedBootId(old);
       std::string replaced_because;
       if (!boot.known()) {
-        replaced_because = "this boot's id cannot be read (/proc/sys/kernel/random/boot_id), "
-                           "so no segment is trusted across a restart";
+        replaced_because =
+            "this boot's id cannot be read (/proc/sys/kernel/random/boot_id), "
+            "so no segment is trusted across a restart";
       } else if (recorded != boot) {
         replaced_because = recorded.known()
                                ? "it was left by another boot of this host (boot id " +
@@ -287,9 +286,7 @@ tl::expected<RingProducer, SegmentFailure> RingProducer::CreateOrOpen(
         !created) {
       return tl::unexpected(std::move(created.error()));
     }
-    auto fresh = MappedSegment::Open(
-        path, MapAccess::kProducer,
-        OwnFileChecks());
+    auto fresh = MappedSegment::Open(path, MapAccess::kProducer, OwnFileChecks());
     if (!fresh) return tl::unexpected(std::move(fresh.error()));
     RingProducer producer(std::move(*fresh), path, /*reopened=*/false);
     producer.replaced_because_ = std::move(previous_replaced_because);
@@ -315,9 +312,7 @@ tl::expected<RingProducer, SegmentFailure> RingProducer::CreateReplacement(
     if (auto created = CreateSegmentFile(options, path, fresh); !created) {
       return tl::unexpected(std::move(created.error()));
     }
-    auto mapped = MappedSegment::Open(
-        path, MapAccess::kProducer,
-        OwnFileChecks());
+    auto mapped = MappedSegment::Open(path, MapAccess::kProducer, OwnFileChecks());
     if (!mapped) return tl::unexpected(std::move(mapped.error()));
     return RingProducer(std::move(*mapped), path, /*reopened=*/false);
   } catch (const std::exception& e) {
@@ -388,9 +383,7 @@ void StopUnvalidated(const std::filesystem::path& path) noexcept {
 
 void RingProducer::Retire(const std::filesystem::path& runtime_dir) noexcept {
   const std::filesystem::path path = runtime_dir / kSegmentFileName;
-  auto existing = MappedSegment::Open(
-      path, MapAccess::kProducer,
-      OwnFileChecks());
+  auto existing = MappedSegment::Open(path, MapAccess::kProducer, OwnFileChecks());
   if (existing) {
     try {
       RingProducer old(std::move(*existing), path, true);

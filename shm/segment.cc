@@ -11,8 +11,8 @@
 #include <system_error>
 
 #include "mapped_segment.h"
-#include "snowflake/boot_id.h"
 #include "snowflake/account_names.h"
+#include "snowflake/boot_id.h"
 #include "snowflake/segment_error.h"
 #include "snowflake/segment_layout.h"
 #include "snowflake/truncation_guard.h"

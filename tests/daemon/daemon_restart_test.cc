@@ -156,7 +156,8 @@ TEST(DaemonRestart, ASegmentLeftByAnotherBootIsRetiredNotReopened) {
   const uint64_t other_boot[2] = {0x0123456789abcdefull, 0xfedcba9876543210ull};
   const int fd = open(ring.c_str(), O_WRONLY | O_CLOEXEC);
   ASSERT_GE(fd, 0) << ring;
-  ASSERT_EQ(pwrite(fd, other_boot, sizeof other_boot, 272), static_cast<ssize_t>(sizeof other_boot));
+  ASSERT_EQ(pwrite(fd, other_boot, sizeof other_boot, 272),
+            static_cast<ssize_t>(sizeof other_boot));
   close(fd);
 
   // Act

@@ -358,8 +358,8 @@ Member StartMember(const std::string& name, uint32_t machine, const std::string&
   m.options = m.harness->Options();
   m.options.config_path = m.harness->WriteFile(
       "member.toml", "[register]\nbackend = \"static\"\nmachine = " + std::to_string(machine) +
-                         "\n[clock]\nmax_backward_ms = 5000\n[http]\nlisten = [\"" +
-                         m.address() + "\"]\n" + extra);
+                         "\n[clock]\nmax_backward_ms = 5000\n[http]\nlisten = [\"" + m.address() +
+                         "\"]\n" + extra);
   if (offset) {
     SetClockOffset(m.harness->root() / "offset", *offset);
     m.options.faketime_file = m.harness->root() / "offset";
@@ -386,8 +386,7 @@ ClientOptions RemoteOnlyOptions(const Member& anchor, std::vector<std::string> r
 // are refused, naming the remote and why; a correct remote serves.
 TEST(Remotes, IdsAheadOfTheClientsClockAreRefusedNamingTheRemote) {
   Member fast = StartMember("remote-fast", 4, "", "+30");
-  Member other_epoch =
-      StartMember("remote-epoch", 5, "[id]\nepoch = \"2025-01-01T00:00:00Z\"\n");
+  Member other_epoch = StartMember("remote-epoch", 5, "[id]\nepoch = \"2025-01-01T00:00:00Z\"\n");
   Member good = StartMember("remote-good", 6);
   ASSERT_FALSE(::testing::Test::HasFatalFailure());
   auto sut = Client::Open(
@@ -417,8 +416,7 @@ TEST(Remotes, IdsAheadOfTheClientsClockAreRefusedNamingTheRemote) {
   };
   EXPECT_NE(said_of(fast.address()).find("ms ahead of this host's clock"), std::string::npos)
       << why;
-  EXPECT_NE(said_of(other_epoch.address()).find("ms ahead of this host's clock"),
-            std::string::npos)
+  EXPECT_NE(said_of(other_epoch.address()).find("ms ahead of this host's clock"), std::string::npos)
       << why;
   std::printf("refused: %s\n", why.c_str());
 }
@@ -431,8 +429,8 @@ TEST(Remotes, SnowflakectlNextWithoutARuntimeDirTakesFromTheRemote) {
   ASSERT_FALSE(::testing::Test::HasFatalFailure());
   const std::string nowhere = (remote.harness->root() / "no-daemon").string();
   auto check = [&](const RunResult& run, const char* how) {
-    ASSERT_TRUE(run.status.ExitedWith(0)) << how << ": " << run.status.ToString() << ": "
-                                          << run.err;
+    ASSERT_TRUE(run.status.ExitedWith(0))
+        << how << ": " << run.status.ToString() << ": " << run.err;
     std::vector<uint64_t> ids;
     size_t start = 0;
     for (size_t nl; (nl = run.out.find('\n', start)) != std::string::npos; start = nl + 1) {

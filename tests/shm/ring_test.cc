@@ -11,8 +11,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <ctime>
 #include <cstdint>
+#include <ctime>
 #include <random>
 #include <string>
 #include <thread>
@@ -299,8 +299,7 @@ TEST(Ring, NewCapacityRetiresTheOldSegmentAndCarriesItsLastId) {
 
 // Overwrites `size` bytes of the ring file in `dir` at `offset` (what another boot, or
 // an older daemon, left there).
-void PatchRingFile(const std::filesystem::path& dir, off_t offset, const void* bytes,
-                   size_t size) {
+void PatchRingFile(const std::filesystem::path& dir, off_t offset, const void* bytes, size_t size) {
   const std::string path = (dir / kSegmentFileName).string();
   const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
   ASSERT_GE(fd, 0) << path;
