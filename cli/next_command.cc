@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <cstdlib>
 #include <memory>
 #include <vector>
 
@@ -122,7 +123,14 @@ void AddNextCommand(CLI::App& app) {
       FailCommand({kExitUsage, "usage", "next: --service: " + valid.error().message}, false);
     }
     const RuntimeDir dir = runtime_dir();
-    if (auto unusable = CheckRuntimeDir(dir)) FailCommand(*unusable, false);
+    if (auto unusable = CheckRuntimeDir(dir)) {
+      // A host without snowflaked (no runtime directory at all) is where remotes are
+      // needed most: the Client takes from them. Any other problem stays an error.
+      const char* env_remotes = std::getenv("SNOWFLAKE_REMOTES");
+      const bool has_remotes =
+          !remotes->empty() || (env_remotes != nullptr && *env_remotes != '\0');
+      if (!has_remotes || unusable->code != "daemon_not_running") FailCommand(*unusable, false);
+    }
     ClientOptions options;
     options.runtime_dir = dir.path;
     options.remotes = *remotes;

@@ -138,6 +138,10 @@ tl::expected<shm::RingProducer, Failure> OpenSegment(const Config& config, uint3
   if (!producer) {
     return tl::unexpected(Failure{kExitFatal, "cannot open the segment: " + producer.error().message});
   }
+  if (!producer->replaced_because().empty()) {
+    spdlog::warn("retired the segment in {} and created a fresh one: {}",
+                 config.daemon.runtime_dir.string(), producer->replaced_because());
+  }
   return std::move(*producer);
 }
 

@@ -710,6 +710,11 @@ tl::expected<HttpFront::Impl::Service*, Reply> HttpFront::Impl::ServiceFor(
   options.runtime_dir = runtime_dir_;
   options.wait_timeout = kTakeWait;
   options.max_heartbeat_age = kHeartbeatLimit;
+  // This host's IDs only, whatever $SNOWFLAKE_REMOTES the daemon inherited (set for its
+  // clients): a front that forwarded would hand out another daemon's IDs as this one's,
+  // and fronts naming each other would forward in a loop while both are down.
+  options.remotes.clear();
+  options.remotes_from_environment = false;
   auto client = Client::Open(service, options);
   if (!client) {
     const auto [status, code] = StatusOf(client.error().code);

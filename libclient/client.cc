@@ -53,6 +53,7 @@ ClientError FromSegmentError(SegmentError error) {
   switch (error) {
     case SegmentError::kNotFound:
     case SegmentError::kUnpaired:
+    case SegmentError::kEarlierBoot:
       return ClientError::kDaemonNotRunning;
     case SegmentError::kPermissionDenied:
       return ClientError::kPermissionDenied;
@@ -182,6 +183,13 @@ Error Unavailable(const ProducerStatus& producer, const std::filesystem::path& r
                        "snowflaked (pid " + pid + ") has stopped" + where +
                            "; fail over, or retry once it is restarted");
     case ProducerHealth::kNotHeartbeating:
+      if (producer.heartbeat_in_future) {
+        return MakeError(ClientError::kDaemonNotHeartbeating,
+                         "snowflaked (pid " + pid +
+                             ")'s heartbeat is in the future of this host's monotonic clock, "
+                             "so it is not a beat of this boot" +
+                             where + "; it is not running: fail over, and start it");
+      }
       return MakeError(ClientError::kDaemonNotHeartbeating,
                        "snowflaked (pid " + pid + ") has not refreshed its heartbeat for " +
                            std::to_string(producer.heartbeat_age_ns / 1'000'000) + " ms (limit " +
@@ -691,8 +699,9 @@ tl::expected<Client, Error> Client::Open(std::string_view service,
   if (auto valid = ValidateServiceName(service); !valid) return tl::unexpected(valid.error());
   try {
     std::filesystem::path runtime_dir = ResolveRuntimeDir(options);
-    auto remotes =
-        options.remotes.empty() ? detail::RemotePool::FromEnvironment() : options.remotes;
+    auto remotes = options.remotes.empty() && options.remotes_from_environment
+                       ? detail::RemotePool::FromEnvironment()
+                       : options.remotes;
     auto maybe_ring = OpenRing(runtime_dir);
     // No local daemon (no segment, no runtime dir: a host without snowflaked) is an error
     // only without remotes; with them the Client takes from the remotes and maps the

@@ -79,6 +79,7 @@ RemotePool::RemotePool(std::string service, std::vector<std::string> remotes,
       attempt_timeout_(options.remote_attempt_timeout),
       deadline_(options.remote_deadline),
       max_age_(options.remote_max_age),
+      max_ahead_(options.remote_max_ahead),
       epoch_unix_ms_(epoch_unix_ms),
       jitter_(static_cast<unsigned>(Steady::now().time_since_epoch().count())) {
   static std::once_flag curl_ready;
@@ -273,10 +274,13 @@ tl::expected<size_t, std::string> RemotePool::Fetch(Endpoint& endpoint, std::spa
     const std::string code = ErrorCodeOf(body);
     return tl::unexpected("HTTP " + std::to_string(status) + (code.empty() ? "" : " " + code));
   }
-  // One decimal per line, strictly increasing, none older than max_age.
+  // One decimal per line, strictly increasing, none older than max_age nor further ahead
+  // than max_ahead.
   size_t n = 0;
   size_t start = 0;
-  const int64_t oldest_ms = NowUnixMs() - max_age_.count();
+  const int64_t now_ms = NowUnixMs();
+  const int64_t oldest_ms = now_ms - max_age_.count();
+  const int64_t newest_ms = now_ms + max_ahead_.count();
   while (start < body.size()) {
     const size_t nl = body.find('\n', start);
     if (nl == std::string::npos || n == want) {
@@ -294,8 +298,17 @@ tl::expected<size_t, std::string> RemotePool::Fetch(Endpoint& endpoint, std::spa
     const int64_t id_ms = epoch_unix_ms_ + static_cast<int64_t>(id >> 22);
     if (id_ms < oldest_ms) {
       return tl::unexpected(
-          "an ID " + std::to_string(NowUnixMs() - id_ms) + " ms old (more than remote_max_age " +
+          "an ID " + std::to_string(now_ms - id_ms) + " ms old (more than remote_max_age " +
           std::to_string(max_age_.count()) + " ms; is its clock or its epoch different?)");
+    }
+    // Never admitted: it would raise the last returned ID that far ahead, and every take
+    // would then refuse correct sources (below it) until this host's clock caught up.
+    if (id_ms > newest_ms) {
+      return tl::unexpected("an ID " + std::to_string(id_ms - now_ms) +
+                            " ms ahead of this host's clock (more than remote_max_ahead " +
+                            std::to_string(max_ahead_.count()) +
+                            " ms): its clock is fast, or its epoch is not this client's (" +
+                            std::to_string(epoch_unix_ms_) + " ms)");
     }
     out[n++] = id;
     start = nl + 1;

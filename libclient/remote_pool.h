@@ -11,7 +11,9 @@
 // Whatever the source, a Client never returns an ID at or below one it returned before
 // (another host's IDs of the same millisecond may be smaller: they are skipped, and the
 // take waits for the next millisecond, at most about 2 ms), nor a remote ID older than
-// remote_max_age by this host's clock.
+// remote_max_age or further than remote_max_ahead ahead of this host's clock (a remote with
+// a skewed clock or of another epoch: its IDs decode, with this Client's epoch, far from
+// the clock).
 //
 // Why libcurl rather than a Beast client: libsnowflake is a small C/C++ library linked
 // into every service; libcurl is a stable C ABI with per-request timeouts and keep-alive
@@ -80,6 +82,7 @@ class RemotePool {
   const std::chrono::milliseconds attempt_timeout_;
   const std::chrono::milliseconds deadline_;
   const std::chrono::milliseconds max_age_;
+  const std::chrono::milliseconds max_ahead_;
   const int64_t epoch_unix_ms_;
 
   // The largest ID this pool returned (local or remote). Only ever raised, by CAS.

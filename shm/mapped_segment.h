@@ -14,6 +14,7 @@
 
 #include <tl/expected.hpp>
 
+#include "snowflake/boot_id.h"
 #include "snowflake/segment_error.h"
 #include "snowflake/segment_layout.h"
 
@@ -29,6 +30,9 @@ struct MapChecks {
   std::optional<uid_t> expected_owner;
   // Refuse a file with any permission bit for "others".
   bool refuse_other_access = true;
+  // Refuse a segment whose header records another boot id than this one (kEarlierBoot).
+  // nullopt, or an unknown id: no check (the daemon checks its own files itself).
+  std::optional<BootId> boot_id = std::nullopt;
 };
 
 class MappedSegment {

@@ -17,6 +17,10 @@ namespace snowflake::shm {
 namespace {
 
 constexpr std::chrono::duration<uint64_t, std::nano> kDeadPidBeatAge{10'000'000};
+// A heartbeat this far ahead of our CLOCK_MONOTONIC reading is in the future: not a beat
+// of this boot. The slack covers a beat stored between our load of it and our clock read
+// being reordered by the CPU; a previous boot's reading is either far ahead or behind.
+constexpr uint64_t kFutureBeatSlackNs = 1'000'000;
 
 uint64_t MonotonicNowNs() {
   timespec now{};
@@ -68,9 +72,11 @@ tl::expected<RingConsumer, SegmentFailure> RingConsumer::Open(
       }
       owner = dir_info.st_uid;
     }
-    auto segment = MappedSegment::Open(runtime_dir / kSegmentFileName, MapAccess::kConsumer,
-                                       MapChecks{.expected_owner = owner,
-                                                 .refuse_other_access = true});
+    auto segment = MappedSegment::Open(
+        runtime_dir / kSegmentFileName, MapAccess::kConsumer,
+        MapChecks{.expected_owner = owner,
+                  .refuse_other_access = true,
+                  .boot_id = options.boot_id ? *options.boot_id : CurrentBootId()});
     if (!segment) return tl::unexpected(std::move(segment.error()));
     return RingConsumer(std::move(*segment));
   } catch (const std::exception& e) {
@@ -92,6 +98,7 @@ ProducerStatus RingConsumer::CheckProducer(std::chrono::nanoseconds max_heartbea
   const uint64_t beat = header_->heartbeat_mono_ns.load(std::memory_order_relaxed);
   const uint64_t now = MonotonicNowNs();
   status.heartbeat_age_ns = now > beat ? now - beat : 0;
+  status.heartbeat_in_future = beat > now + kFutureBeatSlackNs;
   switch (state) {
     case DaemonState::kServing:
       break;
@@ -115,8 +122,12 @@ ProducerStatus RingConsumer::CheckProducer(std::chrono::nanoseconds max_heartbea
   // alone is not trusted: a client in another pid namespace (a container sharing the
   // runtime directory) cannot see a live daemon's pid. A daemon beats at least every 5 ms,
   // so a missing pid counts only with a heartbeat older than kDeadPidBeatAge.
-  if (status.pid != 0 && status.heartbeat_age_ns > kDeadPidBeatAge.count() &&
-      kill(static_cast<pid_t>(status.pid), 0) != 0 && errno == ESRCH) {
+  if (status.heartbeat_in_future) {
+    // A CLOCK_MONOTONIC reading of another boot (a segment that carries no boot id): it
+    // says nothing about a daemon of this boot, so it is never read as fresh.
+    status.health = ProducerHealth::kNotHeartbeating;
+  } else if (status.pid != 0 && status.heartbeat_age_ns > kDeadPidBeatAge.count() &&
+             kill(static_cast<pid_t>(status.pid), 0) != 0 && errno == ESRCH) {
     status.health = ProducerHealth::kDead;
   } else if (status.heartbeat_age_ns > static_cast<uint64_t>(max_heartbeat_age.count())) {
     status.health = ProducerHealth::kNotHeartbeating;

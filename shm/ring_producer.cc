@@ -93,8 +93,28 @@ tl::expected<void, SegmentFailure> CreateTempFile(const std::string& tmp_path, m
   return {};
 }
 
-// The header's line 4 (the freshness contract) from the options.
+// How the daemon opens its own files: no owner check, a wrong mode is repaired rather than
+// refused, and the boot id is judged by CreateOrOpen itself (a segment of another boot is
+// retired, not refused).
+MapChecks OwnFileChecks() {
+  return MapChecks{
+      .expected_owner = std::nullopt, .refuse_other_access = false, .boot_id = std::nullopt};
+}
+
+BootId BootIdOf(const ProducerOptions& options) {
+  return options.boot_id ? *options.boot_id : CurrentBootId();
+}
+
+BootId RecordedBootId(const SegmentHeader& header) {
+  return BootId{header.boot_id_high.load(std::memory_order_relaxed),
+                header.boot_id_low.load(std::memory_order_relaxed)};
+}
+
+// The header's line 4 (the freshness contract and the boot id) from the options.
 void StoreFreshness(SegmentHeader& header, const ProducerOptions& options) {
+  const BootId boot = BootIdOf(options);
+  header.boot_id_high.store(boot.high, std::memory_order_relaxed);
+  header.boot_id_low.store(boot.low, std::memory_order_relaxed);
   header.max_age_ms.store(options.max_age_ms, std::memory_order_relaxed);
   header.liveness_ms.store(options.liveness_ms, std::memory_order_relaxed);
   header.freshness_bound_ms.store(
@@ -203,19 +223,36 @@ tl::expected<RingProducer, SegmentFailure> RingProducer::CreateOrOpen(
     }
     const std::filesystem::path path = options.runtime_dir / kSegmentFileName;
     uint64_t carried_last_id = 0;
+    std::string previous_replaced_because;
     struct stat info {};
     if (lstat(path.c_str(), &info) == 0) {
       // Our own file: no owner check, and a wrong mode is repaired below, not refused.
-      auto existing = MappedSegment::Open(path, MapAccess::kProducer,
-                                          MapChecks{.expected_owner = std::nullopt,
-                                                    .refuse_other_access = false});
+      auto existing = MappedSegment::Open(path, MapAccess::kProducer, OwnFileChecks());
       if (!existing) return tl::unexpected(std::move(existing.error()));
       const SegmentHeader& old = *(*existing)->header();
       const bool same_ids =
           old.machine.load(std::memory_order_relaxed) == options.machine &&
           old.epoch_unix_ms.load(std::memory_order_relaxed) ==
               static_cast<uint64_t>(options.epoch_unix_ms);
-      if (same_ids && (*existing)->capacity() == options.capacity) {
+      // A segment of another boot (or of an unknown one) is not reopened, whatever its
+      // shape: it survived on a disk, not in tmpfs, so after a crash its counters may be
+      // older than the daemon's persisted state, and its clients are gone anyway.
+      const BootId boot = BootIdOf(options);
+      const BootId recorded = RecordedBootId(old);
+      std::string replaced_because;
+      if (!boot.known()) {
+        replaced_because =
+            "this boot's id cannot be read (/proc/sys/kernel/random/boot_id), "
+            "so no segment is trusted across a restart";
+      } else if (recorded != boot) {
+        replaced_because = recorded.known()
+                               ? "it was left by another boot of this host (boot id " +
+                                     FormatBootId(recorded) + ", this boot is " +
+                                     FormatBootId(boot) + ")"
+                               : "it records no boot id (written by an older daemon), so it "
+                                 "may be from another boot of this host";
+      }
+      if (same_ids && (*existing)->capacity() == options.capacity && replaced_because.empty()) {
         // Repair the modes and group of both files (the config may have changed).
         for (const auto& [file, mode] :
              {std::pair{path.string(), RingFileMode(options)},
@@ -234,23 +271,25 @@ tl::expected<RingProducer, SegmentFailure> RingProducer::CreateOrOpen(
         producer.SetState(DaemonState::kStarting, StateReason::kStarting);
         return producer;
       }
-      // Another shape: retire it. Same machine and epoch: the new one continues its order.
+      // Another shape or boot: retire it. Same machine and epoch: the new one continues
+      // above its last ID (an upper bound of what it published, whichever boot).
       if (same_ids) {
         RingProducer old_producer(std::move(*existing), path, true);
         carried_last_id = old_producer.last_published_id();
       }
       Retire(options.runtime_dir);
+      if (replaced_because.empty()) replaced_because = "its capacity, machine or epoch differs";
+      previous_replaced_because = std::move(replaced_because);
     }
     if (auto created =
             CreateSegmentFile(options, path, FreshSegment{.carried_last_id = carried_last_id});
         !created) {
       return tl::unexpected(std::move(created.error()));
     }
-    auto fresh = MappedSegment::Open(
-        path, MapAccess::kProducer,
-        MapChecks{.expected_owner = std::nullopt, .refuse_other_access = false});
+    auto fresh = MappedSegment::Open(path, MapAccess::kProducer, OwnFileChecks());
     if (!fresh) return tl::unexpected(std::move(fresh.error()));
     RingProducer producer(std::move(*fresh), path, /*reopened=*/false);
+    producer.replaced_because_ = std::move(previous_replaced_because);
     producer.header_->incarnation.store(1, std::memory_order_relaxed);
     producer.header_->pid.store(static_cast<uint64_t>(getpid()), std::memory_order_relaxed);
     producer.Heartbeat();
@@ -273,9 +312,7 @@ tl::expected<RingProducer, SegmentFailure> RingProducer::CreateReplacement(
     if (auto created = CreateSegmentFile(options, path, fresh); !created) {
       return tl::unexpected(std::move(created.error()));
     }
-    auto mapped = MappedSegment::Open(
-        path, MapAccess::kProducer,
-        MapChecks{.expected_owner = std::nullopt, .refuse_other_access = false});
+    auto mapped = MappedSegment::Open(path, MapAccess::kProducer, OwnFileChecks());
     if (!mapped) return tl::unexpected(std::move(mapped.error()));
     return RingProducer(std::move(*mapped), path, /*reopened=*/false);
   } catch (const std::exception& e) {
@@ -346,9 +383,7 @@ void StopUnvalidated(const std::filesystem::path& path) noexcept {
 
 void RingProducer::Retire(const std::filesystem::path& runtime_dir) noexcept {
   const std::filesystem::path path = runtime_dir / kSegmentFileName;
-  auto existing = MappedSegment::Open(
-      path, MapAccess::kProducer,
-      MapChecks{.expected_owner = std::nullopt, .refuse_other_access = false});
+  auto existing = MappedSegment::Open(path, MapAccess::kProducer, OwnFileChecks());
   if (existing) {
     try {
       RingProducer old(std::move(*existing), path, true);

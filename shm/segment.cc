@@ -12,6 +12,7 @@
 
 #include "mapped_segment.h"
 #include "snowflake/account_names.h"
+#include "snowflake/boot_id.h"
 #include "snowflake/segment_error.h"
 #include "snowflake/segment_layout.h"
 #include "snowflake/truncation_guard.h"
@@ -33,6 +34,7 @@ std::string_view SegmentErrorName(SegmentError error) noexcept {
     case SegmentError::kCorruptCounters: return "corrupt_counters";
     case SegmentError::kNotIncreasing: return "not_increasing";
     case SegmentError::kUnpaired: return "unpaired";
+    case SegmentError::kEarlierBoot: return "earlier_boot";
     case SegmentError::kSystemError: return "system_error";
   }
   return "unknown";
@@ -47,6 +49,7 @@ bool IsDamagedSegmentError(SegmentError error) noexcept {
     case SegmentError::kBadCapacity:
     case SegmentError::kCorruptCounters:
     case SegmentError::kUnpaired:
+    case SegmentError::kEarlierBoot:
       return true;
     default:
       return false;
@@ -358,6 +361,20 @@ tl::expected<std::unique_ptr<MappedSegment>, SegmentFailure> MappedSegment::Open
     auto* header = static_cast<SegmentHeader*>(regions.header.address);
     auto capacity = ValidateHeader(*header, file_size, path);
     if (!capacity) return tl::unexpected(std::move(capacity.error()));
+    if (checks.boot_id && checks.boot_id->known()) {
+      const BootId recorded{header->boot_id_high.load(std::memory_order_relaxed),
+                            header->boot_id_low.load(std::memory_order_relaxed)};
+      // An unknown one (zero: an older daemon of this format) is accepted: its heartbeat
+      // and pid still tell whether it serves.
+      if (recorded.known() && recorded != *checks.boot_id) {
+        return tl::unexpected(Fail(SegmentError::kEarlierBoot,
+                                   path + " was left by an earlier boot of this host (boot id " +
+                                       FormatBootId(recorded) + ", this boot is " +
+                                       FormatBootId(*checks.boot_id) +
+                                       "); snowflaked is not running (start it: it replaces "
+                                       "the segment)"));
+      }
+    }
     MapRegion(regions.slots, ring.fd, producer, kSlotsOffset, file_size - kSlotsOffset);
 
     // The consumer file: the one region clients write. Renamed into place before its ring

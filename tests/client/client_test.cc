@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <ctime>
 #include <optional>
 #include <string>
 #include <thread>
@@ -135,6 +136,41 @@ TEST_F(ClientTest, OpenFailsWithDaemonNotRunningWhenTheRuntimeDirIsMissing) {
   ASSERT_FALSE(sut);
   EXPECT_EQ(sut.error().code, ClientError::kDaemonNotRunning);
   EXPECT_NE(sut.error().message.find("nope"), std::string::npos) << sut.error().message;
+}
+
+// After a reboot, a runtime directory on a disk (not tmpfs) still holds the segment of the
+// previous boot: it says "serving", and its heartbeat, a CLOCK_MONOTONIC reading of that
+// boot, may look fresh. The boot id in the header (bytes 272-287) tells.
+TEST_F(ClientTest, OpenFailsWithDaemonNotRunningOnASegmentLeftByAnEarlierBoot) {
+  RingProducer producer = MakeProducer();
+  producer.SetState(DaemonState::kServing);
+  const uint64_t earlier_boot[2] = {0x0123456789abcdefull, 0xfedcba9876543210ull};
+  PatchSegment(272, earlier_boot, sizeof earlier_boot);
+
+  auto sut = Client::Open("orders", Options());
+
+  ASSERT_FALSE(sut) << "a segment of an earlier boot was used";
+  EXPECT_EQ(sut.error().code, ClientError::kDaemonNotRunning);
+  EXPECT_NE(sut.error().message.find("earlier boot"), std::string::npos) << sut.error().message;
+  EXPECT_NE(sut.error().message.find("snowflaked is not running"), std::string::npos)
+      << sut.error().message;
+}
+
+TEST_F(ClientTest, NextReportsAHeartbeatFromTheFutureAsNotHeartbeating) {
+  RingProducer producer = MakeProducer();
+  producer.SetState(DaemonState::kServing);
+  Client sut = OpenClient();
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  const uint64_t beat = static_cast<uint64_t>(now.tv_sec + 86'400) * 1'000'000'000u;
+  PatchSegment(144, &beat, sizeof beat);
+
+  auto taken = sut.Next();
+
+  ASSERT_FALSE(taken);
+  EXPECT_EQ(taken.error().code, ClientError::kDaemonNotHeartbeating) << taken.error().message;
+  EXPECT_NE(taken.error().message.find("in the future"), std::string::npos)
+      << taken.error().message;
 }
 
 TEST_F(ClientTest, OpenFailsCleanlyOnASegmentOfAnotherFormatVersion) {

@@ -8,7 +8,9 @@
 //     twice).
 
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -133,6 +135,44 @@ TEST(DaemonRestart, SigkillOnTheSurvivingSegmentServesWithoutWaitingOutTheReserv
   EXPECT_LT(kDefaultEpochUnixMs + IdLayout::OffsetMsOf(*id_after), reserved)
       << "the restart waited out the reservation";
   EXPECT_TRUE(second.WaitForErr("need not be waited out")) << second.err();
+}
+
+// A runtime directory that outlived a reboot (on a disk, not tmpfs) holds the previous
+// boot's segment. Its counters may be older than the state file, so a daemon must not
+// trust it as a surviving segment: it retires it (clients of it see "stopped") and
+// creates a fresh one above every ID, which a client opened before moves to.
+TEST(DaemonRestart, ASegmentLeftByAnotherBootIsRetiredNotReopened) {
+  // Arrange
+  DaemonHarness harness("restart-boot");
+  std::optional<Daemon> first = harness.Start();
+  ASSERT_TRUE(first->ready()) << first->Describe();
+  auto sut = Client::Open("restart-boot", harness.Clients());
+  ASSERT_TRUE(sut) << sut.error().message;
+  std::vector<uint64_t> before;
+  ASSERT_EQ(TakeIds(*sut, 20'000, before), "");
+  first->Kill();
+  // The boot id in the header (bytes 272-287, shm/LAYOUT.md) as another boot wrote it.
+  const std::string ring = (harness.runtime_dir() / "snowflake.ring").string();
+  const uint64_t other_boot[2] = {0x0123456789abcdefull, 0xfedcba9876543210ull};
+  const int fd = open(ring.c_str(), O_WRONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0) << ring;
+  ASSERT_EQ(pwrite(fd, other_boot, sizeof other_boot, 272),
+            static_cast<ssize_t>(sizeof other_boot));
+  close(fd);
+
+  // Act
+  Daemon second = harness.Start();
+  auto id_after = NextWithin(*sut, 20s);
+  auto status = Client::Inspect(harness.Clients());
+
+  // Assert
+  ASSERT_TRUE(second.ready()) << second.Describe();
+  ASSERT_TRUE(status) << status.error().message;
+  EXPECT_EQ(status->incarnation, 1u) << "the segment of another boot was reopened";
+  EXPECT_TRUE(second.WaitForErr("another boot")) << second.err();
+  EXPECT_EQ(second.err().find("need not be waited out"), std::string::npos) << second.err();
+  ASSERT_TRUE(id_after) << id_after.error().message;
+  EXPECT_GT(*id_after, before.back());
 }
 
 TEST(DaemonRestart, CleanRestartContinuesAboveEveryId) {

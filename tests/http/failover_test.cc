@@ -346,5 +346,148 @@ TEST_F(Fleet, CApiWithoutALocalDaemonTakesFromRemotes) {
   EXPECT_EQ(client, nullptr);
 }
 
+// One daemon with its HTTP front on a fresh harness: static machine `machine`, `extra`
+// TOML appended, optionally under libfaketime (its offset in root/offset, `offset` to
+// begin with), with `env` added to its environment.
+Member StartMember(const std::string& name, uint32_t machine, const std::string& extra = "",
+                   std::optional<std::string> offset = std::nullopt, EnvChanges env = {}) {
+  Member m;
+  m.harness = std::make_unique<DaemonHarness>(name);
+  m.port = FreePort();
+  m.machine = machine;
+  m.options = m.harness->Options();
+  m.options.config_path = m.harness->WriteFile(
+      "member.toml", "[register]\nbackend = \"static\"\nmachine = " + std::to_string(machine) +
+                         "\n[clock]\nmax_backward_ms = 5000\n[http]\nlisten = [\"" + m.address() +
+                         "\"]\n" + extra);
+  if (offset) {
+    SetClockOffset(m.harness->root() / "offset", *offset);
+    m.options.faketime_file = m.harness->root() / "offset";
+  }
+  m.options.env = std::move(env);
+  m.Start();
+  return m;
+}
+
+// Client options for a host without snowflaked (no runtime directory), with `remotes` and
+// HTTP limits generous for a loaded, sanitized host.
+ClientOptions RemoteOnlyOptions(const Member& anchor, std::vector<std::string> remotes) {
+  ClientOptions options = DaemonHarness::ClientOptionsFor(anchor.harness->root() / "no-daemon");
+  options.remotes = std::move(remotes);
+  options.remote_attempt_timeout = 2000ms;
+  options.remote_deadline = 6000ms;
+  options.remote_max_age = 5000ms;
+  return options;
+}
+
+// A remote whose clock is 30 s fast, and one of another epoch (2025-01-01: its IDs decode
+// a year in the future with the client's epoch), must not push the client's last ID ahead:
+// that would make it refuse every correct source until its own clock caught up. Their IDs
+// are refused, naming the remote and why; a correct remote serves.
+TEST(Remotes, IdsAheadOfTheClientsClockAreRefusedNamingTheRemote) {
+  Member fast = StartMember("remote-fast", 4, "", "+30");
+  Member other_epoch = StartMember("remote-epoch", 5, "[id]\nepoch = \"2025-01-01T00:00:00Z\"\n");
+  Member good = StartMember("remote-good", 6);
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  auto sut = Client::Open(
+      "ahead", RemoteOnlyOptions(good, {fast.address(), other_epoch.address(), good.address()}));
+  ASSERT_TRUE(sut) << sut.error().message;
+
+  uint64_t last = 0;
+  for (int i = 0; i < 200; ++i) {
+    auto id = sut->Next();
+    ASSERT_TRUE(id) << "take " << i << ": " << id.error().message;
+    ASSERT_GT(*id, last) << "take " << i;
+    ASSERT_EQ(MachineOf(*id), good.machine) << "take " << i << " accepted an ID from the future";
+    last = *id;
+  }
+  ASSERT_TRUE(good.daemon->Stop());
+  auto none = sut->Next();
+
+  ASSERT_FALSE(none) << "an ID from machine " << MachineOf(*none);
+  const std::string& why = none.error().message;
+  // What the error says of one endpoint: from its address to the next "; " (its breaker
+  // may still skip it: "skipped for N ms more after: <the reason>").
+  auto said_of = [&why](const std::string& address) {
+    const size_t at = why.find(address + ": ");
+    if (at == std::string::npos) return std::string();
+    const size_t end = why.find("; ", at);
+    return why.substr(at, end == std::string::npos ? std::string::npos : end - at);
+  };
+  EXPECT_NE(said_of(fast.address()).find("ms ahead of this host's clock"), std::string::npos)
+      << why;
+  EXPECT_NE(said_of(other_epoch.address()).find("ms ahead of this host's clock"), std::string::npos)
+      << why;
+  std::printf("refused: %s\n", why.c_str());
+}
+
+// `snowflakectl next --remote` on a host without snowflaked (no runtime directory at all):
+// the remotes serve, by flag or by $SNOWFLAKE_REMOTES; without them it still says no
+// daemon runs there.
+TEST(Remotes, SnowflakectlNextWithoutARuntimeDirTakesFromTheRemote) {
+  Member remote = StartMember("remote-cli", 7);
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  const std::string nowhere = (remote.harness->root() / "no-daemon").string();
+  auto check = [&](const RunResult& run, const char* how) {
+    ASSERT_TRUE(run.status.ExitedWith(0))
+        << how << ": " << run.status.ToString() << ": " << run.err;
+    std::vector<uint64_t> ids;
+    size_t start = 0;
+    for (size_t nl; (nl = run.out.find('\n', start)) != std::string::npos; start = nl + 1) {
+      ids.push_back(std::stoull(run.out.substr(start, nl - start)));
+    }
+    ASSERT_EQ(ids.size(), 100u) << how;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      EXPECT_EQ(MachineOf(ids[i]), remote.machine) << how;
+      if (i > 0) {
+        ASSERT_LT(ids[i - 1], ids[i]) << how << " at " << i;
+      }
+    }
+  };
+
+  check(RunCommand({kSnowflakectlPath, "next", "-n", "100", "--runtime-dir", nowhere, "--remote",
+                    remote.address()}),
+        "--remote");
+  RunOptions env;
+  env.env.set = {{"SNOWFLAKE_REMOTES", remote.address()}};
+  check(RunCommand({kSnowflakectlPath, "next", "-n", "100", "--runtime-dir", nowhere}, env),
+        "SNOWFLAKE_REMOTES");
+  const RunResult alone =
+      RunCommand({kSnowflakectlPath, "next", "-n", "1", "--runtime-dir", nowhere});
+  EXPECT_TRUE(alone.status.ExitedWith(1)) << alone.status.ToString();
+  EXPECT_NE(alone.err.find("does not exist"), std::string::npos) << alone.err;
+}
+
+// A daemon started with SNOWFLAKE_REMOTES in its environment (meant for its clients) must
+// not hand its front's callers another daemon's IDs: fronts forwarding to each other would
+// loop, and a caller of this front asked for this host's IDs. With its ring paused (a clock
+// step back), its front answers 503 paused, never with the other daemon's IDs.
+TEST(Remotes, TheHttpFrontNeverForwardsToSnowflakeRemotes) {
+  Member other = StartMember("front-other", 8);
+  EnvChanges env;
+  env.set = {{"SNOWFLAKE_REMOTES", other.address()}};
+  Member sut = StartMember("front-sut", 9, "", "+0", env);
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  const HttpReply serving = FetchOnce(sut.port, "/v1/ids?service=front&count=5");
+  ASSERT_EQ(serving.status, 200) << serving.body;
+  for (uint64_t id : IdsOf(serving.body)) EXPECT_EQ(MachineOf(id), sut.machine);
+
+  SetClockOffset(sut.harness->root() / "offset", "-2");
+  const auto paused = WaitForState(sut.harness->runtime_dir(), "paused", 10s);
+  ASSERT_TRUE(paused && paused->state == "paused") << "the daemon did not pause";
+  HttpReply reply;
+  for (int i = 0; i < 20; ++i) {
+    reply = FetchOnce(sut.port, "/v1/ids?service=front&count=5");
+    for (uint64_t id : IdsOf(reply.body)) {
+      ASSERT_NE(MachineOf(id), other.machine) << "the front forwarded to " << other.address();
+    }
+    if (reply.status != 200) break;
+  }
+  SetClockOffset(sut.harness->root() / "offset", "+0");
+
+  EXPECT_EQ(reply.status, 503) << reply.body;
+  EXPECT_NE(reply.body.find("paused"), std::string::npos) << reply.body;
+}
+
 }  // namespace
 }  // namespace snowflake::testing

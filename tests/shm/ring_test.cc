@@ -2,6 +2,7 @@
 // capacities that stress its arithmetic: 1 and 2 (the producer laps at once), 64 and
 // 65536.
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -11,6 +12,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <ctime>
 #include <random>
 #include <string>
 #include <thread>
@@ -293,6 +295,123 @@ TEST(Ring, NewCapacityRetiresTheOldSegmentAndCarriesItsLastId) {
   EXPECT_EQ(old_consumer.CheckProducer(1h).reason, StateReason::kShutdown);
   EXPECT_NE(old_consumer.inode(), new_consumer.inode());
   EXPECT_EQ(new_consumer.capacity(), 16u);
+}
+
+// Overwrites `size` bytes of the ring file in `dir` at `offset` (what another boot, or
+// an older daemon, left there).
+void PatchRingFile(const std::filesystem::path& dir, off_t offset, const void* bytes, size_t size) {
+  const std::string path = (dir / kSegmentFileName).string();
+  const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0) << path;
+  ASSERT_EQ(pwrite(fd, bytes, size, offset), static_cast<ssize_t>(size));
+  close(fd);
+}
+
+// The header's boot id (bytes 272-287, shm/LAYOUT.md) as another boot of the host wrote it.
+constexpr uint64_t kForeignBootId[2] = {0x0123456789abcdefull, 0xfedcba9876543210ull};
+constexpr off_t kBootIdOffset = 272;
+
+TEST(Ring, ReopenRetiresASegmentLeftByAnotherBootAndCarriesItsLastId) {
+  TempDir dir;
+  {
+    RingProducer before_reboot = MakeProducer(dir.path(), 8);
+    ASSERT_EQ(Unwrap(before_reboot.Publish(Range(1, 5))), 5u);
+    before_reboot.SetState(DaemonState::kServing);
+  }
+  // Attached before the boot id is rewritten (a client of this boot would refuse it after).
+  RingConsumer old_consumer = MakeConsumer(dir.path());
+  PatchRingFile(dir.path(), kBootIdOffset, kForeignBootId, sizeof kForeignBootId);
+
+  RingProducer sut = MakeProducer(dir.path(), 8);
+  uint64_t id = 0;
+
+  EXPECT_FALSE(sut.reopened()) << "a ring left by another boot was trusted";
+  EXPECT_EQ(sut.incarnation(), 1u);
+  EXPECT_EQ(sut.tail(), 0u);
+  // Retired: drained and stopped, so nothing of it is handed out.
+  EXPECT_FALSE(old_consumer.TryTake(&id));
+  EXPECT_EQ(old_consumer.CheckProducer(1h).health, ProducerHealth::kStopped);
+  EXPECT_NE(old_consumer.inode(), MakeConsumer(dir.path()).inode());
+  EXPECT_EQ(sut.Publish(Range(1, 1)).error().code, SegmentError::kNotIncreasing)
+      << "the old segment's last ID is not carried over as a bound";
+}
+
+TEST(Ring, ReopenRetiresASegmentThatRecordsNoBootId) {
+  TempDir dir;
+  {
+    RingProducer older_daemon = MakeProducer(dir.path(), 8);
+    ASSERT_EQ(Unwrap(older_daemon.Publish(Range(1, 5))), 5u);
+  }
+  const uint64_t unknown[2] = {0, 0};
+  PatchRingFile(dir.path(), kBootIdOffset, unknown, sizeof unknown);
+
+  RingProducer sut = MakeProducer(dir.path(), 8);
+
+  EXPECT_FALSE(sut.reopened()) << "a ring of an unknown boot was trusted";
+  EXPECT_EQ(sut.last_published_id(), 5u);
+}
+
+TEST(Ring, ReopenKeepsASegmentOfThisBoot) {
+  TempDir dir;
+  { RingProducer first = MakeProducer(dir.path(), 8); }
+
+  RingProducer sut = MakeProducer(dir.path(), 8);
+
+  EXPECT_TRUE(sut.reopened());
+}
+
+TEST(Ring, AProducerReopensOnlyASegmentWrittenInItsOwnBoot) {
+  TempDir dir;
+  const BootId first_boot{0x1111, 0x2222};
+  const BootId second_boot{0x3333, 0x4444};
+  ProducerOptions options = OptionsFor(dir.path(), 8);
+  options.boot_id = first_boot;
+  {
+    RingProducer before_reboot = Unwrap(RingProducer::CreateOrOpen(options));
+    ASSERT_EQ(Unwrap(before_reboot.Publish(Range(10, 3))), 3u);
+  }
+  RingProducer same_boot = Unwrap(RingProducer::CreateOrOpen(options));
+  const bool reopened_in_same_boot = same_boot.reopened();
+  options.boot_id = second_boot;
+
+  RingProducer sut = Unwrap(RingProducer::CreateOrOpen(options));
+
+  EXPECT_TRUE(reopened_in_same_boot);
+  EXPECT_FALSE(sut.reopened());
+  EXPECT_NE(sut.replaced_because().find("another boot of this host"), std::string::npos)
+      << sut.replaced_because();
+  EXPECT_EQ(sut.last_published_id(), 12u);
+  EXPECT_EQ(sut.header().boot_id_high.load(), second_boot.high);
+  EXPECT_EQ(sut.header().boot_id_low.load(), second_boot.low);
+}
+
+TEST(Ring, AProducerThatCannotReadItsBootIdReopensNothing) {
+  TempDir dir;
+  ProducerOptions options = OptionsFor(dir.path(), 8);
+  options.boot_id = BootId{};
+  { RingProducer first = Unwrap(RingProducer::CreateOrOpen(options)); }
+
+  RingProducer sut = Unwrap(RingProducer::CreateOrOpen(options));
+
+  EXPECT_FALSE(sut.reopened());
+  EXPECT_NE(sut.replaced_because().find("cannot be read"), std::string::npos)
+      << sut.replaced_because();
+}
+
+TEST(Ring, CheckProducerReportsAHeartbeatFromTheFutureAsNotHeartbeating) {
+  TempDir dir;
+  RingProducer sut = MakeProducer(dir.path(), 8);
+  sut.SetState(DaemonState::kServing);
+  RingConsumer consumer = MakeConsumer(dir.path());
+  // CLOCK_MONOTONIC of a previous boot that ran for a day longer than this one so far.
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  const uint64_t beat = static_cast<uint64_t>(now.tv_sec + 86'400) * 1'000'000'000u;
+  PatchRingFile(dir.path(), 144, &beat, sizeof beat);
+
+  const ProducerStatus status = consumer.CheckProducer(1h);
+
+  EXPECT_EQ(status.health, ProducerHealth::kNotHeartbeating);
 }
 
 TEST(Ring, NewMachineStartsAFreshOrder) {

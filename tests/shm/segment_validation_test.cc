@@ -19,6 +19,7 @@
 
 #include "ring_test_util.h"
 #include "snowflake/account_names.h"
+#include "snowflake/boot_id.h"
 #include "snowflake/ring_consumer.h"
 #include "snowflake/ring_producer.h"
 #include "snowflake/segment_layout.h"
@@ -508,12 +509,59 @@ TEST_F(BadSegment, UnsearchableRuntimeDirIsPermissionDeniedNamingTheGroup) {
       << sut.message;
 }
 
+// The header's boot id (shm/LAYOUT.md, line 4): a client of another boot than the one
+// that wrote it finds no daemon; one that was never recorded (0: an older daemon) is
+// accepted, the heartbeat and pid still tell whether a daemon serves it.
+TEST_F(BadSegment, SegmentOfAnotherBootIsEarlierBoot) {
+  const BootId this_boot = CurrentBootId();
+  ASSERT_TRUE(this_boot.known()) << "cannot read /proc/sys/kernel/random/boot_id";
+  const BootId other_boot{this_boot.high ^ 1, this_boot.low};
+
+  ConsumerOptions of_other_boot;
+  of_other_boot.boot_id = other_boot;
+  ConsumerOptions of_this_boot;
+  of_this_boot.boot_id = this_boot;
+
+  const SegmentFailure sut = OpenFails(of_other_boot);
+  auto same_boot = RingConsumer::Open(dir_.path(), of_this_boot);
+
+  EXPECT_EQ(sut.code, SegmentError::kEarlierBoot) << sut.message;
+  EXPECT_TRUE(Names(sut, "left by an earlier boot of this host")) << sut.message;
+  EXPECT_TRUE(Names(sut, FormatBootId(this_boot))) << sut.message;
+  EXPECT_TRUE(Names(sut, "snowflaked is not running")) << sut.message;
+  EXPECT_TRUE(same_boot) << same_boot.error().message;
+}
+
+TEST_F(BadSegment, SegmentThatRecordsNoBootIdOpens) {
+  Poke<uint64_t>(272, 0);
+  Poke<uint64_t>(280, 0);
+
+  auto sut = RingConsumer::Open(dir_.path());
+
+  EXPECT_TRUE(sut) << sut.error().message;
+}
+
+TEST(BootId, ParsesTheKernelsTextAndFormatsItBack) {
+  const std::string text = "0a1b2c3d-4e5f-6789-abcd-ef0123456789";
+
+  const BootId sut = ParseBootId(text + "\n");
+
+  EXPECT_EQ(sut.high, 0x0a1b2c3d4e5f6789ull);
+  EXPECT_EQ(sut.low, 0xabcdef0123456789ull);
+  EXPECT_EQ(FormatBootId(sut), text);
+  EXPECT_FALSE(ParseBootId("0a1b2c3d-4e5f-6789-abcd-ef012345678").known()) << "31 digits";
+  EXPECT_FALSE(ParseBootId("0a1b2c3d-4e5f-6789-abcd-ef01234567890").known()) << "33 digits";
+  EXPECT_FALSE(ParseBootId("0a1b2c3d-4e5f-6789-abcd-ef012345678x").known());
+  EXPECT_EQ(FormatBootId(BootId{}), "unknown");
+  EXPECT_TRUE(CurrentBootId().known());
+}
+
 // What the daemon replaces (a fresh segment cures it) and what it must not paper over.
 TEST(SegmentValidation, OnlyAFileOrCounterFaultIsADamagedSegment) {
   for (const SegmentError damaged :
        {SegmentError::kBadMagic, SegmentError::kIncompatibleVersion, SegmentError::kTruncated,
         SegmentError::kSizeMismatch, SegmentError::kBadCapacity, SegmentError::kCorruptCounters,
-        SegmentError::kUnpaired}) {
+        SegmentError::kUnpaired, SegmentError::kEarlierBoot}) {
     EXPECT_TRUE(IsDamagedSegmentError(damaged)) << SegmentErrorName(damaged);
   }
   for (const SegmentError other :

@@ -54,7 +54,8 @@ struct ClientOptions {
 
   // Failover (docs/client.md): other daemons' HTTP fronts as "host:port" ("[v6]:port"),
   // used while the local daemon is not serving. Empty: $SNOWFLAKE_REMOTES (comma-separated)
-  // if set, else none, and then nothing changes on the take path.
+  // if set and remotes_from_environment, else none, and then nothing changes on the take
+  // path.
   std::vector<std::string> remotes;
   // One HTTP attempt may take this long ...
   std::chrono::milliseconds remote_attempt_timeout{50};
@@ -62,6 +63,14 @@ struct ClientOptions {
   std::chrono::milliseconds remote_deadline{200};
   // A remote ID older than this by this host's clock is refused (a stale or skewed peer).
   std::chrono::milliseconds remote_max_age{100};
+  // A remote ID whose millisecond is further than this ahead of this host's clock (read
+  // with this Client's epoch) is refused: a remote with a fast clock, or of another epoch.
+  // Accepting one would raise this Client's last ID that far ahead, and until its own clock
+  // caught up every correct source's IDs would be below it and refused.
+  std::chrono::milliseconds remote_max_ahead{50};
+  // False: an empty `remotes` means none, whatever $SNOWFLAKE_REMOTES says. For a Client
+  // that must only ever serve the local daemon's IDs (the daemon's own HTTP front).
+  bool remotes_from_environment = true;
 };
 
 // A snapshot of the daemon and ring as one client sees them. Fields are read racily, one

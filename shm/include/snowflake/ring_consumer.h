@@ -24,6 +24,7 @@
 
 #include <tl/expected.hpp>
 
+#include "snowflake/boot_id.h"
 #include "snowflake/id_layout.h"
 #include "snowflake/segment_error.h"
 #include "snowflake/segment_layout.h"
@@ -35,6 +36,9 @@ class MappedSegment;
 struct ConsumerOptions {
   // The user that must own the segment. nullopt: the owner of the runtime directory.
   std::optional<uid_t> expected_owner;
+  // This boot's id, to refuse a segment left by another boot (kEarlierBoot). nullopt:
+  // CurrentBootId() (snowflake/boot_id.h); tests name another boot here.
+  std::optional<BootId> boot_id = std::nullopt;
 };
 
 // What the slow path learns about the daemon.
@@ -44,7 +48,8 @@ enum class ProducerHealth {
   kPaused,           // paused (clock); reason() says why
   kOutOfService,     // needs an operator
   kStopped,          // shut down cleanly
-  kNotHeartbeating,  // serving, but the heartbeat is older than the allowed age
+  kNotHeartbeating,  // serving, but the heartbeat is older than the allowed age, or in the
+                     // future of this host's CLOCK_MONOTONIC (heartbeat_in_future)
   kDead,             // its pid no longer exists and its heartbeat is over 10 ms old
 };
 
@@ -59,8 +64,11 @@ struct ProducerStatus {
   ProducerHealth health;
   StateReason reason;
   int64_t reason_detail;
-  uint64_t heartbeat_age_ns;
+  uint64_t heartbeat_age_ns;  // 0 when the heartbeat is in the future
   uint64_t pid;
+  // The heartbeat is ahead of this host's CLOCK_MONOTONIC (a reading of another boot):
+  // never fresh, reported as kNotHeartbeating.
+  bool heartbeat_in_future = false;
 };
 
 class RingConsumer {
@@ -73,8 +81,10 @@ class RingConsumer {
   // (ConsumerFilePath, read-write): checks each is a regular file owned by the expected
   // user with no access for others (and the ring file no write for its group), maps the
   // header and slots read-only and the consumer region read-write, and validates magic,
-  // version, sizes, capacity, the pair's segment id and the counters.
+  // version, sizes, capacity, the boot id (when the header records one: it must be this
+  // boot's), the pair's segment id and the counters.
   // Errors (each with a message naming the path and what to do): kNotFound (no daemon),
+  // kEarlierBoot (a segment left by an earlier boot: no daemon),
   // kUnpaired (the daemon is replacing the segment: retry), kPermissionDenied (names the
   // group to join), kNotRegularFile, kWrongOwner, kModeTooOpen, kTruncated, kBadMagic,
   // kIncompatibleVersion, kSizeMismatch, kBadCapacity, kCorruptCounters, kSystemError.
@@ -202,7 +212,8 @@ class RingConsumer {
   // --- Slow path: every call below may make system calls.
 
   // Reads the daemon's state; for a serving daemon also checks the heartbeat is younger
-  // than `max_heartbeat_age` and that its pid exists.
+  // than `max_heartbeat_age` (and not in the future: kNotHeartbeating) and that its pid
+  // exists.
   ProducerStatus CheckProducer(std::chrono::nanoseconds max_heartbeat_age) const noexcept;
 
   // The futex word consumers sleep on; read it BEFORE re-checking the ring.

@@ -22,6 +22,7 @@
 
 #include <tl/expected.hpp>
 
+#include "snowflake/boot_id.h"
 #include "snowflake/segment_error.h"
 #include "snowflake/segment_layout.h"
 
@@ -44,6 +45,10 @@ struct ProducerOptions {
   // False only for producers that publish made-up milliseconds (tests): the header's
   // freshness_bound_ms is then 0 and clients check no bound.
   bool bound_freshness = true;
+  // This boot's id, written into the header at create and reopen; a segment recording
+  // another (or none) is never reopened. nullopt: CurrentBootId() (snowflake/boot_id.h);
+  // tests name another boot here.
+  std::optional<BootId> boot_id = std::nullopt;
 };
 
 // How a replacement segment starts (RingProducer::CreateReplacement).
@@ -74,10 +79,16 @@ class RingProducer {
   RingProducer(RingProducer&&) noexcept;
   RingProducer& operator=(RingProducer&&) noexcept;
 
-  // Reopens the segment if one exists and matches (capacity, epoch, machine), keeping
-  // head, tail and every attached client; otherwise creates a new one atomically (a
-  // temporary file renamed into place). A reopened segment's incarnation is bumped and
-  // its state set to kStarting.
+  // Reopens the segment if one exists and matches (capacity, epoch, machine, and the boot
+  // id: it was written during this boot of the host), keeping head, tail and every
+  // attached client; otherwise retires it (Retire(); with the same epoch and machine its
+  // last_published_id() carries over as the new one's bound, as for another capacity) and
+  // creates a new one atomically (a temporary file renamed into place). A segment that
+  // records another boot id, or none (an older daemon), is never reopened: its counters
+  // may be older than the daemon's state (a runtime directory on a disk that outlived a
+  // crash) and its heartbeat is a clock reading of another boot. A reopened segment's
+  // incarnation is bumped and its state set to kStarting. When this boot's id cannot be
+  // read, no segment is reopened.
   // Errors: kSystemError (cannot create, chmod, chown or map: message names the cause);
   // any validation error of an existing segment that is corrupt (kBadMagic,
   // kIncompatibleVersion, kTruncated, kSizeMismatch, kBadCapacity, kCorruptCounters,
@@ -107,6 +118,10 @@ class RingProducer {
 
   // True if CreateOrOpen reopened a surviving segment.
   bool reopened() const noexcept { return reopened_; }
+  // Why CreateOrOpen retired the segment it found instead of reopening it (for the log:
+  // "it was left by another boot of this host ..."); empty when it found none, or
+  // reopened it.
+  const std::string& replaced_because() const noexcept { return replaced_because_; }
   const std::filesystem::path& path() const noexcept { return path_; }
   uint64_t capacity() const noexcept { return capacity_; }
 
@@ -191,6 +206,7 @@ class RingProducer {
   std::unique_ptr<MappedSegment> segment_;
   std::filesystem::path path_;
   bool reopened_ = false;
+  std::string replaced_because_;
   SegmentHeader* header_ = nullptr;
   ConsumerRegion* consumer_ = nullptr;
   std::atomic<uint64_t>* slots_ = nullptr;

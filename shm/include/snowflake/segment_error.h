@@ -25,6 +25,8 @@ enum class SegmentError {
   kNotIncreasing,        // a publish would not be strictly above every published ID
   kUnpaired,             // the consumer file is missing or belongs to another ring file
                          // (the daemon is replacing the segment: retry)
+  kEarlierBoot,          // left by an earlier boot of the host (its boot id is not this
+                         // boot's): no daemon serves it
   kSystemError,          // an unexpected OS error (the message has errno's text)
 };
 

@@ -130,6 +130,13 @@ struct alignas(kPageSize) SegmentHeader {
   // max_age_ms + liveness_ms; 0 = no bound (a producer other than the daemon: tests).
   std::atomic<uint32_t> freshness_bound_ms;
   std::atomic<uint32_t> reserved4;
+  // The kernel's boot id when the daemon created or reopened the segment (BootId in
+  // snowflake/boot_id.h): a segment of another boot is never trusted, by the daemon (it
+  // retires it) or by clients (no daemon runs). 0 and 0 = not recorded: these bytes were
+  // reserved zero, so a segment of an older daemon of this format version reads as
+  // "unknown", which clients accept and the daemon never reopens (LAYOUT.md §8).
+  std::atomic<uint64_t> boot_id_high;
+  std::atomic<uint64_t> boot_id_low;
 };
 static_assert(sizeof(SegmentHeader) == kPageSize, "the header is exactly one page");
 static_assert(offsetof(SegmentHeader, tail) == 64, "LAYOUT.md: tail at offset 64");
@@ -160,8 +167,10 @@ static_assert(offsetof(SegmentHeader, drained_total) == 200 &&
 static_assert(offsetof(SegmentHeader, max_age_ms) == 256 &&
                   offsetof(SegmentHeader, liveness_ms) == 260 &&
                   offsetof(SegmentHeader, freshness_bound_ms) == 264 &&
-                  offsetof(SegmentHeader, reserved4) == 268,
-              "LAYOUT.md: the freshness line");
+                  offsetof(SegmentHeader, reserved4) == 268 &&
+                  offsetof(SegmentHeader, boot_id_high) == 272 &&
+                  offsetof(SegmentHeader, boot_id_low) == 280,
+              "LAYOUT.md: the freshness line and the boot id");
 
 inline constexpr uint32_t kServiceNameMax = 63;
 inline constexpr size_t kServiceSlotCount = 255;
