@@ -16,9 +16,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <iterator>
 #include <mutex>
 #include <optional>
-#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
@@ -109,9 +109,10 @@ TEST(DaemonEtcdFencing, AnOldHoldersLateRaiseNeverLetsTheNextHolderReuseItsMilli
     options.state_dir = harness.root() / (name + "-state");
     options.config_path = harness.WriteFile(
         name + ".toml",
-        "[daemon]\ninstance = \"" + name + "\"\n[persistence]\nreservation_ms = " +
-            std::to_string(kReservationMs) +
-            "\n[ring]\nmax_age_ms = 10000\n[clock]\nmax_backward_ms = 20000\n[register]\nbackend = \"etcd\"\nmachines = \"" +
+        "[daemon]\ninstance = \"" + name +
+            "\"\n[persistence]\nreservation_ms = " + std::to_string(kReservationMs) +
+            "\n[ring]\nmax_age_ms = 10000\n[clock]\nmax_backward_ms = 20000\n[register]\nbackend = "
+            "\"etcd\"\nmachines = \"" +
             std::to_string(kMachine) + "\"\nholder_id = \"host-" + name +
             "\"\n[register.etcd]\nendpoints = [" + endpoints + "]\nprefix = \"" + prefix +
             "\"\nlease_ttl_s = 5\nrequest_timeout_ms = 300\nconnect_timeout_ms = 300\n");
@@ -137,8 +138,8 @@ TEST(DaemonEtcdFencing, AnOldHoldersLateRaiseNeverLetsTheNextHolderReuseItsMilli
   ASSERT_TRUE(proxy.WaitForHeld(1, 10s)) << a->Describe();
   ASSERT_TRUE(proxy.SetMode(FaultProxy::Mode::kPass));
   const int64_t a_clock_when_held = a_taker.max_ms();
-  ASSERT_TRUE(WaitUntil([&] { return a_taker.max_ms() > a_clock_when_held + kReservationMs + 500; },
-                        20s))
+  ASSERT_TRUE(
+      WaitUntil([&] { return a_taker.max_ms() > a_clock_when_held + kReservationMs + 500; }, 20s))
       << "A did not issue past the stalled raise's target: " << a->Describe();
 
   // Act 2: A dies; the stalled raise lands; A's lease ends; B claims the number.

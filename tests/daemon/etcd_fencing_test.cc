@@ -230,8 +230,7 @@ TEST_F(EtcdFencing, ASuccessorStartsAboveTheHorizonTheOldHolderReliedOn) {
   EXPECT_EQ(b_claim->machine, a_claim->machine);
   EXPECT_GE(b_claim->high_water_unix_ms, kAHorizon)
       << "B issues strictly above " << b_claim->high_water_unix_ms << ", A relied on up to "
-      << kAHorizon << ": both may issue IDs in the "
-      << (kAHorizon - b_claim->high_water_unix_ms)
+      << kAHorizon << ": both may issue IDs in the " << (kAHorizon - b_claim->high_water_unix_ms)
       << " milliseconds between (duplicates); late delivery: " << Describe(*late);
   // A is fenced off.
   auto a_raise = a->UpdateHighWater(kEpoch + 4000);

@@ -41,8 +41,7 @@ std::string Excerpt(std::string_view bytes) {
 }
 
 bool IEquals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() &&
-         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
            return std::tolower(static_cast<unsigned char>(x)) ==
                   std::tolower(static_cast<unsigned char>(y));
          });
@@ -198,7 +197,8 @@ tl::expected<FaultProxy::Delivery, std::string> ReadAnswer(int fd, Clock::time_p
   // Reads more bytes; an error on a timeout or an oversized answer.
   auto fill = [&]() -> tl::expected<void, std::string> {
     for (;;) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
       if (left <= 0ms) return tl::unexpected(std::string("no complete answer in time"));
       pollfd p{fd, POLLIN, 0};
       const int ready = poll(&p, 1, static_cast<int>(left.count()));
@@ -320,13 +320,12 @@ tl::expected<std::unique_ptr<FaultProxy>, std::string> FaultProxy::Start(int ups
     close(wake[1]);
     return tl::unexpected(error);
   }
-  return std::unique_ptr<FaultProxy>(new FaultProxy(upstream_port, *listen_fd,
-                                                    ntohs(bound.sin_port), wake[0], wake[1],
-                                                    stop[0], stop[1]));
+  return std::unique_ptr<FaultProxy>(new FaultProxy(
+      upstream_port, *listen_fd, ntohs(bound.sin_port), wake[0], wake[1], stop[0], stop[1]));
 }
 
-FaultProxy::FaultProxy(int upstream_port, int listen_fd, int port, int wake_read,
-                       int wake_write, int stop_read, int stop_write)
+FaultProxy::FaultProxy(int upstream_port, int listen_fd, int port, int wake_read, int wake_write,
+                       int stop_read, int stop_write)
     : upstream_port_(upstream_port),
       port_(port),
       wake_read_(wake_read),
@@ -436,7 +435,8 @@ tl::expected<std::vector<FaultProxy::Delivery>, std::string> FaultProxy::Release
           tl::unexpected("releasing " + held.request_line + ": " + Errno("send"));
       if (SendAll(*fd, held.bytes)) {
         answer = ReadAnswer(*fd, Clock::now() + timeout);
-        if (!answer) answer = tl::unexpected("releasing " + held.request_line + ": " + answer.error());
+        if (!answer)
+          answer = tl::unexpected("releasing " + held.request_line + ": " + answer.error());
       }
       close(*fd);
       if (!answer) return tl::unexpected(answer.error());
@@ -489,8 +489,10 @@ void FaultProxy::AcceptLoop() {
         listen_fd_ = -1;
       } else if (!refuse && listen_fd_ < 0) {
         auto fd = Listen(port_);
-        if (fd) listen_fd_ = *fd;
-        else error = fd.error();
+        if (fd)
+          listen_fd_ = *fd;
+        else
+          error = fd.error();
       }
       {
         std::lock_guard lock(mutex_);
@@ -519,8 +521,8 @@ void FaultProxy::AcceptLoop() {
           it = next;
         }
         const uint64_t id = next_id++;
-        workers_.push_back(Worker{std::thread([this, client, id, done] { Serve(client, id, done); }),
-                                  done});
+        workers_.push_back(
+            Worker{std::thread([this, client, id, done] { Serve(client, id, done); }), done});
       }
       for (Worker& w : finished) w.thread.join();
     }
@@ -581,8 +583,8 @@ void FaultProxy::Serve(int client, uint64_t id, std::shared_ptr<bool> done) {
           if (swallowing || mode_ == Mode::kBlackhole) {
             swallowing = true;
             ++counts_.blackholed;
-          } else if (holding || (mode_ == Mode::kHold &&
-                                 (*request)->request_line.find(hold_filter_) != std::string::npos)) {
+          } else if (holding || (mode_ == Mode::kHold && (*request)->request_line.find(
+                                                             hold_filter_) != std::string::npos)) {
             holding = true;
             held_.push_back(Held{(*request)->request_line, std::move(bytes)});
             ++counts_.held;

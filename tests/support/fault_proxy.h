@@ -149,25 +149,25 @@ class FaultProxy {
   // Constant after Start.
   const int upstream_port_;
   const int port_;
-  const int wake_read_;   // SetMode -> acceptor: the mode changed
+  const int wake_read_;  // SetMode -> acceptor: the mode changed
   const int wake_write_;
-  const int stop_read_;   // readable (EOF) once stop_write_ is closed: everyone ends
-  int stop_write_;        // closed by the destructor
+  const int stop_read_;  // readable (EOF) once stop_write_ is closed: everyone ends
+  int stop_write_;       // closed by the destructor
 
   // Owned by the acceptor thread.
   int listen_fd_;
 
   mutable std::mutex mutex_;
   mutable std::condition_variable changed_;
-  Mode mode_ = Mode::kPass;      // guarded by mutex_
-  std::string hold_filter_;      // guarded by mutex_
-  bool listening_ = true;        // guarded by mutex_; acceptor's listen_fd_ >= 0
-  bool relisten_failed_ = false;  // guarded by mutex_; leaving kRefuse could not bind
-  std::deque<Held> held_;        // guarded by mutex_
-  Counts counts_;                // guarded by mutex_
-  std::string last_error_;       // guarded by mutex_
+  Mode mode_ = Mode::kPass;         // guarded by mutex_
+  std::string hold_filter_;         // guarded by mutex_
+  bool listening_ = true;           // guarded by mutex_; acceptor's listen_fd_ >= 0
+  bool relisten_failed_ = false;    // guarded by mutex_; leaving kRefuse could not bind
+  std::deque<Held> held_;           // guarded by mutex_
+  Counts counts_;                   // guarded by mutex_
+  std::string last_error_;          // guarded by mutex_
   std::map<uint64_t, Conn> conns_;  // guarded by mutex_
-  std::list<Worker> workers_;    // guarded by mutex_
+  std::list<Worker> workers_;       // guarded by mutex_
   std::thread acceptor_;
 };
 

@@ -4,12 +4,12 @@
 
 #include "fault_proxy.h"
 
+#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <netinet/in.h>
-#include <arpa/inet.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -23,9 +23,9 @@ namespace snowflake::testing {
 namespace {
 
 using namespace std::chrono_literals;
-using ::testing::HasSubstr;
-using daemon::etcd::EtcdClient;
 using daemon::etcd::ErrorKind;
+using daemon::etcd::EtcdClient;
+using ::testing::HasSubstr;
 
 int PortOf(const std::string& url) { return std::stoi(url.substr(url.rfind(':') + 1)); }
 
