@@ -1,0 +1,202 @@
+// The real snowflaked against one real etcd member, reached by the old holder through a
+// fault proxy (tests/support/fault_proxy.h) that holds one of its raises and delivers it
+// after newer ones: the next holder of the number must never hand out an ID the old one
+// handed out.
+//
+// The old holder A runs with its clock 3 s ahead (libfaketime), so its milliseconds are
+// still in the future of the next holder B's clock when B claims: B then relies on the
+// mark alone to stay above A (as a successor on a host whose clock lags does). Both daemons
+// allow IDs 10 s away from the taker's clock (ring.max_age_ms), so this test's clients take
+// A's IDs from the future.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <iterator>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "daemon/etcd_client.h"
+#include "daemon/etcd_records.h"
+#include "daemon_harness.h"
+#include "etcd_cluster.h"
+#include "fault_proxy.h"
+#include "snowflake/client.h"
+
+namespace snowflake {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::Daemon;
+using testing::DaemonHarness;
+using testing::DaemonOptions;
+using testing::EtcdCluster;
+using testing::FaultProxy;
+
+constexpr uint32_t kMachine = 11;
+constexpr int64_t kReservationMs = 1000;
+
+int PortOf(const std::string& url) { return std::stoi(url.substr(url.rfind(':') + 1)); }
+
+// Takes IDs from one daemon on its own thread until stopped, keeping every one.
+class Taker {
+ public:
+  explicit Taker(Client& client) : client_(client), thread_([this] { Run(); }) {}
+  ~Taker() { Stop(); }
+  void Stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  // The largest millisecond among the IDs taken so far (0: none).
+  int64_t max_ms() const { return max_ms_.load(); }
+  std::vector<uint64_t> ids() const {
+    std::lock_guard lock(mutex_);
+    return ids_;
+  }
+
+ private:
+  void Run() {
+    while (!stop_.load()) {
+      auto id = client_.Next();
+      if (!id) continue;  // paused or gone: the test's deadline bounds the wait
+      auto decoded = client_.Decode(*id);
+      {
+        std::lock_guard lock(mutex_);
+        ids_.push_back(*id);
+      }
+      if (decoded && decoded->unix_ms > max_ms_.load()) max_ms_ = decoded->unix_ms;
+    }
+  }
+
+  Client& client_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int64_t> max_ms_{0};
+  mutable std::mutex mutex_;
+  std::vector<uint64_t> ids_;
+  std::thread thread_;
+};
+
+// Waits up to `timeout` for `condition`, checking it every few milliseconds.
+template <typename Condition>
+bool WaitUntil(Condition condition, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(5ms);
+  }
+  return true;
+}
+
+TEST(DaemonEtcdFencing, AnOldHoldersLateRaiseNeverLetsTheNextHolderReuseItsMilliseconds) {
+  // Arrange: one member, a proxy in front of it; A reaches etcd through [proxy, member].
+  EtcdCluster cluster(1);
+  ASSERT_TRUE(cluster.ok()) << cluster.error();
+  auto started = FaultProxy::Start(PortOf(cluster.ClientUrl(0)));
+  ASSERT_TRUE(started) << started.error();
+  FaultProxy& proxy = **started;
+  DaemonHarness harness("fencing");
+  const std::string prefix = "/fencing-daemon/";
+  auto options_for = [&](const std::string& name, const std::string& endpoints) {
+    DaemonOptions options;
+    options.runtime_dir = harness.root() / (name + "-run");
+    options.state_dir = harness.root() / (name + "-state");
+    options.config_path = harness.WriteFile(
+        name + ".toml",
+        "[daemon]\ninstance = \"" + name +
+            "\"\n[persistence]\nreservation_ms = " + std::to_string(kReservationMs) +
+            "\n[ring]\nmax_age_ms = 10000\n[clock]\nmax_backward_ms = 20000\n[register]\nbackend = "
+            "\"etcd\"\nmachines = \"" +
+            std::to_string(kMachine) + "\"\nholder_id = \"host-" + name +
+            "\"\n[register.etcd]\nendpoints = [" + endpoints + "]\nprefix = \"" + prefix +
+            "\"\nlease_ttl_s = 5\nrequest_timeout_ms = 300\nconnect_timeout_ms = 300\n");
+    return options;
+  };
+  DaemonOptions a_options =
+      options_for("a", "\"" + proxy.url() + "\", \"" + cluster.ClientUrl(0) + "\"");
+  a_options.faketime_file = harness.root() / "a-clock";
+  testing::SetClockOffset(*a_options.faketime_file, "+3");
+  const DaemonOptions b_options = options_for("b", "\"" + cluster.ClientUrl(0) + "\"");
+
+  std::optional<Daemon> a = harness.Start(a_options);
+  ASSERT_TRUE(a->ready()) << a->Describe();
+  auto a_client = Client::Open("fencing-a", DaemonHarness::ClientOptionsFor(a_options.runtime_dir));
+  ASSERT_TRUE(a_client) << a_client.error().message;
+  Taker a_taker(*a_client);
+  ASSERT_TRUE(WaitUntil([&] { return a_taker.max_ms() > 0; }, 10s)) << a->Describe();
+
+  // Act 1: A's next raise stalls at the proxy and times out; A retries on the member,
+  // commits, and goes on issuing above the stalled raise's target (at most A's clock when
+  // it was held + the reservation).
+  ASSERT_TRUE(proxy.SetMode(FaultProxy::Mode::kHold, "/v3/kv/txn"));
+  ASSERT_TRUE(proxy.WaitForHeld(1, 10s)) << a->Describe();
+  ASSERT_TRUE(proxy.SetMode(FaultProxy::Mode::kPass));
+  const int64_t a_clock_when_held = a_taker.max_ms();
+  ASSERT_TRUE(
+      WaitUntil([&] { return a_taker.max_ms() > a_clock_when_held + kReservationMs + 500; }, 20s))
+      << "A did not issue past the stalled raise's target: " << a->Describe();
+
+  // Act 2: A dies; the stalled raise lands; A's lease ends; B claims the number.
+  a_taker.Stop();
+  a->Kill();
+  a.reset();
+  auto late = proxy.ReleaseHeld();
+  ASSERT_TRUE(late) << late.error();
+  daemon::etcd::ClientOptions admin_options;
+  admin_options.endpoints = {cluster.ClientUrl(0)};
+  daemon::etcd::EtcdClient admin(admin_options);
+  auto holder = admin.Range(daemon::etcd::MachineKey(prefix, kMachine));
+  ASSERT_TRUE(holder) << holder.error().message;
+  if (!holder->kvs.empty()) {
+    ASSERT_TRUE(admin.Revoke(holder->kvs[0].lease));
+  }
+  auto mark = admin.Range(daemon::etcd::HighWaterKey(prefix, kMachine));
+  ASSERT_TRUE(mark && !mark->kvs.empty());
+  const auto mark_record = daemon::etcd::DecodeHighWater(mark->kvs[0].value);
+  ASSERT_TRUE(mark_record);
+
+  Daemon b = harness.Start(b_options, 60s);
+  ASSERT_TRUE(b.ready()) << b.Describe();
+  auto b_client = Client::Open("fencing-b", DaemonHarness::ClientOptionsFor(b_options.runtime_dir));
+  ASSERT_TRUE(b_client) << b_client.error().message;
+  std::vector<uint64_t> a_ids = a_taker.ids();
+  const int64_t a_max_ms = a_taker.max_ms();
+  Taker b_taker(*b_client);
+  // Until B's clock has passed every millisecond A issued in (B waits for its clock to
+  // pass the mark first).
+  const bool b_passed_a = WaitUntil([&] { return b_taker.max_ms() > a_max_ms; }, 30s);
+  b_taker.Stop();
+  const std::vector<uint64_t> b_ids = b_taker.ids();
+
+  // Assert
+  ASSERT_TRUE(b_passed_a) << b.Describe();
+  ASSERT_FALSE(a_ids.empty());
+  ASSERT_FALSE(b_ids.empty());
+  // Millions of IDs: sorted vectors, not sets.
+  std::vector<uint64_t> a_sorted = a_ids;
+  std::vector<uint64_t> b_sorted = b_ids;
+  std::sort(a_sorted.begin(), a_sorted.end());
+  std::sort(b_sorted.begin(), b_sorted.end());
+  std::vector<uint64_t> both;
+  std::set_intersection(a_sorted.begin(), a_sorted.end(), b_sorted.begin(), b_sorted.end(),
+                        std::back_inserter(both));
+  const size_t duplicates = both.size();
+  const uint64_t a_max = a_sorted.back();
+  const uint64_t b_min = b_sorted.front();
+  EXPECT_GE(mark_record->unix_ms, a_max_ms)
+      << "the mark B claimed above is " << (a_max_ms - mark_record->unix_ms)
+      << " ms below A's last issued millisecond";
+  EXPECT_EQ(duplicates, 0u) << "B handed out " << duplicates << " of A's " << a_ids.size()
+                            << " IDs again (B took " << b_ids.size() << ")";
+  EXPECT_GT(b_min, a_max) << "B's first ID (ms " << b_client->Decode(b_min)->unix_ms
+                          << ") is not above A's last (ms " << a_max_ms << ")";
+}
+
+}  // namespace
+}  // namespace snowflake

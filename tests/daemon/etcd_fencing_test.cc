@@ -1,0 +1,242 @@
+// EtcdRegister's high-water mark under reordered writes, reproduced deterministically: the
+// register talks to one real etcd member through two endpoints, [fault proxy -> member,
+// member], and the proxy (tests/support/fault_proxy.h) holds a raise until the client has
+// given up on it (request_timeout_ms 300), lets the next calls go to the direct endpoint
+// and commit, and delivers the held raise afterwards. That is what a stalled etcd member
+// does when it resumes. The properties:
+//   - a raise applied late (once or twice) never lowers the stored mark below a raise that
+//     committed after it;
+//   - nor below a clean stop recorded after it, so a successor starts above every
+//     millisecond the old holder may have issued in;
+//   - a successor that claims after the old holder's lease ended starts at or above the
+//     old holder's committed horizon (else both issue IDs in the same milliseconds).
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "daemon/etcd_client.h"
+#include "daemon/etcd_records.h"
+#include "daemon/etcd_register.h"
+#include "etcd_cluster.h"
+#include "fault_proxy.h"
+
+namespace snowflake::daemon {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::EtcdCluster;
+using testing::FaultProxy;
+
+constexpr int64_t kEpoch = 1'767'225'600'000;
+constexpr uint32_t kMachine = 7;
+
+int PortOf(const std::string& url) { return std::stoi(url.substr(url.rfind(':') + 1)); }
+
+std::string Describe(const std::vector<FaultProxy::Delivery>& deliveries) {
+  std::string out;
+  for (const auto& d : deliveries) {
+    out += "[" + d.request_line + " -> " + std::to_string(d.status) + " " + d.body + "] ";
+  }
+  return out;
+}
+
+class EtcdFencing : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { cluster_ = new EtcdCluster(1); }
+  static void TearDownTestSuite() {
+    delete cluster_;
+    cluster_ = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_TRUE(cluster_->ok()) << cluster_->error();
+    auto proxy = FaultProxy::Start(PortOf(cluster_->ClientUrl(0)));
+    ASSERT_TRUE(proxy) << proxy.error();
+    proxy_ = std::move(*proxy);
+    prefix_ = "/fencing/" +
+              std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "/";
+  }
+
+  // Endpoints [proxy, member]: calls start at the proxy; after a timeout there the next
+  // call goes to the member directly (etcd_client.h).
+  EtcdRegisterOptions Options(int64_t ttl_s = 30) const {
+    EtcdRegisterOptions o;
+    o.client.endpoints = {proxy_->url(), cluster_->ClientUrl(0)};
+    o.client.request_timeout_ms = 300;
+    o.client.connect_timeout_ms = 300;
+    o.prefix = prefix_;
+    o.lease_ttl_s = ttl_s;
+    o.first_machine = kMachine;
+    o.last_machine = kMachine;
+    o.host = "fencing-host";
+    return o;
+  }
+  // A holder that talks to the member directly.
+  EtcdRegisterOptions DirectOptions() const {
+    EtcdRegisterOptions o = Options();
+    o.client.endpoints = {cluster_->ClientUrl(0)};
+    o.client.request_timeout_ms = 3000;
+    return o;
+  }
+  static etcd::EtcdClient Direct() {
+    etcd::ClientOptions options;
+    options.endpoints = {cluster_->ClientUrl(0)};
+    return etcd::EtcdClient(options);
+  }
+  // high-water/N as stored now, read linearizably from the member; nullopt if absent.
+  std::optional<int64_t> StoredMark() const {
+    auto range = Direct().Range(etcd::HighWaterKey(prefix_, kMachine));
+    if (!range || range->kvs.empty()) return std::nullopt;
+    auto record = etcd::DecodeHighWater(range->kvs[0].value);
+    if (!record) return std::nullopt;
+    return record->unix_ms;
+  }
+  // Holds the next raise (a txn) at the proxy: UpdateHighWater(target) times out there.
+  // Returns what the raise returned, after the proxy has the request.
+  tl::expected<void, RegisterError> RaiseHeldAtTheProxy(EtcdRegister& holder, int64_t target) {
+    EXPECT_TRUE(proxy_->SetMode(FaultProxy::Mode::kHold, "/v3/kv/txn"));
+    auto raise = holder.UpdateHighWater(target);
+    EXPECT_TRUE(proxy_->WaitForHeld(1, 5s)) << "the raise never reached the proxy";
+    EXPECT_TRUE(proxy_->SetMode(FaultProxy::Mode::kPass));
+    return raise;
+  }
+
+  static EtcdCluster* cluster_;
+  std::unique_ptr<FaultProxy> proxy_;
+  std::string prefix_;
+};
+
+EtcdCluster* EtcdFencing::cluster_ = nullptr;
+
+TEST_F(EtcdFencing, ARaiseAppliedLateNeverLowersTheMark) {
+  // Arrange: a holder with a committed mark.
+  EtcdRegister sut(Options());
+  auto claim = sut.Claim({"holder-a", kEpoch});
+  ASSERT_TRUE(claim) << claim.error().message;
+  ASSERT_TRUE(sut.UpdateHighWater(kEpoch + 1000));
+
+  // Act: the raise to +2000 stalls at the proxy and times out; the raise to +3000 goes to
+  // the member directly and commits; then the stalled raise is applied.
+  auto stalled = RaiseHeldAtTheProxy(sut, kEpoch + 2000);
+  auto newer = sut.UpdateHighWater(kEpoch + 3000);
+  const auto before_late = StoredMark();
+  auto late = proxy_->ReleaseHeld();
+  const auto after_late = StoredMark();
+
+  // Assert
+  ASSERT_FALSE(stalled) << "a held raise was reported committed";
+  EXPECT_EQ(stalled.error().code, RegisterErrorCode::kUnreachable) << stalled.error().message;
+  ASSERT_TRUE(newer) << newer.error().message;
+  ASSERT_TRUE(late) << late.error();
+  ASSERT_EQ(late->size(), 1u);
+  ASSERT_TRUE(before_late.has_value());
+  EXPECT_EQ(*before_late, kEpoch + 3000);
+  ASSERT_TRUE(after_late.has_value());
+  EXPECT_GE(*after_late, kEpoch + 3000)
+      << "the late raise lowered the mark by " << (kEpoch + 3000 - *after_late)
+      << " ms below a committed raise: " << Describe(*late);
+  // The holder goes on raising normally.
+  auto next = sut.UpdateHighWater(kEpoch + 4000);
+  ASSERT_TRUE(next) << next.error().message;
+  EXPECT_EQ(StoredMark(), kEpoch + 4000);
+}
+
+TEST_F(EtcdFencing, ARaiseDeliveredTwiceLateNeverLowersTheMark) {
+  // Arrange
+  EtcdRegister sut(Options());
+  ASSERT_TRUE(sut.Claim({"holder-a", kEpoch}));
+  ASSERT_TRUE(sut.UpdateHighWater(kEpoch + 1000));
+
+  // Act: as above, but the stalled raise arrives twice (a retransmission).
+  auto stalled = RaiseHeldAtTheProxy(sut, kEpoch + 2000);
+  auto newer = sut.UpdateHighWater(kEpoch + 3000);
+  auto late = proxy_->ReleaseHeld(/*copies=*/2);
+  const auto after_late = StoredMark();
+
+  // Assert
+  ASSERT_FALSE(stalled);
+  ASSERT_TRUE(newer) << newer.error().message;
+  ASSERT_TRUE(late) << late.error();
+  ASSERT_EQ(late->size(), 2u);
+  ASSERT_TRUE(after_late.has_value());
+  EXPECT_GE(*after_late, kEpoch + 3000)
+      << "the late raise lowered the mark by " << (kEpoch + 3000 - *after_late)
+      << " ms below a committed raise: " << Describe(*late);
+}
+
+TEST_F(EtcdFencing, ARaiseAppliedLateAfterACleanStopNeverLowersTheMark) {
+  // Arrange: raises to +1000 committed, +2000 stalled, +3000 committed; the holder issued
+  // IDs up to +2500 and stops cleanly.
+  auto sut = std::make_unique<EtcdRegister>(Options());
+  ASSERT_TRUE(sut->Claim({"holder-a", kEpoch}));
+  ASSERT_TRUE(sut->UpdateHighWater(kEpoch + 1000));
+  auto stalled = RaiseHeldAtTheProxy(*sut, kEpoch + 2000);
+  ASSERT_FALSE(stalled);
+  ASSERT_TRUE(sut->UpdateHighWater(kEpoch + 3000));
+  constexpr int64_t kLastIssued = kEpoch + 2500;
+
+  // Act
+  auto stop = sut->RecordCleanStop(kLastIssued);
+  const auto after_stop = StoredMark();
+  auto late = proxy_->ReleaseHeld();
+  const auto after_late = StoredMark();
+  sut.reset();  // revokes the lease: the number is free
+  EtcdRegister successor(DirectOptions());
+  auto successor_claim = successor.Claim({"holder-b", kEpoch});
+
+  // Assert
+  ASSERT_TRUE(stop) << stop.error().message;
+  EXPECT_EQ(after_stop, kLastIssued);
+  ASSERT_TRUE(late) << late.error();
+  ASSERT_TRUE(after_late.has_value());
+  EXPECT_EQ(*after_late, kLastIssued)
+      << "the late raise moved the mark from the clean stop's " << kLastIssued << " by "
+      << (*after_late - kLastIssued) << " ms: " << Describe(*late);
+  ASSERT_TRUE(successor_claim) << successor_claim.error().message;
+  EXPECT_EQ(successor_claim->machine, kMachine);
+  EXPECT_GE(successor_claim->high_water_unix_ms, kLastIssued)
+      << "the successor may issue IDs in the "
+      << (kLastIssued - successor_claim->high_water_unix_ms)
+      << " milliseconds up to the old holder's last issued one: duplicates";
+}
+
+TEST_F(EtcdFencing, ASuccessorStartsAboveTheHorizonTheOldHolderReliedOn) {
+  // Arrange: holder A (short lease) gets +1000 committed, +2000 stalls, +3000 commits:
+  // A's confirmed horizon is +3000 and it issues IDs up to there.
+  auto a = std::make_unique<EtcdRegister>(Options(/*ttl_s=*/2));
+  auto a_claim = a->Claim({"holder-a", kEpoch});
+  ASSERT_TRUE(a_claim) << a_claim.error().message;
+  ASSERT_TRUE(a->UpdateHighWater(kEpoch + 1000));
+  ASSERT_FALSE(RaiseHeldAtTheProxy(*a, kEpoch + 2000));
+  ASSERT_TRUE(a->UpdateHighWater(kEpoch + 3000));
+  constexpr int64_t kAHorizon = kEpoch + 3000;
+
+  // Act: the stalled raise lands while A still holds the number; then A's lease ends
+  // (revoked here, as expiry or etcd's revoking of leases after a stalled leader resumes
+  // would) and B claims.
+  auto late = proxy_->ReleaseHeld();
+  ASSERT_TRUE(late) << late.error();
+  auto admin = Direct();
+  ASSERT_TRUE(admin.Revoke(a->lease()));
+  EtcdRegister b(DirectOptions());
+  auto b_claim = b.Claim({"holder-b", kEpoch});
+
+  // Assert
+  ASSERT_TRUE(b_claim) << b_claim.error().message;
+  EXPECT_EQ(b_claim->machine, a_claim->machine);
+  EXPECT_GE(b_claim->high_water_unix_ms, kAHorizon)
+      << "B issues strictly above " << b_claim->high_water_unix_ms << ", A relied on up to "
+      << kAHorizon << ": both may issue IDs in the " << (kAHorizon - b_claim->high_water_unix_ms)
+      << " milliseconds between (duplicates); late delivery: " << Describe(*late);
+  // A is fenced off.
+  auto a_raise = a->UpdateHighWater(kEpoch + 4000);
+  ASSERT_FALSE(a_raise);
+  EXPECT_EQ(a_raise.error().code, RegisterErrorCode::kClaimLost) << a_raise.error().message;
+}
+
+}  // namespace
+}  // namespace snowflake::daemon
