@@ -129,8 +129,13 @@ uint32_t MachineOf(uint64_t id) {
   return static_cast<uint32_t>((id >> kMachineShift) & kMaxMachine);
 }
 
+// The fleet uses the default epoch.
+int64_t UnixMsOf(uint64_t id) {
+  return kDefaultEpochUnixMs + static_cast<int64_t>(id >> kTimeShift);
+}
+
 std::string DescribeId(uint64_t id) {
-  return std::to_string(id) + " (ms " + std::to_string(id >> kTimeShift) + ", machine " +
+  return std::to_string(id) + " (unix ms " + std::to_string(UnixMsOf(id)) + ", machine " +
          std::to_string(MachineOf(id)) + ", sequence " + std::to_string(id & kMaxSequence) + ")";
 }
 
@@ -371,7 +376,13 @@ class FleetStress {
   void Note(const std::string& line) {
     const auto ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start_).count();
-    timeline_.push_back(std::to_string(ms) + " ms: " + line);
+    // The real time too, to compare with the IDs' milliseconds (each daemon's clock is off
+    // by its offset).
+    const auto unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+    timeline_.push_back(std::to_string(ms) + " ms (unix ms " + std::to_string(unix_ms) +
+                        "): " + line);
   }
 
   bool EveryKindHappened() const {
@@ -703,8 +714,8 @@ class FleetStress {
       duplicate_details_ += " machine " + std::to_string(machine) + ": " + std::to_string(n);
     }
     if (!takers.empty()) {
-      duplicate_details_ += "; ms " + std::to_string(takers.begin()->first >> kTimeShift) + " to " +
-                            std::to_string(takers.rbegin()->first >> kTimeShift);
+      duplicate_details_ += "; unix ms " + std::to_string(UnixMsOf(takers.begin()->first)) +
+                            " to " + std::to_string(UnixMsOf(takers.rbegin()->first));
     }
     int shown = 0;
     for (const auto& [id, who] : takers) {
