@@ -306,6 +306,7 @@ class FleetStress {
     for (Slot& s : slots_) {
       const bool serving = s.daemon->ready() && s.daemon->Running();
       auto stopped = s.daemon->Stop();
+      KeepClaimLines(s);
       // A spare may be on its way out (no free number); a holder stops cleanly.
       if (serving && (!stopped || !stopped->ExitedWith(0)) && problem.empty()) {
         problem = "a daemon did not stop cleanly: " + s.daemon->Describe();
@@ -347,6 +348,12 @@ class FleetStress {
     return text;
   }
   const std::string& duplicate_details() const { return duplicate_details_; }
+  // Every daemon's claim lines, in the order the daemons ended.
+  std::string ClaimLines() const {
+    std::string text;
+    for (const std::string& line : claim_lines_) text += "  " + line + "\n";
+    return text;
+  }
   std::string other_exit_example() const { return other_exit_example_; }
   int count(Fault f) const { return counts_[static_cast<int>(f)]; }
   int total_faults() const {
@@ -496,6 +503,7 @@ class FleetStress {
         const int i = RandomRunningSlot();
         if (i < 0) return false;
         slots_[i].daemon->Kill();
+        KeepClaimLines(slots_[i]);
         slots_[i].daemon.emplace(Daemon::Spawn(slots_[i].options));
         Note(name + " of " + slots_[i].name);
         break;
@@ -506,6 +514,7 @@ class FleetStress {
         auto status = slots_[i].daemon->Stop(15s);
         Note(name + " of " + slots_[i].name + ": " +
              (status ? status->ToString() : std::string("did not stop, killed")));
+        KeepClaimLines(slots_[i]);
         slots_[i].daemon.emplace(Daemon::Spawn(slots_[i].options));
         break;
       }
@@ -608,6 +617,7 @@ class FleetStress {
       if (s.restart_at) {
         if (now < *s.restart_at) continue;
         s.restart_at.reset();
+        KeepClaimLines(s);
         s.daemon.emplace(Daemon::Spawn(s.options));
         continue;
       }
@@ -725,6 +735,21 @@ class FleetStress {
     }
   }
 
+  // What a daemon said about its claims and marks, kept when it is replaced: with a
+  // duplicate, who claimed the number when, above which mark, and who lost it.
+  void KeepClaimLines(Slot& s) {
+    std::istringstream err(s.daemon->err());
+    for (std::string line; std::getline(err, line);) {
+      for (const char* key : {"claimed machine", "high-water mark ", "no longer ours",
+                              "claim is lost", "serving machine"}) {
+        if (line.find(key) != std::string::npos) {
+          claim_lines_.push_back(s.name + ": " + line);
+          break;
+        }
+      }
+    }
+  }
+
   uint64_t Committed(const Slot& s) const {
     uint64_t total = 0;
     for (const std::string& path : s.record_files) total += st::CommittedCount(path);
@@ -752,6 +777,7 @@ class FleetStress {
   uint64_t samples_ = 0;
   uint64_t overlaps_ = 0;
   std::vector<std::string> timeline_;
+  std::vector<std::string> claim_lines_;
   st::IdCheckResult check_;
   std::string duplicate_details_;
 };
@@ -769,7 +795,10 @@ TEST(DaemonEtcdFleetStress, NoDuplicateUnderEtcdStopsQuorumLossClockOffsetsAndSt
   const std::string violation = sut.Check();
 
   std::cout << "fleet stress: " << sut.Summary() << ", seed " << seed << std::endl;
-  if (!sut.duplicate_details().empty()) std::cout << sut.duplicate_details() << std::endl;
+  if (!sut.duplicate_details().empty()) {
+    std::cout << sut.duplicate_details() << "\nthe daemons' claims:\n"
+              << sut.ClaimLines() << std::endl;
+  }
   const std::string context = sut.Summary() + "\nseed " + std::to_string(seed) + "\n" +
                               sut.duplicate_details() + "\ntimeline:\n" + sut.Timeline();
   EXPECT_EQ(problem, "") << context;
