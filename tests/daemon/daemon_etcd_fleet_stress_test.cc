@@ -57,7 +57,6 @@
 #include <sstream>
 #include <string>
 #include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include "daemon_harness.h"
@@ -695,16 +694,18 @@ class FleetStress {
 
   // Which clients took each duplicated ID (the first 20), for the failure message.
   void DescribeDuplicates() {
-    std::unordered_map<uint64_t, uint64_t> counts;
+    std::vector<uint64_t> all;
     for (const Slot& s : slots_) {
       for (const std::string& path : s.record_files) {
-        for (const st::TakeRecord& r : st::ReadCommittedRecords(path)) ++counts[r.id];
+        for (const st::TakeRecord& r : st::ReadCommittedRecords(path)) all.push_back(r.id);
       }
     }
+    std::sort(all.begin(), all.end());
     std::map<uint64_t, std::vector<std::string>> takers;
-    for (const auto& [id, n] : counts) {
-      if (n > 1) takers[id];
+    for (size_t i = 1; i < all.size(); ++i) {
+      if (all[i] == all[i - 1]) takers[all[i]];
     }
+    all = {};
     for (const Slot& s : slots_) {
       for (size_t f = 0; f < s.record_files.size(); ++f) {
         const auto records = st::ReadCommittedRecords(s.record_files[f]);
