@@ -1,19 +1,23 @@
-// daemon_stress_worker: a client process for daemon_kill_stress_test.
+// daemon_stress_worker: a client process for daemon_kill_stress_test and
+// daemon_etcd_fleet_stress_test.
 //
-//   daemon_stress_worker RUNTIME_DIR CONTROL_FILE RECORD_FILE single|batch
+//   daemon_stress_worker RUNTIME_DIR CONTROL_FILE RECORD_FILE single|batch [PAUSE_US]
 //
 // Takes IDs from the real snowflaked through libsnowflake until the driver sets `stop` in
 // CONTROL_FILE (tests/support/stress_files.h), recording each as {id, baton read before the
 // take} into RECORD_FILE (a MAP_SHARED file: what it recorded survives anything) and
 // committing it before raising the baton. While the daemon is being killed and restarted
 // its takes fail with "dead", "stopped", "starting", ...: it waits a millisecond and
-// retries, as a client that fails over and comes back would.
+// retries, as a client that fails over and comes back would. A runtime directory without
+// a segment yet (a fleet daemon still waiting for a free number) is waited for the same
+// way. PAUSE_US (default 20) is slept after each take: the pace of the run.
 //
 // Exit: 0 stopped by the driver; 10 the record file is full (the driver gives it a new
 // one); 20 setup failed; 1 an error no restart explains (printed).
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <span>
 #include <string>
 #include <thread>
@@ -46,11 +50,15 @@ constexpr uint64_t kMaxBatch = 8;
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 5) {
-    std::fprintf(stderr, "usage: daemon_stress_worker RUNTIME_DIR CONTROL RECORDS single|batch\n");
+  if (argc != 5 && argc != 6) {
+    std::fprintf(stderr,
+                 "usage: daemon_stress_worker RUNTIME_DIR CONTROL RECORDS single|batch "
+                 "[PAUSE_US]\n");
     return st::kHelperSetupFailed;
   }
   const bool batches = std::string(argv[4]) == "batch";
+  const auto pause =
+      std::chrono::microseconds(argc == 6 ? std::strtoull(argv[5], nullptr, 10) : 20);
   auto recorder = st::StressRecorder::Open(argv[2], argv[3]);
   if (!recorder) {
     std::perror("map");
@@ -63,6 +71,13 @@ int main(int argc, char** argv) {
   options.wait_timeout = std::chrono::milliseconds(100);
   options.max_heartbeat_age = std::chrono::seconds(2);
   auto client = snowflake::Client::Open(batches ? "stress-batch" : "stress-single", options);
+  // No segment yet: the daemon has not claimed a number so far. Wait for it, or the stop.
+  while (!client && client.error().code == ClientError::kDaemonNotRunning &&
+         control->stop.load(std::memory_order_acquire) == 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    client = snowflake::Client::Open(batches ? "stress-batch" : "stress-single", options);
+  }
+  if (!client && control->stop.load(std::memory_order_acquire) != 0) return st::kConsumerStopped;
   if (!client) {
     std::fprintf(stderr, "open: %s\n", client.error().message.c_str());
     return st::kHelperSetupFailed;
@@ -96,7 +111,7 @@ int main(int argc, char** argv) {
     }
     recorder->Commit(std::span<const uint64_t>(batch, taken), before);
     // A modest pace keeps the record files small; the kills, not the volume, are the test.
-    std::this_thread::sleep_for(std::chrono::microseconds(20));
+    std::this_thread::sleep_for(pause);
   }
   return st::kConsumerStopped;
 }
