@@ -1,0 +1,77 @@
+package snowflake
+
+import (
+	"crypto/rand"
+	"os"
+	"sync/atomic"
+	"testing"
+)
+
+// The benchmarks scripts/bench runs (-bench, with SNOWFLAKE_BENCH_RUNTIME_DIR naming a
+// serving daemon's runtime directory), each beside its same-run baselines.
+
+func benchClient(b *testing.B) *Client {
+	dir := os.Getenv("SNOWFLAKE_BENCH_RUNTIME_DIR")
+	if dir == "" {
+		b.Fatal("SNOWFLAKE_BENCH_RUNTIME_DIR must name a serving daemon's runtime directory")
+	}
+	c, err := Open("bench", WithRuntimeDir(dir), WithTimeout(5e9))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Close() })
+	return c
+}
+
+func BenchmarkNext(b *testing.B) {
+	c := benchClient(b)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := c.Next(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// Per call of 1000 IDs (scripts/bench divides by 1000).
+func BenchmarkNextBatch1000(b *testing.B) {
+	c := benchClient(b)
+	ids := make([]uint64, 1000)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for got := 0; got < len(ids); {
+			n, err := c.NextBatch(ids[got:])
+			if err != nil {
+				b.Fatal(err)
+			}
+			got += n
+		}
+	}
+}
+
+// The floor of Next: one cgo call of an empty C function.
+func BenchmarkBareCgoCall(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		bareCall()
+	}
+}
+
+// What Go services write instead: a random (version 4) UUID from crypto/rand ...
+func BenchmarkUUIDv4CryptoRand(b *testing.B) {
+	var u [16]byte
+	for i := 0; i < b.N; i++ {
+		if _, err := rand.Read(u[:]); err != nil {
+			b.Fatal(err)
+		}
+		u[6] = u[6]&0x0f | 0x40
+		u[8] = u[8]&0x3f | 0x80
+	}
+}
+
+// ... and a process-local counter.
+func BenchmarkAtomicAddUint64(b *testing.B) {
+	var n uint64
+	for i := 0; i < b.N; i++ {
+		atomic.AddUint64(&n, 1)
+	}
+}
