@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -222,15 +223,13 @@ func TestBoundsGivesTheIDsOfARange(t *testing.T) {
 
 func TestOpenRefusesABadServiceName(t *testing.T) {
 	d := startDaemon(t)
-	for _, name := range []string{"", "Orders", "a b", string(make([]byte, 64))} {
+	for _, name := range []string{"", "Orders", "a b", strings.Repeat("x", 64)} {
 		_, err := Open(name, WithRuntimeDir(d.runtimeDir))
-		if name == string(make([]byte, 64)) {
-			wantError(t, err, ErrInvalidArgument, 2, "invalid_argument") // NUL bytes
-			continue
-		}
 		wantError(t, err, ErrInvalidServiceName, 1, "invalid_service_name")
 	}
-	_, err := Open("orders", WithRuntimeDir(d.runtimeDir), WithTimeout(-time.Second))
+	_, err := Open("or\x00ders", WithRuntimeDir(d.runtimeDir))
+	wantError(t, err, ErrInvalidArgument, 2, "invalid_argument")
+	_, err = Open("orders", WithRuntimeDir(d.runtimeDir), WithTimeout(-time.Second))
 	wantError(t, err, ErrInvalidArgument, 2, "invalid_argument")
 }
 
