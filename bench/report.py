@@ -44,6 +44,19 @@ def take_bench_figures(path):
     return {name: Figure(v) for name, v in runs.items()}
 
 
+def go_bench_figures(path):
+    """ns/op of each repetition of each `go test -bench` benchmark, by its name without
+    "Benchmark" and the -GOMAXPROCS suffix."""
+    runs = {}
+    with open(path) as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) >= 4 and fields[0].startswith("Benchmark") and fields[3] == "ns/op":
+                name = fields[0][len("Benchmark"):].rsplit("-", 1)[0]
+                runs.setdefault(name, []).append(float(fields[2]))
+    return runs
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--take", required=True)
@@ -57,6 +70,8 @@ def main():
     p.add_argument("--peers")
     p.add_argument("--http")
     p.add_argument("--failover")
+    p.add_argument("--py", help="bench/py_bench.py output")
+    p.add_argument("--go", help="`go test -bench` output of bindings/go")
     p.add_argument("--json")
     p.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     a = p.parse_args()
@@ -159,6 +174,21 @@ def main():
             f[f"failover_{kind}_p50_ms"] = Figure([statistics.median(samples)])
             f[f"failover_{kind}_p99_ms"] = Figure(
                 [samples[min(len(samples) - 1, len(samples) * 99 // 100)]])
+
+    py = load(a.py) if a.py else None
+    if py:
+        for key, values in py.items():
+            f[key] = Figure(values)
+    go = go_bench_figures(a.go) if a.go else None
+    if go:
+        names = {"Next": "go_next_ns", "NextBatch1000": "go_batch_1000_ns_per_id",
+                 "BareCgoCall": "go_cgo_call_ns", "UUIDv4CryptoRand": "go_uuid4_ns",
+                 "AtomicAddUint64": "go_atomic_add_ns"}
+        for name, key in names.items():
+            values = go.get(name, [])
+            if name == "NextBatch1000":
+                values = [v / 1000 for v in values]
+            f[key] = Figure(values)
 
     def med(key):
         return f[key].median
@@ -271,6 +301,24 @@ def main():
             row(f"failover after {kind}: first remote ID p99", f"failover_{kind}_p99_ms", 2, "ms",
                 f"≤{limits[kind]}: {verdict(med(f'failover_{kind}_p99_ms') <= limits[kind])}")
 
+    if py:
+        row("python snowflake Client.next()", "py_next_ns", 1, "ns",
+            f"≤2× uuid4: {med('py_next_ns') / med('py_uuid4_ns'):.2f}× "
+            f"{verdict(med('py_next_ns') <= 2 * med('py_uuid4_ns'))}")
+        row("python Client.next_batch(1000)", "py_batch_1000_ns_per_id", 2, "ns/ID",
+            f"≤20: {verdict(med('py_batch_1000_ns_per_id') <= 20)}")
+        row("  baseline: uuid.uuid4()", "py_uuid4_ns", 1, "ns")
+        row("  baseline: time.time_ns()", "py_time_ns_ns", 1, "ns")
+        if "py_redis_incr_ns" in f:
+            row("  baseline: redis-py INCR (loopback)", "py_redis_incr_ns", 0, "ns")
+    if go:
+        row("go Client.Next()", "go_next_ns", 1, "ns",
+            f"≤60: {verdict(med('go_next_ns') <= 60)}")
+        row("go Client.NextBatch(1000 IDs)", "go_batch_1000_ns_per_id", 2, "ns/ID")
+        row("  floor: bare cgo call", "go_cgo_call_ns", 1, "ns")
+        row("  baseline: crypto/rand UUIDv4", "go_uuid4_ns", 1, "ns")
+        row("  baseline: sync/atomic AddUint64", "go_atomic_add_ns", 2, "ns")
+
     reps = len(f["take_1t_ns"].values)
     lines = []
     if a.markdown:
@@ -314,6 +362,12 @@ def main():
                                  "redis_rps_64", "http_floor_p50_us") if k in f]
         if failover:
             keys += ["failover_pause_p99_ms", "failover_stop_p99_ms", "failover_kill_p99_ms"]
+        if py:
+            keys += [k for k in ("py_next_ns", "py_batch_1000_ns_per_id", "py_uuid4_ns",
+                                 "py_time_ns_ns", "py_redis_incr_ns") if k in f]
+        if go:
+            keys += ["go_next_ns", "go_batch_1000_ns_per_id", "go_cgo_call_ns", "go_uuid4_ns",
+                     "go_atomic_add_ns"]
         with open(a.json, "w") as out:
             json.dump({k: med(k) for k in keys}, out, indent=2)
             out.write("\n")

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The Debian packages under a real systemd: builds version N and N+1 with scripts/package,
 # boots a Debian 12 tree with systemd-nspawn (never the host's root), installs them with
-# apt and checks start/READY, STATUS=, the journal, group access, restart after SIGKILL,
-# the watchdog after SIGSTOP, a clean stop seen by a waiting client, an upgrade, remove,
-# purge and `systemd-analyze security`.
+# apt and checks start/READY, STATUS=, the journal, group access (also from Python, through
+# python3-snowflake), restart after SIGKILL, the watchdog after SIGSTOP, a clean stop seen
+# by a waiting client, an upgrade, remove, purge and `systemd-analyze security`.
 #
 #   packages_under_systemd.sh SOURCE_DIR WORK_DIR
 #
@@ -186,6 +186,7 @@ take_max() {
 step "apt install version $version"
 ct apt-get install -y -q --no-install-recommends /mnt/debs/n/snowflaked_"${version}_$arch.deb" \
   /mnt/debs/n/libsnowflake0_"${version}_$arch.deb" /mnt/debs/n/libsnowflake-dev_"${version}_$arch.deb" \
+  /mnt/debs/n/python3-snowflake_"${version}_$arch.deb" \
   > "$work/apt-install-n.log" 2>&1 || { tail -30 "$work/apt-install-n.log"; fail "apt install $version"; }
 ct getent group snowflaked > /dev/null || fail "no group snowflaked after install (sysusers)"
 [ "$(ct stat -c %U:%G:%a /var/lib/snowflaked)" = snowflaked:snowflaked:750 ] ||
@@ -222,6 +223,27 @@ if ct runuser -u bob -- snowflakectl next > "$work/bob.out" 2> "$work/bob.err"; 
 fi
 cat "$work/bob.err"
 grep -q "not in group snowflaked" "$work/bob.err" || fail "bob's error does not name group snowflaked"
+
+step "python3-snowflake: a member takes IDs from Python, a non-member gets PermissionDeniedError"
+py_take='import snowflake
+with snowflake.Client("packaged") as c:
+    a = c.next(); b = c.next_batch(3)
+    assert a < b[0] < b[1] < b[2], (a, list(b))
+    assert c.status()["state"] == "serving"
+    print(a, snowflake.decode(a).time.isoformat())'
+ct runuser -u alice -- python3 -c "$py_take" > "$work/py-alice.out" 2>&1 ||
+  { cat "$work/py-alice.out"; fail "alice could not take IDs with import snowflake"; }
+cat "$work/py-alice.out"
+py_refused='import snowflake
+try:
+    snowflake.Client("packaged")
+except snowflake.PermissionDeniedError as e:
+    print(e.code, e.message)
+else:
+    raise SystemExit("opened")'
+ct runuser -u bob -- python3 -c "$py_refused" > "$work/py-bob.out" 2>&1 ||
+  { cat "$work/py-bob.out"; fail "bob was not refused with PermissionDeniedError in Python"; }
+grep -q "snowflaked" "$work/py-bob.out" || fail "bob's Python error does not name group snowflaked"
 
 step "SIGKILL: systemd restarts the daemon, IDs continue above"
 pid=$(show MainPID); restarts=$(show NRestarts)
@@ -278,6 +300,7 @@ before_upgrade=$(take_max 100)
 pid=$(show MainPID)
 ct apt-get install -y -q --no-install-recommends /mnt/debs/n1/snowflaked_"${next_version}_$arch.deb" \
   /mnt/debs/n1/libsnowflake0_"${next_version}_$arch.deb" /mnt/debs/n1/libsnowflake-dev_"${next_version}_$arch.deb" \
+  /mnt/debs/n1/python3-snowflake_"${next_version}_$arch.deb" \
   > "$work/apt-install-n1.log" 2>&1 || { tail -30 "$work/apt-install-n1.log"; fail "apt install $next_version"; }
 [ "$(ct dpkg-query -W -f '${Version}' snowflaked)" = "$next_version" ] || fail "not upgraded"
 [ "$(ct snowflaked --version)" = "snowflaked $next_version" ] || fail "snowflaked --version: $(ct snowflaked --version)"

@@ -1,0 +1,3 @@
+module snowflaked.example/snowflake
+
+go 1.19

@@ -1,0 +1,518 @@
+package snowflake
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv("SNOWFLAKE_GO_WORKER") != "" {
+		os.Exit(stressWorker())
+	}
+	os.Exit(m.Run())
+}
+
+func open(t *testing.T, d *daemon, opts ...Option) *Client {
+	t.Helper()
+	c, err := Open("orders", append([]Option{WithRuntimeDir(d.runtimeDir)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func wantError(t *testing.T, err error, sentinel error, status int, code string) *Error {
+	t.Helper()
+	var e *Error
+	if !errors.As(err, &e) {
+		t.Fatalf("got %v, want an *Error (%v)", err, sentinel)
+	}
+	if !errors.Is(err, sentinel) || e.Status != status || e.Code != code || e.Message == "" {
+		t.Fatalf("got %#v, want %v (status %d, code %s, a message)", e, sentinel, status, code)
+	}
+	return e
+}
+
+func TestNextReturnsIncreasingIDsOfNow(t *testing.T) {
+	c := open(t, startDaemon(t))
+	before := time.Now()
+	var last uint64
+	for i := 0; i < 1000; i++ {
+		id, err := c.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if id <= last || id >= 1<<63 {
+			t.Fatalf("ID %d after %d", id, last)
+		}
+		last = id
+	}
+	d, err := Decode(last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Time.Before(before.Add(-10*time.Second)) || d.Time.After(time.Now().Add(time.Second)) {
+		t.Fatalf("ID of %v, taken at %v", d.Time, before)
+	}
+}
+
+func TestNextBatchFillsIncreasingIDs(t *testing.T) {
+	c := open(t, startDaemon(t))
+	first, _ := c.Next()
+	ids := make([]uint64, 5000)
+	n, err := c.NextBatch(ids)
+	if err != nil || n < 1 || n > len(ids) {
+		t.Fatalf("NextBatch: %d, %v", n, err)
+	}
+	prev := first
+	for _, id := range ids[:n] {
+		if id <= prev {
+			t.Fatalf("ID %d after %d", id, prev)
+		}
+		prev = id
+	}
+	if _, err := c.NextBatch(nil); err == nil {
+		t.Fatal("an empty slice was accepted")
+	} else {
+		wantError(t, err, ErrInvalidArgument, 2, "invalid_argument")
+	}
+}
+
+func TestStatusReportsTheServingDaemon(t *testing.T) {
+	c := open(t, startDaemon(t))
+	id, _ := c.Next()
+	s, err := c.Status()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields, err := c.Decode(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.State != "serving" || s.Health != "serving" || s.ReasonCode != "none" ||
+		s.Machine != fields.Machine || s.EpochUnixMs != DefaultEpoch.UnixMilli() ||
+		s.PID == 0 || s.RingCapacity == 0 || s.FreshnessBoundMs == 0 || s.PublishedTotal == 0 {
+		t.Fatalf("status %+v", s)
+	}
+}
+
+func TestCloseIsIdempotentAndLaterCallsFail(t *testing.T) {
+	c := open(t, startDaemon(t))
+	if c.Close() != nil || c.Close() != nil {
+		t.Fatal("Close failed")
+	}
+	_, err := c.Next()
+	wantError(t, err, ErrClosed, 2, "invalid_argument")
+	if !errors.Is(err, ErrInvalidArgument) {
+		t.Fatal("ErrClosed is not ErrInvalidArgument")
+	}
+	if _, err := c.NextBatch(make([]uint64, 3)); err != ErrClosed {
+		t.Fatal(err)
+	}
+	if _, err := c.Status(); err != ErrClosed {
+		t.Fatal(err)
+	}
+	if _, err := c.Decode(1); err != ErrClosed {
+		t.Fatal(err)
+	}
+}
+
+func TestGoroutinesShareOneClient(t *testing.T) {
+	c := open(t, startDaemon(t), WithTimeout(5*time.Second))
+	taken := make([][]uint64, 4)
+	var wg sync.WaitGroup
+	for g := range taken {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			batch := make([]uint64, 7)
+			for i := 0; i < 2000; i++ {
+				if i%2 == 1 {
+					id, err := c.Next()
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					taken[g] = append(taken[g], id)
+				} else {
+					n, err := c.NextBatch(batch)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					taken[g] = append(taken[g], batch[:n]...)
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	checkUniqueAndOrdered(t, taken)
+}
+
+func checkUniqueAndOrdered(t *testing.T, taken [][]uint64) int {
+	t.Helper()
+	seen := make(map[uint64]struct{})
+	for g, ids := range taken {
+		for i, id := range ids {
+			if i > 0 && id <= ids[i-1] {
+				t.Fatalf("taker %d: ID %d after %d", g, id, ids[i-1])
+			}
+			if _, dup := seen[id]; dup {
+				t.Fatalf("duplicate ID %d", id)
+			}
+			seen[id] = struct{}{}
+		}
+	}
+	return len(seen)
+}
+
+func TestDecodeSplitsAnID(t *testing.T) {
+	d, err := Decode(1<<22 | 5<<12 | 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Decoded{Time: DefaultEpoch.Add(time.Millisecond), UnixMs: DefaultEpoch.UnixMilli() + 1,
+		Machine: 5, Sequence: 7}
+	if d != want {
+		t.Fatalf("got %+v, want %+v", d, want)
+	}
+	d, err = DecodeWithEpoch(2<<22, time.Unix(0, 0))
+	if err != nil || d.UnixMs != 2 {
+		t.Fatalf("%+v %v", d, err)
+	}
+	_, err = Decode(1 << 63)
+	wantError(t, err, ErrInvalidArgument, 2, "invalid_argument")
+	_, err = DecodeWithEpoch(1, time.Unix(-5, 0))
+	wantError(t, err, ErrInvalidArgument, 2, "invalid_argument")
+}
+
+func TestBoundsGivesTheIDsOfARange(t *testing.T) {
+	start := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	b, err := Bounds(start, start.Add(999*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _ := Decode(b.FirstID)
+	last, _ := Decode(b.LastID)
+	if !b.First.Equal(start) || !first.Time.Equal(start) || first.Machine != 0 ||
+		first.Sequence != 0 || !last.Time.Equal(b.Last) || last.Machine != 1023 ||
+		last.Sequence != 4095 || !b.Last.Equal(start.Add(999*time.Millisecond)) {
+		t.Fatalf("%+v", b)
+	}
+	_, err = Bounds(start, start.Add(-time.Millisecond))
+	wantError(t, err, ErrInvalidArgument, 2, "invalid_argument")
+	_, err = Bounds(time.Unix(0, 0), time.Unix(1, 0))
+	wantError(t, err, ErrTimeOutOfRange, 16, "time_out_of_range")
+	b, err = BoundsWithEpoch(time.Unix(0, 0), time.Unix(0, 0), time.Unix(0, 0))
+	if err != nil || b.FirstID != 0 || b.LastID != 1<<22-1 {
+		t.Fatalf("%+v %v", b, err)
+	}
+}
+
+func TestOpenRefusesABadServiceName(t *testing.T) {
+	d := startDaemon(t)
+	for _, name := range []string{"", "Orders", "a b", strings.Repeat("x", 64)} {
+		_, err := Open(name, WithRuntimeDir(d.runtimeDir))
+		wantError(t, err, ErrInvalidServiceName, 1, "invalid_service_name")
+	}
+	_, err := Open("or\x00ders", WithRuntimeDir(d.runtimeDir))
+	wantError(t, err, ErrInvalidArgument, 2, "invalid_argument")
+	_, err = Open("orders", WithRuntimeDir(d.runtimeDir), WithTimeout(-time.Second))
+	wantError(t, err, ErrInvalidArgument, 2, "invalid_argument")
+}
+
+func TestOpenWithoutADaemonNamesThePath(t *testing.T) {
+	d := newDaemon(t)
+	os.MkdirAll(d.runtimeDir, 0o755)
+	_, err := Open("orders", WithRuntimeDir(d.runtimeDir))
+	e := wantError(t, err, ErrDaemonNotRunning, 3, "daemon_not_running")
+	if !errors.Is(err, ErrUnavailable) || !contains(e.Message, d.runtimeDir) {
+		t.Fatalf("%v", err)
+	}
+}
+
+func contains(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return true
+		}
+	}
+	return false
+}
+
+func TestOpenWithRemotesAndNoDaemonFailsOnTake(t *testing.T) {
+	d := newDaemon(t)
+	os.MkdirAll(d.runtimeDir, 0o755)
+	c, err := Open("orders", WithRuntimeDir(d.runtimeDir), WithRemotes("127.0.0.1:1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Next(); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("got %v, want ErrUnavailable", err)
+	}
+}
+
+func TestOpenRefusesAnUntrustedSegment(t *testing.T) {
+	d := newDaemon(t)
+	os.MkdirAll(filepath.Join(d.runtimeDir, "snowflake.ring"), 0o755)
+	_, err := Open("orders", WithRuntimeDir(d.runtimeDir))
+	wantError(t, err, ErrUntrustedSegment, 7, "untrusted_segment")
+}
+
+func TestOpenRefusesACorruptSegment(t *testing.T) {
+	d := startDaemon(t)
+	d.stop()
+	f, err := os.OpenFile(filepath.Join(d.runtimeDir, "snowflake.ring"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt(make([]byte, 64), 0) // the magic and format version
+	f.Close()
+	_, err = Open("orders", WithRuntimeDir(d.runtimeDir))
+	if !errors.Is(err, ErrCorruptSegment) && !errors.Is(err, ErrIncompatibleVersion) {
+		t.Fatalf("got %v, want ErrCorruptSegment", err)
+	}
+}
+
+func TestTakeFromAStoppedDaemonFailsWithErrDaemonStopped(t *testing.T) {
+	d := startDaemon(t)
+	c := open(t, d)
+	d.stop()
+	var err error
+	for i := 0; i < 10_000_000 && err == nil; i++ {
+		_, err = c.Next()
+	}
+	wantError(t, err, ErrDaemonStopped, 11, "daemon_stopped")
+	if !errors.Is(err, ErrUnavailable) {
+		t.Fatal("ErrDaemonStopped is not ErrUnavailable")
+	}
+}
+
+func TestTakeFromAStoppedProcessFailsWithErrDaemonNotHeartbeating(t *testing.T) {
+	d := startDaemon(t)
+	c := open(t, d, WithTimeout(30*time.Second))
+	d.signal(syscall.SIGSTOP)
+	defer d.signal(syscall.SIGCONT)
+	ids := make([]uint64, 1<<16)
+	var err error
+	for i := 0; i < 100_000_000 && err == nil; i++ {
+		_, err = c.NextBatch(ids)
+	}
+	wantError(t, err, ErrDaemonNotHeartbeating, 12, "daemon_not_heartbeating")
+}
+
+func TestTakeFromAnEmptyRingWithoutWaitingTimesOut(t *testing.T) {
+	c := open(t, startDaemon(t), WithTimeout(0))
+	ids := make([]uint64, 1<<20)
+	var err error
+	for i := 0; i < 1_000_000 && err == nil; i++ {
+		_, err = c.NextBatch(ids)
+	}
+	wantError(t, err, ErrTimedOut, 14, "timed_out")
+}
+
+// Two processes (this test binary again) x 4 goroutines take 1 M IDs: no duplicate, each
+// goroutine's IDs strictly increasing.
+func TestTwoProcessesOfFourGoroutinesTakeAMillionUniqueOrderedIDs(t *testing.T) {
+	const processes, goroutines, total = 2, 4, 1_000_000
+	d := startDaemon(t)
+	seed := time.Now().UnixNano()
+	if s := os.Getenv("SNOWFLAKE_STRESS_SEED"); s != "" {
+		seed, _ = strconv.ParseInt(s, 10, 64)
+	}
+	t.Logf("seed %d (rerun with SNOWFLAKE_STRESS_SEED=%d)", seed, seed)
+	perGoroutine := total / (processes * goroutines)
+	var cmds []*exec.Cmd
+	for p := 0; p < processes; p++ {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), "SNOWFLAKE_GO_WORKER=1",
+			"SNOWFLAKE_GO_WORKER_DIR="+d.runtimeDir,
+			"SNOWFLAKE_GO_WORKER_OUT="+filepath.Join(d.root, fmt.Sprintf("ids%d", p)),
+			fmt.Sprintf("SNOWFLAKE_GO_WORKER_ARGS=%d %d %d", goroutines, perGoroutine, seed+int64(p)))
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, cmd)
+	}
+	for _, cmd := range cmds {
+		done := make(chan error, 1)
+		go func(cmd *exec.Cmd) { done <- cmd.Wait() }(cmd)
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("a worker failed (seed %d): %v", seed, err)
+			}
+		case <-time.After(240 * time.Second):
+			cmd.Process.Kill()
+			t.Fatalf("a worker hung (seed %d)", seed)
+		}
+	}
+	var taken [][]uint64
+	for p := 0; p < processes; p++ {
+		for g := 0; g < goroutines; g++ {
+			data, err := os.ReadFile(filepath.Join(d.root, fmt.Sprintf("ids%d.%d", p, g)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids := make([]uint64, len(data)/8)
+			for i := range ids {
+				ids[i] = binary.LittleEndian.Uint64(data[8*i:])
+			}
+			if len(ids) != perGoroutine {
+				t.Fatalf("process %d goroutine %d took %d IDs, want %d", p, g, len(ids), perGoroutine)
+			}
+			taken = append(taken, ids)
+		}
+	}
+	if n := checkUniqueAndOrdered(t, taken); n != total {
+		t.Fatalf("%d unique IDs, want %d (seed %d)", n, total, seed)
+	}
+}
+
+func stressWorker() int {
+	var goroutines, count int
+	var seed int64
+	fmt.Sscan(os.Getenv("SNOWFLAKE_GO_WORKER_ARGS"), &goroutines, &count, &seed)
+	c, err := Open("stress", WithRuntimeDir(os.Getenv("SNOWFLAKE_GO_WORKER_DIR")),
+		WithTimeout(10*time.Second))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer c.Close()
+	failed := make(chan error, goroutines)
+	var wg sync.WaitGroup
+	for g := 0; g < goroutines; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			rng := rand.New(rand.NewSource(seed*1000 + int64(g)))
+			ids := make([]uint64, 0, count)
+			batch := make([]uint64, 1000)
+			for len(ids) < count {
+				if rng.Intn(2) == 0 {
+					id, err := c.Next()
+					if err != nil {
+						failed <- err
+						return
+					}
+					ids = append(ids, id)
+				} else {
+					want := 1 + rng.Intn(1000)
+					if want > count-len(ids) {
+						want = count - len(ids)
+					}
+					n, err := c.NextBatch(batch[:want])
+					if err != nil {
+						failed <- err
+						return
+					}
+					ids = append(ids, batch[:n]...)
+				}
+			}
+			data := make([]byte, 8*len(ids))
+			for i, id := range ids {
+				binary.LittleEndian.PutUint64(data[8*i:], id)
+			}
+			if err := os.WriteFile(fmt.Sprintf("%s.%d", os.Getenv("SNOWFLAKE_GO_WORKER_OUT"), g),
+				data, 0o644); err != nil {
+				failed <- err
+			}
+		}(g)
+	}
+	wg.Wait()
+	close(failed)
+	for err := range failed {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// SIGKILL while 4 goroutines take: each gets an error (never a hang) and no ID returned
+// is a duplicate or older than the freshness bound.
+func TestSigkillWhileTakingFailsAndHandsOutNoStaleID(t *testing.T) {
+	d := startDaemon(t)
+	c := open(t, d, WithTimeout(time.Second))
+	s, err := c.Status()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	type take struct {
+		id       uint64
+		beforeMs int64
+	}
+	taken := make([][]take, 4)
+	results := make(chan error, 4)
+	for g := range taken {
+		go func(g int) {
+			batch := make([]uint64, 100)
+			for {
+				before := time.Now().UnixMilli()
+				var n int
+				var err error
+				if g%2 == 1 {
+					n, err = c.NextBatch(batch)
+				} else {
+					batch[0], err = c.Next()
+					n = 1
+				}
+				if err != nil {
+					results <- err
+					return
+				}
+				for _, id := range batch[:n] {
+					taken[g] = append(taken[g], take{id, before})
+				}
+			}
+		}(g)
+	}
+	time.Sleep(time.Duration(100+rand.New(rand.NewSource(seed)).Intn(400)) * time.Millisecond)
+	d.signal(syscall.SIGKILL)
+	killedMs := time.Now().UnixMilli()
+	for range taken {
+		select {
+		case err := <-results:
+			if !errors.Is(err, ErrDaemonDead) && !errors.Is(err, ErrDaemonNotHeartbeating) {
+				t.Fatalf("got %v, want ErrDaemonDead or ErrDaemonNotHeartbeating", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("a take hung after SIGKILL (seed %d)", seed)
+		}
+	}
+	ids := make([][]uint64, len(taken))
+	for g, takes := range taken {
+		for _, tk := range takes {
+			made, _ := Decode(tk.id)
+			// Never older than the bound when handed out (10 ms for the coarse clock's tick),
+			// never from after the kill.
+			if tk.beforeMs-made.UnixMs > int64(s.FreshnessBoundMs)+10 || made.UnixMs > killedMs+10 {
+				t.Fatalf("ID %d of %d ms taken at %d ms (bound %d ms, killed at %d)", tk.id,
+					made.UnixMs, tk.beforeMs, s.FreshnessBoundMs, killedMs)
+			}
+			ids[g] = append(ids[g], tk.id)
+		}
+	}
+	if checkUniqueAndOrdered(t, ids) == 0 {
+		t.Fatal("no ID was taken before the kill")
+	}
+	_, err = c.Next()
+	wantError(t, err, ErrDaemonDead, 13, "daemon_dead")
+}
+

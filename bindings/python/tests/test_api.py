@@ -1,0 +1,308 @@
+"""Every call of the snowflake module and every error path reachable from outside the
+library, against a real snowflaked."""
+
+import array
+import datetime
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+
+import snowflake
+
+UTC = datetime.timezone.utc
+ID_LIMIT = 1 << 63
+
+
+def test_next_returns_increasing_ids_of_now(daemon):
+    with snowflake.Client("orders", runtime_dir=daemon.runtime_dir) as client:
+        before = time.time_ns() // 1_000_000
+        ids = [client.next() for _ in range(1000)]
+        after = time.time_ns() // 1_000_000
+    assert all(isinstance(i, int) and 0 < i < ID_LIMIT for i in ids)
+    assert ids == sorted(set(ids))
+    fields = snowflake.decode(ids[-1])
+    # Ring IDs are made ahead of the take, at most the freshness bound (seconds) earlier.
+    assert before - 10_000 <= fields.unix_ms <= after + 1000
+    assert fields.time == datetime.datetime(1970, 1, 1, tzinfo=UTC) + datetime.timedelta(
+        milliseconds=fields.unix_ms)
+
+
+def test_next_batch_returns_an_array_of_increasing_ids(daemon):
+    with snowflake.Client("orders", runtime_dir=daemon.runtime_dir) as client:
+        first = client.next()
+        batch = client.next_batch(5000)
+        last = client.next()
+    assert isinstance(batch, array.array) and batch.typecode == "Q"
+    assert len(batch) == 5000
+    assert all(a < b for a, b in zip(batch, batch[1:]))
+    assert first < batch[0] and batch[-1] < last
+
+
+@pytest.mark.parametrize("n", [0, -1, (1 << 24) + 1])
+def test_next_batch_refuses_a_bad_size(daemon, n):
+    with snowflake.Client("orders", runtime_dir=daemon.runtime_dir) as client:
+        with pytest.raises(snowflake.InvalidArgumentError) as e:
+            client.next_batch(n)
+    assert e.value.code == "invalid_argument" and e.value.status == 2
+    assert "between 1 and" in str(e.value)
+    assert isinstance(e.value, ValueError)
+
+
+def test_status_has_the_keys_of_snowflakectl_status_json(daemon):
+    ctl = os.environ.get("SNOWFLAKECTL")
+    assert ctl, "SNOWFLAKECTL must name the snowflakectl binary (ctest sets it)"
+    cli = subprocess.run([ctl, "status", "--json", "--runtime-dir", daemon.runtime_dir],
+                         capture_output=True, text=True, timeout=30)
+    assert cli.returncode == 0, cli.stderr
+    expected = json.loads(cli.stdout)
+    with snowflake.Client("orders", runtime_dir=daemon.runtime_dir) as client:
+        client.next_batch(10)
+        client.next()
+        status = client.status()
+    assert set(status) == set(expected) | {"client_taken"}
+    assert status["client_taken"] == 11
+    assert status["state"] == "serving" and status["health"] == "serving"
+    assert status["ok"] is True and status["daemon_reachable"] is True
+    assert status["runtime_dir"] == daemon.runtime_dir
+    assert status["machine"] == expected["machine"]
+    assert status["epoch_unix_ms"] == snowflake.DEFAULT_EPOCH.timestamp() * 1000
+
+
+def test_client_decode_uses_the_daemon_epoch(daemon):
+    with snowflake.Client("orders", runtime_dir=daemon.runtime_dir) as client:
+        value = client.next()
+        assert client.decode(value) == snowflake.decode(value)
+        assert client.epoch_unix_ms == int(snowflake.DEFAULT_EPOCH.timestamp() * 1000)
+        assert client.service == "orders"
+        assert client.decode(value).machine == client.status()["machine"]
+
+
+def test_close_is_idempotent_and_later_calls_raise(daemon):
+    client = snowflake.Client("orders", runtime_dir=daemon.runtime_dir)
+    assert not client.closed and "orders" in repr(client)
+    client.close()
+    client.close()
+    assert client.closed and "closed" in repr(client)
+    for call in (client.next, lambda: client.next_batch(3), client.status,
+                 lambda: client.decode(1)):
+        with pytest.raises(snowflake.InvalidArgumentError, match="closed"):
+            call()
+
+
+def test_context_manager_closes_on_an_exception(daemon):
+    with pytest.raises(KeyError):
+        with snowflake.Client("orders", runtime_dir=daemon.runtime_dir) as client:
+            raise KeyError("x")
+    assert client.closed
+
+
+def test_threads_share_one_client(daemon):
+    ids = [[] for _ in range(4)]
+    with snowflake.Client("orders", runtime_dir=daemon.runtime_dir, timeout=5) as client:
+        def take(mine):
+            for i in range(2000):
+                if i % 2:
+                    mine.append(client.next())
+                else:
+                    mine.extend(client.next_batch(7))
+        threads = [threading.Thread(target=take, args=(ids[t],)) for t in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert not any(t.is_alive() for t in threads)
+        assert client.status()["client_taken"] == 4 * 1000 * 8
+    every = [i for mine in ids for i in mine]
+    assert len(every) == len(set(every)) == 4 * 1000 * 8
+    assert all(mine == sorted(mine) for mine in ids)
+
+
+def test_a_forked_child_takes_distinct_ids_with_the_parent_client(daemon):
+    with snowflake.Client("orders", runtime_dir=daemon.runtime_dir) as client:
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.write(write_end, client.next_batch(1000).tobytes())
+            finally:
+                os._exit(0)
+        os.close(write_end)
+        mine = client.next_batch(1000)
+        data = b""
+        while len(data) < 8000:
+            chunk = os.read(read_end, 8000 - len(data))
+            if not chunk:
+                break
+            data += chunk
+        os.close(read_end)
+        _, status = os.waitpid(pid, 0)
+    child = array.array("Q", data)
+    assert status == 0 and len(child) == 1000
+    assert not set(child) & set(mine)
+
+
+def test_the_gil_is_released_while_a_take_waits(daemon):
+    # With the daemon stopped by SIGSTOP, a take waits until the heartbeat is too old;
+    # meanwhile another Python thread must keep running.
+    with snowflake.Client("orders", runtime_dir=daemon.runtime_dir, timeout=30) as client:
+        ticks = [0]
+        done = threading.Event()
+
+        def count():
+            while not done.is_set():
+                ticks[0] += 1
+
+        daemon.signal(signal.SIGSTOP)
+        try:
+            counter = threading.Thread(target=count)
+            counter.start()
+            with pytest.raises(snowflake.UnavailableError) as e:
+                for _ in range(100_000_000):
+                    client.next_batch(1 << 16)
+            done.set()
+            counter.join(10)
+        finally:
+            daemon.signal(signal.SIGCONT)
+    assert e.value.code in ("daemon_not_heartbeating", "timed_out")
+    assert ticks[0] > 1000
+    daemon.wait_serving()
+
+
+def test_module_decode_splits_an_id():
+    fields = snowflake.decode(1 << 22 | 5 << 12 | 7)
+    assert fields == snowflake.Decoded(
+        snowflake.DEFAULT_EPOCH + datetime.timedelta(milliseconds=1),
+        int(snowflake.DEFAULT_EPOCH.timestamp() * 1000) + 1, 5, 7)
+    assert fields.time.tzinfo is not None
+    assert snowflake.decode(0).time == datetime.datetime(2026, 1, 1, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("epoch", [0, "1970-01-01T00:00:00Z", "0",
+                                   datetime.datetime(1970, 1, 1, tzinfo=UTC)])
+def test_module_decode_takes_an_epoch_in_every_form(epoch):
+    assert snowflake.decode(2 << 22, epoch).time == datetime.datetime(
+        1970, 1, 1, 0, 0, 0, 2000, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("bad", [-1, 1 << 63, 1 << 64, "12", 1.5, True])
+def test_module_decode_refuses_what_is_no_id(bad):
+    with pytest.raises(snowflake.InvalidArgumentError):
+        snowflake.decode(bad)
+
+
+def test_module_decode_refuses_a_naive_or_bad_epoch():
+    with pytest.raises(snowflake.InvalidArgumentError, match="time zone"):
+        snowflake.decode(1, datetime.datetime(2026, 1, 1))
+    with pytest.raises(snowflake.InvalidArgumentError) as e:
+        snowflake.decode(1, "yesterday")
+    assert e.value.message
+    with pytest.raises(snowflake.InvalidArgumentError, match="epoch out of range"):
+        snowflake.decode(1, -5)
+    with pytest.raises(snowflake.InvalidArgumentError):
+        snowflake.decode(1, 3.5)
+
+
+def test_module_bounds_gives_the_ids_of_a_range():
+    start = datetime.datetime(2026, 3, 1, tzinfo=UTC)
+    b = snowflake.bounds(start, "2026-03-01T00:00:00.999Z")
+    assert b.first == start and b.last == start + datetime.timedelta(milliseconds=999)
+    assert snowflake.decode(b.first_id).time == start
+    assert snowflake.decode(b.first_id).machine == 0 and snowflake.decode(b.first_id).sequence == 0
+    last = snowflake.decode(b.last_id)
+    assert (last.time, last.machine, last.sequence) == (b.last, 1023, 4095)
+    cut = snowflake.bounds(0, snowflake.DEFAULT_EPOCH)
+    assert cut.first == snowflake.DEFAULT_EPOCH and cut.first_id == 0
+
+
+def test_module_bounds_refuses_bad_ranges():
+    with pytest.raises(snowflake.InvalidArgumentError) as e:
+        snowflake.bounds("2026-03-02T00:00:00Z", "2026-03-01T00:00:00Z")
+    assert e.value.code == "invalid_argument"
+    with pytest.raises(snowflake.TimeOutOfRangeError) as e:
+        snowflake.bounds(0, 1000)
+    assert e.value.code == "time_out_of_range" and e.value.status == 16
+    with pytest.raises(snowflake.InvalidArgumentError):
+        snowflake.bounds(None, 5)
+
+
+@pytest.mark.parametrize("name", ["", "Orders", "a b", "x" * 64])
+def test_open_refuses_a_bad_service_name(daemon, name):
+    with pytest.raises(snowflake.InvalidServiceNameError) as e:
+        snowflake.Client(name, runtime_dir=daemon.runtime_dir)
+    assert e.value.code == "invalid_service_name" and e.value.status == 1
+    assert isinstance(e.value, ValueError) and e.value.message == str(e.value)
+
+
+def test_open_refuses_bad_options(daemon):
+    for kwargs in ({"timeout": -1}, {"timeout": float("nan")}, {"timeout": "1"},
+                   {"runtime_dir": ""}):
+        with pytest.raises(snowflake.InvalidArgumentError):
+            snowflake.Client("orders", **{"runtime_dir": daemon.runtime_dir, **kwargs})
+
+
+def test_open_without_a_daemon_names_the_path(fresh_daemon):
+    os.makedirs(fresh_daemon.runtime_dir)
+    with pytest.raises(snowflake.DaemonNotRunningError) as e:
+        snowflake.Client("orders", runtime_dir=fresh_daemon.runtime_dir)
+    assert fresh_daemon.runtime_dir in e.value.message
+    assert isinstance(e.value, snowflake.UnavailableError)
+    assert e.value.code == "daemon_not_running" and e.value.status == 3
+
+
+def test_open_with_remotes_and_no_daemon_fails_on_take(fresh_daemon):
+    os.makedirs(fresh_daemon.runtime_dir)
+    with snowflake.Client("orders", runtime_dir=fresh_daemon.runtime_dir,
+                          remotes="127.0.0.1:1") as client:
+        with pytest.raises(snowflake.UnavailableError):
+            client.next()
+
+
+def test_open_refuses_an_untrusted_segment(fresh_daemon):
+    os.makedirs(os.path.join(fresh_daemon.runtime_dir, "snowflake.ring"))
+    with pytest.raises(snowflake.UntrustedSegmentError) as e:
+        snowflake.Client("orders", runtime_dir=fresh_daemon.runtime_dir)
+    assert e.value.code == "untrusted_segment" and e.value.message
+
+
+def test_open_refuses_a_corrupt_segment(daemon):
+    daemon.stop()
+    path = os.path.join(daemon.runtime_dir, "snowflake.ring")
+    with open(path, "r+b") as f:
+        f.write(b"\0" * 64)  # the magic and format version
+    with pytest.raises((snowflake.CorruptSegmentError, snowflake.IncompatibleVersionError)) as e:
+        snowflake.Client("orders", runtime_dir=daemon.runtime_dir)
+    assert e.value.message
+
+
+def test_take_from_a_stopped_daemon_raises_daemon_stopped(daemon):
+    with snowflake.Client("orders", runtime_dir=daemon.runtime_dir) as client:
+        client.next()
+        assert daemon.stop() == 0
+        with pytest.raises(snowflake.DaemonStoppedError) as e:
+            for _ in range(10_000_000):
+                client.next()
+    assert e.value.code == "daemon_stopped" and e.value.status == 11
+
+
+def test_take_from_an_empty_ring_without_waiting_times_out(daemon):
+    with snowflake.Client("orders", runtime_dir=daemon.runtime_dir, timeout=0) as client:
+        with pytest.raises(snowflake.TimedOutError) as e:
+            for _ in range(1000):
+                client.next_batch(1 << 20)
+    assert e.value.code == "timed_out" and e.value.status == 14
+
+
+def test_errors_form_one_hierarchy():
+    for name in snowflake.__all__:
+        obj = getattr(snowflake, name)
+        if isinstance(obj, type) and name.endswith("Error"):
+            assert issubclass(obj, snowflake.Error)
+    error = snowflake.DaemonPausedError("paused: clock moved back", "daemon_paused", 9)
+    assert isinstance(error, snowflake.UnavailableError)
+    assert (error.message, error.code, error.status) == ("paused: clock moved back",
+                                                        "daemon_paused", 9)
