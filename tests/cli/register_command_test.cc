@@ -44,6 +44,8 @@ TEST(RegisterCommand, EtcdListShowsTheHolderAndReleaseRefusesItThenKeepsTheMark)
   options.first_machine = 3;
   options.last_machine = 5;
   options.host = "host-x";
+  options.host_lock_dir = dir / "host-locks";
+  std::filesystem::create_directories(options.host_lock_dir);
   auto holder = std::make_unique<EtcdRegister>(options);
   auto claim = holder->Claim({"cli-holder", kEpoch});
   ASSERT_TRUE(claim) << claim.error().message;

@@ -107,6 +107,8 @@ TEST(DaemonEtcdFencing, AnOldHoldersLateRaiseNeverLetsTheNextHolderReuseItsMilli
     DaemonOptions options;
     options.runtime_dir = harness.root() / (name + "-run");
     options.state_dir = harness.root() / (name + "-state");
+    // Each daemon is a host of its own (its own host-wide machine locks).
+    options.host_lock_dir = harness.root() / (name + "-host-locks");
     options.config_path = harness.WriteFile(
         name + ".toml",
         "[daemon]\ninstance = \"" + name +

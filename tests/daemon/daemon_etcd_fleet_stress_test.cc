@@ -221,6 +221,8 @@ class FleetStress {
       s.options.runtime_dir = harness_.root() / (s.name + "-run");
       s.options.state_dir = harness_.root() / (s.name + "-state");
       s.options.faketime_file = harness_.root() / (s.name + "-clock");
+      // Each daemon is a host of its own: its own host-wide machine locks, as its clock.
+      s.options.host_lock_dir = harness_.root() / (s.name + "-host-locks");
       s.options.config_path = harness_.WriteFile(
           s.name + ".toml", st::EtcdDaemonToml(s.name, cluster_->ClientUrls(), "/fleet/",
                                                "0-" + std::to_string(kNumbers - 1), extra));

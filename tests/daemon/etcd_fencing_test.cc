@@ -14,10 +14,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
+
+#include <unistd.h>
 
 #include "daemon/etcd_client.h"
 #include "daemon/etcd_records.h"
@@ -49,6 +53,8 @@ class EtcdFencing : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { cluster_ = new EtcdCluster(1); }
   static void TearDownTestSuite() {
+    std::error_code ignored;
+    std::filesystem::remove_all(HostsDir(), ignored);
     delete cluster_;
     cluster_ = nullptr;
   }
@@ -73,7 +79,15 @@ class EtcdFencing : public ::testing::Test {
     o.first_machine = kMachine;
     o.last_machine = kMachine;
     o.host = "fencing-host";
+    // Each register stands for a host of its own: its own host-wide machine locks.
+    static std::atomic<int> hosts{0};
+    o.host_lock_dir = HostsDir() / ("host-" + std::to_string(hosts.fetch_add(1)));
+    std::filesystem::create_directories(o.host_lock_dir);
     return o;
+  }
+  static std::filesystem::path HostsDir() {
+    return std::filesystem::temp_directory_path() /
+           ("etcd-fencing-test-" + std::to_string(::getpid()));
   }
   // A holder that talks to the member directly.
   EtcdRegisterOptions DirectOptions() const {
