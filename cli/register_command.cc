@@ -15,6 +15,7 @@
 #include "daemon/file_register.h"
 #include "daemon/machine_lock.h"
 #include "daemon/time_text.h"
+#include "snowflake/time_text.h"
 
 namespace snowflake::cli {
 namespace {
@@ -236,6 +237,40 @@ void AddRegisterCommand(CLI::App& app) {
     }
     if (!released) Fail(kExitUnavailable, "release refused: " + released.error().message);
     std::cout << "released machine " << *release_machine << " (its high-water mark is kept)\n";
+  });
+
+  CLI::App* raise_all = command->add_subcommand(
+      "raise-all",
+      "etcd only, after the register was restored from a backup or replaced: raise the "
+      "high-water mark of every number 0-1023 to at least --above (never lowering one) and "
+      "record the fence, so daemons that saw the store before start again. Stop every daemon "
+      "of the fleet first; TIME must be at or past the newest ID any of them may have issued.");
+  auto above_text = std::make_shared<std::string>();
+  raise_all->add_option("--above", *above_text, "TIME: " + std::string(kTimeTextForms))
+      ->required();
+  raise_all->fallthrough();
+  raise_all->callback([config_path, above_text] {
+    auto above = ParseTimeText(*above_text);
+    if (!above) {
+      Fail(kExitUsage, "bad --above '" + *above_text + "': " + above.error() + "; expected " +
+                           std::string(kTimeTextForms));
+    }
+    const Config config = LoadOrFail(*config_path);
+    if (config.machine_register.backend != RegisterBackend::kEtcd) {
+      Fail(kExitUsage, *config_path +
+                           ": raise-all is for the etcd register; a file register is this "
+                           "host's own and is never restored behind the daemon's back");
+    }
+    if (*above < config.id.epoch_unix_ms) {
+      Fail(kExitUsage, "--above " + FormatIsoUtc(*above) + " is before the fleet's epoch " +
+                           FormatIsoUtc(config.id.epoch_unix_ms));
+    }
+    EtcdRegister reg(EtcdRegisterOptionsFrom(config));
+    auto raised = reg.RaiseAll(*above);
+    if (!raised) Fail(kExitUnavailable, "raise-all failed: " + raised.error().message);
+    std::cout << "raised " << *raised << " of 1024 high-water marks to " << FormatIsoUtc(*above)
+              << " (the others were already above); daemons that saw the register before "
+                 "may start again\n";
   });
 }
 

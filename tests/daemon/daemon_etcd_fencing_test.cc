@@ -29,6 +29,7 @@
 #include "etcd_cluster.h"
 #include "fault_proxy.h"
 #include "snowflake/client.h"
+#include "subprocess.h"
 
 namespace snowflake {
 namespace {
@@ -198,6 +199,74 @@ TEST(DaemonEtcdFencing, AnOldHoldersLateRaiseNeverLetsTheNextHolderReuseItsMilli
                             << " IDs again (B took " << b_ids.size() << ")";
   EXPECT_GT(b_min, a_max) << "B's first ID (ms " << b_client->Decode(b_min)->unix_ms
                           << ") is not above A's last (ms " << a_max_ms << ")";
+}
+
+TEST(DaemonEtcdFencing, ARestoredRegisterIsRefusedUntilAnOperatorRaisesEveryMark) {
+  // Arrange: a daemon serves from one cluster and stops; the register is then "restored"
+  // (a new cluster at the same endpoints' place: another cluster id, no marks).
+  DaemonHarness harness("restored");
+  const std::string prefix = "/restored/";
+  auto options_for = [&](const std::string& endpoint) {
+    DaemonOptions options;
+    options.runtime_dir = harness.root() / "run";
+    options.state_dir = harness.root() / "state";
+    options.config_path = harness.WriteFile(
+        "snowflaked.toml", "[register]\nbackend = \"etcd\"\nmachines = \"" +
+                               std::to_string(kMachine) +
+                               "\"\nholder_id = \"host-r\"\n[register.etcd]\nendpoints = [\"" +
+                               endpoint + "\"]\nprefix = \"" + prefix + "\"\n");
+    return options;
+  };
+  std::vector<uint64_t> before;
+  {
+    EtcdCluster original(1);
+    ASSERT_TRUE(original.ok()) << original.error();
+    Daemon daemon = harness.Start(options_for(original.ClientUrl(0)));
+    ASSERT_TRUE(daemon.ready()) << daemon.Describe();
+    auto client = Client::Open("restored", DaemonHarness::ClientOptionsFor(harness.root() / "run"));
+    ASSERT_TRUE(client) << client.error().message;
+    for (int i = 0; i < 5000; ++i) {
+      auto id = client->Next();
+      ASSERT_TRUE(id) << id.error().message;
+      before.push_back(*id);
+    }
+    auto stopped = daemon.Stop();
+    ASSERT_TRUE(stopped && stopped->ExitedWith(0)) << daemon.Describe();
+  }
+  EtcdCluster restored(1);
+  ASSERT_TRUE(restored.ok()) << restored.error();
+  const DaemonOptions options = options_for(restored.ClientUrl(0));
+
+  // Act 1: the daemon meets the restored register.
+  Daemon refused = Daemon::Spawn(options);
+  auto refused_exit = refused.Wait(60s);
+  // Act 2: the operator fences it above every ID issued (here: the current time plus 2 s,
+  // as the error message asks), and the daemon starts again.
+  const int64_t above = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count() +
+                        2000;
+  const auto raise = testing::RunCommand({SNOWFLAKE_BINARY_DIR "/cli/snowflakectl", "register",
+                                          "raise-all", "--above", std::to_string(above),
+                                          "--config", options.config_path->string()});
+  Daemon again = harness.Start(options, 60s);
+  ASSERT_TRUE(again.ready()) << again.Describe();
+  auto client = Client::Open("restored-2", DaemonHarness::ClientOptionsFor(harness.root() / "run"));
+  ASSERT_TRUE(client) << client.error().message;
+  auto after = client->Next();
+
+  // Assert: refused as a configuration error, naming what happened and what to do.
+  ASSERT_TRUE(refused_exit) << refused.Describe();
+  EXPECT_TRUE(refused_exit->ExitedWith(78)) << refused_exit->ToString() << ": " << refused.Describe();
+  EXPECT_NE(refused.err().find("restored from a backup or replaced"), std::string::npos)
+      << refused.err();
+  EXPECT_NE(refused.err().find("snowflakectl register raise-all --above"), std::string::npos)
+      << refused.err();
+  EXPECT_TRUE(raise.status.ExitedWith(0)) << raise.out << raise.err;
+  EXPECT_NE(raise.out.find("raised 1024 of 1024"), std::string::npos) << raise.out;
+  ASSERT_TRUE(after) << after.error().message;
+  EXPECT_GT(*after, *std::max_element(before.begin(), before.end()));
+  EXPECT_GE(client->Decode(*after)->unix_ms, above);
 }
 
 }  // namespace

@@ -192,6 +192,60 @@ TEST_F(EtcdRegisterTest, ANumberAStaticDaemonOfTheHostHoldsIsNeverClaimed) {
   EXPECT_THAT(refused_claim.error().message, HasSubstr(host.string()));
 }
 
+TEST_F(EtcdRegisterTest, ARestoredOrReplacedClusterIsRefusedUntilAnOperatorRaisesEveryMark) {
+  // Arrange: a holder learns the cluster's identity and stops; this host's state file
+  // would record it and a reservation through kEpoch + 50 s.
+  RegisterIdentity seen;
+  {
+    EtcdRegister first(Options(2, 2));
+    ASSERT_TRUE(first.Claim({"restored", kEpoch}));
+    ASSERT_TRUE(first.UpdateHighWater(kEpoch + 50'000));
+    seen = first.identity();
+  }
+  ASSERT_NE(seen.cluster_id, 0u);
+  ASSERT_GT(seen.revision, 0);
+  const int64_t local = kEpoch + 50'000;
+  RegisterIdentity other_cluster = seen;
+  other_cluster.cluster_id ^= 0x5a5a;
+  RegisterIdentity later_revision = seen;
+  later_revision.revision += 1'000'000;  // what a store restored from an older snapshot shows
+
+  // Act
+  EtcdRegister a(Options(2, 2));
+  auto replaced = a.Claim({"restored", kEpoch, other_cluster, local});
+  EtcdRegister b(Options(2, 2));
+  auto rolled_back = b.Claim({"restored", kEpoch, later_revision, local});
+  EtcdRegister operator_register(Options(2, 2));
+  auto too_low = operator_register.RaiseAll(local - 1);
+  EtcdRegister c(Options(2, 2));
+  auto still_refused = c.Claim({"restored", kEpoch, later_revision, local});
+  auto raised = operator_register.RaiseAll(local + 1000);
+  EtcdRegister d(Options(2, 2));
+  auto accepted = d.Claim({"restored", kEpoch, later_revision, local});
+
+  // Assert
+  ASSERT_FALSE(replaced);
+  EXPECT_EQ(replaced.error().code, RegisterErrorCode::kRolledBack) << replaced.error().message;
+  EXPECT_THAT(replaced.error().message, HasSubstr(std::to_string(seen.cluster_id)));
+  EXPECT_THAT(replaced.error().message, HasSubstr("snowflakectl register raise-all --above"));
+  ASSERT_FALSE(rolled_back);
+  EXPECT_EQ(rolled_back.error().code, RegisterErrorCode::kRolledBack);
+  EXPECT_THAT(rolled_back.error().message, HasSubstr(std::to_string(later_revision.revision)));
+  ASSERT_TRUE(too_low) << too_low.error().message;
+  ASSERT_FALSE(still_refused) << "a fence below this host's reservation lets it in";
+  EXPECT_EQ(still_refused.error().code, RegisterErrorCode::kRolledBack);
+  ASSERT_TRUE(raised) << raised.error().message;
+  ASSERT_TRUE(accepted) << accepted.error().message;
+  EXPECT_GE(accepted->high_water_unix_ms, local + 1000);
+  EXPECT_FALSE(accepted->notices.empty());
+  // Every number's mark, held or not, is at or above the fence.
+  for (uint32_t n : {0u, 2u, 1023u}) {
+    auto mark = MarkOf(Options(2, 2).prefix, n);
+    ASSERT_TRUE(mark) << n;
+    EXPECT_GE(mark->unix_ms, local + 1000) << n;
+  }
+}
+
 TEST_F(EtcdRegisterTest, TakeoverFencesTheOldHolderAndStartsAboveItsCommittedMarks) {
   // Arrange: A holds the only number of the range and gets marks committed.
   EtcdRegister a(Options(5, 5, /*ttl_s=*/2));

@@ -52,18 +52,33 @@ TEST(HighWaterStore, SaveThenLoadRoundTrips) {
                                .last_issued_unix_ms_at_clean_stop = 420,
                                .segment_path = "/run/x/snowflake.ring",
                                .segment_incarnation = 9};
+  // So do the claim and the register's identity (a restart's trust and a restored etcd's
+  // detection rely on them); the cluster id uses all 64 bits, as etcd's do.
+  const HighWaterState registered{.machine = 3,
+                                  .epoch_unix_ms = 10,
+                                  .reserved_through_unix_ms = 420,
+                                  .last_issued_unix_ms_at_clean_stop = std::nullopt,
+                                  .segment_path = "/run/x/snowflake.ring",
+                                  .segment_incarnation = 9,
+                                  .register_claim = 7'587'869'141'920'127'761,
+                                  .register_seen = {.cluster_id = 0xcdf818194e3a8c32ULL,
+                                                    .revision = 123'456}};
 
   // Act
   ASSERT_TRUE(sut.Save(running));
   auto first = sut.Load();
   ASSERT_TRUE(sut.Save(stopped));
   auto second = sut.Load();
+  ASSERT_TRUE(sut.Save(registered));
+  auto third = sut.Load();
 
   // Assert
   ASSERT_TRUE(first && first->has_value());
   EXPECT_EQ(**first, running);
   ASSERT_TRUE(second && second->has_value());
   EXPECT_EQ(**second, stopped);
+  ASSERT_TRUE(third && third->has_value()) << (third ? "" : third.error().message);
+  EXPECT_EQ(**third, registered);
 }
 
 TEST(HighWaterStore, SaveLeavesNoTemporaryFileBehind) {

@@ -45,6 +45,18 @@ TEST(StartupReconciliation, SurvivingSegmentOfTheReservationIsExact) {
   EXPECT_EQ(sut->confirmed_through_unix_ms, kNow + 900);
 }
 
+TEST(StartupReconciliation, SurvivingSegmentIsExactWhenTheMarksLastWriterIsOurClaim) {
+  StartupFacts f = AfterSigkill();
+  f.state_file->register_claim = 111;
+  f.register_mark_writer = 111;
+
+  auto sut = ReconcileStartup(f);
+
+  ASSERT_TRUE(sut.has_value()) << sut.error();
+  EXPECT_TRUE(sut->trusted_segment);
+  EXPECT_EQ(sut->high_water_unix_ms, kNow - 2);
+}
+
 TEST(StartupReconciliation, EveryOtherCaseWaitsOutTheReservation) {
   struct Row {
     std::string what;
@@ -87,6 +99,22 @@ TEST(StartupReconciliation, EveryOtherCaseWaitsOutTheReservation) {
     StartupFacts f = AfterSigkill();
     f.segment.last_published_id = 0;
     rows.push_back({"a segment that never published", f});
+  }
+  {
+    // The state file ran ahead of etcd during an outage; meanwhile a holder with the same
+    // holder id claimed the number under a new lease and wrote a mark below our file's
+    // reservation. The value alone would pass; the writer does not.
+    StartupFacts f = AfterSigkill();
+    f.state_file->register_claim = 111;
+    f.register_mark_writer = 222;
+    f.register_high_water_ms = kNow + 500;
+    rows.push_back({"another claim wrote the register's mark since", f});
+  }
+  {
+    StartupFacts f = AfterSigkill();
+    f.state_file->register_claim.reset();
+    f.register_mark_writer = 222;
+    rows.push_back({"the register names a writer, the file no claim", f});
   }
   for (const Row& row : rows) {
     auto sut = ReconcileStartup(row.facts);
