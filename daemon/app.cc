@@ -3,7 +3,9 @@
 #include <grp.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -230,6 +232,16 @@ int RunDaemon(const Config& config) {
       spdlog::critical("{}", made.error());
       return kExitFatal;
     }
+  }
+
+  // A ring on disk outlives a power loss. The segment's boot id keeps a ring of an earlier
+  // boot from being trusted, but the ring belongs in memory: say so where an operator looks.
+  if (struct statfs fs{}; ::statfs(config.daemon.runtime_dir.c_str(), &fs) == 0 &&
+                          fs.f_type != TMPFS_MAGIC && fs.f_type != RAMFS_MAGIC) {
+    spdlog::warn("runtime dir {} is not on tmpfs (filesystem type {:#x}): the ring and its "
+                 "heartbeat are written to disk; use a directory under /run (the unit's "
+                 "RuntimeDirectory=) or /dev/shm",
+                 config.daemon.runtime_dir.string(), static_cast<uint64_t>(fs.f_type));
   }
 
   // 3. One daemon per runtime directory.

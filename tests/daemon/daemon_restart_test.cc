@@ -10,6 +10,8 @@
 #include <gtest/gtest.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <linux/magic.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -173,6 +175,49 @@ TEST(DaemonRestart, ASegmentLeftByAnotherBootIsRetiredNotReopened) {
   EXPECT_EQ(second.err().find("need not be waited out"), std::string::npos) << second.err();
   ASSERT_TRUE(id_after) << id_after.error().message;
   EXPECT_GT(*id_after, before.back());
+}
+
+bool OnTmpfs(const std::filesystem::path& dir) {
+  struct statfs fs {};
+  return ::statfs(dir.c_str(), &fs) == 0 && (fs.f_type == TMPFS_MAGIC || fs.f_type == RAMFS_MAGIC);
+}
+
+TEST(DaemonRestart, ARuntimeDirOnDiskIsNamedAtStartAndOneOnTmpfsIsNot) {
+  // Arrange: one runtime dir in the build tree (on disk), one under /dev/shm (tmpfs).
+  DaemonHarness harness("runtime-fs");
+  const std::filesystem::path disk = std::filesystem::path(SNOWFLAKE_BINARY_DIR) / "tests" /
+                                     ("runtime-fs-" + std::to_string(::getpid()));
+  const std::filesystem::path memory = "/dev/shm/snowflake-runtime-fs-" + std::to_string(::getpid());
+  std::filesystem::create_directories(disk);
+  std::filesystem::create_directories(memory);
+  if (OnTmpfs(disk) || !OnTmpfs(memory)) {
+    std::filesystem::remove_all(disk);
+    std::filesystem::remove_all(memory);
+    GTEST_SKIP() << "needs the build tree on disk and /dev/shm on tmpfs";
+  }
+  DaemonOptions on_disk = harness.Options();
+  on_disk.runtime_dir = disk / "run";
+  DaemonOptions in_memory = harness.Options();
+  in_memory.runtime_dir = memory / "run";
+  in_memory.state_dir = harness.root() / "state-2";
+
+  // Act
+  Daemon a = harness.Start(on_disk);
+  Daemon b = harness.Start(in_memory);
+  const bool a_warned = a.WaitForErr("is not on tmpfs");
+  auto a_stopped = a.Stop();
+  auto b_stopped = b.Stop();
+  std::filesystem::remove_all(disk);
+  std::filesystem::remove_all(memory);
+
+  // Assert
+  ASSERT_TRUE(a.ready()) << a.Describe();
+  ASSERT_TRUE(b.ready()) << b.Describe();
+  EXPECT_TRUE(a_warned) << a.err();
+  EXPECT_NE(a.err().find(on_disk.runtime_dir.string()), std::string::npos) << a.err();
+  EXPECT_EQ(b.err().find("is not on tmpfs"), std::string::npos) << b.err();
+  EXPECT_TRUE(a_stopped && a_stopped->ExitedWith(0));
+  EXPECT_TRUE(b_stopped && b_stopped->ExitedWith(0));
 }
 
 TEST(DaemonRestart, CleanRestartContinuesAboveEveryId) {
