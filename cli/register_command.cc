@@ -79,7 +79,7 @@ Listing List(const Config& config) {
         row.host = e.holder->host;
         row.pid = e.holder->pid;
         row.since_unix_ms = e.holder->since_unix_ms;
-        row.live = e.lease_ttl_left_s > 0;
+        row.live = e.lease_ttl_left_s >= 0;  // 0: alive, in its last second
         row.lease_left_s = e.lease_ttl_left_s;
       } else if (e.high_water) {
         row.holder = "";  // free; the mark remembers the last holder
@@ -129,7 +129,7 @@ std::string Or(const std::string& s, const char* dash = "-") { return s.empty() 
 
 std::string LeaseText(const Row& row) {
   if (!row.lease_left_s) return "-";
-  return *row.lease_left_s > 0 ? std::to_string(*row.lease_left_s) + " s" : "expired";
+  return *row.lease_left_s >= 0 ? std::to_string(*row.lease_left_s) + " s" : "expired";
 }
 
 std::string MarkText(const Row& row) {

@@ -163,12 +163,12 @@ std::string EtcdRegister::KnownBugNotice() noexcept {
   // branches in early 2024. With the mark compared by revision this costs availability
   // (a live holder loses its claim, exits and claims anew), never a duplicate.
   const bool affected = major < 3 || (major == 3 && minor < 4) ||
-                        (major == 3 && minor == 4 && patch < 30) ||
+                        (major == 3 && minor == 4 && patch < 31) ||
                         (major == 3 && minor == 5 && patch < 13);
   if (!affected) return {};
   return "etcd " + status->version + " at " + client_.current_endpoint() +
          " revokes live leases after a stalled leader resumes (etcd-io/etcd#15247, fixed in "
-         "3.4.30 and 3.5.13): a daemon may then lose its number, exit and claim anew. IDs stay "
+         "3.4.31 and 3.5.13): a daemon may then lose its number, exit and claim anew. IDs stay "
          "unique; upgrade etcd to stop the restarts";
 }
 
@@ -621,6 +621,9 @@ tl::expected<void, RegisterError> EtcdRegister::Raise(int64_t unix_ms, bool clea
       }
       mark_value_ = stored;
       if (!clean_stop) {
+        // Never write below what the mark holds now (an operator's raise-all, or our own
+        // late raise): later raises start from it.
+        attempted_max_ = std::max(attempted_max_, stored);
         // A stored mark at or above the target already covers it: marks only rise (but
         // for a live holder's own clean stop), so every later holder starts above it.
         if (stored >= target) {

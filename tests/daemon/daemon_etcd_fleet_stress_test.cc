@@ -18,7 +18,7 @@
 //   daemon-term    SIGTERM of a daemon (a clean stop), restarted.
 // A daemon that exits by itself is restarted half a second later, as systemd's Restart=
 // would: a spare finding every number held, a holder whose claim was lost (a lease that
-// ended while it was stopped, or one etcd revoked under it: etcd before 3.4.28 revokes the
+// ended while it was stopped, or one etcd revoked under it: etcd before 3.4.31 revokes the
 // leases of live holders when a stopped leader resumes, etcd-io/etcd#15247). Those cost
 // availability and are counted; they must never cost a duplicate.
 //

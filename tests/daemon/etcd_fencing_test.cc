@@ -159,6 +159,48 @@ TEST_F(EtcdFencing, ARaiseAppliedLateNeverLowersTheMark) {
   EXPECT_EQ(StoredMark(), kEpoch + 4000);
 }
 
+TEST_F(EtcdFencing, ARaiseAfterItsOwnLateRaiseLandedReReadsAndCommits) {
+  // Arrange: a raise to +2000 stalls, times out, and is then applied: the mark's revision
+  // moved under the holder, which still expects the revision of its +1000.
+  EtcdRegister sut(Options());
+  ASSERT_TRUE(sut.Claim({"holder-a", kEpoch}));
+  ASSERT_TRUE(sut.UpdateHighWater(kEpoch + 1000));
+  auto stalled = RaiseHeldAtTheProxy(sut, kEpoch + 2000);
+  auto late = proxy_->ReleaseHeld();
+  const auto after_late = StoredMark();
+
+  // Act: the next raise's first compare fails; the holder re-reads (its lease is still
+  // its own) and sends it again against the new revision.
+  auto next = sut.UpdateHighWater(kEpoch + 3000);
+
+  // Assert
+  ASSERT_FALSE(stalled);
+  ASSERT_TRUE(late) << late.error();
+  EXPECT_EQ(after_late, kEpoch + 2000) << "the late raise was not applied: " << Describe(*late);
+  ASSERT_TRUE(next) << next.error().message;
+  EXPECT_EQ(StoredMark(), kEpoch + 3000);
+  EXPECT_FALSE(sut.claim_lost());
+}
+
+TEST_F(EtcdFencing, ARaiseNeverWritesBelowAnOperatorsHigherMark) {
+  // Arrange: the holder is at +1000 when an operator writes +10000 under it (as raise-all
+  // does, without a lease).
+  EtcdRegister sut(Options());
+  ASSERT_TRUE(sut.Claim({"holder-a", kEpoch}));
+  ASSERT_TRUE(sut.UpdateHighWater(kEpoch + 1000));
+  ASSERT_TRUE(Direct().Put(etcd::HighWaterKey(prefix_, kMachine),
+                           etcd::EncodeHighWater(etcd::HighWaterRecord{kEpoch + 10'000, "", 0})));
+
+  // Act: two raises below the operator's mark.
+  auto covered = sut.UpdateHighWater(kEpoch + 2000);
+  auto again = sut.UpdateHighWater(kEpoch + 3000);
+
+  // Assert: both are covered by the stored mark; neither wrote below it.
+  ASSERT_TRUE(covered) << covered.error().message;
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(StoredMark(), kEpoch + 10'000);
+}
+
 TEST_F(EtcdFencing, ARaiseDeliveredTwiceLateNeverLowersTheMark) {
   // Arrange
   EtcdRegister sut(Options());
