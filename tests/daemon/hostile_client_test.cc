@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -284,7 +285,16 @@ TEST(HostileClient, GroupMemberCannotWriteTheRingFile) {
   const std::string ring = SegmentPath(harness).string();
   const std::string consumer = ConsumerPath(harness).string();
   const std::string runtime_dir = harness.runtime_dir().string();
-  std::vector<std::string> argv_text = {kCtl, "next", "--count", "1000", "--service", "member",
+  // nobody may not reach the build tree (a clone in root's 0700 home): run a copy from the
+  // harness's directory, which the member reaches as it reaches the runtime directory.
+  const std::filesystem::path ctl = harness.root() / "snowflakectl";
+  std::filesystem::copy_file(kCtl, ctl, std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::permissions(ctl, std::filesystem::perms::owner_all |
+                                        std::filesystem::perms::group_read |
+                                        std::filesystem::perms::group_exec |
+                                        std::filesystem::perms::others_read |
+                                        std::filesystem::perms::others_exec);
+  std::vector<std::string> argv_text = {ctl.string(), "next", "--count", "1000", "--service", "member",
                                         "--runtime-dir", runtime_dir};
   std::vector<char*> argv;
   for (auto& arg : argv_text) argv.push_back(arg.data());
@@ -306,6 +316,8 @@ TEST(HostileClient, GroupMemberCannotWriteTheRingFile) {
     if (write(out[1], tried, sizeof tried) != static_cast<ssize_t>(sizeof tried)) _exit(3);
     if (dup2(out[1], STDOUT_FILENO) < 0) _exit(4);
     execv(argv[0], argv.data());
+    const char cannot[] = "cannot exec snowflakectl as nobody\n";
+    if (write(out[1], cannot, sizeof cannot - 1) < 0) _exit(5);
     _exit(5);
   }
   close(out[1]);
