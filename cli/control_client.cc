@@ -158,4 +158,24 @@ tl::expected<nlohmann::json, CommandError> SendControlRequest(
   }
 }
 
+StatusAnswer AskStatus(const std::filesystem::path& runtime_dir,
+                       std::chrono::milliseconds timeout) noexcept {
+  StatusAnswer answer;
+  auto reply = SendControlRequest(runtime_dir, {{"command", "status"}}, timeout);
+  answer.now_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                           .count();
+  if (!reply) {
+    answer.error = reply.error().message;
+    return answer;
+  }
+  try {
+    if (!reply->value("ok", false)) answer.error = reply->value("error", std::string("refused"));
+  } catch (const std::exception&) {
+    answer.error = "refused";  // an "ok" or "error" that is not what the protocol says
+  }
+  answer.reply = std::move(*reply);
+  return answer;
+}
+
 }  // namespace snowflake::cli

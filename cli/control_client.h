@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <tl/expected.hpp>
 
@@ -30,6 +31,17 @@ inline constexpr std::string_view kControlSocketName = "control.sock";
 tl::expected<nlohmann::json, CommandError> SendControlRequest(
     const std::filesystem::path& runtime_dir, const nlohmann::json& request,
     std::chrono::milliseconds timeout = std::chrono::seconds(5)) noexcept;
+
+// The daemon's answer to {"command":"status"}, as `status` reports it: the reply (also a
+// refusal, whose "error" is then in `error`), or why there is none; stamped with the wall
+// clock (Unix ms) when it came.
+struct StatusAnswer {
+  std::optional<nlohmann::json> reply;
+  std::string error;
+  int64_t now_unix_ms = 0;
+};
+StatusAnswer AskStatus(const std::filesystem::path& runtime_dir,
+                       std::chrono::milliseconds timeout = std::chrono::seconds(5)) noexcept;
 
 }  // namespace snowflake::cli
 

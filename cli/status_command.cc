@@ -40,18 +40,10 @@ void AddStatusCommand(CLI::App& app) {
                         .daemon_error = {},
                         .now_unix_ms = 0,
                         .runtime_dir = dir.path.string()};
-    auto reply = SendControlRequest(options.runtime_dir, {{"command", "status"}});
-    report.now_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                             std::chrono::system_clock::now().time_since_epoch())
-                             .count();
-    if (reply) {
-      report.daemon_reply = std::move(*reply);
-      if (!report.daemon_reply->value("ok", false)) {
-        report.daemon_error = report.daemon_reply->value("error", std::string("refused"));
-      }
-    } else {
-      report.daemon_error = reply.error().message;
-    }
+    StatusAnswer answer = AskStatus(options.runtime_dir);
+    report.daemon_reply = std::move(answer.reply);
+    report.daemon_error = std::move(answer.error);
+    report.now_unix_ms = answer.now_unix_ms;
     if (*json) {
       std::cout << StatusToJson(report).dump(2) << "\n";
     } else {

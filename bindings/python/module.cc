@@ -151,19 +151,10 @@ class PyClient {
                                               ? snowflake::DefaultRuntimeDir()
                                               : options_.runtime_dir;
         report.runtime_dir = dir.string();
-        auto reply = snowflake::cli::SendControlRequest(dir, {{"command", "status"}},
-                                                        std::chrono::seconds(2));
-        report.now_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                 std::chrono::system_clock::now().time_since_epoch())
-                                 .count();
-        if (reply) {
-          report.daemon_reply = std::move(*reply);
-          if (!report.daemon_reply->value("ok", false)) {
-            report.daemon_error = report.daemon_reply->value("error", std::string("refused"));
-          }
-        } else {
-          report.daemon_error = reply.error().message;
-        }
+        auto answer = snowflake::cli::AskStatus(dir, std::chrono::seconds(2));
+        report.daemon_reply = std::move(answer.reply);
+        report.daemon_error = std::move(answer.error);
+        report.now_unix_ms = answer.now_unix_ms;
       }
     }
     if (failed) Raise(*failed);
