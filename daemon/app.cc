@@ -424,10 +424,17 @@ int RunDaemon(const Config& config) {
   });
   signals.SetOnStop({});
 
-  // Shutdown, in reverse.
+  // Shutdown, in reverse: the HTTP front first, so its callers fail over while this ring
+  // still stands behind every answer they already got.
+  const auto stop_front = [&http] {
+    if (!*http) return;
+    (*http)->Stop();
+    spdlog::info("http front stopped");
+  };
   int exit_status = kExitOk;
   if (loop.fatal() || loop.claim_lost()) {
     const std::string why = loop.fatal() ? *loop.fatal() : "the register claim was lost";
+    stop_front();
     loop.StopServing();
     status.notifier().Stopping("failed: " + why);
     control.Stop();
@@ -443,6 +450,7 @@ int RunDaemon(const Config& config) {
   }
   spdlog::info("signal {} received: stopping", signals.signal_number());
   status.notifier().Stopping("stopping: machine " + std::to_string(claim->machine));
+  stop_front();
   loop.StopServing();
   control.Stop();
   heartbeat.Stop();

@@ -461,6 +461,29 @@ TEST(HttpFrontConfig, OffByDefaultOpensNoSocket) {
   }
 }
 
+TEST(HttpFrontConfig, AStopSignalStopsTheFrontBeforeTheRing) {
+  // Callers of the front fail over while the ring still stands behind every answer: the
+  // front stops before the clean stop is recorded (it used to answer until scope exit).
+  DaemonHarness harness("http-stop");
+  const uint16_t port = FreePort();
+  DaemonOptions options = harness.Options();
+  options.config_path = harness.WriteFile(
+      "http.toml", "[http]\nlisten = [\"127.0.0.1:" + std::to_string(port) + "\"]\n");
+  Daemon daemon = harness.Start(options);
+  ASSERT_TRUE(daemon.ready()) << daemon.Describe();
+  ASSERT_EQ(FetchOnce(port, "/v1/id?service=orders").status, 200);
+
+  auto stopped = daemon.Stop();
+
+  ASSERT_TRUE(stopped && stopped->ExitedWith(0)) << daemon.Describe();
+  const std::string err = daemon.err();
+  const size_t front = err.find("http front stopped");
+  const size_t clean = err.find("stopped cleanly");
+  ASSERT_NE(front, std::string::npos) << err;
+  ASSERT_NE(clean, std::string::npos) << err;
+  EXPECT_LT(front, clean) << err;
+}
+
 TEST(HttpFrontConfig, UnbindableAddressFailsAtStartWithTheAddress) {
   DaemonHarness harness("http-bind");
   const uint16_t port = FreePort();
