@@ -115,6 +115,18 @@ int64_t HeaderRevision(const json& object) {
   return header == nullptr ? 0 : Int64Field(*header, "revision");
 }
 
+// The header of a top-level answer (range, put, txn): etcd always sends it, with the
+// store's revision (1 or more). A raise relies on that revision as the mark's new
+// mod_revision, and a start compares it with the one it recorded: an answer without it is
+// not an answer from etcd.
+int64_t RequiredHeaderRevision(const json& object) {
+  const json* header = OptionalObject(object, "header");
+  if (header == nullptr) throw Bad{"the answer has no \"header\""};
+  const int64_t revision = Int64Field(*header, "revision");
+  if (revision <= 0) throw Bad{"the answer's header has no revision"};
+  return revision;
+}
+
 uint64_t HeaderClusterId(const json& object) {
   const json* header = OptionalObject(object, "header");
   return header == nullptr ? 0 : Uint64Field(*header, "cluster_id");
@@ -365,18 +377,22 @@ std::string AuthenticateBody(std::string_view name, std::string_view password) {
 
 tl::expected<PutResult, Error> ParsePutResponse(int http_status, std::string_view body) noexcept {
   return Parse<PutResult>(http_status, body,
-                          [](const json& j) { return PutResult{HeaderRevision(j)}; });
+                          [](const json& j) { return PutResult{RequiredHeaderRevision(j)}; });
 }
 
 tl::expected<RangeResult, Error> ParseRangeResponse(int http_status,
                                                     std::string_view body) noexcept {
-  return Parse<RangeResult>(http_status, body, [](const json& j) { return ParseRange(j); });
+  return Parse<RangeResult>(http_status, body, [](const json& j) {
+    RangeResult out = ParseRange(j);
+    out.revision = RequiredHeaderRevision(j);
+    return out;
+  });
 }
 
 tl::expected<TxnResult, Error> ParseTxnResponse(int http_status, std::string_view body) noexcept {
   return Parse<TxnResult>(http_status, body, [](const json& j) {
     TxnResult out;
-    out.revision = HeaderRevision(j);
+    out.revision = RequiredHeaderRevision(j);
     out.cluster_id = HeaderClusterId(j);
     out.succeeded = BoolField(j, "succeeded");
     if (const json* responses = OptionalArray(j, "responses")) {

@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <random>
 
 #include "daemon/etcd_json.h"
@@ -97,8 +98,23 @@ TEST(EtcdJson, SucceededTxnWithPutAndEmptyRange) {
   EXPECT_TRUE(sut->responses[1].range.kvs.empty());  // "kvs" omitted: nothing matched
 }
 
+TEST(EtcdJson, AnAnswerWithoutItsHeaderRevisionIsRefused) {
+  // A raise takes the header's revision as the mark's new mod_revision; a start compares it
+  // with the revision it recorded. etcd always sends it (1 or more).
+  const auto no_header = ParseTxnResponse(200, R"({"succeeded":true})");
+  const auto no_revision = ParseRangeResponse(200, R"({"header":{},"kvs":[]})");
+  const auto put = ParsePutResponse(200, R"({"header":{"cluster_id":"7"}})");
+
+  ASSERT_FALSE(no_header);
+  EXPECT_THAT(no_header.error().message, HasSubstr("no \"header\""));
+  ASSERT_FALSE(no_revision);
+  EXPECT_THAT(no_revision.error().message, HasSubstr("no revision"));
+  ASSERT_FALSE(put);
+}
+
 TEST(EtcdJson, OmittedFieldsAreZeroValues) {
-  const auto sut = ParseRangeResponse(200, R"({"header":{},"kvs":[{"key":"aw=="}],"count":"1"})");
+  const auto sut =
+      ParseRangeResponse(200, R"({"header":{"revision":"1"},"kvs":[{"key":"aw=="}],"count":"1"})");
   ASSERT_TRUE(sut) << sut.error().message;
   ASSERT_EQ(sut->kvs.size(), 1u);
   EXPECT_EQ(sut->kvs[0].value, "");
@@ -226,16 +242,21 @@ TEST(EtcdJson, GarbageIsMalformedNeverSuccess) {
 
 // A bounded random mutation run: no parser may crash, throw or call garbage a success
 // with a nonsensical result.
-TEST(EtcdJson, RandomMutationsNeverCrash) {
+TEST(EtcdJson, RandomMutationsNeverCrashAndNeverParseGarbage) {
+  // Property: a mutated answer either is refused, or is a JSON document whose fields the
+  // parser read as they stand (the revision and "succeeded" agree with an independent
+  // parse): no garbage is ever read as success.
   const uint64_t seed = snowflake::testing::StressSeedFromEnv();
-  std::printf("EtcdJson.RandomMutationsNeverCrash seed %llu\n",
+  std::printf("EtcdJson.RandomMutationsNeverCrashAndNeverParseGarbage seed %llu\n",
               static_cast<unsigned long long>(seed));
   std::mt19937_64 rng(seed);
   const std::string base =
       R"({"header":{"revision":"3"},"succeeded":true,"responses":[{"response_range":)"
       R"({"kvs":[{"key":"aw==","value":"dg==","lease":"2324035768177677831"}],"count":"1"}},)"
       R"({"response_put":{}},{"response_delete_range":{"deleted":"1"}}]})";
-  for (int i = 0; i < 200; ++i) {
+  ASSERT_TRUE(ParseTxnResponse(200, base)) << "the unmutated answer must parse";
+  int accepted = 0;
+  for (int i = 0; i < 2000; ++i) {
     std::string text = base;
     const int edits = 1 + static_cast<int>(rng() % 4);
     for (int e = 0; e < edits && !text.empty(); ++e) {
@@ -246,14 +267,26 @@ TEST(EtcdJson, RandomMutationsNeverCrash) {
         default: text.insert(at, 1, "{}[]\":,0-9a"[rng() % 11]); break;
       }
     }
-    (void)ParseTxnResponse(200, text);
-    (void)ParseRangeResponse(200, text);
-    (void)ParseLeaseKeepAliveResponse(200, text);
-    (void)ParseLeaseTimeToLiveResponse(200, text);
-    (void)DecodeHolder(text);
-    (void)DecodeHighWater(text);
-    (void)DecodeFleet(text);
+    const bool json = nlohmann::json::accept(text);
+    auto txn = ParseTxnResponse(200, text);
+    if (txn) {
+      ++accepted;
+      ASSERT_TRUE(json) << "not JSON, yet parsed as a transaction: " << text;
+      const auto doc = nlohmann::json::parse(text);
+      EXPECT_EQ(txn->succeeded, doc.value("succeeded", false) == true) << text;
+      const auto& revision = doc["header"]["revision"];
+      EXPECT_EQ(txn->revision,
+                std::stoll(revision.is_string() ? revision.get<std::string>() : revision.dump()))
+          << text;
+    }
+    EXPECT_TRUE(!ParseRangeResponse(200, text) || json) << text;
+    EXPECT_TRUE(!ParseLeaseKeepAliveResponse(200, text) || json) << text;
+    EXPECT_TRUE(!ParseLeaseTimeToLiveResponse(200, text) || json) << text;
+    EXPECT_TRUE(!DecodeHolder(text) || json) << text;
+    EXPECT_TRUE(!DecodeHighWater(text) || json) << text;
+    EXPECT_TRUE(!DecodeFleet(text) || json) << text;
   }
+  std::printf("%d of 2000 mutants parsed as a transaction, every one of them JSON\n", accepted);
 }
 
 TEST(EtcdJson, TxnBodyNamesTheComparedField) {
