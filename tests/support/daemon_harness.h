@@ -42,7 +42,8 @@ namespace snowflake::testing {
 
 inline const std::string kSnowflakedPath = SNOWFLAKE_BINARY_DIR "/daemon/snowflaked";
 inline const std::string kSnowflakectlPath = SNOWFLAKE_BINARY_DIR "/cli/snowflakectl";
-inline const std::string kFakeTimeLibrary = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1";
+// Found at configure time (tests/support/CMakeLists.txt), which fails without it.
+inline const std::string kFakeTimeLibrary = SNOWFLAKE_FAKETIME_LIBRARY;
 
 // One datagram received on the notify socket: newline-separated assignments
 // ("READY=1\nSTATUS=serving: machine 3, ...").
