@@ -2,10 +2,15 @@
 
 #include <curl/curl.h>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
 #include <ctime>
 #include <thread>
+
+#include "snowflake/id_layout.h"
 
 namespace snowflake::detail {
 namespace {
@@ -50,12 +55,15 @@ size_t AppendBody(char* data, size_t size, size_t count, void* user) {
 }
 
 // `"code":"paused"` out of an error body, without a JSON library.
+// The front's error code, {"error":{"code":"...",...}} (docs/http.md); "" if the body is
+// not such an object.
 std::string ErrorCodeOf(const std::string& body) {
-  const std::string key = "\"code\":\"";
-  const size_t at = body.find(key);
-  if (at == std::string::npos) return "";
-  const size_t end = body.find('"', at + key.size());
-  return end == std::string::npos ? "" : body.substr(at + key.size(), end - at - key.size());
+  const auto doc = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (!doc.is_object()) return "";
+  const auto error = doc.find("error");
+  if (error == doc.end() || !error->is_object()) return "";
+  const auto code = error->find("code");
+  return code != error->end() && code->is_string() ? code->get<std::string>() : "";
 }
 
 }  // namespace
@@ -287,15 +295,17 @@ tl::expected<size_t, std::string> RemotePool::Fetch(Endpoint& endpoint, std::spa
       return tl::unexpected(std::string("a malformed reply (not one ID per line)"));
     }
     uint64_t id = 0;
-    if (nl == start || nl - start > 19) return tl::unexpected(std::string("a malformed ID"));
-    for (size_t i = start; i < nl; ++i) {
-      if (body[i] < '0' || body[i] > '9') return tl::unexpected(std::string("a malformed ID"));
-      id = id * 10 + static_cast<uint64_t>(body[i] - '0');
+    const char* first = body.data() + start;
+    const char* last = body.data() + nl;
+    const auto [end, ec] = std::from_chars(first, last, id);
+    // IDs are below 2^63 (the layout's top bit is 0).
+    if (first == last || ec != std::errc() || end != last || id >> 63 != 0) {
+      return tl::unexpected(std::string("a malformed ID"));
     }
     if (n > 0 && id <= out[n - 1]) {
       return tl::unexpected(std::string("IDs not strictly increasing"));
     }
-    const int64_t id_ms = epoch_unix_ms_ + static_cast<int64_t>(id >> 22);
+    const int64_t id_ms = epoch_unix_ms_ + IdLayout::OffsetMsOf(id);
     if (id_ms < oldest_ms) {
       return tl::unexpected(
           "an ID " + std::to_string(now_ms - id_ms) + " ms old (more than remote_max_age " +
