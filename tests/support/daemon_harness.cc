@@ -340,40 +340,4 @@ void SetClockOffset(const std::filesystem::path& file, std::string_view offset) 
   std::filesystem::rename(temporary, file);
 }
 
-std::optional<uint64_t> ProcessCpuTicks(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  // The command name (field 2) is in parentheses and may contain spaces: count fields
-  // from the last ')'. After it: state(3) ppid(4) ... utime(14) stime(15).
-  const size_t close_paren = text.rfind(')');
-  if (close_paren == std::string::npos) return std::nullopt;
-  std::istringstream fields(text.substr(close_paren + 1));
-  std::string field;
-  uint64_t utime = 0;
-  uint64_t stime = 0;
-  for (int number = 3; number <= 15 && (fields >> field); ++number) {
-    if (number == 14) utime = std::strtoull(field.c_str(), nullptr, 10);
-    if (number == 15) stime = std::strtoull(field.c_str(), nullptr, 10);
-  }
-  if (!fields) return std::nullopt;
-  return utime + stime;
-}
-
-std::optional<uint64_t> ProcessCpuNanos(pid_t pid) {
-  std::error_code error;
-  const std::filesystem::path tasks = "/proc/" + std::to_string(pid) + "/task";
-  uint64_t total = 0;
-  bool any = false;
-  for (const auto& task : std::filesystem::directory_iterator(tasks, error)) {
-    std::ifstream in(task.path() / "schedstat");
-    uint64_t on_cpu_ns = 0;
-    if (in >> on_cpu_ns) {
-      total += on_cpu_ns;
-      any = true;
-    }
-  }
-  if (error || !any) return std::nullopt;
-  return total;
-}
-
 }  // namespace snowflake::testing

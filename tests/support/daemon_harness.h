@@ -200,12 +200,6 @@ std::optional<ClientStatus> WaitForState(const std::filesystem::path& runtime_di
 // Replaces the libfaketime offset file atomically: "+0", "-0.005", "-10", "-3600".
 void SetClockOffset(const std::filesystem::path& file, std::string_view offset);
 
-// utime + stime of `pid` from /proc/<pid>/stat, in clock ticks; nullopt if unreadable.
-std::optional<uint64_t> ProcessCpuTicks(pid_t pid);
-// CPU time of all of `pid`'s live threads in ns (the sum of /proc/<pid>/task/*/schedstat's
-// first field): finer than the clock ticks of /proc/<pid>/stat. nullopt if unreadable.
-std::optional<uint64_t> ProcessCpuNanos(pid_t pid);
-
 }  // namespace snowflake::testing
 
 #endif  // SNOWFLAKE_TESTS_SUPPORT_DAEMON_HARNESS_H_
