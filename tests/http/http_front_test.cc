@@ -149,6 +149,21 @@ TEST_F(HttpFront, HealthzStatusAndMetricsServe) {
   for (const auto& [key, value] : cli_doc["daemon"].items()) cli_daemon_keys.insert(key);
   EXPECT_EQ(http_daemon_keys, cli_daemon_keys);
   EXPECT_EQ(http_doc["daemon"]["machine"], cli_doc["daemon"]["machine"]);
+  // Both sides are built by one formatter, so the comparison above cannot catch a key both
+  // lose: check the documented keys (docs/cli.md, docs/http.md) and values read elsewhere.
+  for (const char* key :
+       {"ok", "daemon_reachable", "state", "version", "instance", "register_backend",
+        "register_location", "holder_id", "runtime_dir", "uptime_ms", "state_age_ms",
+        "last_issued_id", "reserved_through_unix_ms", "last_issued_id_unix_ms", "services",
+        "started_unix_ms", "state_since_unix_ms", "reserved_through_time", "uncounted_taken",
+        "health", "reason", "reason_code", "machine", "epoch_unix_ms", "drained_total"}) {
+    EXPECT_TRUE(http_doc.contains(key)) << key << " missing from /v1/status: " << status.body;
+  }
+  auto segment = Client::Inspect(harness_.Clients());
+  ASSERT_TRUE(segment) << segment.error().message;
+  EXPECT_EQ(http_doc["machine"], segment->machine);
+  EXPECT_EQ(http_doc["state"], "serving");
+  EXPECT_EQ(http_doc["daemon_reachable"], true);
 
   const HttpReply metrics = FetchOnce(port_, "/metrics");
   EXPECT_EQ(metrics.status, 200);
