@@ -25,17 +25,24 @@ expect() {  # expect "description" "got" "wanted"
 
 [ "$(complete -p snowflakectl)" = "complete -F _snowflakectl snowflakectl" ] ||
   { echo "FAIL: not registered for snowflakectl" >&2; failures=$((failures + 1)); }
-expect "commands" "$(complete_words "")" "status next decode bounds resume --help --version --runtime-dir"
+expect "commands" "$(complete_words "")" "status next decode bounds resume register --help --version --runtime-dir"
 expect "a prefix" "$(complete_words st)" "status"
 expect "b" "$(complete_words b)" "bounds"
 expect "bounds options" "$(complete_words bounds --)" "--from --to --epoch --json --runtime-dir --help"
-expect "next options" "$(complete_words next -)" "-n --count --service --runtime-dir --help"
+expect "next options" "$(complete_words next -)" "-n --count --service --remote --runtime-dir --help"
+expect "register subcommands" "$(complete_words register "")" "list show release raise-all --config --help"
+expect "after register --config FILE" "$(complete_words register --config /etc/s.toml r)" "release raise-all"
+expect "raise-all options" "$(complete_words register raise-all --)" "--above --config --help"
+expect "list options" "$(complete_words register list --j)" "--json"
 expect "after the global --runtime-dir" "$(complete_words --runtime-dir /tmp status --j)" "--json"
 expect "counts" "$(complete_words next -n 10)" "10 100 1000"
 dir=$(mktemp -d)
 mkdir "$dir/alpha" "$dir/beta"
 expect "directories" "$(complete_words status --runtime-dir "$dir/al")" "$dir/alpha"
 rm -r "$dir"
+above=$(complete_words register raise-all --above "")
+[[ $above =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z\ [0-9]+$ ]] ||
+  { echo "FAIL: --above offers '$above'" >&2; failures=$((failures + 1)); }
 from=$(complete_words bounds --from "")
 [[ $from =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z\ [0-9]+$ ]] ||
   { echo "FAIL: --from offers '$from'" >&2; failures=$((failures + 1)); }
