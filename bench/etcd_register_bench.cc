@@ -26,8 +26,8 @@
 #include <string>
 #include <vector>
 
-#include "daemon/etcd_register.h"
-#include "daemon/high_water_store.h"
+#include "daemon/core/high_water_store.h"
+#include "daemon/register/etcd_register.h"
 
 namespace {
 

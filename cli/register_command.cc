@@ -9,12 +9,12 @@
 #include <string>
 #include <vector>
 
-#include "daemon/config.h"
-#include "daemon/etcd_register.h"
+#include "daemon/base/time_text.h"
+#include "daemon/config/config.h"
+#include "daemon/register/etcd_register.h"
+#include "daemon/register/file_register.h"
+#include "daemon/register/machine_lock.h"
 #include "exit_codes.h"
-#include "daemon/file_register.h"
-#include "daemon/machine_lock.h"
-#include "daemon/time_text.h"
 #include "snowflake/time_text.h"
 
 namespace snowflake::cli {

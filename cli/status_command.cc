@@ -9,10 +9,14 @@
 #include "command_error.h"
 #include "control_client.h"
 #include "exit_codes.h"
+#include "libclient/status/status_report.h"
 #include "runtime_dir_option.h"
-#include "status_report.h"
 
 namespace snowflake::cli {
+
+using status::StatusReport;
+using status::StatusToJson;
+using status::StatusToText;
 
 void AddStatusCommand(CLI::App& app) {
   CLI::App* command = app.add_subcommand(
@@ -50,9 +54,7 @@ void AddStatusCommand(CLI::App& app) {
       std::cout << StatusToText(report);
     }
     std::cout.flush();
-    if (const int status = StatusExitCode(report); status != kExitOk) {
-      throw CLI::RuntimeError(status);
-    }
+    if (!status::ServingAndAnswered(report)) throw CLI::RuntimeError(kExitUnavailable);
   });
 }
 

@@ -8,15 +8,6 @@
 #ifndef SNOWFLAKE_CLI_STATUS_COMMAND_H_
 #define SNOWFLAKE_CLI_STATUS_COMMAND_H_
 
-#include <cstdint>
-#include <filesystem>
-#include <iosfwd>
-#include <nlohmann/json.hpp>
-#include <optional>
-#include <string>
-
-#include "status_report.h"
-
 namespace CLI {
 class App;
 }  // namespace CLI

@@ -18,24 +18,25 @@
 #include <thread>
 #include <vector>
 
-#include "daemon/backoff.h"
-#include "daemon/control_server.h"
-#include "daemon/fill_loop.h"
-#include "daemon/generator.h"
-#include "daemon/heartbeat.h"
-#include "daemon/http_front.h"
-#include "daemon/high_water_store.h"
+#include "daemon/base/backoff.h"
+#include "daemon/base/time_text.h"
+#include "daemon/control/control_server.h"
+#include "daemon/control/status_board.h"
+#include "daemon/control/status_reporter.h"
+#include "daemon/core/fill_loop.h"
+#include "daemon/core/generator.h"
+#include "daemon/core/heartbeat.h"
+#include "daemon/core/high_water_store.h"
+#include "daemon/core/reservation_service.h"
+#include "daemon/core/startup_reconciliation.h"
+#include "daemon/core/state_words.h"
+#include "daemon/holder_id.h"
+#include "daemon/http/http_front.h"
 #include "daemon/instance_lock.h"
 #include "daemon/logging.h"
-#include "daemon/machine_register.h"
 #include "daemon/notifier.h"
-#include "daemon/reservation_service.h"
+#include "daemon/register/machine_register.h"
 #include "daemon/signal_watcher.h"
-#include "daemon/state_words.h"
-#include "daemon/startup_reconciliation.h"
-#include "daemon/status_board.h"
-#include "daemon/status_reporter.h"
-#include "daemon/time_text.h"
 #include "snowflake/ring_producer.h"
 #include "snowflake/truncation_guard.h"
 
@@ -149,7 +150,7 @@ tl::expected<shm::RingProducer, Failure> OpenSegment(const Config& config, uint3
 
 // Claims a number, waiting for a register that does not answer (kUnreachable: the etcd
 // register with no endpoint reachable or no quorum) with a jittered exponential backoff
-// (daemon/backoff.h: 200 ms doubling to at most 5 s), for as long as it takes. Meanwhile
+// (daemon/base/backoff.h: 200 ms doubling to at most 5 s), for as long as it takes. Meanwhile
 // STATUS= says what it waits for, each message extends systemd's start timeout past the
 // next attempt, the watchdog is fed, and no READY=1 is sent. Every other error returns at
 // once (it needs an operator). nullopt: a stop signal arrived while waiting.

@@ -12,8 +12,8 @@
 #include <string_view>
 #include <tl/expected.hpp>
 
-#include "daemon/clock.h"
-#include "daemon/config.h"
+#include "daemon/config/config.h"
+#include "daemon/core/clock.h"
 
 namespace snowflake::daemon {
 

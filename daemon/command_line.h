@@ -8,7 +8,7 @@
 #include <string>
 #include <tl/expected.hpp>
 
-#include "daemon/config.h"
+#include "daemon/config/config.h"
 
 namespace snowflake::daemon {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <tl/expected.hpp>
 
-#include "daemon/file_lock.h"
+#include "daemon/base/file_lock.h"
 
 namespace snowflake::daemon {
 

@@ -4,7 +4,7 @@
 
 #include "daemon/app.h"
 #include "daemon/command_line.h"
-#include "daemon/config.h"
+#include "daemon/config/config.h"
 
 int main(int argc, char** argv) {
   auto command_line = snowflake::daemon::ParseCommandLine(argc, argv);

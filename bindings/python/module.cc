@@ -22,10 +22,10 @@
 #include <vector>
 
 #include "control_client.h"
+#include "libclient/status/status_report.h"
 #include "snowflake/client.h"
 #include "snowflake/id_layout.h"
 #include "snowflake/snowflake.h"
-#include "status_report.h"
 
 namespace py = pybind11;
 
@@ -138,7 +138,7 @@ class PyClient {
   // plus client_taken (IDs this Client took), as JSON text (__init__.py parses it).
   std::string Status() {
     InFlight call(*this);
-    snowflake::cli::StatusReport report;
+    snowflake::status::StatusReport report;
     std::optional<snowflake::Error> failed;
     {
       py::gil_scoped_release unlocked;
@@ -158,7 +158,7 @@ class PyClient {
       }
     }
     if (failed) Raise(*failed);
-    nlohmann::json out = snowflake::cli::StatusToJson(report);
+    nlohmann::json out = snowflake::status::StatusToJson(report);
     out["client_taken"] = report.segment.client_taken;
     return out.dump();
   }

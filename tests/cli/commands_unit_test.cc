@@ -8,11 +8,17 @@
 
 #include "bounds_command.h"
 #include "command_error.h"
+#include "libclient/status/status_report.h"
 #include "next_command.h"
 #include "status_command.h"
 
 namespace snowflake::cli {
 namespace {
+
+using status::FormatDuration;
+using status::StatusReport;
+using status::StatusToJson;
+using status::StatusToText;
 
 TEST(ParseCount, AcceptsOneToABillionInDecimal) {
   EXPECT_EQ(ParseCount("1").value(), 1u);

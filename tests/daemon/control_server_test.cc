@@ -1,4 +1,4 @@
-#include "daemon/control_server.h"
+#include "daemon/control/control_server.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -23,8 +23,8 @@
 #include <thread>
 #include <vector>
 
-#include "daemon/etcd_client.h"
-#include "daemon/etcd_records.h"
+#include "daemon/register/etcd_client.h"
+#include "daemon/register/etcd_records.h"
 #include "daemon_harness.h"
 #include "etcd_cluster.h"
 #include "fault_proxy.h"

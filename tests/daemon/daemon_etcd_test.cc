@@ -24,8 +24,8 @@
 #include <thread>
 #include <vector>
 
+#include "daemon/register/etcd_json.h"
 #include "daemon_harness.h"
-#include "daemon/etcd_json.h"
 #include "etcd_cluster.h"
 #include "snowflake/client.h"
 

@@ -1,4 +1,4 @@
-#include "daemon/demand_tracker.h"
+#include "daemon/core/demand_tracker.h"
 
 #include <gtest/gtest.h>
 

@@ -1,10 +1,10 @@
-// [register.etcd] in the config (daemon/config.cc): defaults, every key, and an error
+// [register.etcd] in the config (daemon/config/config.cc): defaults, every key, and an error
 // naming file:line and key for each kind of mistake.
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "daemon/config.h"
+#include "daemon/config/config.h"
 
 namespace snowflake::daemon {
 namespace {

@@ -23,9 +23,9 @@
 
 #include <unistd.h>
 
-#include "daemon/etcd_client.h"
-#include "daemon/etcd_records.h"
-#include "daemon/etcd_register.h"
+#include "daemon/register/etcd_client.h"
+#include "daemon/register/etcd_records.h"
+#include "daemon/register/etcd_register.h"
 #include "etcd_cluster.h"
 #include "fault_proxy.h"
 

@@ -1,5 +1,5 @@
-// The etcd gateway's wire format (daemon/etcd_json.h) and the register's records
-// (daemon/etcd_records.h) on crafted text: every omitted field, int64s beyond 2^53,
+// The etcd gateway's wire format (daemon/register/etcd_json.h) and the register's records
+// (daemon/register/etcd_records.h) on crafted text: every omitted field, int64s beyond 2^53,
 // etcd's error objects, and garbage that must be refused, never read as success.
 
 #include <gmock/gmock.h>
@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "daemon/etcd_json.h"
-#include "daemon/etcd_records.h"
+#include "daemon/register/etcd_json.h"
+#include "daemon/register/etcd_records.h"
 #include "stress_seed.h"
 
 namespace snowflake::daemon::etcd {

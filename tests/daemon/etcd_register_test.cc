@@ -8,7 +8,7 @@
 //   - faults (leader SIGKILL, quorum loss) never make an uncommitted raise look committed;
 //   - a fleet record of another epoch, and garbage under the prefix, are refused clearly.
 
-#include "daemon/etcd_register.h"
+#include "daemon/register/etcd_register.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -23,10 +23,10 @@
 
 #include <unistd.h>
 
-#include "daemon/etcd_client.h"
+#include "daemon/register/etcd_client.h"
+#include "daemon/register/etcd_records.h"
+#include "daemon/register/static_register.h"
 #include "etcd_cluster.h"
-#include "daemon/etcd_records.h"
-#include "daemon/static_register.h"
 #include "subprocess.h"
 
 namespace snowflake::daemon {

@@ -8,7 +8,7 @@
 #include <chrono>
 #include <cstdint>
 
-#include "daemon/clock.h"
+#include "daemon/core/clock.h"
 
 namespace snowflake::testing {
 

@@ -8,7 +8,7 @@
 #include <mutex>
 #include <optional>
 
-#include "daemon/machine_register.h"
+#include "daemon/register/machine_register.h"
 
 namespace snowflake::testing {
 

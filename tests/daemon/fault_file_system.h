@@ -10,7 +10,7 @@
 #include <chrono>
 #include <thread>
 
-#include "daemon/file_system.h"
+#include "daemon/base/file_system.h"
 
 namespace snowflake::testing {
 

@@ -1,4 +1,4 @@
-#include "daemon/file_register.h"
+#include "daemon/register/file_register.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -8,10 +8,11 @@
 
 #include <fstream>
 
-#include "daemon/atomic_file.h"
-#include "daemon/config.h"
-#include "daemon/machine_lock.h"
-#include "daemon/static_register.h"
+#include "daemon/base/atomic_file.h"
+#include "daemon/config/config.h"
+#include "daemon/holder_id.h"
+#include "daemon/register/machine_lock.h"
+#include "daemon/register/static_register.h"
 #include "temp_dir.h"
 
 namespace snowflake::daemon {

@@ -6,7 +6,7 @@
 // at its end with the failing store named, resuming by itself; a pass that enters
 // dormancy leaves the ring empty; a clock step inside a batch publishes none of it; a
 // clock step is reported with its size.
-#include "daemon/fill_loop.h"
+#include "daemon/core/fill_loop.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

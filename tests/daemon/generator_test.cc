@@ -1,4 +1,4 @@
-#include "daemon/generator.h"
+#include "daemon/core/generator.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // The heartbeat thread on a real segment (finding 8): it beats at its own cadence while
 // the fill loop is busy or blocked, and stops once the loop has not finished a pass for
 // stall_limit, so a hung daemon is still reported.
-#include "daemon/heartbeat.h"
+#include "daemon/core/heartbeat.h"
 
 #include <gtest/gtest.h>
 

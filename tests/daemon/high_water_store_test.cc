@@ -1,4 +1,4 @@
-#include "daemon/high_water_store.h"
+#include "daemon/core/high_water_store.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/atomic_file.h"
+#include "daemon/base/atomic_file.h"
 #include "daemon/instance_lock.h"
 #include "temp_dir.h"
 

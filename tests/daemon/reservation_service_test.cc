@@ -5,7 +5,7 @@
 // moves ahead of the clock (renew-ahead); a failing store is named and the horizon stops;
 // it moves again by itself once the store heals; a lost claim is reported; the file
 // register's lock is waited for with a bound.
-#include "daemon/reservation_service.h"
+#include "daemon/core/reservation_service.h"
 
 #include <gtest/gtest.h>
 
@@ -14,8 +14,8 @@
 #include <future>
 #include <thread>
 
-#include "daemon/file_lock.h"
-#include "daemon/file_register.h"
+#include "daemon/base/file_lock.h"
+#include "daemon/register/file_register.h"
 #include "fake_clock.h"
 #include "fake_register.h"
 #include "fault_file_system.h"

@@ -1,4 +1,4 @@
-#include "daemon/service_names.h"
+#include "daemon/control/service_names.h"
 
 #include <gtest/gtest.h>
 

@@ -15,9 +15,9 @@
 #include <iostream>
 #include <thread>
 
-#include "daemon/fill_loop.h"
-#include "daemon/heartbeat.h"
-#include "daemon/reservation_service.h"
+#include "daemon/core/fill_loop.h"
+#include "daemon/core/heartbeat.h"
+#include "daemon/core/reservation_service.h"
 #include "fake_clock.h"
 #include "fake_register.h"
 #include "fault_file_system.h"

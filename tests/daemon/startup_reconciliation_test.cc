@@ -1,7 +1,7 @@
 // ReconcileStartup() as a table: where a start stands, from segment, state file, register
 // and clock. The surviving segment replaces the reservation only when it is provably the
 // segment the reservation covered.
-#include "daemon/startup_reconciliation.h"
+#include "daemon/core/startup_reconciliation.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // DecideState() as a table: every input that matters, and what is published.
-#include "daemon/state_decision.h"
-#include "daemon/state_words.h"
+#include "daemon/core/state_decision.h"
+#include "daemon/core/state_words.h"
 
 #include <gtest/gtest.h>
 

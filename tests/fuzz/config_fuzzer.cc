@@ -1,4 +1,4 @@
-// libFuzzer target: the daemon's config parser (daemon/config.h) on arbitrary bytes.
+// libFuzzer target: the daemon's config parser (daemon/config/config.h) on arbitrary bytes.
 // Property: ParseConfig never crashes or leaks; it returns either a Config that keeps the
 // documented invariants or an error that names the source.
 
@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "daemon/config.h"
+#include "daemon/config/config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

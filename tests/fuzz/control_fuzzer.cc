@@ -1,4 +1,4 @@
-// libFuzzer target: the control socket's request handling (daemon/control_server.h) —
+// libFuzzer target: the control socket's request handling (daemon/control/control_server.h) —
 // framing, size bound, JSON parsing and commands — through ControlSession, which is what
 // the server runs for every connection, without sockets.
 // Input: byte 0 picks the peer (bit 0: privileged) and the chunk size the bytes arrive
@@ -15,8 +15,8 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
-#include "daemon/control_server.h"
-#include "daemon/status_board.h"
+#include "daemon/control/control_server.h"
+#include "daemon/control/status_board.h"
 
 namespace {
 

@@ -1,7 +1,7 @@
-// libFuzzer target: the HTTP front's request handling (daemon/http_front.cc) without
+// libFuzzer target: the HTTP front's request handling (daemon/http/http_front.cc) without
 // sockets: the bytes a peer sends go through the same Beast parser with the front's limits
 // (header 8192 bytes, body 4096), and what parses goes to RouteHttpRequest
-// (daemon/http_request.h), which decides the endpoint, the service, the count and the
+// (daemon/http/http_request.h), which decides the endpoint, the service, the count and the
 // refusals exactly as the front does.
 // Input: byte 0 picks the mode: even, the rest is raw bytes on the wire; odd, the rest is
 // "method\ntarget\naccept" handed to RouteHttpRequest directly (any bytes, even those the
@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
-#include "daemon/http_request.h"
+#include "daemon/http/http_request.h"
 #include "snowflake/client.h"
 
 namespace {

@@ -1,13 +1,13 @@
-// [http] config keys and the address parsers behind them (daemon/config.cc,
-// daemon/net_address.cc).
+// [http] config keys and the address parsers behind them (daemon/config/config.cc,
+// daemon/config/net_address.cc).
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "daemon/config.h"
-#include "daemon/net_address.h"
+#include "daemon/config/config.h"
+#include "daemon/config/net_address.h"
 
 namespace snowflake::daemon {
 namespace {

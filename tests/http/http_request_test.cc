@@ -1,7 +1,7 @@
-// RouteHttpRequest (daemon/http_request.h): the HTTP front's routing and validation as a
+// RouteHttpRequest (daemon/http/http_request.h): the HTTP front's routing and validation as a
 // pure function, case by case. The fuzz target tests/fuzz/http_fuzzer.cc checks the same
 // properties on arbitrary requests.
-#include "daemon/http_request.h"
+#include "daemon/http/http_request.h"
 
 #include <gtest/gtest.h>
 

@@ -16,7 +16,7 @@
 #include <memory>
 #include <string>
 
-#include "daemon/etcd_client.h"
+#include "daemon/register/etcd_client.h"
 #include "etcd_cluster.h"
 
 namespace snowflake::testing {

@@ -1,0 +1,357 @@
+#include "daemon/control/control_server.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "snowflake/account_names.h"
+
+namespace snowflake::daemon {
+namespace {
+
+using json = nlohmann::json;
+
+// Replies never fail to serialise: a byte that is not UTF-8 (from a name in shared
+// memory, say) is replaced rather than throwing.
+std::string Dump(const json& value) {
+  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string ErrorReply(std::string_view message) {
+  return Dump(json{{"ok", false}, {"error", message}});
+}
+
+const std::string kTooLarge = "request too large (max 4096 bytes)";
+
+json StatusObject(const DaemonStatus& s) {
+  json out = {
+      {"state", s.state},
+      {"reason_code", s.reason_code},
+      {"reason", s.reason},
+      {"reason_detail", s.reason_detail},
+      {"pid", s.pid},
+      {"version", s.version},
+      {"instance", s.instance},
+      {"runtime_dir", s.runtime_dir},
+      {"state_dir", s.state_dir},
+      {"register_backend", s.register_backend},
+      {"register_location", s.register_location},
+      {"holder_id", s.holder_id},
+      {"machine", s.machine},
+      {"epoch_unix_ms", s.epoch_unix_ms},
+      {"ring_capacity", s.ring_capacity},
+      {"ring_fill", s.ring_fill},
+      {"fill_target", s.fill_target},
+      {"published_total", s.published_total},
+      {"drained_total", s.drained_total},
+      {"incarnation", s.incarnation},
+      {"segment_reopened", s.segment_reopened},
+      // IDs are decimal strings in JSON: JavaScript loses precision above 2^53.
+      {"last_issued_id", s.last_issued_id ? json(std::to_string(*s.last_issued_id)) : json()},
+      {"last_issued_unix_ms", s.last_issued_unix_ms},
+      {"reserved_through_unix_ms", s.reserved_through_unix_ms},
+      {"clock_pauses", s.clock_pauses},
+      {"clock_behind_ms", s.clock_behind_ms},
+      {"started_unix_ms", s.started_unix_ms},
+      {"state_since_unix_ms", s.state_since_unix_ms},
+      {"services", s.services},
+      {"segments_retired", s.segments_retired},
+      {"segment_retired_reason", s.segment_retired_reason},
+  };
+  return out;
+}
+
+// One accepted socket and its protocol state. Deadlines are steady-clock times.
+struct Connection {
+  int fd = -1;
+  std::unique_ptr<ControlSession> session;
+  // By when the next complete request must arrive (reset by each one answered).
+  std::chrono::steady_clock::time_point idle_deadline;
+  // By when pending output must make progress (reset by each byte sent).
+  std::chrono::steady_clock::time_point write_deadline;
+};
+
+// Sends what the socket takes now (non-blocking). False if the peer is gone.
+bool SendSome(int fd, std::string& output) {
+  while (!output.empty()) {
+    const ssize_t n = send(fd, output.data(), output.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
+    if (n <= 0) return false;
+    output.erase(0, static_cast<size_t>(n));
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string StatusToJson(const DaemonStatus& status, bool ok) {
+  json out = StatusObject(status);
+  out["ok"] = ok;
+  return Dump(out);
+}
+
+std::string HandleControlRequest(std::string_view line, uid_t peer_uid,
+                                 const ControlServerOptions& options, StatusBoard& board) {
+  try {
+    json request;
+    try {
+      request = json::parse(line);
+    } catch (const json::exception&) {
+      return ErrorReply(
+          "malformed request: expected one JSON object per line, like "
+          "{\"command\":\"status\"}");
+    }
+    if (!request.is_object() || !request.contains("command") || !request["command"].is_string()) {
+      return ErrorReply("malformed request: expected an object with a string \"command\"");
+    }
+    const std::string command = request["command"].get<std::string>();
+    if (command == "status") {
+      return StatusToJson(board.Snapshot());
+    }
+    if (command == "resume") {
+      std::set<uid_t> allowed = options.resume_uids;
+      if (allowed.empty()) allowed = {0, geteuid()};
+      if (allowed.count(peer_uid) == 0) {
+        std::string who;
+        for (const uid_t uid : allowed) {
+          if (uid == 0) continue;
+          who += (who.empty() ? "" : " or ") + DescribeUser(uid);
+        }
+        return ErrorReply("permission denied: " + DescribeUser(peer_uid) +
+                          " may not resume; resume needs root" +
+                          (who.empty() ? std::string() : " or " + who));
+      }
+      const uint64_t ticket = board.RequestResume();
+      const std::optional<bool> resumed = board.WaitForResume(ticket, options.resume_timeout);
+      if (!resumed) return ErrorReply("the fill loop did not act on resume in time; retry");
+      json out = StatusObject(board.Snapshot());
+      out["ok"] = true;
+      out["resumed"] = *resumed;
+      return Dump(out);
+    }
+    return ErrorReply("unknown command \"" + command + "\": expected \"status\" or \"resume\"");
+  } catch (const std::exception& e) {
+    return ErrorReply(std::string("internal error: ") + e.what());
+  }
+}
+
+ControlServer::ControlServer(ControlServerOptions options, StatusBoard& board)
+    : options_(std::move(options)), board_(board) {}
+
+ControlServer::~ControlServer() { Stop(); }
+
+tl::expected<void, std::string> ControlServer::Start() noexcept {
+  const std::string path = options_.socket_path.string();
+  auto fail = [&](const std::string& what) {
+    const std::string message = what + " " + path + ": " + std::strerror(errno);
+    if (listen_fd_ >= 0) close(listen_fd_);
+    listen_fd_ = -1;
+    return tl::unexpected(message);
+  };
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof(addr.sun_path)) {
+    return tl::unexpected("control socket path " + path + " is too long (max " +
+                          std::to_string(sizeof(addr.sun_path) - 1) + " bytes)");
+  }
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  listen_fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (listen_fd_ < 0) return fail("socket");
+  unlink(path.c_str());  // stale, from a daemon that died: we hold the instance lock
+  if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) return fail("bind");
+  if (chmod(path.c_str(), options_.mode) != 0) return fail("chmod");
+  if (options_.group && chown(path.c_str(), static_cast<uid_t>(-1), *options_.group) != 0) {
+    return fail("chown (the daemon's user must be in the group)");
+  }
+  if (listen(listen_fd_, 16) != 0) return fail("listen");
+  if (pipe2(stop_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) return fail("pipe");
+  try {
+    thread_ = std::thread([this] { Serve(); });
+  } catch (const std::exception& e) {
+    return tl::unexpected(std::string("cannot start the control thread: ") + e.what());
+  }
+  return {};
+}
+
+void ControlServer::Stop() noexcept {
+  if (thread_.joinable()) {
+    [[maybe_unused]] const ssize_t n = write(stop_pipe_[1], "x", 1);
+    thread_.join();
+  }
+  for (int& fd : stop_pipe_) {
+    if (fd >= 0) close(fd);
+    fd = -1;
+  }
+  if (listen_fd_ >= 0) {
+    close(listen_fd_);
+    listen_fd_ = -1;
+    unlink(options_.socket_path.c_str());
+  }
+}
+
+bool IsPrivilegedPeer(uid_t uid, const ControlServerOptions& options) noexcept {
+  return uid == 0 || uid == geteuid() || options.resume_uids.count(uid) != 0;
+}
+
+void ControlSession::Reply(std::string text) {
+  output_ += text;
+  output_ += '\n';
+}
+
+void ControlSession::OnReceive(std::string_view bytes) {
+  if (closing_) return;
+  // Each complete line is one request; only the unterminated tail is kept.
+  while (!bytes.empty()) {
+    const size_t newline = bytes.find('\n');
+    const std::string_view piece = bytes.substr(0, newline);
+    if (buffer_.size() + piece.size() > kMaxControlRequestBytes) {
+      Reply(ErrorReply(kTooLarge));
+      buffer_.clear();
+      closing_ = true;
+      return;
+    }
+    if (newline == std::string_view::npos) {
+      buffer_.append(piece);
+      return;
+    }
+    std::string line = std::move(buffer_);
+    buffer_.clear();
+    line.append(piece);
+    Reply(HandleControlRequest(line, peer_uid_, options_, board_));
+    bytes.remove_prefix(newline + 1);
+  }
+}
+
+void ControlSession::OnPeerClosed() {
+  if (!closing_ && !buffer_.empty()) {
+    // The peer closed after a last request without a newline: answer it anyway.
+    Reply(HandleControlRequest(buffer_, peer_uid_, options_, board_));
+  }
+  buffer_.clear();
+  closing_ = true;
+}
+
+void ControlServer::Serve() noexcept {
+  using Clock = std::chrono::steady_clock;
+  std::vector<Connection> connections;
+  std::vector<pollfd> fds;
+  auto close_at = [&](size_t i) {
+    close(connections[i].fd);
+    connections.erase(connections.begin() + static_cast<std::ptrdiff_t>(i));
+  };
+  const size_t reserved = std::min(options_.reserved_connections, options_.max_connections);
+  for (;;) {
+    try {
+      // The nearest deadline bounds the wait.
+      Clock::time_point wake = Clock::time_point::max();
+      fds.clear();
+      fds.push_back({stop_pipe_[0], POLLIN, 0});
+      fds.push_back({listen_fd_, POLLIN, 0});
+      for (const Connection& c : connections) {
+        short events = 0;
+        // Stop reading a peer that does not read its replies (bounded memory).
+        if (!c.session->closing() && c.session->output().size() < kMaxControlPendingBytes) {
+          events |= POLLIN;
+        }
+        if (!c.session->output().empty()) {
+          events |= POLLOUT;
+          wake = std::min(wake, c.write_deadline);
+        } else {
+          wake = std::min(wake, c.idle_deadline);
+        }
+        fds.push_back({c.fd, events, 0});
+      }
+      int timeout_ms = -1;
+      if (wake != Clock::time_point::max()) {
+        const auto left = std::chrono::ceil<std::chrono::milliseconds>(wake - Clock::now());
+        timeout_ms = static_cast<int>(std::clamp<int64_t>(left.count(), 0, 60'000));
+      }
+      const int ready = poll(fds.data(), fds.size(), timeout_ms);
+      if (ready < 0) {
+        if (errno == EINTR) continue;
+        return;
+      }
+      if (fds[0].revents != 0) break;
+      const Clock::time_point now = Clock::now();
+      // Connections first (indices are stable until we erase, so walk backwards).
+      for (size_t i = connections.size(); i-- > 0;) {
+        Connection& c = connections[i];
+        ControlSession& session = *c.session;
+        const short revents = fds[i + 2].revents;
+        bool keep = true;
+        if (revents & (POLLIN | POLLHUP | POLLERR)) {
+          char buf[4096];
+          const size_t pending = session.output().size();
+          const ssize_t n = recv(c.fd, buf, sizeof(buf), MSG_DONTWAIT);
+          if (n > 0) {
+            session.OnReceive(std::string_view(buf, static_cast<size_t>(n)));
+          } else if (n == 0) {
+            session.OnPeerClosed();
+          } else if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) {
+            keep = false;
+          }
+          if (session.output().size() != pending) {  // a request was answered
+            c.idle_deadline = now + options_.idle_timeout;
+            if (pending == 0) c.write_deadline = now + options_.write_timeout;
+          }
+        }
+        if (keep && !session.output().empty()) {
+          const size_t before = session.output().size();
+          keep = SendSome(c.fd, session.output());
+          if (session.output().size() != before) c.write_deadline = now + options_.write_timeout;
+        }
+        if (keep && session.closing() && session.output().empty()) keep = false;
+        // Deadlines: a reply nobody reads, or a connection that sends nothing.
+        if (keep && !session.output().empty() && now >= c.write_deadline) keep = false;
+        if (keep && session.output().empty() && now >= c.idle_deadline) keep = false;
+        if (!keep) close_at(i);
+      }
+      if (fds[1].revents & POLLIN) {
+        // Accept everything pending, so a flood never fills the listen backlog for long.
+        for (;;) {
+          const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+          if (fd < 0) break;
+          ucred cred{};
+          socklen_t len = sizeof(cred);
+          if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+            close(fd);
+            continue;
+          }
+          const bool privileged = IsPrivilegedPeer(cred.uid, options_);
+          const size_t limit =
+              privileged ? options_.max_connections : options_.max_connections - reserved;
+          if (connections.size() >= limit) {
+            std::string reply = ErrorReply("too many connections; retry") + "\n";
+            SendSome(fd, reply);  // best effort, never waits
+            close(fd);
+            continue;
+          }
+          const Clock::time_point accepted = Clock::now();
+          connections.push_back(Connection{
+              .fd = fd,
+              .session = std::make_unique<ControlSession>(cred.uid, options_, board_),
+              .idle_deadline = accepted + options_.idle_timeout,
+              .write_deadline = accepted + options_.write_timeout,
+          });
+        }
+      }
+    } catch (const std::exception&) {
+      // Out of memory handling one client: drop every connection rather than crash.
+      for (size_t i = connections.size(); i-- > 0;) close_at(i);
+    }
+  }
+  for (size_t i = connections.size(); i-- > 0;) close_at(i);
+}
+
+}  // namespace snowflake::daemon

@@ -1,0 +1,44 @@
+#include "daemon/control/status_board.h"
+
+namespace snowflake::daemon {
+
+void StatusBoard::Update(const DaemonStatus& status) {
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  std::lock_guard lock(mutex_);
+  const bool changed = status_.state_since_unix_ms == 0 || status.state != status_.state ||
+                       status.reason_code != status_.reason_code;
+  const int64_t since = changed ? now_ms : status_.state_since_unix_ms;
+  status_ = status;
+  status_.state_since_unix_ms = since;
+}
+
+DaemonStatus StatusBoard::Snapshot() const {
+  std::lock_guard lock(mutex_);
+  return status_;
+}
+
+uint64_t StatusBoard::RequestResume() noexcept {
+  // acq_rel: tickets are unique and ordered; the loop's acquire load sees the request.
+  return resume_requested_.fetch_add(1, std::memory_order_acq_rel) + 1;
+}
+
+void StatusBoard::ResumeHandled(uint64_t ticket, bool resumed) {
+  {
+    std::lock_guard lock(mutex_);
+    if (ticket > resume_handled_) resume_handled_ = ticket;
+    last_resume_effect_ = resumed;
+  }
+  resume_done_.notify_all();
+}
+
+std::optional<bool> StatusBoard::WaitForResume(uint64_t ticket, std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  if (!resume_done_.wait_for(lock, timeout, [&] { return resume_handled_ >= ticket; })) {
+    return std::nullopt;
+  }
+  return last_resume_effect_;
+}
+
+}  // namespace snowflake::daemon

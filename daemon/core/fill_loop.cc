@@ -1,0 +1,357 @@
+#include "daemon/core/fill_loop.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/prctl.h>
+
+#include <algorithm>
+
+#include "daemon/base/debug_assert.h"
+#include "daemon/base/time_text.h"
+#include "daemon/core/state_words.h"
+#include "snowflake/id_layout.h"
+
+namespace snowflake::daemon {
+namespace {
+
+using shm::DaemonState;
+using shm::StateReason;
+
+constexpr int64_t kMsNs = 1'000'000;
+
+int64_t FloorDiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+
+}  // namespace
+
+FillLoop::FillLoop(FillLoopOptions options, Clock& clock, Generator& generator,
+                   shm::RingProducer& producer, Horizon& horizon, StatusReporter& status,
+                   Heartbeat* heartbeat)
+    : options_(options),
+      clock_(clock),
+      generator_(generator),
+      producer_(producer),
+      horizon_(horizon),
+      status_(status),
+      heartbeat_(heartbeat),
+      // At most half a millisecond's sequence space ahead: a burst that empties the
+      // ring is then refilled from the same millisecond in tens of µs, not at the next.
+      demand_(std::min<uint64_t>(options.min_fill, kIdsPerMs / 2),
+              std::min<uint64_t>(options.capacity, kIdsPerMs / 2)),
+      buffer_(options.capacity),
+      started_behind_(options.started_behind),
+      last_demand_(clock.SteadyNow()) {
+  SNOWFLAKE_REQUIRE(options.capacity >= 1 && options.min_fill >= 1);
+  last_head_ = producer_.head();
+  incarnation_ = producer_.incarnation();
+}
+
+void FillLoop::Run(const std::atomic<bool>& stop, const std::function<void()>& on_ready) {
+  // The default timer slack (50 µs) would let each boundary wake-up come late by that
+  // much, and every microsecond after a boundary hands out IDs of the previous ms.
+  prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
+  bool ready_sent = false;
+  uint32_t refill_seen = producer_.refill_request();
+  while (!stop.load(std::memory_order_acquire) && !fatal_ && !claim_lost_) {
+    const uint32_t refill_now = producer_.refill_request();
+    if (refill_now != refill_seen) last_demand_ = clock_.SteadyNow();
+    refill_seen = refill_now;
+    Pass();
+    if (!ready_sent && (published_.state == DaemonState::kServing ||
+                        published_.state == DaemonState::kOutOfService)) {
+      // READY=1 once the number is claimed and the ring filled; a daemon that starts out
+      // of service is also "up": it waits for an operator's resume on the control socket.
+      on_ready();
+      ready_sent = true;
+    }
+    // Sleep until a client asks for a refill, or until just past the next millisecond
+    // boundary: a new ms is new sequence space and makes the ring's IDs one ms older, so
+    // that is when to drain and refill.
+    producer_.WaitForRefillRequest(refill_seen, NextWait());
+  }
+}
+
+void FillLoop::Interrupt() noexcept {
+  const std::lock_guard<std::mutex> guard(producer_mutex_);
+  producer_.WakeFillLoop();
+}
+
+std::chrono::nanoseconds FillLoop::NextWait() noexcept {
+  if (dormant_) return options_.dormant_wait;
+  // 5 µs past the next millisecond boundary of the IDs' clock, at most 1.005 ms: the
+  // margin lets the new millisecond have begun when we read it.
+  constexpr int64_t kMarginNs = 5'000;
+  const int64_t now_ns = clock_.NowUnixNs();
+  const int64_t into_ms = now_ns - FloorDiv(now_ns, kMsNs) * kMsNs;
+  return std::chrono::nanoseconds(kMsNs - into_ms + kMarginNs);
+}
+
+void FillLoop::MeasureStep(int64_t now_ns, std::chrono::steady_clock::time_point steady) noexcept {
+  // A step is how far the reading falls short of the last reading plus the time that
+  // passed since (steady): exact, however long ago the last ID was issued.
+  if (last_now_ns_) {
+    const int64_t elapsed_ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(steady - last_steady_).count();
+    const int64_t back_ns = *last_now_ns_ + elapsed_ns - now_ns;
+    if (now_ns < *last_now_ns_ && back_ns >= kMsNs / 2) step_ms_ = (back_ns + kMsNs / 2) / kMsNs;
+  }
+  last_now_ns_ = now_ns;
+  last_steady_ = steady;
+}
+
+void FillLoop::Pass() {
+  const auto steady = clock_.SteadyNow();
+  const int64_t now_ns = clock_.NowUnixNs();
+  const int64_t now_ms = FloorDiv(now_ns, kMsNs);
+  MeasureStep(now_ns, steady);
+  HandleResume();
+  if (horizon_.claim_lost()) {
+    claim_lost_ = true;
+    StopServing();
+    spdlog::critical("the machine number's claim is lost: stopped serving at once");
+    return;
+  }
+
+  if (auto counters = producer_.CheckCounters(); !counters) {
+    ReplaceTamperedSegment(counters.error().message);
+    if (fatal_) return;
+  }
+
+  const uint64_t head = producer_.head();
+  demand_.Record(steady, head >= last_head_ ? head - last_head_ : 0);
+  // A refill request (seen by Run) or a take wakes a dormant daemon in this very pass, so
+  // the client that asked is served now, not at the next wake-up.
+  if (head != last_head_) last_demand_ = steady;
+  const bool quiet = steady - last_demand_ >= options_.dormant_after;
+  // Dormancy is decided before anything is filled: a pass that enters it must not leave a
+  // fresh fill in the ring for the whole dormant wait (it would age past max_age_ms).
+  dormant_ = filled_once_ && quiet &&
+             (published_.state == DaemonState::kServing ||
+              published_.state == DaemonState::kOutOfService);
+
+  const int64_t horizon = horizon_.confirmed_through();
+  if (generator_.state() == GeneratorState::kServing && now_ms < generator_.last_unix_ms()) {
+    // The clock stepped back: the ring's IDs are now in the clock's future. Take them
+    // back before anyone receives one, then let the generator judge the step.
+    producer_.DrainAll();
+    Fill(1, horizon);
+  } else if (dormant_) {
+    // Nobody has taken an ID for a while: hold none, so none can turn stale. The next
+    // client finds the ring empty and its refill request wakes us at once.
+    producer_.DrainAll();
+  } else {
+    // Passes run just after each ms boundary: an ID older than max_age_ms now is drained
+    // before anyone can receive it.
+    const int64_t min_offset = now_ms - options_.max_age_ms - options_.epoch_unix_ms;
+    if (min_offset > 0) producer_.DrainOlderThan(min_offset);
+  }
+
+  const uint64_t target = demand_.target();
+  if (target != fill_target_) {
+    fill_target_ = target;
+    producer_.SetFillTarget(target);
+  }
+  const uint64_t size = producer_.size();
+  const bool may_generate = generator_.state() != GeneratorState::kOutOfService && !dormant_ &&
+                            !fatal_ && now_ms <= horizon;
+  if (may_generate && size < target) Fill(target - size, horizon);
+  horizon_.NoteNeed(now_ms);
+  const bool changed = SyncState(now_ms, horizon);
+
+  if (heartbeat_ != nullptr) heartbeat_->NotePass();
+  if (steady >= next_service_scan_) {
+    services_.Scan(producer_);
+    next_service_scan_ = steady + std::chrono::seconds(1);
+  }
+  status_.Report([this] { return Facts(); }, changed, steady);
+  last_head_ = producer_.head();
+}
+
+void FillLoop::HandleResume() {
+  StatusBoard& board = status_.board();
+  const uint64_t requested = board.resume_requested();
+  if (requested <= resume_handled_) return;
+  const bool was_out = generator_.state() == GeneratorState::kOutOfService;
+  if (was_out) {
+    generator_.Resume();
+    spdlog::warn("resume requested on the control socket: the generator is now {}{}",
+                 generator_.state() == GeneratorState::kServing ? "serving" : "paused",
+                 generator_.reason().empty() ? "" : " (" + generator_.reason() + ")");
+    const int64_t now_ms = clock_.NowUnixMs();
+    SyncState(now_ms, horizon_.confirmed_through());
+  } else {
+    spdlog::info("resume requested on the control socket while {}: nothing to do",
+                 StateText(published_.state));
+  }
+  status_.RefreshBoard(Facts());
+  board.ResumeHandled(requested, was_out);
+  resume_handled_ = requested;
+}
+
+void FillLoop::Fill(uint64_t want, int64_t horizon) {
+  want = std::min<uint64_t>(want, buffer_.size());
+  auto generated = generator_.Generate(std::span<uint64_t>(buffer_.data(), want));
+  if (!generated || *generated == 0) return;  // SyncState() reports pauses
+  if (generator_.state() != GeneratorState::kServing) {
+    // The clock stepped back inside the batch: its IDs are in the clock's future. Publish
+    // none of them (they become gaps); SyncState() pauses.
+    return;
+  }
+  size_t n = *generated;
+  // Never above the confirmed reservation: what is beyond it is dropped (gaps, never
+  // duplicates). IDs increase, so the publishable ones are a prefix.
+  const auto ms_of = [&](uint64_t id) { return options_.epoch_unix_ms + IdLayout::OffsetMsOf(id); };
+  while (n > 0 && ms_of(buffer_[n - 1]) > horizon) --n;
+  if (n == 0) return;
+  auto published = producer_.Publish(std::span<const uint64_t>(buffer_.data(), n));
+  if (!published && shm::IsDamagedSegmentError(published.error().code)) {
+    // A client wrote head or tail, or truncated the consumer file, since this pass began
+    // (CheckCounters): these IDs were never published (gaps); the fresh segment gets the
+    // next ones.
+    ReplaceTamperedSegment(published.error().message);
+    return;
+  }
+  if (!published) {
+    // Always-on check: publishing out of order or a corrupted head would risk a
+    // duplicate. Stop serving.
+    spdlog::critical("stopping: {}", published.error().message);
+    fatal_ = published.error().message;
+    return;
+  }
+  newest_published_ms_ = std::max(newest_published_ms_, ms_of(buffer_[n - 1]));
+  filled_once_ = true;
+}
+
+void FillLoop::ReplaceTamperedSegment(const std::string& why) {
+  if (!options_.replace_segment) {
+    spdlog::critical("stopping: {}", why);
+    fatal_ = why;
+    return;
+  }
+  // Above every ID this daemon generated (published or not) and every ID it found or put
+  // in the segment: the generator only goes up from there, so nothing repeats.
+  const shm::FreshSegment fresh{
+      .carried_last_id =
+          std::max(generator_.last_issued_id().value_or(0), producer_.published_through()),
+      .incarnation = incarnation_ + 1,
+      .state = published_.state,
+      .reason = published_.reason,
+      .detail = published_.detail};
+  // Its clients' counts so far are final: they count on in the fresh segment's slots.
+  services_.FoldAll(producer_);
+  auto replacement = options_.replace_segment(fresh);
+  if (!replacement) {
+    fatal_ = why + "; and no fresh segment could be created: " + replacement.error().message;
+    spdlog::critical("stopping: {}", *fatal_);
+    return;
+  }
+  // The fresh segment is at the path already, so a client that finds this one stopped
+  // reattaches at once.
+  producer_.Abandon(StateReason::kShutdown);
+  {
+    std::unique_lock<std::mutex> hold;
+    if (heartbeat_ != nullptr) hold = heartbeat_->Hold();
+    const std::lock_guard<std::mutex> guard(producer_mutex_);
+    producer_ = std::move(*replacement);
+  }
+  incarnation_ = fresh.incarnation;
+  ++segments_retired_;
+  segment_retired_reason_ = why;
+  last_head_ = producer_.head();
+  fill_target_ = 0;  // set again on the fresh segment by this pass
+  spdlog::error(
+      "retired the segment: {}. Its clients move to a fresh segment (incarnation {}) whose IDs "
+      "continue above {}; {} segment(s) retired so far. Check which members of the clients' "
+      "group write to the segment",
+      why, fresh.incarnation, fresh.carried_last_id, segments_retired_);
+  status_.RefreshBoard(Facts());
+}
+
+StateInputs FillLoop::Inputs(int64_t now_ms, int64_t horizon) const {
+  const auto problem = horizon_.problem();
+  StateInputs in;
+  in.generator = generator_.state();
+  in.range_exhausted =
+      generator_.state() == GeneratorState::kOutOfService && generator_.ms_behind() == 0;
+  in.started_behind = started_behind_;
+  in.step_ms = step_ms_;
+  in.ms_behind = generator_.ms_behind();
+  in.filled_once = filled_once_;
+  in.horizon_reached = now_ms > horizon;
+  in.reservation_failed = problem.has_value();
+  in.reservation_errno = problem ? problem->sys_errno : 0;
+  in.claim_lost = claim_lost_;
+  return in;
+}
+
+std::string FillLoop::ReasonExtra() const {
+  if (published_.reason != StateReason::kPersistenceFailed) return "";
+  const auto problem = horizon_.problem();
+  if (!problem) return "a renewal is in progress but slow: a stalled disk or register";
+  // "register unreachable" first, so an operator (and a client reading the reason) sees
+  // at once that the fleet's register, not this host, is the trouble.
+  const std::string store(StoreName(problem->store));
+  return problem->unreachable ? store + " unreachable: " + problem->message
+                              : store + ": " + problem->message;
+}
+
+bool FillLoop::SyncState(int64_t now_ms, int64_t horizon) {
+  if (published_.state == DaemonState::kStopped) return false;
+  const StateDecision desired = DecideState(Inputs(now_ms, horizon));
+  if (desired.state == published_.state && desired.reason == published_.reason) return false;
+  const StateDecision before = published_;
+  const bool trouble =
+      desired.state == DaemonState::kPaused || desired.state == DaemonState::kOutOfService;
+  if (trouble) {
+    // Clients must not receive IDs while the clock or the reservation is in doubt.
+    producer_.DrainAll();
+    if (desired.reason != StateReason::kPersistenceFailed &&
+        before.state != DaemonState::kPaused && before.state != DaemonState::kOutOfService) {
+      producer_.CountClockPause();
+    }
+  }
+  producer_.SetState(desired.state, desired.reason, desired.detail);
+  published_ = desired;
+  if (desired.state == DaemonState::kServing) started_behind_ = false;
+  const std::string line = status_.Line(Facts());
+  if (desired.state == DaemonState::kServing && before.state == DaemonState::kStarting) {
+    spdlog::info("state starting -> serving");
+  } else if (desired.state == DaemonState::kServing) {
+    spdlog::warn("state {} -> serving: {} is over", StateText(before.state),
+                 DescribeReason(before.reason, before.detail));
+    step_ms_ = 0;
+  } else {
+    spdlog::warn("state {} -> {}", StateText(before.state), line);
+  }
+  return true;
+}
+
+void FillLoop::StopServing() {
+  // Stopped first, so clients that find the ring empty fail over at once; then take back
+  // what is left.
+  producer_.SetState(DaemonState::kStopped, StateReason::kShutdown);
+  published_ = {DaemonState::kStopped, StateReason::kShutdown, 0};
+  producer_.DrainAll();
+}
+
+StatusFacts FillLoop::Facts() const {
+  const shm::SegmentHeader& h = producer_.header();
+  StatusFacts f;
+  f.decision = published_;
+  f.reason_extra = ReasonExtra();
+  f.ring_fill = producer_.size();
+  f.ring_capacity = producer_.capacity();
+  f.fill_target = fill_target_;
+  f.published_total = h.published_total.load(std::memory_order_relaxed);
+  f.drained_total = h.drained_total.load(std::memory_order_relaxed);
+  f.incarnation = producer_.incarnation();
+  f.last_issued_id = generator_.last_issued_id();
+  f.last_issued_unix_ms = generator_.last_unix_ms();
+  f.reserved_through_unix_ms = horizon_.confirmed_through();
+  f.clock_pauses = generator_.pauses_total();
+  f.clock_behind_ms = generator_.ms_behind();
+  f.services = services_.totals();
+  f.segments_retired = segments_retired_;
+  f.segment_retired_reason = segment_retired_reason_;
+  return f;
+}
+
+}  // namespace snowflake::daemon

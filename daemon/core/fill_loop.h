@@ -1,0 +1,148 @@
+// The fill loop: the daemon's policy over the ring, pass by pass (docs/architecture.md).
+// Each pass, just after a millisecond boundary of the injected Clock (or at once when a
+// client asks for a refill): drain what became too old, judge the clock, generate what
+// demand needs up to the confirmed reservation horizon, publish it, and publish the state
+// DecideState() calls for. It reads every clock through the injected Clock, never waits
+// for the reservation service (it reads its horizon), and never publishes an ID above the
+// horizon or from a batch during which the clock stepped back.
+//
+// Not thread-safe: one thread (the main thread, or a test) runs it. It shares the
+// producer with the Heartbeat thread (which only beats) and reads the Horizon and the
+// StatusBoard, which are thread-safe.
+
+#ifndef SNOWFLAKE_DAEMON_FILL_LOOP_H_
+#define SNOWFLAKE_DAEMON_FILL_LOOP_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "daemon/control/service_counts.h"
+#include "daemon/control/status_reporter.h"
+#include "daemon/core/clock.h"
+#include "daemon/core/demand_tracker.h"
+#include "daemon/core/generator.h"
+#include "daemon/core/heartbeat.h"
+#include "daemon/core/reservation_service.h"
+#include "daemon/core/state_decision.h"
+#include "snowflake/ring_producer.h"
+
+namespace snowflake::daemon {
+
+struct FillLoopOptions {
+  int64_t epoch_unix_ms = 0;
+  uint32_t machine = 0;
+  int64_t max_age_ms = 0;
+  uint64_t capacity = 4096;
+  uint64_t min_fill = 64;
+  // The generator's pause at startup comes from the clock being behind the persisted mark.
+  bool started_behind = false;
+  // A dormant daemon (nobody took for dormant_after) holds no IDs and sleeps this long
+  // between passes (a refill request wakes it at once).
+  std::chrono::milliseconds dormant_after{1000};
+  std::chrono::milliseconds dormant_wait{20};
+  // Makes a fresh segment in place of one a client tampered with (head moved backwards or
+  // past tail, the header's tail overwritten): RingProducer::CreateReplacement with the
+  // daemon's producer options. Empty: a tampered segment stops the daemon (fatal()).
+  std::function<tl::expected<shm::RingProducer, shm::SegmentFailure>(const shm::FreshSegment&)>
+      replace_segment;
+};
+
+class FillLoop {
+ public:
+  // Every reference (not owned) must outlive the loop. `heartbeat` may be null (tests).
+  FillLoop(FillLoopOptions options, Clock& clock, Generator& generator,
+           shm::RingProducer& producer, Horizon& horizon, StatusReporter& status,
+           Heartbeat* heartbeat);
+
+  // Every pass first checks the segment (RingProducer::CheckCounters). A segment a client
+  // tampered with is never served again: it is replaced by a fresh one whose IDs continue
+  // above every ID this daemon generated (options.replace_segment), then marked stopped and
+  // drained, so its clients reattach to the fresh one; the log and status say why.
+  //
+  // Runs passes until `stop` is set, a fatal error, or the claim is lost. `on_ready` runs
+  // once, when the daemon first serves (or starts out of service).
+  void Run(const std::atomic<bool>& stop, const std::function<void()>& on_ready);
+
+  // Wakes Run from its wait between passes, so it sees `stop` at once rather than after up
+  // to dormant_wait (a dormant loop sleeps 20 ms): a clean stop then tells clients
+  // "stopped" within microseconds of the signal. The one method safe from any thread.
+  void Interrupt() noexcept;
+
+  // One pass (Run's body; tests drive passes one by one).
+  void Pass();
+  // How long Run sleeps after a pass unless a client asks for a refill.
+  std::chrono::nanoseconds NextWait() noexcept;
+
+  // Marks the segment stopped and takes back what the ring holds (shutdown, a lost claim,
+  // a fatal error). The state stays stopped.
+  void StopServing();
+
+  const StateDecision& published() const noexcept { return published_; }
+  const std::optional<std::string>& fatal() const noexcept { return fatal_; }
+  bool claim_lost() const noexcept { return claim_lost_; }
+  bool dormant() const noexcept { return dormant_; }
+  // How many segments this loop retired because a client tampered with them, and why it
+  // retired the last one ("" if none).
+  uint64_t segments_retired() const noexcept { return segments_retired_; }
+  const std::string& segment_retired_reason() const noexcept { return segment_retired_reason_; }
+  // The newest ID's millisecond ever published by this loop (0 if none).
+  int64_t newest_published_ms() const noexcept { return newest_published_ms_; }
+  StatusFacts Facts() const;
+
+ private:
+  void MeasureStep(int64_t now_ns, std::chrono::steady_clock::time_point steady) noexcept;
+  void HandleResume();
+  void Fill(uint64_t want, int64_t horizon);
+  // The segment failed CheckCounters(): serve a fresh one instead (or stop, see Run()).
+  void ReplaceTamperedSegment(const std::string& why);
+  // Publishes DecideState()'s answer if state or reason changed; returns true if it did.
+  bool SyncState(int64_t now_ms, int64_t horizon);
+  StateInputs Inputs(int64_t now_ms, int64_t horizon) const;
+  std::string ReasonExtra() const;
+
+  // Constant after construction.
+  const FillLoopOptions options_;
+  Clock& clock_;
+  Generator& generator_;
+  shm::RingProducer& producer_;
+  Horizon& horizon_;
+  StatusReporter& status_;
+  Heartbeat* const heartbeat_;
+
+  // State below is owned by the loop's thread.
+  DemandTracker demand_;
+  ServiceCounts services_;
+  std::vector<uint64_t> buffer_;
+  StateDecision published_;
+  std::optional<std::string> fatal_;
+  bool claim_lost_ = false;
+  bool filled_once_ = false;
+  bool started_behind_;
+  bool dormant_ = false;
+  std::chrono::steady_clock::time_point last_demand_;
+  uint64_t last_head_ = 0;
+  uint64_t fill_target_ = 0;
+  uint64_t resume_handled_ = 0;
+  int64_t newest_published_ms_ = 0;
+  // The clock's last reading and when (steady), to measure a step back exactly.
+  std::optional<int64_t> last_now_ns_;
+  std::chrono::steady_clock::time_point last_steady_{};
+  int64_t step_ms_ = 0;
+  std::chrono::steady_clock::time_point next_service_scan_{};
+  // Held while producer_ is replaced and while Interrupt() wakes it from another thread.
+  std::mutex producer_mutex_;
+  // The incarnation of the segment served now, as this loop set it (its own record).
+  uint64_t incarnation_ = 0;
+  uint64_t segments_retired_ = 0;
+  std::string segment_retired_reason_;
+};
+
+}  // namespace snowflake::daemon
+
+#endif  // SNOWFLAKE_DAEMON_FILL_LOOP_H_

@@ -1,0 +1,198 @@
+#include "daemon/core/reservation_service.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "daemon/base/debug_assert.h"
+#include "daemon/base/time_text.h"
+
+namespace snowflake::daemon {
+namespace {
+
+// Runs `call` and records how long it took in `histogram` (when there is one).
+template <typename Call>
+auto Timed(LatencyHistogram* histogram, Call&& call) {
+  const auto start = std::chrono::steady_clock::now();
+  auto result = call();
+  if (histogram != nullptr) histogram->Observe(std::chrono::steady_clock::now() - start);
+  return result;
+}
+
+}  // namespace
+
+Horizon::~Horizon() = default;
+
+std::string_view StoreName(ReservationStore store) noexcept {
+  switch (store) {
+    case ReservationStore::kStateFile: return "state file";
+    case ReservationStore::kRegister: return "register";
+  }
+  return "store";
+}
+
+ReservationService::ReservationService(ReservationOptions options, HighWaterStore& store,
+                                       MachineRegister& reg, Clock& clock,
+                                       int64_t confirmed_through)
+    : options_(std::move(options)),
+      store_(store),
+      register_(reg),
+      clock_(clock),
+      confirmed_(confirmed_through) {
+  SNOWFLAKE_REQUIRE(options_.renew_ahead_ms > 0 &&
+                    options_.renew_ahead_ms <= options_.reservation_ms);
+}
+
+ReservationService::~ReservationService() { Stop(); }
+
+void ReservationService::Start() {
+  std::lock_guard lock(mutex_);
+  SNOWFLAKE_REQUIRE(!started_);
+  started_ = true;
+  thread_ = std::thread([this] { Run(); });
+}
+
+void ReservationService::Stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+std::optional<ReservationProblem> ReservationService::problem() const {
+  std::lock_guard lock(mutex_);
+  return problem_;
+}
+
+void ReservationService::NoteNeed(int64_t unix_ms) noexcept {
+  // Relaxed: a hint; the service also reads the clock itself.
+  int64_t seen = need_.load(std::memory_order_relaxed);
+  while (unix_ms > seen &&
+         !need_.compare_exchange_weak(seen, unix_ms, std::memory_order_relaxed)) {
+  }
+  if (unix_ms + options_.renew_ahead_ms >= confirmed_.load(std::memory_order_relaxed)) {
+    wake_.notify_one();
+  }
+}
+
+void ReservationService::SetProblem(std::optional<ReservationProblem> problem) {
+  std::lock_guard lock(mutex_);
+  problem_ = std::move(problem);
+}
+
+HighWaterState ReservationService::StateThrough(int64_t through,
+                                               std::optional<int64_t> clean_stop) const {
+  return HighWaterState{.machine = options_.machine,
+                        .epoch_unix_ms = options_.epoch_unix_ms,
+                        .reserved_through_unix_ms = through,
+                        .last_issued_unix_ms_at_clean_stop = clean_stop,
+                        .segment_path = options_.segment_path,
+                        .segment_incarnation = options_.segment_incarnation,
+                        .register_claim = options_.register_claim,
+                        .register_seen = register_.identity()};
+}
+
+bool ReservationService::Renew(int64_t through) {
+  const HighWaterState state = StateThrough(through, std::nullopt);
+  // 1. The state file: what a reboot of this host restarts above.
+  if (auto saved = store_.Save(state); !saved) {
+    SetProblem(ReservationProblem{ReservationStore::kStateFile, saved.error().sys_errno,
+                                  saved.error().message});
+    return false;
+  }
+  // 2. The register: what another holder of this number continues above.
+  if (auto updated = Timed(RegisterLatency(), [&] { return register_.UpdateHighWater(through); });
+      !updated) {
+    if (updated.error().code == RegisterErrorCode::kClaimLost) {
+      claim_lost_.store(true, std::memory_order_release);
+    }
+    SetProblem(ReservationProblem{ReservationStore::kRegister, 0, updated.error().message,
+                                  updated.error().code == RegisterErrorCode::kUnreachable});
+    return false;
+  }
+  // Release: whoever reads the new horizon reads it after both stores accepted it.
+  confirmed_.store(std::max(through, confirmed_.load(std::memory_order_relaxed)),
+                   std::memory_order_release);
+  renewals_.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+void ReservationService::Run() {
+  using Steady = std::chrono::steady_clock;
+  bool first = true;
+  bool failing = false;
+  Steady::time_point next_try{};
+  Steady::time_point next_register_renew = Steady::now() + options_.register_renew_interval;
+  std::unique_lock lock(mutex_);
+  while (!stop_) {
+    lock.unlock();
+    // Real time for the retry schedule: the thread sleeps in real time too.
+    const auto steady_now = Steady::now();
+    const int64_t now_ms = clock_.NowUnixMs();
+    const int64_t need = std::max(now_ms, need_.load(std::memory_order_relaxed));
+    const int64_t confirmed = confirmed_.load(std::memory_order_relaxed);
+    const bool due = first || failing || need + options_.renew_ahead_ms >= confirmed;
+    if (due && steady_now >= next_try) {
+      // Always ahead of what is already confirmed, so a renewal never lowers anything.
+      const int64_t through = std::max(need + options_.reservation_ms, confirmed);
+      if (Timed(options_.latencies ? &options_.latencies->reservation : nullptr,
+                [&] { return Renew(through); })) {
+        if (failing) {
+          spdlog::warn("the high-water reservation is persisted again, through {}",
+                       FormatIsoUtc(through));
+        }
+        failing = false;
+        first = false;
+        SetProblem(std::nullopt);
+      } else {
+        if (!failing) {
+          const auto problem = this->problem();
+          spdlog::error("cannot renew the high-water reservation in the {}; serving up to {} "
+                        "and then pausing until it succeeds: {}",
+                        problem ? StoreName(problem->store) : "store", FormatIsoUtc(confirmed),
+                        problem ? problem->message : "");
+        }
+        failing = true;
+        next_try = steady_now + options_.retry_interval;
+      }
+    }
+    if (steady_now >= next_register_renew) {
+      next_register_renew = steady_now + options_.register_renew_interval;
+      if (auto renewed = Timed(RegisterLatency(), [&] { return register_.Renew(); }); !renewed) {
+        if (renewed.error().code == RegisterErrorCode::kClaimLost) {
+          claim_lost_.store(true, std::memory_order_release);
+          spdlog::critical("the register says the claim is lost: {}", renewed.error().message);
+        }
+        SetProblem(ReservationProblem{ReservationStore::kRegister, 0, renewed.error().message,
+                                      renewed.error().code == RegisterErrorCode::kUnreachable});
+        failing = true;
+      }
+    }
+    lock.lock();
+    if (stop_) break;
+    // Wake for a NoteNeed() near the horizon, or poll the clock: 10 ms is far below any
+    // sensible renew_ahead_ms, and a failing store is retried at retry_interval.
+    wake_.wait_for(lock, std::chrono::milliseconds(10));
+  }
+}
+
+tl::expected<void, std::string> ReservationService::RecordCleanStop(int64_t last_issued_unix_ms) {
+  {
+    std::lock_guard lock(mutex_);
+    SNOWFLAKE_REQUIRE(stop_);
+  }
+  SNOWFLAKE_REQUIRE(!thread_.joinable());
+  auto saved = store_.Save(StateThrough(last_issued_unix_ms, last_issued_unix_ms));
+  if (!saved) return tl::unexpected("state file: " + saved.error().message);
+  confirmed_.store(last_issued_unix_ms, std::memory_order_release);
+  if (auto updated = Timed(RegisterLatency(),
+                           [&] { return register_.RecordCleanStop(last_issued_unix_ms); });
+      !updated) {
+    return tl::unexpected("register: " + updated.error().message);
+  }
+  return {};
+}
+
+}  // namespace snowflake::daemon

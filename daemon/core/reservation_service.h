@@ -1,0 +1,159 @@
+// The reservation service: keeps a durable high-water reservation ahead of the clock, in
+// both stores (the state file, then the register), on its own thread, and exposes the
+// confirmed horizon: the newest millisecond both stores have durably accepted.
+//
+// The fill loop reads confirmed_through() (one atomic load) and never publishes an ID
+// above it; it never waits for a renewal. The service renews when the clock comes within
+// renew_ahead_ms of the horizon, so in steady state the horizon is always ahead. When a
+// renewal fails or lags, the horizon stops moving; the fill loop pauses at its end with a
+// reason naming the failed store (problem()), and serves again by itself when a renewal
+// succeeds. A register that reports the claim lost sets claim_lost(): the daemon stops
+// serving at once (docs/design.md §5, "Reservations and the confirmed horizon").
+//
+// Threads: Start() and Stop() are called by the main thread; the service's own thread is
+// the only one that writes the stores between them. The accessors are safe from any
+// thread. RecordCleanStop() is for the main thread after Stop().
+
+#ifndef SNOWFLAKE_DAEMON_RESERVATION_SERVICE_H_
+#define SNOWFLAKE_DAEMON_RESERVATION_SERVICE_H_
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include "daemon/base/latency_histogram.h"
+#include "daemon/core/clock.h"
+#include "daemon/core/high_water_store.h"
+#include "daemon/register/machine_register.h"
+
+namespace snowflake::daemon {
+
+enum class ReservationStore { kStateFile, kRegister };
+// "state file", "register".
+std::string_view StoreName(ReservationStore store) noexcept;
+
+struct ReservationProblem {
+  ReservationStore store;
+  int sys_errno = 0;     // 0 when not a system error (a timeout, a corrupt register)
+  std::string message;   // the store's own sentence
+  // The store's servers did not answer (RegisterErrorCode::kUnreachable: etcd down or
+  // without quorum), as opposed to a store that answered with an error.
+  bool unreachable = false;
+};
+
+struct ReservationOptions {
+  uint32_t machine = 0;
+  int64_t epoch_unix_ms = 0;
+  // Each renewal reserves through (the clock's reading) + reservation_ms.
+  int64_t reservation_ms = 1000;
+  // Renew once the clock is within this many ms of the horizon. REQUIRES: 0 <
+  // renew_ahead_ms <= reservation_ms.
+  int64_t renew_ahead_ms = 500;
+  // After a failed renewal, the next try comes this much later.
+  std::chrono::milliseconds retry_interval{100};
+  // The register's Renew() (a lease keepalive) runs at least this often.
+  std::chrono::milliseconds register_renew_interval{1000};
+  // The segment the reservation covers, recorded in the state file (see
+  // high_water_store.h): lets a restart on that segment skip waiting out the reservation.
+  std::string segment_path;
+  uint64_t segment_incarnation = 0;
+  // The register's token for this claim (MachineClaim::claim_token), recorded in the
+  // state file with every reservation, beside the register's identity() as last seen.
+  std::optional<int64_t> register_claim = std::nullopt;
+  // Where each renewal's and each register call's duration is recorded (/metrics); not
+  // owned, must outlive the service. Null: not recorded.
+  DaemonLatencies* latencies = nullptr;
+};
+
+// The fill loop's view of the service: what it reads each pass. An interface so the fill
+// loop's tests can drive a horizon by hand.
+class Horizon {
+ public:
+  virtual ~Horizon();
+  // The newest millisecond durably reserved in every store. Never decreases while serving.
+  virtual int64_t confirmed_through() const noexcept = 0;
+  // Why the horizon is not moving, if the last renewal failed.
+  virtual std::optional<ReservationProblem> problem() const = 0;
+  // The register said the claim is gone.
+  virtual bool claim_lost() const noexcept = 0;
+  // The fill loop wants to publish IDs of `unix_ms`: a hint that wakes the service early
+  // when it comes close to the horizon. Never blocks.
+  virtual void NoteNeed(int64_t unix_ms) noexcept = 0;
+};
+
+class ReservationService final : public Horizon {
+ public:
+  // `store`, `reg` and `clock` (not owned) must outlive the service. `confirmed_through`:
+  // what both stores already hold for this number (StartupPlan::confirmed_through_unix_ms).
+  ReservationService(ReservationOptions options, HighWaterStore& store, MachineRegister& reg,
+                     Clock& clock, int64_t confirmed_through);
+  ~ReservationService() override;  // Stop()s
+  ReservationService(const ReservationService&) = delete;
+  ReservationService& operator=(const ReservationService&) = delete;
+
+  // Starts the thread; its first renewal comes at once (it also records the segment).
+  // REQUIRES: not started.
+  void Start();
+  // Ends the thread (after the renewal in progress, if any). Idempotent.
+  void Stop();
+
+  int64_t confirmed_through() const noexcept override {
+    // Acquire: pairs with the release store after both stores confirmed.
+    return confirmed_.load(std::memory_order_acquire);
+  }
+  std::optional<ReservationProblem> problem() const override;
+  bool claim_lost() const noexcept override { return claim_lost_.load(std::memory_order_acquire); }
+  void NoteNeed(int64_t unix_ms) noexcept override;
+
+  // Renewals that succeeded so far.
+  uint64_t renewals() const noexcept { return renewals_.load(std::memory_order_relaxed); }
+
+  // At a clean stop, after the ring is drained and Stop(): lowers the reservation in both
+  // stores to the last issued millisecond, so a clean restart need not wait.
+  // Errors: the sentence of the store that failed (the old reservation then stays: still
+  // safe, a restart may just wait). REQUIRES: Stop() was called.
+  [[nodiscard]] tl::expected<void, std::string> RecordCleanStop(int64_t last_issued_unix_ms);
+
+ private:
+  void Run();
+  // What the state file records for a reservation through `through`.
+  HighWaterState StateThrough(int64_t through, std::optional<int64_t> clean_stop) const;
+  // One renewal through `through`; false (and problem_ set) if a store failed.
+  bool Renew(int64_t through);
+  void SetProblem(std::optional<ReservationProblem> problem);
+  LatencyHistogram* RegisterLatency() const noexcept {
+    return options_.latencies != nullptr ? &options_.latencies->register_call : nullptr;
+  }
+
+  // Constant after construction.
+  const ReservationOptions options_;
+  HighWaterStore& store_;
+  MachineRegister& register_;
+  Clock& clock_;
+
+  // Written by the service's thread, read by any thread.
+  std::atomic<int64_t> confirmed_;
+  std::atomic<bool> claim_lost_{false};
+  std::atomic<uint64_t> renewals_{0};
+  // Written by the fill loop, read by the service's thread.
+  std::atomic<int64_t> need_{0};
+
+  // State below is protected by mutex_.
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+  bool started_ = false;
+  std::optional<ReservationProblem> problem_;
+
+  std::thread thread_;
+};
+
+}  // namespace snowflake::daemon
+
+#endif  // SNOWFLAKE_DAEMON_RESERVATION_SERVICE_H_

@@ -1,0 +1,72 @@
+#include "daemon/core/startup_reconciliation.h"
+
+#include <algorithm>
+
+#include "daemon/base/time_text.h"
+#include "snowflake/id_layout.h"
+
+namespace snowflake::daemon {
+
+tl::expected<StartupPlan, std::string> ReconcileStartup(const StartupFacts& f) {
+  const std::optional<HighWaterState>& file = f.state_file;
+  if (file && file->epoch_unix_ms != f.epoch_unix_ms) {
+    // A later epoch shrinks every ID's time field: new IDs would repeat old ones of the
+    // same machine number. Refuse rather than guess which the operator meant.
+    return tl::unexpected(
+        "was written for epoch " + std::to_string(file->epoch_unix_ms) +
+        " (" + FormatIsoUtc(file->epoch_unix_ms) + ") but id.epoch is " +
+        std::to_string(f.epoch_unix_ms) + " (" + FormatIsoUtc(f.epoch_unix_ms) +
+        "): changing the epoch under the same state could repeat IDs. Restore the old epoch, "
+        "or start this daemon with a new state directory and a machine number that never "
+        "issued IDs under that epoch");
+  }
+  const int64_t file_mark = file ? file->reserved_through_unix_ms : 0;
+  const int64_t segment_ms =
+      f.segment.last_published_id != 0
+          ? f.epoch_unix_ms + IdLayout::OffsetMsOf(f.segment.last_published_id)
+          : 0;
+
+  StartupPlan plan;
+  // Durable in both stores: what a renewal would otherwise have to write first.
+  plan.confirmed_through_unix_ms = std::min(file_mark, f.register_high_water_ms);
+
+  // The segment is trusted in place of the reservation only when it is the very segment
+  // the reservation was made for, nobody opened it since (its incarnation moved by exactly
+  // our own reopen), it has published something, the file is for this number, and no other
+  // holder of the number raised the register's mark since. Where the register names the
+  // claim that last wrote its mark (etcd), that claim must be the one the file recorded:
+  // the mark's value alone cannot tell, because the file runs ahead of the register while
+  // it fails, other holders write marks from their own clocks, and a clean stop lowers it.
+  // Without such a token (file, static: one host, serialised by its locks) the mark must
+  // not be above our own reservation.
+  const bool register_unchanged =
+      f.register_mark_writer
+          ? file && file->register_claim && *file->register_claim == *f.register_mark_writer
+          : file && f.register_high_water_ms <= file->reserved_through_unix_ms;
+  plan.trusted_segment = file && f.segment.reopened && f.segment.last_published_id != 0 &&
+                         file->segment_path && *file->segment_path == f.segment.path &&
+                         file->segment_incarnation + 1 == f.segment.incarnation &&
+                         file->machine == f.machine && register_unchanged &&
+                         f.register_high_water_ms <= file->reserved_through_unix_ms;
+  if (plan.trusted_segment) {
+    plan.high_water_unix_ms = segment_ms;
+    plan.start_wait_ms = f.max_backward_ms;
+    plan.explanation = "the surviving segment's last ID (" + std::to_string(segment_ms) +
+                       ") is exact: the reservation through " + std::to_string(file_mark) +
+                       " need not be waited out";
+    return plan;
+  }
+  // Anything else: the largest millisecond that may carry an ID, whoever says so. The
+  // file is used whatever number it was written for: that keeps host-wide time order
+  // across a change of number.
+  plan.high_water_unix_ms = std::max({f.register_high_water_ms, file_mark, segment_ms});
+  // A fast restart only waits for its own reservation; further behind is out of service.
+  plan.start_wait_ms = f.reservation_ms + f.max_backward_ms;
+  plan.explanation = "state file " + (file ? std::to_string(file_mark) : std::string("absent")) +
+                     ", register " + std::to_string(f.register_high_water_ms) + ", " +
+                     (f.segment.reopened ? "reopened" : "new") + " segment's last ID " +
+                     std::to_string(segment_ms);
+  return plan;
+}
+
+}  // namespace snowflake::daemon

@@ -1,0 +1,133 @@
+#include "daemon/http/http_request.h"
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "snowflake/client.h"
+
+namespace snowflake::daemon {
+namespace {
+
+HttpRefusal Refuse(unsigned status, std::string_view code, std::string message,
+                   HttpEndpoint endpoint = HttpEndpoint::kOther) {
+  return HttpRefusal{status, std::string(code), std::move(message), endpoint};
+}
+
+// "a=1&b=2" -> {{"a","1"},{"b","2"}}; nullopt on a repeated key or a key without '='.
+std::optional<std::map<std::string_view, std::string_view>> ParseQuery(std::string_view query) {
+  std::map<std::string_view, std::string_view> out;
+  while (!query.empty()) {
+    const size_t amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    if (pair.empty()) continue;
+    const size_t eq = pair.find('=');
+    if (eq == std::string_view::npos) return std::nullopt;
+    if (!out.emplace(pair.substr(0, eq), pair.substr(eq + 1)).second) return std::nullopt;
+  }
+  return out;
+}
+
+tl::expected<HttpRoute, HttpRefusal> Route(std::string_view method, std::string_view target,
+                                           std::string_view accept) {
+  const size_t question = target.find('?');
+  const std::string_view path = target.substr(0, question);
+  const std::string_view query =
+      question == std::string_view::npos ? std::string_view() : target.substr(question + 1);
+  HttpRoute route;
+  if (path == "/v1/id") {
+    route.endpoint = HttpEndpoint::kId;
+  } else if (path == "/v1/ids") {
+    route.endpoint = HttpEndpoint::kIds;
+  } else if (path == "/healthz") {
+    route.endpoint = HttpEndpoint::kHealthz;
+  } else if (path == "/v1/status") {
+    route.endpoint = HttpEndpoint::kStatus;
+  } else if (path == "/metrics") {
+    route.endpoint = HttpEndpoint::kMetrics;
+  } else {
+    return tl::unexpected(
+        Refuse(404, "not_found",
+               "no such endpoint; use /v1/id, /v1/ids, /healthz, /v1/status or /metrics"));
+  }
+  if (method != "GET") {
+    return tl::unexpected(
+        Refuse(405, "method_not_allowed", "only GET is served here", route.endpoint));
+  }
+  const bool batch = route.endpoint == HttpEndpoint::kIds;
+  if (route.endpoint != HttpEndpoint::kId && !batch) return route;
+
+  const auto params = ParseQuery(query);
+  if (!params) {
+    return tl::unexpected(Refuse(400, "bad_query",
+                                 "the query must be key=value pairs joined by '&', each key once",
+                                 route.endpoint));
+  }
+  std::string_view service;
+  bool has_count = false;
+  for (const auto& [key, value] : *params) {
+    if (key == "service") {
+      service = value;
+    } else if (key == "count" && batch) {
+      has_count = true;
+      uint64_t n = 0;
+      bool digits = !value.empty() && value.size() <= 5;
+      for (const char c : value) {
+        digits = digits && c >= '0' && c <= '9';
+        if (digits) n = n * 10 + static_cast<uint64_t>(c - '0');
+      }
+      if (!digits || n < 1 || n > kMaxHttpBatch) {
+        return tl::unexpected(Refuse(400, "bad_count",
+                                     "count must be a whole number from 1 to 4096, got \"" +
+                                         std::string(value.substr(0, 32)) + "\"",
+                                     route.endpoint));
+      }
+      route.count = n;
+    } else {
+      return tl::unexpected(Refuse(400, "bad_query",
+                                   "unknown query parameter \"" + std::string(key.substr(0, 32)) +
+                                       "\" (known: service" + (batch ? ", count" : "") + ")",
+                                   route.endpoint));
+    }
+  }
+  if (service.empty()) {
+    return tl::unexpected(Refuse(400, "missing_service",
+                                 "service=NAME is required (1-63 of a-z, 0-9, '.', '_', '-')",
+                                 route.endpoint));
+  }
+  if (batch && !has_count) {
+    return tl::unexpected(
+        Refuse(400, "bad_count", "count=N is required (1 to 4096)", route.endpoint));
+  }
+  if (auto valid = ValidateServiceName(service); !valid) {
+    return tl::unexpected(Refuse(400, "invalid_service", valid.error().message, route.endpoint));
+  }
+  route.service = std::string(service);
+  route.plain = accept.find("text/plain") != std::string_view::npos &&
+                accept.find("application/json") == std::string_view::npos;
+  return route;
+}
+
+}  // namespace
+
+tl::expected<HttpRoute, HttpRefusal> RouteHttpRequest(std::string_view method,
+                                                      std::string_view target,
+                                                      std::string_view accept) noexcept {
+  try {
+    return Route(method, target, accept);
+  } catch (...) {
+    return tl::unexpected(HttpRefusal{});
+  }
+}
+
+std::string HttpErrorBody(std::string_view code, std::string_view message) noexcept {
+  try {
+    const nlohmann::json body = {{"error", {{"code", code}, {"message", message}}}};
+    return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  } catch (...) {
+    return R"({"error":{"code":"internal","message":""}})";
+  }
+}
+
+}  // namespace snowflake::daemon

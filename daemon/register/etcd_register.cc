@@ -1,0 +1,793 @@
+#include "daemon/register/etcd_register.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <set>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <random>
+
+#include "daemon/base/time_text.h"
+#include "daemon/config/config.h"
+#include "daemon/register/etcd_json.h"
+#include "daemon/register/machine_lock.h"
+
+namespace snowflake::daemon {
+namespace {
+
+using etcd::Compare;
+using etcd::ErrorKind;
+using etcd::Op;
+
+RegisterError Err(RegisterErrorCode code, std::string message) {
+  return RegisterError{code, std::move(message)};
+}
+
+int64_t NowUnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string HostName() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "unknown-host";
+  return name;
+}
+
+std::string Range(uint32_t first, uint32_t last) {
+  return first == last ? std::to_string(first)
+                       : std::to_string(first) + "-" + std::to_string(last);
+}
+
+// Everything under the prefix that the claim needs, parsed. Anything that is not ours
+// under machines/ or high-water/ stops the claim: guessing around it could reuse a
+// number whose mark we cannot read.
+struct Snapshot {
+  struct Held {
+    etcd::HolderRecord record;
+    int64_t mod_revision = 0;
+    int64_t lease = 0;
+  };
+  std::map<uint32_t, Held> held;
+  std::map<uint32_t, std::pair<etcd::HighWaterRecord, int64_t>> marks;  // record, mod_revision
+};
+
+std::string CorruptText(const std::string& key, const std::string& why) {
+  return "etcd key " + key + " holds a value snowflaked did not write (" + why +
+         "): inspect it with `etcdctl get " + key +
+         "`; delete it only if no daemon ever held that number (a high-water mark is what "
+         "keeps a number's IDs unique)";
+}
+
+}  // namespace
+
+EtcdRegisterOptions EtcdRegisterOptionsFrom(const Config& config) {
+  const Config::Register& reg = config.machine_register;
+  EtcdRegisterOptions options;
+  options.client.endpoints = reg.etcd.endpoints;
+  options.client.connect_timeout_ms = reg.etcd.connect_timeout_ms;
+  options.client.request_timeout_ms = reg.etcd.request_timeout_ms;
+  options.client.ca_file = reg.etcd.ca_file.string();
+  options.client.cert_file = reg.etcd.cert_file.string();
+  options.client.key_file = reg.etcd.key_file.string();
+  options.client.user = reg.etcd.user;
+  options.client.password = reg.etcd.password;
+  options.prefix = reg.etcd.prefix;
+  options.lease_ttl_s = reg.etcd.lease_ttl_s;
+  options.first_machine = reg.first_machine;
+  options.last_machine = reg.last_machine;
+  if (!reg.etcd.password_file.empty()) {
+    std::ifstream in(reg.etcd.password_file);
+    std::string password;
+    if (!in || !std::getline(in, password)) {
+      options.setup_error = "cannot read register.etcd.password_file " +
+                            reg.etcd.password_file.string() + ": " +
+                            (in ? std::string("it is empty") : std::strerror(errno));
+    }
+    if (!password.empty() && password.back() == '\r') password.pop_back();
+    options.client.password = password;
+  }
+  return options;
+}
+
+EtcdRegister::EtcdRegister(EtcdRegisterOptions options)
+    : options_(std::move(options)), client_(options_.client) {
+  if (options_.host.empty()) options_.host = HostName();
+}
+
+EtcdRegister::~EtcdRegister() {
+  StopKeepAlive();
+  if (lease_ != 0) (void)client_.Revoke(lease_);
+}
+
+std::string EtcdRegister::endpoints() const {
+  std::string out;
+  for (size_t i = 0; i < options_.client.endpoints.size(); ++i) {
+    if (i > 0) out += ",";
+    out += options_.client.endpoints[i];
+  }
+  return out;
+}
+
+std::string EtcdRegister::location() const { return "etcd " + endpoints() + " " + options_.prefix; }
+
+RegisterError EtcdRegister::Failure(const std::string& what, const etcd::Error& e) const {
+  if (etcd::IsOutage(e)) {
+    return Err(RegisterErrorCode::kUnreachable,
+               "etcd unreachable at " + endpoints() + ": " + what + ": " + e.message);
+  }
+  return Err(RegisterErrorCode::kUnreadable,
+             what + " in the etcd register (" + location() + "): " + e.message);
+}
+
+tl::expected<void, RegisterError> EtcdRegister::EnsureFleet(
+    const etcd::FleetRecord& fleet, const std::string& fleet_text) noexcept {
+  const std::string key = etcd::ConfigKey(options_.prefix);
+  etcd::TxnRequest txn;
+  txn.compare = {Compare::KeyAbsent(key)};
+  txn.success = {Op::Put(key, fleet_text)};
+  txn.failure = {Op::Get(key)};
+  auto result = client_.Txn(txn);
+  if (!result) return tl::unexpected(Failure("cannot check the fleet record", result.error()));
+  if (result->succeeded) return {};
+  if (result->responses.size() != 1 || result->responses[0].range.kvs.empty()) {
+    // Deleted between the comparison and the read: cannot happen in one transaction.
+    return tl::unexpected(Err(RegisterErrorCode::kCorrupt, "the fleet record " + key +
+                                                               " vanished inside a transaction"));
+  }
+  const std::string& stored = result->responses[0].range.kvs[0].value;
+  if (stored == fleet_text) return {};
+  auto decoded = etcd::DecodeFleet(stored);
+  if (!decoded) return tl::unexpected(Err(RegisterErrorCode::kCorrupt, CorruptText(key, decoded.error())));
+  return tl::unexpected(Err(
+      RegisterErrorCode::kEpochMismatch,
+      "the etcd register " + key + " belongs to a fleet with " + etcd::DescribeFleet(*decoded) +
+          ", but this daemon has " + etcd::DescribeFleet(fleet) +
+          ": set id.epoch to the fleet's, or use another register.etcd.prefix for a new fleet"));
+}
+
+std::string EtcdRegister::KnownBugNotice() noexcept {
+  auto status = client_.Status();
+  if (!status) return {};  // the claim that follows reports an outage itself
+  NoteIdentity(status->cluster_id, status->revision);
+  int major = 0, minor = 0, patch = 0;
+  if (std::sscanf(status->version.c_str(), "%d.%d.%d", &major, &minor, &patch) != 3) return {};
+  // etcd-io/etcd#15247: a leader that stalls (SIGSTOP, a slow disk) and resumes after a
+  // lease's TTL revokes leases the other members kept alive. Fixed on the 3.4 and 3.5
+  // branches in early 2024. With the mark compared by revision this costs availability
+  // (a live holder loses its claim, exits and claims anew), never a duplicate.
+  const bool affected = major < 3 || (major == 3 && minor < 4) ||
+                        (major == 3 && minor == 4 && patch < 31) ||
+                        (major == 3 && minor == 5 && patch < 13);
+  if (!affected) return {};
+  return "etcd " + status->version + " at " + client_.current_endpoint() +
+         " revokes live leases after a stalled leader resumes (etcd-io/etcd#15247, fixed in "
+         "3.4.31 and 3.5.13): a daemon may then lose its number, exit and claim anew. IDs stay "
+         "unique; upgrade etcd to stop the restarts";
+}
+
+tl::expected<void, RegisterError> EtcdRegister::CheckNotRolledBack(
+    const ClaimRequest& request, const etcd::RangeResult& answer,
+    std::vector<std::string>& notices) noexcept {
+  const RegisterIdentity& seen = request.last_seen;
+  if (seen.cluster_id == 0) return {};  // nothing recorded: a first start on this host
+  const bool other_cluster = answer.cluster_id != seen.cluster_id;
+  const bool older = answer.revision < seen.revision;
+  if (!other_cluster && !older) return {};
+  const std::string what =
+      other_cluster ? "answers as cluster " + std::to_string(answer.cluster_id) +
+                          ", but this host last saw cluster " + std::to_string(seen.cluster_id)
+                    : "is at revision " + std::to_string(answer.revision) +
+                          ", below the revision " + std::to_string(seen.revision) +
+                          " this host already saw";
+  // An operator who fenced the restore above every ID this host may have issued lets it in.
+  const std::string restore_key = etcd::RestoreKey(options_.prefix);
+  auto fence = client_.Range(restore_key);
+  if (!fence) return tl::unexpected(Failure("cannot read " + restore_key, fence.error()));
+  if (!fence->kvs.empty()) {
+    auto record = etcd::DecodeRestore(fence->kvs[0].value);
+    if (!record) {
+      return tl::unexpected(
+          Err(RegisterErrorCode::kCorrupt, CorruptText(restore_key, record.error())));
+    }
+    if (record->cluster_id == answer.cluster_id &&
+        record->above_unix_ms >= request.local_high_water_ms) {
+      notices.push_back("the etcd register (" + location() + ") " + what +
+                        "; an operator raised every mark to " +
+                        FormatIsoUtc(record->above_unix_ms) + " (" + restore_key +
+                        "), above every ID this host may have issued (" +
+                        FormatIsoUtc(request.local_high_water_ms) + "): continuing");
+      return {};
+    }
+  }
+  return tl::unexpected(Err(
+      RegisterErrorCode::kRolledBack,
+      "the etcd register (" + location() + ") " + what +
+          ": it was restored from a backup or replaced, so its high-water marks may be older "
+          "than IDs already issued, and a number claimed from it could repeat them. Stop "
+          "every daemon of the fleet, then run `snowflakectl register raise-all --above TIME` "
+          "with TIME at or past the newest ID any of them may have issued (this host's: " +
+          FormatIsoUtc(request.local_high_water_ms) +
+          "; the current time is safe if no clock ran ahead), and start them again"));
+}
+
+tl::expected<int, RegisterError> EtcdRegister::RaiseAll(int64_t above_unix_ms) noexcept {
+  try {
+    int raised = 0;
+    uint64_t cluster_id = 0;
+    for (uint32_t n = 0; n <= kMaxMachine; ++n) {
+      const std::string key = etcd::HighWaterKey(options_.prefix, n);
+      // Every number, also one the restored store has no mark for: it may have been used
+      // after the backup was taken. Each write compares the revision it read, so a raise by
+      // a live holder meanwhile is never undone.
+      for (int round = 0;; ++round) {
+        auto current = client_.Range(key);
+        if (!current) return tl::unexpected(Failure("cannot read " + key, current.error()));
+        int64_t revision = 0;
+        etcd::HighWaterRecord record{above_unix_ms, "", 0};
+        if (!current->kvs.empty()) {
+          auto stored = etcd::DecodeHighWater(current->kvs[0].value);
+          if (!stored) {
+            return tl::unexpected(Err(RegisterErrorCode::kCorrupt, CorruptText(key, stored.error())));
+          }
+          revision = current->kvs[0].mod_revision;
+          if (stored->unix_ms >= above_unix_ms) break;
+          record.holder = stored->holder;
+        }
+        etcd::TxnRequest txn;
+        txn.compare = {Compare::ModRevision(key, Compare::Result::kEqual, revision)};
+        txn.success = {Op::Put(key, etcd::EncodeHighWater(record))};
+        auto result = client_.Txn(txn);
+        if (!result) return tl::unexpected(Failure("cannot raise " + key, result.error()));
+        cluster_id = result->cluster_id;
+        if (result->succeeded) {
+          ++raised;
+          break;
+        }
+        if (round >= kRaiseRounds) {
+          return tl::unexpected(Err(RegisterErrorCode::kInUse,
+                                    key + " keeps changing (a live holder raises it): stop "
+                                          "every daemon of the fleet and run this again"));
+        }
+      }
+    }
+    if (cluster_id == 0) {
+      auto status = client_.Status();
+      if (!status) return tl::unexpected(Failure("cannot read the cluster id", status.error()));
+      cluster_id = status->cluster_id;
+    }
+    const etcd::RestoreRecord fence{above_unix_ms, cluster_id, NowUnixMs()};
+    if (auto put = client_.Put(etcd::RestoreKey(options_.prefix), etcd::EncodeRestore(fence)); !put) {
+      return tl::unexpected(Failure("cannot record the restore fence", put.error()));
+    }
+    return raised;
+  } catch (const std::exception& e) {
+    return tl::unexpected(Err(RegisterErrorCode::kUnreadable, e.what()));
+  }
+}
+
+tl::expected<MachineClaim, RegisterError> EtcdRegister::Claim(
+    const ClaimRequest& request) noexcept {
+  try {
+    if (!options_.setup_error.empty()) {
+      return tl::unexpected(Err(RegisterErrorCode::kUnreadable, options_.setup_error));
+    }
+    if (machine_) return tl::unexpected(Err(RegisterErrorCode::kInvalidRequest, "already claimed"));
+    if (request.holder_id.empty()) {
+      return tl::unexpected(Err(RegisterErrorCode::kInvalidRequest, "empty holder id"));
+    }
+    if (options_.first_machine > options_.last_machine || options_.last_machine > kMaxMachine) {
+      return tl::unexpected(Err(RegisterErrorCode::kInvalidRequest,
+                                "bad machine range " + Range(options_.first_machine,
+                                                             options_.last_machine)));
+    }
+    const etcd::FleetRecord fleet{request.epoch_unix_ms, etcd::LayoutName()};
+    const std::string fleet_text = etcd::EncodeFleet(fleet);
+    if (auto ok = EnsureFleet(fleet, fleet_text); !ok) return tl::unexpected(ok.error());
+
+    // A fresh lease for every call: one granted by an earlier call that failed (etcd
+    // became unreachable half-way) may have expired since. Revoking it also frees a record
+    // that call may have committed without hearing the answer (this holder's own: the
+    // listing below would find it either way).
+    if (lease_ != 0) {
+      (void)client_.Revoke(lease_);
+      lease_ = 0;
+    }
+    auto grant = client_.GrantLease(options_.lease_ttl_s);
+    if (!grant) return tl::unexpected(Failure("cannot grant a lease", grant.error()));
+    lease_ = grant->id;
+    const std::string machines_prefix = etcd::MachinesPrefix(options_.prefix);
+    const std::string marks_prefix = etcd::HighWaterPrefix(options_.prefix);
+    const std::string record = etcd::EncodeHolder(etcd::HolderRecord{
+        request.holder_id, options_.host, static_cast<int64_t>(getpid()), NowUnixMs()});
+    std::minstd_rand jitter(static_cast<uint32_t>(getpid()) ^
+                            static_cast<uint32_t>(NowUnixMs()));
+    std::string last_failure;
+    bool last_failure_was_outage = false;
+    const std::filesystem::path host_lock_dir =
+        options_.host_lock_dir.empty() ? HostLockDir() : options_.host_lock_dir;
+    std::set<uint32_t> locked_here;  // numbers other daemons of this host hold
+    std::vector<std::string> notices;
+    if (auto known = KnownBugNotice(); !known.empty()) notices.push_back(std::move(known));
+
+    for (int attempt = 0; attempt < options_.max_claim_attempts; ++attempt) {
+      if (attempt > 0) {
+        // Lost a race: let the winners' writes land before looking again.
+        std::this_thread::sleep_for(std::chrono::milliseconds(5 + jitter() % 20));
+      }
+      // 1. What is held, and which marks exist (linearizable ranges).
+      auto held = client_.Range(machines_prefix, etcd::PrefixEnd(machines_prefix));
+      if (!held) return tl::unexpected(Failure("cannot list the holders", held.error()));
+      auto marks = client_.Range(marks_prefix, etcd::PrefixEnd(marks_prefix));
+      if (!marks) return tl::unexpected(Failure("cannot list the marks", marks.error()));
+      NoteIdentity(held->cluster_id, held->revision);
+      if (attempt == 0) {
+        auto checked = CheckNotRolledBack(request, *held, notices);
+        if (!checked) return tl::unexpected(checked.error());
+      }
+      Snapshot snap;
+      for (const auto& kv : held->kvs) {
+        const auto n = etcd::MachineOfKey(machines_prefix, kv.key);
+        if (!n) return tl::unexpected(Err(RegisterErrorCode::kCorrupt, CorruptText(kv.key, "not a machine number")));
+        auto rec = etcd::DecodeHolder(kv.value);
+        if (!rec) return tl::unexpected(Err(RegisterErrorCode::kCorrupt, CorruptText(kv.key, rec.error())));
+        snap.held[*n] = Snapshot::Held{std::move(*rec), kv.mod_revision, kv.lease};
+      }
+      for (const auto& kv : marks->kvs) {
+        const auto n = etcd::MachineOfKey(marks_prefix, kv.key);
+        if (!n) return tl::unexpected(Err(RegisterErrorCode::kCorrupt, CorruptText(kv.key, "not a machine number")));
+        auto rec = etcd::DecodeHighWater(kv.value);
+        if (!rec) return tl::unexpected(Err(RegisterErrorCode::kCorrupt, CorruptText(kv.key, rec.error())));
+        snap.marks[*n] = {std::move(*rec), kv.mod_revision};
+      }
+
+      // 2. The number to ask for: our own held record, else a free number whose last
+      //    holder was us, else the lowest free number no other holder remembers, else the
+      //    lowest free number.
+      std::optional<uint32_t> pick;
+      std::optional<int64_t> retake_revision;
+      for (const auto& [n, h] : snap.held) {
+        if (n >= options_.first_machine && n <= options_.last_machine &&
+            h.record.holder == request.holder_id && !locked_here.contains(n)) {
+          pick = n;
+          retake_revision = h.mod_revision;
+          break;
+        }
+      }
+      size_t holders_in_range = 0;
+      for (uint32_t n = options_.first_machine; n <= options_.last_machine; ++n) {
+        if (snap.held.contains(n)) ++holders_in_range;
+      }
+      if (!pick) {
+        for (const auto& [n, m] : snap.marks) {
+          if (n >= options_.first_machine && n <= options_.last_machine &&
+              !snap.held.contains(n) && !locked_here.contains(n) &&
+              m.first.holder == request.holder_id) {
+            pick = n;
+            break;
+          }
+        }
+      }
+      if (!pick) {
+        // A number no holder remembers first, so a holder that is restarting elsewhere
+        // finds its own number still free; only then the lowest free one.
+        for (int pass = 0; pass < 2 && !pick; ++pass) {
+          for (uint32_t n = options_.first_machine; n <= options_.last_machine; ++n) {
+            if (snap.held.contains(n) || locked_here.contains(n)) continue;
+            const auto mark = snap.marks.find(n);
+            const bool remembered = mark != snap.marks.end() && !mark->second.first.holder.empty();
+            if (pass == 1 || !remembered) {
+              pick = n;
+              break;
+            }
+          }
+        }
+      }
+      if (!pick) {
+        return tl::unexpected(Err(
+            RegisterErrorCode::kNoFreeNumber,
+            "no free machine number in " + Range(options_.first_machine, options_.last_machine) +
+                " in the etcd register (" + location() + "): all " +
+                std::to_string(options_.last_machine - options_.first_machine + 1) +
+                " are held (" + std::to_string(holders_in_range) + " holders in range, " +
+                std::to_string(snap.held.size()) + " under " + machines_prefix +
+                (locked_here.empty()
+                     ? std::string()
+                     : ", " + std::to_string(locked_here.size()) +
+                           " more held by other daemons of this host (" +
+                           host_lock_dir.string() + ")") +
+                "); widen register.machines or stop a daemon of another host"));
+      }
+
+      // The host-wide lock of the number, as every backend takes it: a daemon of this
+      // host with another register (a static machine = N) must never serve N beside us.
+      auto host_lock = AcquireMachineLock(host_lock_dir, *pick);
+      if (!host_lock) {
+        if (host_lock.error().held_by_other) {
+          locked_here.insert(*pick);
+          last_failure = "machine " + std::to_string(*pick) +
+                         " is held by another daemon of this host (" +
+                         MachineLockPath(host_lock_dir, *pick).string() + ")";
+          last_failure_was_outage = false;
+          --attempt;  // not a lost race: the next pick excludes the number
+          continue;
+        }
+        return tl::unexpected(Err(RegisterErrorCode::kUnreadable, host_lock.error().message));
+      }
+
+      // 3. One transaction: the fleet record unchanged, the number still as we saw it;
+      //    then put our record bound to our lease and read the number's mark.
+      const std::string machine_key = etcd::MachineKey(options_.prefix, *pick);
+      const std::string mark_key = etcd::HighWaterKey(options_.prefix, *pick);
+      etcd::TxnRequest txn;
+      txn.compare = {Compare::ValueEquals(etcd::ConfigKey(options_.prefix), fleet_text),
+                     retake_revision ? Compare::ModRevision(machine_key, Compare::Result::kEqual,
+                                                            *retake_revision)
+                                     : Compare::KeyAbsent(machine_key)};
+      txn.success = {Op::Put(machine_key, record, lease_), Op::Get(mark_key)};
+      txn.failure = {Op::Get(etcd::ConfigKey(options_.prefix))};
+      auto result = client_.Txn(txn);
+      if (!result) {
+        if (result.error().kind == ErrorKind::kUnavailable) {
+          // Maybe applied: the next listing shows our record if it was, and we retake it.
+          last_failure = result.error().message;
+          last_failure_was_outage = true;
+          continue;
+        }
+        if (result.error().kind == ErrorKind::kRejected && result.error().grpc_code == 5) {
+          // "requested lease not found": our lease expired between the grant and the
+          // claim (a loaded host, a long election). Nothing was written; a new lease.
+          auto regrant = client_.GrantLease(options_.lease_ttl_s);
+          if (!regrant) return tl::unexpected(Failure("cannot grant a lease", regrant.error()));
+          lease_ = regrant->id;
+          last_failure = result.error().message;
+          last_failure_was_outage = false;
+          continue;
+        }
+        return tl::unexpected(Failure("cannot claim machine " + std::to_string(*pick),
+                                          result.error()));
+      }
+      if (!result->succeeded) {
+        const auto& fail = result->responses;
+        if (fail.size() == 1 && (fail[0].range.kvs.empty() || fail[0].range.kvs[0].value != fleet_text)) {
+          // The fleet record changed under us: report it as EnsureFleet would.
+          if (auto ok = EnsureFleet(fleet, fleet_text); !ok) return tl::unexpected(ok.error());
+        }
+        last_failure = "machine " + std::to_string(*pick) + " was taken by another daemon first";
+        last_failure_was_outage = false;
+        continue;
+      }
+      if (result->responses.size() != 2) {
+        return tl::unexpected(Err(RegisterErrorCode::kCorrupt,
+                                  "a claim transaction answered with " +
+                                      std::to_string(result->responses.size()) + " results, not 2"));
+      }
+      NoteIdentity(result->cluster_id, result->revision);
+      int64_t mark = 0;
+      int64_t writer = 0;
+      int64_t mark_revision = 0;
+      const auto& mark_kvs = result->responses[1].range.kvs;
+      if (!mark_kvs.empty()) {
+        auto rec = etcd::DecodeHighWater(mark_kvs[0].value);
+        if (!rec) return tl::unexpected(Err(RegisterErrorCode::kCorrupt, CorruptText(mark_key, rec.error())));
+        mark = rec->unix_ms;
+        writer = rec->lease;
+        mark_revision = mark_kvs[0].mod_revision;
+      }
+      machine_ = *pick;
+      machine_lock_ = std::move(*host_lock);
+      holder_id_ = request.holder_id;
+      claim_mark_ = committed_ = attempted_max_ = mark_value_ = mark;
+      mark_revision_ = mark_revision;
+      keepalive_ = std::thread([this] { KeepAliveLoop(); });
+      return MachineClaim{.machine = *pick,
+                          .high_water_unix_ms = mark,
+                          .mark_writer = writer,
+                          .claim_token = lease_,
+                          .notices = std::move(notices)};
+    }
+    return tl::unexpected(Err(last_failure_was_outage ? RegisterErrorCode::kUnreachable
+                                                      : RegisterErrorCode::kUnreadable,
+                              "gave up claiming a machine number in " +
+                                  Range(options_.first_machine, options_.last_machine) +
+                                  " in the etcd register (" + location() + ") after " +
+                                  std::to_string(options_.max_claim_attempts) +
+                                  " attempts; the last: " + last_failure));
+  } catch (const std::exception& e) {
+    return tl::unexpected(Err(RegisterErrorCode::kUnreadable, e.what()));
+  }
+}
+
+tl::expected<void, RegisterError> EtcdRegister::Renew() noexcept {
+  if (!claim_lost()) return {};
+  return tl::unexpected(RegisterError{
+      RegisterErrorCode::kClaimLost,
+      "the etcd lease of machine " + std::to_string(machine_.value_or(0)) +
+          " is gone (expired or revoked while this daemon could not renew it): another "
+          "holder may own the number now; stopping so that a restart claims anew"});
+}
+
+tl::expected<void, RegisterError> EtcdRegister::UpdateHighWater(int64_t unix_ms) noexcept {
+  return Raise(unix_ms, /*clean_stop=*/false);
+}
+
+tl::expected<void, RegisterError> EtcdRegister::RecordCleanStop(
+    int64_t last_issued_unix_ms) noexcept {
+  return Raise(last_issued_unix_ms, /*clean_stop=*/true);
+}
+
+RegisterError EtcdRegister::ClaimLost(const std::string& now_held) {
+  const std::string reason = "machine " + std::to_string(*machine_) +
+                             " is no longer ours in the etcd register (" +
+                             etcd::MachineKey(options_.prefix, *machine_) +
+                             " is not bound to our lease " + std::to_string(lease_) + "; " +
+                             now_held + "): stop serving and claim anew";
+  {
+    std::lock_guard lock(mutex_);
+    lost_reason_ = reason;
+  }
+  claim_lost_.store(true, std::memory_order_release);
+  return Err(RegisterErrorCode::kClaimLost, reason);
+}
+
+void EtcdRegister::NoteIdentity(uint64_t cluster_id, int64_t revision) noexcept {
+  if (cluster_id != 0) identity_.cluster_id = cluster_id;
+  identity_.revision = std::max(identity_.revision, revision);
+}
+
+tl::expected<void, RegisterError> EtcdRegister::Raise(int64_t unix_ms, bool clean_stop) noexcept {
+  try {
+    if (!machine_) return tl::unexpected(Err(RegisterErrorCode::kNotClaimed, "not claimed"));
+    const std::string machine_key = etcd::MachineKey(options_.prefix, *machine_);
+    const std::string mark_key = etcd::HighWaterKey(options_.prefix, *machine_);
+    if (claim_lost()) {
+      std::lock_guard lock(mutex_);
+      return tl::unexpected(Err(RegisterErrorCode::kClaimLost, lost_reason_));
+    }
+    // A raise writes at least every earlier attempt (one that timed out may still commit),
+    // so what this holder relies on only grows. A clean stop writes what was issued, never
+    // below the mark this claim started above.
+    int64_t target =
+        clean_stop ? std::max(unix_ms, claim_mark_) : std::max(unix_ms, attempted_max_);
+    if (!clean_stop && target <= committed_) return {};
+    if (!clean_stop) attempted_max_ = target;
+
+    // Each write compares the mark's mod_revision with the one this holder last saw, as
+    // well as the lease. A request that etcd applies late (after a timeout, after later
+    // requests, or twice: a stalled member replays what it buffered) compares a revision
+    // that is no longer current and changes nothing, so the stored mark never goes down.
+    // A failed compare with the lease still ours means the mark moved under us (our own
+    // late request, or an operator's raise-all): read it and try again.
+    for (int round = 0; round < kRaiseRounds; ++round) {
+      etcd::TxnRequest txn;
+      txn.compare = {Compare::Lease(machine_key, lease_),
+                     Compare::ModRevision(mark_key, Compare::Result::kEqual, mark_revision_)};
+      txn.success = {Op::Put(mark_key, etcd::EncodeHighWater(
+                                           etcd::HighWaterRecord{target, holder_id_, lease_}))};
+      txn.failure = {Op::Get(machine_key), Op::Get(mark_key)};
+      auto result = client_.Txn(txn);
+      if (!result) {
+        return tl::unexpected(Failure(
+            "not committed: cannot " +
+                std::string(clean_stop ? "record the clean stop" : "raise the high-water mark") +
+                " of machine " + std::to_string(*machine_) + " at " + FormatIsoUtc(target),
+            result.error()));
+      }
+      NoteIdentity(result->cluster_id, result->revision);
+      if (result->succeeded) {
+        // The put is the transaction's only write: the new revision is the mark's.
+        mark_revision_ = result->revision;
+        mark_value_ = target;
+        committed_ = clean_stop ? target : std::max(committed_, target);
+        return {};
+      }
+      if (result->responses.size() != 2) {
+        return tl::unexpected(Err(RegisterErrorCode::kCorrupt,
+                                  "a raise transaction's failure branch answered with " +
+                                      std::to_string(result->responses.size()) +
+                                      " results, not 2"));
+      }
+      const auto& holder_kvs = result->responses[0].range.kvs;
+      if (holder_kvs.empty() || holder_kvs[0].lease != lease_) {
+        std::string now_held = "nobody holds it now";
+        if (!holder_kvs.empty()) {
+          auto rec = etcd::DecodeHolder(holder_kvs[0].value);
+          now_held = rec ? "it is held by \"" + rec->holder + "\" on " + rec->host + " now"
+                         : "it holds an unreadable record now";
+        }
+        return tl::unexpected(ClaimLost(now_held));
+      }
+      // Still ours: the mark moved. Continue from what it holds now.
+      const auto& mark_kvs = result->responses[1].range.kvs;
+      int64_t stored = 0;
+      int64_t writer = 0;
+      if (mark_kvs.empty()) {
+        mark_revision_ = 0;
+      } else {
+        auto rec = etcd::DecodeHighWater(mark_kvs[0].value);
+        if (!rec) {
+          return tl::unexpected(
+              Err(RegisterErrorCode::kCorrupt, CorruptText(mark_key, rec.error())));
+        }
+        mark_revision_ = mark_kvs[0].mod_revision;
+        stored = rec->unix_ms;
+        writer = rec->lease;
+      }
+      mark_value_ = stored;
+      if (!clean_stop) {
+        // Never write below what the mark holds now (an operator's raise-all, or our own
+        // late raise): later raises start from it.
+        attempted_max_ = std::max(attempted_max_, stored);
+        // A stored mark at or above the target already covers it: marks only rise (but
+        // for a live holder's own clean stop), so every later holder starts above it.
+        if (stored >= target) {
+          committed_ = std::max(committed_, target);
+          return {};
+        }
+      } else if (writer != lease_) {
+        // Someone else (an operator's raise-all) raised it: a clean stop lowers only what
+        // this holder itself wrote.
+        target = std::max(target, stored);
+      }
+    }
+    return tl::unexpected(Err(RegisterErrorCode::kUnreachable,
+                              "not committed: the high-water mark of machine " +
+                                  std::to_string(*machine_) + " changed under this holder " +
+                                  std::to_string(kRaiseRounds) +
+                                  " times in a row (" + mark_key + "); retrying later"));
+  } catch (const std::exception& e) {
+    return tl::unexpected(Err(RegisterErrorCode::kUnreadable, e.what()));
+  }
+}
+
+void EtcdRegister::KeepAliveLoop() {
+  etcd::EtcdClient client(options_.client);
+  const auto period = std::chrono::milliseconds(std::max<int64_t>(options_.lease_ttl_s * 1000 / 3, 200));
+  const auto retry = std::chrono::milliseconds(std::max<int64_t>(options_.lease_ttl_s * 1000 / 10, 100));
+  auto wait = period;
+  for (;;) {
+    {
+      std::unique_lock lock(mutex_);
+      if (wake_.wait_for(lock, wait, [this] { return stop_; })) return;
+    }
+    auto answer = client.KeepAlive(lease_);
+    if (answer && !answer->alive()) {
+      std::lock_guard lock(mutex_);
+      lost_reason_ = "the lease " + std::to_string(lease_) + " of machine " +
+                     std::to_string(*machine_) +
+                     " expired in the etcd register (etcd was unreachable for longer than "
+                     "register.etcd.lease_ttl_s, or the lease was revoked): stop serving and "
+                     "claim anew";
+      claim_lost_.store(true, std::memory_order_release);
+      return;
+    }
+    // Unanswered: try again soon, the lease is still running out.
+    wait = answer ? period : retry;
+  }
+}
+
+void EtcdRegister::StopKeepAlive() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (keepalive_.joinable()) keepalive_.join();
+}
+
+tl::expected<std::vector<EtcdRegisterEntry>, RegisterError> EtcdRegister::List() noexcept {
+  try {
+    const std::string machines_prefix = etcd::MachinesPrefix(options_.prefix);
+    const std::string marks_prefix = etcd::HighWaterPrefix(options_.prefix);
+    auto held = client_.Range(machines_prefix, etcd::PrefixEnd(machines_prefix));
+    if (!held) return tl::unexpected(Failure("cannot list the holders", held.error()));
+    auto marks = client_.Range(marks_prefix, etcd::PrefixEnd(marks_prefix));
+    if (!marks) return tl::unexpected(Failure("cannot list the marks", marks.error()));
+    std::map<uint32_t, EtcdRegisterEntry> entries;
+    for (const auto& kv : held->kvs) {
+      const auto n = etcd::MachineOfKey(machines_prefix, kv.key);
+      if (!n) return tl::unexpected(Err(RegisterErrorCode::kCorrupt, CorruptText(kv.key, "not a machine number")));
+      auto rec = etcd::DecodeHolder(kv.value);
+      if (!rec) return tl::unexpected(Err(RegisterErrorCode::kCorrupt, CorruptText(kv.key, rec.error())));
+      EtcdRegisterEntry& e = entries[*n];
+      e.machine = *n;
+      e.holder = std::move(*rec);
+      e.lease = kv.lease;
+      if (kv.lease != 0) {
+        auto ttl = client_.TimeToLive(kv.lease);
+        if (!ttl) return tl::unexpected(Failure("cannot read a lease", ttl.error()));
+        e.lease_ttl_left_s = ttl->ttl_s;
+      }
+    }
+    for (const auto& kv : marks->kvs) {
+      const auto n = etcd::MachineOfKey(marks_prefix, kv.key);
+      if (!n) return tl::unexpected(Err(RegisterErrorCode::kCorrupt, CorruptText(kv.key, "not a machine number")));
+      auto rec = etcd::DecodeHighWater(kv.value);
+      if (!rec) return tl::unexpected(Err(RegisterErrorCode::kCorrupt, CorruptText(kv.key, rec.error())));
+      EtcdRegisterEntry& e = entries[*n];
+      e.machine = *n;
+      e.high_water = std::move(*rec);
+    }
+    std::vector<EtcdRegisterEntry> out;
+    for (auto& [n, e] : entries) out.push_back(std::move(e));
+    return out;
+  } catch (const std::exception& e) {
+    return tl::unexpected(Err(RegisterErrorCode::kUnreadable, e.what()));
+  }
+}
+
+tl::expected<void, RegisterError> EtcdRegister::Release(uint32_t machine) noexcept {
+  try {
+    if (machine > kMaxMachine) {
+      return tl::unexpected(Err(RegisterErrorCode::kInvalidRequest,
+                                "machine " + std::to_string(machine) + " is out of range 0-1023"));
+    }
+    const std::string machine_key = etcd::MachineKey(options_.prefix, machine);
+    const std::string mark_key = etcd::HighWaterKey(options_.prefix, machine);
+    auto held = client_.Range(machine_key);
+    if (!held) return tl::unexpected(Failure("cannot read " + machine_key, held.error()));
+    auto mark = client_.Range(mark_key);
+    if (!mark) return tl::unexpected(Failure("cannot read " + mark_key, mark.error()));
+    if (held->kvs.empty() && mark->kvs.empty()) {
+      return tl::unexpected(Err(RegisterErrorCode::kInvalidRequest,
+                                "machine " + std::to_string(machine) +
+                                    " has no holder and no mark in the etcd register (" +
+                                    location() + "): nothing to release"));
+    }
+    etcd::TxnRequest txn;
+    if (!held->kvs.empty()) {
+      const auto& kv = held->kvs[0];
+      if (kv.lease != 0) {
+        auto ttl = client_.TimeToLive(kv.lease);
+        if (!ttl) return tl::unexpected(Failure("cannot read a lease", ttl.error()));
+        if (ttl->alive()) {
+          auto rec = etcd::DecodeHolder(kv.value);
+          return tl::unexpected(Err(
+              RegisterErrorCode::kInUse,
+              "machine " + std::to_string(machine) + " is held by a live daemon" +
+                  (rec ? " (\"" + rec->holder + "\" on " + rec->host + ", pid " +
+                             std::to_string(rec->pid) + ")"
+                       : std::string()) +
+                  " whose lease has " +
+                  (ttl->ttl_s > 0 ? std::to_string(ttl->ttl_s) + " s"
+                                  : std::string("under a second")) +
+                  " left: stop that daemon first"));
+        }
+      }
+      // Only if nobody re-claimed it meanwhile.
+      txn.compare.push_back(Compare::ModRevision(machine_key, Compare::Result::kEqual, kv.mod_revision));
+      txn.success.push_back(Op::Delete(machine_key));
+    }
+    if (!mark->kvs.empty()) {
+      const auto& kv = mark->kvs[0];
+      auto rec = etcd::DecodeHighWater(kv.value);
+      if (!rec) return tl::unexpected(Err(RegisterErrorCode::kCorrupt, CorruptText(mark_key, rec.error())));
+      if (!rec->holder.empty()) {
+        // Keep the mark exactly; forget who set it. The comparison makes sure a raise that
+        // lands meanwhile is not undone.
+        txn.compare.push_back(Compare::ModRevision(mark_key, Compare::Result::kEqual, kv.mod_revision));
+        txn.success.push_back(Op::Put(mark_key, etcd::EncodeHighWater({rec->unix_ms, ""})));
+      }
+    }
+    if (txn.success.empty()) return {};
+    auto result = client_.Txn(txn);
+    if (!result) return tl::unexpected(Failure("cannot release machine " + std::to_string(machine), result.error()));
+    if (!result->succeeded) {
+      return tl::unexpected(Err(RegisterErrorCode::kInUse,
+                                "machine " + std::to_string(machine) +
+                                    " changed while releasing it (a daemon claimed it): not "
+                                    "released"));
+    }
+    return {};
+  } catch (const std::exception& e) {
+    return tl::unexpected(Err(RegisterErrorCode::kUnreadable, e.what()));
+  }
+}
+
+}  // namespace snowflake::daemon

@@ -1,0 +1,180 @@
+// The "etcd" register backend: machine numbers for a fleet, kept in a real etcd cluster
+// (v3 API through its JSON gateway, etcd_client.h), fenced by a high-water mark per
+// number (docs/etcd-fencing.md has the argument step by step; etcd_records.h the keys).
+//
+// - Claim: the fleet record (epoch and layout) is created once and compared in the same
+//   transaction that puts machines/N if absent, bound to this daemon's lease, and reads
+//   high-water/N. A holder gets its own number back, also while its old lease is alive.
+// - UpdateHighWater: raises high-water/N in a transaction that compares this daemon's lease
+//   on machines/N and the mark's mod_revision as this daemon last saw it, so a request that
+//   etcd applies late, twice or after later ones can never lower the mark. Only a committed
+//   transaction counts: a timeout is reported as an error (not committed). A failed lease
+//   comparison means the claim is gone: kClaimLost, for good; a moved mark is re-read.
+// - Claim also takes the number's host-wide lock (machine_lock.h), as every backend does,
+//   and refuses a store older than the one this host saw (a restore from a backup).
+// - A keepalive thread renews the lease every lease_ttl_s / 3; a lease that is gone makes
+//   every later call fail with kClaimLost.
+//
+// Thread-safety: Claim, UpdateHighWater, RecordCleanStop, List and Release must be called
+// from one thread at a time; claim_lost() and lease_status() may be called from any thread.
+// The keepalive thread uses its own connection.
+
+#ifndef SNOWFLAKE_DAEMON_ETCD_REGISTER_H_
+#define SNOWFLAKE_DAEMON_ETCD_REGISTER_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <filesystem>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "daemon/base/file_lock.h"
+#include "daemon/register/etcd_client.h"
+#include "daemon/register/etcd_records.h"
+#include "daemon/register/machine_register.h"
+#include "snowflake/id_layout.h"
+
+namespace snowflake::daemon {
+
+struct EtcdRegisterOptions {
+  etcd::ClientOptions client;
+  std::string prefix = "/snowflaked/";
+  int64_t lease_ttl_s = 10;
+  uint32_t first_machine = 0;  // numbers this daemon may claim: first..last
+  uint32_t last_machine = kMaxMachine;
+  std::string host;  // recorded with the claim; empty: gethostname()
+  // Where the host-wide machine locks are (machine_lock.h); empty: HostLockDir().
+  std::filesystem::path host_lock_dir;
+  // Claim gives up after this many lost races or unanswered attempts.
+  int max_claim_attempts = 64;
+  // Set when the options could not be completed (an unreadable password file): Claim
+  // then fails with kUnreadable and this message.
+  std::string setup_error;
+};
+
+// The options config asks for (register.machines, [register.etcd]); reads
+// register.etcd.password_file, reporting a failure through setup_error.
+EtcdRegisterOptions EtcdRegisterOptionsFrom(const Config& config);
+
+// One number as `snowflakectl register list` shows it.
+struct EtcdRegisterEntry {
+  uint32_t machine = 0;
+  std::optional<etcd::HolderRecord> holder;  // present = held
+  int64_t lease = 0;
+  int64_t lease_ttl_left_s = -1;  // -1: no lease, or the lease is gone
+  std::optional<etcd::HighWaterRecord> high_water;
+};
+
+class EtcdRegister final : public MachineRegister {
+ public:
+  // How often a write retries after the mark moved under it before it reports an error.
+  static constexpr int kRaiseRounds = 4;
+
+  explicit EtcdRegister(EtcdRegisterOptions options);
+  // Stops the keepalive thread and revokes the lease (best effort), so the number is free
+  // at once; its high-water mark stays.
+  ~EtcdRegister() override;
+
+  // Errors: kInvalidRequest (empty holder id, an empty range), kEpochMismatch (the fleet
+  // record names another epoch or layout: both are in the message), kNoFreeNumber (every
+  // number of the range is held: the range and the holder count are in the message),
+  // kCorrupt (a value under the prefix is not ours: the key is named), kUnreachable (etcd
+  // did not answer or has no quorum: nothing is claimed, call Claim() again later; each
+  // call starts with a fresh lease), kUnreadable (etcd refused: bad credentials, TLS, a
+  // setup error; the message has the reason and what to check).
+  tl::expected<MachineClaim, RegisterError> Claim(const ClaimRequest& request) noexcept override;
+  // Raises high-water/N to max(unix_ms, every earlier attempt). Returns success only if
+  // the transaction committed. Errors: kNotClaimed, kClaimLost (the number is no longer
+  // ours: stop serving now and exit), kUnreachable (no answer in time, no quorum: NOT
+  // committed; the previous horizon still holds), kUnreadable (etcd refused: NOT committed).
+  tl::expected<void, RegisterError> UpdateHighWater(int64_t unix_ms) noexcept override;
+  // Records max(last_issued, the mark this claim started above), under the same lease
+  // comparison: the only write that may lower the mark, and only down to what this holder
+  // really issued. Errors as UpdateHighWater.
+  tl::expected<void, RegisterError> RecordCleanStop(int64_t last_issued_unix_ms) noexcept override;
+  // The keepalive runs on its own thread; this only reports what it found. Errors:
+  // kClaimLost once the lease is known to be gone (stop serving at once).
+  tl::expected<void, RegisterError> Renew() noexcept override;
+  std::string_view backend_name() const noexcept override { return "etcd"; }
+  RegisterIdentity identity() const noexcept override { return identity_; }
+  // "etcd http://a:2379,http://b:2379 /snowflaked/".
+  std::string location() const override;
+
+  // Set (for good) once the claim is known to be gone: the keepalive found the lease gone
+  // or a raise's comparison failed.
+  bool claim_lost() const noexcept { return claim_lost_.load(std::memory_order_acquire); }
+  // The lease of the claim (0 before Claim).
+  int64_t lease() const noexcept { return lease_; }
+
+  // For `snowflakectl register list/show`: every number with a holder or a mark,
+  // ascending. Errors: kCorrupt, kUnreachable, kUnreadable.
+  tl::expected<std::vector<EtcdRegisterEntry>, RegisterError> List() noexcept;
+  // For `snowflakectl register release N`: removes a holder record whose lease is gone or
+  // that has no lease, and forgets the last holder recorded with the mark (so that holder
+  // no longer prefers N). Never touches the mark itself. Errors: kInUse (a live lease holds
+  // N), kInvalidRequest (N has no holder and no mark), kCorrupt, kUnreachable, kUnreadable.
+  tl::expected<void, RegisterError> Release(uint32_t machine) noexcept;
+  // For `snowflakectl register raise-all`, after etcd was restored from a backup: raises
+  // the mark of every number 0-1023 to at least above_unix_ms (creating absent ones; never
+  // lowering one), then records the fence under P restored with the cluster's id, which
+  // lets daemons that saw the store before the restore start again. Returns how many marks
+  // it raised. Errors: kCorrupt, kUnreachable, kUnreadable, kInUse (a mark kept changing:
+  // a daemon is still serving).
+  tl::expected<int, RegisterError> RaiseAll(int64_t above_unix_ms) noexcept;
+
+ private:
+  tl::expected<void, RegisterError> EnsureFleet(const etcd::FleetRecord& fleet,
+                                                const std::string& fleet_text) noexcept;
+  tl::expected<void, RegisterError> Raise(int64_t unix_ms, bool clean_stop) noexcept;
+  // Marks the claim lost for good and says why (the holder record names `now_held`).
+  RegisterError ClaimLost(const std::string& now_held);
+  // Refuses a store older than what this host saw (request.last_seen), unless an operator
+  // fenced its restore above request.local_high_water_ms (then a notice says so).
+  tl::expected<void, RegisterError> CheckNotRolledBack(const ClaimRequest& request,
+                                                       const etcd::RangeResult& answer,
+                                                       std::vector<std::string>& notices) noexcept;
+  // A line for the log if the cluster runs an etcd with a bug that matters here; "" if not.
+  std::string KnownBugNotice() noexcept;
+  void NoteIdentity(uint64_t cluster_id, int64_t revision) noexcept;
+  void KeepAliveLoop();
+  void StopKeepAlive();
+  // `what` failed because of `e`: kUnreachable for an outage (etcd::IsOutage: retry), else
+  // kUnreadable with etcd's reason (a refusal, bad credentials, TLS: a config to fix).
+  RegisterError Failure(const std::string& what, const etcd::Error& e) const;
+  // "http://a:2379,http://b:2379".
+  std::string endpoints() const;
+
+  // Constant after construction.
+  EtcdRegisterOptions options_;
+
+  // Used by the caller's thread only.
+  etcd::EtcdClient client_;
+  std::optional<uint32_t> machine_;
+  std::string holder_id_;
+  int64_t lease_ = 0;
+  int64_t claim_mark_ = 0;     // the mark read when claiming: never write below it
+  int64_t committed_ = 0;      // the highest mark a committed raise wrote
+  int64_t attempted_max_ = 0;  // the highest mark any raise tried (may have committed)
+  // The mark as this holder last saw it: every write compares mark_revision_, so a request
+  // applied late changes nothing (docs/etcd-fencing.md).
+  int64_t mark_revision_ = 0;  // 0: the key is absent
+  int64_t mark_value_ = 0;
+  RegisterIdentity identity_;
+  std::optional<FileLock> machine_lock_;  // the host-wide lock of the claimed number
+
+  // Shared with the keepalive thread.
+  std::atomic<bool> claim_lost_{false};
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stop_ = false;          // guarded by mutex_
+  std::string lost_reason_;    // guarded by mutex_
+  std::thread keepalive_;
+};
+
+}  // namespace snowflake::daemon
+
+#endif  // SNOWFLAKE_DAEMON_ETCD_REGISTER_H_

@@ -1,0 +1,55 @@
+#include "daemon/register/static_register.h"
+
+#include <system_error>
+
+#include "daemon/register/machine_lock.h"
+#include "snowflake/id_layout.h"
+
+namespace snowflake::daemon {
+
+StaticRegister::StaticRegister(uint32_t machine, std::filesystem::path lock_dir)
+    : machine_(machine), lock_dir_(std::move(lock_dir)) {}
+
+std::string StaticRegister::location() const {
+  return "register.machine = " + std::to_string(machine_);
+}
+
+tl::expected<MachineClaim, RegisterError> StaticRegister::Claim(const ClaimRequest&) noexcept {
+  try {
+    if (machine_ > kMaxMachine) {
+      return tl::unexpected(RegisterError{
+          RegisterErrorCode::kInvalidRequest,
+          "register.machine " + std::to_string(machine_) + " is out of range 0-1023"});
+    }
+    auto lock = AcquireMachineLock(lock_dir_, machine_);
+    if (!lock) {
+      if (lock.error().held_by_other) {
+        return tl::unexpected(RegisterError{
+            RegisterErrorCode::kInUse,
+            "machine " + std::to_string(machine_) + " is in use by " +
+                (lock.error().holder_pid ? "pid " + std::to_string(*lock.error().holder_pid)
+                                         : std::string("another process")) +
+                " on this host (lock " + MachineLockPath(lock_dir_, machine_).string() +
+                "): give each daemon of a host its own register.machine, or use the file "
+                "register"});
+      }
+      return tl::unexpected(RegisterError{RegisterErrorCode::kUnreadable, lock.error().message});
+    }
+    lock_ = std::move(*lock);
+    return MachineClaim{.machine = machine_, .high_water_unix_ms = 0};
+  } catch (const std::exception& e) {
+    return tl::unexpected(RegisterError{RegisterErrorCode::kUnreadable, e.what()});
+  }
+}
+
+// The static backend stores no marks: the local high-water file is the only record.
+tl::expected<void, RegisterError> StaticRegister::UpdateHighWater(int64_t) noexcept {
+  if (!lock_) return tl::unexpected(RegisterError{RegisterErrorCode::kNotClaimed, "not claimed"});
+  return {};
+}
+
+tl::expected<void, RegisterError> StaticRegister::RecordCleanStop(int64_t unix_ms) noexcept {
+  return UpdateHighWater(unix_ms);
+}
+
+}  // namespace snowflake::daemon
