@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# The daemon's folders are its parts, and docs/architecture.md is their map. Fails, naming
+# each finding, when:
+#   - a file of daemon/ is missing from the parts table of docs/architecture.md (every
+#     file is listed by its path under daemon/, e.g. `core/fill_loop.h/.cc`);
+#   - an include points up: base/ includes only base/; config/ only base/ and config/;
+#     register/ only base/, config/ and register/ (the CLI links exactly these three);
+#   - daemon/ includes a header of cli/, or cli/ includes a daemon header outside
+#     base/, config/ and register/, or cli/ links the daemon's core library.
+# Usage: check_layout.sh SOURCE_DIR
+set -uo pipefail
+
+root=${1:?usage: check_layout.sh SOURCE_DIR}
+doc="$root/docs/architecture.md"
+findings=0
+finding() {
+  echo "check_layout: $*"
+  findings=$((findings + 1))
+}
+
+[ -f "$doc" ] || { echo "check_layout: $doc does not exist"; exit 1; }
+# The parts tables: the rows between "## The parts" and the next "## " heading.
+table=$(awk 'f && /^## /{exit} /^## The parts/{f=1} f' "$doc" | grep '^|')
+[ -n "$table" ] || { echo "check_layout: no parts table under '## The parts' in $doc"; exit 1; }
+
+# 1. Every file of daemon/ (but the model's, which its own README covers) is in the table.
+while IFS= read -r path; do
+  rel=${path#"$root/daemon/"}
+  case "$rel" in model/*) continue ;; esac
+  name=$(basename "$rel")
+  dir=$(dirname "$rel")
+  stem=${name%%.*}
+  prefix=""
+  [ "$dir" != "." ] && prefix="$dir/"
+  # A pair may be listed as `dir/stem.h/.cc`; a single file by its name.
+  if ! grep -qF -- "\`$prefix$stem." <<<"$table" && ! grep -qF -- "\`$prefix$name\`" <<<"$table"; then
+    finding "daemon/$rel is not in the parts table of docs/architecture.md (add a row naming \`$prefix$name\`)"
+  fi
+done < <(find "$root/daemon" -type f | sort)
+
+# 2. Includes point down only.
+allowed_below() {
+  case "$1" in
+    base) echo "base" ;;
+    config) echo "base config" ;;
+    register) echo "base config register" ;;
+  esac
+}
+for part in base config register; do
+  allowed=$(allowed_below "$part")
+  while IFS=: read -r file _ line; do
+    target=$(sed -n 's/.*#include "daemon\/\([a-z_]*\)\/.*/\1/p' <<<"$line")
+    [ -n "$target" ] || target="(daemon's top level)"
+    case " $allowed " in
+      *" $target "*) ;;
+      *) finding "${file#"$root/"} includes $(grep -o '"daemon/[^"]*"' <<<"$line"): daemon/$part/ may include only daemon/{${allowed// /,}}/" ;;
+    esac
+  done < <(grep -rn '#include "daemon/' "$root/daemon/$part")
+done
+
+# 3. No arrow between the CLI and the daemon's core, either way.
+while IFS= read -r hit; do
+  finding "${hit#"$root/"}: the daemon includes a header of cli/"
+done < <(grep -rnE '#include "(cli/|status_report\.h|control_client\.h|command_error\.h|exit_codes\.h)' "$root/daemon")
+while IFS= read -r hit; do
+  finding "${hit#"$root/"}: cli/ may include only daemon/base/, daemon/config/ and daemon/register/"
+done < <(grep -rnE '#include "daemon/' "$root/cli" | grep -vE '"daemon/(base|config|register)/')
+if grep -nE 'snowflake(_|::)daemon_core' "$root/cli/CMakeLists.txt"; then
+  finding "cli/CMakeLists.txt links the daemon's core library"
+fi
+
+if [ "$findings" -gt 0 ]; then
+  echo "check_layout: $findings finding(s)"
+  exit 1
+fi
+echo "check_layout: every daemon file is in the parts table; no include points up"
