@@ -38,6 +38,22 @@ bool WaitForDormancy(const DaemonHarness& harness) {
   return WaitForFill(harness, /*empty=*/false, 20s) && WaitForFill(harness, /*empty=*/true, 20s);
 }
 
+// A take that rides out a pause. On a loaded machine a renewal of the reservation (an
+// fsync of the state file) can lag for a moment; the daemon then pauses at the horizon
+// and resumes by itself (docs/daemon.md), which is right, and not what this test is
+// about: it checks the order of the IDs after dormancy, not availability under load.
+tl::expected<uint64_t, Error> TakeRidingOutPauses(Client& client) {
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  for (;;) {
+    auto id = client.Next();
+    if (id || id.error().code != ClientError::kDaemonPaused ||
+        std::chrono::steady_clock::now() >= deadline) {
+      return id;
+    }
+    std::this_thread::sleep_for(10ms);
+  }
+}
+
 TEST(DaemonDormancy, AnIdleDaemonHoldsNoIdsAndItsNextTakeIsAboveEveryEarlierOne) {
   // Arrange: a client takes a burst, so the ring was filled for demand.
   DaemonHarness harness("dormant");
@@ -54,7 +70,7 @@ TEST(DaemonDormancy, AnIdleDaemonHoldsNoIdsAndItsNextTakeIsAboveEveryEarlierOne)
   bool dormant[2] = {false, false};
   for (bool& went_dormant : dormant) {
     went_dormant = WaitForDormancy(harness);
-    auto id = client->Next();
+    auto id = TakeRidingOutPauses(*client);
     ASSERT_TRUE(id) << id.error().message << "; " << daemon.Describe();
     after.push_back(*id);
   }
