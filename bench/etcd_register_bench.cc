@@ -16,6 +16,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -195,19 +196,13 @@ int main(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "latencies") == 0) {
     int claims = 50;
     int raises = 500;
-    for (int i = 2; i + 1 < argc; i += 2) {
-      const std::string flag = argv[i];
-      const int value = std::atoi(argv[i + 1]);
-      if (value < 1 || value > 1'000'000) Die("bad value for " + flag + ": " + argv[i + 1]);
-      if (flag == "--claims") {
-        claims = value;
-      } else if (flag == "--raises") {
-        raises = value;
-      } else {
-        Die("unknown flag " + flag + " (latencies [--claims N] [--raises N])");
-      }
-    }
-    if (argc % 2 != 0) Die("latencies [--claims N] [--raises N]: a flag lacks its value");
+    CLI::App app{
+        "etcd_register_bench latencies: claim, raise and local reservation latencies "
+        "against a real etcd, as JSON"};
+    app.add_option("--claims", claims, "claims to time")->check(CLI::Range(1, 1'000'000));
+    app.add_option("--raises", raises, "raises to time")->check(CLI::Range(1, 1'000'000));
+    // argv[1] is the mode's name, not an argument of it.
+    CLI11_PARSE(app, argc - 1, argv + 1);
     return Latencies(claims, raises);
   }
   benchmark::Initialize(&argc, argv);

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -126,22 +127,17 @@ double TakeUntil(snowflake::Client& client, uint32_t machine, bool from, uint64_
 
 int main(int argc, char** argv) {
   Setup s;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string_view flag = argv[i];
-    const char* value = argv[i + 1];
-    if (flag == "--snowflaked") s.snowflaked = value;
-    else if (flag == "--work") s.work = value;
-    else if (flag == "--remote") s.remote = value;
-    else if (flag == "--faketime") s.faketime = value;
-    else if (flag == "--samples") s.samples = std::atoi(value);
-    else if (flag == "--machine") s.machine = static_cast<uint32_t>(std::atoi(value));
-    else Die("unknown flag " + std::string(flag));
-  }
-  if (s.snowflaked.empty() || s.work.empty() || s.remote.empty() || s.faketime.empty() ||
-      s.samples <= 0) {
-    Die("usage: failover_bench --snowflaked PATH --work DIR --remote HOST:PORT --faketime LIB "
-        "[--samples N] [--machine M]");
-  }
+  CLI::App app{
+      "failover_bench: how long a client's take fails over to a remote when the "
+      "local daemon dies, pauses or stops"};
+  app.add_option("--snowflaked", s.snowflaked, "the daemon's binary")->required();
+  app.add_option("--work", s.work, "a scratch directory")->required();
+  app.add_option("--remote", s.remote, "another daemon's HTTP front, HOST:PORT")->required();
+  app.add_option("--faketime", s.faketime, "libfaketime's library")->required();
+  app.add_option("--samples", s.samples, "samples per scenario")->check(CLI::Range(1, 100'000));
+  app.add_option("--machine", s.machine, "the local daemon's machine number")
+      ->check(CLI::Range(0, 1023));
+  CLI11_PARSE(app, argc, argv);
   // A killed daemon is reaped at once, as systemd (its parent in production) does: a
   // zombie still answers kill(pid, 0), so the client could only tell it dead by its
   // heartbeat (liveness_ms), not by its pid (docs/client.md). With SIGCHLD ignored the

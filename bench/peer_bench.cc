@@ -10,6 +10,7 @@
 #include <hiredis/hiredis.h>
 #include <libpq-fe.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -49,19 +50,19 @@ int main(int argc, char** argv) {
   std::string pg_user = "postgres";
   int calls = 5000;
   int reps = 3;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string_view flag = argv[i];
-    const char* value = argv[i + 1];
-    if (flag == "--redis-port") redis_port = std::atoi(value);
-    else if (flag == "--pg-port") pg_port = std::atoi(value);
-    else if (flag == "--pg-user") pg_user = value;
-    else if (flag == "--calls") calls = std::atoi(value);
-    else if (flag == "--reps") reps = std::atoi(value);
-    else Die("unknown flag " + std::string(flag));
-  }
-  if (redis_port <= 0 || pg_port <= 0 || calls <= 0 || reps <= 0) {
-    Die("usage: peer_bench --redis-port P --pg-port Q [--pg-user U] [--calls N] [--reps R]");
-  }
+  CLI::App app{
+      "peer_bench: Redis INCR and PostgreSQL nextval() over loopback, the peers' "
+      "latency baselines"};
+  app.add_option("--redis-port", redis_port, "Redis on 127.0.0.1")
+      ->required()
+      ->check(CLI::Range(1, 65535));
+  app.add_option("--pg-port", pg_port, "PostgreSQL on 127.0.0.1")
+      ->required()
+      ->check(CLI::Range(1, 65535));
+  app.add_option("--pg-user", pg_user, "PostgreSQL user");
+  app.add_option("--calls", calls, "timed calls per repetition")->check(CLI::Range(1, 10'000'000));
+  app.add_option("--reps", reps, "repetitions")->check(CLI::Range(1, 100));
+  CLI11_PARSE(app, argc, argv);
 
   redisContext* redis = redisConnect("127.0.0.1", redis_port);
   if (redis == nullptr || redis->err) Die("redis connect failed");

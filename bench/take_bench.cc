@@ -25,6 +25,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <CLI/CLI.hpp>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -122,20 +123,13 @@ void Abort(std::string_view what) {
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
+  // Google Benchmark has taken its --benchmark_... flags out of argv; the rest are ours.
   std::string runtime_dir;
   int bursts = 300;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    if (arg.starts_with("--runtime-dir=")) {
-      runtime_dir = std::string(arg.substr(14));
-    } else if (arg.starts_with("--bursts=")) {
-      bursts = std::atoi(argv[i] + 9);
-    } else {
-      std::fprintf(stderr, "usage: take_bench --runtime-dir=DIR [--bursts=N] [--benchmark_...]\n");
-      return 2;
-    }
-  }
-  if (runtime_dir.empty() || bursts <= 0) Abort("--runtime-dir=DIR is required; --bursts > 0");
+  CLI::App app{"take_bench: takes from a running daemon's ring (Google Benchmark)"};
+  app.add_option("--runtime-dir", runtime_dir, "the daemon's runtime directory")->required();
+  app.add_option("--bursts", bursts, "bursts per benchmark")->check(CLI::Range(1, 1'000'000));
+  CLI11_PARSE(app, argc, argv);
 
   static Context context;
   snowflake::ClientOptions options;
