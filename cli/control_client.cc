@@ -31,15 +31,15 @@ class Fd {
   int fd_;
 };
 
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 
-int RemainingMs(Clock::time_point deadline) {
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+int RemainingMs(SteadyClock::time_point deadline) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyClock::now());
   return left.count() > 0 ? static_cast<int>(left.count()) : 0;
 }
 
 // Waits until fd is ready for `events` or the deadline passes.
-bool WaitFor(int fd, short events, Clock::time_point deadline) {
+bool WaitFor(int fd, short events, SteadyClock::time_point deadline) {
   for (;;) {
     pollfd entry{.fd = fd, .events = events, .revents = 0};
     const int rc = poll(&entry, 1, RemainingMs(deadline));
@@ -76,7 +76,7 @@ tl::expected<nlohmann::json, CommandError> SendControlRequest(
     std::chrono::milliseconds timeout) noexcept {
   try {
     const std::string path = (runtime_dir / kControlSocketName).string();
-    const auto deadline = Clock::now() + timeout;
+    const auto deadline = SteadyClock::now() + timeout;
     sockaddr_un address{};
     address.sun_family = AF_UNIX;
     if (path.size() >= sizeof(address.sun_path)) {

@@ -243,7 +243,7 @@ void ControlSession::OnPeerClosed() {
 }
 
 void ControlServer::Serve() noexcept {
-  using Clock = std::chrono::steady_clock;
+  using SteadyClock = std::chrono::steady_clock;
   std::vector<Connection> connections;
   std::vector<pollfd> fds;
   auto close_at = [&](size_t i) {
@@ -254,7 +254,7 @@ void ControlServer::Serve() noexcept {
   for (;;) {
     try {
       // The nearest deadline bounds the wait.
-      Clock::time_point wake = Clock::time_point::max();
+      SteadyClock::time_point wake = SteadyClock::time_point::max();
       fds.clear();
       fds.push_back({stop_pipe_[0], POLLIN, 0});
       fds.push_back({listen_fd_, POLLIN, 0});
@@ -273,8 +273,8 @@ void ControlServer::Serve() noexcept {
         fds.push_back({c.fd, events, 0});
       }
       int timeout_ms = -1;
-      if (wake != Clock::time_point::max()) {
-        const auto left = std::chrono::ceil<std::chrono::milliseconds>(wake - Clock::now());
+      if (wake != SteadyClock::time_point::max()) {
+        const auto left = std::chrono::ceil<std::chrono::milliseconds>(wake - SteadyClock::now());
         timeout_ms = static_cast<int>(std::clamp<int64_t>(left.count(), 0, 60'000));
       }
       const int ready = poll(fds.data(), fds.size(), timeout_ms);
@@ -283,7 +283,7 @@ void ControlServer::Serve() noexcept {
         return;
       }
       if (fds[0].revents != 0) break;
-      const Clock::time_point now = Clock::now();
+      const SteadyClock::time_point now = SteadyClock::now();
       // Connections first (indices are stable until we erase, so walk backwards).
       for (size_t i = connections.size(); i-- > 0;) {
         Connection& c = connections[i];
@@ -337,7 +337,7 @@ void ControlServer::Serve() noexcept {
             close(fd);
             continue;
           }
-          const Clock::time_point accepted = Clock::now();
+          const SteadyClock::time_point accepted = SteadyClock::now();
           connections.push_back(Connection{
               .fd = fd,
               .session = std::make_unique<ControlSession>(cred.uid, options_, board_),

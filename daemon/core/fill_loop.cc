@@ -216,7 +216,6 @@ void FillLoop::Fill(uint64_t want, int64_t horizon) {
     fatal_ = published.error().message;
     return;
   }
-  newest_published_ms_ = std::max(newest_published_ms_, ms_of(buffer_[n - 1]));
   filled_once_ = true;
 }
 

@@ -91,8 +91,6 @@ class FillLoop {
   // retired the last one ("" if none).
   uint64_t segments_retired() const noexcept { return segments_retired_; }
   const std::string& segment_retired_reason() const noexcept { return segment_retired_reason_; }
-  // The newest ID's millisecond ever published by this loop (0 if none).
-  int64_t newest_published_ms() const noexcept { return newest_published_ms_; }
   StatusFacts Facts() const;
 
  private:
@@ -129,7 +127,6 @@ class FillLoop {
   uint64_t last_head_ = 0;
   uint64_t fill_target_ = 0;
   uint64_t resume_handled_ = 0;
-  int64_t newest_published_ms_ = 0;
   // The clock's last reading and when (steady), to measure a step back exactly.
   std::optional<int64_t> last_now_ns_;
   std::chrono::steady_clock::time_point last_steady_{};
