@@ -10,6 +10,7 @@
 #include <map>
 #include <sstream>
 
+#include "daemon/base/decimal.h"
 #include "daemon/config/net_address.h"
 #include "default_config.h"  // generated from systemd/snowflaked.toml
 #include "snowflake/time_text.h"
@@ -308,14 +309,10 @@ class Validator {
   void Machines(const std::string& key, const toml::node& node) {
     const std::string& s = String(key, node);
     auto number = [](std::string_view part, uint32_t& out) {
-      if (part.empty() || part.size() > 4) return false;
-      uint32_t v = 0;
-      for (const char c : part) {
-        if (c < '0' || c > '9') return false;
-        v = v * 10 + static_cast<uint32_t>(c - '0');
-      }
-      out = v;
-      return v <= kMaxMachine;
+      const std::optional<uint32_t> v = ParseDecimal<uint32_t>(part, 4);
+      if (!v) return false;
+      out = *v;
+      return *v <= kMaxMachine;
     };
     uint32_t first = 0;
     uint32_t last = 0;

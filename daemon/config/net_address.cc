@@ -3,22 +3,11 @@
 #include <arpa/inet.h>
 
 #include <cstring>
+#include <optional>
+
+#include "daemon/base/decimal.h"
 
 namespace snowflake::daemon {
-namespace {
-
-bool ParseDecimal(std::string_view text, size_t max_digits, uint32_t& out) {
-  if (text.empty() || text.size() > max_digits) return false;
-  uint32_t value = 0;
-  for (const char c : text) {
-    if (c < '0' || c > '9') return false;
-    value = value * 10 + static_cast<uint32_t>(c - '0');
-  }
-  out = value;
-  return true;
-}
-
-}  // namespace
 
 bool Cidr::Contains(const IpAddress& address) const noexcept {
   int bits = prefix;
@@ -75,13 +64,13 @@ tl::expected<ListenAddress, std::string> ParseListenAddress(std::string_view tex
         return tl::unexpected(expected + " (put an IPv6 address in brackets)");
       }
     }
-    uint32_t port_number = 0;
-    if (!ParseDecimal(port, 5, port_number) || port_number < 1 || port_number > 65535) {
+    const std::optional<uint32_t> port_number = ParseDecimal<uint32_t>(port, 5);
+    if (!port_number || *port_number < 1 || *port_number > 65535) {
       return tl::unexpected(expected);
     }
     auto ip = ParseIpAddress(host);
     if (!ip) return tl::unexpected(expected + " (" + ip.error() + ")");
-    return ListenAddress{std::string(host), static_cast<uint16_t>(port_number), *ip};
+    return ListenAddress{std::string(host), static_cast<uint16_t>(*port_number), *ip};
   } catch (...) {
     return tl::unexpected(std::string("out of memory"));
   }
@@ -95,13 +84,14 @@ tl::expected<Cidr, std::string> ParseCidr(std::string_view text) noexcept {
         "must be a network like \"10.0.0.0/8\", \"::1/128\" or one address";
     if (!ip) return tl::unexpected(expected + " (" + ip.error() + ")");
     const uint32_t max_prefix = ip->v4 ? 32 : 128;
-    uint32_t prefix = max_prefix;
-    if (slash != std::string_view::npos &&
-        (!ParseDecimal(text.substr(slash + 1), 3, prefix) || prefix > max_prefix)) {
+    const std::optional<uint32_t> prefix =
+        slash == std::string_view::npos ? max_prefix
+                                        : ParseDecimal<uint32_t>(text.substr(slash + 1), 3);
+    if (!prefix || *prefix > max_prefix) {
       return tl::unexpected(expected + " (the prefix length is 0 to " + std::to_string(max_prefix) +
                             ")");
     }
-    Cidr cidr{*ip, static_cast<int>(prefix + (ip->v4 ? 96 : 0))};
+    Cidr cidr{*ip, static_cast<int>(*prefix + (ip->v4 ? 96 : 0))};
     // Host bits set: "10.1.2.3/8" usually means a typo in the length or the address.
     for (int bit = cidr.prefix; bit < 128; ++bit) {
       if ((cidr.network.bytes[bit / 8] >> (7 - bit % 8)) & 1) {

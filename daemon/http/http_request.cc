@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "daemon/base/decimal.h"
 #include "snowflake/client.h"
 
 namespace snowflake::daemon {
@@ -71,19 +72,14 @@ tl::expected<HttpRoute, HttpRefusal> Route(std::string_view method, std::string_
       service = value;
     } else if (key == "count" && batch) {
       has_count = true;
-      uint64_t n = 0;
-      bool digits = !value.empty() && value.size() <= 5;
-      for (const char c : value) {
-        digits = digits && c >= '0' && c <= '9';
-        if (digits) n = n * 10 + static_cast<uint64_t>(c - '0');
-      }
-      if (!digits || n < 1 || n > kMaxHttpBatch) {
+      const std::optional<uint64_t> n = ParseDecimal<uint64_t>(value, 5);
+      if (!n || *n < 1 || *n > kMaxHttpBatch) {
         return tl::unexpected(Refuse(400, "bad_count",
                                      "count must be a whole number from 1 to 4096, got \"" +
                                          std::string(value.substr(0, 32)) + "\"",
                                      route.endpoint));
       }
-      route.count = n;
+      route.count = *n;
     } else {
       return tl::unexpected(Refuse(400, "bad_query",
                                    "unknown query parameter \"" + std::string(key.substr(0, 32)) +

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "daemon/base/decimal.h"
 #include "daemon/base/time_text.h"
 #include "snowflake/id_layout.h"
 
@@ -70,12 +71,8 @@ std::optional<uint32_t> MachineOfKey(std::string_view key_prefix, std::string_vi
   if (!key.starts_with(key_prefix)) return std::nullopt;
   const std::string_view n = key.substr(key_prefix.size());
   if (n.empty() || n.size() > 4 || (n.size() > 1 && n[0] == '0')) return std::nullopt;
-  uint32_t v = 0;
-  for (const char c : n) {
-    if (c < '0' || c > '9') return std::nullopt;
-    v = v * 10 + static_cast<uint32_t>(c - '0');
-  }
-  if (v > kMaxMachine) return std::nullopt;
+  const std::optional<uint32_t> v = ParseDecimal<uint32_t>(n, 4);
+  if (!v || *v > kMaxMachine) return std::nullopt;
   return v;
 }
 
