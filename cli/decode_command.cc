@@ -12,6 +12,7 @@
 #include "command_error.h"
 #include "exit_codes.h"
 #include "runtime_dir_option.h"
+#include "snowflake/time_text.h"
 
 namespace snowflake::cli {
 namespace {
@@ -46,13 +47,11 @@ tl::expected<uint64_t, std::string> ParseId(std::string_view text) noexcept {
   return value;
 }
 
-std::string FormatIsoTime(int64_t unix_ms) { return FormatTimeText(unix_ms); }
-
 std::string FormatDecodedHuman(uint64_t id, const IdLayout& layout) {
   assert((id >> 63) == 0 && layout.epoch_unix_ms() <= kMaxEpochUnixMs);  // REQUIRES (.h)
   const DecodedId fields = layout.Decode(id).value();
   return std::to_string(id) + "  unix_ms=" + std::to_string(fields.unix_ms) +
-         " time=" + FormatIsoTime(fields.unix_ms) + " machine=" + std::to_string(fields.machine) +
+         " time=" + FormatTimeText(fields.unix_ms) + " machine=" + std::to_string(fields.machine) +
          " sequence=" + std::to_string(fields.sequence);
 }
 
@@ -62,7 +61,7 @@ std::string FormatDecodedJson(uint64_t id, const IdLayout& layout, std::string_v
   nlohmann::ordered_json object;
   object["id"] = std::to_string(id);
   object["unix_ms"] = fields.unix_ms;
-  object["time"] = FormatIsoTime(fields.unix_ms);
+  object["time"] = FormatTimeText(fields.unix_ms);
   object["machine"] = fields.machine;
   object["sequence"] = fields.sequence;
   object["epoch_unix_ms"] = layout.epoch_unix_ms();

@@ -30,9 +30,6 @@ namespace snowflake::cli {
 // argument, what is wrong and what is expected (no trailing newline).
 tl::expected<uint64_t, std::string> ParseId(std::string_view text) noexcept;
 
-// `YYYY-MM-DDTHH:MM:SS.mmmZ` in UTC. REQUIRES: 0 <= unix_ms <= kMaxIsoUnixMs.
-std::string FormatIsoTime(int64_t unix_ms);
-
 // One line (no newline) describing an ID:
 // `460179243593728  unix_ms=1767225709713 time=2026-01-01T00:01:49.713Z machine=3 sequence=0`
 // REQUIRES: id < 2^63 and layout.epoch_unix_ms() <= kMaxEpochUnixMs.

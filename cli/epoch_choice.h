@@ -20,7 +20,7 @@
 
 namespace snowflake::cli {
 
-// The latest time FormatIsoTime() can write with a four-digit year:
+// The latest time FormatTimeText() (snowflake/time_text.h) can write with a four-digit year:
 // 9999-12-31T23:59:59.999Z.
 inline constexpr int64_t kMaxIsoUnixMs = kMaxTextUnixMs;
 // The latest epoch accepted: every ID of it still has a four-digit-year time.

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "decode_command.h"
+#include "snowflake/time_text.h"
 #include "subprocess.h"
 
 namespace snowflake::cli {
@@ -180,12 +181,14 @@ TEST(ParseEpoch, RejectsEpochsWhoseIdsWouldPassTheYear9999) {
 
 // ---- Formatting -----------------------------------------------------------------------
 
-TEST(FormatIsoTime, WritesUtcWithMilliseconds) {
-  EXPECT_EQ(FormatIsoTime(0), "1970-01-01T00:00:00.000Z");
-  EXPECT_EQ(FormatIsoTime(1767225600000), "2026-01-01T00:00:00.000Z");
+// decode writes times with the one formatter of shm/ (snowflake/time_text.h); every time a
+// decode can print, up to kMaxIsoUnixMs, has a four-digit year.
+TEST(DecodeTime, IsTheSharedIsoTextUpToTheLatestFourDigitYear) {
+  EXPECT_EQ(FormatTimeText(0), "1970-01-01T00:00:00.000Z");
+  EXPECT_EQ(FormatTimeText(1767225600000), "2026-01-01T00:00:00.000Z");
   // 2026-03-04 is day 20516 (20454 + 31 + 28 + 3): 20516 * 86400000 + 5:06:07.089.
-  EXPECT_EQ(FormatIsoTime(int64_t{20516} * 86'400'000 + 18'367'089), "2026-03-04T05:06:07.089Z");
-  EXPECT_EQ(FormatIsoTime(kMaxIsoUnixMs), "9999-12-31T23:59:59.999Z");
+  EXPECT_EQ(FormatTimeText(int64_t{20516} * 86'400'000 + 18'367'089), "2026-03-04T05:06:07.089Z");
+  EXPECT_EQ(FormatTimeText(kMaxIsoUnixMs), "9999-12-31T23:59:59.999Z");
 }
 
 TEST(FormatDecodedHuman, WritesOneLineWithEveryField) {
