@@ -95,10 +95,10 @@ bool SendSome(int fd, std::string& output) {
 
 }  // namespace
 
-std::string StatusToJson(const DaemonStatus& status, bool ok) {
+json StatusReply(const DaemonStatus& status, bool ok) {
   json out = StatusObject(status);
   out["ok"] = ok;
-  return Dump(out);
+  return out;
 }
 
 std::string HandleControlRequest(std::string_view line, uid_t peer_uid,
@@ -117,7 +117,7 @@ std::string HandleControlRequest(std::string_view line, uid_t peer_uid,
     }
     const std::string command = request["command"].get<std::string>();
     if (command == "status") {
-      return StatusToJson(board.Snapshot());
+      return Dump(StatusReply(board.Snapshot()));
     }
     if (command == "resume") {
       std::set<uid_t> allowed = options.resume_uids;

@@ -22,6 +22,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
@@ -126,8 +127,10 @@ class ControlServer {
 std::string HandleControlRequest(std::string_view line, uid_t peer_uid,
                                  const ControlServerOptions& options, StatusBoard& board);
 
-// The status keys as a JSON object text (the CLI's `status --json` prints these).
-std::string StatusToJson(const DaemonStatus& status, bool ok = true);
+// The reply to {"command":"status"} as an object: the status keys (docs/control-protocol.md)
+// and "ok". The control socket sends it as one line; the HTTP front puts it, as it is, in
+// the status model (libclient/status/status_report.h) that /v1/status serves.
+nlohmann::json StatusReply(const DaemonStatus& status, bool ok = true);
 
 }  // namespace snowflake::daemon
 

@@ -33,7 +33,7 @@
 #include <thread>
 
 #include "daemon/config/net_address.h"
-#include "daemon/control/control_server.h"  // StatusToJson: what the control socket would reply
+#include "daemon/control/control_server.h"  // StatusReply: what the control socket would reply
 #include "daemon/http/http_request.h"
 #include "libclient/status/status_report.h"  // /v1/status has the keys of `status --json`
 #include "snowflake/client.h"
@@ -822,7 +822,7 @@ Reply HttpFront::Impl::Status() {
   // socket's reply (it is what the socket would send), so the keys cannot drift apart.
   status::StatusReport report;
   report.segment = *segment;
-  report.daemon_reply = json::parse(StatusToJson(board_.Snapshot()));
+  report.daemon_reply = StatusReply(board_.Snapshot());
   report.now_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                            std::chrono::system_clock::now().time_since_epoch())
                            .count();
