@@ -17,10 +17,13 @@ std::string Shown(int64_t unix_ms) {
   return FormatTimeText(unix_ms) + " (" + std::to_string(unix_ms) + ")";
 }
 
-int Fail(const BoundsRequest& request, std::ostream& out, std::ostream& err, std::string code,
+int Fail(const BoundsRequest& request, std::ostream& out, std::ostream& err, vocab::ErrorCode code,
          const std::string& message) {
   err << "snowflakectl bounds: " << message << "\n";
-  if (request.json) out << ErrorJson({kExitUsage, std::move(code), message}).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  if (request.json)
+    out << ErrorJson({kExitUsage, CodeName(code), message})
+               .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+        << "\n";
   out.flush();
   return kExitUsage;
 }
@@ -29,7 +32,7 @@ int Fail(const BoundsRequest& request, std::ostream& out, std::ostream& err, std
 
 int RunBounds(const BoundsRequest& request, std::ostream& out, std::ostream& err) {
   auto epoch = ChooseEpoch(request.epoch, request.runtime_dir);
-  if (!epoch) return Fail(request, out, err, "usage", epoch.error());
+  if (!epoch) return Fail(request, out, err, vocab::ErrorCode::kUsage, epoch.error());
   auto time = [&](const char* option,
                   const std::string& text) -> tl::expected<int64_t, std::string> {
     auto parsed = ParseTimeText(text);
@@ -40,25 +43,25 @@ int RunBounds(const BoundsRequest& request, std::ostream& out, std::ostream& err
     return *parsed;
   };
   const auto from = time("--from", request.from);
-  if (!from) return Fail(request, out, err, "usage", from.error());
+  if (!from) return Fail(request, out, err, vocab::ErrorCode::kUsage, from.error());
   const auto to = request.to ? time("--to", *request.to) : from;
-  if (!to) return Fail(request, out, err, "usage", to.error());
+  if (!to) return Fail(request, out, err, vocab::ErrorCode::kUsage, to.error());
 
   const IdLayout& layout = epoch->layout;
   const auto bounds = layout.Bounds(*from, *to);
   if (!bounds) {
     switch (bounds.error()) {
       case IdError::kRangeReversed:
-        return Fail(request, out, err, "usage",
+        return Fail(request, out, err, vocab::ErrorCode::kUsage,
                     "the range ends before it begins: --from " + Shown(*from) +
                         " is later than --to " + Shown(*to) + "; swap them");
       case IdError::kTimeBeforeEpoch:
-        return Fail(request, out, err, "out_of_range",
+        return Fail(request, out, err, vocab::ErrorCode::kTimeOutOfRange,
                     "no ID carries a time in this range: it ends at " + Shown(*to) +
                         ", before the epoch " + epoch->description +
                         " (IDs start at the epoch; is --epoch right?)");
       default:
-        return Fail(request, out, err, "out_of_range",
+        return Fail(request, out, err, vocab::ErrorCode::kTimeOutOfRange,
                     "no ID carries a time in this range: it starts at " + Shown(*from) +
                         ", after " + Shown(layout.max_unix_ms()) +
                         ", the last millisecond IDs of the epoch " + epoch->description +

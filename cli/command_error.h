@@ -3,7 +3,9 @@
 // parses stdout always gets JSON:
 //   {"ok": false, "error_code": "daemon_not_running", "error": "<the sentence>",
 //    "exit_status": 1}
-// The error codes are stable (docs/cli.md).
+// The error codes are stable (docs/cli.md) and are the vocabulary's
+// (snowflake/vocabulary.h): the library's, and snowflakectl's own `usage`, `bad_reply` and
+// `refused`.
 
 #ifndef SNOWFLAKE_CLI_COMMAND_ERROR_H_
 #define SNOWFLAKE_CLI_COMMAND_ERROR_H_
@@ -11,13 +13,18 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "snowflake/vocabulary.h"
+
 namespace snowflake::cli {
 
 struct CommandError {
   int exit_status;      // kExitUnavailable or kExitUsage
-  std::string code;     // "daemon_not_running", "permission_denied", "usage", ...
+  std::string code;     // CodeName(): "daemon_not_running", "permission_denied", "usage", ...
   std::string message;  // what is wrong and what to do, without "snowflakectl: "
 };
+
+// The vocabulary's code for `code`, as CommandError::code holds it.
+inline std::string CodeName(vocab::ErrorCode code) { return std::string(vocab::ErrorName(code)); }
 
 // The --json form of `error`.
 nlohmann::ordered_json ErrorJson(const CommandError& error);

@@ -49,8 +49,8 @@ bool WaitFor(int fd, short events, SteadyClock::time_point deadline) {
   }
 }
 
-tl::unexpected<CommandError> Error(std::string code, std::string message) {
-  return tl::unexpected(CommandError{kExitUnavailable, std::move(code), std::move(message)});
+tl::unexpected<CommandError> Error(vocab::ErrorCode code, std::string message) {
+  return tl::unexpected(CommandError{kExitUnavailable, CodeName(code), std::move(message)});
 }
 
 // EACCES on connect: who we are, who may connect, and how to become one of them.
@@ -80,7 +80,7 @@ tl::expected<nlohmann::json, CommandError> SendControlRequest(
     sockaddr_un address{};
     address.sun_family = AF_UNIX;
     if (path.size() >= sizeof(address.sun_path)) {
-      return tl::unexpected(CommandError{kExitUsage, "usage",
+      return tl::unexpected(CommandError{kExitUsage, CodeName(vocab::ErrorCode::kUsage),
                                          "control socket path " + path + " is longer than " +
                                              std::to_string(sizeof(address.sun_path) - 1) +
                                              " bytes; use a shorter --runtime-dir"});
@@ -88,36 +88,40 @@ tl::expected<nlohmann::json, CommandError> SendControlRequest(
     std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
     Fd socket_fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
     if (socket_fd.get() < 0)
-      return Error("system_error", std::string("socket: ") + std::strerror(errno));
+      return Error(vocab::ErrorCode::kSystemError, std::string("socket: ") + std::strerror(errno));
     if (connect(socket_fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof(address)) !=
         0) {
       const int err = errno;
       if (err == ENOENT) {
-        return Error("daemon_not_running",
+        return Error(vocab::ErrorCode::kDaemonNotRunning,
                      "no control socket at " + path +
                          ": snowflaked is not running with this runtime directory (start it, "
                          "or name the directory it uses with --runtime-dir)");
       }
       if (err == ECONNREFUSED) {
-        return Error("daemon_not_running",
+        return Error(vocab::ErrorCode::kDaemonNotRunning,
                      "nothing listens on " + path +
                          " (left by a daemon that stopped or died): start snowflaked again");
       }
-      if (err == EACCES || err == EPERM) return Error("permission_denied", PermissionMessage(path));
-      return Error("system_error", "cannot connect to " + path + ": " + std::strerror(err));
+      if (err == EACCES || err == EPERM)
+        return Error(vocab::ErrorCode::kPermissionDenied, PermissionMessage(path));
+      return Error(vocab::ErrorCode::kSystemError,
+                   "cannot connect to " + path + ": " + std::strerror(err));
     }
 
     const std::string line = request.dump() + "\n";
     size_t sent = 0;
     while (sent < line.size()) {
       if (!WaitFor(socket_fd.get(), POLLOUT, deadline)) {
-        return Error("timed_out", "snowflaked did not accept a request on " + path + " within " +
-                                      std::to_string(timeout.count()) + " ms; it may be hung");
+        return Error(vocab::ErrorCode::kTimedOut, "snowflaked did not accept a request on " + path +
+                                                      " within " + std::to_string(timeout.count()) +
+                                                      " ms; it may be hung");
       }
       const ssize_t n = send(socket_fd.get(), line.data() + sent, line.size() - sent, MSG_NOSIGNAL);
       if (n < 0) {
         if (errno == EINTR || errno == EAGAIN) continue;
-        return Error("system_error", "sending to " + path + ": " + std::strerror(errno));
+        return Error(vocab::ErrorCode::kSystemError,
+                     "sending to " + path + ": " + std::strerror(errno));
       }
       sent += static_cast<size_t>(n);
     }
@@ -129,18 +133,21 @@ tl::expected<nlohmann::json, CommandError> SendControlRequest(
         break;
       }
       if (!WaitFor(socket_fd.get(), POLLIN, deadline)) {
-        return Error("timed_out", "snowflaked did not answer on " + path + " within " +
-                                      std::to_string(timeout.count()) + " ms; it may be hung");
+        return Error(vocab::ErrorCode::kTimedOut, "snowflaked did not answer on " + path +
+                                                      " within " + std::to_string(timeout.count()) +
+                                                      " ms; it may be hung");
       }
       char buffer[4096];
       const ssize_t n = recv(socket_fd.get(), buffer, sizeof(buffer), 0);
       if (n < 0) {
         if (errno == EINTR || errno == EAGAIN) continue;
-        return Error("system_error", "reading from " + path + ": " + std::strerror(errno));
+        return Error(vocab::ErrorCode::kSystemError,
+                     "reading from " + path + ": " + std::strerror(errno));
       }
       if (n == 0) {
         if (reply.empty()) {
-          return Error("bad_reply", "snowflaked closed " + path + " without answering");
+          return Error(vocab::ErrorCode::kBadReply,
+                       "snowflaked closed " + path + " without answering");
         }
         break;  // a last line without its newline
       }
@@ -148,13 +155,13 @@ tl::expected<nlohmann::json, CommandError> SendControlRequest(
     }
     auto parsed = nlohmann::json::parse(reply, nullptr, /*allow_exceptions=*/false);
     if (!parsed.is_object()) {
-      return Error("bad_reply",
+      return Error(vocab::ErrorCode::kBadReply,
                    "snowflaked answered on " + path +
                        " with something that is not a JSON object: " + reply.substr(0, 200));
     }
     return parsed;
   } catch (const std::exception& e) {
-    return Error("system_error", std::string("control request: ") + e.what());
+    return Error(vocab::ErrorCode::kSystemError, std::string("control request: ") + e.what());
   }
 }
 

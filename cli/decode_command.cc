@@ -93,7 +93,10 @@ int RunDecode(const DecodeRequest& request, std::ostream& out, std::ostream& err
       err << "snowflakectl decode: " << problem << "\n";
       all += (all.empty() ? "" : "\n") + problem;
     }
-    if (request.json) out << ErrorJson({kExitUsage, "usage", all}).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    if (request.json)
+      out << ErrorJson({kExitUsage, CodeName(vocab::ErrorCode::kUsage), all})
+                 .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+          << "\n";
     out.flush();
     return kExitUsage;
   }

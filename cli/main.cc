@@ -53,11 +53,11 @@ std::optional<cli::CommandError> CheckCommandWord(CLI::App& app, int argc, char*
     for (const CLI::App* command : app.get_subcommands({})) {
       if (command->get_name() == arg) return std::nullopt;
     }
-    return cli::CommandError{cli::kExitUsage, "usage",
+    return cli::CommandError{cli::kExitUsage, cli::CodeName(snowflake::vocab::ErrorCode::kUsage),
                              "unknown command '" + std::string(arg) + "'; the commands are: " +
                                  CommandList(app) + " (snowflakectl --help describes them)"};
   }
-  return cli::CommandError{cli::kExitUsage, "usage",
+  return cli::CommandError{cli::kExitUsage, cli::CodeName(snowflake::vocab::ErrorCode::kUsage),
                            "a command is required: one of " + CommandList(app) +
                                " (snowflakectl --help describes them)"};
 }
@@ -96,13 +96,20 @@ int main(int argc, char** argv) {
     // Every other parse failure is a usage error, whatever CLI11's code.
     app.exit(e);
     if (json) {
-      std::cout << cli::ErrorJson({cli::kExitUsage, "usage", e.what()}).dump() << "\n";
+      std::cout << cli::ErrorJson({cli::kExitUsage,
+                                   cli::CodeName(snowflake::vocab::ErrorCode::kUsage), e.what()})
+                       .dump()
+                << "\n";
     }
     return cli::kExitUsage;
   } catch (const std::exception& e) {
     std::cerr << "snowflakectl: " << e.what() << "\n";
     if (json) {
-      std::cout << cli::ErrorJson({cli::kExitUnavailable, "system_error", e.what()}).dump() << "\n";
+      std::cout << cli::ErrorJson({cli::kExitUnavailable,
+                                   cli::CodeName(snowflake::vocab::ErrorCode::kSystemError),
+                                   e.what()})
+                       .dump()
+                << "\n";
     }
     return cli::kExitUnavailable;
   }

@@ -118,9 +118,13 @@ void AddNextCommand(CLI::App& app) {
   auto runtime_dir = AddRuntimeDirOption(app, *command);
   command->callback([count_text, service, runtime_dir, remotes] {
     const auto count = ParseCount(*count_text);
-    if (!count) FailCommand({kExitUsage, "usage", "next: " + count.error()}, false);
+    if (!count)
+      FailCommand({kExitUsage, CodeName(vocab::ErrorCode::kUsage), "next: " + count.error()},
+                  false);
     if (auto valid = ValidateServiceName(*service); !valid) {
-      FailCommand({kExitUsage, "usage", "next: --service: " + valid.error().message}, false);
+      FailCommand({kExitUsage, CodeName(vocab::ErrorCode::kUsage),
+                   "next: --service: " + valid.error().message},
+                  false);
     }
     const RuntimeDir dir = runtime_dir();
     if (auto unusable = CheckRuntimeDir(dir)) {
@@ -129,7 +133,8 @@ void AddNextCommand(CLI::App& app) {
       const char* env_remotes = std::getenv("SNOWFLAKE_REMOTES");
       const bool has_remotes =
           !remotes->empty() || (env_remotes != nullptr && *env_remotes != '\0');
-      if (!has_remotes || unusable->code != "daemon_not_running") FailCommand(*unusable, false);
+      if (!has_remotes || unusable->code != CodeName(vocab::ErrorCode::kDaemonNotRunning))
+        FailCommand(*unusable, false);
     }
     ClientOptions options;
     options.runtime_dir = dir.path;

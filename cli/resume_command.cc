@@ -32,7 +32,7 @@ void AddResumeCommand(CLI::App& app) {
           error != reply->end() && error->is_string() ? error->get<std::string>() : reply->dump();
       std::cerr << "snowflakectl: resume refused: " << why << "\n";
       if (*json) {
-        (*reply)["error_code"] = "refused";
+        (*reply)["error_code"] = CodeName(vocab::ErrorCode::kRefused);
         (*reply)["exit_status"] = kExitUnavailable;
         std::cout << reply->dump() << "\n";
       }

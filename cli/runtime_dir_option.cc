@@ -48,27 +48,27 @@ std::optional<CommandError> CheckRuntimeDir(const RuntimeDir& dir) {
     const int err = errno;
     if (err == ENOENT || err == ENOTDIR) {
       return CommandError{
-          kExitUnavailable, "daemon_not_running",
+          kExitUnavailable, CodeName(vocab::ErrorCode::kDaemonNotRunning),
           "runtime directory " + where +
               " does not exist, so no snowflaked runs there: start snowflaked with this "
               "runtime directory, or name the one it uses with --runtime-dir or "
               "SNOWFLAKE_RUNTIME_DIR (a packaged daemon uses /run/snowflaked)"};
     }
     if (err == EACCES) {
-      return CommandError{kExitUnavailable, "permission_denied",
+      return CommandError{kExitUnavailable, CodeName(vocab::ErrorCode::kPermissionDenied),
                           "permission denied looking into the directories above " + where + " as " +
                               DescribeUser(geteuid())};
     }
-    return CommandError{kExitUnavailable, "system_error",
+    return CommandError{kExitUnavailable, CodeName(vocab::ErrorCode::kSystemError),
                         "cannot examine runtime directory " + where + ": " + std::strerror(err)};
   }
   if (!S_ISDIR(info.st_mode)) {
-    return CommandError{kExitUsage, "usage",
+    return CommandError{kExitUsage, CodeName(vocab::ErrorCode::kUsage),
                         "runtime directory " + where +
                             " is not a directory: name the directory snowflaked runs in"};
   }
   if (access(dir.path.c_str(), X_OK) != 0 && errno == EACCES) {
-    return CommandError{kExitUnavailable, "permission_denied",
+    return CommandError{kExitUnavailable, CodeName(vocab::ErrorCode::kPermissionDenied),
                         "permission denied entering runtime directory " + where + " (group " +
                             DescribeGroupName(info.st_gid) + "): " + DescribeUser(geteuid()) +
                             " is not in group " + GroupName(info.st_gid) +

@@ -2,10 +2,10 @@
 // may unwind into a C caller.
 
 #include <algorithm>
-#include <iterator>
 #include <chrono>
 #include <cstddef>
 #include <cstring>
+#include <iterator>
 #include <new>
 #include <string>
 #include <string_view>
@@ -13,6 +13,7 @@
 #include "snowflake/client.h"
 #include "snowflake/snowflake.h"
 #include "snowflake/time_text.h"
+#include "snowflake/vocabulary.h"
 
 struct sf_client {
   snowflake::Client client;
@@ -21,6 +22,7 @@ struct sf_client {
 namespace {
 
 using snowflake::ClientError;
+namespace vocab = snowflake::vocab;
 
 thread_local std::string last_error;
 
@@ -28,41 +30,36 @@ thread_local std::string last_error;
 // caller's claimed bytes cannot run far past a real struct.
 constexpr size_t kMaxOptionsSize = 256;
 
-sf_status ToStatus(ClientError code) {
-  switch (code) {
-    case ClientError::kInvalidServiceName:
-      return SF_INVALID_SERVICE_NAME;
-    case ClientError::kInvalidArgument:
-      return SF_INVALID_ARGUMENT;
-    case ClientError::kDaemonNotRunning:
-      return SF_DAEMON_NOT_RUNNING;
-    case ClientError::kPermissionDenied:
-      return SF_PERMISSION_DENIED;
-    case ClientError::kIncompatibleVersion:
-      return SF_INCOMPATIBLE_VERSION;
-    case ClientError::kCorruptSegment:
-      return SF_CORRUPT_SEGMENT;
-    case ClientError::kUntrustedSegment:
-      return SF_UNTRUSTED_SEGMENT;
-    case ClientError::kDaemonStarting:
-      return SF_DAEMON_STARTING;
-    case ClientError::kDaemonPaused:
-      return SF_DAEMON_PAUSED;
-    case ClientError::kDaemonOutOfService:
-      return SF_DAEMON_OUT_OF_SERVICE;
-    case ClientError::kDaemonStopped:
-      return SF_DAEMON_STOPPED;
-    case ClientError::kDaemonNotHeartbeating:
-      return SF_DAEMON_NOT_HEARTBEATING;
-    case ClientError::kDaemonDead:
-      return SF_DAEMON_DEAD;
-    case ClientError::kTimedOut:
-      return SF_TIMED_OUT;
-    case ClientError::kSystemError:
-      return SF_SYSTEM_ERROR;
-  }
-  return SF_SYSTEM_ERROR;
+// sf_status numbers the library's conditions as the vocabulary's ErrorCode does (ABI
+// values that never change), so a status is its vocabulary code and sf_status_str is the
+// table's. Each value is pinned here: a new status without its row does not compile.
+static_assert(SF_INVALID_SERVICE_NAME == static_cast<int>(vocab::ErrorCode::kInvalidServiceName));
+static_assert(SF_INVALID_ARGUMENT == static_cast<int>(vocab::ErrorCode::kInvalidArgument));
+static_assert(SF_DAEMON_NOT_RUNNING == static_cast<int>(vocab::ErrorCode::kDaemonNotRunning));
+static_assert(SF_PERMISSION_DENIED == static_cast<int>(vocab::ErrorCode::kPermissionDenied));
+static_assert(SF_INCOMPATIBLE_VERSION == static_cast<int>(vocab::ErrorCode::kIncompatibleVersion));
+static_assert(SF_CORRUPT_SEGMENT == static_cast<int>(vocab::ErrorCode::kCorruptSegment));
+static_assert(SF_UNTRUSTED_SEGMENT == static_cast<int>(vocab::ErrorCode::kUntrustedSegment));
+static_assert(SF_DAEMON_STARTING == static_cast<int>(vocab::ErrorCode::kDaemonStarting));
+static_assert(SF_DAEMON_PAUSED == static_cast<int>(vocab::ErrorCode::kDaemonPaused));
+static_assert(SF_DAEMON_OUT_OF_SERVICE == static_cast<int>(vocab::ErrorCode::kDaemonOutOfService));
+static_assert(SF_DAEMON_STOPPED == static_cast<int>(vocab::ErrorCode::kDaemonStopped));
+static_assert(SF_DAEMON_NOT_HEARTBEATING ==
+              static_cast<int>(vocab::ErrorCode::kDaemonNotHeartbeating));
+static_assert(SF_DAEMON_DEAD == static_cast<int>(vocab::ErrorCode::kDaemonDead));
+static_assert(SF_TIMED_OUT == static_cast<int>(vocab::ErrorCode::kTimedOut));
+static_assert(SF_SYSTEM_ERROR == static_cast<int>(vocab::ErrorCode::kSystemError));
+static_assert(SF_TIME_OUT_OF_RANGE == static_cast<int>(vocab::ErrorCode::kTimeOutOfRange));
+static_assert(SF_TIME_OUT_OF_RANGE == static_cast<int>(vocab::kLastLibraryError),
+              "every sf_status has its row in the vocabulary");
+
+// ClientError is one below sf_status (and ClientErrorName checks each value against the
+// vocabulary the same way).
+sf_status ToStatus(ClientError code) noexcept {
+  return static_cast<sf_status>(static_cast<int>(code) + 1);
 }
+static_assert(SF_INVALID_SERVICE_NAME == static_cast<int>(ClientError::kInvalidServiceName) + 1);
+static_assert(SF_SYSTEM_ERROR == static_cast<int>(ClientError::kSystemError) + 1);
 
 // Records the message for sf_last_error; an allocation failure leaves it empty.
 sf_status Fail(sf_status status, const char* message) noexcept {
@@ -249,43 +246,14 @@ sf_status sf_bounds(int64_t epoch_unix_ms, int64_t from_unix_ms, int64_t to_unix
 }
 
 const char* sf_status_str(sf_status s) {
-  switch (s) {
-    case SF_OK:
-      return "ok";
-    case SF_INVALID_SERVICE_NAME:
-      return "invalid_service_name";
-    case SF_INVALID_ARGUMENT:
-      return "invalid_argument";
-    case SF_DAEMON_NOT_RUNNING:
-      return "daemon_not_running";
-    case SF_PERMISSION_DENIED:
-      return "permission_denied";
-    case SF_INCOMPATIBLE_VERSION:
-      return "incompatible_version";
-    case SF_CORRUPT_SEGMENT:
-      return "corrupt_segment";
-    case SF_UNTRUSTED_SEGMENT:
-      return "untrusted_segment";
-    case SF_DAEMON_STARTING:
-      return "daemon_starting";
-    case SF_DAEMON_PAUSED:
-      return "daemon_paused";
-    case SF_DAEMON_OUT_OF_SERVICE:
-      return "daemon_out_of_service";
-    case SF_DAEMON_STOPPED:
-      return "daemon_stopped";
-    case SF_DAEMON_NOT_HEARTBEATING:
-      return "daemon_not_heartbeating";
-    case SF_DAEMON_DEAD:
-      return "daemon_dead";
-    case SF_TIMED_OUT:
-      return "timed_out";
-    case SF_SYSTEM_ERROR:
-      return "system_error";
-    case SF_TIME_OUT_OF_RANGE:
-      return "time_out_of_range";
+  if (s == SF_OK) return "ok";
+  const int value = static_cast<int>(s);
+  if (value < static_cast<int>(vocab::kFirstLibraryError) ||
+      value > static_cast<int>(vocab::kLastLibraryError)) {
+    return "unknown_status";
   }
-  return "unknown_status";
+  // The table's codes are string literals: NUL-terminated, static storage.
+  return vocab::ErrorName(static_cast<vocab::ErrorCode>(value)).data();
 }
 
 const char* sf_last_error(void) { return last_error.c_str(); }

@@ -21,6 +21,7 @@
 #include "snowflake/ring_consumer.h"
 #include "snowflake/segment_error.h"
 #include "snowflake/segment_layout.h"
+#include "snowflake/vocabulary.h"
 
 namespace snowflake {
 namespace {
@@ -76,54 +77,43 @@ ClientError FromSegmentError(SegmentError error) {
   return ClientError::kSystemError;
 }
 
-std::string_view HealthName(ProducerHealth health) {
-  switch (health) {
-    case ProducerHealth::kServing:
-      return "serving";
-    case ProducerHealth::kStarting:
-      return "starting";
-    case ProducerHealth::kPaused:
-      return "paused";
-    case ProducerHealth::kOutOfService:
-      return "out_of_service";
-    case ProducerHealth::kStopped:
-      return "stopped";
-    case ProducerHealth::kNotHeartbeating:
-      return "not_heartbeating";
-    case ProducerHealth::kDead:
-      return "dead";
-  }
-  return "unknown";
+// ClientError lists the library's conditions in sf_status order, one below the
+// vocabulary's ErrorCode; these pin every value so the conversions cannot drift.
+constexpr vocab::ErrorCode VocabularyCode(ClientError code) noexcept {
+  return static_cast<vocab::ErrorCode>(static_cast<uint32_t>(code) + 1);
 }
+static_assert(VocabularyCode(ClientError::kInvalidServiceName) ==
+              vocab::ErrorCode::kInvalidServiceName);
+static_assert(VocabularyCode(ClientError::kInvalidArgument) == vocab::ErrorCode::kInvalidArgument);
+static_assert(VocabularyCode(ClientError::kDaemonNotRunning) ==
+              vocab::ErrorCode::kDaemonNotRunning);
+static_assert(VocabularyCode(ClientError::kPermissionDenied) ==
+              vocab::ErrorCode::kPermissionDenied);
+static_assert(VocabularyCode(ClientError::kIncompatibleVersion) ==
+              vocab::ErrorCode::kIncompatibleVersion);
+static_assert(VocabularyCode(ClientError::kCorruptSegment) == vocab::ErrorCode::kCorruptSegment);
+static_assert(VocabularyCode(ClientError::kUntrustedSegment) ==
+              vocab::ErrorCode::kUntrustedSegment);
+static_assert(VocabularyCode(ClientError::kDaemonStarting) == vocab::ErrorCode::kDaemonStarting);
+static_assert(VocabularyCode(ClientError::kDaemonPaused) == vocab::ErrorCode::kDaemonPaused);
+static_assert(VocabularyCode(ClientError::kDaemonOutOfService) ==
+              vocab::ErrorCode::kDaemonOutOfService);
+static_assert(VocabularyCode(ClientError::kDaemonStopped) == vocab::ErrorCode::kDaemonStopped);
+static_assert(VocabularyCode(ClientError::kDaemonNotHeartbeating) ==
+              vocab::ErrorCode::kDaemonNotHeartbeating);
+static_assert(VocabularyCode(ClientError::kDaemonDead) == vocab::ErrorCode::kDaemonDead);
+static_assert(VocabularyCode(ClientError::kTimedOut) == vocab::ErrorCode::kTimedOut);
+static_assert(VocabularyCode(ClientError::kSystemError) == vocab::ErrorCode::kSystemError);
+// kTimeOutOfRange (sf_bounds, the last library code) is the C ABI's alone: no C++ call fails
+// with it, so ClientError stops one short.
+static_assert(static_cast<uint32_t>(VocabularyCode(ClientError::kSystemError)) + 1 ==
+              static_cast<uint32_t>(vocab::kLastLibraryError));
 
-std::string ReasonText(StateReason reason, int64_t detail) {
-  switch (reason) {
-    case StateReason::kNone:
-      return "";
-    case StateReason::kStarting:
-      return "starting up";
-    case StateReason::kClockBehind:
-      return "clock moved back " + std::to_string(detail) + " ms";
-    case StateReason::kClockStepTooLarge:
-      return "clock moved back " + std::to_string(detail) + " ms, more than max_backward_ms";
-    case StateReason::kBehindHighWater:
-      // What happens next depends on the state (paused: by itself; out of service: an
-      // operator's resume), and the caller's sentence says it: one story, not two.
-      return "clock started " + std::to_string(detail) +
-             " ms behind the persisted high-water mark";
-    case StateReason::kTimeRangeExhausted:
-      return "the epoch's 41-bit time range is used up";
-    case StateReason::kShutdown:
-      return "shut down";
-    case StateReason::kPersistenceFailed:
-      if (detail == 0) {
-        return "the high-water reservation is not renewed yet (a stalled disk or register)";
-      }
-      return "could not persist the high-water reservation (errno " + std::to_string(detail) +
-             ": " + std::strerror(static_cast<int>(detail)) + ")";
-  }
-  return "reason code " + std::to_string(static_cast<uint32_t>(reason));
+// The inverse, for the library's codes other than kTimeOutOfRange.
+constexpr ClientError FromVocabulary(vocab::ErrorCode code) noexcept {
+  return static_cast<ClientError>(static_cast<uint32_t>(code) - 1);
 }
+static_assert(FromVocabulary(vocab::ErrorCode::kDaemonDead) == ClientError::kDaemonDead);
 
 uint64_t HeaderU64(const std::atomic<uint64_t>& field) {
   // Relaxed: status fields are informational and read one by one (see ClientStatus).
@@ -135,10 +125,10 @@ ClientStatus ReadStatus(const RingConsumer& ring, std::chrono::milliseconds max_
   const ProducerStatus producer = ring.CheckProducer(HeartbeatLimit(ring, max_age_option));
   const auto state = static_cast<shm::DaemonState>(header.state.load(std::memory_order_acquire));
   ClientStatus status;
-  status.state = std::string(shm::DaemonStateName(state));
-  status.health = std::string(HealthName(producer.health));
-  status.reason = std::string(shm::StateReasonName(producer.reason));
-  status.reason_text = ReasonText(producer.reason, producer.reason_detail);
+  status.state = std::string(vocab::StateCode(state));
+  status.health = std::string(vocab::HealthCode(producer.health));
+  status.reason = std::string(vocab::ReasonCode(producer.reason));
+  status.reason_text = vocab::DescribeReason(producer.reason, producer.reason_detail);
   status.reason_detail = producer.reason_detail;
   status.machine = header.machine.load(std::memory_order_relaxed);
   status.epoch_unix_ms = static_cast<int64_t>(HeaderU64(header.epoch_unix_ms));
@@ -163,47 +153,42 @@ Error Unavailable(const ProducerStatus& producer, const std::filesystem::path& r
                   std::chrono::nanoseconds max_age) {
   const std::string where = " (runtime directory " + runtime_dir.string() + ")";
   const std::string pid = std::to_string(producer.pid);
+  // The code from the vocabulary's health table; the sentence from here.
+  const ClientError code = FromVocabulary(vocab::HealthError(producer.health));
   switch (producer.health) {
     case ProducerHealth::kStarting:
-      return MakeError(ClientError::kDaemonStarting,
-                       "snowflaked is starting" + where + "; retry shortly or fail over");
+      return MakeError(code, "snowflaked is starting" + where + "; retry shortly or fail over");
     case ProducerHealth::kPaused:
-      return MakeError(
-          ClientError::kDaemonPaused,
-          "snowflaked paused generation: " + ReasonText(producer.reason, producer.reason_detail) +
-              where + "; fail over, it resumes by itself");
+      return MakeError(code, "snowflaked paused generation: " +
+                                 vocab::DescribeReason(producer.reason, producer.reason_detail) +
+                                 where + "; fail over, it resumes by itself");
     case ProducerHealth::kOutOfService: {
-      const std::string why = ReasonText(producer.reason, producer.reason_detail);
-      return MakeError(ClientError::kDaemonOutOfService,
-                       "snowflaked is out of service" + (why.empty() ? "" : ": " + why) + where +
-                           "; fail over until an operator runs `snowflakectl resume`");
+      const std::string why = vocab::DescribeReason(producer.reason, producer.reason_detail);
+      return MakeError(code, "snowflaked is out of service" + (why.empty() ? "" : ": " + why) +
+                                 where +
+                                 "; fail over until an operator runs `snowflakectl resume`");
     }
     case ProducerHealth::kStopped:
-      return MakeError(ClientError::kDaemonStopped,
-                       "snowflaked (pid " + pid + ") has stopped" + where +
-                           "; fail over, or retry once it is restarted");
+      return MakeError(code, "snowflaked (pid " + pid + ") has stopped" + where +
+                                 "; fail over, or retry once it is restarted");
     case ProducerHealth::kNotHeartbeating:
       if (producer.heartbeat_in_future) {
-        return MakeError(ClientError::kDaemonNotHeartbeating,
-                         "snowflaked (pid " + pid +
-                             ")'s heartbeat is in the future of this host's monotonic clock, "
-                             "so it is not a beat of this boot" +
-                             where + "; it is not running: fail over, and start it");
+        return MakeError(code, "snowflaked (pid " + pid +
+                                   ")'s heartbeat is in the future of this host's monotonic clock, "
+                                   "so it is not a beat of this boot" +
+                                   where + "; it is not running: fail over, and start it");
       }
-      return MakeError(ClientError::kDaemonNotHeartbeating,
-                       "snowflaked (pid " + pid + ") has not refreshed its heartbeat for " +
-                           std::to_string(producer.heartbeat_age_ns / 1'000'000) + " ms (limit " +
-                           std::to_string(max_age.count() / 1'000'000) + " ms)" + where +
-                           "; it is hung or stopped: fail over");
+      return MakeError(code, "snowflaked (pid " + pid + ") has not refreshed its heartbeat for " +
+                                 std::to_string(producer.heartbeat_age_ns / 1'000'000) +
+                                 " ms (limit " + std::to_string(max_age.count() / 1'000'000) +
+                                 " ms)" + where + "; it is hung or stopped: fail over");
     case ProducerHealth::kDead:
-      return MakeError(ClientError::kDaemonDead, "snowflaked (pid " + pid +
-                                                     ") is gone without shutting down" + where +
-                                                     "; fail over and restart it");
+      return MakeError(code, "snowflaked (pid " + pid + ") is gone without shutting down" + where +
+                                 "; fail over and restart it");
     case ProducerHealth::kServing:
       break;
   }
-  return MakeError(ClientError::kSystemError,
-                   "internal error: serving daemon reported as unavailable");
+  return MakeError(code, "internal error: serving daemon reported as unavailable");
 }
 
 tl::expected<RingConsumer, Error> OpenRing(const std::filesystem::path& runtime_dir) {
@@ -222,39 +207,7 @@ std::filesystem::path ResolveRuntimeDir(const ClientOptions& options) {
 }  // namespace
 
 std::string_view ClientErrorName(ClientError code) noexcept {
-  switch (code) {
-    case ClientError::kInvalidServiceName:
-      return "invalid_service_name";
-    case ClientError::kInvalidArgument:
-      return "invalid_argument";
-    case ClientError::kDaemonNotRunning:
-      return "daemon_not_running";
-    case ClientError::kPermissionDenied:
-      return "permission_denied";
-    case ClientError::kIncompatibleVersion:
-      return "incompatible_version";
-    case ClientError::kCorruptSegment:
-      return "corrupt_segment";
-    case ClientError::kUntrustedSegment:
-      return "untrusted_segment";
-    case ClientError::kDaemonStarting:
-      return "daemon_starting";
-    case ClientError::kDaemonPaused:
-      return "daemon_paused";
-    case ClientError::kDaemonOutOfService:
-      return "daemon_out_of_service";
-    case ClientError::kDaemonStopped:
-      return "daemon_stopped";
-    case ClientError::kDaemonNotHeartbeating:
-      return "daemon_not_heartbeating";
-    case ClientError::kDaemonDead:
-      return "daemon_dead";
-    case ClientError::kTimedOut:
-      return "timed_out";
-    case ClientError::kSystemError:
-      return "system_error";
-  }
-  return "unknown";
+  return vocab::ErrorName(VocabularyCode(code));
 }
 
 std::filesystem::path DefaultRuntimeDir() noexcept {

@@ -56,31 +56,6 @@ bool IsDamagedSegmentError(SegmentError error) noexcept {
   }
 }
 
-std::string_view DaemonStateName(DaemonState state) noexcept {
-  switch (state) {
-    case DaemonState::kStarting: return "starting";
-    case DaemonState::kServing: return "serving";
-    case DaemonState::kPaused: return "paused";
-    case DaemonState::kOutOfService: return "out_of_service";
-    case DaemonState::kStopped: return "stopped";
-  }
-  return "unknown";
-}
-
-std::string_view StateReasonName(StateReason reason) noexcept {
-  switch (reason) {
-    case StateReason::kNone: return "none";
-    case StateReason::kStarting: return "starting";
-    case StateReason::kClockBehind: return "clock_behind";
-    case StateReason::kClockStepTooLarge: return "clock_step_too_large";
-    case StateReason::kBehindHighWater: return "behind_high_water";
-    case StateReason::kTimeRangeExhausted: return "time_range_exhausted";
-    case StateReason::kShutdown: return "shutdown";
-    case StateReason::kPersistenceFailed: return "persistence_failed";
-  }
-  return "unknown";
-}
-
 std::string DescribeGroup(gid_t gid) {
   group entry{};
   group* found = nullptr;

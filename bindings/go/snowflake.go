@@ -141,9 +141,16 @@ var (
 	ErrUnavailable = errors.New("snowflake: daemon unavailable")
 
 	// ErrClosed is returned by calls on a closed Client; it is also ErrInvalidArgument.
-	ErrClosed error = &Error{Status: 2, Code: "invalid_argument",
+	ErrClosed error = &Error{Status: C.SF_INVALID_ARGUMENT, Code: statusCode(C.SF_INVALID_ARGUMENT),
 		Message: "the client is closed: open a new one"}
 )
+
+// The last sf_status: sentinels has one entry per status up to it.
+const lastStatus = int(C.SF_TIME_OUT_OF_RANGE)
+
+// statusCode is the library's code of a status (sf_status_str, from the one vocabulary
+// table shared by the C and C++ APIs, the HTTP front and snowflakectl).
+func statusCode(status int) string { return C.GoString(C.sf_status_str(C.sf_status(status))) }
 
 // Indexed by sf_status; index 0 (SF_OK) is no error.
 var sentinels = []error{nil, ErrInvalidServiceName, ErrInvalidArgument, ErrDaemonNotRunning,
@@ -168,11 +175,12 @@ func newError(status C.sf_status, message *C.char) error {
 		text = C.GoString(message)
 		C.free(unsafe.Pointer(message))
 	}
-	return &Error{Status: int(status), Code: C.GoString(C.sf_status_str(status)), Message: text}
+	return &Error{Status: int(status), Code: statusCode(int(status)), Message: text}
 }
 
 func invalidArgument(message string) error {
-	return &Error{Status: C.SF_INVALID_ARGUMENT, Code: "invalid_argument", Message: message}
+	return &Error{Status: C.SF_INVALID_ARGUMENT, Code: statusCode(C.SF_INVALID_ARGUMENT),
+		Message: message}
 }
 
 type options struct {

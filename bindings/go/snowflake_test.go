@@ -516,3 +516,28 @@ func TestSigkillWhileTakingFailsAndHandsOutNoStaleID(t *testing.T) {
 	wantError(t, err, ErrDaemonDead, 13, "daemon_dead")
 }
 
+// Every C ABI status has its sentinel and the library's own code (sf_status_str, from the
+// one vocabulary table), and no two statuses share a code.
+func TestEveryStatusHasItsSentinelAndCode(t *testing.T) {
+	if len(sentinels) != lastStatus+1 {
+		t.Fatalf("%d sentinels for statuses 0..%d", len(sentinels), lastStatus)
+	}
+	seen := map[string]int{}
+	for s := 1; s <= lastStatus; s++ {
+		code := statusCode(s)
+		if code == "" || code == "unknown_status" || strings.ToLower(code) != code {
+			t.Errorf("status %d has code %q", s, code)
+		}
+		if other, dup := seen[code]; dup {
+			t.Errorf("statuses %d and %d share code %q", other, s, code)
+		}
+		seen[code] = s
+		if err := (&Error{Status: s, Code: code, Message: "m"}); sentinels[s] == nil ||
+			!errors.Is(err, sentinels[s]) {
+			t.Errorf("status %d (%s) does not match its sentinel", s, code)
+		}
+	}
+	if statusCode(lastStatus+1) != "unknown_status" {
+		t.Errorf("a status past the last has code %q", statusCode(lastStatus+1))
+	}
+}

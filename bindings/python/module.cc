@@ -60,7 +60,7 @@ py::dict& ErrorClasses() {
 }
 
 [[noreturn]] void RaiseInvalidArgument(const std::string& message) {
-  Raise("invalid_argument", SF_INVALID_ARGUMENT, message);
+  Raise(sf_status_str(SF_INVALID_ARGUMENT), SF_INVALID_ARGUMENT, message);
 }
 
 class PyClient {
@@ -232,6 +232,15 @@ PYBIND11_MODULE(_snowflake, m) {
   m.attr("DEFAULT_EPOCH_UNIX_MS") = snowflake::kDefaultEpochUnixMs;
 
   m.def("_register_errors", [](const py::dict& classes) { ErrorClasses() = classes; });
+  // Every error status with its code (sf_status_str, the vocabulary's), so the tests can
+  // check that __init__.py maps each to its exception class.
+  m.def("_error_codes", [] {
+    py::list codes;
+    for (int s = SF_INVALID_SERVICE_NAME; s <= SF_TIME_OUT_OF_RANGE; ++s) {
+      codes.append(py::make_tuple(s, sf_status_str(static_cast<sf_status>(s))));
+    }
+    return codes;
+  });
 
   py::class_<PyClient>(m, "_Client")
       .def(py::init<const std::string&, std::optional<std::string>,

@@ -18,12 +18,17 @@
 #include <optional>
 #include <string>
 
+#include "snowflake/segment_layout.h"
+#include "snowflake/vocabulary.h"
+
 namespace snowflake::daemon {
 
 // Every key of the control protocol's status reply (docs/control-protocol.md).
 struct DaemonStatus {
-  std::string state = "starting";  // starting, serving, paused, out_of_service, stopping, stopped
-  std::string reason_code = "starting";  // StateReasonName(): none, clock_behind, ...
+  // vocab::StateCode(): starting, serving, paused, out_of_service, stopped.
+  std::string state = std::string(vocab::StateCode(shm::DaemonState::kStarting));
+  // vocab::ReasonCode(): none, clock_behind, ...
+  std::string reason_code = std::string(vocab::ReasonCode(shm::StateReason::kStarting));
   std::string reason;                    // human text, "" when serving
   int64_t reason_detail = 0;             // see reason_code (ms of a clock step, errno, ...)
   int64_t pid = 0;

@@ -35,8 +35,8 @@ std::string StatusReporter::Line(const StatusFacts& facts) const {
 
 void StatusReporter::RefreshBoard(const StatusFacts& f) {
   DaemonStatus s = identity_;
-  s.state = std::string(shm::DaemonStateName(f.decision.state));
-  s.reason_code = std::string(shm::StateReasonName(f.decision.reason));
+  s.state = std::string(vocab::StateCode(f.decision.state));
+  s.reason_code = std::string(vocab::ReasonCode(f.decision.reason));
   s.reason = f.decision.state == DaemonState::kServing ? "" : Line(f);
   s.reason_detail = f.decision.detail;
   s.ring_capacity = f.ring_capacity;

@@ -173,7 +173,8 @@ void FillLoop::HandleResume() {
   if (was_out) {
     generator_.Resume();
     spdlog::warn("resume requested on the control socket: the generator is now {}{}",
-                 generator_.state() == GeneratorState::kServing ? "serving" : "paused",
+                 StateText(generator_.state() == GeneratorState::kServing ? DaemonState::kServing
+                                                                          : DaemonState::kPaused),
                  generator_.reason().empty() ? "" : " (" + generator_.reason() + ")");
     const int64_t now_ms = clock_.NowUnixMs();
     SyncState(now_ms, horizon_.confirmed_through());

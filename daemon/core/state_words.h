@@ -1,8 +1,7 @@
-// One vocabulary for the daemon's states and reasons: the name of each (the segment's and
-// the control protocol's code, shm::DaemonStateName/StateReasonName), its text for logs,
-// STATUS= and `snowflakectl status`, and what happens next. Every place the daemon speaks
-// of a state or reason takes its words from the table in state_words.cc, never from a
-// switch of its own.
+// The daemon's view of the one vocabulary (snowflake/vocabulary.h): its states and reasons
+// in words for logs, STATUS= and `snowflakectl status`, with what happens next. The words
+// themselves live in the vocabulary's tables; this adds only what the daemon appends (the
+// store or bound that explains a reason).
 //
 // Thread-safe: pure functions over constant tables.
 
@@ -14,42 +13,18 @@
 #include <string_view>
 
 #include "snowflake/segment_layout.h"
+#include "snowflake/vocabulary.h"
 
 namespace snowflake::daemon {
 
-// What ends a state of this reason.
-enum class Recovery {
-  kNone,         // serving or starting: nothing to recover from
-  kByItself,     // the daemon resumes by itself (the clock passes the mark, a store heals)
-  kNeedsResume,  // out of service until `snowflakectl resume`
-  kFinal,        // stopped
-};
+using vocab::Recovery;
+using vocab::RecoveryFor;
+using vocab::RecoveryText;
+using vocab::StateText;
 
-struct ReasonWords {
-  shm::StateReason reason;
-  // The summary; "{}" stands for the detail (ms of a clock step, errno, ...).
-  std::string_view summary;
-  Recovery recovery;
-};
-
-// The words for `reason` (a reason outside the table gets a generic entry).
-const ReasonWords& WordsFor(shm::StateReason reason) noexcept;
-
-// "serving", "paused", "out of service", "starting", "stopped": the human name (the
-// code is shm::DaemonStateName()).
-std::string_view StateText(shm::DaemonState state) noexcept;
-
-// What ends `state`: paused resumes by itself, out of service needs `snowflakectl resume`,
-// whatever the reason (one rule, so clients and logs never tell two stories).
-Recovery RecoveryFor(shm::DaemonState state) noexcept;
-
-// What comes next, for the reason's Recovery: "it resumes by itself", "run `snowflakectl
-// resume` after checking the clock", or "".
-std::string_view RecoveryText(Recovery recovery) noexcept;
-
-// The whole reason in words: the summary with its detail, then `extra` in parentheses
-// (which store failed, a generator's bound), then the recovery text after "; ".
-// "clock moved back 5 ms; it resumes by itself".
+// The whole reason in words: the vocabulary's summary with its detail, then `extra` in
+// parentheses (which store failed, a generator's bound). "clock moved back 5 ms". Throws
+// std::bad_alloc only.
 std::string DescribeReason(shm::StateReason reason, int64_t detail, std::string_view extra = "");
 
 }  // namespace snowflake::daemon

@@ -37,6 +37,7 @@
 #include "daemon/http/http_request.h"
 #include "libclient/status/status_report.h"  // /v1/status has the keys of `status --json`
 #include "snowflake/client.h"
+#include "snowflake/vocabulary.h"
 
 namespace snowflake::daemon {
 namespace {
@@ -86,30 +87,15 @@ Reply ErrorReply(http::status status, std::string_view code, std::string_view me
   return reply;
 }
 
-// The HTTP code and error code of a take that failed.
-std::pair<http::status, std::string_view> StatusOf(ClientError error) {
-  switch (error) {
-    case ClientError::kDaemonStarting:
-      return {http::status::service_unavailable, "starting"};
-    case ClientError::kDaemonPaused:
-      return {http::status::service_unavailable, "paused"};
-    case ClientError::kDaemonOutOfService:
-      return {http::status::service_unavailable, "out_of_service"};
-    case ClientError::kDaemonStopped:
-      return {http::status::service_unavailable, "stopped"};
-    case ClientError::kDaemonNotHeartbeating:
-      return {http::status::service_unavailable, "not_heartbeating"};
-    case ClientError::kDaemonDead:
-      return {http::status::service_unavailable, "dead"};
-    case ClientError::kDaemonNotRunning:
-      return {http::status::service_unavailable, "not_running"};
-    case ClientError::kTimedOut:
-      return {http::status::service_unavailable, "timed_out"};
-    case ClientError::kInvalidServiceName:
-      return {http::status::bad_request, "invalid_service"};
-    default:
-      return {http::status::internal_server_error, "internal"};
-  }
+Reply ErrorReply(http::status status, vocab::ErrorCode code, std::string_view message) {
+  return ErrorReply(status, vocab::ErrorName(code), message);
+}
+
+// The reply to a take (or an open of the ring) that failed: the vocabulary's code, the
+// library's own for the condition.
+Reply ErrorReply(const Error& error) {
+  const HttpFailure failure = HttpFailureFor(error.code);
+  return ErrorReply(static_cast<http::status>(failure.status), failure.code, error.message);
 }
 
 // The metrics of /metrics. Families are created once; their Add() is thread-safe.
@@ -497,19 +483,20 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void OnRequest(beast::error_code ec) {
     if (ec == http::error::header_limit) {
-      return Send(ErrorReply(http::status::request_header_fields_too_large, "headers_too_large",
+      return Send(ErrorReply(http::status::request_header_fields_too_large,
+                             vocab::ErrorCode::kHeadersTooLarge,
                              "the request line and headers exceed " +
                                  std::to_string(front_.options().max_header_bytes) + " bytes"),
                   Endpoint::kOther, Clock::now(), true);
     }
     if (ec == http::error::body_limit) {
-      return Send(ErrorReply(http::status::payload_too_large, "body_too_large",
+      return Send(ErrorReply(http::status::payload_too_large, vocab::ErrorCode::kBodyTooLarge,
                              "a request body may have at most " + std::to_string(kMaxBodyBytes) +
                                  " bytes (GET needs none)"),
                   Endpoint::kOther, Clock::now(), true);
     }
     if (ec) {
-      return Send(ErrorReply(http::status::bad_request, "bad_request",
+      return Send(ErrorReply(http::status::bad_request, vocab::ErrorCode::kBadRequest,
                              "malformed HTTP/1.1 request: " + ec.message()),
                   Endpoint::kOther, Clock::now(), true);
     }
@@ -517,9 +504,10 @@ class Session : public std::enable_shared_from_this<Session> {
     const http::request<http::string_body>& request = parser_->get();
     if (refusal_) return Send(std::move(*refusal_), Endpoint::kOther, start, true);
     if (request.version() != 10 && request.version() != 11) {
-      return Send(ErrorReply(http::status::http_version_not_supported, "bad_version",
-                             "only HTTP/1.0 and HTTP/1.1 are served"),
-                  Endpoint::kOther, start, true);
+      return Send(
+          ErrorReply(http::status::http_version_not_supported, vocab::ErrorCode::kBadVersion,
+                     "only HTTP/1.0 and HTTP/1.1 are served"),
+          Endpoint::kOther, start, true);
     }
     ++requests_;
     Endpoint endpoint = Endpoint::kOther;
@@ -634,12 +622,12 @@ void HttpFront::Impl::OnAccept(tcp::socket socket) {
                                            [&](const Cidr& cidr) { return cidr.Contains(*peer); });
   if (!allowed) {
     metrics_.refused_allow.Increment();
-    refusal = ErrorReply(http::status::forbidden, "forbidden",
+    refusal = ErrorReply(http::status::forbidden, vocab::ErrorCode::kForbidden,
                          "this client's address is not in [http] allow");
   } else if (connections_.fetch_add(1, std::memory_order_relaxed) >= options_.max_connections) {
     connections_.fetch_sub(1, std::memory_order_relaxed);
     metrics_.refused_limit.Increment();
-    refusal = ErrorReply(http::status::too_many_requests, "too_many_connections",
+    refusal = ErrorReply(http::status::too_many_requests, vocab::ErrorCode::kTooManyConnections,
                          "this front already serves " + std::to_string(options_.max_connections) +
                              " connections ([http] max_connections); retry shortly or use "
                              "another daemon");
@@ -684,9 +672,10 @@ Reply HttpFront::Impl::Handle(const http::request<http::string_body>& request, E
       case Endpoint::kOther:
         break;
     }
-    return ErrorReply(http::status::not_found, "not_found", "no such endpoint");
+    return ErrorReply(http::status::not_found, vocab::ErrorCode::kNotFound, "no such endpoint");
   } catch (const std::exception& e) {
-    return ErrorReply(http::status::internal_server_error, "internal", e.what());
+    return ErrorReply(http::status::internal_server_error, vocab::ErrorCode::kSystemError,
+                      e.what());
   }
 }
 
@@ -697,14 +686,14 @@ tl::expected<HttpFront::Impl::Service*, Reply> HttpFront::Impl::ServiceFor(
     return found->second.get();
   }
   if (auto valid = ValidateServiceName(service); !valid) {
-    return tl::unexpected(
-        ErrorReply(http::status::bad_request, "invalid_service", valid.error().message));
+    return tl::unexpected(ErrorReply(http::status::bad_request,
+                                     vocab::ErrorCode::kInvalidServiceName, valid.error().message));
   }
   if (services_.size() >= options_.max_services) {
-    return tl::unexpected(ErrorReply(http::status::too_many_requests, "too_many_services",
-                                     "this front already serves " +
-                                         std::to_string(options_.max_services) +
-                                         " service names ([http] max_services)"));
+    return tl::unexpected(
+        ErrorReply(http::status::too_many_requests, vocab::ErrorCode::kTooManyServices,
+                   "this front already serves " + std::to_string(options_.max_services) +
+                       " service names ([http] max_services)"));
   }
   ClientOptions options;
   options.runtime_dir = runtime_dir_;
@@ -717,8 +706,7 @@ tl::expected<HttpFront::Impl::Service*, Reply> HttpFront::Impl::ServiceFor(
   options.remotes_from_environment = false;
   auto client = Client::Open(service, options);
   if (!client) {
-    const auto [status, code] = StatusOf(client.error().code);
-    return tl::unexpected(ErrorReply(status, code, client.error().message));
+    return tl::unexpected(ErrorReply(client.error()));
   }
   auto entry = std::make_unique<Service>(
       Service{std::move(*client),
@@ -746,8 +734,7 @@ Reply HttpFront::Impl::TakeIds(const HttpRoute& route) {
     auto taken = client.NextBatch(ids.subspan(filled));
     if (!taken) {
       // IDs already taken for this request are dropped: wasted, never reissued.
-      const auto [status, code] = StatusOf(taken.error().code);
-      return ErrorReply(status, code, taken.error().message);
+      return ErrorReply(taken.error());
     }
     filled += *taken;
   }
@@ -790,13 +777,13 @@ Reply HttpFront::Impl::Healthz() {
   if (!status) {
     reply.status = http::status::service_unavailable;
     reply.retry_after = true;
-    reply.body = json{{"state", "not_running"},
+    reply.body = json{{"state", vocab::kNoDaemonHealth.code},
                       {"reason_code", ClientErrorName(status.error().code)},
                       {"reason", status.error().message}}
                      .dump();
     return reply;
   }
-  const bool serving = status->health == "serving";
+  const bool serving = status->health == vocab::HealthCode(shm::ProducerHealth::kServing);
   reply.status = serving ? http::status::ok : http::status::service_unavailable;
   reply.retry_after = !serving;
   reply.body = json{{"state", status->health},
@@ -816,7 +803,9 @@ Reply HttpFront::Impl::Status() {
   options.max_heartbeat_age = kHeartbeatLimit;
   auto segment = Client::Inspect(options);
   if (!segment) {
-    return ErrorReply(http::status::service_unavailable, "not_running", segment.error().message);
+    // 503 whatever the cause, as /healthz: no status to give; the code says why.
+    return ErrorReply(http::status::service_unavailable, ClientErrorName(segment.error().code),
+                      segment.error().message);
   }
   // The same StatusReport the CLI builds, with the board standing in for the control
   // socket's reply (it is what the socket would send), so the keys cannot drift apart.
@@ -863,8 +852,9 @@ Reply HttpFront::Impl::MetricsText() {
           static_cast<double>(status.published_total));
   RaiseTo(metrics_.totals.Add({{"kind", "drained"}}), static_cast<double>(status.drained_total));
   RaiseTo(metrics_.pauses.Add({}), static_cast<double>(status.clock_pauses));
-  for (const char* state : {"starting", "serving", "paused", "out_of_service", "stopped"}) {
-    metrics_.state.Add({{"state", state}}).Set(status.state == state ? 1 : 0);
+  for (const vocab::StateWords& state : vocab::kStates) {
+    const std::string code(state.code);
+    metrics_.state.Add({{"state", code}}).Set(status.state == code ? 1 : 0);
   }
   metrics_.ring.Add({{"kind", "fill"}}).Set(static_cast<double>(status.ring_fill));
   metrics_.ring.Add({{"kind", "capacity"}}).Set(static_cast<double>(status.ring_capacity));

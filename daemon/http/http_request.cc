@@ -6,13 +6,16 @@
 
 #include "daemon/base/decimal.h"
 #include "snowflake/client.h"
+#include "snowflake/vocabulary.h"
 
 namespace snowflake::daemon {
 namespace {
 
-HttpRefusal Refuse(unsigned status, std::string_view code, std::string message,
+using vocab::ErrorCode;
+
+HttpRefusal Refuse(unsigned status, ErrorCode code, std::string message,
                    HttpEndpoint endpoint = HttpEndpoint::kOther) {
-  return HttpRefusal{status, std::string(code), std::move(message), endpoint};
+  return HttpRefusal{status, std::string(vocab::ErrorName(code)), std::move(message), endpoint};
 }
 
 // "a=1&b=2" -> {{"a","1"},{"b","2"}}; nullopt on a repeated key or a key without '='.
@@ -49,19 +52,19 @@ tl::expected<HttpRoute, HttpRefusal> Route(std::string_view method, std::string_
     route.endpoint = HttpEndpoint::kMetrics;
   } else {
     return tl::unexpected(
-        Refuse(404, "not_found",
+        Refuse(404, ErrorCode::kNotFound,
                "no such endpoint; use /v1/id, /v1/ids, /healthz, /v1/status or /metrics"));
   }
   if (method != "GET") {
     return tl::unexpected(
-        Refuse(405, "method_not_allowed", "only GET is served here", route.endpoint));
+        Refuse(405, ErrorCode::kMethodNotAllowed, "only GET is served here", route.endpoint));
   }
   const bool batch = route.endpoint == HttpEndpoint::kIds;
   if (route.endpoint != HttpEndpoint::kId && !batch) return route;
 
   const auto params = ParseQuery(query);
   if (!params) {
-    return tl::unexpected(Refuse(400, "bad_query",
+    return tl::unexpected(Refuse(400, ErrorCode::kBadQuery,
                                  "the query must be key=value pairs joined by '&', each key once",
                                  route.endpoint));
   }
@@ -74,30 +77,31 @@ tl::expected<HttpRoute, HttpRefusal> Route(std::string_view method, std::string_
       has_count = true;
       const std::optional<uint64_t> n = ParseDecimal<uint64_t>(value, 5);
       if (!n || *n < 1 || *n > kMaxHttpBatch) {
-        return tl::unexpected(Refuse(400, "bad_count",
+        return tl::unexpected(Refuse(400, ErrorCode::kBadCount,
                                      "count must be a whole number from 1 to 4096, got \"" +
                                          std::string(value.substr(0, 32)) + "\"",
                                      route.endpoint));
       }
       route.count = *n;
     } else {
-      return tl::unexpected(Refuse(400, "bad_query",
+      return tl::unexpected(Refuse(400, ErrorCode::kBadQuery,
                                    "unknown query parameter \"" + std::string(key.substr(0, 32)) +
                                        "\" (known: service" + (batch ? ", count" : "") + ")",
                                    route.endpoint));
     }
   }
   if (service.empty()) {
-    return tl::unexpected(Refuse(400, "missing_service",
+    return tl::unexpected(Refuse(400, ErrorCode::kMissingService,
                                  "service=NAME is required (1-63 of a-z, 0-9, '.', '_', '-')",
                                  route.endpoint));
   }
   if (batch && !has_count) {
     return tl::unexpected(
-        Refuse(400, "bad_count", "count=N is required (1 to 4096)", route.endpoint));
+        Refuse(400, ErrorCode::kBadCount, "count=N is required (1 to 4096)", route.endpoint));
   }
   if (auto valid = ValidateServiceName(service); !valid) {
-    return tl::unexpected(Refuse(400, "invalid_service", valid.error().message, route.endpoint));
+    return tl::unexpected(
+        Refuse(400, ErrorCode::kInvalidServiceName, valid.error().message, route.endpoint));
   }
   route.service = std::string(service);
   route.plain = accept.find("text/plain") != std::string_view::npos &&
@@ -117,12 +121,40 @@ tl::expected<HttpRoute, HttpRefusal> RouteHttpRequest(std::string_view method,
   }
 }
 
+HttpFailure HttpFailureFor(ClientError error) noexcept {
+  switch (error) {
+    // The local daemon cannot serve now: the caller should go to another daemon.
+    case ClientError::kDaemonNotRunning:
+    case ClientError::kDaemonStarting:
+    case ClientError::kDaemonPaused:
+    case ClientError::kDaemonOutOfService:
+    case ClientError::kDaemonStopped:
+    case ClientError::kDaemonNotHeartbeating:
+    case ClientError::kDaemonDead:
+    case ClientError::kTimedOut:
+      return {503, ClientErrorName(error)};
+    case ClientError::kInvalidServiceName:
+      return {400, ClientErrorName(error)};
+    // The front's own ring is unusable to it (permissions, version, a bad segment) or the
+    // call failed: the front's fault, not the caller's.
+    case ClientError::kInvalidArgument:
+    case ClientError::kPermissionDenied:
+    case ClientError::kIncompatibleVersion:
+    case ClientError::kCorruptSegment:
+    case ClientError::kUntrustedSegment:
+    case ClientError::kSystemError:
+      return {500, ClientErrorName(error)};
+  }
+  return {500, vocab::ErrorName(ErrorCode::kSystemError)};
+}
+
 std::string HttpErrorBody(std::string_view code, std::string_view message) noexcept {
   try {
     const nlohmann::json body = {{"error", {{"code", code}, {"message", message}}}};
     return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   } catch (...) {
-    return R"({"error":{"code":"internal","message":""}})";
+    // The one allocation-free reply: the vocabulary's code for an unexpected failure.
+    return R"({"error":{"code":"system_error","message":""}})";
   }
 }
 

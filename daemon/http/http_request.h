@@ -13,6 +13,11 @@
 #include <string_view>
 #include <tl/expected.hpp>
 
+namespace snowflake {
+// snowflake/client_error.h (libsnowflake's, which the daemon links privately).
+enum class ClientError;
+}  // namespace snowflake
+
 namespace snowflake::daemon {
 
 // Every endpoint, and kOther for any other path (the metrics' "endpoint" label).
@@ -30,7 +35,7 @@ struct HttpRoute {
 
 struct HttpRefusal {
   unsigned status = 400;  // 400, 404 or 405
-  std::string code;       // "bad_query", "bad_count", "missing_service", ...
+  std::string code;       // vocab::ErrorName(): "bad_query", "bad_count", "missing_service", ...
   std::string message;    // what was wrong and what to send instead
   HttpEndpoint endpoint = HttpEndpoint::kOther;  // for the metrics' label
 };
@@ -43,6 +48,16 @@ struct HttpRefusal {
 // allocation failure becomes a 400 with an empty message).
 [[nodiscard]] tl::expected<HttpRoute, HttpRefusal> RouteHttpRequest(
     std::string_view method, std::string_view target, std::string_view accept) noexcept;
+
+// How the front answers a request its ring could not serve: the HTTP status and the
+// vocabulary's code for `error`, the same code libsnowflake gives (ClientErrorName): 503
+// while the local daemon is not serving or not there (the caller should go to another
+// daemon), 400 for a bad service name, 500 when the front cannot use its own ring.
+struct HttpFailure {
+  unsigned status;
+  std::string_view code;  // static storage
+};
+[[nodiscard]] HttpFailure HttpFailureFor(ClientError error) noexcept;
 
 // The JSON body of a refusal: {"error":{"code":…,"message":…}}. Bytes of the request
 // quoted in the message that are not UTF-8 are replaced (U+FFFD), so the body is always

@@ -186,8 +186,8 @@ TEST(RunBounds, SaysWhenARangeWasCutToTheEpoch) {
 TEST(RunBounds, RefusesEachBadRangeWithExit2AndAJsonError) {
   const std::vector<std::tuple<std::string, std::string, std::string, std::string>> cases = {
       {"2026-01-02T00:00:00Z", "2026-01-01T00:00:00Z", "usage", "ends before it begins"},
-      {"2020-01-01T00:00:00Z", "2020-12-31T00:00:00Z", "out_of_range", "before the epoch"},
-      {"2100-01-01T00:00:00Z", "2100-01-02T00:00:00Z", "out_of_range", "the last millisecond"},
+      {"2020-01-01T00:00:00Z", "2020-12-31T00:00:00Z", "time_out_of_range", "before the epoch"},
+      {"2100-01-01T00:00:00Z", "2100-01-02T00:00:00Z", "time_out_of_range", "the last millisecond"},
       {"yesterday", "2026-01-01T00:00:00Z", "usage", "bad --from 'yesterday'"},
       {"2026-01-01T00:00:00Z", "2026-01-01T00:00:00", "usage", "a time zone is required"}};
   for (const auto& [from, to, code, why] : cases) {

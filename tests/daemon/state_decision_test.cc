@@ -140,7 +140,8 @@ TEST(StateDecision, TableOfInputsAndDecisions) {
 // its words must not claim "errno 0".
 TEST(StateWords, PersistenceReasonNamesErrnoOnlyWhenThereIsOne) {
   const std::string failed = DescribeReason(StateReason::kPersistenceFailed, 28, "state file: x");
-  EXPECT_NE(failed.find("(errno 28)"), std::string::npos) << failed;
+  EXPECT_NE(failed.find("(errno 28: "), std::string::npos) << failed;
+  EXPECT_NE(failed.find("(state file: x)"), std::string::npos) << failed;
   const std::string stalled =
       DescribeReason(StateReason::kPersistenceFailed, 0, "a renewal is in progress but slow");
   EXPECT_EQ(stalled.find("errno"), std::string::npos) << stalled;

@@ -8,6 +8,9 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "snowflake/client_error.h"
+#include "snowflake/vocabulary.h"
+
 namespace snowflake::daemon {
 namespace {
 
@@ -39,7 +42,7 @@ TEST(HttpRequest, RefusalsComeInTheDocumentedOrder) {
       {"GET", "/v1/ids?service=a&count=+1", 400, "bad_count"},
       {"GET", "/v1/ids?count=1", 400, "missing_service"},
       {"GET", "/v1/ids?service=Bad", 400, "bad_count"},
-      {"GET", "/v1/ids?service=Bad&count=1", 400, "invalid_service"},
+      {"GET", "/v1/ids?service=Bad&count=1", 400, "invalid_service_name"},
   };
   for (const Case& c : cases) {
     const auto sut = RouteHttpRequest(c.method, c.target, "");
@@ -51,7 +54,7 @@ TEST(HttpRequest, RefusalsComeInTheDocumentedOrder) {
 }
 
 // The message quotes the bad key; bytes that are not UTF-8 used to make the JSON body throw
-// (a 500 "internal" instead of the 400).
+// (a 500 instead of the 400).
 TEST(HttpRequest, ErrorBodyOfANonUtf8QueryIsValidJson) {
   const auto sut = RouteHttpRequest("GET", "/v1/id?service=a&\xff\xfe=1", "");
   ASSERT_FALSE(sut);
@@ -64,6 +67,43 @@ TEST(HttpRequest, ErrorBodyOfANonUtf8QueryIsValidJson) {
   EXPECT_EQ(body["error"]["code"], "bad_query");
   EXPECT_NE(body["error"]["message"].get<std::string>().find("\xef\xbf\xbd"), std::string::npos)
       << "the bad bytes are shown as U+FFFD";
+}
+
+// Every refusal's code is the vocabulary's (one code per condition on every surface).
+TEST(HttpRequest, RefusalCodesAreTheVocabularys) {
+  for (const char* target : {"/nowhere", "/v1/id?x", "/v1/ids?service=a&count=0", "/v1/ids?count=1",
+                             "/v1/id?service=Bad", "/v1/id?service=a&z=1"}) {
+    const auto sut = RouteHttpRequest("GET", target, "");
+    ASSERT_FALSE(sut) << target;
+    bool found = false;
+    for (const vocab::ErrorWords& row : vocab::kErrors)
+      found = found || row.code == sut.error().code;
+    EXPECT_TRUE(found) << target << ": " << sut.error().code << " is not in the vocabulary";
+  }
+}
+
+// A take or an open that fails answers with the library's own code for the condition (the
+// C++ and C APIs' ClientErrorName / sf_status_str), never one of the front's own: before,
+// /v1/id said "not_running" where /healthz said "daemon_not_running".
+TEST(HttpRequest, FailedTakesAnswerWithTheLibrarysCode) {
+  for (int e = 0; e <= static_cast<int>(ClientError::kSystemError); ++e) {
+    const auto error = static_cast<ClientError>(e);
+    const HttpFailure sut = HttpFailureFor(error);
+    EXPECT_EQ(sut.code, ClientErrorName(error)) << e;
+    const auto body = nlohmann::json::parse(HttpErrorBody(sut.code, "m"), nullptr, false);
+    EXPECT_EQ(body["error"]["code"], ClientErrorName(error)) << e;
+  }
+  // Not serving: 503, go to another daemon. A bad name: the caller's fault. Else the front's.
+  for (const ClientError error :
+       {ClientError::kDaemonNotRunning, ClientError::kDaemonStarting, ClientError::kDaemonPaused,
+        ClientError::kDaemonOutOfService, ClientError::kDaemonStopped,
+        ClientError::kDaemonNotHeartbeating, ClientError::kDaemonDead, ClientError::kTimedOut}) {
+    EXPECT_EQ(HttpFailureFor(error).status, 503u) << ClientErrorName(error);
+  }
+  EXPECT_EQ(HttpFailureFor(ClientError::kInvalidServiceName).status, 400u);
+  EXPECT_EQ(HttpFailureFor(ClientError::kPermissionDenied).status, 500u);
+  EXPECT_EQ(HttpFailureFor(ClientError::kSystemError).status, 500u);
+  EXPECT_EQ(HttpFailureFor(ClientError::kDaemonNotRunning).code, "daemon_not_running");
 }
 
 }  // namespace

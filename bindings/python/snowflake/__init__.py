@@ -114,7 +114,9 @@ class SystemFailureError(Error):
     """An unexpected OS error or out of memory (the message names the cause)."""
 
 
-_snowflake._register_errors({
+# Keyed by the library's codes (sf_status_str, one table in shm/include/snowflake/
+# vocabulary.h); tests/test_api.py checks every status has its class here.
+_ERRORS = {
     "invalid_service_name": InvalidServiceNameError,
     "invalid_argument": InvalidArgumentError,
     "daemon_not_running": DaemonNotRunningError,
@@ -131,7 +133,8 @@ _snowflake._register_errors({
     "timed_out": TimedOutError,
     "system_error": SystemFailureError,
     "time_out_of_range": TimeOutOfRangeError,
-})
+}
+_snowflake._register_errors(_ERRORS)
 
 
 def _invalid(message):

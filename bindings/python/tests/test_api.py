@@ -306,3 +306,15 @@ def test_errors_form_one_hierarchy():
     assert isinstance(error, snowflake.UnavailableError)
     assert (error.message, error.code, error.status) == ("paused: clock moved back",
                                                         "daemon_paused", 9)
+
+
+def test_every_library_code_has_its_own_exception_class():
+    # The codes are the C ABI's (sf_status_str, from the one vocabulary table); a status
+    # without a class here would raise a bare RuntimeError.
+    codes = snowflake._snowflake._error_codes()
+    assert [status for status, _ in codes] == list(range(1, len(codes) + 1))
+    classes = [snowflake._ERRORS[code] for _, code in codes]
+    assert len(set(classes)) == len(classes), "two codes share one class"
+    assert set(snowflake._ERRORS) == {code for _, code in codes}
+    for cls in classes:
+        assert issubclass(cls, snowflake.Error)

@@ -79,7 +79,7 @@ struct ClientStatus {
   std::string state;  // "starting", "serving", "paused", "out_of_service", "stopped"
   // state refined by the liveness checks: also "not_heartbeating" or "dead".
   std::string health;
-  std::string reason;       // "none", "clock_behind", ... (shm::StateReasonName)
+  std::string reason;       // "none", "clock_behind", ... (docs/control-protocol.md)
   std::string reason_text;  // for people: "clock moved back 5 ms"; "" when none
   int64_t reason_detail = 0;
   uint32_t machine = 0;

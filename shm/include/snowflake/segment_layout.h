@@ -55,7 +55,8 @@ static_assert(std::atomic<uint32_t>::is_always_lock_free,
 static_assert(sizeof(std::atomic<uint64_t>) == 8 && sizeof(std::atomic<uint32_t>) == 4,
               "the file format fixes field sizes");
 
-// The daemon's state as published to clients. Values are part of the file format.
+// The daemon's state as published to clients. Values are part of the file format; their
+// codes and texts are in snowflake/vocabulary.h.
 enum class DaemonState : uint32_t {
   kStarting = 1,      // claiming a number / first fill; not yet serving
   kServing = 2,       // IDs are being published
@@ -64,7 +65,8 @@ enum class DaemonState : uint32_t {
   kStopped = 5,       // shut down cleanly; clients fail over
 };
 
-// Why the daemon is not serving. Values are part of the file format.
+// Why the daemon is not serving. Values are part of the file format; their codes and texts
+// are in snowflake/vocabulary.h.
 enum class StateReason : uint32_t {
   kNone = 0,
   kStarting = 1,
@@ -75,9 +77,6 @@ enum class StateReason : uint32_t {
   kShutdown = 6,
   kPersistenceFailed = 7,   // could not fsync a reservation; detail = errno
 };
-
-std::string_view DaemonStateName(DaemonState state) noexcept;   // "serving", ...
-std::string_view StateReasonName(StateReason reason) noexcept;  // "clock_behind", ...
 
 // Page 0. Written only by the daemon; clients map it read-only and read it racily.
 struct alignas(kPageSize) SegmentHeader {

@@ -1,0 +1,255 @@
+// The project's one vocabulary: the daemon's states, what a client sees of them (health),
+// why the daemon is not serving (reasons), and every error code a caller can be given, each
+// with its wire code (lower_snake_case, stable) and its text for people. Every surface takes
+// its words from these tables and none has a switch of its own: the segment's and the
+// control socket's state and reason codes, the daemon's logs and STATUS= line, libsnowflake
+// (ClientErrorName, sf_status_str and so the Python and Go bindings), the HTTP front's
+// /healthz, /v1/status and error bodies, and snowflakectl's --json error_code. One condition
+// has one code everywhere; a second code for it is a bug (docs/decisions.md).
+//
+// It lives in shm/ because shm/ is the lowest layer the daemon, the library and the CLI all
+// share. Adding a row: append it to its enum and table (the static_asserts in vocabulary.cc
+// refuse a table that misses a value or is out of order), then document the code where its
+// surface lists codes (docs/http.md, docs/client.md, docs/cli.md, docs/control-protocol.md).
+//
+// Thread-safe: constant tables and pure functions; nothing here allocates except
+// DescribeReason.
+
+#ifndef SNOWFLAKE_VOCABULARY_H_
+#define SNOWFLAKE_VOCABULARY_H_
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "snowflake/ring_consumer.h"
+#include "snowflake/segment_layout.h"
+
+namespace snowflake::vocab {
+
+// --- Error codes --------------------------------------------------------------------------
+
+// Every condition a caller of any surface can be told about, with one code each. The
+// library's conditions come first, numbered as the C ABI's sf_status (SF_OK is 0 and no
+// error), so sf_status, ClientError (one less) and this enum convert by arithmetic that
+// static_asserts in libclient check value by value.
+enum class ErrorCode : uint32_t {
+  // libsnowflake (C++, C ABI, bindings), snowflakectl and the HTTP front.
+  kInvalidServiceName = 1,
+  kInvalidArgument = 2,
+  kDaemonNotRunning = 3,
+  kPermissionDenied = 4,
+  kIncompatibleVersion = 5,
+  kCorruptSegment = 6,
+  kUntrustedSegment = 7,
+  kDaemonStarting = 8,
+  kDaemonPaused = 9,
+  kDaemonOutOfService = 10,
+  kDaemonStopped = 11,
+  kDaemonNotHeartbeating = 12,
+  kDaemonDead = 13,
+  kTimedOut = 14,
+  kSystemError = 15,
+  kTimeOutOfRange = 16,  // sf_bounds and `snowflakectl bounds`
+  // snowflakectl's own.
+  kUsage = 17,
+  kBadReply = 18,
+  kRefused = 19,
+  // The HTTP front's own refusals of a request.
+  kBadRequest = 20,
+  kMissingService = 21,
+  kBadCount = 22,
+  kBadQuery = 23,
+  kForbidden = 24,
+  kNotFound = 25,
+  kMethodNotAllowed = 26,
+  kBodyTooLarge = 27,
+  kHeadersTooLarge = 28,
+  kTooManyConnections = 29,
+  kTooManyServices = 30,
+  kBadVersion = 31,
+};
+
+// The first and last of the library's codes (those with an sf_status and a ClientError).
+inline constexpr ErrorCode kFirstLibraryError = ErrorCode::kInvalidServiceName;
+inline constexpr ErrorCode kLastLibraryError = ErrorCode::kTimeOutOfRange;
+
+struct ErrorWords {
+  ErrorCode error;
+  std::string_view code;  // on the wire: "daemon_not_running"
+  std::string_view text;  // for people, when there is no message: "snowflaked is not running"
+};
+
+// In enum order, starting at value 1: kErrors[value - 1].error == value.
+inline constexpr std::array<ErrorWords, 31> kErrors = {{
+    {ErrorCode::kInvalidServiceName, "invalid_service_name",
+     "the service name is not 1-63 characters of [a-z0-9._-]"},
+    {ErrorCode::kInvalidArgument, "invalid_argument", "an invalid argument"},
+    {ErrorCode::kDaemonNotRunning, "daemon_not_running",
+     "snowflaked is not running with this runtime directory"},
+    {ErrorCode::kPermissionDenied, "permission_denied",
+     "this user may not read the segment or reach the control socket"},
+    {ErrorCode::kIncompatibleVersion, "incompatible_version",
+     "the daemon speaks another segment format version"},
+    {ErrorCode::kCorruptSegment, "corrupt_segment", "the segment fails validation"},
+    {ErrorCode::kUntrustedSegment, "untrusted_segment",
+     "the segment has the wrong owner, an open mode or is not a regular file"},
+    {ErrorCode::kDaemonStarting, "daemon_starting", "snowflaked is starting"},
+    {ErrorCode::kDaemonPaused, "daemon_paused", "snowflaked paused generation"},
+    {ErrorCode::kDaemonOutOfService, "daemon_out_of_service",
+     "snowflaked is out of service until `snowflakectl resume`"},
+    {ErrorCode::kDaemonStopped, "daemon_stopped", "snowflaked has stopped"},
+    {ErrorCode::kDaemonNotHeartbeating, "daemon_not_heartbeating",
+     "snowflaked has not refreshed its heartbeat"},
+    {ErrorCode::kDaemonDead, "daemon_dead", "snowflaked is gone without shutting down"},
+    {ErrorCode::kTimedOut, "timed_out", "no answer or no ID within the time allowed"},
+    {ErrorCode::kSystemError, "system_error", "an unexpected system error"},
+    {ErrorCode::kTimeOutOfRange, "time_out_of_range",
+     "no ID of the epoch can carry a time of the range"},
+    {ErrorCode::kUsage, "usage", "a bad command line or input"},
+    {ErrorCode::kBadReply, "bad_reply", "the control socket's answer is not one JSON object"},
+    {ErrorCode::kRefused, "refused", "the daemon refused the request"},
+    {ErrorCode::kBadRequest, "bad_request", "not an HTTP/1.x request"},
+    {ErrorCode::kMissingService, "missing_service", "the query names no service"},
+    {ErrorCode::kBadCount, "bad_count", "count is not a whole number from 1 to 4096"},
+    {ErrorCode::kBadQuery, "bad_query", "an unknown or repeated query parameter"},
+    {ErrorCode::kForbidden, "forbidden", "this client's address is not in [http] allow"},
+    {ErrorCode::kNotFound, "not_found", "no such endpoint"},
+    {ErrorCode::kMethodNotAllowed, "method_not_allowed", "only GET is served"},
+    {ErrorCode::kBodyTooLarge, "body_too_large", "the request body is too large"},
+    {ErrorCode::kHeadersTooLarge, "headers_too_large", "the request headers are too large"},
+    {ErrorCode::kTooManyConnections, "too_many_connections",
+     "the front serves as many connections as it may"},
+    {ErrorCode::kTooManyServices, "too_many_services",
+     "the front serves as many service names as it may"},
+    {ErrorCode::kBadVersion, "bad_version", "only HTTP/1.0 and HTTP/1.1 are served"},
+}};
+
+// "daemon_not_running"; "unknown" for a value outside the table.
+std::string_view ErrorName(ErrorCode error) noexcept;
+// The table's text; "an unknown error" for a value outside it.
+std::string_view ErrorText(ErrorCode error) noexcept;
+
+// --- States -------------------------------------------------------------------------------
+
+struct StateWords {
+  shm::DaemonState state;
+  std::string_view code;  // in the segment's readers, the control socket, JSON: "out_of_service"
+  std::string_view text;  // for people (logs, STATUS=, status): "out of service"
+};
+
+// In enum order, starting at value 1: kStates[value - 1].state == value.
+inline constexpr std::array<StateWords, 5> kStates = {{
+    {shm::DaemonState::kStarting, "starting", "starting"},
+    {shm::DaemonState::kServing, "serving", "serving"},
+    {shm::DaemonState::kPaused, "paused", "paused"},
+    {shm::DaemonState::kOutOfService, "out_of_service", "out of service"},
+    {shm::DaemonState::kStopped, "stopped", "stopped"},
+}};
+
+// "out_of_service"; "unknown" for a value outside the table (a newer daemon's).
+std::string_view StateCode(shm::DaemonState state) noexcept;
+// "out of service"; "unknown" for a value outside the table.
+std::string_view StateText(shm::DaemonState state) noexcept;
+
+// --- Health: the state as a client sees it -------------------------------------------------
+
+struct HealthWords {
+  std::string_view code;  // ClientStatus::health, /healthz "state": "not_heartbeating"
+  ErrorCode error;        // what a take fails with in this health (kSystemError: it does not)
+};
+
+// Indexed by shm::ProducerHealth (its values are 0, 1, ... in declaration order). The
+// state's codes plus the liveness checks' own two.
+inline constexpr std::array<HealthWords, 7> kHealth = {{
+    {"serving", ErrorCode::kSystemError},
+    {"starting", ErrorCode::kDaemonStarting},
+    {"paused", ErrorCode::kDaemonPaused},
+    {"out_of_service", ErrorCode::kDaemonOutOfService},
+    {"stopped", ErrorCode::kDaemonStopped},
+    {"not_heartbeating", ErrorCode::kDaemonNotHeartbeating},
+    {"dead", ErrorCode::kDaemonDead},
+}};
+// The health when there is no segment to read at all (/healthz): no ProducerHealth has it.
+inline constexpr HealthWords kNoDaemonHealth = {"not_running", ErrorCode::kDaemonNotRunning};
+
+// "not_heartbeating"; "unknown" for a value outside the table.
+std::string_view HealthCode(shm::ProducerHealth health) noexcept;
+// The error a take gets from a daemon in `health` (kSystemError for kServing, which is
+// not a failure).
+ErrorCode HealthError(shm::ProducerHealth health) noexcept;
+
+// --- Reasons ------------------------------------------------------------------------------
+
+// What ends a state of this reason.
+enum class Recovery {
+  kNone,         // serving or starting: nothing to recover from
+  kByItself,     // the daemon resumes by itself (the clock passes the mark, a store heals)
+  kNeedsResume,  // out of service until `snowflakectl resume`
+  kFinal,        // stopped
+};
+
+// What a reason's detail (shm::SegmentHeader::reason_detail) counts.
+enum class Detail {
+  kNone,
+  kMs,     // milliseconds of a clock step or lag
+  kErrno,  // an errno; 0 while a renewal is still under way (not failed yet)
+};
+
+struct ReasonWords {
+  shm::StateReason reason;
+  std::string_view code;     // "clock_behind"
+  std::string_view summary;  // for people; "{}" stands for the detail
+  // The summary when the detail is 0 ("" if the summary serves): a persistence renewal that
+  // has not failed but not finished either has no errno to show.
+  std::string_view summary_without_detail;
+  Detail detail;
+  Recovery recovery;
+};
+
+// In enum order, starting at value 0: kReasons[value].reason == value.
+inline constexpr std::array<ReasonWords, 8> kReasons = {{
+    {shm::StateReason::kNone, "none", "", "", Detail::kNone, Recovery::kNone},
+    {shm::StateReason::kStarting, "starting", "starting up", "", Detail::kNone, Recovery::kNone},
+    {shm::StateReason::kClockBehind, "clock_behind", "clock moved back {} ms", "", Detail::kMs,
+     Recovery::kByItself},
+    {shm::StateReason::kClockStepTooLarge, "clock_step_too_large",
+     "clock moved back {} ms, more than max_backward_ms", "", Detail::kMs, Recovery::kNeedsResume},
+    // Paused: a restart waiting out its own reservation; out of service: further behind.
+    // What happens next comes from the state (RecoveryFor), so one text fits both.
+    {shm::StateReason::kBehindHighWater, "behind_high_water",
+     "clock started {} ms behind the persisted high-water mark", "", Detail::kMs,
+     Recovery::kByItself},
+    {shm::StateReason::kTimeRangeExhausted, "time_range_exhausted",
+     "the epoch's 41-bit time range is used up", "", Detail::kNone, Recovery::kNeedsResume},
+    {shm::StateReason::kShutdown, "shutdown", "shut down", "", Detail::kNone, Recovery::kFinal},
+    {shm::StateReason::kPersistenceFailed, "persistence_failed",
+     "cannot persist the high-water reservation, not issuing past it (errno {})",
+     "the high-water reservation is not renewed yet, not issuing past it", Detail::kErrno,
+     Recovery::kByItself},
+}};
+
+// "clock_behind"; "unknown" for a value outside the table (a newer daemon's).
+std::string_view ReasonCode(shm::StateReason reason) noexcept;
+// The row of `reason`; for a value outside the table a row with code "unknown" and the
+// summary "reason code unknown".
+const ReasonWords& WordsFor(shm::StateReason reason) noexcept;
+
+// The reason for people, with its detail: "clock moved back 5 ms", "cannot persist the
+// high-water reservation, not issuing past it (errno 28: No space left on device)"; "" for
+// kNone. Throws std::bad_alloc only.
+std::string DescribeReason(shm::StateReason reason, int64_t detail);
+
+// What ends `state`: paused resumes by itself, out of service needs `snowflakectl resume`,
+// whatever the reason (one rule, so clients and logs never tell two stories).
+Recovery RecoveryFor(shm::DaemonState state) noexcept;
+
+// What comes next, for people: "it resumes by itself", "run `snowflakectl resume` after
+// checking the clock", or "".
+std::string_view RecoveryText(Recovery recovery) noexcept;
+
+}  // namespace snowflake::vocab
+
+#endif  // SNOWFLAKE_VOCABULARY_H_
