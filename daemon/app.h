@@ -1,42 +1,22 @@
-// The daemon's life (docs/architecture.md, "Startup and shutdown"): an ordered list of
-// startup steps, the fill loop until SIGTERM/SIGINT, then the shutdown steps in reverse.
+// snowflaked as a process: what belongs to the process rather than to the daemon (logging,
+// signals, SIGPIPE, the SIGBUS guard) around one Daemon (daemon/daemon.h), which holds the
+// startup and shutdown order (docs/architecture.md, "Startup and shutdown").
 // docs/daemon.md describes it for operators.
 //
 // An App is meant to be run once, from main(); Run() blocks SIGTERM and SIGINT in the
-// calling thread (and every thread it starts) and handles them itself.
+// calling thread (and every thread it starts) and turns them into Daemon::RequestStop().
 
 #ifndef SNOWFLAKE_DAEMON_APP_H_
 #define SNOWFLAKE_DAEMON_APP_H_
 
-#include <string>
-#include <string_view>
-#include <tl/expected.hpp>
+#include <utility>
 
 #include "daemon/config/config.h"
-#include "daemon/core/clock.h"
+#include "daemon/exit_status.h"
+#include "daemon/host_checks.h"
+#include "daemon/version.h"
 
 namespace snowflake::daemon {
-
-// Exit statuses of snowflaked.
-inline constexpr int kExitOk = 0;     // stopped cleanly (SIGTERM/SIGINT)
-inline constexpr int kExitFatal = 1;  // a fatal error while starting or serving that a
-                                      // restart may cure (I/O, a lost claim)
-inline constexpr int kExitUsage = 2;  // bad command line or config file, or another
-                                      // daemon already serves the runtime directory
-inline constexpr int kExitConfig = 78;  // (EX_CONFIG) the host refuses this config: a
-                                        // missing group, an epoch in the future or not
-                                        // the state's, a segment path that is a symlink.
-                                        // A restart cannot help; the unit's
-                                        // RestartPreventExitStatus= stops on it.
-
-// "0.1.0".
-std::string_view SnowflakedVersion() noexcept;
-
-// What --check-config verifies beyond the file itself, and what a start would refuse
-// first: daemon.group names a group of this host; the epoch is not later than `clock`.
-// Errors: one sentence naming the key and what to do.
-[[nodiscard]] tl::expected<void, std::string> CheckConfigAgainstHost(const Config& config,
-                                                                     Clock& clock) noexcept;
 
 class App {
  public:

@@ -1,0 +1,7 @@
+#include "daemon/front.h"
+
+namespace snowflake::daemon {
+
+Front::~Front() = default;
+
+}  // namespace snowflake::daemon
