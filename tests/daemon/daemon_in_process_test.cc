@@ -33,6 +33,7 @@
 #include "snowflake/client.h"
 #include "snowflake/id_layout.h"
 #include "snowflake/segment_layout.h"
+#include "snowflake/vocabulary.h"
 #include "temp_dir.h"
 
 namespace snowflake::daemon {
@@ -43,8 +44,8 @@ using snowflake::testing::FakeClock;
 using snowflake::testing::FaultFileSystem;
 using snowflake::testing::TempDir;
 
-const std::string kServing(shm::DaemonStateName(shm::DaemonState::kServing));
-const std::string kStopped(shm::DaemonStateName(shm::DaemonState::kStopped));
+const std::string kServing(vocab::StateCode(shm::DaemonState::kServing));
+const std::string kStopped(vocab::StateCode(shm::DaemonState::kStopped));
 
 // What the test saw at one step of the table, read from outside the daemon.
 struct Observation {
