@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "daemon/base/time_text.h"
 #include "daemon/config/config.h"
 #include "daemon/register/etcd_register.h"
 #include "daemon/register/file_register.h"
@@ -25,7 +24,6 @@ using daemon::EtcdRegister;
 using daemon::FileRegister;
 using daemon::FileRegisterOptionsFrom;
 using daemon::LoadConfig;
-using daemon::FormatIsoUtc;
 using daemon::RegisterBackend;
 using daemon::RegisterError;
 using nlohmann::ordered_json;
@@ -114,13 +112,13 @@ ordered_json RowJson(const Row& row) {
   j["host"] = row.host;
   j["pid"] = row.pid;
   j["since_unix_ms"] = row.since_unix_ms;
-  j["since"] = row.since_unix_ms > 0 ? FormatIsoUtc(row.since_unix_ms) : "";
+  j["since"] = row.since_unix_ms > 0 ? FormatTimeText(row.since_unix_ms) : "";
   j["live"] = row.live;
   j["lease_ttl_left_s"] = row.lease_left_s ? ordered_json(*row.lease_left_s) : ordered_json();
   j["high_water_unix_ms"] =
       row.high_water_unix_ms ? ordered_json(*row.high_water_unix_ms) : ordered_json();
   j["high_water"] = row.high_water_unix_ms && *row.high_water_unix_ms > 0
-                        ? ordered_json(FormatIsoUtc(*row.high_water_unix_ms))
+                        ? ordered_json(FormatTimeText(*row.high_water_unix_ms))
                         : ordered_json();
   return j;
 }
@@ -134,7 +132,7 @@ std::string LeaseText(const Row& row) {
 
 std::string MarkText(const Row& row) {
   return row.high_water_unix_ms && *row.high_water_unix_ms > 0
-             ? FormatIsoUtc(*row.high_water_unix_ms)
+             ? FormatTimeText(*row.high_water_unix_ms)
              : "-";
 }
 
@@ -146,7 +144,7 @@ void PrintTable(const Listing& listing) {
     std::printf("%-7u %-5s %-30s %-16s %-8s %-24s %-9s %s\n", row.machine, row.live ? "yes" : "no",
                 Or(row.holder, "(free)").c_str(), Or(row.host).c_str(),
                 row.pid > 0 ? std::to_string(row.pid).c_str() : "-",
-                row.since_unix_ms > 0 ? FormatIsoUtc(row.since_unix_ms).c_str() : "-",
+                row.since_unix_ms > 0 ? FormatTimeText(row.since_unix_ms).c_str() : "-",
                 LeaseText(row).c_str(), MarkText(row).c_str());
   }
   std::fflush(stdout);
@@ -204,7 +202,7 @@ void AddRegisterCommand(CLI::App& app) {
                   << "host:       " << Or(row.host) << "\n"
                   << "pid:        " << (row.pid > 0 ? std::to_string(row.pid) : "-") << "\n"
                   << "since:      "
-                  << (row.since_unix_ms > 0 ? FormatIsoUtc(row.since_unix_ms) : "-") << "\n"
+                  << (row.since_unix_ms > 0 ? FormatTimeText(row.since_unix_ms) : "-") << "\n"
                   << "lease left: " << LeaseText(row) << "\n"
                   << "high-water: " << MarkText(row)
                   << (row.high_water_unix_ms ? " (" + std::to_string(*row.high_water_unix_ms) + ")"
@@ -262,13 +260,13 @@ void AddRegisterCommand(CLI::App& app) {
                            "host's own and is never restored behind the daemon's back");
     }
     if (*above < config.id.epoch_unix_ms) {
-      Fail(kExitUsage, "--above " + FormatIsoUtc(*above) + " is before the fleet's epoch " +
-                           FormatIsoUtc(config.id.epoch_unix_ms));
+      Fail(kExitUsage, "--above " + FormatTimeText(*above) + " is before the fleet's epoch " +
+                           FormatTimeText(config.id.epoch_unix_ms));
     }
     EtcdRegister reg(EtcdRegisterOptionsFrom(config));
     auto raised = reg.RaiseAll(*above);
     if (!raised) Fail(kExitUnavailable, "raise-all failed: " + raised.error().message);
-    std::cout << "raised " << *raised << " of 1024 high-water marks to " << FormatIsoUtc(*above)
+    std::cout << "raised " << *raised << " of 1024 high-water marks to " << FormatTimeText(*above)
               << " (the others were already above); daemons that saw the register before "
                  "may start again\n";
   });

@@ -10,13 +10,13 @@
 #include <utility>
 
 #include "daemon/base/backoff.h"
-#include "daemon/base/time_text.h"
 #include "daemon/core/state_words.h"
 #include "daemon/holder_id.h"
 #include "daemon/host_checks.h"
 #include "daemon/instance_lock.h"
 #include "daemon/notifier.h"
 #include "daemon/version.h"
+#include "snowflake/time_text.h"
 
 namespace snowflake::daemon {
 namespace {
@@ -78,12 +78,12 @@ void ReportStartupClockState(const Generator& generator, int64_t fast_restart_bo
     spdlog::warn(
         "the clock is {} ms behind the high-water mark {} (more than the {} ms a restart may "
         "wait): out of service until `snowflakectl resume`",
-        behind, FormatIsoUtc(generator.last_unix_ms()), fast_restart_bound);
+        behind, FormatTimeText(generator.last_unix_ms()), fast_restart_bound);
   } else if (generator.state() == GeneratorState::kPaused) {
     spdlog::warn(
         "the clock is {} ms behind the high-water mark {} (within the {} ms a restart may "
         "wait): paused until it passes the mark; it resumes by itself",
-        behind, FormatIsoUtc(generator.last_unix_ms()), fast_restart_bound);
+        behind, FormatTimeText(generator.last_unix_ms()), fast_restart_bound);
   }
 }
 
@@ -357,7 +357,7 @@ Daemon::Result Daemon::MakeGenerator() {
     return Refuse(kExitConfig, config_.HighWaterPath().string() + " " + plan.error());
   }
   spdlog::info("high-water mark {} ({}): {}", plan->high_water_unix_ms,
-               plan->high_water_unix_ms > 0 ? FormatIsoUtc(plan->high_water_unix_ms) : "none",
+               plan->high_water_unix_ms > 0 ? FormatTimeText(plan->high_water_unix_ms) : "none",
                plan->explanation);
   // The generator judges the clock against the mark.
   auto generator = Generator::Create(
@@ -415,7 +415,7 @@ void Daemon::StopReservations() {
       // The previous reservation stays in place: still safe, a restart may just wait.
       spdlog::error("cannot record the clean stop in the {}", recorded.error());
     }
-    spdlog::info("stopped cleanly; the last issued millisecond is {}", FormatIsoUtc(mark));
+    spdlog::info("stopped cleanly; the last issued millisecond is {}", FormatTimeText(mark));
   }
   reservations_.reset();
   latencies_.reset();

@@ -12,7 +12,7 @@
 #include <system_error>
 #include <vector>
 
-#include "daemon/base/time_text.h"
+#include "snowflake/time_text.h"
 
 namespace snowflake::daemon {
 
@@ -66,8 +66,8 @@ tl::expected<void, std::string> CheckConfigAgainstHost(const Config& config,
     }
     const int64_t now_ms = clock.NowUnixMs();
     if (config.id.epoch_unix_ms > now_ms) {
-      return tl::unexpected("id.epoch " + FormatIsoUtc(config.id.epoch_unix_ms) +
-                            " is later than this host's clock (" + FormatIsoUtc(now_ms) +
+      return tl::unexpected("id.epoch " + FormatTimeText(config.id.epoch_unix_ms) +
+                            " is later than this host's clock (" + FormatTimeText(now_ms) +
                             "): no ID can be numbered before its epoch; check the clock and "
                             "id.epoch");
     }

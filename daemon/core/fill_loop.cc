@@ -6,9 +6,9 @@
 #include <algorithm>
 
 #include "daemon/base/debug_assert.h"
-#include "daemon/base/time_text.h"
 #include "daemon/core/state_words.h"
 #include "snowflake/id_layout.h"
+#include "snowflake/time_text.h"
 
 namespace snowflake::daemon {
 namespace {

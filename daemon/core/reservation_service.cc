@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "daemon/base/debug_assert.h"
-#include "daemon/base/time_text.h"
+#include "snowflake/time_text.h"
 
 namespace snowflake::daemon {
 namespace {
@@ -141,7 +141,7 @@ void ReservationService::Run() {
                 [&] { return Renew(through); })) {
         if (failing) {
           spdlog::warn("the high-water reservation is persisted again, through {}",
-                       FormatIsoUtc(through));
+                       FormatTimeText(through));
         }
         failing = false;
         first = false;
@@ -151,7 +151,7 @@ void ReservationService::Run() {
           const auto problem = this->problem();
           spdlog::error("cannot renew the high-water reservation in the {}; serving up to {} "
                         "and then pausing until it succeeds: {}",
-                        problem ? StoreName(problem->store) : "store", FormatIsoUtc(confirmed),
+                        problem ? StoreName(problem->store) : "store", FormatTimeText(confirmed),
                         problem ? problem->message : "");
         }
         failing = true;

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "daemon/base/time_text.h"
 #include "snowflake/id_layout.h"
+#include "snowflake/time_text.h"
 
 namespace snowflake::daemon {
 
@@ -14,8 +14,8 @@ tl::expected<StartupPlan, std::string> ReconcileStartup(const StartupFacts& f) {
     // same machine number. Refuse rather than guess which the operator meant.
     return tl::unexpected(
         "was written for epoch " + std::to_string(file->epoch_unix_ms) +
-        " (" + FormatIsoUtc(file->epoch_unix_ms) + ") but id.epoch is " +
-        std::to_string(f.epoch_unix_ms) + " (" + FormatIsoUtc(f.epoch_unix_ms) +
+        " (" + FormatTimeText(file->epoch_unix_ms) + ") but id.epoch is " +
+        std::to_string(f.epoch_unix_ms) + " (" + FormatTimeText(f.epoch_unix_ms) +
         "): changing the epoch under the same state could repeat IDs. Restore the old epoch, "
         "or start this daemon with a new state directory and a machine number that never "
         "issued IDs under that epoch");

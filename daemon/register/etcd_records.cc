@@ -5,8 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "daemon/base/decimal.h"
-#include "daemon/base/time_text.h"
 #include "snowflake/id_layout.h"
+#include "snowflake/time_text.h"
 
 namespace snowflake::daemon::etcd {
 namespace {
@@ -190,7 +190,7 @@ tl::expected<RestoreRecord, std::string> DecodeRestore(std::string_view text) no
 
 std::string DescribeFleet(const FleetRecord& record) {
   return "epoch " + std::to_string(record.epoch_unix_ms) + " (" +
-         FormatIsoUtc(record.epoch_unix_ms) + "), layout " + record.layout;
+         FormatTimeText(record.epoch_unix_ms) + "), layout " + record.layout;
 }
 
 }  // namespace snowflake::daemon::etcd

@@ -12,10 +12,10 @@
 #include <fstream>
 #include <random>
 
-#include "daemon/base/time_text.h"
 #include "daemon/config/config.h"
 #include "daemon/register/etcd_json.h"
 #include "daemon/register/machine_lock.h"
+#include "snowflake/time_text.h"
 
 namespace snowflake::daemon {
 namespace {
@@ -200,9 +200,9 @@ tl::expected<void, RegisterError> EtcdRegister::CheckNotRolledBack(
         record->above_unix_ms >= request.local_high_water_ms) {
       notices.push_back("the etcd register (" + location() + ") " + what +
                         "; an operator raised every mark to " +
-                        FormatIsoUtc(record->above_unix_ms) + " (" + restore_key +
+                        FormatTimeText(record->above_unix_ms) + " (" + restore_key +
                         "), above every ID this host may have issued (" +
-                        FormatIsoUtc(request.local_high_water_ms) + "): continuing");
+                        FormatTimeText(request.local_high_water_ms) + "): continuing");
       return {};
     }
   }
@@ -213,7 +213,7 @@ tl::expected<void, RegisterError> EtcdRegister::CheckNotRolledBack(
           "than IDs already issued, and a number claimed from it could repeat them. Stop "
           "every daemon of the fleet, then run `snowflakectl register raise-all --above TIME` "
           "with TIME at or past the newest ID any of them may have issued (this host's: " +
-          FormatIsoUtc(request.local_high_water_ms) +
+          FormatTimeText(request.local_high_water_ms) +
           "; the current time is safe if no clock ran ahead), and start them again"));
 }
 
@@ -576,7 +576,7 @@ tl::expected<void, RegisterError> EtcdRegister::Raise(int64_t unix_ms, bool clea
         return tl::unexpected(Failure(
             "not committed: cannot " +
                 std::string(clean_stop ? "record the clean stop" : "raise the high-water mark") +
-                " of machine " + std::to_string(*machine_) + " at " + FormatIsoUtc(target),
+                " of machine " + std::to_string(*machine_) + " at " + FormatTimeText(target),
             result.error()));
       }
       NoteIdentity(result->cluster_id, result->revision);

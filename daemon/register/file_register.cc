@@ -9,8 +9,8 @@
 #include <system_error>
 
 #include "daemon/base/atomic_file.h"
-#include "daemon/base/time_text.h"
 #include "daemon/register/machine_lock.h"
+#include "snowflake/time_text.h"
 
 namespace snowflake::daemon {
 namespace {
@@ -166,8 +166,8 @@ tl::expected<MachineClaim, RegisterError> FileRegister::Claim(
       return tl::unexpected(
           Error(RegisterErrorCode::kEpochMismatch,
                 "register " + options_.path.string() + " belongs to a fleet with epoch " +
-                    FormatIsoUtc(*doc->epoch_unix_ms) + " (" + std::to_string(*doc->epoch_unix_ms) +
-                    "), but id.epoch is " + FormatIsoUtc(request.epoch_unix_ms) + " (" +
+                    FormatTimeText(*doc->epoch_unix_ms) + " (" + std::to_string(*doc->epoch_unix_ms) +
+                    "), but id.epoch is " + FormatTimeText(request.epoch_unix_ms) + " (" +
                     std::to_string(request.epoch_unix_ms) +
                     "): every daemon of a fleet must use one epoch; fix id.epoch or use another "
                     "register"));
