@@ -270,7 +270,8 @@ TEST(RingProcesses, SurvivorsIdsAreUniqueIncreasingAndOrderedThroughKills) {
   EXPECT_GE(sut.kills(), kMinKills);
   EXPECT_GE(sut.restarts(), kMinRestarts);
   EXPECT_GE(result.ids, kTargetIds)
-      << "the " << kTimeLimit.count() << " s limit came first: " << result.ids << " IDs recorded, "
+      << "the " << std::chrono::duration<double>(kTimeLimit).count()
+      << " s limit came first: " << result.ids << " IDs recorded, "
       << kTargetIds - std::min(kTargetIds, result.ids) << " short of the target\nseed " << seed;
   EXPECT_EQ(sut.head(), sut.published()) << "IDs left in the ring, neither taken nor drained";
   const uint64_t accounted = result.ids + sut.drained();

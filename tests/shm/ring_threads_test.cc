@@ -175,8 +175,9 @@ TEST_P(RingThreads, EveryIdOnceInIncreasingAndRealTimeOrder) {
               static_cast<unsigned long long>(stale_takes.load()), result.Summary().c_str());
   EXPECT_TRUE(result.ok()) << result.Summary() << "\nseed " << seed;
   EXPECT_EQ(published, kTargetIds)
-      << "the " << kTimeLimit.count() << " s limit came first: published " << published
-      << ", short of the target by " << kTargetIds - published << "\nseed " << seed;
+      << "the " << std::chrono::duration<double>(kTimeLimit).count()
+      << " s limit came first: published " << published << ", short of the target by "
+      << kTargetIds - published << "\nseed " << seed;
   EXPECT_EQ(result.ids + drained.load(), published)
       << "taken " << result.ids << " + drained " << drained.load() << " of " << published
       << " published: " << published - std::min(published, result.ids + drained.load())
