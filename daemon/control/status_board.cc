@@ -1,11 +1,21 @@
 #include "daemon/control/status_board.h"
 
 namespace snowflake::daemon {
+namespace {
+
+// Stateless, so one instance serves every board built without a clock.
+RealClock& ProcessRealClock() {
+  static RealClock clock;
+  return clock;
+}
+
+}  // namespace
+
+StatusBoard::StatusBoard() noexcept : StatusBoard(ProcessRealClock()) {}
 
 void StatusBoard::Update(const DaemonStatus& status) {
-  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                             std::chrono::system_clock::now().time_since_epoch())
-                             .count();
+  // Read outside the lock: Snapshot() callers never wait on a clock read.
+  const int64_t now_ms = clock_.NowUnixMs();
   std::lock_guard lock(mutex_);
   const bool changed = status_.state_since_unix_ms == 0 || status.state != status_.state ||
                        status.reason_code != status_.reason_code;

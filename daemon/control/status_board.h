@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 
+#include "daemon/core/clock.h"
 #include "snowflake/segment_layout.h"
 #include "snowflake/vocabulary.h"
 
@@ -66,8 +67,13 @@ struct DaemonStatus {
 
 class StatusBoard {
  public:
+  // `clock` (not owned) must outlive the board; it stamps state_since_unix_ms.
+  explicit StatusBoard(Clock& clock) noexcept : clock_(clock) {}
+  // A board on the process's RealClock.
+  StatusBoard() noexcept;
+
   // Called by the fill loop. Keeps state_since_unix_ms from the previous Update() while
-  // state and reason_code stay the same, else sets it to the wall clock's now.
+  // state and reason_code stay the same, else sets it to the clock's NowUnixMs().
   void Update(const DaemonStatus& status);
   // A consistent copy of the latest Update().
   DaemonStatus Snapshot() const;
@@ -89,6 +95,7 @@ class StatusBoard {
   void ResumeHandled(uint64_t ticket, bool resumed);
 
  private:
+  Clock& clock_;
   mutable std::mutex mutex_;
   std::condition_variable resume_done_;
   DaemonStatus status_;              // guarded by mutex_

@@ -5,10 +5,10 @@
 namespace snowflake::daemon {
 namespace {
 
-int64_t SteadyNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+// Stateless, so one instance serves every Heartbeat built without a clock.
+RealClock& ProcessRealClock() {
+  static RealClock clock;
+  return clock;
 }
 
 }  // namespace
@@ -18,11 +18,19 @@ std::chrono::microseconds BeatIntervalFor(int64_t liveness_ms) noexcept {
 }
 
 Heartbeat::Heartbeat(shm::RingProducer& producer, std::chrono::microseconds interval,
-                     std::chrono::milliseconds stall_limit)
-    : producer_(producer), interval_(interval), stall_limit_(stall_limit), last_pass_ns_(SteadyNs()) {
+                     std::chrono::milliseconds stall_limit, Clock& clock)
+    : producer_(producer),
+      clock_(clock),
+      interval_(interval),
+      stall_limit_(stall_limit),
+      last_pass_ns_(SteadyNs()) {
   SNOWFLAKE_REQUIRE(interval.count() > 0);
   SNOWFLAKE_REQUIRE(stall_limit > interval);
 }
+
+Heartbeat::Heartbeat(shm::RingProducer& producer, std::chrono::microseconds interval,
+                     std::chrono::milliseconds stall_limit)
+    : Heartbeat(producer, interval, stall_limit, ProcessRealClock()) {}
 
 Heartbeat::~Heartbeat() { Stop(); }
 
@@ -38,6 +46,11 @@ void Heartbeat::Stop() {
   }
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
+}
+
+int64_t Heartbeat::SteadyNs() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(clock_.SteadyNow().time_since_epoch())
+      .count();
 }
 
 void Heartbeat::NotePass() noexcept {

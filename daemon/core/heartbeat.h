@@ -20,14 +20,19 @@
 #include <mutex>
 #include <thread>
 
+#include "daemon/core/clock.h"
 #include "snowflake/ring_producer.h"
 
 namespace snowflake::daemon {
 
 class Heartbeat {
  public:
-  // `producer` (not owned) must outlive the Heartbeat. REQUIRES: interval > 0,
+  // `producer` and `clock` (not owned) must outlive the Heartbeat. The stall is measured
+  // on clock.SteadyNow(), so a test can step it. REQUIRES: interval > 0,
   // stall_limit > interval.
+  Heartbeat(shm::RingProducer& producer, std::chrono::microseconds interval,
+            std::chrono::milliseconds stall_limit, Clock& clock);
+  // The same on the process's RealClock.
   Heartbeat(shm::RingProducer& producer, std::chrono::microseconds interval,
             std::chrono::milliseconds stall_limit);
   ~Heartbeat();  // Stop()s
@@ -48,9 +53,11 @@ class Heartbeat {
 
  private:
   void Run();
+  int64_t SteadyNs() noexcept;
 
   // Constant after construction.
   shm::RingProducer& producer_;
+  Clock& clock_;
   const std::chrono::microseconds interval_;
   const std::chrono::milliseconds stall_limit_;
 

@@ -1,6 +1,7 @@
 #include "daemon/control/control_server.h"
 
 #include <gmock/gmock.h>
+#include <grp.h>
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -9,8 +10,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <grp.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -18,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "fake_clock.h"
 #include "snowflake/account_names.h"
 #include "temp_dir.h"
 
@@ -89,7 +89,10 @@ class ControlServerTest : public ::testing::Test {
     return ControlServerOptions{.socket_path = dir_ / "control.sock"};
   }
   snowflake::testing::TempDir dir_;
-  StatusBoard board_;
+  // Starts at a Unix ms no real clock reads during the test: a stamp from the real clock
+  // cannot pass for one from this clock.
+  snowflake::testing::FakeClock clock_{1'600'000'000'123};
+  StatusBoard board_{clock_};
   ControlServerOptions options_ = Options();
 };
 
@@ -113,17 +116,19 @@ TEST_F(ControlServerTest, StatusReturnsTheSnapshot) {
 }
 
 TEST_F(ControlServerTest, StateSinceKeepsItsTimeUntilTheStateOrReasonChanges) {
+  // Arrange
   DaemonStatus status;
   status.state = "serving";
   status.reason_code = "none";
+
+  // Act
   board_.Update(status);
   const int64_t first = board_.Snapshot().state_since_unix_ms;
-  std::this_thread::sleep_for(std::chrono::milliseconds(5));
-
+  clock_.Tick(5);
   status.published_total = 10;  // not a change of state
   board_.Update(status);
   const int64_t unchanged = board_.Snapshot().state_since_unix_ms;
-  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  clock_.Tick(5);
   status.state = "paused";
   status.reason_code = "clock_behind";
   board_.Update(status);
@@ -131,9 +136,10 @@ TEST_F(ControlServerTest, StateSinceKeepsItsTimeUntilTheStateOrReasonChanges) {
   const json reply =
       json::parse(HandleControlRequest(R"({"command":"status"})", getuid(), Options(), board_));
 
-  EXPECT_GT(first, 1'700'000'000'000) << "wall-clock Unix ms";
+  // Assert: every stamp is the injected clock's reading, not the real clock's.
+  EXPECT_EQ(first, 1'600'000'000'123);
   EXPECT_EQ(unchanged, first);
-  EXPECT_GT(changed, first);
+  EXPECT_EQ(changed, 1'600'000'000'133);
   EXPECT_EQ(reply["state_since_unix_ms"], changed);
 }
 

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <thread>
 
+#include "fake_clock.h"
 #include "snowflake/id_layout.h"
 #include "temp_dir.h"
 
@@ -50,6 +51,38 @@ TEST(Heartbeat, BeatsWhileTheFillLoopIsBusyAndStopsWhenItHangs) {
   EXPECT_EQ(segment.beat(), hung) << "a hung loop still looked alive";
   EXPECT_EQ(BeatIntervalFor(50), 5ms);
   EXPECT_EQ(BeatIntervalFor(10), 1ms);
+}
+
+// Polls until pred() holds or `limit` of real time passes; returns pred()'s last value.
+template <typename Pred>
+bool Eventually(Pred pred, std::chrono::milliseconds limit = 10s) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!pred() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+  return pred();
+}
+
+TEST(Heartbeat, StallIsMeasuredOnTheInjectedClock) {
+  // Arrange: a 10 s stall limit, which real time never reaches during this test.
+  Segment segment;
+  testing::FakeClock clock(1'700'000'000'000);
+  Heartbeat sut(segment.producer, BeatIntervalFor(10), 10s, clock);
+  sut.NotePass();
+  sut.Start();
+  ASSERT_TRUE(Eventually([&] { return sut.beats() > 0; })) << "never beat";
+
+  // Act: the injected steady clock passes the stall limit; real time barely moves.
+  clock.Tick(10'001);
+  std::this_thread::sleep_for(20ms);  // the beat thread's next few wake-ups see the tick
+  const uint64_t stalled = sut.beats();
+  std::this_thread::sleep_for(50ms);  // 50 beat intervals
+  const uint64_t still_stalled = sut.beats();
+  sut.NotePass();  // a pass at the injected clock's new now
+  const bool resumed = Eventually([&] { return sut.beats() > still_stalled; });
+
+  // Assert
+  EXPECT_EQ(still_stalled, stalled) << "beat on although the injected clock says the loop "
+                                       "stalled: the stall is not measured on Clock";
+  EXPECT_TRUE(resumed) << "no beat after a pass";
 }
 
 }  // namespace

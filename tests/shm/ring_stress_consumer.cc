@@ -2,9 +2,11 @@
 //
 //   ring_stress_consumer RUNTIME_DIR CONTROL_FILE RECORD_FILE SEED single|batch
 //
-// Takes IDs until the driver sets stop (exit 0) or its record file is full (exit 10),
-// recording each as {id, baton read before the take} and committing it before raising the
-// baton. It may be SIGKILLed at any instruction: at worst its last take is a gap.
+// Takes IDs through the client library's path (TryTakeFresh/TryTakeBatchFresh) until the
+// driver sets stop (exit 0) or its record file is full (exit 10), recording each as
+// {id, baton read before the take} and committing it before raising the baton. A stale
+// front is answered as Client::Next does: ask for a drain and wait. It may be SIGKILLed at
+// any instruction: at worst its last take is a gap.
 
 #include <sched.h>
 
@@ -23,6 +25,7 @@ namespace {
 
 using snowflake::shm::RingConsumer;
 using snowflake::shm::SegmentError;
+using snowflake::shm::TakeResult;
 namespace st = snowflake::testing;
 
 int Run(int argc, char** argv) {
@@ -60,8 +63,20 @@ int Run(int argc, char** argv) {
     if (recorder->Full(kMaxBatch)) return st::kConsumerFileFull;
     const uint32_t seen = ring->wake_seq();
     const uint64_t before = control->baton.load(std::memory_order_seq_cst);
-    const size_t n = batches ? ring->TryTakeBatch(taken, 1 + rng() % kMaxBatch)
-                             : (ring->TryTake(&taken[0]) ? 1 : 0);
+    TakeResult result = TakeResult::kEmpty;
+    size_t n = 0;
+    if (batches) {
+      n = ring->TryTakeBatchFresh(taken, 1 + rng() % kMaxBatch, &result);
+    } else {
+      result = ring->TryTakeFresh(&taken[0]);
+      n = result == TakeResult::kTaken ? 1 : 0;
+    }
+    if (result == TakeResult::kStale) {
+      // Nothing was taken: the front aged while no producer ran. Ask for a drain.
+      control->stale_fronts.fetch_add(1, std::memory_order_relaxed);
+      ring->AwaitPublish(seen, std::chrono::milliseconds(1), /*front_stale=*/true);
+      continue;
+    }
     if (n == 0) {
       // Spin briefly (the producer is usually mid-refill), then sleep on the futex.
       if (++empty_polls < 16) {

@@ -2,12 +2,16 @@
 //
 //   ring_stress_producer RUNTIME_DIR CONTROL_FILE
 //
-// Creates or reopens the ring (capacity 8) and publishes a strictly increasing counter,
-// continuing above last_published_id() when it reopens a segment a SIGKILLed predecessor
-// left behind. Exits 0 when the driver sets stop. Prints "start N incarnation I" first.
+// Creates or reopens the ring (capacity 8) under a freshness bound and publishes strictly
+// increasing IDs of the current millisecond, continuing above last_published_id() when it
+// reopens a segment a SIGKILLed predecessor left behind. Like the daemon's fill loop it
+// drains IDs older than max_age, so clients taking through the Fresh path find the ring
+// usable; it adds what it drains to the control file's `drained`. When the driver sets
+// stop it drains the rest and exits 0. Prints "start N incarnation I" first.
 
 #include <sched.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -25,6 +29,19 @@ using snowflake::shm::RingProducer;
 namespace st = snowflake::testing;
 
 constexpr uint64_t kCapacity = 8;
+// Clients refuse IDs more than kMaxAgeMs + kLivenessMs old; this producer drains them
+// at kMaxAgeMs, so a client finds a stale front only when no producer keeps up (across a
+// restart, or on a loaded host).
+constexpr uint32_t kMaxAgeMs = 200;
+constexpr uint32_t kLivenessMs = 50;
+constexpr uint32_t kMachine = 1;
+
+int64_t NowOffsetMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+             .count() -
+         snowflake::kDefaultEpochUnixMs;
+}
 
 int Run(int argc, char** argv) {
   if (argc != 3) {
@@ -41,7 +58,9 @@ int Run(int argc, char** argv) {
   options.runtime_dir = argv[1];
   options.capacity = kCapacity;
   options.epoch_unix_ms = snowflake::kDefaultEpochUnixMs;
-  options.machine = 1;
+  options.machine = kMachine;
+  options.max_age_ms = kMaxAgeMs;
+  options.liveness_ms = kLivenessMs;
   auto ring = RingProducer::CreateOrOpen(options);
   if (!ring) {
     std::fprintf(stderr, "ring_stress_producer: %s\n", ring.error().message.c_str());
@@ -57,6 +76,11 @@ int Run(int argc, char** argv) {
   uint32_t idle = 0;
   while (control->stop.load(std::memory_order_relaxed) == 0) {
     const uint32_t refill_seen = ring->refill_request();
+    const int64_t now_ms = NowOffsetMs();
+    control->drained.fetch_add(ring->DrainOlderThan(now_ms - kMaxAgeMs));
+    // IDs of this millisecond (sequence numbers run on into the machine bits: 4M IDs
+    // before the time part moves a millisecond ahead), above every earlier one.
+    next = std::max(next, snowflake::IdLayout::EncodeUnchecked(now_ms, kMachine, 0));
     for (uint64_t i = 0; i < kCapacity; ++i) chunk[i] = next + i;
     auto published = ring->Publish(chunk);
     if (!published) {
@@ -76,6 +100,8 @@ int Run(int argc, char** argv) {
       ring->WaitForRefillRequest(refill_seen, std::chrono::milliseconds(1));
     }
   }
+  // Consumers stop too: what they left is drained, so every published ID is accounted for.
+  control->drained.fetch_add(ring->DrainAll());
   ring->SetState(DaemonState::kStopped, snowflake::shm::StateReason::kShutdown);
   return 0;
 }

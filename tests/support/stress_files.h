@@ -26,10 +26,13 @@
 
 namespace snowflake::testing {
 
-// One per run: the real-time baton and the stop flag.
+// One per run: the real-time baton, the stop flag, and what the ring stress's helpers
+// count for the driver's accounting.
 struct StressControl {
   std::atomic<uint64_t> baton;  // largest ID whose take (and record) completed
   alignas(64) std::atomic<uint32_t> stop;  // set by the driver: helpers exit 0
+  alignas(64) std::atomic<uint64_t> drained;       // IDs a producer drained (never handed out)
+  alignas(64) std::atomic<uint64_t> stale_fronts;  // takes refused as stale (nothing taken)
 };
 
 // One per consumer process incarnation. A record is committed by storing `count` (release)
