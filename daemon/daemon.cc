@@ -426,7 +426,8 @@ Daemon::Result Daemon::StartHeartbeat() {
   heartbeat_ = std::make_unique<Heartbeat>(
       *producer_, BeatIntervalFor(config_.daemon.liveness_ms),
       std::max(std::chrono::milliseconds(1000),
-               std::chrono::milliseconds(20 * config_.daemon.liveness_ms)));
+               std::chrono::milliseconds(20 * config_.daemon.liveness_ms)),
+      parts_.clock);
   heartbeat_->Start();
   return {};
 }
@@ -450,7 +451,7 @@ Daemon::Result Daemon::MakeFillLoop() {
   identity.epoch_unix_ms = config_.id.epoch_unix_ms;
   identity.segment_reopened = producer_->reopened();
   identity.started_unix_ms = parts_.clock.NowUnixMs();
-  board_ = std::make_unique<StatusBoard>();
+  board_ = std::make_unique<StatusBoard>(parts_.clock);
   status_ = std::make_unique<StatusReporter>(
       identity, *board_, std::chrono::milliseconds(config_.systemd.status_interval_ms));
   loop_ = std::make_unique<FillLoop>(
