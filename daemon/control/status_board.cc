@@ -1,18 +1,6 @@
 #include "daemon/control/status_board.h"
 
 namespace snowflake::daemon {
-namespace {
-
-// Stateless, so one instance serves every board built without a clock.
-RealClock& ProcessRealClock() {
-  static RealClock clock;
-  return clock;
-}
-
-}  // namespace
-
-StatusBoard::StatusBoard() noexcept : StatusBoard(ProcessRealClock()) {}
-
 void StatusBoard::Update(const DaemonStatus& status) {
   // Read outside the lock: Snapshot() callers never wait on a clock read.
   const int64_t now_ms = clock_.NowUnixMs();

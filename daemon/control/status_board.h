@@ -69,8 +69,6 @@ class StatusBoard {
  public:
   // `clock` (not owned) must outlive the board; it stamps state_since_unix_ms.
   explicit StatusBoard(Clock& clock) noexcept : clock_(clock) {}
-  // A board on the process's RealClock.
-  StatusBoard() noexcept;
 
   // Called by the fill loop. Keeps state_since_unix_ms from the previous Update() while
   // state and reason_code stay the same, else sets it to the clock's NowUnixMs().

@@ -3,16 +3,6 @@
 #include "daemon/base/debug_assert.h"
 
 namespace snowflake::daemon {
-namespace {
-
-// Stateless, so one instance serves every Heartbeat built without a clock.
-RealClock& ProcessRealClock() {
-  static RealClock clock;
-  return clock;
-}
-
-}  // namespace
-
 std::chrono::microseconds BeatIntervalFor(int64_t liveness_ms) noexcept {
   return std::max(std::chrono::microseconds(1000), std::chrono::microseconds(liveness_ms * 100));
 }
@@ -27,10 +17,6 @@ Heartbeat::Heartbeat(shm::RingProducer& producer, std::chrono::microseconds inte
   SNOWFLAKE_REQUIRE(interval.count() > 0);
   SNOWFLAKE_REQUIRE(stall_limit > interval);
 }
-
-Heartbeat::Heartbeat(shm::RingProducer& producer, std::chrono::microseconds interval,
-                     std::chrono::milliseconds stall_limit)
-    : Heartbeat(producer, interval, stall_limit, ProcessRealClock()) {}
 
 Heartbeat::~Heartbeat() { Stop(); }
 

@@ -32,9 +32,6 @@ class Heartbeat {
   // stall_limit > interval.
   Heartbeat(shm::RingProducer& producer, std::chrono::microseconds interval,
             std::chrono::milliseconds stall_limit, Clock& clock);
-  // The same on the process's RealClock.
-  Heartbeat(shm::RingProducer& producer, std::chrono::microseconds interval,
-            std::chrono::milliseconds stall_limit);
   ~Heartbeat();  // Stop()s
   Heartbeat(const Heartbeat&) = delete;
   Heartbeat& operator=(const Heartbeat&) = delete;

@@ -127,7 +127,7 @@ struct Rig {
   shm::RingProducer producer;
   Generator generator;
   ManualHorizon horizon;
-  StatusBoard board;
+  StatusBoard board{clock};
   StatusReporter status;
   FillLoop sut;
 };

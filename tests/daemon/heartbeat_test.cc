@@ -32,7 +32,8 @@ struct Segment {
 
 TEST(Heartbeat, BeatsWhileTheFillLoopIsBusyAndStopsWhenItHangs) {
   Segment segment;
-  Heartbeat sut(segment.producer, BeatIntervalFor(50), 600ms);
+  RealClock clock;
+  Heartbeat sut(segment.producer, BeatIntervalFor(50), 600ms, clock);
   sut.NotePass();
   sut.Start();
 

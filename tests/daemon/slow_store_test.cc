@@ -65,7 +65,7 @@ class InProcessDaemon {
                                          .segment_path = producer_.path().string(),
                                          .segment_incarnation = producer_.incarnation()},
                       store_, register_, clock_, 0),
-        heartbeat_(producer_, BeatIntervalFor(50), 1000ms),
+        heartbeat_(producer_, BeatIntervalFor(50), 1000ms, clock_),
         status_(Identity(), board_, 1000ms),
         loop_(Options(), clock_, generator_, producer_, reservations_, status_, &heartbeat_) {}
 
@@ -114,7 +114,7 @@ class InProcessDaemon {
   Generator generator_;
   ReservationService reservations_;
   Heartbeat heartbeat_;
-  StatusBoard board_;
+  StatusBoard board_{clock_};
   StatusReporter status_;
   FillLoop loop_;
   std::atomic<bool> stop_{false};

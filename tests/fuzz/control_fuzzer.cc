@@ -40,7 +40,8 @@ void CheckReplies(const std::string& output, size_t max_replies) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  static snowflake::daemon::StatusBoard board;
+  static snowflake::daemon::RealClock clock;
+  static snowflake::daemon::StatusBoard board(clock);
   static const snowflake::daemon::ControlServerOptions options{
       .socket_path = "/nonexistent/control.sock",
       .resume_timeout = std::chrono::milliseconds(0),  // no fill loop here: fail at once
