@@ -24,22 +24,6 @@ constexpr size_t kMaxRemoteBatch = 4096;
 // wait for the next millisecond and ask again, this many times at most.
 constexpr int kStaleRetries = 2;
 
-bool RemoteCanHelp(ClientError code) {
-  switch (code) {
-    case ClientError::kDaemonNotRunning:
-    case ClientError::kDaemonStarting:
-    case ClientError::kDaemonPaused:
-    case ClientError::kDaemonOutOfService:
-    case ClientError::kDaemonStopped:
-    case ClientError::kDaemonNotHeartbeating:
-    case ClientError::kDaemonDead:
-    case ClientError::kTimedOut:  // also: the local ring's IDs are behind a remote's
-      return true;
-    default:
-      return false;
-  }
-}
-
 int64_t NowUnixMs() {
   timespec now{};
   clock_gettime(CLOCK_REALTIME, &now);
@@ -142,7 +126,7 @@ tl::expected<size_t, Error> RemotePool::Take(std::span<uint64_t> out,
     for (int attempt = 0;; ++attempt) {
       auto taken = local(out);
       if (!taken) {
-        if (!RemoteCanHelp(taken.error().code) || endpoints_.empty()) return taken;
+        if (!AnotherDaemonMayServe(taken.error().code) || endpoints_.empty()) return taken;
         return TakeRemote(out, taken.error());
       }
       if (const size_t n = Admit(out.data(), *taken); n > 0) return n;

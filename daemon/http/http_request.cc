@@ -122,17 +122,9 @@ tl::expected<HttpRoute, HttpRefusal> RouteHttpRequest(std::string_view method,
 }
 
 HttpFailure HttpFailureFor(ClientError error) noexcept {
+  // The local daemon cannot serve now: the caller should go to another daemon.
+  if (AnotherDaemonMayServe(error)) return {503, ClientErrorName(error)};
   switch (error) {
-    // The local daemon cannot serve now: the caller should go to another daemon.
-    case ClientError::kDaemonNotRunning:
-    case ClientError::kDaemonStarting:
-    case ClientError::kDaemonPaused:
-    case ClientError::kDaemonOutOfService:
-    case ClientError::kDaemonStopped:
-    case ClientError::kDaemonNotHeartbeating:
-    case ClientError::kDaemonDead:
-    case ClientError::kTimedOut:
-      return {503, ClientErrorName(error)};
     case ClientError::kInvalidServiceName:
       return {400, ClientErrorName(error)};
     // The front's own ring is unusable to it (permissions, version, a bad segment) or the
@@ -144,6 +136,8 @@ HttpFailure HttpFailureFor(ClientError error) noexcept {
     case ClientError::kUntrustedSegment:
     case ClientError::kSystemError:
       return {500, ClientErrorName(error)};
+    default:  // AnotherDaemonMayServe() answered them above
+      break;
   }
   return {500, vocab::ErrorName(ErrorCode::kSystemError)};
 }

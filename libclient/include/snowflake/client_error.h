@@ -56,6 +56,28 @@ enum class ClientError {
 // "invalid_service_name", "daemon_not_running", ...: stable names for logs and JSON.
 std::string_view ClientErrorName(ClientError code) noexcept;
 
+// Whether `code` says this host's daemon cannot serve now, so another daemon may: it is
+// not running, starting, paused, out of service, stopped, not heartbeating or dead, or no
+// ID came within the time allowed (also: the local ring's IDs are behind a remote's).
+// Failover (ClientOptions::remotes) tries the remotes on exactly these, and the HTTP
+// front answers them with 503 so that its callers go elsewhere. Every other code is a
+// fault of the call or of this host's setup that another daemon would not cure.
+constexpr bool AnotherDaemonMayServe(ClientError code) noexcept {
+  switch (code) {
+    case ClientError::kDaemonNotRunning:
+    case ClientError::kDaemonStarting:
+    case ClientError::kDaemonPaused:
+    case ClientError::kDaemonOutOfService:
+    case ClientError::kDaemonStopped:
+    case ClientError::kDaemonNotHeartbeating:
+    case ClientError::kDaemonDead:
+    case ClientError::kTimedOut:
+      return true;
+    default:
+      return false;
+  }
+}
+
 struct Error {
   ClientError code;
   std::string message;
