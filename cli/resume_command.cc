@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "command_error.h"
 #include "control_client.h"
@@ -32,7 +33,14 @@ void AddResumeCommand(CLI::App& app) {
           error != reply->end() && error->is_string() ? error->get<std::string>() : reply->dump();
       std::cerr << "snowflakectl: resume refused: " << why << "\n";
       if (*json) {
-        (*reply)["error_code"] = CodeName(vocab::ErrorCode::kRefused);
+        // The daemon's vocabulary code says why (permission_denied, timed_out, ...); a reply
+        // without one (an older daemon) or with a code this CLI does not know is "refused".
+        std::optional<vocab::ErrorCode> why_code;
+        const auto code = reply->find("code");
+        if (code != reply->end() && code->is_string()) {
+          why_code = vocab::ErrorFromName(code->get<std::string>());
+        }
+        (*reply)["error_code"] = CodeName(why_code.value_or(vocab::ErrorCode::kRefused));
         (*reply)["exit_status"] = kExitUnavailable;
         std::cout << reply->dump() << "\n";
       }

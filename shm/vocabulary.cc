@@ -30,7 +30,7 @@ constexpr bool AllCodesDistinct() {
 
 static_assert(InEnumOrder(kErrors, 1, [](const ErrorWords& row) { return row.error; }),
               "kErrors must list every ErrorCode once, in enum order from 1");
-static_assert(kErrors.back().error == ErrorCode::kBadVersion,
+static_assert(kErrors.back().error == ErrorCode::kRequestTooLarge,
               "kErrors must end with the last ErrorCode");
 static_assert(AllCodesDistinct(), "two error conditions with one code");
 static_assert(InEnumOrder(kStates, 1, [](const StateWords& row) { return row.state; }),
@@ -81,6 +81,13 @@ std::string_view ErrorName(ErrorCode error) noexcept {
 std::string_view ErrorText(ErrorCode error) noexcept {
   const auto at = static_cast<size_t>(error) - 1;
   return at < kErrors.size() ? kErrors[at].text : "an unknown error";
+}
+
+std::optional<ErrorCode> ErrorFromName(std::string_view code) noexcept {
+  for (const ErrorWords& row : kErrors) {
+    if (row.code == code) return row.error;
+  }
+  return std::nullopt;
 }
 
 std::string_view StateCode(DaemonState state) noexcept {

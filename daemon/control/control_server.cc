@@ -7,14 +7,15 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <vector>
 
 #include "snowflake/account_names.h"
+#include "snowflake/vocabulary.h"
 
 namespace snowflake::daemon {
 namespace {
@@ -27,8 +28,10 @@ std::string Dump(const json& value) {
   return value.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-std::string ErrorReply(std::string_view message) {
-  return Dump(json{{"ok", false}, {"error", message}});
+// {"ok":false,"code":"<vocabulary code>","error":"<message>"}: a program decides on
+// "code"; "error" is the sentence for people (and all that older readers look at).
+std::string ErrorReply(vocab::ErrorCode code, std::string_view message) {
+  return Dump(json{{"ok", false}, {"code", vocab::ErrorName(code)}, {"error", message}});
 }
 
 const std::string kTooLarge = "request too large (max 4096 bytes)";
@@ -108,12 +111,13 @@ std::string HandleControlRequest(std::string_view line, uid_t peer_uid,
     try {
       request = json::parse(line);
     } catch (const json::exception&) {
-      return ErrorReply(
-          "malformed request: expected one JSON object per line, like "
-          "{\"command\":\"status\"}");
+      return ErrorReply(vocab::ErrorCode::kMalformedRequest,
+                        "malformed request: expected one JSON object per line, like "
+                        "{\"command\":\"status\"}");
     }
     if (!request.is_object() || !request.contains("command") || !request["command"].is_string()) {
-      return ErrorReply("malformed request: expected an object with a string \"command\"");
+      return ErrorReply(vocab::ErrorCode::kMalformedRequest,
+                        "malformed request: expected an object with a string \"command\"");
     }
     const std::string command = request["command"].get<std::string>();
     if (command == "status") {
@@ -128,21 +132,26 @@ std::string HandleControlRequest(std::string_view line, uid_t peer_uid,
           if (uid == 0) continue;
           who += (who.empty() ? "" : " or ") + DescribeUser(uid);
         }
-        return ErrorReply("permission denied: " + DescribeUser(peer_uid) +
-                          " may not resume; resume needs root" +
-                          (who.empty() ? std::string() : " or " + who));
+        return ErrorReply(vocab::ErrorCode::kPermissionDenied,
+                          "permission denied: " + DescribeUser(peer_uid) +
+                              " may not resume; resume needs root" +
+                              (who.empty() ? std::string() : " or " + who));
       }
       const uint64_t ticket = board.RequestResume();
       const std::optional<bool> resumed = board.WaitForResume(ticket, options.resume_timeout);
-      if (!resumed) return ErrorReply("the fill loop did not act on resume in time; retry");
+      if (!resumed) {
+        return ErrorReply(vocab::ErrorCode::kTimedOut,
+                          "the fill loop did not act on resume in time; retry");
+      }
       json out = StatusObject(board.Snapshot());
       out["ok"] = true;
       out["resumed"] = *resumed;
       return Dump(out);
     }
-    return ErrorReply("unknown command \"" + command + "\": expected \"status\" or \"resume\"");
+    return ErrorReply(vocab::ErrorCode::kUnknownCommand,
+                      "unknown command \"" + command + "\": expected \"status\" or \"resume\"");
   } catch (const std::exception& e) {
-    return ErrorReply(std::string("internal error: ") + e.what());
+    return ErrorReply(vocab::ErrorCode::kSystemError, std::string("internal error: ") + e.what());
   }
 }
 
@@ -216,7 +225,7 @@ void ControlSession::OnReceive(std::string_view bytes) {
     const size_t newline = bytes.find('\n');
     const std::string_view piece = bytes.substr(0, newline);
     if (buffer_.size() + piece.size() > kMaxControlRequestBytes) {
-      Reply(ErrorReply(kTooLarge));
+      Reply(ErrorReply(vocab::ErrorCode::kRequestTooLarge, kTooLarge));
       buffer_.clear();
       closing_ = true;
       return;
@@ -332,7 +341,9 @@ void ControlServer::Serve() noexcept {
           const size_t limit =
               privileged ? options_.max_connections : options_.max_connections - reserved;
           if (connections.size() >= limit) {
-            std::string reply = ErrorReply("too many connections; retry") + "\n";
+            std::string reply =
+                ErrorReply(vocab::ErrorCode::kTooManyConnections, "too many connections; retry") +
+                "\n";
             SendSome(fd, reply);  // best effort, never waits
             close(fd);
             continue;

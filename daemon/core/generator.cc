@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <utility>
 
+#include "snowflake/vocabulary.h"
+
 namespace snowflake::daemon {
 namespace {
 
@@ -19,12 +21,20 @@ std::string FormatUtcDate(int64_t unix_ms) {
   return text;
 }
 
-// `allowed_ms` is max_backward_ms, or the larger bound of a start (start_wait_ms).
-std::string OutOfServiceAdvice(int64_t allowed_ms, int64_t max_backward_ms) {
-  const std::string bound = allowed_ms == max_backward_ms
-                                ? "max_backward_ms=" + std::to_string(max_backward_ms)
-                                : "the " + std::to_string(allowed_ms) + " ms a restart may wait";
-  return " (more than " + bound + "); run `snowflakectl resume` after checking the clock";
+// What follows the vocabulary's text of an out-of-service `reason`: the bound passed and
+// what to do. `allowed_ms` is max_backward_ms, or the larger bound of a start
+// (start_wait_ms).
+std::string OutOfServiceAdvice(shm::StateReason reason, int64_t allowed_ms,
+                               int64_t max_backward_ms) {
+  std::string bound;
+  if (allowed_ms != max_backward_ms) {
+    bound = "more than the " + std::to_string(allowed_ms) + " ms a restart may wait";
+  } else if (reason == shm::StateReason::kClockStepTooLarge) {
+    bound = "max_backward_ms=" + std::to_string(max_backward_ms);  // its text says "more than"
+  } else {
+    bound = "more than max_backward_ms=" + std::to_string(max_backward_ms);
+  }
+  return " (" + bound + "); run `snowflakectl resume` after checking the clock";
 }
 
 }  // namespace
@@ -65,10 +75,15 @@ tl::expected<Generator, GeneratorError> Generator::Create(const GeneratorConfig&
   return generator;
 }
 
-void Generator::EnterTrouble(GeneratorState state, std::string reason) noexcept {
+void Generator::EnterTrouble(GeneratorState state, shm::StateReason code, int64_t detail,
+                             std::string_view context) noexcept {
   if (state_ == GeneratorState::kServing) ++pauses_total_;
   state_ = state;
-  reason_ = std::move(reason);
+  reason_code_ = code;
+  // The vocabulary's words for the condition, as the status and /healthz give them, then
+  // what only the generator knows (the range's end, the bound passed, what to do).
+  reason_ = vocab::DescribeReason(code, detail);
+  reason_ += context;
 }
 
 bool Generator::Admit(int64_t now_ms, bool at_start) noexcept {
@@ -78,8 +93,8 @@ bool Generator::Admit(int64_t now_ms, bool at_start) noexcept {
     ms_behind_ = 0;
     if (state_ != GeneratorState::kOutOfService) {
       resumed_ = false;
-      EnterTrouble(GeneratorState::kOutOfService, "time range of the epoch exhausted (ends " +
-                                                      FormatUtcDate(layout.max_unix_ms()) + ")");
+      EnterTrouble(GeneratorState::kOutOfService, shm::StateReason::kTimeRangeExhausted, 0,
+                   " (ends " + FormatUtcDate(layout.max_unix_ms()) + ")");
     }
     return false;
   }
@@ -92,19 +107,11 @@ bool Generator::Admit(int64_t now_ms, bool at_start) noexcept {
     next_sequence_ = kIdsPerMs;
     // Only Resume() leaves kOutOfService; its first reason stays the one to report.
     if (state_ == GeneratorState::kOutOfService) return false;
-    std::string what;
-    if (resumed_) {
-      what = "clock is " + std::to_string(behind_ms) +
-             " ms behind the last issued millisecond (resumed; waiting for the clock to pass "
-             "it)";
-    } else if (at_start) {
-      what =
-          "clock started " + std::to_string(behind_ms) + " ms behind the persisted high-water mark";
-    } else {
-      what = "clock moved back " + std::to_string(behind_ms) + " ms";
-    }
+    if (at_start) started_behind_ = true;
+    std::string context;
+    if (resumed_) context = " (resumed; waiting for the clock to pass the last issued millisecond)";
     if (now_ms < layout.epoch_unix_ms()) {
-      what += " (it reads before the epoch " + FormatUtcDate(layout.epoch_unix_ms()) + ")";
+      context += " (it reads before the epoch " + FormatUtcDate(layout.epoch_unix_ms()) + ")";
     }
     // A new pause may fall max_backward_ms behind (the start bound at Create()); one
     // already under way keeps the bound it began with.
@@ -116,11 +123,18 @@ bool Generator::Admit(int64_t now_ms, bool at_start) noexcept {
     if (resumed_ || behind_ms <= allowed_behind_ms_) {
       // Keep the reason of the step that caused the pause while the clock catches up.
       if (state_ != GeneratorState::kPaused || resumed_) {
-        EnterTrouble(GeneratorState::kPaused, std::move(what));
+        EnterTrouble(
+            GeneratorState::kPaused,
+            started_behind_ ? shm::StateReason::kBehindHighWater : shm::StateReason::kClockBehind,
+            behind_ms, context);
       }
     } else {
-      EnterTrouble(GeneratorState::kOutOfService,
-                   what + OutOfServiceAdvice(allowed_behind_ms_, config_.max_backward_ms));
+      // A start behind the mark keeps that reason (as the status does) however far the
+      // clock then falls; otherwise the step was too large for a pause.
+      const shm::StateReason code = started_behind_ ? shm::StateReason::kBehindHighWater
+                                                    : shm::StateReason::kClockStepTooLarge;
+      EnterTrouble(GeneratorState::kOutOfService, code, behind_ms,
+                   context + OutOfServiceAdvice(code, allowed_behind_ms_, config_.max_backward_ms));
     }
     return false;
   }
@@ -133,8 +147,10 @@ bool Generator::Admit(int64_t now_ms, bool at_start) noexcept {
   }
   if (state_ == GeneratorState::kPaused) {
     state_ = GeneratorState::kServing;
+    reason_code_ = shm::StateReason::kNone;
     reason_.clear();
     resumed_ = false;
+    started_behind_ = false;
   }
   return true;
 }
@@ -187,7 +203,12 @@ void Generator::Resume() noexcept {
   if (state_ != GeneratorState::kOutOfService) return;
   resumed_ = true;
   state_ = GeneratorState::kPaused;
-  reason_ = "resumed; waiting for a clock reading";
+  // Paused now, so a step too large for a pause reads as the clock being behind.
+  if (reason_code_ == shm::StateReason::kClockStepTooLarge) {
+    reason_code_ = shm::StateReason::kClockBehind;
+  }
+  reason_ = vocab::DescribeReason(reason_code_, ms_behind_);
+  reason_ += " (resumed; waiting for a clock reading)";
   Admit(clock_->NowUnixMs(), /*at_start=*/false);
 }
 

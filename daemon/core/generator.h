@@ -13,10 +13,12 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <tl/expected.hpp>
 
 #include "daemon/core/clock.h"
 #include "snowflake/id_layout.h"
+#include "snowflake/segment_layout.h"
 
 namespace snowflake::daemon {
 
@@ -121,9 +123,13 @@ class Generator {
   void RaiseHighWater(int64_t unix_ms) noexcept;
 
   GeneratorState state() const noexcept { return state_; }
-  // Why the generator is not serving ("" when serving). Changes only with state or with
-  // how far behind the clock is.
+  // Why the generator is not serving ("" when serving): the vocabulary's text of
+  // reason_code() (vocab::DescribeReason, as the status and /healthz word it), then what
+  // only the generator knows ("(ends 2039-09-19)", the bound passed, what to do). Changes
+  // only with state or with how far behind the clock is.
   const std::string& reason() const noexcept { return reason_; }
+  // The vocabulary's reason code for reason() (kNone when serving).
+  shm::StateReason reason_code() const noexcept { return reason_code_; }
   // The last ID returned, if any.
   std::optional<uint64_t> last_issued_id() const noexcept { return last_issued_id_; }
   // The newest millisecond that may carry an ID of this machine: the last issued ms, or
@@ -144,7 +150,10 @@ class Generator {
   // `at_start`: the reading is Create()'s, so trouble is reported against the persisted
   // high-water mark.
   bool Admit(int64_t now_ms, bool at_start) noexcept;
-  void EnterTrouble(GeneratorState state, std::string reason) noexcept;
+  // Leaves kServing (or changes trouble): reason_ is the vocabulary's text of `code` with
+  // `detail`, then `context`.
+  void EnterTrouble(GeneratorState state, shm::StateReason code, int64_t detail,
+                    std::string_view context) noexcept;
 
   GeneratorConfig config_;
   Clock* clock_;  // not owned; outlives *this
@@ -156,8 +165,12 @@ class Generator {
   std::optional<uint64_t> last_issued_id_;
 
   GeneratorState state_ = GeneratorState::kServing;
+  shm::StateReason reason_code_ = shm::StateReason::kNone;
   std::string reason_;
   bool resumed_ = false;  // Resume() was called and the clock has not passed the mark yet
+  // The trouble began at Create(), behind the persisted high-water mark; until serving
+  // again it is reported as that (kBehindHighWater), as the daemon's status does.
+  bool started_behind_ = false;  // Resume() was called and the clock has not passed the mark yet
   uint64_t pauses_total_ = 0;
   // How far behind the mark the current pause may fall before it is out of service:
   // max_backward_ms, or the start bound for a pause that began at Create().

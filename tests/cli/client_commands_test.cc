@@ -288,6 +288,37 @@ TEST(CliResume, PrintsTheRefusalAndExits1) {
   EXPECT_NE(result.err.find("not out of service"), std::string::npos) << result.err;
 }
 
+TEST(CliResume, JsonTakesTheErrorCodeFromTheDaemonsCode) {
+  TempDir dir("cli-resume-code");
+  ScriptedControlSocket control(
+      dir.path(),
+      R"({"ok":false,"code":"permission_denied","error":"permission denied: uid 7 may not resume"})");
+
+  RunResult result = RunCommand({kCtl, "resume", "--json", "--runtime-dir", dir.path().string()});
+  const auto reply = nlohmann::json::parse(result.out, nullptr, false);
+
+  EXPECT_TRUE(result.status.ExitedWith(1)) << result.status.ToString();
+  ASSERT_TRUE(reply.is_object()) << result.out;
+  EXPECT_EQ(reply.value("error_code", ""), "permission_denied") << result.out;
+  EXPECT_NE(result.err.find("uid 7 may not resume"), std::string::npos) << result.err;
+}
+
+TEST(CliResume, JsonSaysRefusedForAReplyWithoutAKnownCode) {
+  for (const std::string reply_line :
+       {R"({"ok":false,"error":"not out of service"})",
+        R"({"ok":false,"code":"from_a_newer_daemon","error":"not out of service"})"}) {
+    TempDir dir("cli-resume-nocode");
+    ScriptedControlSocket control(dir.path(), reply_line);
+
+    RunResult result = RunCommand({kCtl, "resume", "--json", "--runtime-dir", dir.path().string()});
+    const auto reply = nlohmann::json::parse(result.out, nullptr, false);
+
+    EXPECT_TRUE(result.status.ExitedWith(1)) << result.status.ToString();
+    ASSERT_TRUE(reply.is_object()) << result.out;
+    EXPECT_EQ(reply.value("error_code", ""), "refused") << reply_line;
+  }
+}
+
 TEST(CliResume, ExitsWith1NamingTheSocketWhenNoDaemonRuns) {
   TempDir dir("cli-resume-none");
 

@@ -18,6 +18,7 @@
 #include "snowflake/client.h"
 #include "subprocess.h"
 #include "temp_dir.h"
+#include "wait_until.h"
 #include "worker_runs.h"
 
 namespace snowflake {
@@ -25,6 +26,7 @@ namespace {
 
 using testing::Process;
 using testing::TempDir;
+using testing::WaitUntil;
 
 const std::string kProducer = SNOWFLAKE_BINARY_DIR "/tests/client/test_producer";
 const std::string kWorker = SNOWFLAKE_BINARY_DIR "/tests/client/client_worker";
@@ -67,12 +69,19 @@ TEST(ClientProcess, AWaitingCallerLearnsThatTheDaemonDied) {
     error = TakeUntilError(*sut);  // drains the ring, then waits on the futex
     returned = std::chrono::steady_clock::now();
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // Until the caller has taken the last ID: it is then waiting (or about to) for more.
+  const auto drained = WaitUntil(
+      [&] {
+        auto status = Client::Inspect(PatientOptions(dir.path()));
+        return status && status->ring_fill == 0;
+      },
+      std::chrono::seconds(30), "the waiting caller to drain the stopped producer's ring");
   ASSERT_TRUE(producer.Kill(SIGKILL));
   ASSERT_TRUE(producer.Wait(std::chrono::seconds(10)));  // reaped: its pid is gone
   const auto died = std::chrono::steady_clock::now();
   caller.join();
 
+  ASSERT_TRUE(drained);
   ASSERT_TRUE(error);
   EXPECT_EQ(error->code, ClientError::kDaemonDead) << error->message;
   const auto latency_us =

@@ -19,6 +19,7 @@
 
 #include "fake_clock.h"
 #include "snowflake/account_names.h"
+#include "snowflake/vocabulary.h"
 #include "temp_dir.h"
 
 namespace snowflake::daemon {
@@ -181,6 +182,63 @@ TEST_F(ControlServerTest, ResumeFromAnotherUidIsRefused) {
   EXPECT_EQ(board_.resume_requested(), 0u);
 }
 
+// Every error reply carries "code", one of the vocabulary's error codes, beside "error" (a
+// program decides on the code; a reader of "error" alone still reads the sentence).
+void ExpectErrorReply(const std::string& line, vocab::ErrorCode expected, const std::string& what) {
+  SCOPED_TRACE(what + ": " + line);
+  const json reply = json::parse(line, nullptr, false);
+  ASSERT_TRUE(reply.is_object());
+  EXPECT_EQ(reply.value("ok", true), false);
+  ASSERT_TRUE(reply.contains("code") && reply["code"].is_string());
+  const std::string code = reply["code"].get<std::string>();
+  EXPECT_TRUE(vocab::ErrorFromName(code).has_value()) << code << " is not a vocabulary code";
+  EXPECT_EQ(code, vocab::ErrorName(expected));
+  ASSERT_TRUE(reply.contains("error") && reply["error"].is_string());
+  EXPECT_FALSE(reply["error"].get<std::string>().empty());
+}
+
+TEST_F(ControlServerTest, EveryErrorReplyCarriesItsVocabularyCode) {
+  // Arrange: a peer that may not resume, and a resume nobody acts on.
+  ControlServerOptions refusing = Options();
+  refusing.resume_uids = {0, 4242};
+  const uid_t stranger = getuid() == 0 ? 1000 : getuid();
+  ControlServerOptions impatient = Options();
+  impatient.resume_timeout = std::chrono::milliseconds(10);
+  ControlServerOptions one_slot = Options();
+  one_slot.max_connections = 1;
+  one_slot.reserved_connections = 0;
+  ControlServer sut(one_slot, board_);
+  ASSERT_TRUE(sut.Start());
+
+  // Act and assert: each refusal the protocol has.
+  for (const char* line : {"", "{", "[1,2]", R"({"command":5})"}) {
+    ExpectErrorReply(HandleControlRequest(line, getuid(), Options(), board_),
+                     vocab::ErrorCode::kMalformedRequest, "malformed");
+  }
+  ExpectErrorReply(HandleControlRequest(R"({"command":"reboot"})", getuid(), Options(), board_),
+                   vocab::ErrorCode::kUnknownCommand, "unknown command");
+  ExpectErrorReply(HandleControlRequest(R"({"command":"resume"})", stranger, refusing, board_),
+                   vocab::ErrorCode::kPermissionDenied, "resume by a stranger");
+  ExpectErrorReply(HandleControlRequest(R"({"command":"resume"})", geteuid(), impatient, board_),
+                   vocab::ErrorCode::kTimedOut, "resume without a loop");
+  // Over the socket: the one slot held, a second connection is refused; then a request
+  // over the size bound on the held one.
+  const int held = Connect(dir_ / "control.sock");
+  ASSERT_GE(held, 0);
+  timeval limit{.tv_sec = 30, .tv_usec = 0};  // a server that never answers fails, not hangs
+  setsockopt(held, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
+  ASSERT_THAT(Exchange(held, "{\"command\":\"status\"}\n"), HasSubstr("\"ok\":true"));
+  const int extra = Connect(dir_ / "control.sock");
+  ASSERT_GE(extra, 0);
+  setsockopt(extra, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
+  ExpectErrorReply(Exchange(extra, ""), vocab::ErrorCode::kTooManyConnections,
+                   "a connection beyond max_connections");
+  ExpectErrorReply(Exchange(held, std::string(10'000, 'x')), vocab::ErrorCode::kRequestTooLarge,
+                   "a request over 4096 bytes");
+  close(extra);
+  close(held);
+}
+
 TEST_F(ControlServerTest, ResumeWithoutALoopTimesOut) {
   ControlServerOptions options = Options();
   options.resume_timeout = std::chrono::milliseconds(10);
@@ -325,7 +383,9 @@ TEST_F(ControlServerTest, SessionClosesOnARequestOverTheBoundEvenInPieces) {
   sut.OnReceive("{\"command\":\"status\"}\n");  // ignored: the session is closing
 
   EXPECT_TRUE(sut.closing());
-  EXPECT_EQ(sut.output(), "{\"error\":\"request too large (max 4096 bytes)\",\"ok\":false}\n");
+  EXPECT_EQ(sut.output(),
+            "{\"code\":\"request_too_large\",\"error\":\"request too large (max 4096 bytes)\","
+            "\"ok\":false}\n");
 }
 
 TEST_F(ControlServerTest, StatusWithANonUtf8ServiceNameStillSerialises) {
@@ -461,7 +521,7 @@ TEST_F(ControlServerTest, GroupMemberHoldingAllSlotsCannotLockOutTheOperator) {
       const ssize_t n = recv(fd, buf, sizeof(buf) - 1, 0);
       buf[n > 0 ? n : 0] = '\0';
       if (std::strstr(buf, "\"ok\":true") != nullptr) ++accepted;
-      if (std::strstr(buf, "too many connections") != nullptr) ++refused;
+      if (std::strstr(buf, "\"code\":\"too_many_connections\"") != nullptr) ++refused;
     }
     char line[64];
     const int len = std::snprintf(line, sizeof(line), "%d %d\n", accepted, refused);

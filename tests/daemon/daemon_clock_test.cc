@@ -263,6 +263,9 @@ TEST_F(DaemonClockTest, LargeStepBackStaysOutOfServiceUntilResume) {
   // Act 2: the clock is right again, but only an operator may bring it back.
   taker->SetPhase(2);
   SetClockOffset(offset_file(), "+0");
+  // The subject: nothing but an operator may end out-of-service, so the test holds the
+  // corrected clock for 1.5 s (hundreds of fill passes) and sees that nothing did; no
+  // event marks "did not change".
   std::this_thread::sleep_for(1500ms);
   auto still_out = Client::Inspect(Clients());
   taker->SetPhase(3);
@@ -300,8 +303,8 @@ TEST_F(DaemonClockTest, ResumeWhileTheClockIsStillBehindNeverIssuesAtOrBelowTheM
   auto out = WaitForState(harness_.runtime_dir(), "out_of_service", 10s);
   taker->SetPhase(2);
   auto resume = Resume();  // the operator did not fix the clock
-  std::this_thread::sleep_for(1500ms);
-  auto waiting = Client::Inspect(Clients());
+  // The resume is acted on: out of service becomes paused (it must not become serving).
+  auto waiting = WaitForState(harness_.runtime_dir(), "paused", 10s);
   taker->SetPhase(3);
   SetClockOffset(offset_file(), "+0");
   auto serving = WaitForState(harness_.runtime_dir(), "serving", 10s);
@@ -351,10 +354,12 @@ TEST_P(DaemonClockBehindAtStart, RefusesToServe) {
   const uint64_t published_at_start = out ? out->published_total : 0;
   auto client = Client::Open("clock-test", Clients());
   auto refused = client ? client->Next() : tl::make_unexpected(client.error());
+  // The subject: a refusing daemon publishes nothing over time; no event marks that.
   std::this_thread::sleep_for(1s);
   auto later = Client::Inspect(Clients());
   auto resume = Resume();  // the clock is still an hour behind
-  std::this_thread::sleep_for(500ms);
+  // The resume is acted on: the daemon now waits for the clock (paused), still refusing.
+  auto waiting = WaitForState(harness_.runtime_dir(), "paused", 10s);
   auto after_resume = client ? client->Next() : tl::make_unexpected(client.error());
   auto final_status = Client::Inspect(Clients());
 
@@ -369,6 +374,8 @@ TEST_P(DaemonClockBehindAtStart, RefusesToServe) {
   EXPECT_EQ(later->state, "out_of_service");
   EXPECT_EQ(later->published_total, published_at_start) << "published IDs while refusing";
   EXPECT_TRUE(resume.status.ExitedWith(0)) << resume.out << resume.err;
+  ASSERT_TRUE(waiting);
+  EXPECT_EQ(waiting->state, "paused") << "the resume was not acted on: " << sut.Describe();
   ASSERT_FALSE(after_resume) << "issued " << *after_resume << " below its reservation";
   ASSERT_TRUE(final_status);
   EXPECT_EQ(final_status->published_total, published_at_start);

@@ -105,21 +105,17 @@ TEST(DaemonEtcdFencing, AnOldHoldersLateRaiseNeverLetsTheNextHolderReuseItsMilli
   DaemonHarness harness("fencing");
   const std::string prefix = "/fencing-daemon/";
   auto options_for = [&](const std::string& name, const std::string& endpoints) {
-    DaemonOptions options;
-    options.runtime_dir = harness.root() / (name + "-run");
-    options.state_dir = harness.root() / (name + "-state");
     // Each daemon is a host of its own (its own host-wide machine locks).
-    options.host_lock_dir = harness.root() / (name + "-host-locks");
-    options.config_path = harness.WriteFile(
-        name + ".toml",
+    return harness.NamedOptions(
+        name,
         "[daemon]\ninstance = \"" + name +
             "\"\n[persistence]\nreservation_ms = " + std::to_string(kReservationMs) +
             "\n[ring]\nmax_age_ms = 10000\n[clock]\nmax_backward_ms = 20000\n[register]\nbackend = "
             "\"etcd\"\nmachines = \"" +
             std::to_string(kMachine) + "\"\nholder_id = \"host-" + name +
             "\"\n[register.etcd]\nendpoints = [" + endpoints + "]\nprefix = \"" + prefix +
-            "\"\nlease_ttl_s = 5\nrequest_timeout_ms = 300\nconnect_timeout_ms = 300\n");
-    return options;
+            "\"\nlease_ttl_s = 5\nrequest_timeout_ms = 300\nconnect_timeout_ms = 300\n",
+        DaemonHarness::Host::kOwn);
   };
   DaemonOptions a_options =
       options_for("a", "\"" + proxy.url() + "\", \"" + cluster.ClientUrl(0) + "\"");

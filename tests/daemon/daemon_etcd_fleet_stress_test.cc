@@ -218,14 +218,13 @@ class FleetStress {
     for (int i = 0; i < kDaemons; ++i) {
       Slot& s = slots_[i];
       s.name = "f" + std::to_string(i);
-      s.options.runtime_dir = harness_.root() / (s.name + "-run");
-      s.options.state_dir = harness_.root() / (s.name + "-state");
-      s.options.faketime_file = harness_.root() / (s.name + "-clock");
       // Each daemon is a host of its own: its own host-wide machine locks, as its clock.
-      s.options.host_lock_dir = harness_.root() / (s.name + "-host-locks");
-      s.options.config_path = harness_.WriteFile(
-          s.name + ".toml", st::EtcdDaemonToml(s.name, cluster_->ClientUrls(), "/fleet/",
-                                               "0-" + std::to_string(kNumbers - 1), extra));
+      s.options =
+          harness_.NamedOptions(s.name,
+                                st::EtcdDaemonToml(s.name, cluster_->ClientUrls(), "/fleet/",
+                                                   "0-" + std::to_string(kNumbers - 1), extra),
+                                DaemonHarness::Host::kOwn);
+      s.options.faketime_file = harness_.root() / (s.name + "-clock");
       s.control_path = (harness_.root() / (s.name + "-control")).string();
       s.control = static_cast<st::StressControl*>(
           st::MapSharedFile(s.control_path, sizeof(st::StressControl), /*create=*/true));

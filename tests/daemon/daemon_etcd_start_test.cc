@@ -45,12 +45,8 @@ class DaemonEtcdStart : public ::testing::Test {
   DaemonOptions OptionsFor(const std::string& name, const std::vector<std::string>& endpoints,
                            const std::string& machines = "0-63",
                            const std::string& etcd_extra = "") {
-    DaemonOptions options;
-    options.runtime_dir = harness_.root() / (name + "-run");
-    options.state_dir = harness_.root() / (name + "-state");
-    options.config_path = harness_.WriteFile(
-        name + ".toml", testing::EtcdDaemonToml(name, endpoints, Prefix(), machines, etcd_extra));
-    return options;
+    return harness_.NamedOptions(
+        name, testing::EtcdDaemonToml(name, endpoints, Prefix(), machines, etcd_extra));
   }
 
   static bool IsWaitingStatus(const NotifyMessage& m) {

@@ -14,9 +14,9 @@
 #include <signal.h>
 
 #include <algorithm>
-#include <cstring>
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -28,6 +28,7 @@
 #include "daemon_harness.h"
 #include "etcd_cluster.h"
 #include "snowflake/client.h"
+#include "wait_until.h"
 
 namespace snowflake {
 namespace {
@@ -60,17 +61,8 @@ class DaemonEtcd : public ::testing::Test {
 
   DaemonOptions OptionsFor(const std::string& name, const std::string& machines = "0-63",
                            const std::string& etcd_extra = "") {
-    DaemonOptions options;
-    options.runtime_dir = harness_.root() / (name + "-run");
-    options.state_dir = harness_.root() / (name + "-state");
-    std::string endpoints;
-    for (const auto& url : cluster_->ClientUrls()) endpoints += (endpoints.empty() ? "\"" : ", \"") + url + "\"";
-    options.config_path = harness_.WriteFile(
-        name + ".toml", "[daemon]\ninstance = \"" + name + "\"\n[register]\nbackend = \"etcd\"\n"
-                        "machines = \"" + machines + "\"\nholder_id = \"host-" + name + "\"\n"
-                        "[register.etcd]\nendpoints = [" + endpoints + "]\nprefix = \"" + Prefix() +
-                        "\"\n" + etcd_extra);
-    return options;
+    return harness_.NamedOptions(name, testing::EtcdDaemonToml(name, cluster_->ClientUrls(),
+                                                               Prefix(), machines, etcd_extra));
   }
 
   // The value of `key` under this test's prefix, or "" if absent.
@@ -260,12 +252,9 @@ TEST_F(DaemonEtcd, TakeoverAfterSigstopFencesTheOldDaemon) {
   // Act: A stops past its lease; B claims number 9; A continues.
   ASSERT_TRUE(a.process().Kill(SIGSTOP));
   // Until etcd has expired A's lease and dropped its record (2 s, more on a loaded host).
-  std::this_thread::sleep_for(2s);
-  const auto deadline = std::chrono::steady_clock::now() + 30s;
-  while (!Get("machines/9").empty() && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(100ms);
-  }
-  ASSERT_EQ(Get("machines/9"), "") << "etcd kept A's record past its lease";
+  ASSERT_TRUE(testing::WaitUntil([&] { return Get("machines/9").empty(); }, 30s,
+                                 "etcd to expire A's 2 s lease and drop its record machines/9",
+                                 100ms));
   Daemon b = harness_.Start(b_options, 60s);
   ASSERT_TRUE(b.ready()) << b.Describe();
   auto b_client = Client::Open("takeover-b", DaemonHarness::ClientOptionsFor(b_options.runtime_dir));

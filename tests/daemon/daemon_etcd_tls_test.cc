@@ -32,12 +32,8 @@ class DaemonEtcdCredentials : public ::testing::Test {
  protected:
   DaemonOptions OptionsFor(const std::string& name, const std::string& endpoint,
                            const std::string& etcd_extra) {
-    DaemonOptions options;
-    options.runtime_dir = harness_.root() / (name + "-run");
-    options.state_dir = harness_.root() / (name + "-state");
-    options.config_path = harness_.WriteFile(
-        name + ".toml", testing::EtcdDaemonToml(name, {endpoint}, "/cred/", "0-7", etcd_extra));
-    return options;
+    return harness_.NamedOptions(
+        name, testing::EtcdDaemonToml(name, {endpoint}, "/cred/", "0-7", etcd_extra));
   }
 
   // Takes `count` IDs from the daemon of `options`; empty on the first failure.

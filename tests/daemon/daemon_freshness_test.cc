@@ -67,6 +67,8 @@ TEST(DaemonFreshness, AStoppedDaemonsLeftoversAreNeverHandedOut) {
   ASSERT_TRUE(daemon.ready()) << daemon.Describe();
   const std::optional<uint64_t> left = SignalWithIdsInTheRing(daemon, harness, SIGSTOP);
   ASSERT_TRUE(left) << "could not stop the daemon with IDs in its ring: " << daemon.Describe();
+  // The subject: the leftovers must age past the 50 ms freshness bound (a clock that
+  // must advance; a stopped or killed daemon marks no event).
   std::this_thread::sleep_for(300ms);
   ClientOptions defaults;  // the header's liveness_ms decides "not heartbeating"
   defaults.runtime_dir = harness.runtime_dir();
@@ -111,6 +113,8 @@ TEST(DaemonFreshness, AKilledDaemonsLeftoversAreNeverHandedOut) {
   ASSERT_TRUE(daemon.ready()) << daemon.Describe();
   const std::optional<uint64_t> left = SignalWithIdsInTheRing(daemon, harness, SIGKILL);
   ASSERT_TRUE(left) << "could not kill the daemon with IDs in its ring: " << daemon.Describe();
+  // The subject: the leftovers must age past the 50 ms freshness bound (a clock that
+  // must advance; a stopped or killed daemon marks no event).
   std::this_thread::sleep_for(300ms);
   ClientOptions defaults;
   defaults.runtime_dir = harness.runtime_dir();

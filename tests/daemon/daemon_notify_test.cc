@@ -58,7 +58,9 @@ TEST(DaemonNotify, ReadyArrivesOnlyAfterTheClaimWithTheSegmentServing) {
   ASSERT_EQ(flock(lock_fd, LOCK_EX), 0);
   Daemon sut = Daemon::Spawn(harness.Options());
 
-  // Act 1: while the claim cannot complete.
+  // Act 1: while the claim cannot complete. A fault held for a time, not a wait: the
+  // daemon polls the lock (LOCK_NB, so no waiter shows in /proc/locks) and gives up after
+  // 2 s, so the lock is held for 1.5 s and then released.
   std::this_thread::sleep_for(1500ms);
   const bool ready_while_blocked = sut.ready();
   const bool running_while_blocked = sut.Running();
@@ -94,6 +96,7 @@ TEST(DaemonNotify, WatchdogArrivesRepeatedlyAtTheConfiguredCadence) {
   ASSERT_TRUE(sut.ready()) << sut.Describe();
 
   const size_t before = sut.notify().CountLine("WATCHDOG=1");
+  // The subject: how many pings a fixed 2 s window holds (a cadence), not an event.
   std::this_thread::sleep_for(2s);
   const size_t during = sut.notify().CountLine("WATCHDOG=1") - before;
 
@@ -117,6 +120,7 @@ TEST(DaemonNotify, WatchdogFollowsALongIntervalAndIsSilentWhenNotEnabled) {
   ASSERT_TRUE(slow.ready()) << slow.Describe();
   ASSERT_TRUE(off.ready()) << off.Describe();
 
+  // The subject: silence over a 2 s window; no event marks "no ping was sent".
   std::this_thread::sleep_for(2s);
   const size_t slow_count = slow.notify().CountLine("WATCHDOG=1");
   const size_t off_count = off.notify().CountLine("WATCHDOG=1");

@@ -319,13 +319,9 @@ TEST(DaemonRestart, SecondDaemonOnOneRuntimeDirExitsTwoNamingTheHolder) {
 class DaemonSharedRegister : public ::testing::Test {
  protected:
   DaemonOptions OptionsFor(const std::string& name, const std::string& extra_register = "") {
-    DaemonOptions options;
-    options.runtime_dir = harness_.root() / (name + "-run");
-    options.state_dir = harness_.root() / (name + "-state");
-    options.config_path = harness_.WriteFile(
-        name + ".toml", "[daemon]\ninstance = \"" + name + "\"\n[register]\npath = \"" +
-                            (harness_.root() / "register.json").string() + "\"\n" + extra_register);
-    return options;
+    return harness_.NamedOptions(
+        name, "[daemon]\ninstance = \"" + name + "\"\n[register]\npath = \"" +
+                  (harness_.root() / "register.json").string() + "\"\n" + extra_register);
   }
   std::optional<uint32_t> MachineOf(const DaemonOptions& options) {
     auto status = Client::Inspect(DaemonHarness::ClientOptionsFor(options.runtime_dir));

@@ -87,12 +87,6 @@ class TwoDaemonsOnOneHost : public ::testing::TestWithParam<Combination> {
  protected:
   DaemonOptions OptionsFor(const std::string& name, bool is_static) {
     const Combination& c = GetParam();
-    DaemonOptions options;
-    options.runtime_dir = harness_.root() / (name + "-run");
-    options.state_dir =
-        harness_.root() / (c.state == StateDirs::kShared ? std::string("state") : name + "-state");
-    // Both daemons lock their numbers in the harness's one host-wide lock directory.
-    options.host_lock_dir = harness_.root() / "host-locks";
     std::string toml = "[daemon]\ninstance = \"" +
                        (c.instances == Instances::kSame ? std::string("same") : name) +
                        "\"\n[register]\n";
@@ -103,7 +97,9 @@ class TwoDaemonsOnOneHost : public ::testing::TestWithParam<Combination> {
     }
     // A static daemon is given number 0: the one a file daemon claims first.
     if (is_static) toml += "backend = \"static\"\nmachine = 0\n";
-    options.config_path = harness_.WriteFile(name + ".toml", toml);
+    // Both daemons lock their numbers in the harness's one host-wide lock directory.
+    DaemonOptions options = harness_.NamedOptions(name, toml, DaemonHarness::Host::kShared);
+    if (c.state == StateDirs::kShared) options.state_dir = harness_.root() / "state";
     return options;
   }
 

@@ -28,6 +28,7 @@
 #include "daemon/register/static_register.h"
 #include "etcd_cluster.h"
 #include "subprocess.h"
+#include "wait_until.h"
 
 namespace snowflake::daemon {
 namespace {
@@ -312,9 +313,14 @@ TEST_F(EtcdRegisterTest, LeaderKillDuringClaimsAndRaisesKeepsNumbersDistinctAndM
   std::vector<std::optional<MachineClaim>> claims(4);
   std::vector<std::string> errors(4);
   std::atomic<size_t> commits[4] = {0, 0, 0, 0};  // read while the threads run
+  std::atomic<bool> finished[4] = {false, false, false, false};  // a holder gave up
   std::vector<std::thread> threads;
   for (int i = 0; i < 4; ++i) {
     threads.emplace_back([&, i] {
+      struct Finished {
+        std::atomic<bool>& flag;
+        ~Finished() { flag = true; }
+      } on_return{finished[i]};
       for (int attempt = 0; attempt < 100 && !claims[i]; ++attempt) {
         auto c = holders[i]->Claim({"h" + std::to_string(i), kEpoch});
         if (c) claims[i] = *c;
@@ -336,7 +342,16 @@ TEST_F(EtcdRegisterTest, LeaderKillDuringClaimsAndRaisesKeepsNumbersDistinctAndM
       }
     });
   }
-  std::this_thread::sleep_for(500ms);
+  // Until every holder has claimed and committed raises (or given up: asserted below).
+  const auto warmed_up = testing::WaitUntil(
+      [&] {
+        for (int i = 0; i < 4; ++i) {
+          if (commits[i].load() < 10 && !finished[i].load()) return false;
+        }
+        return true;
+      },
+      30s, "every holder to commit 10 raises before the leader is killed");
+  EXPECT_TRUE(warmed_up);
   const auto leader = cluster_->Leader();
   ASSERT_TRUE(leader.has_value());
   std::vector<size_t> before(4);
@@ -344,21 +359,28 @@ TEST_F(EtcdRegisterTest, LeaderKillDuringClaimsAndRaisesKeepsNumbersDistinctAndM
 
   // Act
   cluster_->Kill(*leader);
-  // Until every holder got raises committed again after the election (bounded: a loaded
-  // host may take a few seconds to elect).
-  std::this_thread::sleep_for(1s);
-  const auto deadline = std::chrono::steady_clock::now() + 30s;
-  auto all_resumed = [&] {
-    for (int i = 0; i < 4; ++i) {
-      if (commits[i].load() <= before[i]) return false;
-    }
-    return true;
-  };
-  while (!all_resumed() && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(50ms);
-  }
+  // Until the survivors have elected a new leader, then until every holder got raises
+  // committed again after the election (bounded: a loaded host may take a few seconds).
+  const auto elected = testing::WaitUntil(
+      [&] {
+        const auto now_leader = cluster_->Leader();
+        return now_leader && *now_leader != *leader;
+      },
+      30s, "the two survivors to elect a new leader", 50ms);
+  std::vector<size_t> at_election(4);
+  for (int i = 0; i < 4; ++i) at_election[i] = commits[i].load();
+  const auto resumed = testing::WaitUntil(
+      [&] {
+        for (int i = 0; i < 4; ++i) {
+          if (commits[i].load() <= at_election[i] && !finished[i].load()) return false;
+        }
+        return true;
+      },
+      30s, "every holder to commit a raise after the election", 50ms);
   stop = true;
   for (auto& t : threads) t.join();
+  EXPECT_TRUE(elected) << cluster_->Logs();
+  EXPECT_TRUE(resumed);
   cluster_->Restart(*leader);
   ASSERT_TRUE(cluster_->WaitReady(*leader, 30s)) << cluster_->Logs();
 
@@ -402,10 +424,12 @@ TEST_F(EtcdRegisterTest, QuorumLossFailsRaisesWithinTheTimeoutNeverAsCommitted) 
   ASSERT_TRUE(cluster_->WaitReady(*leader, 30s)) << cluster_->Logs();
   tl::expected<void, RegisterError> after =
       tl::unexpected(RegisterError{RegisterErrorCode::kUnreadable, "not tried"});
-  for (int i = 0; i < 50 && !after; ++i) {
-    after = sut.UpdateHighWater(kEpoch + 3000);
-    if (!after) std::this_thread::sleep_for(200ms);
-  }
+  EXPECT_TRUE(testing::WaitUntil(
+      [&] {
+        after = sut.UpdateHighWater(kEpoch + 3000);
+        return bool(after);
+      },
+      30s, "a raise to commit once quorum is back", 200ms));
 
   // Assert
   for (size_t i = 0; i < during.size(); ++i) {

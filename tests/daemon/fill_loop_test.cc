@@ -24,6 +24,7 @@
 #include "fake_clock.h"
 #include "snowflake/ring_consumer.h"
 #include "temp_dir.h"
+#include "wait_until.h"
 
 namespace snowflake::daemon {
 namespace {
@@ -388,8 +389,14 @@ TEST(FillLoop, InterruptEndsADormantWaitSoRunSeesTheStopAtOnce) {
     rig.sut.Run(stop, [&] { ready.set_value(); });
   });
   ASSERT_EQ(ready.get_future().wait_for(std::chrono::seconds(30)), std::future_status::ready);
-  // Let it fill, turn dormant and fall asleep.
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // Until it has filled and turned dormant: a dormant pass drains the whole ring, and only
+  // then (dormant_after is 0; the fake clock stands still, so no ID ages) does
+  // drained_total move. Its
+  // 120 s wait begins right after; an interrupt that comes first still ends it (the refill
+  // word has moved), so either order tests the wake-up.
+  ASSERT_TRUE(testing::WaitUntil(
+      [&] { return rig.producer.header().drained_total.load(std::memory_order_relaxed) > 0; },
+      std::chrono::seconds(30), "the loop to turn dormant and drain its ring"));
 
   stop.store(true, std::memory_order_release);
   rig.sut.Interrupt();

@@ -278,6 +278,7 @@ TEST(Generator, SmallStepBackPausesWithReason) {
   EXPECT_EQ(next.error(), GenerateError::kPaused);
   EXPECT_EQ(sut.state(), GeneratorState::kPaused);
   EXPECT_EQ(sut.reason(), "clock moved back 5 ms");
+  EXPECT_EQ(sut.reason_code(), shm::StateReason::kClockBehind);
   EXPECT_EQ(sut.ms_behind(), 5);
   EXPECT_EQ(sut.pauses_total(), 1u);
 }
@@ -347,8 +348,9 @@ TEST(Generator, LargeStepBackGoesOutOfServiceUntilResume) {
   EXPECT_EQ(next.error(), GenerateError::kOutOfService);
   EXPECT_EQ(sut.state(), GeneratorState::kOutOfService);
   EXPECT_EQ(sut.reason(),
-            "clock moved back 101 ms (more than max_backward_ms=100); run `snowflakectl "
-            "resume` after checking the clock");
+            "clock moved back 101 ms, more than max_backward_ms (max_backward_ms=100); run "
+            "`snowflakectl resume` after checking the clock");
+  EXPECT_EQ(sut.reason_code(), shm::StateReason::kClockStepTooLarge);
   EXPECT_EQ(sut.pauses_total(), 1u);
   // Even once the clock is far past the mark, only Resume() brings it back.
   clock.Set(kStart + 10'000);
@@ -420,6 +422,10 @@ TEST(Generator, StartWaitDoesNotExcuseAClockThatFallsFurtherBehind) {
 
   EXPECT_EQ(sut.Next().error(), GenerateError::kOutOfService);
   EXPECT_NE(sut.reason().find("more than the 1100 ms a restart may wait"), std::string::npos)
+      << sut.reason();
+  // Started behind, and the status says so: the same reason however far it then falls.
+  EXPECT_EQ(sut.reason_code(), shm::StateReason::kBehindHighWater) << sut.reason();
+  EXPECT_EQ(sut.reason().rfind("clock started 1200 ms behind the persisted high-water mark", 0), 0u)
       << sut.reason();
 }
 
@@ -509,6 +515,7 @@ TEST(Generator, StartSlightlyBehindTheHighWaterMarkPausesUntilItPasses) {
 
   EXPECT_EQ(sut.state(), GeneratorState::kPaused);
   EXPECT_EQ(sut.reason(), "clock started 30 ms behind the persisted high-water mark");
+  EXPECT_EQ(sut.reason_code(), shm::StateReason::kBehindHighWater);
   EXPECT_EQ(sut.ms_behind(), 30);
   EXPECT_EQ(sut.pauses_total(), 1u);
   clock.Set(kStart + 30);
@@ -599,7 +606,8 @@ TEST(Generator, TimeBeyondTheRangeIsOutOfServiceNeverAWrappedId) {
   EXPECT_EQ(beyond.error(), GenerateError::kOutOfService);
   EXPECT_EQ(sut.state(), GeneratorState::kOutOfService);
   // max_unix_ms = 2^41 - 1 + 1e9 + 2 = 2,200,023,255,553 ms = 2039-09-19T05:34:15.553Z.
-  EXPECT_EQ(sut.reason(), "time range of the epoch exhausted (ends 2039-09-19)");
+  EXPECT_EQ(sut.reason(), "the epoch's 41-bit time range is used up (ends 2039-09-19)");
+  EXPECT_EQ(sut.reason_code(), shm::StateReason::kTimeRangeExhausted);
   sut.Resume();  // the operator cannot talk it out of this
   EXPECT_EQ(sut.state(), GeneratorState::kOutOfService);
 }

@@ -37,7 +37,8 @@ TEST(Heartbeat, BeatsWhileTheFillLoopIsBusyAndStopsWhenItHangs) {
   sut.NotePass();
   sut.Start();
 
-  // The loop "blocks" (no NotePass) for 300 ms: well within the stall limit.
+  // The subject is time itself: the loop "blocks" (no NotePass) for 300 ms, well within
+  // the 600 ms stall limit, then hangs for good, past it; no event stands for "a pause".
   const uint64_t before = segment.beat();
   std::this_thread::sleep_for(300ms);
   const uint64_t during = segment.beat();

@@ -11,9 +11,9 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <gtest/gtest.h>
-#include <signal.h>
-#include <poll.h>
 #include <linux/sockios.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -42,6 +42,7 @@
 #include "snowflake/id_layout.h"
 #include "snowflake/segment_layout.h"
 #include "subprocess.h"
+#include "wait_until.h"
 
 namespace snowflake {
 namespace {
@@ -81,13 +82,14 @@ void ExpectUnique(std::vector<uint64_t> ids) {
 json StatusUntil(const std::filesystem::path& runtime_dir, const std::function<bool(const json&)>& done,
                  std::chrono::milliseconds limit = 30s) {
   json reply;
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    auto result = RunCommand({kCtl, "status", "--json", "--runtime-dir", runtime_dir.string()});
-    reply = json::parse(result.out, nullptr, false);
-    if (result.status.ExitedWith(0) && !reply.is_discarded() && done(reply)) return reply;
-    std::this_thread::sleep_for(200ms);
-  }
+  // The caller checks the reply it gets back; the wait's own verdict adds nothing.
+  [[maybe_unused]] const auto answered = testing::WaitUntil(
+      [&] {
+        auto result = RunCommand({kCtl, "status", "--json", "--runtime-dir", runtime_dir.string()});
+        reply = json::parse(result.out, nullptr, false);
+        return result.status.ExitedWith(0) && !reply.is_discarded() && done(reply);
+      },
+      limit, "snowflakectl status --json to show the awaited state", 200ms);
   return reply;
 }
 
@@ -251,7 +253,9 @@ TEST(HostileClient, HoldingTheControlSocketDoesNotLockOutTheOperator) {
   close(release[0]);
   char line[16] = {};
   ASSERT_GT(read(report[0], line, sizeof(line) - 1), 0);
-  std::this_thread::sleep_for(500ms);  // let the daemon accept (or refuse) them all
+  // Let the daemon accept (or refuse) them all: its accept queue is not observable from
+  // here, so this stays a pause; a short one only makes the flood weaker, not the test wrong.
+  std::this_thread::sleep_for(500ms);
   auto status = RunCommand({kCtl, "status", "--json", "--runtime-dir", harness.runtime_dir().string()});
   auto resume = RunCommand({kCtl, "resume", "--runtime-dir", harness.runtime_dir().string()});
   std::vector<uint64_t> ids;
@@ -421,7 +425,8 @@ TEST(HostileClient, ForkMidTakeNeverDuplicatesOrDeadlocks) {
   stop = true;
   taker.join();
   // The parent's counter still counts after its children closed their copies, also once
-  // the daemon has scanned the slots (every second) since.
+  // the daemon has scanned the slots (every second) since: a clock that must advance past
+  // two scans, which mark no event a client can see.
   std::this_thread::sleep_for(2500ms);
   std::vector<uint64_t> after;
   TakeAndCheck(*client, 1000, after);

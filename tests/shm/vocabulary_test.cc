@@ -40,9 +40,18 @@ TEST(Vocabulary, EveryErrorHasOneUniqueSnakeCaseCodeAndAText) {
     EXPECT_EQ(ErrorText(row.error), row.text);
   }
   // Every value of the enum, from the first to the last, has its row.
-  for (uint32_t value = 1; value <= static_cast<uint32_t>(ErrorCode::kBadVersion); ++value) {
+  for (uint32_t value = 1; value <= static_cast<uint32_t>(ErrorCode::kRequestTooLarge); ++value) {
     EXPECT_NE(ErrorName(static_cast<ErrorCode>(value)), "unknown") << value;
   }
+}
+
+TEST(Vocabulary, EveryErrorCodeReadsBackAsItsError) {
+  for (const ErrorWords& row : kErrors) {
+    EXPECT_EQ(ErrorFromName(row.code), row.error) << row.code;
+  }
+  EXPECT_EQ(ErrorFromName("unknown"), std::nullopt);
+  EXPECT_EQ(ErrorFromName(""), std::nullopt);
+  EXPECT_EQ(ErrorFromName("Daemon_Not_Running"), std::nullopt) << "codes are exact";
 }
 
 TEST(Vocabulary, ErrorCodesOutsideTheTableAreUnknown) {

@@ -285,6 +285,17 @@ DaemonOptions DaemonHarness::Options() const {
   return options;
 }
 
+DaemonOptions DaemonHarness::NamedOptions(std::string_view name, std::string_view toml,
+                                          Host host) const {
+  const std::string base(name);
+  DaemonOptions options;
+  options.runtime_dir = root() / (base + "-run");
+  options.state_dir = root() / (base + "-state");
+  if (host == Host::kOwn) options.host_lock_dir = root() / (base + "-host-locks");
+  options.config_path = WriteFile(base + ".toml", toml);
+  return options;
+}
+
 std::filesystem::path DaemonHarness::WriteFile(std::string_view name, std::string_view text) const {
   const std::filesystem::path path = dir_ / name;
   std::ofstream out(path, std::ios::trunc);

@@ -173,6 +173,14 @@ class DaemonHarness {
 
   // Options for a daemon on this harness's directories.
   DaemonOptions Options() const;
+  // Whether a named daemon shares the harness's host-wide machine-number locks (a second
+  // daemon of the same host) or has its own (a daemon of another host).
+  enum class Host { kShared, kOwn };
+  // Options for one of several daemons of this harness, named `name`: runtime dir
+  // root/<name>-run, state dir root/<name>-state, its config `toml` written to
+  // root/<name>.toml; with Host::kOwn its machine-number locks in root/<name>-host-locks.
+  DaemonOptions NamedOptions(std::string_view name, std::string_view toml,
+                             Host host = Host::kShared) const;
   // Writes `toml` to root/<name> and returns its path.
   std::filesystem::path WriteFile(std::string_view name, std::string_view text) const;
 

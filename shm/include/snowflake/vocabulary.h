@@ -21,6 +21,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -70,6 +71,10 @@ enum class ErrorCode : uint32_t {
   kTooManyConnections = 29,
   kTooManyServices = 30,
   kBadVersion = 31,
+  // The control socket's own refusals of a request (docs/control-protocol.md).
+  kMalformedRequest = 32,
+  kUnknownCommand = 33,
+  kRequestTooLarge = 34,
 };
 
 // The first and last of the library's codes (those with an sf_status and a ClientError).
@@ -83,7 +88,7 @@ struct ErrorWords {
 };
 
 // In enum order, starting at value 1: kErrors[value - 1].error == value.
-inline constexpr std::array<ErrorWords, 31> kErrors = {{
+inline constexpr std::array<ErrorWords, 34> kErrors = {{
     {ErrorCode::kInvalidServiceName, "invalid_service_name",
      "the service name is not 1-63 characters of [a-z0-9._-]"},
     {ErrorCode::kInvalidArgument, "invalid_argument", "an invalid argument"},
@@ -125,12 +130,21 @@ inline constexpr std::array<ErrorWords, 31> kErrors = {{
     {ErrorCode::kTooManyServices, "too_many_services",
      "the front serves as many service names as it may"},
     {ErrorCode::kBadVersion, "bad_version", "only HTTP/1.0 and HTTP/1.1 are served"},
+    {ErrorCode::kMalformedRequest, "malformed_request",
+     "a control request is one JSON object with a string \"command\" per line"},
+    {ErrorCode::kUnknownCommand, "unknown_command",
+     "the control socket knows only \"status\" and \"resume\""},
+    {ErrorCode::kRequestTooLarge, "request_too_large",
+     "a control request line is longer than 4096 bytes"},
 }};
 
 // "daemon_not_running"; "unknown" for a value outside the table.
 std::string_view ErrorName(ErrorCode error) noexcept;
 // The table's text; "an unknown error" for a value outside it.
 std::string_view ErrorText(ErrorCode error) noexcept;
+// The ErrorCode whose wire code is `code` ("daemon_not_running"); nullopt for any other
+// text (a newer peer's code, or none).
+std::optional<ErrorCode> ErrorFromName(std::string_view code) noexcept;
 
 // --- States -------------------------------------------------------------------------------
 
