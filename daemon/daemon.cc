@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "daemon/base/backoff.h"
+#include "daemon/control/status_metrics.h"
 #include "daemon/core/state_words.h"
 #include "daemon/holder_id.h"
 #include "daemon/host_checks.h"
@@ -384,9 +385,8 @@ void Daemon::DropGenerator() {
 }
 
 Daemon::Result Daemon::StartReservations() {
-  // Its own thread keeps the horizon ahead of the clock, recording each renewal's and
-  // register call's duration for /metrics.
-  latencies_ = std::make_unique<DaemonLatencies>();
+  // Its own thread keeps the horizon ahead of the clock, reporting each renewal and
+  // register call into the metrics.
   reservations_ = std::make_unique<ReservationService>(
       ReservationOptions{
           .machine = claim_->machine,
@@ -399,7 +399,7 @@ Daemon::Result Daemon::StartReservations() {
           .segment_path = producer_->path().string(),
           .segment_incarnation = producer_->incarnation(),
           .register_claim = claim_->claim_token,
-          .latencies = latencies_.get()},
+          .metrics = &metrics_},
       *store_, *register_, parts_.clock, plan_->confirmed_through_unix_ms);
   reservations_->Start();
   return {};
@@ -418,7 +418,6 @@ void Daemon::StopReservations() {
     spdlog::info("stopped cleanly; the last issued millisecond is {}", FormatTimeText(mark));
   }
   reservations_.reset();
-  latencies_.reset();
 }
 
 Daemon::Result Daemon::StartHeartbeat() {
@@ -470,6 +469,11 @@ Daemon::Result Daemon::MakeFillLoop() {
       parts_.clock, *generator_, *producer_, *reservations_, *status_, heartbeat_.get());
   // The control socket serves the board from its first request.
   status_->RefreshBoard(loop_->Facts());
+  // The fill loop's figures reach the metrics at scrape time, from the board and the
+  // segment's header: the loop itself reports nothing.
+  status_metrics_ = metrics_.AddSource([this](Metrics& metrics) {
+    metrics.Export(FiguresOf(board_->Snapshot(), config_.daemon.runtime_dir, heartbeat_->beats()));
+  });
   return {};
 }
 
@@ -477,6 +481,7 @@ void Daemon::EndFillLoop() {
   // A start that failed at the control socket or the front: the ring must not stay in
   // "starting" with IDs in it (a clean stop has stopped serving already).
   if (loop_->published().state != DaemonState::kStopped) loop_->StopServing();
+  status_metrics_ = {};  // waits for a scrape reading the board
   loop_.reset();
   status_.reset();
   board_.reset();
@@ -516,15 +521,29 @@ void Daemon::StopServing() {
 }
 
 Daemon::Result Daemon::StartFront() {
-  auto front = parts_.make_front(config_, *board_, *latencies_);
-  if (!front) return Refuse(kExitFatal, front.error());
-  front_ = std::move(*front);
+  auto fronts = parts_.make_fronts(FrontContext{config_, *board_, metrics_});
+  if (!fronts) return Refuse(kExitFatal, fronts.error());
+  fronts_ = std::move(*fronts);
+  for (auto& front : fronts_) {
+    if (auto started = front->Start(); !started) {
+      StopFront();
+      return Refuse(kExitFatal, started.error());
+    }
+  }
+  // The status (control socket, /v1/status) now carries each front's part.
+  board_->SetFrontSource([this] {
+    std::vector<FrontStatus> out;
+    for (const auto& front : fronts_) out.push_back(front->Status());
+    return out;
+  });
   return {};
 }
 
 void Daemon::StopFront() {
-  if (front_) front_->Stop();
-  front_.reset();
+  // Out of the status first: this waits for a status request that is reading the fronts.
+  board_->SetFrontSource({});
+  for (auto it = fronts_.rbegin(); it != fronts_.rend(); ++it) (*it)->Stop();
+  fronts_.clear();
 }
 
 }  // namespace snowflake::daemon

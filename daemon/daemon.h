@@ -22,7 +22,7 @@
 //   control socket  bound, its thread                       closed, thread ended
 //   serving         a stop request now wakes the loop       StopServing(): stopped, ring
 //                                                           taken back
-//   front           the HTTP front (none without listen)    stopped, first of all
+//   front           the fronts (none without [http] listen) stopped, first of all
 //
 // A clean Stop() logs the stop's cause and sends STOPPING=1 before the first stop; after a
 // fatal error or a lost claim, STOPPING=1 (STATUS=failed: ...) follows the "serving" stop.
@@ -56,7 +56,6 @@
 #include <vector>
 
 #include "daemon/base/file_lock.h"
-#include "daemon/base/latency_histogram.h"
 #include "daemon/config/config.h"
 #include "daemon/control/control_server.h"
 #include "daemon/control/status_board.h"
@@ -69,6 +68,7 @@
 #include "daemon/core/startup_reconciliation.h"
 #include "daemon/daemon_parts.h"
 #include "daemon/exit_status.h"
+#include "daemon/metrics/metrics.h"
 #include "daemon/register/machine_register.h"
 #include "daemon/stage_table.h"
 #include "snowflake/ring_producer.h"
@@ -113,6 +113,11 @@ class Daemon {
   void RequestStop(std::string_view cause = "a stop request") noexcept;
   bool stop_requested() const noexcept { return stop_.load(std::memory_order_acquire); }
 
+  // The daemon's metrics (docs/metrics.md), whatever fronts run: made with the Daemon,
+  // filled by the reservation service and the fronts as they work and from the status
+  // board at each Scrape() while the fill loop stage is up. Thread-safe.
+  Metrics& metrics() noexcept { return metrics_; }
+
  private:
   using Result = tl::expected<void, StageFailure>;
 
@@ -152,6 +157,9 @@ class Daemon {
   const Config config_;
   DaemonParts parts_;
 
+  // Made with the daemon, before every part that reports into it; thread-safe.
+  Metrics metrics_;
+
   // Any thread (RequestStop()).
   std::atomic<bool> stop_{false};
   mutable std::mutex stop_mutex_;
@@ -178,14 +186,14 @@ class Daemon {
   std::optional<shm::RingProducer> producer_;
   std::optional<StartupPlan> plan_;
   std::optional<Generator> generator_;
-  std::unique_ptr<DaemonLatencies> latencies_;
   std::unique_ptr<ReservationService> reservations_;
   std::unique_ptr<Heartbeat> heartbeat_;
   std::unique_ptr<StatusBoard> board_;
   std::unique_ptr<StatusReporter> status_;
   std::unique_ptr<FillLoop> loop_;
+  Metrics::Source status_metrics_;  // the board's figures at each scrape; before board_ goes
   std::unique_ptr<ControlServer> control_;
-  std::unique_ptr<Front> front_;
+  std::vector<std::unique_ptr<Front>> fronts_;  // started in order, stopped in reverse
 };
 
 }  // namespace snowflake::daemon

@@ -1,34 +1,10 @@
 #include "daemon/daemon_parts.h"
 
-#include <spdlog/spdlog.h>
-
 #include <utility>
 
 #include "daemon/http/http_front.h"
 
 namespace snowflake::daemon {
-namespace {
-
-// The HTTP front as a Front. It says in the log when it has stopped: the line that shows
-// an operator the front went first.
-class HttpFrontPart final : public Front {
- public:
-  explicit HttpFrontPart(std::unique_ptr<HttpFront> front) : front_(std::move(front)) {}
-  ~HttpFrontPart() override { Stop(); }
-
-  void Stop() noexcept override {
-    if (stopped_) return;
-    stopped_ = true;
-    front_->Stop();
-    spdlog::info("http front stopped");
-  }
-
- private:
-  std::unique_ptr<HttpFront> front_;
-  bool stopped_ = false;
-};
-
-}  // namespace
 
 DaemonParts ProductionParts() {
   static RealClock clock;
@@ -36,12 +12,14 @@ DaemonParts ProductionParts() {
       .clock = clock,
       .file_system = FileSystem::Default(),
       .make_register = [](const Config& config) { return MakeMachineRegister(config); },
-      .make_front = [](const Config& config, StatusBoard& board, const DaemonLatencies& latencies)
-          -> tl::expected<std::unique_ptr<Front>, std::string> {
-        auto http = HttpFront::Start(config, board, &latencies);
-        if (!http) return tl::unexpected(std::move(http.error()));
-        if (!*http) return nullptr;  // [http] listen is empty: no front
-        return std::make_unique<HttpFrontPart>(std::move(*http));
+      .make_fronts = [](const FrontContext& context)
+          -> tl::expected<std::vector<std::unique_ptr<Front>>, std::string> {
+        std::vector<std::unique_ptr<Front>> fronts;
+        // The HTTP front is off unless [http] listen names an address.
+        if (!context.config.http.listen.empty()) {
+          fronts.push_back(std::make_unique<HttpFront>(context));
+        }
+        return fronts;
       },
   };
 }

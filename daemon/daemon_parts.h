@@ -1,6 +1,6 @@
 // What a Daemon (daemon/daemon.h) is assembled from, beyond its Config: the parts a test
 // replaces. ProductionParts() are snowflaked's own: the system clock, the real file
-// system, the register config.machine_register names, and the HTTP front.
+// system, the register config.machine_register names, and the fronts [http] asks for.
 
 #ifndef SNOWFLAKE_DAEMON_DAEMON_PARTS_H_
 #define SNOWFLAKE_DAEMON_DAEMON_PARTS_H_
@@ -10,13 +10,14 @@
 #include <string>
 #include <string_view>
 #include <tl/expected.hpp>
+#include <vector>
 
 #include "daemon/base/file_system.h"
-#include "daemon/base/latency_histogram.h"
 #include "daemon/config/config.h"
 #include "daemon/control/status_board.h"
 #include "daemon/core/clock.h"
-#include "daemon/front.h"
+#include "daemon/fronts/front.h"
+#include "daemon/metrics/metrics.h"
 #include "daemon/register/machine_register.h"
 #include "daemon/stage_table.h"
 
@@ -26,11 +27,11 @@ struct DaemonParts {
   // Makes the register the daemon claims its number from (called once, at start). Never
   // returns null.
   using RegisterFactory = std::function<std::unique_ptr<MachineRegister>(const Config&)>;
-  // Starts the front (called once, the last step of the start). `board` and `latencies`
-  // outlive the front. nullptr: no front (none configured). Errors: the sentence to log;
-  // the start then fails with exit status 1.
-  using FrontFactory = std::function<tl::expected<std::unique_ptr<Front>, std::string>(
-      const Config&, StatusBoard& board, const DaemonLatencies& latencies)>;
+  // Makes the fronts the config asks for, not started (called once, at the start's last
+  // step, which then starts them in order). The context's references outlive the fronts.
+  // Empty: no front. Errors: the sentence to log; the start then fails with exit status 1.
+  using FrontFactory = std::function<tl::expected<std::vector<std::unique_ptr<Front>>, std::string>(
+      const FrontContext& context)>;
 
   // Every ID's millisecond, the reservation's horizon and the start's checks read this
   // clock. Not owned; must outlive the daemon.
@@ -38,14 +39,14 @@ struct DaemonParts {
   // The state file's fsyncs go through it. Not owned; must outlive the daemon.
   FileSystem& file_system;
   RegisterFactory make_register;
-  FrontFactory make_front;
+  FrontFactory make_fronts;
   // Told of every step of the start/stop table (daemon.h), on the thread that runs it.
   // May be empty.
   StageTable::Observer observer = {};
 };
 
-// The system clock, FileSystem::Default(), MakeMachineRegister() and HttpFront (its
-// "http front stopped" logged when it stops), no observer.
+// The system clock, FileSystem::Default(), MakeMachineRegister() and an HttpFront when
+// [http] listen names an address, no observer.
 DaemonParts ProductionParts();
 
 }  // namespace snowflake::daemon

@@ -71,6 +71,15 @@ json StatusObject(const DaemonStatus& s) {
       {"segments_retired", s.segments_retired},
       {"segment_retired_reason", s.segment_retired_reason},
   };
+  json fronts = json::array();
+  for (const FrontStatus& front : s.fronts) {
+    fronts.push_back({{"name", front.name},
+                      {"listen", front.listen},
+                      {"connections", front.connections},
+                      {"requests", front.requests},
+                      {"refused", front.refused}});
+  }
+  out["fronts"] = std::move(fronts);
   return out;
 }
 

@@ -1,5 +1,7 @@
 #include "daemon/control/status_board.h"
 
+#include <utility>
+
 namespace snowflake::daemon {
 void StatusBoard::Update(const DaemonStatus& status) {
   // Read outside the lock: Snapshot() callers never wait on a clock read.
@@ -13,8 +15,19 @@ void StatusBoard::Update(const DaemonStatus& status) {
 }
 
 DaemonStatus StatusBoard::Snapshot() const {
-  std::lock_guard lock(mutex_);
-  return status_;
+  DaemonStatus out;
+  {
+    std::lock_guard lock(mutex_);
+    out = status_;
+  }
+  std::lock_guard fronts_lock(fronts_mutex_);
+  if (front_source_) out.fronts = front_source_();
+  return out;
+}
+
+void StatusBoard::SetFrontSource(FrontSource source) {
+  std::lock_guard lock(fronts_mutex_);
+  front_source_ = std::move(source);
 }
 
 uint64_t StatusBoard::RequestResume() noexcept {

@@ -13,16 +13,27 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "daemon/core/clock.h"
 #include "snowflake/segment_layout.h"
 #include "snowflake/vocabulary.h"
 
 namespace snowflake::daemon {
+
+// One front's part of the status (daemon/fronts/front.h: Front::Status()).
+struct FrontStatus {
+  std::string name;                 // "http"
+  std::vector<std::string> listen;  // the bound addresses, "127.0.0.1:8080", "[::1]:8080"
+  uint64_t connections = 0;         // open now
+  uint64_t requests = 0;            // replies sent since it started
+  uint64_t refused = 0;             // connections refused since it started
+};
 
 // Every key of the control protocol's status reply (docs/control-protocol.md).
 struct DaemonStatus {
@@ -63,6 +74,8 @@ struct DaemonStatus {
   // Segments retired because a client tampered with them, and why the last one was.
   uint64_t segments_retired = 0;
   std::string segment_retired_reason;
+  // The running fronts, read from them at each Snapshot() (not refreshed by the loop).
+  std::vector<FrontStatus> fronts;
 };
 
 class StatusBoard {
@@ -73,8 +86,14 @@ class StatusBoard {
   // Called by the fill loop. Keeps state_since_unix_ms from the previous Update() while
   // state and reason_code stay the same, else sets it to the clock's NowUnixMs().
   void Update(const DaemonStatus& status);
-  // A consistent copy of the latest Update().
+  // A consistent copy of the latest Update(), with the fronts' status read now.
   DaemonStatus Snapshot() const;
+
+  // Where Snapshot() reads the fronts' status from; empty: no fronts. Set by the daemon
+  // when its fronts have started and cleared before they stop; clearing waits for a
+  // Snapshot() that is reading them. The fill loop's Update() never waits for it.
+  using FrontSource = std::function<std::vector<FrontStatus>()>;
+  void SetFrontSource(FrontSource source);
 
   // Called by the control socket: asks the loop to leave out-of-service. Returns a ticket
   // for WaitForResume().
@@ -100,6 +119,8 @@ class StatusBoard {
   uint64_t resume_handled_ = 0;      // guarded by mutex_
   bool last_resume_effect_ = false;  // guarded by mutex_
   std::atomic<uint64_t> resume_requested_{0};
+  mutable std::mutex fronts_mutex_;  // taken without mutex_, never inside it
+  FrontSource front_source_;         // guarded by fronts_mutex_
 };
 
 }  // namespace snowflake::daemon

@@ -5,18 +5,44 @@
 #include <algorithm>
 
 #include "daemon/base/debug_assert.h"
+#include "daemon/metrics/metrics.h"
 #include "snowflake/time_text.h"
 
 namespace snowflake::daemon {
 namespace {
 
-// Runs `call` and records how long it took in `histogram` (when there is one).
-template <typename Call>
-auto Timed(LatencyHistogram* histogram, Call&& call) {
-  const auto start = std::chrono::steady_clock::now();
-  auto result = call();
-  if (histogram != nullptr) histogram->Observe(std::chrono::steady_clock::now() - start);
-  return result;
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The `code` label of snowflake_register_errors_total.
+std::string_view RegisterErrorLabel(RegisterErrorCode code) {
+  switch (code) {
+    case RegisterErrorCode::kNoFreeNumber:
+      return "no_free_number";
+    case RegisterErrorCode::kInUse:
+      return "in_use";
+    case RegisterErrorCode::kCorrupt:
+      return "corrupt";
+    case RegisterErrorCode::kUnreadable:
+      return "unreadable";
+    case RegisterErrorCode::kEpochMismatch:
+      return "epoch_mismatch";
+    case RegisterErrorCode::kNotClaimed:
+      return "not_claimed";
+    case RegisterErrorCode::kInvalidRequest:
+      return "invalid_request";
+    case RegisterErrorCode::kClaimLost:
+      return "claim_lost";
+    case RegisterErrorCode::kTimedOut:
+      return "timed_out";
+    case RegisterErrorCode::kUnreachable:
+      return "unreachable";
+    case RegisterErrorCode::kRolledBack:
+      return "rolled_back";
+    default:
+      return "other";  // a code added later, until it gets its label here
+  }
 }
 
 }  // namespace
@@ -49,6 +75,8 @@ void ReservationService::Start() {
   std::lock_guard lock(mutex_);
   SNOWFLAKE_REQUIRE(!started_);
   started_ = true;
+  // The service starts with a claim (the daemon claimed before it).
+  if (options_.metrics != nullptr) options_.metrics->reservation().claim_held.Set(1);
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -77,6 +105,27 @@ void ReservationService::NoteNeed(int64_t unix_ms) noexcept {
   }
 }
 
+template <typename Call>
+auto ReservationService::RegisterCall(std::string_view call, Call&& run) {
+  const auto start = std::chrono::steady_clock::now();
+  auto result = run();
+  if (options_.metrics != nullptr) {
+    options_.metrics->reservation().register_call.Observe(SecondsSince(start));
+    if (!result) {
+      options_.metrics->RegisterError(call, RegisterErrorLabel(result.error().code)).Increment();
+    }
+  }
+  return result;
+}
+
+void ReservationService::ReportClaimLost() noexcept {
+  claim_lost_.store(true, std::memory_order_release);
+  if (options_.metrics != nullptr) {
+    options_.metrics->reservation().claim_held.Set(0);
+    options_.metrics->reservation().claim_lost.Set(1);
+  }
+}
+
 void ReservationService::SetProblem(std::optional<ReservationProblem> problem) {
   std::lock_guard lock(mutex_);
   problem_ = std::move(problem);
@@ -98,16 +147,16 @@ bool ReservationService::Renew(int64_t through) {
   const HighWaterState state = StateThrough(through, std::nullopt);
   // 1. The state file: what a reboot of this host restarts above.
   if (auto saved = store_.Save(state); !saved) {
+    if (options_.metrics != nullptr) options_.metrics->reservation().state_file_failed.Increment();
     SetProblem(ReservationProblem{ReservationStore::kStateFile, saved.error().sys_errno,
                                   saved.error().message});
     return false;
   }
   // 2. The register: what another holder of this number continues above.
-  if (auto updated = Timed(RegisterLatency(), [&] { return register_.UpdateHighWater(through); });
+  if (auto updated = RegisterCall("raise", [&] { return register_.UpdateHighWater(through); });
       !updated) {
-    if (updated.error().code == RegisterErrorCode::kClaimLost) {
-      claim_lost_.store(true, std::memory_order_release);
-    }
+    if (options_.metrics != nullptr) options_.metrics->reservation().register_failed.Increment();
+    if (updated.error().code == RegisterErrorCode::kClaimLost) ReportClaimLost();
     SetProblem(ReservationProblem{ReservationStore::kRegister, 0, updated.error().message,
                                   updated.error().code == RegisterErrorCode::kUnreachable});
     return false;
@@ -116,6 +165,7 @@ bool ReservationService::Renew(int64_t through) {
   confirmed_.store(std::max(through, confirmed_.load(std::memory_order_relaxed)),
                    std::memory_order_release);
   renewals_.fetch_add(1, std::memory_order_relaxed);
+  if (options_.metrics != nullptr) options_.metrics->reservation().renewed.Increment();
   return true;
 }
 
@@ -137,8 +187,12 @@ void ReservationService::Run() {
     if (due && steady_now >= next_try) {
       // Always ahead of what is already confirmed, so a renewal never lowers anything.
       const int64_t through = std::max(need + options_.reservation_ms, confirmed);
-      if (Timed(options_.latencies ? &options_.latencies->reservation : nullptr,
-                [&] { return Renew(through); })) {
+      const auto renewal_start = Steady::now();
+      const bool renewed = Renew(through);
+      if (options_.metrics != nullptr) {
+        options_.metrics->reservation().duration.Observe(SecondsSince(renewal_start));
+      }
+      if (renewed) {
         if (failing) {
           spdlog::warn("the high-water reservation is persisted again, through {}",
                        FormatTimeText(through));
@@ -160,9 +214,9 @@ void ReservationService::Run() {
     }
     if (steady_now >= next_register_renew) {
       next_register_renew = steady_now + options_.register_renew_interval;
-      if (auto renewed = Timed(RegisterLatency(), [&] { return register_.Renew(); }); !renewed) {
+      if (auto renewed = RegisterCall("renew", [&] { return register_.Renew(); }); !renewed) {
         if (renewed.error().code == RegisterErrorCode::kClaimLost) {
-          claim_lost_.store(true, std::memory_order_release);
+          ReportClaimLost();
           spdlog::critical("the register says the claim is lost: {}", renewed.error().message);
         }
         SetProblem(ReservationProblem{ReservationStore::kRegister, 0, renewed.error().message,
@@ -187,8 +241,8 @@ tl::expected<void, std::string> ReservationService::RecordCleanStop(int64_t last
   auto saved = store_.Save(StateThrough(last_issued_unix_ms, last_issued_unix_ms));
   if (!saved) return tl::unexpected("state file: " + saved.error().message);
   confirmed_.store(last_issued_unix_ms, std::memory_order_release);
-  if (auto updated = Timed(RegisterLatency(),
-                           [&] { return register_.RecordCleanStop(last_issued_unix_ms); });
+  if (auto updated = RegisterCall("clean_stop",
+                                  [&] { return register_.RecordCleanStop(last_issued_unix_ms); });
       !updated) {
     return tl::unexpected("register: " + updated.error().message);
   }

@@ -27,12 +27,13 @@
 #include <string_view>
 #include <thread>
 
-#include "daemon/base/latency_histogram.h"
 #include "daemon/core/clock.h"
 #include "daemon/core/high_water_store.h"
 #include "daemon/register/machine_register.h"
 
 namespace snowflake::daemon {
+
+class Metrics;  // daemon/metrics/metrics.h
 
 enum class ReservationStore { kStateFile, kRegister };
 // "state file", "register".
@@ -66,9 +67,10 @@ struct ReservationOptions {
   // The register's token for this claim (MachineClaim::claim_token), recorded in the
   // state file with every reservation, beside the register's identity() as last seen.
   std::optional<int64_t> register_claim = std::nullopt;
-  // Where each renewal's and each register call's duration is recorded (/metrics); not
-  // owned, must outlive the service. Null: not recorded.
-  DaemonLatencies* latencies = nullptr;
+  // Where renewals (count, result, duration), register calls (duration, errors) and the
+  // claim's state are reported (docs/metrics.md); not owned, must outlive the service.
+  // Null: not reported.
+  Metrics* metrics = nullptr;
 };
 
 // The fill loop's view of the service: what it reads each pass. An interface so the fill
@@ -127,9 +129,11 @@ class ReservationService final : public Horizon {
   // One renewal through `through`; false (and problem_ set) if a store failed.
   bool Renew(int64_t through);
   void SetProblem(std::optional<ReservationProblem> problem);
-  LatencyHistogram* RegisterLatency() const noexcept {
-    return options_.latencies != nullptr ? &options_.latencies->register_call : nullptr;
-  }
+  // Runs one register call named `call` ("raise", "renew", "clean_stop"), reporting its
+  // duration and, if it fails, its error code.
+  template <typename Call>
+  auto RegisterCall(std::string_view call, Call&& run);
+  void ReportClaimLost() noexcept;
 
   // Constant after construction.
   const ReservationOptions options_;

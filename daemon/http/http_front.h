@@ -1,56 +1,55 @@
 // The HTTP front (docs/http.md): remote callers take IDs over HTTP/1.1 from this host's
 // ring. GET /v1/id, /v1/ids, /healthz, /v1/status and /metrics (Prometheus text).
 //
-// The front is a client of the ring, like any local process: it takes IDs through
-// libsnowflake's Client (one order for local and remote callers) and never generates any.
-// It serves on its own threads, so a slow or hostile peer never blocks the fill loop; it
-// reads the daemon's status only through the StatusBoard. Beast and Asio stay inside
-// http_front.cc.
+// The first Front (daemon/fronts/front.h): its transport (http_transport.h: listeners,
+// connections, limits, Beast and Asio), its routing and handlers (http_handlers.h) and
+// its bodies (http_body.h), put together. It takes IDs through the fronts' shared
+// RingServices and never generates any; it serves on its own threads, so a slow or
+// hostile peer never blocks the fill loop; it reads the daemon's status only through the
+// StatusBoard and reports into the daemon's Metrics.
 //
-// Start() and Stop() must be called from one thread; the serving threads are internal.
+// Start() and Stop() must be called from one thread; Status() and ports() from any.
 
 #ifndef SNOWFLAKE_DAEMON_HTTP_FRONT_H_
 #define SNOWFLAKE_DAEMON_HTTP_FRONT_H_
 
 #include <cstdint>
-#include <filesystem>
 #include <memory>
 #include <string>
 #include <tl/expected.hpp>
 #include <vector>
 
-#include "daemon/base/latency_histogram.h"
-#include "daemon/config/config.h"
-#include "daemon/control/status_board.h"
+#include "daemon/fronts/front.h"
+#include "daemon/http/http_handlers.h"
+#include "daemon/http/http_transport.h"
 
 namespace snowflake::daemon {
 
-class HttpFront {
+class HttpFront final : public Front {
  public:
-  // Binds every address of config.http.listen and starts config.http.threads threads.
-  // Returns nullptr (and opens nothing) when [http] listen is empty. `board` must outlive
-  // the front; IDs come from the segment in config.daemon.runtime_dir. `latencies` (may be
-  // null; else must outlive the front) feed /metrics' reservation and register histograms.
-  // Errors: a message naming the address that could not be bound and why.
-  static tl::expected<std::unique_ptr<HttpFront>, std::string> Start(
-      const Config& config, StatusBoard& board,
-      const daemon::DaemonLatencies* latencies = nullptr) noexcept;
-
-  ~HttpFront();  // Stop()s
+  // Opens nothing: Start() binds every address of config.http.listen and starts
+  // config.http.threads threads. REQUIRES: config.http.listen is not empty.
+  explicit HttpFront(const FrontContext& context);
+  ~HttpFront() override;  // Stop()s
   HttpFront(const HttpFront&) = delete;
   HttpFront& operator=(const HttpFront&) = delete;
 
-  // Closes the listeners and every connection and joins the threads. Idempotent.
-  void Stop() noexcept;
+  // Errors: a message naming the address that could not be bound and why.
+  tl::expected<void, std::string> Start() noexcept override;
+  // Closes the listeners and every connection, joins the threads and logs "http front
+  // stopped" (the line that shows an operator the front went first). Idempotent.
+  void Stop() noexcept override;
+  FrontStatus Status() const override;
 
   // The bound ports, in the order of config.http.listen.
-  std::vector<uint16_t> ports() const;
-
-  class Impl;  // internal (http_front.cc)
+  std::vector<uint16_t> ports() const { return transport_.ports(); }
 
  private:
-  explicit HttpFront(std::unique_ptr<Impl> impl) noexcept;
-  std::unique_ptr<Impl> impl_;
+  const Config::Http options_;
+  HttpHandlers handlers_;
+  HttpTransport transport_;  // after handlers_: stopped and destroyed first
+  bool started_ = false;
+  bool stopped_ = false;
 };
 
 }  // namespace snowflake::daemon

@@ -1,7 +1,6 @@
 #include "daemon/http/http_request.h"
 
 #include <map>
-#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "daemon/base/decimal.h"
@@ -140,16 +139,6 @@ HttpFailure HttpFailureFor(ClientError error) noexcept {
       break;
   }
   return {500, vocab::ErrorName(ErrorCode::kSystemError)};
-}
-
-std::string HttpErrorBody(std::string_view code, std::string_view message) noexcept {
-  try {
-    const nlohmann::json body = {{"error", {{"code", code}, {"message", message}}}};
-    return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  } catch (...) {
-    // The one allocation-free reply: the vocabulary's code for an unexpected failure.
-    return R"({"error":{"code":"system_error","message":""}})";
-  }
 }
 
 }  // namespace snowflake::daemon

@@ -59,11 +59,6 @@ struct HttpFailure {
 };
 [[nodiscard]] HttpFailure HttpFailureFor(ClientError error) noexcept;
 
-// The JSON body of a refusal: {"error":{"code":…,"message":…}}. Bytes of the request
-// quoted in the message that are not UTF-8 are replaced (U+FFFD), so the body is always
-// valid JSON. Never throws.
-[[nodiscard]] std::string HttpErrorBody(std::string_view code, std::string_view message) noexcept;
-
 }  // namespace snowflake::daemon
 
 #endif  // SNOWFLAKE_DAEMON_HTTP_REQUEST_H_

@@ -258,6 +258,25 @@ std::string StatusToText(const StatusReport& report) {
         << DaemonString(report, "segment_retired_reason") << "\n";
   }
   out << "heartbeat age:  " << Millis(s.heartbeat_age_ns) << " ms\n";
+  // The daemon's fronts (its "fronts" member): one line each.
+  if (const nlohmann::json fronts = DaemonValue(report, "fronts"); fronts.is_array()) {
+    for (const auto& front : fronts) {
+      if (!front.is_object()) continue;
+      std::string where;
+      for (const auto& address : front.value("listen", nlohmann::json::array())) {
+        if (address.is_string()) where += (where.empty() ? "" : ", ") + address.get<std::string>();
+      }
+      auto count = [&](const char* key) -> std::string {
+        const auto found = front.find(key);
+        return found != front.end() && found->is_number_unsigned() ? found->dump() : "?";
+      };
+      const auto name = front.find("name");
+      out << "front:          "
+          << (name != front.end() && name->is_string() ? name->get<std::string>() : "?") << " on "
+          << where << ": " << count("connections") << " connections, " << count("requests")
+          << " requests, " << count("refused") << " refused\n";
+    }
+  }
   if (!report.daemon_reply) {
     out << "services:       unknown (" << report.daemon_error << ")\n";
   } else if (!report.daemon_reply->value("ok", false)) {

@@ -5,6 +5,8 @@
 #     file is listed by its path under daemon/, e.g. `core/fill_loop.h/.cc`);
 #   - an include points up: base/ includes only base/; config/ only base/ and config/;
 #     register/ only base/, config/ and register/ (the CLI links exactly these three);
+#     metrics/ only base/ and metrics/ (every part reports into it); fronts/ (what every
+#     front shares) nothing of a front (http/) nor of the process at the top;
 #   - daemon/ includes a header of cli/, or cli/ includes a daemon header outside
 #     base/, config/ and register/, or cli/ links the daemon's core library.
 # Usage: check_layout.sh SOURCE_DIR
@@ -44,9 +46,11 @@ allowed_below() {
     base) echo "base" ;;
     config) echo "base config" ;;
     register) echo "base config register" ;;
+    metrics) echo "base metrics" ;;
+    fronts) echo "base config register metrics core control fronts" ;;
   esac
 }
-for part in base config register; do
+for part in base config register metrics fronts; do
   allowed=$(allowed_below "$part")
   while IFS=: read -r file _ line; do
     target=$(sed -n 's/.*#include "daemon\/\([a-z_]*\)\/.*/\1/p' <<<"$line")

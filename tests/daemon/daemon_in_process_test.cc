@@ -93,9 +93,11 @@ class Host {
         .clock = clock_,
         .file_system = file_system_,
         .make_register = std::move(make_register),
-        .make_front = [this](const Config&, StatusBoard&, const DaemonLatencies&)
-            -> tl::expected<std::unique_ptr<Front>, std::string> {
-          return std::make_unique<RecordingFront>(*this);
+        .make_fronts = [this](const FrontContext&)
+            -> tl::expected<std::vector<std::unique_ptr<Front>>, std::string> {
+          std::vector<std::unique_ptr<Front>> fronts;
+          fronts.push_back(std::make_unique<RecordingFront>(*this));
+          return fronts;
         },
         .observer = [this](std::string_view stage, StageStep step) { Observe(stage, step); },
     };
@@ -128,6 +130,14 @@ class Host {
   class RecordingFront final : public Front {
    public:
     explicit RecordingFront(Host& host) : host_(host) {}
+    tl::expected<void, std::string> Start() noexcept override { return {}; }
+    FrontStatus Status() const override {
+      return FrontStatus{.name = "recording",
+                         .listen = {"nowhere:0"},
+                         .connections = 0,
+                         .requests = 7,
+                         .refused = 0};
+    }
     void Stop() noexcept override {
       if (stopped_) return;
       stopped_ = true;
@@ -302,6 +312,79 @@ TEST(InProcessDaemon, ServesStopsInTheTablesReverseOrderAndRestartsAboveItsIds) 
               std::adjacent_find(second.begin(), second.end()) == second.end());
   EXPECT_EQ(MillisecondOf(second.back(), host.config()), t0 + 1);
   EXPECT_EQ(host.CleanStopInStateFile(), t0 + 1);
+}
+
+// The value of one sample ("name{label=\"value\"}") in a text exposition; nullopt if the
+// exposition has no such line.
+std::optional<double> SampleValue(const std::string& exposition, const std::string& sample) {
+  const std::string line_start = sample + " ";
+  for (size_t at = 0; at < exposition.size();) {
+    const size_t end = std::min(exposition.find('\n', at), exposition.size());
+    if (exposition.compare(at, line_start.size(), line_start) == 0) {
+      return std::stod(exposition.substr(at + line_start.size(), end - at - line_start.size()));
+    }
+    at = end + 1;
+  }
+  return std::nullopt;
+}
+
+TEST(InProcessDaemon, MetricsAreFilledWithoutAnyNetworkFront) {
+  // The host's parts have no HTTP front: the registry is the daemon's own all the same.
+  Host host;
+  Daemon daemon(host.config(), host.Parts());
+  // Declared before anything started: the families exist, with nothing read yet.
+  const std::string before = daemon.metrics().Scrape();
+  EXPECT_EQ(SampleValue(before, "snowflake_reservation_renewals_total{result=\"ok\"}"), 0.0)
+      << before;
+  EXPECT_EQ(SampleValue(before, "snowflake_state{state=\"serving\"}"), std::nullopt) << before;
+
+  ASSERT_TRUE(daemon.Start());
+  std::thread serving([&daemon] { daemon.Serve(); });
+  ASSERT_TRUE(AwaitServing(host));
+  {
+    auto client = Client::Open("metered", host.client_options());
+    ASSERT_TRUE(client) << client.error().message;
+    for (int i = 0; i < 100; ++i) ASSERT_TRUE(client->Next());
+  }
+  // The first renewal runs on the reservation thread as the daemon starts; wait for it to
+  // be reported (the deadline only ends a test that would hang).
+  std::string scraped;
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    scraped = daemon.metrics().Scrape();
+    if (SampleValue(scraped, "snowflake_reservation_renewals_total{result=\"ok\"}").value_or(0) >=
+        1) {
+      break;
+    }
+    std::this_thread::sleep_for(5ms);
+  }
+  EXPECT_GE(SampleValue(scraped, "snowflake_reservation_renewals_total{result=\"ok\"}").value_or(0),
+            1.0)
+      << scraped;
+  EXPECT_GE(SampleValue(scraped, "snowflake_reservation_duration_seconds_count").value_or(0), 1.0)
+      << scraped;
+  EXPECT_GE(SampleValue(scraped, "snowflake_register_call_duration_seconds_count").value_or(0), 1.0)
+      << scraped;
+  EXPECT_EQ(SampleValue(scraped, "snowflake_register_claim{state=\"held\"}"), 1.0) << scraped;
+  EXPECT_EQ(SampleValue(scraped, "snowflake_register_claim{state=\"lost\"}"), 0.0) << scraped;
+  // The fill loop's figures, read at the scrape from the board and the segment.
+  EXPECT_EQ(SampleValue(scraped, "snowflake_state{state=\"serving\"}"), 1.0) << scraped;
+  EXPECT_EQ(SampleValue(scraped, "snowflake_state{state=\"paused\"}"), 0.0) << scraped;
+  EXPECT_GE(SampleValue(scraped, "snowflake_ring_ids_total{kind=\"published\"}").value_or(0), 100.0)
+      << scraped;
+  EXPECT_EQ(SampleValue(scraped, "snowflake_ring_ids{kind=\"capacity\"}"),
+            static_cast<double>(host.config().ring.capacity))
+      << scraped;
+  EXPECT_GE(SampleValue(scraped, "snowflake_heartbeats_total").value_or(0), 1.0) << scraped;
+  // No front reported anything.
+  EXPECT_EQ(SampleValue(scraped, "snowflake_http_connections"), 0.0) << scraped;
+  daemon.RequestStop("the test");
+  serving.join();
+  EXPECT_EQ(daemon.Stop(), kExitOk);
+  // Stopped: the board is gone, and a scrape no longer reads it (nor crashes).
+  const std::string after = daemon.metrics().Scrape();
+  EXPECT_GE(SampleValue(after, "snowflake_reservation_renewals_total{result=\"ok\"}").value_or(0),
+            1.0);
 }
 
 TEST(InProcessDaemon, ASecondDaemonOnTheSameDirectoriesIsRefusedAndUndoesItsStart) {

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "daemon/http/http_body.h"
 #include "daemon/http/http_request.h"
 #include "snowflake/client.h"
 

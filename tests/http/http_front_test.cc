@@ -170,6 +170,42 @@ TEST_F(HttpFront, HealthzStatusAndMetricsServe) {
   EXPECT_NE(metrics.body.find("snowflake_http_requests_total"), std::string::npos);
 }
 
+TEST_F(HttpFront, StatusCarriesTheFrontsAddressAndWhatItServed) {
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(FetchOnce(port_, "/v1/id?service=counted").status, 200);
+  const std::string address = "127.0.0.1:" + std::to_string(port_);
+
+  // snowflakectl status --json: the daemon's object lists the front.
+  const RunResult cli = RunCommand(
+      {kSnowflakectlPath, "status", "--json", "--runtime-dir", harness_.runtime_dir().string()});
+  ASSERT_TRUE(cli.status.ExitedWith(0)) << cli.err;
+  const auto doc = nlohmann::json::parse(cli.out);
+  ASSERT_TRUE(doc["daemon"]["fronts"].is_array()) << cli.out;
+  ASSERT_EQ(doc["daemon"]["fronts"].size(), 1u) << cli.out;
+  const auto& front = doc["daemon"]["fronts"][0];
+  EXPECT_EQ(front["name"], "http") << cli.out;
+  EXPECT_EQ(front["listen"], nlohmann::json::array({address})) << cli.out;
+  EXPECT_GE(front["requests"].get<uint64_t>(), 3u) << cli.out;
+  EXPECT_EQ(front["refused"], 0) << cli.out;
+  EXPECT_TRUE(front["connections"].is_number_unsigned()) << cli.out;
+
+  // /v1/status carries it too, counting the request being answered's predecessors.
+  const HttpReply status = FetchOnce(port_, "/v1/status");
+  ASSERT_EQ(status.status, 200) << status.body;
+  const auto http_doc = nlohmann::json::parse(status.body);
+  ASSERT_EQ(http_doc["daemon"]["fronts"].size(), 1u) << status.body;
+  EXPECT_EQ(http_doc["daemon"]["fronts"][0]["listen"], nlohmann::json::array({address}));
+  EXPECT_GE(http_doc["daemon"]["fronts"][0]["requests"].get<uint64_t>(), 3u);
+  // This request's own connection is open while its status is assembled.
+  EXPECT_GE(http_doc["daemon"]["fronts"][0]["connections"].get<uint64_t>(), 1u);
+
+  // And the human text has one line for it.
+  const RunResult text =
+      RunCommand({kSnowflakectlPath, "status", "--runtime-dir", harness_.runtime_dir().string()});
+  ASSERT_TRUE(text.status.ExitedWith(0)) << text.err;
+  EXPECT_NE(text.out.find("front:          http on " + address + ": "), std::string::npos)
+      << text.out;
+}
+
 // ---- hostile input ----
 
 struct HostileCase {
@@ -452,6 +488,63 @@ TEST(HttpFrontMetrics, ExpositionParsesAndCountsWhatWasTaken) {
   // Renewals come about every 250 ms (a quarter of reservation_ms) and retries every
   // 100 ms; allow one per 100 ms since the first scrape, and two more.
   EXPECT_LE(renewals_again, renewals + 2 + elapsed_ms / 100) << again.body;
+}
+
+// The value of one sample as prometheus-cpp writes it ("name{label=\"value\"} 12"); -1 if
+// the exposition has no such line.
+double SampleValue(const std::string& exposition, const std::string& sample) {
+  const std::string needle = "\n" + sample + " ";
+  const size_t at = ("\n" + exposition).find(needle);
+  if (at == std::string::npos) return -1;
+  return std::stod(exposition.substr(at + needle.size() - 1));
+}
+
+TEST(HttpFrontMetrics, RenewalsAndTheClaimAreExportedAndRenewalsMove) {
+  DaemonHarness harness("http-renewals");
+  const uint16_t port = FreePort();
+  DaemonOptions options = harness.Options();
+  options.config_path = harness.WriteFile(
+      "http.toml", "[http]\nlisten = [\"127.0.0.1:" + std::to_string(port) + "\"]\n");
+  Daemon daemon = harness.Start(options);
+  ASSERT_TRUE(daemon.ready()) << daemon.Describe();
+
+  const std::string renewed = "snowflake_reservation_renewals_total{result=\"ok\"}";
+  const HttpReply first = FetchOnce(port, "/metrics");
+  ASSERT_EQ(first.status, 200);
+  const double renewals = SampleValue(first.body, renewed);
+  EXPECT_GE(renewals, 1.0) << first.body;  // the first renewal comes before READY=1
+  EXPECT_EQ(
+      SampleValue(first.body, "snowflake_reservation_renewals_total{result=\"state_file_error\"}"),
+      0.0)
+      << first.body;
+  EXPECT_EQ(
+      SampleValue(first.body, "snowflake_reservation_renewals_total{result=\"register_error\"}"),
+      0.0)
+      << first.body;
+  EXPECT_EQ(SampleValue(first.body, "snowflake_register_claim{state=\"held\"}"), 1.0) << first.body;
+  EXPECT_EQ(SampleValue(first.body, "snowflake_register_claim{state=\"lost\"}"), 0.0) << first.body;
+  EXPECT_GE(SampleValue(first.body, "snowflake_heartbeats_total"), 1.0) << first.body;
+  EXPECT_EQ(SampleValue(first.body, "snowflake_segments_retired_total"), 0.0) << first.body;
+  EXPECT_GT(SampleValue(first.body, "snowflake_reserved_through_timestamp_seconds"), 1.6e9)
+      << first.body;
+  // Every renewal is timed, the failed ones too.
+  EXPECT_GE(SampleValue(first.body, "snowflake_reservation_duration_seconds_count"), renewals)
+      << first.body;
+
+  // The reservation is renewed about every 250 ms while the clock runs: the counter moves
+  // and the timings with it (the deadline only ends a test that would hang).
+  std::string later;
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    later = FetchOnce(port, "/metrics").body;
+    if (SampleValue(later, renewed) > renewals) break;
+    std::this_thread::sleep_for(50ms);
+  }
+  const double renewals_later = SampleValue(later, renewed);
+  EXPECT_GT(renewals_later, renewals) << later;
+  EXPECT_GE(SampleValue(later, "snowflake_reservation_duration_seconds_count"), renewals_later)
+      << later;
+  EXPECT_TRUE(daemon.Stop().value_or(ExitStatus{}).ExitedWith(0));
 }
 
 TEST(HttpFrontConfig, OffByDefaultOpensNoSocket) {

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "daemon/http/http_body.h"
 #include "snowflake/client_error.h"
 #include "snowflake/vocabulary.h"
 

@@ -1,4 +1,4 @@
-#include "daemon/front.h"
+#include "daemon/fronts/front.h"
 
 namespace snowflake::daemon {
 

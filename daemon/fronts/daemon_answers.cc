@@ -1,0 +1,43 @@
+#include "daemon/fronts/daemon_answers.h"
+
+#include <chrono>
+
+#include "daemon/control/control_server.h"  // StatusReply: what the control socket would reply
+#include "daemon/fronts/ring_services.h"
+#include "libclient/status/status_report.h"  // the keys of `status --json`
+#include "snowflake/vocabulary.h"
+
+namespace snowflake::daemon {
+
+HealthAnswer Health(const std::filesystem::path& runtime_dir) {
+  auto status = Client::Inspect(FrontClientOptions(runtime_dir));
+  if (!status) {
+    return HealthAnswer{.serving = false,
+                        .body = {{"state", vocab::kNoDaemonHealth.code},
+                                 {"reason_code", ClientErrorName(status.error().code)},
+                                 {"reason", status.error().message}}};
+  }
+  return HealthAnswer{.serving = status->health == vocab::HealthCode(shm::ProducerHealth::kServing),
+                      .body = {{"state", status->health},
+                               {"reason_code", status->reason},
+                               {"reason", status->reason_text},
+                               {"machine", status->machine}}};
+}
+
+tl::expected<nlohmann::json, Error> StatusAnswer(const std::filesystem::path& runtime_dir,
+                                                 const StatusBoard& board) {
+  auto segment = Client::Inspect(FrontClientOptions(runtime_dir));
+  if (!segment) return tl::unexpected(std::move(segment.error()));
+  // The same StatusReport the CLI builds, with the board standing in for the control
+  // socket's reply (it is what the socket would send), so the keys cannot drift apart.
+  status::StatusReport report;
+  report.segment = *segment;
+  report.daemon_reply = StatusReply(board.Snapshot());
+  report.now_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                           .count();
+  report.runtime_dir = runtime_dir.string();
+  return status::StatusToJson(report);
+}
+
+}  // namespace snowflake::daemon

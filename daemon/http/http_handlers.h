@@ -1,0 +1,50 @@
+// The HTTP front's routing and handlers (docs/http.md): a request's method, target and
+// Accept header are routed (RouteHttpRequest, http_request.h) and answered: /v1/id and
+// /v1/ids take from the ring through the fronts' shared RingServices, /healthz and
+// /v1/status encode the fronts' shared answers (daemon/fronts/daemon_answers.h), /metrics
+// serves the daemon's registry. Bodies are written by http_body.h. No sockets.
+//
+// Thread-safe: Handle() runs on every serving thread at once.
+
+#ifndef SNOWFLAKE_DAEMON_HTTP_HANDLERS_H_
+#define SNOWFLAKE_DAEMON_HTTP_HANDLERS_H_
+
+#include <filesystem>
+#include <string_view>
+
+#include "daemon/config/config.h"
+#include "daemon/control/status_board.h"
+#include "daemon/fronts/ring_services.h"
+#include "daemon/http/http_body.h"
+#include "daemon/http/http_request.h"
+#include "daemon/http/http_transport.h"
+#include "daemon/metrics/metrics.h"
+
+namespace snowflake::daemon {
+
+class HttpHandlers final : public HttpRequestHandler {
+ public:
+  // `board` and `metrics` must outlive the handlers.
+  HttpHandlers(const Config& config, StatusBoard& board, Metrics& metrics);
+
+  HttpReply Handle(std::string_view method, std::string_view target, std::string_view accept,
+                   HttpEndpoint& endpoint) noexcept override;
+
+ private:
+  HttpReply Route(std::string_view method, std::string_view target, std::string_view accept,
+                  HttpEndpoint& endpoint);
+  HttpReply TakeIds(const HttpRoute& route);
+  HttpReply Healthz();
+  HttpReply Status();
+  HttpReply MetricsText();
+
+  // Constant after construction.
+  const std::filesystem::path runtime_dir_;
+  StatusBoard& board_;
+  Metrics& metrics_;
+  RingServices services_;  // thread-safe
+};
+
+}  // namespace snowflake::daemon
+
+#endif  // SNOWFLAKE_DAEMON_HTTP_HANDLERS_H_

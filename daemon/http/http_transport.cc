@@ -1,0 +1,505 @@
+#include "daemon/http/http_transport.h"
+
+// Boost 1.74's asio/awaitable.hpp uses std::exchange without including <utility>.
+#include <utility>
+//
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ip/v6_only.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <chrono>
+#include <optional>
+#include <thread>
+
+#include "daemon/config/net_address.h"
+#include "snowflake/vocabulary.h"
+
+namespace snowflake::daemon {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
+using Endpoint = HttpEndpoint;
+
+// A GET carries no body; a small one is read and ignored, a larger one is refused (413).
+constexpr uint64_t kMaxBodyBytes = 4096;
+// Refused connections (over the limit, or from outside `allow`) get their reply after
+// reading the request, so the peer sees it instead of a reset; they are bounded apart.
+constexpr uint64_t kMaxRefusing = 64;
+constexpr std::chrono::milliseconds kRefuseTimeout{1000};
+// Bytes asked of one recv: a few requests' worth (a GET is well under 1 KB).
+constexpr size_t kReadChunk = 4096;
+// Pipelined requests answered in one call chain before the next is posted (bounds the
+// recursion Send -> AfterWrite -> Read -> Parse -> OnRequest -> Send).
+constexpr uint64_t kMaxInlineRequests = 16;
+
+static_assert(static_cast<size_t>(Endpoint::kOther) + 1 == kHttpEndpointLabels.size(),
+              "one duration label per endpoint");
+
+HttpReply Refusal(unsigned status, vocab::ErrorCode code, std::string_view message) {
+  return ErrorReply(status, vocab::ErrorName(code), message);
+}
+
+beast::string_view View(std::string_view text) { return {text.data(), text.size()}; }
+std::string_view View(beast::string_view text) { return {text.data(), text.size()}; }
+
+}  // namespace
+
+HttpRequestHandler::~HttpRequestHandler() = default;
+
+class HttpTransport::Impl {
+ public:
+  Impl(const Config::Http& options, HttpRequestHandler& handler, Metrics& metrics)
+      : options_(options), handler_(handler), metrics_(metrics) {
+    for (const std::string& text : options_.allow) allow_.push_back(ParseCidr(text).value());
+    // One io_context per thread, each run by that thread alone (concurrency hint 1): a
+    // connection lives on one context, so its reads, its handler and its write run on one
+    // thread with no hand-off, no strand and no scheduler lock shared between threads.
+    const uint64_t threads = std::max<uint64_t>(1, options_.threads);
+    for (uint64_t i = 0; i < threads; ++i)
+      contexts_.push_back(std::make_unique<asio::io_context>(1));
+  }
+
+  ~Impl() { Stop(); }
+
+  tl::expected<void, std::string> Listen() {
+    for (const std::string& text : options_.listen) {
+      auto address = ParseListenAddress(text);
+      if (!address) return tl::unexpected("http.listen: " + text + ": " + address.error());
+      beast::error_code ec;
+      const tcp::endpoint endpoint(asio::ip::make_address(address->host, ec), address->port);
+      auto acceptor = std::make_unique<tcp::acceptor>(*contexts_[0]);
+      if (!ec) acceptor->open(endpoint.protocol(), ec);
+      if (!ec) acceptor->set_option(asio::socket_base::reuse_address(true), ec);
+      if (!ec && endpoint.address().is_v6()) acceptor->set_option(asio::ip::v6_only(true), ec);
+      if (!ec) acceptor->bind(endpoint, ec);
+      if (!ec) acceptor->listen(asio::socket_base::max_listen_connections, ec);
+      if (ec) return tl::unexpected("cannot listen on " + text + ": " + ec.message());
+      ports_.push_back(acceptor->local_endpoint().port());
+      acceptors_.push_back(std::move(acceptor));
+    }
+    for (auto& acceptor : acceptors_) Accept(*acceptor);
+    for (auto& context : contexts_) {
+      guards_.emplace_back(asio::make_work_guard(*context));
+      threads_.emplace_back([ioc = context.get()] {
+        for (;;) {
+          try {
+            ioc->run();
+            return;
+          } catch (const std::exception& e) {
+            // A handler threw (allocation failure): log and keep serving.
+            spdlog::error("http front: {}", e.what());
+          }
+        }
+      });
+    }
+    return {};
+  }
+
+  void Stop() noexcept {
+    for (auto& context : contexts_) context->stop();
+    for (auto& thread : threads_) {
+      if (thread.joinable()) thread.join();
+    }
+    threads_.clear();
+  }
+
+  const std::vector<uint16_t>& ports() const { return ports_; }
+  uint64_t connections() const noexcept { return connections_.load(std::memory_order_relaxed); }
+  uint64_t replies() const noexcept { return replies_.load(std::memory_order_relaxed); }
+  uint64_t refused() const noexcept { return refused_.load(std::memory_order_relaxed); }
+
+  // ---- used by sessions ----
+  const Config::Http& options() const { return options_; }
+  void ConnectionClosed(bool refusing) {
+    (refusing ? refusing_ : connections_).fetch_sub(1, std::memory_order_relaxed);
+    if (!refusing) metrics_.http().connections.Decrement();
+  }
+
+  HttpReply Handle(const http::request<http::string_body>& request, Endpoint& endpoint) {
+    const auto accept = request[http::field::accept];
+    return handler_.Handle(View(request.method_string()), View(request.target()), View(accept),
+                           endpoint);
+  }
+
+  // One reply sent: its status and how long it took, for the metrics and the status.
+  void Replied(unsigned status, Endpoint endpoint, Clock::time_point start) {
+    // Relaxed: a figure for the status, ordered with nothing.
+    replies_.fetch_add(1, std::memory_order_relaxed);
+    metrics_.HttpRequests(status).Increment();
+    metrics_.http().duration[static_cast<size_t>(endpoint)]->Observe(
+        std::chrono::duration<double>(Clock::now() - start).count());
+  }
+
+ private:
+  void Accept(tcp::acceptor& acceptor) {
+    // New connections go to the contexts in turn.
+    asio::io_context& target = *contexts_[next_context_++ % contexts_.size()];
+    acceptor.async_accept(target, [this, &acceptor](beast::error_code ec, tcp::socket socket) {
+      if (ec == asio::error::operation_aborted) return;
+      if (ec) {
+        // Out of descriptors or memory: try again shortly rather than spin.
+        auto timer =
+            std::make_shared<asio::steady_timer>(*contexts_[0], std::chrono::milliseconds(10));
+        timer->async_wait([this, timer, &acceptor](beast::error_code) { Accept(acceptor); });
+        return;
+      }
+      OnAccept(std::move(socket));
+      Accept(acceptor);
+    });
+  }
+
+  void OnAccept(tcp::socket socket);
+
+  // Constant after construction.
+  const Config::Http options_;
+  HttpRequestHandler& handler_;
+  Metrics& metrics_;  // the daemon's
+  std::vector<Cidr> allow_;
+
+  // Any serving thread; relaxed (counts, ordered with nothing).
+  std::atomic<uint64_t> connections_{0};
+  std::atomic<uint64_t> refusing_{0};
+  std::atomic<uint64_t> replies_{0};
+  std::atomic<uint64_t> refused_{0};
+
+  std::vector<uint16_t> ports_;
+  // Declared last: destroyed first, so the sessions they still hold see the rest alive.
+  std::vector<std::unique_ptr<asio::io_context>> contexts_;
+  std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards_;
+  std::vector<std::unique_ptr<tcp::acceptor>> acceptors_;
+  uint64_t next_context_ = 0;  // only the first context's thread accepts
+  std::vector<std::thread> threads_;
+};
+
+namespace {
+
+// One connection: read a request (bounded header size and time), reply, repeat while
+// keep-alive. Pipelined requests wait in buffer_ and are answered in order. A refusing
+// session answers its first request with `refusal` and closes.
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket socket, HttpTransport::Impl& front, std::optional<HttpReply> refusal)
+      : socket_(std::move(socket)),
+        timer_(socket_.get_executor()),
+        front_(front),
+        refusal_(std::move(refusal)),
+        tick_(std::max<std::chrono::milliseconds>(
+            std::chrono::milliseconds(10),
+            std::min<std::chrono::milliseconds>(
+                {std::chrono::milliseconds(front.options().idle_timeout_ms),
+                 std::chrono::milliseconds(front.options().write_timeout_ms), kRefuseTimeout}) /
+                4)) {}
+  ~Session() { front_.ConnectionClosed(refusal_.has_value()); }
+
+  tcp::socket::executor_type executor() { return socket_.get_executor(); }
+
+  // Runs on the session's own context (the one its socket belongs to).
+  void Start() {
+    // The synchronous reads and writes below must never block the serving thread: a
+    // socket that cannot be made non-blocking is closed unserved.
+    beast::error_code ec;
+    socket_.non_blocking(true, ec);
+    if (ec) {
+      spdlog::warn("http front: closing a connection that cannot be made non-blocking: {}",
+                   ec.message());
+      socket_.close(ec);
+      return;
+    }
+    Read();
+    Watch();
+  }
+
+ private:
+  // Timeouts are a deadline checked by one timer per connection, not a timer armed per
+  // operation: a request costs a store to deadline_, no timer syscall and no cancelled
+  // wait to complete. The timer wakes at least every tick_ (a quarter of the shortest
+  // timeout), so a deadline is enforced at most that late; a deadline earlier than the
+  // armed wake re-arms it.
+  void ExpireAfter(std::chrono::milliseconds timeout) {
+    deadline_ = Clock::now() + timeout;
+    if (watching_ && deadline_ < armed_) Arm();
+  }
+
+  void Watch() {
+    watching_ = true;
+    Arm();
+  }
+
+  void Arm() {
+    armed_ = std::min(deadline_, Clock::now() + tick_);
+    timer_.expires_at(armed_);  // cancels a pending wait: it completes as aborted
+    timer_.async_wait([weak = weak_from_this()](beast::error_code ec) {
+      const std::shared_ptr<Session> self = weak.lock();
+      if (self == nullptr || ec == asio::error::operation_aborted) return;
+      if (Clock::now() >= self->deadline_) {
+        // Timed out: closing cancels the pending read or write; the session then ends.
+        beast::error_code ignored;
+        self->socket_.close(ignored);
+        return;
+      }
+      self->Arm();
+    });
+  }
+
+  // Reading, parsing and answering are synchronous calls on the non-blocking socket as
+  // long as they can proceed; the session waits in the reactor only for readability (or,
+  // for a reply the peer does not take in at once, writability). A request costs one wait,
+  // one recv, one send and one re-arm of the wait, with no completion posted through the
+  // scheduler between them (each of which would cost another epoll_wait).
+  void Read() {
+    parser_.emplace();
+    header_bytes_ = 0;
+    parser_->header_limit(static_cast<uint32_t>(front_.options().max_header_bytes));
+    parser_->body_limit(kMaxBodyBytes);
+    ExpireAfter(refusal_ ? kRefuseTimeout
+                         : std::chrono::milliseconds(front_.options().idle_timeout_ms));
+    // A pipelined request is (partly) here already: parse it. Otherwise wait: a recv now
+    // would find nothing (the next request has not come yet).
+    if (buffer_.size() != 0) return Parse();
+    WaitReadable();
+  }
+
+  void WaitReadable() {
+    inline_requests_ = 0;
+    socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](beast::error_code ec) {
+      if (ec) return;  // closed by the deadline, or the front stopped
+      if (self->ReadSome()) self->Parse();
+    });
+  }
+
+  // One recv into the buffer. False when there is nothing to parse yet: it then waits for
+  // readability, or the connection ended (EOF, reset: nothing to answer).
+  bool ReadSome() {
+    beast::error_code ec;
+    const size_t n = socket_.read_some(buffer_.prepare(kReadChunk), ec);
+    if (ec == asio::error::would_block || ec == asio::error::try_again) {
+      WaitReadable();
+      return false;
+    }
+    if (ec) return false;
+    buffer_.commit(n);
+    return true;
+  }
+
+  // Feeds the buffer to the parser until a request is complete, an error is found, or it
+  // needs bytes that have not come yet. The buffer holds at most one partial request and
+  // one recv's worth (kReadChunk) beyond it: more is read only when the parser needs it.
+  //
+  // The parser applies its header limit to each call's input only, and consumes complete
+  // lines as they come, so the limit on the whole header is counted here.
+  void Parse() {
+    const uint64_t header_limit = front_.options().max_header_bytes;
+    for (;;) {
+      beast::error_code ec;
+      const bool in_header = !parser_->is_header_done();
+      const size_t used = parser_->put(buffer_.data(), ec);
+      buffer_.consume(used);
+      if (in_header) {
+        // The header so far, and what is buffered of it when it is not complete yet.
+        header_bytes_ += used;
+        const uint64_t pending = parser_->is_header_done() ? 0 : buffer_.size();
+        if (header_bytes_ + pending > header_limit) return OnRequest(http::error::header_limit);
+      }
+      if (!ec && parser_->is_done()) return OnRequest({});
+      if (ec && ec != http::error::need_more) return OnRequest(ec);
+      if (!ec && used != 0) continue;  // the header is done: the body follows
+      if (!ReadSome()) return;
+    }
+  }
+
+  void OnRequest(beast::error_code ec) {
+    if (ec == http::error::header_limit) {
+      return Send(Refusal(static_cast<unsigned>(http::status::request_header_fields_too_large),
+                          vocab::ErrorCode::kHeadersTooLarge,
+                          "the request line and headers exceed " +
+                              std::to_string(front_.options().max_header_bytes) + " bytes"),
+                  Endpoint::kOther, Clock::now(), true);
+    }
+    if (ec == http::error::body_limit) {
+      return Send(Refusal(static_cast<unsigned>(http::status::payload_too_large),
+                          vocab::ErrorCode::kBodyTooLarge,
+                          "a request body may have at most " + std::to_string(kMaxBodyBytes) +
+                              " bytes (GET needs none)"),
+                  Endpoint::kOther, Clock::now(), true);
+    }
+    if (ec) {
+      return Send(
+          Refusal(static_cast<unsigned>(http::status::bad_request), vocab::ErrorCode::kBadRequest,
+                  "malformed HTTP/1.1 request: " + ec.message()),
+          Endpoint::kOther, Clock::now(), true);
+    }
+    const auto start = Clock::now();
+    const http::request<http::string_body>& request = parser_->get();
+    if (refusal_) return Send(std::move(*refusal_), Endpoint::kOther, start, true);
+    if (request.version() != 10 && request.version() != 11) {
+      return Send(Refusal(static_cast<unsigned>(http::status::http_version_not_supported),
+                          vocab::ErrorCode::kBadVersion, "only HTTP/1.0 and HTTP/1.1 are served"),
+                  Endpoint::kOther, start, true);
+    }
+    ++requests_;
+    Endpoint endpoint = Endpoint::kOther;
+    HttpReply reply = front_.Handle(request, endpoint);
+    const bool close = reply.close || !request.keep_alive() ||
+                       requests_ >= front_.options().max_requests_per_connection;
+    Send(std::move(reply), endpoint, start, close, request.version());
+  }
+
+  void Send(HttpReply reply, Endpoint endpoint, Clock::time_point start, bool close,
+            unsigned version = 11) {
+    response_.emplace(static_cast<http::status>(reply.status), version);
+    response_->set(http::field::content_type, View(reply.content_type));
+    if (reply.retry_after) response_->set(http::field::retry_after, "1");
+    if (reply.status == static_cast<unsigned>(http::status::method_not_allowed)) {
+      response_->set(http::field::allow, "GET");
+    }
+    response_->body() = std::move(reply.body);
+    response_->keep_alive(!close);
+    response_->prepare_payload();
+    close_ = close;
+    front_.Replied(reply.status, endpoint, start);
+    ExpireAfter(std::chrono::milliseconds(front_.options().write_timeout_ms));
+    serializer_.emplace(*response_);
+    beast::error_code ec;
+    http::write(socket_, *serializer_, ec);  // all of it, or as much as the socket takes
+    if (!ec) return AfterWrite(/*inline_call=*/true);
+    if (ec != asio::error::would_block && ec != asio::error::try_again) return;  // peer gone
+    // The peer's window is full: the rest when the socket is writable.
+    http::async_write(socket_, *serializer_,
+                      [self = shared_from_this()](beast::error_code error, size_t) {
+                        if (!error) self->AfterWrite(/*inline_call=*/false);
+                      });
+  }
+
+  // `inline_call`: straight from Send(), so a run of pipelined requests would recurse;
+  // every kMaxInlineRequests the next one is posted instead, which ends the recursion.
+  void AfterWrite(bool inline_call) {
+    if (close_) {
+      beast::error_code ignored;
+      socket_.shutdown(tcp::socket::shutdown_send, ignored);
+      // Read what the peer still sends until it closes (bounded by the timeout), so our
+      // close does not turn into a reset that could discard the reply on its side.
+      ExpireAfter(std::chrono::milliseconds(200));
+      Drain();
+      return;
+    }
+    if (inline_call && ++inline_requests_ >= kMaxInlineRequests) {
+      inline_requests_ = 0;
+      asio::post(socket_.get_executor(), [self = shared_from_this()] { self->Read(); });
+      return;
+    }
+    Read();
+  }
+
+  void Drain() {
+    socket_.async_read_some(asio::buffer(drain_),
+                            [self = shared_from_this()](beast::error_code ec, size_t) {
+                              if (!ec) self->Drain();
+                            });
+  }
+
+  tcp::socket socket_;
+  asio::steady_timer timer_;
+  HttpTransport::Impl& front_;
+  std::optional<HttpReply> refusal_;
+  const std::chrono::milliseconds tick_;
+  Clock::time_point deadline_ = Clock::time_point::max();
+  Clock::time_point armed_ = Clock::time_point::max();
+  bool watching_ = false;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<http::response<http::string_body>> response_;
+  std::optional<http::response_serializer<http::string_body>> serializer_;
+  std::array<char, 512> drain_{};
+  uint64_t inline_requests_ = 0;  // answered in one call chain since the last wait
+  uint64_t header_bytes_ = 0;     // of the request being parsed, consumed by the parser
+  uint64_t requests_ = 0;
+  bool close_ = false;
+};
+
+std::optional<IpAddress> PeerAddress(const tcp::socket& socket) {
+  beast::error_code ec;
+  const tcp::endpoint peer = socket.remote_endpoint(ec);
+  if (ec) return std::nullopt;
+  IpAddress out;
+  if (peer.address().is_v4()) {
+    out.v4 = true;
+    out.bytes[10] = 0xff;
+    out.bytes[11] = 0xff;
+    const auto bytes = peer.address().to_v4().to_bytes();
+    std::copy(bytes.begin(), bytes.end(), out.bytes.begin() + 12);
+  } else {
+    const auto bytes = peer.address().to_v6().to_bytes();
+    std::copy(bytes.begin(), bytes.end(), out.bytes.begin());
+    out.v4 = peer.address().to_v6().is_v4_mapped();
+  }
+  return out;
+}
+
+}  // namespace
+
+void HttpTransport::Impl::OnAccept(tcp::socket socket) {
+  beast::error_code ignored;
+  socket.set_option(tcp::no_delay(true), ignored);
+  std::optional<HttpReply> refusal;
+  const std::optional<IpAddress> peer = PeerAddress(socket);
+  const bool allowed = peer && std::any_of(allow_.begin(), allow_.end(),
+                                           [&](const Cidr& cidr) { return cidr.Contains(*peer); });
+  if (!allowed) {
+    metrics_.http().refused_allow.Increment();
+    refused_.fetch_add(1, std::memory_order_relaxed);
+    refusal = Refusal(static_cast<unsigned>(http::status::forbidden), vocab::ErrorCode::kForbidden,
+                      "this client's address is not in [http] allow");
+  } else if (connections_.fetch_add(1, std::memory_order_relaxed) >= options_.max_connections) {
+    connections_.fetch_sub(1, std::memory_order_relaxed);
+    metrics_.http().refused_limit.Increment();
+    refused_.fetch_add(1, std::memory_order_relaxed);
+    refusal = Refusal(static_cast<unsigned>(http::status::too_many_requests),
+                      vocab::ErrorCode::kTooManyConnections,
+                      "this front already serves " + std::to_string(options_.max_connections) +
+                          " connections ([http] max_connections); retry shortly or use "
+                          "another daemon");
+  } else {
+    metrics_.http().connections.Increment();
+  }
+  if (refusal && refusing_.fetch_add(1, std::memory_order_relaxed) >= kMaxRefusing) {
+    // Too many refusals pending at once: just close.
+    refusing_.fetch_sub(1, std::memory_order_relaxed);
+    socket.close(ignored);
+    return;
+  }
+  // Started on the context its socket belongs to, whose one thread runs all its handlers.
+  auto session = std::make_shared<Session>(std::move(socket), *this, std::move(refusal));
+  const auto executor = session->executor();
+  asio::post(executor, [session = std::move(session)] { session->Start(); });
+}
+
+HttpTransport::HttpTransport(const Config::Http& options, HttpRequestHandler& handler,
+                             Metrics& metrics)
+    : impl_(std::make_unique<Impl>(options, handler, metrics)) {}
+
+HttpTransport::~HttpTransport() { Stop(); }
+
+tl::expected<void, std::string> HttpTransport::Listen() { return impl_->Listen(); }
+
+void HttpTransport::Stop() noexcept { impl_->Stop(); }
+
+std::vector<uint16_t> HttpTransport::ports() const { return impl_->ports(); }
+uint64_t HttpTransport::connections() const noexcept { return impl_->connections(); }
+uint64_t HttpTransport::replies() const noexcept { return impl_->replies(); }
+uint64_t HttpTransport::refused() const noexcept { return impl_->refused(); }
+
+}  // namespace snowflake::daemon

@@ -1,0 +1,102 @@
+// The HTTP front's serialiser (daemon/http/http_body.h): the bodies of /v1/id and /v1/ids
+// byte for byte as docs/http.md shows them, for one ID and for the largest batch, in JSON
+// and in text/plain.
+//
+// Property: the body is exactly the documented format of the IDs given, in their order,
+// whatever their size (1 to 20 digits), and is appended after what the buffer held.
+
+#include "daemon/http/http_body.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "daemon/http/http_request.h"
+
+namespace snowflake::daemon {
+namespace {
+
+// The documented formats built the plain way, one std::to_string per ID: the oracle.
+std::string Expected(const std::vector<uint64_t>& ids, IdsFormat format) {
+  std::string out;
+  if (format == IdsFormat::kText) {
+    for (const uint64_t id : ids) out += std::to_string(id) + "\n";
+    return out;
+  }
+  if (format == IdsFormat::kJsonOne) return "{\"id\":\"" + std::to_string(ids.at(0)) + "\"}";
+  out = "{\"ids\":[";
+  for (size_t i = 0; i < ids.size(); ++i) {
+    out += (i ? ",\"" : "\"") + std::to_string(ids[i]) + "\"";
+  }
+  return out + "]}";
+}
+
+std::string Body(const std::vector<uint64_t>& ids, IdsFormat format) {
+  std::string out;
+  AppendIdsBody(ids, format, out);
+  return out;
+}
+
+TEST(HttpBody, OneIdIsExactlyTheDocumentedBytes) {
+  EXPECT_EQ(Body({28130156318822400u}, IdsFormat::kJsonOne), R"({"id":"28130156318822400"})");
+  EXPECT_EQ(Body({28130156318822400u}, IdsFormat::kJsonBatch), R"({"ids":["28130156318822400"]})");
+  EXPECT_EQ(Body({28130156318822400u}, IdsFormat::kText), "28130156318822400\n");
+}
+
+TEST(HttpBody, ABatchOfFourIsExactlyTheDocumentedBytes) {
+  const std::vector<uint64_t> ids = {28130156314628096u, 28130156314628097u, 28130156314628098u,
+                                     28130156314628099u};
+  EXPECT_EQ(
+      Body(ids, IdsFormat::kJsonBatch),
+      R"({"ids":["28130156314628096","28130156314628097","28130156314628098","28130156314628099"]})");
+  EXPECT_EQ(Body(ids, IdsFormat::kText),
+            "28130156314628096\n28130156314628097\n28130156314628098\n28130156314628099\n");
+}
+
+TEST(HttpBody, TheLargestBatchMatchesThePlainFormatByteForByte) {
+  // 4096 IDs of every length from 1 to 20 digits, the widest (2^64 - 1) included: the
+  // buffer's bound is reached and never passed.
+  std::vector<uint64_t> ids(kMaxHttpBatch);
+  uint64_t value = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    ids[i] = i == ids.size() - 1 ? std::numeric_limits<uint64_t>::max() : value;
+    value = value * 3 + 7;
+    if (value > std::numeric_limits<uint64_t>::max() / 4) value = i;
+  }
+  for (const IdsFormat format : {IdsFormat::kJsonBatch, IdsFormat::kText}) {
+    const std::string body = Body(ids, format);
+    EXPECT_EQ(body, Expected(ids, format)) << static_cast<int>(format);
+    EXPECT_LE(body.size(), MaxIdsBodyBytes(ids.size()));
+  }
+  std::vector<uint64_t> all_max(kMaxHttpBatch, std::numeric_limits<uint64_t>::max());
+  EXPECT_EQ(Body(all_max, IdsFormat::kJsonBatch), Expected(all_max, IdsFormat::kJsonBatch));
+  EXPECT_LE(Body(all_max, IdsFormat::kJsonBatch).size(), MaxIdsBodyBytes(kMaxHttpBatch));
+  // The JSON form parses, and gives back the IDs as decimal strings in order.
+  const auto parsed = nlohmann::json::parse(Body(ids, IdsFormat::kJsonBatch));
+  ASSERT_EQ(parsed["ids"].size(), ids.size());
+  EXPECT_EQ(parsed["ids"][4095], "18446744073709551615");
+}
+
+TEST(HttpBody, TheBodyIsAppendedAfterWhatTheBufferHeld) {
+  std::string out = "prefix:";
+  AppendIdsBody(std::vector<uint64_t>{0, 1}, IdsFormat::kText, out);
+  EXPECT_EQ(out, "prefix:0\n1\n");
+}
+
+TEST(HttpBody, ErrorRepliesAreJsonAndAskForRetryOnlyFor429And503) {
+  const HttpReply unavailable = ErrorReply(503, "daemon_paused", "the clock moved back");
+  EXPECT_EQ(unavailable.body,
+            R"({"error":{"code":"daemon_paused","message":"the clock moved back"}})");
+  EXPECT_EQ(unavailable.content_type, kJsonContentType);
+  EXPECT_TRUE(unavailable.retry_after);
+  EXPECT_TRUE(ErrorReply(429, "too_many_services", "").retry_after);
+  EXPECT_FALSE(ErrorReply(400, "bad_count", "").retry_after);
+  EXPECT_FALSE(ErrorReply(500, "system_error", "").retry_after);
+}
+
+}  // namespace
+}  // namespace snowflake::daemon
