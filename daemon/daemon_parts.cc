@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "daemon/http/http_front.h"
+#include "daemon/register/register_backends.h"
 
 namespace snowflake::daemon {
 namespace {
@@ -35,7 +36,10 @@ DaemonParts ProductionParts() {
   return DaemonParts{
       .clock = clock,
       .file_system = FileSystem::Default(),
-      .make_register = [](const Config& config) { return MakeMachineRegister(config); },
+      .make_register =
+          [](const Config& config) {
+            return MakeMachineRegister(config.machine_register, config.daemon.state_dir);
+          },
       .make_front = [](const Config& config, StatusBoard& board, const DaemonLatencies& latencies)
           -> tl::expected<std::unique_ptr<Front>, std::string> {
         auto http = HttpFront::Start(config, board, &latencies);
