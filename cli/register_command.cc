@@ -10,9 +10,7 @@
 #include <vector>
 
 #include "daemon/config/config.h"
-#include "daemon/register/etcd_register.h"
-#include "daemon/register/file_register.h"
-#include "daemon/register/machine_lock.h"
+#include "daemon/register/register_backends.h"
 #include "exit_codes.h"
 #include "snowflake/time_text.h"
 
@@ -20,25 +18,12 @@ namespace snowflake::cli {
 namespace {
 
 using daemon::Config;
-using daemon::EtcdRegister;
-using daemon::FileRegister;
-using daemon::FileRegisterOptionsFrom;
 using daemon::LoadConfig;
-using daemon::RegisterBackend;
+using daemon::MachineRegister;
 using daemon::RegisterError;
+using daemon::RegisterErrorCode;
 using nlohmann::ordered_json;
-
-// One number as every backend can show it.
-struct Row {
-  uint32_t machine = 0;
-  std::string holder;  // "" = free
-  std::string host;    // etcd only
-  int64_t pid = 0;
-  int64_t since_unix_ms = 0;
-  bool live = false;                     // a running daemon holds it now
-  std::optional<int64_t> lease_left_s;   // etcd only
-  std::optional<int64_t> high_water_unix_ms;
-};
+using Row = daemon::RegisterListEntry;
 
 struct Listing {
   std::string backend;
@@ -51,58 +36,34 @@ struct Listing {
   throw CLI::RuntimeError(status);
 }
 
+// A backend without the operation (kUnsupported) is the config's matter: a usage error
+// naming the config file. Any other error is the register's: exit 1 with `what` and why.
+[[noreturn]] void FailRegister(const std::string& config_path, const std::string& what,
+                               const RegisterError& error) {
+  if (error.code == RegisterErrorCode::kUnsupported) {
+    Fail(kExitUsage, config_path + ": " + error.message);
+  }
+  Fail(kExitUnavailable, what + error.message);
+}
+
 Config LoadOrFail(const std::string& path) {
   auto config = LoadConfig(path);
   if (!config) Fail(kExitUsage, config.error().message);
-  if (config->machine_register.backend == RegisterBackend::kStatic) {
-    Fail(kExitUsage, path + ": register.backend is \"static\": there is no register to show "
-                            "(the number is register.machine in the config)");
-  }
   return *config;
 }
 
-Listing List(const Config& config) {
-  Listing out;
-  if (config.machine_register.backend == RegisterBackend::kEtcd) {
-    EtcdRegister reg(EtcdRegisterOptionsFrom(config));
-    out.backend = "etcd";
-    out.location = reg.location();
-    auto entries = reg.List();
-    if (!entries) Fail(kExitUnavailable, entries.error().message);
-    for (const auto& e : *entries) {
-      Row row;
-      row.machine = e.machine;
-      if (e.holder) {
-        row.holder = e.holder->holder;
-        row.host = e.holder->host;
-        row.pid = e.holder->pid;
-        row.since_unix_ms = e.holder->since_unix_ms;
-        row.live = e.lease_ttl_left_s >= 0;  // 0: alive, in its last second
-        row.lease_left_s = e.lease_ttl_left_s;
-      } else if (e.high_water) {
-        row.holder = "";  // free; the mark remembers the last holder
-      }
-      if (e.high_water) row.high_water_unix_ms = e.high_water->unix_ms;
-      out.rows.push_back(row);
-    }
-    return out;
-  }
-  FileRegister reg(FileRegisterOptionsFrom(config));
-  out.backend = "file";
-  out.location = reg.location();
-  auto entries = reg.List();
-  if (!entries) Fail(kExitUnavailable, entries.error().message);
-  for (const auto& e : *entries) {
-    Row row;
-    row.machine = e.machine;
-    row.holder = e.holder_id;
-    row.pid = e.live_pid ? *e.live_pid : e.pid;
-    row.since_unix_ms = e.claimed_unix_ms;
-    row.live = e.in_use;
-    row.high_water_unix_ms = e.high_water_unix_ms;
-    out.rows.push_back(row);
-  }
-  return out;
+// The register the config names, not claimed: the operator's operations only.
+std::unique_ptr<MachineRegister> RegisterOf(const Config& config) {
+  return daemon::MakeMachineRegister(config.machine_register, config.daemon.state_dir);
+}
+
+Listing List(const std::string& config_path) {
+  const std::unique_ptr<MachineRegister> reg = RegisterOf(LoadOrFail(config_path));
+  auto entries = reg->ListNumbers();
+  if (!entries) FailRegister(config_path, "", entries.error());
+  return Listing{.backend = std::string(reg->backend_name()),
+                 .location = reg->location(),
+                 .rows = std::move(*entries)};
 }
 
 ordered_json RowJson(const Row& row) {
@@ -168,7 +129,7 @@ void AddRegisterCommand(CLI::App& app) {
   list->add_flag("--json", *list_json, "Print JSON");
   list->fallthrough();  // --config after the subcommand
   list->callback([config_path, list_json] {
-    const Listing listing = List(LoadOrFail(*config_path));
+    const Listing listing = List(*config_path);
     if (*list_json) {
       ordered_json out;
       out["backend"] = listing.backend;
@@ -189,7 +150,7 @@ void AddRegisterCommand(CLI::App& app) {
   show->add_flag("--json", *show_json, "Print JSON");
   show->fallthrough();
   show->callback([config_path, show_machine, show_json] {
-    const Listing listing = List(LoadOrFail(*config_path));
+    const Listing listing = List(*config_path);
     for (const Row& row : listing.rows) {
       if (row.machine != *show_machine) continue;
       if (*show_json) {
@@ -224,16 +185,8 @@ void AddRegisterCommand(CLI::App& app) {
       CLI::Range(0, 1023));
   release->fallthrough();
   release->callback([config_path, release_machine] {
-    const Config config = LoadOrFail(*config_path);
-    tl::expected<void, RegisterError> released;
-    if (config.machine_register.backend == RegisterBackend::kEtcd) {
-      EtcdRegister reg(EtcdRegisterOptionsFrom(config));
-      released = reg.Release(*release_machine);
-    } else {
-      FileRegister reg(FileRegisterOptionsFrom(config));
-      released = reg.Release(*release_machine);
-    }
-    if (!released) Fail(kExitUnavailable, "release refused: " + released.error().message);
+    auto released = RegisterOf(LoadOrFail(*config_path))->Release(*release_machine);
+    if (!released) FailRegister(*config_path, "release refused: ", released.error());
     std::cout << "released machine " << *release_machine << " (its high-water mark is kept)\n";
   });
 
@@ -254,18 +207,13 @@ void AddRegisterCommand(CLI::App& app) {
                            std::string(kTimeTextForms));
     }
     const Config config = LoadOrFail(*config_path);
-    if (config.machine_register.backend != RegisterBackend::kEtcd) {
-      Fail(kExitUsage, *config_path +
-                           ": raise-all is for the etcd register; a file register is this "
-                           "host's own and is never restored behind the daemon's back");
-    }
     if (*above < config.id.epoch_unix_ms) {
       Fail(kExitUsage, "--above " + FormatTimeText(*above) + " is before the fleet's epoch " +
                            FormatTimeText(config.id.epoch_unix_ms));
     }
-    EtcdRegister reg(EtcdRegisterOptionsFrom(config));
-    auto raised = reg.RaiseAll(*above);
-    if (!raised) Fail(kExitUnavailable, "raise-all failed: " + raised.error().message);
+    // Only a backend that can be restored from a backup has it; the others say why not.
+    auto raised = RegisterOf(config)->RaiseAll(*above);
+    if (!raised) FailRegister(*config_path, "raise-all failed: ", raised.error());
     std::cout << "raised " << *raised << " of 1024 high-water marks to " << FormatTimeText(*above)
               << " (the others were already above); daemons that saw the register before "
                  "may start again\n";

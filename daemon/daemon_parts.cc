@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "daemon/http/http_front.h"
+#include "daemon/register/register_backends.h"
 
 namespace snowflake::daemon {
 
@@ -11,7 +12,10 @@ DaemonParts ProductionParts() {
   return DaemonParts{
       .clock = clock,
       .file_system = FileSystem::Default(),
-      .make_register = [](const Config& config) { return MakeMachineRegister(config); },
+      .make_register =
+          [](const Config& config) {
+            return MakeMachineRegister(config.machine_register, config.daemon.state_dir);
+          },
       .make_fronts = [](const FrontContext& context)
           -> tl::expected<std::vector<std::unique_ptr<Front>>, std::string> {
         std::vector<std::unique_ptr<Front>> fronts;

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "daemon/base/decimal.h"
+#include "daemon/base/toml_fields.h"
 #include "daemon/config/net_address.h"
 #include "default_config.h"  // generated from systemd/snowflaked.toml
 #include "snowflake/time_text.h"
@@ -18,55 +19,15 @@
 namespace snowflake::daemon {
 namespace {
 
-// Thrown inside this file only, so a validator can stop at the first error; ParseConfig
-// turns it into a ConfigError.
-struct Invalid {
-  std::string message;
-};
+using Invalid = ConfigInvalid;
 
-std::string_view TypeName(const toml::node& node) {
-  switch (node.type()) {
-    case toml::node_type::table:
-      return "a table";
-    case toml::node_type::array:
-      return "an array";
-    case toml::node_type::string:
-      return "a string";
-    case toml::node_type::integer:
-      return "an integer";
-    case toml::node_type::floating_point:
-      return "a float";
-    case toml::node_type::boolean:
-      return "a boolean";
-    case toml::node_type::date:
-      return "a date";
-    case toml::node_type::time:
-      return "a time";
-    case toml::node_type::date_time:
-      return "a date-time";
-    default:
-      return "nothing";
-  }
-}
-
-// Where a node is, as "<file>:<line>".
-std::string Where(std::string_view source, const toml::source_region& region) {
-  std::string out(source);
-  if (region.begin.line > 0) out += ":" + std::to_string(region.begin.line);
-  return out;
-}
-
-// What a value looks like in a message: strings quoted, others as TOML prints them.
-std::string Shown(const toml::node& node) {
-  if (const auto* s = node.as_string()) return "\"" + s->get() + "\"";
-  std::ostringstream out;
-  node.visit([&](const auto& n) { out << n; });
-  return out.str();
-}
+std::string_view TypeName(const toml::node& node) { return TomlFields::TypeName(node); }
+std::string Shown(const toml::node& node) { return TomlFields::Shown(node); }
 
 class Validator {
  public:
-  Validator(std::string_view source, Config& config) : source_(source), config_(config) {}
+  Validator(std::string_view source, Config& config)
+      : source_(source), fields_(source), config_(config) {}
 
   void Run(const toml::table& root) {
     using Handler = std::function<void(const std::string&, const toml::node&)>;
@@ -84,19 +45,14 @@ class Validator {
              config_.daemon.liveness_ms = Integer(k, n, 10, 10'000, "from 10 to 10000");
            }}}},
         {"id", {{"epoch", [&](auto& k, auto& n) { config_.id.epoch_unix_ms = Epoch(k, n); }}}},
+        // [register]: the keys every backend shares; RegisterTable() hands the rest to the
+        // backend that register.backend names (register_backends.h).
         {"register",
-         {{"backend", [&](auto& k, auto& n) { config_.machine_register.backend = Backend(k, n); }},
+         {{"backend", [&](auto&, auto&) {}},  // read first, by RegisterTable()
           {"path", [&](auto& k, auto& n) { config_.machine_register.path = Path(k, n, true); }},
           {"machines", [&](auto& k, auto& n) { Machines(k, n); }},
           {"holder_id",
-           [&](auto& k, auto& n) { config_.machine_register.holder_id = HolderId(k, n); }},
-          {"etcd", [&](auto& k, auto& n) { EtcdTable(k, n); }},
-          {"machine",
-           [&](auto& k, auto& n) {
-             config_.machine_register.machine =
-                 static_cast<uint32_t>(Integer(k, n, 0, kMaxMachine, "from 0 to 1023"));
-             machine_node_ = &n;
-           }}}},
+           [&](auto& k, auto& n) { config_.machine_register.holder_id = HolderId(k, n); }}}},
         {"clock",
          {{"max_backward_ms",
            [&](auto& k, auto& n) {
@@ -173,22 +129,32 @@ class Validator {
       const std::string section_name(section_key.str());
       const auto section = schema.find(section_name);
       if (section == schema.end()) {
-        throw Invalid{Where(source_, section_key.source()) + ": " + section_name +
+        throw Invalid{fields_.Where(section_key.source()) + ": " + section_name +
                       ": unknown table (known: daemon, id, register, clock, ring, "
                       "persistence, systemd)"};
       }
       const toml::table* table = section_node.as_table();
       if (table == nullptr) {
-        throw Invalid{Where(source_, section_node.source()) + ": " + section_name +
+        throw Invalid{fields_.Where(section_node.source()) + ": " + section_name +
                       ": must be a table, got " + std::string(TypeName(section_node))};
       }
+      const RegisterBackendInfo* backend = nullptr;
+      if (section_name == "register") backend = &RegisterBackendOf(*table);
       for (auto&& [key, node] : *table) {
         const std::string full_key = section_name + "." + std::string(key.str());
         const auto handler = section->second.find(key.str());
-        if (handler == section->second.end()) {
-          throw Invalid{Where(source_, key.source()) + ": " + full_key + ": unknown key"};
+        if (handler != section->second.end()) {
+          handler->second(full_key, node);
+        } else if (backend != nullptr) {
+          CheckBackendKey(*backend, full_key, key);
+        } else {
+          throw Invalid{fields_.Where(key.source()) + ": " + full_key + ": unknown key"};
         }
-        handler->second(full_key, node);
+      }
+      if (backend != nullptr) {
+        auto options = backend->parse(*table, source_);
+        if (!options) throw Invalid{options.error().message};
+        config_.machine_register.options = std::move(*options);
       }
     }
     CheckConsistency();
@@ -196,22 +162,55 @@ class Validator {
 
  private:
   [[noreturn]] void Fail(const std::string& key, const toml::node& node, const std::string& what) {
-    throw Invalid{Where(source_, node.source()) + ": " + key + ": " + what};
+    fields_.Fail(key, node, what);
   }
 
   int64_t Integer(const std::string& key, const toml::node& node, int64_t min, int64_t max,
                   const std::string& range) {
-    const auto* v = node.as_integer();
-    if (v == nullptr) Fail(key, node, "must be an integer, got " + std::string(TypeName(node)));
-    if (v->get() < min || v->get() > max)
-      Fail(key, node, "must be " + range + ", got " + Shown(node));
-    return v->get();
+    return fields_.Integer(key, node, min, max, range);
   }
 
   const std::string& String(const std::string& key, const toml::node& node) {
-    const auto* v = node.as_string();
-    if (v == nullptr) Fail(key, node, "must be a string, got " + std::string(TypeName(node)));
-    return v->get();
+    return fields_.String(key, node);
+  }
+
+  // The row register.backend names (absent: the first, "file").
+  const RegisterBackendInfo& RegisterBackendOf(const toml::table& table) {
+    const toml::node* node = table.get("backend");
+    if (node == nullptr) return RegisterBackends().front();
+    const std::string& name = String("register.backend", *node);
+    auto backend = FindRegisterBackend(name);
+    if (!backend) {
+      Fail("register.backend", *node,
+           "must be " + KnownRegisterBackends() + ", got " + Shown(*node));
+    }
+    return **backend;
+  }
+
+  // A key of [register] that is not shared: the named backend's own (its parser reads it),
+  // another backend's (refused, naming that backend), or unknown (refused, naming the
+  // backend and the keys it takes).
+  void CheckBackendKey(const RegisterBackendInfo& backend, const std::string& full_key,
+                       const toml::key& key) {
+    const auto owns = [&](const RegisterBackendInfo& row) {
+      for (const std::string_view k : row.keys) {
+        if (k == key.str()) return true;
+      }
+      return false;
+    };
+    if (owns(backend)) return;
+    for (const RegisterBackendInfo& other : RegisterBackends()) {
+      if (owns(other)) {
+        fields_.FailKey(full_key, key,
+                        "only valid with register.backend = \"" + std::string(other.name) + "\"" +
+                            std::string(other.misplaced_hint));
+      }
+    }
+    std::string known = "backend, path, machines, holder_id";
+    for (const std::string_view k : backend.keys) known += ", " + std::string(k);
+    fields_.FailKey(full_key, key,
+                    "unknown key (with register.backend = \"" + std::string(backend.name) +
+                        "\" [register] takes " + known + ")");
   }
 
   // An array of strings, each checked by `check` (which returns an error text or "").
@@ -254,11 +253,7 @@ class Validator {
   }
 
   std::filesystem::path Path(const std::string& key, const toml::node& node, bool may_be_empty) {
-    const std::string& s = String(key, node);
-    if (s.empty() && may_be_empty) return {};
-    if (s.empty() || s.front() != '/')
-      Fail(key, node, "must be an absolute path, got " + Shown(node));
-    return s;
+    return fields_.Path(key, node, may_be_empty);
   }
 
   std::string Instance(const std::string& key, const toml::node& node) {
@@ -298,14 +293,6 @@ class Validator {
     return s;
   }
 
-  RegisterBackend Backend(const std::string& key, const toml::node& node) {
-    const std::string& s = String(key, node);
-    if (s == "file") return RegisterBackend::kFile;
-    if (s == "static") return RegisterBackend::kStatic;
-    if (s == "etcd") return RegisterBackend::kEtcd;
-    Fail(key, node, "must be \"file\", \"static\" or \"etcd\", got " + Shown(node));
-  }
-
   void Machines(const std::string& key, const toml::node& node) {
     const std::string& s = String(key, node);
     auto number = [](std::string_view part, uint32_t& out) {
@@ -325,176 +312,6 @@ class Validator {
       Fail(key, node, "must be \"first-last\" or one number within 0-1023, got " + Shown(node));
     config_.machine_register.first_machine = first;
     config_.machine_register.last_machine = last;
-  }
-
-  // [register.etcd]: every key checked here; consistency with the backend in
-  // CheckConsistency().
-  void EtcdTable(const std::string& key, const toml::node& node) {
-    const toml::table* table = node.as_table();
-    if (table == nullptr) Fail(key, node, "must be a table, got " + std::string(TypeName(node)));
-    etcd_node_ = &node;
-    Config::Register::Etcd& etcd = config_.machine_register.etcd;
-    for (auto&& [name, value] : *table) {
-      const std::string k = key + "." + std::string(name.str());
-      const std::string_view n = name.str();
-      if (n == "endpoints") {
-        etcd.endpoints = Endpoints(k, value);
-      } else if (n == "prefix") {
-        etcd.prefix = EtcdPrefix(k, value);
-      } else if (n == "lease_ttl_s") {
-        etcd.lease_ttl_s = Integer(k, value, 2, 3600, "from 2 to 3600");
-      } else if (n == "connect_timeout_ms") {
-        etcd.connect_timeout_ms = Integer(k, value, 10, 60'000, "from 10 to 60000");
-      } else if (n == "request_timeout_ms") {
-        etcd.request_timeout_ms = Integer(k, value, 100, 60'000, "from 100 to 60000");
-        request_timeout_node_ = &value;
-      } else if (n == "ca_file") {
-        etcd.ca_file = Path(k, value, true);
-        if (!etcd.ca_file.empty()) tls_node_ = &value;
-      } else if (n == "cert_file") {
-        etcd.cert_file = Path(k, value, true);
-        cert_node_ = &value;
-        if (!etcd.cert_file.empty()) tls_node_ = &value;
-      } else if (n == "key_file") {
-        etcd.key_file = Path(k, value, true);
-        key_node_ = &value;
-      } else if (n == "user") {
-        etcd.user = EtcdUser(k, value);
-        user_node_ = &value;
-      } else if (n == "password") {
-        etcd.password = String(k, value);
-        password_node_ = &value;
-      } else if (n == "password_file") {
-        etcd.password_file = Path(k, value, true);
-        password_node_ = &value;
-      } else {
-        throw Invalid{Where(source_, name.source()) + ": " + k + ": unknown key"};
-      }
-    }
-  }
-
-  std::vector<std::string> Endpoints(const std::string& key, const toml::node& node) {
-    const toml::array* array = node.as_array();
-    if (array == nullptr) {
-      Fail(key, node,
-           "must be an array of URLs like [\"http://10.0.0.1:2379\"], got " +
-               std::string(TypeName(node)));
-    }
-    if (array->empty() || array->size() > 16) {
-      Fail(key, node, "must list 1 to 16 endpoints, got " + std::to_string(array->size()));
-    }
-    std::vector<std::string> out;
-    for (const toml::node& item : *array) {
-      const auto* s = item.as_string();
-      if (s == nullptr) {
-        Fail(key, item, "each endpoint must be a string, got " + std::string(TypeName(item)));
-      }
-      std::string url = s->get();
-      while (!url.empty() && url.back() == '/') url.pop_back();
-      if (!IsEndpointUrl(url)) {
-        Fail(key, item,
-             "each endpoint must be \"http://host:port\" or \"https://host:port\" (no path), "
-             "got " + Shown(item));
-      }
-      out.push_back(url);
-    }
-    return out;
-  }
-
-  static bool IsEndpointUrl(std::string_view url) {
-    std::string_view rest;
-    if (url.starts_with("http://")) {
-      rest = url.substr(7);
-    } else if (url.starts_with("https://")) {
-      rest = url.substr(8);
-    } else {
-      return false;
-    }
-    const size_t colon = rest.rfind(':');
-    if (colon == std::string_view::npos || colon == 0) return false;
-    const std::string_view host = rest.substr(0, colon);
-    const std::string_view port = rest.substr(colon + 1);
-    if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != port.npos) {
-      return false;
-    }
-    const int port_number = std::stoi(std::string(port));
-    if (port_number < 1 || port_number > 65535) return false;
-    // A host name, an IPv4 address or a bracketed IPv6 address: nothing that could carry
-    // a path, credentials or a query.
-    return host.find_first_not_of(
-               "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-[]:") ==
-           std::string_view::npos;
-  }
-
-  std::string EtcdPrefix(const std::string& key, const toml::node& node) {
-    const std::string& s = String(key, node);
-    bool ok = s.size() >= 2 && s.size() <= 128 && s.front() == '/' && s.back() == '/';
-    for (const char c : s) ok = ok && static_cast<unsigned char>(c) > 0x20 && c != 0x7f;
-    if (!ok) {
-      Fail(key, node,
-           "must be 2 to 128 printable characters without spaces, starting and ending with "
-           "\"/\", got " + Shown(node));
-    }
-    return s;
-  }
-
-  std::string EtcdUser(const std::string& key, const toml::node& node) {
-    const std::string& s = String(key, node);
-    bool ok = s.size() <= 128;
-    for (const char c : s) ok = ok && static_cast<unsigned char>(c) > 0x20 && c != 0x7f;
-    if (!ok) Fail(key, node, "must be at most 128 printable characters, got " + Shown(node));
-    return s;
-  }
-
-  void CheckEtcd() {
-    const Config::Register& reg = config_.machine_register;
-    const Config::Register::Etcd& etcd = reg.etcd;
-    if (reg.backend != RegisterBackend::kEtcd) {
-      if (etcd_node_ != nullptr) {
-        Fail("register.etcd", *etcd_node_,
-             "only valid with register.backend = \"etcd\"");
-      }
-      return;
-    }
-    if (etcd.endpoints.empty()) {
-      throw Invalid{std::string(source_) +
-                    ": register.etcd.endpoints: required when register.backend = \"etcd\" "
-                    "(list the etcd members, e.g. [\"http://10.0.0.1:2379\"])"};
-    }
-    if (etcd.request_timeout_ms >= etcd.lease_ttl_s * 1000) {
-      Fail("register.etcd.request_timeout_ms",
-           request_timeout_node_ != nullptr ? *request_timeout_node_ : *etcd_node_,
-           "must be below register.etcd.lease_ttl_s (" + std::to_string(etcd.lease_ttl_s) +
-               " s), or a keepalive could not finish before the lease expires, got " +
-               std::to_string(etcd.request_timeout_ms));
-    }
-    if (etcd.cert_file.empty() != etcd.key_file.empty()) {
-      const toml::node& at = cert_node_ != nullptr ? *cert_node_ : *key_node_;
-      Fail(etcd.cert_file.empty() ? "register.etcd.cert_file" : "register.etcd.key_file", at,
-           "register.etcd.cert_file and register.etcd.key_file go together: set both or neither");
-    }
-    if (tls_node_ != nullptr) {
-      bool any_https = false;
-      for (const auto& e : etcd.endpoints) any_https = any_https || e.starts_with("https://");
-      if (!any_https) {
-        Fail("register.etcd.ca_file", *tls_node_,
-             "TLS files are set but no endpoint uses https://: use https:// endpoints or drop "
-             "the TLS files");
-      }
-    }
-    const bool has_password = !etcd.password.empty() || !etcd.password_file.empty();
-    if (!etcd.password.empty() && !etcd.password_file.empty()) {
-      Fail("register.etcd.password", *password_node_,
-           "set register.etcd.password or register.etcd.password_file, not both");
-    }
-    if (etcd.user.empty() && has_password) {
-      Fail("register.etcd.password", *password_node_,
-           "a password needs register.etcd.user");
-    }
-    if (!etcd.user.empty() && !has_password) {
-      Fail("register.etcd.user", *user_node_,
-           "a user needs register.etcd.password or register.etcd.password_file");
-    }
   }
 
   // One grammar for times everywhere (snowflake/time_text.h): a TOML date-time is written
@@ -526,7 +343,6 @@ class Validator {
   }
 
   void CheckConsistency() {
-    const Config::Register& reg = config_.machine_register;
     if (min_fill_node_ != nullptr && config_.ring.min_fill > config_.ring.capacity) {
       Fail("ring.min_fill", *min_fill_node_,
            "must not exceed ring.capacity (" + std::to_string(config_.ring.capacity) + "), got " +
@@ -536,35 +352,18 @@ class Validator {
       // min_fill left at its default, capacity set below it: the default follows capacity.
       config_.ring.min_fill = config_.ring.capacity;
     }
-    if (reg.backend == RegisterBackend::kStatic && !reg.machine) {
-      throw Invalid{std::string(source_) +
-                    ": register.machine: required when register.backend = \"static\""};
-    }
-    if (reg.backend != RegisterBackend::kStatic && machine_node_ != nullptr) {
-      Fail("register.machine", *machine_node_,
-           "only valid with register.backend = \"static\" (the file and etcd registers assign "
-           "numbers; restrict them with register.machines)");
-    }
-    CheckEtcd();
   }
 
   std::string_view source_;
+  TomlFields fields_;
   Config& config_;
   const toml::node* min_fill_node_ = nullptr;
-  const toml::node* machine_node_ = nullptr;
-  const toml::node* etcd_node_ = nullptr;
-  const toml::node* request_timeout_node_ = nullptr;
-  const toml::node* tls_node_ = nullptr;
-  const toml::node* cert_node_ = nullptr;
-  const toml::node* key_node_ = nullptr;
-  const toml::node* user_node_ = nullptr;
-  const toml::node* password_node_ = nullptr;
 };
 
 }  // namespace
 
 std::filesystem::path Config::RegisterPath() const {
-  return machine_register.path.empty() ? daemon.state_dir / "register.json" : machine_register.path;
+  return machine_register.Common(daemon.state_dir).file_path;
 }
 
 std::filesystem::path Config::HighWaterPath() const { return daemon.state_dir / "high-water.json"; }

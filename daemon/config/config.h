@@ -15,11 +15,11 @@
 #include <tl/expected.hpp>
 #include <vector>
 
+#include "daemon/base/toml_fields.h"
+#include "daemon/register/register_backends.h"
 #include "snowflake/id_layout.h"
 
 namespace snowflake::daemon {
-
-enum class RegisterBackend { kFile, kStatic, kEtcd };
 
 struct Config {
   struct Daemon {
@@ -38,31 +38,6 @@ struct Config {
   struct Id {
     int64_t epoch_unix_ms = kDefaultEpochUnixMs;
     friend bool operator==(const Id&, const Id&) = default;
-  };
-  struct Register {
-    RegisterBackend backend = RegisterBackend::kFile;
-    std::filesystem::path path;  // empty: <state_dir>/register.json
-    uint32_t first_machine = 0;  // the file register hands out first..last
-    uint32_t last_machine = kMaxMachine;
-    std::string holder_id;            // empty: /etc/machine-id + ":" + instance
-    std::optional<uint32_t> machine;  // static backend only (required there)
-    // [register.etcd]: the etcd backend (docs/daemon.md, "The etcd register").
-    struct Etcd {
-      std::vector<std::string> endpoints;  // required with backend = "etcd"
-      std::string prefix = "/snowflaked/";
-      int64_t lease_ttl_s = 10;
-      int64_t connect_timeout_ms = 1000;
-      int64_t request_timeout_ms = 3000;
-      std::filesystem::path ca_file;    // TLS (https endpoints): empty = system CAs
-      std::filesystem::path cert_file;  // client certificate, with key_file
-      std::filesystem::path key_file;
-      std::string user;                 // etcd authentication: empty = none
-      std::string password;             // or password_file (exactly one, with user)
-      std::filesystem::path password_file;
-      friend bool operator==(const Etcd&, const Etcd&) = default;
-    };
-    Etcd etcd;
-    friend bool operator==(const Register&, const Register&) = default;
   };
   struct Clock {
     int64_t max_backward_ms = 100;
@@ -99,7 +74,9 @@ struct Config {
 
   Daemon daemon;
   Id id;
-  Register machine_register;  // the [register] table ("register" is a C++ keyword)
+  // The [register] table ("register" is a C++ keyword): the shared keys here, each
+  // backend's own parsed by that backend (register_backends.h).
+  RegisterConfig machine_register;
   Clock clock;
   Ring ring;
   Persistence persistence;
@@ -114,18 +91,15 @@ struct Config {
   friend bool operator==(const Config&, const Config&) = default;
 };
 
-struct ConfigError {
-  // One line: "<file>:<line>: <key>: <what is wrong>, got <value>", or
-  // "<file>: <why it cannot be read>".
-  std::string message;
-};
+// ConfigError: daemon/base/toml_fields.h.
 
 // Parses and validates TOML text; `source` names it in error messages (a path, or
 // "built-in defaults"). Keys absent from the text keep their defaults.
 // Errors (each names the source, line and key): TOML syntax, an unknown table or key at
-// any depth, a wrong type, a value out of range, inconsistent keys (min_fill > capacity,
-// backend "static" without machine, machine with another backend, backend "etcd" without
-// register.etcd.endpoints, [register.etcd] with another backend).
+// any depth, a wrong type, a value out of range, inconsistent keys (min_fill > capacity),
+// an unknown register.backend (naming the known ones), a key of another backend's
+// (register.machine without backend "static", [register.etcd] without "etcd"), and
+// whatever the named backend's own parser refuses (register_backends.h).
 [[nodiscard]] tl::expected<Config, ConfigError> ParseConfig(std::string_view toml_text,
                                               std::string_view source) noexcept;
 

@@ -3,16 +3,15 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
-#include <map>
-#include <set>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <random>
+#include <set>
 
-#include "daemon/config/config.h"
 #include "daemon/register/etcd_json.h"
 #include "daemon/register/machine_lock.h"
 #include "snowflake/time_text.h"
@@ -67,33 +66,38 @@ std::string CorruptText(const std::string& key, const std::string& why) {
 
 }  // namespace
 
-EtcdRegisterOptions EtcdRegisterOptionsFrom(const Config& config) {
-  const Config::Register& reg = config.machine_register;
+EtcdRegisterOptions EtcdRegisterOptionsFrom(const EtcdRegisterConfig& own,
+                                            const RegisterCommon& common) {
   EtcdRegisterOptions options;
-  options.client.endpoints = reg.etcd.endpoints;
-  options.client.connect_timeout_ms = reg.etcd.connect_timeout_ms;
-  options.client.request_timeout_ms = reg.etcd.request_timeout_ms;
-  options.client.ca_file = reg.etcd.ca_file.string();
-  options.client.cert_file = reg.etcd.cert_file.string();
-  options.client.key_file = reg.etcd.key_file.string();
-  options.client.user = reg.etcd.user;
-  options.client.password = reg.etcd.password;
-  options.prefix = reg.etcd.prefix;
-  options.lease_ttl_s = reg.etcd.lease_ttl_s;
-  options.first_machine = reg.first_machine;
-  options.last_machine = reg.last_machine;
-  if (!reg.etcd.password_file.empty()) {
-    std::ifstream in(reg.etcd.password_file);
+  options.client.endpoints = own.endpoints;
+  options.client.connect_timeout_ms = own.connect_timeout_ms;
+  options.client.request_timeout_ms = own.request_timeout_ms;
+  options.client.ca_file = own.ca_file.string();
+  options.client.cert_file = own.cert_file.string();
+  options.client.key_file = own.key_file.string();
+  options.client.user = own.user;
+  options.client.password = own.password;
+  options.prefix = own.prefix;
+  options.lease_ttl_s = own.lease_ttl_s;
+  options.first_machine = common.first_machine;
+  options.last_machine = common.last_machine;
+  if (!own.password_file.empty()) {
+    std::ifstream in(own.password_file);
     std::string password;
     if (!in || !std::getline(in, password)) {
       options.setup_error = "cannot read register.etcd.password_file " +
-                            reg.etcd.password_file.string() + ": " +
+                            own.password_file.string() + ": " +
                             (in ? std::string("it is empty") : std::strerror(errno));
     }
     if (!password.empty() && password.back() == '\r') password.pop_back();
     options.client.password = password;
   }
   return options;
+}
+
+std::unique_ptr<MachineRegister> MakeEtcdRegister(const EtcdRegisterConfig& own,
+                                                  const RegisterCommon& common) {
+  return std::make_unique<EtcdRegister>(EtcdRegisterOptionsFrom(own, common));
 }
 
 EtcdRegister::EtcdRegister(EtcdRegisterOptions options)
@@ -679,6 +683,31 @@ void EtcdRegister::StopKeepAlive() {
   }
   wake_.notify_all();
   if (keepalive_.joinable()) keepalive_.join();
+}
+
+tl::expected<std::vector<RegisterListEntry>, RegisterError> EtcdRegister::ListNumbers() noexcept {
+  try {
+    auto entries = List();
+    if (!entries) return tl::unexpected(entries.error());
+    std::vector<RegisterListEntry> out;
+    for (const EtcdRegisterEntry& e : *entries) {
+      RegisterListEntry row;
+      row.machine = e.machine;
+      if (e.holder) {
+        row.holder = e.holder->holder;
+        row.host = e.holder->host;
+        row.pid = e.holder->pid;
+        row.since_unix_ms = e.holder->since_unix_ms;
+        row.live = e.lease_ttl_left_s >= 0;  // 0: alive, in its last second
+        row.lease_left_s = e.lease_ttl_left_s;
+      }  // else free: the mark remembers the last holder
+      if (e.high_water) row.high_water_unix_ms = e.high_water->unix_ms;
+      out.push_back(std::move(row));
+    }
+    return out;
+  } catch (const std::exception& e) {
+    return tl::unexpected(RegisterError{RegisterErrorCode::kUnreadable, e.what()});
+  }
 }
 
 tl::expected<std::vector<EtcdRegisterEntry>, RegisterError> EtcdRegister::List() noexcept {

@@ -35,6 +35,7 @@
 #include "daemon/base/file_lock.h"
 #include "daemon/register/etcd_client.h"
 #include "daemon/register/etcd_records.h"
+#include "daemon/register/etcd_register_config.h"
 #include "daemon/register/machine_register.h"
 #include "snowflake/id_layout.h"
 
@@ -56,9 +57,13 @@ struct EtcdRegisterOptions {
   std::string setup_error;
 };
 
-// The options config asks for (register.machines, [register.etcd]); reads
+// The options config asks for ([register.etcd], register.machines); reads
 // register.etcd.password_file, reporting a failure through setup_error.
-EtcdRegisterOptions EtcdRegisterOptionsFrom(const Config& config);
+EtcdRegisterOptions EtcdRegisterOptionsFrom(const EtcdRegisterConfig& etcd,
+                                            const RegisterCommon& common);
+// An EtcdRegister with those options (not connected until used).
+std::unique_ptr<MachineRegister> MakeEtcdRegister(const EtcdRegisterConfig& own,
+                                                  const RegisterCommon& common);
 
 // One number as `snowflakectl register list` shows it.
 struct EtcdRegisterEntry {
@@ -117,14 +122,16 @@ class EtcdRegister final : public MachineRegister {
   // that has no lease, and forgets the last holder recorded with the mark (so that holder
   // no longer prefers N). Never touches the mark itself. Errors: kInUse (a live lease holds
   // N), kInvalidRequest (N has no holder and no mark), kCorrupt, kUnreachable, kUnreadable.
-  tl::expected<void, RegisterError> Release(uint32_t machine) noexcept;
+  tl::expected<void, RegisterError> Release(uint32_t machine) noexcept override;
+  // List() as the operator sees it: holder, host, lease left, mark.
+  tl::expected<std::vector<RegisterListEntry>, RegisterError> ListNumbers() noexcept override;
   // For `snowflakectl register raise-all`, after etcd was restored from a backup: raises
   // the mark of every number 0-1023 to at least above_unix_ms (creating absent ones; never
   // lowering one), then records the fence under P restored with the cluster's id, which
   // lets daemons that saw the store before the restore start again. Returns how many marks
   // it raised. Errors: kCorrupt, kUnreachable, kUnreadable, kInUse (a mark kept changing:
   // a daemon is still serving).
-  tl::expected<int, RegisterError> RaiseAll(int64_t above_unix_ms) noexcept;
+  tl::expected<int, RegisterError> RaiseAll(int64_t above_unix_ms) noexcept override;
 
  private:
   tl::expected<void, RegisterError> EnsureFleet(const etcd::FleetRecord& fleet,

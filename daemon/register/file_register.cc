@@ -135,10 +135,55 @@ int64_t NowUnixMs() {
 
 }  // namespace
 
+tl::expected<FileRegisterConfig, ConfigError> ParseFileRegisterConfig(const toml::table&,
+                                                                      std::string_view) noexcept {
+  return FileRegisterConfig{};
+}
+
+std::unique_ptr<MachineRegister> MakeFileRegister(const FileRegisterConfig&,
+                                                  const RegisterCommon& common) {
+  return std::make_unique<FileRegister>(FileRegisterOptions{
+      .path = common.file_path,
+      .first_machine = common.first_machine,
+      .last_machine = common.last_machine,
+      .host_lock_dir = HostLockDir(),
+  });
+}
+
 FileRegister::FileRegister(FileRegisterOptions options) : options_(std::move(options)) {
   if (options_.host_lock_dir.empty()) options_.host_lock_dir = HostLockDir();
 }
 FileRegister::~FileRegister() = default;
+
+tl::expected<std::vector<RegisterListEntry>, RegisterError> FileRegister::ListNumbers() noexcept {
+  try {
+    auto entries = List();
+    if (!entries) return tl::unexpected(entries.error());
+    std::vector<RegisterListEntry> out;
+    for (const RegisterEntry& e : *entries) {
+      out.push_back(RegisterListEntry{
+          .machine = e.machine,
+          .holder = e.holder_id,
+          .host = "",
+          .pid = e.live_pid ? *e.live_pid : e.pid,
+          .since_unix_ms = e.claimed_unix_ms,
+          .live = e.in_use,
+          .lease_left_s = std::nullopt,
+          .high_water_unix_ms = e.high_water_unix_ms,
+      });
+    }
+    return out;
+  } catch (const std::exception& e) {
+    return tl::unexpected(RegisterError{RegisterErrorCode::kUnreadable, e.what()});
+  }
+}
+
+tl::expected<int, RegisterError> FileRegister::RaiseAll(int64_t) noexcept {
+  return tl::unexpected(RegisterError{
+      RegisterErrorCode::kUnsupported,
+      "raise-all is for the etcd register; a file register is this host's own and is never "
+      "restored behind the daemon's back"});
+}
 
 std::filesystem::path FileRegister::MachineLockPath(uint32_t machine) const {
   return daemon::MachineLockPath(options_.host_lock_dir, machine);

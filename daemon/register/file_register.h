@@ -22,12 +22,14 @@
 #define SNOWFLAKE_DAEMON_FILE_REGISTER_H_
 
 #include <sys/types.h>
+#include <toml++/toml.h>
 
 #include <filesystem>
 #include <optional>
 #include <vector>
 
 #include "daemon/base/file_lock.h"
+#include "daemon/base/toml_fields.h"
 #include "daemon/register/machine_register.h"
 #include "snowflake/id_layout.h"
 
@@ -42,9 +44,18 @@ struct FileRegisterOptions {
   std::filesystem::path host_lock_dir;
 };
 
-// The options config asks for (register.path, register.machines), with the host's lock
-// directory (HostLockDir()).
-FileRegisterOptions FileRegisterOptionsFrom(const Config& config);
+// The file backend's own [register] keys: none. Its path and range are keys every backend
+// shares (register.path, register.machines; RegisterCommon), since the sample config sets
+// them whatever the backend.
+struct FileRegisterConfig {
+  friend bool operator==(const FileRegisterConfig&, const FileRegisterConfig&) = default;
+};
+// Never fails: the keys that are not shared were refused before (register_backends.h).
+[[nodiscard]] tl::expected<FileRegisterConfig, ConfigError> ParseFileRegisterConfig(
+    const toml::table& register_table, std::string_view source) noexcept;
+// The register at common.file_path for common's range, with the host's lock directory.
+std::unique_ptr<MachineRegister> MakeFileRegister(const FileRegisterConfig& own,
+                                                  const RegisterCommon& common);
 
 // One number as the register records it.
 struct RegisterEntry {
@@ -78,7 +89,12 @@ class FileRegister final : public MachineRegister {
   // For `snowflakectl register release N`: frees N for another holder, keeping its mark.
   // Errors: kInUse (a live daemon holds it), kInvalidRequest (N is not assigned),
   // kCorrupt, kUnreadable.
-  tl::expected<void, RegisterError> Release(uint32_t machine) noexcept;
+  tl::expected<void, RegisterError> Release(uint32_t machine) noexcept override;
+  // List() as the operator sees it: a live holder's pid, else the last claim's.
+  tl::expected<std::vector<RegisterListEntry>, RegisterError> ListNumbers() noexcept override;
+  // Errors: kUnsupported (a file register is this host's own and is never restored behind
+  // the daemon's back).
+  tl::expected<int, RegisterError> RaiseAll(int64_t above_unix_ms) noexcept override;
 
   // The lock file that marks `machine` as held on this host.
   std::filesystem::path MachineLockPath(uint32_t machine) const;

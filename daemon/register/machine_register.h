@@ -3,23 +3,33 @@
 // startup and keeps it for its lifetime; two live holders never share one.
 //
 // Backends implement MachineRegister: "file" (file_register.h, the default), "static"
-// (static_register.h) and "etcd" (etcd_register.h, for a fleet).
+// (static_register.h) and "etcd" (etcd_register.h, for a fleet); register_backends.h is
+// their table and MakeMachineRegister(), the factory.
 
 #ifndef SNOWFLAKE_DAEMON_MACHINE_REGISTER_H_
 #define SNOWFLAKE_DAEMON_MACHINE_REGISTER_H_
 
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <tl/expected.hpp>
+#include <utility>
 #include <vector>
+
+#include "snowflake/id_layout.h"
 
 namespace snowflake::daemon {
 
-struct Config;
+// What a backend's factory gets besides its own config keys (register_backends.h): the
+// [register] keys every backend shares, resolved.
+struct RegisterCommon {
+  std::filesystem::path file_path;  // register.path, or <state_dir>/register.json
+  uint32_t first_machine = 0;       // register.machines: the numbers it may hand out
+  uint32_t last_machine = kMaxMachine;
+};
 
 // Which store a networked register is, as far as its answers tell: the cluster's id and
 // the newest revision seen. A store restored from a backup answers with an older revision
@@ -77,8 +87,8 @@ enum class RegisterErrorCode {
   // deleted or taken over). Final: stop serving at once and exit non-zero, so the service
   // manager restarts the daemon and it claims anew.
   kClaimLost,
-  kTimedOut,        // the register did not answer within its bound (a lock held by
-                    // another process, a slow store); nothing was changed, retry later
+  kTimedOut,  // the register did not answer within its bound (a lock held by
+              // another process, a slow store); nothing was changed, retry later
   // A networked register's servers did not answer (etcd: no endpoint reachable, no
   // quorum, no leader). A write that ended this way is NOT committed. Transient: retry
   // (at startup the daemon waits for the register with a backoff; while serving the
@@ -88,11 +98,29 @@ enum class RegisterErrorCode {
   // cluster id changed (restored from a backup, or replaced), and no operator fenced the
   // restore above this host's IDs. Its marks cannot be trusted: refuse to start.
   kRolledBack,
+  // The backend has no such operation (the static backend keeps no register to list or
+  // release; only etcd can be restored from a backup, so only it has RaiseAll). Nothing was
+  // done: the message says what to use instead.
+  kUnsupported,
 };
 
 struct RegisterError {
   RegisterErrorCode code;
   std::string message;  // a sentence naming the register, the number and what to do
+};
+
+// One number as an operator sees it (`snowflakectl register list`), whatever the backend.
+struct RegisterListEntry {
+  uint32_t machine = 0;
+  std::string holder;         // "" = free (the mark, if any, is kept)
+  std::string host;           // "" where the backend records none (file)
+  int64_t pid = 0;            // 0: not known
+  int64_t since_unix_ms = 0;  // when the holder claimed it; 0: not known
+  bool live = false;          // a running daemon holds it now
+  // Seconds left on the holder's lease, for backends with leases (etcd); -1: expired.
+  // nullopt: the backend has no leases.
+  std::optional<int64_t> lease_left_s;
+  std::optional<int64_t> high_water_unix_ms;  // nullopt: no mark recorded
 };
 
 // Implementations are NOT required to be thread-safe: the daemon calls them from one
@@ -145,14 +173,32 @@ class MachineRegister {
   // Called by the thread that calls the other functions.
   virtual RegisterIdentity identity() const noexcept { return {}; }
 
+  // The operator's operations (`snowflakectl register list|show|release|raise-all`). They
+  // work on a register object that has not claimed (the CLI makes one from the daemon's
+  // config); they never touch a number a live daemon holds, nor lower a mark.
+  //
+  // Every number the register records, ascending. Errors: kUnsupported (the backend keeps
+  // no register: this default), kCorrupt, kUnreadable, kUnreachable.
+  [[nodiscard]] virtual tl::expected<std::vector<RegisterListEntry>, RegisterError>
+  ListNumbers() noexcept;
+  // Frees `machine` for another holder, keeping its high-water mark. Errors: kUnsupported
+  // (this default), kInUse (a live daemon holds it), kInvalidRequest (nothing recorded for
+  // it), kCorrupt, kUnreadable, kUnreachable.
+  [[nodiscard]] virtual tl::expected<void, RegisterError> Release(uint32_t machine) noexcept;
+  // After the register was restored from a backup: raises every number's mark to at least
+  // above_unix_ms and records the fence; returns how many marks it raised.
+  //
+  // An optional operation rather than a capability query: only the backend knows why it
+  // has none (a file register is never restored behind the daemon's back), so it says so in
+  // its kUnsupported error, and a caller cannot ask one thing and then do another.
+  // Errors: kUnsupported (this default), and the backend's own (etcd_register.h).
+  [[nodiscard]] virtual tl::expected<int, RegisterError> RaiseAll(int64_t above_unix_ms) noexcept;
+
   // "file", "static", ...
   virtual std::string_view backend_name() const noexcept = 0;
   // Where the register is, for logs and status ("/var/lib/snowflaked/register.json").
   virtual std::string location() const = 0;
 };
-
-// The backend config.machine_register names. Never null.
-std::unique_ptr<MachineRegister> MakeMachineRegister(const Config& config);
 
 }  // namespace snowflake::daemon
 

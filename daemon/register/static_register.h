@@ -9,13 +9,29 @@
 #ifndef SNOWFLAKE_DAEMON_STATIC_REGISTER_H_
 #define SNOWFLAKE_DAEMON_STATIC_REGISTER_H_
 
+#include <toml++/toml.h>
+
 #include <filesystem>
 #include <optional>
 
 #include "daemon/base/file_lock.h"
+#include "daemon/base/toml_fields.h"
 #include "daemon/register/machine_register.h"
 
 namespace snowflake::daemon {
+
+// The static backend's own [register] key: register.machine.
+struct StaticRegisterConfig {
+  uint32_t machine = 0;
+  friend bool operator==(const StaticRegisterConfig&, const StaticRegisterConfig&) = default;
+};
+// Reads register.machine from the whole [register] table. Errors (naming the source, the
+// line and the key): missing, not an integer, outside 0-1023.
+[[nodiscard]] tl::expected<StaticRegisterConfig, ConfigError> ParseStaticRegisterConfig(
+    const toml::table& register_table, std::string_view source) noexcept;
+// The register for own.machine with the host's lock directory; common is not used.
+std::unique_ptr<MachineRegister> MakeStaticRegister(const StaticRegisterConfig& own,
+                                                    const RegisterCommon& common);
 
 class StaticRegister final : public MachineRegister {
  public:
@@ -30,6 +46,11 @@ class StaticRegister final : public MachineRegister {
   // Nothing to record; always succeeds once claimed (kNotClaimed before).
   tl::expected<void, RegisterError> UpdateHighWater(int64_t unix_ms) noexcept override;
   tl::expected<void, RegisterError> RecordCleanStop(int64_t last_issued_unix_ms) noexcept override;
+  // The static backend keeps no register: each fails with kUnsupported, saying the number
+  // is register.machine in the config.
+  tl::expected<std::vector<RegisterListEntry>, RegisterError> ListNumbers() noexcept override;
+  tl::expected<void, RegisterError> Release(uint32_t machine) noexcept override;
+  tl::expected<int, RegisterError> RaiseAll(int64_t above_unix_ms) noexcept override;
   std::string_view backend_name() const noexcept override { return "static"; }
   std::string location() const override;
 

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -118,6 +119,47 @@ TEST(RegisterCommand, FileListShowsTheHolderAndReleaseRefusesALiveOne) {
   const auto shown = nlohmann::json::parse(show.out);
   EXPECT_EQ(shown["holder"], "");
   EXPECT_EQ(shown["high_water_unix_ms"], kEpoch + 77);
+}
+
+// The static backend keeps no register and only etcd can be restored behind the daemons'
+// back: each refusal is a usage error (exit 2) that names the config and what to do, and
+// touches nothing.
+TEST(RegisterCommand, BackendsWithoutAnOperationRefuseItNamingTheConfig) {
+  // Arrange
+  testing::TempDir dir("register-cli-unsupported");
+  const std::string static_config = (dir / "static.toml").string();
+  const std::string file_config = (dir / "file.toml").string();
+  std::ofstream(static_config) << "[register]\nbackend = \"static\"\nmachine = 5\n";
+  std::ofstream(file_config) << "[register]\npath = \"" << (dir / "register.json").string()
+                             << "\"\n";
+  const std::string above = "2026-06-01T00:00:00Z";
+
+  // Act
+  const auto list = Ctl({"register", "list", "--config", static_config});
+  const auto show = Ctl({"register", "show", "5", "--config", static_config});
+  const auto release = Ctl({"register", "release", "5", "--config", static_config});
+  const auto raise_static =
+      Ctl({"register", "raise-all", "--above", above, "--config", static_config});
+  const auto raise_file = Ctl({"register", "raise-all", "--above", above, "--config", file_config});
+
+  // Assert
+  EXPECT_TRUE(list.status.ExitedWith(2)) << list.err;
+  EXPECT_EQ(list.err, "snowflakectl: " + static_config +
+                          ": register.backend is \"static\": there is no register to show (the "
+                          "number is register.machine in the config)\n");
+  EXPECT_TRUE(show.status.ExitedWith(2)) << show.err;
+  EXPECT_EQ(show.err, list.err);
+  EXPECT_TRUE(release.status.ExitedWith(2)) << release.err;
+  EXPECT_NE(release.err.find(static_config + ": register.backend is \"static\": there is no "
+                                             "register to release"),
+            std::string::npos)
+      << release.err;
+  EXPECT_TRUE(raise_static.status.ExitedWith(2)) << raise_static.err;
+  EXPECT_TRUE(raise_file.status.ExitedWith(2)) << raise_file.err;
+  EXPECT_EQ(raise_file.err, "snowflakectl: " + file_config +
+                                ": raise-all is for the etcd register; a file register is this "
+                                "host's own and is never restored behind the daemon's back\n");
+  EXPECT_FALSE(std::filesystem::exists(dir / "register.json"));
 }
 
 }  // namespace

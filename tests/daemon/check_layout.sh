@@ -3,8 +3,8 @@
 # each finding, when:
 #   - a file of daemon/ is missing from the parts table of docs/architecture.md (every
 #     file is listed by its path under daemon/, e.g. `core/fill_loop.h/.cc`);
-#   - an include points up: base/ includes only base/; config/ only base/ and config/;
-#     register/ only base/, config/ and register/ (the CLI links exactly these three);
+#   - an include points up: base/ includes only base/; register/ only base/ and register/;
+#     config/ only base/, register/ and config/ (the CLI links exactly these three);
 #     metrics/ only base/ and metrics/ (every part reports into it); fronts/ (what every
 #     front shares) nothing of a front (http/) nor of the process at the top;
 #   - daemon/ includes a header of cli/, or cli/ includes a daemon header outside
@@ -44,13 +44,13 @@ done < <(find "$root/daemon" -type f | sort)
 allowed_below() {
   case "$1" in
     base) echo "base" ;;
-    config) echo "base config" ;;
-    register) echo "base config register" ;;
+    register) echo "base register" ;;
+    config) echo "base register config" ;;
     metrics) echo "base metrics" ;;
-    fronts) echo "base config register metrics core control fronts" ;;
+    fronts) echo "base register config metrics core control fronts" ;;
   esac
 }
-for part in base config register metrics fronts; do
+for part in base register config metrics fronts; do
   allowed=$(allowed_below "$part")
   while IFS=: read -r file _ line; do
     target=$(sed -n 's/.*#include "daemon\/\([a-z_]*\)\/.*/\1/p' <<<"$line")

@@ -92,12 +92,12 @@ status_interval_ms = 2000
   EXPECT_EQ(sut->daemon.log_level, "debug");
   EXPECT_EQ(sut->daemon.group, "snowflake");
   EXPECT_EQ(sut->id.epoch_unix_ms, 1'700'000'000'000);
-  EXPECT_EQ(sut->machine_register.backend, RegisterBackend::kStatic);
+  EXPECT_EQ(sut->machine_register.backend(), "static");
   EXPECT_EQ(sut->machine_register.path, "/tmp/reg.json");
   EXPECT_EQ(sut->machine_register.first_machine, 3u);
   EXPECT_EQ(sut->machine_register.last_machine, 7u);
   EXPECT_EQ(sut->machine_register.holder_id, "host-a");
-  EXPECT_EQ(sut->machine_register.machine, 5u);
+  EXPECT_EQ(std::get<StaticRegisterConfig>(sut->machine_register.options).machine, 5u);
   EXPECT_EQ(sut->clock.max_backward_ms, 20);
   EXPECT_EQ(sut->ring.capacity, 1024u);
   EXPECT_EQ(sut->ring.max_age_ms, 10);

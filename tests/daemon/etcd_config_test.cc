@@ -25,8 +25,8 @@ TEST(EtcdConfig, DefaultsApplyWithEndpointsOnly) {
   auto sut = ParseConfig(With("endpoints = [\"http://127.0.0.1:2379\", \"https://e2:2379/\"]\n"),
                          "x");
   ASSERT_TRUE(sut) << sut.error().message;
-  const auto& etcd = sut->machine_register.etcd;
-  EXPECT_EQ(sut->machine_register.backend, RegisterBackend::kEtcd);
+  const auto& etcd = std::get<EtcdRegisterConfig>(sut->machine_register.options);
+  EXPECT_EQ(sut->machine_register.backend(), "etcd");
   EXPECT_EQ(etcd.endpoints,
             (std::vector<std::string>{"http://127.0.0.1:2379", "https://e2:2379"}));
   EXPECT_EQ(etcd.prefix, "/snowflaked/");
@@ -44,7 +44,7 @@ TEST(EtcdConfig, ReadsEveryKey) {
       "password_file = \"/etc/pw\"\n",
       "x");
   ASSERT_TRUE(sut) << sut.error().message;
-  const auto& etcd = sut->machine_register.etcd;
+  const auto& etcd = std::get<EtcdRegisterConfig>(sut->machine_register.options);
   EXPECT_EQ(sut->machine_register.last_machine, 511u);
   EXPECT_EQ(etcd.prefix, "/fleet-a/");
   EXPECT_EQ(etcd.lease_ttl_s, 4);

@@ -422,13 +422,14 @@ TEST(MachineLock, AnUnusableHostLockDirectoryIsAClearError) {
 
 TEST(MachineRegister, FactoryFollowsTheConfig) {
   Config config;
-  config.machine_register.backend = RegisterBackend::kStatic;
-  config.machine_register.machine = 3;
+  config.machine_register.options = StaticRegisterConfig{.machine = 3};
 
-  auto sut = MakeMachineRegister(config);
+  auto sut = MakeMachineRegister(config.machine_register, config.daemon.state_dir);
 
   EXPECT_EQ(sut->backend_name(), "static");
-  EXPECT_EQ(MakeMachineRegister(Config{})->backend_name(), "file");
+  EXPECT_EQ(sut->location(), "register.machine = 3");
+  EXPECT_EQ(MakeMachineRegister(RegisterConfig{}, "/srv")->backend_name(), "file");
+  EXPECT_EQ(MakeMachineRegister(RegisterConfig{}, "/srv")->location(), "/srv/register.json");
 }
 
 TEST(MachineRegister, HolderIdIsConfiguredOrMachineIdAndInstance) {
