@@ -7,6 +7,9 @@
 #
 #   packages_under_systemd.sh SOURCE_DIR WORK_DIR
 #
+# Under ctest the packages come from the fixture snowflake_debs (build_packages.sh, shared
+# with tests/container/) through SNOWFLAKE_SYSTEM_TEST_DEBS; run alone, it builds them.
+#
 # Exit 0: every check passed. Exit 77 (ctest SKIP_RETURN_CODE): nspawn is impossible here
 # (not root, no systemd-nspawn, no cgroups, no cached tree and no way to make one); the
 # reason is printed. Anything else: a check failed.

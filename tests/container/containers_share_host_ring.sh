@@ -1,0 +1,491 @@
+#!/usr/bin/env bash
+# Containers take IDs from the host's daemon: one machine number per host, shared through
+# the host's runtime directory, never one per container.
+#
+#   containers_share_host_ring.sh SOURCE_DIR WORK_DIR DEBS_DIR SNOWFLAKED SNOWFLAKECTL \
+#                                 TAKE_IDS PYTHONPATH
+#
+# DEBS_DIR holds the output of scripts/package (version N, as the system test builds it).
+# Part 1 (the ring): a snowflaked on the host (the build's binary, a runtime directory on
+# tmpfs, group 4101 = the image's snowflaked group); containers of the image
+# deploy/Containerfile builds take IDs through the bind-mounted directory with
+# snowflakectl, a C ABI program (TAKE_IDS) and Python while the host takes too; every ID
+# of the union is unique and carries the host daemon's machine number; a container user
+# not in the group, and a user namespace that does not map the group, are refused with
+# the client's permission_denied error naming the group; a daemon restart on the host
+# (with a new segment) is reported inside at once and taking continues from the new
+# segment.
+# Part 2 (Kubernetes): deploy/kubernetes/snowflaked.yaml's DaemonSet pod template, played
+# as a Pod with `podman kube play` (podman 4.3 plays no DaemonSet) against a real etcd on
+# 127.0.0.1, and deploy/kubernetes/example-app.yaml's Deployment beside it; the app takes
+# IDs through the hostPath, the front answers on the liveness probe's path.
+#
+# Images are made offline: the system test's cached Debian 12 tree (debootstrap) is
+# imported as localhost/debian:bookworm, and `podman build` makes
+# localhost/snowflaked:VERSION from deploy/Containerfile with the .debs; nothing is ever
+# pulled (--pull=never, no registries configured). podman keeps its images under
+# $SNOWFLAKE_NSPAWN_CACHE_ROOT/podman (default /var/cache/snowflake-test/podman), apart
+# from the host's own podman storage.
+#
+# If podman cannot run a container here (checked with `podman run` of the imported image,
+# with crun and then runc), the test says why and runs the same checks in systemd-nspawn
+# containers of the same tree with the packages installed.
+#
+# Exit 0: every check passed. 77 (ctest SKIP_RETURN_CODE): neither podman nor nspawn can
+# run here (not root, tools missing, no tree); the reason is printed. Else a check failed.
+set -uo pipefail
+
+source_dir=$1
+work=$2
+debs=$3
+snowflaked=$4
+snowflakectl=$5
+take_ids=$6
+pythonpath=$7
+cache_root=${SNOWFLAKE_NSPAWN_CACHE_ROOT:-/var/cache/snowflake-test}
+tree=$cache_root/bookworm
+podman_root=$cache_root/podman
+engine=${SNOWFLAKE_CONTAINER_ENGINE:-auto}   # auto, podman or nspawn (to test the fallback)
+group_id=4101                                # the image's snowflaked group (Containerfile)
+app_uid=1000
+
+skip() { echo "SKIP: $*"; exit 77; }
+fail() {
+  echo "FAIL: $*" >&2
+  # A client in a container judges a live daemon dead when it cannot see the daemon's pid
+  # (another pid namespace) and the heartbeat is more than 10 ms old: say so when it was
+  # that, rather than leave "gone" unexplained.
+  if [ -n "${daemon_pid:-}" ] && kill -0 "$daemon_pid" 2>/dev/null &&
+     grep -qs "gone without shutting down" "$work"/*.err "$work"/*.out "$work"/ids/*; then
+    echo "NOTE: the host's daemon (pid $daemon_pid) is alive: a client in a container" \
+         "reported it dead (its pid is not in the container's pid namespace, and its" \
+         "heartbeat was late by more than 10 ms)" >&2
+  fi
+  exit 1
+}
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+later_than() { awk -v t="$1" -v n="$(now)" 'BEGIN { exit !(n > t) }'; }
+test_start=$(now)
+step_start=$test_start
+step() {
+  [ -n "${step_name:-}" ] && echo "  ok  $step_name ($(elapsed "$step_start") s)"
+  step_name=$1
+  step_start=$(now)
+  echo "---- $step_name"
+}
+# wait_until SECONDS DESCRIPTION COMMAND...: polls every 0.1 s.
+wait_until() {
+  local limit=$1 what=$2 deadline
+  shift 2
+  deadline=$(awk -v n="$(now)" -v l="$limit" 'BEGIN { printf "%.3f", n + l }')
+  until "$@"; do
+    later_than "$deadline" && fail "$what: not within $limit s"
+    sleep 0.1
+  done
+}
+# machines FILES...: the distinct machine numbers in the IDs (bits 12-21) of the files.
+machines() { cat "$@" | grep -h '^[0-9]' | python3 -c 'import sys; print(" ".join(sorted({str((int(l) >> 12) & 1023) for l in sys.stdin})))'; }
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+[ "$(id -u)" -eq 0 ] || skip "containers need root (running as uid $(id -u))"
+[ -x "$tree/lib/systemd/systemd" ] || skip "no cached Debian tree at $tree: the system test" \
+  "(system_packages_under_systemd) makes it with debootstrap; run it once"
+version=$(sed -n 's/^project([^)]*VERSION \([0-9.]*\).*/\1/p' "$source_dir/CMakeLists.txt")
+arch=$(dpkg --print-architecture)
+image=localhost/snowflaked:$version
+for p in snowflaked libsnowflake0 python3-snowflake; do
+  [ -f "$debs/${p}_${version}_$arch.deb" ] || fail "no $debs/${p}_${version}_$arch.deb (scripts/package)"
+done
+
+rm -rf "$work"
+mkdir -p "$work"
+run_dir=$(mktemp -d /dev/shm/snowflake-container-test.XXXXXX)   # tmpfs, as /run is
+daemon_pid=""
+etcd_pid=""
+podman_used=""
+nspawn_cgroups=()
+cleanup() {
+  local status=$?
+  [ -n "$daemon_pid" ] && kill -TERM "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null
+  if [ -n "$podman_used" ]; then
+    pm pod rm -f -t 2 -a > /dev/null 2>&1
+    pm rm -f -t 2 -a > /dev/null 2>&1
+    pm secret rm -a > /dev/null 2>&1
+  fi
+  [ -n "$etcd_pid" ] && kill -TERM "$etcd_pid" 2>/dev/null && wait "$etcd_pid" 2>/dev/null
+  for ((i = ${#nspawn_cgroups[@]} - 1; i >= 0; i--)); do
+    find "${nspawn_cgroups[$i]}" -depth -type d -exec rmdir {} \; 2>/dev/null
+  done
+  rm -rf "$run_dir"
+  [ -n "${podman_lock_fd:-}" ] && flock -u "$podman_lock_fd"
+  echo "---- total $(elapsed "$test_start") s"
+  exit $status
+}
+trap cleanup EXIT
+
+# ---- podman, with storage and configuration of the test's own.
+pm() {
+  CONTAINERS_CONF=$work/containers.conf CONTAINERS_REGISTRIES_CONF=$work/registries.conf \
+    podman --root "$podman_root/storage" --runroot "$podman_root/run" "$@"
+}
+podman_why=""
+podman_can_run() {
+  command -v podman > /dev/null || { podman_why="podman is not installed (scripts/setup installs it)"; return 1; }
+  mkdir -p "$podman_root"
+  exec {podman_lock_fd}>"$podman_root/.lock"
+  flock "$podman_lock_fd"
+  podman_used=1
+  # No registry at all: an image that is not here is an error, never a pull.
+  printf 'unqualified-search-registries = []\n' > "$work/registries.conf"
+  # The container's limits are the host's own: crun/runc may not raise them above the
+  # hard limits (no CAP_SYS_RESOURCE in a container), and podman lowers its own nproc.
+  local nofile nproc
+  nofile=$(ulimit -Hn); nproc=$(ulimit -Hu)
+  [ "$nofile" = unlimited ] && nofile=1048576
+  { [ "$nproc" = unlimited ] || [ "$nproc" -gt 32768 ]; } && nproc=32768
+  write_containers_conf() {
+    printf '[containers]\ndefault_ulimits = ["nofile=%s:%s", "nproc=%s:%s"]\n[engine]\nruntime = "%s"\n' \
+      "$nofile" "$nofile" "$nproc" "$nproc" "$1" > "$work/containers.conf"
+  }
+  write_containers_conf crun
+  pm pod rm -f -a > /dev/null 2>&1; pm rm -f -a > /dev/null 2>&1
+  # The base image: the cached tree, imported once per change of the tree.
+  local key
+  key=$(stat -c %Y "$tree/var/lib/dpkg/status")-$(stat -c %Y "$tree")
+  if [ "$(pm image inspect --format '{{index .Labels "snowflake.tree"}}' localhost/debian:bookworm 2>/dev/null)" != "$key" ]; then
+    echo "importing $tree as localhost/debian:bookworm"
+    tar -C "$tree" -c . | pm import --change "LABEL snowflake.tree=$key" - localhost/debian:bookworm \
+      > "$work/import.log" 2>&1 || { cat "$work/import.log"; podman_why="podman import failed"; return 1; }
+  else
+    echo "localhost/debian:bookworm is the cached tree's import ($key)"
+  fi
+  local runtime out
+  for runtime in crun runc; do
+    command -v "$runtime" > /dev/null || { podman_why+="$runtime: not installed; "; continue; }
+    write_containers_conf "$runtime"
+    if out=$(pm run --rm --pull=never --network none localhost/debian:bookworm true 2>&1); then
+      echo "podman $(pm version --format '{{.Client.Version}}') runs containers here with $runtime"
+      return 0
+    fi
+    echo "podman run with $runtime failed: $out"
+    podman_why+="$runtime: $out; "
+  done
+  return 1
+}
+
+# ---- systemd-nspawn: the same tree, copied once per run with the packages installed.
+nspawn_tree=$work/nspawn-tree
+nspawn_prepare() {
+  command -v systemd-nspawn > /dev/null || skip "podman cannot run containers ($podman_why) and systemd-nspawn is not installed"
+  local hierarchy name=sfctest$$
+  for hierarchy in unified systemd; do
+    if [ -d "/sys/fs/cgroup/$hierarchy" ] && mkdir -p "/sys/fs/cgroup/$hierarchy/$name" 2>/dev/null; then
+      nspawn_cgroups+=("/sys/fs/cgroup/$hierarchy/$name")
+    fi
+  done
+  if [ ${#nspawn_cgroups[@]} -eq 0 ] && [ -f /sys/fs/cgroup/cgroup.procs ]; then
+    mkdir -p "/sys/fs/cgroup/$name" 2>/dev/null && nspawn_cgroups+=("/sys/fs/cgroup/$name")
+  fi
+  [ ${#nspawn_cgroups[@]} -gt 0 ] || skip "podman cannot run containers ($podman_why) and no cgroup for nspawn"
+  # nspawn is started from a cgroup of our own (there is no host systemd to make a scope).
+  for cg in "${nspawn_cgroups[@]}"; do echo $$ > "$cg/cgroup.procs"; done
+  cp -a "$tree" "$nspawn_tree"
+  mkdir -p "$cache_root/apt-archives"
+  groupadd -R "$nspawn_tree" --system --gid "$group_id" snowflaked
+  systemd-nspawn -q --register=no --keep-unit -D "$nspawn_tree" --pipe \
+    --bind="$cache_root/apt-archives:/var/cache/apt/archives" --bind-ro="$debs:/mnt/debs" \
+    env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+    /mnt/debs/snowflaked_"${version}_$arch.deb" /mnt/debs/libsnowflake0_"${version}_$arch.deb" \
+    /mnt/debs/python3-snowflake_"${version}_$arch.deb" > "$work/nspawn-apt.log" 2>&1 ||
+    { tail -20 "$work/nspawn-apt.log"; fail "apt install in the nspawn tree"; }
+}
+
+if [ "$engine" != nspawn ] && { step "can podman run containers here?"; podman_can_run; }; then
+  engine=podman
+else
+  [ "$engine" = nspawn ] && podman_why="SNOWFLAKE_CONTAINER_ENGINE=nspawn"
+  [ "$engine" = podman ] && fail "podman cannot run containers here: $podman_why"
+  echo "NOTE: podman cannot run containers here ($podman_why); running the same checks with systemd-nspawn"
+  engine=nspawn
+  step "nspawn: copy the tree and install the packages"
+  nspawn_prepare
+fi
+
+# in_ct [--no-group] [--userns] [--env K=V] CMD...: runs CMD as uid 1000 in a fresh
+# container with the host's runtime directory at /run/snowflaked and TAKE_IDS as
+# /usr/local/bin/take_ids; with the daemon's group unless --no-group; in a user
+# namespace that maps neither the host's root nor its group 4101 with --userns, or one that
+# maps exactly the group with --userns-map-group.
+in_ct() {
+  local groups=yes userns="" envs=()
+  while [[ ${1:-} == --* ]]; do
+    case $1 in
+      --no-group) groups="";;
+      --userns) userns=unmapped;;
+      --userns-map-group) userns=mapped;;
+      --env) envs+=("$2"); shift;;
+    esac
+    shift
+  done
+  if [ "$engine" = podman ]; then
+    local args=(run --rm --pull=never --network none --user "$app_uid:$app_uid"
+                -v "$run_dir:/run/snowflaked")
+    [ -n "$groups" ] && args+=(--group-add "$group_id")
+    for e in "${envs[@]}"; do args+=(--env "$e"); done
+    if [ -n "$userns" ]; then
+      # podman's id-shifted copy of the image's layers fails on some hosts (overlay on
+      # overlay: EPERM), so the user-namespace runs use the mounted image as an overlay
+      # root; /run is a fresh tmpfs the namespace's root owns (mount points go there).
+      args+=(--uidmap 0:200000:65536 --mount type=tmpfs,destination=/run,notmpcopyup
+             -v "$take_ids:/run/bin/take_ids:ro" --env PATH=/run/bin:/usr/bin:/bin)
+      if [ "$userns" = mapped ]; then
+        args+=(--gidmap "0:200000:$group_id" --gidmap "$group_id:$group_id:1"
+               --gidmap "$((group_id + 1)):$((200000 + group_id + 1)):$((65536 - group_id - 1))")
+      else
+        args+=(--gidmap 0:200000:65536)
+      fi
+      args+=(--rootfs "$image_mount:O" "$@")
+    else
+      args+=(-v "$take_ids:/usr/local/bin/take_ids:ro" --entrypoint "$1" "$image" "${@:2}")
+    fi
+    pm "${args[@]}"
+  else
+    local args=(-q --register=no --keep-unit -D "$nspawn_tree" --volatile=overlay --pipe
+                --bind="$run_dir:/run/snowflaked" --bind-ro="$take_ids:/usr/local/bin/take_ids"
+                --bind-ro=/proc/sys/kernel/random/boot_id:/run/host-boot-id)
+    if [ "$userns" = unmapped ]; then
+      args+=(--private-users=200000:65536 --private-users-ownership=map)
+    elif [ "$userns" = mapped ]; then
+      echo "nspawn maps one contiguous range only: the group cannot be mapped alone" >&2
+      return 99
+    fi
+    local priv=(setpriv --reuid="$app_uid" --regid="$app_uid" --clear-groups)
+    [ -n "$groups" ] && priv=(setpriv --reuid="$app_uid" --regid="$app_uid" --groups="$group_id")
+    # nspawn gives each container a boot id of its own, and a client refuses a segment
+    # whose boot id is not its host's ("left by an earlier boot"): the host's goes back
+    # over it (docs/kubernetes.md, "Other container engines").
+    systemd-nspawn "${args[@]}" env -i PATH=/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+      LANG=C.UTF-8 "${envs[@]}" sh -c \
+      'mount --bind /run/host-boot-id /proc/sys/kernel/random/boot_id && exec "$@"' sh \
+      "${priv[@]}" -- "$@"
+  fi
+}
+
+if [ "$engine" = podman ]; then
+  step "podman build -f deploy/Containerfile (base localhost/debian:bookworm, the .debs of $version)"
+  mkdir -p "$work/context" "$cache_root/apt-archives"
+  cp "$debs"/snowflaked_"${version}_$arch.deb" "$debs"/libsnowflake0_"${version}_$arch.deb" \
+     "$debs"/python3-snowflake_"${version}_$arch.deb" "$work/context/"
+  # The apt cache the system test fills: the packages' dependencies come from it (or, once,
+  # from the tree's Debian mirror), never from an image registry.
+  pm build --pull=never -f "$source_dir/deploy/Containerfile" \
+    --build-arg BASE=localhost/debian:bookworm -v "$cache_root/apt-archives:/var/cache/apt/archives" \
+    -t "$image" "$work/context" > "$work/build.log" 2>&1 ||
+    { tail -30 "$work/build.log"; fail "podman build of deploy/Containerfile"; }
+  grep -E "^(Get:|Fetched)" "$work/build.log" | tail -2
+  [ "$(pm run --rm --pull=never --network none "$image" --version)" = "snowflaked $version" ] ||
+    fail "$image does not run snowflaked $version"
+  pm image inspect --format '{{.Config.User}} {{.Config.Entrypoint}}' "$image"
+  [ "$(pm run --rm --pull=never --network none --entrypoint getent "$image" group snowflaked | cut -d: -f3)" = "$group_id" ] ||
+    fail "the image's group snowflaked is not gid $group_id"
+  image_mount=$(pm image mount "$image") || fail "podman image mount $image"
+fi
+
+# ---- Part 1: the host's daemon, containers and host processes share its ring.
+step "the host's snowflaked (group $group_id, runtime dir $run_dir)"
+mkdir -p "$work/host/state" "$work/host/lock"
+chgrp "$group_id" "$run_dir" && chmod 0750 "$run_dir"
+write_host_config() {
+  printf '[daemon]\nruntime_dir = "%s"\nstate_dir = "%s"\ngroup = "%s"\n[ring]\ncapacity = %s\n' \
+    "$run_dir" "$work/host/state" "$group_id" "$1" > "$work/host.toml"
+}
+# At nice -10, as the unit runs it (Nice=-10): its heartbeat stays on time on a busy host.
+start_daemon() {
+  SNOWFLAKE_HOST_LOCK_DIR=$work/host/lock nice -n -10 "$snowflaked" --config "$work/host.toml" \
+    >> "$work/daemon.log" 2>&1 &
+  daemon_pid=$!
+  wait_until 20 "the host daemon serving" \
+    sh -c "'$snowflakectl' --runtime-dir '$run_dir' status --json 2>/dev/null | grep -q '\"state\": *\"serving\"'"
+}
+write_host_config 4096
+start_daemon
+host_machine=$("$snowflakectl" --runtime-dir "$run_dir" status --json |
+  python3 -c 'import json, sys; print(json.load(sys.stdin)["machine"])')
+echo "host daemon pid $daemon_pid serves machine $host_machine"
+
+step "takes at once: host (snowflakectl, C, Python) and containers (snowflakectl, C, Python)"
+ids=$work/ids
+mkdir -p "$ids"
+py_take='import sys, snowflake
+with snowflake.Client("py") as c:
+    batch = c.next_batch(int(sys.argv[1]))
+    print("\n".join(map(str, batch)))
+    print("machine", c.decode(batch[-1]).machine)'
+export SNOWFLAKE_RUNTIME_DIR=$run_dir
+"$snowflakectl" next -n 20000 > "$ids/host-ctl" 2> "$work/host-ctl.err" &
+host_jobs=($!)
+"$take_ids" host-c 20000 > "$ids/host-c" 2> "$work/host-c.err" &
+host_jobs+=($!)
+if [ -n "$pythonpath" ]; then
+  PYTHONPATH=$pythonpath python3 -c "$py_take" 20000 > "$ids/host-py" 2> "$work/host-py.err" &
+  host_jobs+=($!)
+else
+  echo "this build has no Python module: the host takes with snowflakectl and C only"
+fi
+in_ct snowflakectl next -n 20000 > "$ids/ct-ctl" 2> "$work/ct-ctl.err" &
+ct_jobs=($!)
+in_ct take_ids ct-c 20000 > "$ids/ct-c" 2> "$work/ct-c.err" &
+ct_jobs+=($!)
+in_ct python3 -c "$py_take" 20000 > "$ids/ct-py" 2> "$work/ct-py.err" &
+ct_jobs+=($!)
+for job in "${host_jobs[@]}" "${ct_jobs[@]}"; do
+  wait "$job" || { tail -n 5 "$work"/*.err; fail "a taker failed (job $job)"; }
+done
+for f in "$ids"/*; do
+  n=$(grep -c '^[0-9]' "$f")
+  [ "$n" -eq 20000 ] || { head -3 "$f"; fail "$(basename "$f"): $n IDs, expected 20000"; }
+  grep '^[0-9]' "$f" | sort -n -c 2>/dev/null || fail "$(basename "$f"): IDs not increasing"
+  echo "$(basename "$f"): $n IDs, $(head -1 "$f") .. $(grep '^[0-9]' "$f" | tail -1)"
+done
+
+expected=$(( $(ls "$ids" | wc -l) * 20000 ))
+step "all $expected IDs are unique and carry the host's machine number $host_machine"
+all=$(cat "$ids"/* | grep -c '^[0-9]')
+unique=$(cat "$ids"/* | grep '^[0-9]' | sort -u | wc -l)
+echo "union: $all IDs, $unique distinct"
+[ "$all" -eq "$expected" ] && [ "$unique" -eq "$all" ] || fail "duplicates: $all IDs, $unique distinct"
+machines=$(machines "$ids"/*)
+echo "machine numbers in the IDs: $machines"
+[ "$machines" = "$host_machine" ] || fail "IDs carry machine numbers '$machines', expected $host_machine"
+for f in ct-c ct-py host-c ${pythonpath:+host-py}; do
+  grep -qx "machine $host_machine" "$ids/$f" || fail "$f decodes machine $(grep machine "$ids/$f")"
+done
+ct_status=$(in_ct snowflakectl status --json) || fail "snowflakectl status in a container"
+ct_machine=$(echo "$ct_status" | python3 -c 'import json, sys; print(json.load(sys.stdin)["machine"])')
+echo "snowflakectl status inside: machine $ct_machine"
+[ "$ct_machine" = "$host_machine" ] || fail "the container sees machine $ct_machine, the host $host_machine"
+
+step "a container user not in group $group_id is refused, with the group named"
+if in_ct --no-group snowflakectl next > "$work/nogroup.out" 2> "$work/nogroup.err"; then
+  fail "a user without the group took an ID: $(cat "$work/nogroup.out")"
+fi
+cat "$work/nogroup.err"
+grep -q "group snowflaked (gid $group_id)" "$work/nogroup.err" ||
+  fail "snowflakectl's error does not name group snowflaked (gid $group_id)"
+in_ct --no-group take_ids c 1 > "$work/nogroup-c.out" 2>&1 && fail "the C program took an ID without the group"
+cat "$work/nogroup-c.out"
+grep -q "^error permission_denied: .*snowflaked" "$work/nogroup-c.out" || fail "the C error is not permission_denied naming the group"
+py_refused='import snowflake
+try:
+    snowflake.Client("py")
+except snowflake.PermissionDeniedError as e:
+    print(e.code, e.message)
+else:
+    raise SystemExit("opened")'
+in_ct --no-group python3 -c "$py_refused" > "$work/nogroup-py.out" 2>&1 ||
+  { cat "$work/nogroup-py.out"; fail "Python without the group: no PermissionDeniedError"; }
+grep -q "^permission_denied .*snowflaked" "$work/nogroup-py.out" || fail "the Python error does not name the group"
+
+step "a user namespace that does not map group $group_id is refused (as with --userns=auto)"
+if in_ct --userns snowflakectl next > "$work/userns.out" 2> "$work/userns.err"; then
+  fail "a container in a user namespace without the group took an ID: $(cat "$work/userns.out")"
+fi
+cat "$work/userns.err"
+# Inside such a namespace the directory's group shows as the overflow group.
+grep -q "permission denied entering runtime directory /run/snowflaked .*(gid 65534)" "$work/userns.err" ||
+  fail "the error does not say the runtime directory's group is unmapped (gid 65534)"
+in_ct --userns take_ids c 1 > "$work/userns-c.out" 2>&1 && fail "the C program took an ID in the user namespace"
+grep -q "^error permission_denied: " "$work/userns-c.out" || { cat "$work/userns-c.out"; fail "the C error is not permission_denied"; }
+if [ "$engine" = podman ]; then
+  step "a user namespace that maps group $group_id to itself takes IDs"
+  in_ct --userns-map-group take_ids c 10 > "$ids/ct-userns" 2> "$work/userns-mapped.err" ||
+    { cat "$ids/ct-userns" "$work/userns-mapped.err"; fail "the mapped user namespace could not take"; }
+  grep -qx "machine $host_machine" "$ids/ct-userns" || fail "mapped user namespace: $(tail -1 "$ids/ct-userns")"
+  echo "10 IDs, $(head -1 "$ids/ct-userns") .. ($(tail -1 "$ids/ct-userns"))"
+fi
+
+step "a restart on the host (new segment: another ring capacity) is seen inside at once"
+old_inode=$(stat -c %i "$run_dir/snowflake.ring")
+in_ct take_ids watcher watch > "$work/watch.out" 2> "$work/watch.err" &
+watcher=$!
+wait_until 60 "the container's watcher taking IDs" grep -q ready "$work/watch.err"
+kill -TERM "$daemon_pid"; wait "$daemon_pid"
+daemon_pid=""
+write_host_config 2048
+start_daemon
+new_inode=$(stat -c %i "$run_dir/snowflake.ring")
+[ "$new_inode" != "$old_inode" ] || fail "the restarted daemon reused the segment (inode $old_inode)"
+wait "$watcher" || { tail -5 "$work/watch.out" "$work/watch.err"; fail "the container's watcher did not see the restart"; }
+grep '^error' "$work/watch.out"
+grep -q '^error daemon_stopped' "$work/watch.out" || fail "the watcher was not told daemon_stopped"
+grep '^[0-9]' "$work/watch.out" > "$ids/ct-watch"
+sort -n -c "$ids/ct-watch" 2>/dev/null || fail "the watcher's IDs went backwards across the restart"
+echo "ring file inode $old_inode -> $new_inode; the watcher took $(wc -l < "$ids/ct-watch") IDs, 100 of them after the restart"
+all=$(cat "$ids"/* | grep -c '^[0-9]'); unique=$(cat "$ids"/* | grep '^[0-9]' | sort -u | wc -l)
+[ "$unique" -eq "$all" ] || fail "duplicates after the restart: $all IDs, $unique distinct"
+kill -TERM "$daemon_pid"; wait "$daemon_pid"
+daemon_pid=""
+unset SNOWFLAKE_RUNTIME_DIR
+
+# ---- Part 2: the DaemonSet's pod and the example Deployment.
+step "a real etcd on 127.0.0.1 for the DaemonSet's register"
+client_port=$(free_port); peer_port=$(free_port); http_port=$(free_port)
+etcd --name ct --data-dir "$work/etcd" --listen-client-urls "http://127.0.0.1:$client_port" \
+  --advertise-client-urls "http://127.0.0.1:$client_port" --listen-peer-urls "http://127.0.0.1:$peer_port" \
+  --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
+  --initial-cluster "ct=http://127.0.0.1:$peer_port" --logger=zap > "$work/etcd.log" 2>&1 &
+etcd_pid=$!
+wait_until 20 "etcd healthy" sh -c "curl -sf http://127.0.0.1:$client_port/health | grep -q true"
+
+step "deploy/kubernetes: the DaemonSet's pod template as a Pod, hostPaths under the test's directory"
+kube=$work/kube
+python3 "$source_dir/tests/container/kube_pods.py" "$source_dir/deploy/kubernetes" "$kube" \
+  --host-root "$kube/node" --version "$version" --etcd "http://127.0.0.1:$client_port" \
+  --http-port "$http_port" || fail "deploy/kubernetes does not hold what the test expects"
+mkdir -p "$kube/node/etc"
+python3 -c 'import uuid; print(uuid.uuid4().hex)' > "$kube/node/etc/machine-id"
+fact() { python3 -c 'import json, sys; print(eval("f" + sys.argv[2], {"f": json.load(open(sys.argv[1]))}))' "$kube/facts.json" "$1"; }
+node_run=$(fact '["host_paths"]["runtime"]["test"]')
+if [ "$engine" = podman ]; then
+  pm kube play "$kube/secret.yaml" > /dev/null || fail "podman kube play of the Secret"
+  pm kube play --network host --configmap "$kube/configmap.yaml" "$kube/daemon-pod.yaml" \
+    > "$work/play-daemon.log" 2>&1 || { cat "$work/play-daemon.log"; fail "podman kube play of the DaemonSet's pod"; }
+  daemon_ctr=$(fact '["daemon_pod"]')-$(fact '["daemon_container"]')
+else
+  echo "nspawn: the pod's init command and the daemon, as the pod spec gives them"
+  fail "the Kubernetes part needs podman kube play; podman cannot run here ($podman_why)"
+fi
+healthz() { curl -sf "http://127.0.0.1:$http_port$(fact '["liveness_path"]')" > "$work/healthz.json" 2>/dev/null; }
+wait_until 60 "the DaemonSet's daemon answering its liveness probe" healthz
+cat "$work/healthz.json"; echo
+[ "$(stat -c %u:%g:%a "$node_run")" = "$(fact '["daemon_user"]'):$group_id:750" ] ||
+  fail "the node's runtime directory is $(stat -c %u:%g:%a "$node_run")"
+kube_machine=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["machine"])' "$work/healthz.json")
+pm logs "$daemon_ctr" 2>&1 | grep -m1 "claimed machine\|from the etcd register" || true
+
+step "the example Deployment takes IDs through the hostPath (supplementalGroups $group_id)"
+pm kube play --network host "$kube/app.yaml" > "$work/play-app.log" 2>&1 ||
+  { cat "$work/play-app.log"; fail "podman kube play of the example Deployment"; }
+app_ctr=$(pm ps --format '{{.Names}}' | grep "^$(fact '["app_deployment"]')-pod.*-$(fact '["app_container"]')$" | head -1)
+[ -n "$app_ctr" ] || { pm ps -a; fail "no container of the example Deployment"; }
+app_ids() { [ "$(pm logs "$app_ctr" 2>/dev/null | grep -c '^[0-9]')" -ge 3 ]; }
+wait_until 30 "the example app printing 3 IDs" app_ids
+pm exec "$app_ctr" id
+pm exec "$app_ctr" snowflakectl next -n 5000 > "$ids/kube-app" || fail "snowflakectl in the app's pod"
+pm logs "$app_ctr" 2>/dev/null | grep '^[0-9]' > "$ids/kube-app-log"
+SNOWFLAKE_RUNTIME_DIR=$node_run "$snowflakectl" next -n 5000 > "$ids/kube-host" || fail "the node takes"
+curl -sf "http://127.0.0.1:$http_port/v1/ids?service=remote&count=100" |
+  python3 -c 'import json, sys; print("\n".join(json.load(sys.stdin)["ids"]))' > "$ids/kube-front" ||
+  fail "GET /v1/ids from the front (the Service's target)"
+all=$(cat "$ids"/kube-* | grep -c '^[0-9]'); unique=$(cat "$ids"/kube-* | grep '^[0-9]' | sort -u | wc -l)
+machines=$(machines "$ids"/kube-*)
+echo "app pod, app log, node and front: $all IDs, $unique distinct, machine numbers: $machines"
+[ "$unique" -eq "$all" ] || fail "duplicates among the pods' IDs"
+[ "$machines" = "$kube_machine" ] || fail "the pods' IDs carry '$machines', the daemon serves $kube_machine"
+
+step "removing the pods"
+pm pod rm -f -t 10 -a > /dev/null || fail "podman pod rm"
+step_name="removing the pods"
+echo "  ok  $step_name ($(elapsed "$step_start") s)"
+echo "PASS: containers ($engine) take from the host's ring; deploy/kubernetes runs in $(elapsed "$test_start") s"
