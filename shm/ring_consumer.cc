@@ -12,6 +12,7 @@
 #include "mapped_segment.h"
 #include "service_slot_codec.h"
 #include "snowflake/futex.h"
+#include "snowflake/pid_namespace.h"
 
 namespace snowflake::shm {
 namespace {
@@ -119,14 +120,18 @@ ProducerStatus RingConsumer::CheckProducer(std::chrono::nanoseconds max_heartbea
       return status;
   }
   // A SIGKILLed daemon leaves "serving" behind: its pid or its heartbeat tells. The pid
-  // alone is not trusted: a client in another pid namespace (a container sharing the
-  // runtime directory) cannot see a live daemon's pid. A daemon beats at least every 5 ms,
-  // so a missing pid counts only with a heartbeat older than kDeadPidBeatAge.
+  // counts only in the daemon's own pid namespace: a client in another one (a container
+  // sharing the runtime directory) cannot see a live daemon's pid, so there the heartbeat
+  // alone decides. A daemon older than the header's pid_namespace records none (0): its
+  // pid counts only with a heartbeat older than kDeadPidBeatAge, as before (it beats at
+  // least every 5 ms).
+  const uint32_t daemon_namespace = header_->pid_namespace.load(std::memory_order_relaxed);
+  const bool pid_visible = daemon_namespace == 0 || daemon_namespace == CurrentPidNamespace();
   if (status.heartbeat_in_future) {
     // A CLOCK_MONOTONIC reading of another boot (a segment that carries no boot id): it
     // says nothing about a daemon of this boot, so it is never read as fresh.
     status.health = ProducerHealth::kNotHeartbeating;
-  } else if (status.pid != 0 && status.heartbeat_age_ns > kDeadPidBeatAge.count() &&
+  } else if (pid_visible && status.pid != 0 && status.heartbeat_age_ns > kDeadPidBeatAge.count() &&
              kill(static_cast<pid_t>(status.pid), 0) != 0 && errno == ESRCH) {
     status.health = ProducerHealth::kDead;
   } else if (status.heartbeat_age_ns > static_cast<uint64_t>(max_heartbeat_age.count())) {

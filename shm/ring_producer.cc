@@ -19,6 +19,7 @@
 #include "service_slot_codec.h"
 #include "snowflake/futex.h"
 #include "snowflake/id_layout.h"
+#include "snowflake/pid_namespace.h"
 #include "snowflake/truncation_guard.h"
 
 namespace snowflake::shm {
@@ -115,6 +116,8 @@ void StoreFreshness(SegmentHeader& header, const ProducerOptions& options) {
   const BootId boot = BootIdOf(options);
   header.boot_id_high.store(boot.high, std::memory_order_relaxed);
   header.boot_id_low.store(boot.low, std::memory_order_relaxed);
+  header.pid_namespace.store(options.pid_namespace ? *options.pid_namespace : CurrentPidNamespace(),
+                             std::memory_order_relaxed);
   header.max_age_ms.store(options.max_age_ms, std::memory_order_relaxed);
   header.liveness_ms.store(options.liveness_ms, std::memory_order_relaxed);
   header.freshness_bound_ms.store(

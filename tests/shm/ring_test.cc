@@ -20,6 +20,7 @@
 
 #include "ring_test_util.h"
 #include "snowflake/id_layout.h"
+#include "snowflake/pid_namespace.h"
 #include "snowflake/ring_consumer.h"
 #include "snowflake/ring_producer.h"
 #include "temp_dir.h"
@@ -516,16 +517,23 @@ TEST(Ring, CheckProducerReportsAServingDaemonThatStoppedHeartbeating) {
   EXPECT_EQ(fresh.health, ProducerHealth::kServing);
 }
 
-TEST(Ring, CheckProducerReportsADaemonKilledWhileServing) {
-  TempDir dir;
-  { RingProducer creator = MakeProducer(dir.path(), 8); }
+// A daemon (a forked child reopening the segment with `options`) that serves, then is
+// SIGKILLed; what a consumer saw of it alive, and 20 ms after its death.
+struct KilledDaemon {
+  ProducerStatus alive;
+  ProducerStatus dead;
+  uint64_t child_pid = 0;
+  uint32_t recorded_namespace = 0;
+};
+KilledDaemon ServeThenKill(const ProducerOptions& options) {
+  { RingProducer creator = MakeProducer(options.runtime_dir, 8); }
   int ready[2];
-  ASSERT_EQ(pipe(ready), 0);
+  EXPECT_EQ(pipe(ready), 0);
   const pid_t child = fork();
-  ASSERT_GE(child, 0);
+  EXPECT_GE(child, 0);
   if (child == 0) {
     // The child reopens the segment as the serving daemon, says so, and waits to die.
-    auto producer = RingProducer::CreateOrOpen(OptionsFor(dir.path(), 8));
+    auto producer = RingProducer::CreateOrOpen(options);
     if (!producer) _exit(2);
     producer->SetState(DaemonState::kServing);
     const char byte = 'r';
@@ -534,23 +542,61 @@ TEST(Ring, CheckProducerReportsADaemonKilledWhileServing) {
   }
   close(ready[1]);
   char byte = 0;
-  ASSERT_EQ(read(ready[0], &byte, 1), 1) << "the child producer did not start";
+  EXPECT_EQ(read(ready[0], &byte, 1), 1) << "the child producer did not start";
   close(ready[0]);
-  RingConsumer consumer = MakeConsumer(dir.path());
-  const ProducerStatus alive = consumer.CheckProducer(1h);
-
-  ASSERT_EQ(kill(child, SIGKILL), 0);
+  RingConsumer consumer = MakeConsumer(options.runtime_dir);
+  KilledDaemon seen;
+  seen.child_pid = static_cast<uint64_t>(child);
+  seen.alive = consumer.CheckProducer(1h);
+  seen.recorded_namespace = consumer.header().pid_namespace.load();
+  EXPECT_EQ(kill(child, SIGKILL), 0);
   int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  // A missing pid counts once the heartbeat is 10 ms old (a live daemon in another pid
-  // namespace has a missing pid and a fresh heartbeat).
-  std::this_thread::sleep_for(20ms);
-  const ProducerStatus dead = consumer.CheckProducer(1h);
-
-  EXPECT_EQ(alive.health, ProducerHealth::kServing);
-  EXPECT_EQ(alive.pid, static_cast<uint64_t>(child));
+  EXPECT_EQ(waitpid(child, &status, 0), child);
   EXPECT_TRUE(WIFSIGNALED(status));
-  EXPECT_EQ(dead.health, ProducerHealth::kDead);
+  // A missing pid counts once the heartbeat is 10 ms old.
+  std::this_thread::sleep_for(20ms);
+  seen.dead = consumer.CheckProducer(1h);
+  return seen;
+}
+
+TEST(Ring, CheckProducerReportsADaemonKilledWhileServing) {
+  TempDir dir;
+  const KilledDaemon sut = ServeThenKill(OptionsFor(dir.path(), 8));
+
+  EXPECT_EQ(sut.alive.health, ProducerHealth::kServing);
+  EXPECT_EQ(sut.alive.pid, sut.child_pid);
+  EXPECT_EQ(sut.recorded_namespace, CurrentPidNamespace());
+  EXPECT_NE(sut.recorded_namespace, 0u) << "this test host has /proc";
+  EXPECT_EQ(sut.dead.health, ProducerHealth::kDead);
+}
+
+// A client in a container shares the runtime directory but not the daemon's pid
+// namespace: kill(pid, 0) answers ESRCH for a live daemon there. The header's namespace
+// says so, and the client judges the daemon by its heartbeat alone: a heartbeat 20 ms old
+// is within the caller's limit, so the daemon still counts as serving, and past the
+// limit it is not heartbeating, never "dead" on the word of an invisible pid.
+TEST(Ring, CheckProducerNeverProbesThePidOfADaemonInAnotherPidNamespace) {
+  TempDir dir;
+  ProducerOptions options = OptionsFor(dir.path(), 8);
+  options.pid_namespace = CurrentPidNamespace() + 1;
+  const KilledDaemon sut = ServeThenKill(options);
+
+  EXPECT_EQ(sut.recorded_namespace, CurrentPidNamespace() + 1);
+  EXPECT_EQ(sut.alive.health, ProducerHealth::kServing);
+  EXPECT_EQ(sut.dead.health, ProducerHealth::kServing) << "the pid was probed";
+  RingConsumer consumer = MakeConsumer(dir.path());
+  EXPECT_EQ(consumer.CheckProducer(5ms).health, ProducerHealth::kNotHeartbeating);
+}
+
+// A daemon older than the field records no namespace (0): its pid is probed as before.
+TEST(Ring, CheckProducerProbesThePidWhenTheDaemonRecordedNoNamespace) {
+  TempDir dir;
+  ProducerOptions options = OptionsFor(dir.path(), 8);
+  options.pid_namespace = 0;
+  const KilledDaemon sut = ServeThenKill(options);
+
+  EXPECT_EQ(sut.recorded_namespace, 0u);
+  EXPECT_EQ(sut.dead.health, ProducerHealth::kDead);
 }
 
 TEST(Ring, AwaitPublishWakesOnPublish) {

@@ -212,8 +212,8 @@ class RingConsumer {
   // --- Slow path: every call below may make system calls.
 
   // Reads the daemon's state; for a serving daemon also checks the heartbeat is younger
-  // than `max_heartbeat_age` (and not in the future: kNotHeartbeating) and that its pid
-  // exists.
+  // than `max_heartbeat_age` (and not in the future: kNotHeartbeating) and, when the
+  // client shares the daemon's pid namespace, that its pid exists.
   ProducerStatus CheckProducer(std::chrono::nanoseconds max_heartbeat_age) const noexcept;
 
   // The futex word consumers sleep on; read it BEFORE re-checking the ring.

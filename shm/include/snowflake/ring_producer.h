@@ -49,6 +49,9 @@ struct ProducerOptions {
   // another (or none) is never reopened. nullopt: CurrentBootId() (snowflake/boot_id.h);
   // tests name another boot here.
   std::optional<BootId> boot_id = std::nullopt;
+  // This process's pid namespace, written into the header at create and reopen. nullopt:
+  // CurrentPidNamespace() (snowflake/pid_namespace.h); tests name another here.
+  std::optional<uint32_t> pid_namespace = std::nullopt;
 };
 
 // How a replacement segment starts (RingProducer::CreateReplacement).

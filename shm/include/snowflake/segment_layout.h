@@ -128,7 +128,11 @@ struct alignas(kPageSize) SegmentHeader {
   std::atomic<uint32_t> liveness_ms;                     // daemon.liveness_ms
   // max_age_ms + liveness_ms; 0 = no bound (a producer other than the daemon: tests).
   std::atomic<uint32_t> freshness_bound_ms;
-  std::atomic<uint32_t> reserved4;
+  // The daemon's pid namespace when it created or reopened the segment (the inode of its
+  // /proc/self/ns/pid, snowflake/pid_namespace.h). A client of another namespace (a
+  // container) cannot see the daemon's pid, so it judges liveness by the heartbeat alone.
+  // 0 = not recorded: these bytes were reserved zero (LAYOUT.md §8).
+  std::atomic<uint32_t> pid_namespace;
   // The kernel's boot id when the daemon created or reopened the segment (BootId in
   // snowflake/boot_id.h): a segment of another boot is never trusted, by the daemon (it
   // retires it) or by clients (no daemon runs). 0 and 0 = not recorded: these bytes were
@@ -166,7 +170,7 @@ static_assert(offsetof(SegmentHeader, drained_total) == 200 &&
 static_assert(offsetof(SegmentHeader, max_age_ms) == 256 &&
                   offsetof(SegmentHeader, liveness_ms) == 260 &&
                   offsetof(SegmentHeader, freshness_bound_ms) == 264 &&
-                  offsetof(SegmentHeader, reserved4) == 268 &&
+                  offsetof(SegmentHeader, pid_namespace) == 268 &&
                   offsetof(SegmentHeader, boot_id_high) == 272 &&
                   offsetof(SegmentHeader, boot_id_low) == 280,
               "LAYOUT.md: the freshness line and the boot id");
