@@ -22,6 +22,14 @@
 // CLOCK_REALTIME_COARSE read (what the freshness check of every take pays).
 // take_1t/ring is the raw TryTake (no count, no freshness check); take_1t/ring_fresh is
 // TryTakeFresh, the same plus the freshness check: their difference is its cost.
+//
+// Cold batches: batch_4096_cold/client takes 4,096 IDs with Client::NextBatch (called with
+// the span still missing after each short batch) from an idle daemon: before each burst,
+// untimed, it waits until the daemon's fill target is back at its idle value and no ID was
+// taken for over a second (the daemon is then dormant: it holds no IDs). The timed region
+// is the whole batch, refills included. Its baseline, batch_4096_cold/unhinted, is the
+// same batch through the previous release's protocol (RingConsumer takes, and refill
+// requests without a size hint), measured the same way in the same run.
 
 #include <benchmark/benchmark.h>
 
@@ -103,6 +111,22 @@ void RunBursts(benchmark::State& state, Prepare prepare, Take take) {
       static_cast<double>(total_ids) / static_cast<double>(state.iterations());
 }
 
+constexpr size_t kColdBatch = 4096;
+
+// Waits (untimed) until the daemon is idle again: its fill target back at `idle_target`
+// and, after that, kQuiet without a take (the daemon's demand window and its dormancy
+// are both one second of no takes). Returns kColdBatch, the burst's size.
+size_t AwaitIdle(const snowflake::shm::RingConsumer& ring, uint64_t idle_target) {
+  constexpr auto kQuiet = std::chrono::milliseconds(1100);
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  std::this_thread::sleep_for(kQuiet);
+  while (ring.header().fill_target.load(std::memory_order_relaxed) > idle_target &&
+         std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return kColdBatch;
+}
+
 // A fresh millisecond per burst keeps a generator's kBurst IDs under the per-ms cap.
 size_t FreshMillisecond() {
   WaitForMsAfter(RealtimeMs());
@@ -126,9 +150,13 @@ int main(int argc, char** argv) {
   // Google Benchmark has taken its --benchmark_... flags out of argv; the rest are ours.
   std::string runtime_dir;
   int bursts = 300;
+  int cold_bursts = 5;
   CLI::App app{"take_bench: takes from a running daemon's ring (Google Benchmark)"};
   app.add_option("--runtime-dir", runtime_dir, "the daemon's runtime directory")->required();
   app.add_option("--bursts", bursts, "bursts per benchmark")->check(CLI::Range(1, 1'000'000));
+  app.add_option("--cold-bursts", cold_bursts,
+                 "bursts per cold-batch benchmark (each waits over a second for an idle daemon)")
+      ->check(CLI::Range(1, 1000));
   CLI11_PARSE(app, argc, argv);
 
   static Context context;
@@ -140,6 +168,9 @@ int main(int argc, char** argv) {
   auto ring = snowflake::shm::RingConsumer::Open(runtime_dir);
   if (!ring) Abort(ring.error().message);
   context.ring.emplace(std::move(*ring));
+
+  // The daemon's idle fill target, read before this run takes anything.
+  const uint64_t idle_target = context.ring->header().fill_target.load(std::memory_order_relaxed);
 
   auto fill = [](size_t want) {
     return [want] { return AwaitFill(*context.ring, *context.client, want); };
@@ -265,6 +296,59 @@ int main(int argc, char** argv) {
       }));
   for (auto* b : registered) {
     b->UseManualTime()->Iterations(bursts)->Unit(benchmark::kMicrosecond);
+  }
+
+  std::vector<benchmark::internal::Benchmark*> cold;
+  cold.push_back(
+      benchmark::RegisterBenchmark("batch_4096_cold/client", [idle_target](benchmark::State& s) {
+        std::vector<uint64_t> out(kColdBatch);
+        size_t got_so_far = 0;
+        RunBursts(
+            s,
+            [&] {
+              got_so_far = 0;
+              return AwaitIdle(*context.ring, idle_target);
+            },
+            [&](size_t left) -> size_t {
+              // The span still missing: an empty ring asks for all of it at once.
+              auto n =
+                  context.client->NextBatch(std::span<uint64_t>(out.data() + got_so_far, left));
+              if (!n) Abort(n.error().message);
+              got_so_far += *n;
+              KeepValue(out[got_so_far - 1]);
+              return *n;
+            });
+      }));
+  cold.push_back(
+      benchmark::RegisterBenchmark("batch_4096_cold/unhinted", [idle_target](benchmark::State& s) {
+        std::vector<uint64_t> out(kColdBatch);
+        size_t got_so_far = 0;
+        snowflake::shm::RingConsumer& ring = *context.ring;
+        RunBursts(
+            s,
+            [&] {
+              got_so_far = 0;
+              return AwaitIdle(ring, idle_target);
+            },
+            [&](size_t left) -> size_t {
+              // Client::NextBatch's loop as it was before the size hint: take, and on an
+              // empty ring a refill request that says nothing of the size.
+              for (;;) {
+                const uint32_t seen = ring.wake_seq();
+                snowflake::shm::TakeResult result;
+                const size_t n = ring.TryTakeBatchFresh(out.data() + got_so_far, left, &result);
+                if (n > 0) {
+                  got_so_far += n;
+                  KeepValue(out[got_so_far - 1]);
+                  return n;
+                }
+                ring.AwaitPublish(seen, std::chrono::milliseconds(1),
+                                  result == snowflake::shm::TakeResult::kStale, /*want=*/0);
+              }
+            });
+      }));
+  for (auto* b : cold) {
+    b->UseManualTime()->Iterations(cold_bursts)->Unit(benchmark::kMicrosecond);
   }
 
   benchmark::RunSpecifiedBenchmarks();

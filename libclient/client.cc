@@ -486,11 +486,15 @@ class Client::Impl {
       Count(a, n);
       return n;
     }
-    return Slow([out](Attachment& at) {
-      TakeResult attempt;
-      const size_t n = at.ring.TryTakeBatchFresh(out.data(), out.size(), &attempt);
-      return Attempt{n, attempt == TakeResult::kStale};
-    });
+    // The ring is empty (or its front stale): ask for the whole batch at once, so the
+    // daemon publishes it in one pass instead of a fill target per wake-up.
+    return Slow(
+        [out](Attachment& at) {
+          TakeResult attempt;
+          const size_t n = at.ring.TryTakeBatchFresh(out.data(), out.size(), &attempt);
+          return Attempt{n, attempt == TakeResult::kStale};
+        },
+        out.size());
   }
 
   // The take behind a Client with remotes (RemotePool's LocalTake). Such a Client may have
@@ -533,9 +537,11 @@ class Client::Impl {
   const std::string& service() const noexcept { return service_; }
 
  private:
-  // The slow path: the ring was empty, or its front too old. `take` tries once.
+  // The slow path: the ring was empty, or its front too old. `take` tries once. `want`:
+  // how many IDs the caller still needs, sent to the daemon with each refill request as
+  // the segment's refill hint (0: a single take, the daemon's own fill target suffices).
   template <typename Take>
-  tl::expected<size_t, Error> Slow(Take take) noexcept {
+  tl::expected<size_t, Error> Slow(Take take, size_t want = 0) noexcept {
     try {
       const auto deadline = std::chrono::steady_clock::now() + options_.wait_timeout;
       for (;;) {
@@ -575,7 +581,7 @@ class Client::Impl {
             seen,
             std::min<std::chrono::nanoseconds>(
                 kWaitSlice, std::chrono::duration_cast<std::chrono::nanoseconds>(remaining)),
-            attempt.stale);
+            attempt.stale, want);
       }
     } catch (const std::exception& e) {
       return tl::unexpected(MakeError(ClientError::kSystemError, std::string("take: ") + e.what()));

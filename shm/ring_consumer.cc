@@ -140,18 +140,39 @@ ProducerStatus RingConsumer::CheckProducer(std::chrono::nanoseconds max_heartbea
   return status;
 }
 
-void RingConsumer::AwaitPublish(uint32_t seen, std::chrono::nanoseconds timeout,
-                                bool front_stale) noexcept {
+void RingConsumer::AwaitPublish(uint32_t seen, std::chrono::nanoseconds timeout, bool front_stale,
+                                uint64_t want) noexcept {
   // seq_cst increment, then a seq_cst re-check of tail: the other half of the handshake
   // in RingProducer::WakeConsumers (see there).
   consumer_->waiters.fetch_add(1, std::memory_order_seq_cst);
   const bool empty = consumer_->head.load(std::memory_order_seq_cst) >=
                      header_->tail.load(std::memory_order_seq_cst);
   if (empty || front_stale) {
+    if (want > 1) AddRefillHint(want);
+    // The hint is added BEFORE the request's seq_cst bump: a daemon pass that sees the
+    // bump (or starts after it) takes a hint that includes ours (RingProducer::
+    // TakeRefillHint; shm/model/README.md, E6).
     FutexBumpAndWake(consumer_->refill_request, 1);
     FutexWait(header_->wake_seq, seen, timeout);
   }
   consumer_->waiters.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void RingConsumer::AddRefillHint(uint64_t want) noexcept {
+  // Saturating add: a sum that would pass UINT32_MAX stays there (the daemon clamps any
+  // value to the ring's capacity anyway). Case analysis of the CAS: (1) it wins: our need
+  // is in the word; (2) it loses: another taker added or the daemon took the word (to 0);
+  // `current` is the new value and we add to it again.
+  const uint32_t need = static_cast<uint32_t>(std::min<uint64_t>(want, UINT32_MAX));
+  uint32_t current = consumer_->refill_hint.load(std::memory_order_relaxed);
+  for (;;) {
+    const uint32_t sum = current > UINT32_MAX - need ? UINT32_MAX : current + need;
+    // seq_cst: ordered before the refill_request bump that follows (also seq_cst).
+    if (consumer_->refill_hint.compare_exchange_weak(current, sum, std::memory_order_seq_cst,
+                                                     std::memory_order_relaxed)) {
+      return;
+    }
+  }
 }
 
 ServiceSlot* RingConsumer::ClaimServiceSlot(std::string_view service) noexcept {

@@ -585,6 +585,12 @@ uint32_t RingProducer::refill_request() const noexcept {
   return consumer_->refill_request.load(std::memory_order_acquire);
 }
 
+uint32_t RingProducer::TakeRefillHint() noexcept {
+  // An RMW: it reads the latest value, so it sees every hint added before a request bump
+  // that our earlier acquire load of refill_request observed.
+  return consumer_->refill_hint.exchange(0, std::memory_order_acq_rel);
+}
+
 void RingProducer::WaitForRefillRequest(uint32_t seen, std::chrono::nanoseconds timeout) noexcept {
   FutexWait(consumer_->refill_request, seen, timeout);
 }

@@ -16,7 +16,7 @@ DemandTracker::DemandTracker(uint64_t min_fill, uint64_t max_fill,
   SNOWFLAKE_REQUIRE(window.count() >= 1);
 }
 
-void DemandTracker::Record(TimePoint now, uint64_t taken) {
+void DemandTracker::Record(TimePoint now, uint64_t taken, uint64_t hinted) {
   const int64_t ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
   if (ms != current_.ms) {
@@ -26,8 +26,13 @@ void DemandTracker::Record(TimePoint now, uint64_t taken) {
       peaks_.push_back(current_);
     }
     current_ = Bucket{.ms = ms, .taken = 0};
+    current_taken_ = 0;
+    current_hinted_ = 0;
   }
-  current_.taken += taken;
+  // A hint and the takes it leads to are the same demand: count the larger, not both.
+  current_taken_ += taken;
+  current_hinted_ = std::max(current_hinted_, hinted);
+  current_.taken = std::max(current_taken_, current_hinted_);
   while (!peaks_.empty() && peaks_.front().ms <= ms - window_ms_) peaks_.pop_front();
   const uint64_t peak = std::max(current_.taken, peaks_.empty() ? 0 : peaks_.front().taken);
   target_ = std::clamp<uint64_t>(peak * 2, min_fill_, max_fill_);

@@ -1,5 +1,8 @@
 // How many IDs the ring should hold: about what recent demand needs (docs/design.md §4,
-// "Freshness"). The target is twice the most IDs taken within one millisecond during the
+// "Freshness"). The demand of a millisecond is the IDs taken in it, or the largest
+// refill hint a batch taker gave in it if that is more (a batch of 4,096 that found the
+// ring empty asked for 4,096 before it took them). The target is twice the largest
+// demand of one millisecond during the
 // last `window` (one second by default), clamped to [min_fill, max_fill]: a client that
 // takes in bursts finds its burst waiting, and a quiet host's ring stays small, so the
 // daemon's work follows demand. Freshness itself is the drain's job (max_age_ms), not the
@@ -24,16 +27,17 @@ class DemandTracker {
   DemandTracker(uint64_t min_fill, uint64_t max_fill,
                 std::chrono::milliseconds window = std::chrono::seconds(1));
 
-  // `taken`: IDs clients took since the previous call (drains excluded). Calls must come
-  // in time order.
-  void Record(TimePoint now, uint64_t taken);
+  // `taken`: IDs clients took since the previous call (drains excluded). `hinted`: the
+  // refill hint read since the previous call (how many IDs batch takers said they still
+  // need; 0 if none). Calls must come in time order.
+  void Record(TimePoint now, uint64_t taken, uint64_t hinted = 0);
   // The fill target as of the last Record().
   uint64_t target() const noexcept { return target_; }
 
  private:
   struct Bucket {
     int64_t ms;      // steady-clock millisecond
-    uint64_t taken;  // IDs taken in it
+    uint64_t taken;  // its demand: IDs taken in it, or its largest hint if more
   };
 
   uint64_t min_fill_;
@@ -44,6 +48,8 @@ class DemandTracker {
   // peak again and is dropped.
   std::deque<Bucket> peaks_;
   Bucket current_{.ms = INT64_MIN, .taken = 0};
+  uint64_t current_taken_ = 0;   // IDs taken in the current millisecond
+  uint64_t current_hinted_ = 0;  // the largest hint in the current millisecond
   uint64_t target_;
 };
 

@@ -115,11 +115,17 @@ void FillLoop::Pass() {
     if (fatal_) return;
   }
 
+  // How many IDs the takers that asked for a refill since the last pass still need (0:
+  // none said; a client that predates the hint never does). Run read refill_request
+  // before this pass, so a hint added after this exchange comes with a request that
+  // ends the wait at once (shm/model/README.md, E6). Clamped to the ring: the word is
+  // writable by any member of the clients' group.
+  const uint64_t hinted = std::min<uint64_t>(producer_.TakeRefillHint(), options_.capacity);
   const uint64_t head = producer_.head();
-  demand_.Record(steady, head >= last_head_ ? head - last_head_ : 0);
-  // A refill request (seen by Run) or a take wakes a dormant daemon in this very pass, so
-  // the client that asked is served now, not at the next wake-up.
-  if (head != last_head_) last_demand_ = steady;
+  demand_.Record(steady, head >= last_head_ ? head - last_head_ : 0, hinted);
+  // A refill request (seen by Run), a hint or a take wakes a dormant daemon in this very
+  // pass, so the client that asked is served now, not at the next wake-up.
+  if (head != last_head_ || hinted > 0) last_demand_ = steady;
   const bool quiet = steady - last_demand_ >= options_.dormant_after;
   // Dormancy is decided before anything is filled: a pass that enters it must not leave a
   // fresh fill in the ring for the whole dormant wait (it would age past max_age_ms).
@@ -152,7 +158,13 @@ void FillLoop::Pass() {
   const uint64_t size = producer_.size();
   const bool may_generate = generator_.state() != GeneratorState::kOutOfService && !dormant_ &&
                             !fatal_ && now_ms <= horizon;
-  if (may_generate && size < target) Fill(target - size, horizon);
+  // A batch that found the ring empty gets what it still needs in this one pass, not a
+  // fill target at a time: Fill() bounds it by the free slots, the generator by 4,096 IDs
+  // per millisecond of the clock (never a later one), and the horizon. Everything is of
+  // this millisecond, so the freshness rule (the drains above, the clients' bound) is
+  // unchanged; what the taker leaves is drained when it ages like any other ID.
+  const uint64_t want = std::max(target, hinted);
+  if (may_generate && size < want) Fill(want - size, horizon);
   horizon_.NoteNeed(now_ms);
   const bool changed = SyncState(now_ms, horizon);
 
@@ -188,7 +200,9 @@ void FillLoop::HandleResume() {
 }
 
 void FillLoop::Fill(uint64_t want, int64_t horizon) {
-  want = std::min<uint64_t>(want, buffer_.size());
+  // Never more than the free slots: Publish() would leave the rest unpublished (gaps).
+  want = std::min<uint64_t>({want, buffer_.size(), producer_.free_slots()});
+  if (want == 0) return;
   auto generated = generator_.Generate(std::span<uint64_t>(buffer_.data(), want));
   if (!generated || *generated == 0) return;  // SyncState() reports pauses
   if (generator_.state() != GeneratorState::kServing) {

@@ -24,6 +24,14 @@
  *                consumer asleep for ever; the watchdog asserts that none sleeps while IDs
  *                are in the ring
  *   LIVENESS     adds the LTL termination property `terminates` (pan -a -f)
+ *   HINT         models the refill request and its size hint: a batch taker adds its
+ *                need to `hint` and bumps `refill` before it sleeps; the producer runs
+ *                passes (load `refill`, take `hint`, drain, publish at least the hint's
+ *                share of the room) and sleeps on `refill` between them (woken by a
+ *                request, or by its ~1 ms timeout unless NO_TIMEOUT). Under NO_TIMEOUT
+ *                the watchdog also asserts that the producer never sleeps while a live
+ *                taker's hint is unread, nor while a live taker sleeps on an empty ring
+ *                that it could still fill (a lost refill request)
  * Deliberately broken variants, each of which spin must refute:
  *   BROKEN_LAP             the producer does not wait for head: it overwrites the slots
  *                          of unclaimed tickets (violates property 1)
@@ -33,6 +41,13 @@
  *                          wake-up; the watchdog fails under NO_TIMEOUT)
  *   BROKEN_GATE            the producer waits until no consumer is in the slow path, so
  *                          a consumer killed there stalls it (violates property 2)
+ *   BROKEN_HINT_LATE       (HINT) the taker adds its hint after its refill request: the
+ *                          pass the request wakes may miss it, and the producer sleeps
+ *                          with the hint unread (the watchdog fails under NO_TIMEOUT)
+ *   BROKEN_SEEN_LATE       (HINT) the producer loads `refill` for its wait after taking
+ *                          the hint: a request in between is neither read nor waited out
+ *   BROKEN_NO_REFILL_WAKE  (HINT) the taker bumps `refill` but never wakes the producer:
+ *                          a producer already asleep sleeps through the request
  */
 
 #ifndef N
@@ -50,6 +65,9 @@
 #ifndef ROUNDS
 #define ROUNDS 1
 #endif
+#ifndef HMAX
+#define HMAX 4      /* the hint saturates here (UINT32_MAX in the C++) */
+#endif
 
 /* --- Shared memory (SegmentHeader, ConsumerRegion, slots). --- */
 byte head = 0;      /* next ticket to take: consumers' CAS and the producer's drain CAS */
@@ -58,8 +76,17 @@ byte slot[N];       /* slot[t % N] holds ticket t's ID; 0 = never written */
 byte wake_seq = 0;  /* futex word consumers sleep on; bumped by every publish */
 byte waiters = 0;   /* consumers in AwaitPublish (a killed one stays counted) */
 
+#ifdef HINT
+byte refill = 0;    /* refill_request: consumers bump it; the producer sleeps on it */
+byte hint = 0;      /* refill_hint: consumers add their need; the producer takes it */
+#endif
+
 /* --- Kernel futex queue: consumer i sleeps on wake_seq. --- */
 bit asleep[NCONS];
+#ifdef HINT
+bit p_asleep = 0;   /* the producer sleeps on refill */
+bit pending[NCONS]; /* ghost: consumer i's hint is in `hint`, not yet taken by a pass */
+#endif
 
 /* --- Ghost state for the properties (nothing of it exists in the C++). --- */
 bit taken[MAXID + 1];       /* ID returned to some caller */
@@ -212,10 +239,40 @@ ring_empty:
 #ifdef BROKEN_SEQ_LATE
   atomic { DIE; seq = wake_seq }
 #endif
+#ifdef HINT
+#ifndef BROKEN_HINT_LATE
+  /* AddRefillHint(want) (a batch: want > 1): the CAS loop's winning CAS; a losing one
+     changes nothing. Saturates at HMAX. */
+  atomic {
+    DIE;
+    if
+    :: k > 1 -> hint = (hint + k > HMAX -> HMAX : hint + k); pending[me] = 1
+    :: else -> skip
+    fi
+  }
+#endif
+  /* refill_request.fetch_add(1, seq_cst) */
+  atomic { DIE; refill++ }
+#ifdef BROKEN_HINT_LATE
+  /* Wrong: the hint after the request. */
+  atomic {
+    DIE;
+    if
+    :: k > 1 -> hint = (hint + k > HMAX -> HMAX : hint + k); pending[me] = 1
+    :: else -> skip
+    fi
+  }
+#endif
+  /* FutexWake(refill_request, 1): the producer wakes if it sleeps */
+#ifndef BROKEN_NO_REFILL_WAKE
+  atomic { DIE; p_asleep = 0 }
+#endif
+#else
   /* refill_request.fetch_add + FutexWake(refill_request) only wake the producer before
      its fill-loop timeout; the producer's schedule is nondeterministic anyway, so they
-     are not modelled. FutexWait(wake_seq, seq, timeout): the kernel compares and queues
-     in one step. */
+     are not modelled (HINT models them). */
+#endif
+  /* FutexWait(wake_seq, seq, timeout): the kernel compares and queues in one step. */
   atomic {
     DIE;
     if
@@ -254,6 +311,126 @@ stop:
   skip
 }
 
+#ifdef HINT
+/* The fill loop as passes (FillLoop::Run and Pass): load refill_request for the wait that
+   follows (Run), take the hint (TakeRefillHint), drain any stale prefix, publish at least
+   min(max(hint, 1), room, IDs left) and at most the room (its fill target is any amount
+   above the hint), wake consumers, then sleep on refill until a request or the timeout. */
+active proctype producer() {
+  byte h, m, u, e, seen, want, lo;
+  bool won;
+
+pass:
+#ifndef BROKEN_SEEN_LATE
+  /* Run: refill_seen = refill_request() (acquire) */
+  atomic { seen = refill }
+#endif
+  /* TakeRefillHint: refill_hint.exchange(0, acq_rel); every pending hint is taken */
+  atomic {
+    want = hint; hint = 0;
+    u = 0;
+    do
+    :: u < NCONS -> pending[u] = 0; u++
+    :: else -> u = 0; break
+    od
+  }
+#ifdef BROKEN_SEEN_LATE
+  /* Wrong: the wait's word read after the hint was taken. */
+  atomic { seen = refill }
+#endif
+  /* DrainOlderThan / DrainAll, or nothing: head.load(acquire), then the CAS */
+  atomic {
+    h = head;
+    if
+    :: h < tail -> goto pdrain
+#ifdef LIVENESS
+    /* A full ring's IDs age until a pass drains them: the timed passes cannot skip the
+       drain for ever (without this the producer could idle on a full ring in a cycle). */
+    :: h + N > tail -> h = 0; goto pfill
+#else
+    :: true -> h = 0; goto pfill
+#endif
+    fi
+  }
+pdrain:
+  atomic {
+    e = h + 1;
+    do
+    :: e < tail -> e++
+    :: true -> break
+    od;
+    if
+    :: head == h -> head = e
+    :: else -> skip
+    fi;
+    e = 0; h = 0
+  }
+pfill:
+  /* Fill: head.load(acquire) for the room, then publish m of it */
+  atomic {
+    h = head;
+    if
+    :: tail < MAXID && h + N > tail ->
+       /* lo = min(max(want, 1), room, left); m any of lo..min(room, left) */
+       lo = (want > 1 -> want : 1);
+       lo = (lo > h + N - tail -> h + N - tail : lo);
+       lo = (lo > MAXID - tail -> MAXID - tail : lo);
+       m = lo;
+       do
+       :: m < h + N - tail && tail + m < MAXID -> m++
+       :: true -> break
+       od;
+       u = tail; h = 0; want = 0; lo = 0;
+       goto pstore
+    :: tail == MAXID -> h = 0; want = 0; goto done
+    :: else -> h = 0; want = 0; goto pwait   /* the ring is full */
+    fi
+  }
+pstore:
+  atomic {
+    slot[u % N] = u + 1;
+    u++;
+    if
+    :: u < tail + m -> goto pstore
+    :: else -> u = 0
+    fi
+  }
+  atomic { tail = tail + m; m = 0 }
+  wake_seq++;
+  atomic {
+    if
+    :: waiters > 0 -> skip
+    :: else -> goto pwait
+    fi
+  }
+  atomic {
+    u = 0;
+    do
+    :: u < NCONS -> asleep[u] = 0; u++
+    :: else -> u = 0; break
+    od
+  }
+pwait:
+  /* WaitForRefillRequest(seen, timeout): FutexWait(refill, seen) compares and queues */
+  atomic {
+    if
+    :: refill != seen -> seen = 0; goto pass   /* EAGAIN: a request came meanwhile */
+    :: else -> p_asleep = 1
+    fi
+  }
+end_pwait:
+  atomic {
+    if
+    :: p_asleep == 0 -> seen = 0; goto pass    /* woken by a request */
+#ifndef NO_TIMEOUT
+    :: p_asleep == 1 -> p_asleep = 0; seen = 0; goto pass  /* the ~1 ms timeout */
+#endif
+    fi
+  }
+done:
+  producer_done = true
+}
+#else
 /* The fill loop: publish batches and drain, until MAXID IDs are published. Its futex wait
    for refill requests always ends (request or ~1 ms timeout), so it is not a state. */
 active proctype producer() {
@@ -348,6 +525,7 @@ drain:
 done:
   producer_done = true
 }
+#endif
 
 init {
   atomic {
@@ -372,7 +550,17 @@ end_watch:
     do
     :: i < NCONS -> assert(!asleep[i] || head >= tail); i++
     :: else -> break
+    od;
+#ifdef HINT
+    /* The producer sleeps for good only with every live taker's hint read, and never
+       while a live taker sleeps on an empty ring it could still fill. */
+    i = 0;
+    do
+    :: i < NCONS -> assert(!p_asleep || !pending[i] || killed[i]);
+                    assert(!p_asleep || !asleep[i] || tail == MAXID); i++
+    :: else -> break
     od
+#endif
   }
 }
 #endif

@@ -355,6 +355,76 @@ TEST_F(ClientTest, AWaitingNextGetsTheIdPublishedWhileItWaits) {
   EXPECT_EQ(**taken, ids[0]);
 }
 
+// NextBatch on an empty ring asks for the whole batch with its refill request (the
+// segment's refill hint), so a daemon can publish it in one pass.
+TEST_F(ClientTest, NextBatchAsksForItsWholeSizeWhenItFindsTheRingEmpty) {
+  RingProducer producer = MakeProducer(4096);
+  producer.SetState(DaemonState::kServing);
+  ClientOptions options = Options();
+  options.wait_timeout = std::chrono::seconds(30);
+  Client sut = OpenClient("orders", options);
+  std::vector<uint64_t> out(1000);
+  std::optional<tl::expected<size_t, Error>> taken;
+  const uint32_t refill_before = producer.refill_request();
+
+  std::thread waiter([&] { taken = sut.NextBatch(out); });
+  // Act as the daemon: wait for the request, read its hint, publish that many.
+  uint32_t hint = 0;
+  while (producer.refill_request() == refill_before) {
+    producer.WaitForRefillRequest(refill_before, std::chrono::milliseconds(100));
+  }
+  hint = producer.TakeRefillHint();
+  ASSERT_EQ(producer.Publish(IdsAt(300, 0, 1000)).value(), 1000u);
+  waiter.join();
+
+  EXPECT_EQ(hint, 1000u) << "the batch's full size, not a fill target's worth";
+  ASSERT_TRUE(taken.has_value() && taken->has_value())
+      << (taken && !*taken ? taken->error().message : "");
+  EXPECT_EQ(**taken, 1000u) << "one refill, one batch";
+}
+
+TEST_F(ClientTest, NextSendsNoHint) {
+  RingProducer producer = MakeProducer();
+  producer.SetState(DaemonState::kServing);
+  Client sut = OpenClient();  // 20 ms wait
+
+  EXPECT_EQ(sut.Next().error().code, ClientError::kTimedOut);
+  EXPECT_EQ(producer.TakeRefillHint(), 0u);
+}
+
+// Mixed versions: a daemon of the previous release never reads the hint and tops the ring
+// up by its own fill target. A new Client's batches still complete, in several refills,
+// with unique increasing IDs.
+TEST_F(ClientTest, NextBatchWorksAgainstADaemonThatIgnoresTheHint) {
+  RingProducer producer = MakeProducer(4096);
+  producer.SetState(DaemonState::kServing);
+  ClientOptions options = Options();
+  options.wait_timeout = std::chrono::seconds(30);
+  Client sut = OpenClient("orders", options);
+  std::atomic<bool> stop{false};
+  std::thread old_daemon([&] {
+    // Publishes 64 IDs per request, never touching the hint word.
+    uint64_t ms = 400;
+    while (!stop.load()) {
+      const uint32_t seen = producer.refill_request();
+      if (producer.size() == 0) (void)producer.Publish(IdsAt(static_cast<int64_t>(ms++), 0, 64));
+      producer.WaitForRefillRequest(seen, std::chrono::milliseconds(1));
+    }
+  });
+  std::vector<uint64_t> all;
+  std::vector<uint64_t> out(4096);
+  while (all.size() < 4096) {
+    auto n = sut.NextBatch(std::span<uint64_t>(out.data(), 4096 - all.size()));
+    ASSERT_TRUE(n.has_value()) << n.error().message;
+    all.insert(all.end(), out.begin(), out.begin() + static_cast<ptrdiff_t>(*n));
+  }
+  stop = true;
+  old_daemon.join();
+
+  for (size_t i = 1; i < all.size(); ++i) ASSERT_LT(all[i - 1], all[i]) << "at " << i;
+  EXPECT_GT(producer.TakeRefillHint(), 0u) << "the client asked; the old daemon left it unread";
+}
+
 // Property: a caller blocked on an empty ring learns of a pause or stop at once (in
 // about one wait slice), not after its wait_timeout. Asserted: the error is the state's,
 // not kTimedOut after a 30 s wait. Recorded: the latency.

@@ -63,5 +63,35 @@ TEST(DemandTracker, ALaterLargerPeakReplacesAnEarlierSmallerOne) {
   EXPECT_EQ(sut.target(), 600u);
 }
 
+TEST(DemandTracker, AHintCountsAsTheDemandOfItsMillisecond) {
+  DemandTracker sut(64, 2048);
+  const DemandTracker::TimePoint t0{};
+
+  sut.Record(t0, 0, 4096);
+
+  EXPECT_EQ(sut.target(), 2048u) << "a batch of 4,096 that asked raises the target at once";
+}
+
+TEST(DemandTracker, AHintAndTheTakesItLeadsToAreNotCountedTwice) {
+  DemandTracker sut(64, 1'000'000);
+  const DemandTracker::TimePoint t0{};
+
+  sut.Record(t0, 0, 1000);
+  sut.Record(t0 + microseconds(300), 1000);
+
+  EXPECT_EQ(sut.target(), 2000u);
+}
+
+TEST(DemandTracker, RepeatedBigBatchesKeepTheTargetUpAndItFallsBackWhenTheyStop) {
+  DemandTracker sut(64, 2048);
+  const DemandTracker::TimePoint t0{};
+  for (int i = 0; i < 10; ++i) sut.Record(t0 + milliseconds(100 * i), 0, 4096);
+  EXPECT_EQ(sut.target(), 2048u);
+
+  sut.Record(t0 + milliseconds(900 + 1001), 0);
+
+  EXPECT_EQ(sut.target(), 64u);
+}
+
 }  // namespace
 }  // namespace snowflake::daemon

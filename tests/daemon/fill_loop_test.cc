@@ -437,5 +437,208 @@ TEST(FillLoop, ForgedLastPublishedIdDoesNotStopServing) {
   EXPECT_GT(rig.producer.size(), 0u);
 }
 
+// --- The refill hint: a batch taker that found the ring empty says how many IDs it
+// still needs, and the next pass publishes up to that many at once. Properties: never
+// more than the free slots, never more than 4,096 IDs of one millisecond, never an ID
+// above the confirmed horizon, every ID of the pass's own millisecond (fresh), and no
+// hint (a client that predates it) fills to the target only.
+
+// A client of the rig's segment that asks as Client::NextBatch does.
+struct Taker {
+  explicit Taker(const Rig& rig)
+      : ring(std::move(shm::RingConsumer::Open(rig.dir.path()).value())) {}
+  // Takes everything in the ring; returns how many.
+  size_t TakeAll() {
+    std::vector<uint64_t> out(ring.capacity());
+    size_t total = 0;
+    for (size_t n; (n = ring.TryTakeBatch(out.data(), out.size())) > 0;) {
+      total += n;
+      taken.insert(taken.end(), out.begin(), out.begin() + static_cast<ptrdiff_t>(n));
+    }
+    return total;
+  }
+  // The slow path's request with its need, without sleeping.
+  void Ask(uint64_t want) {
+    ring.AwaitPublish(ring.wake_seq(), std::chrono::nanoseconds(0), false, want);
+  }
+  shm::RingConsumer ring;
+  std::vector<uint64_t> taken;
+};
+
+FillLoopOptions WithCapacity(uint64_t capacity) {
+  FillLoopOptions options = Rig::Defaults();
+  options.capacity = capacity;
+  return options;
+}
+
+uint64_t PublishedTotal(const Rig& rig) { return rig.producer.header().published_total.load(); }
+
+TEST(FillLoop, AHintedPassPublishesTheWholeNeedInOnePass) {
+  Rig rig(WithCapacity(8192));
+  rig.sut.Pass();  // the idle fill: 64 IDs of kStart
+  Taker taker(rig);
+  ASSERT_EQ(taker.TakeAll(), 64u);
+  rig.clock.Tick(1);
+  const uint64_t before = PublishedTotal(rig);
+
+  taker.Ask(1000);
+  rig.sut.Pass();
+
+  // The hint, or the target it teaches the tracker (twice the peak demand) if more.
+  EXPECT_EQ(PublishedTotal(rig) - before, 2000u);
+  EXPECT_EQ(rig.producer.size(), 2000u);
+  EXPECT_EQ(taker.ring.refill_hint(), 0u) << "the pass took the hint";
+}
+
+TEST(FillLoop, AHintIsBoundedByTheRingsCapacity) {
+  Rig rig(WithCapacity(1024));
+  rig.sut.Pass();
+  Taker taker(rig);
+  taker.TakeAll();
+  rig.clock.Tick(1);
+
+  taker.Ask(4096);
+  rig.sut.Pass();
+
+  EXPECT_EQ(rig.producer.size(), 1024u);
+  EXPECT_EQ(taker.TakeAll(), 1024u);
+}
+
+TEST(FillLoop, AHintIsBoundedBy4096IdsPerMillisecond) {
+  Rig rig(WithCapacity(16384));
+  rig.sut.Pass();  // 64 IDs of kStart: 4,032 sequences of kStart are left
+  Taker taker(rig);
+  ASSERT_EQ(taker.TakeAll(), 64u);
+  const uint64_t before = PublishedTotal(rig);
+
+  taker.Ask(16384);
+  rig.sut.Pass();  // the clock has not moved: still kStart
+
+  EXPECT_EQ(PublishedTotal(rig) - before, kIdsPerMs - 64u);
+  ASSERT_EQ(taker.TakeAll(), kIdsPerMs - 64u);
+  for (const uint64_t id : taker.taken) ASSERT_EQ(rig.MsOf(id), kStart) << "a borrowed millisecond";
+
+  // The millisecond is used up: a second request in it publishes nothing, and the next
+  // millisecond brings at most 4,096 more.
+  taker.Ask(16384);
+  rig.sut.Pass();
+  EXPECT_EQ(rig.producer.size(), 0u);
+  rig.clock.Tick(1);
+  taker.Ask(16384);
+  rig.sut.Pass();
+  EXPECT_EQ(rig.producer.size(), kIdsPerMs);
+}
+
+// A clock that moves one millisecond forward at every reading once armed: a hinted fill
+// then crosses millisecond boundaries inside one pass, as a real one may.
+class RunningClock final : public Clock {
+ public:
+  int64_t NowUnixMs() noexcept override { return running_ ? now_ms_++ : now_ms_; }
+  void Run() { running_ = true; }
+  int64_t now_ms_ = kStart;
+
+ private:
+  bool running_ = false;
+};
+
+TEST(FillLoop, AHintIsBoundedByTheConfirmedHorizon) {
+  RunningClock clock;
+  Rig rig(WithCapacity(65536), &clock);
+  rig.sut.Pass();
+  Taker taker(rig);
+  taker.TakeAll();
+  rig.horizon.through = clock.now_ms_ + 2;  // the pass may reach 3 more milliseconds
+  clock.Run();
+
+  taker.Ask(65536);
+  rig.sut.Pass();
+
+  taker.TakeAll();
+  ASSERT_FALSE(taker.taken.empty());
+  for (const uint64_t id : taker.taken) {
+    ASSERT_LE(rig.MsOf(id), rig.horizon.through) << "published above the confirmed horizon";
+  }
+  EXPECT_GT(rig.MsOf(taker.taken.back()), kStart) << "the fill did cross a millisecond";
+}
+
+TEST(FillLoop, RepeatedBigBatchesRaiseTheFillTarget) {
+  Rig rig(WithCapacity(8192));
+  rig.sut.Pass();
+  EXPECT_EQ(rig.producer.header().fill_target.load(), 64u);
+  Taker taker(rig);
+  taker.TakeAll();
+  rig.clock.Tick(1);
+
+  taker.Ask(4096);
+  rig.sut.Pass();
+  taker.TakeAll();
+  rig.clock.Tick(1);
+  rig.sut.Pass();  // no hint in this pass
+
+  EXPECT_EQ(rig.producer.header().fill_target.load(), kIdsPerMs / 2);
+  EXPECT_EQ(rig.producer.size(), kIdsPerMs / 2) << "the learned target is filled unasked";
+}
+
+// Mixed versions: a client that predates the hint only bumps the request word. The
+// daemon then fills to its target, exactly as before the hint.
+TEST(FillLoop, ARequestWithoutAHintFillsToTheTargetOnly) {
+  Rig rig(WithCapacity(8192));
+  rig.sut.Pass();
+  Taker taker(rig);
+  taker.TakeAll();
+  rig.clock.Tick(1);
+
+  taker.Ask(0);  // what a client of the previous release does
+  rig.sut.Pass();
+
+  // Twice the 64 IDs taken in the last millisecond, as before the hint existed.
+  EXPECT_EQ(rig.producer.header().fill_target.load(), 128u);
+  EXPECT_EQ(rig.producer.size(), 128u);
+}
+
+// The word is in the consumer file, which any member of the clients' group may write:
+// a forged hint costs at most one full ring of fresh IDs, drained when they age.
+TEST(FillLoop, AForgedHugeHintIsClampedToTheRing) {
+  Rig rig(WithCapacity(4096));
+  rig.sut.Pass();
+  const std::string consumer_file =
+      shm::ConsumerFilePath((rig.dir / std::string(shm::kSegmentFileName)).string());
+  const int fd = open(consumer_file.c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  const uint32_t forged = UINT32_MAX;
+  ASSERT_EQ(pwrite(fd, &forged, sizeof forged, offsetof(shm::ConsumerRegion, refill_hint)),
+            static_cast<ssize_t>(sizeof forged));
+  close(fd);
+  rig.clock.Tick(1);
+
+  rig.sut.Pass();
+
+  EXPECT_EQ(rig.producer.size(), 4096u);
+  EXPECT_FALSE(rig.sut.fatal().has_value());
+  rig.clock.Tick(1);
+  rig.sut.Pass();  // max_age_ms 0: last millisecond's IDs are drained, the target refilled
+  EXPECT_EQ(rig.producer.size(), kIdsPerMs / 2) << "the learned target, not the forged hint";
+}
+
+TEST(FillLoop, AHintWakesADormantLoopAndIsServedInThatPass) {
+  Rig rig(WithCapacity(8192));
+  rig.horizon.through = kStart + 5000;  // beyond the second of quiet below
+  rig.sut.Pass();
+  for (int i = 0; i < 1100 && !rig.sut.dormant(); ++i) {
+    rig.clock.Tick(1);
+    rig.sut.Pass();
+  }
+  ASSERT_TRUE(rig.sut.dormant());
+  ASSERT_EQ(rig.producer.size(), 0u);
+  Taker taker(rig);
+
+  taker.Ask(3000);
+  rig.clock.Tick(1);
+  rig.sut.Pass();
+
+  EXPECT_FALSE(rig.sut.dormant());
+  EXPECT_EQ(rig.producer.size(), 3000u);
+}
+
 }  // namespace
 }  // namespace snowflake::daemon

@@ -696,6 +696,82 @@ TEST(Ring, WaitForRefillRequestWakesOnAConsumersRequest) {
   EXPECT_NE(sut.refill_request(), seen);
 }
 
+TEST(Ring, AwaitPublishWithAWantAddsItToTheRefillHintBeforeTheRequest) {
+  TempDir dir;
+  RingProducer producer = MakeProducer(dir.path(), 8);
+  RingConsumer sut = MakeConsumer(dir.path());
+  const uint32_t refill_before = producer.refill_request();
+
+  sut.AwaitPublish(sut.wake_seq(), 1ms, false, 1000);
+
+  EXPECT_NE(producer.refill_request(), refill_before);
+  EXPECT_EQ(sut.refill_hint(), 1000u);
+  EXPECT_EQ(producer.TakeRefillHint(), 1000u);
+  EXPECT_EQ(sut.refill_hint(), 0u) << "taking the hint resets it";
+  EXPECT_EQ(producer.TakeRefillHint(), 0u);
+}
+
+TEST(Ring, RefillHintsOfSeveralTakersAddUpAndSaturate) {
+  TempDir dir;
+  RingProducer producer = MakeProducer(dir.path(), 8);
+  RingConsumer first = MakeConsumer(dir.path());
+  RingConsumer second = MakeConsumer(dir.path());
+
+  first.AwaitPublish(first.wake_seq(), 1ms, false, 300);
+  second.AwaitPublish(second.wake_seq(), 1ms, false, 200);
+  EXPECT_EQ(producer.TakeRefillHint(), 500u);
+
+  first.AwaitPublish(first.wake_seq(), 1ms, false, uint64_t{1} << 40);
+  second.AwaitPublish(second.wake_seq(), 1ms, false, 7);
+  EXPECT_EQ(producer.TakeRefillHint(), UINT32_MAX) << "a sum past 32 bits must not wrap";
+}
+
+// A single take (want 0 or 1) and a caller that predates the hint leave the word alone:
+// the daemon then fills to its own target, as before the hint existed.
+TEST(Ring, ASingleTakeLeavesTheRefillHintZero) {
+  TempDir dir;
+  RingProducer producer = MakeProducer(dir.path(), 8);
+  RingConsumer sut = MakeConsumer(dir.path());
+  const uint32_t refill_before = producer.refill_request();
+
+  sut.AwaitPublish(sut.wake_seq(), 1ms);
+  sut.AwaitPublish(sut.wake_seq(), 1ms, false, 1);
+
+  EXPECT_NE(producer.refill_request(), refill_before);
+  EXPECT_EQ(producer.TakeRefillHint(), 0u);
+}
+
+TEST(Ring, AwaitPublishOnANonEmptyRingSendsNoHint) {
+  TempDir dir;
+  RingProducer producer = MakeProducer(dir.path(), 8);
+  RingConsumer sut = MakeConsumer(dir.path());
+  ASSERT_EQ(Unwrap(producer.Publish(Range(1, 1))), 1u);
+
+  sut.AwaitPublish(sut.wake_seq(), 120s, false, 4096);  // would hang the test if it slept
+
+  EXPECT_EQ(producer.TakeRefillHint(), 0u);
+}
+
+// The hint sits in bytes every segment of format version 3 holds zero (reserved0 before):
+// a segment of an older daemon reads as "no hint", and a producer that never reads the
+// word (an older daemon) leaves it as clients wrote it, harmlessly.
+TEST(Ring, TheRefillHintIsTheOnceReservedWordBesideTheRequest) {
+  TempDir dir;
+  RingProducer producer = MakeProducer(dir.path(), 8);
+  const std::string consumer_file =
+      ConsumerFilePath((dir.path() / std::string(kSegmentFileName)).string());
+  const int fd = open(consumer_file.c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  uint32_t word = 0;
+  ASSERT_EQ(pread(fd, &word, sizeof word, 68), static_cast<ssize_t>(sizeof word));
+  EXPECT_EQ(word, 0u) << "a fresh segment holds no hint";
+  word = 123;
+  ASSERT_EQ(pwrite(fd, &word, sizeof word, 68), static_cast<ssize_t>(sizeof word));
+  close(fd);
+
+  EXPECT_EQ(producer.TakeRefillHint(), 123u);
+}
+
 TEST(Ring, WaitForRefillRequestTimesOut) {
   TempDir dir;
   RingProducer sut = MakeProducer(dir.path(), 8);

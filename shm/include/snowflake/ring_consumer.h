@@ -226,8 +226,18 @@ class RingConsumer {
   // is not empty, unless `front_stale` (the caller found the front outside the freshness
   // bound: the daemon must drain it). The caller re-checks the ring and the daemon's
   // state afterwards.
-  void AwaitPublish(uint32_t seen, std::chrono::nanoseconds timeout,
-                    bool front_stale = false) noexcept;
+  // `want`: how many IDs the caller still needs (a batch); 0 or 1 for a single take. A
+  // want above 1 is added to the segment's refill hint before the request, so the daemon
+  // publishes up to that many in one pass (bounded by the ring's capacity, the 4,096 IDs
+  // per millisecond of the ID layout and its reservation) instead of its usual fill
+  // target. A daemon that predates the hint ignores it: the request still refills.
+  void AwaitPublish(uint32_t seen, std::chrono::nanoseconds timeout, bool front_stale = false,
+                    uint64_t want = 0) noexcept;
+
+  // The segment's refill hint as it is now (racy; for tests and status).
+  uint32_t refill_hint() const noexcept {
+    return consumer_->refill_hint.load(std::memory_order_relaxed);
+  }
 
   // Claims a per-client counter slot for `service` (see ServiceSlot). Returns nullptr if
   // all slots are in use (counts are then not tracked; taking still works).
@@ -258,6 +268,8 @@ class RingConsumer {
 
  private:
   explicit RingConsumer(std::unique_ptr<MappedSegment> segment);
+  // Adds `want` to the segment's refill hint, saturating at UINT32_MAX.
+  void AddRefillHint(uint64_t want) noexcept;
 
   std::unique_ptr<MappedSegment> segment_;
   const SegmentHeader* header_ = nullptr;

@@ -183,6 +183,13 @@ class RingProducer {
 
   // The refill word: consumers bump it when they find the ring empty.
   uint32_t refill_request() const noexcept;
+  // Takes the refill hint (ConsumerRegion::refill_hint): how many IDs the takers that
+  // asked for a refill since the last call still need, summed; resets it to 0. 0 = no
+  // hint (no batch asked, or a client that predates the hint). Any value may be a
+  // group member's forgery: callers clamp it. Call it after reading refill_request() for
+  // the wait that follows the pass, never before, so a hint is never left behind while
+  // the loop sleeps (shm/model/README.md, E6).
+  uint32_t TakeRefillHint() noexcept;
   // Bumps the refill word and wakes a WaitForRefillRequest in progress, as a client's
   // refill request does. Safe from any thread (it touches only that shared word), unlike
   // every other method: the daemon's signal watcher uses it to cut a wait short.

@@ -219,7 +219,14 @@ struct alignas(kPageSize) ConsumerRegion {
   // --- Line 1: the slow path.
   // Futex word the daemon sleeps on; a client bumps it (and wakes it) to ask for a refill.
   alignas(kCacheLine) std::atomic<uint32_t> refill_request;
-  std::atomic<uint32_t> reserved0;
+  // How many IDs the takers that asked for a refill still need, summed (saturating at
+  // UINT32_MAX): a taker adds its need before it bumps refill_request; the daemon takes
+  // the word back to 0 (exchange) in every pass and fills up to it, bounded by capacity.
+  // 0 = no hint: the daemon fills to its own target. These bytes were reserved zero and
+  // no older party reads or writes them, so old and new clients and daemons mix (LAYOUT.md
+  // §8). Any member of the clients' group may write any value: the daemon only ever
+  // reads it as "fill up to this many", clamped.
+  std::atomic<uint32_t> refill_hint;
   // Consumers currently inside a futex wait; the daemon wakes only when it is non-zero.
   // A consumer killed while counted leaves it high: harmless, it costs spurious wakes.
   std::atomic<uint64_t> waiters;
@@ -236,6 +243,8 @@ struct alignas(kPageSize) ConsumerRegion {
 };
 static_assert(sizeof(ConsumerRegion) == 40 * kPageSize, "LAYOUT.md: consumer region is 160 KiB");
 static_assert(offsetof(ConsumerRegion, refill_request) == 64, "LAYOUT.md: refill at +64");
+static_assert(offsetof(ConsumerRegion, refill_hint) == 68,
+              "LAYOUT.md: the refill hint in the bytes that were reserved0 at +68");
 static_assert(offsetof(ConsumerRegion, services) == 128, "LAYOUT.md: services at +128");
 static_assert(offsetof(ConsumerRegion, lanes) == 32768, "LAYOUT.md: lanes at +32768");
 static_assert(offsetof(ConsumerRegion, head) == 0 && offsetof(ConsumerRegion, waiters) == 72 &&
