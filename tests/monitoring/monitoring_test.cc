@@ -17,8 +17,10 @@
 #include <vector>
 
 #include "daemon_harness.h"
+#include "etcd_cluster.h"
 #include "http_probe.h"
 #include "subprocess.h"
+#include "wait_until.h"
 
 namespace snowflake::testing {
 namespace {
@@ -178,18 +180,35 @@ TEST(MonitoringMetrics, TheCheckFindsANameOrLabelValueNobodyExports) {
   EXPECT_NE(missing[2].find("snowflake:not_recorded"), std::string::npos);
 }
 
+// The daemon an operator alerts on: an etcd register (a real member on loopback) and the
+// HTTP front. Some families have samples only once something happened (a register error,
+// a reply of a code), so the test makes it happen: traffic on every endpoint, and the
+// member stopped until the daemon counts failed register calls.
 TEST(MonitoringMetrics, EveryNameInTheRulesAndTheDashboardIsExportedByARealDaemon) {
+  EtcdCluster etcd(1);
+  ASSERT_TRUE(etcd.ok()) << etcd.error();
   DaemonHarness harness("monitoring-names");
   const uint16_t port = FreePort();
-  DaemonOptions options = harness.Options();
-  options.config_path = harness.WriteFile(
-      "http.toml", "[http]\nlisten = [\"127.0.0.1:" + std::to_string(port) + "\"]\n");
-  Daemon daemon = harness.Start(options);
+  const std::string toml =
+      EtcdDaemonToml("mon", etcd.ClientUrls(), "/monitoring/", "0-3",
+                     "connect_timeout_ms = 100\nrequest_timeout_ms = 300\n") +
+      "[http]\nlisten = [\"127.0.0.1:" + std::to_string(port) + "\"]\n";
+  Daemon daemon = harness.Start(harness.NamedOptions("mon", toml));
   ASSERT_TRUE(daemon.ready()) << daemon.Describe();
   // Traffic on every labelled path the rules and the dashboard read.
   ASSERT_EQ(FetchOnce(port, "/v1/id?service=orders").status, 200);
   ASSERT_EQ(FetchOnce(port, "/v1/ids?service=orders&count=10").status, 200);
   ASSERT_EQ(FetchOnce(port, "/healthz").status, 200);
+  // Register calls fail while the member is stopped (each within request_timeout_ms).
+  etcd.Pause(0);
+  const bool failed = WaitUntil(
+      [&] {
+        return FetchOnce(port, "/metrics").body.find("snowflake_register_errors_total{") !=
+               std::string::npos;
+      },
+      std::chrono::seconds(30), "a failed register call in /metrics", std::chrono::milliseconds(50));
+  etcd.Resume(0);
+  ASSERT_TRUE(failed) << daemon.Describe();
   const HttpReply scrape = FetchOnce(port, "/metrics");
   ASSERT_EQ(scrape.status, 200);
   const std::filesystem::path exposition = harness.WriteFile("metrics.txt", scrape.body);
