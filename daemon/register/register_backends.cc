@@ -103,7 +103,9 @@ std::string KnownRegisterBackends() {
   const auto backends = RegisterBackends();
   for (size_t i = 0; i < backends.size(); ++i) {
     if (i > 0) out += i + 1 == backends.size() ? " or " : ", ";
-    out += "\"" + std::string(backends[i].name) + "\"";
+    out += '"';
+    out += backends[i].name;
+    out += '"';
   }
   return out;
 }
