@@ -49,32 +49,8 @@ engine=${SNOWFLAKE_CONTAINER_ENGINE:-auto}   # auto, podman or nspawn (to test t
 group_id=4101                                # the image's snowflaked group (Containerfile)
 app_uid=1000
 
-skip() { echo "SKIP: $*"; exit 77; }
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
-now() { date +%s.%N; }
-elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
-later_than() { awk -v t="$1" -v n="$(now)" 'BEGIN { exit !(n > t) }'; }
-test_start=$(now)
-step_start=$test_start
-step() {
-  [ -n "${step_name:-}" ] && echo "  ok  $step_name ($(elapsed "$step_start") s)"
-  step_name=$1
-  step_start=$(now)
-  echo "---- $step_name"
-}
-# wait_until SECONDS DESCRIPTION COMMAND...: polls every 0.1 s.
-wait_until() {
-  local limit=$1 what=$2 deadline
-  shift 2
-  deadline=$(awk -v n="$(now)" -v l="$limit" 'BEGIN { printf "%.3f", n + l }')
-  until "$@"; do
-    later_than "$deadline" && fail "$what: not within $limit s"
-    sleep 0.1
-  done
-}
+# skip, fail, step, wait_until and the clock helpers
+source "$source_dir/tests/support/script_steps.sh"
 # machines FILES...: the distinct machine numbers in the IDs (bits 12-21) of the files.
 machines() { cat "$@" | grep -h '^[0-9]' | python3 -c 'import sys; print(" ".join(sorted({str((int(l) >> 12) & 1023) for l in sys.stdin})))'; }
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }

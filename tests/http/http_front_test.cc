@@ -34,9 +34,8 @@ class HttpFront : public ::testing::Test {
     port_ = FreePort();
     DaemonOptions options = harness_.Options();
     options.config_path = harness_.WriteFile(
-        "http.toml", "[http]\nlisten = [\"127.0.0.1:" + std::to_string(port_) +
-                         "\"]\nmax_connections = " + std::to_string(kMaxConnections) +
-                         "\nidle_timeout_ms = 1500\nthreads = 2\n");
+        "http.toml", HttpFrontToml(port_, "max_connections = " + std::to_string(kMaxConnections) +
+                                              "\nidle_timeout_ms = 1500\nthreads = 2\n"));
     daemon_.emplace(harness_.Start(options));
     ASSERT_TRUE(daemon_->ready()) << daemon_->Describe();
   }
@@ -339,12 +338,10 @@ TEST(HttpFrontLoad, SixtyFourConnectionsGetUniqueIncreasingIds) {
   const uint16_t port = FreePort();
   DaemonOptions options = harness.Options();
   options.config_path = harness.WriteFile(
-      "http.toml", "[http]\nlisten = [\"127.0.0.1:" + std::to_string(port) +
-                       "\"]\nthreads = 2\n"
-                       // A 5 s reservation window: on a loaded machine a state-file fsync can
-                       // lag past the default's 500 ms margin and pause the daemon (503),
-                       // which is not what this test is about.
-                       "[persistence]\nreservation_ms = 5000\n");
+      // A 5 s reservation window: on a loaded machine a state-file fsync can lag past the
+      // default's 500 ms margin and pause the daemon (503), which is not what this test is
+      // about.
+      "http.toml", HttpFrontToml(port, "threads = 2\n") + "[persistence]\nreservation_ms = 5000\n");
   Daemon daemon = harness.Start(options);
   ASSERT_TRUE(daemon.ready()) << daemon.Describe();
   const uint64_t seed = StressSeedFromEnv();
@@ -403,8 +400,7 @@ TEST(HttpFrontMetrics, ExpositionParsesAndCountsWhatWasTaken) {
   DaemonHarness harness("http-metrics");
   const uint16_t port = FreePort();
   DaemonOptions options = harness.Options();
-  options.config_path = harness.WriteFile(
-      "http.toml", "[http]\nlisten = [\"127.0.0.1:" + std::to_string(port) + "\"]\n");
+  options.config_path = harness.WriteFile("http.toml", HttpFrontToml(port));
   Daemon daemon = harness.Start(options);
   ASSERT_TRUE(daemon.ready()) << daemon.Describe();
 
@@ -419,49 +415,41 @@ TEST(HttpFrontMetrics, ExpositionParsesAndCountsWhatWasTaken) {
   const auto first_scrape = std::chrono::steady_clock::now();
   const HttpReply metrics = FetchOnce(port, "/metrics");
   ASSERT_EQ(metrics.status, 200);
-  const std::filesystem::path exposition = harness.WriteFile("metrics.txt", metrics.body);
-
-  // The parser prints "name{labels} value" per sample, labels sorted, as it understood them.
-  const std::string script =
-      "import sys\n"
-      "from prometheus_client.parser import text_string_to_metric_families\n"
-      "for family in text_string_to_metric_families(open(sys.argv[1]).read()):\n"
-      "    for s in family.samples:\n"
-      "        labels = ','.join(k + '=' + v for k, v in sorted(s.labels.items()))\n"
-      "        print(f'{s.name}{{{labels}}} {s.value}')\n";
-  const RunResult parsed = RunCommand({"/usr/bin/python3", "-c", script, exposition.string()});
-  ASSERT_TRUE(parsed.status.ExitedWith(0)) << parsed.err << "\n" << metrics.body;
+  // "name{labels} value" per sample, labels sorted, as Prometheus' parser understood them.
+  const ParsedExposition parsed = ParseExposition(metrics.body);
+  ASSERT_TRUE(parsed.error.empty()) << parsed.error << "\n" << metrics.body;
   auto value_of = [&](const std::string& sample) -> double {
-    const size_t at = parsed.out.find(sample + " ");
+    const size_t at = parsed.samples.find(sample + " ");
     if (at == std::string::npos) return -1;
-    return std::stod(parsed.out.substr(at + sample.size() + 1));
+    return std::stod(parsed.samples.substr(at + sample.size() + 1));
   };
-  EXPECT_EQ(value_of("snowflake_ids_issued_total{path=http,service=metered}"), 203.0) << parsed.out;
-  EXPECT_EQ(value_of("snowflake_http_requests_total{code=200}"), 5.0) << parsed.out;
-  EXPECT_EQ(value_of("snowflake_http_requests_total{code=404}"), 1.0) << parsed.out;
-  EXPECT_EQ(value_of("snowflake_http_requests_total{code=400}"), 1.0) << parsed.out;
-  EXPECT_EQ(value_of("snowflake_state{state=serving}"), 1.0) << parsed.out;
-  EXPECT_GE(value_of("snowflake_ring_ids_total{kind=published}"), 203.0) << parsed.out;
+  EXPECT_EQ(value_of("snowflake_ids_issued_total{path=http,service=metered}"), 203.0)
+      << parsed.samples;
+  EXPECT_EQ(value_of("snowflake_http_requests_total{code=200}"), 5.0) << parsed.samples;
+  EXPECT_EQ(value_of("snowflake_http_requests_total{code=404}"), 1.0) << parsed.samples;
+  EXPECT_EQ(value_of("snowflake_http_requests_total{code=400}"), 1.0) << parsed.samples;
+  EXPECT_EQ(value_of("snowflake_state{state=serving}"), 1.0) << parsed.samples;
+  EXPECT_GE(value_of("snowflake_ring_ids_total{kind=published}"), 203.0) << parsed.samples;
   EXPECT_EQ(value_of("snowflake_http_request_duration_seconds_count{endpoint=ids}"), 3.0)
-      << parsed.out;
-  EXPECT_EQ(value_of("snowflake_ring_ids{kind=capacity}"), 4096.0) << parsed.out;
+      << parsed.samples;
+  EXPECT_EQ(value_of("snowflake_ring_ids{kind=capacity}"), 4096.0) << parsed.samples;
 
   // The reservation service renewed at least once at start (state file, then register):
   // each histogram counts it, its buckets are cumulative and end at +Inf = count, and its
   // sum is a plausible duration.
   auto check_histogram = [&](const std::string& name) -> double {
     const double count = value_of(name + "_count{}");
-    EXPECT_GE(count, 1.0) << name << "\n" << parsed.out;
-    EXPECT_EQ(value_of(name + "_bucket{le=+Inf}"), count) << name << "\n" << parsed.out;
+    EXPECT_GE(count, 1.0) << name << "\n" << parsed.samples;
+    EXPECT_EQ(value_of(name + "_bucket{le=+Inf}"), count) << name << "\n" << parsed.samples;
     const double sum = value_of(name + "_sum{}");
     EXPECT_GT(sum, 0.0) << name;
     EXPECT_LT(sum, 60.0 * count) << name;
     double previous = 0;
     int buckets = 0;
-    for (size_t at = 0; (at = parsed.out.find(name + "_bucket{le=", at)) != std::string::npos;
+    for (size_t at = 0; (at = parsed.samples.find(name + "_bucket{le=", at)) != std::string::npos;
          ++at) {
-      const size_t space = parsed.out.find(' ', at);
-      const double value = std::stod(parsed.out.substr(space + 1));
+      const size_t space = parsed.samples.find(' ', at);
+      const double value = std::stod(parsed.samples.substr(space + 1));
       EXPECT_GE(value, previous) << name << ": buckets must be cumulative";
       previous = value;
       ++buckets;
@@ -472,7 +460,7 @@ TEST(HttpFrontMetrics, ExpositionParsesAndCountsWhatWasTaken) {
   const double renewals = check_histogram("snowflake_reservation_duration_seconds");
   const double register_calls = check_histogram("snowflake_register_call_duration_seconds");
   // Every renewal calls the register once; the lease renewal may add more.
-  EXPECT_GE(register_calls, renewals) << parsed.out;
+  EXPECT_GE(register_calls, renewals) << parsed.samples;
 
   // A second scrape mirrors only what happened since: no observation counted twice.
   const HttpReply again = FetchOnce(port, "/metrics");
@@ -503,8 +491,7 @@ TEST(HttpFrontMetrics, RenewalsAndTheClaimAreExportedAndRenewalsMove) {
   DaemonHarness harness("http-renewals");
   const uint16_t port = FreePort();
   DaemonOptions options = harness.Options();
-  options.config_path = harness.WriteFile(
-      "http.toml", "[http]\nlisten = [\"127.0.0.1:" + std::to_string(port) + "\"]\n");
+  options.config_path = harness.WriteFile("http.toml", HttpFrontToml(port));
   Daemon daemon = harness.Start(options);
   ASSERT_TRUE(daemon.ready()) << daemon.Describe();
 
@@ -575,8 +562,7 @@ TEST(HttpFrontConfig, AStopSignalStopsTheFrontBeforeTheRing) {
   DaemonHarness harness("http-stop");
   const uint16_t port = FreePort();
   DaemonOptions options = harness.Options();
-  options.config_path = harness.WriteFile(
-      "http.toml", "[http]\nlisten = [\"127.0.0.1:" + std::to_string(port) + "\"]\n");
+  options.config_path = harness.WriteFile("http.toml", HttpFrontToml(port));
   Daemon daemon = harness.Start(options);
   ASSERT_TRUE(daemon.ready()) << daemon.Describe();
   ASSERT_EQ(FetchOnce(port, "/v1/id?service=orders").status, 200);
@@ -597,15 +583,13 @@ TEST(HttpFrontConfig, UnbindableAddressFailsAtStartWithTheAddress) {
   const uint16_t port = FreePort();
   // Occupy the port with a first daemon; the second cannot bind it.
   DaemonOptions first = harness.Options();
-  first.config_path = harness.WriteFile(
-      "a.toml", "[http]\nlisten = [\"127.0.0.1:" + std::to_string(port) + "\"]\n");
+  first.config_path = harness.WriteFile("a.toml", HttpFrontToml(port));
   Daemon a = harness.Start(first);
   ASSERT_TRUE(a.ready()) << a.Describe();
 
   DaemonHarness other("http-bind2");
   DaemonOptions second = other.Options();
-  second.config_path =
-      other.WriteFile("b.toml", "[http]\nlisten = [\"127.0.0.1:" + std::to_string(port) + "\"]\n");
+  second.config_path = other.WriteFile("b.toml", HttpFrontToml(port));
   Daemon b = Daemon::Spawn(second);
   const auto status = b.Wait(30s);
   ASSERT_TRUE(status) << b.Describe();

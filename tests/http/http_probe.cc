@@ -12,6 +12,8 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "subprocess.h"
+
 namespace snowflake::testing {
 
 HttpProbe::HttpProbe(uint16_t port, std::chrono::milliseconds timeout) {
@@ -142,6 +144,32 @@ std::vector<uint64_t> IdsOf(const std::string& json_body) {
     out.clear();
   }
   return out;
+}
+
+ParsedExposition ParseExposition(const std::string& body) {
+  const std::string script =
+      "import sys\n"
+      "from prometheus_client.parser import text_string_to_metric_families\n"
+      "for family in text_string_to_metric_families(sys.stdin.read()):\n"
+      "    for s in family.samples:\n"
+      "        labels = ','.join(k + '=' + v for k, v in sorted(s.labels.items()))\n"
+      "        print(f'{s.name}{{{labels}}} {s.value}')\n";
+  RunOptions options;
+  options.stdin_text = body;
+  const RunResult parsed = RunCommand({"/usr/bin/python3", "-c", script}, options);
+  if (!parsed.status.ExitedWith(0)) {
+    return ParsedExposition{.samples = "",
+                            .error = parsed.err.empty() ? "the parser failed" : parsed.err};
+  }
+  return ParsedExposition{.samples = parsed.out, .error = ""};
+}
+
+std::string HttpFrontToml(uint16_t port, std::string_view extra) {
+  std::string toml = "[http]\nlisten = [\"127.0.0.1:";
+  toml += std::to_string(port);
+  toml += "\"]\n";
+  toml += extra;
+  return toml;
 }
 
 }  // namespace snowflake::testing

@@ -62,6 +62,19 @@ HttpReply FetchOnce(uint16_t port, std::string_view target, std::string_view ext
 // A TCP port on 127.0.0.1 that was free a moment ago.
 uint16_t FreePort();
 
+// A /metrics body as Prometheus' own Python parser (python3-prometheus-client) reads it:
+// one line per sample, "name{k=v,k=v} value", labels sorted by name. Empty `error` on
+// success; else what the parser said (the body is not valid exposition text).
+struct ParsedExposition {
+  std::string samples;
+  std::string error;
+};
+ParsedExposition ParseExposition(const std::string& body);
+
+// The config text of a daemon with the HTTP front on 127.0.0.1:port (and `extra` lines of
+// [http], e.g. "threads = 2\n").
+std::string HttpFrontToml(uint16_t port, std::string_view extra = "");
+
 // The decimal strings of {"ids":[...]} or {"id":"..."}; empty if the body is not that.
 std::vector<uint64_t> IdsOf(const std::string& json_body);
 

@@ -189,10 +189,9 @@ TEST(MonitoringMetrics, EveryNameInTheRulesAndTheDashboardIsExportedByARealDaemo
   ASSERT_TRUE(etcd.ok()) << etcd.error();
   DaemonHarness harness("monitoring-names");
   const uint16_t port = FreePort();
-  const std::string toml =
-      EtcdDaemonToml("mon", etcd.ClientUrls(), "/monitoring/", "0-3",
-                     "connect_timeout_ms = 100\nrequest_timeout_ms = 300\n") +
-      "[http]\nlisten = [\"127.0.0.1:" + std::to_string(port) + "\"]\n";
+  const std::string toml = EtcdDaemonToml("mon", etcd.ClientUrls(), "/monitoring/", "0-3",
+                                          "connect_timeout_ms = 100\nrequest_timeout_ms = 300\n") +
+                           HttpFrontToml(port);
   Daemon daemon = harness.Start(harness.NamedOptions("mon", toml));
   ASSERT_TRUE(daemon.ready()) << daemon.Describe();
   // Traffic on every labelled path the rules and the dashboard read.
@@ -211,26 +210,21 @@ TEST(MonitoringMetrics, EveryNameInTheRulesAndTheDashboardIsExportedByARealDaemo
   ASSERT_TRUE(failed) << daemon.Describe();
   const HttpReply scrape = FetchOnce(port, "/metrics");
   ASSERT_EQ(scrape.status, 200);
-  const std::filesystem::path exposition = harness.WriteFile("metrics.txt", scrape.body);
-
-  // The exposition as Prometheus' own Python parser reads it: "name k=v k=v" per sample.
-  const std::string script =
-      "import sys\n"
-      "from prometheus_client.parser import text_string_to_metric_families\n"
-      "for family in text_string_to_metric_families(open(sys.argv[1]).read()):\n"
-      "    for s in family.samples:\n"
-      "        print(' '.join([s.name] + [k + '=' + v for k, v in s.labels.items()]))\n";
-  const RunResult parsed = RunCommand({"/usr/bin/python3", "-c", script, exposition.string()});
-  ASSERT_TRUE(parsed.status.ExitedWith(0)) << parsed.err << "\n" << scrape.body;
+  const ParsedExposition parsed = ParseExposition(scrape.body);
+  ASSERT_TRUE(parsed.error.empty()) << parsed.error << "\n" << scrape.body;
   Exported exported;
-  std::istringstream lines(parsed.out);
+  // "name{k=v,k=v} value" per sample.
+  std::istringstream lines(parsed.samples);
   for (std::string line; std::getline(lines, line);) {
-    std::istringstream words(line);
-    std::string name;
-    words >> name;
+    const size_t open = line.find('{');
+    const size_t close = line.rfind('}');
+    if (open == std::string::npos || close == std::string::npos || close < open) continue;
     std::set<std::string> labels;
-    for (std::string label; words >> label;) labels.insert(label);
-    exported[name].push_back(std::move(labels));
+    std::istringstream list(line.substr(open + 1, close - open - 1));
+    for (std::string label; std::getline(list, label, ',');) {
+      if (!label.empty()) labels.insert(label);
+    }
+    exported[line.substr(0, open)].push_back(std::move(labels));
   }
   ASSERT_FALSE(exported.empty()) << scrape.body;
 

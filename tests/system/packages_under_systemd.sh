@@ -27,20 +27,8 @@ cache_root=${SNOWFLAKE_NSPAWN_CACHE_ROOT:-/var/cache/snowflake-test}
 tree=$cache_root/bookworm
 machine=sfsystest$$
 
-skip() { echo "SKIP: $*"; exit 77; }
-fail() { echo "FAIL: $*" >&2; exit 1; }
-now() { date +%s.%N; }
-elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
-# later_than T: true once the clock is past T (seconds since the epoch, fractional).
-later_than() { awk -v t="$1" -v n="$(now)" 'BEGIN { exit !(n > t) }'; }
-test_start=$(now)
-step_start=$test_start
-step() {
-  [ -n "${step_name:-}" ] && echo "  ok  $step_name ($(elapsed "$step_start") s)"
-  step_name=$1
-  step_start=$(now)
-  echo "---- $step_name"
-}
+# skip, fail, step, wait_until and the clock helpers
+source "$source_dir/tests/support/script_steps.sh"
 
 # ---- Can nspawn run here at all?
 [ "$(id -u)" -eq 0 ] || skip "systemd-nspawn needs root (running as uid $(id -u))"
@@ -164,16 +152,6 @@ state=$(timeout 60 nsenter -t "$leader" -a env -i PATH=/usr/sbin:/usr/bin:/sbin:
 echo "system state: $state ($(ct systemctl --version | head -1))"
 
 show() { ct systemctl show -p "$1" --value snowflaked; }
-# wait_until SECONDS DESCRIPTION COMMAND...: polls every 0.1 s.
-wait_until() {
-  local limit=$1 what=$2 deadline
-  shift 2
-  deadline=$(awk -v n="$(now)" -v l="$limit" 'BEGIN { printf "%.3f", n + l }')
-  until "$@"; do
-    later_than "$deadline" && fail "$what: not within $limit s"
-    sleep 0.1
-  done
-}
 is_active() { [ "$(show ActiveState)" = active ]; }
 main_pid_is_not() { local p; p=$(show MainPID); [ "$p" != 0 ] && [ "$p" != "$1" ] && is_active; }
 # take_max N: N IDs as alice, checks they increase, prints the last.
