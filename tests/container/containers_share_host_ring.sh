@@ -145,15 +145,8 @@ podman_can_run() {
 nspawn_tree=$work/nspawn-tree
 nspawn_prepare() {
   command -v systemd-nspawn > /dev/null || skip "podman cannot run containers ($podman_why) and systemd-nspawn is not installed"
-  local hierarchy name=sfctest$$
-  for hierarchy in unified systemd; do
-    if [ -d "/sys/fs/cgroup/$hierarchy" ] && mkdir -p "/sys/fs/cgroup/$hierarchy/$name" 2>/dev/null; then
-      nspawn_cgroups+=("/sys/fs/cgroup/$hierarchy/$name")
-    fi
-  done
-  if [ ${#nspawn_cgroups[@]} -eq 0 ] && [ -f /sys/fs/cgroup/cgroup.procs ]; then
-    mkdir -p "/sys/fs/cgroup/$name" 2>/dev/null && nspawn_cgroups+=("/sys/fs/cgroup/$name")
-  fi
+  make_own_cgroups "sfctest$$"
+  nspawn_cgroups+=("${own_cgroups[@]}")
   [ ${#nspawn_cgroups[@]} -gt 0 ] || skip "podman cannot run containers ($podman_why) and no cgroup for nspawn"
   # nspawn is started from a cgroup of our own (there is no host systemd to make a scope).
   for cg in "${nspawn_cgroups[@]}"; do echo $$ > "$cg/cgroup.procs"; done

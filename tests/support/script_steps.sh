@@ -17,6 +17,23 @@ step() {
   step_start=$(now)
   echo "---- $step_name"
 }
+# make_own_cgroups NAME: a cgroup NAME of this script's own in every hierarchy that lets
+# it (cgroup v1's unified and systemd, else the v2 root), for systemd-nspawn to start from
+# where no host systemd makes a scope. Lists them in the array own_cgroups (empty: none).
+make_own_cgroups() {
+  own_cgroups=()
+  local hierarchy
+  for hierarchy in unified systemd; do
+    if [ -d "/sys/fs/cgroup/$hierarchy" ] && mkdir -p "/sys/fs/cgroup/$hierarchy/$1" 2>/dev/null; then
+      own_cgroups+=("/sys/fs/cgroup/$hierarchy/$1")
+    fi
+  done
+  if [ ${#own_cgroups[@]} -eq 0 ] && [ -f /sys/fs/cgroup/cgroup.procs ] &&
+     mkdir -p "/sys/fs/cgroup/$1" 2>/dev/null; then
+    own_cgroups+=("/sys/fs/cgroup/$1")
+  fi
+  return 0
+}
 # wait_until SECONDS DESCRIPTION COMMAND...: polls every 0.1 s; fails naming DESCRIPTION.
 wait_until() {
   local limit=$1 what=$2 deadline

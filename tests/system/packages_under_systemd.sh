@@ -94,15 +94,8 @@ flock -u 9
 # ---- Boot it. nspawn is started from a cgroup of our own (there is no host systemd to
 # make a scope), as a child of this script only.
 step "boot the tree with systemd-nspawn"
-cgroups=()
-for hierarchy in unified systemd; do
-  if [ -d "/sys/fs/cgroup/$hierarchy" ] && mkdir -p "/sys/fs/cgroup/$hierarchy/$machine" 2>/dev/null; then
-    cgroups+=("/sys/fs/cgroup/$hierarchy/$machine")
-  fi
-done
-if [ ${#cgroups[@]} -eq 0 ] && [ -f /sys/fs/cgroup/cgroup.procs ]; then
-  mkdir -p "/sys/fs/cgroup/$machine" 2>/dev/null && cgroups+=("/sys/fs/cgroup/$machine")
-fi
+make_own_cgroups "$machine"
+cgroups=("${own_cgroups[@]}")
 [ ${#cgroups[@]} -gt 0 ] || skip "cannot create a cgroup for the container under /sys/fs/cgroup"
 
 nspawn_pid=""
