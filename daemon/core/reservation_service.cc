@@ -15,36 +15,6 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// The `code` label of snowflake_register_errors_total.
-std::string_view RegisterErrorLabel(RegisterErrorCode code) {
-  switch (code) {
-    case RegisterErrorCode::kNoFreeNumber:
-      return "no_free_number";
-    case RegisterErrorCode::kInUse:
-      return "in_use";
-    case RegisterErrorCode::kCorrupt:
-      return "corrupt";
-    case RegisterErrorCode::kUnreadable:
-      return "unreadable";
-    case RegisterErrorCode::kEpochMismatch:
-      return "epoch_mismatch";
-    case RegisterErrorCode::kNotClaimed:
-      return "not_claimed";
-    case RegisterErrorCode::kInvalidRequest:
-      return "invalid_request";
-    case RegisterErrorCode::kClaimLost:
-      return "claim_lost";
-    case RegisterErrorCode::kTimedOut:
-      return "timed_out";
-    case RegisterErrorCode::kUnreachable:
-      return "unreachable";
-    case RegisterErrorCode::kRolledBack:
-      return "rolled_back";
-    default:
-      return "other";  // a code added later, until it gets its label here
-  }
-}
-
 }  // namespace
 
 Horizon::~Horizon() = default;
@@ -112,7 +82,7 @@ auto ReservationService::RegisterCall(std::string_view call, Call&& run) {
   if (options_.metrics != nullptr) {
     options_.metrics->reservation().register_call.Observe(SecondsSince(start));
     if (!result) {
-      options_.metrics->RegisterError(call, RegisterErrorLabel(result.error().code)).Increment();
+      options_.metrics->RegisterError(call, RegisterErrorCodeName(result.error().code)).Increment();
     }
   }
   return result;

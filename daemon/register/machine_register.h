@@ -104,6 +104,10 @@ enum class RegisterErrorCode {
   kUnsupported,
 };
 
+// The code's name in snake case ("claim_lost", "unreachable"): the `code` label of
+// snowflake_register_errors_total (docs/metrics.md).
+std::string_view RegisterErrorCodeName(RegisterErrorCode code) noexcept;
+
 struct RegisterError {
   RegisterErrorCode code;
   std::string message;  // a sentence naming the register, the number and what to do

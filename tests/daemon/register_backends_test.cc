@@ -8,9 +8,11 @@
 #include <gtest/gtest.h>
 #include <toml++/toml.h>
 
+#include <set>
 #include <string>
 
 #include "daemon/config/config.h"
+#include "daemon/register/machine_register.h"
 
 namespace snowflake::daemon {
 namespace {
@@ -32,6 +34,22 @@ std::string ValidRegister(std::string_view backend) {
   if (backend == "static") text += "machine = 7\n";
   if (backend == "etcd") text += "[register.etcd]\nendpoints = [\"http://127.0.0.1:2379\"]\n";
   return text;
+}
+
+// Every register error code has its own snake-case name (the `code` label of
+// snowflake_register_errors_total): none shared, none left to a catch-all.
+TEST(RegisterErrorCodeName, EveryCodeHasItsOwnName) {
+  std::set<std::string> names;
+  const int last = static_cast<int>(RegisterErrorCode::kUnsupported);
+  for (int i = 0; i <= last; ++i) {
+    const std::string name(RegisterErrorCodeName(static_cast<RegisterErrorCode>(i)));
+    EXPECT_THAT(name, ::testing::MatchesRegex("[a-z]+(_[a-z]+)*")) << i;
+    EXPECT_NE(name, "unknown") << i;
+    names.insert(name);
+  }
+  EXPECT_EQ(names.size(), static_cast<size_t>(last + 1));
+  EXPECT_EQ(RegisterErrorCodeName(RegisterErrorCode::kClaimLost), "claim_lost");
+  EXPECT_EQ(RegisterErrorCodeName(RegisterErrorCode::kUnsupported), "unsupported");
 }
 
 TEST(RegisterBackends, UnknownBackendIsNamedWithTheKnownOnes) {
