@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "loopback_port.h"
 #include "subprocess.h"
 
 namespace snowflake::testing {
@@ -118,18 +119,9 @@ HttpReply FetchOnce(uint16_t port, std::string_view target, std::string_view ext
 }
 
 uint16_t FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
-    close(fd);
-    throw std::runtime_error("cannot bind a free port");
-  }
-  socklen_t size = sizeof address;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &size);
-  close(fd);
-  return ntohs(address.sin_port);
+  const int port = FreeLoopbackPort();
+  if (port == 0) throw std::runtime_error("no free loopback port below the ephemeral range");
+  return static_cast<uint16_t>(port);
 }
 
 std::vector<uint64_t> IdsOf(const std::string& json_body) {

@@ -59,7 +59,7 @@ std::string Get(std::string_view target, std::string_view extra_headers = "");
 // One GET on a fresh connection.
 HttpReply FetchOnce(uint16_t port, std::string_view target, std::string_view extra_headers = "");
 
-// A TCP port on 127.0.0.1 that was free a moment ago.
+// A TCP port on 127.0.0.1 that was free a moment ago (FreeLoopbackPort; throws if none).
 uint16_t FreePort();
 
 // A /metrics body as Prometheus' own Python parser (python3-prometheus-client) reads it:

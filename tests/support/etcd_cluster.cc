@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -21,22 +22,6 @@ size_t Collect(char* data, size_t size, size_t count, void* user) {
 }
 
 }  // namespace
-
-int FreeLoopbackPort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof(addr);
-  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    if (fd >= 0) close(fd);
-    return 0;
-  }
-  close(fd);
-  return ntohs(addr.sin_port);
-}
 
 tl::expected<TestCertificates, std::string> MakeTestCertificates(
     const std::filesystem::path& dir) {
@@ -137,12 +122,44 @@ EtcdCluster::EtcdCluster(int members, std::chrono::milliseconds timeout,
                          std::optional<TestCertificates> tls)
     : dir_("etcd-cluster"), extra_args_(std::move(extra_args)), tls_(std::move(tls)) {
   members_.resize(static_cast<size_t>(members));
-  for (int i = 0; i < members; ++i) {
+  // A cluster that does not form (a port taken between the check and etcd's bind, a
+  // member starved on a loaded host) is started again on new ports and empty data
+  // directories. Every failed attempt is printed, and its logs end up in error().
+  constexpr int kAttempts = 3;
+  std::string failures;
+  for (int attempt = 1; attempt <= kAttempts; ++attempt) {
+    std::string why = StartAll(timeout);
+    if (why.empty()) return;
+    why += Logs();
+    StopAll();
+    failures += "\n=== attempt " + std::to_string(attempt) + ": " + why;
+    std::cerr << "etcd test cluster, attempt " << attempt << " of " << kAttempts
+              << " failed: " << why << "\n";
+  }
+  error_ =
+      "etcd test cluster did not form in " + std::to_string(kAttempts) + " attempts:" + failures;
+}
+
+std::string EtcdCluster::StartAll(std::chrono::milliseconds timeout) {
+  initial_cluster_.clear();
+  for (size_t i = 0; i < members_.size(); ++i) {
     Member& m = members_[i];
     m.name = std::to_string(i);  // appended, not "m" + …: GCC 12's -Wrestrict misfires
     m.name.insert(0, 1, 'm');
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_ / (m.name + ".data"), ignored);
     m.client_port = FreeLoopbackPort();
     m.peer_port = FreeLoopbackPort();
+    if (m.client_port == 0 || m.peer_port == 0 || m.client_port == m.peer_port) {
+      return "no free loopback port for member " + m.name;
+    }
+    for (size_t k = 0; k < i; ++k) {
+      const Member& o = members_[k];
+      if (o.client_port == m.client_port || o.client_port == m.peer_port ||
+          o.peer_port == m.client_port || o.peer_port == m.peer_port) {
+        return "two members drew the same port";
+      }
+    }
     m.client_url = (tls_ ? "https://127.0.0.1:" : "http://127.0.0.1:") +
                    std::to_string(m.client_port);
     m.peer_url = "http://127.0.0.1:" + std::to_string(m.peer_port);
@@ -152,27 +169,31 @@ EtcdCluster::EtcdCluster(int members, std::chrono::milliseconds timeout,
     initial_cluster_ += m.peer_url;
   }
   try {
-    for (int i = 0; i < members; ++i) Start(i, /*existing=*/false);
+    for (int i = 0; i < size(); ++i) Start(i, /*existing=*/false);
   } catch (const std::exception& e) {
-    error_ = std::string("cannot start etcd: ") + e.what();
-    return;
+    return std::string("cannot start etcd: ") + e.what();
   }
-  for (int i = 0; i < members; ++i) {
+  for (int i = 0; i < size(); ++i) {
     if (!WaitReady(i, timeout)) {
-      error_ = "etcd member " + members_[i].name + " did not become ready: " + Logs();
-      return;
+      return "member " + members_[i].name + " did not become ready within " +
+             std::to_string(timeout.count()) + " ms";
     }
   }
+  return "";
 }
 
-EtcdCluster::~EtcdCluster() {
+void EtcdCluster::StopAll() {
   for (Member& m : members_) {
     if (m.process) {
       m.process->Kill(SIGKILL);
       (void)m.process->Wait(std::chrono::seconds(10));
+      m.process.reset();
     }
+    m.paused = false;
   }
 }
+
+EtcdCluster::~EtcdCluster() { StopAll(); }
 
 void EtcdCluster::Start(int i, bool existing) {
   Member& m = members_[i];
@@ -259,6 +280,7 @@ std::optional<int> EtcdCluster::Leader() const {
 bool EtcdCluster::WaitReady(int member, std::chrono::milliseconds timeout) const {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {
+    if (!members_[member].process || !members_[member].process->Running()) return false;
     // A linearizable read needs a leader and a quorum.
     auto answer = HttpPost(members_[member].client_url + "/v3/kv/range", R"({"key":"AA=="})",
                            std::chrono::seconds(2), tls_ ? &*tls_ : nullptr);

@@ -24,15 +24,13 @@
 #include <tl/expected.hpp>
 #include <vector>
 
+#include "loopback_port.h"
 #include "subprocess.h"
 #include "temp_dir.h"
 
 namespace snowflake::testing {
 
 inline const std::string kEtcdPath = "/usr/bin/etcd";
-
-// A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0 and released).
-int FreeLoopbackPort();
 
 // Certificates for etcd over TLS on loopback, made with openssl at test time
 // (MakeTestCertificates): a CA, a server certificate for 127.0.0.1 signed by it, a client
@@ -68,7 +66,8 @@ std::string EtcdDaemonToml(const std::string& name, const std::vector<std::strin
 class EtcdCluster {
  public:
   // Starts `members` members and waits (up to `timeout`) until a linearizable read
-  // succeeds on every one. Check ok().
+  // succeeds on every one; a cluster that does not form is started again on new ports,
+  // up to three times. Check ok().
   // `extra_args` are passed to every member ("--auth-token-ttl", "2").
   // With `tls`, members serve clients on https only, with client-certificate
   // authentication (--client-cert-auth) against tls->ca_file.
@@ -113,6 +112,10 @@ class EtcdCluster {
     bool paused = false;
   };
   void Start(int member, bool existing);
+  // Draws ports, starts every member and waits until each is ready: "" on success,
+  // otherwise what went wrong (the members are left running; StopAll() ends them).
+  std::string StartAll(std::chrono::milliseconds timeout);
+  void StopAll();
 
   TempDir dir_;
   std::vector<Member> members_;
