@@ -544,6 +544,7 @@ class Client::Impl {
   tl::expected<size_t, Error> Slow(Take take, size_t want = 0) noexcept {
     try {
       const auto deadline = std::chrono::steady_clock::now() + options_.wait_timeout;
+      Attachment* hinted = nullptr;  // the segment our hint went to, once it went
       for (;;) {
         Attachment* a = current_.load(std::memory_order_acquire);
         // Read before re-checking the ring: a publish after our check moves wake_seq, so
@@ -576,12 +577,18 @@ class Client::Impl {
                                           "; retry or fail over"));
         }
         // Short slices so a daemon that dies or stops without waking us is noticed
-        // within about a slice. A stale front asks the daemon to drain it.
+        // within about a slice. A stale front asks the daemon to drain it. The hint goes
+        // with the first request, and again only once the daemon has taken the word
+        // (it reads 0): re-adding it every slice would ask a slow daemon for the batch
+        // once per slice, and a ring filled to several times the need holds IDs nobody
+        // takes until they age.
+        const bool hint_pending = hinted == a && a->ring.refill_hint() != 0;
         a->ring.AwaitPublish(
             seen,
             std::min<std::chrono::nanoseconds>(
                 kWaitSlice, std::chrono::duration_cast<std::chrono::nanoseconds>(remaining)),
-            attempt.stale, want);
+            attempt.stale, hint_pending ? 0 : want);
+        hinted = a;
       }
     } catch (const std::exception& e) {
       return tl::unexpected(MakeError(ClientError::kSystemError, std::string("take: ") + e.what()));

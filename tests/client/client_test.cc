@@ -356,7 +356,9 @@ TEST_F(ClientTest, AWaitingNextGetsTheIdPublishedWhileItWaits) {
 }
 
 // NextBatch on an empty ring asks for the whole batch with its refill request (the
-// segment's refill hint), so a daemon can publish it in one pass.
+// segment's refill hint), so a daemon can publish it in one pass. While it waits it
+// repeats the request every slice but not the hint: a daemon that is slow to answer is
+// asked for the batch once, and asked again only after it took the word.
 TEST_F(ClientTest, NextBatchAsksForItsWholeSizeWhenItFindsTheRingEmpty) {
   RingProducer producer = MakeProducer(4096);
   producer.SetState(DaemonState::kServing);
@@ -366,18 +368,23 @@ TEST_F(ClientTest, NextBatchAsksForItsWholeSizeWhenItFindsTheRingEmpty) {
   std::vector<uint64_t> out(1000);
   std::optional<tl::expected<size_t, Error>> taken;
   const uint32_t refill_before = producer.refill_request();
+  // Act as a daemon that is slow to answer: let the taker's request come several times.
+  const auto wait_for_requests = [&producer](uint32_t from, uint32_t count) {
+    while (producer.refill_request() - from < count) {
+      producer.WaitForRefillRequest(producer.refill_request(), std::chrono::milliseconds(100));
+    }
+  };
 
   std::thread waiter([&] { taken = sut.NextBatch(out); });
-  // Act as the daemon: wait for the request, read its hint, publish that many.
-  uint32_t hint = 0;
-  while (producer.refill_request() == refill_before) {
-    producer.WaitForRefillRequest(refill_before, std::chrono::milliseconds(100));
-  }
-  hint = producer.TakeRefillHint();
+  wait_for_requests(refill_before, 4);
+  const uint32_t first_hint = producer.TakeRefillHint();
+  wait_for_requests(producer.refill_request(), 2);
+  const uint32_t second_hint = producer.TakeRefillHint();
   ASSERT_EQ(producer.Publish(IdsAt(300, 0, 1000)).value(), 1000u);
   waiter.join();
 
-  EXPECT_EQ(hint, 1000u) << "the batch's full size, not a fill target's worth";
+  EXPECT_EQ(first_hint, 1000u) << "the batch's full size once, not once per request";
+  EXPECT_EQ(second_hint, 1000u) << "asked again after the daemon took the word";
   ASSERT_TRUE(taken.has_value() && taken->has_value())
       << (taken && !*taken ? taken->error().message : "");
   EXPECT_EQ(**taken, 1000u) << "one refill, one batch";
