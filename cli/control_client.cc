@@ -65,8 +65,10 @@ std::string PermissionMessage(const std::string& path) {
   const std::string group = GroupName(info.st_gid);
   return "permission denied connecting to " + path + " (owner " + DescribeUser(info.st_uid) +
          ", group " + DescribeGroupName(info.st_gid) + "): " + DescribeUser(me) +
-         " is not in group " + group + "; run `sudo usermod -aG " + group + " " + UserName(me) +
-         "` and log in again (or `newgrp " + group + "`), or run as " + UserName(info.st_uid);
+         " is not in group " + group + "; " +
+         GroupAccessAdvice(info.st_gid, "run `sudo usermod -aG " + group + " " + UserName(me) +
+                                            "` and log in again (or `newgrp " + group +
+                                            "`), or run as " + UserName(info.st_uid));
 }
 
 }  // namespace

@@ -68,12 +68,13 @@ std::optional<CommandError> CheckRuntimeDir(const RuntimeDir& dir) {
                             " is not a directory: name the directory snowflaked runs in"};
   }
   if (access(dir.path.c_str(), X_OK) != 0 && errno == EACCES) {
-    return CommandError{kExitUnavailable, CodeName(vocab::ErrorCode::kPermissionDenied),
-                        "permission denied entering runtime directory " + where + " (group " +
-                            DescribeGroupName(info.st_gid) + "): " + DescribeUser(geteuid()) +
-                            " is not in group " + GroupName(info.st_gid) +
-                            "; run `sudo usermod -aG " + GroupName(info.st_gid) + " " +
-                            UserName(geteuid()) + "` and log in again"};
+    return CommandError{
+        kExitUnavailable, CodeName(vocab::ErrorCode::kPermissionDenied),
+        "permission denied entering runtime directory " + where + " (group " +
+            DescribeGroupName(info.st_gid) + "): " + DescribeUser(geteuid()) + " is not in group " +
+            GroupName(info.st_gid) + "; " +
+            GroupAccessAdvice(info.st_gid, "run `sudo usermod -aG " + GroupName(info.st_gid) + " " +
+                                               UserName(geteuid()) + "` and log in again")};
   }
   return std::nullopt;
 }

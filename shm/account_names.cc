@@ -3,6 +3,7 @@
 #include <grp.h>
 #include <pwd.h>
 
+#include <fstream>
 #include <vector>
 
 namespace snowflake {
@@ -37,6 +38,33 @@ std::string DescribeGroupName(gid_t gid) {
   const std::string name = GroupName(gid);
   const std::string number = std::to_string(gid);
   return name == number ? "gid " + number : name + " (gid " + number + ")";
+}
+
+bool IsOverflowGroup(gid_t gid) {
+  std::ifstream in("/proc/sys/kernel/overflowgid");
+  long overflow = 65534;
+  if (!(in >> overflow)) overflow = 65534;
+  return static_cast<long>(gid) == overflow;
+}
+
+std::string GroupAccessAdvice(gid_t gid, const std::string& on_host) {
+  if (IsOverflowGroup(gid)) {
+    std::string advice = "the group shows as the overflow gid ";
+    advice += std::to_string(gid);
+    advice +=
+        ", so this process runs in a user namespace that does not map the daemon's group: "
+        "map that group into the namespace under its own number (podman --gidmap "
+        "GID:GID:1, with the ranges around it) and give it to this process; joining a group "
+        "inside the namespace cannot help";
+    return advice;
+  }
+  std::string advice = on_host;
+  advice += " (a container: run it with the group, e.g. podman --group-add ";
+  advice += std::to_string(gid);
+  advice += " or Kubernetes securityContext.supplementalGroups: [";
+  advice += std::to_string(gid);
+  advice += "])";
+  return advice;
 }
 
 }  // namespace snowflake

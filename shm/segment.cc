@@ -237,12 +237,19 @@ tl::expected<void, SegmentFailure> OpenChecked(CheckedFile& file, const std::str
     if (err == EACCES) {
       struct stat dir_info {};
       const std::string dir = fs_path.parent_path().string();
-      const std::string group =
-          stat(dir.c_str(), &dir_info) == 0 ? DescribeGroup(dir_info.st_gid) : "its group";
-      return tl::unexpected(Fail(SegmentError::kPermissionDenied,
-                                 "permission denied reading " + dir + ": add this user to " +
-                                     group + " and log in again",
-                                 err));
+      if (stat(dir.c_str(), &dir_info) != 0) {
+        return tl::unexpected(Fail(
+            SegmentError::kPermissionDenied,
+            "permission denied reading " + dir + ": add this user to its group and log in again",
+            err));
+      }
+      return tl::unexpected(
+          Fail(SegmentError::kPermissionDenied,
+               "permission denied reading " + dir + " (" + DescribeGroup(dir_info.st_gid) + "): " +
+                   GroupAccessAdvice(
+                       dir_info.st_gid,
+                       "add this user to " + DescribeGroup(dir_info.st_gid) + " and log in again"),
+               err));
     }
     return tl::unexpected(
         Fail(SegmentError::kSystemError, "cannot stat " + path + ": " + std::strerror(err), err));
@@ -274,12 +281,14 @@ tl::expected<void, SegmentFailure> OpenChecked(CheckedFile& file, const std::str
   if (file.fd < 0) {
     const int err = errno;
     if (err == EACCES || err == EPERM) {
-      return tl::unexpected(Fail(SegmentError::kPermissionDenied,
-                                 "permission denied opening " + path + " (mode " +
-                                     ModeString(link_info.st_mode) + ", " +
-                                     DescribeGroup(link_info.st_gid) + "): add this user to " +
-                                     DescribeGroup(link_info.st_gid) + " and log in again",
-                                 err));
+      return tl::unexpected(
+          Fail(SegmentError::kPermissionDenied,
+               "permission denied opening " + path + " (mode " + ModeString(link_info.st_mode) +
+                   ", " + DescribeGroup(link_info.st_gid) + "): " +
+                   GroupAccessAdvice(
+                       link_info.st_gid,
+                       "add this user to " + DescribeGroup(link_info.st_gid) + " and log in again"),
+               err));
     }
     if (err == ENOENT) {
       return tl::unexpected(Fail(missing,

@@ -23,6 +23,16 @@ std::string DescribeGroupName(gid_t gid);
 std::string UserName(uid_t uid);
 std::string GroupName(gid_t gid);
 
+// True if `gid` is the kernel's overflow group (/proc/sys/kernel/overflowgid, 65534): the
+// number a file's group shows as inside a user namespace that does not map it. Joining
+// that group gives nothing; the namespace must map the real one.
+bool IsOverflowGroup(gid_t gid);
+
+// The advice for a process refused by a file whose group is `gid`: in a user namespace
+// that does not map the group, to map it (no group membership can help); otherwise to be
+// given the group: `on_host` (how a user on the host joins it), then how a container does.
+std::string GroupAccessAdvice(gid_t gid, const std::string& on_host);
+
 }  // namespace snowflake
 
 #endif  // SNOWFLAKE_ACCOUNT_NAMES_H_
