@@ -5,16 +5,16 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "ring_test_util.h"
@@ -570,6 +570,25 @@ TEST(SegmentValidation, OnlyAFileOrCounterFaultIsADamagedSegment) {
         SegmentError::kSystemError}) {
     EXPECT_FALSE(IsDamagedSegmentError(other)) << SegmentErrorName(other);
   }
+}
+
+// Inside a user namespace that does not map the daemon's group, files show the kernel's
+// overflow gid: the advice is to map the group, never to join "nogroup".
+TEST(GroupAccessAdvice, AnUnmappedGroupAsksForAMappingNotAMembership) {
+  std::ifstream in("/proc/sys/kernel/overflowgid");
+  gid_t overflow = 65534;
+  in >> overflow;
+  ASSERT_TRUE(IsOverflowGroup(overflow));
+  const std::string unmapped = GroupAccessAdvice(overflow, "join it");
+  EXPECT_NE(unmapped.find("user namespace that does not map the daemon's group"), std::string::npos)
+      << unmapped;
+  EXPECT_EQ(unmapped.find("join it"), std::string::npos) << unmapped;
+
+  ASSERT_FALSE(IsOverflowGroup(4101));
+  const std::string member = GroupAccessAdvice(4101, "join it");
+  EXPECT_EQ(member.rfind("join it", 0), 0u) << member;
+  EXPECT_NE(member.find("--group-add 4101"), std::string::npos) << member;
+  EXPECT_NE(member.find("supplementalGroups: [4101]"), std::string::npos) << member;
 }
 
 }  // namespace
