@@ -469,7 +469,8 @@ void HttpTransport::Impl::OnAccept(tcp::socket socket) {
     refused_.fetch_add(1, std::memory_order_relaxed);
     refusal = Refusal(static_cast<unsigned>(http::status::too_many_requests),
                       vocab::ErrorCode::kTooManyConnections,
-                      "this front already serves " + std::to_string(options_.max_connections) +
+                      "this daemon's HTTP front already serves " +
+                          std::to_string(options_.max_connections) +
                           " connections ([http] max_connections); retry shortly or use "
                           "another daemon");
   } else {
