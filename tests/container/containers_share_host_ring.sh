@@ -564,13 +564,17 @@ print("\0".join(f if sys.argv[4] == "args" else [x for h in f for x in (h["type"
         --) break;;
       esac
     done
-    # The container's PID 1 is the child of its systemd-nspawn.
-    leader=$(cat "/proc/${kube_pids[$pod/$name]}/task/${kube_pids[$pod/$name]}/children" 2>/dev/null)
-    [ -n "$leader" ] || { echo "no process in container $pod/$name" >&2; return 1; }
+    # The container's PID 1: the child of its systemd-nspawn that is pid 1 in its own pid
+    # namespace (nspawn has helper children too, some short-lived).
+    local nspawn_pid=${kube_pids[$pod/$name]} child
+    for child in $(cat "/proc/$nspawn_pid/task/$nspawn_pid/children" 2>/dev/null); do
+      grep -qP '^NSpid:\t\d+\t1$' "/proc/$child/status" 2>/dev/null && leader=$child
+    done
+    [ -n "$leader" ] || { echo "no PID 1 of container $pod/$name among nspawn's children" >&2; return 1; }
     local priv=(setpriv --reuid="${user%:*}" --regid="${user#*:}" --no-new-privs)
     if [ "$groups" = - ]; then priv+=(--clear-groups); else priv+=(--groups="$groups"); fi
     # Its namespaces (-a) and root directory (-r): what podman exec gives.
-    nsenter -t "${leader%% *}" -a -r env -i PATH=/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    nsenter -t "$leader" -a -r env -i PATH=/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
       LANG=C.UTF-8 "${envs[@]}" "${priv[@]}" -- "$@"
   }
   while IFS= read -r init; do
