@@ -99,7 +99,10 @@ cleanup() {
     kill -TERM "${kube_pids[$ct]}" 2>/dev/null && wait "${kube_pids[$ct]}" 2>/dev/null
   done
   [ -n "$etcd_pid" ] && kill -TERM "$etcd_pid" 2>/dev/null && wait "$etcd_pid" 2>/dev/null
+  # This shell leaves its cgroups first (the hierarchies' roots, where make_own_cgroups
+  # made them): a cgroup with a process in it cannot be removed.
   for ((i = ${#nspawn_cgroups[@]} - 1; i >= 0; i--)); do
+    echo $$ > "${nspawn_cgroups[$i]%/*}/cgroup.procs"
     find "${nspawn_cgroups[$i]}" -depth -type d -exec rmdir {} \; 2>/dev/null
   done
   rm -rf "$run_dir"
