@@ -28,8 +28,13 @@
 # from the host's own podman storage.
 #
 # If podman cannot run a container here (checked with `podman run` of the imported image,
-# with crun and then runc), the test says why and runs the same checks in systemd-nspawn
-# containers of the same tree with the packages installed.
+# with crun and then runc), or SNOWFLAKE_CONTAINER_ENGINE=nspawn (ctest's
+# container_ids_from_host_daemon_nspawn), the test says why and runs the same checks in
+# systemd-nspawn containers of the same tree with the packages installed (made once per
+# package build, cached under $SNOWFLAKE_NSPAWN_CACHE_ROOT/nspawn), each with the host's
+# boot id (nspawn_boot_id_fix), except the namespace mapping only the group (nspawn maps
+# one range). Part 2 then runs the nspawn stand-in for `podman kube play`: every container
+# of the same pod specs, as kube_pods.py writes them into nspawn.json.
 #
 # Exit 0: every check passed. 77 (ctest SKIP_RETURN_CODE): neither podman nor nspawn can
 # run here (not root, tools missing, no tree); the reason is printed. Else a check failed.
@@ -51,6 +56,15 @@ app_uid=1000
 
 # skip, fail, step, wait_until and the clock helpers
 source "$source_dir/tests/support/script_steps.sh"
+# boot_id_verdict FILE...: fails, saying why, if a client in a container refused the host's
+# segment as another boot's: the container does not see the host's boot id.
+boot_id_verdict() {
+  grep -h "earlier boot" "$@" 2>/dev/null | head -1 | grep . &&
+    fail "a client in a container took the host's segment for one of an earlier boot: the" \
+      "container's boot id is not the host's ($(cat /proc/sys/kernel/random/boot_id));" \
+      "under systemd-nspawn its own must be unmounted first (docs/kubernetes.md, Other container engines)"
+  return 0
+}
 # machines FILES...: the distinct machine numbers in the IDs (bits 12-21) of the files.
 machines() { cat "$@" | grep -h '^[0-9]' | python3 -c 'import sys; print(" ".join(sorted({str((int(l) >> 12) & 1023) for l in sys.stdin})))'; }
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
@@ -72,6 +86,7 @@ daemon_pid=""
 etcd_pid=""
 podman_used=""
 nspawn_cgroups=()
+declare -A kube_pids=()   # POD/CONTAINER -> the pid of its systemd-nspawn (nspawn stand-in)
 cleanup() {
   local status=$?
   [ -n "$daemon_pid" ] && kill -TERM "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null
@@ -80,8 +95,14 @@ cleanup() {
     pm rm -f -t 2 -a > /dev/null 2>&1
     pm secret rm -a > /dev/null 2>&1
   fi
+  for ct in "${!kube_pids[@]}"; do
+    kill -TERM "${kube_pids[$ct]}" 2>/dev/null && wait "${kube_pids[$ct]}" 2>/dev/null
+  done
   [ -n "$etcd_pid" ] && kill -TERM "$etcd_pid" 2>/dev/null && wait "$etcd_pid" 2>/dev/null
+  # This shell leaves its cgroups first (the hierarchies' roots, where make_own_cgroups
+  # made them): a cgroup with a process in it cannot be removed.
   for ((i = ${#nspawn_cgroups[@]} - 1; i >= 0; i--)); do
+    echo $$ > "${nspawn_cgroups[$i]%/*}/cgroup.procs"
     find "${nspawn_cgroups[$i]}" -depth -type d -exec rmdir {} \; 2>/dev/null
   done
   rm -rf "$run_dir"
@@ -141,8 +162,20 @@ podman_can_run() {
   return 1
 }
 
-# ---- systemd-nspawn: the same tree, copied once per run with the packages installed.
-nspawn_tree=$work/nspawn-tree
+# ---- systemd-nspawn: the cached tree with the packages installed, kept under
+# $cache_root/nspawn keyed by what made it (the tree, the .debs, nspawn_install itself),
+# so a tree of other packages is never used. Each run holds a shared lock on its tree;
+# a tree of another key is removed only when no run holds it.
+nspawn_install() {   # nspawn_install DIR: the packages into the copy DIR, as the image has them
+  groupadd -R "$1" --system --gid "$group_id" snowflaked &&
+    useradd -R "$1" --system --uid "$group_id" --gid snowflaked --no-create-home \
+      --home-dir /var/lib/snowflaked --shell /usr/sbin/nologin snowflaked &&
+    systemd-nspawn -q --register=no --keep-unit -D "$1" --pipe \
+      --bind="$cache_root/apt-archives:/var/cache/apt/archives" --bind-ro="$debs:/mnt/debs" \
+      env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+      /mnt/debs/snowflaked_"${version}_$arch.deb" /mnt/debs/libsnowflake0_"${version}_$arch.deb" \
+      /mnt/debs/python3-snowflake_"${version}_$arch.deb"
+}
 nspawn_prepare() {
   command -v systemd-nspawn > /dev/null || skip "podman cannot run containers ($podman_why) and systemd-nspawn is not installed"
   make_own_cgroups "sfctest$$"
@@ -150,15 +183,37 @@ nspawn_prepare() {
   [ ${#nspawn_cgroups[@]} -gt 0 ] || skip "podman cannot run containers ($podman_why) and no cgroup for nspawn"
   # nspawn is started from a cgroup of our own (there is no host systemd to make a scope).
   for cg in "${nspawn_cgroups[@]}"; do echo $$ > "$cg/cgroup.procs"; done
-  cp -a "$tree" "$nspawn_tree"
-  mkdir -p "$cache_root/apt-archives"
-  groupadd -R "$nspawn_tree" --system --gid "$group_id" snowflaked
-  systemd-nspawn -q --register=no --keep-unit -D "$nspawn_tree" --pipe \
-    --bind="$cache_root/apt-archives:/var/cache/apt/archives" --bind-ro="$debs:/mnt/debs" \
-    env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-    /mnt/debs/snowflaked_"${version}_$arch.deb" /mnt/debs/libsnowflake0_"${version}_$arch.deb" \
-    /mnt/debs/python3-snowflake_"${version}_$arch.deb" > "$work/nspawn-apt.log" 2>&1 ||
-    { tail -20 "$work/nspawn-apt.log"; fail "apt install in the nspawn tree"; }
+  local trees=$cache_root/nspawn key old
+  key=$( { sha256sum "$tree/var/lib/dpkg/status"; stat -c %Y "$tree"
+           sha256sum "$debs"/{snowflaked,libsnowflake0,python3-snowflake}_"${version}_$arch.deb" | cut -d' ' -f1
+           declare -f nspawn_install; } | sha256sum | cut -c1-16)
+  nspawn_tree=$trees/snowflaked-$key
+  mkdir -p "$trees" "$cache_root/apt-archives"
+  exec {trees_lock_fd}>"$trees/.lock"
+  flock "$trees_lock_fd"
+  if [ -x "$nspawn_tree/usr/sbin/snowflaked" ]; then
+    echo "$nspawn_tree: the cached tree with these packages"
+  else
+    echo "making $nspawn_tree: the tree with the packages installed (apt log: $work/nspawn-apt.log)"
+    rm -rf "$nspawn_tree.new"
+    cp -a "$tree" "$nspawn_tree.new"
+    nspawn_install "$nspawn_tree.new" > "$work/nspawn-apt.log" 2>&1 ||
+      { tail -20 "$work/nspawn-apt.log"; rm -rf "$nspawn_tree.new"; flock -u "$trees_lock_fd"; fail "apt install in the nspawn tree"; }
+    grep -E "^(Get:|Fetched)" "$work/nspawn-apt.log" | tail -2
+    mv "$nspawn_tree.new" "$nspawn_tree"
+  fi
+  exec {tree_lock_fd}>"$nspawn_tree.lock"
+  flock -s "$tree_lock_fd"
+  for old in "$trees"/snowflaked-*.lock; do
+    [ -f "$old" ] && [ "$old" != "$nspawn_tree.lock" ] || continue
+    # A tree some run uses (it holds a shared lock) is left alone.
+    if exec {old_fd}<>"$old" && flock -n -x "$old_fd"; then
+      echo "removing the cached tree of other packages ${old%.lock}"
+      rm -rf "${old%.lock}" "${old%.lock}.new" "$old"
+    fi
+    [ -n "${old_fd:-}" ] && exec {old_fd}>&-
+  done
+  flock -u "$trees_lock_fd"
 }
 
 if [ "$engine" != nspawn ] && { step "can podman run containers here?"; podman_can_run; }; then
@@ -168,9 +223,69 @@ else
   [ "$engine" = podman ] && fail "podman cannot run containers here: $podman_why"
   echo "NOTE: podman cannot run containers here ($podman_why); running the same checks with systemd-nspawn"
   engine=nspawn
-  step "nspawn: copy the tree and install the packages"
+  step "nspawn: the tree with the packages installed"
   nspawn_prepare
 fi
+
+# The boot id. A client refuses a segment whose boot id (shm/LAYOUT.md) is not its own
+# host's, "left by an earlier boot". nspawn mounts a fresh id of its own over the kernel's
+# /proc/sys/kernel/random/boot_id (systemd 252: a file it deletes at once, mounted twice:
+# on /proc and, once /proc/sys is made read-only, again there), so a bind over it fails
+# (ENOENT: the kernel mounts nothing on a deleted file) and --bind= cannot reach /proc
+# (mounted after the binds). The kernel's file below is the host's boot id, the one
+# podman and Kubernetes show: each container's command runs in a mount namespace of its
+# own (unshare -m, as docs/kubernetes.md tells users) where nspawn's mounts are unmounted
+# until the file is procfs's own again (same device as its directory).
+nspawn_boot_id_fix='f=/proc/sys/kernel/random/boot_id
+n=0
+while [ "$(stat -c %d "$f")" != "$(stat -c %d "${f%/*}")" ]; do
+  n=$((n + 1))
+  if [ "$n" -gt 4 ] || ! umount "$f"; then
+    echo "nspawn_ct: $f is still not the kernel'"'"'s after $((n - 1)) umounts" >&2; exit 125
+  fi
+done
+if [ "$1" = ro ]; then
+  mount -o remount,bind,ro / || exit 125
+fi
+shift
+exec "$@"'
+# nspawn_ct [OPTION]... -- CMD...: runs CMD in a fresh nspawn container of the tree (an
+# overlay: the cached tree stays as it is), on the host's network, with the host's boot
+# id. Options: --bind=SRC:DST and --bind-ro=SRC:DST (nspawn's), --kill-signal=SIG (what
+# nspawn sends its container on SIGTERM), --user UID:GID and --groups G,G (- for none;
+# default root), --env K=V, --nnp (no new privileges), --read-only-root, --userns (a user
+# namespace mapping 200000-265535 to 0-65535: none of the host's ids), --exec (the shell
+# becomes systemd-nspawn: started with &, $! is then nspawn's pid, to stop it and to find
+# the container's PID 1, its child).
+nspawn_ct() {
+  # A machine name per container (the shell's pid: containers started at once run in
+  # subshells of their own): nspawn keeps per-name state under /run/systemd/nspawn.
+  local opts=(-q --register=no --keep-unit -D "$nspawn_tree" --volatile=overlay --pipe
+              -M "sfc$BASHPID")
+  local user=0:0 groups=- envs=() nnp=() root=rw exec=()
+  while [ "$1" != -- ]; do
+    case $1 in
+      --bind=*|--bind-ro=*|--kill-signal=*) opts+=("$1");;
+      --user) user=$2; shift;;
+      --groups) groups=$2; shift;;
+      --env) envs+=("$2"); shift;;
+      --nnp) nnp=(--no-new-privs);;
+      --read-only-root) root=ro;;
+      --exec) exec=(exec);;
+      # Files of the tree show as nobody's (ownership off): nspawn's id-mapped mounts do
+      # not work on its overlay root.
+      --userns) opts+=(--private-users=200000:65536 --private-users-ownership=off);;
+      *) echo "nspawn_ct: unknown option $1" >&2; return 99;;
+    esac
+    shift
+  done
+  shift
+  local priv=(setpriv --reuid="${user%:*}" --regid="${user#*:}" "${nnp[@]}")
+  if [ "$groups" = - ]; then priv+=(--clear-groups); else priv+=(--groups="$groups"); fi
+  "${exec[@]}" systemd-nspawn "${opts[@]}" env -i PATH=/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    LANG=C.UTF-8 "${envs[@]}" unshare -m sh -c "$nspawn_boot_id_fix" sh "$root" \
+    "${priv[@]}" -- "$@"
+}
 
 # in_ct [--no-group] [--userns] [--env K=V] CMD...: runs CMD as uid 1000 in a fresh
 # container with the host's runtime directory at /run/snowflaked and TAKE_IDS as
@@ -211,24 +326,17 @@ in_ct() {
     fi
     pm "${args[@]}"
   else
-    local args=(-q --register=no --keep-unit -D "$nspawn_tree" --volatile=overlay --pipe
-                --bind="$run_dir:/run/snowflaked" --bind-ro="$take_ids:/usr/local/bin/take_ids"
-                --bind-ro=/proc/sys/kernel/random/boot_id:/run/host-boot-id)
+    local args=(--bind="$run_dir:/run/snowflaked" --bind-ro="$take_ids:/usr/local/bin/take_ids"
+                --user "$app_uid:$app_uid" --groups -)
+    [ -n "$groups" ] && args[-1]=$group_id
     if [ "$userns" = unmapped ]; then
-      args+=(--private-users=200000:65536 --private-users-ownership=map)
+      args+=(--userns)
     elif [ "$userns" = mapped ]; then
       echo "nspawn maps one contiguous range only: the group cannot be mapped alone" >&2
       return 99
     fi
-    local priv=(setpriv --reuid="$app_uid" --regid="$app_uid" --clear-groups)
-    [ -n "$groups" ] && priv=(setpriv --reuid="$app_uid" --regid="$app_uid" --groups="$group_id")
-    # nspawn gives each container a boot id of its own, and a client refuses a segment
-    # whose boot id is not its host's ("left by an earlier boot"): the host's goes back
-    # over it (docs/kubernetes.md, "Other container engines").
-    systemd-nspawn "${args[@]}" env -i PATH=/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-      LANG=C.UTF-8 "${envs[@]}" sh -c \
-      'mount --bind /run/host-boot-id /proc/sys/kernel/random/boot_id && exec "$@"' sh \
-      "${priv[@]}" -- "$@"
+    for e in "${envs[@]}"; do args+=(--env "$e"); done
+    nspawn_ct "${args[@]}" -- "$@"
   fi
 }
 
@@ -300,7 +408,7 @@ ct_jobs+=($!)
 in_ct python3 -c "$py_take" 20000 > "$ids/ct-py" 2> "$work/ct-py.err" &
 ct_jobs+=($!)
 for job in "${host_jobs[@]}" "${ct_jobs[@]}"; do
-  wait "$job" || { tail -n 5 "$work"/*.err; fail "a taker failed (job $job)"; }
+  wait "$job" || { tail -n 5 "$work"/*.err; boot_id_verdict "$work"/*.err; fail "a taker failed (job $job)"; }
 done
 for f in "$ids"/*; do
   n=$(grep -c '^[0-9]' "$f")
@@ -407,14 +515,83 @@ mkdir -p "$kube/node/etc"
 python3 -c 'import uuid; print(uuid.uuid4().hex)' > "$kube/node/etc/machine-id"
 fact() { python3 -c 'import json, sys; print(eval("f" + sys.argv[2], {"f": json.load(open(sys.argv[1]))}))' "$kube/facts.json" "$1"; }
 node_run=$(fact '["host_paths"]["runtime"]["test"]')
+daemon_pod=$(fact '["daemon_pod"]')
+app_pod=$(fact '["app_deployment"]')
 if [ "$engine" = podman ]; then
   pm kube play "$kube/secret.yaml" > /dev/null || fail "podman kube play of the Secret"
   pm kube play --network host --configmap "$kube/configmap.yaml" "$kube/daemon-pod.yaml" \
     > "$work/play-daemon.log" 2>&1 || { cat "$work/play-daemon.log"; fail "podman kube play of the DaemonSet's pod"; }
-  daemon_ctr=$(fact '["daemon_pod"]')-$(fact '["daemon_container"]')
+  daemon_ctr=$daemon_pod-$(fact '["daemon_container"]')
+  daemon_logs() { pm logs "$daemon_ctr" 2>&1; }
 else
-  echo "nspawn: the pod's init command and the daemon, as the pod spec gives them"
-  fail "the Kubernetes part needs podman kube play; podman cannot run here ($podman_why)"
+  echo "nspawn stand-in for podman kube play: each container of the same pod specs" \
+    "(init containers first) in an nspawn container, hostPaths, the ConfigMap and the Secret bound"
+  # kube_spec POD CONTAINER FIELD: the field of nspawn.json's container (kube_pods.py),
+  # NUL-separated: args (nspawn_ct's) or host_paths (type and path, in pairs).
+  kube_spec() {
+    python3 -c 'import json, sys
+c = [c for c in json.load(open(sys.argv[1])) if (c["pod"], c["name"]) == (sys.argv[2], sys.argv[3])]
+if len(c) != 1: sys.exit(f"nspawn.json: {len(c)} containers {sys.argv[3]} in pod {sys.argv[2]}")
+f = c[0][sys.argv[4]]
+print("\0".join(f if sys.argv[4] == "args" else [x for h in f for x in (h["type"], h["path"])]), end="")' \
+      "$kube/nspawn.json" "$@"
+  }
+  # kube_ct POD CONTAINER [NSPAWN_OPTION]...: runs the container as the kubelet would, with
+  # its hostPaths made (DirectoryOrCreate) or checked (Directory, File) first.
+  kube_ct() {
+    local pod=$1 name=$2 args hp i
+    shift 2
+    mapfile -d '' hp < <(kube_spec "$pod" "$name" host_paths) || return 1
+    for ((i = 0; i < ${#hp[@]}; i += 2)); do
+      case ${hp[i]} in
+        DirectoryOrCreate) mkdir -p "${hp[i + 1]}";;
+        Directory) [ -d "${hp[i + 1]}" ] || { echo "hostPath ${hp[i + 1]}: no such directory" >&2; return 1; };;
+        File) [ -f "${hp[i + 1]}" ] || { echo "hostPath ${hp[i + 1]}: no such file" >&2; return 1; };;
+        *) echo "hostPath ${hp[i + 1]}: type '${hp[i]}' is not one the stand-in takes" >&2; return 1;;
+      esac
+    done
+    mapfile -d '' args < <(kube_spec "$pod" "$name" args) || return 1
+    nspawn_ct "$@" "${args[@]}"
+  }
+  # kube_exec POD CONTAINER CMD...: CMD inside the running container (podman exec): its
+  # namespaces, user, groups and environment.
+  kube_exec() {
+    local pod=$1 name=$2 args leader user=0:0 groups=- envs=() i
+    shift 2
+    mapfile -d '' args < <(kube_spec "$pod" "$name" args) || return 1
+    for ((i = 0; i < ${#args[@]}; i++)); do
+      case ${args[i]} in
+        --user) user=${args[i + 1]};;
+        --groups) groups=${args[i + 1]};;
+        --env) envs+=("${args[i + 1]}");;
+        --) break;;
+      esac
+    done
+    # The container's PID 1: the child of its systemd-nspawn that is pid 1 in its own pid
+    # namespace (nspawn has helper children too, some short-lived).
+    local nspawn_pid=${kube_pids[$pod/$name]} child
+    for child in $(cat "/proc/$nspawn_pid/task/$nspawn_pid/children" 2>/dev/null); do
+      grep -qP '^NSpid:\t\d+\t1$' "/proc/$child/status" 2>/dev/null && leader=$child
+    done
+    [ -n "$leader" ] || { echo "no PID 1 of container $pod/$name among nspawn's children" >&2; return 1; }
+    local priv=(setpriv --reuid="${user%:*}" --regid="${user#*:}" --no-new-privs)
+    if [ "$groups" = - ]; then priv+=(--clear-groups); else priv+=(--groups="$groups"); fi
+    # Its namespaces (-a) and root directory (-r): what podman exec gives.
+    nsenter -t "$leader" -a -r env -i PATH=/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+      LANG=C.UTF-8 "${envs[@]}" "${priv[@]}" -- "$@"
+  }
+  while IFS= read -r init; do
+    kube_ct "$daemon_pod" "$init" > "$work/kube-init-$init.log" 2>&1 ||
+      { cat "$work/kube-init-$init.log"; fail "init container $init of pod $daemon_pod"; }
+    echo "init container $init: exit 0"
+  done < <(python3 -c 'import json, sys
+print("\n".join(c["name"] for c in json.load(open(sys.argv[1])) if c["pod"] == sys.argv[2] and c["init"]))' \
+    "$kube/nspawn.json" "$daemon_pod")
+  # SIGTERM, as the kubelet stops a container (nspawn's default is SIGKILL).
+  kube_ct "$daemon_pod" "$(fact '["daemon_container"]')" --exec --kill-signal=SIGTERM \
+    > "$work/kube-daemon.log" 2>&1 &
+  kube_pids[$daemon_pod/$(fact '["daemon_container"]')]=$!
+  daemon_logs() { cat "$work/kube-daemon.log"; }
 fi
 healthz() { curl -sf "http://127.0.0.1:$http_port$(fact '["liveness_path"]')" > "$work/healthz.json" 2>/dev/null; }
 wait_until 60 "the DaemonSet's daemon answering its liveness probe" healthz
@@ -422,18 +599,36 @@ cat "$work/healthz.json"; echo
 [ "$(stat -c %u:%g:%a "$node_run")" = "$(fact '["daemon_user"]'):$group_id:750" ] ||
   fail "the node's runtime directory is $(stat -c %u:%g:%a "$node_run")"
 kube_machine=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["machine"])' "$work/healthz.json")
-pm logs "$daemon_ctr" 2>&1 | grep -m1 "claimed machine\|from the etcd register" || true
+daemon_logs | grep -m1 "claimed machine\|from the etcd register" || true
 
 step "the example Deployment takes IDs through the hostPath (supplementalGroups $group_id)"
-pm kube play --network host "$kube/app.yaml" > "$work/play-app.log" 2>&1 ||
-  { cat "$work/play-app.log"; fail "podman kube play of the example Deployment"; }
-app_ctr=$(pm ps --format '{{.Names}}' | grep "^$(fact '["app_deployment"]')-pod.*-$(fact '["app_container"]')$" | head -1)
-[ -n "$app_ctr" ] || { pm ps -a; fail "no container of the example Deployment"; }
-app_ids() { [ "$(pm logs "$app_ctr" 2>/dev/null | grep -c '^[0-9]')" -ge 3 ]; }
-wait_until 30 "the example app printing 3 IDs" app_ids
-pm exec "$app_ctr" id
-pm exec "$app_ctr" snowflakectl next -n 5000 > "$ids/kube-app" || fail "snowflakectl in the app's pod"
-pm logs "$app_ctr" 2>/dev/null | grep '^[0-9]' > "$ids/kube-app-log"
+app_container=$(fact '["app_container"]')
+if [ "$engine" = podman ]; then
+  pm kube play --network host "$kube/app.yaml" > "$work/play-app.log" 2>&1 ||
+    { cat "$work/play-app.log"; fail "podman kube play of the example Deployment"; }
+  app_ctr=$(pm ps --format '{{.Names}}' | grep "^$app_pod-pod.*-$app_container$" | head -1)
+  [ -n "$app_ctr" ] || { pm ps -a; fail "no container of the example Deployment"; }
+  app_logs() { pm logs "$app_ctr" 2>/dev/null; }
+  app_errors() { pm logs "$app_ctr" 2>&1 >/dev/null; }
+  app_exec() { pm exec "$app_ctr" "$@"; }
+else
+  kube_ct "$app_pod" "$app_container" --exec --kill-signal=SIGTERM > "$work/kube-app.log" 2> "$work/kube-app.err" &
+  kube_pids[$app_pod/$app_container]=$!
+  app_logs() { cat "$work/kube-app.log"; }
+  app_errors() { cat "$work/kube-app.err"; }
+  app_exec() { kube_exec "$app_pod" "$app_container" "$@"; }
+fi
+app_ids() { [ "$(app_logs | grep -c '^[0-9]')" -ge 3 ]; }
+app_ids_or_boot_id() {
+  app_ids && return 0
+  app_errors > "$work/app-errors.log" 2>&1
+  boot_id_verdict "$work/app-errors.log"
+  return 1
+}
+wait_until 30 "the example app printing 3 IDs" app_ids_or_boot_id
+app_exec id
+app_exec snowflakectl next -n 5000 > "$ids/kube-app" || fail "snowflakectl in the app's pod"
+app_logs | grep '^[0-9]' > "$ids/kube-app-log"
 SNOWFLAKE_RUNTIME_DIR=$node_run "$snowflakectl" next -n 5000 > "$ids/kube-host" || fail "the node takes"
 curl -sf "http://127.0.0.1:$http_port/v1/ids?service=remote&count=100" |
   python3 -c 'import json, sys; print("\n".join(json.load(sys.stdin)["ids"]))' > "$ids/kube-front" ||
@@ -445,7 +640,15 @@ echo "app pod, app log, node and front: $all IDs, $unique distinct, machine numb
 [ "$machines" = "$kube_machine" ] || fail "the pods' IDs carry '$machines', the daemon serves $kube_machine"
 
 step "removing the pods"
-pm pod rm -f -t 10 -a > /dev/null || fail "podman pod rm"
+if [ "$engine" = podman ]; then
+  pm pod rm -f -t 10 -a > /dev/null || fail "podman pod rm"
+else
+  for ct in "${!kube_pids[@]}"; do
+    kill -TERM "${kube_pids[$ct]}"
+    wait "${kube_pids[$ct]}" || fail "container $ct did not stop cleanly on SIGTERM"
+    unset "kube_pids[$ct]"
+  done
+fi
 step_name="removing the pods"
 echo "  ok  $step_name ($(elapsed "$step_start") s)"
 echo "PASS: containers ($engine) take from the host's ring; deploy/kubernetes runs in $(elapsed "$test_start") s"

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Turns deploy/kubernetes/*.yaml into what podman 4.3 `kube play` can run on one host.
+"""Turns deploy/kubernetes/*.yaml into what podman 4.3 `kube play` can run on one host,
+and into the containers the systemd-nspawn stand-in for `kube play` runs.
 
 podman 4.3 plays Pod and Deployment kinds (and ConfigMaps given with --configmap), not
 DaemonSet or Service. So this takes, from the very files users apply:
@@ -18,8 +19,17 @@ must be localhost/snowflaked:VERSION (the convention docs/kubernetes.md states).
 
 Writes OUT_DIR/configmap.yaml, OUT_DIR/secret.yaml, OUT_DIR/daemon-pod.yaml, OUT_DIR/app.yaml and
 OUT_DIR/facts.json (names, probe, ports, hostPaths: what the test checks against).
+
+For systemd-nspawn (where podman cannot run), OUT_DIR/nspawn.json holds every container of
+the same two pod specs (the DaemonSet's init containers, its daemon, the example app) as
+what nspawn needs to run it: its command line (the pod spec's command and args over the
+image's ENTRYPOINT and CMD, from deploy/Containerfile), its user, groups and environment,
+and one bind mount per volumeMount: a hostPath from its (moved) path, a ConfigMap or a
+Secret from a directory of its keys written under OUT_DIR/volumes, an emptyDir from an
+empty one there. See nspawn_containers.
 """
 import argparse
+import base64
 import json
 import os
 import re
@@ -74,6 +84,124 @@ def move_host_paths(spec, host_root, where):
     if not moved:
         fail(f"{where}: no hostPath volume: pods share the ring through one")
     return moved
+
+
+def image_command(containerfile):
+    """The image's ENTRYPOINT and CMD (exec form), as deploy/Containerfile gives them."""
+    found = {}
+    with open(containerfile, encoding="utf-8") as f:
+        for line in f:
+            m = re.match(r"^(ENTRYPOINT|CMD)\s+(\[.*\])\s*$", line)
+            if m:
+                found[m.group(1)] = json.loads(m.group(2))
+    if "ENTRYPOINT" not in found:
+        fail(f"{containerfile}: no ENTRYPOINT in exec form ([\"...\"])")
+    return found["ENTRYPOINT"], found.get("CMD", [])
+
+
+def write_volume(directory, files, mode):
+    os.makedirs(directory, exist_ok=True)
+    for key, data in files.items():
+        path = os.path.join(directory, key)
+        with open(path, "wb") as f:
+            f.write(data)
+        os.chmod(path, mode)
+
+
+def nspawn_containers(pod_name, spec, image, objects, out_dir, where):
+    """The pod's containers as systemd-nspawn runs them: a list of dicts with name, init
+    (an init container: run to completion, in order, before the others), args (the
+    arguments of the test's nspawn_ct: bind mounts, --user, --groups, --env, --nnp,
+    --read-only-root, then -- and the command line) and host_paths (hostPath volumes with
+    their type, for the test to create or check before the container starts, as the
+    kubelet does).
+
+    Kubernetes' rules: `command` replaces the image's ENTRYPOINT and drops its CMD, `args`
+    replaces the CMD; the container's securityContext overrides the pod's runAsUser and
+    runAsGroup; supplementalGroups are the pod's. A ConfigMap or Secret volume is a
+    directory of its keys (mode defaultMode, 0644 unless given); a mount inside another
+    volume's mount (the Secret at /etc/snowflaked/etcd inside the ConfigMap's
+    /etc/snowflaked) gets its mount point made in that volume's directory, as the kubelet
+    makes it. What the stand-in cannot do is refused with the reason, never skipped."""
+    entrypoint, cmd = image
+    pod_security = spec.get("securityContext", {})
+    volumes = {}
+    for volume in spec.get("volumes", []):
+        name = volume["name"]
+        directory = os.path.join(out_dir, "volumes", pod_name, name)
+        if "hostPath" in volume:
+            volumes[name] = {"source": volume["hostPath"]["path"],
+                             "type": volume["hostPath"].get("type", "")}
+        elif "configMap" in volume or "secret" in volume:
+            ref = volume.get("configMap") or volume["secret"]
+            kind, key = ("ConfigMap", "name") if "configMap" in volume else ("Secret", "secretName")
+            if "items" in ref:
+                fail(f"{where}: volume {name}: the nspawn stand-in takes every key, not items")
+            obj = objects.get((kind, ref[key]))
+            if obj is None:
+                if ref.get("optional"):
+                    continue
+                fail(f"{where}: volume {name}: no {kind} {ref[key]}")
+            files = {k: v.encode() for k, v in obj.get("data", {}).items()} if kind == "ConfigMap" else {
+                **{k: base64.b64decode(v) for k, v in obj.get("data", {}).items()},
+                **{k: v.encode() for k, v in obj.get("stringData", {}).items()}}
+            write_volume(directory, files, ref.get("defaultMode", 0o644))
+            volumes[name] = {"source": directory, "generated": True}
+        elif "emptyDir" in volume:
+            os.makedirs(directory, exist_ok=True)
+            volumes[name] = {"source": directory, "generated": True}
+        else:
+            fail(f"{where}: volume {name}: the nspawn stand-in has hostPath, configMap, "
+                 f"secret and emptyDir volumes only")
+
+    containers = []
+    for init, container in ([(True, c) for c in spec.get("initContainers", [])] +
+                            [(False, c) for c in spec["containers"]]):
+        what = f"{where} container {container['name']}"
+        security = container.get("securityContext", {})
+        uid = security.get("runAsUser", pod_security.get("runAsUser"))
+        gid = security.get("runAsGroup", pod_security.get("runAsGroup"))
+        if uid is None or gid is None:
+            fail(f"{what}: no runAsUser/runAsGroup (the nspawn stand-in does not read the "
+                 f"image's USER)")
+        if security.get("runAsNonRoot", pod_security.get("runAsNonRoot")) and uid == 0:
+            fail(f"{what}: runAsNonRoot with runAsUser 0")
+        groups = pod_security.get("supplementalGroups", [])
+        args = []
+        mounts = [m for m in container.get("volumeMounts", []) if m["name"] in volumes]
+        # Outer mounts first: a mount inside another lands on top of it.
+        mounts.sort(key=lambda m: m["mountPath"].rstrip("/").count("/"))
+        host_paths = []
+        for mount in mounts:
+            if "subPath" in mount:
+                fail(f"{what}: volumeMount {mount['name']}: the nspawn stand-in has no subPath")
+            volume = volumes[mount["name"]]
+            path = mount["mountPath"].rstrip("/")
+            for outer in mounts:
+                outer_path = outer["mountPath"].rstrip("/")
+                if path.startswith(outer_path + "/") and volumes[outer["name"]].get("generated"):
+                    os.makedirs(os.path.join(volumes[outer["name"]]["source"],
+                                             os.path.relpath(path, outer_path)), exist_ok=True)
+            if "type" in volume:
+                host_paths.append({"path": volume["source"], "type": volume["type"]})
+            option = "--bind-ro" if mount.get("readOnly") else "--bind"
+            args.append(f"{option}={volume['source']}:{path}")
+        args += ["--user", f"{uid}:{gid}", "--groups", ",".join(map(str, groups)) or "-"]
+        for env in container.get("env", []):
+            if "value" not in env:
+                fail(f"{what}: env {env['name']}: the nspawn stand-in takes plain values only")
+            args += ["--env", f"{env['name']}={env['value']}"]
+        if security.get("allowPrivilegeEscalation") is False:
+            args.append("--nnp")
+        if security.get("readOnlyRootFilesystem"):
+            args.append("--read-only-root")
+        if "command" in container:
+            argv = container["command"] + container.get("args", [])
+        else:
+            argv = entrypoint + container.get("args", cmd)
+        containers.append({"pod": pod_name, "name": container["name"], "init": init,
+                           "args": args + ["--"] + argv, "host_paths": host_paths})
+    return containers
 
 
 def adapt_for_podman(container, port):
@@ -188,6 +316,17 @@ def main():
     }
     with open(os.path.join(args.out_dir, "facts.json"), "w", encoding="utf-8") as f:
         json.dump(facts, f, indent=1)
+
+    # The same two pod specs (hostPaths moved, the ConfigMap pointed at the test's etcd)
+    # for the systemd-nspawn stand-in; the image is deploy/Containerfile's.
+    image = image_command(os.path.join(args.deploy_dir, os.pardir, "Containerfile"))
+    objects = {(d["kind"], d["metadata"]["name"]): d for d in (config_map, secret)}
+    containers = (nspawn_containers(pod["metadata"]["name"], spec, image, objects,
+                                    args.out_dir, f"{daemon_path} DaemonSet") +
+                  nspawn_containers(deployment["metadata"]["name"], app_spec, image, objects,
+                                    args.out_dir, f"{app_path} Deployment"))
+    with open(os.path.join(args.out_dir, "nspawn.json"), "w", encoding="utf-8") as f:
+        json.dump(containers, f, indent=1)
 
 
 if __name__ == "__main__":
