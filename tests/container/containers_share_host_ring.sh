@@ -463,8 +463,14 @@ cat "$work/userns.err"
 # Inside such a namespace the directory's group shows as the overflow group.
 grep -q "permission denied entering runtime directory /run/snowflaked .*(gid 65534)" "$work/userns.err" ||
   fail "the error does not say the runtime directory's group is unmapped (gid 65534)"
+# ... and the advice is to map the group: joining one inside the namespace cannot help.
+grep -q "user namespace that does not map the daemon's group" "$work/userns.err" ||
+  fail "the CLI's error does not say the namespace must map the group"
+grep -q "usermod" "$work/userns.err" && fail "the CLI advises usermod inside a user namespace"
 in_ct --userns take_ids c 1 > "$work/userns-c.out" 2>&1 && fail "the C program took an ID in the user namespace"
 grep -q "^error permission_denied: " "$work/userns-c.out" || { cat "$work/userns-c.out"; fail "the C error is not permission_denied"; }
+grep -q "user namespace that does not map the daemon's group" "$work/userns-c.out" ||
+  { cat "$work/userns-c.out"; fail "the C error does not say the namespace must map the group"; }
 if [ "$engine" = podman ]; then
   step "a user namespace that maps group $group_id to itself takes IDs"
   in_ct --userns-map-group take_ids c 10 > "$ids/ct-userns" 2> "$work/userns-mapped.err" ||
