@@ -29,7 +29,9 @@
 // taken for over a second (the daemon is then dormant: it holds no IDs). The timed region
 // is the whole batch, refills included. Its baseline, batch_4096_cold/unhinted, is the
 // same batch through the previous release's protocol (RingConsumer takes, and refill
-// requests without a size hint), measured the same way in the same run.
+// requests without a size hint), measured the same way in the same run. Their counters
+// calls_per_batch (NextBatch calls) and waits_per_batch (refill requests of the baseline)
+// say how many answers of the daemon a batch took.
 
 #include <benchmark/benchmark.h>
 
@@ -303,6 +305,7 @@ int main(int argc, char** argv) {
       benchmark::RegisterBenchmark("batch_4096_cold/client", [idle_target](benchmark::State& s) {
         std::vector<uint64_t> out(kColdBatch);
         size_t got_so_far = 0;
+        int64_t calls = 0;
         RunBursts(
             s,
             [&] {
@@ -311,6 +314,7 @@ int main(int argc, char** argv) {
             },
             [&](size_t left) -> size_t {
               // The span still missing: an empty ring asks for all of it at once.
+              ++calls;
               auto n =
                   context.client->NextBatch(std::span<uint64_t>(out.data() + got_so_far, left));
               if (!n) Abort(n.error().message);
@@ -318,11 +322,15 @@ int main(int argc, char** argv) {
               KeepValue(out[got_so_far - 1]);
               return *n;
             });
+        // 1 when the daemon's first answer held the whole batch.
+        s.counters["calls_per_batch"] =
+            static_cast<double>(calls) / static_cast<double>(s.iterations());
       }));
   cold.push_back(
       benchmark::RegisterBenchmark("batch_4096_cold/unhinted", [idle_target](benchmark::State& s) {
         std::vector<uint64_t> out(kColdBatch);
         size_t got_so_far = 0;
+        int64_t waits = 0;
         snowflake::shm::RingConsumer& ring = *context.ring;
         RunBursts(
             s,
@@ -342,10 +350,14 @@ int main(int argc, char** argv) {
                   KeepValue(out[got_so_far - 1]);
                   return n;
                 }
+                ++waits;
                 ring.AwaitPublish(seen, std::chrono::milliseconds(1),
                                   result == snowflake::shm::TakeResult::kStale, /*want=*/0);
               }
             });
+        // Refill requests (and waits) per batch: the daemon's fill target, doubling.
+        s.counters["waits_per_batch"] =
+            static_cast<double>(waits) / static_cast<double>(s.iterations());
       }));
   for (auto* b : cold) {
     b->UseManualTime()->Iterations(cold_bursts)->Unit(benchmark::kMicrosecond);

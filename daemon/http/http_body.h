@@ -42,8 +42,10 @@ constexpr size_t MaxIdsBodyBytes(size_t count) noexcept {
 }
 
 // Appends the body of a take of `ids` to `out`: one resize of `out` to the bound above,
-// the digits written in place with std::to_chars, then one shrink. No allocation per ID
-// (none at all when `out` has the capacity). REQUIRES: kJsonOne has exactly one ID.
+// the digits written in place, then one shrink. An ID that is the previous one + 1 (most
+// of a batch: one millisecond's sequence) is written by incrementing the previous ID's
+// digits; any other with std::to_chars. No allocation per ID (none at all when `out`
+// has the capacity). REQUIRES: kJsonOne has exactly one ID.
 void AppendIdsBody(std::span<const uint64_t> ids, IdsFormat format, std::string& out);
 
 // The JSON body of a refusal: {"error":{"code":…,"message":…}}. Bytes of the request

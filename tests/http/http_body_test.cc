@@ -81,6 +81,45 @@ TEST(HttpBody, TheLargestBatchMatchesThePlainFormatByteForByte) {
   EXPECT_EQ(parsed["ids"][4095], "18446744073709551615");
 }
 
+// Consecutive IDs are written by incrementing the previous ID's text (http_body.cc):
+// every carry case against the plain conversion, in both batch formats.
+void ExpectLikeThePlainFormat(const std::vector<uint64_t>& ids) {
+  for (const IdsFormat format : {IdsFormat::kJsonBatch, IdsFormat::kText}) {
+    EXPECT_EQ(Body(ids, format), Expected(ids, format)) << static_cast<int>(format);
+  }
+}
+
+std::vector<uint64_t> Consecutive(uint64_t first, size_t count) {
+  std::vector<uint64_t> ids(count);
+  for (size_t i = 0; i < count; ++i) ids[i] = first + i;
+  return ids;
+}
+
+TEST(HttpBody, ConsecutiveIdsCarryThroughTrailingNines) {
+  ExpectLikeThePlainFormat(Consecutive(28130156314628105u, 3));  // …05 … …07: the last digit only
+  ExpectLikeThePlainFormat(Consecutive(28130156314628108u, 3));  // …09 → …10
+  ExpectLikeThePlainFormat(Consecutive(28130156314628997u, 5));  // …999 → …1000 → …1001
+  ExpectLikeThePlainFormat(Consecutive(28130156319999998u, 4));  // a carry through seven nines
+  ExpectLikeThePlainFormat(Consecutive(28130156314628096u, 4096));  // a whole millisecond
+}
+
+TEST(HttpBody, ConsecutiveIdsThatGainADigitAreWrittenInFull) {
+  ExpectLikeThePlainFormat(Consecutive(0, 12));                    // 9 → 10
+  ExpectLikeThePlainFormat(Consecutive(998, 4));                   // 999 → 1000
+  ExpectLikeThePlainFormat(Consecutive(9999999999999999998u, 3));  // 19 digits → 20
+  ExpectLikeThePlainFormat(Consecutive(99999999999999998u, 4));    // 17 digits → 18
+}
+
+TEST(HttpBody, IdsThatAreNotThePreviousPlusOneAreConvertedAlone) {
+  // A gap, a step back, a repeat, a new millisecond, then a run again.
+  ExpectLikeThePlainFormat({28130156314628096u, 28130156314628098u, 28130156314628097u,
+                            28130156314628097u, 28130156318822400u, 28130156318822401u, 7u});
+  // 0 after the largest ID: 0 - 1 wraps to the previous ID, and must not count as its + 1.
+  ExpectLikeThePlainFormat({std::numeric_limits<uint64_t>::max(), 0u, 1u});
+  // A run that breaks right after a carry, and resumes from another number.
+  ExpectLikeThePlainFormat({199u, 200u, 100u, 101u, 109u, 110u});
+}
+
 TEST(HttpBody, TheBodyIsAppendedAfterWhatTheBufferHeld) {
   std::string out = "prefix:";
   AppendIdsBody(std::vector<uint64_t>{0, 1}, IdsFormat::kText, out);
