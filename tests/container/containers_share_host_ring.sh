@@ -364,8 +364,10 @@ fi
 step "the host's snowflaked (group $group_id, runtime dir $run_dir)"
 mkdir -p "$work/host/state" "$work/host/lock"
 chgrp "$group_id" "$run_dir" && chmod 0750 "$run_dir"
+# Machine numbers 700-709: the Kubernetes part's daemon claims 0 from its own register, so
+# the two daemons' IDs can be told apart by their machine number.
 write_host_config() {
-  printf '[daemon]\nruntime_dir = "%s"\nstate_dir = "%s"\ngroup = "%s"\n[ring]\ncapacity = %s\n' \
+  printf '[daemon]\nruntime_dir = "%s"\nstate_dir = "%s"\ngroup = "%s"\n[register]\nmachines = "700-709"\n[ring]\ncapacity = %s\n' \
     "$run_dir" "$work/host/state" "$group_id" "$1" > "$work/host.toml"
 }
 # At nice -10, as the unit runs it (Nice=-10): its heartbeat stays on time on a busy host.
@@ -605,6 +607,8 @@ cat "$work/healthz.json"; echo
 [ "$(stat -c %u:%g:%a "$node_run")" = "$(fact '["daemon_user"]'):$group_id:750" ] ||
   fail "the node's runtime directory is $(stat -c %u:%g:%a "$node_run")"
 kube_machine=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["machine"])' "$work/healthz.json")
+[ "$kube_machine" != "$host_machine" ] ||
+  fail "the DaemonSet's daemon serves machine $kube_machine, the host's daemon's own: their IDs cannot be told apart"
 daemon_logs | grep -m1 "claimed machine\|from the etcd register" || true
 
 step "the example Deployment takes IDs through the hostPath (supplementalGroups $group_id)"
