@@ -16,6 +16,8 @@
 //                     (244 ns per ID) whatever the front does
 //   http_batch1000_paced  the same request once every 2 ms, each timed alone: what one
 //                     batch costs a caller (median of the requests, ns per ID)
+//   http_id_paced     its baseline, alternating with it: GET /v1/id after the same 2 ms
+//                     pause (median, us); what any request costs from an idle start
 //   http_rps_C        C keep-alive connections (one thread each) doing GET /v1/id for S s
 //   redis_rps_C       C hiredis connections doing INCR for S s (with --redis-port), each
 //                     repetition right after the HTTP one at the same concurrency
@@ -236,6 +238,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> floor_reps;
   std::vector<std::string> batch_reps;
   std::vector<std::string> batch_paced_reps;
+  std::vector<std::string> paced_one_reps;
   {
     Connection connection(port);
     std::unique_ptr<Connection> floor =
@@ -303,22 +306,35 @@ int main(int argc, char** argv) {
       batch_reps.push_back(std::to_string(ns_per_id));
 
       // Paced: 2 ms before each request, so the millisecond's 4,096 sequences are not what
-      // the figure measures; each request timed alone.
+      // the figure measures; each request timed alone. Its baseline, alternating with it:
+      // a one-ID request after the same 2 ms pause, which pays the same wake-ups of an
+      // idle client, front and machine, so the difference is what the 1,000 IDs add.
       std::vector<double> paced_ns_per_id;
-      for (int i = 0; i < batches; ++i) {
+      std::vector<double> paced_one_us;
+      const auto median = [](std::vector<double>& values) {
+        std::nth_element(values.begin(),
+                         values.begin() + static_cast<long>(values.size() / 2), values.end());
+        return values[values.size() / 2];
+      };
+      for (int i = 0; i < 2 * batches; ++i) {
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        const bool is_batch = (i % 2 == 0) == (rep % 2 == 0);  // the order alternates
         const int64_t begin = snowflake::bench::MonotonicNs();
-        const std::string_view body = connection.Get(batch);
+        const std::string_view body = connection.Get(is_batch ? batch : one);
         const int64_t end = snowflake::bench::MonotonicNs();
-        if (std::count(body.begin(), body.end(), '\n') != 1000) Die("a short batch");
-        paced_ns_per_id.push_back(static_cast<double>(end - begin) / 1000.0);
+        if (is_batch) {
+          if (std::count(body.begin(), body.end(), '\n') != 1000) Die("a short batch");
+          paced_ns_per_id.push_back(static_cast<double>(end - begin) / 1000.0);
+        } else {
+          paced_one_us.push_back(static_cast<double>(end - begin) / 1000.0);
+        }
       }
-      std::nth_element(paced_ns_per_id.begin(),
-                       paced_ns_per_id.begin() + static_cast<long>(paced_ns_per_id.size() / 2),
-                       paced_ns_per_id.end());
-      const double paced_median = paced_ns_per_id[paced_ns_per_id.size() / 2];
-      std::fprintf(stderr, "http /v1/ids count=1000 paced rep %d: %.1f ns/ID\n", rep,
-                   paced_median);
+      const double paced_median = median(paced_ns_per_id);
+      const double paced_one_median = median(paced_one_us);
+      std::fprintf(stderr,
+                   "http /v1/ids count=1000 paced rep %d: %.1f ns/ID; /v1/id paced: %.1f us\n",
+                   rep, paced_median, paced_one_median);
+      paced_one_reps.push_back(std::to_string(paced_one_median));
       batch_paced_reps.push_back(std::to_string(paced_median));
     }
   }
@@ -327,6 +343,7 @@ int main(int argc, char** argv) {
   if (!floor_reps.empty()) series("floor_id", floor_reps);
   series("http_batch1000_ns_per_id", batch_reps);
   series("http_batch1000_paced_ns_per_id", batch_paced_reps);
+  series("http_id_paced_us", paced_one_reps);
 
   for (const int connections : {1, 16, 64}) {
     std::vector<std::string> rps;

@@ -154,7 +154,8 @@ def main():
     if http:
         f["http_id_p50_us"] = Figure(r["p50_us"] for r in http["http_id"])
         f["http_id_p99_us"] = Figure(r["p99_us"] for r in http["http_id"])
-        for key in ("http_batch1000_ns_per_id", "http_batch1000_paced_ns_per_id", "http_rps_1", "http_rps_16", "http_rps_64",
+        for key in ("http_batch1000_ns_per_id", "http_batch1000_paced_ns_per_id",
+                    "http_id_paced_us", "http_rps_1", "http_rps_16", "http_rps_64",
                     "redis_rps_16", "redis_rps_64"):
             if key in http:
                 f[key] = Figure(http[key])
@@ -298,6 +299,9 @@ def main():
         if "http_batch1000_paced_ns_per_id" in f:
             row("http GET /v1/ids count=1000, one per 2 ms", "http_batch1000_paced_ns_per_id", 1,
                 "ns/ID", f"≤50: {verdict(med('http_batch1000_paced_ns_per_id') <= 50)}")
+        if "http_id_paced_us" in f:
+            row("  baseline: GET /v1/id, one per 2 ms", "http_id_paced_us", 1, "µs",
+                "the same idle start, one ID")
         for c in (1, 16, 64):
             target = ""
             if f"redis_rps_{c}" in f:
@@ -371,7 +375,7 @@ def main():
                 keys += ["redis_incr_alone_p50_us"]
         if http:
             keys += [k for k in ("http_id_p50_us", "http_id_p99_us", "http_batch1000_ns_per_id",
-                                 "http_batch1000_paced_ns_per_id",
+                                 "http_batch1000_paced_ns_per_id", "http_id_paced_us",
                                  "http_rps_1", "http_rps_16", "http_rps_64", "redis_rps_16",
                                  "redis_rps_64", "http_floor_p50_us") if k in f]
         if failover:
