@@ -95,12 +95,18 @@ bit killed[NCONS];
 bool producer_done = false;
 byte finished = 0;          /* consumers that completed all their takes or were killed */
 
+#ifdef HINT
+#define SENT_RESET sent = 0; quiet = 0;
+#else
+#define SENT_RESET
+#endif
+
 /* First statement of every consumer step: the process may be killed instead. It simply
    stops: whatever it had loaded is lost, whatever it had written (head, waiters) stays. */
 #define KILL \
   asleep[me] = 0; killed[me] = 1; finished++; \
   k = 0; h = 0; t = 0; n = 0; v0 = 0; v1 = 0; seq = 0; before = 0; r = 0; takes = 0; \
-  won = false; slow = false; \
+  won = false; slow = false; SENT_RESET \
   goto stop
 #define DIE \
   if \
@@ -132,6 +138,10 @@ byte finished = 0;          /* consumers that completed all their takes or were 
 proctype consumer(byte me; byte kind; bit mortal) {
   byte k, h, t, n, v0, v1, seq, before, r, takes;
   bool won, slow;
+#ifdef HINT
+  bit sent;   /* this take has added its hint (Client::Slow's `hinted`) */
+  bit quiet;  /* this round requests without adding: sent, and the word read non-zero */
+#endif
 
 next_take:
   /* TryTake/TryTakeBatch: head.load(relaxed). The take begins: snapshot for property 3. */
@@ -189,6 +199,7 @@ cas:
 #ifndef BROKEN_READ_AFTER_CAS
     CHECK_AND_RECORD;
     k = 0; h = 0; n = 0; v0 = 0; v1 = 0; won = false; slow = false; r = 0; before = 0;
+    SENT_RESET
     takes++;
     goto next_take
 #endif
@@ -201,6 +212,7 @@ late_done:
   atomic {
     CHECK_AND_RECORD;
     k = 0; h = 0; n = 0; v0 = 0; v1 = 0; won = false; slow = false; r = 0; before = 0;
+    SENT_RESET
     takes++;
     goto next_take
   }
@@ -221,9 +233,16 @@ ring_empty:
        seq = wake_seq;
 #endif
        goto again
-    :: slow && r == ROUNDS -> seq = 0; slow = false; k = 0; r = 0; before = 0; takes++;
+    :: slow && r == ROUNDS -> seq = 0; slow = false; k = 0; r = 0; before = 0; SENT_RESET takes++;
        goto next_take
-    :: slow && r < ROUNDS -> waiters++
+    :: slow && r < ROUNDS ->
+#ifdef HINT
+       /* Client::Slow reads the word (relaxed) before AwaitPublish: a pass may take it
+          before the request below, which then goes without a hint (the next round
+          adds it again). */
+       quiet = (sent && hint != 0);
+#endif
+       waiters++
     fi
   }
   /* AwaitPublish: head.load(seq_cst) ... */
@@ -242,13 +261,17 @@ ring_empty:
 #ifdef HINT
 #ifndef BROKEN_HINT_LATE
   /* AddRefillHint(want) (a batch: want > 1): the CAS loop's winning CAS; a losing one
-     changes nothing. Saturates at HMAX. */
+     changes nothing. Saturates at HMAX. Client::Slow adds it with the take's first
+     request and, on a later round, only if the word read 0 (a pass took it): a round
+     that found a hint in the word requests without adding (`quiet`). */
   atomic {
     DIE;
     if
-    :: k > 1 -> hint = (hint + k > HMAX -> HMAX : hint + k); pending[me] = 1
+    :: k > 1 && !quiet ->
+       hint = (hint + k > HMAX -> HMAX : hint + k); pending[me] = 1; sent = 1
     :: else -> skip
-    fi
+    fi;
+    quiet = 0
   }
 #endif
   /* refill_request.fetch_add(1, seq_cst) */
