@@ -307,8 +307,16 @@ class FleetStress {
       const bool serving = s.daemon->ready() && s.daemon->Running();
       auto stopped = s.daemon->Stop();
       KeepClaimLines(s);
-      // A spare may be on its way out (no free number); a holder stops cleanly.
-      if (serving && (!stopped || !stopped->ExitedWith(0)) && problem.empty()) {
+      // A spare may be on its way out (no free number); a holder stops cleanly, unless
+      // the register took its number away just before the stop (as during the run: a
+      // lease revoked after a stalled leader resumes), and it exited for that.
+      if (serving && stopped && stopped->ExitedWith(1)) {
+        s.daemon->WaitForErr("claim is lost", 1s);  // its last words may be in the pipe
+      }
+      if (serving && stopped && stopped->ExitedWith(1) && SaysClaimLost(s.daemon->err())) {
+        ++lost_claims_;
+        Note(s.name + " lost its claim at the end of the run and exits");
+      } else if (serving && (!stopped || !stopped->ExitedWith(0)) && problem.empty()) {
         problem = "a daemon did not stop cleanly: " + s.daemon->Describe();
       }
     }
@@ -609,6 +617,13 @@ class FleetStress {
     return "";
   }
 
+  // The daemon's last words when the register took its number away (a lease expired or
+  // revoked while it could not renew): it stops at once and exits 1, by design.
+  static bool SaysClaimLost(const std::string& err) {
+    return err.find("is no longer ours") != std::string::npos ||
+           err.find("claim is lost") != std::string::npos;
+  }
+
   // What systemd's Restart= (RestartSec=500ms) does for a daemon that exits by itself.
   std::string RestartExitedDaemons() {
     const auto now = Clock::now();
@@ -629,9 +644,7 @@ class FleetStress {
       if (status && status->ExitedWith(1) &&
           err.find("no free machine number") != std::string::npos) {
         ++spare_exits_;
-      } else if (status && status->ExitedWith(1) &&
-                 (err.find("is no longer ours") != std::string::npos ||
-                  err.find("claim is lost") != std::string::npos)) {
+      } else if (status && status->ExitedWith(1) && SaysClaimLost(err)) {
         ++lost_claims_;
         Note(s.name + " lost its claim and exits");
       } else if (status && status->ExitedWith(1)) {
