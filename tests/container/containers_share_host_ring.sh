@@ -526,9 +526,10 @@ node_run=$(fact '["host_paths"]["runtime"]["test"]')
 daemon_pod=$(fact '["daemon_pod"]')
 app_pod=$(fact '["app_deployment"]')
 if [ "$engine" = podman ]; then
-  pm kube play "$kube/secret.yaml" > /dev/null || fail "podman kube play of the Secret"
+  pm kube play "$kube/secret.yaml" > "$work/play-secret.log" 2>&1 ||
+    fail_with_log "$work/play-secret.log" "podman kube play of the Secret"
   pm kube play --network host --configmap "$kube/configmap.yaml" "$kube/daemon-pod.yaml" \
-    > "$work/play-daemon.log" 2>&1 || { cat "$work/play-daemon.log"; fail "podman kube play of the DaemonSet's pod"; }
+    > "$work/play-daemon.log" 2>&1 || fail_with_log "$work/play-daemon.log" "podman kube play of the DaemonSet's pod"
   daemon_ctr=$daemon_pod-$(fact '["daemon_container"]')
   daemon_logs() { pm logs "$daemon_ctr" 2>&1; }
 else
@@ -615,7 +616,7 @@ step "the example Deployment takes IDs through the hostPath (supplementalGroups 
 app_container=$(fact '["app_container"]')
 if [ "$engine" = podman ]; then
   pm kube play --network host "$kube/app.yaml" > "$work/play-app.log" 2>&1 ||
-    { cat "$work/play-app.log"; fail "podman kube play of the example Deployment"; }
+    fail_with_log "$work/play-app.log" "podman kube play of the example Deployment"
   app_ctr=$(pm ps --format '{{.Names}}' | grep "^$app_pod-pod.*-$app_container$" | head -1)
   [ -n "$app_ctr" ] || { pm ps -a; fail "no container of the example Deployment"; }
   app_logs() { pm logs "$app_ctr" 2>/dev/null; }

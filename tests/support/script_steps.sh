@@ -8,6 +8,23 @@ now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 # later_than T: true once the clock is past T (seconds since the epoch, fractional).
 later_than() { awk -v t="$1" -v n="$(now)" 'BEGIN { exit !(n > t) }'; }
+# fail_with_log LOG WHAT: shows LOG's tail and fails with WHAT. When the log says a
+# command was not found (podman's "executable file not found", a shell's "command not
+# found"), the failure names the command and the package that provides it, from
+# scripts/setup's table: the fix is then one `scripts/setup` away.
+fail_with_log() {
+  local log=$1 what=$2 missing package hint=""
+  tail -n 30 "$log"
+  missing=$(sed -nE 's/.*exec: "([^"]+)": executable file not found.*/\1/p;
+                     s/.*[: ]([A-Za-z0-9_.+-]+): (command )?not found$/\1/p' "$log" | head -1)
+  if [ -n "$missing" ]; then
+    package=$("${source_dir:?}/scripts/setup" --package-of "$missing" 2>/dev/null || true)
+    hint=" ($missing is not installed"
+    hint+=${package:+: it comes from package $package, which scripts/setup installs; run scripts/setup}
+    hint+=")"
+  fi
+  fail "$what$hint"
+}
 test_start=$(now)
 step_start=$test_start
 # step NAME: ends the previous step (printing its time) and starts NAME.
