@@ -14,9 +14,10 @@ start=$(date +%s)
 rm -rf "$out"
 mkdir -p "$out"
 # No -dbgsym packages (not installed anywhere); N+1 is linted already as N. Both compile
-# through one fresh ccache, so N+1 recompiles only the files the version is in.
+# through one ccache (scripts/test's, which outlives the run, or a fresh one), so N+1
+# recompiles only the files the version is in.
 export DEB_BUILD_OPTIONS="noautodbgsym ${DEB_BUILD_OPTIONS:-}"
-export SNOWFLAKE_PACKAGE_CCACHE="$out/ccache"
+export SNOWFLAKE_PACKAGE_CCACHE="${SNOWFLAKE_PACKAGE_CCACHE_DIR:-$out/ccache}"
 "$source_dir/scripts/package" "$out/n" > "$out/package-n.log" 2>&1 ||
   { tail -40 "$out/package-n.log"; echo "FAIL: scripts/package (version $version)" >&2; exit 1; }
 SNOWFLAKE_PACKAGE_VERSION=$next_version SNOWFLAKE_PACKAGE_LINTIAN=no \

@@ -53,9 +53,10 @@ if [ -n "${SNOWFLAKE_SYSTEM_TEST_DEBS:-}" ]; then
 else
   step "build packages N and N+1 (scripts/package)"
   # No -dbgsym packages (not installed here); N+1 is linted already as N. Both compile
-  # through one fresh ccache, so N+1 recompiles only the files the version is in.
+  # through one ccache (scripts/test's, which outlives the run, or a fresh one), so N+1
+  # recompiles only the files the version is in.
   export DEB_BUILD_OPTIONS="noautodbgsym ${DEB_BUILD_OPTIONS:-}"
-  export SNOWFLAKE_PACKAGE_CCACHE="$work/ccache"
+  export SNOWFLAKE_PACKAGE_CCACHE="${SNOWFLAKE_PACKAGE_CCACHE_DIR:-$work/ccache}"
   "$source_dir/scripts/package" "$work/debs/n" > "$work/package-n.log" 2>&1 ||
     { tail -40 "$work/package-n.log"; fail "scripts/package (version $version)"; }
   SNOWFLAKE_PACKAGE_VERSION=$next_version SNOWFLAKE_PACKAGE_LINTIAN=no \
