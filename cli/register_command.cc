@@ -195,12 +195,18 @@ void AddRegisterCommand(CLI::App& app) {
       "etcd only, after the register was restored from a backup or replaced: raise the "
       "high-water mark of every number 0-1023 to at least --above (never lowering one) and "
       "record the fence, so daemons that saw the store before start again. Stop every daemon "
-      "of the fleet first; TIME must be at or past the newest ID any of them may have issued.");
+      "of the fleet first (it is refused while a number is held); TIME must be at or past the "
+      "newest ID any of them may have issued.");
   auto above_text = std::make_shared<std::string>();
   raise_all->add_option("--above", *above_text, "TIME: " + std::string(kTimeTextForms))
       ->required();
+  auto while_running = std::make_shared<bool>(false);
+  raise_all->add_flag(
+      "--while-running", *while_running,
+      "Raise the marks under running daemons too: each one pauses until its clock passes the "
+      "fence and issues nothing at or below it; returns once every one has acknowledged");
   raise_all->fallthrough();
-  raise_all->callback([config_path, above_text] {
+  raise_all->callback([config_path, above_text, while_running] {
     auto above = ParseTimeText(*above_text);
     if (!above) {
       Fail(kExitUsage, "bad --above '" + *above_text + "': " + above.error() + "; expected " +
@@ -212,11 +218,12 @@ void AddRegisterCommand(CLI::App& app) {
                            FormatTimeText(config.id.epoch_unix_ms));
     }
     // Only a backend that can be restored from a backup has it; the others say why not.
-    auto raised = RegisterOf(config)->RaiseAll(*above);
+    auto raised = RegisterOf(config)->RaiseAll(*above, *while_running);
     if (!raised) FailRegister(*config_path, "raise-all failed: ", raised.error());
     std::cout << "raised " << *raised << " of 1024 high-water marks to " << FormatTimeText(*above)
-              << " (the others were already above); daemons that saw the register before "
-                 "may start again\n";
+              << " (the others were already above)"
+              << (*while_running ? "; every running holder has acknowledged the fence" : "")
+              << "; daemons that saw the register before may start again\n";
   });
 }
 

@@ -26,6 +26,10 @@ using shm::DaemonState;
 using shm::StateReason;
 
 // Logs the sentence a start stops on and returns it as the stage's failure.
+std::filesystem::path HostLockDirOf(const DaemonParts& parts) {
+  return parts.host_lock_dir.empty() ? HostLockDir() : parts.host_lock_dir;
+}
+
 tl::unexpected<StageFailure> Refuse(int exit_status, std::string message) {
   spdlog::critical("{}", message);
   return tl::unexpected(StageFailure{exit_status, std::move(message)});
@@ -248,7 +252,8 @@ Daemon::Result Daemon::ClaimNumber() {
   // What this host saw of the register before: a register found older is refused.
   const ClaimRequest request(holder_id_, config_.id.epoch_unix_ms,
                              saved_ ? saved_->register_seen : RegisterIdentity{},
-                             saved_ ? saved_->reserved_through_unix_ms : 0);
+                             saved_ ? saved_->reserved_through_unix_ms : 0,
+                             saved_ ? std::optional<uint32_t>(saved_->machine) : std::nullopt);
   auto waited = ClaimWaiting(*register_, request, stop_);
   if (!waited) {
     std::string message = StopCause() + " received while waiting for the register: stopping";
@@ -275,12 +280,22 @@ Daemon::Result Daemon::ClaimNumber() {
   }
   spdlog::info("claimed machine {} from the {} register ({}) as holder \"{}\"", claim->machine,
                register_->backend_name(), register_->location(), holder_id_);
+  // The number's lock is held now (every backend takes it): what other daemons of this
+  // host reserved for it since boot cannot change under us.
+  auto host_mark = ReadHostMark(HostLockDirOf(parts_), claim->machine);
+  if (!host_mark) {
+    register_.reset();
+    return Refuse(kExitFatal, "cannot start on machine " + std::to_string(claim->machine) +
+                                  ": " + host_mark.error());
+  }
+  host_mark_ = std::move(*host_mark);
   for (const std::string& notice : claim->notices) spdlog::warn("{}", notice);
   claim_ = std::move(*claim);
   return {};
 }
 
 void Daemon::ReleaseNumber() {
+  host_mark_.reset();
   claim_.reset();
   register_.reset();
 }
@@ -353,7 +368,9 @@ Daemon::Result Daemon::MakeGenerator() {
                                                 .last_published_id = producer_->last_published_id(),
                                                 .incarnation = producer_->incarnation()},
                                     .reservation_ms = config_.persistence.reservation_ms,
-                                    .max_backward_ms = config_.clock.max_backward_ms});
+                                    .max_backward_ms = config_.clock.max_backward_ms,
+                                    .host_mark = host_mark_,
+                                    .state_dir = config_.daemon.state_dir.string()});
   if (!plan) {
     return Refuse(kExitConfig, config_.HighWaterPath().string() + " " + plan.error());
   }
@@ -399,6 +416,10 @@ Daemon::Result Daemon::StartReservations() {
           .segment_path = producer_->path().string(),
           .segment_incarnation = producer_->incarnation(),
           .register_claim = claim_->claim_token,
+          .host_lock_dir = HostLockDirOf(parts_),
+          .host_mark_writer = config_.daemon.state_dir.string(),
+          .host_mark_floor = host_mark_ ? host_mark_->unix_ms : 0,
+          .start_floor_unix_ms = plan_->high_water_unix_ms,
           .metrics = &metrics_},
       *store_, *register_, parts_.clock, plan_->confirmed_through_unix_ms);
   reservations_->Start();

@@ -69,6 +69,7 @@
 #include "daemon/daemon_parts.h"
 #include "daemon/exit_status.h"
 #include "daemon/metrics/metrics.h"
+#include "daemon/register/machine_lock.h"
 #include "daemon/register/machine_register.h"
 #include "daemon/stage_table.h"
 #include "snowflake/ring_producer.h"
@@ -183,6 +184,7 @@ class Daemon {
   std::unique_ptr<MachineRegister> register_;
   std::string holder_id_;
   std::optional<MachineClaim> claim_;
+  std::optional<HostMark> host_mark_;  // the number's highest host mark at the claim
   std::optional<shm::RingProducer> producer_;
   std::optional<StartupPlan> plan_;
   std::optional<Generator> generator_;

@@ -5,6 +5,7 @@
 #ifndef SNOWFLAKE_DAEMON_DAEMON_PARTS_H_
 #define SNOWFLAKE_DAEMON_DAEMON_PARTS_H_
 
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
@@ -43,6 +44,10 @@ struct DaemonParts {
   // Told of every step of the start/stop table (daemon.h), on the thread that runs it.
   // May be empty.
   StageTable::Observer observer = {};
+  // The host-wide machine-number lock directory whose host marks the daemon starts above
+  // and writes (machine_lock.h); empty: HostLockDir(). It must be the one the register's
+  // backends lock their numbers in.
+  std::filesystem::path host_lock_dir = {};
 };
 
 // The system clock, FileSystem::Default(), MakeMachineRegister() and an HttpFront when

@@ -39,7 +39,7 @@ static_assert(kStates.back().state == DaemonState::kStopped,
               "kStates must end with the last DaemonState");
 static_assert(InEnumOrder(kReasons, 0, [](const ReasonWords& row) { return row.reason; }),
               "kReasons must list every StateReason once, in enum order from 0");
-static_assert(kReasons.back().reason == StateReason::kPersistenceFailed,
+static_assert(kReasons.back().reason == StateReason::kFenced,
               "kReasons must end with the last StateReason");
 static_assert(static_cast<size_t>(ProducerHealth::kDead) + 1 == kHealth.size(),
               "kHealth must have one row per ProducerHealth");

@@ -134,6 +134,8 @@ void FillLoop::Pass() {
               published_.state == DaemonState::kOutOfService);
 
   const int64_t horizon = horizon_.confirmed_through();
+  // After the horizon: the service publishes a fence before the horizon it moves with it.
+  if (const int64_t fence = horizon_.fence_unix_ms(); fence > applied_fence_) ApplyFence(fence);
   if (generator_.state() == GeneratorState::kServing && now_ms < generator_.last_unix_ms()) {
     // The clock stepped back: the ring's IDs are now in the clock's future. Take them
     // back before anyone receives one, then let the generator judge the step.
@@ -175,6 +177,21 @@ void FillLoop::Pass() {
   }
   status_.Report([this] { return Facts(); }, changed, steady);
   last_head_ = producer_.head();
+}
+
+void FillLoop::ApplyFence(int64_t fence) {
+  // Nothing at or below the fence may reach a taker from now on: the generator goes above
+  // it (pausing until the clock passes it) and the ring gives back what it holds, all of
+  // it made before the fence was known. Only then is the fence acknowledged in the register.
+  generator_.RaiseFence(fence);
+  const uint64_t drained = producer_.DrainAll();
+  applied_fence_ = fence;
+  horizon_.NoteFenceApplied(fence);
+  spdlog::warn("obeying an operator's fence at {}: took back {} ID(s) from the ring; {}",
+               FormatTimeText(fence), drained,
+               fence >= clock_.NowUnixMs() ? "paused until the clock passes it"
+                                           : "serving above it");
+  SyncState(clock_.NowUnixMs(), horizon_.confirmed_through());
 }
 
 void FillLoop::HandleResume() {
@@ -286,6 +303,7 @@ StateInputs FillLoop::Inputs(int64_t now_ms, int64_t horizon) const {
   in.range_exhausted =
       generator_.state() == GeneratorState::kOutOfService && generator_.ms_behind() == 0;
   in.started_behind = started_behind_;
+  in.fenced = generator_.reason_code() == StateReason::kFenced;
   in.step_ms = step_ms_;
   in.ms_behind = generator_.ms_behind();
   in.filled_once = filled_once_;

@@ -97,6 +97,9 @@ class FillLoop {
   void MeasureStep(int64_t now_ns, std::chrono::steady_clock::time_point steady) noexcept;
   void HandleResume();
   void Fill(uint64_t want, int64_t horizon);
+  // An operator's fence came (Horizon::fence_unix_ms()): nothing at or below it is issued
+  // from now on, and the ring is emptied of what was made before.
+  void ApplyFence(int64_t fence);
   // The segment failed CheckCounters(): serve a fresh one instead (or stop, see Run()).
   void ReplaceTamperedSegment(const std::string& why);
   // Publishes DecideState()'s answer if state or reason changed; returns true if it did.
@@ -121,6 +124,7 @@ class FillLoop {
   std::optional<std::string> fatal_;
   bool claim_lost_ = false;
   bool filled_once_ = false;
+  int64_t applied_fence_ = 0;  // the operator's fence the generator and ring obey
   bool started_behind_;
   bool dormant_ = false;
   std::chrono::steady_clock::time_point last_demand_;

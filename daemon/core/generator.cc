@@ -108,6 +108,24 @@ bool Generator::Admit(int64_t now_ms, bool at_start) noexcept {
     // Only Resume() leaves kOutOfService; its first reason stays the one to report.
     if (state_ == GeneratorState::kOutOfService) return false;
     if (at_start) started_behind_ = true;
+    // An operator's fence ahead of the clock: wait for the clock to pass it, however far
+    // ahead it lies, but fall no further behind it than the clock stands now plus a step.
+    if (fence_pending_) {
+      fence_pending_ = false;
+      resumed_ = false;
+      allowed_behind_ms_ = behind_ms + config_.max_backward_ms;
+      EnterTrouble(GeneratorState::kPaused, shm::StateReason::kFenced, behind_ms,
+                   " (serving resumes by itself once the clock passes it)");
+      return false;
+    }
+    if (state_ == GeneratorState::kPaused && reason_code_ == shm::StateReason::kFenced) {
+      if (behind_ms <= allowed_behind_ms_) return false;  // still waiting for the clock
+      EnterTrouble(GeneratorState::kOutOfService, shm::StateReason::kClockStepTooLarge, behind_ms,
+                   " while waiting for an operator's fence" +
+                       OutOfServiceAdvice(shm::StateReason::kClockStepTooLarge,
+                                          config_.max_backward_ms, config_.max_backward_ms));
+      return false;
+    }
     std::string context;
     if (resumed_) context = " (resumed; waiting for the clock to pass the last issued millisecond)";
     if (now_ms < layout.epoch_unix_ms()) {
@@ -140,6 +158,7 @@ bool Generator::Admit(int64_t now_ms, bool at_start) noexcept {
   }
   // 3. At or past the mark.
   ms_behind_ = 0;
+  fence_pending_ = false;  // a fence at or behind the clock costs no pause
   if (state_ == GeneratorState::kOutOfService) return false;
   // Paused, and the clock is back at the (closed) mark but not yet past it: still paused.
   if (state_ == GeneratorState::kPaused && now_ms == mark_ms_ && next_sequence_ == kIdsPerMs) {
@@ -210,6 +229,12 @@ void Generator::Resume() noexcept {
   reason_ = vocab::DescribeReason(reason_code_, ms_behind_);
   reason_ += " (resumed; waiting for a clock reading)";
   Admit(clock_->NowUnixMs(), /*at_start=*/false);
+}
+
+void Generator::RaiseFence(int64_t unix_ms) noexcept {
+  if (unix_ms < mark_ms_ || (unix_ms == mark_ms_ && next_sequence_ == kIdsPerMs)) return;
+  RaiseHighWater(unix_ms);
+  fence_pending_ = true;
 }
 
 void Generator::RaiseHighWater(int64_t unix_ms) noexcept {

@@ -122,6 +122,13 @@ class Generator {
   // effect without reading the clock (the next Generate() judges the clock against it).
   void RaiseHighWater(int64_t unix_ms) noexcept;
 
+  // An operator's fence (`snowflakectl register raise-all --while-running`): as
+  // RaiseHighWater(), but a clock behind the fence only pauses, with the reason kFenced,
+  // however far ahead the fence lies; serving resumes by itself once the clock passes it.
+  // A clock that steps back further during that wait (more than max_backward_ms beyond
+  // where it stood when the fence came) goes out of service as any other step would.
+  void RaiseFence(int64_t unix_ms) noexcept;
+
   GeneratorState state() const noexcept { return state_; }
   // Why the generator is not serving ("" when serving): the vocabulary's text of
   // reason_code() (vocab::DescribeReason, as the status and /healthz word it), then what
@@ -170,7 +177,10 @@ class Generator {
   bool resumed_ = false;  // Resume() was called and the clock has not passed the mark yet
   // The trouble began at Create(), behind the persisted high-water mark; until serving
   // again it is reported as that (kBehindHighWater), as the daemon's status does.
-  bool started_behind_ = false;  // Resume() was called and the clock has not passed the mark yet
+  bool started_behind_ = false;
+  // RaiseFence() moved the mark ahead and no clock reading has judged it yet: the next
+  // reading behind the mark starts a kFenced pause bounded from where the clock stands.
+  bool fence_pending_ = false;
   uint64_t pauses_total_ = 0;
   // How far behind the mark the current pause may fall before it is out of service:
   // max_backward_ms, or the start bound for a pause that began at Create().

@@ -99,8 +99,17 @@ tl::expected<std::optional<HighWaterState>, HighWaterError> HighWaterStore::Load
           return corrupt("register.cluster_id is not a decimal uint64");
         }
         state.register_seen.revision = reg->at("revision").get<int64_t>();
+        // Absent in files written before the restore fence was tied to its revision.
+        if (const auto fence = reg->find("fence_revision"); fence != reg->end()) {
+          state.register_seen.fence_revision = fence->get<int64_t>();
+        }
       }
-      if (state.reserved_through_unix_ms < 0 || state.epoch_unix_ms < 0) {
+      // Absent in files written before the floor was recorded: 0, the segment decides.
+      if (const auto floor = doc.find("floor_unix_ms"); floor != doc.end()) {
+        state.floor_unix_ms = floor->get<int64_t>();
+      }
+      if (state.reserved_through_unix_ms < 0 || state.epoch_unix_ms < 0 ||
+          state.floor_unix_ms < 0) {
         return corrupt("negative time");
       }
       return state;
@@ -133,8 +142,12 @@ tl::expected<void, HighWaterError> HighWaterStore::Save(const HighWaterState& st
                          // A string: cluster ids use all 64 bits.
                          {"cluster_id", std::to_string(state.register_seen.cluster_id)},
                          {"revision", state.register_seen.revision}};
+      if (state.register_seen.fence_revision != 0) {
+        doc["register"]["fence_revision"] = state.register_seen.fence_revision;
+      }
       if (state.register_claim) doc["register"]["claim"] = *state.register_claim;
     }
+    if (state.floor_unix_ms != 0) doc["floor_unix_ms"] = state.floor_unix_ms;
     auto written = WriteFileAtomically(path_, doc.dump() + "\n", 0644, *fs_);
     if (!written) {
       const int err = errno;

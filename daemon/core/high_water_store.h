@@ -4,7 +4,9 @@
 //   {"version":1,"machine":N,"epoch_unix_ms":E,"reserved_through_unix_ms":R,
 //    "last_issued_unix_ms_at_clean_stop":S or null,
 //    "segment":{"path":P,"incarnation":I},   (optional)
-//    "register":{"claim":L,"cluster_id":"C","revision":V}}   (optional: etcd only)
+//    "register":{"claim":L,"cluster_id":"C","revision":V,"fence_revision":F},
+//                                                   (optional: etcd only; F optional)
+//    "floor_unix_ms":G}                             (optional)
 //
 // The rule that makes a reboot safe: no ID with a millisecond above R is published until a
 // new R covering it has been fsync'd. After a clean stop R is lowered to the last issued
@@ -21,7 +23,12 @@
 // restart trusts its segment only if the register's mark was last written by that claim
 // (no other holder raised it, hence issued, since). C and V are the register's cluster id
 // and the newest revision this daemon saw: a register found older (restored from a backup)
-// is refused (docs/etcd-fencing.md).
+// is refused (docs/etcd-fencing.md). F is the revision of the operators' restore fence this
+// daemon saw: only a newer fence admits it past a restore.
+//
+// "floor_unix_ms" G is the millisecond the writing daemon's generator stays above (its
+// start's mark, or a fence it obeyed): a restart on the surviving segment starts above the
+// larger of G and the segment's last ID.
 //
 // One state directory, one daemon: the first Load() or Save() takes an exclusive flock on
 // <state_dir>/high-water.json.lock (our pid inside) and holds it for the store's life, so a
@@ -59,6 +66,12 @@ struct HighWaterState {
   std::optional<int64_t> register_claim = std::nullopt;
   // The register as this daemon last saw it (zeros: nothing recorded).
   RegisterIdentity register_seen = {};
+  // The millisecond the generator of the daemon that wrote this file stays above: its
+  // start's high-water mark, or an operator's fence it obeyed since (0: not recorded). A
+  // restart that trusts its surviving segment still starts above it: the segment records
+  // only what was published, and a start above another holder's mark that crashed before
+  // publishing anything leaves the segment's last ID below that mark.
+  int64_t floor_unix_ms = 0;
   friend bool operator==(const HighWaterState&, const HighWaterState&) = default;
 };
 

@@ -6,6 +6,7 @@
 
 #include "daemon/base/debug_assert.h"
 #include "daemon/metrics/metrics.h"
+#include "daemon/register/machine_lock.h"
 #include "snowflake/time_text.h"
 
 namespace snowflake::daemon {
@@ -88,6 +89,44 @@ auto ReservationService::RegisterCall(std::string_view call, Call&& run) {
   return result;
 }
 
+void ReservationService::NoteFenceApplied(int64_t unix_ms) noexcept {
+  int64_t seen = fence_applied_.load(std::memory_order_relaxed);
+  while (unix_ms > seen &&
+         !fence_applied_.compare_exchange_weak(seen, unix_ms, std::memory_order_release)) {
+  }
+  wake_.notify_one();
+}
+
+void ReservationService::ReadFence() noexcept {
+  const int64_t fence = register_.fence_unix_ms();
+  if (fence <= fence_.load(std::memory_order_relaxed)) return;
+  spdlog::warn("an operator fenced machine {} in the register at {}: issuing nothing at or "
+               "below it from now on{}",
+               options_.machine, FormatTimeText(fence),
+               fence > clock_.NowUnixMs() ? " (paused until the clock passes it)" : "");
+  // Release: the fill loop that reads it reads it after the register said so.
+  fence_.store(fence, std::memory_order_release);
+}
+
+void ReservationService::AcknowledgeAppliedFence() {
+  const int64_t applied = fence_applied_.load(std::memory_order_acquire);
+  if (applied <= fence_acknowledged_) return;
+  auto acknowledged =
+      RegisterCall("fence_ack", [&] { return register_.AcknowledgeFence(applied); });
+  ReadFence();  // a newer fence may have come meanwhile
+  if (!acknowledged) {
+    if (acknowledged.error().code == RegisterErrorCode::kClaimLost) ReportClaimLost();
+    spdlog::warn("cannot acknowledge the fence at {} in the register yet (retrying): {}",
+                 FormatTimeText(applied), acknowledged.error().message);
+    return;
+  }
+  if (register_.fence_unix_ms() > applied) return;  // the newer one is acknowledged later
+  fence_acknowledged_ = applied;
+  spdlog::info("acknowledged the operator's fence at {} in the register: nothing at or below "
+               "it is issued any more",
+               FormatTimeText(applied));
+}
+
 void ReservationService::ReportClaimLost() noexcept {
   claim_lost_.store(true, std::memory_order_release);
   if (options_.metrics != nullptr) {
@@ -110,21 +149,35 @@ HighWaterState ReservationService::StateThrough(int64_t through,
                         .segment_path = options_.segment_path,
                         .segment_incarnation = options_.segment_incarnation,
                         .register_claim = options_.register_claim,
-                        .register_seen = register_.identity()};
+                        .register_seen = register_.identity(),
+                        .floor_unix_ms = std::max(options_.start_floor_unix_ms,
+                                                  fence_.load(std::memory_order_acquire))};
 }
 
 bool ReservationService::Renew(int64_t through) {
   const HighWaterState state = StateThrough(through, std::nullopt);
-  // 1. The state file: what a reboot of this host restarts above.
+  // 1. The state file: what a reboot of this host restarts above; and the host mark: what
+  //    another daemon of this host that takes the number next starts above.
   if (auto saved = store_.Save(state); !saved) {
     if (options_.metrics != nullptr) options_.metrics->reservation().state_file_failed.Increment();
     SetProblem(ReservationProblem{ReservationStore::kStateFile, saved.error().sys_errno,
                                   saved.error().message});
     return false;
   }
+  if (!options_.host_lock_dir.empty()) {
+    if (auto marked = WriteHostMark(
+            options_.host_lock_dir, options_.machine,
+            HostMark{std::max(through, options_.host_mark_floor), options_.host_mark_writer});
+        !marked) {
+      if (options_.metrics != nullptr) options_.metrics->reservation().state_file_failed.Increment();
+      SetProblem(ReservationProblem{ReservationStore::kStateFile, errno, marked.error()});
+      return false;
+    }
+  }
   // 2. The register: what another holder of this number continues above.
-  if (auto updated = RegisterCall("raise", [&] { return register_.UpdateHighWater(through); });
-      !updated) {
+  auto updated = RegisterCall("raise", [&] { return register_.UpdateHighWater(through); });
+  ReadFence();
+  if (!updated) {
     if (options_.metrics != nullptr) options_.metrics->reservation().register_failed.Increment();
     if (updated.error().code == RegisterErrorCode::kClaimLost) ReportClaimLost();
     SetProblem(ReservationProblem{ReservationStore::kRegister, 0, updated.error().message,
@@ -184,7 +237,9 @@ void ReservationService::Run() {
     }
     if (steady_now >= next_register_renew) {
       next_register_renew = steady_now + options_.register_renew_interval;
-      if (auto renewed = RegisterCall("renew", [&] { return register_.Renew(); }); !renewed) {
+      auto renewed = RegisterCall("renew", [&] { return register_.Renew(); });
+      ReadFence();
+      if (!renewed) {
         if (renewed.error().code == RegisterErrorCode::kClaimLost) {
           ReportClaimLost();
           spdlog::critical("the register says the claim is lost: {}", renewed.error().message);
@@ -194,6 +249,7 @@ void ReservationService::Run() {
         failing = true;
       }
     }
+    AcknowledgeAppliedFence();
     lock.lock();
     if (stop_) break;
     // Wake for a NoteNeed() near the horizon, or poll the clock: 10 ms is far below any
@@ -210,6 +266,16 @@ tl::expected<void, std::string> ReservationService::RecordCleanStop(int64_t last
   SNOWFLAKE_REQUIRE(!thread_.joinable());
   auto saved = store_.Save(StateThrough(last_issued_unix_ms, last_issued_unix_ms));
   if (!saved) return tl::unexpected("state file: " + saved.error().message);
+  // The host mark comes down with the state file: it is this daemon's own, exactly as the
+  // reservation was, and the lock is still held.
+  if (!options_.host_lock_dir.empty()) {
+    if (auto marked = WriteHostMark(options_.host_lock_dir, options_.machine,
+                                    HostMark{std::max(last_issued_unix_ms, options_.host_mark_floor),
+                                             options_.host_mark_writer});
+        !marked) {
+      return tl::unexpected("host mark: " + marked.error());
+    }
+  }
   confirmed_.store(last_issued_unix_ms, std::memory_order_release);
   if (auto updated = RegisterCall("clean_stop",
                                   [&] { return register_.RecordCleanStop(last_issued_unix_ms); });

@@ -21,6 +21,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <filesystem>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -67,6 +68,18 @@ struct ReservationOptions {
   // The register's token for this claim (MachineClaim::claim_token), recorded in the
   // state file with every reservation, beside the register's identity() as last seen.
   std::optional<int64_t> register_claim = std::nullopt;
+  // The host-wide lock directory (machine_lock.h): each reservation is also written to
+  // the number's host mark there, right after the state file (WriteHostMark), so another
+  // daemon of this host that takes the number next starts above it. Empty: not written.
+  std::filesystem::path host_lock_dir = {};
+  // Who writes the host mark (the state directory): a restart knows its own.
+  std::string host_mark_writer = {};
+  // The highest host mark at startup (this start's generator issues nothing at or below
+  // it): the host mark is never written below it, since daemons of one user share a file.
+  int64_t host_mark_floor = 0;
+  // The high-water mark this start's generator began above (StartupPlan): recorded in
+  // every state-file write with any fence obeyed since (HighWaterState::floor_unix_ms).
+  int64_t start_floor_unix_ms = 0;
   // Where renewals (count, result, duration), register calls (duration, errors) and the
   // claim's state are reported (docs/metrics.md); not owned, must outlive the service.
   // Null: not reported.
@@ -87,6 +100,13 @@ class Horizon {
   // The fill loop wants to publish IDs of `unix_ms`: a hint that wakes the service early
   // when it comes close to the horizon. Never blocks.
   virtual void NoteNeed(int64_t unix_ms) noexcept = 0;
+  // An operator's fence on the number (MachineRegister::fence_unix_ms()): nothing may be
+  // issued at or below it any more. 0: none. Only grows.
+  virtual int64_t fence_unix_ms() const noexcept { return 0; }
+  // The fill loop issues nothing at or below `unix_ms` any more: its generator is above
+  // it and its ring holds no ID at or below it. The service then acknowledges the fence in
+  // the register (MachineRegister::AcknowledgeFence). Never blocks.
+  virtual void NoteFenceApplied(int64_t unix_ms) noexcept { (void)unix_ms; }
 };
 
 class ReservationService final : public Horizon {
@@ -112,6 +132,11 @@ class ReservationService final : public Horizon {
   std::optional<ReservationProblem> problem() const override;
   bool claim_lost() const noexcept override { return claim_lost_.load(std::memory_order_acquire); }
   void NoteNeed(int64_t unix_ms) noexcept override;
+  int64_t fence_unix_ms() const noexcept override {
+    // Acquire: pairs with the release store once the register reported it.
+    return fence_.load(std::memory_order_acquire);
+  }
+  void NoteFenceApplied(int64_t unix_ms) noexcept override;
 
   // Renewals that succeeded so far.
   uint64_t renewals() const noexcept { return renewals_.load(std::memory_order_relaxed); }
@@ -134,6 +159,10 @@ class ReservationService final : public Horizon {
   template <typename Call>
   auto RegisterCall(std::string_view call, Call&& run);
   void ReportClaimLost() noexcept;
+  // Reads the register's fence after a call that may have found one, and publishes it.
+  void ReadFence() noexcept;
+  // Acknowledges in the register a fence the fill loop has applied, if one is pending.
+  void AcknowledgeAppliedFence();
 
   // Constant after construction.
   const ReservationOptions options_;
@@ -147,6 +176,12 @@ class ReservationService final : public Horizon {
   std::atomic<uint64_t> renewals_{0};
   // Written by the fill loop, read by the service's thread.
   std::atomic<int64_t> need_{0};
+  // The operator's fence: written by the service's thread (from the register), read by
+  // the fill loop; the fence the fill loop has applied, written by it, read here.
+  std::atomic<int64_t> fence_{0};
+  std::atomic<int64_t> fence_applied_{0};
+  // The fence acknowledged in the register; the service's thread only.
+  int64_t fence_acknowledged_ = 0;
 
   // State below is protected by mutex_.
   mutable std::mutex mutex_;

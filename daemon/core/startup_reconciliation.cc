@@ -26,6 +26,11 @@ tl::expected<StartupPlan, std::string> ReconcileStartup(const StartupFacts& f) {
           ? f.epoch_unix_ms + IdLayout::OffsetMsOf(f.segment.last_published_id)
           : 0;
 
+  // Another daemon of this host (another state directory, another register) may have
+  // served this number since our state file was written: its host mark says how far.
+  const int64_t host_ms = f.host_mark ? f.host_mark->unix_ms : 0;
+  const bool host_mark_ours = !f.host_mark || f.host_mark->writer == f.state_dir;
+
   StartupPlan plan;
   // Durable in both stores: what a renewal would otherwise have to write first.
   plan.confirmed_through_unix_ms = std::min(file_mark, f.register_high_water_ms);
@@ -47,25 +52,36 @@ tl::expected<StartupPlan, std::string> ReconcileStartup(const StartupFacts& f) {
                          file->segment_path && *file->segment_path == f.segment.path &&
                          file->segment_incarnation + 1 == f.segment.incarnation &&
                          file->machine == f.machine && register_unchanged &&
-                         f.register_high_water_ms <= file->reserved_through_unix_ms;
+                         f.register_high_water_ms <= file->reserved_through_unix_ms &&
+                         (host_mark_ours || host_ms <= segment_ms);
   if (plan.trusted_segment) {
-    plan.high_water_unix_ms = segment_ms;
-    plan.start_wait_ms = f.max_backward_ms;
+    // The segment records what was published, not what the last start stood above: a start
+    // above another holder's mark that ended before publishing left the segment's last ID
+    // below that mark. The state file's floor keeps it.
+    plan.high_water_unix_ms = std::max(segment_ms, file->floor_unix_ms);
+    plan.start_wait_ms = file->floor_unix_ms > segment_ms ? f.reservation_ms + f.max_backward_ms
+                                                          : f.max_backward_ms;
     plan.explanation = "the surviving segment's last ID (" + std::to_string(segment_ms) +
                        ") is exact: the reservation through " + std::to_string(file_mark) +
-                       " need not be waited out";
+                       " need not be waited out" +
+                       (file->floor_unix_ms > segment_ms
+                            ? "; the last start stood above " + std::to_string(file->floor_unix_ms)
+                            : std::string());
     return plan;
   }
   // Anything else: the largest millisecond that may carry an ID, whoever says so. The
   // file is used whatever number it was written for: that keeps host-wide time order
   // across a change of number.
-  plan.high_water_unix_ms = std::max({f.register_high_water_ms, file_mark, segment_ms});
+  plan.high_water_unix_ms = std::max({f.register_high_water_ms, file_mark, segment_ms, host_ms});
   // A fast restart only waits for its own reservation; further behind is out of service.
   plan.start_wait_ms = f.reservation_ms + f.max_backward_ms;
   plan.explanation = "state file " + (file ? std::to_string(file_mark) : std::string("absent")) +
                      ", register " + std::to_string(f.register_high_water_ms) + ", " +
                      (f.segment.reopened ? "reopened" : "new") + " segment's last ID " +
-                     std::to_string(segment_ms);
+                     std::to_string(segment_ms) +
+                     (f.host_mark ? ", host mark " + std::to_string(host_ms) +
+                                        (host_mark_ours ? " (this daemon's)" : " (another daemon's)")
+                                  : std::string());
   return plan;
 }
 

@@ -13,6 +13,7 @@
 #include <tl/expected.hpp>
 
 #include "daemon/core/high_water_store.h"
+#include "daemon/register/machine_lock.h"
 
 namespace snowflake::daemon {
 
@@ -35,6 +36,11 @@ struct StartupFacts {
   SegmentFacts segment;
   int64_t reservation_ms = 1000;
   int64_t max_backward_ms = 100;
+  // The number's highest host mark (ReadHostMark: the newest millisecond any daemon of this
+  // host reserved for it since boot) and this daemon's state directory, which names the
+  // marks it wrote itself. nullopt: none.
+  std::optional<HostMark> host_mark = std::nullopt;
+  std::string state_dir = {};
 };
 
 struct StartupPlan {

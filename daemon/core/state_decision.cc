@@ -20,6 +20,7 @@ StateDecision DecideState(const StateInputs& in) noexcept {
       }
       return {DaemonState::kOutOfService, StateReason::kClockStepTooLarge, step};
     case GeneratorState::kPaused:
+      if (in.fenced) return {DaemonState::kPaused, StateReason::kFenced, in.ms_behind};
       if (in.started_behind) return {DaemonState::kPaused, StateReason::kBehindHighWater, in.ms_behind};
       return {DaemonState::kPaused, StateReason::kClockBehind, step};
     case GeneratorState::kServing:

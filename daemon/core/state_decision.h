@@ -20,6 +20,8 @@ struct StateInputs {
   bool range_exhausted = false;
   // The generator's current pause began at startup (the clock behind the persisted mark).
   bool started_behind = false;
+  // The generator's current pause is behind an operator's fence (Generator::RaiseFence).
+  bool fenced = false;
   // The size of the clock's latest step back, in ms, and how far the clock is behind the
   // generator's mark (0 if not).
   int64_t step_ms = 0;

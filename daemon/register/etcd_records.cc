@@ -100,6 +100,8 @@ std::string EncodeHighWater(const HighWaterRecord& record) {
   j["holder"] = record.holder;
   // Absent when 0, so a released mark reads as it did before "lease" existed.
   if (record.lease != 0) j["lease"] = record.lease;
+  // Absent when 0: only a holder that obeyed an operator's fence writes it.
+  if (record.fence != 0) j["fence"] = record.fence;
   return j.dump(-1, ' ', false, ordered_json::error_handler_t::replace);
 }
 
@@ -153,15 +155,17 @@ tl::expected<HighWaterRecord, std::string> DecodeHighWater(std::string_view text
   try {
     // "lease" is written by this version on every raise; a mark written before it existed,
     // or released, has none.
-    auto j = ObjectWithKeys(text, {"unix_ms", "holder"}, {"lease"});
+    auto j = ObjectWithKeys(text, {"unix_ms", "holder"}, {"lease", "fence"});
     if (!j) return tl::unexpected(j.error());
     const bool has_lease = j->contains("lease");
+    const bool has_fence = j->contains("fence");
     if (!IsNonNegativeInt((*j)["unix_ms"]) || !(*j)["holder"].is_string() ||
-        (has_lease && !IsNonNegativeInt((*j)["lease"]))) {
+        (has_lease && !IsNonNegativeInt((*j)["lease"])) ||
+        (has_fence && !IsNonNegativeInt((*j)["fence"]))) {
       return tl::unexpected("a field of the wrong type in " + Quoted(text));
     }
     return HighWaterRecord{Int((*j)["unix_ms"]), (*j)["holder"].get<std::string>(),
-                           has_lease ? Int((*j)["lease"]) : 0};
+                           has_lease ? Int((*j)["lease"]) : 0, has_fence ? Int((*j)["fence"]) : 0};
   } catch (const std::exception& e) {
     return tl::unexpected(std::string(e.what()));
   }

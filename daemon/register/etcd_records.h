@@ -47,9 +47,13 @@ struct HolderRecord {
 struct HighWaterRecord {
   int64_t unix_ms = 0;
   std::string holder;  // "" = released: no holder prefers this number
-  // The lease of the claim whose raise wrote it; 0 = released, or written by a version
-  // without this field.
+  // The lease of the claim whose raise wrote it; 0 = released, written by an operator
+  // (`register raise-all`), or by a version without this field.
   int64_t lease = 0;
+  // The operator's fence the writing holder has acknowledged (it issues nothing at or
+  // below it: MachineRegister::AcknowledgeFence); 0 = none. `raise-all --while-running`
+  // waits for it.
+  int64_t fence = 0;
   friend bool operator==(const HighWaterRecord&, const HighWaterRecord&) = default;
 };
 

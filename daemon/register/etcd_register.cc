@@ -180,6 +180,13 @@ tl::expected<void, RegisterError> EtcdRegister::CheckNotRolledBack(
     const ClaimRequest& request, const etcd::RangeResult& answer,
     std::vector<std::string>& notices) noexcept {
   const RegisterIdentity& seen = request.last_seen;
+  // The operators' restore fence as the store holds it now: its revision is what this host
+  // records, so that only a newer fence can admit it past a later restore.
+  const std::string restore_key = etcd::RestoreKey(options_.prefix);
+  auto fence = client_.Range(restore_key);
+  if (!fence) return tl::unexpected(Failure("cannot read " + restore_key, fence.error()));
+  const int64_t fence_revision = fence->kvs.empty() ? 0 : fence->kvs[0].mod_revision;
+  identity_.fence_revision = fence_revision;
   if (seen.cluster_id == 0) return {};  // nothing recorded: a first start on this host
   const bool other_cluster = answer.cluster_id != seen.cluster_id;
   const bool older = answer.revision < seen.revision;
@@ -190,17 +197,28 @@ tl::expected<void, RegisterError> EtcdRegister::CheckNotRolledBack(
                     : "is at revision " + std::to_string(answer.revision) +
                           ", below the revision " + std::to_string(seen.revision) +
                           " this host already saw";
-  // An operator who fenced the restore above every ID this host may have issued lets it in.
-  const std::string restore_key = etcd::RestoreKey(options_.prefix);
-  auto fence = client_.Range(restore_key);
-  if (!fence) return tl::unexpected(Failure("cannot read " + restore_key, fence.error()));
+  // An operator who fenced this restore above every ID this host may have issued lets it
+  // in. The fence must be newer than any this host saw of the same cluster: a fence the
+  // host saw was written before the host last used the store, so it answers an earlier
+  // restore, not this one (a snapshot taken after it carries it along). A cluster the host
+  // never saw (a replaced one) has only fences written after the host last looked.
+  std::string stale_fence;
   if (!fence->kvs.empty()) {
     auto record = etcd::DecodeRestore(fence->kvs[0].value);
     if (!record) {
       return tl::unexpected(
           Err(RegisterErrorCode::kCorrupt, CorruptText(restore_key, record.error())));
     }
-    if (record->cluster_id == answer.cluster_id &&
+    const bool answers_this_restore =
+        other_cluster ? record->cluster_id == answer.cluster_id
+                      : fence_revision > seen.fence_revision;
+    if (!answers_this_restore) {
+      stale_fence = "; the fence " + restore_key + " (revision " +
+                    std::to_string(fence_revision) +
+                    ") is one this host already saw before the store went back, so it answers "
+                    "an earlier restore, not this one";
+    }
+    if (answers_this_restore && record->cluster_id == answer.cluster_id &&
         record->above_unix_ms >= request.local_high_water_ms) {
       notices.push_back("the etcd register (" + location() + ") " + what +
                         "; an operator raised every mark to " +
@@ -212,7 +230,7 @@ tl::expected<void, RegisterError> EtcdRegister::CheckNotRolledBack(
   }
   return tl::unexpected(Err(
       RegisterErrorCode::kRolledBack,
-      "the etcd register (" + location() + ") " + what +
+      "the etcd register (" + location() + ") " + what + stale_fence +
           ": it was restored from a backup or replaced, so its high-water marks may be older "
           "than IDs already issued, and a number claimed from it could repeat them. Stop "
           "every daemon of the fleet, then run `snowflakectl register raise-all --above TIME` "
@@ -221,27 +239,137 @@ tl::expected<void, RegisterError> EtcdRegister::CheckNotRolledBack(
           "; the current time is safe if no clock ran ahead), and start them again"));
 }
 
-tl::expected<int, RegisterError> EtcdRegister::RaiseAll(int64_t above_unix_ms) noexcept {
+tl::expected<std::map<uint32_t, EtcdRegister::LiveHolder>, RegisterError>
+EtcdRegister::LiveHolders() noexcept {
   try {
+    const std::string machines_prefix = etcd::MachinesPrefix(options_.prefix);
+    auto held = client_.Range(machines_prefix, etcd::PrefixEnd(machines_prefix));
+    if (!held) return tl::unexpected(Failure("cannot list the holders", held.error()));
+    std::map<uint32_t, LiveHolder> live;
+    for (const auto& kv : held->kvs) {
+      const auto n = etcd::MachineOfKey(machines_prefix, kv.key);
+      if (!n) {
+        return tl::unexpected(
+            Err(RegisterErrorCode::kCorrupt, CorruptText(kv.key, "not a machine number")));
+      }
+      auto rec = etcd::DecodeHolder(kv.value);
+      if (!rec) return tl::unexpected(Err(RegisterErrorCode::kCorrupt, CorruptText(kv.key, rec.error())));
+      if (kv.lease == 0) continue;
+      auto ttl = client_.TimeToLive(kv.lease);
+      if (!ttl) return tl::unexpected(Failure("cannot read a lease", ttl.error()));
+      if (ttl->alive()) live[*n] = LiveHolder{kv.lease, std::move(*rec)};
+    }
+    return live;
+  } catch (const std::exception& e) {
+    return tl::unexpected(Err(RegisterErrorCode::kUnreadable, e.what()));
+  }
+}
+
+namespace {
+
+// "machine 3 (\"host-a\" on a.example, pid 812)".
+template <typename Holder>
+std::string NameHolder(uint32_t machine, const Holder& h) {
+  return "machine " + std::to_string(machine) + " (\"" + h.record.holder + "\" on " +
+         h.record.host + ", pid " + std::to_string(h.record.pid) + ")";
+}
+
+}  // namespace
+
+tl::expected<void, RegisterError> EtcdRegister::WaitForAcknowledgements(
+    const std::map<uint32_t, LiveHolder>& holders, int64_t fence) noexcept {
+  try {
+    std::map<uint32_t, LiveHolder> waiting = holders;
+    const auto deadline = std::chrono::steady_clock::now() + options_.fence_ack_timeout;
+    for (;;) {
+      for (auto it = waiting.begin(); it != waiting.end();) {
+        const auto& [n, holder] = *it;
+        // One transaction: the number's record and its mark, as of one revision.
+        etcd::TxnRequest txn;
+        txn.success = {Op::Get(etcd::MachineKey(options_.prefix, n)),
+                       Op::Get(etcd::HighWaterKey(options_.prefix, n))};
+        auto read = client_.Txn(txn);
+        if (!read) return tl::unexpected(Failure("cannot read machine " + std::to_string(n), read.error()));
+        if (read->responses.size() != 2) {
+          return tl::unexpected(Err(RegisterErrorCode::kCorrupt,
+                                    "a read of machine " + std::to_string(n) + " answered with " +
+                                        std::to_string(read->responses.size()) + " results, not 2"));
+        }
+        const auto& record_kvs = read->responses[0].range.kvs;
+        const auto& mark_kvs = read->responses[1].range.kvs;
+        // The holder's claim ended: whoever claims the number next starts above the mark.
+        bool done = record_kvs.empty() || record_kvs[0].lease != holder.lease;
+        if (!done && !mark_kvs.empty()) {
+          auto mark = etcd::DecodeHighWater(mark_kvs[0].value);
+          if (!mark) {
+            return tl::unexpected(Err(RegisterErrorCode::kCorrupt,
+                                      CorruptText(etcd::HighWaterKey(options_.prefix, n), mark.error())));
+          }
+          done = mark->lease == holder.lease && mark->fence >= fence;
+        }
+        it = done ? waiting.erase(it) : std::next(it);
+      }
+      if (waiting.empty()) return {};
+      if (std::chrono::steady_clock::now() >= deadline) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    std::string names;
+    for (const auto& [n, holder] : waiting) names += (names.empty() ? "" : ", ") + NameHolder(n, holder);
+    return tl::unexpected(Err(
+        RegisterErrorCode::kInUse,
+        "every mark is raised and the fence is recorded, but " + std::to_string(waiting.size()) +
+            " running holder(s) did not acknowledge it within " +
+            std::to_string(options_.fence_ack_timeout.count() / 1000) + " s: " + names +
+            ". Until one does, it may still hand out IDs at or below " + FormatTimeText(fence) +
+            ". Check its status (`snowflakectl status` on that host: is it paused, or cut off "
+            "from etcd?), or stop it"));
+  } catch (const std::exception& e) {
+    return tl::unexpected(Err(RegisterErrorCode::kUnreadable, e.what()));
+  }
+}
+
+tl::expected<int, RegisterError> EtcdRegister::RaiseAll(int64_t above_unix_ms,
+                                                        bool while_running) noexcept {
+  try {
+    // A running holder issues from its own clock until it learns of the fence: refused
+    // unless the operator asks for the fence to be put under running holders.
+    auto live = LiveHolders();
+    if (!live) return tl::unexpected(live.error());
+    if (!live->empty() && !while_running) {
+      std::string names;
+      for (const auto& [n, holder] : *live) names += (names.empty() ? "" : ", ") + NameHolder(n, holder);
+      return tl::unexpected(Err(
+          RegisterErrorCode::kInUse,
+          std::to_string(live->size()) + " number(s) are held by running daemons: " + names +
+              ". A running daemon keeps issuing from its own clock, below the fence, until it "
+              "learns of it. Stop every daemon of the fleet and run this again, or pass "
+              "--while-running: each running daemon then pauses until its clock passes the "
+              "fence, and raise-all returns once every one has acknowledged it"));
+    }
     int raised = 0;
     uint64_t cluster_id = 0;
-    for (uint32_t n = 0; n <= kMaxMachine; ++n) {
+    // Raises number n's mark to at least the fence. A held number's mark is written even
+    // when it is already above: its holder learns of the fence only from a write of its
+    // mark that is not its own, and a mark above the fence says nothing of the IDs the
+    // holder issued below it. Each write compares the revision it read, so a raise by a
+    // live holder meanwhile is never undone.
+    const auto raise_one = [&](uint32_t n, bool held) -> tl::expected<void, RegisterError> {
       const std::string key = etcd::HighWaterKey(options_.prefix, n);
-      // Every number, also one the restored store has no mark for: it may have been used
-      // after the backup was taken. Each write compares the revision it read, so a raise by
-      // a live holder meanwhile is never undone.
       for (int round = 0;; ++round) {
         auto current = client_.Range(key);
         if (!current) return tl::unexpected(Failure("cannot read " + key, current.error()));
         int64_t revision = 0;
         etcd::HighWaterRecord record{above_unix_ms, "", 0};
+        bool below = true;
         if (!current->kvs.empty()) {
           auto stored = etcd::DecodeHighWater(current->kvs[0].value);
           if (!stored) {
             return tl::unexpected(Err(RegisterErrorCode::kCorrupt, CorruptText(key, stored.error())));
           }
           revision = current->kvs[0].mod_revision;
-          if (stored->unix_ms >= above_unix_ms) break;
+          below = stored->unix_ms < above_unix_ms;
+          if (!below && !held) return {};
+          record.unix_ms = std::max(stored->unix_ms, above_unix_ms);
           record.holder = stored->holder;
         }
         etcd::TxnRequest txn;
@@ -251,8 +379,8 @@ tl::expected<int, RegisterError> EtcdRegister::RaiseAll(int64_t above_unix_ms) n
         if (!result) return tl::unexpected(Failure("cannot raise " + key, result.error()));
         cluster_id = result->cluster_id;
         if (result->succeeded) {
-          ++raised;
-          break;
+          if (below) ++raised;
+          return {};
         }
         if (round >= kRaiseRounds) {
           return tl::unexpected(Err(RegisterErrorCode::kInUse,
@@ -260,15 +388,41 @@ tl::expected<int, RegisterError> EtcdRegister::RaiseAll(int64_t above_unix_ms) n
                                           "every daemon of the fleet and run this again"));
         }
       }
+    };
+    // Every number, also one the restored store has no mark for: it may have been used
+    // after the backup was taken.
+    for (uint32_t n = 0; n <= kMaxMachine; ++n) {
+      if (auto done = raise_one(n, live->contains(n)); !done) return tl::unexpected(done.error());
+    }
+    if (while_running) {
+      // A daemon that claimed a number after the listing, before its mark was raised, read
+      // the old mark: its mark is written again, and it is waited for too. One that claims
+      // from now on reads a mark at or above the fence.
+      auto again = LiveHolders();
+      if (!again) return tl::unexpected(again.error());
+      for (const auto& [n, holder] : *again) {
+        const auto known = live->find(n);
+        if (known != live->end() && known->second.lease == holder.lease) continue;
+        if (auto done = raise_one(n, true); !done) return tl::unexpected(done.error());
+        (*live)[n] = holder;
+      }
     }
     if (cluster_id == 0) {
       auto status = client_.Status();
       if (!status) return tl::unexpected(Failure("cannot read the cluster id", status.error()));
       cluster_id = status->cluster_id;
     }
+    // The fence's own mod_revision, the revision it is written at, is what ties it to this
+    // restore: a host that already saw a fence of this revision saw the store after it was
+    // written, so a rollback it finds later is not the one this fence answers.
     const etcd::RestoreRecord fence{above_unix_ms, cluster_id, NowUnixMs()};
     if (auto put = client_.Put(etcd::RestoreKey(options_.prefix), etcd::EncodeRestore(fence)); !put) {
       return tl::unexpected(Failure("cannot record the restore fence", put.error()));
+    }
+    if (while_running && !live->empty()) {
+      if (auto acknowledged = WaitForAcknowledgements(*live, above_unix_ms); !acknowledged) {
+        return tl::unexpected(acknowledged.error());
+      }
     }
     return raised;
   } catch (const std::exception& e) {
@@ -295,17 +449,26 @@ tl::expected<MachineClaim, RegisterError> EtcdRegister::Claim(
     const std::string fleet_text = etcd::EncodeFleet(fleet);
     if (auto ok = EnsureFleet(fleet, fleet_text); !ok) return tl::unexpected(ok.error());
 
-    // A fresh lease for every call: one granted by an earlier call that failed (etcd
-    // became unreachable half-way) may have expired since. Revoking it also frees a record
-    // that call may have committed without hearing the answer (this holder's own: the
-    // listing below would find it either way).
-    if (lease_ != 0) {
-      (void)client_.Revoke(lease_);
-      lease_ = 0;
-    }
-    auto grant = client_.GrantLease(options_.lease_ttl_s);
-    if (!grant) return tl::unexpected(Failure("cannot grant a lease", grant.error()));
-    lease_ = grant->id;
+    // A fresh lease for every attempt that follows one whose claim transaction was sent
+    // (and for every call): a claim that went unanswered may still be applied later, late
+    // or out of order, and it would bind its number to the lease it named. Revoking that
+    // lease first makes etcd refuse such a late put ("requested lease not found"), so it
+    // can never bind a second number to the lease this holder keeps alive; it also frees a
+    // record that attempt committed without hearing the answer.
+    bool lease_used = true;
+    const auto fresh_lease = [&]() -> tl::expected<void, RegisterError> {
+      if (!lease_used) return {};
+      if (lease_ != 0) {
+        (void)client_.Revoke(lease_);
+        lease_ = 0;
+      }
+      auto grant = client_.GrantLease(options_.lease_ttl_s);
+      if (!grant) return tl::unexpected(Failure("cannot grant a lease", grant.error()));
+      lease_ = grant->id;
+      lease_used = false;
+      return {};
+    };
+    if (auto leased = fresh_lease(); !leased) return tl::unexpected(leased.error());
     const std::string machines_prefix = etcd::MachinesPrefix(options_.prefix);
     const std::string marks_prefix = etcd::HighWaterPrefix(options_.prefix);
     const std::string record = etcd::EncodeHolder(etcd::HolderRecord{
@@ -351,17 +514,33 @@ tl::expected<MachineClaim, RegisterError> EtcdRegister::Claim(
         snap.marks[*n] = {std::move(*rec), kv.mod_revision};
       }
 
-      // 2. The number to ask for: our own held record, else a free number whose last
-      //    holder was us, else the lowest free number no other holder remembers, else the
-      //    lowest free number.
+      // 2. The number to ask for: the number this host's state file names, if it is ours
+      //    or free and no other holder remembers it; else our own held record, else a free
+      //    number whose last holder was us, else the lowest free number no other holder
+      //    remembers, else the lowest free number.
       std::optional<uint32_t> pick;
       std::optional<int64_t> retake_revision;
+      const auto in_range = [&](uint32_t n) {
+        return n >= options_.first_machine && n <= options_.last_machine && !locked_here.contains(n);
+      };
+      if (const auto preferred = request.preferred_machine; preferred && in_range(*preferred)) {
+        const auto held = snap.held.find(*preferred);
+        const auto mark = snap.marks.find(*preferred);
+        if (held != snap.held.end()) {
+          if (held->second.record.holder == request.holder_id) {
+            pick = *preferred;
+            retake_revision = held->second.mod_revision;
+          }
+        } else if (mark == snap.marks.end() || mark->second.first.holder.empty() ||
+                   mark->second.first.holder == request.holder_id) {
+          pick = *preferred;
+        }
+      }
       for (const auto& [n, h] : snap.held) {
-        if (n >= options_.first_machine && n <= options_.last_machine &&
-            h.record.holder == request.holder_id && !locked_here.contains(n)) {
+        if (pick) break;
+        if (in_range(n) && h.record.holder == request.holder_id) {
           pick = n;
           retake_revision = h.mod_revision;
-          break;
         }
       }
       size_t holders_in_range = 0;
@@ -426,7 +605,10 @@ tl::expected<MachineClaim, RegisterError> EtcdRegister::Claim(
       }
 
       // 3. One transaction: the fleet record unchanged, the number still as we saw it;
-      //    then put our record bound to our lease and read the number's mark.
+      //    then put our record bound to our lease and read the number's mark. A lease a
+      //    previous attempt's transaction named is revoked first (above).
+      if (auto leased = fresh_lease(); !leased) return tl::unexpected(leased.error());
+      lease_used = true;
       const std::string machine_key = etcd::MachineKey(options_.prefix, *pick);
       const std::string mark_key = etcd::HighWaterKey(options_.prefix, *pick);
       etcd::TxnRequest txn;
@@ -446,10 +628,8 @@ tl::expected<MachineClaim, RegisterError> EtcdRegister::Claim(
         }
         if (result.error().kind == ErrorKind::kRejected && result.error().grpc_code == 5) {
           // "requested lease not found": our lease expired between the grant and the
-          // claim (a loaded host, a long election). Nothing was written; a new lease.
-          auto regrant = client_.GrantLease(options_.lease_ttl_s);
-          if (!regrant) return tl::unexpected(Failure("cannot grant a lease", regrant.error()));
-          lease_ = regrant->id;
+          // claim (a loaded host, a long election). Nothing was written; the next attempt
+          // takes a new lease.
           last_failure = result.error().message;
           last_failure_was_outage = false;
           continue;
@@ -457,6 +637,9 @@ tl::expected<MachineClaim, RegisterError> EtcdRegister::Claim(
         return tl::unexpected(Failure("cannot claim machine " + std::to_string(*pick),
                                           result.error()));
       }
+      // Answered: this transaction is decided and can never apply later, so the lease it
+      // named may serve the next attempt.
+      lease_used = false;
       if (!result->succeeded) {
         const auto& fail = result->responses;
         if (fail.size() == 1 && (fail[0].range.kvs.empty() || fail[0].range.kvs[0].value != fleet_text)) {
@@ -518,12 +701,12 @@ tl::expected<void, RegisterError> EtcdRegister::Renew() noexcept {
 }
 
 tl::expected<void, RegisterError> EtcdRegister::UpdateHighWater(int64_t unix_ms) noexcept {
-  return Raise(unix_ms, /*clean_stop=*/false);
+  return Raise(unix_ms, WriteKind::kRaise);
 }
 
 tl::expected<void, RegisterError> EtcdRegister::RecordCleanStop(
     int64_t last_issued_unix_ms) noexcept {
-  return Raise(last_issued_unix_ms, /*clean_stop=*/true);
+  return Raise(last_issued_unix_ms, WriteKind::kCleanStop);
 }
 
 RegisterError EtcdRegister::ClaimLost(const std::string& now_held) {
@@ -545,7 +728,12 @@ void EtcdRegister::NoteIdentity(uint64_t cluster_id, int64_t revision) noexcept 
   identity_.revision = std::max(identity_.revision, revision);
 }
 
-tl::expected<void, RegisterError> EtcdRegister::Raise(int64_t unix_ms, bool clean_stop) noexcept {
+tl::expected<void, RegisterError> EtcdRegister::AcknowledgeFence(int64_t fence_unix_ms) noexcept {
+  if (fence_unix_ms <= fence_acknowledged_) return {};
+  return Raise(fence_unix_ms, WriteKind::kAcknowledge);
+}
+
+tl::expected<void, RegisterError> EtcdRegister::Raise(int64_t unix_ms, WriteKind kind) noexcept {
   try {
     if (!machine_) return tl::unexpected(Err(RegisterErrorCode::kNotClaimed, "not claimed"));
     const std::string machine_key = etcd::MachineKey(options_.prefix, *machine_);
@@ -556,11 +744,27 @@ tl::expected<void, RegisterError> EtcdRegister::Raise(int64_t unix_ms, bool clea
     }
     // A raise writes at least every earlier attempt (one that timed out may still commit),
     // so what this holder relies on only grows. A clean stop writes what was issued, never
-    // below the mark this claim started above.
-    int64_t target =
-        clean_stop ? std::max(unix_ms, claim_mark_) : std::max(unix_ms, attempted_max_);
-    if (!clean_stop && target <= committed_) return {};
-    if (!clean_stop) attempted_max_ = target;
+    // below the mark this claim started above nor below an operator's fence found since.
+    // An acknowledgment writes the mark again, never lower, with the fence it obeys.
+    int64_t target = 0;
+    int64_t acknowledged = fence_acknowledged_;
+    switch (kind) {
+      case WriteKind::kRaise:
+        target = std::max(unix_ms, attempted_max_);
+        if (target <= committed_) return {};
+        attempted_max_ = target;
+        break;
+      case WriteKind::kCleanStop:
+        target = std::max({unix_ms, claim_mark_, fence_ms_});
+        break;
+      case WriteKind::kAcknowledge:
+        target = std::max({unix_ms, attempted_max_, mark_value_});
+        acknowledged = unix_ms;
+        break;
+    }
+    const std::string what = kind == WriteKind::kCleanStop    ? "record the clean stop"
+                             : kind == WriteKind::kAcknowledge ? "acknowledge the fence"
+                                                               : "raise the high-water mark";
 
     // Each write compares the mark's mod_revision with the one this holder last saw, as
     // well as the lease. A request that etcd applies late (after a timeout, after later
@@ -572,23 +776,24 @@ tl::expected<void, RegisterError> EtcdRegister::Raise(int64_t unix_ms, bool clea
       etcd::TxnRequest txn;
       txn.compare = {Compare::Lease(machine_key, lease_),
                      Compare::ModRevision(mark_key, Compare::Result::kEqual, mark_revision_)};
-      txn.success = {Op::Put(mark_key, etcd::EncodeHighWater(
-                                           etcd::HighWaterRecord{target, holder_id_, lease_}))};
+      txn.success = {Op::Put(mark_key, etcd::EncodeHighWater(etcd::HighWaterRecord{
+                                           target, holder_id_, lease_, acknowledged}))};
       txn.failure = {Op::Get(machine_key), Op::Get(mark_key)};
       auto result = client_.Txn(txn);
       if (!result) {
-        return tl::unexpected(Failure(
-            "not committed: cannot " +
-                std::string(clean_stop ? "record the clean stop" : "raise the high-water mark") +
-                " of machine " + std::to_string(*machine_) + " at " + FormatTimeText(target),
-            result.error()));
+        return tl::unexpected(Failure("not committed: cannot " + what + " of machine " +
+                                          std::to_string(*machine_) + " at " +
+                                          FormatTimeText(target),
+                                      result.error()));
       }
       NoteIdentity(result->cluster_id, result->revision);
       if (result->succeeded) {
         // The put is the transaction's only write: the new revision is the mark's.
         mark_revision_ = result->revision;
         mark_value_ = target;
-        committed_ = clean_stop ? target : std::max(committed_, target);
+        committed_ = kind == WriteKind::kCleanStop ? target : std::max(committed_, target);
+        attempted_max_ = std::max(attempted_max_, target);
+        fence_acknowledged_ = acknowledged;
         return {};
       }
       if (result->responses.size() != 2) {
@@ -624,20 +829,32 @@ tl::expected<void, RegisterError> EtcdRegister::Raise(int64_t unix_ms, bool clea
         writer = rec->lease;
       }
       mark_value_ = stored;
-      if (!clean_stop) {
-        // Never write below what the mark holds now (an operator's raise-all, or our own
-        // late raise): later raises start from it.
-        attempted_max_ = std::max(attempted_max_, stored);
-        // A stored mark at or above the target already covers it: marks only rise (but
-        // for a live holder's own clean stop), so every later holder starts above it.
-        if (stored >= target) {
-          committed_ = std::max(committed_, target);
-          return {};
-        }
-      } else if (writer != lease_) {
-        // Someone else (an operator's raise-all) raised it: a clean stop lowers only what
-        // this holder itself wrote.
-        target = std::max(target, stored);
+      // Never write below what the mark holds now (an operator's raise-all, or our own
+      // late raise): later raises start from it.
+      attempted_max_ = std::max(attempted_max_, stored);
+      // Written by someone else while the number is ours: only an operator does that
+      // (`register raise-all`, lease 0; any other holder's write fails its lease compare).
+      // It is a fence: the IDs this holder issues from now on must lie above it, whatever
+      // its clock says (fence_unix_ms(); the daemon pauses until its clock passes it).
+      if (writer != lease_ && stored > fence_ms_) fence_ms_ = stored;
+      switch (kind) {
+        case WriteKind::kRaise:
+          // A stored mark at or above the target already covers it: marks only rise (but
+          // for a live holder's own clean stop), so every later holder starts above it.
+          if (stored >= target) {
+            committed_ = std::max(committed_, target);
+            return {};
+          }
+          break;
+        case WriteKind::kCleanStop:
+          // A clean stop lowers only what this holder itself wrote.
+          if (writer != lease_) target = std::max(target, stored);
+          break;
+        case WriteKind::kAcknowledge:
+          // A newer fence than the one obeyed: the daemon must apply it first.
+          if (fence_ms_ > unix_ms) return {};
+          target = std::max(target, stored);
+          break;
       }
     }
     return tl::unexpected(Err(RegisterErrorCode::kUnreachable,

@@ -23,9 +23,11 @@
 #define SNOWFLAKE_DAEMON_ETCD_REGISTER_H_
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -52,6 +54,9 @@ struct EtcdRegisterOptions {
   std::filesystem::path host_lock_dir;
   // Claim gives up after this many lost races or unanswered attempts.
   int max_claim_attempts = 64;
+  // RaiseAll(..., while_running = true) waits this long for every running holder to
+  // acknowledge the fence before it reports the ones that did not.
+  std::chrono::milliseconds fence_ack_timeout{30'000};
   // Set when the options could not be completed (an unreadable password file): Claim
   // then fails with kUnreadable and this message.
   std::string setup_error;
@@ -97,10 +102,19 @@ class EtcdRegister final : public MachineRegister {
   // ours: stop serving now and exit), kUnreachable (no answer in time, no quorum: NOT
   // committed; the previous horizon still holds), kUnreadable (etcd refused: NOT committed).
   tl::expected<void, RegisterError> UpdateHighWater(int64_t unix_ms) noexcept override;
-  // Records max(last_issued, the mark this claim started above), under the same lease
-  // comparison: the only write that may lower the mark, and only down to what this holder
-  // really issued. Errors as UpdateHighWater.
+  // Records max(last_issued, the mark this claim started above, every fence an operator
+  // put on it since), under the same lease comparison: the only write that may lower the
+  // mark, and only down to what this holder really issued, never below a value another
+  // writer put there. Errors as UpdateHighWater.
   tl::expected<void, RegisterError> RecordCleanStop(int64_t last_issued_unix_ms) noexcept override;
+  // The highest mark an operator (a write under another lease than ours: `raise-all`) put
+  // on our number since the claim, as the raises' re-reads found it; 0: none.
+  int64_t fence_unix_ms() const noexcept override { return fence_ms_; }
+  // Writes the mark again under our lease, never lower, recording `fence_unix_ms` as
+  // acknowledged (HighWaterRecord::fence): what `raise-all --while-running` waits for.
+  // Nothing is written when a newer fence arrived meanwhile (fence_unix_ms() then tells).
+  // Errors as UpdateHighWater.
+  tl::expected<void, RegisterError> AcknowledgeFence(int64_t fence_unix_ms) noexcept override;
   // The keepalive runs on its own thread; this only reports what it found. Errors:
   // kClaimLost once the lease is known to be gone (stop serving at once).
   tl::expected<void, RegisterError> Renew() noexcept override;
@@ -129,14 +143,31 @@ class EtcdRegister final : public MachineRegister {
   // the mark of every number 0-1023 to at least above_unix_ms (creating absent ones; never
   // lowering one), then records the fence under P restored with the cluster's id, which
   // lets daemons that saw the store before the restore start again. Returns how many marks
-  // it raised. Errors: kCorrupt, kUnreachable, kUnreadable, kInUse (a mark kept changing:
-  // a daemon is still serving).
-  tl::expected<int, RegisterError> RaiseAll(int64_t above_unix_ms) noexcept override;
+  // it raised. Refused while a live lease holds a number, unless `while_running`: then
+  // every held number's mark is written (also one already above), so its holder's next
+  // raise finds the fence, and RaiseAll waits (options.fence_ack_timeout) until each holder
+  // acknowledged it or its claim ended. Errors: kInUse (a number is held and not
+  // `while_running`: each holder and host is named; a mark kept changing; a holder did not
+  // acknowledge in time: it is named), kCorrupt, kUnreachable, kUnreadable.
+  tl::expected<int, RegisterError> RaiseAll(int64_t above_unix_ms, bool while_running) noexcept override;
 
  private:
   tl::expected<void, RegisterError> EnsureFleet(const etcd::FleetRecord& fleet,
                                                 const std::string& fleet_text) noexcept;
-  tl::expected<void, RegisterError> Raise(int64_t unix_ms, bool clean_stop) noexcept;
+  // What a write of the mark is for: a raise ahead of need, the clean stop, or the
+  // acknowledgment of an operator's fence.
+  enum class WriteKind { kRaise, kCleanStop, kAcknowledge };
+  tl::expected<void, RegisterError> Raise(int64_t unix_ms, WriteKind kind) noexcept;
+  // Every number bound to a live lease now (RaiseAll): its lease and record.
+  struct LiveHolder {
+    int64_t lease = 0;
+    etcd::HolderRecord record;
+  };
+  tl::expected<std::map<uint32_t, LiveHolder>, RegisterError> LiveHolders() noexcept;
+  // Waits until every holder in `holders` wrote a mark acknowledging a fence at or above
+  // `fence` under its lease, or lost its number. Errors: kInUse naming the others.
+  tl::expected<void, RegisterError> WaitForAcknowledgements(
+      const std::map<uint32_t, LiveHolder>& holders, int64_t fence) noexcept;
   // Marks the claim lost for good and says why (the holder record names `now_held`).
   RegisterError ClaimLost(const std::string& now_held);
   // Refuses a store older than what this host saw (request.last_seen), unless an operator
@@ -170,6 +201,10 @@ class EtcdRegister final : public MachineRegister {
   // applied late changes nothing (docs/etcd-fencing.md).
   int64_t mark_revision_ = 0;  // 0: the key is absent
   int64_t mark_value_ = 0;
+  // The highest mark another writer (an operator) put on our number since the claim, and
+  // the highest such fence this holder has acknowledged (written into its marks).
+  int64_t fence_ms_ = 0;
+  int64_t fence_acknowledged_ = 0;
   RegisterIdentity identity_;
   std::optional<FileLock> machine_lock_;  // the host-wide lock of the claimed number
 

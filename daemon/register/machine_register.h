@@ -37,16 +37,21 @@ struct RegisterCommon {
 struct RegisterIdentity {
   uint64_t cluster_id = 0;  // 0: not known, or a backend without one (file, static)
   int64_t revision = 0;     // the newest revision seen; 0: not known
+  // The operators' restore fence as this host last saw it (etcd: the mod_revision of
+  // P restored; 0: none). A fence admits a host that finds the store rolled back only if
+  // it is newer than this: one the host already saw answers an earlier restore.
+  int64_t fence_revision = 0;
   friend bool operator==(const RegisterIdentity&, const RegisterIdentity&) = default;
 };
 
 struct ClaimRequest {
   ClaimRequest(std::string holder, int64_t epoch, RegisterIdentity seen = {},
-               int64_t local_high_water = 0)
+               int64_t local_high_water = 0, std::optional<uint32_t> preferred = std::nullopt)
       : holder_id(std::move(holder)),
         epoch_unix_ms(epoch),
         last_seen(seen),
-        local_high_water_ms(local_high_water) {}
+        local_high_water_ms(local_high_water),
+        preferred_machine(preferred) {}
 
   std::string holder_id;  // who asks: a restarting holder gets its own number back
   int64_t epoch_unix_ms;  // the fleet's epoch: the register refuses a mismatch
@@ -56,6 +61,10 @@ struct ClaimRequest {
   // reservation): a register found restored is used only if an operator raised every
   // mark above it (`snowflakectl register raise-all`).
   int64_t local_high_water_ms = 0;
+  // The number this host's state file was written for: a networked register gives it back
+  // first when it is this holder's or free, so a restart continues on its own number even
+  // if a late claim of an earlier start left this holder's id on another.
+  std::optional<uint32_t> preferred_machine = std::nullopt;
 };
 
 struct MachineClaim {
@@ -168,7 +177,8 @@ class MachineRegister {
   // At a clean stop, after the ring is drained: records exactly the last millisecond
   // issued, LOWERING the mark from the reservation (which runs ahead of the clock), so a
   // clean restart need not wait for the reservation to pass. Only the live holder knows
-  // this; never call it for any other reason. Errors as UpdateHighWater.
+  // this; never call it for any other reason. It never writes below a mark this holder did
+  // not write itself (an operator's fence). Errors as UpdateHighWater.
   [[nodiscard]] virtual tl::expected<void, RegisterError> RecordCleanStop(
       int64_t last_issued_unix_ms) noexcept = 0;
 
@@ -176,6 +186,23 @@ class MachineRegister {
   // records it with each reservation). Zeros for backends without one (this default).
   // Called by the thread that calls the other functions.
   virtual RegisterIdentity identity() const noexcept { return {}; }
+
+  // An operator's fence on the claimed number: the highest mark that someone other than
+  // this holder wrote since the claim (`snowflakectl register raise-all --while-running`,
+  // after a restore of the register), which the daemon must now stay above: no ID at or
+  // below it, whatever its clock says. 0: none (this default). It only grows. A call of
+  // UpdateHighWater() or Renew() may find one; read it after each.
+  virtual int64_t fence_unix_ms() const noexcept { return 0; }
+  // The daemon issues nothing at or below `fence_unix_ms` any more (its generator is
+  // above it and its ring holds no ID at or below it): the register records that this
+  // holder obeys the fence (etcd: the mark is written again under this holder's lease,
+  // never lower), which is what `register raise-all --while-running` waits for.
+  // Errors as UpdateHighWater (not recorded: call again later).
+  [[nodiscard]] virtual tl::expected<void, RegisterError> AcknowledgeFence(
+      int64_t fence_unix_ms) noexcept {
+    (void)fence_unix_ms;
+    return {};
+  }
 
   // The operator's operations (`snowflakectl register list|show|release|raise-all`). They
   // work on a register object that has not claimed (the CLI makes one from the daemon's
@@ -190,13 +217,17 @@ class MachineRegister {
   // it), kCorrupt, kUnreadable, kUnreachable.
   [[nodiscard]] virtual tl::expected<void, RegisterError> Release(uint32_t machine) noexcept;
   // After the register was restored from a backup: raises every number's mark to at least
-  // above_unix_ms and records the fence; returns how many marks it raised.
+  // above_unix_ms and records the fence; returns how many marks it raised. A number held
+  // by a live daemon is refused (kInUse, naming each holder and host) unless
+  // `while_running`: the holders are then fenced (fence_unix_ms()) and RaiseAll returns
+  // once each has acknowledged the fence (AcknowledgeFence) or its claim has ended.
   //
   // An optional operation rather than a capability query: only the backend knows why it
   // has none (a file register is never restored behind the daemon's back), so it says so in
   // its kUnsupported error, and a caller cannot ask one thing and then do another.
   // Errors: kUnsupported (this default), and the backend's own (etcd_register.h).
-  [[nodiscard]] virtual tl::expected<int, RegisterError> RaiseAll(int64_t above_unix_ms) noexcept;
+  [[nodiscard]] virtual tl::expected<int, RegisterError> RaiseAll(int64_t above_unix_ms,
+                                                                  bool while_running) noexcept;
 
   // "file", "static", ...
   virtual std::string_view backend_name() const noexcept = 0;

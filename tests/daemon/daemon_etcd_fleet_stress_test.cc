@@ -15,7 +15,10 @@
 //   holder-stop    SIGSTOP of a daemon that holds a number and whose ring holds IDs, until
 //                  another daemon has taken its number over (or a bound), then SIGCONT;
 //   daemon-kill    SIGKILL of a daemon, restarted;
-//   daemon-term    SIGTERM of a daemon (a clean stop), restarted.
+//   daemon-term    SIGTERM of a daemon (a clean stop), restarted;
+//   raise-all      an operator's `register raise-all --while-running` with a fence up to
+//                  1.6 s ahead of the real clock (above every host's clock), while the
+//                  daemons serve: it returns once every holder obeys the fence.
 // A daemon that exits by itself is restarted half a second later, as systemd's Restart=
 // would: a spare finding every number held, a holder whose claim was lost (a lease that
 // ended while it was stopped, or one etcd revoked under it: etcd before 3.4.31 revokes the
@@ -29,7 +32,9 @@
 //   (3) after the faults every number is served again and every client of a serving
 //       daemon gets IDs again;
 //   (4) the run was big enough to mean something: at least kMinIds IDs and every kind of
-//       fault at least once, a holder-stop that ended in a takeover among them.
+//       fault at least once, a holder-stop that ended in a takeover among them;
+//   (5) no ID taken after a raise-all returned is at or below its fence (the take each
+//       client had under way when it returned aside: at most one batch).
 // Two daemons may both show "serving" for one number for a moment (a lease ended under a
 // live holder, which serves out its confirmed horizon while the next holder starts above
 // it): such samples are counted, not failed; (1) is what matters.
@@ -59,6 +64,7 @@
 #include <thread>
 #include <vector>
 
+#include "daemon/register/etcd_register.h"
 #include "daemon_harness.h"
 #include "etcd_cluster.h"
 #include "id_checker.h"
@@ -109,19 +115,23 @@ enum class Fault {
   kHolderStop,
   kDaemonKill,
   kDaemonTerm,
+  kRaiseAll,
 };
-constexpr int kFaultKinds = 8;
+constexpr int kFaultKinds = 9;
 constexpr std::array<const char*, kFaultKinds> kFaultNames = {
-    "leader-stop", "follower-stop", "member-kill", "quorum-loss",
-    "clock-step",  "holder-stop",   "daemon-kill", "daemon-term"};
+    "leader-stop", "follower-stop", "member-kill", "quorum-loss", "clock-step",
+    "holder-stop", "daemon-kill",   "daemon-term", "raise-all"};
 // Weights of the random picks after each kind's first: mostly cheap daemon faults.
-constexpr std::array<int, kFaultKinds> kFaultWeights = {2, 2, 2, 1, 4, 2, 4, 3};
+constexpr std::array<int, kFaultKinds> kFaultWeights = {2, 2, 2, 1, 4, 2, 4, 3, 1};
+// The most IDs one take of daemon_stress_worker gets (its batch).
+constexpr uint64_t kWorkerMaxBatch = 8;
 
 bool NeedsQuietRegister(Fault f) {
   // Faults that last: one at a time, and a holder-stop not during an etcd fault, so its
-  // number can really be taken over.
+  // number can really be taken over. A raise-all waits for every holder to obey: none
+  // may be stopped, nor etcd.
   return f == Fault::kLeaderStop || f == Fault::kFollowerStop || f == Fault::kMemberKill ||
-         f == Fault::kQuorumLoss || f == Fault::kHolderStop;
+         f == Fault::kQuorumLoss || f == Fault::kHolderStop || f == Fault::kRaiseAll;
 }
 
 uint32_t MachineOf(uint64_t id) {
@@ -183,6 +193,13 @@ struct Slot {
   std::optional<Clock::time_point> restart_at;
   bool stopped = false;  // SIGSTOPped by a holder-stop
   Clock::time_point resumed_at{};
+};
+
+// A raise-all that returned: its fence, and where each host's records stood then.
+struct FenceCheck {
+  int64_t fence_unix_ms = 0;
+  std::string when;                                   // for the failure message
+  std::vector<std::pair<size_t, uint64_t>> position;  // per slot: record file, records in it
 };
 
 // A fault that lasts: what to undo, and when.
@@ -334,8 +351,31 @@ class FleetStress {
     }
     check_ = checker.Check();
     if (check_.duplicates > 0) DescribeDuplicates();
-    if (check_.ok()) return "";
-    return check_.Summary();
+    if (!check_.ok()) return check_.Summary();
+    return CheckFences();
+  }
+
+  // (5): after each raise-all returned, every host's takes are above its fence, but for the
+  // one take each client may have had under way (at most one batch).
+  std::string CheckFences() {
+    for (const FenceCheck& check : fence_checks_) {
+      for (size_t i = 0; i < slots_.size(); ++i) {
+        const auto& [first_file, count] = check.position[i];
+        for (size_t f = first_file; f < slots_[i].record_files.size(); ++f) {
+          const auto records = st::ReadCommittedRecords(slots_[i].record_files[f]);
+          const size_t from = f == first_file ? count + kWorkerMaxBatch : 0;
+          for (size_t r = from; r < records.size(); ++r) {
+            if (UnixMsOf(records[r].id) <= check.fence_unix_ms) {
+              return slots_[i].name + " client " + std::to_string(f) + " record " +
+                     std::to_string(r) + " took " + DescribeId(records[r].id) +
+                     " after the raise-all " + check.when + " returned, at or below its fence " +
+                     std::to_string(check.fence_unix_ms);
+            }
+          }
+        }
+      }
+    }
+    return "";
   }
 
   std::string Summary() const {
@@ -347,6 +387,7 @@ class FleetStress {
            std::to_string(lost_claims_) + " lost claims (restarted), " +
            std::to_string(other_exits_) + " other exits, " + std::to_string(overlaps_) + " of " +
            std::to_string(samples_) + " samples with two daemons serving one number; " +
+           std::to_string(fence_checks_.size()) + " raise-all fences checked; " +
            std::to_string(Seconds()) + " s";
   }
   // The fault log with times, for a failure message.
@@ -516,6 +557,36 @@ class FleetStress {
         Note(name + " of " + slots_[i].name);
         break;
       }
+      case Fault::kRaiseAll: {
+        // Only once no lasting fault has ended for a lease's time: a holder that lost its
+        // lease then has noticed, so every serving daemon is a holder that must obey.
+        if (now - quiet_since_ < std::chrono::seconds(kLeaseTtlS) + 1s) return false;
+        const int64_t real_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                    std::chrono::system_clock::now().time_since_epoch())
+                                    .count();
+        const int64_t fence = real_ms + kMaxClockOffsetMs + 100 + static_cast<int64_t>(rng_() % 1100);
+        daemon::EtcdRegisterOptions options;
+        options.client.endpoints = cluster_->ClientUrls();
+        options.client.request_timeout_ms = 2000;
+        options.prefix = "/fleet/";
+        options.fence_ack_timeout = 20s;
+        options.host_lock_dir = harness_.root() / "operator-locks";
+        daemon::EtcdRegister operator_register(options);
+        Note(name + " --while-running above unix ms " + std::to_string(fence));
+        auto raised = operator_register.RaiseAll(fence, /*while_running=*/true);
+        if (!raised) {
+          Note(name + " failed: " + raised.error().message);
+          return true;
+        }
+        FenceCheck check{fence, "at " + std::to_string(Seconds()) + " s", {}};
+        for (const Slot& s : slots_) {
+          const size_t file = s.record_files.size() - 1;
+          check.position.emplace_back(file, st::CommittedCount(s.record_files[file]));
+        }
+        fence_checks_.push_back(std::move(check));
+        Note(name + " returned: " + std::to_string(*raised) + " marks raised, every holder obeys");
+        break;
+      }
       case Fault::kDaemonTerm: {
         const int i = RandomRunningSlot();
         if (i < 0) return false;
@@ -553,6 +624,7 @@ class FleetStress {
       s.resumed_at = Clock::now();
       Note("holder-stop of " + s.name + " over");
       active_.reset();
+      quiet_since_ = Clock::now();
       return "";
     }
     if (!all && now < f.ends) return "";
@@ -565,6 +637,7 @@ class FleetStress {
     }
     Note(std::string(kFaultNames[static_cast<int>(f.kind)]) + " over");
     active_.reset();
+    quiet_since_ = Clock::now();
     return "";
   }
 
@@ -783,6 +856,8 @@ class FleetStress {
   std::vector<Slot> slots_;
   Clock::time_point start_ = Clock::now();
   std::optional<ActiveFault> active_;
+  Clock::time_point quiet_since_ = Clock::now();  // when the last lasting fault ended
+  std::vector<FenceCheck> fence_checks_;
   std::array<int, kFaultKinds> counts_{};
   int takeovers_ = 0;
   int spare_exits_ = 0;

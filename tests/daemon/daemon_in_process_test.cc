@@ -29,6 +29,7 @@
 #include "daemon/instance_lock.h"
 #include "daemon/register/file_register.h"
 #include "fake_clock.h"
+#include "fake_register.h"
 #include "fault_file_system.h"
 #include "snowflake/client.h"
 #include "snowflake/id_layout.h"
@@ -100,6 +101,7 @@ class Host {
           return fronts;
         },
         .observer = [this](std::string_view stage, StageStep step) { Observe(stage, step); },
+        .host_lock_dir = root_ / "host-locks",
     };
   }
 
@@ -312,6 +314,71 @@ TEST(InProcessDaemon, ServesStopsInTheTablesReverseOrderAndRestartsAboveItsIds) 
               std::adjacent_find(second.begin(), second.end()) == second.end());
   EXPECT_EQ(MillisecondOf(second.back(), host.config()), t0 + 1);
   EXPECT_EQ(host.CleanStopInStateFile(), t0 + 1);
+}
+
+// Waits until `pred` holds; false if it does not within 30 s (the bound only ends a test
+// that would hang; nothing is asserted about how long it took).
+template <typename Pred>
+bool AwaitThat(Pred pred) {
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(1ms);
+  }
+  return pred();
+}
+
+TEST(InProcessDaemon, AnOperatorsFenceEmptiesTheRingPausesUntilTheClockPassesItAndIsAcknowledged) {
+  // Arrange: a serving daemon whose register an operator fences 5 s ahead of its clock.
+  Host host;
+  snowflake::testing::FakeRegister* reg = nullptr;
+  Daemon daemon(host.config(), host.Parts([&reg](const Config&) {
+    auto made = std::make_unique<snowflake::testing::FakeRegister>();
+    reg = made.get();
+    return made;
+  }));
+  ASSERT_TRUE(daemon.Start());
+  std::thread serving([&daemon] { daemon.Serve(); });
+  const auto stop = [&] {
+    daemon.RequestStop("the test");
+    serving.join();
+    return daemon.Stop();
+  };
+  const bool served = AwaitServing(host);
+  auto client = Client::Open("fenced", host.client_options());
+  if (!served || !client || !client->Next()) {
+    stop();
+    FAIL() << "the daemon never served";
+  }
+  const int64_t t0 = host.clock().NowUnixMs();
+  const int64_t fence = t0 + 5000;
+
+  // Act
+  reg->Fence(fence);
+  const bool paused = AwaitThat([&] {
+    auto status = Client::Inspect(host.client_options());
+    return status && status->reason == "fenced";
+  });
+  auto while_fenced = client->Next();
+  const bool acknowledged = AwaitThat([&] { return reg->acknowledged() == fence; });
+  host.clock().Set(fence + 1);
+  const bool serves_again = AwaitServing(host);
+  auto after = client->Next();
+  const int status = stop();
+
+  // Assert: nothing at or below the fence was handed out once the daemon knew of it, not
+  // even what its ring held; the fence was acknowledged; it serves above the fence.
+  EXPECT_TRUE(paused) << "the daemon never reported the fence";
+  ASSERT_FALSE(while_fenced) << "took ID of ms " << MillisecondOf(*while_fenced, host.config())
+                             << " while fenced at " << fence;
+  EXPECT_EQ(while_fenced.error().code, ClientError::kDaemonPaused) << while_fenced.error().message;
+  EXPECT_TRUE(acknowledged);
+  EXPECT_TRUE(serves_again);
+  ASSERT_TRUE(after) << after.error().message;
+  EXPECT_EQ(MillisecondOf(*after, host.config()), fence + 1);
+  EXPECT_EQ(status, kExitOk);
+  // The clean stop keeps the fence: the next holder starts above it.
+  EXPECT_GE(reg->mark(), fence);
 }
 
 // The value of one sample ("name{label=\"value\"}") in a text exposition; nullopt if the

@@ -16,6 +16,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <future>
+#include <thread>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -24,6 +26,7 @@
 #include <unistd.h>
 
 #include "daemon/register/etcd_client.h"
+#include "daemon/register/etcd_json.h"
 #include "daemon/register/etcd_records.h"
 #include "daemon/register/etcd_register.h"
 #include "etcd_cluster.h"
@@ -191,14 +194,165 @@ TEST_F(EtcdFencing, ARaiseNeverWritesBelowAnOperatorsHigherMark) {
   ASSERT_TRUE(Direct().Put(etcd::HighWaterKey(prefix_, kMachine),
                            etcd::EncodeHighWater(etcd::HighWaterRecord{kEpoch + 10'000, "", 0})));
 
-  // Act: two raises below the operator's mark.
+  // Act: two raises below the operator's mark, then the holder stops cleanly having
+  // issued up to +3000.
   auto covered = sut.UpdateHighWater(kEpoch + 2000);
   auto again = sut.UpdateHighWater(kEpoch + 3000);
+  const auto after_raises = StoredMark();
+  auto stop = sut.RecordCleanStop(kEpoch + 3000);
 
-  // Assert: both are covered by the stored mark; neither wrote below it.
+  // Assert: both are covered by the stored mark; neither wrote below it, and the operator's
+  // mark is a fence the holder must stay above. The clean stop lowers only what the holder
+  // wrote itself: the fence survives it, so the next holder starts above it.
   ASSERT_TRUE(covered) << covered.error().message;
   ASSERT_TRUE(again) << again.error().message;
-  EXPECT_EQ(StoredMark(), kEpoch + 10'000);
+  EXPECT_EQ(after_raises, kEpoch + 10'000);
+  EXPECT_EQ(sut.fence_unix_ms(), kEpoch + 10'000);
+  ASSERT_TRUE(stop) << stop.error().message;
+  EXPECT_EQ(StoredMark(), kEpoch + 10'000)
+      << "the clean stop erased the operator's fence: the next holder would start "
+      << (kEpoch + 10'000 - StoredMark().value_or(0)) << " ms below it";
+}
+
+TEST_F(EtcdFencing, AHolderAcknowledgesAFenceUnderItsOwnLeaseNeverLower) {
+  // Arrange: an operator's fence at +10000 found by a raise.
+  EtcdRegister sut(Options());
+  ASSERT_TRUE(sut.Claim({"holder-a", kEpoch}));
+  ASSERT_TRUE(sut.UpdateHighWater(kEpoch + 1000));
+  ASSERT_TRUE(Direct().Put(etcd::HighWaterKey(prefix_, kMachine),
+                           etcd::EncodeHighWater(etcd::HighWaterRecord{kEpoch + 10'000, "", 0})));
+  ASSERT_TRUE(sut.UpdateHighWater(kEpoch + 2000));
+  ASSERT_EQ(sut.fence_unix_ms(), kEpoch + 10'000);
+
+  // Act: the daemon obeys the fence and acknowledges it; a later raise follows.
+  auto acknowledged = sut.AcknowledgeFence(sut.fence_unix_ms());
+  auto stored = Direct().Range(etcd::HighWaterKey(prefix_, kMachine));
+  auto later = sut.UpdateHighWater(kEpoch + 12'000);
+  auto after_later = Direct().Range(etcd::HighWaterKey(prefix_, kMachine));
+
+  // Assert: the mark keeps its value, now under the holder's lease with the fence it
+  // obeys, and later raises keep saying so.
+  ASSERT_TRUE(acknowledged) << acknowledged.error().message;
+  ASSERT_TRUE(stored && !stored->kvs.empty());
+  auto record = etcd::DecodeHighWater(stored->kvs[0].value);
+  ASSERT_TRUE(record) << record.error();
+  EXPECT_EQ(record->unix_ms, kEpoch + 10'000);
+  EXPECT_EQ(record->lease, sut.lease());
+  EXPECT_EQ(record->fence, kEpoch + 10'000);
+  ASSERT_TRUE(later) << later.error().message;
+  ASSERT_TRUE(after_later && !after_later->kvs.empty());
+  auto later_record = etcd::DecodeHighWater(after_later->kvs[0].value);
+  ASSERT_TRUE(later_record) << later_record.error();
+  EXPECT_EQ(later_record->unix_ms, kEpoch + 12'000);
+  EXPECT_EQ(later_record->fence, kEpoch + 10'000);
+}
+
+TEST_F(EtcdFencing, RaiseAllIsRefusedWhileANumberIsHeldAndNamesItsHolder) {
+  // Arrange
+  EtcdRegister holder(DirectOptions());
+  ASSERT_TRUE(holder.Claim({"holder-a", kEpoch}));
+  ASSERT_TRUE(holder.UpdateHighWater(kEpoch + 1000));
+  EtcdRegister operator_register(DirectOptions());
+
+  // Act
+  auto refused = operator_register.RaiseAll(kEpoch + 50'000, /*while_running=*/false);
+
+  // Assert: nothing was raised; the error names the number, its holder and host, and the
+  // way to do it anyway.
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, RegisterErrorCode::kInUse);
+  EXPECT_THAT(refused.error().message,
+              ::testing::AllOf(::testing::HasSubstr("machine " + std::to_string(kMachine)),
+                               ::testing::HasSubstr("\"holder-a\" on fencing-host"),
+                               ::testing::HasSubstr("--while-running")));
+  EXPECT_EQ(StoredMark(), kEpoch + 1000);
+}
+
+TEST_F(EtcdFencing, RaiseAllWhileRunningReturnsOnlyOnceTheHolderAcknowledgedTheFence) {
+  // Arrange: a holder already above the fence: the operator's write must still reach it,
+  // since its mark says nothing of the IDs it issued below the fence.
+  EtcdRegister holder(DirectOptions());
+  ASSERT_TRUE(holder.Claim({"holder-a", kEpoch}));
+  ASSERT_TRUE(holder.UpdateHighWater(kEpoch + 60'000));
+  EtcdRegisterOptions operator_options = DirectOptions();
+  operator_options.fence_ack_timeout = 20s;
+  EtcdRegister operator_register(operator_options);
+
+  // Act: raise-all runs while the holder raises as it would, finds the fence, obeys it.
+  auto raising = std::async(std::launch::async, [&] {
+    return operator_register.RaiseAll(kEpoch + 50'000, /*while_running=*/true);
+  });
+  for (int64_t step = 1; holder.fence_unix_ms() == 0 && step < 200; ++step) {
+    ASSERT_TRUE(holder.UpdateHighWater(kEpoch + 60'000 + step));
+    std::this_thread::sleep_for(20ms);
+  }
+  const int64_t fence = holder.fence_unix_ms();
+  const bool returned_before_the_acknowledgment =
+      raising.wait_for(300ms) == std::future_status::ready;
+  auto acknowledged = holder.AcknowledgeFence(fence);
+  auto raised = raising.get();
+
+  // Assert: the holder's fence covers the operator's (its own mark was above it already);
+  // raise-all waited for the acknowledgment.
+  EXPECT_GE(fence, kEpoch + 50'000);
+  EXPECT_FALSE(returned_before_the_acknowledgment);
+  ASSERT_TRUE(acknowledged) << acknowledged.error().message;
+  ASSERT_TRUE(raised) << raised.error().message;
+  EXPECT_GE(StoredMark().value_or(0), fence);
+}
+
+TEST_F(EtcdFencing, RaiseAllWhileRunningNamesAHolderThatNeverAcknowledges) {
+  // Arrange
+  EtcdRegister holder(DirectOptions());
+  ASSERT_TRUE(holder.Claim({"holder-a", kEpoch}));
+  ASSERT_TRUE(holder.UpdateHighWater(kEpoch + 1000));
+  EtcdRegisterOptions operator_options = DirectOptions();
+  operator_options.fence_ack_timeout = 1s;
+  EtcdRegister operator_register(operator_options);
+
+  // Act: the holder never raises again, so it never learns of the fence.
+  auto raised = operator_register.RaiseAll(kEpoch + 50'000, /*while_running=*/true);
+
+  // Assert: every mark is raised, but the operator is told who may still issue below it.
+  ASSERT_FALSE(raised);
+  EXPECT_EQ(raised.error().code, RegisterErrorCode::kInUse);
+  EXPECT_THAT(raised.error().message,
+              ::testing::AllOf(::testing::HasSubstr("did not acknowledge"),
+                               ::testing::HasSubstr("\"holder-a\" on fencing-host")));
+  EXPECT_EQ(StoredMark(), kEpoch + 50'000);
+}
+
+TEST_F(EtcdFencing, ALateClaimNeverBindsASecondNumberToTheLiveLease) {
+  // Arrange: the holder may claim number 7 or 8 and talks to etcd only through the proxy,
+  // which holds every claim transaction for number 7. Each times out; meanwhile another
+  // host takes 7 (directly), so a later attempt claims 8.
+  EtcdRegisterOptions options = Options();
+  options.client.endpoints = {proxy_->url()};
+  options.last_machine = kMachine + 1;
+  ASSERT_TRUE(proxy_->SetMode(FaultProxy::Mode::kHold, "/v3/kv/txn",
+                              etcd::Base64Encode(etcd::MachineKey(prefix_, kMachine))));
+  EtcdRegister sut(options);
+  auto claiming = std::async(std::launch::async, [&] { return sut.Claim({"holder-a", kEpoch}); });
+  ASSERT_TRUE(proxy_->WaitForHeld(1, 10s)) << "the claim of number 7 never reached the proxy";
+  auto other = std::make_unique<EtcdRegister>(DirectOptions());
+  auto other_claim = other->Claim({"holder-b", kEpoch});
+  auto claim = claiming.get();
+  ASSERT_TRUE(other_claim) << other_claim.error().message;
+  ASSERT_TRUE(claim) << claim.error().message;
+  ASSERT_EQ(claim->machine, kMachine + 1);
+
+  // Act: the other host lets 7 go; then the held claims of 7 are applied, late.
+  ASSERT_TRUE(proxy_->SetMode(FaultProxy::Mode::kPass));
+  other.reset();
+  auto late = proxy_->ReleaseHeld();
+  ASSERT_TRUE(late) << late.error();
+  auto record = Direct().Range(etcd::MachineKey(prefix_, kMachine));
+
+  // Assert: number 7 is not bound to the lease the holder keeps alive for 8.
+  ASSERT_TRUE(record) << record.error().message;
+  const bool bound_to_live_lease = !record->kvs.empty() && record->kvs[0].lease == sut.lease();
+  EXPECT_FALSE(bound_to_live_lease)
+      << "a late claim bound number 7 to the lease that holds 8: " << Describe(*late);
 }
 
 TEST_F(EtcdFencing, ARaiseDeliveredTwiceLateNeverLowersTheMark) {

@@ -217,10 +217,10 @@ TEST_F(EtcdRegisterTest, ARestoredOrReplacedClusterIsRefusedUntilAnOperatorRaise
   EtcdRegister b(Options(2, 2));
   auto rolled_back = b.Claim({"restored", kEpoch, later_revision, local});
   EtcdRegister operator_register(Options(2, 2));
-  auto too_low = operator_register.RaiseAll(local - 1);
+  auto too_low = operator_register.RaiseAll(local - 1, /*while_running=*/false);
   EtcdRegister c(Options(2, 2));
   auto still_refused = c.Claim({"restored", kEpoch, later_revision, local});
-  auto raised = operator_register.RaiseAll(local + 1000);
+  auto raised = operator_register.RaiseAll(local + 1000, /*while_running=*/false);
   EtcdRegister d(Options(2, 2));
   auto accepted = d.Claim({"restored", kEpoch, later_revision, local});
 
@@ -245,6 +245,43 @@ TEST_F(EtcdRegisterTest, ARestoredOrReplacedClusterIsRefusedUntilAnOperatorRaise
     ASSERT_TRUE(mark) << n;
     EXPECT_GE(mark->unix_ms, local + 1000) << n;
   }
+}
+
+TEST_F(EtcdRegisterTest, AFenceThisHostAlreadySawNeverAdmitsItPastALaterRestore) {
+  // Arrange: an operator fenced a first restore; a holder then ran on this host against
+  // the store, so its state file records that fence among what it saw.
+  EtcdRegister operator_register(Options(3, 3));
+  auto first_fence = operator_register.RaiseAll(kEpoch + 100'000, /*while_running=*/false);
+  ASSERT_TRUE(first_fence) << first_fence.error().message;
+  RegisterIdentity seen;
+  {
+    EtcdRegister first(Options(3, 3));
+    ASSERT_TRUE(first.Claim({"twice-restored", kEpoch}));
+    ASSERT_TRUE(first.UpdateHighWater(kEpoch + 50'000));
+    seen = first.identity();
+  }
+  ASSERT_GT(seen.fence_revision, 0) << "the claim did not record the fence it saw";
+  // The cluster is restored again, from a snapshot taken after the first fence: it shows
+  // an older revision than this host saw, and still holds the first fence.
+  RegisterIdentity later_revision = seen;
+  later_revision.revision += 1'000'000;
+  const int64_t local = kEpoch + 50'000;
+
+  // Act
+  EtcdRegister a(Options(3, 3));
+  auto refused = a.Claim({"twice-restored", kEpoch, later_revision, local});
+  auto second_fence = operator_register.RaiseAll(kEpoch + 101'000, /*while_running=*/false);
+  EtcdRegister b(Options(3, 3));
+  auto accepted = b.Claim({"twice-restored", kEpoch, later_revision, local});
+
+  // Assert: the old fence answers the first restore only; the operator's new one admits.
+  ASSERT_FALSE(refused) << "a fence this host saw before the second restore let it in";
+  EXPECT_EQ(refused.error().code, RegisterErrorCode::kRolledBack);
+  EXPECT_THAT(refused.error().message, HasSubstr("answers an earlier restore"));
+  ASSERT_TRUE(second_fence) << second_fence.error().message;
+  ASSERT_TRUE(accepted) << accepted.error().message;
+  EXPECT_GT(b.identity().fence_revision, seen.fence_revision);
+  EXPECT_GE(accepted->high_water_unix_ms, kEpoch + 101'000);
 }
 
 TEST_F(EtcdRegisterTest, TakeoverFencesTheOldHolderAndStartsAboveItsCommittedMarks) {

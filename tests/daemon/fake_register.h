@@ -33,6 +33,12 @@ class FakeRegister final : public daemon::MachineRegister {
     mark_.store(unix_ms);
     return {};
   }
+  int64_t fence_unix_ms() const noexcept override { return fence_.load(); }
+  tl::expected<void, daemon::RegisterError> AcknowledgeFence(int64_t unix_ms) noexcept override {
+    if (auto failed = Failure()) return tl::unexpected(*failed);
+    acknowledged_.store(unix_ms);
+    return {};
+  }
   std::string_view backend_name() const noexcept override { return "fake"; }
   std::string location() const override { return "memory"; }
 
@@ -41,6 +47,9 @@ class FakeRegister final : public daemon::MachineRegister {
     failure_ = code;
   }
   int64_t mark() const { return mark_.load(); }
+  // An operator's fence, as the next call finds it; and the fence acknowledged so far.
+  void Fence(int64_t unix_ms) { fence_.store(unix_ms); }
+  int64_t acknowledged() const { return acknowledged_.load(); }
 
  private:
   std::optional<daemon::RegisterError> Failure() {
@@ -50,6 +59,8 @@ class FakeRegister final : public daemon::MachineRegister {
   }
 
   std::atomic<int64_t> mark_{0};
+  std::atomic<int64_t> fence_{0};
+  std::atomic<int64_t> acknowledged_{0};
   std::mutex mutex_;
   std::optional<daemon::RegisterErrorCode> failure_;
 };

@@ -578,6 +578,75 @@ TEST(Generator, RaiseHighWaterNeverLowersTheMark) {
   EXPECT_FALSE(sut.Next().has_value());
 }
 
+TEST(Generator, AFenceFarAheadOfTheClockOnlyPausesUntilTheClockPassesIt) {
+  FakeClock clock(kStart);
+  auto sut = MustCreate(Config(), clock);
+  ASSERT_TRUE(sut.Next().has_value());
+
+  // An operator's fence 5 s ahead: far beyond max_backward_ms (100), yet only a pause.
+  sut.RaiseFence(kStart + 5000);
+  const auto at_fence_time = sut.Next();
+  clock.Set(kStart + 5000);
+  const auto at_the_fence = sut.Next();
+  clock.Set(kStart + 5001);
+  const auto past = sut.Next();
+
+  ASSERT_FALSE(at_fence_time.has_value());
+  EXPECT_EQ(at_fence_time.error(), GenerateError::kPaused);
+  ASSERT_FALSE(at_the_fence.has_value()) << "issued in the fence's own millisecond";
+  EXPECT_EQ(at_the_fence.error(), GenerateError::kPaused);
+  ASSERT_TRUE(past.has_value());
+  EXPECT_EQ(Fields(*past).unix_ms, kStart + 5001);
+  EXPECT_EQ(sut.state(), GeneratorState::kServing);
+}
+
+TEST(Generator, AFencePauseSaysFencedAndHowFarAhead) {
+  FakeClock clock(kStart);
+  auto sut = MustCreate(Config(), clock);
+
+  sut.RaiseFence(kStart + 3000);
+  (void)sut.Next();
+
+  EXPECT_EQ(sut.state(), GeneratorState::kPaused);
+  EXPECT_EQ(sut.reason_code(), shm::StateReason::kFenced);
+  EXPECT_EQ(sut.ms_behind(), 3000);
+  EXPECT_NE(sut.reason().find("3000 ms ahead of the clock"), std::string::npos) << sut.reason();
+}
+
+TEST(Generator, AClockThatStepsBackFurtherWhileFencedGoesOutOfService) {
+  FakeClock clock(kStart);
+  auto sut = MustCreate(Config(), clock);
+  sut.RaiseFence(kStart + 3000);
+  (void)sut.Next();
+  clock.Set(kStart - 50);  // 50 ms further back: within max_backward_ms, still waiting
+  const auto small = sut.Next();
+  const GeneratorState after_small = sut.state();
+
+  clock.Set(kStart - 500);  // 500 ms further back than when the fence came
+  const auto large = sut.Next();
+
+  EXPECT_FALSE(small.has_value());
+  EXPECT_EQ(after_small, GeneratorState::kPaused);
+  ASSERT_FALSE(large.has_value());
+  EXPECT_EQ(sut.state(), GeneratorState::kOutOfService);
+  EXPECT_EQ(sut.reason_code(), shm::StateReason::kClockStepTooLarge);
+}
+
+TEST(Generator, AFenceBehindTheLastIssuedIdChangesNothing) {
+  FakeClock clock(kStart);
+  auto sut = MustCreate(Config(), clock);
+  ASSERT_TRUE(sut.Next().has_value());
+  clock.Set(kStart + 10);
+  ASSERT_TRUE(sut.Next().has_value());
+
+  sut.RaiseFence(kStart + 5);
+  const auto next = sut.Next();
+
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(Fields(*next).unix_ms, kStart + 10);
+  EXPECT_EQ(sut.state(), GeneratorState::kServing);
+}
+
 // ---- The end of the time range --------------------------------------------------------
 
 TEST(Generator, TimeBeyondTheRangeIsOutOfServiceNeverAWrappedId) {

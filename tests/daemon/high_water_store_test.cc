@@ -62,7 +62,9 @@ TEST(HighWaterStore, SaveThenLoadRoundTrips) {
                                   .segment_incarnation = 9,
                                   .register_claim = 7'587'869'141'920'127'761,
                                   .register_seen = {.cluster_id = 0xcdf818194e3a8c32ULL,
-                                                    .revision = 123'456}};
+                                                    .revision = 123'456,
+                                                    .fence_revision = 98'765},
+                                  .floor_unix_ms = 400};
 
   // Act
   ASSERT_TRUE(sut.Save(running));

@@ -16,6 +16,7 @@
 
 #include "daemon/base/file_lock.h"
 #include "daemon/register/file_register.h"
+#include "daemon/register/machine_lock.h"
 #include "fake_clock.h"
 #include "fake_register.h"
 #include "fault_file_system.h"
@@ -174,6 +175,50 @@ TEST(ReservationService, CleanStopLowersBothStores) {
   EXPECT_EQ((*saved)->reserved_through_unix_ms, kStart + 3);
   EXPECT_EQ((*saved)->last_issued_unix_ms_at_clean_stop, kStart + 3);
   EXPECT_EQ(f.reg.mark(), kStart + 3);
+}
+
+TEST(ReservationService, AFenceIsPassedOnAndAcknowledgedOnlyOnceTheLoopAppliedIt) {
+  Fixture f;
+  ReservationService sut(Options(), f.store, f.reg, f.clock, 0);
+  sut.Start();
+  ASSERT_TRUE(Eventually([&] { return sut.confirmed_through() >= kStart + 1000; }));
+
+  // An operator's fence, found by the register's next call (the keepalive every 20 ms).
+  f.reg.Fence(kStart + 9000);
+  const bool passed_on = Eventually([&] { return sut.fence_unix_ms() == kStart + 9000; });
+  // Not acknowledged while the fill loop has not applied it: 50 renewal periods later.
+  std::this_thread::sleep_for(100ms);
+  const int64_t acknowledged_before = f.reg.acknowledged();
+  sut.NoteFenceApplied(kStart + 9000);
+  const bool acknowledged = Eventually([&] { return f.reg.acknowledged() == kStart + 9000; });
+
+  EXPECT_TRUE(passed_on);
+  EXPECT_EQ(acknowledged_before, 0) << "acknowledged before the fill loop obeyed the fence";
+  EXPECT_TRUE(acknowledged);
+}
+
+TEST(ReservationService, TheHostMarkFollowsTheReservationAndTheCleanStopNeverBelowItsFloor) {
+  Fixture f;
+  ReservationOptions options = Options();
+  options.host_lock_dir = f.dir / "host-locks";
+  options.host_mark_writer = "/var/lib/test";
+  options.host_mark_floor = kStart + 100;
+  std::filesystem::create_directories(options.host_lock_dir);
+  ReservationService sut(options, f.store, f.reg, f.clock, 0);
+  sut.Start();
+  ASSERT_TRUE(Eventually([&] { return sut.confirmed_through() >= kStart + 1000; }));
+  auto reserved = ReadHostMark(options.host_lock_dir, 3);
+  sut.Stop();
+
+  ASSERT_TRUE(sut.RecordCleanStop(kStart + 3).has_value());
+  auto stopped = ReadHostMark(options.host_lock_dir, 3);
+
+  ASSERT_TRUE(reserved && reserved->has_value()) << (reserved ? "none" : reserved.error());
+  EXPECT_GE((*reserved)->unix_ms, kStart + 1000);
+  EXPECT_EQ((*reserved)->writer, "/var/lib/test");
+  ASSERT_TRUE(stopped && stopped->has_value());
+  // Issued up to +3, but the start stood above +100 (another daemon's mark): never below.
+  EXPECT_EQ((*stopped)->unix_ms, kStart + 100);
 }
 
 // Finding 3: a process holding the register's lock (a stopped `register release`, another

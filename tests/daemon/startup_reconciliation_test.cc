@@ -116,6 +116,14 @@ TEST(StartupReconciliation, EveryOtherCaseWaitsOutTheReservation) {
     f.register_mark_writer = 222;
     rows.push_back({"the register names a writer, the file no claim", f});
   }
+  {
+    // Another daemon of this host (another state directory) served the number since, to
+    // below our reservation but above our segment's last ID.
+    StartupFacts f = AfterSigkill();
+    f.state_dir = "/var/lib/a";
+    f.host_mark = HostMark{kNow + 300, "/var/lib/b"};
+    rows.push_back({"another daemon of this host served the number since", f});
+  }
   for (const Row& row : rows) {
     auto sut = ReconcileStartup(row.facts);
     ASSERT_TRUE(sut.has_value()) << row.what;
@@ -123,6 +131,51 @@ TEST(StartupReconciliation, EveryOtherCaseWaitsOutTheReservation) {
     EXPECT_GE(sut->high_water_unix_ms, kNow + 900) << row.what;
     EXPECT_EQ(sut->start_wait_ms, 1000 + 100) << row.what;
   }
+}
+
+TEST(StartupReconciliation, ATrustedSegmentStillStartsAboveTheFloorTheLastStartStoodAbove) {
+  // The last start stood above another holder's mark (kNow + 400), committed a raise under
+  // its own claim and crashed before publishing: the segment's last ID is still the one
+  // before (kNow - 2), and the other holder issued up to kNow + 400.
+  StartupFacts f = AfterSigkill();
+  f.state_file->floor_unix_ms = kNow + 400;
+
+  auto sut = ReconcileStartup(f);
+
+  ASSERT_TRUE(sut.has_value()) << sut.error();
+  EXPECT_TRUE(sut->trusted_segment);
+  EXPECT_EQ(sut->high_water_unix_ms, kNow + 400)
+      << "the restart would repeat the other holder's milliseconds above the segment's last ID";
+  EXPECT_EQ(sut->start_wait_ms, 1000 + 100);
+}
+
+TEST(StartupReconciliation, TheSegmentIsStillExactWhenTheHostMarkIsOurOwn) {
+  StartupFacts f = AfterSigkill();
+  f.state_dir = "/var/lib/a";
+  f.host_mark = HostMark{kNow + 900, "/var/lib/a"};
+
+  auto sut = ReconcileStartup(f);
+
+  ASSERT_TRUE(sut.has_value()) << sut.error();
+  EXPECT_TRUE(sut->trusted_segment);
+  EXPECT_EQ(sut->high_water_unix_ms, kNow - 2);
+}
+
+TEST(StartupReconciliation, AFirstStartOnANumberAnotherDaemonOfTheHostServedStartsAboveIt) {
+  // No state file, no register mark (a static number): only the host mark knows.
+  StartupFacts f;
+  f.now_unix_ms = kNow;
+  f.epoch_unix_ms = kEpoch;
+  f.state_dir = "/var/lib/y";
+  f.host_mark = HostMark{kNow + 5000, "/var/lib/x"};
+  f.segment = {.path = kPath, .reopened = false, .last_published_id = 0, .incarnation = 1};
+
+  auto sut = ReconcileStartup(f);
+
+  ASSERT_TRUE(sut.has_value()) << sut.error();
+  EXPECT_EQ(sut->high_water_unix_ms, kNow + 5000);
+  EXPECT_FALSE(sut->trusted_segment);
+  EXPECT_NE(sut->explanation.find("another daemon's"), std::string::npos) << sut->explanation;
 }
 
 TEST(StartupReconciliation, FirstStartHasNoMark) {

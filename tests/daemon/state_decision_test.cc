@@ -70,6 +70,15 @@ TEST(StateDecision, TableOfInputsAndDecisions) {
   }
   {
     StateInputs in = Serving();
+    in.generator = GeneratorState::kPaused;
+    in.fenced = true;
+    in.ms_behind = 4000;
+    in.step_ms = 7;
+    rows.push_back({"paused behind an operator's fence", in,
+                    {DaemonState::kPaused, StateReason::kFenced, 4000}});
+  }
+  {
+    StateInputs in = Serving();
     in.generator = GeneratorState::kOutOfService;
     in.range_exhausted = true;
     rows.push_back({"range used up", in,

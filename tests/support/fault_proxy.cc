@@ -364,12 +364,14 @@ void FaultProxy::SetError(std::string error) {
   last_error_ = std::move(error);
 }
 
-tl::expected<void, std::string> FaultProxy::SetMode(Mode mode, std::string hold_filter) {
+tl::expected<void, std::string> FaultProxy::SetMode(Mode mode, std::string hold_filter,
+                                                    std::string hold_body_filter) {
   std::unique_lock lock(mutex_);
   const bool was_refusing = mode_ == Mode::kRefuse;
   const bool refuse = mode == Mode::kRefuse;
   mode_ = mode;
   hold_filter_ = std::move(hold_filter);
+  hold_body_filter_ = std::move(hold_body_filter);
   if (refuse) {
     // The connections' threads see EOF and end; the clients see their connection closed.
     for (const auto& [id, conn] : conns_) {
@@ -583,8 +585,10 @@ void FaultProxy::Serve(int client, uint64_t id, std::shared_ptr<bool> done) {
           if (swallowing || mode_ == Mode::kBlackhole) {
             swallowing = true;
             ++counts_.blackholed;
-          } else if (holding || (mode_ == Mode::kHold && (*request)->request_line.find(
-                                                             hold_filter_) != std::string::npos)) {
+          } else if (holding ||
+                     (mode_ == Mode::kHold &&
+                      (*request)->request_line.find(hold_filter_) != std::string::npos &&
+                      bytes.find(hold_body_filter_) != std::string::npos)) {
             holding = true;
             held_.push_back(Held{(*request)->request_line, std::move(bytes)});
             ++counts_.held;

@@ -92,12 +92,14 @@ class FaultProxy {
   // "http://127.0.0.1:<port>".
   std::string url() const;
 
-  // Switches the mode (see above). `hold_filter` is used by kHold only: a request is held
-  // if its request line contains it. Switching to kRefuse returns once the port refuses
+  // Switches the mode (see above). `hold_filter` and `hold_body_filter` are used by kHold
+  // only: a request is held if its request line contains the first and its body the second
+  // (one etcd transaction among many: a base64 key it names). Switching to kRefuse returns once the port refuses
   // and every open connection is closed; switching from kRefuse once it listens again.
   // Errors: the port could not be bound again (another process took it), or the acceptor
   // did not confirm within 5 s.
-  tl::expected<void, std::string> SetMode(Mode mode, std::string hold_filter = "");
+  tl::expected<void, std::string> SetMode(Mode mode, std::string hold_filter = "",
+                                          std::string hold_body_filter = "");
   Mode mode() const;
 
   // Waits up to `timeout` until at least `requests` requests are held (not yet released
@@ -161,6 +163,7 @@ class FaultProxy {
   mutable std::condition_variable changed_;
   Mode mode_ = Mode::kPass;         // guarded by mutex_
   std::string hold_filter_;         // guarded by mutex_
+  std::string hold_body_filter_;    // guarded by mutex_
   bool listening_ = true;           // guarded by mutex_; acceptor's listen_fd_ >= 0
   bool relisten_failed_ = false;    // guarded by mutex_; leaving kRefuse could not bind
   std::deque<Held> held_;           // guarded by mutex_

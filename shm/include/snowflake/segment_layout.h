@@ -76,6 +76,10 @@ enum class StateReason : uint32_t {
   kTimeRangeExhausted = 5,  // the epoch's 41-bit range is used up
   kShutdown = 6,
   kPersistenceFailed = 7,   // could not fsync a reservation; detail = errno
+  // An operator fenced the machine number in the register (`register raise-all
+  // --while-running`) above the clock: nothing is issued until the clock passes the fence;
+  // detail = ms the clock is behind it.
+  kFenced = 8,
 };
 
 // Page 0. Written only by the daemon; clients map it read-only and read it racily.

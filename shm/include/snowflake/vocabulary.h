@@ -224,7 +224,7 @@ struct ReasonWords {
 };
 
 // In enum order, starting at value 0: kReasons[value].reason == value.
-inline constexpr std::array<ReasonWords, 8> kReasons = {{
+inline constexpr std::array<ReasonWords, 9> kReasons = {{
     {shm::StateReason::kNone, "none", "", "", Detail::kNone, Recovery::kNone},
     {shm::StateReason::kStarting, "starting", "starting up", "", Detail::kNone, Recovery::kNone},
     {shm::StateReason::kClockBehind, "clock_behind", "clock moved back {} ms", "", Detail::kMs,
@@ -243,6 +243,9 @@ inline constexpr std::array<ReasonWords, 8> kReasons = {{
      "cannot persist the high-water reservation, not issuing past it (errno {})",
      "the high-water reservation is not renewed yet, not issuing past it", Detail::kErrno,
      Recovery::kByItself},
+    {shm::StateReason::kFenced, "fenced",
+     "an operator's fence in the register is {} ms ahead of the clock, not issuing at or below it",
+     "", Detail::kMs, Recovery::kByItself},
 }};
 
 // "clock_behind"; "unknown" for a value outside the table (a newer daemon's).
