@@ -34,8 +34,8 @@
  *   OPERATOR an operator runs `raise-all --while-running` once, at any point: the mark
  *            becomes T, above every millisecond any incarnation issued or relied on,
  *            written without a lease (writer 0), never lowering it
- *   CLAIM_RETRY  incarnation 2's claim may time out and be applied later, after its
- *            second attempt; the second attempt may ask for another number M instead
+ *   CLAIM_RETRY  incarnation 2's first claim attempt may time out and be applied later,
+ *            after its second attempt; either attempt may ask for another number M
  *   NO_MARK_ASSERT  do not check property 2, so that a broken variant runs on to the
  *            duplicate it causes
  * Deliberately broken variants:
