@@ -76,6 +76,9 @@ enum class StateReason : uint32_t {
   kTimeRangeExhausted = 5,  // the epoch's 41-bit range is used up
   kShutdown = 6,
   kPersistenceFailed = 7,   // could not fsync a reservation; detail = errno
+  // The reservation waits on a register that does not answer (etcd down or without
+  // quorum); detail = the Unix ms since which it waits.
+  kRegisterUnreachable = 8,
 };
 
 // Page 0. Written only by the daemon; clients map it read-only and read it racily.
