@@ -34,6 +34,8 @@ ReservationService::ReservationService(ReservationOptions options, HighWaterStor
       store_(store),
       register_(reg),
       clock_(clock),
+      state_file_location_(store.path().string()),
+      register_location_(reg.location()),
       confirmed_(confirmed_through) {
   SNOWFLAKE_REQUIRE(options_.renew_ahead_ms > 0 &&
                     options_.renew_ahead_ms <= options_.reservation_ms);
@@ -62,6 +64,23 @@ void ReservationService::Stop() {
 std::optional<ReservationProblem> ReservationService::problem() const {
   std::lock_guard lock(mutex_);
   return problem_;
+}
+
+std::optional<RenewalWait> ReservationService::waiting() const {
+  std::lock_guard lock(mutex_);
+  if (!unconfirmed_since_) return std::nullopt;
+  return RenewalWait{.store = waiting_on_,
+                     .location = waiting_on_ == ReservationStore::kRegister
+                                     ? register_location_
+                                     : state_file_location_,
+                     .since_unix_ms = *unconfirmed_since_};
+}
+
+void ReservationService::NoteWaiting(ReservationStore store) {
+  const int64_t now_ms = clock_.NowUnixMs();  // outside the lock: readers never wait on it
+  std::lock_guard lock(mutex_);
+  if (!unconfirmed_since_) unconfirmed_since_ = now_ms;
+  waiting_on_ = store;
 }
 
 void ReservationService::NoteNeed(int64_t unix_ms) noexcept {
@@ -115,6 +134,7 @@ HighWaterState ReservationService::StateThrough(int64_t through,
 
 bool ReservationService::Renew(int64_t through) {
   const HighWaterState state = StateThrough(through, std::nullopt);
+  NoteWaiting(ReservationStore::kStateFile);
   // 1. The state file: what a reboot of this host restarts above.
   if (auto saved = store_.Save(state); !saved) {
     if (options_.metrics != nullptr) options_.metrics->reservation().state_file_failed.Increment();
@@ -123,6 +143,7 @@ bool ReservationService::Renew(int64_t through) {
     return false;
   }
   // 2. The register: what another holder of this number continues above.
+  NoteWaiting(ReservationStore::kRegister);
   if (auto updated = RegisterCall("raise", [&] { return register_.UpdateHighWater(through); });
       !updated) {
     if (options_.metrics != nullptr) options_.metrics->reservation().register_failed.Increment();
@@ -136,6 +157,10 @@ bool ReservationService::Renew(int64_t through) {
                    std::memory_order_release);
   renewals_.fetch_add(1, std::memory_order_relaxed);
   if (options_.metrics != nullptr) options_.metrics->reservation().renewed.Increment();
+  {
+    std::lock_guard lock(mutex_);
+    unconfirmed_since_.reset();
+  }
   return true;
 }
 
