@@ -79,8 +79,14 @@ std::optional<RenewalWait> ReservationService::waiting() const {
 void ReservationService::NoteWaiting(ReservationStore store) {
   const int64_t now_ms = clock_.NowUnixMs();  // outside the lock: readers never wait on it
   std::lock_guard lock(mutex_);
-  if (!unconfirmed_since_) unconfirmed_since_ = now_ms;
-  waiting_on_ = store;
+  if (!unconfirmed_since_) {
+    unconfirmed_since_ = now_ms;
+    waiting_on_ = store;
+    return;
+  }
+  // A retry passes the state file again before the register: the wait is still the
+  // register's unless the state file fails (Renew() says so then). Only forward.
+  if (store == ReservationStore::kRegister) waiting_on_ = store;
 }
 
 void ReservationService::NoteNeed(int64_t unix_ms) noexcept {
@@ -138,6 +144,10 @@ bool ReservationService::Renew(int64_t through) {
   // 1. The state file: what a reboot of this host restarts above.
   if (auto saved = store_.Save(state); !saved) {
     if (options_.metrics != nullptr) options_.metrics->reservation().state_file_failed.Increment();
+    {
+      std::lock_guard lock(mutex_);
+      waiting_on_ = ReservationStore::kStateFile;  // the state file now holds the wait up
+    }
     SetProblem(ReservationProblem{ReservationStore::kStateFile, saved.error().sys_errno,
                                   saved.error().message});
     return false;

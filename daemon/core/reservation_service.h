@@ -50,7 +50,9 @@ struct ReservationProblem {
 
 // A renewal that is due and not confirmed yet: what the daemon waits for, and since when.
 struct RenewalWait {
-  // The store the renewal under way waits on now, or the one the last attempt failed at.
+  // The store that holds the wait up: the one the renewal under way waits on, or the one
+  // the last attempt failed at. A retry that passes the state file on its way back to a
+  // register that did not answer still waits for the register.
   ReservationStore store = ReservationStore::kStateFile;
   // Where that store is: MachineRegister::location() ("etcd http://10.0.0.1:2379,... /p"),
   // or the state file's path.
@@ -145,7 +147,8 @@ class ReservationService final : public Horizon {
   // One renewal through `through`; false (and problem_ set) if a store failed.
   bool Renew(int64_t through);
   void SetProblem(std::optional<ReservationProblem> problem);
-  // A renewal now waits on `store` (the first since the last confirmed one starts the wait).
+  // A renewal now waits on `store` (the first since the last confirmed one starts the wait;
+  // a retry's state file write does not take the wait back from the register).
   void NoteWaiting(ReservationStore store);
   // Runs one register call named `call` ("raise", "renew", "clean_stop"), reporting its
   // duration and, if it fails, its error code.
