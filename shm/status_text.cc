@@ -20,6 +20,26 @@ std::string_view TruncateUtf8(std::string_view text, size_t max_bytes) noexcept 
   return text.substr(0, end);
 }
 
+std::string FitStatusText(std::string_view text) {
+  if (text.size() <= kStatusTextBytes) return std::string(text);
+  constexpr std::string_view kJoin = " \xe2\x80\xa6 ";  // " … "
+  std::string_view head = TruncateUtf8(text, kStatusTextHeadBytes);
+  // Whole words where there are any: "etcd unreachable at …", not "etcd unreacha …".
+  if (const size_t space = head.rfind(' '); space != std::string_view::npos && space > 0) {
+    head = head.substr(0, space);
+  }
+  size_t from = text.size() - (kStatusTextBytes - head.size() - kJoin.size());
+  if (const size_t space = text.find(' ', from); space != std::string_view::npos) {
+    from = space + 1;
+  }
+  // Skip continuation bytes (10xxxxxx): the tail then starts at a lead byte.
+  while (from < text.size() && (static_cast<unsigned char>(text[from]) & 0xC0) == 0x80) ++from;
+  std::string out(head);
+  out += kJoin;
+  out += text.substr(from);
+  return out;
+}
+
 void WriteStatusText(SegmentHeader& header, std::string_view text) noexcept {
   text = TruncateUtf8(text, kStatusTextBytes);
   std::array<unsigned char, kStatusTextBytes> bytes{};

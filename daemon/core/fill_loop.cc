@@ -8,6 +8,7 @@
 #include "daemon/base/debug_assert.h"
 #include "daemon/core/state_words.h"
 #include "snowflake/id_layout.h"
+#include "snowflake/status_text.h"
 #include "snowflake/time_text.h"
 
 namespace snowflake::daemon {
@@ -346,7 +347,7 @@ std::string FillLoop::ReasonExtra(int64_t now_ms) const {
 
 void FillLoop::PublishStatusText(const std::string& text) {
   if (text == status_text_) return;
-  producer_.SetStatusText(text);
+  producer_.SetStatusText(shm::FitStatusText(text));
   status_text_ = text;
 }
 

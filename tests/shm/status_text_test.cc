@@ -61,6 +61,29 @@ TEST(StatusText, ALongTextIsCutAtACharacterBoundary) {
   EXPECT_EQ(TruncateUtf8("ab\xe2\x80\xa6", 5), "ab\xe2\x80\xa6");
 }
 
+// A text too long for the header keeps what says what waits (its beginning) and the
+// innermost cause (its end, where a chained error names the member that timed out).
+TEST(StatusText, ALongTextKeepsItsBeginningAndItsEnd) {
+  // Arrange
+  std::string middle;
+  for (int i = 0; i < 100; ++i) middle += "word" + std::to_string(i) + " ";
+  const std::string text = "register etcd http://127.0.0.1:1 /p/; last error: " + middle +
+                           "at http://127.0.0.1:2: Operation timed out";
+  const std::string unbroken = std::string(300, 'a') + std::string(300, 'b');
+  // Act
+  const std::string sut = FitStatusText(text);
+  const std::string cut = FitStatusText(unbroken);
+  // Assert
+  EXPECT_LE(sut.size(), kStatusTextBytes);
+  EXPECT_EQ(sut.rfind("register etcd http://127.0.0.1:1 /p/; last error: word0 ", 0), 0u) << sut;
+  EXPECT_NE(sut.find(" \xe2\x80\xa6 word"), std::string::npos) << "cut inside a word: " << sut;
+  EXPECT_TRUE(sut.ends_with(" at http://127.0.0.1:2: Operation timed out")) << sut;
+  EXPECT_EQ(cut.size(), kStatusTextBytes);
+  EXPECT_EQ(cut, std::string(kStatusTextHeadBytes, 'a') + " \xe2\x80\xa6 " +
+                     std::string(kStatusTextBytes - kStatusTextHeadBytes - 5, 'b'));
+  EXPECT_EQ(FitStatusText("short"), "short");
+}
+
 // A writer stopped half way (killed, or preempted between its stores): the sequence word
 // is odd and the words are half old, half new. A reader must not return that.
 TEST(StatusText, ATornWriteIsNeverReadAsText) {

@@ -36,6 +36,15 @@ std::optional<std::string> ReadStatusText(const SegmentHeader& header);
 // `text` cut to at most `max_bytes`, never inside a UTF-8 character.
 std::string_view TruncateUtf8(std::string_view text, size_t max_bytes) noexcept;
 
+// `text` if it fits kStatusTextBytes; else at most its first kStatusTextHeadBytes and as
+// much of its end as fits, joined by " … ", cut between words where it has spaces and
+// never inside a UTF-8 character. The end is kept because
+// a chained error names its innermost cause last (the etcd member that timed out), and
+// the beginning because it says what waits (the register and its endpoints). Throws
+// std::bad_alloc only.
+inline constexpr size_t kStatusTextHeadBytes = 192;
+std::string FitStatusText(std::string_view text);
+
 }  // namespace snowflake::shm
 
 #endif  // SNOWFLAKE_STATUS_TEXT_H_
