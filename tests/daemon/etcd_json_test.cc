@@ -221,6 +221,10 @@ TEST(EtcdJson, AGatewayDeadlineWithoutQuorumIsAnOutageAndARefusalIsNot) {
   ASSERT_FALSE(refused);
   ASSERT_FALSE(other_unknown);
   EXPECT_TRUE(IsOutage(quorum.error())) << quorum.error().message;
+  EXPECT_THAT(quorum.error().message,
+              HasSubstr("etcd could not decide (code 2, HTTP 500): context deadline exceeded"));
+  EXPECT_THAT(no_leader.error().message, HasSubstr("etcd could not decide (code 14, HTTP 503)"));
+  EXPECT_THAT(refused.error().message, HasSubstr("etcd refused (code 5, HTTP 404)"));
   EXPECT_TRUE(IsOutage(no_leader.error())) << no_leader.error().message;
   EXPECT_FALSE(IsOutage(refused.error())) << refused.error().message;
   EXPECT_FALSE(IsOutage(other_unknown.error())) << other_unknown.error().message;
