@@ -308,7 +308,8 @@ StateInputs FillLoop::Inputs(int64_t now_ms, int64_t horizon) const {
   in.reservation_errno = problem ? problem->sys_errno : 0;
   // The last failure decides whether the register did not answer; with none yet, the
   // store the renewal under way waits on (a call that has not come back has not answered).
-  const auto wait = horizon_.waiting();
+  // Asked only at the horizon, where it decides the reason: not a copy every pass.
+  const auto wait = in.horizon_reached ? horizon_.waiting() : std::nullopt;
   in.register_unanswered =
       problem ? problem->store == ReservationStore::kRegister && problem->unreachable
               : wait && wait->store == ReservationStore::kRegister;
