@@ -120,6 +120,17 @@ uint64_t HeaderU64(const std::atomic<uint64_t>& field) {
   return field.load(std::memory_order_relaxed);
 }
 
+int64_t WallNowUnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// The reason in words; a detail that is a time also says how long ago, by this host's clock.
+std::string ReasonWords(const ProducerStatus& producer) {
+  return vocab::DescribeReason(producer.reason, producer.reason_detail, WallNowUnixMs());
+}
+
 ClientStatus ReadStatus(const RingConsumer& ring, std::chrono::milliseconds max_age_option) {
   const shm::SegmentHeader& header = ring.header();
   const ProducerStatus producer = ring.CheckProducer(HeartbeatLimit(ring, max_age_option));
@@ -128,7 +139,7 @@ ClientStatus ReadStatus(const RingConsumer& ring, std::chrono::milliseconds max_
   status.state = std::string(vocab::StateCode(state));
   status.health = std::string(vocab::HealthCode(producer.health));
   status.reason = std::string(vocab::ReasonCode(producer.reason));
-  status.reason_text = vocab::DescribeReason(producer.reason, producer.reason_detail);
+  status.reason_text = ReasonWords(producer);
   status.reason_detail = producer.reason_detail;
   status.machine = header.machine.load(std::memory_order_relaxed);
   status.epoch_unix_ms = static_cast<int64_t>(HeaderU64(header.epoch_unix_ms));
@@ -145,12 +156,23 @@ ClientStatus ReadStatus(const RingConsumer& ring, std::chrono::milliseconds max_
   status.uncounted = ring.uncounted();
   status.liveness_ms = header.liveness_ms.load(std::memory_order_relaxed);
   status.freshness_bound_ms = header.freshness_bound_ms.load(std::memory_order_relaxed);
+  // The daemon's own words only say why it does not serve; a serving daemon has none.
+  if (state != shm::DaemonState::kServing) status.status_text = ring.status_text().value_or("");
   return status;
 }
 
+// "; snowflaked says: <the segment's status text>", or "" when it wrote none (an older
+// daemon, or a state it has nothing to add to) or the text kept changing while read.
+std::string DaemonSays(const RingConsumer& ring) {
+  const std::string text = ring.status_text().value_or("");
+  return text.empty() ? "" : "; snowflaked says: " + text;
+}
+
 // The error Next() reports for a daemon that is not serving.
-Error Unavailable(const ProducerStatus& producer, const std::filesystem::path& runtime_dir,
-                  std::chrono::nanoseconds max_age) {
+// Only here, on the way out of a take that failed, is the status text read: never on the
+// take's path.
+Error Unavailable(const ProducerStatus& producer, const RingConsumer& ring,
+                  const std::filesystem::path& runtime_dir, std::chrono::nanoseconds max_age) {
   const std::string where = " (runtime directory " + runtime_dir.string() + ")";
   const std::string pid = std::to_string(producer.pid);
   // The code from the vocabulary's health table; the sentence from here.
@@ -159,13 +181,12 @@ Error Unavailable(const ProducerStatus& producer, const std::filesystem::path& r
     case ProducerHealth::kStarting:
       return MakeError(code, "snowflaked is starting" + where + "; retry shortly or fail over");
     case ProducerHealth::kPaused:
-      return MakeError(code, "snowflaked paused generation: " +
-                                 vocab::DescribeReason(producer.reason, producer.reason_detail) +
-                                 where + "; fail over, it resumes by itself");
+      return MakeError(code, "snowflaked paused generation: " + ReasonWords(producer) + where +
+                                 DaemonSays(ring) + "; fail over, it resumes by itself");
     case ProducerHealth::kOutOfService: {
-      const std::string why = vocab::DescribeReason(producer.reason, producer.reason_detail);
+      const std::string why = ReasonWords(producer);
       return MakeError(code, "snowflaked is out of service" + (why.empty() ? "" : ": " + why) +
-                                 where +
+                                 where + DaemonSays(ring) +
                                  "; fail over until an operator runs `snowflakectl resume`");
     }
     case ProducerHealth::kStopped:
@@ -559,7 +580,7 @@ class Client::Impl {
         const ProducerStatus producer = a->ring.CheckProducer(limit);
         if (producer.health != ProducerHealth::kServing) {
           if (Reattach(a)) continue;
-          return tl::unexpected(Unavailable(producer, runtime_dir_, limit));
+          return tl::unexpected(Unavailable(producer, a->ring, runtime_dir_, limit));
         }
         const auto remaining = deadline - std::chrono::steady_clock::now();
         if (remaining <= std::chrono::nanoseconds::zero()) {

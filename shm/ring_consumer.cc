@@ -13,6 +13,7 @@
 #include "service_slot_codec.h"
 #include "snowflake/futex.h"
 #include "snowflake/pid_namespace.h"
+#include "snowflake/status_text.h"
 
 namespace snowflake::shm {
 namespace {
@@ -85,6 +86,8 @@ tl::expected<RingConsumer, SegmentFailure> RingConsumer::Open(
                                          std::string("open segment: ") + e.what()});
   }
 }
+
+std::optional<std::string> RingConsumer::status_text() const { return ReadStatusText(*header_); }
 
 ProducerStatus RingConsumer::CheckProducer(std::chrono::nanoseconds max_heartbeat_age) const noexcept {
   // Acquire pairs with SetState's release: reason and detail belong to this state.

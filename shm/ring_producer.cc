@@ -20,6 +20,7 @@
 #include "snowflake/futex.h"
 #include "snowflake/id_layout.h"
 #include "snowflake/pid_namespace.h"
+#include "snowflake/status_text.h"
 #include "snowflake/truncation_guard.h"
 
 namespace snowflake::shm {
@@ -271,6 +272,9 @@ tl::expected<RingProducer, SegmentFailure> RingProducer::CreateOrOpen(
         producer.header_->pid.store(static_cast<uint64_t>(getpid()), std::memory_order_relaxed);
         // Before the state change, which publishes it: this daemon's config may differ.
         StoreFreshness(*producer.header_, options);
+        // The last daemon's words are not this one's (and a crash mid-write left the
+        // sequence word odd: this write makes it even again).
+        producer.SetStatusText("");
         producer.SetState(DaemonState::kStarting, StateReason::kStarting);
         return producer;
       }
@@ -559,6 +563,10 @@ void RingProducer::SetState(DaemonState state, StateReason reason, int64_t detai
   header_->state.store(static_cast<uint32_t>(state), std::memory_order_release);
   Heartbeat();
   WakeConsumers();
+}
+
+void RingProducer::SetStatusText(std::string_view text) noexcept {
+  WriteStatusText(*header_, text);
 }
 
 DaemonState RingProducer::state() const noexcept {

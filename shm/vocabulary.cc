@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "snowflake/time_text.h"
+
 namespace snowflake::vocab {
 namespace {
 
@@ -117,7 +119,7 @@ const ReasonWords& WordsFor(StateReason reason) noexcept {
   return at < kReasons.size() ? kReasons[at] : kUnknownReason;
 }
 
-std::string DescribeReason(StateReason reason, int64_t detail) {
+std::string DescribeReason(StateReason reason, int64_t detail, std::optional<int64_t> now_unix_ms) {
   const ReasonWords& words = WordsFor(reason);
   if (detail == 0 && !words.summary_without_detail.empty()) {
     return std::string(words.summary_without_detail);
@@ -130,6 +132,9 @@ std::string DescribeReason(StateReason reason, int64_t detail) {
       const char* what = strerrordesc_np(static_cast<int>(detail));
       value += ": ";
       value += what != nullptr ? what : "unknown error";
+    } else if (words.detail == Detail::kSinceUnixMs) {
+      value = FormatTimeText(detail);
+      if (now_unix_ms) value += " (" + std::to_string(*now_unix_ms - detail) + " ms ago)";
     }
     text.replace(at, 2, value);
   }

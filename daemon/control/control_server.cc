@@ -71,6 +71,20 @@ json StatusObject(const DaemonStatus& s) {
       {"segments_retired", s.segments_retired},
       {"segment_retired_reason", s.segment_retired_reason},
   };
+  if (s.renewal) {
+    const RenewalStatus& r = *s.renewal;
+    out["renewal"] = {
+        {"store", r.store},
+        {"location", r.location},
+        {"since_unix_ms", r.since_unix_ms},
+        {"waited_ms", r.waited_ms},
+        {"unanswered", r.unanswered},
+        {"last_error", r.last_error.empty() ? json() : json(r.last_error)},
+        {"last_error_store", r.last_error_store.empty() ? json() : json(r.last_error_store)},
+    };
+  } else {
+    out["renewal"] = nullptr;
+  }
   json fronts = json::array();
   for (const FrontStatus& front : s.fronts) {
     fronts.push_back({{"name", front.name},

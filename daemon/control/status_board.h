@@ -35,6 +35,22 @@ struct FrontStatus {
   uint64_t refused = 0;             // connections refused since it started
 };
 
+// A renewal of the high-water reservation that fails, or that the daemon paused waiting
+// for: the status reply's "renewal" object (docs/control-protocol.md).
+struct RenewalStatus {
+  std::string store;     // what it waits on now: "register" or "state_file"
+  std::string location;  // MachineRegister::location(), or the state file's path
+  int64_t since_unix_ms = 0;  // when the first renewal not confirmed yet began
+  int64_t waited_ms = 0;      // from then to the refresh
+  // The last attempt's failure since then ("" if none yet: the first is still under way),
+  // in the store's words (a register's RegisterError message), and whose it is.
+  std::string last_error;
+  std::string last_error_store;  // "register", "state_file" or ""
+  // The store did not answer (a timeout, no leader, no quorum), or has not answered yet.
+  bool unanswered = false;
+  friend bool operator==(const RenewalStatus&, const RenewalStatus&) = default;
+};
+
 // Every key of the control protocol's status reply (docs/control-protocol.md).
 struct DaemonStatus {
   // vocab::StateCode(): starting, serving, paused, out_of_service, stopped.
@@ -74,6 +90,8 @@ struct DaemonStatus {
   // Segments retired because a client tampered with them, and why the last one was.
   uint64_t segments_retired = 0;
   std::string segment_retired_reason;
+  // Set while a renewal fails, or while the daemon is paused waiting for one.
+  std::optional<RenewalStatus> renewal;
   // The running fronts, read from them at each Snapshot() (not refreshed by the loop).
   std::vector<FrontStatus> fronts;
 };

@@ -19,7 +19,8 @@ std::string StatusLine(uint32_t machine, const StatusFacts& facts) {
     return head;
   }
   std::string line = head + ", " +
-                     DescribeReason(facts.decision.reason, facts.decision.detail, facts.reason_extra);
+                     DescribeReason(facts.decision.reason, facts.decision.detail, facts.reason_extra,
+                                    facts.now_unix_ms);
   const std::string_view next = RecoveryText(RecoveryFor(facts.decision.state));
   if (!next.empty()) line += "; " + std::string(next);
   return line;
@@ -53,6 +54,7 @@ void StatusReporter::RefreshBoard(const StatusFacts& f) {
   s.services = f.services;
   s.segments_retired = f.segments_retired;
   s.segment_retired_reason = f.segment_retired_reason;
+  s.renewal = f.renewal;
   board_.Update(s);
 }
 

@@ -40,6 +40,8 @@ struct StatusFacts {
   std::map<std::string, uint64_t> services;
   uint64_t segments_retired = 0;       // FillLoop::segments_retired()
   std::string segment_retired_reason;  // FillLoop::segment_retired_reason()
+  std::optional<RenewalStatus> renewal;  // while a renewal fails or the daemon waits for one
+  int64_t now_unix_ms = 0;               // the clock when the facts were gathered
 };
 
 // The one-line text of STATUS= and of status's "reason": "serving: machine 3, ring 64/4096

@@ -8,6 +8,7 @@
 #include "daemon/base/debug_assert.h"
 #include "daemon/core/state_words.h"
 #include "snowflake/id_layout.h"
+#include "snowflake/status_text.h"
 #include "snowflake/time_text.h"
 
 namespace snowflake::daemon {
@@ -19,6 +20,16 @@ using shm::StateReason;
 constexpr int64_t kMsNs = 1'000'000;
 
 int64_t FloorDiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+
+// The reasons of a pause for the reservation, which the segment's status text explains.
+bool IsRenewalReason(StateReason reason) {
+  return reason == StateReason::kPersistenceFailed || reason == StateReason::kRegisterUnreachable;
+}
+
+// RenewalStatus::store's words (docs/control-protocol.md).
+std::string_view StoreCode(ReservationStore store) {
+  return store == ReservationStore::kRegister ? "register" : "state_file";
+}
 
 }  // namespace
 
@@ -169,6 +180,8 @@ void FillLoop::Pass() {
   if (may_generate && size < want) Fill(want - size, horizon);
   horizon_.NoteNeed(now_ms);
   const bool changed = SyncState(now_ms, horizon);
+  // While paused for a renewal, its last error changes as attempts fail: the text follows.
+  if (!changed && IsRenewalReason(published_.reason)) PublishStatusText(RenewalText());
 
   if (heartbeat_ != nullptr) heartbeat_->NotePass();
   if (steady >= next_service_scan_) {
@@ -288,6 +301,7 @@ void FillLoop::ReplaceTamperedSegment(const std::string& why) {
   segment_retired_reason_ = why;
   last_head_ = producer_.head();
   fill_target_ = 0;  // set again on the fresh segment by this pass
+  status_text_.clear();  // the fresh segment has none; the next pass writes it again
   spdlog::error(
       "retired the segment: {}. Its clients move to a fresh segment (incarnation {}) whose IDs "
       "continue above {}; {} segment(s) retired so far. Check which members of the clients' "
@@ -310,19 +324,50 @@ StateInputs FillLoop::Inputs(int64_t now_ms, int64_t horizon) const {
   in.horizon_reached = now_ms > horizon;
   in.reservation_failed = problem.has_value();
   in.reservation_errno = problem ? problem->sys_errno : 0;
+  // The last failure decides whether the register did not answer; with none yet, the
+  // store the renewal under way waits on (a call that has not come back has not answered).
+  // Asked only at the horizon, where it decides the reason: not a copy every pass.
+  const auto wait = in.horizon_reached ? horizon_.waiting() : std::nullopt;
+  in.register_unanswered =
+      problem ? problem->store == ReservationStore::kRegister && problem->unreachable
+              : wait && wait->store == ReservationStore::kRegister;
+  in.waiting_since_unix_ms = wait ? wait->since_unix_ms : now_ms;
   in.claim_lost = claim_lost_;
   return in;
 }
 
-std::string FillLoop::ReasonExtra() const {
-  if (published_.reason != StateReason::kPersistenceFailed) return "";
+std::string FillLoop::RenewalText() const {
+  if (!IsRenewalReason(published_.reason)) return "";
   const auto problem = horizon_.problem();
-  if (!problem) return "a renewal is in progress but slow: a stalled disk or register";
-  // "register unreachable" first, so an operator (and a client reading the reason) sees
-  // at once that the fleet's register, not this host, is the trouble.
-  const std::string store(StoreName(problem->store));
-  return problem->unreachable ? store + " unreachable: " + problem->message
-                              : store + ": " + problem->message;
+  const auto wait = horizon_.waiting();
+  if (!problem && !wait) return "a renewal is in progress but slow: a stalled disk or register";
+  // What it waits on, named so an operator can go and look: "register etcd
+  // http://10.0.0.1:2379,http://10.0.0.2:2379 /snowflake", "state file /var/lib/...".
+  std::string text = wait ? std::string(StoreName(wait->store)) + " " + wait->location
+                          : std::string(StoreName(problem->store));
+  if (!problem) return text + "; no answer yet to the renewal under way";
+  // "register unreachable" first, so an operator (and a client reading the text) sees at
+  // once that the fleet's register, not this host, is the trouble.
+  const std::string whose(StoreName(problem->store));
+  return text + "; last error: " +
+         (problem->unreachable ? whose + " unreachable: " : whose + ": ") + problem->message;
+}
+
+std::string FillLoop::ReasonExtra(int64_t now_ms) const {
+  std::string text = RenewalText();
+  // register_unreachable's own words say since when; persistence_failed's do not.
+  if (published_.reason == StateReason::kPersistenceFailed) {
+    if (const auto wait = horizon_.waiting()) {
+      text += "; waited " + std::to_string(now_ms - wait->since_unix_ms) + " ms";
+    }
+  }
+  return text;
+}
+
+void FillLoop::PublishStatusText(const std::string& text) {
+  if (text == status_text_) return;
+  producer_.SetStatusText(shm::FitStatusText(text));
+  status_text_ = text;
 }
 
 bool FillLoop::SyncState(int64_t now_ms, int64_t horizon) {
@@ -335,13 +380,15 @@ bool FillLoop::SyncState(int64_t now_ms, int64_t horizon) {
   if (trouble) {
     // Clients must not receive IDs while the clock or the reservation is in doubt.
     producer_.DrainAll();
-    if (desired.reason != StateReason::kPersistenceFailed &&
-        before.state != DaemonState::kPaused && before.state != DaemonState::kOutOfService) {
+    if (!IsRenewalReason(desired.reason) && before.state != DaemonState::kPaused &&
+        before.state != DaemonState::kOutOfService) {
       producer_.CountClockPause();
     }
   }
-  producer_.SetState(desired.state, desired.reason, desired.detail);
   published_ = desired;
+  // The text before the state: a client that sees the new state finds its words.
+  PublishStatusText(RenewalText());
+  producer_.SetState(desired.state, desired.reason, desired.detail);
   if (desired.state == DaemonState::kServing) started_behind_ = false;
   const std::string line = status_.Line(Facts());
   if (desired.state == DaemonState::kServing && before.state == DaemonState::kStarting) {
@@ -368,7 +415,29 @@ StatusFacts FillLoop::Facts() const {
   const shm::SegmentHeader& h = producer_.header();
   StatusFacts f;
   f.decision = published_;
-  f.reason_extra = ReasonExtra();
+  f.now_unix_ms = clock_.NowUnixMs();
+  f.reason_extra = ReasonExtra(f.now_unix_ms);
+  const auto problem = horizon_.problem();
+  const auto wait = horizon_.waiting();
+  if (problem || (wait && IsRenewalReason(published_.reason))) {
+    RenewalStatus renewal;
+    if (wait) {
+      renewal.store = StoreCode(wait->store);
+      renewal.location = wait->location;
+      renewal.since_unix_ms = wait->since_unix_ms;
+      renewal.waited_ms = f.now_unix_ms - wait->since_unix_ms;
+    } else {
+      renewal.store = StoreCode(problem->store);
+    }
+    if (problem) {
+      renewal.last_error = problem->message;
+      renewal.last_error_store = StoreCode(problem->store);
+    }
+    renewal.unanswered = problem ? problem->store == ReservationStore::kRegister &&
+                                       problem->unreachable
+                                 : wait->store == ReservationStore::kRegister;
+    f.renewal = std::move(renewal);
+  }
   f.ring_fill = producer_.size();
   f.ring_capacity = producer_.capacity();
   f.fill_target = fill_target_;

@@ -105,7 +105,12 @@ class FillLoop {
   // Publishes DecideState()'s answer if state or reason changed; returns true if it did.
   bool SyncState(int64_t now_ms, int64_t horizon);
   StateInputs Inputs(int64_t now_ms, int64_t horizon) const;
-  std::string ReasonExtra() const;
+  // A pause for the reservation (persistence_failed, register_unreachable) in words: the
+  // store it waits on with its location, and the last error. "" for other states.
+  std::string RenewalText() const;
+  std::string ReasonExtra(int64_t now_ms) const;
+  // Stores `text` as the segment's status text if it differs from the last one stored.
+  void PublishStatusText(const std::string& text);
 
   // Constant after construction.
   const FillLoopOptions options_;
@@ -142,6 +147,8 @@ class FillLoop {
   uint64_t incarnation_ = 0;
   uint64_t segments_retired_ = 0;
   std::string segment_retired_reason_;
+  // The segment's status text as this loop last stored it.
+  std::string status_text_;
 };
 
 }  // namespace snowflake::daemon

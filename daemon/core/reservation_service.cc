@@ -35,6 +35,8 @@ ReservationService::ReservationService(ReservationOptions options, HighWaterStor
       store_(store),
       register_(reg),
       clock_(clock),
+      state_file_location_(store.path().string()),
+      register_location_(reg.location()),
       confirmed_(confirmed_through) {
   SNOWFLAKE_REQUIRE(options_.renew_ahead_ms > 0 &&
                     options_.renew_ahead_ms <= options_.reservation_ms);
@@ -63,6 +65,29 @@ void ReservationService::Stop() {
 std::optional<ReservationProblem> ReservationService::problem() const {
   std::lock_guard lock(mutex_);
   return problem_;
+}
+
+std::optional<RenewalWait> ReservationService::waiting() const {
+  std::lock_guard lock(mutex_);
+  if (!unconfirmed_since_) return std::nullopt;
+  return RenewalWait{.store = waiting_on_,
+                     .location = waiting_on_ == ReservationStore::kRegister
+                                     ? register_location_
+                                     : state_file_location_,
+                     .since_unix_ms = *unconfirmed_since_};
+}
+
+void ReservationService::NoteWaiting(ReservationStore store) {
+  const int64_t now_ms = clock_.NowUnixMs();  // outside the lock: readers never wait on it
+  std::lock_guard lock(mutex_);
+  if (!unconfirmed_since_) {
+    unconfirmed_since_ = now_ms;
+    waiting_on_ = store;
+    return;
+  }
+  // A retry passes the state file again before the register: the wait is still the
+  // register's unless the state file fails (Renew() says so then). Only forward.
+  if (store == ReservationStore::kRegister) waiting_on_ = store;
 }
 
 void ReservationService::NoteNeed(int64_t unix_ms) noexcept {
@@ -156,10 +181,15 @@ HighWaterState ReservationService::StateThrough(int64_t through,
 
 bool ReservationService::Renew(int64_t through) {
   const HighWaterState state = StateThrough(through, std::nullopt);
+  NoteWaiting(ReservationStore::kStateFile);
   // 1. The state file: what a reboot of this host restarts above; and the host mark: what
   //    another daemon of this host that takes the number next starts above.
   if (auto saved = store_.Save(state); !saved) {
     if (options_.metrics != nullptr) options_.metrics->reservation().state_file_failed.Increment();
+    {
+      std::lock_guard lock(mutex_);
+      waiting_on_ = ReservationStore::kStateFile;  // the state file now holds the wait up
+    }
     SetProblem(ReservationProblem{ReservationStore::kStateFile, saved.error().sys_errno,
                                   saved.error().message});
     return false;
@@ -170,11 +200,16 @@ bool ReservationService::Renew(int64_t through) {
             HostMark{std::max(through, options_.host_mark_floor), options_.host_mark_writer});
         !marked) {
       if (options_.metrics != nullptr) options_.metrics->reservation().state_file_failed.Increment();
+      {
+        std::lock_guard lock(mutex_);
+        waiting_on_ = ReservationStore::kStateFile;  // the host mark now holds the wait up
+      }
       SetProblem(ReservationProblem{ReservationStore::kStateFile, errno, marked.error()});
       return false;
     }
   }
   // 2. The register: what another holder of this number continues above.
+  NoteWaiting(ReservationStore::kRegister);
   auto updated = RegisterCall("raise", [&] { return register_.UpdateHighWater(through); });
   ReadFence();
   if (!updated) {
@@ -189,6 +224,10 @@ bool ReservationService::Renew(int64_t through) {
                    std::memory_order_release);
   renewals_.fetch_add(1, std::memory_order_relaxed);
   if (options_.metrics != nullptr) options_.metrics->reservation().renewed.Increment();
+  {
+    std::lock_guard lock(mutex_);
+    unconfirmed_since_.reset();
+  }
   return true;
 }
 

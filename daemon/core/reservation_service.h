@@ -49,6 +49,20 @@ struct ReservationProblem {
   bool unreachable = false;
 };
 
+// A renewal that is due and not confirmed yet: what the daemon waits for, and since when.
+struct RenewalWait {
+  // The store that holds the wait up: the one the renewal under way waits on, or the one
+  // the last attempt failed at. A retry that passes the state file on its way back to a
+  // register that did not answer still waits for the register.
+  ReservationStore store = ReservationStore::kStateFile;
+  // Where that store is: MachineRegister::location() ("etcd http://10.0.0.1:2379,... /p"),
+  // or the state file's path.
+  std::string location;
+  // The clock's reading (Unix ms) when the first renewal not confirmed yet began: the
+  // daemon has waited since then. Retries do not move it; a confirmed renewal ends it.
+  int64_t since_unix_ms = 0;
+};
+
 struct ReservationOptions {
   uint32_t machine = 0;
   int64_t epoch_unix_ms = 0;
@@ -95,6 +109,9 @@ class Horizon {
   virtual int64_t confirmed_through() const noexcept = 0;
   // Why the horizon is not moving, if the last renewal failed.
   virtual std::optional<ReservationProblem> problem() const = 0;
+  // What an unconfirmed renewal waits for; nullopt when the last renewal was confirmed and
+  // none is under way. Default: nothing to say (test horizons moved by hand).
+  virtual std::optional<RenewalWait> waiting() const { return std::nullopt; }
   // The register said the claim is gone.
   virtual bool claim_lost() const noexcept = 0;
   // The fill loop wants to publish IDs of `unix_ms`: a hint that wakes the service early
@@ -130,6 +147,7 @@ class ReservationService final : public Horizon {
     return confirmed_.load(std::memory_order_acquire);
   }
   std::optional<ReservationProblem> problem() const override;
+  std::optional<RenewalWait> waiting() const override;
   bool claim_lost() const noexcept override { return claim_lost_.load(std::memory_order_acquire); }
   void NoteNeed(int64_t unix_ms) noexcept override;
   int64_t fence_unix_ms() const noexcept override {
@@ -154,6 +172,9 @@ class ReservationService final : public Horizon {
   // One renewal through `through`; false (and problem_ set) if a store failed.
   bool Renew(int64_t through);
   void SetProblem(std::optional<ReservationProblem> problem);
+  // A renewal now waits on `store` (the first since the last confirmed one starts the wait;
+  // a retry's state file write does not take the wait back from the register).
+  void NoteWaiting(ReservationStore store);
   // Runs one register call named `call` ("raise", "renew", "clean_stop"), reporting its
   // duration and, if it fails, its error code.
   template <typename Call>
@@ -169,6 +190,9 @@ class ReservationService final : public Horizon {
   HighWaterStore& store_;
   MachineRegister& register_;
   Clock& clock_;
+  // RenewalWait::location of each store, read once (location() builds a string).
+  const std::string state_file_location_;
+  const std::string register_location_;
 
   // Written by the service's thread, read by any thread.
   std::atomic<int64_t> confirmed_;
@@ -189,6 +213,9 @@ class ReservationService final : public Horizon {
   bool stop_ = false;
   bool started_ = false;
   std::optional<ReservationProblem> problem_;
+  // Set by the first renewal after a confirmed one, cleared when one is confirmed.
+  std::optional<int64_t> unconfirmed_since_;
+  ReservationStore waiting_on_ = ReservationStore::kStateFile;
 
   std::thread thread_;
 };

@@ -27,6 +27,9 @@ StateDecision DecideState(const StateInputs& in) noexcept {
       break;
   }
   if (in.horizon_reached && (in.reservation_failed || in.filled_once)) {
+    if (in.register_unanswered) {
+      return {DaemonState::kPaused, StateReason::kRegisterUnreachable, in.waiting_since_unix_ms};
+    }
     return {DaemonState::kPaused, StateReason::kPersistenceFailed,
             in.reservation_failed ? in.reservation_errno : 0};
   }

@@ -33,6 +33,11 @@ struct StateInputs {
   // The reservation's last renewal failed; its errno (0 if none, e.g. a timeout).
   bool reservation_failed = false;
   int reservation_errno = 0;
+  // What the reservation waits on is the register, and it has not answered: the last
+  // attempt failed as unreachable (a timeout, no leader), or, with no failure yet, the
+  // renewal under way is waiting for its answer. Since when (Unix ms): RenewalWait.
+  bool register_unanswered = false;
+  int64_t waiting_since_unix_ms = 0;
   // The register says the claim is gone, or the daemon is stopping.
   bool claim_lost = false;
   bool stopping = false;
@@ -47,8 +52,9 @@ struct StateDecision {
 
 // In order: stopping or a lost claim -> stopped; the generator out of service or paused
 // (clock trouble comes first: it would stop a healed store too); the confirmed
-// reservation reached while its renewal fails or lags -> paused (persistence_failed,
-// detail errno; before the first fill only a failure, not a lag, leaves "starting");
+// reservation reached while its renewal fails or lags -> paused: register_unreachable
+// (detail: since when) when the register has not answered, else persistence_failed
+// (detail errno); before the first fill only a failure, not a lag, leaves "starting";
 // nothing published yet -> starting; else serving.
 StateDecision DecideState(const StateInputs& in) noexcept;
 

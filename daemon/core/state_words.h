@@ -9,6 +9,7 @@
 #define SNOWFLAKE_DAEMON_STATE_WORDS_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -23,9 +24,11 @@ using vocab::RecoveryText;
 using vocab::StateText;
 
 // The whole reason in words: the vocabulary's summary with its detail, then `extra` in
-// parentheses (which store failed, a generator's bound). "clock moved back 5 ms". Throws
+// parentheses (which store failed, a generator's bound). "clock moved back 5 ms". With
+// `now_unix_ms`, a detail that is a time also says how long ago it was. Throws
 // std::bad_alloc only.
-std::string DescribeReason(shm::StateReason reason, int64_t detail, std::string_view extra = "");
+std::string DescribeReason(shm::StateReason reason, int64_t detail, std::string_view extra = "",
+                           std::optional<int64_t> now_unix_ms = std::nullopt);
 
 }  // namespace snowflake::daemon
 

@@ -175,8 +175,12 @@ std::optional<Error> ErrorObject(int http_status, const json& object) {
   } else if (const auto er = object.find("error"); er != object.end() && er->is_string()) {
     text = er->get<std::string>();
   }
-  e.message = "etcd refused (code " + std::to_string(e.grpc_code) + ", HTTP " +
-              std::to_string(http_status) + "): " + (text.empty() ? "no message" : text);
+  const std::string what = "(code " + std::to_string(e.grpc_code) + ", HTTP " +
+                           std::to_string(http_status) + "): " + (text.empty() ? "no message" : text);
+  e.message = "etcd refused " + what;
+  // No leader, no quorum, a deadline: the member answered, but the cluster did not decide.
+  // Calling that a refusal would send an operator after credentials instead of quorum.
+  if (IsOutage(e)) e.message = "etcd could not decide " + what;
   return e;
 }
 

@@ -162,9 +162,15 @@ struct Error {
 // no answer in time, or etcd's own "unavailable"/"deadline exceeded": no leader, no
 // quorum, a leader change): an outage that may end by itself, as opposed to an answer
 // that will not change on a retry (a refusal, bad credentials, a TLS mismatch).
+//
+// etcd 3.4's JSON gateway words a member that waited for a quorum that never came as HTTP
+// 500, code 2 (Unknown), "context deadline exceeded": its own deadline, not a refusal of
+// the request, so it is an outage too (the register did not answer).
 inline bool IsOutage(const Error& e) {
-  return e.kind == ErrorKind::kUnavailable ||
-         (e.kind == ErrorKind::kRejected && (e.grpc_code == 14 || e.grpc_code == 4));
+  if (e.kind == ErrorKind::kUnavailable) return true;
+  if (e.kind != ErrorKind::kRejected) return false;
+  return e.grpc_code == 14 || e.grpc_code == 4 ||
+         (e.grpc_code == 2 && e.message.find("context deadline exceeded") != std::string::npos);
 }
 
 }  // namespace snowflake::daemon::etcd

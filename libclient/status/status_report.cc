@@ -75,6 +75,37 @@ nlohmann::json IntOrNull(std::optional<int64_t> value) {
   return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
 }
 
+// The "renewal" object in words: "waiting on the register etcd http://... /p for 12s
+// (since ...); the register has not answered; last error (register): ...".
+std::string RenewalLine(const nlohmann::json& renewal) {
+  const auto text = [&](const char* key) {
+    const auto found = renewal.find(key);
+    return found != renewal.end() && found->is_string() ? found->get<std::string>() : "";
+  };
+  const auto number = [&](const char* key) -> std::optional<int64_t> {
+    const auto found = renewal.find(key);
+    if (found == renewal.end() || !found->is_number_integer()) return std::nullopt;
+    return found->get<int64_t>();
+  };
+  const std::string store = text("store") == "state_file" ? "state file" : text("store");
+  std::string line = "waiting on the " + store;
+  if (const std::string where = text("location"); !where.empty()) line += " " + where;
+  if (const auto waited = number("waited_ms")) line += " for " + FormatDuration(*waited);
+  if (const auto since = number("since_unix_ms")) line += " (since " + FormatTimeText(*since) + ")";
+  const auto unanswered = renewal.find("unanswered");
+  if (unanswered != renewal.end() && unanswered->is_boolean() && unanswered->get<bool>()) {
+    line += "; the " + store + " has not answered";
+  }
+  if (const std::string error = text("last_error"); !error.empty()) {
+    const std::string whose = text("last_error_store") == "state_file" ? "state file"
+                                                                       : text("last_error_store");
+    line += "; last error" + (whose.empty() ? "" : " (" + whose + ")") + ": " + error;
+  } else {
+    line += "; no error yet: the first attempt is still under way";
+  }
+  return line;
+}
+
 }  // namespace
 
 std::string FormatDuration(int64_t ms) {
@@ -131,6 +162,7 @@ nlohmann::json StatusToJson(const StatusReport& report) {
       {"reason_code", s.reason},
       {"reason", s.reason_text},
       {"reason_detail", s.reason_detail},
+      {"status_text", s.status_text},
       {"machine", s.machine},
       {"epoch_unix_ms", s.epoch_unix_ms},
       {"incarnation", s.incarnation},
@@ -180,6 +212,8 @@ nlohmann::json StatusToJson(const StatusReport& report) {
   const auto reserved = DaemonInt(report, "reserved_through_unix_ms");
   out["reserved_through_unix_ms"] = IntOrNull(reserved);
   out["reserved_through_time"] = TimeOrNull(reserved);
+  // The renewal the daemon waits for (or that fails): null when none, or no answer.
+  out["renewal"] = DaemonValue(report, "renewal");
   out["uncounted_taken"] = UncountedOf(report);
   out["services"] =
       report.daemon_reply ? ServicesOf(*report.daemon_reply) : nlohmann::json(nullptr);
@@ -210,6 +244,10 @@ std::string StatusToText(const StatusReport& report) {
   }
   if (!s.reason_text.empty()) out << ": " << s.reason_text << " (" << s.reason << ")";
   out << "\n";
+  if (!s.status_text.empty()) out << "daemon says:    " << s.status_text << "\n";
+  if (const nlohmann::json renewal = DaemonValue(report, "renewal"); renewal.is_object()) {
+    out << "renewal:        " << RenewalLine(renewal) << "\n";
+  }
   if (s.health != s.state) out << "health:         " << s.health << "\n";
   out << "machine:        " << s.machine;
   if (DaemonAnswered(report)) {

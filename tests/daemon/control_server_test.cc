@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "fake_clock.h"
+#include "libclient/status/status_report.h"
 #include "snowflake/account_names.h"
 #include "snowflake/vocabulary.h"
 #include "temp_dir.h"
@@ -114,6 +115,57 @@ TEST_F(ControlServerTest, StatusReturnsTheSnapshot) {
   EXPECT_EQ(reply["state"], "serving");
   EXPECT_EQ(reply["machine"], 7);
   EXPECT_EQ(reply["last_issued_id"], "9007199254740993");
+}
+
+// A renewal the daemon waits for goes from the daemon's board through the control
+// protocol's typed "renewal" object to `snowflakectl status` (JSON and text) unchanged.
+TEST_F(ControlServerTest, ARenewalRoundTripsFromTheBoardToTheStatusCommand) {
+  // Arrange
+  DaemonStatus paused;
+  paused.state = "paused";
+  paused.reason_code = "register_unreachable";
+  paused.renewal = RenewalStatus{
+      .store = "register",
+      .location = "etcd http://127.0.0.1:1,http://127.0.0.1:2 /p/",
+      .since_unix_ms = 1'767'225'600'000,
+      .waited_ms = 4'210,
+      .last_error = "etcd unreachable at http://127.0.0.1:1,http://127.0.0.1:2: /v3/kv/txn: "
+                    "no answer in time: http://127.0.0.1:2: Operation timed out",
+      .last_error_store = "register",
+      .unanswered = true};
+  board_.Update(paused);
+
+  // Act
+  const json reply =
+      json::parse(HandleControlRequest(R"({"command":"status"})", getuid(), Options(), board_));
+  status::StatusReport report;
+  report.segment.state = report.segment.health = "paused";
+  report.daemon_reply = reply;
+  const json shown = status::StatusToJson(report);
+  const std::string text = status::StatusToText(report);
+  DaemonStatus serving;
+  serving.state = "serving";
+  board_.Update(serving);
+  const json serving_reply =
+      json::parse(HandleControlRequest(R"({"command":"status"})", getuid(), Options(), board_));
+
+  // Assert
+  const json& renewal = reply["renewal"];
+  ASSERT_TRUE(renewal.is_object()) << reply.dump();
+  EXPECT_EQ(renewal["store"], "register");
+  EXPECT_EQ(renewal["location"], "etcd http://127.0.0.1:1,http://127.0.0.1:2 /p/");
+  EXPECT_EQ(renewal["since_unix_ms"], 1'767'225'600'000);
+  EXPECT_EQ(renewal["waited_ms"], 4'210);
+  EXPECT_EQ(renewal["unanswered"], true);
+  EXPECT_EQ(renewal["last_error"], paused.renewal->last_error);
+  EXPECT_EQ(renewal["last_error_store"], "register");
+  EXPECT_EQ(shown["renewal"], renewal);
+  EXPECT_THAT(text, HasSubstr("renewal:        waiting on the register etcd "
+                              "http://127.0.0.1:1,http://127.0.0.1:2 /p/ for 4s (since "
+                              "2026-01-01T00:00:00.000Z); the register has not answered; last "
+                              "error (register): etcd unreachable at "));
+  EXPECT_TRUE(serving_reply.contains("renewal")) << serving_reply.dump();
+  EXPECT_TRUE(serving_reply["renewal"].is_null()) << serving_reply.dump();
 }
 
 TEST_F(ControlServerTest, StateSinceKeepsItsTimeUntilTheStateOrReasonChanges) {

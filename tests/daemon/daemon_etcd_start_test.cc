@@ -5,8 +5,11 @@
 //     answers it claims a number and serves;
 //   - a stop signal while waiting ends it cleanly (exit 0), still without READY=1;
 //   - while serving, a quorum loss (two of three members SIGSTOPped): every daemon pauses
-//     with a reason naming the unreachable register, hands out nothing while paused, and
-//     serves again by itself once the members continue; no ID is handed out twice.
+//     with a reason naming the unreachable register (register_unreachable), hands out
+//     nothing while paused, and serves again by itself once the members continue; no ID is
+//     handed out twice. While paused, `snowflakectl status`, `status --json` and a
+//     client's Next() error name the register's endpoints, how long the daemon has waited
+//     and the register's last error.
 // Properties, not timings: every wait is generous and only bounds a failure.
 
 #include <gtest/gtest.h>
@@ -21,9 +24,13 @@
 #include <thread>
 #include <vector>
 
+#include <iostream>
+#include <nlohmann/json.hpp>
+
 #include "daemon_harness.h"
 #include "etcd_cluster.h"
 #include "snowflake/client.h"
+#include "subprocess.h"
 
 namespace snowflake {
 namespace {
@@ -34,6 +41,58 @@ using testing::DaemonHarness;
 using testing::DaemonOptions;
 using testing::EtcdCluster;
 using testing::NotifyMessage;
+using testing::RunCommand;
+using testing::RunResult;
+
+RunResult Ctl(const std::filesystem::path& runtime_dir, std::vector<std::string> args) {
+  std::vector<std::string> argv = {testing::kSnowflakectlPath};
+  argv.insert(argv.end(), args.begin(), args.end());
+  argv.push_back("--runtime-dir");
+  argv.push_back(runtime_dir.string());
+  return RunCommand(argv, {.env = {}, .stdin_text = {}, .timeout = 60s, .working_dir = {}});
+}
+
+// `status --json` once its "renewal" names a last error (the first attempt may still be
+// under way when the daemon pauses), or the last answer when `timeout` passes first.
+nlohmann::json WaitForRenewalError(const std::filesystem::path& runtime_dir,
+                                   std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  nlohmann::json last;
+  do {
+    last = nlohmann::json::parse(Ctl(runtime_dir, {"status", "--json"}).out, nullptr, false);
+    if (last.is_object() && last["renewal"].is_object() &&
+        last["renewal"]["last_error"].is_string()) {
+      return last;
+    }
+    std::this_thread::sleep_for(100ms);
+  } while (std::chrono::steady_clock::now() < deadline);
+  return last;
+}
+
+// Next()'s error once it contains `words`, or the last one when `timeout` passes first;
+// `took` is set if Next() ever returned an ID.
+std::string WaitForNextError(Client& client, std::string_view words,
+                             std::chrono::milliseconds timeout, bool& took) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::string last;
+  do {
+    auto id = client.Next();
+    if (id) {
+      took = true;
+    } else {
+      last = id.error().message;
+      if (last.find(words) != std::string::npos) return last;
+    }
+    std::this_thread::sleep_for(100ms);
+  } while (std::chrono::steady_clock::now() < deadline);
+  return last;
+}
+
+bool NamesOneOf(std::string_view text, const std::vector<std::string>& endpoints) {
+  return std::any_of(endpoints.begin(), endpoints.end(), [&](const std::string& endpoint) {
+    return text.find(endpoint) != std::string_view::npos;
+  });
+}
 
 class DaemonEtcdStart : public ::testing::Test {
  protected:
@@ -167,6 +226,22 @@ TEST_F(DaemonEtcdStart, QuorumLossPausesEveryDaemonNamingTheRegisterAndAllResume
   // While paused, nothing is handed out.
   std::vector<bool> took_while_paused(3, false);
   for (int i = 0; i < 3; ++i) took_while_paused[i] = clients[i].Next().has_value();
+  // What an operator and a client are told while paused.
+  const std::vector<std::string> endpoints = cluster.ClientUrls();
+  std::vector<nlohmann::json> status_json(3);
+  std::vector<std::string> status_text(3);
+  std::vector<std::string> next_error(3);
+  for (int i = 0; i < 3; ++i) {
+    status_json[i] = WaitForRenewalError(options[i].runtime_dir, 60s);
+    status_text[i] = Ctl(options[i].runtime_dir, {"status"}).out;
+    bool took = false;
+    next_error[i] = WaitForNextError(clients[i], "last error", 60s, took);
+    took_while_paused[i] = took_while_paused[i] || took;
+  }
+  std::cout << "snowflakectl status while paused:\n"
+            << status_text[0] << "\nstatus --json's renewal: " << status_json[0]["renewal"].dump()
+            << "\nClient::Next() error while paused:\n"
+            << next_error[0] << "\n";
   std::vector<std::optional<size_t>> reason(3);
   for (int i = 0; i < 3; ++i) {
     reason[i] = daemons[i].notify().WaitFor(
@@ -204,8 +279,45 @@ TEST_F(DaemonEtcdStart, QuorumLossPausesEveryDaemonNamingTheRegisterAndAllResume
   std::set<uint64_t> all;
   for (int i = 0; i < 3; ++i) {
     ASSERT_TRUE(paused[i] && paused[i]->state == "paused") << daemons[i].Describe();
-    EXPECT_EQ(paused[i]->reason, "persistence_failed");
+    EXPECT_EQ(paused[i]->reason, "register_unreachable");
     EXPECT_FALSE(took_while_paused[i]) << "daemon " << i << " handed out an ID while paused";
+    // status --json: typed, the register with its endpoints, the wait, the last error.
+    const nlohmann::json& json = status_json[i];
+    ASSERT_TRUE(json.is_object() && json["renewal"].is_object()) << json.dump();
+    const nlohmann::json& renewal = json["renewal"];
+    EXPECT_EQ(json["reason_code"], "register_unreachable") << json.dump();
+    EXPECT_EQ(renewal["store"], "register") << renewal.dump();
+    EXPECT_EQ(renewal["unanswered"], true) << renewal.dump();
+    ASSERT_TRUE(renewal["waited_ms"].is_number_integer()) << renewal.dump();
+    EXPECT_GE(renewal["waited_ms"].get<int64_t>(), 0) << renewal.dump();
+    EXPECT_GT(renewal["since_unix_ms"].get<int64_t>(), 0) << renewal.dump();
+    ASSERT_TRUE(renewal["last_error"].is_string()) << renewal.dump();
+    EXPECT_TRUE(NamesOneOf(renewal["last_error"].get<std::string>(), endpoints))
+        << "the last error names no member: " << renewal.dump();
+    for (const std::string& endpoint : endpoints) {
+      EXPECT_NE(renewal["location"].get<std::string>().find(endpoint), std::string::npos)
+          << renewal.dump();
+      EXPECT_NE(status_text[i].find(endpoint), std::string::npos) << status_text[i];
+      EXPECT_NE(next_error[i].find(endpoint), std::string::npos) << next_error[i];
+    }
+    // status: the reason with since when and how long ago, the daemon's words, the renewal.
+    EXPECT_NE(status_text[i].find("waiting for the register since "), std::string::npos)
+        << status_text[i];
+    EXPECT_NE(status_text[i].find(" ms ago)"), std::string::npos) << status_text[i];
+    EXPECT_NE(status_text[i].find("renewal:        waiting on the register etcd "),
+              std::string::npos)
+        << status_text[i];
+    EXPECT_NE(status_text[i].find("last error"), std::string::npos) << status_text[i];
+    // The client's error: the same, from the segment alone.
+    EXPECT_NE(next_error[i].find("waiting for the register since "), std::string::npos)
+        << next_error[i];
+    EXPECT_NE(next_error[i].find(" ms ago)"), std::string::npos) << next_error[i];
+    EXPECT_NE(next_error[i].find("snowflaked says: register etcd "), std::string::npos)
+        << next_error[i];
+    const size_t last_error = next_error[i].find("; last error: register unreachable: ");
+    ASSERT_NE(last_error, std::string::npos) << next_error[i];
+    EXPECT_TRUE(NamesOneOf(next_error[i].substr(last_error), endpoints))
+        << "the last error names no member: " << next_error[i];
     EXPECT_TRUE(reason[i]) << "no STATUS= naming the unreachable register: "
                            << daemons[i].Describe();
     ASSERT_TRUE(resumed[i] && resumed[i]->state == "serving") << daemons[i].Describe();

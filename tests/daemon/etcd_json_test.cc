@@ -204,6 +204,32 @@ TEST(EtcdJson, ErrorObjectsAreRejectionsWithTheirCode) {
   EXPECT_EQ(proxy.error().kind, ErrorKind::kRejected);
 }
 
+// Without quorum a member's gateway answers a write after its own deadline with code 2:
+// the register did not answer (register_unreachable, retry), not a refusal.
+TEST(EtcdJson, AGatewayDeadlineWithoutQuorumIsAnOutageAndARefusalIsNot) {
+  const auto quorum = ParseTxnResponse(
+      500, R"({"error":"context deadline exceeded","message":"context deadline exceeded","code":2})");
+  const auto no_leader = ParsePutResponse(
+      503, R"({"error":"etcdserver: no leader","message":"etcdserver: no leader","code":14})");
+  const auto refused = ParsePutResponse(
+      404, R"({"error":"etcdserver: requested lease not found","message":"etcdserver: )"
+           R"(requested lease not found","code":5})");
+  const auto other_unknown = ParsePutResponse(
+      500, R"({"error":"something else","message":"something else","code":2})");
+  ASSERT_FALSE(quorum);
+  ASSERT_FALSE(no_leader);
+  ASSERT_FALSE(refused);
+  ASSERT_FALSE(other_unknown);
+  EXPECT_TRUE(IsOutage(quorum.error())) << quorum.error().message;
+  EXPECT_THAT(quorum.error().message,
+              HasSubstr("etcd could not decide (code 2, HTTP 500): context deadline exceeded"));
+  EXPECT_THAT(no_leader.error().message, HasSubstr("etcd could not decide (code 14, HTTP 503)"));
+  EXPECT_THAT(refused.error().message, HasSubstr("etcd refused (code 5, HTTP 404)"));
+  EXPECT_TRUE(IsOutage(no_leader.error())) << no_leader.error().message;
+  EXPECT_FALSE(IsOutage(refused.error())) << refused.error().message;
+  EXPECT_FALSE(IsOutage(other_unknown.error())) << other_unknown.error().message;
+}
+
 TEST(EtcdJson, GarbageIsMalformedNeverSuccess) {
   const char* garbage[] = {
       "",

@@ -23,6 +23,7 @@
 
 #include "fake_clock.h"
 #include "snowflake/ring_consumer.h"
+#include "snowflake/status_text.h"
 #include "temp_dir.h"
 #include "wait_until.h"
 
@@ -41,11 +42,13 @@ class ManualHorizon final : public Horizon {
  public:
   int64_t confirmed_through() const noexcept override { return through; }
   std::optional<ReservationProblem> problem() const override { return failure; }
+  std::optional<RenewalWait> waiting() const override { return wait; }
   bool claim_lost() const noexcept override { return lost; }
   void NoteNeed(int64_t unix_ms) noexcept override { need = unix_ms; }
 
   int64_t through = kStart + 1000;
   std::optional<ReservationProblem> failure;
+  std::optional<RenewalWait> wait;
   bool lost = false;
   int64_t need = 0;
 };
@@ -189,6 +192,62 @@ TEST(FillLoop, LaggingRenewalPausesAtTheHorizon) {
   EXPECT_EQ(rig.sut.published().reason, StateReason::kPersistenceFailed);
   EXPECT_LE(rig.NewestPublishedMs(), kStart + 3);
   EXPECT_GE(rig.horizon.need, kStart + 6) << "the service was told what is needed";
+}
+
+// A register that does not answer: paused as register_unreachable since the wait began,
+// and the segment's status text names the register and follows its last error while the
+// pause lasts; serving again clears it.
+TEST(FillLoop, AnUnansweredRegisterPausesWithItsWordsInTheSegmentUntilItAnswers) {
+  // Arrange
+  Rig rig;
+  rig.sut.Pass();
+  ASSERT_EQ(rig.sut.published().state, DaemonState::kServing);
+  const int64_t since = rig.clock.NowUnixMs();
+  rig.horizon.through = since + 3;
+  rig.horizon.wait = RenewalWait{.store = ReservationStore::kRegister,
+                                 .location = "etcd http://127.0.0.1:1 /p/",
+                                 .since_unix_ms = since};
+
+  // Act 1: the horizon is reached with the register call still under way.
+  for (int i = 0; i < 6; ++i) {
+    rig.clock.Tick(1);
+    rig.sut.Pass();
+  }
+  const StateDecision first = rig.sut.published();
+  const int64_t first_detail = rig.producer.header().reason_detail.load();
+  const auto first_text = shm::ReadStatusText(rig.producer.header());
+  // Act 2: the call times out; the pause lasts.
+  rig.horizon.failure = ReservationProblem{.store = ReservationStore::kRegister,
+                                           .message = "no answer from http://127.0.0.1:1",
+                                           .unreachable = true};
+  rig.clock.Tick(1);
+  rig.sut.Pass();
+  const auto second_text = shm::ReadStatusText(rig.producer.header());
+  rig.status.RefreshBoard(rig.sut.Facts());  // the board's 50 ms schedule, without waiting
+  const DaemonStatus status = rig.board.Snapshot();
+  // Act 3: it answers.
+  rig.horizon.failure.reset();
+  rig.horizon.wait.reset();
+  rig.horizon.through = rig.clock.NowUnixMs() + 1000;
+  rig.clock.Tick(1);
+  rig.sut.Pass();
+  const auto serving_text = shm::ReadStatusText(rig.producer.header());
+
+  // Assert
+  EXPECT_EQ(first.state, DaemonState::kPaused);
+  EXPECT_EQ(first.reason, StateReason::kRegisterUnreachable);
+  EXPECT_EQ(first.detail, since);
+  EXPECT_EQ(first_detail, since);
+  EXPECT_EQ(first_text,
+            "register etcd http://127.0.0.1:1 /p/; no answer yet to the renewal under way");
+  EXPECT_EQ(second_text, "register etcd http://127.0.0.1:1 /p/; last error: register "
+                         "unreachable: no answer from http://127.0.0.1:1");
+  EXPECT_EQ(status.reason_code, "register_unreachable");
+  ASSERT_TRUE(status.renewal.has_value());
+  EXPECT_EQ(status.renewal->waited_ms, 7);
+  EXPECT_EQ(status.renewal->last_error, "no answer from http://127.0.0.1:1");
+  EXPECT_EQ(rig.sut.published().state, DaemonState::kServing);
+  EXPECT_EQ(serving_text, "");
 }
 
 // Finding 5: the pass that enters dormancy used to fill the ring and then sleep with it.

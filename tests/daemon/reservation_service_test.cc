@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <chrono>
 #include <future>
+#include <optional>
 #include <thread>
 
 #include "daemon/base/file_lock.h"
@@ -129,6 +130,48 @@ TEST(ReservationService, FailingRegisterIsNamedAndHeals) {
   f.reg.Fail(std::nullopt);
 
   EXPECT_TRUE(Eventually([&] { return sut.confirmed_through() >= kStart + 1000; }));
+}
+
+// What an unconfirmed renewal waits for: the wait begins with the first renewal after a
+// confirmed one and keeps that start across retries; it stays the register's while each
+// retry writes the state file on its way back to the register (a slow fsync makes that
+// the larger part of every retry); a confirmed renewal ends it.
+TEST(ReservationService, AWaitForAnUnansweredRegisterKeepsItsStartAndStoreAcrossRetries) {
+  // Arrange
+  Fixture f;
+  ReservationService sut(Options(), f.store, f.reg, f.clock, 0);
+  sut.Start();
+  ASSERT_TRUE(Eventually([&] { return sut.confirmed_through() >= kStart + 1000; }));
+  ASSERT_TRUE(Eventually([&] { return !sut.waiting().has_value(); }));
+  f.reg.Fail(RegisterErrorCode::kUnreachable);
+  f.fs.SetDelay(20ms);
+
+  // Act: the next renewal falls due and its register call fails, again and again.
+  f.clock.Set(kStart + 600);
+  const bool failed = Eventually([&] { return sut.problem().has_value(); });
+  int samples = 0;
+  int not_the_register = 0;
+  std::optional<RenewalWait> odd;
+  for (; samples < 200; ++samples) {
+    const auto wait = sut.waiting();
+    if (!wait || wait->store != ReservationStore::kRegister || wait->since_unix_ms != kStart + 600) {
+      ++not_the_register;
+      odd = wait;
+    }
+    std::this_thread::sleep_for(1ms);
+  }
+  f.reg.Fail(std::nullopt);
+  f.fs.SetDelay(0ms);
+  const bool healed = Eventually([&] {
+    return sut.confirmed_through() >= kStart + 1600 && !sut.waiting().has_value();
+  });
+
+  // Assert
+  ASSERT_TRUE(failed);
+  EXPECT_EQ(not_the_register, 0)
+      << "of " << samples << " samples, e.g. store "
+      << (odd ? StoreName(odd->store) : "none") << " since " << (odd ? odd->since_unix_ms : 0);
+  EXPECT_TRUE(healed);
 }
 
 TEST(ReservationService, LostClaimIsReported) {

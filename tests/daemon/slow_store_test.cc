@@ -6,7 +6,8 @@
 // (judged against a clock reading taken before the take began), and no take is told the
 // daemon is dead or not heartbeating; with a failing fsync, the daemon pauses naming the
 // state file, nothing is published above the confirmed reservation, and it serves again
-// by itself once fsync heals.
+// by itself once fsync heals. A register that does not answer is told apart from one that
+// answers with an error, in the status, the segment's status text and a client's error.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -23,6 +24,7 @@
 #include "fault_file_system.h"
 #include "snowflake/client.h"
 #include "snowflake/ring_consumer.h"
+#include "snowflake/status_text.h"
 #include "temp_dir.h"
 
 namespace snowflake::daemon {
@@ -86,6 +88,7 @@ class InProcessDaemon {
   const std::filesystem::path& dir() const { return dir_.path(); }
   FillLoop& loop() { return loop_; }
   FaultFileSystem& fs() { return fs_; }
+  FakeRegister& reg() { return register_; }
   ReservationService& reservations() { return reservations_; }
   StatusBoard& board() { return board_; }
   const shm::SegmentHeader& header() const { return producer_.header(); }
@@ -258,6 +261,73 @@ TEST(SlowStore, FailingFsyncPausesNamingTheStateFileAndHealsByItself) {
   EXPECT_TRUE(Eventually([&] { return daemon.board().Snapshot().state == "serving"; }));
   auto served = client->Next();
   EXPECT_TRUE(served.has_value()) << served.error().message;
+}
+
+TEST(SlowStore, AnUnreachableRegisterPausesAsSuchAndEverySurfaceNamesItAndItsLastError) {
+  // Arrange
+  InProcessDaemon daemon(/*reservation_ms=*/200);
+  daemon.Start();
+  ClientOptions options;
+  options.runtime_dir = daemon.dir();
+  ASSERT_TRUE(Eventually([&] {
+    auto status = Client::Inspect(options);
+    return status && status->state == "serving";
+  }));
+  auto client = Client::Open("unreachable-register", options);
+  ASSERT_TRUE(client);
+
+  // Act 1: the register stops answering.
+  daemon.reg().Fail(RegisterErrorCode::kUnreachable);
+  const bool paused_in_time = Eventually([&] {
+    const DaemonStatus s = daemon.board().Snapshot();
+    return s.state == "paused" && s.renewal && !s.renewal->last_error.empty();
+  });
+  const DaemonStatus paused = daemon.board().Snapshot();
+  const auto text = shm::ReadStatusText(daemon.header());
+  auto refused = client->Next();
+
+  // Act 2: it answers, but with an error (not an outage): persistence_failed again.
+  daemon.reg().Fail(RegisterErrorCode::kUnreadable);
+  const bool refusal_in_time = Eventually(
+      [&] { return daemon.board().Snapshot().reason_code == "persistence_failed"; });
+  const auto refusal_text = shm::ReadStatusText(daemon.header());
+
+  // Act 3: it heals.
+  daemon.reg().Fail(std::nullopt);
+  const bool served_in_time =
+      Eventually([&] { return daemon.board().Snapshot().state == "serving"; });
+  const auto serving_text = shm::ReadStatusText(daemon.header());
+
+  // Assert
+  ASSERT_TRUE(paused_in_time) << daemon.board().Snapshot().reason;
+  EXPECT_EQ(paused.reason_code, "register_unreachable");
+  EXPECT_NE(paused.reason.find("waiting for the register since "), std::string::npos)
+      << paused.reason;
+  EXPECT_NE(paused.reason.find("last error: register unreachable: the fake register fails"),
+            std::string::npos)
+      << paused.reason;
+  EXPECT_EQ(paused.renewal->store, "register");
+  EXPECT_EQ(paused.renewal->location, "memory");
+  EXPECT_TRUE(paused.renewal->unanswered);
+  EXPECT_EQ(paused.renewal->last_error_store, "register");
+  EXPECT_EQ(paused.renewal->since_unix_ms, paused.reason_detail);
+  EXPECT_GE(paused.renewal->waited_ms, 0);
+  EXPECT_EQ(text, "register memory; last error: register unreachable: the fake register fails");
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().code, ClientError::kDaemonPaused);
+  EXPECT_NE(refused.error().message.find("waiting for the register since "), std::string::npos)
+      << refused.error().message;
+  EXPECT_NE(refused.error().message.find(" ms ago)"), std::string::npos)
+      << refused.error().message;
+  EXPECT_NE(refused.error().message.find("snowflaked says: register memory; last error: "
+                                         "register unreachable: the fake register fails"),
+            std::string::npos)
+      << refused.error().message;
+  EXPECT_TRUE(refusal_in_time) << daemon.board().Snapshot().reason;
+  EXPECT_EQ(refusal_text, "register memory; last error: register: the fake register fails");
+  EXPECT_TRUE(served_in_time) << daemon.board().Snapshot().reason;
+  EXPECT_EQ(serving_text, "");
+  EXPECT_FALSE(daemon.board().Snapshot().renewal.has_value());
 }
 
 }  // namespace

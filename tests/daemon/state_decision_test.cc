@@ -145,6 +145,59 @@ TEST(StateDecision, TableOfInputsAndDecisions) {
   }
 }
 
+// The register that does not answer (etcd without quorum) is told apart from a store that
+// failed: its own reason, with the time since which the daemon waits as the detail. A
+// register that answered with an error, and the state file, stay persistence_failed.
+TEST(StateDecision, AnUnansweredRegisterPausesAsRegisterUnreachableSinceTheWaitBegan) {
+  std::vector<Row> rows;
+  const int64_t since = 1'767'225'600'000;
+  {
+    StateInputs in = Serving();
+    in.horizon_reached = true;
+    in.reservation_failed = true;
+    in.register_unanswered = true;
+    in.waiting_since_unix_ms = since;
+    rows.push_back({"register timed out", in,
+                    {DaemonState::kPaused, StateReason::kRegisterUnreachable, since}});
+  }
+  {
+    StateInputs in = Serving();
+    in.horizon_reached = true;
+    in.register_unanswered = true;
+    in.waiting_since_unix_ms = since;
+    rows.push_back({"register call still under way", in,
+                    {DaemonState::kPaused, StateReason::kRegisterUnreachable, since}});
+  }
+  {
+    StateInputs in = Serving();
+    in.horizon_reached = true;
+    in.reservation_failed = true;
+    in.waiting_since_unix_ms = since;
+    rows.push_back({"register refused, or the state file failed", in,
+                    {DaemonState::kPaused, StateReason::kPersistenceFailed, 0}});
+  }
+  {
+    StateInputs in = Serving();
+    in.register_unanswered = true;
+    in.waiting_since_unix_ms = since;
+    rows.push_back({"register silent but the horizon still ahead: keep serving", in,
+                    {DaemonState::kServing, StateReason::kNone, 0}});
+  }
+  {
+    StateInputs in;
+    in.horizon_reached = true;
+    in.register_unanswered = true;
+    rows.push_back({"first renewal under way at start: still starting", in,
+                    {DaemonState::kStarting, StateReason::kStarting, 0}});
+  }
+  for (const Row& row : rows) {
+    const StateDecision got = DecideState(row.in);
+    EXPECT_EQ(got.state, row.want.state) << row.what;
+    EXPECT_EQ(got.reason, row.want.reason) << row.what;
+    EXPECT_EQ(got.detail, row.want.detail) << row.what;
+  }
+}
+
 // A failed renewal names its errno; one still in progress (a stalled disk) has none, and
 // its words must not claim "errno 0".
 TEST(StateWords, PersistenceReasonNamesErrnoOnlyWhenThereIsOne) {

@@ -137,6 +137,30 @@ TEST(Vocabulary, PersistenceReasonNamesErrnoOnlyWhenThereIsOne) {
   EXPECT_NE(stalled.find("not renewed yet"), std::string::npos) << stalled;
 }
 
+// An unreachable register is a reason of its own, apart from a store that failed: its
+// detail is the time since which the daemon waits, so it stays true while the pause lasts,
+// and a reader with a clock adds how long that is.
+TEST(Vocabulary, RegisterUnreachableSaysSinceWhenTheDaemonWaits) {
+  // Arrange
+  const int64_t since = 1'767'225'600'000 + 3'723'456;  // 2026-01-01T01:02:03.456Z
+  // Act
+  const std::string without_clock = DescribeReason(StateReason::kRegisterUnreachable, since);
+  const std::string with_clock =
+      DescribeReason(StateReason::kRegisterUnreachable, since, since + 4'210);
+  // Assert
+  EXPECT_EQ(static_cast<uint32_t>(StateReason::kRegisterUnreachable), 8u);
+  EXPECT_EQ(ReasonCode(StateReason::kRegisterUnreachable), "register_unreachable");
+  EXPECT_NE(ReasonCode(StateReason::kRegisterUnreachable),
+            ReasonCode(StateReason::kPersistenceFailed));
+  EXPECT_EQ(WordsFor(StateReason::kRegisterUnreachable).recovery, Recovery::kByItself);
+  EXPECT_EQ(WordsFor(StateReason::kRegisterUnreachable).detail, Detail::kSinceUnixMs);
+  EXPECT_EQ(without_clock,
+            "waiting for the register since 2026-01-01T01:02:03.456Z, not issuing past the "
+            "high-water reservation");
+  EXPECT_NE(with_clock.find("since 2026-01-01T01:02:03.456Z (4210 ms ago)"), std::string::npos)
+      << with_clock;
+}
+
 TEST(Vocabulary, RecoveryComesFromTheState) {
   EXPECT_EQ(RecoveryFor(DaemonState::kPaused), Recovery::kByItself);
   EXPECT_EQ(RecoveryFor(DaemonState::kOutOfService), Recovery::kNeedsResume);

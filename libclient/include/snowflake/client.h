@@ -100,6 +100,10 @@ struct ClientStatus {
   uint64_t liveness_ms = 0;         // the daemon's daemon.liveness_ms (header)
   uint64_t freshness_bound_ms = 0;  // max_age_ms + liveness_ms: no older ID is taken
   uint64_t client_taken = 0;  // IDs this Client has taken (0 from Inspect)
+  // Why the daemon is not serving, in its own words, from the segment (shm/LAYOUT.md, the
+  // status text): for a pause on the register, "register etcd <endpoints> <prefix>; last
+  // error: ...". "" while serving, or when the daemon wrote none.
+  std::string status_text;
 };
 
 // A Client is safe for concurrent use by multiple threads without external

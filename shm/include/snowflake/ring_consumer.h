@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include <tl/expected.hpp>
@@ -253,6 +254,10 @@ class RingConsumer {
   }
 
   const SegmentHeader& header() const noexcept { return *header_; }
+  // The daemon's status text (snowflake/status_text.h): "" when it wrote none, nullopt when
+  // it kept changing while read. For errors and status only: it is a seqlock read of up
+  // to 448 bytes and allocates, so it has no place on the take path.
+  std::optional<std::string> status_text() const;
   uint64_t capacity() const noexcept { return mask_ + 1; }
   // Published and not yet taken, at some instant during the call.
   uint64_t size() const noexcept;

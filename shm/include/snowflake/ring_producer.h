@@ -175,6 +175,11 @@ class RingProducer {
   void SetState(DaemonState state, StateReason reason = StateReason::kNone,
                 int64_t detail = 0) noexcept;
   DaemonState state() const noexcept;
+  // Stores the status text clients add to their errors (snowflake/status_text.h): why the
+  // daemon is not serving, in its words; "" clears it. Call it before the SetState() it
+  // explains, so a client that sees the state finds the text; then again only when the
+  // text changes (it is not for every pass).
+  void SetStatusText(std::string_view text) noexcept;
   // Stores CLOCK_MONOTONIC now as the heartbeat.
   void Heartbeat() noexcept;
   void SetFillTarget(uint64_t ids) noexcept;

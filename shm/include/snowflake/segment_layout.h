@@ -76,10 +76,13 @@ enum class StateReason : uint32_t {
   kTimeRangeExhausted = 5,  // the epoch's 41-bit range is used up
   kShutdown = 6,
   kPersistenceFailed = 7,   // could not fsync a reservation; detail = errno
+  // The reservation waits on a register that does not answer (etcd down or without
+  // quorum); detail = the Unix ms since which it waits.
+  kRegisterUnreachable = 8,
   // An operator fenced the machine number in the register (`register raise-all
   // --while-running`) above the clock: nothing is issued until the clock passes the fence;
   // detail = ms the clock is behind it.
-  kFenced = 8,
+  kFenced = 9,
 };
 
 // Page 0. Written only by the daemon; clients map it read-only and read it racily.
@@ -144,7 +147,20 @@ struct alignas(kPageSize) SegmentHeader {
   // "unknown", which clients accept and the daemon never reopens (LAYOUT.md §8).
   std::atomic<uint64_t> boot_id_high;
   std::atomic<uint64_t> boot_id_low;
+
+  // --- Lines 5-11: the status text, why the daemon is not serving in its own words
+  // ("register etcd http://10.0.0.1:2379 /snowflake; last error: ..."). Written only by
+  // the daemon (snowflake/status_text.h: a seqlock), when the state or the text changes;
+  // read by clients only when they report a state that is not serving, never by a take.
+  // Zero bytes mean "no text": these bytes were reserved zero (LAYOUT.md §8).
+  // Even: the text is complete; odd: the daemon is writing it. +2 per write.
+  alignas(kCacheLine) std::atomic<uint64_t> status_text_seq;
+  // UTF-8, NUL-padded (no terminator when it fills all kStatusTextBytes), 8 bytes per
+  // word in memory order. Words, not bytes: a read racing a write is then a race on
+  // atomics, which the sequence word detects, never undefined behaviour.
+  std::atomic<uint64_t> status_text[56];
 };
+inline constexpr size_t kStatusTextBytes = sizeof(SegmentHeader::status_text);
 static_assert(sizeof(SegmentHeader) == kPageSize, "the header is exactly one page");
 static_assert(offsetof(SegmentHeader, tail) == 64, "LAYOUT.md: tail at offset 64");
 static_assert(offsetof(SegmentHeader, state) == 128, "LAYOUT.md: state at offset 128");
@@ -178,6 +194,9 @@ static_assert(offsetof(SegmentHeader, max_age_ms) == 256 &&
                   offsetof(SegmentHeader, boot_id_high) == 272 &&
                   offsetof(SegmentHeader, boot_id_low) == 280,
               "LAYOUT.md: the freshness line and the boot id");
+static_assert(offsetof(SegmentHeader, status_text_seq) == 320 &&
+                  offsetof(SegmentHeader, status_text) == 328 && kStatusTextBytes == 448,
+              "LAYOUT.md: the status text, bytes 320-775 (they were reserved zero)");
 
 inline constexpr uint32_t kServiceNameMax = 63;
 inline constexpr size_t kServiceSlotCount = 255;

@@ -210,6 +210,10 @@ enum class Detail {
   kNone,
   kMs,     // milliseconds of a clock step or lag
   kErrno,  // an errno; 0 while a renewal is still under way (not failed yet)
+  // A time, Unix ms: since when the daemon waits. A point, not a length, so it stays true
+  // while the state lasts (the header's detail is written once per state change); a
+  // reader computes the wait from its own clock (DescribeReason's now_unix_ms).
+  kSinceUnixMs,
 };
 
 struct ReasonWords {
@@ -223,8 +227,9 @@ struct ReasonWords {
   Recovery recovery;
 };
 
-// In enum order, starting at value 0: kReasons[value].reason == value.
-inline constexpr std::array<ReasonWords, 9> kReasons = {{
+// In enum order, starting at value 0: kReasons[value].reason == value. The array's size
+// follows the rows (a new row is one line here and one value in shm::StateReason).
+inline constexpr auto kReasons = std::to_array<ReasonWords>({
     {shm::StateReason::kNone, "none", "", "", Detail::kNone, Recovery::kNone},
     {shm::StateReason::kStarting, "starting", "starting up", "", Detail::kNone, Recovery::kNone},
     {shm::StateReason::kClockBehind, "clock_behind", "clock moved back {} ms", "", Detail::kMs,
@@ -243,10 +248,15 @@ inline constexpr std::array<ReasonWords, 9> kReasons = {{
      "cannot persist the high-water reservation, not issuing past it (errno {})",
      "the high-water reservation is not renewed yet, not issuing past it", Detail::kErrno,
      Recovery::kByItself},
+    // Apart from persistence_failed: the state file is fine, the fleet's register does
+    // not answer (a timeout, no leader, no quorum); the segment's status text names it.
+    {shm::StateReason::kRegisterUnreachable, "register_unreachable",
+     "waiting for the register since {}, not issuing past the high-water reservation", "",
+     Detail::kSinceUnixMs, Recovery::kByItself},
     {shm::StateReason::kFenced, "fenced",
      "an operator's fence in the register is {} ms ahead of the clock, not issuing at or below it",
      "", Detail::kMs, Recovery::kByItself},
-}};
+});
 
 // "clock_behind"; "unknown" for a value outside the table (a newer daemon's).
 std::string_view ReasonCode(shm::StateReason reason) noexcept;
@@ -256,8 +266,11 @@ const ReasonWords& WordsFor(shm::StateReason reason) noexcept;
 
 // The reason for people, with its detail: "clock moved back 5 ms", "cannot persist the
 // high-water reservation, not issuing past it (errno 28: No space left on device)"; "" for
-// kNone. Throws std::bad_alloc only.
-std::string DescribeReason(shm::StateReason reason, int64_t detail);
+// kNone. A kSinceUnixMs detail reads as a time ("waiting for the register since
+// 2026-12-05T01:02:03.456Z"), followed by " (4210 ms ago)" when `now_unix_ms` is given.
+// Throws std::bad_alloc only.
+std::string DescribeReason(shm::StateReason reason, int64_t detail,
+                           std::optional<int64_t> now_unix_ms = std::nullopt);
 
 // What ends `state`: paused resumes by itself, out of service needs `snowflakectl resume`,
 // whatever the reason (one rule, so clients and logs never tell two stories).
