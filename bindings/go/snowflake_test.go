@@ -103,7 +103,43 @@ func TestStatusReportsTheServingDaemon(t *testing.T) {
 	}
 	if s.State != "serving" || s.Health != "serving" || s.ReasonCode != "none" ||
 		s.Machine != fields.Machine || s.EpochUnixMs != DefaultEpoch.UnixMilli() ||
-		s.PID == 0 || s.RingCapacity == 0 || s.FreshnessBoundMs == 0 || s.PublishedTotal == 0 {
+		s.PID == 0 || s.RingCapacity == 0 || s.FreshnessBoundMs == 0 || s.PublishedTotal == 0 ||
+		s.ClientTaken != 1 {
+		t.Fatalf("status %+v", s)
+	}
+	// The daemon's own answer over its control socket (docs/control-protocol.md); its
+	// numbers may be up to ~50 ms older than the segment's.
+	ctl := s.Control
+	if ctl == nil {
+		t.Fatalf("no control status: %s", s.ControlError)
+	}
+	if ctl.State != "serving" || ctl.PID != int64(s.PID) || ctl.Machine != s.Machine ||
+		ctl.RingCapacity != s.RingCapacity || ctl.RuntimeDir == "" || ctl.LastIssuedID == 0 ||
+		ctl.Version == "" {
+		t.Fatalf("control status %+v (segment %+v, id %d)", ctl, s, id)
+	}
+	// Counts reach the daemon through the service slot; its status folds them in by name.
+	deadline := time.Now().Add(10 * time.Second)
+	for s.Control.Services["orders"] < 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the daemon never counted the take: services %v", s.Control.Services)
+		}
+		time.Sleep(20 * time.Millisecond)
+		if s, err = c.Status(); err != nil || s.Control == nil {
+			t.Fatalf("%v %s", err, s.ControlError)
+		}
+	}
+}
+
+func TestStatusOfAStoppedDaemonHasNoControlPart(t *testing.T) {
+	d := startDaemon(t)
+	c := open(t, d)
+	d.stop()
+	s, err := c.Status()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.State != "stopped" || s.Control != nil || s.ControlError == "" {
 		t.Fatalf("status %+v", s)
 	}
 }
