@@ -178,3 +178,44 @@ func TestConformanceTable(t *testing.T) {
 		})
 	}
 }
+
+// The package's copies of the vocabulary (errors.go, ring.go) are the C++ tables, as
+// conformance_fixture --vocabulary prints them.
+func TestVocabularyMatchesTheCppTables(t *testing.T) {
+	tool := os.Getenv("SNOWFLAKE_CONFORMANCE_FIXTURE")
+	if tool == "" {
+		t.Fatal("SNOWFLAKE_CONFORMANCE_FIXTURE must name the conformance_fixture binary (ctest sets it)")
+	}
+	out, err := exec.Command(tool, "--vocabulary").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cpp struct {
+		Errors      []string `json:"errors"`
+		States      []string `json:"states"`
+		Health      []string `json:"health"`
+		Reasons     []string `json:"reasons"`
+		ReasonTexts []string `json:"reason_texts"`
+	}
+	if err := json.Unmarshal(out, &cpp); err != nil {
+		t.Fatal(err)
+	}
+	var reasonTexts []string
+	for r := range reasonCodes {
+		reasonTexts = append(reasonTexts, describeReason(uint32(r), 5))
+	}
+	for _, c := range []struct {
+		what      string
+		cpp, mine []string
+	}{
+		{"error codes", cpp.Errors, statusCodes[1:]},
+		{"states", cpp.States, stateCodes[1:]},
+		{"health", cpp.Health, healthCodes[:]},
+		{"reasons", cpp.Reasons, reasonCodes[:]},
+		{"reason texts", cpp.ReasonTexts, reasonTexts},
+	} {
+		if strings.Join(c.cpp, "|") != strings.Join(c.mine, "|") {
+			t.Errorf("%s: C++ %q, Go %q", c.what, c.cpp, c.mine)
+		}
+	}
+}

@@ -331,8 +331,14 @@ func describeReason(reason uint32, detail int64) string {
 		if detail == 0 {
 			return "the high-water reservation is not renewed yet, not issuing past it"
 		}
+		// glibc's text of the errno, as the C++ side prints it: Go's table holds the same
+		// sentences starting in lower case.
+		text := syscall.Errno(detail).Error()
+		if text != "" && text[0] >= 'a' && text[0] <= 'z' {
+			text = string(text[0]-'a'+'A') + text[1:]
+		}
 		return "cannot persist the high-water reservation, not issuing past it (errno " + d +
-			": " + syscall.Errno(detail).Error() + ")"
+			": " + text + ")"
 	}
 	return "reason code unknown"
 }

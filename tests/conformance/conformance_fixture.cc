@@ -3,6 +3,7 @@
 // C++ definitions, segment_layout.h), so that every taker reads fixtures of one origin.
 //
 //   conformance_fixture --cases cases.json --case NAME --dir DIR --live-pid PID [--after-open]
+//   conformance_fixture --vocabulary
 //
 // Without --after-open: the row's `fixture` (over the table's `defaults`) into DIR, which
 // must exist. With it: the row's `after_open` change (replace the segment by a new one,
@@ -10,7 +11,10 @@
 // ticket order, decimal strings. Times are read when it runs: the taker runs it right
 // before opening (or taking), so "fresh" and "N ms old" mean that when it takes.
 // `--live-pid` is a process that stays alive while the taker takes (the taker's own):
-// the "live" daemon pid of the row. Exit status 0, or 2 with a message on stderr.
+// the "live" daemon pid of the row. --vocabulary prints the C++ tables a taker of another
+// language copies (shm/include/snowflake/vocabulary.h): the library's error codes by
+// status, the state, health and reason codes and the reasons' texts (detail 5), so its
+// test can compare. Exit status 0, or 2 with a message on stderr.
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -34,6 +38,7 @@
 #include "snowflake/boot_id.h"
 #include "snowflake/pid_namespace.h"
 #include "snowflake/segment_layout.h"
+#include "snowflake/vocabulary.h"
 
 namespace {
 
@@ -199,7 +204,35 @@ std::vector<uint64_t> WriteSegment(const std::string& dir, const json& f, uint64
 
 }  // namespace
 
+json Vocabulary() {
+  namespace vocab = snowflake::vocab;
+  using snowflake::shm::DaemonState;
+  using snowflake::shm::ProducerHealth;
+  using snowflake::shm::StateReason;
+  json out = {{"errors", json::array()}, {"states", json::array()}, {"health", json::array()},
+              {"reasons", json::array()}, {"reason_texts", json::array()}};
+  for (uint32_t s = static_cast<uint32_t>(vocab::kFirstLibraryError);
+       s <= static_cast<uint32_t>(vocab::kLastLibraryError); ++s) {
+    out["errors"].push_back(std::string(vocab::ErrorName(static_cast<vocab::ErrorCode>(s))));
+  }
+  for (uint32_t s = 1; s <= static_cast<uint32_t>(DaemonState::kStopped); ++s) {
+    out["states"].push_back(std::string(vocab::StateCode(static_cast<DaemonState>(s))));
+  }
+  for (uint32_t h = 0; h <= static_cast<uint32_t>(ProducerHealth::kDead); ++h) {
+    out["health"].push_back(std::string(vocab::HealthCode(static_cast<ProducerHealth>(h))));
+  }
+  for (uint32_t r = 0; r <= static_cast<uint32_t>(StateReason::kPersistenceFailed); ++r) {
+    out["reasons"].push_back(std::string(vocab::ReasonCode(static_cast<StateReason>(r))));
+    out["reason_texts"].push_back(vocab::DescribeReason(static_cast<StateReason>(r), 5));
+  }
+  return out;
+}
+
 int main(int argc, char** argv) {
+  if (argc == 2 && std::string(argv[1]) == "--vocabulary") {
+    std::cout << Vocabulary().dump() << "\n";
+    return 0;
+  }
   std::string cases_path, name, dir;
   uint64_t live_pid = 0;
   bool after_open = false;
