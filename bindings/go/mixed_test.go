@@ -215,6 +215,17 @@ func TestMixedTakersShareOneDaemonWithoutDuplicates(t *testing.T) {
 			ids := make([]uint64, len(data)/8) // a killed taker may leave a partial record
 			for i := range ids {
 				ids[i] = binary.LittleEndian.Uint64(data[8*i:])
+			}
+			// The checker's own test: SNOWFLAKE_MIXED_PLANT=order swaps two IDs of the first
+			// taker, =duplicate adds a taker of one ID another taker got; either must fail.
+			plant := os.Getenv("SNOWFLAKE_MIXED_PLANT")
+			if plant == "order" && round == 0 && w == ws[0] && len(ids) > 1 {
+				ids[0], ids[1] = ids[1], ids[0]
+			}
+			if plant == "duplicate" && round == 0 && len(ids) > 0 {
+				all = append(all, ids[0])
+			}
+			for i := range ids {
 				if i > 0 && ids[i] <= ids[i-1] {
 					t.Fatalf("a %s taker got ID %d after %d (seed %d)", w.kind, ids[i], ids[i-1], seed)
 				}
