@@ -6,7 +6,7 @@ package snowflake
 // the package's own test run does not start it). Property: C++, Python and Go takers in
 // several processes on one daemon's ring, some of each kind SIGKILLed at random points,
 // never receive one ID twice, and each taker receives its IDs in strictly increasing
-// order. It asserts its size ($SNOWFLAKE_MIXED_IDS IDs checked, 10 M in release) and
+// order. It asserts its size ($SNOWFLAKE_MIXED_IDS IDs checked, 10 M from ctest) and
 // prints its seed, size and kill counts.
 
 import (
