@@ -443,9 +443,24 @@ func stressWorker() int {
 			rng := rand.New(rand.NewSource(seed*1000 + int64(g)))
 			ids := make([]uint64, 0, count)
 			batch := make([]uint64, 1000)
+			// A daemon that cannot serve for a moment (on a loaded machine its heartbeat may
+			// lag past its 50 ms liveness limit) is retried, as a service would: the
+			// property is uniqueness and order, not availability.
+			retries := 0
+			unavailable := func(err error) bool {
+				if !errors.Is(err, ErrUnavailable) || retries > 30000 {
+					return false
+				}
+				retries++
+				time.Sleep(time.Millisecond)
+				return true
+			}
 			for len(ids) < count {
 				if rng.Intn(2) == 0 {
 					id, err := c.Next()
+					if err != nil && unavailable(err) {
+						continue
+					}
 					if err != nil {
 						failed <- err
 						return
@@ -457,6 +472,9 @@ func stressWorker() int {
 						want = count - len(ids)
 					}
 					n, err := c.NextBatch(batch[:want])
+					if err != nil && unavailable(err) {
+						continue
+					}
 					if err != nil {
 						failed <- err
 						return
