@@ -446,12 +446,14 @@ func stressWorker() int {
 			// A daemon that cannot serve for a moment (on a loaded machine its heartbeat may
 			// lag past its 50 ms liveness limit) is retried, as a service would: the
 			// property is uniqueness and order, not availability.
-			retries := 0
+			var retryUntil time.Time // 30 s after the first outage, then the error stands
 			unavailable := func(err error) bool {
-				if !errors.Is(err, ErrUnavailable) || retries > 30000 {
+				if retryUntil.IsZero() {
+					retryUntil = time.Now().Add(30 * time.Second)
+				}
+				if !errors.Is(err, ErrUnavailable) || time.Now().After(retryUntil) {
 					return false
 				}
-				retries++
 				time.Sleep(time.Millisecond)
 				return true
 			}
