@@ -13,7 +13,7 @@ import (
 // serving daemon's runtime directory), each beside its same-run baselines.
 //
 // As take_bench does, each runs in timed bursts of at most burst calls with an untimed
-// pause before each, until the ring holds the burst's IDs (read with Status): a
+// pause before each, until the ring holds the burst's IDs (read from the segment): a
 // sustained series, or a burst larger than the ring's fill, would measure the layout's
 // cap of 4,096 IDs per ms (244 ns per ID) instead of a take. The baselines run in the
 // same bursts and pauses.
@@ -67,11 +67,7 @@ func bursts(b *testing.B, per int, c *Client, idsPerCall int, fn func()) {
 func awaitFill(b *testing.B, c *Client, per, idsPerCall int) int {
 	deadline := time.Now().Add(20 * time.Millisecond)
 	for {
-		s, err := c.Status()
-		if err != nil {
-			b.Fatal(err)
-		}
-		n := int(s.RingFill) / idsPerCall
+		n := int(c.ringFill()) / idsPerCall
 		if n >= per || (time.Now().After(deadline) && n > 0) {
 			if n > per {
 				n = per
@@ -123,11 +119,6 @@ func BenchmarkNextBatch1000(b *testing.B) {
 			})
 		}
 	})
-}
-
-// The floor of Next: one cgo call of an empty C function.
-func BenchmarkBareCgoCall(b *testing.B) {
-	bursts(b, burst, nil, 0, bareCall)
 }
 
 // What Go services write instead: a random (version 4) UUID from crypto/rand ...

@@ -1,0 +1,515 @@
+// Package snowflake takes unique, time-ordered 64-bit IDs from the local snowflaked's
+// shared-memory ring, in pure Go (no cgo): it maps the ring file read-only and the
+// consumer file read-write and runs the client side of shm/LAYOUT.md, as libsnowflake's
+// C++ client does.
+//
+//	c, err := snowflake.Open("orders")
+//	if err != nil { return err }
+//	defer c.Close()
+//	id, err := c.Next()
+//	if errors.Is(err, snowflake.ErrUnavailable) { /* fail over */ }
+//
+// A take is a few loads and one compare-and-swap on the ring, with no system call unless
+// the ring is empty. A Client may be used by any number of goroutines at once; Close must
+// not run concurrently with other calls on the same Client.
+//
+// Errors are *Error values carrying what happened and what to do; compare them with
+// errors.Is against the Err* sentinels. The package builds with CGO_ENABLED=0 and needs
+// nothing but the Go standard library.
+package snowflake
+
+import (
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+type options struct {
+	runtimeDir      string
+	remotes         []string
+	remotesSet      bool
+	timeout         time.Duration
+	maxHeartbeatAge time.Duration
+}
+
+// Option configures Open.
+type Option func(*options)
+
+// WithRuntimeDir names the daemon's runtime directory (default: $SNOWFLAKE_RUNTIME_DIR,
+// else /run/snowflaked).
+func WithRuntimeDir(dir string) Option { return func(o *options) { o.runtimeDir = dir } }
+
+// WithRemotes names other daemons' HTTP fronts ("host:port") to fail over to while the
+// local daemon is not serving (default: $SNOWFLAKE_REMOTES, else none).
+func WithRemotes(remotes ...string) Option {
+	return func(o *options) {
+		o.remotes = append(o.remotes, remotes...)
+		o.remotesSet = true
+	}
+}
+
+// WithTimeout sets how long a take waits on an empty ring before ErrTimedOut (default
+// 100 ms; 0: never wait). Millisecond resolution.
+func WithTimeout(d time.Duration) Option { return func(o *options) { o.timeout = d } }
+
+// WithMaxHeartbeatAge sets the heartbeat age beyond which the daemon counts as hung
+// (default 0: the daemon's own daemon.liveness_ms).
+func WithMaxHeartbeatAge(d time.Duration) Option {
+	return func(o *options) { o.maxHeartbeatAge = d }
+}
+
+// Client takes IDs from one daemon's ring for one service.
+type Client struct {
+	service    string
+	runtimeDir string
+	timeout    time.Duration
+	maxAge     time.Duration
+	closed     bool // set by Close, which runs alone
+
+	// The attachment takes use. Written under mu; read lock-free.
+	current atomic.Pointer[attachment]
+	remotes *remotePool // nil without remotes
+
+	mu          sync.Mutex
+	attachments []*attachment // every one ever made, newest last; guarded by mu
+	nextAttach  atomic.Int64  // monotonic ns before which no late attach is tried
+}
+
+// attachment is one mapped segment and this Client's counter in it. Kept until Close:
+// other goroutines may still be inside a take on an older one.
+type attachment struct {
+	ring    *ring
+	slot    int     // the claimed service slot, -1 if every slot was in use
+	counter *uint64 // the slot's shared `taken` word, or the segment's `uncounted`
+	own     atomic.Uint64
+}
+
+const (
+	waitSlice         = time.Millisecond
+	lateAttachEvery   = 100 * time.Millisecond
+	defaultRuntimeDir = "/run/snowflaked"
+)
+
+// claimServiceSlot: LAYOUT.md §4, ServiceSlot protocol (claim, zero, name, active). Go
+// code cannot own a thread, so every take of a Go client adds to the slot's shared
+// `taken` word (the word the layout gives takers that own no lane).
+func claimServiceSlot(s *segment, service string) int {
+	pid := uint64(os.Getpid())
+	c := s.consumer
+	for i := 0; i < serviceSlots; i++ {
+		base := offServices + i*serviceSlotSize
+		owner := c.u64(base + offOwnerPID)
+		if atomic.LoadUint64(owner) != 0 || !atomic.CompareAndSwapUint64(owner, 0, pid) {
+			continue
+		}
+		atomic.StoreUint64(c.u64(base+offTaken), 0)
+		for j := 0; j < lanesPerService; j++ {
+			atomic.StoreUint64(c.u64(offLanes+i*lanesPerService*laneSize+j*laneSize), 0)
+		}
+		for w := 0; w < 8; w++ {
+			var v uint64
+			for b := 0; b < 8; b++ {
+				if at := w*8 + b; at < len(service) {
+					v |= uint64(service[at]) << (8 * b)
+				}
+			}
+			atomic.StoreUint64(c.u64(base+offName+8*w), v)
+		}
+		atomic.StoreUint64(c.u64(base+offNameReady), serviceSlotActive)
+		return i
+	}
+	return -1
+}
+
+func newAttachment(s *segment, service string) (*attachment, *Error) {
+	a := &attachment{ring: newRing(s), slot: -1}
+	if guarded(func() {
+		a.slot = claimServiceSlot(s, service)
+		if a.slot >= 0 {
+			a.counter = s.consumer.u64(offServices + a.slot*serviceSlotSize + offTaken)
+		} else {
+			a.counter = s.consumer.u64(offUncounted)
+		}
+	}) {
+		s.unmap()
+		return nil, s.truncatedError()
+	}
+	return a, nil
+}
+
+// release retires the slot (the daemon folds its final count in and frees it) and unmaps.
+func (a *attachment) release() {
+	s := a.ring.seg
+	guarded(func() {
+		if a.slot < 0 {
+			return
+		}
+		base := offServices + a.slot*serviceSlotSize
+		if atomic.LoadUint64(s.consumer.u64(base+offOwnerPID)) == uint64(os.Getpid()) {
+			atomic.StoreUint64(s.consumer.u64(base+offNameReady), serviceSlotRetired)
+		}
+	})
+	s.unmap()
+}
+
+// take is one fresh take and its count, guarded against a truncated consumer file.
+func (a *attachment) take(id *uint64) (result takeResult) {
+	old := debug.SetPanicOnFault(true)
+	defer func() {
+		debug.SetPanicOnFault(old)
+		if r := recover(); r != nil {
+			if _, isRuntime := r.(runtime.Error); !isRuntime {
+				panic(r)
+			}
+			result = faulted
+		}
+	}()
+	result = a.ring.tryTakeFresh(id)
+	if result == taken {
+		atomic.AddUint64(a.counter, 1)
+	}
+	return result
+}
+
+func (a *attachment) takeBatch(out []uint64) (n int, result takeResult) {
+	old := debug.SetPanicOnFault(true)
+	defer func() {
+		debug.SetPanicOnFault(old)
+		if r := recover(); r != nil {
+			if _, isRuntime := r.(runtime.Error); !isRuntime {
+				panic(r)
+			}
+			n, result = 0, faulted
+		}
+	}()
+	n, result = a.ring.tryTakeBatchFresh(out)
+	if n > 0 {
+		atomic.AddUint64(a.counter, uint64(n))
+	}
+	return n, result
+}
+
+// taken is every ID this attachment counted (racy; for Status).
+func (a *attachment) taken() (total uint64) {
+	guarded(func() { total = atomic.LoadUint64(a.counter) })
+	return total
+}
+
+func milliseconds(d time.Duration, what string) (time.Duration, error) {
+	if d < 0 || d.Milliseconds() > 1<<32-1 {
+		return 0, invalidArgument(what + " must be between 0 and 2^32-1 ms, not " + d.String())
+	}
+	return d.Truncate(time.Millisecond), nil
+}
+
+func validServiceName(service string) error {
+	ok := len(service) >= 1 && len(service) <= serviceNameMax
+	for i := 0; ok && i < len(service); i++ {
+		c := service[i]
+		ok = c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
+	}
+	if ok {
+		return nil
+	}
+	if len(service) > 100 {
+		service = service[:100]
+	}
+	return newError(statusInvalidServiceName, "invalid service name '"+service+
+		"': a service name is 1 to 63 characters of a-z, 0-9, '.', '_' and '-'")
+}
+
+// remotesFromEnvironment parses $SNOWFLAKE_REMOTES ("host:port,host:port").
+func remotesFromEnvironment() []string {
+	var out []string
+	for _, item := range strings.Split(os.Getenv("SNOWFLAKE_REMOTES"), ",") {
+		if item = strings.Trim(item, " "); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}
+
+// Open maps the local daemon's ring for service (1-63 characters of [a-z0-9._-]).
+// Errors: ErrInvalidServiceName, ErrInvalidArgument, ErrDaemonNotRunning,
+// ErrPermissionDenied, ErrIncompatibleVersion, ErrCorruptSegment, ErrUntrustedSegment,
+// ErrSystem. A stopped or paused daemon is reported by Next, not here. With remotes, no
+// local daemon is not an error: the Client takes from the remotes until one appears.
+func Open(service string, opts ...Option) (*Client, error) {
+	o := options{timeout: 100 * time.Millisecond}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	timeout, err := milliseconds(o.timeout, "the timeout")
+	if err != nil {
+		return nil, err
+	}
+	maxAge, err := milliseconds(o.maxHeartbeatAge, "the heartbeat age")
+	if err != nil {
+		return nil, err
+	}
+	if strings.IndexByte(service, 0) >= 0 || strings.IndexByte(o.runtimeDir, 0) >= 0 {
+		return nil, invalidArgument("a NUL byte in the service name or runtime directory")
+	}
+	if err := validServiceName(service); err != nil {
+		return nil, err
+	}
+	dir := o.runtimeDir
+	if dir == "" {
+		if dir = os.Getenv("SNOWFLAKE_RUNTIME_DIR"); dir == "" {
+			dir = defaultRuntimeDir
+		}
+	}
+	remotes := o.remotes
+	if !o.remotesSet {
+		remotes = remotesFromEnvironment()
+	}
+	c := &Client{service: service, runtimeDir: dir, timeout: timeout, maxAge: maxAge}
+	s, e := openSegment(dir)
+	// No local daemon is an error only without remotes; any other failure (permissions,
+	// version) stays an error.
+	remotesOnly := e != nil && len(remotes) > 0 && e.Status == statusDaemonNotRunning
+	if e != nil && !remotesOnly {
+		return nil, e
+	}
+	epochMs := DefaultEpoch.UnixMilli()
+	if !remotesOnly {
+		a, e := newAttachment(s, service)
+		if e != nil {
+			return nil, e
+		}
+		c.attachments = append(c.attachments, a)
+		c.current.Store(a)
+		epochMs = a.ring.epochMs
+	}
+	if len(remotes) > 0 {
+		c.remotes = newRemotePool(service, remotes, epochMs)
+	}
+	return c, nil
+}
+
+// Next returns one ID, larger than every ID any take that completed before this call
+// began received on this host. Errors (all ErrUnavailable): ErrDaemonStarting,
+// ErrDaemonPaused, ErrDaemonOutOfService, ErrDaemonStopped, ErrDaemonNotHeartbeating,
+// ErrDaemonDead, ErrTimedOut; ErrCorruptSegment if the consumer file was truncated under
+// the Client; ErrClosed after Close.
+func (c *Client) Next() (uint64, error) {
+	if c.closed {
+		return 0, ErrClosed
+	}
+	var id uint64
+	if c.remotes == nil {
+		if c.current.Load().take(&id) == taken {
+			return id, nil
+		}
+		return c.nextSlow()
+	}
+	one := [1]uint64{}
+	if _, err := c.remotes.take(one[:], c.nextBatchOrAttach); err != nil {
+		return 0, err
+	}
+	return one[0], nil
+}
+
+func (c *Client) nextSlow() (uint64, error) {
+	var id uint64
+	_, err := c.slow(func(a *attachment) (int, takeResult) {
+		r := a.take(&id)
+		if r == taken {
+			return 1, r
+		}
+		return 0, r
+	}, 0)
+	return id, err
+}
+
+// NextBatch fills ids[0:n] with strictly increasing IDs taken at one instant and returns
+// n, 1 <= n <= len(ids). n < len(ids) means the ring held only n IDs then (call again for
+// more). Errors: as Next, plus ErrInvalidArgument for an empty slice.
+func (c *Client) NextBatch(ids []uint64) (int, error) {
+	if c.closed {
+		return 0, ErrClosed
+	}
+	if len(ids) == 0 {
+		return 0, invalidArgument("NextBatch needs a non-empty slice")
+	}
+	if c.remotes != nil {
+		return c.remotes.take(ids, c.nextBatchOrAttach)
+	}
+	return c.nextBatch(ids)
+}
+
+func (c *Client) nextBatch(ids []uint64) (int, error) {
+	if n, _ := c.current.Load().takeBatch(ids); n > 0 {
+		return n, nil
+	}
+	// The ring is empty (or its front stale): ask for the whole batch at once, so the
+	// daemon publishes it in one pass instead of a fill target per wake-up.
+	return c.slow(func(a *attachment) (int, takeResult) { return a.takeBatch(ids) },
+		uint64(len(ids)))
+}
+
+// nextBatchOrAttach is the local take behind a Client with remotes. Such a Client may
+// have been opened with no local daemon: it looks for one now and then (it may start
+// later), and says ErrDaemonNotRunning until it finds one, so the remotes serve.
+func (c *Client) nextBatchOrAttach(ids []uint64) (int, error) {
+	if c.current.Load() == nil && !c.attachLate() {
+		return 0, newError(statusDaemonNotRunning, "no snowflaked segment in "+c.runtimeDir+
+			" (no local daemon)")
+	}
+	return c.nextBatch(ids)
+}
+
+// slow is the wait slow path (LAYOUT.md §7, Wait): take tries once; want is how many IDs
+// the caller still needs, sent as the refill hint (0: a single take).
+func (c *Client) slow(take func(*attachment) (int, takeResult), want uint64) (int, error) {
+	deadline := time.Now().Add(c.timeout)
+	var hinted *attachment // the segment our hint went to, once it went
+	for {
+		a := c.current.Load()
+		r := a.ring
+		// Read before re-checking the ring: a publish after our check moves wake_seq, so
+		// the futex wait below returns at once instead of sleeping through it.
+		seen := r.wakeSeq()
+		n, result := take(a)
+		if n > 0 {
+			return n, nil
+		}
+		if result == faulted {
+			// A group member truncated the consumer file; the daemon replaces such a
+			// segment: take from the new one if it is there already.
+			if c.reattach(a) {
+				continue
+			}
+			return 0, a.ring.seg.truncatedError()
+		}
+		limit := r.heartbeatLimit(c.maxAge)
+		producer := r.checkProducer(limit)
+		if producer.health != healthServing {
+			if c.reattach(a) {
+				continue
+			}
+			return 0, unavailableError(producer, c.runtimeDir, limit)
+		}
+		remaining := time.Until(deadline)
+		if remaining <= 0 {
+			why := " stayed empty although snowflaked looks healthy"
+			if result == stale {
+				why = " held only IDs older than its freshness bound (" +
+					strconv.FormatUint(uint64(loadU32(r.seg.header, offFreshnessMs)), 10) +
+					" ms) although snowflaked looks healthy: it is not draining its ring"
+			}
+			return 0, newError(statusTimedOut, "no ID within "+
+				strconv.FormatInt(c.timeout.Milliseconds(), 10)+" ms: the ring in "+
+				c.runtimeDir+why+"; retry or fail over")
+		}
+		if remaining > waitSlice {
+			remaining = waitSlice
+		}
+		// Short slices, so a daemon that dies or stops without waking us is noticed within
+		// about a slice. The hint goes with the first request, and again only once the
+		// daemon has taken the word (it reads 0), so a slow daemon is not asked for the
+		// batch once per slice.
+		fault := guarded(func() {
+			w := want
+			if hinted == a && r.refillHint() != 0 {
+				w = 0
+			}
+			r.awaitPublish(seen, remaining, result == stale, w)
+		})
+		if fault {
+			if c.reattach(a) {
+				continue
+			}
+			return 0, a.ring.seg.truncatedError()
+		}
+		hinted = a
+	}
+}
+
+// reattach is called when seen is not serving. If the ring file's path now names another
+// segment (a daemon created a new one), it maps it and makes it current. Returns whether
+// the caller should retry.
+func (c *Client) reattach(seen *attachment) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.current.Load() != seen {
+		return true // another goroutine already moved on
+	}
+	var st syscall.Stat_t
+	if syscall.Stat(seen.ring.seg.path, &st) != nil ||
+		(st.Ino == seen.ring.seg.ino && st.Dev == seen.ring.seg.dev) {
+		return false
+	}
+	s, e := openSegment(c.runtimeDir)
+	if e != nil {
+		return false
+	}
+	a, e := newAttachment(s, c.service)
+	if e != nil {
+		return false
+	}
+	c.attachments = append(c.attachments, a)
+	c.current.Store(a)
+	return true
+}
+
+// attachLate maps the segment of a Client opened without a local daemon, at most every
+// lateAttachEvery. Returns whether the Client is attached now.
+func (c *Client) attachLate() bool {
+	now := time.Now().UnixNano()
+	due := c.nextAttach.Load()
+	if now < due || !c.nextAttach.CompareAndSwap(due, now+int64(lateAttachEvery)) {
+		return c.current.Load() != nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.current.Load() != nil {
+		return true
+	}
+	s, e := openSegment(c.runtimeDir)
+	if e != nil {
+		return false
+	}
+	a, e := newAttachment(s, c.service)
+	if e != nil {
+		return false
+	}
+	c.attachments = append(c.attachments, a)
+	c.current.Store(a)
+	return true
+}
+
+// Close releases the Client (its counter slot is retired, the segment unmapped). Later
+// calls return ErrClosed; closing again does nothing. It must not run concurrently with
+// other calls on c.
+func (c *Client) Close() error {
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, a := range c.attachments {
+		a.release()
+	}
+	c.attachments = nil
+	c.current.Store(nil)
+	if c.remotes != nil {
+		c.remotes.close()
+	}
+	return nil
+}
+
+// epochMs is the epoch of c's daemon (the default one until a daemon is found).
+func (c *Client) epochMs() int64 {
+	if a := c.current.Load(); a != nil {
+		return a.ring.epochMs
+	}
+	return DefaultEpoch.UnixMilli()
+}

@@ -1,0 +1,221 @@
+package snowflake
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The takers' conformance table (tests/conformance/cases.json), run by this package from
+// the fixtures conformance_fixture writes ($SNOWFLAKE_CONFORMANCE_FIXTURE; ctest sets it).
+// The C++ client and the Python module run the same rows.
+
+type conformanceRow struct {
+	Name string `json:"name"`
+	Take struct {
+		Call      string `json:"call"`
+		Count     int    `json:"count"`
+		TimeoutMs *int   `json:"timeout_ms"`
+	} `json:"take"`
+	AfterOpen     json.RawMessage              `json:"after_open"`
+	Expect        conformanceExpect            `json:"expect"`
+	ExpectByTaker map[string]conformanceExpect `json:"expect_by_taker"`
+}
+
+type conformanceExpect struct {
+	Stage            string  `json:"stage"`
+	Code             string  `json:"code"`
+	MessageContains  string  `json:"message_contains"`
+	Count            *int    `json:"count"`
+	IDs              string  `json:"ids"`
+	RefillHint       *uint32 `json:"refill_hint"`
+	RefillRequestMin *uint32 `json:"refill_request_min"`
+	Signal           string  `json:"signal"`
+}
+
+const conformanceCases = "../../tests/conformance/cases.json"
+
+func runFixture(t *testing.T, name, dir string, afterOpen bool) []uint64 {
+	t.Helper()
+	tool := os.Getenv("SNOWFLAKE_CONFORMANCE_FIXTURE")
+	if tool == "" {
+		t.Fatal("SNOWFLAKE_CONFORMANCE_FIXTURE must name the conformance_fixture binary (ctest sets it)")
+	}
+	args := []string{"--cases", conformanceCases, "--case", name, "--dir", dir,
+		"--live-pid", strconv.Itoa(os.Getpid())}
+	if afterOpen {
+		args = append(args, "--after-open")
+	}
+	out, err := exec.Command(tool, args...).Output()
+	if err != nil {
+		t.Fatalf("conformance_fixture %v: %v", args, err)
+	}
+	var printed struct {
+		IDs []string `json:"ids"`
+	}
+	if err := json.Unmarshal(out, &printed); err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]uint64, len(printed.IDs))
+	for i, s := range printed.IDs {
+		ids[i], _ = strconv.ParseUint(s, 10, 64)
+	}
+	return ids
+}
+
+func consumerWord(t *testing.T, dir string, offset int64) uint32 {
+	f, err := os.Open(filepath.Join(dir, "snowflake.ring.consumer"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var b [4]byte
+	if _, err := f.ReadAt(b[:], offset); err != nil {
+		t.Fatal(err)
+	}
+	return binary.LittleEndian.Uint32(b[:])
+}
+
+func TestConformanceTable(t *testing.T) {
+	data, err := os.ReadFile(conformanceCases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table struct {
+		Cases []conformanceRow `json:"cases"`
+	}
+	if err := json.Unmarshal(data, &table); err != nil {
+		t.Fatal(err)
+	}
+	if len(table.Cases) == 0 {
+		t.Fatal("no rows")
+	}
+	for _, row := range table.Cases {
+		row := row
+		t.Run(row.Name, func(t *testing.T) {
+			expect := row.Expect
+			if e, ok := row.ExpectByTaker["go"]; ok {
+				expect = e
+			}
+			if expect.Signal != "" {
+				t.Fatalf("no Go row may expect a signal (%s): the package turns faults into errors",
+					expect.Signal)
+			}
+			dir := t.TempDir()
+			published := runFixture(t, row.Name, dir, false)
+			timeout := 100 * time.Millisecond
+			if row.Take.TimeoutMs != nil {
+				timeout = time.Duration(*row.Take.TimeoutMs) * time.Millisecond
+			}
+			stage, code, message := "take", "ok", ""
+			var got []uint64
+			c, err := Open("conformance", WithRuntimeDir(dir), WithTimeout(timeout), WithRemotes())
+			if err != nil {
+				stage = "open"
+			} else {
+				defer c.Close()
+				if len(row.AfterOpen) > 0 {
+					if replaced := runFixture(t, row.Name, dir, true); len(replaced) > 0 {
+						published = replaced
+					}
+				}
+				if row.Take.Call == "next" {
+					var id uint64
+					if id, err = c.Next(); err == nil {
+						got = []uint64{id}
+					}
+				} else {
+					ids := make([]uint64, row.Take.Count)
+					var n int
+					if n, err = c.NextBatch(ids); err == nil {
+						got = ids[:n]
+					}
+				}
+			}
+			if err != nil {
+				var e *Error
+				if !errors.As(err, &e) {
+					t.Fatalf("%v is not an *Error", err)
+				}
+				code, message = e.Code, e.Message
+			}
+			if stage != expect.Stage || code != expect.Code {
+				t.Fatalf("got %s: %s (%s), want %s: %s", stage, code, message, expect.Stage, expect.Code)
+			}
+			if !strings.Contains(message, expect.MessageContains) {
+				t.Errorf("message %q lacks %q", message, expect.MessageContains)
+			}
+			if expect.Count != nil && len(got) != *expect.Count {
+				t.Errorf("got %d IDs, want %d", len(got), *expect.Count)
+			}
+			if expect.IDs == "published" {
+				if len(got) > len(published) {
+					t.Fatalf("took %d IDs, the fixture published %d", len(got), len(published))
+				}
+				for i := range got {
+					if got[i] != published[i] {
+						t.Fatalf("ID %d is %d, the fixture published %d", i, got[i], published[i])
+					}
+				}
+			}
+			if expect.RefillHint != nil {
+				if w := consumerWord(t, dir, offRefillHint); w != *expect.RefillHint {
+					t.Errorf("refill_hint %d, want %d", w, *expect.RefillHint)
+				}
+			}
+			if expect.RefillRequestMin != nil {
+				if w := consumerWord(t, dir, offRefillRequest); w < *expect.RefillRequestMin {
+					t.Errorf("refill_request %d, want at least %d", w, *expect.RefillRequestMin)
+				}
+			}
+		})
+	}
+}
+
+// The package's copies of the vocabulary (errors.go, ring.go) are the C++ tables, as
+// conformance_fixture --vocabulary prints them.
+func TestVocabularyMatchesTheCppTables(t *testing.T) {
+	tool := os.Getenv("SNOWFLAKE_CONFORMANCE_FIXTURE")
+	if tool == "" {
+		t.Fatal("SNOWFLAKE_CONFORMANCE_FIXTURE must name the conformance_fixture binary (ctest sets it)")
+	}
+	out, err := exec.Command(tool, "--vocabulary").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cpp struct {
+		Errors      []string `json:"errors"`
+		States      []string `json:"states"`
+		Health      []string `json:"health"`
+		Reasons     []string `json:"reasons"`
+		ReasonTexts []string `json:"reason_texts"`
+	}
+	if err := json.Unmarshal(out, &cpp); err != nil {
+		t.Fatal(err)
+	}
+	var reasonTexts []string
+	for r := range reasonCodes {
+		reasonTexts = append(reasonTexts, describeReason(uint32(r), 5))
+	}
+	for _, c := range []struct {
+		what      string
+		cpp, mine []string
+	}{
+		{"error codes", cpp.Errors, statusCodes[1:]},
+		{"states", cpp.States, stateCodes[1:]},
+		{"health", cpp.Health, healthCodes[:]},
+		{"reasons", cpp.Reasons, reasonCodes[:]},
+		{"reason texts", cpp.ReasonTexts, reasonTexts},
+	} {
+		if strings.Join(c.cpp, "|") != strings.Join(c.mine, "|") {
+			t.Errorf("%s: C++ %q, Go %q", c.what, c.cpp, c.mine)
+		}
+	}
+}

@@ -1,0 +1,279 @@
+package snowflake
+
+// Failover to other daemons' HTTP fronts (docs/client.md, "Remotes and failover"), the
+// C++ RemotePool's rules: the local ring first; while the local daemon is not serving,
+// the remotes over HTTP with a per-attempt timeout inside an overall deadline, sticky
+// last-good ordering and a per-endpoint breaker (50 ms .. 2 s, doubling, ±50% jitter).
+// Whatever the source, a Client never returns an ID at or below one it returned before,
+// nor a remote ID older than remoteMaxAge or further than remoteMaxAhead ahead of this
+// host's clock (a remote with a skewed clock or of another epoch: its IDs decode, with
+// this Client's epoch, far from the clock).
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"math/rand"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The C++ ClientOptions defaults.
+const (
+	remoteAttemptTimeout = 50 * time.Millisecond
+	remoteDeadline       = 200 * time.Millisecond
+	remoteMaxAge         = 100 * time.Millisecond
+	remoteMaxAhead       = 50 * time.Millisecond
+	breakerBase          = 50 * time.Millisecond
+	breakerMax           = 2 * time.Second
+	maxRemoteBatch       = 4096
+	// A remote answer entirely at or below our last ID (another host's same millisecond):
+	// wait for the next millisecond and ask again, this many times at most.
+	staleRetries = 2
+)
+
+type endpoint struct {
+	address   string
+	urlPrefix string
+	failures  int       // consecutive; guarded by remotePool.mu
+	openUntil time.Time // breaker: skip until then; guarded by remotePool.mu
+	lastError string    // guarded by remotePool.mu
+}
+
+// remotePool is safe for concurrent use: the breakers are guarded by mu; requests run
+// outside it.
+type remotePool struct {
+	epochMs   int64
+	http      *http.Client
+	last      atomic.Uint64 // the largest ID returned (local or remote); only raised, by CAS
+	mu        sync.Mutex
+	endpoints []*endpoint // fixed after construction
+	preferred int         // guarded by mu
+	jitter    *rand.Rand  // guarded by mu
+}
+
+func newRemotePool(service string, remotes []string, epochMs int64) *remotePool {
+	p := &remotePool{epochMs: epochMs,
+		http: &http.Client{Transport: &http.Transport{
+			Proxy:               nil, // fronts are reached directly, never through a proxy
+			DialContext:         (&net.Dialer{Timeout: remoteAttemptTimeout}).DialContext,
+			MaxIdleConnsPerHost: 4,
+			DisableCompression:  true,
+		}},
+		jitter: rand.New(rand.NewSource(time.Now().UnixNano()))}
+	for _, address := range remotes {
+		p.endpoints = append(p.endpoints, &endpoint{address: address,
+			urlPrefix: "http://" + address + "/v1/ids?service=" + service + "&count="})
+	}
+	return p
+}
+
+func (p *remotePool) close() { p.http.CloseIdleConnections() }
+
+// admit drops IDs at or below the last returned one and raises it; returns how many are
+// left at the front of out[:n]. Cases: (1) all at or below: none; (2) a prefix is: drop
+// it (IDs wasted, never reissued); (3) raise last to our largest; a failed CAS means
+// another goroutine returned a larger ID meanwhile: re-filter against it.
+func (p *remotePool) admit(out []uint64, n int) int {
+	for {
+		last := p.last.Load()
+		skip := 0
+		for skip < n && out[skip] <= last {
+			skip++
+		}
+		if skip == n {
+			return 0
+		}
+		if p.last.CompareAndSwap(last, out[n-1]) {
+			copy(out, out[skip:n])
+			return n - skip
+		}
+	}
+}
+
+func (p *remotePool) take(out []uint64, local func([]uint64) (int, error)) (int, error) {
+	for attempt := 0; ; attempt++ {
+		n, err := local(out)
+		if err != nil {
+			var e *Error
+			if !errors.As(err, &e) || !unavailable(e.Status) || len(p.endpoints) == 0 {
+				return 0, err
+			}
+			return p.takeRemote(out, e)
+		}
+		if n = p.admit(out, n); n > 0 {
+			return n, nil
+		}
+		// The ring's IDs are at or below one a remote gave us: another machine's IDs of the
+		// same millisecond, or a local clock behind the remote's. A few retakes cover the
+		// first case; in the second, keep to the remotes.
+		if attempt == staleRetries {
+			return p.takeRemote(out, newError(statusTimedOut, "the local daemon's IDs are at "+
+				"or below the last one returned from a remote (its clock is behind)"))
+		}
+	}
+}
+
+func (p *remotePool) takeRemote(out []uint64, localError *Error) (int, error) {
+	deadline := time.Now().Add(remoteDeadline)
+	p.mu.Lock()
+	order := make([]*endpoint, 0, len(p.endpoints))
+	for i := range p.endpoints {
+		order = append(order, p.endpoints[(p.preferred+i)%len(p.endpoints)])
+	}
+	p.mu.Unlock()
+	var tried []string
+	note := func(e *endpoint, why string) { tried = append(tried, e.address+": "+why) }
+	for _, e := range order {
+		p.mu.Lock()
+		now := time.Now()
+		if now.Before(e.openUntil) {
+			note(e, "skipped for "+strconv.FormatInt(e.openUntil.Sub(now).Milliseconds(), 10)+
+				" ms more after: "+e.lastError)
+			p.mu.Unlock()
+			continue
+		}
+		p.mu.Unlock()
+		for round := 0; round <= staleRetries; round++ {
+			left := time.Until(deadline).Truncate(time.Millisecond)
+			if left <= 0 {
+				note(e, "not tried: the overall deadline of "+
+					strconv.FormatInt(remoteDeadline.Milliseconds(), 10)+" ms passed")
+				break
+			}
+			if left > remoteAttemptTimeout {
+				left = remoteAttemptTimeout
+			}
+			n, why := p.fetch(e, out, left)
+			p.mu.Lock()
+			if why != "" {
+				e.failures++
+				e.lastError = why
+				shift := e.failures - 1
+				if shift > 6 {
+					shift = 6
+				}
+				backoff := breakerBase << shift
+				if backoff > breakerMax {
+					backoff = breakerMax
+				}
+				e.openUntil = time.Now().Add(time.Duration(float64(backoff) *
+					(0.5 + p.jitter.Float64())))
+				p.mu.Unlock()
+				note(e, why)
+				break
+			}
+			e.failures = 0
+			for i, other := range p.endpoints {
+				if other == e {
+					p.preferred = i
+				}
+			}
+			p.mu.Unlock()
+			if n = p.admit(out, n); n > 0 {
+				return n, nil
+			}
+			// Another host's IDs of a millisecond we already passed: wait for the next one.
+			if round == staleRetries {
+				note(e, "its IDs stayed at or below the last one returned (its clock is behind)")
+			} else {
+				time.Sleep(time.Millisecond)
+			}
+		}
+	}
+	return 0, newError(localError.Status, "no ID: the local daemon is not serving ("+
+		localError.Message+"), and no remote gave one: "+strings.Join(tried, "; "))
+}
+
+// fetch is one HTTP attempt; it fills out and returns n, or why it failed.
+func (p *remotePool) fetch(e *endpoint, out []uint64, timeout time.Duration) (int, string) {
+	want := len(out)
+	if want > maxRemoteBatch {
+		want = maxRemoteBatch
+	}
+	if timeout < time.Millisecond {
+		timeout = time.Millisecond
+	}
+	req, err := http.NewRequest(http.MethodGet, e.urlPrefix+strconv.Itoa(want), nil)
+	if err != nil {
+		return 0, err.Error()
+	}
+	req.Header.Set("Accept", "text/plain")
+	client := *p.http
+	client.Timeout = timeout
+	resp, err := client.Do(req)
+	if err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return 0, "Timeout was reached (" + strconv.FormatInt(timeout.Milliseconds(), 10) + " ms)"
+		}
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	// A reply to 4096 IDs is under 100 KB; anything far larger is not our front.
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20+1))
+	if err != nil {
+		return 0, err.Error()
+	}
+	if len(body) > 1<<20 {
+		return 0, "a reply larger than 1 MiB"
+	}
+	if resp.StatusCode != http.StatusOK {
+		var doc struct {
+			Error struct {
+				Code string `json:"code"`
+			} `json:"error"`
+		}
+		why := "HTTP " + strconv.Itoa(resp.StatusCode)
+		if json.Unmarshal(body, &doc) == nil && doc.Error.Code != "" {
+			why += " " + doc.Error.Code
+		}
+		return 0, why
+	}
+	// One decimal per line, strictly increasing, none older than max_age nor further
+	// ahead than max_ahead.
+	nowMs := time.Now().UnixMilli()
+	oldest, newest := nowMs-remoteMaxAge.Milliseconds(), nowMs+remoteMaxAhead.Milliseconds()
+	text := string(body)
+	n := 0
+	for len(text) > 0 {
+		nl := strings.IndexByte(text, '\n')
+		if nl < 0 || n == want {
+			return 0, "a malformed reply (not one ID per line)"
+		}
+		id, err := strconv.ParseUint(text[:nl], 10, 64)
+		// IDs are below 2^63 (the layout's top bit is 0).
+		if err != nil || text[0] == '+' || id>>63 != 0 {
+			return 0, "a malformed ID"
+		}
+		if n > 0 && id <= out[n-1] {
+			return 0, "IDs not strictly increasing"
+		}
+		idMs := p.epochMs + int64(id>>timeShift)
+		if idMs < oldest {
+			return 0, "an ID " + strconv.FormatInt(nowMs-idMs, 10) + " ms old (more than " +
+				"remote_max_age " + strconv.FormatInt(remoteMaxAge.Milliseconds(), 10) +
+				" ms; is its clock or its epoch different?)"
+		}
+		// Never admitted: it would raise the last returned ID that far ahead, and every take
+		// would then refuse correct sources (below it) until this host's clock caught up.
+		if idMs > newest {
+			return 0, "an ID " + strconv.FormatInt(idMs-nowMs, 10) + " ms ahead of this " +
+				"host's clock (more than remote_max_ahead " +
+				strconv.FormatInt(remoteMaxAhead.Milliseconds(), 10) + " ms): its clock is " +
+				"fast, or its epoch is not this client's (" + strconv.FormatInt(p.epochMs, 10) + " ms)"
+		}
+		out[n] = id
+		n++
+		text = text[nl+1:]
+	}
+	if n == 0 {
+		return 0, "an empty reply"
+	}
+	return n, ""
+}

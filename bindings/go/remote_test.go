@@ -1,0 +1,136 @@
+package snowflake
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// A fake HTTP front on 127.0.0.1: each request is answered by the next reply of the list
+// (the last one repeats). A reply makes the IDs of one millisecond, offset from now.
+type fakeFront struct {
+	mu      sync.Mutex
+	replies []func(count int) string
+	served  int
+}
+
+func (f *fakeFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	reply := f.replies[len(f.replies)-1]
+	if f.served < len(f.replies) {
+		reply = f.replies[f.served]
+	}
+	f.served++
+	f.mu.Unlock()
+	var count int
+	fmt.Sscan(r.URL.Query().Get("count"), &count)
+	if r.URL.Path != "/v1/ids" || r.URL.Query().Get("service") != "orders" || count < 1 {
+		http.Error(w, `{"error":{"code":"bad_query"}}`, http.StatusBadRequest)
+		return
+	}
+	fmt.Fprint(w, reply(count))
+}
+
+// idsAt makes count IDs of machine 9 at now+offset by epoch, from sequence `first`.
+func idsAt(epoch time.Time, offset time.Duration, first int) func(int) string {
+	return func(count int) string {
+		ms := uint64(time.Now().Add(offset).UnixMilli() - epoch.UnixMilli())
+		var b strings.Builder
+		for i := 0; i < count; i++ {
+			fmt.Fprintf(&b, "%d\n", ms<<22|9<<12|uint64(first+i))
+		}
+		return b.String()
+	}
+}
+
+// A Client with only a remote (no local daemon), as a service on a host whose daemon is down.
+func remoteClient(t *testing.T, front *fakeFront) *Client {
+	t.Helper()
+	server := httptest.NewServer(front)
+	t.Cleanup(server.Close)
+	dir := filepath.Join(t.TempDir(), "run")
+	os.MkdirAll(dir, 0o755)
+	c, err := Open("orders", WithRuntimeDir(dir),
+		WithRemotes(strings.TrimPrefix(server.URL, "http://")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestFailoverTakesIncreasingIDsFromARemote(t *testing.T) {
+	c := remoteClient(t, &fakeFront{replies: []func(int) string{idsAt(DefaultEpoch, 0, 0)}})
+	first, err := c.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every reply starts at sequence 0 of its millisecond: within the same millisecond the
+	// ID at or below `first` is dropped and the rest returned.
+	ids := make([]uint64, 10)
+	n, err := c.NextBatch(ids)
+	if err != nil || n < 9 {
+		t.Fatalf("NextBatch: %d %v", n, err)
+	}
+	for i, id := range ids[:n] {
+		if id <= first || (i > 0 && id <= ids[i-1]) {
+			t.Fatalf("NextBatch: %v after %d", ids[:n], first)
+		}
+	}
+}
+
+func TestFailoverNeverReturnsAnIDAtOrBelowTheLastOne(t *testing.T) {
+	// The second and every later reply repeats the first millisecond's IDs from sequence 0.
+	start := time.Now()
+	epochMs := DefaultEpoch.UnixMilli()
+	fixed := func(count int) string {
+		ms := uint64(start.UnixMilli() - epochMs)
+		var b strings.Builder
+		for i := 0; i < count; i++ {
+			fmt.Fprintf(&b, "%d\n", ms<<22|9<<12|uint64(i))
+		}
+		return b.String()
+	}
+	c := remoteClient(t, &fakeFront{replies: []func(int) string{fixed}})
+	ids := make([]uint64, 5)
+	if n, err := c.NextBatch(ids); err != nil || n != 5 {
+		t.Fatalf("%d %v", n, err)
+	}
+	_, err := c.Next()
+	if !errors.Is(err, ErrDaemonNotRunning) || !strings.Contains(err.Error(), "stayed at or below") {
+		t.Fatalf("got %v, want a refusal of IDs at or below the last one", err)
+	}
+}
+
+func TestFailoverRefusesIDsTooFarAhead(t *testing.T) {
+	c := remoteClient(t, &fakeFront{replies: []func(int) string{idsAt(DefaultEpoch, 10*time.Second, 0)}})
+	_, err := c.Next()
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "ahead of this host's clock") {
+		t.Fatalf("got %v, want a refusal of an ID 10 s ahead", err)
+	}
+}
+
+func TestFailoverRefusesIDsOfAnotherEpoch(t *testing.T) {
+	// A fleet whose epoch is a year earlier: its IDs of now read a year ahead here.
+	c := remoteClient(t, &fakeFront{replies: []func(int) string{
+		idsAt(DefaultEpoch.AddDate(-1, 0, 0), 0, 0)}})
+	_, err := c.Next()
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "its epoch is not this client's") {
+		t.Fatalf("got %v, want a refusal of another epoch's IDs", err)
+	}
+}
+
+func TestFailoverRefusesOldIDs(t *testing.T) {
+	c := remoteClient(t, &fakeFront{replies: []func(int) string{idsAt(DefaultEpoch, -10*time.Second, 0)}})
+	_, err := c.Next()
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "more than remote_max_age") {
+		t.Fatalf("got %v, want a refusal of an ID 10 s old", err)
+	}
+}

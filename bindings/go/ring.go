@@ -1,0 +1,397 @@
+package snowflake
+
+// The ring protocol of shm/LAYOUT.md §7 on the mapped segment: Take with its freshness
+// rule, the producer check, and the wait slow path (waiters, wake_seq, the refill word
+// and its size hint, shared futexes). Go's sync/atomic operations are sequentially
+// consistent, at least as strong as every ordering the layout asks for.
+
+import (
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+)
+
+func loadU64(r region, off int) uint64 { return atomic.LoadUint64(r.u64(off)) }
+func loadU32(r region, off int) uint32 { return atomic.LoadUint32(r.u32(off)) }
+
+// guarded runs fn with faults turned into a recoverable panic (runtime/debug's
+// SetPanicOnFault) and reports whether one happened: a group member may truncate the
+// consumer file while it is mapped, and a touch of a lost page raises SIGBUS, which
+// without this would kill the process (LAYOUT.md §2).
+func guarded(fn func()) (fault bool) {
+	old := debug.SetPanicOnFault(true)
+	defer func() {
+		debug.SetPanicOnFault(old)
+		if r := recover(); r != nil {
+			if _, isRuntime := r.(runtime.Error); !isRuntime {
+				panic(r)
+			}
+			fault = true
+		}
+	}()
+	fn()
+	return false
+}
+
+type takeResult int
+
+const (
+	taken takeResult = iota
+	empty
+	stale
+	faulted // the consumer mapping faulted: the file was truncated
+)
+
+// Layout of an ID (shm/include/snowflake/id_layout.h).
+const timeShift = 22
+
+// clockLagMs is CLOCK_REALTIME_COARSE's resolution rounded up to a millisecond: how far
+// the take's clock may be behind the true one (LAYOUT.md §7, Take, step 0: `lag`).
+var clockLagMs = func() int64 {
+	var ts syscall.Timespec
+	if _, _, errno := syscall.Syscall(syscall.SYS_CLOCK_GETRES, 5, /* CLOCK_REALTIME_COARSE */
+		uintptr(unsafe.Pointer(&ts)), 0); errno != 0 {
+		return 10 // the coarsest tick Linux uses (HZ=100)
+	}
+	return (ts.Nano() + 999_999) / 1_000_000
+}()
+
+// isFresh is the layout's IsFresh (segment_layout.h): within bound of now, with lag.
+func isFresh(idMs, nowMs, boundMs int64) bool {
+	if boundMs == 0 {
+		return true
+	}
+	slack := int64(0)
+	if boundMs > clockLagMs {
+		slack = boundMs - clockLagMs
+	}
+	return idMs >= nowMs-slack && idMs <= nowMs+boundMs
+}
+
+// ring is one mapped segment's protocol state.
+type ring struct {
+	seg     *segment
+	head    *uint64 // consumer file: takes CAS it
+	tail    *uint64 // header: the daemon's release store publishes slots
+	slots   unsafe.Pointer
+	mask    uint64
+	bound   *uint32 // freshness_bound_ms
+	epochMs int64
+}
+
+func newRing(s *segment) *ring {
+	return &ring{seg: s, head: s.consumer.u64(offHead), tail: s.header.u64(offTail),
+		slots: unsafe.Pointer(&s.slots[0]), mask: s.capacity - 1,
+		bound: s.header.u32(offFreshnessMs), epochMs: int64(loadU64(s.header, offEpoch))}
+}
+
+func (r *ring) slot(ticket uint64) uint64 {
+	return atomic.LoadUint64((*uint64)(unsafe.Add(r.slots, (ticket&r.mask)*8)))
+}
+
+// tryTakeFresh: LAYOUT.md §7 Take, steps 0–4. Reads of the consumer file may fault; the
+// caller guards them.
+func (r *ring) tryTakeFresh(id *uint64) takeResult {
+	bound := int64(atomic.LoadUint32(r.bound))
+	nowMs := coarseNowUnixMs() - r.epochMs
+	h := atomic.LoadUint64(r.head)
+	for {
+		t := atomic.LoadUint64(r.tail)
+		if h >= t {
+			return empty
+		}
+		v := r.slot(h)
+		if !isFresh(int64(v>>timeShift), nowMs, bound) {
+			return stale
+		}
+		// (1) wins: v, checked above, is ours (the daemon overwrites slot h only once head
+		// passes h); (2) loses: another take or a drain moved head: re-read it and retry.
+		if atomic.CompareAndSwapUint64(r.head, h, h+1) {
+			*id = v
+			return taken
+		}
+		h = atomic.LoadUint64(r.head)
+	}
+}
+
+// tryTakeBatchFresh: the batch take, the rule applied to the first and last ID.
+func (r *ring) tryTakeBatchFresh(out []uint64) (int, takeResult) {
+	bound := int64(atomic.LoadUint32(r.bound))
+	nowMs := coarseNowUnixMs() - r.epochMs
+	h := atomic.LoadUint64(r.head)
+	for {
+		t := atomic.LoadUint64(r.tail)
+		if h >= t {
+			return 0, empty
+		}
+		n := t - h
+		if n > uint64(len(out)) {
+			n = uint64(len(out))
+		}
+		for i := uint64(0); i < n; i++ {
+			out[i] = r.slot(h + i)
+		}
+		if !isFresh(int64(out[0]>>timeShift), nowMs, bound) ||
+			!isFresh(int64(out[n-1]>>timeShift), nowMs, bound) {
+			return 0, stale
+		}
+		if atomic.CompareAndSwapUint64(r.head, h, h+n) {
+			return int(n), taken
+		}
+		h = atomic.LoadUint64(r.head)
+	}
+}
+
+// A daemon's health as a client judges it (the vocabulary's kHealth, in its order).
+type health int
+
+const (
+	healthServing health = iota
+	healthStarting
+	healthPaused
+	healthOutOfService
+	healthStopped
+	healthNotHeartbeating
+	healthDead
+)
+
+var healthCodes = [...]string{"serving", "starting", "paused", "out_of_service", "stopped",
+	"not_heartbeating", "dead"}
+
+// The take error of each health (kSystemError for serving: it does not fail).
+var healthStatus = [...]int{statusSystemError, statusDaemonStarting, statusDaemonPaused,
+	statusDaemonOutOfService, statusDaemonStopped, statusDaemonNotHeartbeating, statusDaemonDead}
+
+// DaemonState values (LAYOUT.md §3, line 2).
+var stateCodes = [...]string{"unknown", "starting", "serving", "paused", "out_of_service", "stopped"}
+
+const (
+	stateStarting = 1
+	stateServing  = 2
+	statePaused   = 3
+	stateOOS      = 4
+	stateStopped  = 5
+)
+
+type producerStatus struct {
+	health         health
+	state          uint32
+	reason         uint32
+	reasonDetail   int64
+	heartbeatAgeNs uint64
+	inFuture       bool
+	pid            uint64
+}
+
+const (
+	deadPidBeatAgeNs  = 10_000_000 // a pid is probed only once the beat is this old
+	futureBeatSlackNs = 1_000_000
+	fallbackLiveness  = 50 * time.Millisecond
+)
+
+func monotonicNowNs() uint64 {
+	var ts syscall.Timespec
+	syscall.Syscall(syscall.SYS_CLOCK_GETTIME, 1 /* CLOCK_MONOTONIC */, uintptr(unsafe.Pointer(&ts)), 0)
+	return uint64(ts.Sec)*1_000_000_000 + uint64(ts.Nsec)
+}
+
+// heartbeatLimit: the caller's own limit, else the daemon's liveness_ms (LAYOUT.md §3).
+func (r *ring) heartbeatLimit(option time.Duration) time.Duration {
+	if option > 0 {
+		return option
+	}
+	if l := loadU32(r.seg.header, offLivenessMs); l != 0 {
+		return time.Duration(l) * time.Millisecond
+	}
+	return fallbackLiveness
+}
+
+// checkProducer: LAYOUT.md §7, Wait step 3 (the C++ RingConsumer::CheckProducer). Reads
+// only the read-only header.
+func (r *ring) checkProducer(maxAge time.Duration) producerStatus {
+	h := r.seg.header
+	st := producerStatus{state: loadU32(h, offState), reason: loadU32(h, offReason),
+		reasonDetail: int64(loadU64(h, offReasonDetail)), pid: loadU64(h, offPID)}
+	beat := loadU64(h, offHeartbeat)
+	now := monotonicNowNs()
+	if now > beat {
+		st.heartbeatAgeNs = now - beat
+	}
+	st.inFuture = beat > now+futureBeatSlackNs
+	switch st.state {
+	case stateServing:
+	case stateStarting:
+		st.health = healthStarting
+		return st
+	case statePaused:
+		st.health = healthPaused
+		return st
+	case stateOOS:
+		st.health = healthOutOfService
+		return st
+	case stateStopped:
+		st.health = healthStopped
+		return st
+	default:
+		st.health = healthDead
+		return st
+	}
+	ns := loadU32(h, offPidNamespace)
+	pidVisible := ns == 0 || ns == currentPidNamespace()
+	switch {
+	case st.inFuture:
+		st.health = healthNotHeartbeating
+	case pidVisible && st.pid != 0 && st.heartbeatAgeNs > deadPidBeatAgeNs &&
+		syscall.Kill(int(st.pid), 0) == syscall.ESRCH:
+		st.health = healthDead
+	case st.heartbeatAgeNs > uint64(maxAge):
+		st.health = healthNotHeartbeating
+	}
+	return st
+}
+
+func (r *ring) wakeSeq() uint32 { return loadU32(r.seg.header, offWakeSeq) }
+
+func (r *ring) refillHint() uint32 { return atomic.LoadUint32(r.seg.consumer.u32(offRefillHint)) }
+
+const (
+	futexWait = 0 // shared futexes, never FUTEX_PRIVATE_FLAG: the waker is another process
+	futexWake = 1
+)
+
+func futex(addr *uint32, op int, val uint32, timeout *syscall.Timespec) {
+	syscall.Syscall6(syscall.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), uintptr(op), uintptr(val),
+		uintptr(unsafe.Pointer(timeout)), 0, 0)
+}
+
+// awaitPublish: LAYOUT.md §7, Wait step 4. Touches the consumer file: guard it.
+func (r *ring) awaitPublish(seen uint32, timeout time.Duration, frontStale bool, want uint64) {
+	c := r.seg.consumer
+	waiters := c.u64(offWaiters)
+	atomic.AddUint64(waiters, 1)
+	isEmpty := atomic.LoadUint64(r.head) >= atomic.LoadUint64(r.tail)
+	if isEmpty || frontStale {
+		if want > 1 {
+			r.addRefillHint(want)
+		}
+		// The hint goes BEFORE the request's bump: a daemon pass that sees the bump takes
+		// a hint that includes ours.
+		request := c.u32(offRefillRequest)
+		atomic.AddUint32(request, 1)
+		futex(request, futexWake, 1, nil)
+		ts := syscall.NsecToTimespec(int64(timeout))
+		futex(r.seg.header.u32(offWakeSeq), futexWait, seen, &ts)
+	}
+	atomic.AddUint64(waiters, ^uint64(0))
+}
+
+// addRefillHint adds want, saturating at 2^32-1. The CAS: (1) wins: our need is in the
+// word; (2) loses: another taker added or the daemon took the word: add to the new value.
+func (r *ring) addRefillHint(want uint64) {
+	need := uint32(1<<32 - 1)
+	if want < 1<<32-1 {
+		need = uint32(want)
+	}
+	word := r.seg.consumer.u32(offRefillHint)
+	for {
+		current := atomic.LoadUint32(word)
+		sum := current + need
+		if current > 1<<32-1-need {
+			sum = 1<<32 - 1
+		}
+		if atomic.CompareAndSwapUint32(word, current, sum) {
+			return
+		}
+	}
+}
+
+// describeReason is the vocabulary's DescribeReason (summaries with {} for the detail).
+func describeReason(reason uint32, detail int64) string {
+	d := strconv.FormatInt(detail, 10)
+	switch reason {
+	case 0:
+		return ""
+	case 1:
+		return "starting up"
+	case 2:
+		return "clock moved back " + d + " ms"
+	case 3:
+		return "clock moved back " + d + " ms, more than max_backward_ms"
+	case 4:
+		return "clock started " + d + " ms behind the persisted high-water mark"
+	case 5:
+		return "the epoch's 41-bit time range is used up"
+	case 6:
+		return "shut down"
+	case 7:
+		if detail == 0 {
+			return "the high-water reservation is not renewed yet, not issuing past it"
+		}
+		// glibc's text of the errno, as the C++ side prints it: Go's table holds the same
+		// sentences starting in lower case.
+		text := syscall.Errno(detail).Error()
+		if text != "" && text[0] >= 'a' && text[0] <= 'z' {
+			text = string(text[0]-'a'+'A') + text[1:]
+		}
+		return "cannot persist the high-water reservation, not issuing past it (errno " + d +
+			": " + text + ")"
+	}
+	return "reason code unknown"
+}
+
+var reasonCodes = [...]string{"none", "starting", "clock_behind", "clock_step_too_large",
+	"behind_high_water", "time_range_exhausted", "shutdown", "persistence_failed"}
+
+func reasonCode(reason uint32) string {
+	if int(reason) < len(reasonCodes) {
+		return reasonCodes[reason]
+	}
+	return "unknown"
+}
+
+// unavailableError is the C++ Unavailable(): the error a take reports for a daemon that
+// is not serving, with the same sentences.
+func unavailableError(p producerStatus, runtimeDir string, maxAge time.Duration) *Error {
+	where := " (runtime directory " + runtimeDir + ")"
+	pid := strconv.FormatUint(p.pid, 10)
+	status := healthStatus[p.health]
+	var text string
+	switch p.health {
+	case healthStarting:
+		text = "snowflaked is starting" + where + "; retry shortly or fail over"
+	case healthPaused:
+		text = "snowflaked paused generation: " + describeReason(p.reason, p.reasonDetail) +
+			where + "; fail over, it resumes by itself"
+	case healthOutOfService:
+		why := describeReason(p.reason, p.reasonDetail)
+		if why != "" {
+			why = ": " + why
+		}
+		text = "snowflaked is out of service" + why + where +
+			"; fail over until an operator runs `snowflakectl resume`"
+	case healthStopped:
+		text = "snowflaked (pid " + pid + ") has stopped" + where +
+			"; fail over, or retry once it is restarted"
+	case healthNotHeartbeating:
+		if p.inFuture {
+			text = "snowflaked (pid " + pid + ")'s heartbeat is in the future of this host's " +
+				"monotonic clock, so it is not a beat of this boot" + where +
+				"; it is not running: fail over, and start it"
+		} else {
+			text = "snowflaked (pid " + pid + ") has not refreshed its heartbeat for " +
+				strconv.FormatUint(p.heartbeatAgeNs/1_000_000, 10) + " ms (limit " +
+				strconv.FormatInt(maxAge.Milliseconds(), 10) + " ms)" + where +
+				"; it is hung or stopped: fail over"
+		}
+	case healthDead:
+		text = "snowflaked (pid " + pid + ") is gone without shutting down" + where +
+			"; fail over and restart it"
+	default:
+		text = "internal error: serving daemon reported as unavailable"
+	}
+	return newError(status, text)
+}

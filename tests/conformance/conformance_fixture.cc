@@ -1,0 +1,300 @@
+// conformance_fixture: writes the segment files of one row of the takers' conformance
+// table (cases.json) into a runtime directory, at the layout's offsets (offsetof on the
+// C++ definitions, segment_layout.h), so that every taker reads fixtures of one origin.
+//
+//   conformance_fixture --cases cases.json --case NAME --dir DIR --live-pid PID [--after-open]
+//   conformance_fixture --vocabulary
+//
+// Without --after-open: the row's `fixture` (over the table's `defaults`) into DIR, which
+// must exist. With it: the row's `after_open` change (replace the segment by a new one,
+// truncate the consumer file). Prints {"ids":[...]}: the IDs the files it wrote hold, in
+// ticket order, decimal strings. Times are read when it runs: the taker runs it right
+// before opening (or taking), so "fresh" and "N ms old" mean that when it takes.
+// `--live-pid` is a process that stays alive while the taker takes (the taker's own):
+// the "live" daemon pid of the row. --vocabulary prints the C++ tables a taker of another
+// language copies (shm/include/snowflake/vocabulary.h): the library's error codes by
+// status, the state, health and reason codes and the reasons' texts (detail 5), so its
+// test can compare. Exit status 0, or 2 with a message on stderr.
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "snowflake/boot_id.h"
+#include "snowflake/pid_namespace.h"
+#include "snowflake/segment_layout.h"
+#include "snowflake/vocabulary.h"
+
+namespace {
+
+using nlohmann::json;
+using snowflake::shm::ConsumerRegion;
+using snowflake::shm::SegmentHeader;
+
+constexpr uint64_t kEpochUnixMs = 1'767'225'600'000;  // the default epoch
+constexpr uint32_t kMachine = 7;
+
+[[noreturn]] void Die(const std::string& why) {
+  std::fprintf(stderr, "conformance_fixture: %s\n", why.c_str());
+  std::exit(2);
+}
+
+// One file written field by field at the layout's offsets.
+class File {
+ public:
+  File(const std::string& path, int mode) {
+    fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd_ < 0) Die("open " + path + ": " + std::strerror(errno));
+    // fchmod: the exact mode, whatever the umask.
+    if (fchmod(fd_, static_cast<mode_t>(mode)) != 0) Die("fchmod " + path);
+  }
+  ~File() { close(fd_); }
+  void Resize(uint64_t size) {
+    if (ftruncate(fd_, static_cast<off_t>(size)) != 0) Die("ftruncate");
+  }
+  template <typename T>
+  void Put(size_t offset, T value) {
+    if (pwrite(fd_, &value, sizeof value, static_cast<off_t>(offset)) != sizeof value) {
+      Die("pwrite");
+    }
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+uint64_t Clock(clockid_t clock) {
+  timespec now{};
+  clock_gettime(clock, &now);
+  return static_cast<uint64_t>(now.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(now.tv_nsec);
+}
+
+// A pid no process has: a child that exited and was reaped.
+uint64_t DeadPid() {
+  const pid_t child = fork();
+  if (child < 0) Die("fork");
+  if (child == 0) _exit(0);
+  waitpid(child, nullptr, 0);
+  return static_cast<uint64_t>(child);
+}
+
+json Merged(const json& defaults, const json& over) {
+  json out = defaults;
+  for (auto it = over.begin(); it != over.end(); ++it) out[it.key()] = it.value();
+  return out;
+}
+
+int Mode(const json& f, const char* key) {
+  return std::stoi(f.at(key).get<std::string>(), nullptr, 8);
+}
+
+// Writes a segment pair per `f` into dir; returns the IDs it published, in ticket order.
+// `segment_id` tells a replacement from the first segment.
+std::vector<uint64_t> WriteSegment(const std::string& dir, const json& f, uint64_t live_pid,
+                                   uint64_t segment_id, bool via_rename) {
+  const std::string ring_path = dir + "/" + std::string(snowflake::shm::kSegmentFileName);
+  const std::string consumer_path = snowflake::shm::ConsumerFilePath(ring_path);
+  const std::string files = f.at("files");
+  std::vector<uint64_t> ids;
+  if (files == "none") return ids;
+  if (files == "ring_is_directory") {
+    if (mkdir(ring_path.c_str(), 0750) != 0) Die("mkdir " + ring_path);
+    return ids;
+  }
+  const uint64_t capacity = f.at("capacity");
+  const uint64_t fill = f.at("fill");
+  const uint64_t tail = f.value("tail", fill);
+  const uint64_t head = f.value("head", tail - fill);
+  const std::string suffix = via_rename ? ".tmp" : "";
+
+  if (files != "ring_only") {
+    File consumer(consumer_path + suffix, Mode(f, "consumer_mode"));
+    consumer.Resize(f.value("consumer_size", uint64_t{snowflake::shm::kConsumerFileSize}));
+    consumer.Put<uint64_t>(offsetof(ConsumerRegion, head), head);
+    consumer.Put<uint64_t>(offsetof(ConsumerRegion, segment_id),
+                           f.at("consumer_segment_id") == "same" ? segment_id : segment_id + 1);
+  }
+  File ring(ring_path + suffix, Mode(f, "ring_mode"));
+  const uint64_t size = snowflake::shm::SegmentSizeFor(capacity);
+  ring.Resize(f.value("ring_size", size));
+  if (f.value("ring_size", size) < snowflake::shm::kSlotsOffset) {
+    // Shorter than its header: nothing of the layout fits.
+  } else {
+    const int64_t now_ms = static_cast<int64_t>(Clock(CLOCK_REALTIME) / 1'000'000);
+    const int64_t id_ms = now_ms + f.at("slot_offset_ms").get<int64_t>();
+    const auto zero = f.at("zero_slots").get<std::vector<uint64_t>>();
+    for (uint64_t i = 0; i < fill; ++i) {
+      const uint64_t ticket = tail - fill + i;
+      uint64_t id = static_cast<uint64_t>(id_ms - static_cast<int64_t>(kEpochUnixMs)) << 22 |
+                    uint64_t{kMachine} << 12 | (i & 4095);
+      for (uint64_t z : zero) {
+        if (z == i) id = 0;  // a slot read before its write landed
+      }
+      ring.Put<uint64_t>(snowflake::shm::kSlotsOffset + (ticket & (capacity - 1)) * 8, id);
+      ids.push_back(id);
+    }
+    const uint64_t pid = f.at("pid") == "live"   ? live_pid
+                         : f.at("pid") == "dead" ? DeadPid()
+                                                 : 0;
+    const uint32_t ns = snowflake::shm::CurrentPidNamespace();
+    const uint32_t pid_ns = f.at("pid_namespace") == "current" ? ns
+                            : f.at("pid_namespace") == "other" ? ns + 1
+                                                               : 0;
+    snowflake::shm::BootId boot = snowflake::shm::CurrentBootId();
+    if (f.at("boot_id") == "other") {
+      boot.high ^= 0x5a5a5a5a5a5a5a5a;
+      boot.low ^= 1;
+    } else if (f.at("boot_id") == "none") {
+      boot = {};
+    }
+    const int64_t age_ms = f.at("heartbeat_age_ms");
+    const uint64_t beat = static_cast<uint64_t>(static_cast<int64_t>(Clock(CLOCK_MONOTONIC)) -
+                                                age_ms * 1'000'000);
+    ring.Put<uint32_t>(offsetof(SegmentHeader, version), f.value("version", snowflake::shm::kVersion));
+    ring.Put<uint32_t>(offsetof(SegmentHeader, header_size), sizeof(SegmentHeader));
+    ring.Put<uint64_t>(offsetof(SegmentHeader, capacity), f.value("capacity_field", capacity));
+    ring.Put<uint64_t>(offsetof(SegmentHeader, segment_size), f.value("segment_size_field", size));
+    ring.Put<uint64_t>(offsetof(SegmentHeader, segment_id), segment_id);
+    ring.Put<uint64_t>(offsetof(SegmentHeader, slots_offset), snowflake::shm::kSlotsOffset);
+    ring.Put<uint64_t>(offsetof(SegmentHeader, epoch_unix_ms), kEpochUnixMs);
+    ring.Put<uint32_t>(offsetof(SegmentHeader, machine), kMachine);
+    ring.Put<uint64_t>(offsetof(SegmentHeader, tail), tail);
+    ring.Put<uint64_t>(offsetof(SegmentHeader, last_published_id), ids.empty() ? 0 : ids.back());
+    ring.Put<uint32_t>(offsetof(SegmentHeader, state), f.at("state").get<uint32_t>());
+    ring.Put<uint32_t>(offsetof(SegmentHeader, reason), f.at("reason").get<uint32_t>());
+    ring.Put<int64_t>(offsetof(SegmentHeader, reason_detail), f.at("reason_detail").get<int64_t>());
+    ring.Put<uint64_t>(offsetof(SegmentHeader, heartbeat_mono_ns), beat);
+    ring.Put<uint64_t>(offsetof(SegmentHeader, pid), pid);
+    ring.Put<uint64_t>(offsetof(SegmentHeader, incarnation), 1);
+    ring.Put<uint64_t>(offsetof(SegmentHeader, published_total), tail);
+    ring.Put<uint32_t>(offsetof(SegmentHeader, max_age_ms), 100);
+    ring.Put<uint32_t>(offsetof(SegmentHeader, liveness_ms), f.at("liveness_ms").get<uint32_t>());
+    ring.Put<uint32_t>(offsetof(SegmentHeader, freshness_bound_ms),
+                       f.at("freshness_bound_ms").get<uint32_t>());
+    ring.Put<uint32_t>(offsetof(SegmentHeader, pid_namespace), pid_ns);
+    ring.Put<uint64_t>(offsetof(SegmentHeader, boot_id_high), boot.high);
+    ring.Put<uint64_t>(offsetof(SegmentHeader, boot_id_low), boot.low);
+    // Last, as the daemon stores it (LAYOUT.md §3, line 0).
+    ring.Put<uint64_t>(offsetof(SegmentHeader, magic), f.value("magic", snowflake::shm::kMagic));
+  }
+  if (via_rename) {
+    // The daemon's order (LAYOUT.md §6, Create step 5): the consumer file first.
+    if (rename((consumer_path + suffix).c_str(), consumer_path.c_str()) != 0 ||
+        rename((ring_path + suffix).c_str(), ring_path.c_str()) != 0) {
+      Die("rename");
+    }
+  }
+  return ids;
+}
+
+}  // namespace
+
+json Vocabulary() {
+  namespace vocab = snowflake::vocab;
+  using snowflake::shm::DaemonState;
+  using snowflake::shm::ProducerHealth;
+  using snowflake::shm::StateReason;
+  json out = {{"errors", json::array()}, {"states", json::array()}, {"health", json::array()},
+              {"reasons", json::array()}, {"reason_texts", json::array()}};
+  for (uint32_t s = static_cast<uint32_t>(vocab::kFirstLibraryError);
+       s <= static_cast<uint32_t>(vocab::kLastLibraryError); ++s) {
+    out["errors"].push_back(std::string(vocab::ErrorName(static_cast<vocab::ErrorCode>(s))));
+  }
+  for (uint32_t s = 1; s <= static_cast<uint32_t>(DaemonState::kStopped); ++s) {
+    out["states"].push_back(std::string(vocab::StateCode(static_cast<DaemonState>(s))));
+  }
+  for (uint32_t h = 0; h <= static_cast<uint32_t>(ProducerHealth::kDead); ++h) {
+    out["health"].push_back(std::string(vocab::HealthCode(static_cast<ProducerHealth>(h))));
+  }
+  for (uint32_t r = 0; r <= static_cast<uint32_t>(StateReason::kPersistenceFailed); ++r) {
+    out["reasons"].push_back(std::string(vocab::ReasonCode(static_cast<StateReason>(r))));
+    out["reason_texts"].push_back(vocab::DescribeReason(static_cast<StateReason>(r), 5));
+  }
+  return out;
+}
+
+int main(int argc, char** argv) {
+  if (argc == 2 && std::string(argv[1]) == "--vocabulary") {
+    std::cout << Vocabulary().dump() << "\n";
+    return 0;
+  }
+  std::string cases_path, name, dir;
+  uint64_t live_pid = 0;
+  bool after_open = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) Die(arg + " needs a value");
+      return argv[++i];
+    };
+    if (arg == "--cases") cases_path = next();
+    else if (arg == "--case") name = next();
+    else if (arg == "--dir") dir = next();
+    else if (arg == "--live-pid") live_pid = std::stoull(next());
+    else if (arg == "--after-open") after_open = true;
+    else Die("unknown argument " + arg);
+  }
+  if (cases_path.empty() || name.empty() || dir.empty() || live_pid == 0) {
+    Die("usage: conformance_fixture --cases FILE --case NAME --dir DIR --live-pid PID [--after-open]");
+  }
+  try {
+    std::ifstream in(cases_path);
+    const json table = json::parse(in);
+    const json* row = nullptr;
+    for (const json& c : table.at("cases")) {
+      if (c.at("name") == name) row = &c;
+    }
+    if (row == nullptr) Die("no case " + name + " in " + cases_path);
+    const json fixture = Merged(table.at("defaults"), row->value("fixture", json::object()));
+    std::vector<uint64_t> ids;
+    if (!after_open) {
+      ids = WriteSegment(dir, fixture, live_pid, 0x5e6d000000000001, false);
+    } else {
+      const json change = row->at("after_open");
+      const std::string ring_path = dir + "/" + std::string(snowflake::shm::kSegmentFileName);
+      if (change.contains("truncate_consumer")) {
+        if (truncate(snowflake::shm::ConsumerFilePath(ring_path).c_str(),
+                     change.at("truncate_consumer").get<off_t>()) != 0) {
+          Die("truncate");
+        }
+      }
+      if (change.value("replace", false)) {
+        // The old segment says why it is left (a daemon retiring it sets stopped) ...
+        const int fd = open(ring_path.c_str(), O_WRONLY | O_CLOEXEC);
+        const uint32_t state = change.value("old_state", 5u);
+        if (fd < 0 || pwrite(fd, &state, sizeof state, offsetof(SegmentHeader, state)) != 4) {
+          Die("mark the old segment");
+        }
+        close(fd);
+        // ... and a new pair is renamed over its paths.
+        json next = fixture;
+        for (auto it = change.begin(); it != change.end(); ++it) {
+          if (it.key() != "replace" && it.key() != "old_state") next[it.key()] = it.value();
+        }
+        next["state"] = 2;
+        ids = WriteSegment(dir, next, live_pid, 0x5e6d000000000002, true);
+      }
+    }
+    json out = {{"ids", json::array()}};
+    for (uint64_t id : ids) out["ids"].push_back(std::to_string(id));
+    std::cout << out.dump() << "\n";
+    return 0;
+  } catch (const std::exception& e) {
+    Die(e.what());
+  }
+}

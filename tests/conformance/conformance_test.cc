@@ -1,0 +1,163 @@
+// The takers' conformance table (cases.json) for the C++ client: every row, from the
+// fixtures conformance_fixture writes (the Python and Go packages run the same rows).
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "snowflake/client.h"
+
+namespace {
+
+using nlohmann::json;
+
+const json& Table() {
+  static const json table = [] {
+    std::ifstream in(SNOWFLAKE_CONFORMANCE_CASES);
+    return json::parse(in);
+  }();
+  return table;
+}
+
+std::vector<std::string> CaseNames() {
+  std::vector<std::string> names;
+  for (const json& row : Table().at("cases")) names.push_back(row.at("name"));
+  return names;
+}
+
+const json& Row(const std::string& name) {
+  for (const json& row : Table().at("cases")) {
+    if (row.at("name") == name) return row;
+  }
+  throw std::runtime_error("no case " + name);
+}
+
+// Runs the fixture writer; returns the IDs it published.
+std::vector<uint64_t> Fixture(const std::string& name, const std::string& dir, bool after_open) {
+  const std::string command = std::string(SNOWFLAKE_CONFORMANCE_FIXTURE) + " --cases " +
+                              SNOWFLAKE_CONFORMANCE_CASES + " --case " + name + " --dir " + dir +
+                              " --live-pid " + std::to_string(getpid()) +
+                              (after_open ? " --after-open" : "");
+  FILE* pipe = popen(command.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buffer{};
+  while (pipe != nullptr && fgets(buffer.data(), buffer.size(), pipe) != nullptr) out += buffer.data();
+  if (pipe == nullptr || pclose(pipe) != 0) throw std::runtime_error("fixture failed: " + command);
+  std::vector<uint64_t> ids;
+  const json printed = json::parse(out);  // named: the loop below reads into it
+  for (const json& id : printed.at("ids")) ids.push_back(std::stoull(id.get<std::string>()));
+  return ids;
+}
+
+struct Outcome {
+  std::string stage = "take";
+  std::string code = "ok";
+  std::string message;
+  std::vector<uint64_t> ids;
+};
+
+uint32_t ConsumerWord(const std::string& dir, size_t offset) {
+  std::ifstream in(dir + "/snowflake.ring.consumer", std::ios::binary);
+  in.seekg(static_cast<std::streamoff>(offset));
+  uint32_t value = 0;
+  in.read(reinterpret_cast<char*>(&value), sizeof value);
+  return value;
+}
+
+class Conformance : public testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("sf-conf-" + std::to_string(getpid()) + "-" + GetParam());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // Opens, applies after_open, takes: what the row's `take` gives.
+  Outcome Run(const json& row, std::vector<uint64_t>* published) {
+    Outcome outcome;
+    *published = Fixture(GetParam(), dir_, false);
+    const json& take = row.at("take");
+    snowflake::ClientOptions options;
+    options.runtime_dir = dir_;
+    options.remotes_from_environment = false;
+    options.wait_timeout = std::chrono::milliseconds(take.value("timeout_ms", 100));
+    auto client = snowflake::Client::Open("conformance", options);
+    if (!client) {
+      return Outcome{"open", std::string(snowflake::ClientErrorName(client.error().code)),
+                     client.error().message, {}};
+    }
+    if (row.contains("after_open")) {
+      auto replaced = Fixture(GetParam(), dir_, true);
+      if (!replaced.empty()) *published = replaced;
+    }
+    if (take.at("call") == "next") {
+      auto id = client->Next();
+      if (id) outcome.ids.push_back(*id);
+      else outcome = Outcome{"take", std::string(snowflake::ClientErrorName(id.error().code)), id.error().message, {}};
+    } else {
+      std::vector<uint64_t> out(take.at("count").get<size_t>());
+      auto n = client->NextBatch(out);
+      if (n) outcome.ids.assign(out.begin(), out.begin() + static_cast<ptrdiff_t>(*n));
+      else outcome = Outcome{"take", std::string(snowflake::ClientErrorName(n.error().code)), n.error().message, {}};
+    }
+    return outcome;
+  }
+
+  std::filesystem::path dir_;
+};
+
+TEST_P(Conformance, TakerGivesTheRowsOutcome) {
+  const json& row = Row(GetParam());
+  json expect = row.at("expect");
+  if (row.contains("expect_by_taker") && row.at("expect_by_taker").contains("cpp")) {
+    expect = row.at("expect_by_taker").at("cpp");
+  }
+  if (expect.contains("signal")) {
+    ASSERT_EQ(expect.at("signal"), "SIGBUS");
+    std::vector<uint64_t> published;
+    EXPECT_EXIT(Run(row, &published), testing::KilledBySignal(SIGBUS), "");
+    return;
+  }
+  std::vector<uint64_t> published;
+  const Outcome got = Run(row, &published);
+  EXPECT_EQ(got.stage, expect.at("stage")) << got.code << ": " << got.message;
+  EXPECT_EQ(got.code, expect.at("code")) << got.message;
+  if (expect.contains("message_contains")) {
+    EXPECT_NE(got.message.find(expect.at("message_contains").get<std::string>()), std::string::npos)
+        << got.message;
+  }
+  if (expect.contains("count")) {
+    EXPECT_EQ(got.ids.size(), expect.at("count").get<size_t>());
+  }
+  if (expect.value("ids", "") == "published") {
+    ASSERT_LE(got.ids.size(), published.size()) << "fixture printed no IDs";
+    EXPECT_EQ(got.ids, std::vector<uint64_t>(published.begin(), published.begin() +
+                                             static_cast<ptrdiff_t>(got.ids.size())));
+  }
+  if (expect.contains("refill_hint")) {
+    EXPECT_EQ(ConsumerWord(dir_, 68), expect.at("refill_hint").get<uint32_t>());
+  }
+  if (expect.contains("refill_request_min")) {
+    EXPECT_GE(ConsumerWord(dir_, 64), expect.at("refill_request_min").get<uint32_t>());
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, Conformance, testing::ValuesIn(CaseNames()),
+                         [](const testing::TestParamInfo<std::string>& info) {
+                           std::string name = info.param;
+                           std::erase(name, '_');  // GoogleTest names: no underscores
+                           return name;
+                         });
+
+}  // namespace
