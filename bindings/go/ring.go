@@ -309,8 +309,24 @@ func (r *ring) addRefillHint(want uint64) {
 	}
 }
 
-// describeReason is the vocabulary's DescribeReason (summaries with {} for the detail).
+// describeReason is the vocabulary's DescribeReason (summaries with {} for the detail),
+// without a reading of the clock.
 func describeReason(reason uint32, detail int64) string {
+	return describeReasonAt(reason, detail, nil)
+}
+
+// timeText is FormatTimeText: "2026-01-01T00:00:00.000Z" (UTC), or "N ms" outside years
+// 0000-9999.
+func timeText(unixMs int64) string {
+	if unixMs < -62_167_219_200_000 || unixMs > 253_402_300_799_999 {
+		return strconv.FormatInt(unixMs, 10) + " ms"
+	}
+	return time.UnixMilli(unixMs).UTC().Format("2006-01-02T15:04:05.000Z")
+}
+
+// describeReasonAt is DescribeReason with the reader's clock: a time in the detail (the
+// register's wait) says how long ago it was when nowUnixMs is given.
+func describeReasonAt(reason uint32, detail int64, nowUnixMs *int64) string {
 	d := strconv.FormatInt(detail, 10)
 	switch reason {
 	case 0:
@@ -339,12 +355,23 @@ func describeReason(reason uint32, detail int64) string {
 		}
 		return "cannot persist the high-water reservation, not issuing past it (errno " + d +
 			": " + text + ")"
+	case 8:
+		since := timeText(detail)
+		if nowUnixMs != nil {
+			since += " (" + strconv.FormatInt(*nowUnixMs-detail, 10) + " ms ago)"
+		}
+		return "waiting for the register since " + since +
+			", not issuing past the high-water reservation"
+	case 9:
+		return "an operator's fence in the register is " + d +
+			" ms ahead of the clock, not issuing at or below it"
 	}
 	return "reason code unknown"
 }
 
 var reasonCodes = [...]string{"none", "starting", "clock_behind", "clock_step_too_large",
-	"behind_high_water", "time_range_exhausted", "shutdown", "persistence_failed"}
+	"behind_high_water", "time_range_exhausted", "shutdown", "persistence_failed",
+	"register_unreachable", "fenced"}
 
 func reasonCode(reason uint32) string {
 	if int(reason) < len(reasonCodes) {
@@ -364,10 +391,12 @@ func unavailableError(p producerStatus, runtimeDir string, maxAge time.Duration)
 	case healthStarting:
 		text = "snowflaked is starting" + where + "; retry shortly or fail over"
 	case healthPaused:
-		text = "snowflaked paused generation: " + describeReason(p.reason, p.reasonDetail) +
+		now := time.Now().UnixMilli()
+		text = "snowflaked paused generation: " + describeReasonAt(p.reason, p.reasonDetail, &now) +
 			where + "; fail over, it resumes by itself"
 	case healthOutOfService:
-		why := describeReason(p.reason, p.reasonDetail)
+		now := time.Now().UnixMilli()
+		why := describeReasonAt(p.reason, p.reasonDetail, &now)
 		if why != "" {
 			why = ": " + why
 		}

@@ -221,7 +221,7 @@ json Vocabulary() {
   for (uint32_t h = 0; h <= static_cast<uint32_t>(ProducerHealth::kDead); ++h) {
     out["health"].push_back(std::string(vocab::HealthCode(static_cast<ProducerHealth>(h))));
   }
-  for (uint32_t r = 0; r <= static_cast<uint32_t>(StateReason::kPersistenceFailed); ++r) {
+  for (uint32_t r = 0; r < vocab::kReasons.size(); ++r) {
     out["reasons"].push_back(std::string(vocab::ReasonCode(static_cast<StateReason>(r))));
     out["reason_texts"].push_back(vocab::DescribeReason(static_cast<StateReason>(r), 5));
   }
