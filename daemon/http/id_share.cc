@@ -25,6 +25,12 @@ void IdShare::Refill(Bucket& bucket, double per_ns, double capacity, Clock::time
   bucket.at = std::max(bucket.at, now);
 }
 
+bool IdShare::Holds(const Bucket& bucket, double ids, double capacity) {
+  // A take larger than the whole bucket waits for a full one and leaves it in debt: it is
+  // served, at the average rate, instead of never.
+  return bucket.tokens >= std::min(ids, capacity);
+}
+
 void IdShare::ForgetIdleClients(Clock::time_point now) {
   // A full bucket is the state a new client starts in: forgetting it changes nothing.
   for (auto it = clients_.begin(); it != clients_.end();) {
@@ -40,7 +46,7 @@ IdShare::Verdict IdShare::Admit(std::string_view client, uint64_t count, Clock::
   const double ids = static_cast<double>(count);
   std::lock_guard lock(mutex_);
   Refill(front_, share_per_ns_, share_capacity_, now);
-  if (front_.tokens <= 0) return Verdict::kFrontShare;
+  if (!Holds(front_, ids, share_capacity_)) return Verdict::kFrontShare;
   if (client_per_ns_ > 0) {
     auto found = clients_.find(client);
     if (found == clients_.end()) {
@@ -49,7 +55,7 @@ IdShare::Verdict IdShare::Admit(std::string_view client, uint64_t count, Clock::
     }
     Bucket& bucket = found->second;
     Refill(bucket, client_per_ns_, client_capacity_, now);
-    if (bucket.tokens <= 0) return Verdict::kClientRate;
+    if (!Holds(bucket, ids, client_capacity_)) return Verdict::kClientRate;
     bucket.tokens -= ids;
   }
   front_.tokens -= ids;
@@ -62,12 +68,12 @@ uint64_t IdShare::RetryAfterMs(std::string_view client, Verdict why, Clock::time
   double per_ns = share_per_ns_;
   if (why == Verdict::kFrontShare) {
     Refill(front_, share_per_ns_, share_capacity_, now);
-    deficit = -front_.tokens;
+    deficit = share_capacity_ - front_.tokens;
   } else if (why == Verdict::kClientRate) {
     per_ns = client_per_ns_;
     if (auto found = clients_.find(client); found != clients_.end()) {
       Refill(found->second, client_per_ns_, client_capacity_, now);
-      deficit = -found->second.tokens;
+      deficit = client_capacity_ - found->second.tokens;
     }
   }
   if (per_ns <= 0 || deficit <= 0) return 1;

@@ -5,10 +5,11 @@
 // the HTTP handlers ask before they take from the ring, so a throttled request costs the
 // ring nothing. Local takers never pass through here and never wait for it.
 //
-// A bucket admits a take while it holds any token and then subtracts the whole take, so
-// it may go into debt by one take: a take larger than the bucket (4,096 IDs at a small
-// rate) is still served, at the average rate. Over any T ms the front therefore hands out
-// at most max_share * 4096 * T + kShareBurstIds + one take per serving thread.
+// A bucket admits a take when it holds the whole take, or, for a take larger than the
+// bucket (4,096 IDs at a small share), when it is full; it then subtracts the take, so the
+// large take leaves it in debt and is served at the average rate instead of never. Over
+// any T ms the front therefore hands out at most max_share * 4096 * T plus one bucket
+// (kShareBurstMs of the share) plus one take.
 //
 // An IdShare is safe for concurrent use by multiple threads: one mutex guards both
 // buckets (the HTTP serving threads only; the ring path never takes it).
@@ -44,7 +45,7 @@ class IdShare {
   // not go backwards between calls (a steady clock).
   Verdict Admit(std::string_view client, uint64_t count, Clock::time_point now);
 
-  // Milliseconds until the refused bucket holds a token again (>= 1), for Retry-After.
+  // Milliseconds until the refused bucket is full again (>= 1), for Retry-After.
   uint64_t RetryAfterMs(std::string_view client, Verdict why, Clock::time_point now);
 
  private:
@@ -53,6 +54,7 @@ class IdShare {
     Clock::time_point at;
   };
   static void Refill(Bucket& bucket, double per_ns, double capacity, Clock::time_point now);
+  static bool Holds(const Bucket& bucket, double ids, double capacity);
   void ForgetIdleClients(Clock::time_point now);
 
   // Constant after construction.
