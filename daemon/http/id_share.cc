@@ -45,8 +45,13 @@ void IdShare::ForgetIdleClients(Clock::time_point now) {
 IdShare::Verdict IdShare::Admit(std::string_view client, uint64_t count, Clock::time_point now) {
   const double ids = static_cast<double>(count);
   std::lock_guard lock(mutex_);
-  Refill(front_, share_per_ns_, share_capacity_, now);
-  if (!Holds(front_, ids, share_capacity_)) return Verdict::kFrontShare;
+  // A share of 1 is the whole machine number: the ring itself is the limit, and a bucket
+  // aligned differently from the milliseconds would only refuse takes the ring can give.
+  const bool front_limited = share_per_ns_ < kMachineIdsPerMs / 1e6;
+  if (front_limited) {
+    Refill(front_, share_per_ns_, share_capacity_, now);
+    if (!Holds(front_, ids, share_capacity_)) return Verdict::kFrontShare;
+  }
   if (client_per_ns_ > 0) {
     auto found = clients_.find(client);
     if (found == clients_.end()) {
@@ -58,7 +63,7 @@ IdShare::Verdict IdShare::Admit(std::string_view client, uint64_t count, Clock::
     if (!Holds(bucket, ids, client_capacity_)) return Verdict::kClientRate;
     bucket.tokens -= ids;
   }
-  front_.tokens -= ids;
+  if (front_limited) front_.tokens -= ids;
   return Verdict::kAdmitted;
 }
 

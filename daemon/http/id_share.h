@@ -38,7 +38,8 @@ class IdShare {
   using Clock = std::chrono::steady_clock;
   enum class Verdict { kAdmitted, kFrontShare, kClientRate };
 
-  // `max_share` in (0, 1]; `per_client_ids_per_s` 0 for no per-client limit.
+  // `max_share` in (0, 1] (1: no limit for the front as a whole, the machine number is);
+  // `per_client_ids_per_s` 0 for no per-client limit.
   IdShare(double max_share, uint64_t per_client_ids_per_s);
 
   // Whether `client` may take `count` IDs at `now`; if so they are counted. `now` must

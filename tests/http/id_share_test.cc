@@ -54,6 +54,14 @@ TEST(IdShare, EachClientHasItsOwnRateWithinTheShare) {
   EXPECT_EQ(sut.Admit("addr:a", 1, start + 10ms), Verdict::kAdmitted);
 }
 
+TEST(IdShare, AShareOfOneLeavesTheLimitToTheMachineNumber) {
+  IdShare sut(1.0, 0);
+  const auto start = IdShare::Clock::time_point{} + 1h;
+  // Two whole milliseconds' worth at one instant: the ring caps it, not the front.
+  EXPECT_EQ(sut.Admit("addr:a", 4096, start), Verdict::kAdmitted);
+  EXPECT_EQ(sut.Admit("addr:a", 4096, start), Verdict::kAdmitted);
+}
+
 TEST(IdShare, ForgetsIdleClientsPastItsLimit) {
   IdShare sut(1.0, 10);
   const auto start = IdShare::Clock::time_point{} + 1h;
