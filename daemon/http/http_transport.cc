@@ -21,6 +21,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <thread>
 
@@ -326,6 +327,57 @@ std::string AddressClient(const tcp::socket& socket) {
   return ec ? std::string("addr:unknown") : "addr:" + peer.address().to_string();
 }
 
+// Timeouts are a deadline checked by one timer per connection, not a timer armed per
+// operation: a request costs a store to the deadline, no timer syscall and no cancelled
+// wait to complete. The timer wakes at least every tick (a quarter of the shortest
+// timeout), so a deadline is enforced at most that late; a deadline earlier than the
+// armed wake re-arms it. A member of its session; runs on the session's thread.
+class ConnectionDeadline {
+ public:
+  ConnectionDeadline(const tcp::socket::executor_type& executor, const Config::Http& options)
+      : timer_(executor),
+        tick_(std::max<std::chrono::milliseconds>(
+            std::chrono::milliseconds(10),
+            std::min<std::chrono::milliseconds>(
+                {std::chrono::milliseconds(options.idle_timeout_ms),
+                 std::chrono::milliseconds(options.write_timeout_ms), kRefuseTimeout}) /
+                4)) {}
+
+  void ExpireAfter(std::chrono::milliseconds timeout) {
+    deadline_ = Clock::now() + timeout;
+    if (watching_ && deadline_ < armed_) Arm();
+  }
+
+  // Starts the timer. `owner` is the session this is a member of (a wake after it is gone
+  // does nothing); `expire` closes its socket, which cancels its pending operations.
+  void Watch(std::weak_ptr<void> owner, std::function<void()> expire) {
+    owner_ = std::move(owner);
+    expire_ = std::move(expire);
+    watching_ = true;
+    Arm();
+  }
+
+ private:
+  void Arm() {
+    armed_ = std::min(deadline_, Clock::now() + tick_);
+    timer_.expires_at(armed_);  // cancels a pending wait: it completes as aborted
+    timer_.async_wait([this, weak = owner_](beast::error_code ec) {
+      const std::shared_ptr<void> alive = weak.lock();
+      if (alive == nullptr || ec == asio::error::operation_aborted) return;
+      if (Clock::now() >= deadline_) return expire_();
+      Arm();
+    });
+  }
+
+  asio::steady_timer timer_;
+  const std::chrono::milliseconds tick_;
+  Clock::time_point deadline_ = Clock::time_point::max();
+  Clock::time_point armed_ = Clock::time_point::max();
+  bool watching_ = false;
+  std::weak_ptr<void> owner_;
+  std::function<void()> expire_;
+};
+
 // One connection: read a request (bounded header size and time), reply, repeat while
 // keep-alive. Pipelined requests wait in buffer_ and are answered in order. A refusing
 // session answers its first request with `refusal` and closes.
@@ -333,16 +385,10 @@ class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(tcp::socket socket, HttpTransport::Impl& front, std::optional<HttpReply> refusal)
       : socket_(std::move(socket)),
-        timer_(socket_.get_executor()),
+        deadline_(socket_.get_executor(), front.options()),
         front_(front),
         refusal_(std::move(refusal)),
-        client_(AddressClient(socket_)),
-        tick_(std::max<std::chrono::milliseconds>(
-            std::chrono::milliseconds(10),
-            std::min<std::chrono::milliseconds>(
-                {std::chrono::milliseconds(front.options().idle_timeout_ms),
-                 std::chrono::milliseconds(front.options().write_timeout_ms), kRefuseTimeout}) /
-                4)) {}
+        client_(AddressClient(socket_)) {}
   ~Session() { front_.ConnectionClosed(refusal_.has_value()); }
 
   tcp::socket::executor_type executor() { return socket_.get_executor(); }
@@ -360,40 +406,14 @@ class Session : public std::enable_shared_from_this<Session> {
       return;
     }
     Read();
-    Watch();
+    deadline_.Watch(weak_from_this(), [this] {
+      beast::error_code ignored;
+      socket_.close(ignored);
+    });
   }
 
  private:
-  // Timeouts are a deadline checked by one timer per connection, not a timer armed per
-  // operation: a request costs a store to deadline_, no timer syscall and no cancelled
-  // wait to complete. The timer wakes at least every tick_ (a quarter of the shortest
-  // timeout), so a deadline is enforced at most that late; a deadline earlier than the
-  // armed wake re-arms it.
-  void ExpireAfter(std::chrono::milliseconds timeout) {
-    deadline_ = Clock::now() + timeout;
-    if (watching_ && deadline_ < armed_) Arm();
-  }
-
-  void Watch() {
-    watching_ = true;
-    Arm();
-  }
-
-  void Arm() {
-    armed_ = std::min(deadline_, Clock::now() + tick_);
-    timer_.expires_at(armed_);  // cancels a pending wait: it completes as aborted
-    timer_.async_wait([weak = weak_from_this()](beast::error_code ec) {
-      const std::shared_ptr<Session> self = weak.lock();
-      if (self == nullptr || ec == asio::error::operation_aborted) return;
-      if (Clock::now() >= self->deadline_) {
-        // Timed out: closing cancels the pending read or write; the session then ends.
-        beast::error_code ignored;
-        self->socket_.close(ignored);
-        return;
-      }
-      self->Arm();
-    });
-  }
+  void ExpireAfter(std::chrono::milliseconds timeout) { deadline_.ExpireAfter(timeout); }
 
   // Reading, parsing and answering are synchronous calls on the non-blocking socket as
   // long as they can proceed; the session waits in the reactor only for readability (or,
@@ -509,14 +529,10 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   tcp::socket socket_;
-  asio::steady_timer timer_;
+  ConnectionDeadline deadline_;
   HttpTransport::Impl& front_;
   std::optional<HttpReply> refusal_;
   const std::string client_;
-  const std::chrono::milliseconds tick_;
-  Clock::time_point deadline_ = Clock::time_point::max();
-  Clock::time_point armed_ = Clock::time_point::max();
-  bool watching_ = false;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::optional<http::response<http::string_body>> response_;
@@ -539,16 +555,21 @@ class TlsSession : public std::enable_shared_from_this<TlsSession> {
              HttpTransport::Impl& front, std::optional<HttpReply> refusal)
       : context_(std::move(context)),
         client_(AddressClient(socket)),
-        stream_(beast::tcp_stream(std::move(socket)), *context_),
+        stream_(std::move(socket), *context_),
+        deadline_(stream_.next_layer().get_executor(), front.options()),
         front_(front),
         refusal_(std::move(refusal)),
         buffer_(front.options().max_header_bytes + kMaxBodyBytes + kReadChunk) {}
   ~TlsSession() { front_.ConnectionClosed(refusal_.has_value()); }
 
-  beast::tcp_stream::executor_type executor() { return stream_.get_executor(); }
+  tcp::socket::executor_type executor() { return stream_.next_layer().get_executor(); }
 
   void Start() {
-    stream_.next_layer().expires_after(Timeout());
+    deadline_.ExpireAfter(Timeout());
+    deadline_.Watch(weak_from_this(), [this] {
+      beast::error_code ignored;
+      stream_.next_layer().close(ignored);
+    });
     stream_.async_handshake(asio::ssl::stream_base::server,
                             [self = shared_from_this()](beast::error_code ec) {
                               self->OnHandshake(ec);
@@ -575,7 +596,7 @@ class TlsSession : public std::enable_shared_from_this<TlsSession> {
     parser_.emplace();
     parser_->header_limit(static_cast<uint32_t>(front_.options().max_header_bytes));
     parser_->body_limit(kMaxBodyBytes);
-    stream_.next_layer().expires_after(Timeout());
+    deadline_.ExpireAfter(Timeout());
     http::async_read(stream_, buffer_, *parser_,
                      [self = shared_from_this()](beast::error_code ec, size_t) {
                        self->OnRead(ec);
@@ -583,8 +604,9 @@ class TlsSession : public std::enable_shared_from_this<TlsSession> {
   }
 
   void OnRead(beast::error_code ec) {
-    // The peer closed, reset, timed out, or the front stopped: nothing to answer.
-    if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
+    // The peer closed, reset, timed out (the deadline closed the socket), or the front
+    // stopped: nothing to answer.
+    if (ec == http::error::end_of_stream ||
         ec == asio::error::operation_aborted || ec == asio::ssl::error::stream_truncated ||
         (ec && ec.category() != http::make_error_code(http::error::bad_method).category() &&
          ec != http::error::buffer_overflow)) {
@@ -593,7 +615,7 @@ class TlsSession : public std::enable_shared_from_this<TlsSession> {
     Answer answer = AnswerRequest(front_, ec, parser_->get(), refusal_, requests_, client_);
     close_ = answer.close;
     Frame(front_, answer, response_);
-    stream_.next_layer().expires_after(std::chrono::milliseconds(front_.options().write_timeout_ms));
+    deadline_.ExpireAfter(std::chrono::milliseconds(front_.options().write_timeout_ms));
     http::async_write(stream_, *response_,
                       [self = shared_from_this()](beast::error_code error, size_t) {
                         if (!error) self->AfterWrite();
@@ -604,13 +626,14 @@ class TlsSession : public std::enable_shared_from_this<TlsSession> {
     if (!close_) return Read();
     // close_notify, then wait briefly for the peer's, so our close is not a reset that
     // could discard the reply on its side.
-    stream_.next_layer().expires_after(kTlsShutdownTimeout);
+    deadline_.ExpireAfter(kTlsShutdownTimeout);
     stream_.async_shutdown([self = shared_from_this()](beast::error_code) {});
   }
 
   std::shared_ptr<asio::ssl::context> context_;  // before stream_: it outlives it
   std::string client_;
-  beast::ssl_stream<beast::tcp_stream> stream_;
+  beast::ssl_stream<tcp::socket> stream_;
+  ConnectionDeadline deadline_;
   HttpTransport::Impl& front_;
   std::optional<HttpReply> refusal_;
   beast::flat_buffer buffer_;
