@@ -92,6 +92,9 @@ TEST(RemoteShare, AFloodBesideLocalTakersStaysWithinItsShare) {
                    reply.body.find("\"throttled\"") != std::string::npos) {
           ++throttled;
           retry_after_seen = retry_after_seen && !reply.Header("retry-after").empty();
+        } else if (reply.status == 503 &&
+                   reply.body.find("\"daemon_paused\"") != std::string::npos) {
+          // The daemon paused (see the local takers below): neither admitted nor throttled.
         } else {
           ++other_replies;
           other_example = std::to_string(reply.status) + " " + reply.body;
@@ -116,6 +119,9 @@ TEST(RemoteShare, AFloodBesideLocalTakersStaysWithinItsShare) {
       uint64_t last = 0;
       while (!flood_done.load()) {
         auto n = client->NextBatch(batch);
+        // The daemon pausing (a slow fsync of its reservation on a loaded host) is not the
+        // front's doing; every other error is a failure.
+        if (!n && n.error().code == ClientError::kDaemonPaused) continue;
         if (!n) {
           local_failures.fetch_add(1);
           std::lock_guard lock(mutex);

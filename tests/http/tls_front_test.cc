@@ -330,7 +330,7 @@ TEST_F(TlsFront, RotationUnderLoadServesTheNewPairWithoutAFailedRequest) {
 
   // Load: two takers on kept connections, two that open a new connection per request.
   std::atomic<bool> stop{false};
-  std::atomic<uint64_t> failed{0}, answered{0}, kept_after_rotation{0};
+  std::atomic<uint64_t> failed{0}, answered{0}, unavailable{0}, kept_after_rotation{0};
   std::atomic<bool> rotated{false};
   std::string first_failure;
   std::mutex failure_mutex;
@@ -341,6 +341,12 @@ TEST_F(TlsFront, RotationUnderLoadServesTheNewPairWithoutAFailedRequest) {
       while (!stop.load()) {
         if (fresh) client.Reset();
         const HttpsReply reply = client.Get(front.port, "/v1/id?service=rotate");
+        // A 503 is the daemon pausing (a slow fsync of its reservation on a loaded host),
+        // answered over TLS: not a failure of the connection or the rotation.
+        if (reply.curl_code == 0 && reply.status == 503) {
+          unavailable.fetch_add(1);
+          continue;
+        }
         if (!reply.ok()) {
           std::lock_guard lock(failure_mutex);
           if (failed.fetch_add(1) == 0) first_failure = reply.error + " " + reply.body;
@@ -351,7 +357,8 @@ TEST_F(TlsFront, RotationUnderLoadServesTheNewPairWithoutAFailedRequest) {
       }
     });
   }
-  ASSERT_TRUE(WaitUntil([&] { return answered.load() >= 200; }, 60s, "200 answers before"));
+  ASSERT_TRUE(WaitUntil([&] { return answered.load() >= 200; }, 60s, "200 answers before"))
+      << "first failure: " << first_failure;
 
   Replace(certs_("server2.pem"), files / "tls.crt");
   Replace(certs_("server2-key.pem"), files / "tls.key");
@@ -369,6 +376,10 @@ TEST_F(TlsFront, RotationUnderLoadServesTheNewPairWithoutAFailedRequest) {
   stop = true;
   for (auto& thread : load) thread.join();
 
+  std::printf("rotation under load: %llu answered, %llu 503 (daemon paused), %llu failed\n",
+              static_cast<unsigned long long>(answered.load()),
+              static_cast<unsigned long long>(unavailable.load()),
+              static_cast<unsigned long long>(failed.load()));
   EXPECT_EQ(failed.load(), 0u) << "first failure: " << first_failure;
   EXPECT_GT(kept_after_rotation.load(), 0u)
       << "no request went over a connection opened before the rotation";
@@ -417,8 +428,9 @@ TEST_F(TlsFront, AKeyEveryUserCanReadIsRefusedAtStartNamingTheFileAndTheFix) {
   const auto status = daemon.Wait(30s);
   ASSERT_TRUE(status) << "the daemon started with a world-readable key";
   EXPECT_FALSE(status->ExitedWith(0));
-  EXPECT_NE(daemon.err().find((files / "tls.key").string()), std::string::npos) << daemon.err();
-  EXPECT_NE(daemon.err().find("chmod 600"), std::string::npos) << daemon.err();
+  // Its stderr may still be on the way to the test after the exit.
+  EXPECT_TRUE(daemon.WaitForErr((files / "tls.key").string())) << daemon.err();
+  EXPECT_TRUE(daemon.WaitForErr("chmod 600")) << daemon.err();
 
   ::chmod((files / "tls.key").c_str(), 0600);
   const RunResult fixed =
