@@ -93,7 +93,8 @@ class Connection {
       ssl_ = SSL_new(tls);
       SSL_set_fd(ssl_, fd_);
       SSL_set1_host(ssl_, "127.0.0.1");
-      if (SSL_connect(ssl_) != 1) Die("TLS handshake with 127.0.0.1:" + std::to_string(port) + " failed");
+      if (SSL_connect(ssl_) != 1)
+        Die("TLS handshake with 127.0.0.1:" + std::to_string(port) + " failed");
     }
   }
   ~Connection() {
@@ -118,9 +119,9 @@ class Connection {
 
  private:
   bool GetOnce(const std::string& request, std::string_view& body) {
-    const ssize_t sent =
-        ssl_ != nullptr ? SSL_write(ssl_, request.data(), static_cast<int>(request.size()))
-                        : send(fd_, request.data(), request.size(), MSG_NOSIGNAL);
+    const ssize_t sent = ssl_ != nullptr
+                             ? SSL_write(ssl_, request.data(), static_cast<int>(request.size()))
+                             : send(fd_, request.data(), request.size(), MSG_NOSIGNAL);
     if (sent != static_cast<ssize_t>(request.size())) Die("send failed");
     buffer_.erase(0, consumed_);
     consumed_ = 0;
@@ -141,8 +142,8 @@ class Connection {
 
   void Fill() {
     char chunk[65536];
-    const ssize_t n = ssl_ != nullptr ? SSL_read(ssl_, chunk, sizeof chunk)
-                                      : recv(fd_, chunk, sizeof chunk, 0);
+    const ssize_t n =
+        ssl_ != nullptr ? SSL_read(ssl_, chunk, sizeof chunk) : recv(fd_, chunk, sizeof chunk, 0);
     if (n <= 0) Die("connection closed");
     buffer_.append(chunk, static_cast<size_t>(n));
   }
@@ -429,8 +430,7 @@ int main(int argc, char** argv) {
         const double t = Throughput(
             connections, seconds, [&] { return std::make_unique<Connection>(tls_port, tls); },
             [&](Connection& c) { c.Get(one); });
-        std::fprintf(stderr, "https %d connections rep %d: %.0f requests/s\n", connections, rep,
-                     t);
+        std::fprintf(stderr, "https %d connections rep %d: %.0f requests/s\n", connections, rep, t);
         tls_rps.push_back(std::to_string(t));
       }
 #ifdef SNOWFLAKE_BENCH_HIREDIS

@@ -689,9 +689,9 @@ tl::expected<Client, Error> Client::Open(std::string_view service,
     }
     Client client(std::move(impl));
     if (!remotes.empty()) {
-      client.remotes_ = std::make_unique<detail::RemotePool>(
-          std::string(service), std::move(remotes), options, std::move(tls),
-          client.layout().epoch_unix_ms());
+      client.remotes_ =
+          std::make_unique<detail::RemotePool>(std::string(service), std::move(remotes), options,
+                                               std::move(tls), client.layout().epoch_unix_ms());
     }
     return client;
   } catch (const std::exception& e) {

@@ -2,8 +2,6 @@
 
 #include <curl/curl.h>
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
@@ -11,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string_view>
 #include <thread>
@@ -98,29 +97,29 @@ struct RemotePool::Endpoint {
   }
 };
 
-tl::expected<RemotePool::TlsFiles, Error> RemotePool::Check(
-    const std::vector<std::string>& remotes, const ClientOptions& options) {
+tl::expected<RemotePool::TlsFiles, Error> RemotePool::Check(const std::vector<std::string>& remotes,
+                                                            const ClientOptions& options) {
   for (const std::string& remote : remotes) {
     if (!SplitRemote(remote)) {
-      return tl::unexpected(Error{ClientError::kInvalidArgument,
-                                  "remote \"" + remote +
-                                      "\": expected host:port, http://host:port or "
-                                      "https://host:port"});
+      return tl::unexpected(
+          Error{ClientError::kInvalidArgument, "remote \"" + remote +
+                                                   "\": expected host:port, http://host:port or "
+                                                   "https://host:port"});
     }
   }
   TlsFiles files{OptionOrEnvironment(options.remotes_ca_file, "SNOWFLAKE_REMOTES_CA"),
                  OptionOrEnvironment(options.remotes_cert_file, "SNOWFLAKE_REMOTES_CERT"),
                  OptionOrEnvironment(options.remotes_key_file, "SNOWFLAKE_REMOTES_KEY")};
   if (files.cert.empty() != files.key.empty()) {
-    return tl::unexpected(Error{
-        ClientError::kInvalidArgument,
-        "a client certificate for https:// remotes needs its key, and a key its certificate "
-        "(remotes_cert_file and remotes_key_file, or $SNOWFLAKE_REMOTES_CERT and "
-        "$SNOWFLAKE_REMOTES_KEY: both or neither)"});
+    return tl::unexpected(
+        Error{ClientError::kInvalidArgument,
+              "a client certificate for https:// remotes needs its key, and a key its certificate "
+              "(remotes_cert_file and remotes_key_file, or $SNOWFLAKE_REMOTES_CERT and "
+              "$SNOWFLAKE_REMOTES_KEY: both or neither)"});
   }
-  for (const auto& [what, file] : {std::pair{"CA file", &files.ca},
-                                   std::pair{"client certificate", &files.cert},
-                                   std::pair{"client key", &files.key}}) {
+  for (const auto& [what, file] :
+       {std::pair{"CA file", &files.ca}, std::pair{"client certificate", &files.cert},
+        std::pair{"client key", &files.key}}) {
     if (file->empty()) continue;
     FILE* f = std::fopen(file->c_str(), "rb");
     if (f == nullptr) {

@@ -252,10 +252,9 @@ PYBIND11_MODULE(_snowflake, m) {
                     std::optional<std::vector<std::string>>, std::optional<double>,
                     std::optional<std::string>, std::optional<std::string>,
                     std::optional<std::string>>(),
-           py::arg("service"), py::arg("runtime_dir") = py::none(),
-           py::arg("remotes") = py::none(), py::arg("timeout") = py::none(),
-           py::arg("remotes_ca") = py::none(), py::arg("remotes_cert") = py::none(),
-           py::arg("remotes_key") = py::none())
+           py::arg("service"), py::arg("runtime_dir") = py::none(), py::arg("remotes") = py::none(),
+           py::arg("timeout") = py::none(), py::arg("remotes_ca") = py::none(),
+           py::arg("remotes_cert") = py::none(), py::arg("remotes_key") = py::none())
       .def("next", &PyClient::Next)
       .def("next_batch", &PyClient::NextBatch, py::arg("n"))
       .def("_status_json", &PyClient::Status)

@@ -141,8 +141,8 @@ class Validator {
           {"max_share", [&](auto& k, auto& n) { config_.http.max_share = Share(k, n); }},
           {"per_client_ids_per_s",
            [&](auto& k, auto& n) {
-             config_.http.per_client_ids_per_s = static_cast<uint64_t>(
-                 Integer(k, n, 0, 4'096'000, "from 0 (no limit) to 4096000"));
+             config_.http.per_client_ids_per_s =
+                 static_cast<uint64_t>(Integer(k, n, 0, 4'096'000, "from 0 (no limit) to 4096000"));
            }}}},
     };
 

@@ -92,7 +92,8 @@ HttpReply HttpHandlers::TakeIds(const HttpRoute& route, std::string_view client)
                 "retry shortly or use another daemon"
               : "this client has taken its share of this host's IDs ([http] "
                 "per_client_ids_per_s); retry later or use another daemon");
-    reply.retry_after_s = static_cast<uint32_t>((share_.RetryAfterMs(client, verdict, now) + 999) / 1000);
+    reply.retry_after_s =
+        static_cast<uint32_t>((share_.RetryAfterMs(client, verdict, now) + 999) / 1000);
     return reply;
   }
   // One ID (the common request) needs no allocation for the IDs.

@@ -45,7 +45,7 @@ class HttpHandlers final : public HttpRequestHandler {
   StatusBoard& board_;
   Metrics& metrics_;
   RingServices services_;  // thread-safe
-  IdShare share_;           // thread-safe
+  IdShare share_;          // thread-safe
 };
 
 }  // namespace snowflake::daemon

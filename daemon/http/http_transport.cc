@@ -3,6 +3,9 @@
 // Boost 1.74's asio/awaitable.hpp uses std::exchange without including <utility>.
 #include <utility>
 //
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 
@@ -24,10 +27,6 @@
 #include <functional>
 #include <optional>
 #include <thread>
-
-#include <openssl/err.h>
-#include <openssl/ssl.h>
-#include <openssl/x509.h>
 
 #include "daemon/config/net_address.h"
 #include "daemon/http/tls_credentials.h"
@@ -310,7 +309,8 @@ void Frame(HttpTransport::Impl& front, Answer& answer,
   HttpReply& reply = answer.reply;
   response.emplace(static_cast<http::status>(reply.status), answer.version);
   response->set(http::field::content_type, View(reply.content_type));
-  if (reply.retry_after) response->set(http::field::retry_after, std::to_string(reply.retry_after_s));
+  if (reply.retry_after)
+    response->set(http::field::retry_after, std::to_string(reply.retry_after_s));
   if (reply.status == static_cast<unsigned>(http::status::method_not_allowed)) {
     response->set(http::field::allow, "GET");
   }
@@ -570,10 +570,9 @@ class TlsSession : public std::enable_shared_from_this<TlsSession> {
       beast::error_code ignored;
       stream_.next_layer().close(ignored);
     });
-    stream_.async_handshake(asio::ssl::stream_base::server,
-                            [self = shared_from_this()](beast::error_code ec) {
-                              self->OnHandshake(ec);
-                            });
+    stream_.async_handshake(
+        asio::ssl::stream_base::server,
+        [self = shared_from_this()](beast::error_code ec) { self->OnHandshake(ec); });
   }
 
  private:
@@ -597,17 +596,16 @@ class TlsSession : public std::enable_shared_from_this<TlsSession> {
     parser_->header_limit(static_cast<uint32_t>(front_.options().max_header_bytes));
     parser_->body_limit(kMaxBodyBytes);
     deadline_.ExpireAfter(Timeout());
-    http::async_read(stream_, buffer_, *parser_,
-                     [self = shared_from_this()](beast::error_code ec, size_t) {
-                       self->OnRead(ec);
-                     });
+    http::async_read(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, size_t) { self->OnRead(ec); });
   }
 
   void OnRead(beast::error_code ec) {
     // The peer closed, reset, timed out (the deadline closed the socket), or the front
     // stopped: nothing to answer.
-    if (ec == http::error::end_of_stream ||
-        ec == asio::error::operation_aborted || ec == asio::ssl::error::stream_truncated ||
+    if (ec == http::error::end_of_stream || ec == asio::error::operation_aborted ||
+        ec == asio::ssl::error::stream_truncated ||
         (ec && ec.category() != http::make_error_code(http::error::bad_method).category() &&
          ec != http::error::buffer_overflow)) {
       return;

@@ -65,8 +65,8 @@ class IdShare {
   const double client_capacity_;
 
   std::mutex mutex_;
-  Bucket front_;                                             // guarded by mutex_
-  std::map<std::string, Bucket, std::less<>> clients_;       // guarded by mutex_
+  Bucket front_;                                        // guarded by mutex_
+  std::map<std::string, Bucket, std::less<>> clients_;  // guarded by mutex_
 };
 
 }  // namespace snowflake::daemon

@@ -37,7 +37,8 @@ std::string Named(const char* key, const std::filesystem::path& file) {
 // The file exists and this process can read it.
 tl::expected<void, std::string> Readable(const char* key, const std::filesystem::path& file) {
   FILE* f = std::fopen(file.c_str(), "rb");
-  if (f == nullptr) return tl::unexpected(Named(key, file) + ": cannot read: " + std::strerror(errno));
+  if (f == nullptr)
+    return tl::unexpected(Named(key, file) + ": cannot read: " + std::strerror(errno));
   std::fclose(f);
   return {};
 }
@@ -54,8 +55,8 @@ tl::expected<void, std::string> PrivateKeyMode(const std::filesystem::path& file
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
     return tl::unexpected(
-        Named("tls_key_file", file) + ": the private key is readable by every user (mode " +
-        mode + "); refusing to use it. Make it private: chmod 600 " + file.string() +
+        Named("tls_key_file", file) + ": the private key is readable by every user (mode " + mode +
+        "); refusing to use it. Make it private: chmod 600 " + file.string() +
         " (or 640 with the daemon's group), or, from a Kubernetes Secret, set the volume's "
         "defaultMode: 0440 (with the pod's fsGroup) or 0400");
   }
@@ -65,8 +66,10 @@ tl::expected<void, std::string> PrivateKeyMode(const std::filesystem::path& file
 // A whole new server context from the files, or why not (naming the file).
 tl::expected<std::shared_ptr<ssl::context>, std::string> BuildContext(const Config::Http& options) {
   ERR_clear_error();
-  if (auto ok = Readable("tls_cert_file", options.tls_cert_file); !ok) return tl::unexpected(ok.error());
-  if (auto ok = Readable("tls_key_file", options.tls_key_file); !ok) return tl::unexpected(ok.error());
+  if (auto ok = Readable("tls_cert_file", options.tls_cert_file); !ok)
+    return tl::unexpected(ok.error());
+  if (auto ok = Readable("tls_key_file", options.tls_key_file); !ok)
+    return tl::unexpected(ok.error());
   if (auto ok = PrivateKeyMode(options.tls_key_file); !ok) return tl::unexpected(ok.error());
   if (!options.tls_client_ca_file.empty()) {
     if (auto ok = Readable("tls_client_ca_file", options.tls_client_ca_file); !ok) {
@@ -79,8 +82,8 @@ tl::expected<std::shared_ptr<ssl::context>, std::string> BuildContext(const Conf
   // needs them.
   SSL_CTX_set_min_proto_version(native, TLS1_2_VERSION);
   SSL_CTX_set_max_proto_version(native, TLS1_3_VERSION);
-  SSL_CTX_set_options(native, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION |
-                                  SSL_OP_CIPHER_SERVER_PREFERENCE);
+  SSL_CTX_set_options(
+      native, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
   if (SSL_CTX_use_certificate_chain_file(native, options.tls_cert_file.c_str()) != 1) {
     return tl::unexpected(Named("tls_cert_file", options.tls_cert_file) +
                           ": not a PEM certificate chain: " + OpenSslErrors());
@@ -88,18 +91,18 @@ tl::expected<std::shared_ptr<ssl::context>, std::string> BuildContext(const Conf
   if (SSL_CTX_use_PrivateKey_file(native, options.tls_key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
     // OpenSSL compares the key with the certificate as it loads it.
     const unsigned long last = ERR_peek_last_error();
-    const bool mismatch = ERR_GET_LIB(last) == ERR_LIB_X509 &&
-                          ERR_GET_REASON(last) == X509_R_KEY_VALUES_MISMATCH;
-    return tl::unexpected(Named("tls_key_file", options.tls_key_file) +
-                          (mismatch ? ": does not match the certificate in " +
-                                          options.tls_cert_file.string() + ": "
-                                    : std::string(": not a PEM private key: ")) +
-                          OpenSslErrors());
+    const bool mismatch =
+        ERR_GET_LIB(last) == ERR_LIB_X509 && ERR_GET_REASON(last) == X509_R_KEY_VALUES_MISMATCH;
+    return tl::unexpected(
+        Named("tls_key_file", options.tls_key_file) +
+        (mismatch ? ": does not match the certificate in " + options.tls_cert_file.string() + ": "
+                  : std::string(": not a PEM private key: ")) +
+        OpenSslErrors());
   }
   if (SSL_CTX_check_private_key(native) != 1) {
     return tl::unexpected(Named("tls_key_file", options.tls_key_file) +
-                          ": does not match the certificate in " +
-                          options.tls_cert_file.string() + ": " + OpenSslErrors());
+                          ": does not match the certificate in " + options.tls_cert_file.string() +
+                          ": " + OpenSslErrors());
   }
   if (X509* cert = SSL_CTX_get0_certificate(native); cert != nullptr) {
     if (X509_cmp_current_time(X509_get0_notAfter(cert)) < 0) {
@@ -181,9 +184,10 @@ TlsCredentials::Reloaded TlsCredentials::Reload() noexcept {
     signature_ = std::move(signature);
     auto context = BuildContext(options_);
     if (!context) {
-      spdlog::error("http front: refusing the changed TLS files, still serving the previous "
-                    "certificate: {}",
-                    context.error());
+      spdlog::error(
+          "http front: refusing the changed TLS files, still serving the previous "
+          "certificate: {}",
+          context.error());
       return Reloaded::kRefused;
     }
     {

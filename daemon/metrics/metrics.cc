@@ -129,17 +129,17 @@ Metrics::Metrics()
                    .register_call = families_->register_calls.Add({}, DaemonBuckets()),
                    .claim_held = families_->claim.Add({{"state", "held"}}),
                    .claim_lost = families_->claim.Add({{"state", "lost"}})},
-      http_{.connections = families_->connections.Add({}),
-            .refused_limit = families_->refused.Add({{"reason", "limit"}}),
-            .refused_allow = families_->refused.Add({{"reason", "allow"}}),
-            .tls_failed_client_cert =
-                families_->tls_failures.Add({{"reason", "client_certificate"}}),
-            .tls_failed_other = families_->tls_failures.Add({{"reason", "other"}}),
-            .tls_reloaded = families_->tls_reloads.Add({{"result", "ok"}}),
-            .tls_reload_refused = families_->tls_reloads.Add({{"result", "refused"}}),
-            .throttled_share = families_->throttled.Add({{"limit", "share"}}),
-            .throttled_client = families_->throttled.Add({{"limit", "client"}}),
-            .duration = {}} {
+      http_{
+          .connections = families_->connections.Add({}),
+          .refused_limit = families_->refused.Add({{"reason", "limit"}}),
+          .refused_allow = families_->refused.Add({{"reason", "allow"}}),
+          .tls_failed_client_cert = families_->tls_failures.Add({{"reason", "client_certificate"}}),
+          .tls_failed_other = families_->tls_failures.Add({{"reason", "other"}}),
+          .tls_reloaded = families_->tls_reloads.Add({{"result", "ok"}}),
+          .tls_reload_refused = families_->tls_reloads.Add({{"result", "refused"}}),
+          .throttled_share = families_->throttled.Add({{"limit", "share"}}),
+          .throttled_client = families_->throttled.Add({{"limit", "client"}}),
+          .duration = {}} {
   for (size_t i = 0; i < kHttpEndpointLabels.size(); ++i) {
     http_.duration[i] =
         &families_->latency.Add({{"endpoint", std::string(kHttpEndpointLabels[i])}}, HttpBuckets());

@@ -88,8 +88,7 @@ TEST(RemoteShare, AFloodBesideLocalTakersStaysWithinItsShare) {
           ++admitted;
           const auto ids = IdsOf(reply.body);
           remote_ids.insert(remote_ids.end(), ids.begin(), ids.end());
-        } else if (reply.status == 429 &&
-                   reply.body.find("\"throttled\"") != std::string::npos) {
+        } else if (reply.status == 429 && reply.body.find("\"throttled\"") != std::string::npos) {
           ++throttled;
           retry_after_seen = retry_after_seen && !reply.Header("retry-after").empty();
         } else if (reply.status == 503 &&
@@ -147,13 +146,14 @@ TEST(RemoteShare, AFloodBesideLocalTakersStaysWithinItsShare) {
   // The window the remote IDs span, by their own milliseconds (plus one at each end for the
   // bucket's clock and the IDs' being read a little apart).
   const int64_t span_ms = MillisecondOf(remote_ids.back()) - MillisecondOf(remote_ids.front()) + 3;
-  const double allowed = kShare * 4096 * static_cast<double>(span_ms) + kShare * 4096 +
-                         4096.0 * kFloodThreads;
-  std::printf("remote flood: %zu IDs over %lld ms (share allows %.0f), %llu throttled; local "
-              "takers: %llu IDs beside it\n",
-              remote_ids.size(), static_cast<long long>(span_ms), allowed,
-              static_cast<unsigned long long>(throttled),
-              static_cast<unsigned long long>(local_ids.load()));
+  const double allowed =
+      kShare * 4096 * static_cast<double>(span_ms) + kShare * 4096 + 4096.0 * kFloodThreads;
+  std::printf(
+      "remote flood: %zu IDs over %lld ms (share allows %.0f), %llu throttled; local "
+      "takers: %llu IDs beside it\n",
+      remote_ids.size(), static_cast<long long>(span_ms), allowed,
+      static_cast<unsigned long long>(throttled),
+      static_cast<unsigned long long>(local_ids.load()));
   EXPECT_EQ(remote_ids.size(), size_t{4096} * kAdmittedPerThread * kFloodThreads);
   EXPECT_LE(static_cast<double>(remote_ids.size()), allowed)
       << "remote callers took more than max_share of the machine number";

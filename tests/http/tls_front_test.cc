@@ -61,9 +61,9 @@ class Certificates {
 
  private:
   Certificates() {
-    const RunResult made = RunCommand({std::string(SNOWFLAKE_SOURCE_DIR) +
-                                           "/tests/http/make_test_certs.sh",
-                                       dir_.path().string()});
+    const RunResult made =
+        RunCommand({std::string(SNOWFLAKE_SOURCE_DIR) + "/tests/http/make_test_certs.sh",
+                    dir_.path().string()});
     if (!made.status.ExitedWith(0)) error_ = "make_test_certs.sh: " + made.err + made.out;
   }
   TempDir dir_{"sf-certs"};
@@ -98,8 +98,8 @@ struct Front {
 };
 
 std::string TlsToml(const fs::path& cert, const fs::path& key, const fs::path& client_ca = {}) {
-  std::string toml = "tls_cert_file = \"" + cert.string() + "\"\ntls_key_file = \"" +
-                     key.string() + "\"\n";
+  std::string toml =
+      "tls_cert_file = \"" + cert.string() + "\"\ntls_key_file = \"" + key.string() + "\"\n";
   if (!client_ca.empty()) toml += "tls_client_ca_file = \"" + client_ca.string() + "\"\n";
   return toml;
 }
@@ -175,8 +175,7 @@ TEST_F(TlsFront, RefusesTls11) {
 
 TEST_F(TlsFront, ACallerOutsideAllowGets403OverTlsAndPlain) {
   Front tls("tls-allow", 25,
-            "allow = [\"10.0.0.0/8\"]\n" +
-                TlsToml(certs_("server.pem"), certs_("server-key.pem")));
+            "allow = [\"10.0.0.0/8\"]\n" + TlsToml(certs_("server.pem"), certs_("server-key.pem")));
   tls.Start();
   HttpsClient sut(Trusting(certs_("ca.pem")));
   const HttpsReply refused = sut.Get(tls.port, "/v1/id?service=tls");
@@ -202,14 +201,14 @@ TEST_F(TlsFront, MutualTlsAnswersOnlyCertificatesOfTheClientCa) {
   HttpsClient wrong_ca(
       Trusting(certs_("ca.pem"), certs_("other-client.pem"), certs_("other-client-key.pem")));
   const HttpsReply refused_wrong = wrong_ca.Get(front.port, "/v1/id?service=tls");
-  EXPECT_NE(refused_wrong.curl_code, 0) << "answered a certificate of another CA: "
-                                        << refused_wrong.body;
+  EXPECT_NE(refused_wrong.curl_code, 0)
+      << "answered a certificate of another CA: " << refused_wrong.body;
   EXPECT_EQ(refused_wrong.status, 0);
 
   HttpsClient none(Trusting(certs_("ca.pem")));
   const HttpsReply refused_none = none.Get(front.port, "/v1/id?service=tls");
-  EXPECT_NE(refused_none.curl_code, 0) << "answered a caller without a certificate: "
-                                       << refused_none.body;
+  EXPECT_NE(refused_none.curl_code, 0)
+      << "answered a caller without a certificate: " << refused_none.body;
   EXPECT_EQ(refused_none.status, 0);
 
   HttpsClient scraper(Trusting(certs_("ca.pem"), certs_("client.pem"), certs_("client-key.pem")));
@@ -261,9 +260,9 @@ TEST_F(TlsFront, FailoverTakesFromAnHttpsRemoteWithItsClientCertificate) {
               TlsToml(certs_("server.pem"), certs_("server-key.pem"), certs_("ca.pem")));
   front.Start();
   TempDir empty("sf-noday");
-  auto sut = RemotesOnlyClient(
-      empty, {front.https()},
-      Trusting(certs_("ca.pem"), certs_("client.pem"), certs_("client-key.pem")));
+  auto sut =
+      RemotesOnlyClient(empty, {front.https()},
+                        Trusting(certs_("ca.pem"), certs_("client.pem"), certs_("client-key.pem")));
   ASSERT_TRUE(sut) << sut.error().message;
   uint64_t last = 0;
   for (int i = 0; i < 200; ++i) {
@@ -353,7 +352,8 @@ TEST_F(TlsFront, RotationUnderLoadServesTheNewPairWithoutAFailedRequest) {
           continue;
         }
         answered.fetch_add(1);
-        if (!fresh && rotated.load() && reply.new_connections == 0) kept_after_rotation.fetch_add(1);
+        if (!fresh && rotated.load() && reply.new_connections == 0)
+          kept_after_rotation.fetch_add(1);
       }
     });
   }
@@ -367,12 +367,13 @@ TEST_F(TlsFront, RotationUnderLoadServesTheNewPairWithoutAFailedRequest) {
   ASSERT_TRUE(WaitUntil(
       [&] {
         probe.Reset();
-        return probe.Get(front.port, "/healthz").subject.find("snowflaked two") != std::string::npos;
+        return probe.Get(front.port, "/healthz").subject.find("snowflaked two") !=
+               std::string::npos;
       },
       30s, "a new connection to be served the new certificate"));
   const uint64_t at_rotation = answered.load();
-  ASSERT_TRUE(WaitUntil([&] { return answered.load() >= at_rotation + 200; }, 60s,
-                        "200 answers after"));
+  ASSERT_TRUE(
+      WaitUntil([&] { return answered.load() >= at_rotation + 200; }, 60s, "200 answers after"));
   stop = true;
   for (auto& thread : load) thread.join();
 
@@ -416,11 +417,11 @@ TEST_F(TlsFront, AKeyEveryUserCanReadIsRefusedAtStartNamingTheFileAndTheFix) {
   ::chmod((files / "tls.key").c_str(), 0644);
   Front front("tls-mode", 22, TlsToml(files / "tls.crt", files / "tls.key"));
 
-  const RunResult checked =
-      RunCommand({kSnowflakedPath, "--check-config", "--config", front.options.config_path->string()});
+  const RunResult checked = RunCommand(
+      {kSnowflakedPath, "--check-config", "--config", front.options.config_path->string()});
   EXPECT_FALSE(checked.status.ExitedWith(0)) << checked.out;
-  for (const std::string& needle : {(files / "tls.key").string(), std::string("chmod 600"),
-                                    std::string("defaultMode")}) {
+  for (const std::string& needle :
+       {(files / "tls.key").string(), std::string("chmod 600"), std::string("defaultMode")}) {
     EXPECT_NE(checked.err.find(needle), std::string::npos) << needle << " in: " << checked.err;
   }
 
@@ -433,15 +434,15 @@ TEST_F(TlsFront, AKeyEveryUserCanReadIsRefusedAtStartNamingTheFileAndTheFix) {
   EXPECT_TRUE(daemon.WaitForErr("chmod 600")) << daemon.err();
 
   ::chmod((files / "tls.key").c_str(), 0600);
-  const RunResult fixed =
-      RunCommand({kSnowflakedPath, "--check-config", "--config", front.options.config_path->string()});
+  const RunResult fixed = RunCommand(
+      {kSnowflakedPath, "--check-config", "--config", front.options.config_path->string()});
   EXPECT_TRUE(fixed.status.ExitedWith(0)) << fixed.err;
 }
 
 TEST_F(TlsFront, CheckConfigRefusesAKeyThatIsNotTheCertificates) {
   Front front("tls-check", 23, TlsToml(certs_("server.pem"), certs_("client-key.pem")));
-  const RunResult checked =
-      RunCommand({kSnowflakedPath, "--check-config", "--config", front.options.config_path->string()});
+  const RunResult checked = RunCommand(
+      {kSnowflakedPath, "--check-config", "--config", front.options.config_path->string()});
   EXPECT_FALSE(checked.status.ExitedWith(0)) << checked.out;
   EXPECT_NE(checked.err.find("http.tls_key_file " + certs_("client-key.pem").string()),
             std::string::npos)
@@ -487,7 +488,7 @@ class TamperingProxy {
     size_t header_have = 0;
     size_t body_left = 0;
     unsigned char type = 0;
-    bool flip_next = false;  // flip the first byte of this record's body
+    bool flip_next = false;    // flip the first byte of this record's body
     uint64_t application = 0;  // application-data records seen
   };
 

@@ -63,7 +63,9 @@ HttpsReply HttpsClient::Get(uint16_t port, std::string_view target) {
     curl_easy_setopt(curl, CURLOPT_SSLKEY, files_.key.c_str());
   }
   long version = CURL_SSLVERSION_TLSv1_2;
-  if (versions_ == TlsVersions::kOnly12) version = static_cast<long>(CURL_SSLVERSION_TLSv1_2) | static_cast<long>(CURL_SSLVERSION_MAX_TLSv1_2);
+  if (versions_ == TlsVersions::kOnly12)
+    version =
+        static_cast<long>(CURL_SSLVERSION_TLSv1_2) | static_cast<long>(CURL_SSLVERSION_MAX_TLSv1_2);
   if (versions_ == TlsVersions::kOnly13) version = CURL_SSLVERSION_TLSv1_3;
   curl_easy_setopt(curl, CURLOPT_SSLVERSION, version);
   curl_easy_setopt(curl, CURLOPT_CERTINFO, 1L);

@@ -25,9 +25,9 @@ struct TlsClientFiles {
 enum class TlsVersions { kAny12Or13, kOnly12, kOnly13 };
 
 struct HttpsReply {
-  int curl_code = 0;   // CURLE_OK (0) or why the exchange failed
-  std::string error;   // curl's message for curl_code ("SSL certificate problem: ...")
-  long status = 0;     // HTTP status, 0 without a reply
+  int curl_code = 0;  // CURLE_OK (0) or why the exchange failed
+  std::string error;  // curl's message for curl_code ("SSL certificate problem: ...")
+  long status = 0;    // HTTP status, 0 without a reply
   std::string body;
   std::string retry_after;   // the Retry-After header, "" if none
   std::string subject;       // the server certificate's subject, on a new connection

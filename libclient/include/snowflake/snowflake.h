@@ -64,9 +64,9 @@ typedef enum sf_status {
 /* Options for sf_open. Initialise with sf_options_init (or SF_OPTIONS_INIT) and then set
  * fields, so a program built against an older header keeps working with a newer library:
  * the library reads only the first struct_size bytes. struct_size must end at a field
- * boundary (8, 16, 20, 24, 32, 40, 48 or 56 here); a larger one (at most 256) is accepted only if every
- * byte past this struct is zero; reserved must be 0. Otherwise sf_open returns
- * SF_INVALID_ARGUMENT. */
+ * boundary (8, 16, 20, 24, 32, 40, 48 or 56 here); a larger one (at most 256) is accepted
+ * only if every byte past this struct is zero; reserved must be 0. Otherwise sf_open
+ * returns SF_INVALID_ARGUMENT. */
 typedef struct sf_options {
   uint32_t struct_size;          /* sizeof(sf_options) of the caller's header */
   uint32_t wait_timeout_ms;      /* wait on an empty ring; default 100 */
