@@ -5,6 +5,8 @@
 #   server.pem        the front's certificate for 127.0.0.1 (CN "snowflaked one")
 #   server2.pem       its replacement for rotation (CN "snowflaked two")
 #   client.pem        a client certificate (CN "taker-a")
+#   client2.pem       another (CN "taker-c"), for limits per certificate
+#   expired-client.pem  a client certificate valid from 10 to 9 days ago
 #   expired.pem       a server certificate valid from 10 to 9 days ago
 #   future.pem        a server certificate valid from 9 days from now
 #   other-ca.pem      an unrelated CA, which signs:
@@ -44,6 +46,8 @@ ca other-ca "some other CA"
 leaf server "snowflaked one" ca server.ext
 leaf server2 "snowflaked two" ca server.ext
 leaf client "taker-a" ca client.ext
+leaf client2 "taker-c" ca client.ext
+leaf expired-client "taker-old" ca client.ext "-10d" 1
 leaf expired "snowflaked expired" ca server.ext "-10d" 1
 leaf future "snowflaked future" ca server.ext "+9d" 1
 leaf other-client "taker-b" other-ca client.ext
