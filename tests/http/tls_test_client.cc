@@ -2,8 +2,12 @@
 
 #include <curl/curl.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <mutex>
+#include <string>
+#include <string_view>
+#include <utility>
 
 namespace snowflake::testing {
 namespace {
