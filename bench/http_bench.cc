@@ -2,8 +2,8 @@
 // service would use it, beside Redis INCR at the same concurrency (same run, same host).
 // Prints one JSON object, one entry per repetition.
 //
-//   http_bench --port P [--redis-port R] [--floor-port F] [--calls N] [--seconds S]
-//              [--reps R]
+//   http_bench --port P [--tls-port T --tls-ca CA] [--redis-port R] [--floor-port F]
+//              [--calls N] [--seconds S] [--reps R]
 //
 //   http_id           one keep-alive connection, one GET /v1/id per ID, each timed: p50/p99
 //   redis_incr        (with --redis-port) one INCR per call on one connection, each timed,
@@ -18,7 +18,12 @@
 //                     batch costs a caller (median of the requests, ns per ID)
 //   http_id_paced     its baseline, alternating with it: GET /v1/id after the same 2 ms
 //                     pause (median, us); what any request costs from an idle start
+//   https_id          (with --tls-port) the same GET over TLS to a TLS front (keep-alive),
+//                     in the same alternation as http_id: p50/p99
+//   https_handshake   (with --tls-port) a new TCP connection and a full TLS handshake (no
+//                     session resumption), each timed: p50/p99
 //   http_rps_C        C keep-alive connections (one thread each) doing GET /v1/id for S s
+//   https_rps_C       (with --tls-port) the same over TLS, right after the plain figure
 //   redis_rps_C       C hiredis connections doing INCR for S s (with --redis-port), each
 //                     repetition right after the HTTP one at the same concurrency
 //
@@ -48,6 +53,8 @@
 #include <hiredis/hiredis.h>
 #endif
 
+#include <openssl/ssl.h>
+
 #include "baselines.h"
 #include "loopback.h"
 
@@ -58,10 +65,23 @@ namespace {
   std::exit(1);
 }
 
-// One keep-alive HTTP/1.1 connection on 127.0.0.1 with a minimal reply parser.
+// A TLS client context trusting `ca_file` (a full handshake each time: no session cache).
+SSL_CTX* ClientTlsContext(const std::string& ca_file) {
+  SSL_CTX* context = SSL_CTX_new(TLS_client_method());
+  if (context == nullptr || SSL_CTX_load_verify_locations(context, ca_file.c_str(), nullptr) != 1) {
+    Die("cannot load the CA file " + ca_file);
+  }
+  SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nullptr);
+  SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION);
+  SSL_CTX_set_session_cache_mode(context, SSL_SESS_CACHE_OFF);
+  return context;
+}
+
+// One keep-alive HTTP/1.1 connection on 127.0.0.1 with a minimal reply parser; over TLS
+// (OpenSSL on the blocking socket) when given a client context.
 class Connection {
  public:
-  explicit Connection(int port) {
+  explicit Connection(int port, SSL_CTX* tls = nullptr) {
     fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     const int one = 1;
     setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -69,8 +89,18 @@ class Connection {
     if (connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
       Die("cannot connect to 127.0.0.1:" + std::to_string(port));
     }
+    if (tls != nullptr) {
+      ssl_ = SSL_new(tls);
+      SSL_set_fd(ssl_, fd_);
+      SSL_set1_host(ssl_, "127.0.0.1");
+      if (SSL_connect(ssl_) != 1)
+        Die("TLS handshake with 127.0.0.1:" + std::to_string(port) + " failed");
+    }
   }
-  ~Connection() { close(fd_); }
+  ~Connection() {
+    if (ssl_ != nullptr) SSL_free(ssl_);
+    close(fd_);
+  }
 
   // Sends `request` and returns the reply body. A 503 (the daemon paused: on a loaded
   // shared machine its reservation renewal can lag) is retried every millisecond for up to
@@ -89,10 +119,10 @@ class Connection {
 
  private:
   bool GetOnce(const std::string& request, std::string_view& body) {
-    if (send(fd_, request.data(), request.size(), MSG_NOSIGNAL) !=
-        static_cast<ssize_t>(request.size())) {
-      Die("send failed");
-    }
+    const ssize_t sent = ssl_ != nullptr
+                             ? SSL_write(ssl_, request.data(), static_cast<int>(request.size()))
+                             : send(fd_, request.data(), request.size(), MSG_NOSIGNAL);
+    if (sent != static_cast<ssize_t>(request.size())) Die("send failed");
     buffer_.erase(0, consumed_);
     consumed_ = 0;
     size_t end;
@@ -112,11 +142,13 @@ class Connection {
 
   void Fill() {
     char chunk[65536];
-    const ssize_t n = recv(fd_, chunk, sizeof chunk, 0);
+    const ssize_t n =
+        ssl_ != nullptr ? SSL_read(ssl_, chunk, sizeof chunk) : recv(fd_, chunk, sizeof chunk, 0);
     if (n <= 0) Die("connection closed");
     buffer_.append(chunk, static_cast<size_t>(n));
   }
   int fd_ = -1;
+  SSL* ssl_ = nullptr;
   std::string buffer_;
   size_t consumed_ = 0;
 };
@@ -197,6 +229,8 @@ int main(int argc, char** argv) {
   int port = 0;
   int redis_port = 0;
   int floor_port = 0;
+  int tls_port = 0;
+  std::string tls_ca;
   int calls = 5000;
   double seconds = 2;
   int reps = 3;
@@ -206,6 +240,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 65535));
   app.add_option("--redis-port", redis_port, "Redis on 127.0.0.1, for INCR beside the front")
       ->check(CLI::Range(1, 65535));
+  app.add_option("--tls-port", tls_port, "a TLS front on 127.0.0.1 (https_* figures)")
+      ->check(CLI::Range(1, 65535));
+  app.add_option("--tls-ca", tls_ca, "the CA file that signed the TLS front's certificate");
   app.add_option("--floor-port", floor_port, "bench/http_floor on 127.0.0.1")
       ->check(CLI::Range(1, 65535));
   app.add_option("--calls", calls, "timed calls per repetition")->check(CLI::Range(1, 10'000'000));
@@ -213,6 +250,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.1, 600.0));
   app.add_option("--reps", reps, "repetitions")->check(CLI::Range(1, 100));
   CLI11_PARSE(app, argc, argv);
+  if (tls_port > 0 && tls_ca.empty()) Die("--tls-port needs --tls-ca");
+  SSL_CTX* tls = tls_port > 0 ? ClientTlsContext(tls_ca) : nullptr;
 #ifndef SNOWFLAKE_BENCH_HIREDIS
   if (redis_port > 0) Die("built without hiredis: --redis-port is not available");
 #endif
@@ -236,6 +275,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> id_reps;
   std::vector<std::string> incr_reps;
   std::vector<std::string> floor_reps;
+  std::vector<std::string> tls_reps;
+  std::vector<std::string> handshake_reps;
   std::vector<std::string> batch_reps;
   std::vector<std::string> batch_paced_reps;
   std::vector<std::string> paced_one_reps;
@@ -243,11 +284,18 @@ int main(int argc, char** argv) {
     Connection connection(port);
     std::unique_ptr<Connection> floor =
         floor_port > 0 ? std::make_unique<Connection>(floor_port) : nullptr;
+    std::unique_ptr<Connection> secure =
+        tls != nullptr ? std::make_unique<Connection>(tls_port, tls) : nullptr;
 #ifdef SNOWFLAKE_BENCH_HIREDIS
     std::unique_ptr<Redis> redis = redis_port > 0 ? ConnectRedis(redis_port) : nullptr;
 #endif
     for (int rep = 0; rep < reps; ++rep) {
       for (int i = 0; i < 200; ++i) connection.Get(one);
+      if (secure != nullptr) {
+        for (int i = 0; i < 200; ++i) secure->Get(one);
+      }
+      std::vector<double> tls_us;
+      tls_us.reserve(calls);
       std::vector<double> us;
       std::vector<double> redis_us;
       std::vector<double> floor_us;
@@ -266,6 +314,7 @@ int main(int argc, char** argv) {
       if (redis != nullptr) timed.push_back({[&] { Incr(*redis); }, &redis_us});
 #endif
       if (floor != nullptr) timed.push_back({[&] { floor->Get(one); }, &floor_us});
+      if (secure != nullptr) timed.push_back({[&] { secure->Get(one); }, &tls_us});
       for (int i = 0; i < calls; ++i) {
         for (size_t k = 0; k < timed.size(); ++k) {
           const Timed& t = timed[(static_cast<size_t>(i) + k) % timed.size()];
@@ -285,6 +334,26 @@ int main(int argc, char** argv) {
                      redis_p.p50, redis_p.p99);
         incr_reps.push_back("{\"p50_us\":" + std::to_string(redis_p.p50) +
                             ",\"p99_us\":" + std::to_string(redis_p.p99) + "}");
+      }
+      if (!tls_us.empty()) {
+        const Percentiles tls_p = Of(tls_us);
+        std::fprintf(stderr, "https /v1/id (alternating) rep %d: p50 %.1f us p99 %.1f us\n", rep,
+                     tls_p.p50, tls_p.p99);
+        tls_reps.push_back("{\"p50_us\":" + std::to_string(tls_p.p50) +
+                           ",\"p99_us\":" + std::to_string(tls_p.p99) + "}");
+        // A new connection's cost: TCP connect and a full handshake (then it is closed).
+        std::vector<double> handshake_us;
+        for (int i = 0; i < std::max(50, calls / 20); ++i) {
+          const int64_t begin = snowflake::bench::MonotonicNs();
+          { Connection fresh(tls_port, tls); }
+          handshake_us.push_back(static_cast<double>(snowflake::bench::MonotonicNs() - begin) /
+                                 1000.0);
+        }
+        const Percentiles handshake_p = Of(handshake_us);
+        std::fprintf(stderr, "https handshake rep %d: p50 %.1f us p99 %.1f us\n", rep,
+                     handshake_p.p50, handshake_p.p99);
+        handshake_reps.push_back("{\"p50_us\":" + std::to_string(handshake_p.p50) +
+                                 ",\"p99_us\":" + std::to_string(handshake_p.p99) + "}");
       }
       if (!floor_us.empty()) {
         const Percentiles floor_p = Of(floor_us);
@@ -341,6 +410,8 @@ int main(int argc, char** argv) {
   series("http_id", id_reps);
   if (!incr_reps.empty()) series("redis_incr", incr_reps);
   if (!floor_reps.empty()) series("floor_id", floor_reps);
+  if (!tls_reps.empty()) series("https_id", tls_reps);
+  if (!handshake_reps.empty()) series("https_handshake", handshake_reps);
   series("http_batch1000_ns_per_id", batch_reps);
   series("http_batch1000_paced_ns_per_id", batch_paced_reps);
   series("http_id_paced_us", paced_one_reps);
@@ -348,12 +419,20 @@ int main(int argc, char** argv) {
   for (const int connections : {1, 16, 64}) {
     std::vector<std::string> rps;
     std::vector<std::string> redis_rps;
+    std::vector<std::string> tls_rps;
     for (int rep = 0; rep < reps; ++rep) {
       const double r = Throughput(
           connections, seconds, [&] { return std::make_unique<Connection>(port); },
           [&](Connection& c) { c.Get(one); });
       std::fprintf(stderr, "http %d connections rep %d: %.0f requests/s\n", connections, rep, r);
       rps.push_back(std::to_string(r));
+      if (tls != nullptr) {
+        const double t = Throughput(
+            connections, seconds, [&] { return std::make_unique<Connection>(tls_port, tls); },
+            [&](Connection& c) { c.Get(one); });
+        std::fprintf(stderr, "https %d connections rep %d: %.0f requests/s\n", connections, rep, t);
+        tls_rps.push_back(std::to_string(t));
+      }
 #ifdef SNOWFLAKE_BENCH_HIREDIS
       if (redis_port > 0 && connections > 1) {
         const double q = Throughput(
@@ -366,6 +445,7 @@ int main(int argc, char** argv) {
     }
     series("http_rps_" + std::to_string(connections), rps);
     if (!redis_rps.empty()) series("redis_rps_" + std::to_string(connections), redis_rps);
+    if (!tls_rps.empty()) series("https_rps_" + std::to_string(connections), tls_rps);
   }
 
   if (const uint64_t n = Connection::unavailable.load(); n > 0) {

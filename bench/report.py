@@ -156,9 +156,15 @@ def main():
         f["http_id_p99_us"] = Figure(r["p99_us"] for r in http["http_id"])
         for key in ("http_batch1000_ns_per_id", "http_batch1000_paced_ns_per_id",
                     "http_id_paced_us", "http_rps_1", "http_rps_16", "http_rps_64",
-                    "redis_rps_16", "redis_rps_64"):
+                    "redis_rps_16", "redis_rps_64", "https_rps_1", "https_rps_16",
+                    "https_rps_64"):
             if key in http:
                 f[key] = Figure(http[key])
+        # The TLS front (a third daemon), in the same alternation and the same run.
+        for key in ("https_id", "https_handshake"):
+            if key in http:
+                f[f"{key}_p50_us"] = Figure(r["p50_us"] for r in http[key])
+                f[f"{key}_p99_us"] = Figure(r["p99_us"] for r in http[key])
         if "redis_incr" in http:
             # Redis INCR timed call by call alternating with GET /v1/id (same moments, same
             # load) is the baseline for the HTTP figure; peer_bench's, measured a minute
@@ -308,6 +314,16 @@ def main():
             row(f"http requests/s, {c} connections", f"http_rps_{c}", 0, "req/s", target)
             if f"redis_rps_{c}" in f:
                 row(f"peer Redis INCR/s, {c} connections", f"redis_rps_{c}", 0, "req/s")
+            if f"https_rps_{c}" in f:
+                row(f"https requests/s, {c} connections", f"https_rps_{c}", 0, "req/s",
+                    f"≥ 0.8× http: {verdict(med(f'https_rps_{c}') >= 0.8 * med(f'http_rps_{c}'))}"
+                    if c == 16 else "")
+        if "https_id_p50_us" in f:
+            row("https GET /v1/id p50 (keep-alive)", "https_id_p50_us", 1, "µs",
+                f"≤ 1.2× http: {verdict(med('https_id_p50_us') <= 1.2 * med('http_id_p50_us'))}")
+            row("https GET /v1/id p99", "https_id_p99_us", 1, "µs")
+            row("https new connection: TCP + full TLS handshake p50", "https_handshake_p50_us", 1,
+                "µs", "measured, reported")
 
     if failover:
         limits = {"pause": 2, "stop": 2, "kill": 15}
@@ -380,7 +396,9 @@ def main():
             keys += [k for k in ("http_id_p50_us", "http_id_p99_us", "http_batch1000_ns_per_id",
                                  "http_batch1000_paced_ns_per_id", "http_id_paced_us",
                                  "http_rps_1", "http_rps_16", "http_rps_64", "redis_rps_16",
-                                 "redis_rps_64", "http_floor_p50_us") if k in f]
+                                 "redis_rps_64", "http_floor_p50_us", "https_id_p50_us",
+                                 "https_id_p99_us", "https_handshake_p50_us", "https_rps_1",
+                                 "https_rps_16", "https_rps_64") if k in f]
         if failover:
             keys += ["failover_pause_p99_ms", "failover_stop_p99_ms", "failover_kill_p99_ms"]
         if py:

@@ -12,6 +12,7 @@
 #include <system_error>
 #include <vector>
 
+#include "daemon/http/tls_credentials.h"
 #include "snowflake/time_text.h"
 
 namespace snowflake::daemon {
@@ -64,6 +65,9 @@ tl::expected<void, std::string> CheckConfigAgainstHost(const Config& config,
     if (auto group = ResolveGroup(config.daemon.group); !group) {
       return tl::unexpected(group.error());
     }
+    // The front's TLS files as the front will load them (unreadable, not PEM, a key that
+    // does not match, a key every user can read).
+    if (auto tls = CheckTlsFiles(config.http); !tls) return tl::unexpected(tls.error());
     const int64_t now_ms = clock.NowUnixMs();
     if (config.id.epoch_unix_ms > now_ms) {
       return tl::unexpected("id.epoch " + FormatTimeText(config.id.epoch_unix_ms) +

@@ -20,7 +20,9 @@
 namespace snowflake::daemon {
 
 // What --check-config verifies beyond the file itself, and what a start would refuse
-// first: daemon.group names a group of this host; the epoch is not later than `clock`.
+// first: daemon.group names a group of this host; the HTTP front's TLS files load (a
+// private key no other user can read, matching its certificate); the epoch is not later
+// than `clock`.
 // Errors: one sentence naming the key and what to do.
 [[nodiscard]] tl::expected<void, std::string> CheckConfigAgainstHost(const Config& config,
                                                                      Clock& clock) noexcept;

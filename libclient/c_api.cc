@@ -87,7 +87,10 @@ sf_status ReadOptions(const sf_options& opts, sf_options& given) {
       offsetof(sf_options, max_heartbeat_age_ms),  // + runtime_dir
       offsetof(sf_options, reserved),              // + max_heartbeat_age_ms
       offsetof(sf_options, remotes),               // + reserved (0.1's struct)
-      sizeof(sf_options),                          // + remotes
+      offsetof(sf_options, remotes_ca),            // + remotes (0.2's struct)
+      offsetof(sf_options, remotes_cert),          // + remotes_ca
+      offsetof(sf_options, remotes_key),           // + remotes_cert
+      sizeof(sf_options),                          // + remotes_key
   };
   const bool at_boundary =
       std::find(std::begin(kBoundaries), std::end(kBoundaries), size) != std::end(kBoundaries);
@@ -154,6 +157,9 @@ sf_status sf_open(const char* service, const sf_options* opts, sf_client** out) 
           rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
         }
       }
+      if (given.remotes_ca != nullptr) options.remotes_ca_file = given.remotes_ca;
+      if (given.remotes_cert != nullptr) options.remotes_cert_file = given.remotes_cert;
+      if (given.remotes_key != nullptr) options.remotes_key_file = given.remotes_key;
     }
     auto maybe_client = snowflake::Client::Open(service, options);
     if (!maybe_client) return Fail(maybe_client.error());

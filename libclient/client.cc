@@ -689,6 +689,12 @@ tl::expected<Client, Error> Client::Open(std::string_view service,
     auto remotes = options.remotes.empty() && options.remotes_from_environment
                        ? detail::RemotePool::FromEnvironment()
                        : options.remotes;
+    detail::RemotePool::TlsFiles tls;
+    if (!remotes.empty()) {
+      auto checked = detail::RemotePool::Check(remotes, options);
+      if (!checked) return tl::unexpected(std::move(checked.error()));
+      tls = std::move(*checked);
+    }
     auto maybe_ring = OpenRing(runtime_dir);
     // No local daemon (no segment, no runtime dir: a host without snowflaked) is an error
     // only without remotes; with them the Client takes from the remotes and maps the
@@ -704,8 +710,9 @@ tl::expected<Client, Error> Client::Open(std::string_view service,
     }
     Client client(std::move(impl));
     if (!remotes.empty()) {
-      client.remotes_ = std::make_unique<detail::RemotePool>(
-          std::string(service), std::move(remotes), options, client.layout().epoch_unix_ms());
+      client.remotes_ =
+          std::make_unique<detail::RemotePool>(std::string(service), std::move(remotes), options,
+                                               std::move(tls), client.layout().epoch_unix_ms());
     }
     return client;
   } catch (const std::exception& e) {

@@ -2,13 +2,18 @@
 
 #include <curl/curl.h>
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string_view>
 #include <thread>
+#include <utility>
 
 #include "snowflake/id_layout.h"
 
@@ -50,11 +55,38 @@ std::string ErrorCodeOf(const std::string& body) {
   return code != error->end() && code->is_string() ? code->get<std::string>() : "";
 }
 
+// "https://host:port" -> true and "host:port"; "http://host:port" and "host:port" ->
+// false and "host:port"; nullopt for any other scheme or an empty address.
+std::optional<std::pair<bool, std::string_view>> SplitRemote(std::string_view remote) {
+  bool tls = false;
+  if (remote.starts_with("https://")) {
+    tls = true;
+    remote.remove_prefix(8);
+  } else if (remote.starts_with("http://")) {
+    remote.remove_prefix(7);
+  } else if (remote.find("://") != std::string_view::npos) {
+    return std::nullopt;
+  }
+  while (!remote.empty() && remote.back() == '/') remote.remove_suffix(1);
+  if (remote.empty() || remote.find_first_of("/?#@ ") != std::string_view::npos) {
+    return std::nullopt;
+  }
+  return std::make_pair(tls, remote);
+}
+
+// The option if set, else the environment variable if set, else "".
+std::string OptionOrEnvironment(const std::filesystem::path& option, const char* variable) {
+  if (!option.empty()) return option.string();
+  const char* value = std::getenv(variable);
+  return value != nullptr ? std::string(value) : std::string();
+}
+
 }  // namespace
 
 struct RemotePool::Endpoint {
-  std::string address;              // "host:port"
-  std::string url_prefix;           // "http://host:port/v1/ids?service=S&count="
+  std::string address;              // as given: "host:port", "https://host:port"
+  bool tls = false;                 // https://: TLS only, never plain HTTP
+  std::string url_prefix;           // "http(s)://host:port/v1/ids?service=S&count="
   std::vector<CURL*> idle;          // reusable handles (keep-alive), guarded by mutex_
   int failures = 0;                 // consecutive, guarded by mutex_
   Steady::time_point open_until{};  // breaker: skip until then, guarded by mutex_
@@ -65,20 +97,60 @@ struct RemotePool::Endpoint {
   }
 };
 
+tl::expected<RemotePool::TlsFiles, Error> RemotePool::Check(const std::vector<std::string>& remotes,
+                                                            const ClientOptions& options) {
+  for (const std::string& remote : remotes) {
+    if (!SplitRemote(remote)) {
+      return tl::unexpected(
+          Error{ClientError::kInvalidArgument, "remote \"" + remote +
+                                                   "\": expected host:port, http://host:port or "
+                                                   "https://host:port"});
+    }
+  }
+  TlsFiles files{OptionOrEnvironment(options.remotes_ca_file, "SNOWFLAKE_REMOTES_CA"),
+                 OptionOrEnvironment(options.remotes_cert_file, "SNOWFLAKE_REMOTES_CERT"),
+                 OptionOrEnvironment(options.remotes_key_file, "SNOWFLAKE_REMOTES_KEY")};
+  if (files.cert.empty() != files.key.empty()) {
+    return tl::unexpected(
+        Error{ClientError::kInvalidArgument,
+              "a client certificate for https:// remotes needs its key, and a key its certificate "
+              "(remotes_cert_file and remotes_key_file, or $SNOWFLAKE_REMOTES_CERT and "
+              "$SNOWFLAKE_REMOTES_KEY: both or neither)"});
+  }
+  for (const auto& [what, file] :
+       {std::pair{"CA file", &files.ca}, std::pair{"client certificate", &files.cert},
+        std::pair{"client key", &files.key}}) {
+    if (file->empty()) continue;
+    FILE* f = std::fopen(file->c_str(), "rb");
+    if (f == nullptr) {
+      return tl::unexpected(Error{ClientError::kInvalidArgument,
+                                  std::string("the remotes' TLS ") + what + " " + *file +
+                                      " cannot be read: " + std::strerror(errno)});
+    }
+    std::fclose(f);
+  }
+  return files;
+}
+
 RemotePool::RemotePool(std::string service, std::vector<std::string> remotes,
-                       const ClientOptions& options, int64_t epoch_unix_ms)
+                       const ClientOptions& options, TlsFiles tls, int64_t epoch_unix_ms)
     : service_(std::move(service)),
       attempt_timeout_(options.remote_attempt_timeout),
       deadline_(options.remote_deadline),
       max_age_(options.remote_max_age),
       max_ahead_(options.remote_max_ahead),
       epoch_unix_ms_(epoch_unix_ms),
+      tls_(std::move(tls)),
       jitter_(static_cast<unsigned>(Steady::now().time_since_epoch().count())) {
   static std::once_flag curl_ready;
   std::call_once(curl_ready, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
   for (std::string& address : remotes) {
     auto endpoint = std::make_unique<Endpoint>();
-    endpoint->url_prefix = "http://" + address + "/v1/ids?service=" + service_ + "&count=";
+    // Check() refused any other form.
+    const auto [tls, host_port] = SplitRemote(address).value();
+    endpoint->tls = tls;
+    endpoint->url_prefix = (tls ? "https://" : "http://") + std::string(host_port) +
+                           "/v1/ids?service=" + service_ + "&count=";
     endpoint->address = std::move(address);
     endpoints_.push_back(std::move(endpoint));
   }
@@ -243,17 +315,35 @@ tl::expected<size_t, std::string> RemotePool::Fetch(Endpoint& endpoint, std::spa
   curl_easy_setopt(handle, CURLOPT_CONNECTTIMEOUT_MS,
                    static_cast<long>(std::max<int64_t>(1, timeout.count())));
   curl_easy_setopt(handle, CURLOPT_TCP_NODELAY, 1L);
-  curl_easy_setopt(handle, CURLOPT_PROTOCOLS_STR, "http");
+  // An https:// remote is asked over TLS only, verified (peer and host name) against the
+  // CA file: a failed verification fails the attempt, never falls back to plain HTTP.
+  char curl_error[CURL_ERROR_SIZE] = "";
+  curl_easy_setopt(handle, CURLOPT_ERRORBUFFER, curl_error);
+  curl_easy_setopt(handle, CURLOPT_PROTOCOLS_STR, endpoint.tls ? "https" : "http");
+  if (endpoint.tls) {
+    curl_easy_setopt(handle, CURLOPT_SSLVERSION, static_cast<long>(CURL_SSLVERSION_TLSv1_2));
+    curl_easy_setopt(handle, CURLOPT_SSL_VERIFYPEER, 1L);
+    curl_easy_setopt(handle, CURLOPT_SSL_VERIFYHOST, 2L);
+    if (!tls_.ca.empty()) curl_easy_setopt(handle, CURLOPT_CAINFO, tls_.ca.c_str());
+    if (!tls_.cert.empty()) {
+      curl_easy_setopt(handle, CURLOPT_SSLCERT, tls_.cert.c_str());
+      curl_easy_setopt(handle, CURLOPT_SSLKEY, tls_.key.c_str());
+    }
+  }
   curl_easy_setopt(handle, CURLOPT_WRITEFUNCTION, &AppendBody);
   curl_easy_setopt(handle, CURLOPT_WRITEDATA, &body);
   const CURLcode rc = curl_easy_perform(handle);
   long status = 0;
   curl_easy_getinfo(handle, CURLINFO_RESPONSE_CODE, &status);
   curl_easy_setopt(handle, CURLOPT_HTTPHEADER, nullptr);
+  curl_easy_setopt(handle, CURLOPT_ERRORBUFFER, nullptr);
   if (rc != CURLE_OK) {
     // The connection may be half-used: do not reuse this handle.
     curl_easy_cleanup(handle);
-    return tl::unexpected(std::string(curl_easy_strerror(rc)) +
+    // curl's own detail ("SSL certificate problem: unable to get local issuer
+    // certificate") says why a TLS remote was refused.
+    const std::string detail = curl_error[0] != '\0' ? std::string(": ") + curl_error : "";
+    return tl::unexpected(std::string(curl_easy_strerror(rc)) + detail +
                           (rc == CURLE_OPERATION_TIMEDOUT
                                ? " (" + std::to_string(timeout.count()) + " ms)"
                                : std::string()));

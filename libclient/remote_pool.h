@@ -2,7 +2,8 @@
 //
 // A Client with remotes wraps each take in RemotePool::Take: the local ring first; while
 // the local daemon is not serving (starting, paused, out of service, stopped, hung, dead),
-// the remotes over HTTP (libcurl), with
+// the remotes over HTTP or HTTPS (libcurl; an https:// remote is verified against the CA
+// file and only ever asked over TLS), with
 //   - a per-attempt timeout inside an overall deadline,
 //   - sticky last-good ordering (the endpoint that answered last is tried first),
 //   - a per-endpoint breaker: after a failure the endpoint is skipped for a backoff that
@@ -47,10 +48,25 @@ class RemotePool {
   // Takes from the local ring; returns how many IDs it put at the front of the span.
   using LocalTake = std::function<tl::expected<size_t, Error>(std::span<uint64_t>)>;
 
-  // `remotes` are "host:port" ("[v6]:port" for IPv6); `epoch_unix_ms` the fleet's epoch
-  // (to judge a remote ID's age).
+  // The TLS files for https:// remotes: the options', else the environment's.
+  struct TlsFiles {
+    std::string ca;    // empty: the system's CAs
+    std::string cert;  // empty: no client certificate
+    std::string key;
+  };
+
+  // Checks `remotes` and `options`' TLS files before a pool is made of them, and returns
+  // the files in effect. Errors: kInvalidArgument naming the remote that is not
+  // [http://|https://]host:port, or the file that cannot be read, or a certificate without
+  // its key (or the reverse).
+  static tl::expected<TlsFiles, Error> Check(const std::vector<std::string>& remotes,
+                                             const ClientOptions& options);
+
+  // `remotes` are "host:port" ("[v6]:port" for IPv6), "http://host:port" or
+  // "https://host:port" (checked by Check(), whose `tls` it takes); `epoch_unix_ms` the
+  // fleet's epoch (to judge a remote ID's age).
   RemotePool(std::string service, std::vector<std::string> remotes, const ClientOptions& options,
-             int64_t epoch_unix_ms);
+             TlsFiles tls, int64_t epoch_unix_ms);
   ~RemotePool();
   RemotePool(const RemotePool&) = delete;
   RemotePool& operator=(const RemotePool&) = delete;
@@ -84,6 +100,7 @@ class RemotePool {
   const std::chrono::milliseconds max_age_;
   const std::chrono::milliseconds max_ahead_;
   const int64_t epoch_unix_ms_;
+  const TlsFiles tls_;
 
   // The largest ID this pool returned (local or remote). Only ever raised, by CAS.
   std::atomic<uint64_t> last_{0};

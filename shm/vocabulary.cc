@@ -32,7 +32,7 @@ constexpr bool AllCodesDistinct() {
 
 static_assert(InEnumOrder(kErrors, 1, [](const ErrorWords& row) { return row.error; }),
               "kErrors must list every ErrorCode once, in enum order from 1");
-static_assert(kErrors.back().error == ErrorCode::kRequestTooLarge,
+static_assert(kErrors.back().error == ErrorCode::kThrottled,
               "kErrors must end with the last ErrorCode");
 static_assert(AllCodesDistinct(), "two error conditions with one code");
 static_assert(InEnumOrder(kStates, 1, [](const StateWords& row) { return row.state; }),

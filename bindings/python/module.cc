@@ -66,7 +66,9 @@ py::dict& ErrorClasses() {
 class PyClient {
  public:
   PyClient(const std::string& service, std::optional<std::string> runtime_dir,
-           std::optional<std::vector<std::string>> remotes, std::optional<double> timeout) {
+           std::optional<std::vector<std::string>> remotes, std::optional<double> timeout,
+           std::optional<std::string> remotes_ca, std::optional<std::string> remotes_cert,
+           std::optional<std::string> remotes_key) {
     if (runtime_dir) {
       if (runtime_dir->empty()) {
         RaiseInvalidArgument(
@@ -76,6 +78,9 @@ class PyClient {
       options_.runtime_dir = *runtime_dir;
     }
     if (remotes) options_.remotes = *remotes;
+    if (remotes_ca) options_.remotes_ca_file = *remotes_ca;
+    if (remotes_cert) options_.remotes_cert_file = *remotes_cert;
+    if (remotes_key) options_.remotes_key_file = *remotes_key;
     if (timeout) {
       // Also false for NaN.
       if (!(*timeout >= 0 && *timeout <= 3600)) {
@@ -244,9 +249,12 @@ PYBIND11_MODULE(_snowflake, m) {
 
   py::class_<PyClient>(m, "_Client")
       .def(py::init<const std::string&, std::optional<std::string>,
-                    std::optional<std::vector<std::string>>, std::optional<double>>(),
-           py::arg("service"), py::arg("runtime_dir") = py::none(),
-           py::arg("remotes") = py::none(), py::arg("timeout") = py::none())
+                    std::optional<std::vector<std::string>>, std::optional<double>,
+                    std::optional<std::string>, std::optional<std::string>,
+                    std::optional<std::string>>(),
+           py::arg("service"), py::arg("runtime_dir") = py::none(), py::arg("remotes") = py::none(),
+           py::arg("timeout") = py::none(), py::arg("remotes_ca") = py::none(),
+           py::arg("remotes_cert") = py::none(), py::arg("remotes_key") = py::none())
       .def("next", &PyClient::Next)
       .def("next_batch", &PyClient::NextBatch, py::arg("n"))
       .def("_status_json", &PyClient::Status)

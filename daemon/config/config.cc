@@ -122,6 +122,27 @@ class Validator {
            [&](auto& k, auto& n) {
              config_.http.max_services =
                  static_cast<uint64_t>(Integer(k, n, 1, 1024, "from 1 to 1024"));
+           }},
+          {"tls_cert_file",
+           [&](auto& k, auto& n) {
+             config_.http.tls_cert_file = Path(k, n, true);
+             tls_cert_node_ = &n;
+           }},
+          {"tls_key_file",
+           [&](auto& k, auto& n) {
+             config_.http.tls_key_file = Path(k, n, true);
+             tls_key_node_ = &n;
+           }},
+          {"tls_client_ca_file",
+           [&](auto& k, auto& n) {
+             config_.http.tls_client_ca_file = Path(k, n, true);
+             tls_client_ca_node_ = &n;
+           }},
+          {"max_share", [&](auto& k, auto& n) { config_.http.max_share = Share(k, n); }},
+          {"per_client_ids_per_s",
+           [&](auto& k, auto& n) {
+             config_.http.per_client_ids_per_s =
+                 static_cast<uint64_t>(Integer(k, n, 0, 4'096'000, "from 0 (no limit) to 4096000"));
            }}}},
     };
 
@@ -342,7 +363,34 @@ class Validator {
     return unix_ms;
   }
 
+  // A fraction above 0 and at most 1 (an integer 1 is accepted as 1.0).
+  double Share(const std::string& key, const toml::node& node) {
+    double v = -1;
+    if (const auto* f = node.as_floating_point()) {
+      v = f->get();
+    } else if (const auto* i = node.as_integer()) {
+      v = static_cast<double>(i->get());
+    } else {
+      Fail(key, node, "must be a number above 0 and at most 1, got " + std::string(TypeName(node)));
+    }
+    if (!(v > 0 && v <= 1)) Fail(key, node, "must be above 0 and at most 1, got " + Shown(node));
+    return v;
+  }
+
   void CheckConsistency() {
+    // TLS needs both halves of the pair; a client CA without a certificate would silently
+    // serve plain HTTP to callers the operator meant to authenticate.
+    const Config::Http& http = config_.http;
+    if (http.tls_cert_file.empty() != http.tls_key_file.empty()) {
+      const toml::node* given = tls_cert_node_ != nullptr ? tls_cert_node_ : tls_key_node_;
+      Fail(http.tls_cert_file.empty() ? "http.tls_key_file" : "http.tls_cert_file", *given,
+           "http.tls_cert_file and http.tls_key_file are set together (both: TLS; neither: "
+           "plain HTTP)");
+    }
+    if (!http.tls_client_ca_file.empty() && http.tls_cert_file.empty()) {
+      Fail("http.tls_client_ca_file", *tls_client_ca_node_,
+           "needs http.tls_cert_file and http.tls_key_file (mutual TLS is TLS)");
+    }
     if (min_fill_node_ != nullptr && config_.ring.min_fill > config_.ring.capacity) {
       Fail("ring.min_fill", *min_fill_node_,
            "must not exceed ring.capacity (" + std::to_string(config_.ring.capacity) + "), got " +
@@ -358,6 +406,9 @@ class Validator {
   TomlFields fields_;
   Config& config_;
   const toml::node* min_fill_node_ = nullptr;
+  const toml::node* tls_cert_node_ = nullptr;
+  const toml::node* tls_key_node_ = nullptr;
+  const toml::node* tls_client_ca_node_ = nullptr;
 };
 
 }  // namespace

@@ -69,6 +69,18 @@ struct Config {
     int64_t write_timeout_ms = 5000;
     uint64_t threads = 2;
     uint64_t max_services = 64;  // distinct service names served over HTTP
+    // TLS (docs/http.md, "TLS"): with a certificate and its key every listener speaks
+    // TLS 1.2/1.3 only; without, plain HTTP. With a client CA, only callers presenting a
+    // certificate it signed complete the handshake (mutual TLS). Empty: not set.
+    std::filesystem::path tls_cert_file;
+    std::filesystem::path tls_key_file;
+    std::filesystem::path tls_client_ca_file;
+    // The fraction of the machine number's 4,096 IDs per millisecond the front may hand
+    // out (the rest is the local takers'), and each client's own rate (0: no per-client
+    // limit). Past either a take is answered 429 `throttled`.
+    double max_share = 0.5;
+    uint64_t per_client_ids_per_s = 0;
+    bool tls() const { return !tls_cert_file.empty(); }
     friend bool operator==(const Http&, const Http&) = default;
   };
 

@@ -25,7 +25,8 @@ struct HttpReply {
   unsigned status = 200;
   std::string_view content_type = kJsonContentType;  // static storage
   std::string body;
-  bool retry_after = false;  // 429 and 503: "Retry-After: 1"
+  bool retry_after = false;  // 429 and 503: "Retry-After: <retry_after_s>"
+  uint32_t retry_after_s = 1;
   bool close = false;        // close the connection after this reply
 };
 

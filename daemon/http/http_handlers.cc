@@ -39,12 +39,14 @@ HttpHandlers::HttpHandlers(const Config& config, StatusBoard& board, Metrics& me
     : runtime_dir_(config.daemon.runtime_dir),
       board_(board),
       metrics_(metrics),
-      services_("http", config.daemon.runtime_dir, config.http.max_services, metrics) {}
+      services_("http", config.daemon.runtime_dir, config.http.max_services, metrics),
+      share_(config.http.max_share, config.http.per_client_ids_per_s) {}
 
 HttpReply HttpHandlers::Handle(std::string_view method, std::string_view target,
-                               std::string_view accept, HttpEndpoint& endpoint) noexcept {
+                               std::string_view accept, std::string_view client,
+                               HttpEndpoint& endpoint) noexcept {
   try {
-    return Route(method, target, accept, endpoint);
+    return Route(method, target, accept, client, endpoint);
   } catch (const std::exception& e) {
     return ErrorReply(500, vocab::ErrorName(vocab::ErrorCode::kSystemError), e.what());
   } catch (...) {
@@ -53,7 +55,8 @@ HttpReply HttpHandlers::Handle(std::string_view method, std::string_view target,
 }
 
 HttpReply HttpHandlers::Route(std::string_view method, std::string_view target,
-                              std::string_view accept, HttpEndpoint& endpoint) {
+                              std::string_view accept, std::string_view client,
+                              HttpEndpoint& endpoint) {
   auto route = RouteHttpRequest(method, target, accept);
   if (!route) {
     endpoint = route.error().endpoint;
@@ -63,7 +66,7 @@ HttpReply HttpHandlers::Route(std::string_view method, std::string_view target,
   switch (route->endpoint) {
     case Endpoint::kId:
     case Endpoint::kIds:
-      return TakeIds(*route);
+      return TakeIds(*route, client);
     case Endpoint::kHealthz:
       return Healthz();
     case Endpoint::kStatus:
@@ -76,7 +79,23 @@ HttpReply HttpHandlers::Route(std::string_view method, std::string_view target,
   return ErrorReply(404, vocab::ErrorName(vocab::ErrorCode::kNotFound), "no such endpoint");
 }
 
-HttpReply HttpHandlers::TakeIds(const HttpRoute& route) {
+HttpReply HttpHandlers::TakeIds(const HttpRoute& route, std::string_view client) {
+  // Before the take: a throttled request costs the ring nothing.
+  const auto now = IdShare::Clock::now();
+  if (const IdShare::Verdict verdict = share_.Admit(client, route.count, now);
+      verdict != IdShare::Verdict::kAdmitted) {
+    const bool front = verdict == IdShare::Verdict::kFrontShare;
+    (front ? metrics_.http().throttled_share : metrics_.http().throttled_client).Increment();
+    HttpReply reply = ErrorReply(
+        429, vocab::ErrorName(vocab::ErrorCode::kThrottled),
+        front ? "remote callers have taken this host's share of its IDs ([http] max_share); "
+                "retry shortly or use another daemon"
+              : "this client has taken its share of this host's IDs ([http] "
+                "per_client_ids_per_s); retry later or use another daemon");
+    reply.retry_after_s =
+        static_cast<uint32_t>((share_.RetryAfterMs(client, verdict, now) + 999) / 1000);
+    return reply;
+  }
   // One ID (the common request) needs no allocation for the IDs.
   uint64_t one_id = 0;
   std::vector<uint64_t> many;

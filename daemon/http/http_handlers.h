@@ -1,6 +1,7 @@
 // The HTTP front's routing and handlers (docs/http.md): a request's method, target and
 // Accept header are routed (RouteHttpRequest, http_request.h) and answered: /v1/id and
-// /v1/ids take from the ring through the fronts' shared RingServices, /healthz and
+// /v1/ids take from the ring through the fronts' shared RingServices, within remote
+// callers' share (id_share.h), /healthz and
 // /v1/status encode the fronts' shared answers (daemon/fronts/daemon_answers.h), /metrics
 // serves the daemon's registry. Bodies are written by http_body.h. No sockets.
 //
@@ -18,6 +19,7 @@
 #include "daemon/http/http_body.h"
 #include "daemon/http/http_request.h"
 #include "daemon/http/http_transport.h"
+#include "daemon/http/id_share.h"
 #include "daemon/metrics/metrics.h"
 
 namespace snowflake::daemon {
@@ -28,12 +30,12 @@ class HttpHandlers final : public HttpRequestHandler {
   HttpHandlers(const Config& config, StatusBoard& board, Metrics& metrics);
 
   HttpReply Handle(std::string_view method, std::string_view target, std::string_view accept,
-                   HttpEndpoint& endpoint) noexcept override;
+                   std::string_view client, HttpEndpoint& endpoint) noexcept override;
 
  private:
   HttpReply Route(std::string_view method, std::string_view target, std::string_view accept,
-                  HttpEndpoint& endpoint);
-  HttpReply TakeIds(const HttpRoute& route);
+                  std::string_view client, HttpEndpoint& endpoint);
+  HttpReply TakeIds(const HttpRoute& route, std::string_view client);
   HttpReply Healthz();
   HttpReply Status();
   HttpReply MetricsText();
@@ -43,6 +45,7 @@ class HttpHandlers final : public HttpRequestHandler {
   StatusBoard& board_;
   Metrics& metrics_;
   RingServices services_;  // thread-safe
+  IdShare share_;          // thread-safe
 };
 
 }  // namespace snowflake::daemon

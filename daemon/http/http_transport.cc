@@ -3,6 +3,9 @@
 // Boost 1.74's asio/awaitable.hpp uses std::exchange without including <utility>.
 #include <utility>
 //
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 
@@ -14,14 +17,19 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ip/v6_only.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl/error.hpp>
+#include <boost/asio/ssl/stream_base.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <thread>
 
 #include "daemon/config/net_address.h"
+#include "daemon/http/tls_credentials.h"
 #include "snowflake/vocabulary.h"
 
 namespace snowflake::daemon {
@@ -45,6 +53,10 @@ constexpr size_t kReadChunk = 4096;
 // Pipelined requests answered in one call chain before the next is posted (bounds the
 // recursion Send -> AfterWrite -> Read -> Parse -> OnRequest -> Send).
 constexpr uint64_t kMaxInlineRequests = 16;
+// How often the TLS files are looked at for a replacement (a stat of each).
+constexpr std::chrono::milliseconds kTlsReloadInterval{1000};
+// A closing TLS connection waits this long for the peer's close_notify.
+constexpr std::chrono::milliseconds kTlsShutdownTimeout{200};
 
 static_assert(static_cast<size_t>(Endpoint::kOther) + 1 == kHttpEndpointLabels.size(),
               "one duration label per endpoint");
@@ -76,6 +88,11 @@ class HttpTransport::Impl {
   ~Impl() { Stop(); }
 
   tl::expected<void, std::string> Listen() {
+    if (options_.tls()) {
+      auto loaded = TlsCredentials::Load(options_);
+      if (!loaded) return tl::unexpected(loaded.error());
+      tls_ = std::move(*loaded);
+    }
     for (const std::string& text : options_.listen) {
       auto address = ParseListenAddress(text);
       if (!address) return tl::unexpected("http.listen: " + text + ": " + address.error());
@@ -92,6 +109,10 @@ class HttpTransport::Impl {
       acceptors_.push_back(std::move(acceptor));
     }
     for (auto& acceptor : acceptors_) Accept(*acceptor);
+    if (tls_ != nullptr) {
+      reload_timer_.emplace(*contexts_[0]);
+      WatchTlsFiles();
+    }
     for (auto& context : contexts_) {
       guards_.emplace_back(asio::make_work_guard(*context));
       threads_.emplace_back([ioc = context.get()] {
@@ -129,10 +150,29 @@ class HttpTransport::Impl {
     if (!refusing) metrics_.http().connections.Decrement();
   }
 
-  HttpReply Handle(const http::request<http::string_body>& request, Endpoint& endpoint) {
+  HttpReply Handle(const http::request<http::string_body>& request, std::string_view client,
+                   Endpoint& endpoint) {
     const auto accept = request[http::field::accept];
     return handler_.Handle(View(request.method_string()), View(request.target()), View(accept),
-                           endpoint);
+                           client, endpoint);
+  }
+
+  // A TLS handshake failed: counted, by whether the caller's certificate was the cause.
+  void HandshakeFailed(beast::error_code ec, SSL* ssl) {
+    bool client_certificate = false;
+    if (!options_.tls_client_ca_file.empty()) {
+      const int reason = ec.category() == asio::error::get_ssl_category()
+                             ? ERR_GET_REASON(static_cast<unsigned long>(ec.value()))
+                             : 0;
+      client_certificate = reason == SSL_R_PEER_DID_NOT_RETURN_A_CERTIFICATE ||
+                           reason == SSL_R_CERTIFICATE_VERIFY_FAILED ||
+                           reason == SSL_R_NO_CERTIFICATES_RETURNED ||
+                           (ssl != nullptr && SSL_get_verify_result(ssl) != X509_V_OK);
+    }
+    (client_certificate ? metrics_.http().tls_failed_client_cert : metrics_.http().tls_failed_other)
+        .Increment();
+    spdlog::debug("http front: a TLS handshake failed{}: {}",
+                  client_certificate ? " (client certificate)" : "", ec.message());
   }
 
   // One reply sent: its status and how long it took, for the metrics and the status.
@@ -164,11 +204,32 @@ class HttpTransport::Impl {
 
   void OnAccept(tcp::socket socket);
 
+  // Every kTlsReloadInterval on the first context: a replaced certificate or key is in use
+  // for the next connection, or refused with the old pair kept (tls_credentials.h).
+  void WatchTlsFiles() {
+    reload_timer_->expires_after(kTlsReloadInterval);
+    reload_timer_->async_wait([this](beast::error_code ec) {
+      if (ec) return;
+      switch (tls_->Reload()) {
+        case TlsCredentials::Reloaded::kTaken:
+          metrics_.http().tls_reloaded.Increment();
+          break;
+        case TlsCredentials::Reloaded::kRefused:
+          metrics_.http().tls_reload_refused.Increment();
+          break;
+        case TlsCredentials::Reloaded::kUnchanged:
+          break;
+      }
+      WatchTlsFiles();
+    });
+  }
+
   // Constant after construction.
   const Config::Http options_;
   HttpRequestHandler& handler_;
   Metrics& metrics_;  // the daemon's
   std::vector<Cidr> allow_;
+  std::unique_ptr<TlsCredentials> tls_;  // set by Listen() with TLS; thread-safe
 
   // Any serving thread; relaxed (counts, ordered with nothing).
   std::atomic<uint64_t> connections_{0};
@@ -181,11 +242,141 @@ class HttpTransport::Impl {
   std::vector<std::unique_ptr<asio::io_context>> contexts_;
   std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards_;
   std::vector<std::unique_ptr<tcp::acceptor>> acceptors_;
+  std::optional<asio::steady_timer> reload_timer_;  // on the first context
   uint64_t next_context_ = 0;  // only the first context's thread accepts
   std::vector<std::thread> threads_;
 };
 
 namespace {
+
+// What a session sends next: a request's reply, or a refusal of one that could not be read.
+struct Answer {
+  HttpReply reply;
+  Endpoint endpoint = Endpoint::kOther;
+  Clock::time_point start;
+  bool close = true;
+  unsigned version = 11;
+};
+
+// The answer to a request the parser read (`ec` clear) or refused (a limit, malformed),
+// for both kinds of session. `refusal` is the session's (answered once, then closed).
+Answer AnswerRequest(HttpTransport::Impl& front, beast::error_code ec,
+                     const http::request<http::string_body>& request,
+                     std::optional<HttpReply>& refusal, uint64_t& requests,
+                     std::string_view client) {
+  Answer answer;
+  answer.start = Clock::now();
+  if (ec == http::error::header_limit || ec == http::error::buffer_overflow) {
+    answer.reply = Refusal(static_cast<unsigned>(http::status::request_header_fields_too_large),
+                           vocab::ErrorCode::kHeadersTooLarge,
+                           "the request line and headers exceed " +
+                               std::to_string(front.options().max_header_bytes) + " bytes");
+    return answer;
+  }
+  if (ec == http::error::body_limit) {
+    answer.reply = Refusal(static_cast<unsigned>(http::status::payload_too_large),
+                           vocab::ErrorCode::kBodyTooLarge,
+                           "a request body may have at most " + std::to_string(kMaxBodyBytes) +
+                               " bytes (GET needs none)");
+    return answer;
+  }
+  if (ec) {
+    answer.reply =
+        Refusal(static_cast<unsigned>(http::status::bad_request), vocab::ErrorCode::kBadRequest,
+                "malformed HTTP/1.1 request: " + ec.message());
+    return answer;
+  }
+  if (refusal) {
+    answer.reply = std::move(*refusal);
+    return answer;
+  }
+  if (request.version() != 10 && request.version() != 11) {
+    answer.reply = Refusal(static_cast<unsigned>(http::status::http_version_not_supported),
+                           vocab::ErrorCode::kBadVersion, "only HTTP/1.0 and HTTP/1.1 are served");
+    return answer;
+  }
+  ++requests;
+  answer.reply = front.Handle(request, client, answer.endpoint);
+  answer.close = answer.reply.close || !request.keep_alive() ||
+                 requests >= front.options().max_requests_per_connection;
+  answer.version = request.version();
+  return answer;
+}
+
+// The response an answer is framed as; reports it to the front's metrics.
+void Frame(HttpTransport::Impl& front, Answer& answer,
+           std::optional<http::response<http::string_body>>& response) {
+  HttpReply& reply = answer.reply;
+  response.emplace(static_cast<http::status>(reply.status), answer.version);
+  response->set(http::field::content_type, View(reply.content_type));
+  if (reply.retry_after)
+    response->set(http::field::retry_after, std::to_string(reply.retry_after_s));
+  if (reply.status == static_cast<unsigned>(http::status::method_not_allowed)) {
+    response->set(http::field::allow, "GET");
+  }
+  response->body() = std::move(reply.body);
+  response->keep_alive(!answer.close);
+  response->prepare_payload();
+  front.Replied(reply.status, answer.endpoint, answer.start);
+}
+
+// "addr:<peer address>": who asks, for per-client limits.
+std::string AddressClient(const tcp::socket& socket) {
+  beast::error_code ec;
+  const tcp::endpoint peer = socket.remote_endpoint(ec);
+  return ec ? std::string("addr:unknown") : "addr:" + peer.address().to_string();
+}
+
+// Timeouts are a deadline checked by one timer per connection, not a timer armed per
+// operation: a request costs a store to the deadline, no timer syscall and no cancelled
+// wait to complete. The timer wakes at least every tick (a quarter of the shortest
+// timeout), so a deadline is enforced at most that late; a deadline earlier than the
+// armed wake re-arms it. A member of its session; runs on the session's thread.
+class ConnectionDeadline {
+ public:
+  ConnectionDeadline(const tcp::socket::executor_type& executor, const Config::Http& options)
+      : timer_(executor),
+        tick_(std::max<std::chrono::milliseconds>(
+            std::chrono::milliseconds(10),
+            std::min<std::chrono::milliseconds>(
+                {std::chrono::milliseconds(options.idle_timeout_ms),
+                 std::chrono::milliseconds(options.write_timeout_ms), kRefuseTimeout}) /
+                4)) {}
+
+  void ExpireAfter(std::chrono::milliseconds timeout) {
+    deadline_ = Clock::now() + timeout;
+    if (watching_ && deadline_ < armed_) Arm();
+  }
+
+  // Starts the timer. `owner` is the session this is a member of (a wake after it is gone
+  // does nothing); `expire` closes its socket, which cancels its pending operations.
+  void Watch(std::weak_ptr<void> owner, std::function<void()> expire) {
+    owner_ = std::move(owner);
+    expire_ = std::move(expire);
+    watching_ = true;
+    Arm();
+  }
+
+ private:
+  void Arm() {
+    armed_ = std::min(deadline_, Clock::now() + tick_);
+    timer_.expires_at(armed_);  // cancels a pending wait: it completes as aborted
+    timer_.async_wait([this, weak = owner_](beast::error_code ec) {
+      const std::shared_ptr<void> alive = weak.lock();
+      if (alive == nullptr || ec == asio::error::operation_aborted) return;
+      if (Clock::now() >= deadline_) return expire_();
+      Arm();
+    });
+  }
+
+  asio::steady_timer timer_;
+  const std::chrono::milliseconds tick_;
+  Clock::time_point deadline_ = Clock::time_point::max();
+  Clock::time_point armed_ = Clock::time_point::max();
+  bool watching_ = false;
+  std::weak_ptr<void> owner_;
+  std::function<void()> expire_;
+};
 
 // One connection: read a request (bounded header size and time), reply, repeat while
 // keep-alive. Pipelined requests wait in buffer_ and are answered in order. A refusing
@@ -194,15 +385,10 @@ class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(tcp::socket socket, HttpTransport::Impl& front, std::optional<HttpReply> refusal)
       : socket_(std::move(socket)),
-        timer_(socket_.get_executor()),
+        deadline_(socket_.get_executor(), front.options()),
         front_(front),
         refusal_(std::move(refusal)),
-        tick_(std::max<std::chrono::milliseconds>(
-            std::chrono::milliseconds(10),
-            std::min<std::chrono::milliseconds>(
-                {std::chrono::milliseconds(front.options().idle_timeout_ms),
-                 std::chrono::milliseconds(front.options().write_timeout_ms), kRefuseTimeout}) /
-                4)) {}
+        client_(AddressClient(socket_)) {}
   ~Session() { front_.ConnectionClosed(refusal_.has_value()); }
 
   tcp::socket::executor_type executor() { return socket_.get_executor(); }
@@ -220,40 +406,14 @@ class Session : public std::enable_shared_from_this<Session> {
       return;
     }
     Read();
-    Watch();
+    deadline_.Watch(weak_from_this(), [this] {
+      beast::error_code ignored;
+      socket_.close(ignored);
+    });
   }
 
  private:
-  // Timeouts are a deadline checked by one timer per connection, not a timer armed per
-  // operation: a request costs a store to deadline_, no timer syscall and no cancelled
-  // wait to complete. The timer wakes at least every tick_ (a quarter of the shortest
-  // timeout), so a deadline is enforced at most that late; a deadline earlier than the
-  // armed wake re-arms it.
-  void ExpireAfter(std::chrono::milliseconds timeout) {
-    deadline_ = Clock::now() + timeout;
-    if (watching_ && deadline_ < armed_) Arm();
-  }
-
-  void Watch() {
-    watching_ = true;
-    Arm();
-  }
-
-  void Arm() {
-    armed_ = std::min(deadline_, Clock::now() + tick_);
-    timer_.expires_at(armed_);  // cancels a pending wait: it completes as aborted
-    timer_.async_wait([weak = weak_from_this()](beast::error_code ec) {
-      const std::shared_ptr<Session> self = weak.lock();
-      if (self == nullptr || ec == asio::error::operation_aborted) return;
-      if (Clock::now() >= self->deadline_) {
-        // Timed out: closing cancels the pending read or write; the session then ends.
-        beast::error_code ignored;
-        self->socket_.close(ignored);
-        return;
-      }
-      self->Arm();
-    });
-  }
+  void ExpireAfter(std::chrono::milliseconds timeout) { deadline_.ExpireAfter(timeout); }
 
   // Reading, parsing and answering are synchronous calls on the non-blocking socket as
   // long as they can proceed; the session waits in the reactor only for readability (or,
@@ -322,55 +482,12 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void OnRequest(beast::error_code ec) {
-    if (ec == http::error::header_limit) {
-      return Send(Refusal(static_cast<unsigned>(http::status::request_header_fields_too_large),
-                          vocab::ErrorCode::kHeadersTooLarge,
-                          "the request line and headers exceed " +
-                              std::to_string(front_.options().max_header_bytes) + " bytes"),
-                  Endpoint::kOther, Clock::now(), true);
-    }
-    if (ec == http::error::body_limit) {
-      return Send(Refusal(static_cast<unsigned>(http::status::payload_too_large),
-                          vocab::ErrorCode::kBodyTooLarge,
-                          "a request body may have at most " + std::to_string(kMaxBodyBytes) +
-                              " bytes (GET needs none)"),
-                  Endpoint::kOther, Clock::now(), true);
-    }
-    if (ec) {
-      return Send(
-          Refusal(static_cast<unsigned>(http::status::bad_request), vocab::ErrorCode::kBadRequest,
-                  "malformed HTTP/1.1 request: " + ec.message()),
-          Endpoint::kOther, Clock::now(), true);
-    }
-    const auto start = Clock::now();
-    const http::request<http::string_body>& request = parser_->get();
-    if (refusal_) return Send(std::move(*refusal_), Endpoint::kOther, start, true);
-    if (request.version() != 10 && request.version() != 11) {
-      return Send(Refusal(static_cast<unsigned>(http::status::http_version_not_supported),
-                          vocab::ErrorCode::kBadVersion, "only HTTP/1.0 and HTTP/1.1 are served"),
-                  Endpoint::kOther, start, true);
-    }
-    ++requests_;
-    Endpoint endpoint = Endpoint::kOther;
-    HttpReply reply = front_.Handle(request, endpoint);
-    const bool close = reply.close || !request.keep_alive() ||
-                       requests_ >= front_.options().max_requests_per_connection;
-    Send(std::move(reply), endpoint, start, close, request.version());
+    Send(AnswerRequest(front_, ec, parser_->get(), refusal_, requests_, client_));
   }
 
-  void Send(HttpReply reply, Endpoint endpoint, Clock::time_point start, bool close,
-            unsigned version = 11) {
-    response_.emplace(static_cast<http::status>(reply.status), version);
-    response_->set(http::field::content_type, View(reply.content_type));
-    if (reply.retry_after) response_->set(http::field::retry_after, "1");
-    if (reply.status == static_cast<unsigned>(http::status::method_not_allowed)) {
-      response_->set(http::field::allow, "GET");
-    }
-    response_->body() = std::move(reply.body);
-    response_->keep_alive(!close);
-    response_->prepare_payload();
-    close_ = close;
-    front_.Replied(reply.status, endpoint, start);
+  void Send(Answer answer) {
+    close_ = answer.close;
+    Frame(front_, answer, response_);
     ExpireAfter(std::chrono::milliseconds(front_.options().write_timeout_ms));
     serializer_.emplace(*response_);
     beast::error_code ec;
@@ -412,13 +529,10 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   tcp::socket socket_;
-  asio::steady_timer timer_;
+  ConnectionDeadline deadline_;
   HttpTransport::Impl& front_;
   std::optional<HttpReply> refusal_;
-  const std::chrono::milliseconds tick_;
-  Clock::time_point deadline_ = Clock::time_point::max();
-  Clock::time_point armed_ = Clock::time_point::max();
-  bool watching_ = false;
+  const std::string client_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::optional<http::response<http::string_body>> response_;
@@ -426,6 +540,103 @@ class Session : public std::enable_shared_from_this<Session> {
   std::array<char, 512> drain_{};
   uint64_t inline_requests_ = 0;  // answered in one call chain since the last wait
   uint64_t header_bytes_ = 0;     // of the request being parsed, consumed by the parser
+  uint64_t requests_ = 0;
+  bool close_ = false;
+};
+
+// One TLS connection: the handshake (bounded by the idle timeout), then what a plain
+// Session does, with Beast's asynchronous reads and writes through the SSL stream (its
+// synchronous calls on a non-blocking socket could lose the part of a record the socket
+// did not take). The session keeps the TLS context it started with, so a rotation never
+// touches a connection in progress.
+class TlsSession : public std::enable_shared_from_this<TlsSession> {
+ public:
+  TlsSession(tcp::socket socket, std::shared_ptr<asio::ssl::context> context,
+             HttpTransport::Impl& front, std::optional<HttpReply> refusal)
+      : context_(std::move(context)),
+        client_(AddressClient(socket)),
+        stream_(std::move(socket), *context_),
+        deadline_(stream_.next_layer().get_executor(), front.options()),
+        front_(front),
+        refusal_(std::move(refusal)),
+        buffer_(front.options().max_header_bytes + kMaxBodyBytes + kReadChunk) {}
+  ~TlsSession() { front_.ConnectionClosed(refusal_.has_value()); }
+
+  tcp::socket::executor_type executor() { return stream_.next_layer().get_executor(); }
+
+  void Start() {
+    deadline_.ExpireAfter(Timeout());
+    deadline_.Watch(weak_from_this(), [this] {
+      beast::error_code ignored;
+      stream_.next_layer().close(ignored);
+    });
+    stream_.async_handshake(
+        asio::ssl::stream_base::server,
+        [self = shared_from_this()](beast::error_code ec) { self->OnHandshake(ec); });
+  }
+
+ private:
+  std::chrono::milliseconds Timeout() const {
+    return refusal_ ? kRefuseTimeout : std::chrono::milliseconds(front_.options().idle_timeout_ms);
+  }
+
+  void OnHandshake(beast::error_code ec) {
+    if (ec) return front_.HandshakeFailed(ec, stream_.native_handle());
+    // With mutual TLS the caller is its certificate's subject (stable across addresses).
+    if (X509* peer = SSL_get0_peer_certificate(stream_.native_handle()); peer != nullptr) {
+      char subject[512];
+      X509_NAME_oneline(X509_get_subject_name(peer), subject, sizeof subject);
+      client_ = std::string("cert:") + subject;
+    }
+    Read();
+  }
+
+  void Read() {
+    parser_.emplace();
+    parser_->header_limit(static_cast<uint32_t>(front_.options().max_header_bytes));
+    parser_->body_limit(kMaxBodyBytes);
+    deadline_.ExpireAfter(Timeout());
+    http::async_read(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, size_t) { self->OnRead(ec); });
+  }
+
+  void OnRead(beast::error_code ec) {
+    // The peer closed, reset, timed out (the deadline closed the socket), or the front
+    // stopped: nothing to answer.
+    if (ec == http::error::end_of_stream || ec == asio::error::operation_aborted ||
+        ec == asio::ssl::error::stream_truncated ||
+        (ec && ec.category() != http::make_error_code(http::error::bad_method).category() &&
+         ec != http::error::buffer_overflow)) {
+      return;
+    }
+    Answer answer = AnswerRequest(front_, ec, parser_->get(), refusal_, requests_, client_);
+    close_ = answer.close;
+    Frame(front_, answer, response_);
+    deadline_.ExpireAfter(std::chrono::milliseconds(front_.options().write_timeout_ms));
+    http::async_write(stream_, *response_,
+                      [self = shared_from_this()](beast::error_code error, size_t) {
+                        if (!error) self->AfterWrite();
+                      });
+  }
+
+  void AfterWrite() {
+    if (!close_) return Read();
+    // close_notify, then wait briefly for the peer's, so our close is not a reset that
+    // could discard the reply on its side.
+    deadline_.ExpireAfter(kTlsShutdownTimeout);
+    stream_.async_shutdown([self = shared_from_this()](beast::error_code) {});
+  }
+
+  std::shared_ptr<asio::ssl::context> context_;  // before stream_: it outlives it
+  std::string client_;
+  beast::ssl_stream<tcp::socket> stream_;
+  ConnectionDeadline deadline_;
+  HttpTransport::Impl& front_;
+  std::optional<HttpReply> refusal_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<http::response<http::string_body>> response_;
   uint64_t requests_ = 0;
   bool close_ = false;
 };
@@ -483,6 +694,13 @@ void HttpTransport::Impl::OnAccept(tcp::socket socket) {
     return;
   }
   // Started on the context its socket belongs to, whose one thread runs all its handlers.
+  if (tls_ != nullptr) {
+    auto session =
+        std::make_shared<TlsSession>(std::move(socket), tls_->Current(), *this, std::move(refusal));
+    const auto executor = session->executor();
+    asio::post(executor, [session = std::move(session)] { session->Start(); });
+    return;
+  }
   auto session = std::make_shared<Session>(std::move(socket), *this, std::move(refusal));
   const auto executor = session->executor();
   asio::post(executor, [session = std::move(session)] { session->Start(); });

@@ -31,10 +31,13 @@ namespace snowflake::daemon {
 class HttpRequestHandler {
  public:
   virtual ~HttpRequestHandler();
-  // `method` and `target` as on the request line, `accept` the Accept header ("" if none).
-  // Sets `endpoint` (the metrics' label). Never throws.
+  // `method` and `target` as on the request line, `accept` the Accept header ("" if none),
+  // `client` who asks (for per-client limits): "addr:<peer address>", or with mutual TLS
+  // "cert:<the certificate's subject>". Sets `endpoint` (the metrics' label). Never
+  // throws.
   virtual HttpReply Handle(std::string_view method, std::string_view target,
-                           std::string_view accept, HttpEndpoint& endpoint) noexcept = 0;
+                           std::string_view accept, std::string_view client,
+                           HttpEndpoint& endpoint) noexcept = 0;
 };
 
 class HttpTransport {

@@ -46,6 +46,19 @@ struct Metrics::Families {
         refused(Declare(
             prometheus::BuildCounter(), "snowflake_http_connections_refused_total",
             "Connections refused, by reason (limit: max_connections, allow: not in allow)", r)),
+        tls_failures(Declare(prometheus::BuildCounter(),
+                             "snowflake_http_tls_handshake_failures_total",
+                             "TLS handshakes the front failed, by reason (client_certificate: "
+                             "none or not signed by tls_client_ca_file; other)",
+                             r)),
+        tls_reloads(Declare(prometheus::BuildCounter(), "snowflake_http_tls_reloads_total",
+                            "Changed TLS certificate/key files taken (ok) or refused, the old "
+                            "pair kept (refused)",
+                            r)),
+        throttled(Declare(prometheus::BuildCounter(), "snowflake_http_throttled_total",
+                          "Takes answered 429 throttled, by limit (share: http.max_share; "
+                          "client: http.per_client_ids_per_s)",
+                          r)),
         latency(Declare(prometheus::BuildHistogram(), "snowflake_http_request_duration_seconds",
                         "Time from a parsed request to its reply, by endpoint", r)),
         connections(Declare(prometheus::BuildGauge(), "snowflake_http_connections",
@@ -87,6 +100,9 @@ struct Metrics::Families {
   prometheus::Family<prometheus::Counter>& ids;
   prometheus::Family<prometheus::Counter>& requests;
   prometheus::Family<prometheus::Counter>& refused;
+  prometheus::Family<prometheus::Counter>& tls_failures;
+  prometheus::Family<prometheus::Counter>& tls_reloads;
+  prometheus::Family<prometheus::Counter>& throttled;
   prometheus::Family<prometheus::Histogram>& latency;
   prometheus::Family<prometheus::Gauge>& connections;
   prometheus::Family<prometheus::Counter>& totals;
@@ -113,10 +129,17 @@ Metrics::Metrics()
                    .register_call = families_->register_calls.Add({}, DaemonBuckets()),
                    .claim_held = families_->claim.Add({{"state", "held"}}),
                    .claim_lost = families_->claim.Add({{"state", "lost"}})},
-      http_{.connections = families_->connections.Add({}),
-            .refused_limit = families_->refused.Add({{"reason", "limit"}}),
-            .refused_allow = families_->refused.Add({{"reason", "allow"}}),
-            .duration = {}} {
+      http_{
+          .connections = families_->connections.Add({}),
+          .refused_limit = families_->refused.Add({{"reason", "limit"}}),
+          .refused_allow = families_->refused.Add({{"reason", "allow"}}),
+          .tls_failed_client_cert = families_->tls_failures.Add({{"reason", "client_certificate"}}),
+          .tls_failed_other = families_->tls_failures.Add({{"reason", "other"}}),
+          .tls_reloaded = families_->tls_reloads.Add({{"result", "ok"}}),
+          .tls_reload_refused = families_->tls_reloads.Add({{"result", "refused"}}),
+          .throttled_share = families_->throttled.Add({{"limit", "share"}}),
+          .throttled_client = families_->throttled.Add({{"limit", "client"}}),
+          .duration = {}} {
   for (size_t i = 0; i < kHttpEndpointLabels.size(); ++i) {
     http_.duration[i] =
         &families_->latency.Add({{"endpoint", std::string(kHttpEndpointLabels[i])}}, HttpBuckets());

@@ -82,6 +82,19 @@ class Metrics {
     prometheus::Gauge& connections;      // snowflake_http_connections
     prometheus::Counter& refused_limit;  // snowflake_http_connections_refused_total{reason="limit"}
     prometheus::Counter& refused_allow;  // {reason="allow"}
+    // snowflake_http_tls_handshake_failures_total{reason}: a caller without a certificate
+    // the client CA signed ("client_certificate"), or any other failed handshake ("other":
+    // plain HTTP to a TLS port, an old protocol version, no common cipher, a reset).
+    prometheus::Counter& tls_failed_client_cert;
+    prometheus::Counter& tls_failed_other;
+    // snowflake_http_tls_reloads_total{result}: a changed certificate or key taken ("ok")
+    // or refused, the old pair kept ("refused").
+    prometheus::Counter& tls_reloaded;
+    prometheus::Counter& tls_reload_refused;
+    // snowflake_http_throttled_total{limit}: takes answered 429 `throttled`, past the
+    // front's share of the machine number ("share") or one client's rate ("client").
+    prometheus::Counter& throttled_share;
+    prometheus::Counter& throttled_client;
     // snowflake_http_request_duration_seconds{endpoint}, by kHttpEndpointLabels' index.
     std::array<prometheus::Histogram*, kHttpEndpointLabels.size()> duration{};
   };

@@ -34,13 +34,17 @@ PaddedOptions Garbage(uint32_t struct_size, const char* runtime_dir) {
   p.opts.wait_timeout_ms = 10;
   p.opts.runtime_dir = runtime_dir;
   p.opts.max_heartbeat_age_ms = 50;
-  p.opts.remotes = nullptr;  // a pointer field: garbage there would be dereferenced
+  // Pointer fields: garbage there would be dereferenced.
+  p.opts.remotes = nullptr;
+  p.opts.remotes_ca = nullptr;
+  p.opts.remotes_cert = nullptr;
+  p.opts.remotes_key = nullptr;
   return p;
 }
 
 TEST(CApiMisuse, StructSizeInsideAFieldIsRefused) {
   TempDir dir("c-api-misuse");
-  for (const uint32_t size : {9u, 10u, 12u, 15u, 17u, 19u, 21u, 23u}) {
+  for (const uint32_t size : {9u, 10u, 12u, 15u, 17u, 19u, 21u, 23u, 28u, 36u, 44u, 52u}) {
     PaddedOptions p = Garbage(size, dir.path().c_str());
     sf_client* c = reinterpret_cast<sf_client*>(0x1);
 

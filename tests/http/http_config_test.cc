@@ -39,6 +39,11 @@ idle_timeout_ms = 500
 write_timeout_ms = 600
 threads = 3
 max_services = 7
+tls_cert_file = "/etc/snowflaked/tls/tls.crt"
+tls_key_file = "/etc/snowflaked/tls/tls.key"
+tls_client_ca_file = "/etc/snowflaked/tls/ca.crt"
+max_share = 0.25
+per_client_ids_per_s = 1000
 )",
                          "x.toml");
 
@@ -52,6 +57,23 @@ max_services = 7
   EXPECT_EQ(sut->http.write_timeout_ms, 600);
   EXPECT_EQ(sut->http.threads, 3u);
   EXPECT_EQ(sut->http.max_services, 7u);
+  EXPECT_TRUE(sut->http.tls());
+  EXPECT_EQ(sut->http.tls_cert_file, "/etc/snowflaked/tls/tls.crt");
+  EXPECT_EQ(sut->http.tls_key_file, "/etc/snowflaked/tls/tls.key");
+  EXPECT_EQ(sut->http.tls_client_ca_file, "/etc/snowflaked/tls/ca.crt");
+  EXPECT_EQ(sut->http.max_share, 0.25);
+  EXPECT_EQ(sut->http.per_client_ids_per_s, 1000u);
+}
+
+TEST(HttpConfig, PlainWithHalfTheMachineNumberByDefault) {
+  const Config sut;
+
+  EXPECT_FALSE(sut.http.tls());
+  EXPECT_EQ(sut.http.max_share, 0.5);
+  EXPECT_EQ(sut.http.per_client_ids_per_s, 0u);
+  auto whole = ParseConfig("[http]\nmax_share = 1\n", "x.toml");
+  ASSERT_TRUE(whole) << whole.error().message;
+  EXPECT_EQ(whole->http.max_share, 1.0);
 }
 
 TEST(HttpConfig, EachBadValueNamesFileLineAndKey) {
@@ -81,6 +103,18 @@ TEST(HttpConfig, EachBadValueNamesFileLineAndKey) {
       {"[http]\nthreads = 0\n", "http.threads: must be from 1 to 64"},
       {"[http]\nmax_services = 2000\n", "http.max_services"},
       {"[http]\nlisten_on = []\n", "/etc/snowflaked.toml:2: http.listen_on: unknown key"},
+      {"[http]\ntls_cert_file = \"/a.crt\"\n",
+       "/etc/snowflaked.toml:2: http.tls_cert_file: http.tls_cert_file and http.tls_key_file "
+       "are set together"},
+      {"[http]\ntls_key_file = \"/a.key\"\n", "http.tls_key_file: http.tls_cert_file and"},
+      {"[http]\ntls_client_ca_file = \"/ca.crt\"\n",
+       "http.tls_client_ca_file: needs http.tls_cert_file and http.tls_key_file"},
+      {"[http]\ntls_cert_file = \"a.crt\"\ntls_key_file = \"/a.key\"\n",
+       "http.tls_cert_file: must be an absolute path"},
+      {"[http]\nmax_share = 0\n", "http.max_share: must be above 0 and at most 1, got 0"},
+      {"[http]\nmax_share = 1.5\n", "http.max_share: must be above 0 and at most 1"},
+      {"[http]\nmax_share = \"half\"\n", "http.max_share: must be a number"},
+      {"[http]\nper_client_ids_per_s = -1\n", "http.per_client_ids_per_s: must be from 0"},
   };
   for (const Case& c : cases) {
     EXPECT_THAT(ErrorOf(c.text), HasSubstr(c.expected)) << c.text;

@@ -18,6 +18,7 @@ what to do), its code ("daemon_paused", ...) and its C ABI status number.
 
 import datetime as _datetime
 import json as _json
+import os as _os
 from typing import NamedTuple as _NamedTuple
 
 from . import _snowflake
@@ -216,12 +217,17 @@ class Client(_snowflake._Client):
     """A client of the local daemon's ring for `service` (1-63 characters of [a-z0-9._-]).
 
     runtime_dir: the daemon's runtime directory (None: $SNOWFLAKE_RUNTIME_DIR, else
-    /run/snowflaked). remotes: other daemons' HTTP fronts for failover, "host:port" strings
-    or one comma-separated string (None: $SNOWFLAKE_REMOTES). timeout: seconds a take waits
-    on an empty ring before TimedOutError (None: 0.1).
+    /run/snowflaked). remotes: other daemons' HTTP fronts for failover, "host:port",
+    "http://host:port" or "https://host:port" strings or one comma-separated string (None:
+    $SNOWFLAKE_REMOTES). timeout: seconds a take waits on an empty ring before
+    TimedOutError (None: 0.1). remotes_ca: the CA file (PEM) https:// remotes must verify
+    against (None: $SNOWFLAKE_REMOTES_CA, else the system's CAs); remotes_cert and
+    remotes_key: this client's certificate and key (PEM) for fronts with mutual TLS (None:
+    $SNOWFLAKE_REMOTES_CERT and $SNOWFLAKE_REMOTES_KEY, else none).
     """
 
-    def __init__(self, service, runtime_dir=None, remotes=None, timeout=None):
+    def __init__(self, service, runtime_dir=None, remotes=None, timeout=None,
+                 remotes_ca=None, remotes_cert=None, remotes_key=None):
         if isinstance(remotes, str):
             remotes = [r for r in remotes.split(",") if r]
         elif remotes is not None:
@@ -235,7 +241,13 @@ class Client(_snowflake._Client):
             raise InvalidServiceNameError(
                 f"the service name is a str, not {type(service).__name__}",
                 "invalid_service_name", 1)
-        super().__init__(service, runtime_dir, remotes, timeout)
+        tls_files = []
+        for name, value in (("remotes_ca", remotes_ca), ("remotes_cert", remotes_cert),
+                            ("remotes_key", remotes_key)):
+            if value is not None and not isinstance(value, (str, _os.PathLike)):
+                raise _invalid(f"{name} is a path, not {type(value).__name__}")
+            tls_files.append(None if value is None else _os.fspath(value))
+        super().__init__(service, runtime_dir, remotes, timeout, *tls_files)
 
     def status(self):
         """The object `snowflakectl status --json` prints for this client's runtime

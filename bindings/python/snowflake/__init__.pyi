@@ -1,4 +1,5 @@
 import datetime
+import os
 from array import array
 from typing import Any, Iterable, NamedTuple, Optional, Union
 
@@ -48,7 +49,10 @@ def bounds(from_: TimeLike, to: TimeLike, epoch: Optional[TimeLike] = None) -> B
 class Client:
     def __init__(self, service: str, runtime_dir: Optional[str] = None,
                  remotes: Union[None, str, Iterable[str]] = None,
-                 timeout: Optional[float] = None) -> None: ...
+                 timeout: Optional[float] = None,
+                 remotes_ca: Union[None, str, os.PathLike[str]] = None,
+                 remotes_cert: Union[None, str, os.PathLike[str]] = None,
+                 remotes_key: Union[None, str, os.PathLike[str]] = None) -> None: ...
     def next(self) -> int: ...
     def next_batch(self, n: int) -> array: ...
     def status(self) -> dict[str, Any]: ...

@@ -262,6 +262,29 @@ def test_open_with_remotes_and_no_daemon_fails_on_take(fresh_daemon):
             client.next()
 
 
+def test_open_passes_the_remotes_tls_files(fresh_daemon, tmp_path):
+    os.makedirs(fresh_daemon.runtime_dir)
+    ca = tmp_path / "ca.pem"
+    ca.write_text("not read until a take")
+    # A certificate without its key: refused at open, by the library.
+    with pytest.raises(snowflake.InvalidArgumentError, match="both or neither"):
+        snowflake.Client("orders", runtime_dir=fresh_daemon.runtime_dir,
+                         remotes="https://127.0.0.1:1", remotes_ca=ca, remotes_cert=str(ca))
+    # A file that cannot be read: named.
+    missing = str(tmp_path / "missing.pem")
+    with pytest.raises(snowflake.InvalidArgumentError, match="missing.pem"):
+        snowflake.Client("orders", runtime_dir=fresh_daemon.runtime_dir,
+                         remotes="https://127.0.0.1:1", remotes_ca=missing)
+    with pytest.raises(snowflake.InvalidArgumentError, match="path"):
+        snowflake.Client("orders", runtime_dir=fresh_daemon.runtime_dir,
+                         remotes="https://127.0.0.1:1", remotes_ca=3)
+    # A readable CA: the https:// remote is tried, and its failure names it.
+    with snowflake.Client("orders", runtime_dir=fresh_daemon.runtime_dir,
+                          remotes="https://127.0.0.1:1", remotes_ca=ca) as client:
+        with pytest.raises(snowflake.UnavailableError, match="https://127.0.0.1:1"):
+            client.next()
+
+
 def test_open_refuses_an_untrusted_segment(fresh_daemon):
     os.makedirs(os.path.join(fresh_daemon.runtime_dir, "snowflake.ring"))
     with pytest.raises(snowflake.UntrustedSegmentError) as e:

@@ -53,7 +53,8 @@ struct ClientOptions {
   std::chrono::milliseconds max_heartbeat_age{0};
 
   // Failover (docs/client.md): other daemons' HTTP fronts as "host:port" ("[v6]:port"),
-  // used while the local daemon is not serving. Empty: $SNOWFLAKE_REMOTES (comma-separated)
+  // "http://host:port" or, over TLS, "https://host:port", used while the local daemon is
+  // not serving. Empty: $SNOWFLAKE_REMOTES (comma-separated)
   // if set and remotes_from_environment, else none, and then nothing changes on the take
   // path.
   std::vector<std::string> remotes;
@@ -71,6 +72,15 @@ struct ClientOptions {
   // False: an empty `remotes` means none, whatever $SNOWFLAKE_REMOTES says. For a Client
   // that must only ever serve the local daemon's IDs (the daemon's own HTTP front).
   bool remotes_from_environment = true;
+  // TLS for https:// remotes (docs/client.md, "Remotes over TLS"): the CA certificate(s),
+  // PEM, that the remotes' certificates must verify against (empty: $SNOWFLAKE_REMOTES_CA
+  // if set, else the system's CAs); and this client's certificate and key, PEM, for
+  // fronts with mutual TLS (empty: $SNOWFLAKE_REMOTES_CERT and $SNOWFLAKE_REMOTES_KEY if
+  // set, else none; both or neither). A remote that fails verification is an error naming
+  // it and the reason; it is never asked over plain HTTP instead.
+  std::filesystem::path remotes_ca_file;
+  std::filesystem::path remotes_cert_file;
+  std::filesystem::path remotes_key_file;
 };
 
 // A snapshot of the daemon and ring as one client sees them. Fields are read racily, one
@@ -142,7 +152,9 @@ class Client {
   // segment once one appears; GetStatus() says kDaemonNotRunning meanwhile.
   // Errors: kInvalidServiceName; kDaemonNotRunning (no segment and no remotes: the message
   // names the path); kPermissionDenied (names the group to join); kIncompatibleVersion;
-  // kCorruptSegment; kUntrustedSegment; kSystemError.
+  // kCorruptSegment; kUntrustedSegment; kSystemError; kInvalidArgument (a remote that is
+  // not [http://|https://]host:port, a TLS file that cannot be read, a client certificate
+  // without its key or a key without its certificate: the message names which).
   static tl::expected<Client, Error> Open(std::string_view service,
                                           const ClientOptions& options = {}) noexcept;
 

@@ -64,9 +64,9 @@ typedef enum sf_status {
 /* Options for sf_open. Initialise with sf_options_init (or SF_OPTIONS_INIT) and then set
  * fields, so a program built against an older header keeps working with a newer library:
  * the library reads only the first struct_size bytes. struct_size must end at a field
- * boundary (8, 16, 20 or 24 here); a larger one (at most 256) is accepted only if every
- * byte past this struct is zero; reserved must be 0. Otherwise sf_open returns
- * SF_INVALID_ARGUMENT. */
+ * boundary (8, 16, 20, 24, 32, 40, 48 or 56 here); a larger one (at most 256) is accepted
+ * only if every byte past this struct is zero; reserved must be 0. Otherwise sf_open
+ * returns SF_INVALID_ARGUMENT. */
 typedef struct sf_options {
   uint32_t struct_size;          /* sizeof(sf_options) of the caller's header */
   uint32_t wait_timeout_ms;      /* wait on an empty ring; default 100 */
@@ -79,10 +79,18 @@ typedef struct sf_options {
    * while the local daemon is not serving. NULL: $SNOWFLAKE_REMOTES, else none. Copied by
    * sf_open. Added in 0.2; older callers' struct_size stops before it. */
   const char *remotes;
+  /* TLS for https:// remotes (docs/client.md, "Remotes over TLS"): the CA file (PEM) the
+   * remotes' certificates must verify against (NULL: $SNOWFLAKE_REMOTES_CA, else the
+   * system's CAs), and this client's certificate and key (PEM) for fronts with mutual
+   * TLS (NULL: $SNOWFLAKE_REMOTES_CERT and $SNOWFLAKE_REMOTES_KEY, else none; both or
+   * neither). Copied by sf_open. Added in 0.3; older callers' struct_size stops before. */
+  const char *remotes_ca;
+  const char *remotes_cert;
+  const char *remotes_key;
 } sf_options;
 
 #define SF_OPTIONS_INIT \
-  { sizeof(sf_options), 100u, NULL, 0u, 0u, NULL }
+  { sizeof(sf_options), 100u, NULL, 0u, 0u, NULL, NULL, NULL, NULL }
 
 /* Fills *opts with the defaults (and struct_size). */
 void sf_options_init(sf_options *opts);

@@ -75,6 +75,8 @@ enum class ErrorCode : uint32_t {
   kMalformedRequest = 32,
   kUnknownCommand = 33,
   kRequestTooLarge = 34,
+  // The HTTP front's again: a take past [http] max_share or per_client_ids_per_s.
+  kThrottled = 35,
 };
 
 // The first and last of the library's codes (those with an sf_status and a ClientError).
@@ -88,7 +90,7 @@ struct ErrorWords {
 };
 
 // In enum order, starting at value 1: kErrors[value - 1].error == value.
-inline constexpr std::array<ErrorWords, 34> kErrors = {{
+inline constexpr std::array<ErrorWords, 35> kErrors = {{
     {ErrorCode::kInvalidServiceName, "invalid_service_name",
      "the service name is not 1-63 characters of [a-z0-9._-]"},
     {ErrorCode::kInvalidArgument, "invalid_argument", "an invalid argument"},
@@ -136,6 +138,8 @@ inline constexpr std::array<ErrorWords, 34> kErrors = {{
      "the control socket knows only \"status\" and \"resume\""},
     {ErrorCode::kRequestTooLarge, "request_too_large",
      "a control request line is longer than 4096 bytes"},
+    {ErrorCode::kThrottled, "throttled",
+     "remote callers' share of this host's IDs, or this client's rate, is used up; retry"},
 }};
 
 // "daemon_not_running"; "unknown" for a value outside the table.

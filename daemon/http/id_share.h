@@ -1,0 +1,74 @@
+// Remote callers' share of this host's IDs (docs/http.md, "Remote callers' share"): the
+// front may take at most `max_share` of the machine number's 4,096 IDs per millisecond,
+// and each client (its address, or its certificate's subject with mutual TLS) at most
+// `per_client_ids_per_s`. Two token buckets, pure logic over the time the caller passes:
+// the HTTP handlers ask before they take from the ring, so a throttled request costs the
+// ring nothing. Local takers never pass through here and never wait for it.
+//
+// A bucket admits a take when it holds the whole take, or, for a take larger than the
+// bucket (4,096 IDs at a small share), when it is full; it then subtracts the take, so the
+// large take leaves it in debt and is served at the average rate instead of never. Over
+// any T ms the front therefore hands out at most max_share * 4096 * T plus one bucket
+// (kShareBurstMs of the share) plus one take.
+//
+// An IdShare is safe for concurrent use by multiple threads: one mutex guards both
+// buckets (the HTTP serving threads only; the ring path never takes it).
+
+#ifndef SNOWFLAKE_DAEMON_HTTP_ID_SHARE_H_
+#define SNOWFLAKE_DAEMON_HTTP_ID_SHARE_H_
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+namespace snowflake::daemon {
+
+// The machine number's ceiling: 4,096 IDs per millisecond.
+inline constexpr double kMachineIdsPerMs = 4096;
+// The front's bucket holds one millisecond of its share (at least one take's worth).
+inline constexpr double kShareBurstMs = 1;
+// Clients remembered at once; past it, idle ones (full buckets) are forgotten first.
+inline constexpr size_t kMaxTrackedClients = 10000;
+
+class IdShare {
+ public:
+  using Clock = std::chrono::steady_clock;
+  enum class Verdict { kAdmitted, kFrontShare, kClientRate };
+
+  // `max_share` in (0, 1] (1: no limit for the front as a whole, the machine number is);
+  // `per_client_ids_per_s` 0 for no per-client limit.
+  IdShare(double max_share, uint64_t per_client_ids_per_s);
+
+  // Whether `client` may take `count` IDs at `now`; if so they are counted. `now` must
+  // not go backwards between calls (a steady clock).
+  Verdict Admit(std::string_view client, uint64_t count, Clock::time_point now);
+
+  // Milliseconds until the refused bucket is full again (>= 1), for Retry-After.
+  uint64_t RetryAfterMs(std::string_view client, Verdict why, Clock::time_point now);
+
+ private:
+  struct Bucket {
+    double tokens;
+    Clock::time_point at;
+  };
+  static void Refill(Bucket& bucket, double per_ns, double capacity, Clock::time_point now);
+  static bool Holds(const Bucket& bucket, double ids, double capacity);
+  void ForgetIdleClients(Clock::time_point now);
+
+  // Constant after construction.
+  const double share_per_ns_;
+  const double share_capacity_;
+  const double client_per_ns_;  // 0: no per-client limit
+  const double client_capacity_;
+
+  std::mutex mutex_;
+  Bucket front_;                                        // guarded by mutex_
+  std::map<std::string, Bucket, std::less<>> clients_;  // guarded by mutex_
+};
+
+}  // namespace snowflake::daemon
+
+#endif  // SNOWFLAKE_DAEMON_HTTP_ID_SHARE_H_

@@ -1,0 +1,67 @@
+// The HTTP front's TLS credentials (docs/http.md, "TLS"): the certificate chain, its key
+// and the optional client CA of [http], loaded into an OpenSSL server context that allows
+// TLS 1.2 and 1.3 only, and reloaded when the files change (cert-manager, certbot and a
+// Kubernetes Secret replace them): Reload() builds a whole new context from the new files
+// and only then makes it current, so a bad new pair is refused, logged with the file it
+// names, and the old pair keeps serving. Connections keep the context they started with.
+//
+// A key file that every user may read is refused (as PostgreSQL refuses one): the message
+// names the file and the fix.
+//
+// Thread-safety: Current() from any thread; Reload() from one thread at a time.
+
+#ifndef SNOWFLAKE_DAEMON_HTTP_TLS_CREDENTIALS_H_
+#define SNOWFLAKE_DAEMON_HTTP_TLS_CREDENTIALS_H_
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <tl/expected.hpp>
+
+#include "daemon/config/config.h"
+
+namespace boost::asio::ssl {
+class context;
+}
+
+namespace snowflake::daemon {
+
+class TlsCredentials {
+ public:
+  // What Reload() found.
+  enum class Reloaded { kUnchanged, kTaken, kRefused };
+
+  // Loads the files of `options` (REQUIRES: options.tls()). Errors: a message naming the
+  // key (http.tls_cert_file, ...), the file and what is wrong with it: unreadable, not
+  // PEM, a key that does not match the certificate, a key readable by every user.
+  static tl::expected<std::unique_ptr<TlsCredentials>, std::string> Load(
+      const Config::Http& options) noexcept;
+  ~TlsCredentials();
+  TlsCredentials(const TlsCredentials&) = delete;
+  TlsCredentials& operator=(const TlsCredentials&) = delete;
+
+  // The context for a new connection; the connection keeps it alive as long as it needs.
+  std::shared_ptr<boost::asio::ssl::context> Current() const;
+
+  // Looks at the files (status only); if any changed since the last look, loads them and
+  // makes the new context current, or refuses them (logging why, naming the file) and
+  // keeps the current one. A refused set is not retried until a file changes again.
+  Reloaded Reload() noexcept;
+
+ private:
+  explicit TlsCredentials(const Config::Http& options);
+
+  const Config::Http options_;
+
+  mutable std::mutex mutex_;
+  std::shared_ptr<boost::asio::ssl::context> current_;  // guarded by mutex_
+  std::string signature_;  // the files' status when last looked at; Reload()'s thread only
+};
+
+// For --check-config: loads the TLS files as the front would (nothing if options.tls() is
+// false). Errors: those of TlsCredentials::Load.
+[[nodiscard]] tl::expected<void, std::string> CheckTlsFiles(const Config::Http& options) noexcept;
+
+}  // namespace snowflake::daemon
+
+#endif  // SNOWFLAKE_DAEMON_HTTP_TLS_CREDENTIALS_H_

@@ -1,0 +1,55 @@
+#!/bin/bash
+# Makes the certificates of the TLS front's tests (tests/http/tls_front_test.cc) in DIR,
+# with openssl, EC P-256 keys (mode 0600):
+#   ca.pem            the test CA, which signs:
+#   server.pem        the front's certificate for 127.0.0.1 (CN "snowflaked one")
+#   server2.pem       its replacement for rotation (CN "snowflaked two")
+#   client.pem        a client certificate (CN "taker-a")
+#   client2.pem       another (CN "taker-c"), for limits per certificate
+#   expired-client.pem  a client certificate valid from 10 to 9 days ago
+#   expired.pem       a server certificate valid from 10 to 9 days ago
+#   future.pem        a server certificate valid from 9 days from now
+#   other-ca.pem      an unrelated CA, which signs:
+#   other-client.pem  a client certificate the test CA did not sign
+#   rogue.pem         a server certificate for 127.0.0.1 (a man in the middle)
+# Each X.pem has its key in X-key.pem. Past and future validity come from running openssl
+# under faketime.
+# Usage: make_test_certs.sh DIR
+set -euo pipefail
+dir=$1
+cd "$dir"
+umask 077
+
+key() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1" 2>/dev/null; }
+
+ca() {  # name subject
+  key "$1-key.pem"
+  openssl req -x509 -new -key "$1-key.pem" -out "$1.pem" -days 3 -subj "/CN=$2" \
+    -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign
+}
+
+printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' > server.ext
+printf 'extendedKeyUsage=clientAuth\n' > client.ext
+
+leaf() {  # name subject ca ext [faketime offset] [days]
+  local name=$1 subject=$2 signer=$3 ext=$4 offset=${5:-} days=${6:-3}
+  key "$name-key.pem"
+  openssl req -new -key "$name-key.pem" -out "$name.csr" -subj "/CN=$subject"
+  local sign=(openssl x509 -req -in "$name.csr" -CA "$signer.pem" -CAkey "$signer-key.pem"
+              -CAcreateserial -out "$name.pem" -days "$days" -extfile "$ext")
+  if [[ -n $offset ]]; then faketime -f "$offset" "${sign[@]}" 2>/dev/null
+  else "${sign[@]}" 2>/dev/null; fi
+}
+
+ca ca "snowflake test CA"
+ca other-ca "some other CA"
+leaf server "snowflaked one" ca server.ext
+leaf server2 "snowflaked two" ca server.ext
+leaf client "taker-a" ca client.ext
+leaf client2 "taker-c" ca client.ext
+leaf expired-client "taker-old" ca client.ext "-10d" 1
+leaf expired "snowflaked expired" ca server.ext "-10d" 1
+leaf future "snowflaked future" ca server.ext "+9d" 1
+leaf other-client "taker-b" other-ca client.ext
+leaf rogue "snowflaked rogue" other-ca server.ext
+chmod 600 ./*-key.pem

@@ -1,0 +1,220 @@
+// Remote callers' share of a host's IDs (docs/http.md, "Remote callers' share"), against
+// real snowflaked processes on 127.0.0.1.
+//
+// Properties:
+//   - a remote flood never takes more than max_share of the machine number's 4,096 IDs per
+//     millisecond (counted by the IDs' own milliseconds, never by a timer), so local takers
+//     keep at least (1 - max_share) of the cap; the flood is answered 429 `throttled` with
+//     Retry-After, and local takers beside it never fail;
+//   - one client past per_client_ids_per_s gets 429 `throttled`, counted;
+//   - a failover Client treats a throttled remote as unavailable and takes from the next.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "daemon_harness.h"
+#include "http_probe.h"
+#include "snowflake/client.h"
+#include "snowflake/id_layout.h"
+#include "temp_dir.h"
+#include "tls_test_client.h"
+
+namespace snowflake::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+uint32_t MachineOf(uint64_t id) { return static_cast<uint32_t>((id >> 12) & 0x3ff); }
+int64_t MillisecondOf(uint64_t id) { return static_cast<int64_t>(id >> 22); }
+
+struct Front {
+  std::unique_ptr<DaemonHarness> harness;
+  DaemonOptions options;
+  uint16_t port = 0;
+  std::optional<Daemon> daemon;
+
+  Front(const std::string& name, uint32_t machine, const std::string& extra) {
+    harness = std::make_unique<DaemonHarness>(name);
+    port = FreePort();
+    options = harness->Options();
+    options.config_path = harness->WriteFile(
+        "front.toml", "[register]\nbackend = \"static\"\nmachine = " + std::to_string(machine) +
+                          "\n" + HttpFrontToml(port, extra));
+    daemon.emplace(harness->Start(options));
+  }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port); }
+};
+
+TEST(RemoteShare, AFloodBesideLocalTakersStaysWithinItsShare) {
+  constexpr double kShare = 0.05;  // 204.8 IDs per ms: far below what the flood asks
+  constexpr int kFloodThreads = 2;
+  // Each flood thread asks until it got this many batches (a count, never a duration): at
+  // the share that takes about 1.2 s, so the bound below is tested over many buckets.
+  constexpr int kAdmittedPerThread = 30;
+  constexpr int kMaxRequestsPerThread = 2'000'000;
+  Front front("share-flood", 31, "threads = 2\nmax_share = 0.05\n");
+  ASSERT_TRUE(front.daemon->ready()) << front.daemon->Describe();
+
+  std::atomic<bool> flood_done{false};
+  std::mutex mutex;
+  std::vector<uint64_t> remote_ids;  // guarded by mutex
+  uint64_t throttled = 0;            // guarded by mutex
+  uint64_t other_replies = 0;        // guarded by mutex
+  std::string other_example;         // guarded by mutex
+  bool retry_after_seen = true;      // guarded by mutex
+  std::vector<std::thread> flood;
+  for (int t = 0; t < kFloodThreads; ++t) {
+    flood.emplace_back([&] {
+      std::optional<HttpProbe> probe;
+      probe.emplace(front.port);
+      int admitted = 0;
+      for (int i = 0; i < kMaxRequestsPerThread && admitted < kAdmittedPerThread; ++i) {
+        HttpReply reply = probe->Exchange(Get("/v1/ids?service=flood&count=4096"));
+        if (reply.status == 0) {  // closed (max_requests_per_connection): a new connection
+          probe.emplace(front.port);
+          reply = probe->Exchange(Get("/v1/ids?service=flood&count=4096"));
+        }
+        std::lock_guard lock(mutex);
+        if (reply.status == 200) {
+          ++admitted;
+          const auto ids = IdsOf(reply.body);
+          remote_ids.insert(remote_ids.end(), ids.begin(), ids.end());
+        } else if (reply.status == 429 && reply.body.find("\"throttled\"") != std::string::npos) {
+          ++throttled;
+          retry_after_seen = retry_after_seen && !reply.Header("retry-after").empty();
+        } else if (reply.status == 503 &&
+                   reply.body.find("\"daemon_paused\"") != std::string::npos) {
+          // The daemon paused (see the local takers below): neither admitted nor throttled.
+        } else {
+          ++other_replies;
+          other_example = std::to_string(reply.status) + " " + reply.body;
+        }
+      }
+    });
+  }
+  std::atomic<uint64_t> local_ids{0};
+  std::atomic<uint64_t> local_failures{0};
+  std::string local_failure;
+  std::vector<std::thread> local;
+  for (int t = 0; t < 2; ++t) {
+    local.emplace_back([&] {
+      auto client = Client::Open("local", front.harness->Clients());
+      if (!client) {
+        local_failures.fetch_add(1);
+        std::lock_guard lock(mutex);
+        local_failure = client.error().message;
+        return;
+      }
+      std::vector<uint64_t> batch(4096);
+      uint64_t last = 0;
+      while (!flood_done.load()) {
+        auto n = client->NextBatch(batch);
+        // The daemon pausing (a slow fsync of its reservation on a loaded host) is not the
+        // front's doing; every other error is a failure.
+        if (!n && n.error().code == ClientError::kDaemonPaused) continue;
+        if (!n) {
+          local_failures.fetch_add(1);
+          std::lock_guard lock(mutex);
+          local_failure = n.error().message;
+          continue;
+        }
+        for (size_t i = 0; i < *n; ++i) {
+          if (batch[i] <= last) local_failures.fetch_add(1);
+          last = batch[i];
+        }
+        local_ids.fetch_add(*n);
+      }
+    });
+  }
+  for (auto& thread : flood) thread.join();
+  flood_done = true;
+  for (auto& thread : local) thread.join();
+
+  ASSERT_FALSE(remote_ids.empty());
+  std::sort(remote_ids.begin(), remote_ids.end());
+  EXPECT_EQ(std::adjacent_find(remote_ids.begin(), remote_ids.end()), remote_ids.end())
+      << "a duplicate ID among the remote answers";
+  // The window the remote IDs span, by their own milliseconds (plus one at each end for the
+  // bucket's clock and the IDs' being read a little apart).
+  const int64_t span_ms = MillisecondOf(remote_ids.back()) - MillisecondOf(remote_ids.front()) + 3;
+  const double allowed =
+      kShare * 4096 * static_cast<double>(span_ms) + kShare * 4096 + 4096.0 * kFloodThreads;
+  std::printf(
+      "remote flood: %zu IDs over %lld ms (share allows %.0f), %llu throttled; local "
+      "takers: %llu IDs beside it\n",
+      remote_ids.size(), static_cast<long long>(span_ms), allowed,
+      static_cast<unsigned long long>(throttled),
+      static_cast<unsigned long long>(local_ids.load()));
+  EXPECT_EQ(remote_ids.size(), size_t{4096} * kAdmittedPerThread * kFloodThreads);
+  EXPECT_LE(static_cast<double>(remote_ids.size()), allowed)
+      << "remote callers took more than max_share of the machine number";
+  EXPECT_GT(throttled, 0u) << "the flood was never throttled: the test proves nothing";
+  EXPECT_TRUE(retry_after_seen) << "a 429 without Retry-After";
+  EXPECT_EQ(other_replies, 0u) << other_example;
+  EXPECT_EQ(local_failures.load(), 0u) << local_failure;
+  EXPECT_GT(local_ids.load(), 0u);
+
+  const HttpReply metrics = FetchOnce(front.port, "/metrics");
+  EXPECT_EQ(MetricValue(metrics.body, "snowflake_http_throttled_total{limit=\"share\"}"),
+            static_cast<double>(throttled))
+      << metrics.body;
+}
+
+TEST(RemoteShare, OneClientPastItsRateGets429Throttled) {
+  Front front("share-client", 32, "per_client_ids_per_s = 100\n");
+  ASSERT_TRUE(front.daemon->ready()) << front.daemon->Describe();
+  HttpProbe probe(front.port);
+  const HttpReply first = probe.Exchange(Get("/v1/ids?service=s&count=100"));
+  EXPECT_EQ(first.status, 200) << first.body;
+  // The first take emptied this client's bucket (one second of its rate): the next is
+  // refused unless a whole second passed in between.
+  const HttpReply second = probe.Exchange(Get("/v1/ids?service=s&count=100"));
+  EXPECT_EQ(second.status, 429) << second.body;
+  EXPECT_NE(second.body.find("\"code\":\"throttled\""), std::string::npos) << second.body;
+  EXPECT_NE(second.body.find("per_client_ids_per_s"), std::string::npos) << second.body;
+  EXPECT_FALSE(second.Header("retry-after").empty());
+  const HttpReply metrics = FetchOnce(front.port, "/metrics");
+  EXPECT_GE(MetricValue(metrics.body, "snowflake_http_throttled_total{limit=\"client\"}"), 1)
+      << metrics.body;
+}
+
+TEST(RemoteShare, FailoverTreatsAThrottledRemoteAsUnavailable) {
+  Front throttled("share-b", 33, "per_client_ids_per_s = 1\n");
+  Front spare("share-c", 34, "");
+  ASSERT_TRUE(throttled.daemon->ready()) << throttled.daemon->Describe();
+  ASSERT_TRUE(spare.daemon->ready()) << spare.daemon->Describe();
+  TempDir empty("sf-noday");
+  ClientOptions options = DaemonHarness::ClientOptionsFor(empty.path());
+  options.remotes = {throttled.address(), spare.address()};
+  options.remotes_from_environment = false;
+  options.remote_attempt_timeout = 3000ms;
+  options.remote_deadline = 8000ms;
+  options.remote_max_age = 5000ms;
+  auto sut = Client::Open("share", options);
+  ASSERT_TRUE(sut) << sut.error().message;
+  uint64_t last = 0;
+  uint64_t from_spare = 0;
+  for (int i = 0; i < 50; ++i) {
+    auto id = sut->Next();
+    ASSERT_TRUE(id) << id.error().message;
+    EXPECT_GT(*id, last);
+    last = *id;
+    if (MachineOf(*id) == 34) ++from_spare;
+  }
+  EXPECT_GT(from_spare, 0u);
+  const HttpReply metrics = FetchOnce(throttled.port, "/metrics");
+  EXPECT_GE(MetricValue(metrics.body, "snowflake_http_throttled_total{limit=\"client\"}"), 1)
+      << metrics.body;
+}
+
+}  // namespace
+}  // namespace snowflake::testing

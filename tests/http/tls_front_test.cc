@@ -1,0 +1,650 @@
+// The HTTP front over TLS and libsnowflake's https:// remotes, with real certificates made
+// by the test (make_test_certs.sh, openssl), real snowflaked processes and real TLS on
+// 127.0.0.1 (docs/http.md, "TLS"; docs/security.md, the network rows).
+//
+// Properties:
+//   - a TLS front answers TLS 1.2 and 1.3 with its certificate, and nothing else (plain
+//     HTTP on its port gets no answer, and is counted);
+//   - with a client CA, only callers with a certificate it signed are answered; the
+//     others fail the handshake, counted under reason="client_certificate";
+//   - a client refuses a front whose certificate is expired, not yet valid or signed by
+//     another CA, naming the remote and the reason, and never asks it over plain HTTP;
+//   - a replaced certificate and key are served to new connections without a restart and
+//     without a failed request, while connections already open keep going; a bad new pair
+//     is refused with a log line naming the file, and the old one keeps serving;
+//   - a private key any user can read is refused at start and by --check-config, naming
+//     the file and the fix;
+//   - a proxy that changes a byte of the front's answer makes the client refuse it.
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "daemon_harness.h"
+#include "http_probe.h"
+#include "snowflake/client.h"
+#include "temp_dir.h"
+#include "tls_test_client.h"
+#include "wait_until.h"
+
+namespace snowflake::testing {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+uint32_t MachineOf(uint64_t id) { return static_cast<uint32_t>((id >> 12) & 0x3ff); }
+
+// The certificates, made once for every test of this program.
+class Certificates {
+ public:
+  static const Certificates& Get() {
+    static const Certificates* made = new Certificates();
+    return *made;
+  }
+  fs::path operator()(const std::string& name) const { return dir_ / name; }
+  const std::string& error() const { return error_; }
+
+ private:
+  Certificates() {
+    // About 40 openssl runs: seconds, or far more on a loaded host (a bound, not a
+    // timed assertion).
+    RunOptions options;
+    options.timeout = std::chrono::minutes(5);
+    const RunResult made =
+        RunCommand({std::string(SNOWFLAKE_SOURCE_DIR) + "/tests/http/make_test_certs.sh",
+                    dir_.path().string()},
+                   options);
+    if (!made.status.ExitedWith(0)) {
+      error_ = "make_test_certs.sh " + made.status.ToString() +
+               (made.timed_out ? " (timed out)" : "") + ": " + made.err + made.out;
+    }
+  }
+  TempDir dir_{"sf-certs"};
+  std::string error_;
+};
+
+TlsClientFiles Trusting(const fs::path& ca, const fs::path& cert = {}, const fs::path& key = {}) {
+  return TlsClientFiles{ca, cert, key};
+}
+
+// One daemon with its front on a free port, machine number `machine`, [http] `extra`.
+struct Front {
+  std::unique_ptr<DaemonHarness> harness;
+  DaemonOptions options;
+  uint16_t port = 0;
+  std::optional<Daemon> daemon;
+
+  Front(const std::string& name, uint32_t machine, const std::string& extra) {
+    harness = std::make_unique<DaemonHarness>(name);
+    port = FreePort();
+    options = harness->Options();
+    options.config_path = harness->WriteFile(
+        "front.toml", "[register]\nbackend = \"static\"\nmachine = " + std::to_string(machine) +
+                          "\n" + HttpFrontToml(port, extra));
+  }
+  void Start() {
+    daemon.emplace(harness->Start(options));
+    ASSERT_TRUE(daemon->ready()) << daemon->Describe();
+  }
+  std::string https() const { return "https://127.0.0.1:" + std::to_string(port); }
+  std::string plain() const { return "127.0.0.1:" + std::to_string(port); }
+};
+
+// A GET whose 503 (the daemon pausing on a slow reservation fsync, on a loaded host: an
+// answer over TLS, not a TLS failure) is asked again, at most 300 times 100 ms apart.
+HttpsReply GetServed(HttpsClient& client, uint16_t port, std::string_view target) {
+  HttpsReply reply = client.Get(port, target);
+  const std::string subject = reply.subject;  // of the connection, seen on its first reply
+  for (int i = 0; i < 300 && reply.curl_code == 0 && reply.status == 503; ++i) {
+    std::this_thread::sleep_for(100ms);
+    reply = client.Get(port, target);
+  }
+  if (reply.subject.empty()) reply.subject = subject;
+  return reply;
+}
+
+std::string TlsToml(const fs::path& cert, const fs::path& key, const fs::path& client_ca = {}) {
+  std::string toml =
+      "tls_cert_file = \"" + cert.string() + "\"\ntls_key_file = \"" + key.string() + "\"\n";
+  if (!client_ca.empty()) toml += "tls_client_ca_file = \"" + client_ca.string() + "\"\n";
+  return toml;
+}
+
+// A Client with no local daemon (an empty runtime directory) and these remotes.
+tl::expected<Client, Error> RemotesOnlyClient(const TempDir& empty_runtime,
+                                              std::vector<std::string> remotes,
+                                              const TlsClientFiles& files) {
+  ClientOptions options = DaemonHarness::ClientOptionsFor(empty_runtime.path());
+  options.remotes = std::move(remotes);
+  options.remotes_from_environment = false;
+  options.remote_attempt_timeout = 3000ms;
+  options.remote_deadline = 8000ms;
+  options.remote_max_age = 5000ms;
+  options.remotes_ca_file = files.ca;
+  options.remotes_cert_file = files.cert;
+  options.remotes_key_file = files.key;
+  return Client::Open("tls", options);
+}
+
+class TlsFront : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_EQ(certs_.error(), ""); }
+  const Certificates& certs_ = Certificates::Get();
+};
+
+TEST_F(TlsFront, AnswersTls12AndTls13WithItsCertificate) {
+  Front front("tls-basic", 11, TlsToml(certs_("server.pem"), certs_("server-key.pem")));
+  front.Start();
+  for (const TlsVersions versions : {TlsVersions::kOnly12, TlsVersions::kOnly13}) {
+    HttpsClient sut(Trusting(certs_("ca.pem")), versions);
+    const HttpsReply reply = GetServed(sut, front.port, "/v1/id?service=tls");
+    ASSERT_TRUE(reply.ok()) << reply.error << " " << reply.status << " " << reply.body;
+    EXPECT_EQ(IdsOf(reply.body).size(), 1u) << reply.body;
+    EXPECT_NE(reply.subject.find("snowflaked one"), std::string::npos) << reply.subject;
+  }
+}
+
+TEST_F(TlsFront, PlainHttpOnTheTlsPortGetsNoAnswerAndIsCounted) {
+  Front front("tls-plain", 12, TlsToml(certs_("server.pem"), certs_("server-key.pem")));
+  front.Start();
+  HttpProbe probe(front.port);
+  ASSERT_TRUE(probe.connected());
+  const HttpReply reply = probe.Exchange(Get("/v1/id?service=tls"));
+  EXPECT_EQ(reply.status, 0) << "a plain request on the TLS port was answered: " << reply.body;
+
+  HttpsClient scraper(Trusting(certs_("ca.pem")));
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        const HttpsReply metrics = scraper.Get(front.port, "/metrics");
+        return MetricValue(metrics.body,
+                           "snowflake_http_tls_handshake_failures_total{reason=\"other\"}") >= 1;
+      },
+      20s, "the failed handshake to be counted"));
+}
+
+TEST_F(TlsFront, RefusesTls11) {
+  Front front("tls-old", 13, TlsToml(certs_("server.pem"), certs_("server-key.pem")));
+  front.Start();
+  // The client side allows TLS 1.1 (security level 0), so the refusal is the front's.
+  const RunResult old = RunCommand(
+      {"openssl", "s_client", "-connect", front.plain(), "-tls1_1", "-cipher",
+       "DEFAULT:@SECLEVEL=0", "-CAfile", certs_("ca.pem").string()},
+      RunOptions{.env = {}, .stdin_text = "", .timeout = 20s, .working_dir = std::nullopt});
+  EXPECT_FALSE(old.status.ExitedWith(0)) << old.out;
+  EXPECT_NE((old.out + old.err).find("protocol version"), std::string::npos) << old.out << old.err;
+  const RunResult current = RunCommand(
+      {"openssl", "s_client", "-connect", front.plain(), "-tls1_2", "-CAfile",
+       certs_("ca.pem").string(), "-verify_return_error"},
+      RunOptions{.env = {}, .stdin_text = "", .timeout = 20s, .working_dir = std::nullopt});
+  EXPECT_TRUE(current.status.ExitedWith(0)) << current.out << current.err;
+}
+
+TEST_F(TlsFront, ACallerOutsideAllowGets403OverTlsAndPlain) {
+  Front tls("tls-allow", 25,
+            "allow = [\"10.0.0.0/8\"]\n" + TlsToml(certs_("server.pem"), certs_("server-key.pem")));
+  tls.Start();
+  HttpsClient sut(Trusting(certs_("ca.pem")));
+  const HttpsReply refused = sut.Get(tls.port, "/v1/id?service=tls");
+  EXPECT_EQ(refused.status, 403) << refused.error << " " << refused.body;
+  EXPECT_NE(refused.body.find("\"forbidden\""), std::string::npos) << refused.body;
+
+  Front plain("plain-allow", 26, "allow = [\"10.0.0.0/8\"]\n");
+  plain.Start();
+  const HttpReply plain_refused = FetchOnce(plain.port, "/v1/id?service=tls");
+  EXPECT_EQ(plain_refused.status, 403) << plain_refused.body;
+  EXPECT_TRUE(IdsOf(plain_refused.body).empty());
+}
+
+TEST_F(TlsFront, MutualTlsAnswersOnlyCertificatesOfTheClientCa) {
+  Front front("tls-mutual", 14,
+              TlsToml(certs_("server.pem"), certs_("server-key.pem"), certs_("ca.pem")));
+  front.Start();
+
+  HttpsClient right(Trusting(certs_("ca.pem"), certs_("client.pem"), certs_("client-key.pem")));
+  const HttpsReply answered = GetServed(right, front.port, "/v1/id?service=tls");
+  EXPECT_TRUE(answered.ok()) << answered.error << " " << answered.body;
+
+  HttpsClient wrong_ca(
+      Trusting(certs_("ca.pem"), certs_("other-client.pem"), certs_("other-client-key.pem")));
+  const HttpsReply refused_wrong = wrong_ca.Get(front.port, "/v1/id?service=tls");
+  EXPECT_NE(refused_wrong.curl_code, 0)
+      << "answered a certificate of another CA: " << refused_wrong.body;
+  EXPECT_EQ(refused_wrong.status, 0);
+
+  HttpsClient expired(
+      Trusting(certs_("ca.pem"), certs_("expired-client.pem"), certs_("expired-client-key.pem")));
+  const HttpsReply refused_expired = expired.Get(front.port, "/v1/id?service=tls");
+  EXPECT_NE(refused_expired.curl_code, 0) << "answered an expired client certificate: "
+                                          << refused_expired.body;
+  EXPECT_EQ(refused_expired.status, 0);
+
+  HttpsClient none(Trusting(certs_("ca.pem")));
+  const HttpsReply refused_none = none.Get(front.port, "/v1/id?service=tls");
+  EXPECT_NE(refused_none.curl_code, 0)
+      << "answered a caller without a certificate: " << refused_none.body;
+  EXPECT_EQ(refused_none.status, 0);
+
+  HttpsClient scraper(Trusting(certs_("ca.pem"), certs_("client.pem"), certs_("client-key.pem")));
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        const HttpsReply metrics = scraper.Get(front.port, "/metrics");
+        return MetricValue(
+                   metrics.body,
+                   "snowflake_http_tls_handshake_failures_total{reason=\"client_certificate\"}") >=
+               3;
+      },
+      20s, "the three refused handshakes to be counted under client_certificate"));
+}
+
+TEST_F(TlsFront, WithMutualTlsEachCertificateIsOneClientForItsRate) {
+  Front front("tls-percert", 27,
+              "per_client_ids_per_s = 100\n" +
+                  TlsToml(certs_("server.pem"), certs_("server-key.pem"), certs_("ca.pem")));
+  front.Start();
+  HttpsClient a(Trusting(certs_("ca.pem"), certs_("client.pem"), certs_("client-key.pem")));
+  HttpsClient c(Trusting(certs_("ca.pem"), certs_("client2.pem"), certs_("client2-key.pem")));
+
+  EXPECT_EQ(GetServed(a, front.port, "/v1/ids?service=tls&count=100").status, 200);
+  // A new connection from the same address and certificate: still the same client.
+  a.Reset();
+  const HttpsReply throttled = a.Get(front.port, "/v1/ids?service=tls&count=100");
+  EXPECT_EQ(throttled.status, 429) << throttled.body;
+  EXPECT_NE(throttled.body.find("\"throttled\""), std::string::npos) << throttled.body;
+  EXPECT_FALSE(throttled.retry_after.empty());
+  // Another certificate from the same address is another client, with its own rate.
+  const HttpsReply other = GetServed(c, front.port, "/v1/ids?service=tls&count=100");
+  EXPECT_EQ(other.status, 200) << other.body;
+}
+
+// A front serving `cert`: every client verifying against the test CA refuses it, and a
+// failover Client's error names the remote and `reason`.
+void ExpectClientRefuses(const Certificates& certs, const std::string& cert, uint32_t machine,
+                         const std::string& reason) {
+  Front front("tls-" + cert, machine, TlsToml(certs(cert + ".pem"), certs(cert + "-key.pem")));
+  front.Start();
+  HttpsClient curl(Trusting(certs("ca.pem")));
+  const HttpsReply reply = curl.Get(front.port, "/v1/id?service=tls");
+  EXPECT_NE(reply.curl_code, 0) << "accepted " << cert << ".pem";
+  EXPECT_NE(reply.error.find(reason), std::string::npos) << reply.error;
+
+  TempDir empty("sf-noday");
+  auto sut = RemotesOnlyClient(empty, {front.https()}, Trusting(certs("ca.pem")));
+  ASSERT_TRUE(sut) << sut.error().message;
+  auto id = sut->Next();
+  ASSERT_FALSE(id) << "took an ID from a front serving " << cert << ".pem";
+  EXPECT_NE(id.error().message.find(front.https()), std::string::npos) << id.error().message;
+  EXPECT_NE(id.error().message.find(reason), std::string::npos) << id.error().message;
+}
+
+TEST_F(TlsFront, ClientRefusesAnExpiredCertificate) {
+  ExpectClientRefuses(certs_, "expired", 15, "certificate has expired");
+}
+
+TEST_F(TlsFront, ClientRefusesANotYetValidCertificate) {
+  ExpectClientRefuses(certs_, "future", 16, "certificate is not yet valid");
+}
+
+TEST_F(TlsFront, ClientRefusesACertificateOfAnotherCa) {
+  ExpectClientRefuses(certs_, "rogue", 17, "unable to get local issuer certificate");
+}
+
+TEST_F(TlsFront, FailoverTakesFromAnHttpsRemoteWithItsClientCertificate) {
+  Front front("tls-failover", 18,
+              TlsToml(certs_("server.pem"), certs_("server-key.pem"), certs_("ca.pem")));
+  front.Start();
+  TempDir empty("sf-noday");
+  auto sut =
+      RemotesOnlyClient(empty, {front.https()},
+                        Trusting(certs_("ca.pem"), certs_("client.pem"), certs_("client-key.pem")));
+  ASSERT_TRUE(sut) << sut.error().message;
+  uint64_t last = 0;
+  for (int i = 0; i < 200; ++i) {
+    auto id = sut->Next();
+    ASSERT_TRUE(id) << id.error().message;
+    EXPECT_GT(*id, last);
+    EXPECT_EQ(MachineOf(*id), 18u);
+    last = *id;
+  }
+  // Without its certificate the same front refuses it, and the error says so.
+  auto without = RemotesOnlyClient(empty, {front.https()}, Trusting(certs_("ca.pem")));
+  ASSERT_TRUE(without) << without.error().message;
+  auto refused = without->Next();
+  ASSERT_FALSE(refused) << "took an ID from a mutual-TLS front without a certificate";
+  EXPECT_NE(refused.error().message.find(front.https()), std::string::npos)
+      << refused.error().message;
+}
+
+TEST_F(TlsFront, AnHttpsRemoteIsNeverAskedOverPlainHttp) {
+  Front plain("tls-noplain", 19, "");
+  plain.Start();
+  TempDir empty("sf-noday");
+  auto sut = RemotesOnlyClient(empty, {"https://" + plain.plain()}, Trusting(certs_("ca.pem")));
+  ASSERT_TRUE(sut) << sut.error().message;
+  auto id = sut->Next();
+  ASSERT_FALSE(id) << "an https:// remote served over plain HTTP";
+  EXPECT_NE(id.error().message.find("https://" + plain.plain()), std::string::npos)
+      << id.error().message;
+  // The plain front never served it an ID (its only 200s would be these scrapes).
+  const HttpReply metrics = FetchOnce(plain.port, "/metrics");
+  EXPECT_EQ(MetricValue(metrics.body, "snowflake_ids_issued_total{path=\"http\",service=\"tls\"}"),
+            -1)
+      << metrics.body;
+}
+
+TEST_F(TlsFront, ClientOptionsRefuseACertificateWithoutItsKey) {
+  TempDir empty("sf-noday");
+  auto sut = RemotesOnlyClient(empty, {"https://127.0.0.1:1"},
+                               Trusting(certs_("ca.pem"), certs_("client.pem"), ""));
+  ASSERT_FALSE(sut);
+  EXPECT_EQ(sut.error().code, ClientError::kInvalidArgument);
+  auto scheme = RemotesOnlyClient(empty, {"ftp://127.0.0.1:1"}, Trusting(certs_("ca.pem")));
+  ASSERT_FALSE(scheme);
+  EXPECT_NE(scheme.error().message.find("ftp://127.0.0.1:1"), std::string::npos);
+}
+
+// ---- rotation ----------------------------------------------------------------------------
+
+// Replaces `to` with `from`'s bytes the way cert-manager and certbot do: a new file renamed
+// over the old one.
+void Replace(const fs::path& from, const fs::path& to) {
+  const fs::path next = to.string() + ".next";
+  fs::copy_file(from, next, fs::copy_options::overwrite_existing);
+  fs::permissions(next, fs::perms::owner_read | fs::perms::owner_write);
+  fs::rename(next, to);
+}
+
+TEST_F(TlsFront, RotationUnderLoadServesTheNewPairWithoutAFailedRequest) {
+  TempDir files("sf-rotate");
+  Replace(certs_("server.pem"), files / "tls.crt");
+  Replace(certs_("server-key.pem"), files / "tls.key");
+  Front front("tls-rotate", 20, TlsToml(files / "tls.crt", files / "tls.key"));
+  front.Start();
+
+  // Load: two takers on kept connections, two that open a new connection per request.
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> failed{0}, answered{0}, unavailable{0}, kept_after_rotation{0};
+  std::atomic<bool> rotated{false};
+  std::string first_failure;
+  std::mutex failure_mutex;
+  std::vector<std::thread> load;
+  for (int t = 0; t < 4; ++t) {
+    load.emplace_back([&, fresh = t >= 2] {
+      HttpsClient client(Trusting(certs_("ca.pem")));
+      while (!stop.load()) {
+        if (fresh) client.Reset();
+        const HttpsReply reply = client.Get(front.port, "/v1/id?service=rotate");
+        // A 503 is the daemon pausing (a slow fsync of its reservation on a loaded host),
+        // answered over TLS: not a failure of the connection or the rotation.
+        if (reply.curl_code == 0 && reply.status == 503) {
+          unavailable.fetch_add(1);
+          continue;
+        }
+        if (!reply.ok()) {
+          std::lock_guard lock(failure_mutex);
+          if (failed.fetch_add(1) == 0) first_failure = reply.error + " " + reply.body;
+          continue;
+        }
+        answered.fetch_add(1);
+        if (!fresh && rotated.load() && reply.new_connections == 0)
+          kept_after_rotation.fetch_add(1);
+      }
+    });
+  }
+  ASSERT_TRUE(WaitUntil([&] { return answered.load() >= 200; }, 60s, "200 answers before"))
+      << "first failure: " << first_failure;
+
+  Replace(certs_("server2.pem"), files / "tls.crt");
+  Replace(certs_("server2-key.pem"), files / "tls.key");
+  rotated = true;
+  HttpsClient probe(Trusting(certs_("ca.pem")));
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        probe.Reset();
+        return probe.Get(front.port, "/healthz").subject.find("snowflaked two") !=
+               std::string::npos;
+      },
+      30s, "a new connection to be served the new certificate"));
+  const uint64_t at_rotation = answered.load();
+  ASSERT_TRUE(
+      WaitUntil([&] { return answered.load() >= at_rotation + 200; }, 60s, "200 answers after"));
+  stop = true;
+  for (auto& thread : load) thread.join();
+
+  std::printf("rotation under load: %llu answered, %llu 503 (daemon paused), %llu failed\n",
+              static_cast<unsigned long long>(answered.load()),
+              static_cast<unsigned long long>(unavailable.load()),
+              static_cast<unsigned long long>(failed.load()));
+  EXPECT_EQ(failed.load(), 0u) << "first failure: " << first_failure;
+  EXPECT_GT(kept_after_rotation.load(), 0u)
+      << "no request went over a connection opened before the rotation";
+  EXPECT_TRUE(front.daemon->WaitForErr("new TLS certificate from " + (files / "tls.crt").string()));
+}
+
+TEST_F(TlsFront, ABadNewPairIsRefusedNamingTheFileAndTheOldPairKeepsServing) {
+  TempDir files("sf-badrot");
+  Replace(certs_("server.pem"), files / "tls.crt");
+  Replace(certs_("server-key.pem"), files / "tls.key");
+  Front front("tls-badrot", 21, TlsToml(files / "tls.crt", files / "tls.key"));
+  front.Start();
+
+  // A key that is not the certificate's.
+  Replace(certs_("client-key.pem"), files / "tls.key");
+  ASSERT_TRUE(front.daemon->WaitForErr("refusing the changed TLS files", 30s))
+      << front.daemon->Describe();
+  EXPECT_TRUE(front.daemon->WaitForErr((files / "tls.key").string() + ": does not match"))
+      << front.daemon->Describe();
+  HttpsClient sut(Trusting(certs_("ca.pem")));
+  const HttpsReply reply = GetServed(sut, front.port, "/v1/id?service=tls");
+  ASSERT_TRUE(reply.ok()) << reply.error << " " << reply.status << " " << reply.body;
+  EXPECT_NE(reply.subject.find("snowflaked one"), std::string::npos) << reply.subject;
+  const HttpsReply metrics = sut.Get(front.port, "/metrics");
+  EXPECT_GE(MetricValue(metrics.body, "snowflake_http_tls_reloads_total{result=\"refused\"}"), 1);
+}
+
+// ---- start and --check-config -------------------------------------------------------------
+
+TEST_F(TlsFront, AKeyEveryUserCanReadIsRefusedAtStartNamingTheFileAndTheFix) {
+  TempDir files("sf-mode");
+  Replace(certs_("server.pem"), files / "tls.crt");
+  Replace(certs_("server-key.pem"), files / "tls.key");
+  ::chmod((files / "tls.key").c_str(), 0644);
+  Front front("tls-mode", 22, TlsToml(files / "tls.crt", files / "tls.key"));
+
+  const RunResult checked = RunCommand(
+      {kSnowflakedPath, "--check-config", "--config", front.options.config_path->string()});
+  EXPECT_FALSE(checked.status.ExitedWith(0)) << checked.out;
+  for (const std::string& needle :
+       {(files / "tls.key").string(), std::string("chmod 600"), std::string("defaultMode")}) {
+    EXPECT_NE(checked.err.find(needle), std::string::npos) << needle << " in: " << checked.err;
+  }
+
+  Daemon daemon = Daemon::Spawn(front.options);
+  const auto status = daemon.Wait(30s);
+  ASSERT_TRUE(status) << "the daemon started with a world-readable key";
+  EXPECT_FALSE(status->ExitedWith(0));
+  // Its stderr may still be on the way to the test after the exit.
+  EXPECT_TRUE(daemon.WaitForErr((files / "tls.key").string())) << daemon.err();
+  EXPECT_TRUE(daemon.WaitForErr("chmod 600")) << daemon.err();
+
+  ::chmod((files / "tls.key").c_str(), 0600);
+  const RunResult fixed = RunCommand(
+      {kSnowflakedPath, "--check-config", "--config", front.options.config_path->string()});
+  EXPECT_TRUE(fixed.status.ExitedWith(0)) << fixed.err;
+}
+
+TEST_F(TlsFront, CheckConfigRefusesAKeyThatIsNotTheCertificates) {
+  Front front("tls-check", 23, TlsToml(certs_("server.pem"), certs_("client-key.pem")));
+  const RunResult checked = RunCommand(
+      {kSnowflakedPath, "--check-config", "--config", front.options.config_path->string()});
+  EXPECT_FALSE(checked.status.ExitedWith(0)) << checked.out;
+  EXPECT_NE(checked.err.find("http.tls_key_file " + certs_("client-key.pem").string()),
+            std::string::npos)
+      << checked.err;
+}
+
+// ---- a tampering proxy -------------------------------------------------------------------
+
+// A TCP proxy on 127.0.0.1 in front of `upstream` that follows the TLS records both ways
+// and, when `tamper` is set, flips one bit of every application-data record the server
+// sends after the client has sent two (TLS 1.3: its Finished, then its request): the
+// bytes of the front's answer, changed on the path.
+class TamperingProxy {
+ public:
+  TamperingProxy(uint16_t upstream, bool tamper) : upstream_(upstream), tamper_(tamper) {
+    listen_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (::bind(listen_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        ::listen(listen_, 16) != 0 ||
+        ::getsockname(listen_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      throw std::runtime_error("proxy: cannot listen");
+    }
+    port_ = ntohs(addr.sin_port);
+    acceptor_ = std::thread([this] { AcceptLoop(); });
+  }
+  ~TamperingProxy() {
+    stop_ = true;
+    ::shutdown(listen_, SHUT_RDWR);
+    acceptor_.join();
+    for (auto& worker : workers_) worker.join();
+    ::close(listen_);
+  }
+  uint16_t port() const { return port_; }
+  uint64_t tampered() const { return tampered_.load(); }
+
+ private:
+  // Where a direction is in its stream of records.
+  struct Records {
+    unsigned char header[5];
+    size_t header_have = 0;
+    size_t body_left = 0;
+    unsigned char type = 0;
+    bool flip_next = false;    // flip the first byte of this record's body
+    uint64_t application = 0;  // application-data records seen
+  };
+
+  void AcceptLoop() {
+    while (!stop_) {
+      const int client = ::accept(listen_, nullptr, nullptr);
+      if (client < 0) return;
+      workers_.emplace_back([this, client] { Serve(client); });
+    }
+  }
+
+  // Walks `n` bytes of one direction; flips a byte in place when told to.
+  void Walk(Records& r, unsigned char* data, size_t n, bool from_server, const Records& client) {
+    for (size_t i = 0; i < n; ++i) {
+      if (r.body_left == 0) {
+        r.header[r.header_have++] = data[i];
+        if (r.header_have == 5) {
+          r.type = r.header[0];
+          r.body_left = (size_t{r.header[3]} << 8) | r.header[4];
+          r.header_have = 0;
+          if (r.type == 23) ++r.application;
+          r.flip_next = tamper_ && from_server && r.type == 23 && client.application >= 2;
+        }
+        continue;
+      }
+      if (r.flip_next) {
+        data[i] ^= 0x01;
+        r.flip_next = false;
+        tampered_.fetch_add(1);
+      }
+      --r.body_left;
+    }
+  }
+
+  void Serve(int client) {
+    const int server = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(upstream_);
+    if (::connect(server, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+      ::close(client);
+      ::close(server);
+      return;
+    }
+    Records from_client, from_server;
+    unsigned char buffer[16384];
+    pollfd fds[2] = {{client, POLLIN, 0}, {server, POLLIN, 0}};
+    while (!stop_) {
+      if (::poll(fds, 2, 100) < 0) break;
+      bool done = false;
+      for (int side = 0; side < 2 && !done; ++side) {
+        if ((fds[side].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+        const ssize_t n = ::read(fds[side].fd, buffer, sizeof buffer);
+        if (n <= 0) {
+          done = true;
+          break;
+        }
+        if (side == 0) {
+          Walk(from_client, buffer, static_cast<size_t>(n), false, from_client);
+        } else {
+          Walk(from_server, buffer, static_cast<size_t>(n), true, from_client);
+        }
+        const int to = side == 0 ? server : client;
+        if (::send(to, buffer, static_cast<size_t>(n), MSG_NOSIGNAL) != n) done = true;
+      }
+      if (done) break;
+    }
+    ::close(client);
+    ::close(server);
+  }
+
+  const uint16_t upstream_;
+  const bool tamper_;
+  int listen_ = -1;
+  uint16_t port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> tampered_{0};
+  std::thread acceptor_;
+  std::vector<std::thread> workers_;  // the acceptor's; joined after it
+};
+
+TEST_F(TlsFront, TheClientRefusesAnAnswerChangedOnThePath) {
+  Front front("tls-tamper", 24, TlsToml(certs_("server.pem"), certs_("server-key.pem")));
+  front.Start();
+  TempDir empty("sf-noday");
+
+  // The checker first: through the same proxy, untouched, the client takes IDs.
+  {
+    TamperingProxy honest(front.port, /*tamper=*/false);
+    auto sut = RemotesOnlyClient(empty, {"https://127.0.0.1:" + std::to_string(honest.port())},
+                                 Trusting(certs_("ca.pem")));
+    ASSERT_TRUE(sut) << sut.error().message;
+    auto id = sut->Next();
+    ASSERT_TRUE(id) << id.error().message;
+    EXPECT_EQ(MachineOf(*id), 24u);
+  }
+  TamperingProxy proxy(front.port, /*tamper=*/true);
+  const std::string remote = "https://127.0.0.1:" + std::to_string(proxy.port());
+  auto sut = RemotesOnlyClient(empty, {remote}, Trusting(certs_("ca.pem")));
+  ASSERT_TRUE(sut) << sut.error().message;
+  for (int i = 0; i < 3; ++i) {
+    auto id = sut->Next();
+    ASSERT_FALSE(id) << "took ID " << *id << " from an answer changed on the path";
+    EXPECT_NE(id.error().message.find(remote), std::string::npos) << id.error().message;
+  }
+  EXPECT_GT(proxy.tampered(), 0u) << "the proxy changed nothing: the test proves nothing";
+}
+
+}  // namespace
+}  // namespace snowflake::testing

@@ -1,0 +1,61 @@
+// HTTPS for tests of the TLS front: a libcurl handle that verifies the front against a CA
+// file and may present a client certificate, and keeps its connection alive across Get()s
+// (a fresh handle, or Reset(), opens a new one). libcurl, not the code under test, so a
+// test sees what any TLS client would.
+//
+// An HttpsClient must be used from one thread.
+
+#ifndef SNOWFLAKE_TESTS_HTTP_TLS_TEST_CLIENT_H_
+#define SNOWFLAKE_TESTS_HTTP_TLS_TEST_CLIENT_H_
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+namespace snowflake::testing {
+
+struct TlsClientFiles {
+  std::filesystem::path ca;    // empty: verify nothing (never used by the tests' clients)
+  std::filesystem::path cert;  // empty: no client certificate
+  std::filesystem::path key;
+};
+
+// Which TLS versions the client offers.
+enum class TlsVersions { kAny12Or13, kOnly12, kOnly13 };
+
+struct HttpsReply {
+  int curl_code = 0;  // CURLE_OK (0) or why the exchange failed
+  std::string error;  // curl's message for curl_code ("SSL certificate problem: ...")
+  long status = 0;    // HTTP status, 0 without a reply
+  std::string body;
+  std::string retry_after;   // the Retry-After header, "" if none
+  std::string subject;       // the server certificate's subject, on a new connection
+  long new_connections = 0;  // connections this Get() opened (0: reused)
+  bool ok() const { return curl_code == 0 && status == 200; }
+};
+
+class HttpsClient {
+ public:
+  explicit HttpsClient(TlsClientFiles files, TlsVersions versions = TlsVersions::kAny12Or13);
+  ~HttpsClient();
+  HttpsClient(const HttpsClient&) = delete;
+  HttpsClient& operator=(const HttpsClient&) = delete;
+
+  // GET https://127.0.0.1:port<target> on the kept connection (or a new one).
+  HttpsReply Get(uint16_t port, std::string_view target);
+  // Forgets the kept connection.
+  void Reset();
+
+ private:
+  void* handle_ = nullptr;  // CURL*
+  TlsClientFiles files_;
+  TlsVersions versions_;
+};
+
+// The value of the sample `series` ("name{label=\"v\"}") in a /metrics body; -1 if absent.
+double MetricValue(const std::string& exposition, std::string_view series);
+
+}  // namespace snowflake::testing
+
+#endif  // SNOWFLAKE_TESTS_HTTP_TLS_TEST_CLIENT_H_
