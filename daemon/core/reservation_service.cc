@@ -136,15 +136,23 @@ void ReservationService::ReadFence() noexcept {
 void ReservationService::AcknowledgeAppliedFence() {
   const int64_t applied = fence_applied_.load(std::memory_order_acquire);
   if (applied <= fence_acknowledged_) return;
+  // A failed acknowledgment is retried at the renewals' retry interval, said once.
+  const auto now = std::chrono::steady_clock::now();
+  if (now < next_fence_ack_try_) return;
   auto acknowledged =
       RegisterCall("fence_ack", [&] { return register_.AcknowledgeFence(applied); });
   ReadFence();  // a newer fence may have come meanwhile
   if (!acknowledged) {
     if (acknowledged.error().code == RegisterErrorCode::kClaimLost) ReportClaimLost();
-    spdlog::warn("cannot acknowledge the fence at {} in the register yet (retrying): {}",
-                 FormatTimeText(applied), acknowledged.error().message);
+    if (!fence_ack_failing_) {
+      spdlog::warn("cannot acknowledge the fence at {} in the register yet (retrying): {}",
+                   FormatTimeText(applied), acknowledged.error().message);
+    }
+    fence_ack_failing_ = true;
+    next_fence_ack_try_ = now + options_.retry_interval;
     return;
   }
+  fence_ack_failing_ = false;
   if (register_.fence_unix_ms() > applied) return;  // the newer one is acknowledged later
   fence_acknowledged_ = applied;
   spdlog::info("acknowledged the operator's fence at {} in the register: nothing at or below "

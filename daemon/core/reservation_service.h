@@ -204,8 +204,11 @@ class ReservationService final : public Horizon {
   // the fill loop; the fence the fill loop has applied, written by it, read here.
   std::atomic<int64_t> fence_{0};
   std::atomic<int64_t> fence_applied_{0};
-  // The fence acknowledged in the register; the service's thread only.
+  // The fence acknowledged in the register, and when a failed acknowledgment is tried
+  // again; the service's thread only.
   int64_t fence_acknowledged_ = 0;
+  bool fence_ack_failing_ = false;
+  std::chrono::steady_clock::time_point next_fence_ack_try_{};
 
   // State below is protected by mutex_.
   mutable std::mutex mutex_;
