@@ -46,14 +46,15 @@ void WriteStatusText(SegmentHeader& header, std::string_view text) noexcept {
   std::memcpy(bytes.data(), text.data(), text.size());
   // Relaxed: only this thread writes the word.
   const uint64_t seq = header.status_text_seq.load(std::memory_order_relaxed);
-  // Odd first; the release fence keeps the text's stores below from being seen before it
-  // (a reader that sees one of them then sees the odd word, or a later one, and retries).
+  // Odd first. Each word of the text is then stored with release, which keeps the odd
+  // word before it: a reader that sees one of them (acquire) then sees the odd word, or a
+  // later one, and retries. (Release stores, not a release fence: ThreadSanitizer cannot
+  // check fences, and a text is written only on a change of state.)
   header.status_text_seq.store(seq | 1, std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_release);
   for (size_t i = 0; i < kWords; ++i) {
     uint64_t word = 0;
     std::memcpy(&word, bytes.data() + i * sizeof(word), sizeof(word));
-    header.status_text[i].store(word, std::memory_order_relaxed);  // published by the seq
+    header.status_text[i].store(word, std::memory_order_release);
   }
   // Release: a reader that loads this even value (acquire) sees every word above.
   header.status_text_seq.store((seq | 1) + 1, std::memory_order_release);
@@ -66,14 +67,13 @@ std::optional<std::string> ReadStatusText(const SegmentHeader& header) {
     // least as new as that write.
     const uint64_t before = header.status_text_seq.load(std::memory_order_acquire);
     if (before % 2 != 0) continue;  // a write is under way
+    // Acquire on each word orders it before the second load of the sequence: if a write
+    // began before any of them read its value, that load sees its odd (or later) value,
+    // and the text is read again.
     for (size_t i = 0; i < kWords; ++i) {
-      const uint64_t word = header.status_text[i].load(std::memory_order_relaxed);
+      const uint64_t word = header.status_text[i].load(std::memory_order_acquire);
       std::memcpy(bytes.data() + i * sizeof(word), &word, sizeof(word));
     }
-    // The acquire fence orders the word loads above before the second load of the
-    // sequence: if a write began before any of them read its value, this load sees its
-    // odd (or later) value, and the text is read again.
-    std::atomic_thread_fence(std::memory_order_acquire);
     if (header.status_text_seq.load(std::memory_order_relaxed) != before) continue;
     const size_t length = strnlen(bytes.data(), bytes.size());
     return std::string(bytes.data(), length);
