@@ -110,6 +110,21 @@ tl::expected<RemotePool::TlsFiles, Error> RemotePool::Check(const std::vector<st
   TlsFiles files{OptionOrEnvironment(options.remotes_ca_file, "SNOWFLAKE_REMOTES_CA"),
                  OptionOrEnvironment(options.remotes_cert_file, "SNOWFLAKE_REMOTES_CERT"),
                  OptionOrEnvironment(options.remotes_key_file, "SNOWFLAKE_REMOTES_KEY")};
+  // TLS files beside a plain remote would be ignored for it: its answers would come
+  // unauthenticated while the caller believes it set up TLS.
+  if (!files.ca.empty() || !files.cert.empty()) {
+    for (const std::string& remote : remotes) {
+      if (!SplitRemote(remote)->first) {
+        return tl::unexpected(Error{
+            ClientError::kInvalidArgument,
+            "remote \"" + remote +
+                "\" is plain HTTP, but a TLS CA file or client certificate for the remotes is "
+                "set (remotes_ca_file/remotes_cert_file, or $SNOWFLAKE_REMOTES_CA/"
+                "$SNOWFLAKE_REMOTES_CERT): write it as https://" +
+                std::string(SplitRemote(remote)->second) + ", or unset the TLS files"});
+      }
+    }
+  }
   if (files.cert.empty() != files.key.empty()) {
     return tl::unexpected(
         Error{ClientError::kInvalidArgument,

@@ -383,9 +383,10 @@ class Validator {
     const Config::Http& http = config_.http;
     if (http.tls_cert_file.empty() != http.tls_key_file.empty()) {
       const toml::node* given = tls_cert_node_ != nullptr ? tls_cert_node_ : tls_key_node_;
-      Fail(http.tls_cert_file.empty() ? "http.tls_key_file" : "http.tls_cert_file", *given,
-           "http.tls_cert_file and http.tls_key_file are set together (both: TLS; neither: "
-           "plain HTTP)");
+      const bool cert = !http.tls_cert_file.empty();
+      Fail(cert ? "http.tls_cert_file" : "http.tls_key_file", *given,
+           std::string("is set without ") + (cert ? "http.tls_key_file" : "http.tls_cert_file") +
+               ": set both (TLS) or neither (plain HTTP)");
     }
     if (!http.tls_client_ca_file.empty() && http.tls_cert_file.empty()) {
       Fail("http.tls_client_ca_file", *tls_client_ca_node_,

@@ -31,6 +31,14 @@ std::string_view StoreCode(ReservationStore store) {
   return store == ReservationStore::kRegister ? "register" : "state_file";
 }
 
+// The register did not answer: the last failure says so, or, with none yet, the renewal
+// under way waits on it (a call that has not come back has not answered).
+bool RegisterUnanswered(const std::optional<ReservationProblem>& problem,
+                        const std::optional<RenewalWait>& wait) {
+  return problem ? problem->store == ReservationStore::kRegister && problem->unreachable
+                 : wait && wait->store == ReservationStore::kRegister;
+}
+
 }  // namespace
 
 FillLoop::FillLoop(FillLoopOptions options, Clock& clock, Generator& generator,
@@ -180,8 +188,12 @@ void FillLoop::Pass() {
   if (may_generate && size < want) Fill(want - size, horizon);
   horizon_.NoteNeed(now_ms);
   const bool changed = SyncState(now_ms, horizon);
-  // While paused for a renewal, its last error changes as attempts fail: the text follows.
-  if (!changed && IsRenewalReason(published_.reason)) PublishStatusText(RenewalText());
+  // While paused for a renewal, its last error changes as attempts fail: the text follows,
+  // built again only when the renewal changed.
+  if (!changed && IsRenewalReason(published_.reason) &&
+      horizon_.renewal_version() != status_text_version_) {
+    PublishStatusText(RenewalText());
+  }
 
   if (heartbeat_ != nullptr) heartbeat_->NotePass();
   if (steady >= next_service_scan_) {
@@ -310,8 +322,17 @@ void FillLoop::ReplaceTamperedSegment(const std::string& why) {
   status_.RefreshBoard(Facts());
 }
 
+const FillLoop::Renewal& FillLoop::CurrentRenewal() const {
+  const uint64_t version = horizon_.renewal_version();
+  if (renewal_version_ != version) {
+    renewal_ = Renewal{horizon_.problem(), horizon_.waiting()};
+    renewal_version_ = version;
+  }
+  return renewal_;
+}
+
 StateInputs FillLoop::Inputs(int64_t now_ms, int64_t horizon) const {
-  const auto problem = horizon_.problem();
+  const auto& [problem, wait] = CurrentRenewal();
   StateInputs in;
   in.generator = generator_.state();
   in.range_exhausted =
@@ -324,13 +345,7 @@ StateInputs FillLoop::Inputs(int64_t now_ms, int64_t horizon) const {
   in.horizon_reached = now_ms > horizon;
   in.reservation_failed = problem.has_value();
   in.reservation_errno = problem ? problem->sys_errno : 0;
-  // The last failure decides whether the register did not answer; with none yet, the
-  // store the renewal under way waits on (a call that has not come back has not answered).
-  // Asked only at the horizon, where it decides the reason: not a copy every pass.
-  const auto wait = in.horizon_reached ? horizon_.waiting() : std::nullopt;
-  in.register_unanswered =
-      problem ? problem->store == ReservationStore::kRegister && problem->unreachable
-              : wait && wait->store == ReservationStore::kRegister;
+  in.register_unanswered = RegisterUnanswered(problem, wait);
   in.waiting_since_unix_ms = wait ? wait->since_unix_ms : now_ms;
   in.claim_lost = claim_lost_;
   return in;
@@ -338,8 +353,8 @@ StateInputs FillLoop::Inputs(int64_t now_ms, int64_t horizon) const {
 
 std::string FillLoop::RenewalText() const {
   if (!IsRenewalReason(published_.reason)) return "";
-  const auto problem = horizon_.problem();
-  const auto wait = horizon_.waiting();
+  const auto& [problem, wait] = CurrentRenewal();
+  // A horizon that tells no wait (a test's) and no failure: only the lag is known.
   if (!problem && !wait) return "a renewal is in progress but slow: a stalled disk or register";
   // What it waits on, named so an operator can go and look: "register etcd
   // http://10.0.0.1:2379,http://10.0.0.2:2379 /snowflake", "state file /var/lib/...".
@@ -357,7 +372,7 @@ std::string FillLoop::ReasonExtra(int64_t now_ms) const {
   std::string text = RenewalText();
   // register_unreachable's own words say since when; persistence_failed's do not.
   if (published_.reason == StateReason::kPersistenceFailed) {
-    if (const auto wait = horizon_.waiting()) {
+    if (const auto& wait = CurrentRenewal().wait) {
       text += "; waited " + std::to_string(now_ms - wait->since_unix_ms) + " ms";
     }
   }
@@ -365,6 +380,7 @@ std::string FillLoop::ReasonExtra(int64_t now_ms) const {
 }
 
 void FillLoop::PublishStatusText(const std::string& text) {
+  status_text_version_ = renewal_version_.value_or(0);  // what RenewalText() was built from
   if (text == status_text_) return;
   producer_.SetStatusText(shm::FitStatusText(text));
   status_text_ = text;
@@ -417,8 +433,7 @@ StatusFacts FillLoop::Facts() const {
   f.decision = published_;
   f.now_unix_ms = clock_.NowUnixMs();
   f.reason_extra = ReasonExtra(f.now_unix_ms);
-  const auto problem = horizon_.problem();
-  const auto wait = horizon_.waiting();
+  const auto& [problem, wait] = CurrentRenewal();
   if (problem || (wait && IsRenewalReason(published_.reason))) {
     RenewalStatus renewal;
     if (wait) {
@@ -433,9 +448,7 @@ StatusFacts FillLoop::Facts() const {
       renewal.last_error = problem->message;
       renewal.last_error_store = StoreCode(problem->store);
     }
-    renewal.unanswered = problem ? problem->store == ReservationStore::kRegister &&
-                                       problem->unreachable
-                                 : wait->store == ReservationStore::kRegister;
+    renewal.unanswered = RegisterUnanswered(problem, wait);
     f.renewal = std::move(renewal);
   }
   f.ring_fill = producer_.size();

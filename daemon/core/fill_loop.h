@@ -105,6 +105,13 @@ class FillLoop {
   // Publishes DecideState()'s answer if state or reason changed; returns true if it did.
   bool SyncState(int64_t now_ms, int64_t horizon);
   StateInputs Inputs(int64_t now_ms, int64_t horizon) const;
+  // The horizon's renewal (its problem and wait), copied again only when
+  // Horizon::renewal_version() moved: a paused loop passes every millisecond.
+  struct Renewal {
+    std::optional<ReservationProblem> problem;
+    std::optional<RenewalWait> wait;
+  };
+  const Renewal& CurrentRenewal() const;
   // A pause for the reservation (persistence_failed, register_unreachable) in words: the
   // store it waits on with its location, and the last error. "" for other states.
   std::string RenewalText() const;
@@ -147,8 +154,13 @@ class FillLoop {
   uint64_t incarnation_ = 0;
   uint64_t segments_retired_ = 0;
   std::string segment_retired_reason_;
-  // The segment's status text as this loop last stored it.
+  // The segment's status text as this loop last stored it, and the renewal version it was
+  // built from.
   std::string status_text_;
+  uint64_t status_text_version_ = 0;
+  // CurrentRenewal()'s copy and the version it was taken at (the loop's thread only).
+  mutable Renewal renewal_;
+  mutable std::optional<uint64_t> renewal_version_;
 };
 
 }  // namespace snowflake::daemon

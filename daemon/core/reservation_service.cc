@@ -69,25 +69,27 @@ std::optional<ReservationProblem> ReservationService::problem() const {
 
 std::optional<RenewalWait> ReservationService::waiting() const {
   std::lock_guard lock(mutex_);
-  if (!unconfirmed_since_) return std::nullopt;
-  return RenewalWait{.store = waiting_on_,
-                     .location = waiting_on_ == ReservationStore::kRegister
+  if (!wait_) return std::nullopt;
+  return RenewalWait{.store = wait_->store,
+                     .location = wait_->store == ReservationStore::kRegister
                                      ? register_location_
                                      : state_file_location_,
-                     .since_unix_ms = *unconfirmed_since_};
+                     .since_unix_ms = wait_->since_unix_ms};
 }
 
 void ReservationService::NoteWaiting(ReservationStore store) {
   const int64_t now_ms = clock_.NowUnixMs();  // outside the lock: readers never wait on it
   std::lock_guard lock(mutex_);
-  if (!unconfirmed_since_) {
-    unconfirmed_since_ = now_ms;
-    waiting_on_ = store;
+  if (!wait_) {
+    wait_ = Wait{store, now_ms};
+  } else if (store == ReservationStore::kRegister && wait_->store != store) {
+    // A retry passes the state file again before the register: the wait is still the
+    // register's unless the state file fails (FailAt says so then). Only forward.
+    wait_->store = store;
+  } else {
     return;
   }
-  // A retry passes the state file again before the register: the wait is still the
-  // register's unless the state file fails (Renew() says so then). Only forward.
-  if (store == ReservationStore::kRegister) waiting_on_ = store;
+  renewal_version_.fetch_add(1, std::memory_order_release);
 }
 
 void ReservationService::NoteNeed(int64_t unix_ms) noexcept {
@@ -170,7 +172,16 @@ void ReservationService::ReportClaimLost() noexcept {
 
 void ReservationService::SetProblem(std::optional<ReservationProblem> problem) {
   std::lock_guard lock(mutex_);
+  if (problem_ == problem) return;
   problem_ = std::move(problem);
+  renewal_version_.fetch_add(1, std::memory_order_release);
+}
+
+void ReservationService::FailAt(ReservationProblem problem) {
+  std::lock_guard lock(mutex_);
+  if (wait_) wait_->store = problem.store;
+  problem_ = std::move(problem);
+  renewal_version_.fetch_add(1, std::memory_order_release);
 }
 
 HighWaterState ReservationService::StateThrough(int64_t through,
@@ -187,34 +198,35 @@ HighWaterState ReservationService::StateThrough(int64_t through,
                                                   fence_.load(std::memory_order_acquire))};
 }
 
+tl::expected<void, ReservationProblem> ReservationService::SaveLocally(
+    const HighWaterState& state) {
+  if (auto saved = store_.Save(state); !saved) {
+    return tl::unexpected(ReservationProblem{ReservationStore::kStateFile, saved.error().sys_errno,
+                                             saved.error().message});
+  }
+  if (auto marked = WriteOwnHostMark(state.reserved_through_unix_ms); !marked) {
+    const int err = errno;  // WriteFileAtomically leaves it set
+    return tl::unexpected(ReservationProblem{ReservationStore::kStateFile, err, marked.error()});
+  }
+  return {};
+}
+
+tl::expected<void, std::string> ReservationService::WriteOwnHostMark(int64_t through) {
+  if (options_.host_lock_dir.empty()) return {};
+  return WriteHostMark(options_.host_lock_dir, options_.machine,
+                       HostMark{std::max(through, options_.host_mark_floor),
+                                options_.host_mark_writer});
+}
+
 bool ReservationService::Renew(int64_t through) {
   const HighWaterState state = StateThrough(through, std::nullopt);
   NoteWaiting(ReservationStore::kStateFile);
   // 1. The state file: what a reboot of this host restarts above; and the host mark: what
   //    another daemon of this host that takes the number next starts above.
-  if (auto saved = store_.Save(state); !saved) {
+  if (auto saved = SaveLocally(state); !saved) {
     if (options_.metrics != nullptr) options_.metrics->reservation().state_file_failed.Increment();
-    {
-      std::lock_guard lock(mutex_);
-      waiting_on_ = ReservationStore::kStateFile;  // the state file now holds the wait up
-    }
-    SetProblem(ReservationProblem{ReservationStore::kStateFile, saved.error().sys_errno,
-                                  saved.error().message});
+    FailAt(std::move(saved.error()));
     return false;
-  }
-  if (!options_.host_lock_dir.empty()) {
-    if (auto marked = WriteHostMark(
-            options_.host_lock_dir, options_.machine,
-            HostMark{std::max(through, options_.host_mark_floor), options_.host_mark_writer});
-        !marked) {
-      if (options_.metrics != nullptr) options_.metrics->reservation().state_file_failed.Increment();
-      {
-        std::lock_guard lock(mutex_);
-        waiting_on_ = ReservationStore::kStateFile;  // the host mark now holds the wait up
-      }
-      SetProblem(ReservationProblem{ReservationStore::kStateFile, errno, marked.error()});
-      return false;
-    }
   }
   // 2. The register: what another holder of this number continues above.
   NoteWaiting(ReservationStore::kRegister);
@@ -223,8 +235,8 @@ bool ReservationService::Renew(int64_t through) {
   if (!updated) {
     if (options_.metrics != nullptr) options_.metrics->reservation().register_failed.Increment();
     if (updated.error().code == RegisterErrorCode::kClaimLost) ReportClaimLost();
-    SetProblem(ReservationProblem{ReservationStore::kRegister, 0, updated.error().message,
-                                  updated.error().code == RegisterErrorCode::kUnreachable});
+    FailAt(ReservationProblem{ReservationStore::kRegister, 0, updated.error().message,
+                              updated.error().code == RegisterErrorCode::kUnreachable});
     return false;
   }
   // Release: whoever reads the new horizon reads it after both stores accepted it.
@@ -234,7 +246,10 @@ bool ReservationService::Renew(int64_t through) {
   if (options_.metrics != nullptr) options_.metrics->reservation().renewed.Increment();
   {
     std::lock_guard lock(mutex_);
-    unconfirmed_since_.reset();
+    if (wait_) {
+      wait_.reset();
+      renewal_version_.fetch_add(1, std::memory_order_release);
+    }
   }
   return true;
 }
@@ -315,13 +330,8 @@ tl::expected<void, std::string> ReservationService::RecordCleanStop(int64_t last
   if (!saved) return tl::unexpected("state file: " + saved.error().message);
   // The host mark comes down with the state file: it is this daemon's own, exactly as the
   // reservation was, and the lock is still held.
-  if (!options_.host_lock_dir.empty()) {
-    if (auto marked = WriteHostMark(options_.host_lock_dir, options_.machine,
-                                    HostMark{std::max(last_issued_unix_ms, options_.host_mark_floor),
-                                             options_.host_mark_writer});
-        !marked) {
-      return tl::unexpected("host mark: " + marked.error());
-    }
+  if (auto marked = WriteOwnHostMark(last_issued_unix_ms); !marked) {
+    return tl::unexpected("host mark: " + marked.error());
   }
   confirmed_.store(last_issued_unix_ms, std::memory_order_release);
   if (auto updated = RegisterCall("clean_stop",

@@ -47,6 +47,7 @@ struct ReservationProblem {
   // The store's servers did not answer (RegisterErrorCode::kUnreachable: etcd down or
   // without quorum), as opposed to a store that answered with an error.
   bool unreachable = false;
+  friend bool operator==(const ReservationProblem&, const ReservationProblem&) = default;
 };
 
 // A renewal that is due and not confirmed yet: what the daemon waits for, and since when.
@@ -112,6 +113,10 @@ class Horizon {
   // What an unconfirmed renewal waits for; nullopt when the last renewal was confirmed and
   // none is under way. Default: nothing to say (test horizons moved by hand).
   virtual std::optional<RenewalWait> waiting() const { return std::nullopt; }
+  // Moves whenever problem() or waiting() may have changed, so a reader that saw a value
+  // need not copy them again until it moves. A horizon that cannot tell returns a new
+  // value on every call.
+  virtual uint64_t renewal_version() const noexcept = 0;
   // The register said the claim is gone.
   virtual bool claim_lost() const noexcept = 0;
   // The fill loop wants to publish IDs of `unix_ms`: a hint that wakes the service early
@@ -148,6 +153,10 @@ class ReservationService final : public Horizon {
   }
   std::optional<ReservationProblem> problem() const override;
   std::optional<RenewalWait> waiting() const override;
+  uint64_t renewal_version() const noexcept override {
+    // Acquire: pairs with the release increment after problem_ or wait_ changed.
+    return renewal_version_.load(std::memory_order_acquire);
+  }
   bool claim_lost() const noexcept override { return claim_lost_.load(std::memory_order_acquire); }
   void NoteNeed(int64_t unix_ms) noexcept override;
   int64_t fence_unix_ms() const noexcept override {
@@ -171,7 +180,17 @@ class ReservationService final : public Horizon {
   HighWaterState StateThrough(int64_t through, std::optional<int64_t> clean_stop) const;
   // One renewal through `through`; false (and problem_ set) if a store failed.
   bool Renew(int64_t through);
+  // This host's side of a reservation: the state file, then the number's host mark (never
+  // below host_mark_floor). Errors: the store's problem (both count as the state file).
+  tl::expected<void, ReservationProblem> SaveLocally(const HighWaterState& state);
+  // This daemon's host mark through `through` (never below host_mark_floor); nothing
+  // without a host lock directory. Errors: WriteHostMark's sentence.
+  tl::expected<void, std::string> WriteOwnHostMark(int64_t through);
+  // The last renewal's problem (nullopt: it was confirmed); moves renewal_version_ if it
+  // changed.
   void SetProblem(std::optional<ReservationProblem> problem);
+  // A renewal failed at `problem.store`: that store now holds the wait up.
+  void FailAt(ReservationProblem problem);
   // A renewal now waits on `store` (the first since the last confirmed one starts the wait;
   // a retry's state file write does not take the wait back from the register).
   void NoteWaiting(ReservationStore store);
@@ -216,9 +235,15 @@ class ReservationService final : public Horizon {
   bool stop_ = false;
   bool started_ = false;
   std::optional<ReservationProblem> problem_;
-  // Set by the first renewal after a confirmed one, cleared when one is confirmed.
-  std::optional<int64_t> unconfirmed_since_;
-  ReservationStore waiting_on_ = ReservationStore::kStateFile;
+  // Set by the first renewal after a confirmed one, cleared when one is confirmed: the
+  // store that holds it up and since when (RenewalWait without the location).
+  struct Wait {
+    ReservationStore store;
+    int64_t since_unix_ms;
+  };
+  std::optional<Wait> wait_;
+  // Incremented (release) under mutex_ whenever problem_ or wait_ changes; read lock-free.
+  std::atomic<uint64_t> renewal_version_{0};
 
   std::thread thread_;
 };

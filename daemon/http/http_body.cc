@@ -127,7 +127,7 @@ HttpReply ErrorReply(unsigned status, std::string_view code, std::string_view me
   HttpReply reply;
   reply.status = status;
   reply.body = HttpErrorBody(code, message);
-  reply.retry_after = status == 429 || status == 503;
+  reply.retry_after_s = status == 429 || status == 503 ? 1 : 0;
   return reply;
 }
 

@@ -25,8 +25,7 @@ struct HttpReply {
   unsigned status = 200;
   std::string_view content_type = kJsonContentType;  // static storage
   std::string body;
-  bool retry_after = false;  // 429 and 503: "Retry-After: <retry_after_s>"
-  uint32_t retry_after_s = 1;
+  uint32_t retry_after_s = 0;  // "Retry-After: <s>" (429 and 503); 0: no such header
   bool close = false;        // close the connection after this reply
 };
 

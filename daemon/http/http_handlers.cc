@@ -82,9 +82,9 @@ HttpReply HttpHandlers::Route(std::string_view method, std::string_view target,
 HttpReply HttpHandlers::TakeIds(const HttpRoute& route, std::string_view client) {
   // Before the take: a throttled request costs the ring nothing.
   const auto now = IdShare::Clock::now();
-  if (const IdShare::Verdict verdict = share_.Admit(client, route.count, now);
-      verdict != IdShare::Verdict::kAdmitted) {
-    const bool front = verdict == IdShare::Verdict::kFrontShare;
+  if (const IdShare::Admission admission = share_.Admit(client, route.count, now);
+      admission.verdict != IdShare::Verdict::kAdmitted) {
+    const bool front = admission.verdict == IdShare::Verdict::kFrontShare;
     (front ? metrics_.http().throttled_share : metrics_.http().throttled_client).Increment();
     HttpReply reply = ErrorReply(
         429, vocab::ErrorName(vocab::ErrorCode::kThrottled),
@@ -92,8 +92,7 @@ HttpReply HttpHandlers::TakeIds(const HttpRoute& route, std::string_view client)
                 "retry shortly or use another daemon"
               : "this client has taken its share of this host's IDs ([http] "
                 "per_client_ids_per_s); retry later or use another daemon");
-    reply.retry_after_s =
-        static_cast<uint32_t>((share_.RetryAfterMs(client, verdict, now) + 999) / 1000);
+    reply.retry_after_s = admission.retry_after_s;
     return reply;
   }
   // One ID (the common request) needs no allocation for the IDs.
@@ -118,7 +117,7 @@ HttpReply HttpHandlers::Healthz() {
   const HealthAnswer health = Health(runtime_dir_);
   HttpReply reply;
   reply.status = health.serving ? 200 : 503;
-  reply.retry_after = !health.serving;
+  reply.retry_after_s = health.serving ? 0 : 1;
   reply.body = health.body.dump();
   return reply;
 }

@@ -309,7 +309,7 @@ void Frame(HttpTransport::Impl& front, Answer& answer,
   HttpReply& reply = answer.reply;
   response.emplace(static_cast<http::status>(reply.status), answer.version);
   response->set(http::field::content_type, View(reply.content_type));
-  if (reply.retry_after)
+  if (reply.retry_after_s != 0)
     response->set(http::field::retry_after, std::to_string(reply.retry_after_s));
   if (reply.status == static_cast<unsigned>(http::status::method_not_allowed)) {
     response->set(http::field::allow, "GET");

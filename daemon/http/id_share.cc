@@ -42,15 +42,18 @@ void IdShare::ForgetIdleClients(Clock::time_point now) {
   if (clients_.size() >= kMaxTrackedClients) clients_.clear();
 }
 
-IdShare::Verdict IdShare::Admit(std::string_view client, uint64_t count, Clock::time_point now) {
+IdShare::Admission IdShare::Refused(Verdict why, const Bucket& bucket, double per_ns,
+                                    double capacity) {
+  const double deficit_ns = (capacity - bucket.tokens) / per_ns;
+  return Admission{why, static_cast<uint32_t>(std::max(1.0, std::ceil(deficit_ns / 1e9)))};
+}
+
+IdShare::Admission IdShare::Admit(std::string_view client, uint64_t count, Clock::time_point now) {
   const double ids = static_cast<double>(count);
   std::lock_guard lock(mutex_);
-  // A share of 1 is the whole machine number: the ring itself is the limit, and a bucket
-  // aligned differently from the milliseconds would only refuse takes the ring can give.
-  const bool front_limited = share_per_ns_ < kMachineIdsPerMs / 1e6;
-  if (front_limited) {
-    Refill(front_, share_per_ns_, share_capacity_, now);
-    if (!Holds(front_, ids, share_capacity_)) return Verdict::kFrontShare;
+  Refill(front_, share_per_ns_, share_capacity_, now);
+  if (!Holds(front_, ids, share_capacity_)) {
+    return Refused(Verdict::kFrontShare, front_, share_per_ns_, share_capacity_);
   }
   if (client_per_ns_ > 0) {
     auto found = clients_.find(client);
@@ -60,29 +63,13 @@ IdShare::Verdict IdShare::Admit(std::string_view client, uint64_t count, Clock::
     }
     Bucket& bucket = found->second;
     Refill(bucket, client_per_ns_, client_capacity_, now);
-    if (!Holds(bucket, ids, client_capacity_)) return Verdict::kClientRate;
+    if (!Holds(bucket, ids, client_capacity_)) {
+      return Refused(Verdict::kClientRate, bucket, client_per_ns_, client_capacity_);
+    }
     bucket.tokens -= ids;
   }
-  if (front_limited) front_.tokens -= ids;
-  return Verdict::kAdmitted;
-}
-
-uint64_t IdShare::RetryAfterMs(std::string_view client, Verdict why, Clock::time_point now) {
-  std::lock_guard lock(mutex_);
-  double deficit = 0;
-  double per_ns = share_per_ns_;
-  if (why == Verdict::kFrontShare) {
-    Refill(front_, share_per_ns_, share_capacity_, now);
-    deficit = share_capacity_ - front_.tokens;
-  } else if (why == Verdict::kClientRate) {
-    per_ns = client_per_ns_;
-    if (auto found = clients_.find(client); found != clients_.end()) {
-      Refill(found->second, client_per_ns_, client_capacity_, now);
-      deficit = client_capacity_ - found->second.tokens;
-    }
-  }
-  if (per_ns <= 0 || deficit <= 0) return 1;
-  return std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(deficit / per_ns / 1e6)));
+  front_.tokens -= ids;
+  return Admission{};
 }
 
 }  // namespace snowflake::daemon

@@ -9,7 +9,10 @@
 // bucket (4,096 IDs at a small share), when it is full; it then subtracts the take, so the
 // large take leaves it in debt and is served at the average rate instead of never. Over
 // any T ms the front therefore hands out at most max_share * 4096 * T plus one bucket
-// (kShareBurstMs of the share) plus one take.
+// (kShareBurstMs of the share) plus one take. The bucket holds 100 ms of the share: a
+// failover client taking batches back to back, far below the share over any 100 ms, is
+// not refused for the milliseconds between them, and at a share of 1 the bucket never
+// refuses what the machine number could give.
 //
 // An IdShare is safe for concurrent use by multiple threads: one mutex guards both
 // buckets (the HTTP serving threads only; the ring path never takes it).
@@ -28,8 +31,8 @@ namespace snowflake::daemon {
 
 // The machine number's ceiling: 4,096 IDs per millisecond.
 inline constexpr double kMachineIdsPerMs = 4096;
-// The front's bucket holds one millisecond of its share (at least one take's worth).
-inline constexpr double kShareBurstMs = 1;
+// The front's bucket holds this many milliseconds of its share.
+inline constexpr double kShareBurstMs = 100;
 // Clients remembered at once; past it, idle ones (full buckets) are forgotten first.
 inline constexpr size_t kMaxTrackedClients = 10000;
 
@@ -37,17 +40,19 @@ class IdShare {
  public:
   using Clock = std::chrono::steady_clock;
   enum class Verdict { kAdmitted, kFrontShare, kClientRate };
+  struct Admission {
+    Verdict verdict = Verdict::kAdmitted;
+    // Refused: whole seconds until the refusing bucket is full again (at least 1), for
+    // Retry-After. 0 when admitted.
+    uint32_t retry_after_s = 0;
+  };
 
-  // `max_share` in (0, 1] (1: no limit for the front as a whole, the machine number is);
-  // `per_client_ids_per_s` 0 for no per-client limit.
+  // `max_share` in (0, 1]; `per_client_ids_per_s` 0 for no per-client limit.
   IdShare(double max_share, uint64_t per_client_ids_per_s);
 
   // Whether `client` may take `count` IDs at `now`; if so they are counted. `now` must
   // not go backwards between calls (a steady clock).
-  Verdict Admit(std::string_view client, uint64_t count, Clock::time_point now);
-
-  // Milliseconds until the refused bucket is full again (>= 1), for Retry-After.
-  uint64_t RetryAfterMs(std::string_view client, Verdict why, Clock::time_point now);
+  Admission Admit(std::string_view client, uint64_t count, Clock::time_point now);
 
  private:
   struct Bucket {
@@ -56,6 +61,8 @@ class IdShare {
   };
   static void Refill(Bucket& bucket, double per_ns, double capacity, Clock::time_point now);
   static bool Holds(const Bucket& bucket, double ids, double capacity);
+  // A refusal by `bucket`, with the seconds until it is full again.
+  static Admission Refused(Verdict why, const Bucket& bucket, double per_ns, double capacity);
   void ForgetIdleClients(Clock::time_point now);
 
   // Constant after construction.

@@ -181,6 +181,13 @@ TlsCredentials::Reloaded TlsCredentials::Reload() noexcept {
   try {
     std::string signature = Signature(options_);
     if (signature == signature_) return Reloaded::kUnchanged;
+    // A rotation replaces the files one by one (certbot, an operator's cp): load only once
+    // they stood still for one look, so a certificate beside the old key is not refused,
+    // logged and alerted on for the second it takes.
+    if (signature != pending_signature_) {
+      pending_signature_ = std::move(signature);
+      return Reloaded::kUnchanged;
+    }
     signature_ = std::move(signature);
     auto context = BuildContext(options_);
     if (!context) {

@@ -55,7 +55,10 @@ class TlsCredentials {
 
   mutable std::mutex mutex_;
   std::shared_ptr<boost::asio::ssl::context> current_;  // guarded by mutex_
-  std::string signature_;  // the files' status when last looked at; Reload()'s thread only
+  // Reload()'s thread only: the files' status the serving context was built from (or last
+  // refused at), and a changed status seen once, waiting to stand still for one look.
+  std::string signature_;
+  std::string pending_signature_;
 };
 
 // For --check-config: loads the TLS files as the front would (nothing if options.tls() is

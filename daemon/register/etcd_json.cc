@@ -175,6 +175,7 @@ std::optional<Error> ErrorObject(int http_status, const json& object) {
   } else if (const auto er = object.find("error"); er != object.end() && er->is_string()) {
     text = er->get<std::string>();
   }
+  e.undecided = e.grpc_code == 2 && text.find("context deadline exceeded") != std::string::npos;
   const std::string what = "(code " + std::to_string(e.grpc_code) + ", HTTP " +
                            std::to_string(http_status) + "): " + (text.empty() ? "no message" : text);
   e.message = "etcd refused " + what;

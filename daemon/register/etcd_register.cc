@@ -239,47 +239,26 @@ tl::expected<void, RegisterError> EtcdRegister::CheckNotRolledBack(
           "; the current time is safe if no clock ran ahead), and start them again"));
 }
 
-tl::expected<std::map<uint32_t, EtcdRegister::LiveHolder>, RegisterError>
-EtcdRegister::LiveHolders() noexcept {
-  try {
-    const std::string machines_prefix = etcd::MachinesPrefix(options_.prefix);
-    auto held = client_.Range(machines_prefix, etcd::PrefixEnd(machines_prefix));
-    if (!held) return tl::unexpected(Failure("cannot list the holders", held.error()));
-    std::map<uint32_t, LiveHolder> live;
-    for (const auto& kv : held->kvs) {
-      const auto n = etcd::MachineOfKey(machines_prefix, kv.key);
-      if (!n) {
-        return tl::unexpected(
-            Err(RegisterErrorCode::kCorrupt, CorruptText(kv.key, "not a machine number")));
-      }
-      auto rec = etcd::DecodeHolder(kv.value);
-      if (!rec) return tl::unexpected(Err(RegisterErrorCode::kCorrupt, CorruptText(kv.key, rec.error())));
-      if (kv.lease == 0) continue;
-      auto ttl = client_.TimeToLive(kv.lease);
-      if (!ttl) return tl::unexpected(Failure("cannot read a lease", ttl.error()));
-      if (ttl->alive()) live[*n] = LiveHolder{kv.lease, std::move(*rec)};
-    }
-    return live;
-  } catch (const std::exception& e) {
-    return tl::unexpected(Err(RegisterErrorCode::kUnreadable, e.what()));
-  }
-}
-
 namespace {
 
-// "machine 3 (\"host-a\" on a.example, pid 812)".
-template <typename Holder>
-std::string NameHolder(uint32_t machine, const Holder& h) {
-  return "machine " + std::to_string(machine) + " (\"" + h.record.holder + "\" on " +
-         h.record.host + ", pid " + std::to_string(h.record.pid) + ")";
+// "machine 3 (\"host-a\" on a.example, pid 812)": a held entry of List().
+std::string NameHolder(const EtcdRegisterEntry& e) {
+  return "machine " + std::to_string(e.machine) + " (\"" + e.holder->holder + "\" on " +
+         e.holder->host + ", pid " + std::to_string(e.holder->pid) + ")";
+}
+
+std::string Names(const std::map<uint32_t, EtcdRegisterEntry>& holders) {
+  std::string names;
+  for (const auto& [n, e] : holders) names += (names.empty() ? "" : ", ") + NameHolder(e);
+  return names;
 }
 
 }  // namespace
 
 tl::expected<void, RegisterError> EtcdRegister::WaitForAcknowledgements(
-    const std::map<uint32_t, LiveHolder>& holders, int64_t fence) noexcept {
+    const std::map<uint32_t, EtcdRegisterEntry>& holders, int64_t fence) noexcept {
   try {
-    std::map<uint32_t, LiveHolder> waiting = holders;
+    std::map<uint32_t, EtcdRegisterEntry> waiting = holders;
     const auto deadline = std::chrono::steady_clock::now() + options_.fence_ack_timeout;
     for (;;) {
       for (auto it = waiting.begin(); it != waiting.end();) {
@@ -313,13 +292,11 @@ tl::expected<void, RegisterError> EtcdRegister::WaitForAcknowledgements(
       if (std::chrono::steady_clock::now() >= deadline) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
-    std::string names;
-    for (const auto& [n, holder] : waiting) names += (names.empty() ? "" : ", ") + NameHolder(n, holder);
     return tl::unexpected(Err(
         RegisterErrorCode::kInUse,
         "every mark is raised and the fence is recorded, but " + std::to_string(waiting.size()) +
             " running holder(s) did not acknowledge it within " +
-            std::to_string(options_.fence_ack_timeout.count() / 1000) + " s: " + names +
+            std::to_string(options_.fence_ack_timeout.count() / 1000) + " s: " + Names(waiting) +
             ". Until one does, it may still hand out IDs at or below " + FormatTimeText(fence) +
             ". Check its status (`snowflakectl status` on that host: is it paused, or cut off "
             "from etcd?), or stop it"));
@@ -328,60 +305,42 @@ tl::expected<void, RegisterError> EtcdRegister::WaitForAcknowledgements(
   }
 }
 
-tl::expected<int, RegisterError> EtcdRegister::RaiseAll(int64_t above_unix_ms,
-                                                        bool while_running) noexcept {
+tl::expected<int, RegisterError> EtcdRegister::RaiseMarks(
+    const std::vector<uint32_t>& numbers, const std::map<uint32_t, EtcdRegisterEntry>& entries,
+    int64_t above_unix_ms, uint64_t* cluster_id) noexcept {
   try {
-    // A running holder issues from its own clock until it learns of the fence: refused
-    // unless the operator asks for the fence to be put under running holders.
-    auto live = LiveHolders();
-    if (!live) return tl::unexpected(live.error());
-    if (!live->empty() && !while_running) {
-      std::string names;
-      for (const auto& [n, holder] : *live) names += (names.empty() ? "" : ", ") + NameHolder(n, holder);
-      return tl::unexpected(Err(
-          RegisterErrorCode::kInUse,
-          std::to_string(live->size()) + " number(s) are held by running daemons: " + names +
-              ". A running daemon keeps issuing from its own clock, below the fence, until it "
-              "learns of it. Stop every daemon of the fleet and run this again, or pass "
-              "--while-running: each running daemon then pauses until its clock passes the "
-              "fence, and raise-all returns once every one has acknowledged it"));
-    }
-    int raised = 0;
-    uint64_t cluster_id = 0;
-    // Raises number n's mark to at least the fence. A held number's mark is written even
-    // when it is already above: its holder learns of the fence only from a write of its
-    // mark that is not its own, and a mark above the fence says nothing of the IDs the
-    // holder issued below it. Each write compares the revision it read, so a raise by a
-    // live holder meanwhile is never undone.
-    const auto raise_one = [&](uint32_t n, bool held) -> tl::expected<void, RegisterError> {
+    // The record number n gets: at least the fence, never lower, its last holder kept.
+    const auto record_for = [&](const std::optional<etcd::HighWaterRecord>& stored) {
+      etcd::HighWaterRecord record{above_unix_ms, "", 0};
+      if (stored) {
+        record.unix_ms = std::max(stored->unix_ms, above_unix_ms);
+        record.holder = stored->holder;
+      }
+      return record;
+    };
+    // One number alone, reading its mark anew each round (after a batch's compare failed).
+    const auto raise_one = [&](uint32_t n) -> tl::expected<bool, RegisterError> {
       const std::string key = etcd::HighWaterKey(options_.prefix, n);
       for (int round = 0;; ++round) {
         auto current = client_.Range(key);
         if (!current) return tl::unexpected(Failure("cannot read " + key, current.error()));
+        std::optional<etcd::HighWaterRecord> stored;
         int64_t revision = 0;
-        etcd::HighWaterRecord record{above_unix_ms, "", 0};
-        bool below = true;
         if (!current->kvs.empty()) {
-          auto stored = etcd::DecodeHighWater(current->kvs[0].value);
-          if (!stored) {
-            return tl::unexpected(Err(RegisterErrorCode::kCorrupt, CorruptText(key, stored.error())));
+          auto decoded = etcd::DecodeHighWater(current->kvs[0].value);
+          if (!decoded) {
+            return tl::unexpected(Err(RegisterErrorCode::kCorrupt, CorruptText(key, decoded.error())));
           }
+          stored = std::move(*decoded);
           revision = current->kvs[0].mod_revision;
-          below = stored->unix_ms < above_unix_ms;
-          if (!below && !held) return {};
-          record.unix_ms = std::max(stored->unix_ms, above_unix_ms);
-          record.holder = stored->holder;
         }
         etcd::TxnRequest txn;
         txn.compare = {Compare::ModRevision(key, Compare::Result::kEqual, revision)};
-        txn.success = {Op::Put(key, etcd::EncodeHighWater(record))};
+        txn.success = {Op::Put(key, etcd::EncodeHighWater(record_for(stored)))};
         auto result = client_.Txn(txn);
         if (!result) return tl::unexpected(Failure("cannot raise " + key, result.error()));
-        cluster_id = result->cluster_id;
-        if (result->succeeded) {
-          if (below) ++raised;
-          return {};
-        }
+        *cluster_id = result->cluster_id;
+        if (result->succeeded) return !stored || stored->unix_ms < above_unix_ms;
         if (round >= kRaiseRounds) {
           return tl::unexpected(Err(RegisterErrorCode::kInUse,
                                     key + " keeps changing (a live holder raises it): stop "
@@ -389,22 +348,95 @@ tl::expected<int, RegisterError> EtcdRegister::RaiseAll(int64_t above_unix_ms,
         }
       }
     };
-    // Every number, also one the restored store has no mark for: it may have been used
-    // after the backup was taken.
-    for (uint32_t n = 0; n <= kMaxMachine; ++n) {
-      if (auto done = raise_one(n, live->contains(n)); !done) return tl::unexpected(done.error());
+    int raised = 0;
+    for (size_t from = 0; from < numbers.size(); from += kRaiseAllBatch) {
+      const size_t to = std::min(numbers.size(), from + kRaiseAllBatch);
+      etcd::TxnRequest txn;
+      int below = 0;
+      for (size_t i = from; i < to; ++i) {
+        const auto entry = entries.find(numbers[i]);
+        const bool has_mark = entry != entries.end() && entry->second.high_water.has_value();
+        const std::string key = etcd::HighWaterKey(options_.prefix, numbers[i]);
+        txn.compare.push_back(Compare::ModRevision(
+            key, Compare::Result::kEqual, has_mark ? entry->second.high_water_revision : 0));
+        txn.success.push_back(Op::Put(
+            key, etcd::EncodeHighWater(record_for(has_mark ? entry->second.high_water
+                                                           : std::nullopt))));
+        if (!has_mark || entry->second.high_water->unix_ms < above_unix_ms) ++below;
+      }
+      auto result = client_.Txn(txn);
+      if (!result) return tl::unexpected(Failure("cannot raise the marks", result.error()));
+      *cluster_id = result->cluster_id;
+      if (result->succeeded) {
+        raised += below;
+        continue;
+      }
+      for (size_t i = from; i < to; ++i) {
+        auto one = raise_one(numbers[i]);
+        if (!one) return tl::unexpected(one.error());
+        raised += *one ? 1 : 0;
+      }
     }
+    return raised;
+  } catch (const std::exception& e) {
+    return tl::unexpected(Err(RegisterErrorCode::kUnreadable, e.what()));
+  }
+}
+
+tl::expected<int, RegisterError> EtcdRegister::RaiseAll(int64_t above_unix_ms,
+                                                        bool while_running) noexcept {
+  try {
+    auto listed = List();
+    if (!listed) return tl::unexpected(listed.error());
+    std::map<uint32_t, EtcdRegisterEntry> entries;
+    for (EtcdRegisterEntry& e : *listed) entries.emplace(e.machine, std::move(e));
+    // A running holder issues from its own clock until it learns of the fence: refused
+    // unless the operator asks for the fence to be put under running holders.
+    std::map<uint32_t, EtcdRegisterEntry> live;
+    for (const auto& [n, e] : entries) {
+      if (e.live()) live.emplace(n, e);
+    }
+    if (!live.empty() && !while_running) {
+      return tl::unexpected(Err(
+          RegisterErrorCode::kInUse,
+          std::to_string(live.size()) + " number(s) are held by running daemons: " + Names(live) +
+              ". A running daemon keeps issuing from its own clock, below the fence, until it "
+              "learns of it. Stop every daemon of the fleet and run this again, or pass "
+              "--while-running: each running daemon then pauses until its clock passes the "
+              "fence, and raise-all returns once every one has acknowledged it"));
+    }
+    // Every number below the fence, also one the restored store has no mark for (it may
+    // have been used after the backup was taken), and every held one even when its mark is
+    // above: its holder learns of the fence only from a write of its mark that is not its
+    // own, and a mark above the fence says nothing of the IDs the holder issued below it.
+    std::vector<uint32_t> numbers;
+    for (uint32_t n = 0; n <= kMaxMachine; ++n) {
+      const auto e = entries.find(n);
+      const bool below = e == entries.end() || !e->second.high_water ||
+                         e->second.high_water->unix_ms < above_unix_ms;
+      if (below || live.contains(n)) numbers.push_back(n);
+    }
+    uint64_t cluster_id = 0;
+    auto raised = RaiseMarks(numbers, entries, above_unix_ms, &cluster_id);
+    if (!raised) return tl::unexpected(raised.error());
     if (while_running) {
       // A daemon that claimed a number after the listing, before its mark was raised, read
       // the old mark: its mark is written again, and it is waited for too. One that claims
       // from now on reads a mark at or above the fence.
-      auto again = LiveHolders();
+      auto again = List();
       if (!again) return tl::unexpected(again.error());
-      for (const auto& [n, holder] : *again) {
-        const auto known = live->find(n);
-        if (known != live->end() && known->second.lease == holder.lease) continue;
-        if (auto done = raise_one(n, true); !done) return tl::unexpected(done.error());
-        (*live)[n] = holder;
+      std::vector<uint32_t> newcomers;
+      std::map<uint32_t, EtcdRegisterEntry> now_entries;
+      for (EtcdRegisterEntry& e : *again) {
+        const auto known = live.find(e.machine);
+        if (e.live() && (known == live.end() || known->second.lease != e.lease)) {
+          newcomers.push_back(e.machine);
+          live.insert_or_assign(e.machine, e);
+        }
+        now_entries.emplace(e.machine, std::move(e));
+      }
+      if (auto more = RaiseMarks(newcomers, now_entries, above_unix_ms, &cluster_id); !more) {
+        return tl::unexpected(more.error());
       }
     }
     if (cluster_id == 0) {
@@ -419,12 +451,12 @@ tl::expected<int, RegisterError> EtcdRegister::RaiseAll(int64_t above_unix_ms,
     if (auto put = client_.Put(etcd::RestoreKey(options_.prefix), etcd::EncodeRestore(fence)); !put) {
       return tl::unexpected(Failure("cannot record the restore fence", put.error()));
     }
-    if (while_running && !live->empty()) {
-      if (auto acknowledged = WaitForAcknowledgements(*live, above_unix_ms); !acknowledged) {
+    if (while_running && !live.empty()) {
+      if (auto acknowledged = WaitForAcknowledgements(live, above_unix_ms); !acknowledged) {
         return tl::unexpected(acknowledged.error());
       }
     }
-    return raised;
+    return *raised;
   } catch (const std::exception& e) {
     return tl::unexpected(Err(RegisterErrorCode::kUnreadable, e.what()));
   }
@@ -915,7 +947,7 @@ tl::expected<std::vector<RegisterListEntry>, RegisterError> EtcdRegister::ListNu
         row.host = e.holder->host;
         row.pid = e.holder->pid;
         row.since_unix_ms = e.holder->since_unix_ms;
-        row.live = e.lease_ttl_left_s >= 0;  // 0: alive, in its last second
+        row.live = e.live();  // a TTL of 0: alive, in its last second
         row.lease_left_s = e.lease_ttl_left_s;
       }  // else free: the mark remembers the last holder
       if (e.high_water) row.high_water_unix_ms = e.high_water->unix_ms;
@@ -959,6 +991,7 @@ tl::expected<std::vector<EtcdRegisterEntry>, RegisterError> EtcdRegister::List()
       EtcdRegisterEntry& e = entries[*n];
       e.machine = *n;
       e.high_water = std::move(*rec);
+      e.high_water_revision = kv.mod_revision;
     }
     std::vector<EtcdRegisterEntry> out;
     for (auto& [n, e] : entries) out.push_back(std::move(e));

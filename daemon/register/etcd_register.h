@@ -77,12 +77,18 @@ struct EtcdRegisterEntry {
   int64_t lease = 0;
   int64_t lease_ttl_left_s = -1;  // -1: no lease, or the lease is gone
   std::optional<etcd::HighWaterRecord> high_water;
+  int64_t high_water_revision = 0;  // the mark's mod_revision (0: no mark)
+  // A running daemon holds the number (its lease is alive).
+  bool live() const { return holder.has_value() && lease_ttl_left_s >= 0; }
 };
 
 class EtcdRegister final : public MachineRegister {
  public:
   // How often a write retries after the mark moved under it before it reports an error.
   static constexpr int kRaiseRounds = 4;
+  // Marks RaiseAll writes in one transaction (etcd refuses more than --max-txn-ops, 128 by
+  // default, operations in one branch).
+  static constexpr size_t kRaiseAllBatch = 64;
 
   explicit EtcdRegister(EtcdRegisterOptions options);
   // Stops the keepalive thread and revokes the lease (best effort), so the number is free
@@ -158,16 +164,18 @@ class EtcdRegister final : public MachineRegister {
   // acknowledgment of an operator's fence.
   enum class WriteKind { kRaise, kCleanStop, kAcknowledge };
   tl::expected<void, RegisterError> Raise(int64_t unix_ms, WriteKind kind) noexcept;
-  // Every number bound to a live lease now (RaiseAll): its lease and record.
-  struct LiveHolder {
-    int64_t lease = 0;
-    etcd::HolderRecord record;
-  };
-  tl::expected<std::map<uint32_t, LiveHolder>, RegisterError> LiveHolders() noexcept;
-  // Waits until every holder in `holders` wrote a mark acknowledging a fence at or above
-  // `fence` under its lease, or lost its number. Errors: kInUse naming the others.
+  // Raises the marks of `numbers` to at least `above_unix_ms`, each as List() read it
+  // (`entries`, by number; absent: no mark), in transactions of kRaiseAllBatch numbers that
+  // compare every mark's revision; a transaction that fails (a holder raised meanwhile) is
+  // done again number by number, reading each anew. A held number's mark is written even
+  // when it is above already. Returns how many marks were below; sets *cluster_id.
+  tl::expected<int, RegisterError> RaiseMarks(const std::vector<uint32_t>& numbers,
+                                              const std::map<uint32_t, EtcdRegisterEntry>& entries,
+                                              int64_t above_unix_ms, uint64_t* cluster_id) noexcept;
+  // Waits until every held entry of `holders` wrote a mark acknowledging a fence at or
+  // above `fence` under its lease, or lost its number. Errors: kInUse naming the others.
   tl::expected<void, RegisterError> WaitForAcknowledgements(
-      const std::map<uint32_t, LiveHolder>& holders, int64_t fence) noexcept;
+      const std::map<uint32_t, EtcdRegisterEntry>& holders, int64_t fence) noexcept;
   // Marks the claim lost for good and says why (the holder record names `now_held`).
   RegisterError ClaimLost(const std::string& now_held);
   // Refuses a store older than what this host saw (request.last_seen), unless an operator

@@ -156,6 +156,9 @@ struct Error {
   int grpc_code = 0;  // kRejected only
   int http_status = 0;
   std::string message;  // names the endpoint and the call
+  // kRejected only: etcd answered, but could not decide (its own deadline while waiting for
+  // a quorum), decided from etcd's own words when the answer was read (ErrorObject).
+  bool undecided = false;
 };
 
 // True if `e` says etcd could not be reached or could not decide (no endpoint answered,
@@ -169,8 +172,7 @@ struct Error {
 inline bool IsOutage(const Error& e) {
   if (e.kind == ErrorKind::kUnavailable) return true;
   if (e.kind != ErrorKind::kRejected) return false;
-  return e.grpc_code == 14 || e.grpc_code == 4 ||
-         (e.grpc_code == 2 && e.message.find("context deadline exceeded") != std::string::npos);
+  return e.grpc_code == 14 || e.grpc_code == 4 || e.undecided;
 }
 
 }  // namespace snowflake::daemon::etcd

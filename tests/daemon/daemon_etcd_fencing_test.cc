@@ -236,12 +236,13 @@ TEST(DaemonEtcdFencing, ARestoredRegisterIsRefusedUntilAnOperatorRaisesEveryMark
   // Act 1: the daemon meets the restored register.
   Daemon refused = Daemon::Spawn(options);
   auto refused_exit = refused.Wait(60s);
-  // Act 2: the operator fences it above every ID issued (here: the current time plus 2 s,
-  // as the error message asks), and the daemon starts again.
+  // Act 2: the operator fences it above every ID issued (here: the current time plus
+  // 500 ms, as the error message asks; a start waits by itself up to reservation_ms +
+  // max_backward_ms for its clock to pass the mark), and the daemon starts again.
   const int64_t above = std::chrono::duration_cast<std::chrono::milliseconds>(
                             std::chrono::system_clock::now().time_since_epoch())
                             .count() +
-                        2000;
+                        500;
   const auto raise = testing::RunCommand({SNOWFLAKE_BINARY_DIR "/cli/snowflakectl", "register",
                                           "raise-all", "--above", std::to_string(above),
                                           "--config", options.config_path->string()});

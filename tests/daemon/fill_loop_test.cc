@@ -43,12 +43,15 @@ class ManualHorizon final : public Horizon {
   int64_t confirmed_through() const noexcept override { return through; }
   std::optional<ReservationProblem> problem() const override { return failure; }
   std::optional<RenewalWait> waiting() const override { return wait; }
+  // The test sets the fields directly: every call is a change.
+  uint64_t renewal_version() const noexcept override { return ++version_calls; }
   bool claim_lost() const noexcept override { return lost; }
   void NoteNeed(int64_t unix_ms) noexcept override { need = unix_ms; }
 
   int64_t through = kStart + 1000;
   std::optional<ReservationProblem> failure;
   std::optional<RenewalWait> wait;
+  mutable uint64_t version_calls = 0;
   bool lost = false;
   int64_t need = 0;
 };

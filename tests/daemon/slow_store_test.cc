@@ -140,20 +140,29 @@ bool Eventually(Pred pred, std::chrono::milliseconds timeout = 20s) {
   return pred();
 }
 
+// Starts `daemon` and waits until its ring serves; the client options for its runtime
+// directory. False in *serving if it never did.
+ClientOptions StartServing(InProcessDaemon& daemon, bool* serving) {
+  daemon.Start();
+  ClientOptions options;
+  options.runtime_dir = daemon.dir();
+  *serving = Eventually([&] {
+    auto status = Client::Inspect(options);
+    return status && status->state == "serving";
+  });
+  return options;
+}
+
 TEST(SlowStore, TwoHundredMsFsyncNeitherAgesIdsNorStopsTheHeartbeat) {
   // A renewal makes up to three fsyncs (600 ms here): 1000 ms of slack (renew_ahead is half
   // the reservation) keeps it ahead also on a loaded 2-core machine under tsan, where 500 ms
   // once ran out and the daemon rightly paused.
   InProcessDaemon daemon(/*reservation_ms=*/2000);
   daemon.fs().SetDelay(200ms);
-  daemon.Start();
-  ClientOptions options;
-  options.runtime_dir = daemon.dir();
+  bool serving = false;
+  ClientOptions options = StartServing(daemon, &serving);
   options.wait_timeout = 2000ms;
-  ASSERT_TRUE(Eventually([&] {
-    auto status = Client::Inspect(options);
-    return status && status->state == "serving";
-  })) << "never served";
+  ASSERT_TRUE(serving) << "never served";
   auto client = Client::Open("slow-store", options);
   ASSERT_TRUE(client) << client.error().message;
 
@@ -230,13 +239,9 @@ TEST(SlowStore, TwoHundredMsFsyncNeverAgesAnIdOrDelaysAPass) {
 
 TEST(SlowStore, FailingFsyncPausesNamingTheStateFileAndHealsByItself) {
   InProcessDaemon daemon(/*reservation_ms=*/200);
-  daemon.Start();
-  ClientOptions options;
-  options.runtime_dir = daemon.dir();
-  ASSERT_TRUE(Eventually([&] {
-    auto status = Client::Inspect(options);
-    return status && status->state == "serving";
-  }));
+  bool serving = false;
+  const ClientOptions options = StartServing(daemon, &serving);
+  ASSERT_TRUE(serving) << "never served";
 
   daemon.fs().SetFailure(EIO);
 
@@ -266,13 +271,9 @@ TEST(SlowStore, FailingFsyncPausesNamingTheStateFileAndHealsByItself) {
 TEST(SlowStore, AnUnreachableRegisterPausesAsSuchAndEverySurfaceNamesItAndItsLastError) {
   // Arrange
   InProcessDaemon daemon(/*reservation_ms=*/200);
-  daemon.Start();
-  ClientOptions options;
-  options.runtime_dir = daemon.dir();
-  ASSERT_TRUE(Eventually([&] {
-    auto status = Client::Inspect(options);
-    return status && status->state == "serving";
-  }));
+  bool serving = false;
+  const ClientOptions options = StartServing(daemon, &serving);
+  ASSERT_TRUE(serving) << "never served";
   auto client = Client::Open("unreachable-register", options);
   ASSERT_TRUE(client);
 

@@ -25,6 +25,16 @@ StateInputs Serving() {
   return in;
 }
 
+// Every row's inputs decide its state, reason and detail.
+void ExpectDecisions(const std::vector<Row>& rows) {
+  for (const Row& row : rows) {
+    const StateDecision got = DecideState(row.in);
+    EXPECT_EQ(got.state, row.want.state) << row.what;
+    EXPECT_EQ(got.reason, row.want.reason) << row.what;
+    EXPECT_EQ(got.detail, row.want.detail) << row.what;
+  }
+}
+
 TEST(StateDecision, TableOfInputsAndDecisions) {
   std::vector<Row> rows;
   rows.push_back({"first start, nothing published", StateInputs{},
@@ -137,12 +147,7 @@ TEST(StateDecision, TableOfInputsAndDecisions) {
     in.stopping = true;
     rows.push_back({"stopping", in, {DaemonState::kStopped, StateReason::kShutdown, 0}});
   }
-  for (const Row& row : rows) {
-    const StateDecision got = DecideState(row.in);
-    EXPECT_EQ(got.state, row.want.state) << row.what;
-    EXPECT_EQ(got.reason, row.want.reason) << row.what;
-    EXPECT_EQ(got.detail, row.want.detail) << row.what;
-  }
+  ExpectDecisions(rows);
 }
 
 // The register that does not answer (etcd without quorum) is told apart from a store that
@@ -190,12 +195,7 @@ TEST(StateDecision, AnUnansweredRegisterPausesAsRegisterUnreachableSinceTheWaitB
     rows.push_back({"first renewal under way at start: still starting", in,
                     {DaemonState::kStarting, StateReason::kStarting, 0}});
   }
-  for (const Row& row : rows) {
-    const StateDecision got = DecideState(row.in);
-    EXPECT_EQ(got.state, row.want.state) << row.what;
-    EXPECT_EQ(got.reason, row.want.reason) << row.what;
-    EXPECT_EQ(got.detail, row.want.detail) << row.what;
-  }
+  ExpectDecisions(rows);
 }
 
 // A failed renewal names its errno; one still in progress (a stalled disk) has none, and

@@ -52,13 +52,11 @@ class Fleet : public ::testing::Test {
       m.port = FreePort();
       m.machine = i + 1;
       m.options = m.harness->Options();
-      // A clock step back of up to 5 s only pauses (it does not need `resume`). The whole
-      // machine number for remote callers (max_share = 1): these daemons have no local
-      // takers to keep a share for, and the batch test takes back to back.
+      // A clock step back of up to 5 s only pauses (it does not need `resume`).
       m.options.config_path = m.harness->WriteFile(
           "fleet.toml", "[register]\nbackend = \"static\"\nmachine = " + std::to_string(m.machine) +
                             "\n[clock]\nmax_backward_ms = 5000\n[http]\nlisten = [\"" +
-                            m.address() + "\"]\nmax_share = 1.0\n");
+                            m.address() + "\"]\n");
       if (i == 0) {
         offset_file_ = m.harness->root() / "offset";
         SetClockOffset(offset_file_, "+0");

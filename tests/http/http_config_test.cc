@@ -104,9 +104,9 @@ TEST(HttpConfig, EachBadValueNamesFileLineAndKey) {
       {"[http]\nmax_services = 2000\n", "http.max_services"},
       {"[http]\nlisten_on = []\n", "/etc/snowflaked.toml:2: http.listen_on: unknown key"},
       {"[http]\ntls_cert_file = \"/a.crt\"\n",
-       "/etc/snowflaked.toml:2: http.tls_cert_file: http.tls_cert_file and http.tls_key_file "
-       "are set together"},
-      {"[http]\ntls_key_file = \"/a.key\"\n", "http.tls_key_file: http.tls_cert_file and"},
+       "/etc/snowflaked.toml:2: http.tls_cert_file: is set without http.tls_key_file: set both "
+       "(TLS) or neither (plain HTTP)"},
+      {"[http]\ntls_key_file = \"/a.key\"\n", "http.tls_key_file: is set without http.tls_cert_file"},
       {"[http]\ntls_client_ca_file = \"/ca.crt\"\n",
        "http.tls_client_ca_file: needs http.tls_cert_file and http.tls_key_file"},
       {"[http]\ntls_cert_file = \"a.crt\"\ntls_key_file = \"/a.key\"\n",

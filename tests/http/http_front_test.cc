@@ -478,15 +478,6 @@ TEST(HttpFrontMetrics, ExpositionParsesAndCountsWhatWasTaken) {
   EXPECT_LE(renewals_again, renewals + 2 + elapsed_ms / 100) << again.body;
 }
 
-// The value of one sample as prometheus-cpp writes it ("name{label=\"value\"} 12"); -1 if
-// the exposition has no such line.
-double SampleValue(const std::string& exposition, const std::string& sample) {
-  const std::string needle = "\n" + sample + " ";
-  const size_t at = ("\n" + exposition).find(needle);
-  if (at == std::string::npos) return -1;
-  return std::stod(exposition.substr(at + needle.size() - 1));
-}
-
 TEST(HttpFrontMetrics, RenewalsAndTheClaimAreExportedAndRenewalsMove) {
   DaemonHarness harness("http-renewals");
   const uint16_t port = FreePort();

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <nlohmann/json.hpp>
@@ -162,6 +163,18 @@ std::string HttpFrontToml(uint16_t port, std::string_view extra) {
   toml += "\"]\n";
   toml += extra;
   return toml;
+}
+
+double SampleValue(const std::string& exposition, std::string_view sample) {
+  for (size_t at = 0; at < exposition.size();) {
+    const size_t end = std::min(exposition.find('\n', at), exposition.size());
+    const std::string_view line(exposition.data() + at, end - at);
+    if (line.size() > sample.size() && line.starts_with(sample) && line[sample.size()] == ' ') {
+      return std::stod(std::string(line.substr(sample.size() + 1)));
+    }
+    at = end + 1;
+  }
+  return -1;
 }
 
 }  // namespace snowflake::testing

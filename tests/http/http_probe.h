@@ -71,6 +71,10 @@ struct ParsedExposition {
 };
 ParsedExposition ParseExposition(const std::string& body);
 
+// The value of one sample of an exposition as prometheus-cpp writes it
+// ("name{label=\"value\"} 12"); -1 if there is no such line.
+double SampleValue(const std::string& exposition, std::string_view sample);
+
 // The config text of a daemon with the HTTP front on 127.0.0.1:port (and `extra` lines of
 // [http], e.g. "threads = 2\n").
 std::string HttpFrontToml(uint16_t port, std::string_view extra = "");

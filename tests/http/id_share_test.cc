@@ -22,55 +22,71 @@ TEST(IdShare, AdmitsAtMostItsShareOfTheMachineNumberOverManyMilliseconds) {
   // 10,000 ms, a take of 100 IDs asked every 10 µs: far more than the share.
   for (int step = 0; step < 1'000'000; ++step) {
     const auto now = start + std::chrono::microseconds(step * 10);
-    if (sut.Admit("addr:a", 100, now) == Verdict::kAdmitted) {
+    if (sut.Admit("addr:a", 100, now).verdict == Verdict::kAdmitted) {
       admitted += 100;
     } else {
       ++refused;
     }
   }
   const double share = 0.25 * 4096 * 10'000;
-  EXPECT_LE(admitted, share + 0.25 * 4096 + 100);
+  EXPECT_LE(admitted, share + 0.25 * 4096 * kShareBurstMs + 100);
   EXPECT_GE(admitted, share - 100);  // and it does hand out its share
   EXPECT_GT(refused, 0u);
 }
 
 TEST(IdShare, ATakeLargerThanTheBucketIsServedAtTheAverageRate) {
-  IdShare sut(0.1, 0);  // 409.6 IDs per ms, a bucket of 409.6
+  IdShare sut(0.005, 0);  // 20.48 IDs per ms, a bucket of 2,048 (100 ms)
   const auto start = IdShare::Clock::time_point{} + 1h;
-  EXPECT_EQ(sut.Admit("addr:a", 4096, start), Verdict::kAdmitted);
-  // In debt by 3686.4: refused until about 9 ms later.
-  EXPECT_EQ(sut.Admit("addr:a", 4096, start + 8ms), Verdict::kFrontShare);
-  EXPECT_EQ(sut.Admit("addr:a", 4096, start + 10ms), Verdict::kAdmitted);
+  EXPECT_EQ(sut.Admit("addr:a", 4096, start).verdict, Verdict::kAdmitted);
+  // In debt by 2,048: refused until the bucket is full again, 200 ms later.
+  const auto refused = sut.Admit("addr:a", 4096, start + 190ms);
+  EXPECT_EQ(refused.verdict, Verdict::kFrontShare);
+  EXPECT_EQ(refused.retry_after_s, 1u);
+  EXPECT_EQ(sut.Admit("addr:a", 4096, start + 201ms).verdict, Verdict::kAdmitted);
+}
+
+TEST(IdShare, BatchesBackToBackFarBelowTheShareAreNotRefused) {
+  IdShare sut(0.5, 0);  // the default share
+  const auto start = IdShare::Clock::time_point{} + 1h;
+  // A failover client taking 4,096-ID batches 100 µs apart for 10 batches: 40,960 IDs,
+  // within the 100 ms bucket of 204,800, though each millisecond holds only 2,048.
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_EQ(sut.Admit("addr:a", 4096, start + std::chrono::microseconds(100 * i)).verdict,
+              Verdict::kAdmitted)
+        << "batch " << i;
+  }
 }
 
 TEST(IdShare, EachClientHasItsOwnRateWithinTheShare) {
   IdShare sut(1.0, 1000);  // 1,000 IDs per second per client
   const auto start = IdShare::Clock::time_point{} + 1h;
-  EXPECT_EQ(sut.Admit("addr:a", 1000, start), Verdict::kAdmitted);
+  EXPECT_EQ(sut.Admit("addr:a", 1000, start).verdict, Verdict::kAdmitted);
   // Its bucket is empty at once; another client's is full.
-  EXPECT_EQ(sut.Admit("addr:a", 1, start), Verdict::kClientRate);
-  EXPECT_EQ(sut.Admit("addr:b", 1000, start), Verdict::kAdmitted);
-  EXPECT_GE(sut.RetryAfterMs("addr:a", Verdict::kClientRate, start), 1u);
-  EXPECT_EQ(sut.Admit("addr:a", 1, start + 10ms), Verdict::kAdmitted);
+  const auto refused = sut.Admit("addr:a", 1, start);
+  EXPECT_EQ(refused.verdict, Verdict::kClientRate);
+  EXPECT_EQ(sut.Admit("addr:b", 1000, start).verdict, Verdict::kAdmitted);
+  EXPECT_GE(refused.retry_after_s, 1u);
+  EXPECT_EQ(sut.Admit("addr:a", 1, start + 10ms).verdict, Verdict::kAdmitted);
 }
 
 TEST(IdShare, AShareOfOneLeavesTheLimitToTheMachineNumber) {
   IdShare sut(1.0, 0);
   const auto start = IdShare::Clock::time_point{} + 1h;
-  // Two whole milliseconds' worth at one instant: the ring caps it, not the front.
-  EXPECT_EQ(sut.Admit("addr:a", 4096, start), Verdict::kAdmitted);
-  EXPECT_EQ(sut.Admit("addr:a", 4096, start), Verdict::kAdmitted);
+  // Two whole milliseconds' worth at one instant: the machine number caps it, not the
+  // front, whose bucket holds 100 ms of the whole number.
+  EXPECT_EQ(sut.Admit("addr:a", 4096, start).verdict, Verdict::kAdmitted);
+  EXPECT_EQ(sut.Admit("addr:a", 4096, start).verdict, Verdict::kAdmitted);
 }
 
 TEST(IdShare, ForgetsIdleClientsPastItsLimit) {
   IdShare sut(1.0, 10);
   const auto start = IdShare::Clock::time_point{} + 1h;
   for (size_t i = 0; i < kMaxTrackedClients + 10; ++i) {
-    EXPECT_EQ(sut.Admit("addr:" + std::to_string(i), 1, start + std::chrono::seconds(i)),
+    EXPECT_EQ(sut.Admit("addr:" + std::to_string(i), 1, start + std::chrono::seconds(i)).verdict,
               Verdict::kAdmitted);
   }
   // A fresh client is admitted after the table was cleaned.
-  EXPECT_EQ(sut.Admit("addr:new", 1, start + std::chrono::hours(10)), Verdict::kAdmitted);
+  EXPECT_EQ(sut.Admit("addr:new", 1, start + std::chrono::hours(10)).verdict, Verdict::kAdmitted);
 }
 
 }  // namespace

@@ -94,19 +94,4 @@ HttpsReply HttpsClient::Get(uint16_t port, std::string_view target) {
   return reply;
 }
 
-double MetricValue(const std::string& exposition, std::string_view series) {
-  size_t at = 0;
-  while (at < exposition.size()) {
-    const size_t end = exposition.find('\n', at);
-    const std::string_view line(exposition.data() + at,
-                                (end == std::string::npos ? exposition.size() : end) - at);
-    if (line.starts_with(series) && line.size() > series.size() && line[series.size()] == ' ') {
-      return std::strtod(std::string(line.substr(series.size() + 1)).c_str(), nullptr);
-    }
-    if (end == std::string::npos) break;
-    at = end + 1;
-  }
-  return -1;
-}
-
 }  // namespace snowflake::testing

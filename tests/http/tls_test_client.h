@@ -53,9 +53,6 @@ class HttpsClient {
   TlsVersions versions_;
 };
 
-// The value of the sample `series` ("name{label=\"v\"}") in a /metrics body; -1 if absent.
-double MetricValue(const std::string& exposition, std::string_view series);
-
 }  // namespace snowflake::testing
 
 #endif  // SNOWFLAKE_TESTS_HTTP_TLS_TEST_CLIENT_H_

@@ -121,7 +121,10 @@ TEST(StatusText, ReadersRacingAWriterSeeOnlyWholeTexts) {
   // Arrange: a writer alternating two full-length texts, a reader reading throughout.
   auto sut = ZeroHeader();
   std::atomic<bool> stop{false};
+  std::atomic<bool> reader_ready{false};
   std::thread writer([&] {
+    // Both run at once: a writer done before the reader began would test nothing.
+    while (!reader_ready.load()) std::this_thread::yield();
     for (int i = 0; i < 200'000; ++i) {
       WriteStatusText(*sut, std::string(kStatusTextBytes, i % 2 == 0 ? 'a' : 'b'));
     }
@@ -131,6 +134,7 @@ TEST(StatusText, ReadersRacingAWriterSeeOnlyWholeTexts) {
   uint64_t reads = 0;
   uint64_t mixed = 0;
   std::string example;
+  reader_ready.store(true);
   while (!stop.load()) {
     const auto text = ReadStatusText(*sut);
     if (!text) continue;
@@ -143,6 +147,7 @@ TEST(StatusText, ReadersRacingAWriterSeeOnlyWholeTexts) {
   writer.join();
   const auto last = ReadStatusText(*sut);
   // Assert
+  EXPECT_GT(reads, 0u) << "no read overlapped the writes: the race was not run";
   EXPECT_EQ(mixed, 0u) << "e.g. " << example.substr(0, 80) << " (of " << reads << " reads)";
   EXPECT_EQ(last, std::string(kStatusTextBytes, 'b'));
 }
