@@ -13,18 +13,37 @@
 #   other-client.pem  a client certificate the test CA did not sign
 #   rogue.pem         a server certificate for 127.0.0.1 (a man in the middle)
 # Each X.pem has its key in X-key.pem. Past and future validity come from running openssl
-# under faketime.
+# with libfaketime preloaded. Not through the faketime wrapper: it names a semaphore and a
+# shared-memory file in /dev/shm after its pid, leaves them behind when killed, and then
+# fails ("sem_open: File exists") once a later wrapper gets the same pid.
 # Usage: make_test_certs.sh DIR
 set -euo pipefail
 dir=$1
 cd "$dir"
 umask 077
 
-key() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1" 2>/dev/null; }
+libfaketime=$(compgen -G '/usr/lib/*/faketime/libfaketime.so.1' | head -n 1) || true
+if [[ -z $libfaketime ]]; then
+  echo "make_test_certs.sh: libfaketime.so.1 not found under /usr/lib/*/faketime/:" \
+       "install package faketime (scripts/setup does)" >&2
+  exit 1
+fi
+
+# Runs "$@", quiet; on failure shows what it printed and stops the script.
+quiet() {
+  local out
+  if ! out=$("$@" 2>&1); then
+    echo "make_test_certs.sh: failed: $*" >&2
+    echo "$out" >&2
+    exit 1
+  fi
+}
+
+key() { quiet openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1"; }
 
 ca() {  # name subject
   key "$1-key.pem"
-  openssl req -x509 -new -key "$1-key.pem" -out "$1.pem" -days 3 -subj "/CN=$2" \
+  quiet openssl req -x509 -new -key "$1-key.pem" -out "$1.pem" -days 3 -subj "/CN=$2" \
     -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign
 }
 
@@ -34,11 +53,11 @@ printf 'extendedKeyUsage=clientAuth\n' > client.ext
 leaf() {  # name subject ca ext [faketime offset] [days]
   local name=$1 subject=$2 signer=$3 ext=$4 offset=${5:-} days=${6:-3}
   key "$name-key.pem"
-  openssl req -new -key "$name-key.pem" -out "$name.csr" -subj "/CN=$subject"
+  quiet openssl req -new -key "$name-key.pem" -out "$name.csr" -subj "/CN=$subject"
   local sign=(openssl x509 -req -in "$name.csr" -CA "$signer.pem" -CAkey "$signer-key.pem"
               -CAcreateserial -out "$name.pem" -days "$days" -extfile "$ext")
-  if [[ -n $offset ]]; then faketime -f "$offset" "${sign[@]}" 2>/dev/null
-  else "${sign[@]}" 2>/dev/null; fi
+  if [[ -n $offset ]]; then quiet env LD_PRELOAD="$libfaketime" FAKETIME="$offset" "${sign[@]}"
+  else quiet "${sign[@]}"; fi
 }
 
 ca ca "snowflake test CA"
