@@ -17,6 +17,10 @@ mkdir -p "$out"
 # through one ccache (scripts/test's, which outlives the run, or a fresh one), so N+1
 # recompiles only the files the version is in.
 export DEB_BUILD_OPTIONS="noautodbgsym ${DEB_BUILD_OPTIONS:-}"
+# Line tables only (-g1 after dpkg-buildflags' -g): the packaged binaries are stripped and
+# the debug level changes no generated code, so the packages behave as released ones, and
+# each compile takes about a third less time.
+export DEB_CFLAGS_APPEND="-g1 ${DEB_CFLAGS_APPEND:-}" DEB_CXXFLAGS_APPEND="-g1 ${DEB_CXXFLAGS_APPEND:-}"
 export SNOWFLAKE_PACKAGE_CCACHE="${SNOWFLAKE_PACKAGE_CCACHE_DIR:-$out/ccache}"
 "$source_dir/scripts/package" "$out/n" > "$out/package-n.log" 2>&1 ||
   { tail -40 "$out/package-n.log"; echo "FAIL: scripts/package (version $version)" >&2; exit 1; }
