@@ -20,7 +20,6 @@ package snowflake
 
 import (
 	"os"
-	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -160,16 +159,7 @@ func (a *attachment) release() {
 
 // take is one fresh take and its count, guarded against a truncated consumer file.
 func (a *attachment) take(id *uint64) (result takeResult) {
-	old := debug.SetPanicOnFault(true)
-	defer func() {
-		debug.SetPanicOnFault(old)
-		if r := recover(); r != nil {
-			if _, isRuntime := r.(runtime.Error); !isRuntime {
-				panic(r)
-			}
-			result = faulted
-		}
-	}()
+	defer endGuard(debug.SetPanicOnFault(true), &result)
 	result = a.ring.tryTakeFresh(id)
 	if result == taken {
 		atomic.AddUint64(a.counter, 1)
@@ -177,17 +167,10 @@ func (a *attachment) take(id *uint64) (result takeResult) {
 	return result
 }
 
+// takeBatch is one fresh batch take and its count, guarded as take. A fault on the count
+// (after the IDs are taken) returns the IDs with faulted.
 func (a *attachment) takeBatch(out []uint64) (n int, result takeResult) {
-	old := debug.SetPanicOnFault(true)
-	defer func() {
-		debug.SetPanicOnFault(old)
-		if r := recover(); r != nil {
-			if _, isRuntime := r.(runtime.Error); !isRuntime {
-				panic(r)
-			}
-			n, result = 0, faulted
-		}
-	}()
+	defer endGuard(debug.SetPanicOnFault(true), &result)
 	n, result = a.ring.tryTakeBatchFresh(out)
 	if n > 0 {
 		atomic.AddUint64(a.counter, uint64(n))
@@ -446,6 +429,12 @@ func (c *Client) reattach(seen *attachment) bool {
 		(st.Ino == seen.ring.seg.ino && st.Dev == seen.ring.seg.dev) {
 		return false
 	}
+	return c.attachLocked()
+}
+
+// attachLocked maps the segment in the runtime directory now and takes from it from here
+// on; c.mu is held. Returns whether it could.
+func (c *Client) attachLocked() bool {
 	s, e := openSegment(c.runtimeDir)
 	if e != nil {
 		return false
@@ -472,17 +461,7 @@ func (c *Client) attachLate() bool {
 	if c.current.Load() != nil {
 		return true
 	}
-	s, e := openSegment(c.runtimeDir)
-	if e != nil {
-		return false
-	}
-	a, e := newAttachment(s, c.service)
-	if e != nil {
-		return false
-	}
-	c.attachments = append(c.attachments, a)
-	c.current.Store(a)
-	return true
+	return c.attachLocked()
 }
 
 // Close releases the Client (its counter slot is retired, the segment unmapped). Later

@@ -22,19 +22,28 @@ func loadU32(r region, off int) uint32 { return atomic.LoadUint32(r.u32(off)) }
 // SetPanicOnFault) and reports whether one happened: a group member may truncate the
 // consumer file while it is mapped, and a touch of a lost page raises SIGBUS, which
 // without this would kill the process (LAYOUT.md §2).
-func guarded(fn func()) (fault bool) {
-	old := debug.SetPanicOnFault(true)
-	defer func() {
-		debug.SetPanicOnFault(old)
-		if r := recover(); r != nil {
-			if _, isRuntime := r.(runtime.Error); !isRuntime {
-				panic(r)
-			}
-			fault = true
-		}
-	}()
+func guarded(fn func()) bool {
+	return guardedResult(fn) == faulted
+}
+
+func guardedResult(fn func()) (result takeResult) {
+	defer endGuard(debug.SetPanicOnFault(true), &result)
 	fn()
-	return false
+	return taken
+}
+
+// endGuard ends a guard that debug.SetPanicOnFault(true) began and returned old for: it
+// restores old, and a fault's panic becomes *result = faulted (any other panic goes on).
+// It is deferred itself, never from a closure (only the deferred function's own recover
+// stops a panic), so the take path guards without a closure.
+func endGuard(old bool, result *takeResult) {
+	debug.SetPanicOnFault(old)
+	if r := recover(); r != nil {
+		if _, isRuntime := r.(runtime.Error); !isRuntime {
+			panic(r)
+		}
+		*result = faulted
+	}
 }
 
 type takeResult int
