@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "daemon_harness.h"
+#include "front_daemon.h"
 #include "http_probe.h"
 #include "snowflake/client.h"
 #include "snowflake/id_layout.h"
@@ -38,24 +39,6 @@ using namespace std::chrono_literals;
 uint32_t MachineOf(uint64_t id) { return IdLayout().Decode(id)->machine; }
 int64_t MillisecondOf(uint64_t id) { return IdLayout::OffsetMsOf(id); }
 
-struct Front {
-  std::unique_ptr<DaemonHarness> harness;
-  DaemonOptions options;
-  uint16_t port = 0;
-  std::optional<Daemon> daemon;
-
-  Front(const std::string& name, uint32_t machine, const std::string& extra) {
-    harness = std::make_unique<DaemonHarness>(name);
-    port = FreePort();
-    options = harness->Options();
-    options.config_path = harness->WriteFile(
-        "front.toml", "[register]\nbackend = \"static\"\nmachine = " + std::to_string(machine) +
-                          "\n" + HttpFrontToml(port, extra));
-    daemon.emplace(harness->Start(options));
-  }
-  std::string address() const { return "127.0.0.1:" + std::to_string(port); }
-};
-
 TEST(RemoteShare, AFloodBesideLocalTakersStaysWithinItsShare) {
   constexpr double kShare = 0.05;  // 204.8 IDs per ms: far below what the flood asks
   constexpr int kFloodThreads = 2;
@@ -63,8 +46,8 @@ TEST(RemoteShare, AFloodBesideLocalTakersStaysWithinItsShare) {
   // the share that takes about 1.2 s, so the bound below is tested over many buckets.
   constexpr int kAdmittedPerThread = 30;
   constexpr int kMaxRequestsPerThread = 2'000'000;
-  Front front("share-flood", 31, "threads = 2\nmax_share = 0.05\n");
-  ASSERT_TRUE(front.daemon->ready()) << front.daemon->Describe();
+  FrontDaemon front("share-flood", 31, "threads = 2\nmax_share = 0.05\n");
+  ASSERT_NO_FATAL_FAILURE(front.Start());
 
   std::atomic<bool> flood_done{false};
   std::mutex mutex;
@@ -173,8 +156,8 @@ TEST(RemoteShare, AFloodBesideLocalTakersStaysWithinItsShare) {
 }
 
 TEST(RemoteShare, OneClientPastItsRateGets429Throttled) {
-  Front front("share-client", 32, "per_client_ids_per_s = 100\n");
-  ASSERT_TRUE(front.daemon->ready()) << front.daemon->Describe();
+  FrontDaemon front("share-client", 32, "per_client_ids_per_s = 100\n");
+  ASSERT_NO_FATAL_FAILURE(front.Start());
   HttpProbe probe(front.port);
   const HttpReply first = probe.Exchange(Get("/v1/ids?service=s&count=100"));
   EXPECT_EQ(first.status, 200) << first.body;
@@ -191,10 +174,10 @@ TEST(RemoteShare, OneClientPastItsRateGets429Throttled) {
 }
 
 TEST(RemoteShare, FailoverTreatsAThrottledRemoteAsUnavailable) {
-  Front throttled("share-b", 33, "per_client_ids_per_s = 1\n");
-  Front spare("share-c", 34, "");
-  ASSERT_TRUE(throttled.daemon->ready()) << throttled.daemon->Describe();
-  ASSERT_TRUE(spare.daemon->ready()) << spare.daemon->Describe();
+  FrontDaemon throttled("share-b", 33, "per_client_ids_per_s = 1\n");
+  FrontDaemon spare("share-c", 34, "");
+  ASSERT_NO_FATAL_FAILURE(throttled.Start());
+  ASSERT_NO_FATAL_FAILURE(spare.Start());
   TempDir empty("sf-noday");
   ClientOptions options = DaemonHarness::ClientOptionsFor(empty.path());
   options.remotes = {throttled.address(), spare.address()};

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "daemon_harness.h"
+#include "front_daemon.h"
 #include "http_probe.h"
 #include "snowflake/client.h"
 #include "snowflake/id_layout.h"
@@ -81,28 +82,6 @@ TlsClientFiles Trusting(const fs::path& ca, const fs::path& cert = {}, const fs:
   return TlsClientFiles{ca, cert, key};
 }
 
-// One daemon with its front on a free port, machine number `machine`, [http] `extra`.
-struct Front {
-  std::unique_ptr<DaemonHarness> harness;
-  DaemonOptions options;
-  uint16_t port = 0;
-  std::optional<Daemon> daemon;
-
-  Front(const std::string& name, uint32_t machine, const std::string& extra) {
-    harness = std::make_unique<DaemonHarness>(name);
-    port = FreePort();
-    options = harness->Options();
-    options.config_path = harness->WriteFile(
-        "front.toml", "[register]\nbackend = \"static\"\nmachine = " + std::to_string(machine) +
-                          "\n" + HttpFrontToml(port, extra));
-  }
-  void Start() {
-    daemon.emplace(harness->Start(options));
-    ASSERT_TRUE(daemon->ready()) << daemon->Describe();
-  }
-  std::string https() const { return "https://127.0.0.1:" + std::to_string(port); }
-  std::string plain() const { return "127.0.0.1:" + std::to_string(port); }
-};
 
 // A GET whose 503 (the daemon pausing on a slow reservation fsync, on a loaded host: an
 // answer over TLS, not a TLS failure) is asked again, at most 300 times 100 ms apart.
@@ -147,8 +126,8 @@ class TlsFront : public ::testing::Test {
 };
 
 TEST_F(TlsFront, AnswersTls12AndTls13WithItsCertificate) {
-  Front front("tls-basic", 11, TlsToml(certs_("server.pem"), certs_("server-key.pem")));
-  front.Start();
+  FrontDaemon front("tls-basic", 11, TlsToml(certs_("server.pem"), certs_("server-key.pem")));
+  ASSERT_NO_FATAL_FAILURE(front.Start());
   for (const TlsVersions versions : {TlsVersions::kOnly12, TlsVersions::kOnly13}) {
     HttpsClient sut(Trusting(certs_("ca.pem")), versions);
     const HttpsReply reply = GetServed(sut, front.port, "/v1/id?service=tls");
@@ -159,8 +138,8 @@ TEST_F(TlsFront, AnswersTls12AndTls13WithItsCertificate) {
 }
 
 TEST_F(TlsFront, PlainHttpOnTheTlsPortGetsNoAnswerAndIsCounted) {
-  Front front("tls-plain", 12, TlsToml(certs_("server.pem"), certs_("server-key.pem")));
-  front.Start();
+  FrontDaemon front("tls-plain", 12, TlsToml(certs_("server.pem"), certs_("server-key.pem")));
+  ASSERT_NO_FATAL_FAILURE(front.Start());
   HttpProbe probe(front.port);
   ASSERT_TRUE(probe.connected());
   const HttpReply reply = probe.Exchange(Get("/v1/id?service=tls"));
@@ -177,42 +156,42 @@ TEST_F(TlsFront, PlainHttpOnTheTlsPortGetsNoAnswerAndIsCounted) {
 }
 
 TEST_F(TlsFront, RefusesTls11) {
-  Front front("tls-old", 13, TlsToml(certs_("server.pem"), certs_("server-key.pem")));
-  front.Start();
+  FrontDaemon front("tls-old", 13, TlsToml(certs_("server.pem"), certs_("server-key.pem")));
+  ASSERT_NO_FATAL_FAILURE(front.Start());
   // The client side allows TLS 1.1 (security level 0), so the refusal is the front's.
   const RunResult old = RunCommand(
-      {"openssl", "s_client", "-connect", front.plain(), "-tls1_1", "-cipher",
+      {"openssl", "s_client", "-connect", front.address(), "-tls1_1", "-cipher",
        "DEFAULT:@SECLEVEL=0", "-CAfile", certs_("ca.pem").string()},
       RunOptions{.env = {}, .stdin_text = "", .timeout = 20s, .working_dir = std::nullopt});
   EXPECT_FALSE(old.status.ExitedWith(0)) << old.out;
   EXPECT_NE((old.out + old.err).find("protocol version"), std::string::npos) << old.out << old.err;
   const RunResult current = RunCommand(
-      {"openssl", "s_client", "-connect", front.plain(), "-tls1_2", "-CAfile",
+      {"openssl", "s_client", "-connect", front.address(), "-tls1_2", "-CAfile",
        certs_("ca.pem").string(), "-verify_return_error"},
       RunOptions{.env = {}, .stdin_text = "", .timeout = 20s, .working_dir = std::nullopt});
   EXPECT_TRUE(current.status.ExitedWith(0)) << current.out << current.err;
 }
 
 TEST_F(TlsFront, ACallerOutsideAllowGets403OverTlsAndPlain) {
-  Front tls("tls-allow", 25,
+  FrontDaemon tls("tls-allow", 25,
             "allow = [\"10.0.0.0/8\"]\n" + TlsToml(certs_("server.pem"), certs_("server-key.pem")));
-  tls.Start();
+  ASSERT_NO_FATAL_FAILURE(tls.Start());
   HttpsClient sut(Trusting(certs_("ca.pem")));
   const HttpsReply refused = sut.Get(tls.port, "/v1/id?service=tls");
   EXPECT_EQ(refused.status, 403) << refused.error << " " << refused.body;
   EXPECT_NE(refused.body.find("\"forbidden\""), std::string::npos) << refused.body;
 
-  Front plain("plain-allow", 26, "allow = [\"10.0.0.0/8\"]\n");
-  plain.Start();
+  FrontDaemon plain("plain-allow", 26, "allow = [\"10.0.0.0/8\"]\n");
+  ASSERT_NO_FATAL_FAILURE(plain.Start());
   const HttpReply plain_refused = FetchOnce(plain.port, "/v1/id?service=tls");
   EXPECT_EQ(plain_refused.status, 403) << plain_refused.body;
   EXPECT_TRUE(IdsOf(plain_refused.body).empty());
 }
 
 TEST_F(TlsFront, MutualTlsAnswersOnlyCertificatesOfTheClientCa) {
-  Front front("tls-mutual", 14,
+  FrontDaemon front("tls-mutual", 14,
               TlsToml(certs_("server.pem"), certs_("server-key.pem"), certs_("ca.pem")));
-  front.Start();
+  ASSERT_NO_FATAL_FAILURE(front.Start());
 
   HttpsClient right(Trusting(certs_("ca.pem"), certs_("client.pem"), certs_("client-key.pem")));
   const HttpsReply answered = GetServed(right, front.port, "/v1/id?service=tls");
@@ -251,10 +230,10 @@ TEST_F(TlsFront, MutualTlsAnswersOnlyCertificatesOfTheClientCa) {
 }
 
 TEST_F(TlsFront, WithMutualTlsEachCertificateIsOneClientForItsRate) {
-  Front front("tls-percert", 27,
+  FrontDaemon front("tls-percert", 27,
               "per_client_ids_per_s = 100\n" +
                   TlsToml(certs_("server.pem"), certs_("server-key.pem"), certs_("ca.pem")));
-  front.Start();
+  ASSERT_NO_FATAL_FAILURE(front.Start());
   HttpsClient a(Trusting(certs_("ca.pem"), certs_("client.pem"), certs_("client-key.pem")));
   HttpsClient c(Trusting(certs_("ca.pem"), certs_("client2.pem"), certs_("client2-key.pem")));
 
@@ -274,8 +253,8 @@ TEST_F(TlsFront, WithMutualTlsEachCertificateIsOneClientForItsRate) {
 // failover Client's error names the remote and `reason`.
 void ExpectClientRefuses(const Certificates& certs, const std::string& cert, uint32_t machine,
                          const std::string& reason) {
-  Front front("tls-" + cert, machine, TlsToml(certs(cert + ".pem"), certs(cert + "-key.pem")));
-  front.Start();
+  FrontDaemon front("tls-" + cert, machine, TlsToml(certs(cert + ".pem"), certs(cert + "-key.pem")));
+  ASSERT_NO_FATAL_FAILURE(front.Start());
   HttpsClient curl(Trusting(certs("ca.pem")));
   const HttpsReply reply = curl.Get(front.port, "/v1/id?service=tls");
   EXPECT_NE(reply.curl_code, 0) << "accepted " << cert << ".pem";
@@ -303,9 +282,9 @@ TEST_F(TlsFront, ClientRefusesACertificateOfAnotherCa) {
 }
 
 TEST_F(TlsFront, FailoverTakesFromAnHttpsRemoteWithItsClientCertificate) {
-  Front front("tls-failover", 18,
+  FrontDaemon front("tls-failover", 18,
               TlsToml(certs_("server.pem"), certs_("server-key.pem"), certs_("ca.pem")));
-  front.Start();
+  ASSERT_NO_FATAL_FAILURE(front.Start());
   TempDir empty("sf-noday");
   auto sut =
       RemotesOnlyClient(empty, {front.https()},
@@ -329,14 +308,14 @@ TEST_F(TlsFront, FailoverTakesFromAnHttpsRemoteWithItsClientCertificate) {
 }
 
 TEST_F(TlsFront, AnHttpsRemoteIsNeverAskedOverPlainHttp) {
-  Front plain("tls-noplain", 19, "");
-  plain.Start();
+  FrontDaemon plain("tls-noplain", 19, "");
+  ASSERT_NO_FATAL_FAILURE(plain.Start());
   TempDir empty("sf-noday");
-  auto sut = RemotesOnlyClient(empty, {"https://" + plain.plain()}, Trusting(certs_("ca.pem")));
+  auto sut = RemotesOnlyClient(empty, {"https://" + plain.address()}, Trusting(certs_("ca.pem")));
   ASSERT_TRUE(sut) << sut.error().message;
   auto id = sut->Next();
   ASSERT_FALSE(id) << "an https:// remote served over plain HTTP";
-  EXPECT_NE(id.error().message.find("https://" + plain.plain()), std::string::npos)
+  EXPECT_NE(id.error().message.find("https://" + plain.address()), std::string::npos)
       << id.error().message;
   // The plain front never served it an ID (its only 200s would be these scrapes).
   const HttpReply metrics = FetchOnce(plain.port, "/metrics");
@@ -381,8 +360,8 @@ TEST_F(TlsFront, RotationUnderLoadServesTheNewPairWithoutAFailedRequest) {
   TempDir files("sf-rotate");
   Replace(certs_("server.pem"), files / "tls.crt");
   Replace(certs_("server-key.pem"), files / "tls.key");
-  Front front("tls-rotate", 20, TlsToml(files / "tls.crt", files / "tls.key"));
-  front.Start();
+  FrontDaemon front("tls-rotate", 20, TlsToml(files / "tls.crt", files / "tls.key"));
+  ASSERT_NO_FATAL_FAILURE(front.Start());
 
   // Load: two takers on kept connections, two that open a new connection per request.
   std::atomic<bool> stop{false};
@@ -448,8 +427,8 @@ TEST_F(TlsFront, ABadNewPairIsRefusedNamingTheFileAndTheOldPairKeepsServing) {
   TempDir files("sf-badrot");
   Replace(certs_("server.pem"), files / "tls.crt");
   Replace(certs_("server-key.pem"), files / "tls.key");
-  Front front("tls-badrot", 21, TlsToml(files / "tls.crt", files / "tls.key"));
-  front.Start();
+  FrontDaemon front("tls-badrot", 21, TlsToml(files / "tls.crt", files / "tls.key"));
+  ASSERT_NO_FATAL_FAILURE(front.Start());
 
   // A key that is not the certificate's.
   Replace(certs_("client-key.pem"), files / "tls.key");
@@ -472,7 +451,7 @@ TEST_F(TlsFront, AKeyEveryUserCanReadIsRefusedAtStartNamingTheFileAndTheFix) {
   Replace(certs_("server.pem"), files / "tls.crt");
   Replace(certs_("server-key.pem"), files / "tls.key");
   ::chmod((files / "tls.key").c_str(), 0644);
-  Front front("tls-mode", 22, TlsToml(files / "tls.crt", files / "tls.key"));
+  FrontDaemon front("tls-mode", 22, TlsToml(files / "tls.crt", files / "tls.key"));
 
   const RunResult checked = RunCommand(
       {kSnowflakedPath, "--check-config", "--config", front.options.config_path->string()});
@@ -497,7 +476,7 @@ TEST_F(TlsFront, AKeyEveryUserCanReadIsRefusedAtStartNamingTheFileAndTheFix) {
 }
 
 TEST_F(TlsFront, CheckConfigRefusesAKeyThatIsNotTheCertificates) {
-  Front front("tls-check", 23, TlsToml(certs_("server.pem"), certs_("client-key.pem")));
+  FrontDaemon front("tls-check", 23, TlsToml(certs_("server.pem"), certs_("client-key.pem")));
   const RunResult checked = RunCommand(
       {kSnowflakedPath, "--check-config", "--config", front.options.config_path->string()});
   EXPECT_FALSE(checked.status.ExitedWith(0)) << checked.out;
