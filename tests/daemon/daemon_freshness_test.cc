@@ -30,13 +30,15 @@ int64_t NowUnixMs() {
 }
 
 // Takes an ID (waking the daemon if it went dormant) until the ring holds IDs, then
-// applies `signal` at once. Returns how many IDs the ring held just after, or nullopt.
+// applies `signal` at once. Returns how many IDs the ring held just after, or nullopt. A
+// daemon can drain aged IDs between the look and the signal (more so on a loaded host):
+// then it is resumed (SIGSTOP), or started again in `daemon` (SIGKILL), and tried again.
 std::optional<uint64_t> SignalWithIdsInTheRing(Daemon& daemon, const DaemonHarness& harness,
                                                int signal) {
-  auto taker = Client::Open("warmup", harness.Clients());
-  if (!taker) return std::nullopt;
   for (int attempt = 0; attempt < 200; ++attempt) {
-    if (!taker->Next()) continue;
+    // A taker of its own per attempt: a killed daemon's successor serves a new segment.
+    auto taker = Client::Open("warmup", harness.Clients());
+    if (!taker || !taker->Next()) continue;
     auto status = Client::Inspect(harness.Clients());
     if (!status || status->ring_fill == 0) {
       std::this_thread::sleep_for(1ms);
@@ -46,8 +48,14 @@ std::optional<uint64_t> SignalWithIdsInTheRing(Daemon& daemon, const DaemonHarne
     if (signal == SIGKILL) daemon.Kill();  // reap
     auto after = Client::Inspect(harness.Clients());
     if (after && after->ring_fill > 0) return after->ring_fill;
-    if (signal != SIGSTOP) return std::nullopt;
-    kill(daemon.pid(), SIGCONT);  // it drained just before the stop: try again
+    // It drained its aged IDs just before the signal: try again, with the daemon going on
+    // (SIGSTOP) or started again (SIGKILL).
+    if (signal == SIGSTOP) {
+      kill(daemon.pid(), SIGCONT);
+    } else {
+      daemon = harness.Start();
+      if (!daemon.ready()) return std::nullopt;
+    }
   }
   return std::nullopt;
 }
