@@ -244,9 +244,12 @@ std::string StatusToText(const StatusReport& report) {
   }
   if (!s.reason_text.empty()) out << ": " << s.reason_text << " (" << s.reason << ")";
   out << "\n";
-  if (!s.status_text.empty()) out << "daemon says:    " << s.status_text << "\n";
+  // The segment's status text is the renewal the control socket reports, cut to fit the
+  // header: shown only when the socket gave no renewal (it did not answer).
   if (const nlohmann::json renewal = DaemonValue(report, "renewal"); renewal.is_object()) {
     out << "renewal:        " << RenewalLine(renewal) << "\n";
+  } else if (!s.status_text.empty()) {
+    out << "daemon says:    " << s.status_text << "\n";
   }
   if (s.health != s.state) out << "health:         " << s.health << "\n";
   out << "machine:        " << s.machine;

@@ -125,6 +125,35 @@ TEST(StatusToText, SaysWhereItsFactsComeFromWhenTheDaemonDoesNotAnswer) {
   EXPECT_EQ(sut.find("last ID"), std::string::npos) << sut;
 }
 
+TEST(StatusToText, ShowsTheDaemonsWordsFromTheSegmentOnlyWhenTheSocketGaveNoRenewal) {
+  StatusReport report = ServingReport();
+  report.segment.state = "paused";
+  report.segment.status_text = "register etcd http://127.0.0.1:1 /p/; last error: timed out";
+  report.daemon_reply->emplace(
+      "renewal", nlohmann::json{{"store", "register"},
+                                {"location", "etcd http://127.0.0.1:1 /p/"},
+                                {"since_unix_ms", 1'767'225'600'000},
+                                {"waited_ms", 4'210},
+                                {"unanswered", true},
+                                {"last_error", "timed out"},
+                                {"last_error_store", "register"}});
+  StatusReport unanswered = report;
+  unanswered.daemon_reply.reset();
+  unanswered.daemon_error = "no control socket at /run/x/control.sock";
+
+  const std::string with_renewal = StatusToText(report);
+  const std::string from_segment = StatusToText(unanswered);
+
+  EXPECT_NE(with_renewal.find("renewal:        waiting on the register etcd http://127.0.0.1:1"),
+            std::string::npos)
+      << with_renewal;
+  EXPECT_EQ(with_renewal.find("daemon says:"), std::string::npos) << with_renewal;
+  EXPECT_NE(from_segment.find("daemon says:    register etcd http://127.0.0.1:1 /p/; last "
+                              "error: timed out"),
+            std::string::npos)
+      << from_segment;
+}
+
 TEST(StatusToJson, HasTheDaemonsFactsAndNullsWhenItDoesNotAnswer) {
   const nlohmann::json serving = StatusToJson(ServingReport());
   StatusReport silent_report = ServingReport();
