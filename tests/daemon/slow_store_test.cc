@@ -19,6 +19,7 @@
 #include "daemon/core/fill_loop.h"
 #include "daemon/core/heartbeat.h"
 #include "daemon/core/reservation_service.h"
+#include "daemon/logging.h"
 #include "fake_clock.h"
 #include "fake_register.h"
 #include "fault_file_system.h"
@@ -74,6 +75,11 @@ class InProcessDaemon {
   ~InProcessDaemon() { Stop(); }
 
   void Start() {
+    // spdlog's registry is a function-local static in libspdlog, which ThreadSanitizer
+    // does not instrument, so it cannot see the guard that orders its making before
+    // another thread's use: it is made here, before the daemon's threads start (as the
+    // daemon does, app.cc).
+    SetUpLogging("info");
     reservations_.Start();
     heartbeat_.Start();
     thread_ = std::thread([this] { loop_.Run(stop_, [] {}); });
