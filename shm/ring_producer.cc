@@ -527,6 +527,9 @@ uint64_t RingProducer::DrainAll() noexcept {
       header_->drained_total.fetch_add(drained, std::memory_order_relaxed);
       return drained;
     }
+    // The head the CAS found: a rewind between our check and the CAS must not be drained
+    // over either.
+    if (h < max_head_seen_ || h > tail_) return 0;
   }
   return 0;
 }
@@ -552,6 +555,7 @@ uint64_t RingProducer::DrainOlderThan(int64_t min_offset_ms) noexcept {
       header_->drained_total.fetch_add(end - h, std::memory_order_relaxed);
       return end - h;
     }
+    if (h < max_head_seen_ || h > tail_) return 0;  // rewound since our check: as above
   }
   return 0;
 }
