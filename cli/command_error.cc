@@ -3,6 +3,8 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "exit_codes.h"
+
 namespace snowflake::cli {
 
 nlohmann::ordered_json ErrorJson(const CommandError& error) {
@@ -12,6 +14,14 @@ nlohmann::ordered_json ErrorJson(const CommandError& error) {
   out["error"] = error.message;
   out["exit_status"] = error.exit_status;
   return out;
+}
+
+CommandError FromControlError(const protocol::ControlError& error, std::string_view what) {
+  if (error.code == vocab::ErrorCode::kUsage) {
+    return {kExitUsage, CodeName(error.code), error.message + " (--runtime-dir)"};
+  }
+  return {kExitUnavailable, CodeName(error.code),
+          error.refused ? std::string(what) + " refused: " + error.message : error.message};
 }
 
 void FailCommand(const CommandError& error, bool json) {

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "protocol/control_protocol.h"
 #include "snowflake/vocabulary.h"
 
 namespace snowflake::cli {
@@ -25,6 +26,11 @@ struct CommandError {
 
 // The vocabulary's code for `code`, as CommandError::code holds it.
 inline std::string CodeName(vocab::ErrorCode code) { return std::string(vocab::ErrorName(code)); }
+
+// A control exchange's failure as a command's: usage (a runtime directory too long for a
+// socket path) exits kExitUsage, everything else kExitUnavailable. A daemon's refusal is
+// said as "<what> refused: <the daemon's sentence>", with the daemon's code.
+CommandError FromControlError(const protocol::ControlError& error, std::string_view what);
 
 // The --json form of `error`.
 nlohmann::ordered_json ErrorJson(const CommandError& error);

@@ -7,9 +7,9 @@
 #include <memory>
 
 #include "command_error.h"
-#include "control_client.h"
 #include "exit_codes.h"
 #include "libclient/status/status_report.h"
+#include "protocol/control_client.h"
 #include "runtime_dir_option.h"
 
 namespace snowflake::cli {
@@ -40,14 +40,14 @@ void AddStatusCommand(CLI::App& app) {
                   *json);
     }
     StatusReport report{.segment = std::move(*segment),
-                        .daemon_reply = {},
+                        .daemon = {},
                         .daemon_error = {},
                         .now_unix_ms = 0,
                         .runtime_dir = dir.path.string()};
-    StatusAnswer answer = AskStatus(options.runtime_dir);
-    report.daemon_reply = std::move(answer.reply);
-    report.daemon_error = std::move(answer.error);
-    report.now_unix_ms = answer.now_unix_ms;
+    status::SetDaemonAnswer(report, protocol::QueryStatus(options.runtime_dir));
+    report.now_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
     if (*json) {
       std::cout << StatusToJson(report).dump(2) << "\n";
     } else {

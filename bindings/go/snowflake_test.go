@@ -1,13 +1,17 @@
 package snowflake
 
 import (
+	"bufio"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -128,6 +132,42 @@ func TestStatusReportsTheServingDaemon(t *testing.T) {
 		if s, err = c.Status(); err != nil || s.Control == nil {
 			t.Fatalf("%v %s", err, s.ControlError)
 		}
+	}
+}
+
+// Every key of the real daemon's status reply (protocol/control_protocol.cc, the one
+// definition) has its field in ControlStatus, so no fact is dropped on the way into Go.
+func TestControlStatusHasAFieldForEveryKeyTheDaemonSends(t *testing.T) {
+	d := startDaemon(t)
+	conn, err := net.DialTimeout("unix", filepath.Join(d.runtimeDir, "control.sock"), 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := conn.Write([]byte("{\"command\":\"status\"}\n")); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(conn).ReadBytes('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reply map[string]json.RawMessage
+	if err := json.Unmarshal(line, &reply); err != nil {
+		t.Fatal(err)
+	}
+	fields := map[string]bool{"ok": true, "last_issued_id": true} // read beside the struct
+	typ := reflect.TypeOf(ControlStatus{})
+	for i := 0; i < typ.NumField(); i++ {
+		fields[strings.Split(typ.Field(i).Tag.Get("json"), ",")[0]] = true
+	}
+	for key := range reply {
+		if !fields[key] {
+			t.Errorf("the daemon sends %q, which ControlStatus has no field for", key)
+		}
+	}
+	if len(reply) < 30 {
+		t.Fatalf("a reply of %d keys: %s", len(reply), line)
 	}
 }
 

@@ -68,6 +68,8 @@ type ControlStatus struct {
 	Incarnation           uint64            `json:"incarnation"`
 	SegmentReopened       bool              `json:"segment_reopened"`
 	LastIssuedID          uint64            `json:"-"`
+	GeneratorMarkUnixMs   int64             `json:"generator_mark_unix_ms"`
+	// Deprecated: GeneratorMarkUnixMs under its old name, removed in the next release.
 	LastIssuedUnixMs      int64             `json:"last_issued_unix_ms"`
 	ReservedThroughUnixMs int64             `json:"reserved_through_unix_ms"`
 	ClockPauses           uint64            `json:"clock_pauses"`
@@ -78,6 +80,20 @@ type ControlStatus struct {
 	SegmentsRetired       uint64            `json:"segments_retired"`
 	SegmentRetiredReason  string            `json:"segment_retired_reason"`
 	Fronts                []Front           `json:"fronts"`
+	// Set while a renewal of the high-water reservation fails or the daemon waits for one.
+	Renewal *Renewal `json:"renewal"`
+}
+
+// Renewal is the reply's "renewal" object: what the daemon waits on, since when, and the
+// last error in the store's words.
+type Renewal struct {
+	Store          string  `json:"store"`
+	Location       string  `json:"location"`
+	SinceUnixMs    int64   `json:"since_unix_ms"`
+	WaitedMs       int64   `json:"waited_ms"`
+	Unanswered     bool    `json:"unanswered"`
+	LastError      *string `json:"last_error"`
+	LastErrorStore *string `json:"last_error_store"`
 }
 
 // Front is one running front of the daemon (its HTTP listener).

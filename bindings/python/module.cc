@@ -21,8 +21,8 @@
 #include <thread>
 #include <vector>
 
-#include "control_client.h"
 #include "libclient/status/status_report.h"
+#include "protocol/control_client.h"
 #include "snowflake/client.h"
 #include "snowflake/id_layout.h"
 #include "snowflake/snowflake.h"
@@ -156,10 +156,11 @@ class PyClient {
                                               ? snowflake::DefaultRuntimeDir()
                                               : options_.runtime_dir;
         report.runtime_dir = dir.string();
-        auto answer = snowflake::cli::AskStatus(dir, std::chrono::seconds(2));
-        report.daemon_reply = std::move(answer.reply);
-        report.daemon_error = std::move(answer.error);
-        report.now_unix_ms = answer.now_unix_ms;
+        snowflake::status::SetDaemonAnswer(
+            report, snowflake::protocol::QueryStatus(dir, std::chrono::seconds(2)));
+        report.now_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count();
       }
     }
     if (failed) Raise(*failed);

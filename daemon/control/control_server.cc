@@ -11,7 +11,6 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "snowflake/account_names.h"
@@ -20,81 +19,8 @@
 namespace snowflake::daemon {
 namespace {
 
-using json = nlohmann::json;
-
-// Replies never fail to serialise: a byte that is not UTF-8 (from a name in shared
-// memory, say) is replaced rather than throwing.
-std::string Dump(const json& value) {
-  return value.dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
-// {"ok":false,"code":"<vocabulary code>","error":"<message>"}: a program decides on
-// "code"; "error" is the sentence for people (and all that older readers look at).
 std::string ErrorReply(vocab::ErrorCode code, std::string_view message) {
-  return Dump(json{{"ok", false}, {"code", vocab::ErrorName(code)}, {"error", message}});
-}
-
-const std::string kTooLarge = "request too large (max 4096 bytes)";
-
-json StatusObject(const DaemonStatus& s) {
-  json out = {
-      {"state", s.state},
-      {"reason_code", s.reason_code},
-      {"reason", s.reason},
-      {"reason_detail", s.reason_detail},
-      {"pid", s.pid},
-      {"version", s.version},
-      {"instance", s.instance},
-      {"runtime_dir", s.runtime_dir},
-      {"state_dir", s.state_dir},
-      {"register_backend", s.register_backend},
-      {"register_location", s.register_location},
-      {"holder_id", s.holder_id},
-      {"machine", s.machine},
-      {"epoch_unix_ms", s.epoch_unix_ms},
-      {"ring_capacity", s.ring_capacity},
-      {"ring_fill", s.ring_fill},
-      {"fill_target", s.fill_target},
-      {"published_total", s.published_total},
-      {"drained_total", s.drained_total},
-      {"incarnation", s.incarnation},
-      {"segment_reopened", s.segment_reopened},
-      // IDs are decimal strings in JSON: JavaScript loses precision above 2^53.
-      {"last_issued_id", s.last_issued_id ? json(std::to_string(*s.last_issued_id)) : json()},
-      {"last_issued_unix_ms", s.last_issued_unix_ms},
-      {"reserved_through_unix_ms", s.reserved_through_unix_ms},
-      {"clock_pauses", s.clock_pauses},
-      {"clock_behind_ms", s.clock_behind_ms},
-      {"started_unix_ms", s.started_unix_ms},
-      {"state_since_unix_ms", s.state_since_unix_ms},
-      {"services", s.services},
-      {"segments_retired", s.segments_retired},
-      {"segment_retired_reason", s.segment_retired_reason},
-  };
-  if (s.renewal) {
-    const RenewalStatus& r = *s.renewal;
-    out["renewal"] = {
-        {"store", r.store},
-        {"location", r.location},
-        {"since_unix_ms", r.since_unix_ms},
-        {"waited_ms", r.waited_ms},
-        {"unanswered", r.unanswered},
-        {"last_error", r.last_error.empty() ? json() : json(r.last_error)},
-        {"last_error_store", r.last_error_store.empty() ? json() : json(r.last_error_store)},
-    };
-  } else {
-    out["renewal"] = nullptr;
-  }
-  json fronts = json::array();
-  for (const FrontStatus& front : s.fronts) {
-    fronts.push_back({{"name", front.name},
-                      {"listen", front.listen},
-                      {"connections", front.connections},
-                      {"requests", front.requests},
-                      {"refused", front.refused}});
-  }
-  out["fronts"] = std::move(fronts);
-  return out;
+  return protocol::Dump(protocol::ErrorReplyJson(code, message));
 }
 
 // One accepted socket and its protocol state. Deadlines are steady-clock times.
@@ -121,58 +47,37 @@ bool SendSome(int fd, std::string& output) {
 
 }  // namespace
 
-json StatusReply(const DaemonStatus& status, bool ok) {
-  json out = StatusObject(status);
-  out["ok"] = ok;
-  return out;
-}
-
 std::string HandleControlRequest(std::string_view line, uid_t peer_uid,
                                  const ControlServerOptions& options, StatusBoard& board) {
   try {
-    json request;
-    try {
-      request = json::parse(line);
-    } catch (const json::exception&) {
-      return ErrorReply(vocab::ErrorCode::kMalformedRequest,
-                        "malformed request: expected one JSON object per line, like "
-                        "{\"command\":\"status\"}");
+    const auto command = protocol::ParseRequest(line);
+    if (!command) return ErrorReply(command.error().code, command.error().message);
+    switch (*command) {
+      case protocol::Command::kStatus:
+        return protocol::Dump(protocol::StatusReplyJson(board.Snapshot()));
+      case protocol::Command::kResume:
+        break;
     }
-    if (!request.is_object() || !request.contains("command") || !request["command"].is_string()) {
-      return ErrorReply(vocab::ErrorCode::kMalformedRequest,
-                        "malformed request: expected an object with a string \"command\"");
-    }
-    const std::string command = request["command"].get<std::string>();
-    if (command == "status") {
-      return Dump(StatusReply(board.Snapshot()));
-    }
-    if (command == "resume") {
-      std::set<uid_t> allowed = options.resume_uids;
-      if (allowed.empty()) allowed = {0, geteuid()};
-      if (allowed.count(peer_uid) == 0) {
-        std::string who;
-        for (const uid_t uid : allowed) {
-          if (uid == 0) continue;
-          who += (who.empty() ? "" : " or ") + DescribeUser(uid);
-        }
-        return ErrorReply(vocab::ErrorCode::kPermissionDenied,
-                          "permission denied: " + DescribeUser(peer_uid) +
-                              " may not resume; resume needs root" +
-                              (who.empty() ? std::string() : " or " + who));
+    std::set<uid_t> allowed = options.resume_uids;
+    if (allowed.empty()) allowed = {0, geteuid()};
+    if (allowed.count(peer_uid) == 0) {
+      std::string who;
+      for (const uid_t uid : allowed) {
+        if (uid == 0) continue;
+        who += (who.empty() ? "" : " or ") + DescribeUser(uid);
       }
-      const uint64_t ticket = board.RequestResume();
-      const std::optional<bool> resumed = board.WaitForResume(ticket, options.resume_timeout);
-      if (!resumed) {
-        return ErrorReply(vocab::ErrorCode::kTimedOut,
-                          "the fill loop did not act on resume in time; retry");
-      }
-      json out = StatusObject(board.Snapshot());
-      out["ok"] = true;
-      out["resumed"] = *resumed;
-      return Dump(out);
+      return ErrorReply(vocab::ErrorCode::kPermissionDenied,
+                        "permission denied: " + DescribeUser(peer_uid) +
+                            " may not resume; resume needs root" +
+                            (who.empty() ? std::string() : " or " + who));
     }
-    return ErrorReply(vocab::ErrorCode::kUnknownCommand,
-                      "unknown command \"" + command + "\": expected \"status\" or \"resume\"");
+    const uint64_t ticket = board.RequestResume();
+    const std::optional<bool> resumed = board.WaitForResume(ticket, options.resume_timeout);
+    if (!resumed) {
+      return ErrorReply(vocab::ErrorCode::kTimedOut,
+                        "the fill loop did not act on resume in time; retry");
+    }
+    return protocol::Dump(protocol::ResumeReplyJson(board.Snapshot(), *resumed));
   } catch (const std::exception& e) {
     return ErrorReply(vocab::ErrorCode::kSystemError, std::string("internal error: ") + e.what());
   }
@@ -248,7 +153,7 @@ void ControlSession::OnReceive(std::string_view bytes) {
     const size_t newline = bytes.find('\n');
     const std::string_view piece = bytes.substr(0, newline);
     if (buffer_.size() + piece.size() > kMaxControlRequestBytes) {
-      Reply(ErrorReply(vocab::ErrorCode::kRequestTooLarge, kTooLarge));
+      Reply(ErrorReply(vocab::ErrorCode::kRequestTooLarge, "request too large (max 4096 bytes)"));
       buffer_.clear();
       closing_ = true;
       return;

@@ -1,5 +1,5 @@
 // The control socket, <runtime_dir>/control.sock (docs/control-protocol.md): an AF_UNIX
-// stream socket speaking one JSON object per line. Commands: "status" (anyone who may
+// stream socket speaking one JSON object per line, in the words of protocol/. Commands: "status" (anyone who may
 // connect: the socket is mode 0660, owned by the clients' group) and "resume" (root or
 // the daemon's own uid only, checked with SO_PEERCRED).
 //
@@ -22,7 +22,6 @@
 
 #include <chrono>
 #include <filesystem>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
@@ -33,8 +32,8 @@
 
 namespace snowflake::daemon {
 
-inline constexpr std::string_view kControlSocketFileName = "control.sock";
-inline constexpr size_t kMaxControlRequestBytes = 4096;
+using protocol::kControlSocketFileName;
+using protocol::kMaxControlRequestBytes;
 // A connection whose unsent replies exceed this stops being read until they drain.
 inline constexpr size_t kMaxControlPendingBytes = 256 * 1024;
 
@@ -126,11 +125,6 @@ class ControlServer {
 // without the newline. `peer_uid` is the sender's uid (SO_PEERCRED).
 std::string HandleControlRequest(std::string_view line, uid_t peer_uid,
                                  const ControlServerOptions& options, StatusBoard& board);
-
-// The reply to {"command":"status"} as an object: the status keys (docs/control-protocol.md)
-// and "ok". The control socket sends it as one line; the HTTP front puts it, as it is, in
-// the status model (libclient/status/status_report.h) that /v1/status serves.
-nlohmann::json StatusReply(const DaemonStatus& status, bool ok = true);
 
 }  // namespace snowflake::daemon
 

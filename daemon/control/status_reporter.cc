@@ -47,7 +47,7 @@ void StatusReporter::RefreshBoard(const StatusFacts& f) {
   s.drained_total = f.drained_total;
   s.incarnation = f.incarnation;
   s.last_issued_id = f.last_issued_id;
-  s.last_issued_unix_ms = f.last_issued_unix_ms;
+  s.generator_mark_unix_ms = f.generator_mark_unix_ms;
   s.reserved_through_unix_ms = f.reserved_through_unix_ms;
   s.clock_pauses = f.clock_pauses;
   s.clock_behind_ms = f.clock_behind_ms;

@@ -33,7 +33,7 @@ struct StatusFacts {
   uint64_t drained_total = 0;
   uint64_t incarnation = 0;
   std::optional<uint64_t> last_issued_id;
-  int64_t last_issued_unix_ms = 0;
+  int64_t generator_mark_unix_ms = 0;  // Generator::last_unix_ms()
   int64_t reserved_through_unix_ms = 0;
   uint64_t clock_pauses = 0;
   int64_t clock_behind_ms = 0;

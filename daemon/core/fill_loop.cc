@@ -458,7 +458,7 @@ StatusFacts FillLoop::Facts() const {
   f.drained_total = h.drained_total.load(std::memory_order_relaxed);
   f.incarnation = producer_.incarnation();
   f.last_issued_id = generator_.last_issued_id();
-  f.last_issued_unix_ms = generator_.last_unix_ms();
+  f.generator_mark_unix_ms = generator_.last_unix_ms();
   f.reserved_through_unix_ms = horizon_.confirmed_through();
   f.clock_pauses = generator_.pauses_total();
   f.clock_behind_ms = generator_.ms_behind();

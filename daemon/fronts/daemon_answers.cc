@@ -2,7 +2,7 @@
 
 #include <chrono>
 
-#include "daemon/control/control_server.h"  // StatusReply: what the control socket would reply
+#include "daemon/control/status_board.h"
 #include "daemon/fronts/ring_services.h"
 #include "libclient/status/status_report.h"  // the keys of `status --json`
 #include "snowflake/vocabulary.h"
@@ -28,11 +28,11 @@ tl::expected<nlohmann::json, Error> StatusAnswer(const std::filesystem::path& ru
                                                  const StatusBoard& board) {
   auto segment = Client::Inspect(FrontClientOptions(runtime_dir));
   if (!segment) return tl::unexpected(std::move(segment.error()));
-  // The same StatusReport the CLI builds, with the board standing in for the control
-  // socket's reply (it is what the socket would send), so the keys cannot drift apart.
+  // The same StatusReport the CLI builds, with the board's record standing in for the
+  // control socket's reply (it is the record the socket sends), so the keys cannot drift.
   status::StatusReport report;
   report.segment = *segment;
-  report.daemon_reply = StatusReply(board.Snapshot());
+  report.daemon = board.Snapshot();
   report.now_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                            std::chrono::system_clock::now().time_since_epoch())
                            .count();

@@ -21,85 +21,31 @@ std::string Millis(uint64_t ns) {
   return text;
 }
 
-bool DaemonAnswered(const StatusReport& report) {
-  return report.daemon_reply.has_value() && report.daemon_reply->value("ok", false);
-}
-
-// The daemon's value for `key` if it answered and has one, else null.
-nlohmann::json DaemonValue(const StatusReport& report, const char* key) {
-  if (!DaemonAnswered(report)) return nullptr;
-  const auto found = report.daemon_reply->find(key);
-  return found == report.daemon_reply->end() ? nlohmann::json(nullptr) : *found;
-}
-
-std::optional<int64_t> DaemonInt(const StatusReport& report, const char* key) {
-  const nlohmann::json value = DaemonValue(report, key);
-  if (!value.is_number_integer()) return std::nullopt;
-  return value.get<int64_t>();
-}
-
-std::string DaemonString(const StatusReport& report, const char* key) {
-  const nlohmann::json value = DaemonValue(report, key);
-  return value.is_string() ? value.get<std::string>() : std::string();
-}
-
-// The daemon's count of IDs taken by clients it could not attribute to a service (all
-// per-service slots in use), or null when it does not report one.
-nlohmann::json UncountedOf(const StatusReport& report) {
-  for (const char* key : {"uncounted_taken", "uncounted"}) {
-    const nlohmann::json value = DaemonValue(report, key);
-    if (value.is_number_unsigned() || value.is_number_integer()) return value;
-  }
-  return nullptr;
-}
-
-// last_issued_id is a decimal string in the protocol (exact above 2^53).
-std::optional<uint64_t> LastIssuedId(const StatusReport& report) {
-  const nlohmann::json value = DaemonValue(report, "last_issued_id");
-  if (value.is_string()) {
-    try {
-      return std::stoull(value.get<std::string>());
-    } catch (...) {
-      return std::nullopt;
-    }
-  }
-  if (value.is_number_unsigned()) return value.get<uint64_t>();
-  return std::nullopt;
-}
-
 nlohmann::json TimeOrNull(std::optional<int64_t> unix_ms) {
   return unix_ms ? nlohmann::json(FormatTimeText(*unix_ms)) : nlohmann::json(nullptr);
 }
 
-nlohmann::json IntOrNull(std::optional<int64_t> value) {
-  return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
+// A fact of the daemon's record, or null when the daemon did not answer.
+template <typename Fact>
+nlohmann::json FromDaemon(const StatusReport& report, Fact protocol::StatusRecord::*fact) {
+  return report.daemon ? nlohmann::json((*report.daemon).*fact) : nlohmann::json(nullptr);
 }
 
-// The "renewal" object in words: "waiting on the register etcd http://... /p for 12s
+// The "renewal" record in words: "waiting on the register etcd http://... /p for 12s
 // (since ...); the register has not answered; last error (register): ...".
-std::string RenewalLine(const nlohmann::json& renewal) {
-  const auto text = [&](const char* key) {
-    const auto found = renewal.find(key);
-    return found != renewal.end() && found->is_string() ? found->get<std::string>() : "";
+std::string RenewalLine(const protocol::RenewalStatus& renewal) {
+  const auto store_words = [](const std::string& store) {
+    return store == "state_file" ? std::string("state file") : store;
   };
-  const auto number = [&](const char* key) -> std::optional<int64_t> {
-    const auto found = renewal.find(key);
-    if (found == renewal.end() || !found->is_number_integer()) return std::nullopt;
-    return found->get<int64_t>();
-  };
-  const std::string store = text("store") == "state_file" ? "state file" : text("store");
+  const std::string store = store_words(renewal.store);
   std::string line = "waiting on the " + store;
-  if (const std::string where = text("location"); !where.empty()) line += " " + where;
-  if (const auto waited = number("waited_ms")) line += " for " + FormatDuration(*waited);
-  if (const auto since = number("since_unix_ms")) line += " (since " + FormatTimeText(*since) + ")";
-  const auto unanswered = renewal.find("unanswered");
-  if (unanswered != renewal.end() && unanswered->is_boolean() && unanswered->get<bool>()) {
-    line += "; the " + store + " has not answered";
-  }
-  if (const std::string error = text("last_error"); !error.empty()) {
-    const std::string whose = text("last_error_store") == "state_file" ? "state file"
-                                                                       : text("last_error_store");
-    line += "; last error" + (whose.empty() ? "" : " (" + whose + ")") + ": " + error;
+  if (!renewal.location.empty()) line += " " + renewal.location;
+  line += " for " + FormatDuration(renewal.waited_ms);
+  line += " (since " + FormatTimeText(renewal.since_unix_ms) + ")";
+  if (renewal.unanswered) line += "; the " + store + " has not answered";
+  if (!renewal.last_error.empty()) {
+    const std::string whose = store_words(renewal.last_error_store);
+    line += "; last error" + (whose.empty() ? "" : " (" + whose + ")") + ": " + renewal.last_error;
   } else {
     line += "; no error yet: the first attempt is still under way";
   }
@@ -107,6 +53,19 @@ std::string RenewalLine(const nlohmann::json& renewal) {
 }
 
 }  // namespace
+
+void SetDaemonAnswer(StatusReport& report,
+                     tl::expected<protocol::StatusRecord, protocol::ControlError> answer) {
+  if (answer) {
+    report.daemon = std::move(*answer);
+    report.daemon_error.clear();
+  } else {
+    report.daemon.reset();
+    report.daemon_error = answer.error().refused
+                              ? "snowflaked refused status: " + answer.error().message
+                              : answer.error().message;
+  }
+}
 
 std::string FormatDuration(int64_t ms) {
   if (ms < 0) ms = 0;
@@ -126,30 +85,6 @@ std::string FormatDuration(int64_t ms) {
                   static_cast<long long>(s / 3600 % 24));
   }
   return text;
-}
-
-nlohmann::json ServicesOf(const nlohmann::json& reply) {
-  const auto found = reply.find("services");
-  if (found == reply.end()) return nullptr;
-  nlohmann::json services = nlohmann::json::object();
-  if (found->is_object()) {
-    // {"orders": 12} or {"orders": {"taken": 12, ...}}
-    for (const auto& [name, value] : found->items()) {
-      if (value.is_number_integer() && value.get<int64_t>() >= 0) {
-        services[name] = value.get<uint64_t>();
-      } else if (value.is_object() && value.contains("taken")) {
-        services[name] = value["taken"];
-      }
-    }
-  } else if (found->is_array()) {
-    // [{"name": "orders", "taken": 12}, ...]
-    for (const auto& entry : *found) {
-      if (entry.is_object() && entry.contains("name") && entry.contains("taken")) {
-        services[entry["name"].get<std::string>()] = entry["taken"];
-      }
-    }
-  }
-  return services;
 }
 
 nlohmann::json StatusToJson(const StatusReport& report) {
@@ -181,24 +116,22 @@ nlohmann::json StatusToJson(const StatusReport& report) {
   };
   out["ok"] = ServingAndAnswered(report);
   out["runtime_dir"] = report.runtime_dir;
-  out["daemon_reachable"] = DaemonAnswered(report);
+  const std::optional<protocol::StatusRecord>& d = report.daemon;
+  out["daemon_reachable"] = d.has_value();
   out["daemon_error"] =
       report.daemon_error.empty() ? nlohmann::json(nullptr) : nlohmann::json(report.daemon_error);
   // From the control socket: null when the daemon did not answer.
-  out["version"] = DaemonValue(report, "version");
-  out["instance"] = DaemonValue(report, "instance");
-  const auto started = DaemonInt(report, "started_unix_ms");
-  out["started_unix_ms"] = IntOrNull(started);
-  out["uptime_ms"] =
-      IntOrNull(started ? std::optional<int64_t>(report.now_unix_ms - *started) : std::nullopt);
-  const auto since = DaemonInt(report, "state_since_unix_ms");
-  out["state_since_unix_ms"] = IntOrNull(since);
-  out["state_age_ms"] =
-      IntOrNull(since ? std::optional<int64_t>(report.now_unix_ms - *since) : std::nullopt);
-  out["register_backend"] = DaemonValue(report, "register_backend");
-  out["register_location"] = DaemonValue(report, "register_location");
-  out["holder_id"] = DaemonValue(report, "holder_id");
-  const auto last_id = LastIssuedId(report);
+  using R = protocol::StatusRecord;
+  out["version"] = FromDaemon(report, &R::version);
+  out["instance"] = FromDaemon(report, &R::instance);
+  out["started_unix_ms"] = FromDaemon(report, &R::started_unix_ms);
+  out["uptime_ms"] = d ? nlohmann::json(report.now_unix_ms - d->started_unix_ms) : nullptr;
+  out["state_since_unix_ms"] = FromDaemon(report, &R::state_since_unix_ms);
+  out["state_age_ms"] = d ? nlohmann::json(report.now_unix_ms - d->state_since_unix_ms) : nullptr;
+  out["register_backend"] = FromDaemon(report, &R::register_backend);
+  out["register_location"] = FromDaemon(report, &R::register_location);
+  out["holder_id"] = FromDaemon(report, &R::holder_id);
+  const std::optional<uint64_t> last_id = d ? d->last_issued_id : std::nullopt;
   out["last_issued_id"] = last_id ? nlohmann::json(std::to_string(*last_id)) : nullptr;
   std::optional<int64_t> last_id_ms;
   if (last_id) {
@@ -206,61 +139,57 @@ nlohmann::json StatusToJson(const StatusReport& report) {
       if (auto fields = layout->Decode(*last_id)) last_id_ms = fields->unix_ms;
     }
   }
-  out["last_issued_id_unix_ms"] = IntOrNull(last_id_ms);
+  out["last_issued_id_unix_ms"] = last_id_ms ? nlohmann::json(*last_id_ms) : nullptr;
   out["last_issued_id_time"] = TimeOrNull(last_id_ms);
-  out["last_issued_unix_ms"] = DaemonValue(report, "last_issued_unix_ms");
-  const auto reserved = DaemonInt(report, "reserved_through_unix_ms");
-  out["reserved_through_unix_ms"] = IntOrNull(reserved);
-  out["reserved_through_time"] = TimeOrNull(reserved);
+  out["generator_mark_unix_ms"] = FromDaemon(report, &R::generator_mark_unix_ms);
+  // Deprecated, removed in the next release: generator_mark_unix_ms under its old name.
+  out["last_issued_unix_ms"] = out["generator_mark_unix_ms"];
+  out["reserved_through_unix_ms"] = FromDaemon(report, &R::reserved_through_unix_ms);
+  out["reserved_through_time"] =
+      TimeOrNull(d ? std::optional<int64_t>(d->reserved_through_unix_ms) : std::nullopt);
   // The renewal the daemon waits for (or that fails): null when none, or no answer.
-  out["renewal"] = DaemonValue(report, "renewal");
-  out["uncounted_taken"] = UncountedOf(report);
-  out["services"] =
-      report.daemon_reply ? ServicesOf(*report.daemon_reply) : nlohmann::json(nullptr);
-  out["daemon"] = report.daemon_reply ? *report.daemon_reply : nlohmann::json(nullptr);
+  out["renewal"] = d && d->renewal ? protocol::RenewalToJson(*d->renewal) : nullptr;
+  // Deprecated, removed in the next release: `uncounted` under another name.
+  out["uncounted_taken"] = s.uncounted;
+  out["services"] = FromDaemon(report, &R::services);
+  out["daemon"] = d ? protocol::StatusReplyJson(*d) : nlohmann::json(nullptr);
   return out;
 }
 
 std::string StatusToText(const StatusReport& report) {
   const ClientStatus& s = report.segment;
+  const std::optional<protocol::StatusRecord>& d = report.daemon;
   const nlohmann::json j = StatusToJson(report);
   std::ostringstream out;
-  if (DaemonAnswered(report)) {
-    out << "snowflaked " << DaemonString(report, "version") << ", instance \""
-        << DaemonString(report, "instance") << "\", pid " << s.daemon_pid;
-    if (j["uptime_ms"].is_number()) {
-      out << ", up " << FormatDuration(j["uptime_ms"].get<int64_t>()) << " (since "
-          << FormatTimeText(j["started_unix_ms"].get<int64_t>()) << ")";
-    }
-    out << "\n";
+  if (d) {
+    out << "snowflaked " << d->version << ", instance \"" << d->instance << "\", pid "
+        << s.daemon_pid << ", up " << FormatDuration(report.now_unix_ms - d->started_unix_ms)
+        << " (since " << FormatTimeText(d->started_unix_ms) << ")\n";
   } else {
     out << "snowflaked pid " << s.daemon_pid << "; its control socket did not answer ("
         << report.daemon_error << "): what follows is read from the segment\n";
   }
   out << "runtime dir:    " << report.runtime_dir << "\n";
   out << "state:          " << s.state;
-  if (j["state_age_ms"].is_number()) {
-    out << " for " << FormatDuration(j["state_age_ms"].get<int64_t>());
-  }
+  if (d) out << " for " << FormatDuration(report.now_unix_ms - d->state_since_unix_ms);
   if (!s.reason_text.empty()) out << ": " << s.reason_text << " (" << s.reason << ")";
   out << "\n";
   // The segment's status text is the renewal the control socket reports, cut to fit the
   // header: shown only when the socket gave no renewal (it did not answer).
-  if (const nlohmann::json renewal = DaemonValue(report, "renewal"); renewal.is_object()) {
-    out << "renewal:        " << RenewalLine(renewal) << "\n";
+  if (d && d->renewal) {
+    out << "renewal:        " << RenewalLine(*d->renewal) << "\n";
   } else if (!s.status_text.empty()) {
     out << "daemon says:    " << s.status_text << "\n";
   }
   if (s.health != s.state) out << "health:         " << s.health << "\n";
   out << "machine:        " << s.machine;
-  if (DaemonAnswered(report)) {
-    out << ", from the " << DaemonString(report, "register_backend") << " register "
-        << DaemonString(report, "register_location") << " as holder \""
-        << DaemonString(report, "holder_id") << "\"";
+  if (d) {
+    out << ", from the " << d->register_backend << " register " << d->register_location
+        << " as holder \"" << d->holder_id << "\"";
   }
   out << "\n";
   out << "epoch:          " << s.epoch_unix_ms << " (" << FormatTimeText(s.epoch_unix_ms) << ")\n";
-  if (DaemonAnswered(report)) {
+  if (d) {
     if (j["last_issued_id"].is_string()) {
       out << "last ID made:   " << j["last_issued_id"].get<std::string>();
       if (j["last_issued_id_time"].is_string()) {
@@ -271,15 +200,13 @@ std::string StatusToText(const StatusReport& report) {
     } else {
       out << "last ID made:   none yet\n";
     }
-    if (j["reserved_through_unix_ms"].is_number()) {
-      const int64_t reserved = j["reserved_through_unix_ms"].get<int64_t>();
-      out << "reserved until: " << FormatTimeText(reserved) << " (" << reserved << ")";
-      if (j["last_issued_id_unix_ms"].is_number()) {
-        out << ", " << reserved - j["last_issued_id_unix_ms"].get<int64_t>()
-            << " ms past the last ID";
-      }
-      out << "; a restart after a crash numbers above it\n";
+    const int64_t reserved = d->reserved_through_unix_ms;
+    out << "reserved until: " << FormatTimeText(reserved) << " (" << reserved << ")";
+    if (j["last_issued_id_unix_ms"].is_number()) {
+      out << ", " << reserved - j["last_issued_id_unix_ms"].get<int64_t>()
+          << " ms past the last ID";
     }
+    out << "; a restart after a crash numbers above it\n";
   }
   out << "ring:           " << s.ring_fill << " / " << s.ring_capacity << " IDs (fill target "
       << s.fill_target << ")\n";
@@ -293,58 +220,40 @@ std::string StatusToText(const StatusReport& report) {
   out << "freshness:      no ID older than " << s.freshness_bound_ms
       << " ms is taken (liveness " << s.liveness_ms << " ms)\n";
   out << "incarnation:    " << s.incarnation << "\n";
-  if (const auto retired = DaemonInt(report, "segments_retired"); retired && *retired > 0) {
+  if (d && d->segments_retired > 0) {
     // A client wrote the segment's counters: the daemon retired it and serves a fresh one.
-    out << "tampering:      " << *retired << " segment(s) retired; the last because "
-        << DaemonString(report, "segment_retired_reason") << "\n";
+    out << "tampering:      " << d->segments_retired << " segment(s) retired; the last because "
+        << d->segment_retired_reason << "\n";
   }
   out << "heartbeat age:  " << Millis(s.heartbeat_age_ns) << " ms\n";
-  // The daemon's fronts (its "fronts" member): one line each.
-  if (const nlohmann::json fronts = DaemonValue(report, "fronts"); fronts.is_array()) {
-    for (const auto& front : fronts) {
-      if (!front.is_object()) continue;
+  // The daemon's fronts: one line each.
+  if (d) {
+    for (const protocol::FrontStatus& front : d->fronts) {
       std::string where;
-      for (const auto& address : front.value("listen", nlohmann::json::array())) {
-        if (address.is_string()) where += (where.empty() ? "" : ", ") + address.get<std::string>();
-      }
-      auto count = [&](const char* key) -> std::string {
-        const auto found = front.find(key);
-        return found != front.end() && found->is_number_unsigned() ? found->dump() : "?";
-      };
-      const auto name = front.find("name");
-      out << "front:          "
-          << (name != front.end() && name->is_string() ? name->get<std::string>() : "?") << " on "
-          << where << ": " << count("connections") << " connections, " << count("requests")
-          << " requests, " << count("refused") << " refused\n";
+      for (const std::string& address : front.listen) where += (where.empty() ? "" : ", ") + address;
+      out << "front:          " << front.name << " on " << where << ": " << front.connections
+          << " connections, " << front.requests << " requests, " << front.refused
+          << " refused\n";
     }
   }
-  if (!report.daemon_reply) {
+  if (!d) {
     out << "services:       unknown (" << report.daemon_error << ")\n";
-  } else if (!report.daemon_reply->value("ok", false)) {
-    out << "services:       unknown (daemon said: "
-        << report.daemon_reply->value("error", std::string("no reason given")) << ")\n";
+  } else if (d->services.empty() && s.uncounted == 0) {
+    out << "services:       none yet\n";
   } else {
-    const nlohmann::json services = ServicesOf(*report.daemon_reply);
-    const nlohmann::json uncounted = UncountedOf(report);
-    if ((services.is_null() || services.empty()) && uncounted.is_null()) {
-      out << "services:       none yet\n";
-    } else {
-      out << "services:       IDs taken per client service name\n";
-      auto row = [&](const std::string& name, const std::string& count) {
-        out << "  " << name << std::string(name.size() < 32 ? 32 - name.size() : 1, ' ') << count
-            << "\n";
-      };
-      if (services.is_object()) {
-        for (const auto& [name, taken] : services.items()) row(name, taken.dump());
-      }
-      if (!uncounted.is_null()) row("(uncounted)", uncounted.dump());
-    }
+    out << "services:       IDs taken per client service name\n";
+    auto row = [&](const std::string& name, uint64_t count) {
+      out << "  " << name << std::string(name.size() < 32 ? 32 - name.size() : 1, ' ') << count
+          << "\n";
+    };
+    for (const auto& [name, taken] : d->services) row(name, taken);
+    if (s.uncounted != 0) row("(uncounted)", s.uncounted);
   }
   return out.str();
 }
 
 bool ServingAndAnswered(const StatusReport& report) {
-  return report.segment.health == "serving" && DaemonAnswered(report);
+  return report.segment.health == "serving" && report.daemon.has_value();
 }
 
 }  // namespace snowflake::status

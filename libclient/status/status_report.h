@@ -1,5 +1,5 @@
 // The status model both sides share: what `snowflakectl status` gathers (the segment's
-// view plus the daemon's reply), turned into the stable --json object (docs/cli.md) and
+// view plus the daemon's status record, protocol/control_protocol.h), turned into the stable --json object (docs/cli.md) and
 // the human text. No I/O, so the HTTP front's /v1/status and the Python module's
 // status() serve exactly the object the CLI prints. It sits below the CLI and the daemon
 // (neither includes the other) and above libsnowflake, whose ClientStatus it reads.
@@ -13,7 +13,9 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <tl/expected.hpp>
 
+#include "protocol/control_protocol.h"
 #include "snowflake/client.h"
 
 namespace snowflake::status {
@@ -21,17 +23,19 @@ namespace snowflake::status {
 // What the status command gathered.
 struct StatusReport {
   ClientStatus segment;
-  // The control socket's reply to {"command":"status"}, or why there is none.
-  std::optional<nlohmann::json> daemon_reply;
+  // The daemon's answer to {"command":"status"} on its control socket, or why there is
+  // none (no answer, a refusal, or a reply that does not follow the protocol).
+  std::optional<protocol::StatusRecord> daemon;
   std::string daemon_error;
   // The wall clock when the report was gathered (Unix ms), for ages and uptime.
   int64_t now_unix_ms = 0;
   std::string runtime_dir;
 };
 
-// Per-service totals from a daemon reply (its "services" member), as {name: count};
-// null when the reply has none.
-nlohmann::json ServicesOf(const nlohmann::json& reply);
+// Puts the control socket's answer (protocol::QueryStatus) into `report`: the record, or
+// why there is none in daemon_error ("snowflaked refused status: ..." for a refusal).
+void SetDaemonAnswer(StatusReport& report,
+                     tl::expected<protocol::StatusRecord, protocol::ControlError> answer);
 
 // "450 ms", "12s", "3m 05s", "2h 03m", "4d 02h".
 std::string FormatDuration(int64_t ms);

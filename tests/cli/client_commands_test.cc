@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "scripted_control_socket.h"
 #include "subprocess.h"
 #include "temp_dir.h"
 
@@ -24,6 +25,7 @@ namespace {
 using testing::Process;
 using testing::RunCommand;
 using testing::RunResult;
+using testing::ScriptedControlSocket;
 using testing::TempDir;
 
 const std::string kCtl = SNOWFLAKE_BINARY_DIR "/cli/snowflakectl";
@@ -57,57 +59,6 @@ std::vector<uint64_t> ParseLines(const std::string& text, std::string* problem) 
   }
   return ids;
 }
-
-// Answers one connection on dir/control.sock with `reply` and remembers the request.
-class ScriptedControlSocket {
- public:
-  ScriptedControlSocket(const std::filesystem::path& dir, std::string reply)
-      : reply_(std::move(reply)) {
-    fd_ = socket(AF_UNIX, SOCK_STREAM, 0);
-    sockaddr_un address{};
-    address.sun_family = AF_UNIX;
-    const std::string path = (dir / "control.sock").string();
-    std::strncpy(address.sun_path, path.c_str(), sizeof(address.sun_path) - 1);
-    if (bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
-        listen(fd_, 4) != 0) {
-      ADD_FAILURE() << "cannot listen on " << path << ": " << std::strerror(errno);
-    }
-    thread_ = std::thread([this] {
-      const int conn = accept(fd_, nullptr, nullptr);
-      if (conn < 0) return;
-      char buffer[4096];
-      while (request_.find('\n') == std::string::npos) {
-        const ssize_t n = read(conn, buffer, sizeof(buffer));
-        if (n <= 0) break;
-        request_.append(buffer, static_cast<size_t>(n));
-      }
-      const std::string line = reply_ + "\n";
-      (void)!write(conn, line.data(), line.size());
-      close(conn);
-    });
-  }
-  ~ScriptedControlSocket() {
-    Join();
-    close(fd_);
-  }
-  // The request line received. Call after the client finished: it ends the server.
-  const std::string& request() {
-    Join();
-    return request_;
-  }
-
- private:
-  void Join() {
-    if (!thread_.joinable()) return;
-    shutdown(fd_, SHUT_RDWR);  // unblocks accept() if nobody connected
-    thread_.join();
-  }
-
-  int fd_ = -1;
-  std::string reply_;
-  std::string request_;
-  std::thread thread_;
-};
 
 TEST(CliNext, PrintsAMillionUniqueStrictlyIncreasingIds) {
   TempDir dir("cli-next");

@@ -65,20 +65,21 @@ StatusReport ServingReport() {
   report.segment.ring_capacity = 64;
   report.now_unix_ms = 1'767'225'700'000;
   report.runtime_dir = "/run/x";
-  report.daemon_reply =
-      nlohmann::json{{"ok", true},
-                     {"version", "9.8.7"},
-                     {"instance", "blue"},
-                     {"started_unix_ms", 1'767'225'690'000},
-                     {"state_since_unix_ms", 1'767'225'695'000},
-                     {"register_backend", "static"},
-                     {"register_location", "register.machine = 3"},
-                     {"holder_id", "host-a"},
-                     {"last_issued_id", "4194304"},  // 1 ms after the epoch, machine 0, sequence 0
-                     {"last_issued_unix_ms", 1'767'225'600'001},
-                     {"reserved_through_unix_ms", 1'767'225'601'001},
-                     {"services", nlohmann::json::object({{"orders", 12}})},
-                     {"uncounted_taken", 4}};
+  report.segment.uncounted = 4;
+  protocol::StatusRecord daemon;
+  daemon.state = "serving";
+  daemon.version = "9.8.7";
+  daemon.instance = "blue";
+  daemon.started_unix_ms = 1'767'225'690'000;
+  daemon.state_since_unix_ms = 1'767'225'695'000;
+  daemon.register_backend = "static";
+  daemon.register_location = "register.machine = 3";
+  daemon.holder_id = "host-a";
+  daemon.last_issued_id = 4194304;  // 1 ms after the epoch, machine 0, sequence 0
+  daemon.generator_mark_unix_ms = 1'767'225'600'001;
+  daemon.reserved_through_unix_ms = 1'767'225'601'001;
+  daemon.services = {{"orders", 12}};
+  report.daemon = daemon;
   return report;
 }
 
@@ -113,7 +114,7 @@ TEST(StatusToText, ExplainsDrainedOnlyWhenThereAreSome) {
 
 TEST(StatusToText, SaysWhereItsFactsComeFromWhenTheDaemonDoesNotAnswer) {
   StatusReport report = ServingReport();
-  report.daemon_reply.reset();
+  report.daemon.reset();
   report.daemon_error = "no control socket at /run/x/control.sock";
 
   const std::string sut = StatusToText(report);
@@ -129,16 +130,15 @@ TEST(StatusToText, ShowsTheDaemonsWordsFromTheSegmentOnlyWhenTheSocketGaveNoRene
   StatusReport report = ServingReport();
   report.segment.state = "paused";
   report.segment.status_text = "register etcd http://127.0.0.1:1 /p/; last error: timed out";
-  report.daemon_reply->emplace(
-      "renewal", nlohmann::json{{"store", "register"},
-                                {"location", "etcd http://127.0.0.1:1 /p/"},
-                                {"since_unix_ms", 1'767'225'600'000},
-                                {"waited_ms", 4'210},
-                                {"unanswered", true},
-                                {"last_error", "timed out"},
-                                {"last_error_store", "register"}});
+  report.daemon->renewal = protocol::RenewalStatus{.store = "register",
+                                                    .location = "etcd http://127.0.0.1:1 /p/",
+                                                    .since_unix_ms = 1'767'225'600'000,
+                                                    .waited_ms = 4'210,
+                                                    .last_error = "timed out",
+                                                    .last_error_store = "register",
+                                                    .unanswered = true};
   StatusReport unanswered = report;
-  unanswered.daemon_reply.reset();
+  unanswered.daemon.reset();
   unanswered.daemon_error = "no control socket at /run/x/control.sock";
 
   const std::string with_renewal = StatusToText(report);
@@ -157,7 +157,7 @@ TEST(StatusToText, ShowsTheDaemonsWordsFromTheSegmentOnlyWhenTheSocketGaveNoRene
 TEST(StatusToJson, HasTheDaemonsFactsAndNullsWhenItDoesNotAnswer) {
   const nlohmann::json serving = StatusToJson(ServingReport());
   StatusReport silent_report = ServingReport();
-  silent_report.daemon_reply.reset();
+  silent_report.daemon.reset();
   silent_report.daemon_error = "gone";
   const nlohmann::json silent = StatusToJson(silent_report);
 
@@ -168,12 +168,20 @@ TEST(StatusToJson, HasTheDaemonsFactsAndNullsWhenItDoesNotAnswer) {
   EXPECT_EQ(serving["last_issued_id"], "4194304");
   EXPECT_EQ(serving["last_issued_id_unix_ms"], 1'767'225'600'001);
   EXPECT_EQ(serving["reserved_through_time"], "2026-01-01T00:00:01.001Z");
-  EXPECT_EQ(serving["uncounted_taken"], 4);
+  EXPECT_EQ(serving["generator_mark_unix_ms"], 1'767'225'600'001);
+  // Deprecated duplicates, kept for one release: the same values as their new keys.
+  EXPECT_EQ(serving["last_issued_unix_ms"], serving["generator_mark_unix_ms"]);
+  EXPECT_EQ(serving["uncounted_taken"], serving["uncounted"]);
+  EXPECT_EQ(serving["uncounted"], 4);
+  EXPECT_EQ(serving["services"], nlohmann::json({{"orders", 12}}));
+  EXPECT_EQ(serving["daemon"]["ok"], true);
+  EXPECT_EQ(serving["daemon"]["holder_id"], "host-a");
   EXPECT_EQ(silent["ok"], false);
   EXPECT_EQ(silent["daemon_error"], "gone");
   for (const char* key :
        {"version", "instance", "uptime_ms", "state_age_ms", "register_backend", "holder_id",
-        "last_issued_id", "reserved_through_unix_ms", "uncounted_taken", "services"}) {
+        "last_issued_id", "reserved_through_unix_ms", "generator_mark_unix_ms",
+        "last_issued_unix_ms", "services", "daemon"}) {
     EXPECT_TRUE(silent.contains(key) && silent[key].is_null()) << key;
   }
 }

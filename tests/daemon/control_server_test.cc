@@ -140,7 +140,9 @@ TEST_F(ControlServerTest, ARenewalRoundTripsFromTheBoardToTheStatusCommand) {
       json::parse(HandleControlRequest(R"({"command":"status"})", getuid(), Options(), board_));
   status::StatusReport report;
   report.segment.state = report.segment.health = "paused";
-  report.daemon_reply = reply;
+  auto read_back = protocol::StatusFromJson(reply);  // as the status command reads the wire
+  ASSERT_TRUE(read_back.has_value()) << read_back.error();
+  report.daemon = *read_back;
   const json shown = status::StatusToJson(report);
   const std::string text = status::StatusToText(report);
   DaemonStatus serving;

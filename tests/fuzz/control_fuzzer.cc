@@ -6,6 +6,9 @@
 // Property: every reply is one JSON object line with a boolean "ok"; there is at most one
 // reply per request line (plus one for a too-large request or the half-close); nothing
 // crashes.
+// The same bytes are also read as a reply by the client's end (protocol/): a line that
+// ParseReply accepts is an object with "ok": true; a status record read from it writes
+// back as JSON that reads as the same record, so what a reader accepts, it keeps whole.
 
 #include <unistd.h>
 
@@ -17,6 +20,7 @@
 
 #include "daemon/control/control_server.h"
 #include "daemon/control/status_board.h"
+#include "protocol/control_protocol.h"
 
 namespace {
 
@@ -34,6 +38,21 @@ void CheckReplies(const std::string& output, size_t max_replies) {
     start = end + 1;
   }
   if (replies > max_replies) __builtin_trap();
+}
+
+// The client's end: `line` read as a reply to status.
+void CheckReplyReading(std::string_view line) {
+  namespace protocol = snowflake::protocol;
+  const auto reply = protocol::ParseReply(line, "fuzz");
+  if (!reply) {
+    if (reply.error().message.empty()) __builtin_trap();
+    return;
+  }
+  if (!reply->is_object() || !reply->value("ok", false)) __builtin_trap();
+  const auto record = protocol::ReadStatusReply(*reply, "fuzz");
+  if (!record) return;
+  const auto again = protocol::StatusFromJson(protocol::StatusReplyJson(*record));
+  if (!again || !(*again == *record)) __builtin_trap();
 }
 
 }  // namespace
@@ -56,5 +75,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   size_t lines = 0;
   for (const char c : input) lines += c == '\n';
   CheckReplies(session.output(), lines + 1);
+  CheckReplyReading(input);
   return 0;
 }

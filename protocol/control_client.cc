@@ -1,4 +1,4 @@
-#include "control_client.h"
+#include "protocol/control_client.h"
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -9,11 +9,11 @@
 #include <cerrno>
 #include <cstring>
 #include <exception>
+#include <string>
 
-#include "exit_codes.h"
 #include "snowflake/account_names.h"
 
-namespace snowflake::cli {
+namespace snowflake::protocol {
 namespace {
 
 // Closes the socket on every path.
@@ -49,8 +49,8 @@ bool WaitFor(int fd, short events, SteadyClock::time_point deadline) {
   }
 }
 
-tl::unexpected<CommandError> Error(vocab::ErrorCode code, std::string message) {
-  return tl::unexpected(CommandError{kExitUnavailable, CodeName(code), std::move(message)});
+tl::unexpected<ControlError> Error(vocab::ErrorCode code, std::string message) {
+  return tl::unexpected(ControlError{code, std::move(message), false});
 }
 
 // EACCES on connect: who we are, who may connect, and how to become one of them.
@@ -73,19 +73,19 @@ std::string PermissionMessage(const std::string& path) {
 
 }  // namespace
 
-tl::expected<nlohmann::json, CommandError> SendControlRequest(
-    const std::filesystem::path& runtime_dir, const nlohmann::json& request,
-    std::chrono::milliseconds timeout) noexcept {
+tl::expected<nlohmann::json, ControlError> Exchange(const std::filesystem::path& runtime_dir,
+                                                    Command command,
+                                                    std::chrono::milliseconds timeout) noexcept {
   try {
-    const std::string path = (runtime_dir / kControlSocketName).string();
+    const std::string path = (runtime_dir / kControlSocketFileName).string();
     const auto deadline = SteadyClock::now() + timeout;
     sockaddr_un address{};
     address.sun_family = AF_UNIX;
     if (path.size() >= sizeof(address.sun_path)) {
-      return tl::unexpected(CommandError{kExitUsage, CodeName(vocab::ErrorCode::kUsage),
-                                         "control socket path " + path + " is longer than " +
-                                             std::to_string(sizeof(address.sun_path) - 1) +
-                                             " bytes; use a shorter --runtime-dir"});
+      return Error(vocab::ErrorCode::kUsage,
+                   "control socket path " + path + " is longer than " +
+                       std::to_string(sizeof(address.sun_path) - 1) +
+                       " bytes; use a shorter runtime directory");
     }
     std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
     Fd socket_fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
@@ -111,7 +111,7 @@ tl::expected<nlohmann::json, CommandError> SendControlRequest(
                    "cannot connect to " + path + ": " + std::strerror(err));
     }
 
-    const std::string line = request.dump() + "\n";
+    const std::string line = RequestLine(command);
     size_t sent = 0;
     while (sent < line.size()) {
       if (!WaitFor(socket_fd.get(), POLLOUT, deadline)) {
@@ -155,36 +155,32 @@ tl::expected<nlohmann::json, CommandError> SendControlRequest(
       }
       reply.append(buffer, static_cast<size_t>(n));
     }
-    auto parsed = nlohmann::json::parse(reply, nullptr, /*allow_exceptions=*/false);
-    if (!parsed.is_object()) {
-      return Error(vocab::ErrorCode::kBadReply,
-                   "snowflaked answered on " + path +
-                       " with something that is not a JSON object: " + reply.substr(0, 200));
-    }
-    return parsed;
+    return ParseReply(reply, path);
   } catch (const std::exception& e) {
     return Error(vocab::ErrorCode::kSystemError, std::string("control request: ") + e.what());
   }
 }
 
-StatusAnswer AskStatus(const std::filesystem::path& runtime_dir,
-                       std::chrono::milliseconds timeout) noexcept {
-  StatusAnswer answer;
-  auto reply = SendControlRequest(runtime_dir, {{"command", "status"}}, timeout);
-  answer.now_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                           std::chrono::system_clock::now().time_since_epoch())
-                           .count();
-  if (!reply) {
-    answer.error = reply.error().message;
-    return answer;
-  }
+tl::expected<StatusRecord, ControlError> QueryStatus(const std::filesystem::path& runtime_dir,
+                                                     std::chrono::milliseconds timeout) noexcept {
   try {
-    if (!reply->value("ok", false)) answer.error = reply->value("error", std::string("refused"));
-  } catch (const std::exception&) {
-    answer.error = "refused";  // an "ok" or "error" that is not what the protocol says
+    auto reply = Exchange(runtime_dir, Command::kStatus, timeout);
+    if (!reply) return tl::unexpected(std::move(reply.error()));
+    return ReadStatusReply(*reply, (runtime_dir / kControlSocketFileName).string());
+  } catch (const std::exception& e) {
+    return Error(vocab::ErrorCode::kSystemError, std::string("status request: ") + e.what());
   }
-  answer.reply = std::move(*reply);
-  return answer;
 }
 
-}  // namespace snowflake::cli
+tl::expected<ResumeResult, ControlError> Resume(const std::filesystem::path& runtime_dir,
+                                                std::chrono::milliseconds timeout) noexcept {
+  try {
+    auto reply = Exchange(runtime_dir, Command::kResume, timeout);
+    if (!reply) return tl::unexpected(std::move(reply.error()));
+    return ReadResumeReply(*reply, (runtime_dir / kControlSocketFileName).string());
+  } catch (const std::exception& e) {
+    return Error(vocab::ErrorCode::kSystemError, std::string("resume request: ") + e.what());
+  }
+}
+
+}  // namespace snowflake::protocol
