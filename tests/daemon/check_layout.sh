@@ -8,7 +8,9 @@
 #     metrics/ only base/ and metrics/ (every part reports into it); fronts/ (what every
 #     front shares) nothing of a front (http/) nor of the process at the top;
 #   - daemon/ includes a header of cli/, or cli/ includes a daemon header outside
-#     base/, config/ and register/, or cli/ links the daemon's core library.
+#     base/, config/ and register/, or cli/ links the daemon's core library;
+#   - protocol/ (the control protocol both ends link) includes anything but itself and
+#     shm's public headers, or bindings/ includes a header of cli/ or daemon/.
 # Usage: check_layout.sh SOURCE_DIR
 set -uo pipefail
 
@@ -72,6 +74,15 @@ done < <(grep -rnE '#include "daemon/' "$root/cli" | grep -vE '"daemon/(base|con
 if grep -nE 'snowflake(_|::)daemon_core' "$root/cli/CMakeLists.txt"; then
   finding "cli/CMakeLists.txt links the daemon's core library"
 fi
+
+# 4. The control protocol sits below both of its ends; bindings are clients only.
+while IFS= read -r hit; do
+  finding "${hit#"$root/"}: protocol/ may include only protocol/ and shm's \"snowflake/...\" headers"
+done < <(grep -rnE '#include "' "$root/protocol" | grep -vE '#include "(protocol/|snowflake/)')
+while IFS= read -r hit; do
+  finding "${hit#"$root/"}: bindings/ may not include a header of cli/ or daemon/"
+done < <(grep -rnE '#include "(cli/|daemon/|control_client\.h|command_error\.h|exit_codes\.h)' \
+           "$root/bindings" 2>/dev/null)
 
 if [ "$findings" -gt 0 ]; then
   echo "check_layout: $findings finding(s)"

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The layout check can fail: on a copy of the tree it passes, then each planted upward
+# include (one at a time) makes it fail, naming the file.
+# Usage: check_layout_test.sh SOURCE_DIR WORK_DIR
+set -euo pipefail
+src=${1:?usage: check_layout_test.sh SOURCE_DIR WORK_DIR}
+work=${2:?usage: check_layout_test.sh SOURCE_DIR WORK_DIR}
+check="$src/tests/daemon/check_layout.sh"
+failures=0
+
+fresh_copy() {
+  rm -rf "$work/tree"
+  mkdir -p "$work/tree/docs"
+  cp -r "$src/daemon" "$src/cli" "$src/protocol" "$src/bindings" "$work/tree/"
+  cp "$src/docs/architecture.md" "$work/tree/docs/"
+}
+
+fresh_copy
+if ! out=$(bash "$check" "$work/tree" 2>&1); then
+  echo "FAIL: the unchanged tree does not pass: $out"
+  exit 1
+fi
+
+# plant FILE LINE EXPECTED: FILE (under the tree) gets LINE; the check must fail saying EXPECTED.
+plant() {
+  local file=$1 line=$2 expected=$3
+  fresh_copy
+  mkdir -p "$(dirname "$work/tree/$file")"
+  printf '%s\n' "$line" >>"$work/tree/$file"
+  if out=$(bash "$check" "$work/tree" 2>&1); then
+    echo "FAIL: $file with '$line' passed the check"
+    failures=$((failures + 1))
+  elif ! grep -qF -- "$expected" <<<"$out"; then
+    echo "FAIL: $file with '$line': the check did not say '$expected': $out"
+    failures=$((failures + 1))
+  else
+    echo "ok: $file with '$line' is refused: $(grep -F -- "$expected" <<<"$out" | head -1)"
+  fi
+}
+
+plant protocol/control_protocol.cc '#include "daemon/control/status_board.h"' \
+  "protocol/control_protocol.cc"
+plant protocol/control_client.cc '#include "libclient/status/status_report.h"' \
+  "protocol/ may include only"
+plant bindings/python/module.cc '#include "command_error.h"' "bindings/ may not include"
+plant bindings/python/module.cc '#include "daemon/control/control_server.h"' \
+  "bindings/ may not include"
+plant daemon/base/file_lock.cc '#include "daemon/core/clock.h"' "daemon/base/ may include only"
+plant daemon/control/status_board.cc '#include "cli/command_error.h"' \
+  "the daemon includes a header of cli/"
+plant cli/status_command.cc '#include "daemon/core/fill_loop.h"' "cli/ may include only"
+plant daemon/core/new_part.cc '// a file no table names' "daemon/core/new_part.cc is not in the parts table"
+
+[ "$failures" -eq 0 ] || { echo "FAIL: $failures planted arrow(s) not caught"; exit 1; }
+echo "every planted arrow was caught"
