@@ -1,8 +1,8 @@
 // Crash-safe replacement of a small file: after a crash at any instruction the path holds
 // either the old contents or the new, completely, and a completed call is durable.
 
-#ifndef SNOWFLAKE_DAEMON_ATOMIC_FILE_H_
-#define SNOWFLAKE_DAEMON_ATOMIC_FILE_H_
+#ifndef SNOWFLAKE_DAEMON_BASE_ATOMIC_FILE_H_
+#define SNOWFLAKE_DAEMON_BASE_ATOMIC_FILE_H_
 
 #include <sys/types.h>
 
@@ -32,4 +32,4 @@ namespace snowflake::daemon {
 
 }  // namespace snowflake::daemon
 
-#endif  // SNOWFLAKE_DAEMON_ATOMIC_FILE_H_
+#endif  // SNOWFLAKE_DAEMON_BASE_ATOMIC_FILE_H_

@@ -6,8 +6,8 @@
 //
 // Not thread-safe: one retry loop owns it.
 
-#ifndef SNOWFLAKE_DAEMON_BACKOFF_H_
-#define SNOWFLAKE_DAEMON_BACKOFF_H_
+#ifndef SNOWFLAKE_DAEMON_BASE_BACKOFF_H_
+#define SNOWFLAKE_DAEMON_BASE_BACKOFF_H_
 
 #include <chrono>
 #include <cstdint>
@@ -35,4 +35,4 @@ inline constexpr std::chrono::milliseconds kRegisterRetryCap{5000};
 
 }  // namespace snowflake::daemon
 
-#endif  // SNOWFLAKE_DAEMON_BACKOFF_H_
+#endif  // SNOWFLAKE_DAEMON_BASE_BACKOFF_H_

@@ -3,8 +3,8 @@
 // release builds. Never for anything that could happen in correct use, and never for
 // "this would risk a duplicate", which is an always-on check that stops serving.
 
-#ifndef SNOWFLAKE_DAEMON_DEBUG_ASSERT_H_
-#define SNOWFLAKE_DAEMON_DEBUG_ASSERT_H_
+#ifndef SNOWFLAKE_DAEMON_BASE_DEBUG_ASSERT_H_
+#define SNOWFLAKE_DAEMON_BASE_DEBUG_ASSERT_H_
 
 #include <cstdio>
 #include <cstdlib>
@@ -19,4 +19,4 @@
                   std::abort()))
 #endif
 
-#endif  // SNOWFLAKE_DAEMON_DEBUG_ASSERT_H_
+#endif  // SNOWFLAKE_DAEMON_BASE_DEBUG_ASSERT_H_

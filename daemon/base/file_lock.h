@@ -5,8 +5,8 @@
 // to the open file description: a second FileLock on the same path conflicts with the
 // first even within one process.
 
-#ifndef SNOWFLAKE_DAEMON_FILE_LOCK_H_
-#define SNOWFLAKE_DAEMON_FILE_LOCK_H_
+#ifndef SNOWFLAKE_DAEMON_BASE_FILE_LOCK_H_
+#define SNOWFLAKE_DAEMON_BASE_FILE_LOCK_H_
 
 #include <sys/types.h>
 
@@ -67,4 +67,4 @@ class FileLock {
 
 }  // namespace snowflake::daemon
 
-#endif  // SNOWFLAKE_DAEMON_FILE_LOCK_H_
+#endif  // SNOWFLAKE_DAEMON_BASE_FILE_LOCK_H_

@@ -4,8 +4,8 @@
 //
 // Implementations must be safe for concurrent use by multiple threads.
 
-#ifndef SNOWFLAKE_DAEMON_FILE_SYSTEM_H_
-#define SNOWFLAKE_DAEMON_FILE_SYSTEM_H_
+#ifndef SNOWFLAKE_DAEMON_BASE_FILE_SYSTEM_H_
+#define SNOWFLAKE_DAEMON_BASE_FILE_SYSTEM_H_
 
 namespace snowflake::daemon {
 
@@ -22,4 +22,4 @@ class FileSystem {
 
 }  // namespace snowflake::daemon
 
-#endif  // SNOWFLAKE_DAEMON_FILE_SYSTEM_H_
+#endif  // SNOWFLAKE_DAEMON_BASE_FILE_SYSTEM_H_

@@ -6,8 +6,8 @@
 // returns (ParseConfig(), a backend's Parse<Name>RegisterConfig()) and turned into a
 // ConfigError. Safe to use from any thread on distinct objects.
 
-#ifndef SNOWFLAKE_DAEMON_TOML_FIELDS_H_
-#define SNOWFLAKE_DAEMON_TOML_FIELDS_H_
+#ifndef SNOWFLAKE_DAEMON_BASE_TOML_FIELDS_H_
+#define SNOWFLAKE_DAEMON_BASE_TOML_FIELDS_H_
 
 #include <toml++/toml.h>
 
@@ -69,4 +69,4 @@ class TomlFields {
 
 }  // namespace snowflake::daemon
 
-#endif  // SNOWFLAKE_DAEMON_TOML_FIELDS_H_
+#endif  // SNOWFLAKE_DAEMON_BASE_TOML_FIELDS_H_

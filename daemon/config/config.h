@@ -4,8 +4,8 @@
 // Config is a plain value type; LoadConfig() and ParseConfig() are safe to call from any
 // thread.
 
-#ifndef SNOWFLAKE_DAEMON_CONFIG_H_
-#define SNOWFLAKE_DAEMON_CONFIG_H_
+#ifndef SNOWFLAKE_DAEMON_CONFIG_CONFIG_H_
+#define SNOWFLAKE_DAEMON_CONFIG_CONFIG_H_
 
 #include <cstdint>
 #include <filesystem>
@@ -131,4 +131,4 @@ std::string_view DefaultConfigText() noexcept;
 
 }  // namespace snowflake::daemon
 
-#endif  // SNOWFLAKE_DAEMON_CONFIG_H_
+#endif  // SNOWFLAKE_DAEMON_CONFIG_CONFIG_H_

@@ -4,8 +4,8 @@
 //
 // Plain values; every function is safe to call from any thread.
 
-#ifndef SNOWFLAKE_DAEMON_NET_ADDRESS_H_
-#define SNOWFLAKE_DAEMON_NET_ADDRESS_H_
+#ifndef SNOWFLAKE_DAEMON_CONFIG_NET_ADDRESS_H_
+#define SNOWFLAKE_DAEMON_CONFIG_NET_ADDRESS_H_
 
 #include <array>
 #include <cstdint>
@@ -51,4 +51,4 @@ tl::expected<Cidr, std::string> ParseCidr(std::string_view text) noexcept;
 
 }  // namespace snowflake::daemon
 
-#endif  // SNOWFLAKE_DAEMON_NET_ADDRESS_H_
+#endif  // SNOWFLAKE_DAEMON_CONFIG_NET_ADDRESS_H_

@@ -6,8 +6,8 @@
 // A StatusBoard is safe for concurrent use by multiple threads without external
 // synchronization.
 
-#ifndef SNOWFLAKE_DAEMON_STATUS_BOARD_H_
-#define SNOWFLAKE_DAEMON_STATUS_BOARD_H_
+#ifndef SNOWFLAKE_DAEMON_CONTROL_STATUS_BOARD_H_
+#define SNOWFLAKE_DAEMON_CONTROL_STATUS_BOARD_H_
 
 #include <atomic>
 #include <chrono>
@@ -79,4 +79,4 @@ class StatusBoard {
 
 }  // namespace snowflake::daemon
 
-#endif  // SNOWFLAKE_DAEMON_STATUS_BOARD_H_
+#endif  // SNOWFLAKE_DAEMON_CONTROL_STATUS_BOARD_H_

@@ -4,8 +4,8 @@
 // hosts and across reboots, which a monotonic clock is not. The generator therefore has
 // to survive this clock stepping backwards; see generator.h.
 
-#ifndef SNOWFLAKE_DAEMON_CLOCK_H_
-#define SNOWFLAKE_DAEMON_CLOCK_H_
+#ifndef SNOWFLAKE_DAEMON_CORE_CLOCK_H_
+#define SNOWFLAKE_DAEMON_CORE_CLOCK_H_
 
 #include <chrono>
 #include <cstdint>
@@ -46,4 +46,4 @@ class RealClock final : public Clock {
 
 }  // namespace snowflake::daemon
 
-#endif  // SNOWFLAKE_DAEMON_CLOCK_H_
+#endif  // SNOWFLAKE_DAEMON_CORE_CLOCK_H_

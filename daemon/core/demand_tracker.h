@@ -10,8 +10,8 @@
 //
 // A DemandTracker is not safe for concurrent use: the fill loop owns it.
 
-#ifndef SNOWFLAKE_DAEMON_DEMAND_TRACKER_H_
-#define SNOWFLAKE_DAEMON_DEMAND_TRACKER_H_
+#ifndef SNOWFLAKE_DAEMON_CORE_DEMAND_TRACKER_H_
+#define SNOWFLAKE_DAEMON_CORE_DEMAND_TRACKER_H_
 
 #include <chrono>
 #include <cstdint>
@@ -55,4 +55,4 @@ class DemandTracker {
 
 }  // namespace snowflake::daemon
 
-#endif  // SNOWFLAKE_DAEMON_DEMAND_TRACKER_H_
+#endif  // SNOWFLAKE_DAEMON_CORE_DEMAND_TRACKER_H_

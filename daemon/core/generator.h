@@ -5,8 +5,8 @@
 // Pure logic: no I/O, no logging, no locks. The caller (the fill loop) logs state changes
 // by comparing state() before and after a call.
 
-#ifndef SNOWFLAKE_DAEMON_GENERATOR_H_
-#define SNOWFLAKE_DAEMON_GENERATOR_H_
+#ifndef SNOWFLAKE_DAEMON_CORE_GENERATOR_H_
+#define SNOWFLAKE_DAEMON_CORE_GENERATOR_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -190,4 +190,4 @@ class Generator {
 
 }  // namespace snowflake::daemon
 
-#endif  // SNOWFLAKE_DAEMON_GENERATOR_H_
+#endif  // SNOWFLAKE_DAEMON_CORE_GENERATOR_H_

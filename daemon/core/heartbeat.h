@@ -10,8 +10,8 @@
 // fill loop's use of the producer), under mutex_. NotePass() and Hold() are called by the
 // fill loop.
 
-#ifndef SNOWFLAKE_DAEMON_HEARTBEAT_H_
-#define SNOWFLAKE_DAEMON_HEARTBEAT_H_
+#ifndef SNOWFLAKE_DAEMON_CORE_HEARTBEAT_H_
+#define SNOWFLAKE_DAEMON_CORE_HEARTBEAT_H_
 
 #include <atomic>
 #include <chrono>
@@ -75,4 +75,4 @@ std::chrono::microseconds BeatIntervalFor(int64_t liveness_ms) noexcept;
 
 }  // namespace snowflake::daemon
 
-#endif  // SNOWFLAKE_DAEMON_HEARTBEAT_H_
+#endif  // SNOWFLAKE_DAEMON_CORE_HEARTBEAT_H_

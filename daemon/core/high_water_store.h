@@ -38,8 +38,8 @@
 // A HighWaterStore is not safe for concurrent use; one process (the instance lock) and
 // one thread use it. Two stores on one path conflict even within one process.
 
-#ifndef SNOWFLAKE_DAEMON_HIGH_WATER_STORE_H_
-#define SNOWFLAKE_DAEMON_HIGH_WATER_STORE_H_
+#ifndef SNOWFLAKE_DAEMON_CORE_HIGH_WATER_STORE_H_
+#define SNOWFLAKE_DAEMON_CORE_HIGH_WATER_STORE_H_
 
 #include <cstdint>
 #include <filesystem>
@@ -122,4 +122,4 @@ class HighWaterStore {
 
 }  // namespace snowflake::daemon
 
-#endif  // SNOWFLAKE_DAEMON_HIGH_WATER_STORE_H_
+#endif  // SNOWFLAKE_DAEMON_CORE_HIGH_WATER_STORE_H_

@@ -14,8 +14,8 @@
 // the only one that writes the stores between them. The accessors are safe from any
 // thread. RecordCleanStop() is for the main thread after Stop().
 
-#ifndef SNOWFLAKE_DAEMON_RESERVATION_SERVICE_H_
-#define SNOWFLAKE_DAEMON_RESERVATION_SERVICE_H_
+#ifndef SNOWFLAKE_DAEMON_CORE_RESERVATION_SERVICE_H_
+#define SNOWFLAKE_DAEMON_CORE_RESERVATION_SERVICE_H_
 
 #include <atomic>
 #include <chrono>
@@ -250,4 +250,4 @@ class ReservationService final : public Horizon {
 
 }  // namespace snowflake::daemon
 
-#endif  // SNOWFLAKE_DAEMON_RESERVATION_SERVICE_H_
+#endif  // SNOWFLAKE_DAEMON_CORE_RESERVATION_SERVICE_H_

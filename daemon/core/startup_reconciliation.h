@@ -4,8 +4,8 @@
 //
 // Thread-safe: a pure function.
 
-#ifndef SNOWFLAKE_DAEMON_STARTUP_RECONCILIATION_H_
-#define SNOWFLAKE_DAEMON_STARTUP_RECONCILIATION_H_
+#ifndef SNOWFLAKE_DAEMON_CORE_STARTUP_RECONCILIATION_H_
+#define SNOWFLAKE_DAEMON_CORE_STARTUP_RECONCILIATION_H_
 
 #include <cstdint>
 #include <optional>
@@ -66,4 +66,4 @@ struct StartupPlan {
 
 }  // namespace snowflake::daemon
 
-#endif  // SNOWFLAKE_DAEMON_STARTUP_RECONCILIATION_H_
+#endif  // SNOWFLAKE_DAEMON_CORE_STARTUP_RECONCILIATION_H_

@@ -4,8 +4,8 @@
 //
 // Thread-safe: a pure function.
 
-#ifndef SNOWFLAKE_DAEMON_STATE_DECISION_H_
-#define SNOWFLAKE_DAEMON_STATE_DECISION_H_
+#ifndef SNOWFLAKE_DAEMON_CORE_STATE_DECISION_H_
+#define SNOWFLAKE_DAEMON_CORE_STATE_DECISION_H_
 
 #include <cstdint>
 
@@ -60,4 +60,4 @@ StateDecision DecideState(const StateInputs& in) noexcept;
 
 }  // namespace snowflake::daemon
 
-#endif  // SNOWFLAKE_DAEMON_STATE_DECISION_H_
+#endif  // SNOWFLAKE_DAEMON_CORE_STATE_DECISION_H_

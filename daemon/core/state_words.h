@@ -5,8 +5,8 @@
 //
 // Thread-safe: pure functions over constant tables.
 
-#ifndef SNOWFLAKE_DAEMON_STATE_WORDS_H_
-#define SNOWFLAKE_DAEMON_STATE_WORDS_H_
+#ifndef SNOWFLAKE_DAEMON_CORE_STATE_WORDS_H_
+#define SNOWFLAKE_DAEMON_CORE_STATE_WORDS_H_
 
 #include <cstdint>
 #include <optional>
@@ -32,4 +32,4 @@ std::string DescribeReason(shm::StateReason reason, int64_t detail, std::string_
 
 }  // namespace snowflake::daemon
 
-#endif  // SNOWFLAKE_DAEMON_STATE_WORDS_H_
+#endif  // SNOWFLAKE_DAEMON_CORE_STATE_WORDS_H_

@@ -6,8 +6,8 @@
 //
 // Thread-safe: pure functions.
 
-#ifndef SNOWFLAKE_DAEMON_HTTP_BODY_H_
-#define SNOWFLAKE_DAEMON_HTTP_BODY_H_
+#ifndef SNOWFLAKE_DAEMON_HTTP_HTTP_BODY_H_
+#define SNOWFLAKE_DAEMON_HTTP_HTTP_BODY_H_
 
 #include <cstdint>
 #include <span>
@@ -58,4 +58,4 @@ HttpReply ErrorReply(unsigned status, std::string_view code, std::string_view me
 
 }  // namespace snowflake::daemon
 
-#endif  // SNOWFLAKE_DAEMON_HTTP_BODY_H_
+#endif  // SNOWFLAKE_DAEMON_HTTP_HTTP_BODY_H_

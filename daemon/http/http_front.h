@@ -10,8 +10,8 @@
 //
 // Start() and Stop() must be called from one thread; Status() and ports() from any.
 
-#ifndef SNOWFLAKE_DAEMON_HTTP_FRONT_H_
-#define SNOWFLAKE_DAEMON_HTTP_FRONT_H_
+#ifndef SNOWFLAKE_DAEMON_HTTP_HTTP_FRONT_H_
+#define SNOWFLAKE_DAEMON_HTTP_HTTP_FRONT_H_
 
 #include <cstdint>
 #include <memory>
@@ -54,4 +54,4 @@ class HttpFront final : public Front {
 
 }  // namespace snowflake::daemon
 
-#endif  // SNOWFLAKE_DAEMON_HTTP_FRONT_H_
+#endif  // SNOWFLAKE_DAEMON_HTTP_HTTP_FRONT_H_

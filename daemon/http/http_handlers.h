@@ -7,8 +7,8 @@
 //
 // Thread-safe: Handle() runs on every serving thread at once.
 
-#ifndef SNOWFLAKE_DAEMON_HTTP_HANDLERS_H_
-#define SNOWFLAKE_DAEMON_HTTP_HANDLERS_H_
+#ifndef SNOWFLAKE_DAEMON_HTTP_HTTP_HANDLERS_H_
+#define SNOWFLAKE_DAEMON_HTTP_HTTP_HANDLERS_H_
 
 #include <filesystem>
 #include <string_view>
@@ -50,4 +50,4 @@ class HttpHandlers final : public HttpRequestHandler {
 
 }  // namespace snowflake::daemon
 
-#endif  // SNOWFLAKE_DAEMON_HTTP_HANDLERS_H_
+#endif  // SNOWFLAKE_DAEMON_HTTP_HTTP_HANDLERS_H_

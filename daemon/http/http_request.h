@@ -5,8 +5,8 @@
 //
 // Thread-safe: pure functions.
 
-#ifndef SNOWFLAKE_DAEMON_HTTP_REQUEST_H_
-#define SNOWFLAKE_DAEMON_HTTP_REQUEST_H_
+#ifndef SNOWFLAKE_DAEMON_HTTP_HTTP_REQUEST_H_
+#define SNOWFLAKE_DAEMON_HTTP_HTTP_REQUEST_H_
 
 #include <cstdint>
 #include <string>
@@ -61,4 +61,4 @@ struct HttpFailure {
 
 }  // namespace snowflake::daemon
 
-#endif  // SNOWFLAKE_DAEMON_HTTP_REQUEST_H_
+#endif  // SNOWFLAKE_DAEMON_HTTP_HTTP_REQUEST_H_

@@ -9,8 +9,8 @@
 // Listen() and Stop() must be called from one thread; the serving threads are internal.
 // The accessors are safe from any thread.
 
-#ifndef SNOWFLAKE_DAEMON_HTTP_TRANSPORT_H_
-#define SNOWFLAKE_DAEMON_HTTP_TRANSPORT_H_
+#ifndef SNOWFLAKE_DAEMON_HTTP_HTTP_TRANSPORT_H_
+#define SNOWFLAKE_DAEMON_HTTP_HTTP_TRANSPORT_H_
 
 #include <cstdint>
 #include <memory>
@@ -71,4 +71,4 @@ class HttpTransport {
 
 }  // namespace snowflake::daemon
 
-#endif  // SNOWFLAKE_DAEMON_HTTP_TRANSPORT_H_
+#endif  // SNOWFLAKE_DAEMON_HTTP_HTTP_TRANSPORT_H_

@@ -12,8 +12,8 @@
 // a request that was sent but timed out or was cut off is NOT retried (it may have been
 // applied: the caller decides) and the next call starts on the next endpoint.
 
-#ifndef SNOWFLAKE_DAEMON_ETCD_CLIENT_H_
-#define SNOWFLAKE_DAEMON_ETCD_CLIENT_H_
+#ifndef SNOWFLAKE_DAEMON_REGISTER_ETCD_CLIENT_H_
+#define SNOWFLAKE_DAEMON_REGISTER_ETCD_CLIENT_H_
 
 #include <cstdint>
 #include <memory>
@@ -100,4 +100,4 @@ class EtcdClient {
 
 }  // namespace snowflake::daemon::etcd
 
-#endif  // SNOWFLAKE_DAEMON_ETCD_CLIENT_H_
+#endif  // SNOWFLAKE_DAEMON_REGISTER_ETCD_CLIENT_H_

@@ -15,8 +15,8 @@
 //
 // All functions are thread-safe and never throw.
 
-#ifndef SNOWFLAKE_DAEMON_ETCD_JSON_H_
-#define SNOWFLAKE_DAEMON_ETCD_JSON_H_
+#ifndef SNOWFLAKE_DAEMON_REGISTER_ETCD_JSON_H_
+#define SNOWFLAKE_DAEMON_REGISTER_ETCD_JSON_H_
 
 #include <cstdint>
 #include <optional>
@@ -74,4 +74,4 @@ std::optional<int64_t> ParseInt64(std::string_view text) noexcept;
 
 }  // namespace snowflake::daemon::etcd
 
-#endif  // SNOWFLAKE_DAEMON_ETCD_JSON_H_
+#endif  // SNOWFLAKE_DAEMON_REGISTER_ETCD_JSON_H_

@@ -19,8 +19,8 @@
 //
 // Decoders never throw and refuse anything else with a message that quotes the text.
 
-#ifndef SNOWFLAKE_DAEMON_ETCD_RECORDS_H_
-#define SNOWFLAKE_DAEMON_ETCD_RECORDS_H_
+#ifndef SNOWFLAKE_DAEMON_REGISTER_ETCD_RECORDS_H_
+#define SNOWFLAKE_DAEMON_REGISTER_ETCD_RECORDS_H_
 
 #include <cstdint>
 #include <optional>
@@ -95,4 +95,4 @@ std::string DescribeFleet(const FleetRecord& record);
 
 }  // namespace snowflake::daemon::etcd
 
-#endif  // SNOWFLAKE_DAEMON_ETCD_RECORDS_H_
+#endif  // SNOWFLAKE_DAEMON_REGISTER_ETCD_RECORDS_H_

@@ -3,8 +3,8 @@
 //
 // Plain values and a pure function: safe from any thread.
 
-#ifndef SNOWFLAKE_DAEMON_ETCD_REGISTER_CONFIG_H_
-#define SNOWFLAKE_DAEMON_ETCD_REGISTER_CONFIG_H_
+#ifndef SNOWFLAKE_DAEMON_REGISTER_ETCD_REGISTER_CONFIG_H_
+#define SNOWFLAKE_DAEMON_REGISTER_ETCD_REGISTER_CONFIG_H_
 
 #include <toml++/toml.h>
 
@@ -46,4 +46,4 @@ struct EtcdRegisterConfig {
 
 }  // namespace snowflake::daemon
 
-#endif  // SNOWFLAKE_DAEMON_ETCD_REGISTER_CONFIG_H_
+#endif  // SNOWFLAKE_DAEMON_REGISTER_ETCD_REGISTER_CONFIG_H_

@@ -3,8 +3,8 @@
 // it is zero spelled out here with its zero value, so no caller ever has to ask "was it
 // absent?". Plain value types, safe to copy between threads.
 
-#ifndef SNOWFLAKE_DAEMON_ETCD_TYPES_H_
-#define SNOWFLAKE_DAEMON_ETCD_TYPES_H_
+#ifndef SNOWFLAKE_DAEMON_REGISTER_ETCD_TYPES_H_
+#define SNOWFLAKE_DAEMON_REGISTER_ETCD_TYPES_H_
 
 #include <cstdint>
 #include <optional>
@@ -177,4 +177,4 @@ inline bool IsOutage(const Error& e) {
 
 }  // namespace snowflake::daemon::etcd
 
-#endif  // SNOWFLAKE_DAEMON_ETCD_TYPES_H_
+#endif  // SNOWFLAKE_DAEMON_REGISTER_ETCD_TYPES_H_

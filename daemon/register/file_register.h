@@ -18,8 +18,8 @@
 // A FileRegister is not safe for concurrent use by several threads; any number of
 // processes may use one register file at the same time.
 
-#ifndef SNOWFLAKE_DAEMON_FILE_REGISTER_H_
-#define SNOWFLAKE_DAEMON_FILE_REGISTER_H_
+#ifndef SNOWFLAKE_DAEMON_REGISTER_FILE_REGISTER_H_
+#define SNOWFLAKE_DAEMON_REGISTER_FILE_REGISTER_H_
 
 #include <sys/types.h>
 #include <toml++/toml.h>
@@ -112,4 +112,4 @@ class FileRegister final : public MachineRegister {
 
 }  // namespace snowflake::daemon
 
-#endif  // SNOWFLAKE_DAEMON_FILE_REGISTER_H_
+#endif  // SNOWFLAKE_DAEMON_REGISTER_FILE_REGISTER_H_

@@ -33,8 +33,8 @@
 //
 // The functions are thread-safe.
 
-#ifndef SNOWFLAKE_DAEMON_MACHINE_LOCK_H_
-#define SNOWFLAKE_DAEMON_MACHINE_LOCK_H_
+#ifndef SNOWFLAKE_DAEMON_REGISTER_MACHINE_LOCK_H_
+#define SNOWFLAKE_DAEMON_REGISTER_MACHINE_LOCK_H_
 
 #include <sys/types.h>
 
@@ -92,4 +92,4 @@ bool IsMachineLocked(const std::filesystem::path& dir, uint32_t machine,
 
 }  // namespace snowflake::daemon
 
-#endif  // SNOWFLAKE_DAEMON_MACHINE_LOCK_H_
+#endif  // SNOWFLAKE_DAEMON_REGISTER_MACHINE_LOCK_H_

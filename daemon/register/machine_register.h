@@ -6,8 +6,8 @@
 // (static_register.h) and "etcd" (etcd_register.h, for a fleet); register_backends.h is
 // their table and MakeMachineRegister(), the factory.
 
-#ifndef SNOWFLAKE_DAEMON_MACHINE_REGISTER_H_
-#define SNOWFLAKE_DAEMON_MACHINE_REGISTER_H_
+#ifndef SNOWFLAKE_DAEMON_REGISTER_MACHINE_REGISTER_H_
+#define SNOWFLAKE_DAEMON_REGISTER_MACHINE_REGISTER_H_
 
 #include <cstdint>
 #include <filesystem>
@@ -237,4 +237,4 @@ class MachineRegister {
 
 }  // namespace snowflake::daemon
 
-#endif  // SNOWFLAKE_DAEMON_MACHINE_REGISTER_H_
+#endif  // SNOWFLAKE_DAEMON_REGISTER_MACHINE_REGISTER_H_

@@ -6,8 +6,8 @@
 //
 // Plain values and pure functions; the table is constant: safe from any thread.
 
-#ifndef SNOWFLAKE_DAEMON_REGISTER_BACKENDS_H_
-#define SNOWFLAKE_DAEMON_REGISTER_BACKENDS_H_
+#ifndef SNOWFLAKE_DAEMON_REGISTER_REGISTER_BACKENDS_H_
+#define SNOWFLAKE_DAEMON_REGISTER_REGISTER_BACKENDS_H_
 
 #include <toml++/toml.h>
 
@@ -93,4 +93,4 @@ std::unique_ptr<MachineRegister> MakeMachineRegister(const RegisterConfig& confi
 
 }  // namespace snowflake::daemon
 
-#endif  // SNOWFLAKE_DAEMON_REGISTER_BACKENDS_H_
+#endif  // SNOWFLAKE_DAEMON_REGISTER_REGISTER_BACKENDS_H_

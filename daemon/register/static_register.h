@@ -6,8 +6,8 @@
 //
 // A StaticRegister is not safe for concurrent use by several threads.
 
-#ifndef SNOWFLAKE_DAEMON_STATIC_REGISTER_H_
-#define SNOWFLAKE_DAEMON_STATIC_REGISTER_H_
+#ifndef SNOWFLAKE_DAEMON_REGISTER_STATIC_REGISTER_H_
+#define SNOWFLAKE_DAEMON_REGISTER_STATIC_REGISTER_H_
 
 #include <toml++/toml.h>
 
@@ -62,4 +62,4 @@ class StaticRegister final : public MachineRegister {
 
 }  // namespace snowflake::daemon
 
-#endif  // SNOWFLAKE_DAEMON_STATIC_REGISTER_H_
+#endif  // SNOWFLAKE_DAEMON_REGISTER_STATIC_REGISTER_H_
