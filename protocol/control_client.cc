@@ -34,7 +34,8 @@ class Fd {
 using SteadyClock = std::chrono::steady_clock;
 
 int RemainingMs(SteadyClock::time_point deadline) {
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyClock::now());
+  const auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyClock::now());
   return left.count() > 0 ? static_cast<int>(left.count()) : 0;
 }
 
@@ -82,10 +83,9 @@ tl::expected<nlohmann::json, ControlError> Exchange(const std::filesystem::path&
     sockaddr_un address{};
     address.sun_family = AF_UNIX;
     if (path.size() >= sizeof(address.sun_path)) {
-      return Error(vocab::ErrorCode::kUsage,
-                   "control socket path " + path + " is longer than " +
-                       std::to_string(sizeof(address.sun_path) - 1) +
-                       " bytes; use a shorter runtime directory");
+      return Error(vocab::ErrorCode::kUsage, "control socket path " + path + " is longer than " +
+                                                 std::to_string(sizeof(address.sun_path) - 1) +
+                                                 " bytes; use a shorter runtime directory");
     }
     std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
     Fd socket_fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));

@@ -62,8 +62,8 @@ struct FrontStatus {
 // A renewal of the high-water reservation that fails, or that the daemon paused waiting
 // for: the reply's "renewal" object.
 struct RenewalStatus {
-  std::string store;     // what it waits on now: "register" or "state_file"
-  std::string location;  // the register's location, or the state file's path
+  std::string store;          // what it waits on now: "register" or "state_file"
+  std::string location;       // the register's location, or the state file's path
   int64_t since_unix_ms = 0;  // when the first renewal not confirmed yet began
   int64_t waited_ms = 0;      // from then to the refresh
   // The last attempt's failure since then ("" if none yet: the first is still under way),

@@ -1,7 +1,7 @@
 // The control socket, <runtime_dir>/control.sock (docs/control-protocol.md): an AF_UNIX
-// stream socket speaking one JSON object per line, in the words of protocol/. Commands: "status" (anyone who may
-// connect: the socket is mode 0660, owned by the clients' group) and "resume" (root or
-// the daemon's own uid only, checked with SO_PEERCRED).
+// stream socket speaking one JSON object per line, in the words of protocol/. Commands:
+// "status" (anyone who may connect: the socket is mode 0660, owned by the clients' group)
+// and "resume" (root or the daemon's own uid only, checked with SO_PEERCRED).
 //
 // It serves on its own thread, so a slow or hostile client never stalls the fill loop;
 // it talks to the loop only through a StatusBoard. Malformed, oversized or unknown
@@ -15,8 +15,8 @@
 // A ControlServer's Start() and Stop() must be called from one thread; the serving thread
 // is internal.
 
-#ifndef SNOWFLAKE_DAEMON_CONTROL_SERVER_H_
-#define SNOWFLAKE_DAEMON_CONTROL_SERVER_H_
+#ifndef SNOWFLAKE_DAEMON_CONTROL_CONTROL_SERVER_H_
+#define SNOWFLAKE_DAEMON_CONTROL_CONTROL_SERVER_H_
 
 #include <sys/types.h>
 
@@ -128,4 +128,4 @@ std::string HandleControlRequest(std::string_view line, uid_t peer_uid,
 
 }  // namespace snowflake::daemon
 
-#endif  // SNOWFLAKE_DAEMON_CONTROL_SERVER_H_
+#endif  // SNOWFLAKE_DAEMON_CONTROL_CONTROL_SERVER_H_

@@ -230,10 +230,10 @@ std::string StatusToText(const StatusReport& report) {
   if (d) {
     for (const protocol::FrontStatus& front : d->fronts) {
       std::string where;
-      for (const std::string& address : front.listen) where += (where.empty() ? "" : ", ") + address;
+      for (const std::string& address : front.listen)
+        where += (where.empty() ? "" : ", ") + address;
       out << "front:          " << front.name << " on " << where << ": " << front.connections
-          << " connections, " << front.requests << " requests, " << front.refused
-          << " refused\n";
+          << " connections, " << front.requests << " requests, " << front.refused << " refused\n";
     }
   }
   if (!d) {

@@ -1,7 +1,8 @@
 // The status model both sides share: what `snowflakectl status` gathers (the segment's
-// view plus the daemon's status record, protocol/control_protocol.h), turned into the stable --json object (docs/cli.md) and
-// the human text. No I/O, so the HTTP front's /v1/status and the Python module's
-// status() serve exactly the object the CLI prints. It sits below the CLI and the daemon
+// view plus the daemon's status record, protocol/control_protocol.h), turned into the
+// stable --json object (docs/cli.md) and the human text. No I/O, so the HTTP front's
+// /v1/status and the Python module's status() serve exactly the object the CLI prints.
+// It sits below the CLI and the daemon
 // (neither includes the other) and above libsnowflake, whose ClientStatus it reads.
 //
 // All functions are safe to call from any thread.

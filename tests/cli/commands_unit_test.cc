@@ -131,12 +131,12 @@ TEST(StatusToText, ShowsTheDaemonsWordsFromTheSegmentOnlyWhenTheSocketGaveNoRene
   report.segment.state = "paused";
   report.segment.status_text = "register etcd http://127.0.0.1:1 /p/; last error: timed out";
   report.daemon->renewal = protocol::RenewalStatus{.store = "register",
-                                                    .location = "etcd http://127.0.0.1:1 /p/",
-                                                    .since_unix_ms = 1'767'225'600'000,
-                                                    .waited_ms = 4'210,
-                                                    .last_error = "timed out",
-                                                    .last_error_store = "register",
-                                                    .unanswered = true};
+                                                   .location = "etcd http://127.0.0.1:1 /p/",
+                                                   .since_unix_ms = 1'767'225'600'000,
+                                                   .waited_ms = 4'210,
+                                                   .last_error = "timed out",
+                                                   .last_error_store = "register",
+                                                   .unanswered = true};
   StatusReport unanswered = report;
   unanswered.daemon.reset();
   unanswered.daemon_error = "no control socket at /run/x/control.sock";
@@ -178,10 +178,9 @@ TEST(StatusToJson, HasTheDaemonsFactsAndNullsWhenItDoesNotAnswer) {
   EXPECT_EQ(serving["daemon"]["holder_id"], "host-a");
   EXPECT_EQ(silent["ok"], false);
   EXPECT_EQ(silent["daemon_error"], "gone");
-  for (const char* key :
-       {"version", "instance", "uptime_ms", "state_age_ms", "register_backend", "holder_id",
-        "last_issued_id", "reserved_through_unix_ms", "generator_mark_unix_ms",
-        "last_issued_unix_ms", "services", "daemon"}) {
+  for (const char* key : {"version", "instance", "uptime_ms", "state_age_ms", "register_backend",
+                          "holder_id", "last_issued_id", "reserved_through_unix_ms",
+                          "generator_mark_unix_ms", "last_issued_unix_ms", "services", "daemon"}) {
     EXPECT_TRUE(silent.contains(key) && silent[key].is_null()) << key;
   }
 }

@@ -98,7 +98,8 @@ TEST(StatusRecord, TheDeprecatedMarkKeyCarriesTheSameValueAndAnOlderDaemonsIsRea
 }
 
 TEST(StatusRecord, MissingKeysKeepTheirDefaultsAndUnknownOnesAreReadPast) {
-  const auto read = StatusFromJson(json::parse(R"({"state":"serving","from_a_newer_daemon":[1,2]})"));
+  const auto read =
+      StatusFromJson(json::parse(R"({"state":"serving","from_a_newer_daemon":[1,2]})"));
 
   ASSERT_TRUE(read.has_value()) << read.error();
   StatusRecord expected;
@@ -166,7 +167,8 @@ TEST(ControlRequest, TheTwoCommandsParseAndEverythingElseIsRefusedWithItsCode) {
   const auto unknown = ParseRequest(R"({"command":"reboot"})");
   ASSERT_FALSE(unknown.has_value());
   EXPECT_EQ(unknown.error().code, vocab::ErrorCode::kUnknownCommand);
-  EXPECT_EQ(unknown.error().message, "unknown command \"reboot\": expected \"status\" or \"resume\"");
+  EXPECT_EQ(unknown.error().message,
+            "unknown command \"reboot\": expected \"status\" or \"resume\"");
 }
 
 TEST(ControlReply, ARefusalKeepsTheDaemonsCodeAndAnUnknownOneIsRefused) {
