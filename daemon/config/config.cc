@@ -45,10 +45,10 @@ class Validator {
              config_.daemon.liveness_ms = Integer(k, n, 10, 10'000, "from 10 to 10000");
            }}}},
         {"id", {{"epoch", [&](auto& k, auto& n) { config_.id.epoch_unix_ms = Epoch(k, n); }}}},
-        // [register]: the keys every backend shares; RegisterTable() hands the rest to the
-        // backend that register.backend names (register_backends.h).
+        // [register]: the keys every backend shares; RegisterBackendOf() picks the backend
+        // that register.backend names, whose parser reads the rest (register_backends.h).
         {"register",
-         {{"backend", [&](auto&, auto&) {}},  // read first, by RegisterTable()
+         {{"backend", [&](auto&, auto&) {}},  // read first, by RegisterBackendOf()
           {"path", [&](auto& k, auto& n) { config_.machine_register.path = Path(k, n, true); }},
           {"machines", [&](auto& k, auto& n) { Machines(k, n); }},
           {"holder_id",
