@@ -64,6 +64,78 @@ std::string CorruptText(const std::string& key, const std::string& why) {
          "keeps a number's IDs unique)";
 }
 
+// The holders and marks of two linearizable ranges (machines/ and high-water/), decoded;
+// kCorrupt naming the first key that is not ours.
+tl::expected<Snapshot, RegisterError> DecodeSnapshot(const std::string& machines_prefix,
+                                                     const etcd::RangeResult& held,
+                                                     const std::string& marks_prefix,
+                                                     const etcd::RangeResult& marks) {
+  Snapshot snap;
+  for (const auto& kv : held.kvs) {
+    const auto n = etcd::MachineOfKey(machines_prefix, kv.key);
+    if (!n) return tl::unexpected(Err(RegisterErrorCode::kCorrupt, CorruptText(kv.key, "not a machine number")));
+    auto rec = etcd::DecodeHolder(kv.value);
+    if (!rec) return tl::unexpected(Err(RegisterErrorCode::kCorrupt, CorruptText(kv.key, rec.error())));
+    snap.held[*n] = Snapshot::Held{std::move(*rec), kv.mod_revision, kv.lease};
+  }
+  for (const auto& kv : marks.kvs) {
+    const auto n = etcd::MachineOfKey(marks_prefix, kv.key);
+    if (!n) return tl::unexpected(Err(RegisterErrorCode::kCorrupt, CorruptText(kv.key, "not a machine number")));
+    auto rec = etcd::DecodeHighWater(kv.value);
+    if (!rec) return tl::unexpected(Err(RegisterErrorCode::kCorrupt, CorruptText(kv.key, rec.error())));
+    snap.marks[*n] = {std::move(*rec), kv.mod_revision};
+  }
+  return snap;
+}
+
+// The number a claim asks for, and the revision of the holder's own record when it
+// retakes one (the transaction then compares it instead of the key's absence).
+struct Pick {
+  std::optional<uint32_t> machine;
+  std::optional<int64_t> retake_revision;
+};
+
+// The pick policy: the number this host's state file names, if it is ours or free and no
+// other holder remembers it; else our own held record; else a free number whose last
+// holder was us; else the lowest free number no other holder remembers (so a holder that
+// is restarting elsewhere finds its own number still free); else the lowest free number.
+// Only numbers in [first, last] that no other daemon of this host holds (`locked_here`).
+Pick PickNumber(const Snapshot& snap, const ClaimRequest& request, uint32_t first, uint32_t last,
+                const std::set<uint32_t>& locked_here) {
+  const auto in_range = [&](uint32_t n) {
+    return n >= first && n <= last && !locked_here.contains(n);
+  };
+  if (const auto preferred = request.preferred_machine; preferred && in_range(*preferred)) {
+    const auto held = snap.held.find(*preferred);
+    const auto mark = snap.marks.find(*preferred);
+    if (held != snap.held.end()) {
+      if (held->second.record.holder == request.holder_id) {
+        return Pick{*preferred, held->second.mod_revision};
+      }
+    } else if (mark == snap.marks.end() || mark->second.first.holder.empty() ||
+               mark->second.first.holder == request.holder_id) {
+      return Pick{*preferred, std::nullopt};
+    }
+  }
+  for (const auto& [n, h] : snap.held) {
+    if (in_range(n) && h.record.holder == request.holder_id) return Pick{n, h.mod_revision};
+  }
+  for (const auto& [n, m] : snap.marks) {
+    if (in_range(n) && !snap.held.contains(n) && m.first.holder == request.holder_id) {
+      return Pick{n, std::nullopt};
+    }
+  }
+  for (int pass = 0; pass < 2; ++pass) {
+    for (uint32_t n = first; n <= last; ++n) {
+      if (snap.held.contains(n) || locked_here.contains(n)) continue;
+      const auto mark = snap.marks.find(n);
+      const bool remembered = mark != snap.marks.end() && !mark->second.first.holder.empty();
+      if (pass == 1 || !remembered) return Pick{n, std::nullopt};
+    }
+  }
+  return Pick{};
+}
+
 }  // namespace
 
 EtcdRegisterOptions EtcdRegisterOptionsFrom(const EtcdRegisterConfig& own,
@@ -462,21 +534,112 @@ tl::expected<int, RegisterError> EtcdRegister::RaiseAll(int64_t above_unix_ms,
   }
 }
 
+tl::expected<void, RegisterError> EtcdRegister::CheckClaimRequest(
+    const ClaimRequest& request) const {
+  if (!options_.setup_error.empty()) {
+    return tl::unexpected(Err(RegisterErrorCode::kUnreadable, options_.setup_error));
+  }
+  if (machine_) return tl::unexpected(Err(RegisterErrorCode::kInvalidRequest, "already claimed"));
+  if (request.holder_id.empty()) {
+    return tl::unexpected(Err(RegisterErrorCode::kInvalidRequest, "empty holder id"));
+  }
+  if (options_.first_machine > options_.last_machine || options_.last_machine > kMaxMachine) {
+    return tl::unexpected(Err(RegisterErrorCode::kInvalidRequest,
+                              "bad machine range " + Range(options_.first_machine,
+                                                           options_.last_machine)));
+  }
+  return {};
+}
+
+RegisterError EtcdRegister::NoFreeNumber(size_t holders_in_range, size_t held_under_prefix,
+                                         const std::set<uint32_t>& locked_here,
+                                         const std::filesystem::path& host_lock_dir,
+                                         const std::string& machines_prefix) const {
+  return Err(RegisterErrorCode::kNoFreeNumber,
+             "no free machine number in " + Range(options_.first_machine, options_.last_machine) +
+                 " in the etcd register (" + location() + "): all " +
+                 std::to_string(options_.last_machine - options_.first_machine + 1) +
+                 " are held (" + std::to_string(holders_in_range) + " holders in range, " +
+                 std::to_string(held_under_prefix) + " under " + machines_prefix +
+                 (locked_here.empty()
+                      ? std::string()
+                      : ", " + std::to_string(locked_here.size()) +
+                            " more held by other daemons of this host (" +
+                            host_lock_dir.string() + ")") +
+                 "); widen register.machines or stop a daemon of another host");
+}
+
+tl::expected<EtcdRegister::ClaimTxn, RegisterError> EtcdRegister::CommitClaim(
+    uint32_t machine, std::optional<int64_t> retake_revision, const etcd::FleetRecord& fleet,
+    const std::string& fleet_text, const std::string& record) {
+  const std::string machine_key = etcd::MachineKey(options_.prefix, machine);
+  const std::string mark_key = etcd::HighWaterKey(options_.prefix, machine);
+  etcd::TxnRequest txn;
+  txn.compare = {Compare::ValueEquals(etcd::ConfigKey(options_.prefix), fleet_text),
+                 retake_revision ? Compare::ModRevision(machine_key, Compare::Result::kEqual,
+                                                        *retake_revision)
+                                 : Compare::KeyAbsent(machine_key)};
+  txn.success = {Op::Put(machine_key, record, lease_), Op::Get(mark_key)};
+  txn.failure = {Op::Get(etcd::ConfigKey(options_.prefix))};
+  auto result = client_.Txn(txn);
+  if (!result) {
+    if (result.error().kind == ErrorKind::kUnavailable) {
+      // Maybe applied: the next listing shows our record if it was, and we retake it.
+      ClaimTxn retry;
+      retry.retry_reason = result.error().message;
+      retry.outage = true;
+      return retry;
+    }
+    if (result.error().kind == ErrorKind::kRejected && result.error().grpc_code == 5) {
+      // "requested lease not found": our lease expired between the grant and the claim (a
+      // loaded host, a long election). Nothing was written; the next attempt takes a new
+      // lease.
+      ClaimTxn retry;
+      retry.retry_reason = result.error().message;
+      return retry;
+    }
+    return tl::unexpected(
+        Failure("cannot claim machine " + std::to_string(machine), result.error()));
+  }
+  // Answered: this transaction is decided and can never apply later.
+  if (!result->succeeded) {
+    const auto& fail = result->responses;
+    if (fail.size() == 1 &&
+        (fail[0].range.kvs.empty() || fail[0].range.kvs[0].value != fleet_text)) {
+      // The fleet record changed under us: report it as EnsureFleet would.
+      if (auto ok = EnsureFleet(fleet, fleet_text); !ok) return tl::unexpected(ok.error());
+    }
+    ClaimTxn lost;
+    lost.answered = true;
+    lost.retry_reason = "machine " + std::to_string(machine) + " was taken by another daemon first";
+    return lost;
+  }
+  if (result->responses.size() != 2) {
+    return tl::unexpected(Err(RegisterErrorCode::kCorrupt,
+                              "a claim transaction answered with " +
+                                  std::to_string(result->responses.size()) + " results, not 2"));
+  }
+  NoteIdentity(result->cluster_id, result->revision);
+  ClaimTxn claimed;
+  claimed.answered = true;
+  claimed.claimed = true;
+  const auto& mark_kvs = result->responses[1].range.kvs;
+  if (!mark_kvs.empty()) {
+    auto rec = etcd::DecodeHighWater(mark_kvs[0].value);
+    if (!rec) {
+      return tl::unexpected(Err(RegisterErrorCode::kCorrupt, CorruptText(mark_key, rec.error())));
+    }
+    claimed.mark = rec->unix_ms;
+    claimed.mark_writer = rec->lease;
+    claimed.mark_revision = mark_kvs[0].mod_revision;
+  }
+  return claimed;
+}
+
 tl::expected<MachineClaim, RegisterError> EtcdRegister::Claim(
     const ClaimRequest& request) noexcept {
   try {
-    if (!options_.setup_error.empty()) {
-      return tl::unexpected(Err(RegisterErrorCode::kUnreadable, options_.setup_error));
-    }
-    if (machine_) return tl::unexpected(Err(RegisterErrorCode::kInvalidRequest, "already claimed"));
-    if (request.holder_id.empty()) {
-      return tl::unexpected(Err(RegisterErrorCode::kInvalidRequest, "empty holder id"));
-    }
-    if (options_.first_machine > options_.last_machine || options_.last_machine > kMaxMachine) {
-      return tl::unexpected(Err(RegisterErrorCode::kInvalidRequest,
-                                "bad machine range " + Range(options_.first_machine,
-                                                             options_.last_machine)));
-    }
+    if (auto checked = CheckClaimRequest(request); !checked) return tl::unexpected(checked.error());
     const etcd::FleetRecord fleet{request.epoch_unix_ms, etcd::LayoutName()};
     const std::string fleet_text = etcd::EncodeFleet(fleet);
     if (auto ok = EnsureFleet(fleet, fleet_text); !ok) return tl::unexpected(ok.error());
@@ -530,105 +693,30 @@ tl::expected<MachineClaim, RegisterError> EtcdRegister::Claim(
         auto checked = CheckNotRolledBack(request, *held, notices);
         if (!checked) return tl::unexpected(checked.error());
       }
-      Snapshot snap;
-      for (const auto& kv : held->kvs) {
-        const auto n = etcd::MachineOfKey(machines_prefix, kv.key);
-        if (!n) return tl::unexpected(Err(RegisterErrorCode::kCorrupt, CorruptText(kv.key, "not a machine number")));
-        auto rec = etcd::DecodeHolder(kv.value);
-        if (!rec) return tl::unexpected(Err(RegisterErrorCode::kCorrupt, CorruptText(kv.key, rec.error())));
-        snap.held[*n] = Snapshot::Held{std::move(*rec), kv.mod_revision, kv.lease};
-      }
-      for (const auto& kv : marks->kvs) {
-        const auto n = etcd::MachineOfKey(marks_prefix, kv.key);
-        if (!n) return tl::unexpected(Err(RegisterErrorCode::kCorrupt, CorruptText(kv.key, "not a machine number")));
-        auto rec = etcd::DecodeHighWater(kv.value);
-        if (!rec) return tl::unexpected(Err(RegisterErrorCode::kCorrupt, CorruptText(kv.key, rec.error())));
-        snap.marks[*n] = {std::move(*rec), kv.mod_revision};
-      }
+      auto snap = DecodeSnapshot(machines_prefix, *held, marks_prefix, *marks);
+      if (!snap) return tl::unexpected(snap.error());
 
-      // 2. The number to ask for: the number this host's state file names, if it is ours
-      //    or free and no other holder remembers it; else our own held record, else a free
-      //    number whose last holder was us, else the lowest free number no other holder
-      //    remembers, else the lowest free number.
-      std::optional<uint32_t> pick;
-      std::optional<int64_t> retake_revision;
-      const auto in_range = [&](uint32_t n) {
-        return n >= options_.first_machine && n <= options_.last_machine && !locked_here.contains(n);
-      };
-      if (const auto preferred = request.preferred_machine; preferred && in_range(*preferred)) {
-        const auto held = snap.held.find(*preferred);
-        const auto mark = snap.marks.find(*preferred);
-        if (held != snap.held.end()) {
-          if (held->second.record.holder == request.holder_id) {
-            pick = *preferred;
-            retake_revision = held->second.mod_revision;
-          }
-        } else if (mark == snap.marks.end() || mark->second.first.holder.empty() ||
-                   mark->second.first.holder == request.holder_id) {
-          pick = *preferred;
+      // 2. The number to ask for (PickNumber: the policy and its order).
+      const Pick pick = PickNumber(*snap, request, options_.first_machine,
+                                   options_.last_machine, locked_here);
+      if (!pick.machine) {
+        size_t holders_in_range = 0;
+        for (const auto& [n, unused] : snap->held) {
+          holders_in_range += n >= options_.first_machine && n <= options_.last_machine;
         }
-      }
-      for (const auto& [n, h] : snap.held) {
-        if (pick) break;
-        if (in_range(n) && h.record.holder == request.holder_id) {
-          pick = n;
-          retake_revision = h.mod_revision;
-        }
-      }
-      size_t holders_in_range = 0;
-      for (uint32_t n = options_.first_machine; n <= options_.last_machine; ++n) {
-        if (snap.held.contains(n)) ++holders_in_range;
-      }
-      if (!pick) {
-        for (const auto& [n, m] : snap.marks) {
-          if (n >= options_.first_machine && n <= options_.last_machine &&
-              !snap.held.contains(n) && !locked_here.contains(n) &&
-              m.first.holder == request.holder_id) {
-            pick = n;
-            break;
-          }
-        }
-      }
-      if (!pick) {
-        // A number no holder remembers first, so a holder that is restarting elsewhere
-        // finds its own number still free; only then the lowest free one.
-        for (int pass = 0; pass < 2 && !pick; ++pass) {
-          for (uint32_t n = options_.first_machine; n <= options_.last_machine; ++n) {
-            if (snap.held.contains(n) || locked_here.contains(n)) continue;
-            const auto mark = snap.marks.find(n);
-            const bool remembered = mark != snap.marks.end() && !mark->second.first.holder.empty();
-            if (pass == 1 || !remembered) {
-              pick = n;
-              break;
-            }
-          }
-        }
-      }
-      if (!pick) {
-        return tl::unexpected(Err(
-            RegisterErrorCode::kNoFreeNumber,
-            "no free machine number in " + Range(options_.first_machine, options_.last_machine) +
-                " in the etcd register (" + location() + "): all " +
-                std::to_string(options_.last_machine - options_.first_machine + 1) +
-                " are held (" + std::to_string(holders_in_range) + " holders in range, " +
-                std::to_string(snap.held.size()) + " under " + machines_prefix +
-                (locked_here.empty()
-                     ? std::string()
-                     : ", " + std::to_string(locked_here.size()) +
-                           " more held by other daemons of this host (" +
-                           host_lock_dir.string() + ")") +
-                "); widen register.machines or stop a daemon of another host"));
+        return tl::unexpected(NoFreeNumber(holders_in_range, snap->held.size(), locked_here,
+                                           host_lock_dir, machines_prefix));
       }
 
       // The host-wide lock of the number, as every backend takes it: a daemon of this
       // host with another register (a static machine = N) must never serve N beside us.
-      auto host_lock = AcquireMachineLock(host_lock_dir, *pick);
+      auto host_lock = AcquireMachineLock(host_lock_dir, *pick.machine);
       if (!host_lock) {
         if (host_lock.error().held_by_other) {
-          locked_here.insert(*pick);
-          last_failure = "machine " + std::to_string(*pick) +
+          locked_here.insert(*pick.machine);
+          last_failure = "machine " + std::to_string(*pick.machine) +
                          " is held by another daemon of this host (" +
-                         MachineLockPath(host_lock_dir, *pick).string() + ")";
+                         MachineLockPath(host_lock_dir, *pick.machine).string() + ")";
           last_failure_was_outage = false;
           --attempt;  // not a lost race: the next pick excludes the number
           continue;
@@ -641,73 +729,24 @@ tl::expected<MachineClaim, RegisterError> EtcdRegister::Claim(
       //    previous attempt's transaction named is revoked first (above).
       if (auto leased = fresh_lease(); !leased) return tl::unexpected(leased.error());
       lease_used = true;
-      const std::string machine_key = etcd::MachineKey(options_.prefix, *pick);
-      const std::string mark_key = etcd::HighWaterKey(options_.prefix, *pick);
-      etcd::TxnRequest txn;
-      txn.compare = {Compare::ValueEquals(etcd::ConfigKey(options_.prefix), fleet_text),
-                     retake_revision ? Compare::ModRevision(machine_key, Compare::Result::kEqual,
-                                                            *retake_revision)
-                                     : Compare::KeyAbsent(machine_key)};
-      txn.success = {Op::Put(machine_key, record, lease_), Op::Get(mark_key)};
-      txn.failure = {Op::Get(etcd::ConfigKey(options_.prefix))};
-      auto result = client_.Txn(txn);
-      if (!result) {
-        if (result.error().kind == ErrorKind::kUnavailable) {
-          // Maybe applied: the next listing shows our record if it was, and we retake it.
-          last_failure = result.error().message;
-          last_failure_was_outage = true;
-          continue;
-        }
-        if (result.error().kind == ErrorKind::kRejected && result.error().grpc_code == 5) {
-          // "requested lease not found": our lease expired between the grant and the
-          // claim (a loaded host, a long election). Nothing was written; the next attempt
-          // takes a new lease.
-          last_failure = result.error().message;
-          last_failure_was_outage = false;
-          continue;
-        }
-        return tl::unexpected(Failure("cannot claim machine " + std::to_string(*pick),
-                                          result.error()));
-      }
-      // Answered: this transaction is decided and can never apply later, so the lease it
-      // named may serve the next attempt.
-      lease_used = false;
-      if (!result->succeeded) {
-        const auto& fail = result->responses;
-        if (fail.size() == 1 && (fail[0].range.kvs.empty() || fail[0].range.kvs[0].value != fleet_text)) {
-          // The fleet record changed under us: report it as EnsureFleet would.
-          if (auto ok = EnsureFleet(fleet, fleet_text); !ok) return tl::unexpected(ok.error());
-        }
-        last_failure = "machine " + std::to_string(*pick) + " was taken by another daemon first";
-        last_failure_was_outage = false;
+      auto txn = CommitClaim(*pick.machine, pick.retake_revision, fleet, fleet_text, record);
+      if (!txn) return tl::unexpected(txn.error());
+      // An answered transaction can never apply later: its lease may serve the next attempt.
+      if (txn->answered) lease_used = false;
+      if (!txn->claimed) {
+        last_failure = txn->retry_reason;
+        last_failure_was_outage = txn->outage;
         continue;
       }
-      if (result->responses.size() != 2) {
-        return tl::unexpected(Err(RegisterErrorCode::kCorrupt,
-                                  "a claim transaction answered with " +
-                                      std::to_string(result->responses.size()) + " results, not 2"));
-      }
-      NoteIdentity(result->cluster_id, result->revision);
-      int64_t mark = 0;
-      int64_t writer = 0;
-      int64_t mark_revision = 0;
-      const auto& mark_kvs = result->responses[1].range.kvs;
-      if (!mark_kvs.empty()) {
-        auto rec = etcd::DecodeHighWater(mark_kvs[0].value);
-        if (!rec) return tl::unexpected(Err(RegisterErrorCode::kCorrupt, CorruptText(mark_key, rec.error())));
-        mark = rec->unix_ms;
-        writer = rec->lease;
-        mark_revision = mark_kvs[0].mod_revision;
-      }
-      machine_ = *pick;
+      machine_ = *pick.machine;
       machine_lock_ = std::move(*host_lock);
       holder_id_ = request.holder_id;
-      claim_mark_ = committed_ = attempted_max_ = mark_value_ = mark;
-      mark_revision_ = mark_revision;
+      claim_mark_ = committed_ = attempted_max_ = mark_value_ = txn->mark;
+      mark_revision_ = txn->mark_revision;
       keepalive_ = std::thread([this] { KeepAliveLoop(); });
-      return MachineClaim{.machine = *pick,
-                          .high_water_unix_ms = mark,
-                          .mark_writer = writer,
+      return MachineClaim{.machine = *pick.machine,
+                          .high_water_unix_ms = txn->mark,
+                          .mark_writer = txn->mark_writer,
                           .claim_token = lease_,
                           .notices = std::move(notices)};
     }

@@ -19,8 +19,8 @@
 // from one thread at a time; claim_lost() and lease_status() may be called from any thread.
 // The keepalive thread uses its own connection.
 
-#ifndef SNOWFLAKE_DAEMON_ETCD_REGISTER_H_
-#define SNOWFLAKE_DAEMON_ETCD_REGISTER_H_
+#ifndef SNOWFLAKE_DAEMON_REGISTER_ETCD_REGISTER_H_
+#define SNOWFLAKE_DAEMON_REGISTER_ETCD_REGISTER_H_
 
 #include <atomic>
 #include <chrono>
@@ -30,6 +30,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -158,6 +159,34 @@ class EtcdRegister final : public MachineRegister {
   tl::expected<int, RegisterError> RaiseAll(int64_t above_unix_ms, bool while_running) noexcept override;
 
  private:
+  // The steps of Claim(): check the request, (read the holders and marks, pick a number:
+  // etcd_register.cc's DecodeSnapshot and PickNumber,) lock it on this host, commit.
+  tl::expected<void, RegisterError> CheckClaimRequest(const ClaimRequest& request) const;
+  // kNoFreeNumber, saying how many are held in range and under the prefix, and how many
+  // more other daemons of this host hold.
+  RegisterError NoFreeNumber(size_t holders_in_range, size_t held_under_prefix,
+                             const std::set<uint32_t>& locked_here,
+                             const std::filesystem::path& host_lock_dir,
+                             const std::string& machines_prefix) const;
+  // One claim transaction's outcome: claimed (with the number's mark), or a reason to try
+  // again; `answered`: the transaction is decided and can never apply later.
+  struct ClaimTxn {
+    bool answered = false;
+    bool claimed = false;
+    std::string retry_reason;
+    bool outage = false;  // the retry is for an unanswered transaction
+    int64_t mark = 0;
+    int64_t mark_writer = 0;
+    int64_t mark_revision = 0;
+  };
+  // The transaction: the fleet record unchanged and the number as it was seen (absent, or
+  // the holder's own record at `retake_revision`); then our record under lease_, and the
+  // number's mark read. Errors: a refusal that retrying cannot mend, or a changed fleet.
+  tl::expected<ClaimTxn, RegisterError> CommitClaim(uint32_t machine,
+                                                    std::optional<int64_t> retake_revision,
+                                                    const etcd::FleetRecord& fleet,
+                                                    const std::string& fleet_text,
+                                                    const std::string& record);
   tl::expected<void, RegisterError> EnsureFleet(const etcd::FleetRecord& fleet,
                                                 const std::string& fleet_text) noexcept;
   // What a write of the mark is for: a raise ahead of need, the clean stop, or the
@@ -227,4 +256,4 @@ class EtcdRegister final : public MachineRegister {
 
 }  // namespace snowflake::daemon
 
-#endif  // SNOWFLAKE_DAEMON_ETCD_REGISTER_H_
+#endif  // SNOWFLAKE_DAEMON_REGISTER_ETCD_REGISTER_H_
