@@ -15,7 +15,7 @@
 #include "daemon/holder_id.h"
 #include "daemon/host_checks.h"
 #include "daemon/instance_lock.h"
-#include "daemon/notifier.h"
+#include "daemon/control/notifier.h"
 #include "daemon/version.h"
 #include "snowflake/time_text.h"
 

@@ -42,7 +42,7 @@ bool RegisterUnanswered(const std::optional<ReservationProblem>& problem,
 }  // namespace
 
 FillLoop::FillLoop(FillLoopOptions options, Clock& clock, Generator& generator,
-                   shm::RingProducer& producer, Horizon& horizon, StatusReporter& status,
+                   shm::RingProducer& producer, Horizon& horizon, StatusSink& status,
                    Heartbeat* heartbeat)
     : options_(options),
       clock_(clock),
@@ -220,8 +220,7 @@ void FillLoop::ApplyFence(int64_t fence) {
 }
 
 void FillLoop::HandleResume() {
-  StatusBoard& board = status_.board();
-  const uint64_t requested = board.resume_requested();
+  const uint64_t requested = status_.resume_requested();
   if (requested <= resume_handled_) return;
   const bool was_out = generator_.state() == GeneratorState::kOutOfService;
   if (was_out) {
@@ -237,7 +236,7 @@ void FillLoop::HandleResume() {
                  StateText(published_.state));
   }
   status_.RefreshBoard(Facts());
-  board.ResumeHandled(requested, was_out);
+  status_.ResumeHandled(requested, was_out);
   resume_handled_ = requested;
 }
 
@@ -435,7 +434,7 @@ StatusFacts FillLoop::Facts() const {
   f.reason_extra = ReasonExtra(f.now_unix_ms);
   const auto& [problem, wait] = CurrentRenewal();
   if (problem || (wait && IsRenewalReason(published_.reason))) {
-    RenewalStatus renewal;
+    protocol::RenewalStatus renewal;
     if (wait) {
       renewal.store = StoreCode(wait->store);
       renewal.location = wait->location;

@@ -7,11 +7,12 @@
 // horizon or from a batch during which the clock stepped back.
 //
 // Not thread-safe: one thread (the main thread, or a test) runs it. It shares the
-// producer with the Heartbeat thread (which only beats) and reads the Horizon and the
-// StatusBoard, which are thread-safe.
+// producer with the Heartbeat thread (which only beats), reads the Horizon, which is
+// thread-safe, and reports through a StatusSink (daemon/core/status_sink.h), which control/
+// implements.
 
-#ifndef SNOWFLAKE_DAEMON_FILL_LOOP_H_
-#define SNOWFLAKE_DAEMON_FILL_LOOP_H_
+#ifndef SNOWFLAKE_DAEMON_CORE_FILL_LOOP_H_
+#define SNOWFLAKE_DAEMON_CORE_FILL_LOOP_H_
 
 #include <atomic>
 #include <chrono>
@@ -22,14 +23,14 @@
 #include <string>
 #include <vector>
 
-#include "daemon/control/service_counts.h"
-#include "daemon/control/status_reporter.h"
 #include "daemon/core/clock.h"
 #include "daemon/core/demand_tracker.h"
 #include "daemon/core/generator.h"
 #include "daemon/core/heartbeat.h"
 #include "daemon/core/reservation_service.h"
+#include "daemon/core/service_counts.h"
 #include "daemon/core/state_decision.h"
+#include "daemon/core/status_sink.h"
 #include "snowflake/ring_producer.h"
 
 namespace snowflake::daemon {
@@ -57,7 +58,7 @@ class FillLoop {
  public:
   // Every reference (not owned) must outlive the loop. `heartbeat` may be null (tests).
   FillLoop(FillLoopOptions options, Clock& clock, Generator& generator,
-           shm::RingProducer& producer, Horizon& horizon, StatusReporter& status,
+           shm::RingProducer& producer, Horizon& horizon, StatusSink& status,
            Heartbeat* heartbeat);
 
   // Every pass first checks the segment (RingProducer::CheckCounters). A segment a client
@@ -125,7 +126,7 @@ class FillLoop {
   Generator& generator_;
   shm::RingProducer& producer_;
   Horizon& horizon_;
-  StatusReporter& status_;
+  StatusSink& status_;
   Heartbeat* const heartbeat_;
 
   // State below is owned by the loop's thread.
@@ -165,4 +166,4 @@ class FillLoop {
 
 }  // namespace snowflake::daemon
 
-#endif  // SNOWFLAKE_DAEMON_FILL_LOOP_H_
+#endif  // SNOWFLAKE_DAEMON_CORE_FILL_LOOP_H_

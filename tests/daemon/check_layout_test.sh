@@ -48,6 +48,10 @@ plant bindings/python/module.cc '#include "daemon/control/control_server.h"' \
 plant daemon/base/file_lock.cc '#include "daemon/core/clock.h"' "daemon/base/ may include only"
 plant daemon/control/status_board.cc '#include "cli/command_error.h"' \
   "the daemon includes a header of cli/"
+plant daemon/core/fill_loop.h '#include "daemon/control/status_reporter.h"' \
+  "daemon/core/ may include only"
+plant daemon/control/status_reporter.h '#include "daemon/daemon.h"' \
+  "daemon/control/ may include only"
 plant cli/status_command.cc '#include "daemon/core/fill_loop.h"' "cli/ may include only"
 plant daemon/core/new_part.cc '// a file no table names' "daemon/core/new_part.cc is not in the parts table"
 

@@ -21,6 +21,7 @@
 #include <string>
 #include <thread>
 
+#include "daemon/control/status_reporter.h"
 #include "fake_clock.h"
 #include "snowflake/ring_consumer.h"
 #include "snowflake/status_text.h"

@@ -1,4 +1,4 @@
-#include "daemon/notifier.h"
+#include "daemon/control/notifier.h"
 
 #include <gtest/gtest.h>
 #include <sys/socket.h>

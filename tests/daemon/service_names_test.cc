@@ -1,4 +1,4 @@
-#include "daemon/control/service_names.h"
+#include "daemon/core/service_names.h"
 
 #include <gtest/gtest.h>
 

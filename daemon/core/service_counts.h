@@ -4,8 +4,8 @@
 //
 // Not thread-safe: the fill loop owns it.
 
-#ifndef SNOWFLAKE_DAEMON_SERVICE_COUNTS_H_
-#define SNOWFLAKE_DAEMON_SERVICE_COUNTS_H_
+#ifndef SNOWFLAKE_DAEMON_CORE_SERVICE_COUNTS_H_
+#define SNOWFLAKE_DAEMON_CORE_SERVICE_COUNTS_H_
 
 #include <cstdint>
 #include <map>
@@ -32,4 +32,4 @@ class ServiceCounts {
 
 }  // namespace snowflake::daemon
 
-#endif  // SNOWFLAKE_DAEMON_SERVICE_COUNTS_H_
+#endif  // SNOWFLAKE_DAEMON_CORE_SERVICE_COUNTS_H_

@@ -1,11 +1,11 @@
-#include "daemon/control/service_counts.h"
+#include "daemon/core/service_counts.h"
 
 #include <signal.h>
 
 #include <cerrno>
 #include <vector>
 
-#include "daemon/control/service_names.h"
+#include "daemon/core/service_names.h"
 
 namespace snowflake::daemon {
 

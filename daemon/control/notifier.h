@@ -4,8 +4,8 @@
 //
 // A Notifier is not safe for concurrent use: the fill loop owns it.
 
-#ifndef SNOWFLAKE_DAEMON_NOTIFIER_H_
-#define SNOWFLAKE_DAEMON_NOTIFIER_H_
+#ifndef SNOWFLAKE_DAEMON_CONTROL_NOTIFIER_H_
+#define SNOWFLAKE_DAEMON_CONTROL_NOTIFIER_H_
 
 #include <chrono>
 #include <cstdint>
@@ -43,4 +43,4 @@ class Notifier {
 
 }  // namespace snowflake::daemon
 
-#endif  // SNOWFLAKE_DAEMON_NOTIFIER_H_
+#endif  // SNOWFLAKE_DAEMON_CONTROL_NOTIFIER_H_

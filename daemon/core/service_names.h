@@ -4,8 +4,8 @@
 //
 // Pure functions; safe to call from any thread.
 
-#ifndef SNOWFLAKE_DAEMON_SERVICE_NAMES_H_
-#define SNOWFLAKE_DAEMON_SERVICE_NAMES_H_
+#ifndef SNOWFLAKE_DAEMON_CORE_SERVICE_NAMES_H_
+#define SNOWFLAKE_DAEMON_CORE_SERVICE_NAMES_H_
 
 #include <cstdint>
 #include <map>
@@ -62,4 +62,4 @@ inline void AddServiceCount(std::map<std::string, uint64_t>& totals, std::string
 
 }  // namespace snowflake::daemon
 
-#endif  // SNOWFLAKE_DAEMON_SERVICE_NAMES_H_
+#endif  // SNOWFLAKE_DAEMON_CORE_SERVICE_NAMES_H_

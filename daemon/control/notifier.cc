@@ -1,4 +1,4 @@
-#include "daemon/notifier.h"
+#include "daemon/control/notifier.h"
 
 #include <systemd/sd-daemon.h>
 
