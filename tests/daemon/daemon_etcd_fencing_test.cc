@@ -30,9 +30,12 @@
 #include "fault_proxy.h"
 #include "snowflake/client.h"
 #include "subprocess.h"
+#include "wait_until.h"
 
 namespace snowflake {
 namespace {
+
+using snowflake::testing::WaitUntil;
 
 using namespace std::chrono_literals;
 using testing::Daemon;
@@ -84,17 +87,6 @@ class Taker {
   std::thread thread_;
 };
 
-// Waits up to `timeout` for `condition`, checking it every few milliseconds.
-template <typename Condition>
-bool WaitUntil(Condition condition, std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!condition()) {
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(5ms);
-  }
-  return true;
-}
-
 TEST(DaemonEtcdFencing, AnOldHoldersLateRaiseNeverLetsTheNextHolderReuseItsMilliseconds) {
   // Arrange: one member, a proxy in front of it; A reaches etcd through [proxy, member].
   EtcdCluster cluster(1);
@@ -128,7 +120,8 @@ TEST(DaemonEtcdFencing, AnOldHoldersLateRaiseNeverLetsTheNextHolderReuseItsMilli
   auto a_client = Client::Open("fencing-a", DaemonHarness::ClientOptionsFor(a_options.runtime_dir));
   ASSERT_TRUE(a_client) << a_client.error().message;
   Taker a_taker(*a_client);
-  ASSERT_TRUE(WaitUntil([&] { return a_taker.max_ms() > 0; }, 10s)) << a->Describe();
+  ASSERT_TRUE(WaitUntil([&] { return a_taker.max_ms() > 0; }, 10s, "a_taker.max_ms() > 0"))
+      << a->Describe();
 
   // Act 1: A's next raise stalls at the proxy and times out; A retries on the member,
   // commits, and goes on issuing above the stalled raise's target (at most A's clock when
@@ -137,8 +130,8 @@ TEST(DaemonEtcdFencing, AnOldHoldersLateRaiseNeverLetsTheNextHolderReuseItsMilli
   ASSERT_TRUE(proxy.WaitForHeld(1, 10s)) << a->Describe();
   ASSERT_TRUE(proxy.SetMode(FaultProxy::Mode::kPass));
   const int64_t a_clock_when_held = a_taker.max_ms();
-  ASSERT_TRUE(
-      WaitUntil([&] { return a_taker.max_ms() > a_clock_when_held + kReservationMs + 500; }, 20s))
+  ASSERT_TRUE(WaitUntil([&] { return a_taker.max_ms() > a_clock_when_held + kReservationMs + 500; },
+                        20s, "a_taker.max_ms() > a_clock_when_held + kReservationMs + 500"))
       << "A did not issue past the stalled raise's target: " << a->Describe();
 
   // Act 2: A dies; the stalled raise lands; A's lease ends; B claims the number.
@@ -169,7 +162,8 @@ TEST(DaemonEtcdFencing, AnOldHoldersLateRaiseNeverLetsTheNextHolderReuseItsMilli
   Taker b_taker(*b_client);
   // Until B's clock has passed every millisecond A issued in (B waits for its clock to
   // pass the mark first).
-  const bool b_passed_a = WaitUntil([&] { return b_taker.max_ms() > a_max_ms; }, 30s);
+  const ::testing::AssertionResult b_passed_a =
+      WaitUntil([&] { return b_taker.max_ms() > a_max_ms; }, 30s, "b_taker.max_ms() > a_max_ms");
   b_taker.Stop();
   const std::vector<uint64_t> b_ids = b_taker.ids();
 

@@ -11,9 +11,12 @@
 #include "fake_clock.h"
 #include "snowflake/id_layout.h"
 #include "temp_dir.h"
+#include "wait_until.h"
 
 namespace snowflake::daemon {
 namespace {
+
+using snowflake::testing::WaitUntil;
 
 using namespace std::chrono_literals;
 
@@ -55,14 +58,6 @@ TEST(Heartbeat, BeatsWhileTheFillLoopIsBusyAndStopsWhenItHangs) {
   EXPECT_EQ(BeatIntervalFor(10), 1ms);
 }
 
-// Polls until pred() holds or `limit` of real time passes; returns pred()'s last value.
-template <typename Pred>
-bool Eventually(Pred pred, std::chrono::milliseconds limit = 10s) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (!pred() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
-  return pred();
-}
-
 TEST(Heartbeat, StallIsMeasuredOnTheInjectedClock) {
   // Arrange: a 10 s stall limit, which real time never reaches during this test.
   Segment segment;
@@ -70,7 +65,8 @@ TEST(Heartbeat, StallIsMeasuredOnTheInjectedClock) {
   Heartbeat sut(segment.producer, BeatIntervalFor(10), 10s, clock);
   sut.NotePass();
   sut.Start();
-  ASSERT_TRUE(Eventually([&] { return sut.beats() > 0; })) << "never beat";
+  ASSERT_TRUE(WaitUntil([&] { return sut.beats() > 0; }, 10s, "sut.beats() > 0", 1ms))
+      << "never beat";
 
   // Act: the injected steady clock passes the stall limit; real time barely moves.
   clock.Tick(10'001);
@@ -79,7 +75,8 @@ TEST(Heartbeat, StallIsMeasuredOnTheInjectedClock) {
   std::this_thread::sleep_for(50ms);  // 50 beat intervals
   const uint64_t still_stalled = sut.beats();
   sut.NotePass();  // a pass at the injected clock's new now
-  const bool resumed = Eventually([&] { return sut.beats() > still_stalled; });
+  const ::testing::AssertionResult resumed = WaitUntil([&] { return sut.beats() > still_stalled; },
+                                                       10s, "sut.beats() > still_stalled", 1ms);
 
   // Assert
   EXPECT_EQ(still_stalled, stalled) << "beat on although the injected clock says the loop "

@@ -22,9 +22,12 @@
 #include "fake_register.h"
 #include "fault_file_system.h"
 #include "temp_dir.h"
+#include "wait_until.h"
 
 namespace snowflake::daemon {
 namespace {
+
+using snowflake::testing::WaitUntil;
 
 using namespace std::chrono_literals;
 using snowflake::testing::FakeClock;
@@ -45,16 +48,6 @@ ReservationOptions Options() {
                             .segment_incarnation = 2};
 }
 
-template <typename Pred>
-bool Eventually(Pred pred, std::chrono::milliseconds timeout = 10s) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(1ms);
-  }
-  return pred();
-}
-
 struct Fixture {
   TempDir dir{"reservation"};
   FaultFileSystem fs;
@@ -69,7 +62,8 @@ TEST(ReservationService, FirstRenewalReservesAheadInBothStores) {
 
   sut.Start();
 
-  ASSERT_TRUE(Eventually([&] { return sut.confirmed_through() >= kStart + 1000; }));
+  ASSERT_TRUE(WaitUntil([&] { return sut.confirmed_through() >= kStart + 1000; }, 10s,
+                        "sut.confirmed_through() >= kStart + 1000", 1ms));
   auto saved = f.store.Load();
   ASSERT_TRUE(saved.has_value() && saved->has_value());
   EXPECT_GE((*saved)->reserved_through_unix_ms, sut.confirmed_through());
@@ -83,24 +77,28 @@ TEST(ReservationService, RenewsAheadOfTheClockWithoutBeingAsked) {
   Fixture f;
   ReservationService sut(Options(), f.store, f.reg, f.clock, 0);
   sut.Start();
-  ASSERT_TRUE(Eventually([&] { return sut.confirmed_through() >= kStart + 1000; }));
+  ASSERT_TRUE(WaitUntil([&] { return sut.confirmed_through() >= kStart + 1000; }, 10s,
+                        "sut.confirmed_through() >= kStart + 1000", 1ms));
 
   f.clock.Tick(600);  // within renew_ahead_ms of the horizon
 
-  EXPECT_TRUE(Eventually([&] { return sut.confirmed_through() >= kStart + 1600; }));
+  EXPECT_TRUE(WaitUntil([&] { return sut.confirmed_through() >= kStart + 1600; }, 10s,
+                        "sut.confirmed_through() >= kStart + 1600", 1ms));
 }
 
 TEST(ReservationService, FailingFsyncNamesTheStateFileAndStopsTheHorizon) {
   Fixture f;
   ReservationService sut(Options(), f.store, f.reg, f.clock, 0);
   sut.Start();
-  ASSERT_TRUE(Eventually([&] { return sut.confirmed_through() >= kStart + 1000; }));
+  ASSERT_TRUE(WaitUntil([&] { return sut.confirmed_through() >= kStart + 1000; }, 10s,
+                        "sut.confirmed_through() >= kStart + 1000", 1ms));
   const int64_t before = sut.confirmed_through();
 
   f.fs.SetFailure(EIO);
   f.clock.Tick(600);
 
-  ASSERT_TRUE(Eventually([&] { return sut.problem().has_value(); }));
+  ASSERT_TRUE(
+      WaitUntil([&] { return sut.problem().has_value(); }, 10s, "sut.problem().has_value()", 1ms));
   const auto problem = sut.problem();
   EXPECT_EQ(problem->store, ReservationStore::kStateFile);
   EXPECT_EQ(problem->sys_errno, EIO);
@@ -113,8 +111,10 @@ TEST(ReservationService, FailingFsyncNamesTheStateFileAndStopsTheHorizon) {
 
   f.fs.SetFailure(0);
 
-  EXPECT_TRUE(Eventually([&] { return sut.confirmed_through() > before; }));
-  EXPECT_TRUE(Eventually([&] { return !sut.problem().has_value(); }));
+  EXPECT_TRUE(WaitUntil([&] { return sut.confirmed_through() > before; }, 10s,
+                        "sut.confirmed_through() > before", 1ms));
+  EXPECT_TRUE(WaitUntil([&] { return !sut.problem().has_value(); }, 10s,
+                        "!sut.problem().has_value()", 1ms));
 }
 
 TEST(ReservationService, FailingRegisterIsNamedAndHeals) {
@@ -123,13 +123,15 @@ TEST(ReservationService, FailingRegisterIsNamedAndHeals) {
   f.reg.Fail(RegisterErrorCode::kTimedOut);
   sut.Start();
 
-  ASSERT_TRUE(Eventually([&] { return sut.problem().has_value(); }));
+  ASSERT_TRUE(
+      WaitUntil([&] { return sut.problem().has_value(); }, 10s, "sut.problem().has_value()", 1ms));
   EXPECT_EQ(sut.problem()->store, ReservationStore::kRegister);
   EXPECT_EQ(sut.confirmed_through(), 0) << "the state file alone confirms nothing";
 
   f.reg.Fail(std::nullopt);
 
-  EXPECT_TRUE(Eventually([&] { return sut.confirmed_through() >= kStart + 1000; }));
+  EXPECT_TRUE(WaitUntil([&] { return sut.confirmed_through() >= kStart + 1000; }, 10s,
+                        "sut.confirmed_through() >= kStart + 1000", 1ms));
 }
 
 // What an unconfirmed renewal waits for: the wait begins with the first renewal after a
@@ -141,18 +143,28 @@ TEST(ReservationService, AWaitForAnUnansweredRegisterKeepsItsStartAndStoreAcross
   Fixture f;
   ReservationService sut(Options(), f.store, f.reg, f.clock, 0);
   sut.Start();
-  ASSERT_TRUE(Eventually([&] { return sut.confirmed_through() >= kStart + 1000; }));
-  ASSERT_TRUE(Eventually([&] { return !sut.waiting().has_value(); }));
+  ASSERT_TRUE(WaitUntil([&] { return sut.confirmed_through() >= kStart + 1000; }, 10s,
+                        "sut.confirmed_through() >= kStart + 1000", 1ms));
+  ASSERT_TRUE(WaitUntil([&] { return !sut.waiting().has_value(); }, 10s,
+                        "!sut.waiting().has_value()", 1ms));
   f.reg.Fail(RegisterErrorCode::kUnreachable);
   f.fs.SetDelay(20ms);
 
   // Act: the next renewal falls due and its register call fails, again and again.
   f.clock.Set(kStart + 600);
-  const bool failed = Eventually([&] { return sut.problem().has_value(); });
+  const ::testing::AssertionResult failed =
+      WaitUntil([&] { return sut.problem().has_value(); }, 10s, "sut.problem().has_value()", 1ms);
+  // Sample across retries, not for a fixed time: every retry writes the state file
+  // (slow fsyncs) on its way back to the register, so the fsyncs count them.
+  constexpr int64_t kRetryFsyncs = 6;
+  const int64_t fsyncs_before = f.fs.fsyncs();
+  const auto sampling_ends = std::chrono::steady_clock::now() + 10s;
   int samples = 0;
   int not_the_register = 0;
   std::optional<RenewalWait> odd;
-  for (; samples < 200; ++samples) {
+  for (; f.fs.fsyncs() - fsyncs_before < kRetryFsyncs &&
+         std::chrono::steady_clock::now() < sampling_ends;
+       ++samples) {
     const auto wait = sut.waiting();
     if (!wait || wait->store != ReservationStore::kRegister || wait->since_unix_ms != kStart + 600) {
       ++not_the_register;
@@ -160,14 +172,16 @@ TEST(ReservationService, AWaitForAnUnansweredRegisterKeepsItsStartAndStoreAcross
     }
     std::this_thread::sleep_for(1ms);
   }
+  const int64_t retry_fsyncs = f.fs.fsyncs() - fsyncs_before;
   f.reg.Fail(std::nullopt);
   f.fs.SetDelay(0ms);
-  const bool healed = Eventually([&] {
-    return sut.confirmed_through() >= kStart + 1600 && !sut.waiting().has_value();
-  });
+  const ::testing::AssertionResult healed = WaitUntil(
+      [&] { return sut.confirmed_through() >= kStart + 1600 && !sut.waiting().has_value(); }, 10s,
+      "sut.confirmed_through() >= kStart + 1600 && !sut.waiting().has_value()", 1ms);
 
   // Assert
   ASSERT_TRUE(failed);
+  EXPECT_GE(retry_fsyncs, kRetryFsyncs) << "the samples spanned too few retries to show anything";
   EXPECT_EQ(not_the_register, 0)
       << "of " << samples << " samples, e.g. store "
       << (odd ? StoreName(odd->store) : "none") << " since " << (odd ? odd->since_unix_ms : 0);
@@ -178,11 +192,12 @@ TEST(ReservationService, LostClaimIsReported) {
   Fixture f;
   ReservationService sut(Options(), f.store, f.reg, f.clock, 0);
   sut.Start();
-  ASSERT_TRUE(Eventually([&] { return sut.confirmed_through() >= kStart + 1000; }));
+  ASSERT_TRUE(WaitUntil([&] { return sut.confirmed_through() >= kStart + 1000; }, 10s,
+                        "sut.confirmed_through() >= kStart + 1000", 1ms));
 
   f.reg.Fail(RegisterErrorCode::kClaimLost);
 
-  EXPECT_TRUE(Eventually([&] { return sut.claim_lost(); }));
+  EXPECT_TRUE(WaitUntil([&] { return sut.claim_lost(); }, 10s, "sut.claim_lost()", 1ms));
 }
 
 TEST(ReservationService, SlowFsyncNeverBlocksTheReader) {
@@ -201,14 +216,16 @@ TEST(ReservationService, SlowFsyncNeverBlocksTheReader) {
   (void)sut.problem();
   EXPECT_LT(std::chrono::steady_clock::now() - began, 150ms)
       << "reading the horizon waited for the fsync";
-  EXPECT_TRUE(Eventually([&] { return sut.confirmed_through() >= kStart + 1600; }));
+  EXPECT_TRUE(WaitUntil([&] { return sut.confirmed_through() >= kStart + 1600; }, 10s,
+                        "sut.confirmed_through() >= kStart + 1600", 1ms));
 }
 
 TEST(ReservationService, CleanStopLowersBothStores) {
   Fixture f;
   ReservationService sut(Options(), f.store, f.reg, f.clock, 0);
   sut.Start();
-  ASSERT_TRUE(Eventually([&] { return sut.confirmed_through() >= kStart + 1000; }));
+  ASSERT_TRUE(WaitUntil([&] { return sut.confirmed_through() >= kStart + 1000; }, 10s,
+                        "sut.confirmed_through() >= kStart + 1000", 1ms));
   sut.Stop();
 
   ASSERT_TRUE(sut.RecordCleanStop(kStart + 3).has_value());
@@ -224,16 +241,21 @@ TEST(ReservationService, AFenceIsPassedOnAndAcknowledgedOnlyOnceTheLoopAppliedIt
   Fixture f;
   ReservationService sut(Options(), f.store, f.reg, f.clock, 0);
   sut.Start();
-  ASSERT_TRUE(Eventually([&] { return sut.confirmed_through() >= kStart + 1000; }));
+  ASSERT_TRUE(WaitUntil([&] { return sut.confirmed_through() >= kStart + 1000; }, 10s,
+                        "sut.confirmed_through() >= kStart + 1000", 1ms));
 
   // An operator's fence, found by the register's next call (the keepalive every 20 ms).
   f.reg.Fence(kStart + 9000);
-  const bool passed_on = Eventually([&] { return sut.fence_unix_ms() == kStart + 9000; });
+  const ::testing::AssertionResult passed_on =
+      WaitUntil([&] { return sut.fence_unix_ms() == kStart + 9000; }, 10s,
+                "sut.fence_unix_ms() == kStart + 9000", 1ms);
   // Not acknowledged while the fill loop has not applied it: 50 renewal periods later.
   std::this_thread::sleep_for(100ms);
   const int64_t acknowledged_before = f.reg.acknowledged();
   sut.NoteFenceApplied(kStart + 9000);
-  const bool acknowledged = Eventually([&] { return f.reg.acknowledged() == kStart + 9000; });
+  const ::testing::AssertionResult acknowledged =
+      WaitUntil([&] { return f.reg.acknowledged() == kStart + 9000; }, 10s,
+                "f.reg.acknowledged() == kStart + 9000", 1ms);
 
   EXPECT_TRUE(passed_on);
   EXPECT_EQ(acknowledged_before, 0) << "acknowledged before the fill loop obeyed the fence";
@@ -249,7 +271,8 @@ TEST(ReservationService, TheHostMarkFollowsTheReservationAndTheCleanStopNeverBel
   std::filesystem::create_directories(options.host_lock_dir);
   ReservationService sut(options, f.store, f.reg, f.clock, 0);
   sut.Start();
-  ASSERT_TRUE(Eventually([&] { return sut.confirmed_through() >= kStart + 1000; }));
+  ASSERT_TRUE(WaitUntil([&] { return sut.confirmed_through() >= kStart + 1000; }, 10s,
+                        "sut.confirmed_through() >= kStart + 1000", 1ms));
   auto reserved = ReadHostMark(options.host_lock_dir, 3);
   sut.Stop();
 

@@ -16,6 +16,7 @@
 #include <iostream>
 #include <thread>
 
+#include "daemon/control/status_reporter.h"
 #include "daemon/core/fill_loop.h"
 #include "daemon/core/heartbeat.h"
 #include "daemon/core/reservation_service.h"
@@ -27,9 +28,12 @@
 #include "snowflake/ring_consumer.h"
 #include "snowflake/status_text.h"
 #include "temp_dir.h"
+#include "wait_until.h"
 
 namespace snowflake::daemon {
 namespace {
+
+using snowflake::testing::WaitUntil;
 
 using namespace std::chrono_literals;
 using shm::DaemonState;
@@ -39,7 +43,7 @@ using snowflake::testing::TempDir;
 
 constexpr int64_t kEpoch = kDefaultEpochUnixMs;
 
-// A daemon without its process: the parts app.cc assembles, on a temporary directory.
+// A daemon without its process: the parts daemon.cc assembles, on a temporary directory.
 class InProcessDaemon {
  public:
   // `clock` (not owned) must outlive the daemon; null: the real clock.
@@ -78,7 +82,7 @@ class InProcessDaemon {
     // spdlog's registry is a function-local static in libspdlog, which ThreadSanitizer
     // does not instrument, so it cannot see the guard that orders its making before
     // another thread's use: it is made here, before the daemon's threads start (as the
-    // daemon does, app.cc).
+    // daemon does, daemon/app.cc, before Daemon::Start()).
     SetUpLogging("info");
     reservations_.Start();
     heartbeat_.Start();
@@ -136,26 +140,18 @@ int64_t NowMs() {
       .count();
 }
 
-template <typename Pred>
-bool Eventually(Pred pred, std::chrono::milliseconds timeout = 20s) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(1ms);
-  }
-  return pred();
-}
-
 // Starts `daemon` and waits until its ring serves; the client options for its runtime
 // directory. False in *serving if it never did.
 ClientOptions StartServing(InProcessDaemon& daemon, bool* serving) {
   daemon.Start();
   ClientOptions options;
   options.runtime_dir = daemon.dir();
-  *serving = Eventually([&] {
-    auto status = Client::Inspect(options);
-    return status && status->state == "serving";
-  });
+  *serving = static_cast<bool>(WaitUntil(
+      [&] {
+        auto status = Client::Inspect(options);
+        return status && status->state == "serving";
+      },
+      20s, "the ring to serve", 1ms));
   return options;
 }
 
@@ -212,7 +208,8 @@ TEST(SlowStore, TwoHundredMsFsyncNeverAgesAnIdOrDelaysAPass) {
   InProcessDaemon daemon(/*reservation_ms=*/1000, &clock);
   daemon.fs().SetDelay(200ms);
   daemon.reservations().Start();
-  ASSERT_TRUE(Eventually([&] { return daemon.reservations().confirmed_through() > 0; }));
+  ASSERT_TRUE(WaitUntil([&] { return daemon.reservations().confirmed_through() > 0; }, 20s,
+                        "daemon.reservations().confirmed_through() > 0", 1ms));
   auto consumer = shm::RingConsumer::Open(daemon.dir());
   ASSERT_TRUE(consumer) << consumer.error().message;
 
@@ -251,7 +248,8 @@ TEST(SlowStore, FailingFsyncPausesNamingTheStateFileAndHealsByItself) {
 
   daemon.fs().SetFailure(EIO);
 
-  ASSERT_TRUE(Eventually([&] { return daemon.board().Snapshot().state == "paused"; }))
+  ASSERT_TRUE(WaitUntil([&] { return daemon.board().Snapshot().state == "paused"; }, 20s,
+                        "daemon.board().Snapshot().state == \"paused\"", 1ms))
       << daemon.board().Snapshot().reason;
   const DaemonStatus paused = daemon.board().Snapshot();
   EXPECT_EQ(paused.reason_code, "persistence_failed");
@@ -269,7 +267,8 @@ TEST(SlowStore, FailingFsyncPausesNamingTheStateFileAndHealsByItself) {
 
   daemon.fs().SetFailure(0);
 
-  EXPECT_TRUE(Eventually([&] { return daemon.board().Snapshot().state == "serving"; }));
+  EXPECT_TRUE(WaitUntil([&] { return daemon.board().Snapshot().state == "serving"; }, 20s,
+                        "daemon.board().Snapshot().state == \"serving\"", 1ms));
   auto served = client->Next();
   EXPECT_TRUE(served.has_value()) << served.error().message;
 }
@@ -285,24 +284,28 @@ TEST(SlowStore, AnUnreachableRegisterPausesAsSuchAndEverySurfaceNamesItAndItsLas
 
   // Act 1: the register stops answering.
   daemon.reg().Fail(RegisterErrorCode::kUnreachable);
-  const bool paused_in_time = Eventually([&] {
-    const DaemonStatus s = daemon.board().Snapshot();
-    return s.state == "paused" && s.renewal && !s.renewal->last_error.empty();
-  });
+  const ::testing::AssertionResult paused_in_time = WaitUntil(
+      [&] {
+        const DaemonStatus s = daemon.board().Snapshot();
+        return s.state == "paused" && s.renewal && !s.renewal->last_error.empty();
+      },
+      20s, "s.state == \"paused\" && s.renewal && !s.renewal->last_error.empty()", 1ms);
   const DaemonStatus paused = daemon.board().Snapshot();
   const auto text = shm::ReadStatusText(daemon.header());
   auto refused = client->Next();
 
   // Act 2: it answers, but with an error (not an outage): persistence_failed again.
   daemon.reg().Fail(RegisterErrorCode::kUnreadable);
-  const bool refusal_in_time = Eventually(
-      [&] { return daemon.board().Snapshot().reason_code == "persistence_failed"; });
+  const ::testing::AssertionResult refusal_in_time =
+      WaitUntil([&] { return daemon.board().Snapshot().reason_code == "persistence_failed"; }, 20s,
+                "daemon.board().Snapshot().reason_code == \"persistence_failed\"", 1ms);
   const auto refusal_text = shm::ReadStatusText(daemon.header());
 
   // Act 3: it heals.
   daemon.reg().Fail(std::nullopt);
-  const bool served_in_time =
-      Eventually([&] { return daemon.board().Snapshot().state == "serving"; });
+  const ::testing::AssertionResult served_in_time =
+      WaitUntil([&] { return daemon.board().Snapshot().state == "serving"; }, 20s,
+                "daemon.board().Snapshot().state == \"serving\"", 1ms);
   const auto serving_text = shm::ReadStatusText(daemon.header());
 
   // Assert

@@ -609,6 +609,7 @@ TEST(Ring, AwaitPublishWakesOnPublish) {
   uint64_t id = 0;
   bool took = false;
 
+  const uint32_t refill_before = sut.refill_request();
   std::thread waiter([&] {
     const auto start = std::chrono::steady_clock::now();
     const uint32_t seen = consumer.wake_seq();
@@ -616,7 +617,14 @@ TEST(Ring, AwaitPublishWakesOnPublish) {
     waited = std::chrono::steady_clock::now() - start;
     took = id != 0 || consumer.TryTake(&id);
   });
-  std::this_thread::sleep_for(20ms);  // most likely asleep by now; correct either way
+  // The waiter found the ring empty and is in AwaitPublish: it bumps the refill word just
+  // before it sleeps on wake_seq (a publish between the two changes wake_seq, so its
+  // sleep returns at once). Either way the wake path, not a lucky TryTake, takes the ID.
+  const auto deadline = std::chrono::steady_clock::now() + kTimeout;
+  while (sut.refill_request() == refill_before && std::chrono::steady_clock::now() < deadline) {
+    sut.WaitForRefillRequest(refill_before, 100ms);
+  }
+  EXPECT_NE(sut.refill_request(), refill_before) << "the waiter never reached AwaitPublish";
   ASSERT_EQ(Unwrap(sut.Publish(Range(9, 1))), 1u);
   waiter.join();
 
