@@ -111,19 +111,9 @@ void PrintTable(const Listing& listing) {
   std::fflush(stdout);
 }
 
-}  // namespace
-
-void AddRegisterCommand(CLI::App& app) {
-  CLI::App* command = app.add_subcommand(
-      "register",
-      "Show or release the machine numbers of the register (file or etcd) that the daemon's "
-      "config names. Reads the register itself; the daemon need not run.");
-  command->require_subcommand(1);
-  auto config_path = std::make_shared<std::string>("/etc/snowflaked.toml");
-  command->add_option("--config", *config_path, "The daemon's config file")
-      ->capture_default_str();
-
-  CLI::App* list = command->add_subcommand(
+// register list [--json]
+void AddListCommand(CLI::App& command, const std::shared_ptr<std::string>& config_path) {
+  CLI::App* list = command.add_subcommand(
       "list", "Every recorded number: holder, host, since, lease left, high-water mark.");
   auto list_json = std::make_shared<bool>(false);
   list->add_flag("--json", *list_json, "Print JSON");
@@ -141,8 +131,11 @@ void AddRegisterCommand(CLI::App& app) {
       PrintTable(listing);
     }
   });
+}
 
-  CLI::App* show = command->add_subcommand("show", "One number, in detail. Exit 1 if unknown.");
+// register show N [--json]
+void AddShowCommand(CLI::App& command, const std::shared_ptr<std::string>& config_path) {
+  CLI::App* show = command.add_subcommand("show", "One number, in detail. Exit 1 if unknown.");
   auto show_machine = std::make_shared<uint32_t>(0);
   auto show_json = std::make_shared<bool>(false);
   show->add_option("N", *show_machine, "The machine number")->required()->check(
@@ -175,8 +168,11 @@ void AddRegisterCommand(CLI::App& app) {
     Fail(kExitUnavailable, "machine " + std::to_string(*show_machine) + " is not in the " +
                                listing.backend + " register " + listing.location);
   });
+}
 
-  CLI::App* release = command->add_subcommand(
+// register release N
+void AddReleaseCommand(CLI::App& command, const std::shared_ptr<std::string>& config_path) {
+  CLI::App* release = command.add_subcommand(
       "release",
       "Free number N for another holder. Refused while a live daemon holds it; the "
       "high-water mark is kept, so the next holder continues above it.");
@@ -189,8 +185,11 @@ void AddRegisterCommand(CLI::App& app) {
     if (!released) FailRegister(*config_path, "release refused: ", released.error());
     std::cout << "released machine " << *release_machine << " (its high-water mark is kept)\n";
   });
+}
 
-  CLI::App* raise_all = command->add_subcommand(
+// register raise-all --above TIME [--while-running]
+void AddRaiseAllCommand(CLI::App& command, const std::shared_ptr<std::string>& config_path) {
+  CLI::App* raise_all = command.add_subcommand(
       "raise-all",
       "etcd only, after the register was restored from a backup or replaced: raise the "
       "high-water mark of every number 0-1023 to at least --above (never lowering one) and "
@@ -225,6 +224,24 @@ void AddRegisterCommand(CLI::App& app) {
               << (*while_running ? "; every running holder has acknowledged the fence" : "")
               << "; daemons that saw the register before may start again\n";
   });
+}
+
+}  // namespace
+
+void AddRegisterCommand(CLI::App& app) {
+  CLI::App* command = app.add_subcommand(
+      "register",
+      "Show or release the machine numbers of the register (file or etcd) that the daemon's "
+      "config names. Reads the register itself; the daemon need not run.");
+  command->require_subcommand(1);
+  auto config_path = std::make_shared<std::string>("/etc/snowflaked.toml");
+  command->add_option("--config", *config_path, "The daemon's config file")
+      ->capture_default_str();
+
+  AddListCommand(*command, config_path);
+  AddShowCommand(*command, config_path);
+  AddReleaseCommand(*command, config_path);
+  AddRaiseAllCommand(*command, config_path);
 }
 
 }  // namespace snowflake::cli

@@ -45,6 +45,100 @@ bool SendSome(int fd, std::string& output) {
   return true;
 }
 
+
+using SteadyClock = std::chrono::steady_clock;
+
+// Adds each connection to `fds` (after the stop pipe and the listener) with the events it
+// waits for, and returns poll's timeout: until the nearest deadline, -1 for none.
+int PollSet(const std::vector<Connection>& connections, std::vector<pollfd>& fds) {
+  SteadyClock::time_point wake = SteadyClock::time_point::max();
+  for (const Connection& c : connections) {
+    short events = 0;
+    // Stop reading a peer that does not read its replies (bounded memory).
+    if (!c.session->closing() && c.session->output().size() < kMaxControlPendingBytes) {
+      events |= POLLIN;
+    }
+    if (!c.session->output().empty()) {
+      events |= POLLOUT;
+      wake = std::min(wake, c.write_deadline);
+    } else {
+      wake = std::min(wake, c.idle_deadline);
+    }
+    fds.push_back({c.fd, events, 0});
+  }
+  if (wake == SteadyClock::time_point::max()) return -1;
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(wake - SteadyClock::now());
+  return static_cast<int>(std::clamp<int64_t>(left.count(), 0, 60'000));
+}
+
+// Reads and answers what `c` has ready (`revents`), sends what the socket takes, and
+// applies the deadlines: a reply nobody reads, or a connection that sends nothing.
+// False: close it.
+bool Service(Connection& c, short revents, const ControlServerOptions& options,
+             SteadyClock::time_point now) {
+  ControlSession& session = *c.session;
+  bool keep = true;
+  if (revents & (POLLIN | POLLHUP | POLLERR)) {
+    char buf[4096];
+    const size_t pending = session.output().size();
+    const ssize_t n = recv(c.fd, buf, sizeof(buf), MSG_DONTWAIT);
+    if (n > 0) {
+      session.OnReceive(std::string_view(buf, static_cast<size_t>(n)));
+    } else if (n == 0) {
+      session.OnPeerClosed();
+    } else if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) {
+      keep = false;
+    }
+    if (session.output().size() != pending) {  // a request was answered
+      c.idle_deadline = now + options.idle_timeout;
+      if (pending == 0) c.write_deadline = now + options.write_timeout;
+    }
+  }
+  if (keep && !session.output().empty()) {
+    const size_t before = session.output().size();
+    keep = SendSome(c.fd, session.output());
+    if (session.output().size() != before) c.write_deadline = now + options.write_timeout;
+  }
+  if (keep && session.closing() && session.output().empty()) keep = false;
+  if (keep && !session.output().empty() && now >= c.write_deadline) keep = false;
+  if (keep && session.output().empty() && now >= c.idle_deadline) keep = false;
+  return keep;
+}
+
+// Accepts everything pending, so a flood never fills the listen backlog for long. A peer
+// beyond the slots its kind may use (privileged peers have `reserved_connections` more)
+// gets too_many_connections and is closed.
+void AcceptPending(int listen_fd, std::vector<Connection>& connections,
+                   const ControlServerOptions& options, StatusBoard& board) {
+  const size_t reserved = std::min(options.reserved_connections, options.max_connections);
+  for (;;) {
+    const int fd = accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) break;
+    ucred cred{};
+    socklen_t len = sizeof(cred);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+      close(fd);
+      continue;
+    }
+    const bool privileged = IsPrivilegedPeer(cred.uid, options);
+    const size_t limit = privileged ? options.max_connections : options.max_connections - reserved;
+    if (connections.size() >= limit) {
+      std::string reply =
+          ErrorReply(vocab::ErrorCode::kTooManyConnections, "too many connections; retry") + "\n";
+      SendSome(fd, reply);  // best effort, never waits
+      close(fd);
+      continue;
+    }
+    const SteadyClock::time_point accepted = SteadyClock::now();
+    connections.push_back(Connection{
+        .fd = fd,
+        .session = std::make_unique<ControlSession>(cred.uid, options, board),
+        .idle_deadline = accepted + options.idle_timeout,
+        .write_deadline = accepted + options.write_timeout,
+    });
+  }
+}
+
 }  // namespace
 
 std::string HandleControlRequest(std::string_view line, uid_t peer_uid,
@@ -180,40 +274,18 @@ void ControlSession::OnPeerClosed() {
 }
 
 void ControlServer::Serve() noexcept {
-  using SteadyClock = std::chrono::steady_clock;
   std::vector<Connection> connections;
   std::vector<pollfd> fds;
-  auto close_at = [&](size_t i) {
+  const auto close_at = [&](size_t i) {
     close(connections[i].fd);
     connections.erase(connections.begin() + static_cast<std::ptrdiff_t>(i));
   };
-  const size_t reserved = std::min(options_.reserved_connections, options_.max_connections);
   for (;;) {
     try {
-      // The nearest deadline bounds the wait.
-      SteadyClock::time_point wake = SteadyClock::time_point::max();
       fds.clear();
       fds.push_back({stop_pipe_[0], POLLIN, 0});
       fds.push_back({listen_fd_, POLLIN, 0});
-      for (const Connection& c : connections) {
-        short events = 0;
-        // Stop reading a peer that does not read its replies (bounded memory).
-        if (!c.session->closing() && c.session->output().size() < kMaxControlPendingBytes) {
-          events |= POLLIN;
-        }
-        if (!c.session->output().empty()) {
-          events |= POLLOUT;
-          wake = std::min(wake, c.write_deadline);
-        } else {
-          wake = std::min(wake, c.idle_deadline);
-        }
-        fds.push_back({c.fd, events, 0});
-      }
-      int timeout_ms = -1;
-      if (wake != SteadyClock::time_point::max()) {
-        const auto left = std::chrono::ceil<std::chrono::milliseconds>(wake - SteadyClock::now());
-        timeout_ms = static_cast<int>(std::clamp<int64_t>(left.count(), 0, 60'000));
-      }
+      const int timeout_ms = PollSet(connections, fds);
       const int ready = poll(fds.data(), fds.size(), timeout_ms);
       if (ready < 0) {
         if (errno == EINTR) continue;
@@ -223,68 +295,9 @@ void ControlServer::Serve() noexcept {
       const SteadyClock::time_point now = SteadyClock::now();
       // Connections first (indices are stable until we erase, so walk backwards).
       for (size_t i = connections.size(); i-- > 0;) {
-        Connection& c = connections[i];
-        ControlSession& session = *c.session;
-        const short revents = fds[i + 2].revents;
-        bool keep = true;
-        if (revents & (POLLIN | POLLHUP | POLLERR)) {
-          char buf[4096];
-          const size_t pending = session.output().size();
-          const ssize_t n = recv(c.fd, buf, sizeof(buf), MSG_DONTWAIT);
-          if (n > 0) {
-            session.OnReceive(std::string_view(buf, static_cast<size_t>(n)));
-          } else if (n == 0) {
-            session.OnPeerClosed();
-          } else if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) {
-            keep = false;
-          }
-          if (session.output().size() != pending) {  // a request was answered
-            c.idle_deadline = now + options_.idle_timeout;
-            if (pending == 0) c.write_deadline = now + options_.write_timeout;
-          }
-        }
-        if (keep && !session.output().empty()) {
-          const size_t before = session.output().size();
-          keep = SendSome(c.fd, session.output());
-          if (session.output().size() != before) c.write_deadline = now + options_.write_timeout;
-        }
-        if (keep && session.closing() && session.output().empty()) keep = false;
-        // Deadlines: a reply nobody reads, or a connection that sends nothing.
-        if (keep && !session.output().empty() && now >= c.write_deadline) keep = false;
-        if (keep && session.output().empty() && now >= c.idle_deadline) keep = false;
-        if (!keep) close_at(i);
+        if (!Service(connections[i], fds[i + 2].revents, options_, now)) close_at(i);
       }
-      if (fds[1].revents & POLLIN) {
-        // Accept everything pending, so a flood never fills the listen backlog for long.
-        for (;;) {
-          const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-          if (fd < 0) break;
-          ucred cred{};
-          socklen_t len = sizeof(cred);
-          if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
-            close(fd);
-            continue;
-          }
-          const bool privileged = IsPrivilegedPeer(cred.uid, options_);
-          const size_t limit =
-              privileged ? options_.max_connections : options_.max_connections - reserved;
-          if (connections.size() >= limit) {
-            std::string reply =
-                ErrorReply(vocab::ErrorCode::kTooManyConnections, "too many connections; retry") +
-                "\n";
-            SendSome(fd, reply);  // best effort, never waits
-            close(fd);
-            continue;
-          }
-          const SteadyClock::time_point accepted = SteadyClock::now();
-          connections.push_back(Connection{
-              .fd = fd,
-              .session = std::make_unique<ControlSession>(cred.uid, options_, board_),
-              .idle_deadline = accepted + options_.idle_timeout,
-              .write_deadline = accepted + options_.write_timeout,
-          });
-        }
-      }
+      if (fds[1].revents & POLLIN) AcceptPending(listen_fd_, connections, options_, board_);
     } catch (const std::exception&) {
       // Out of memory handling one client: drop every connection rather than crash.
       for (size_t i = connections.size(); i-- > 0;) close_at(i);

@@ -133,6 +133,56 @@ int64_t NowUnixMs() {
   return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
 }
 
+// The number a claim takes, with its host-wide lock: the holder's own (the lowest, should
+// a hand-edited register list several; locked by another process: kInUse, naming who and
+// what to do), else the lowest that nobody holds. A number the register lists as free but
+// whose lock a live process holds (a daemon of this host using another register, or a
+// static one) is skipped.
+tl::expected<std::pair<uint32_t, FileLock>, RegisterError> LockNumberFor(
+    const Document& doc, const ClaimRequest& request, const FileRegisterOptions& options) {
+  for (const auto& [machine, entry] : doc.entries) {
+    if (entry.holder_id != request.holder_id || machine < options.first_machine ||
+        machine > options.last_machine) {
+      continue;
+    }
+    auto lock = AcquireMachineLock(options.host_lock_dir, machine);
+    if (lock) return std::pair<uint32_t, FileLock>(machine, std::move(*lock));
+    if (!lock.error().held_by_other) {
+      return tl::unexpected(Error(RegisterErrorCode::kUnreadable, lock.error().message));
+    }
+    const std::string by = lock.error().holder_pid
+                               ? "pid " + std::to_string(*lock.error().holder_pid)
+                               : "another process";
+    return tl::unexpected(Error(
+        RegisterErrorCode::kInUse,
+        "machine " + std::to_string(machine) + " is in use by " + by + " on this host (" +
+            options.path.string() + " records it for holder \"" + request.holder_id +
+            "\"; its lock is in " + options.host_lock_dir.string() +
+            "): a daemon with the same holder id is still running, or a daemon with "
+            "another register took the number while this one was stopped; stop "
+            "that daemon first, or give each daemon its own daemon.instance (or "
+            "register.holder_id) and daemons with separate registers separate "
+            "register.machines ranges"));
+  }
+  for (uint32_t m = options.first_machine; m <= options.last_machine; ++m) {
+    const auto it = doc.entries.find(m);
+    if (it != doc.entries.end() && !it->second.holder_id.empty()) continue;
+    auto lock = AcquireMachineLock(options.host_lock_dir, m);
+    if (lock) return std::pair<uint32_t, FileLock>(m, std::move(*lock));
+    if (!lock.error().held_by_other) {
+      return tl::unexpected(Error(RegisterErrorCode::kUnreadable, lock.error().message));
+    }
+  }
+  return tl::unexpected(Error(
+      RegisterErrorCode::kNoFreeNumber,
+      "no free machine number in " + std::to_string(options.first_machine) + "-" +
+          std::to_string(options.last_machine) + " in register " + options.path.string() +
+          ": every one is assigned to a holder or held by another daemon of this host (locks "
+          "in " + options.host_lock_dir.string() +
+          "); release unused ones with `snowflakectl register release N` or widen "
+          "register.machines"));
+}
+
 }  // namespace
 
 tl::expected<FileRegisterConfig, ConfigError> ParseFileRegisterConfig(const toml::table&,
@@ -218,74 +268,21 @@ tl::expected<MachineClaim, RegisterError> FileRegister::Claim(
                     "register"));
     }
 
-    const std::string range =
-        std::to_string(options_.first_machine) + "-" + std::to_string(options_.last_machine);
-    std::optional<uint32_t> chosen;
-    std::optional<FileLock> chosen_lock;
-    // 1. The holder's own number (the lowest, should a hand-edited register list several).
-    for (const auto& [machine, entry] : doc->entries) {
-      if (entry.holder_id != request.holder_id || machine < options_.first_machine ||
-          machine > options_.last_machine) {
-        continue;
-      }
-      auto lock = AcquireMachineLock(options_.host_lock_dir, machine);
-      if (!lock) {
-        if (lock.error().held_by_other) {
-          const std::string by = lock.error().holder_pid
-                                     ? "pid " + std::to_string(*lock.error().holder_pid)
-                                     : "another process";
-          return tl::unexpected(
-              Error(RegisterErrorCode::kInUse,
-                    "machine " + std::to_string(machine) + " is in use by " + by +
-                        " on this host (" + options_.path.string() + " records it for holder \"" +
-                        request.holder_id + "\"; its lock is in " +
-                        options_.host_lock_dir.string() + "): a daemon with the same holder id is still running, or a daemon with "
-                        "another register took the number while this one was stopped; stop "
-                        "that daemon first, or give each daemon its own daemon.instance (or "
-                        "register.holder_id) and daemons with separate registers separate "
-                        "register.machines ranges"));
-        }
-        return tl::unexpected(Error(RegisterErrorCode::kUnreadable, lock.error().message));
-      }
-      chosen = machine;
-      chosen_lock = std::move(*lock);
-      break;
-    }
-    // 2. Else the lowest number nobody holds. A number the register lists as free but
-    // whose host-wide lock a live process holds (a daemon of this host using another
-    // register, or a static one) is skipped.
-    for (uint32_t m = options_.first_machine; !chosen && m <= options_.last_machine; ++m) {
-      const auto it = doc->entries.find(m);
-      if (it != doc->entries.end() && !it->second.holder_id.empty()) continue;
-      auto lock = AcquireMachineLock(options_.host_lock_dir, m);
-      if (!lock) {
-        if (lock.error().held_by_other) continue;
-        return tl::unexpected(Error(RegisterErrorCode::kUnreadable, lock.error().message));
-      }
-      chosen = m;
-      chosen_lock = std::move(*lock);
-    }
-    if (!chosen) {
-      return tl::unexpected(
-          Error(RegisterErrorCode::kNoFreeNumber,
-                "no free machine number in " + range + " in register " + options_.path.string() +
-                    ": every one is assigned to a holder or held by another daemon of this host "
-                    "(locks in " + options_.host_lock_dir.string() +
-                    "); release unused ones with `snowflakectl register release N` or widen "
-                    "register.machines"));
-    }
+    auto chosen = LockNumberFor(*doc, request, options_);
+    if (!chosen) return tl::unexpected(chosen.error());
+    auto& [machine, lock] = *chosen;
 
-    RegisterEntry& entry = doc->entries[*chosen];
-    entry.machine = *chosen;
+    RegisterEntry& entry = doc->entries[machine];
+    entry.machine = machine;
     entry.holder_id = request.holder_id;
     entry.claimed_unix_ms = NowUnixMs();
     entry.pid = getpid();
     if (auto saved = Save(options_.path, *doc); !saved) return tl::unexpected(saved.error());
 
-    machine_ = *chosen;
-    machine_lock_ = std::move(chosen_lock);
+    machine_ = machine;
+    machine_lock_ = std::move(lock);
     holder_id_ = request.holder_id;
-    return MachineClaim{.machine = *chosen, .high_water_unix_ms = entry.high_water_unix_ms};
+    return MachineClaim{.machine = machine, .high_water_unix_ms = entry.high_water_unix_ms};
   } catch (const std::exception& e) {
     return tl::unexpected(Error(RegisterErrorCode::kUnreadable,
                                 "register " + options_.path.string() + ": " + e.what()));
