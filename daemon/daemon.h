@@ -1,28 +1,9 @@
 // The daemon: its parts assembled from a Config and injected DaemonParts (clock, register,
-// front, file system), started and stopped by one ordered table (docs/architecture.md,
-// "Startup and shutdown"). Start() runs the stages in this order; Stop() runs their stops
-// in exactly the reverse order, whether the daemon served, failed while serving, or
-// failed to start (then only the stages that started are stopped):
-//
-//   stage           start                                   stop
-//   directories     host checks of the config; runtime and  -
-//                   state dirs made; tmpfs warning
-//   instance lock   one daemon per runtime directory        released
-//   state file      Load() (locks the state directory)      unlocked
-//   register        the claim (waits while unreachable)     claim released
-//   segment         CreateOrOpen() (retires a bad one)      retired after a fatal error,
-//                                                           else marked stopped if it is
-//                                                           not; unmapped
-//   generator       ReconcileStartup(), Generator::Create() -
-//   reservations    the reservation thread                  thread ended; on a clean
-//                                                           stop, RecordCleanStop()
-//   heartbeat       the beat thread                         thread ended
-//   fill loop       status board and loop made, board       stops serving if it still
-//                   refreshed                               serves
-//   control socket  bound, its thread                       closed, thread ended
-//   serving         a stop request now wakes the loop       StopServing(): stopped, ring
-//                                                           taken back
-//   front           the fronts (none without [http] listen) stopped, first of all
+// front, file system), started and stopped by one ordered table: kTable in
+// Daemon::BuildTable() (daemon.cc) is the order, and docs/architecture.md ("Startup and
+// shutdown") says what each stage starts and stops. Start() runs the stages in that order;
+// Stop() runs their stops in exactly the reverse order, whether the daemon served, failed
+// while serving, or failed to start (then only the stages that started are stopped).
 //
 // A clean Stop() logs the stop's cause and sends STOPPING=1 before the first stop; after a
 // fatal error or a lost claim, STOPPING=1 (STATUS=failed: ...) follows the "serving" stop.

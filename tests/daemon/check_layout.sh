@@ -2,7 +2,8 @@
 # The daemon's folders are its parts, and docs/architecture.md is their map. Fails, naming
 # each finding, when:
 #   - a file of daemon/ is missing from the parts table of docs/architecture.md (every
-#     file is listed by its path under daemon/, e.g. `core/fill_loop.h/.cc`);
+#     file is listed by its path under daemon/, e.g. `core/fill_loop.h/.cc`), or the
+#     table names a file that does not exist;
 #   - an include points up: base/ includes only base/; register/ only base/ and register/;
 #     config/ only base/, register/ and config/ (the CLI links exactly these three);
 #     metrics/ only base/ and metrics/ (every part reports into it); core/ nothing of
@@ -12,7 +13,9 @@
 #   - daemon/ includes a header of cli/, or cli/ includes a daemon header outside
 #     base/, config/ and register/, or cli/ links the daemon's core library;
 #   - protocol/ (the control protocol both ends link) includes anything but itself and
-#     shm's public headers, or bindings/ includes a header of cli/ or daemon/.
+#     shm's public headers, or bindings/ includes a header of cli/ or daemon/;
+#   - the stages of docs/architecture.md's "Startup and shutdown" table are not kTable's
+#     in Daemon::BuildTable() (daemon/daemon.cc), in its order: the code is the one table.
 # Usage: check_layout.sh SOURCE_DIR
 set -uo pipefail
 
@@ -42,6 +45,30 @@ while IFS= read -r path; do
     finding "daemon/$rel is not in the parts table of docs/architecture.md (add a row naming \`$prefix$name\`)"
   fi
 done < <(find "$root/daemon" -type f | sort)
+
+# 1b. Every file the table names exists: `dir/stem.h/.cc` names two files, `dir/` a folder,
+#     and a name in the row of a folder (`model/` (`fencing.pml`, ...)) a file in it.
+while IFS= read -r cell; do
+  folder=""
+  [[ "$cell" =~ ^\ *\`([a-z_]+/)\` ]] && folder=${BASH_REMATCH[1]}
+  rest=$cell
+  while [[ "$rest" =~ \`([^\`]+)\`(.*) ]]; do
+    name=${BASH_REMATCH[1]}
+    rest=${BASH_REMATCH[2]}
+    if [[ "$name" == */ ]]; then
+      paths=("$name")
+    elif [[ "$name" == *.h/.cc ]]; then
+      paths=("${name%/.cc}" "${name%.h/.cc}.cc")
+    else
+      paths=("$folder$name")
+      [ "$name" = "$folder" ] && paths=("$name")
+    fi
+    for path in "${paths[@]}"; do
+      [ -e "$root/daemon/$path" ] ||
+        finding "docs/architecture.md's parts table names \`$name\`, but daemon/$path does not exist"
+    done
+  done
+done < <(cut -d'|' -f2 <<<"$table")
 
 # 2. Includes point down only.
 allowed_below() {
@@ -89,6 +116,15 @@ while IFS= read -r hit; do
   finding "${hit#"$root/"}: bindings/ may not include a header of cli/ or daemon/"
 done < <(grep -rnE '#include "(cli/|daemon/|control_client\.h|command_error\.h|exit_codes\.h)' \
            "$root/bindings" 2>/dev/null)
+
+# 5. The start/stop table is the code's; the document describes it stage by stage.
+code_stages=$(sed -n '/kTable\[\] = {/,/^  };/p' "$root/daemon/daemon.cc" |
+                sed -nE 's/^ *\{"([a-z ]+)", .*/\1/p' | paste -sd, -)
+doc_stages=$(awk '/^## Startup and shutdown/{f=1} f && /^## / && !/Startup/{exit} f' "$doc" |
+               sed -nE 's/^\| [0-9–]+ \| `([a-z ]+)` \|.*/\1/p' | paste -sd, -)
+if [ -z "$code_stages" ] || [ "$code_stages" != "$doc_stages" ]; then
+  finding "the stages of docs/architecture.md's \"Startup and shutdown\" table ($doc_stages) are not kTable's in daemon/daemon.cc ($code_stages)"
+fi
 
 if [ "$findings" -gt 0 ]; then
   echo "check_layout: $findings finding(s)"

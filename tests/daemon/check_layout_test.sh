@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The layout check can fail: on a copy of the tree it passes, then each planted upward
-# include (one at a time) makes it fail, naming the file.
+# include, a stage only the code has, a renamed file and a file no table names (one at a
+# time) make it fail, naming what is wrong.
 # Usage: check_layout_test.sh SOURCE_DIR WORK_DIR
 set -euo pipefail
 src=${1:?usage: check_layout_test.sh SOURCE_DIR WORK_DIR}
@@ -53,6 +54,29 @@ plant daemon/core/fill_loop.h '#include "daemon/control/status_reporter.h"' \
 plant daemon/control/status_reporter.h '#include "daemon/daemon.h"' \
   "daemon/control/ may include only"
 plant cli/status_command.cc '#include "daemon/core/fill_loop.h"' "cli/ may include only"
+# A stage the code has and the document does not (as if added to kTable): the stage table
+# check must notice. Planted by editing a copy of daemon.cc.
+fresh_copy
+sed -i 's/{"heartbeat", /{"heartbeat", \&Daemon::StartHeartbeat, \&Daemon::StopHeartbeat},\n      {"pulse", /' \
+  "$work/tree/daemon/daemon.cc"
+if out=$(bash "$check" "$work/tree" 2>&1) || ! grep -q "are not kTable's" <<<"$out"; then
+  echo "FAIL: a stage added to kTable only was not caught: $out"
+  failures=$((failures + 1))
+else
+  echo "ok: a stage added to kTable only is refused"
+fi
+
+# A renamed file: the table still names the old name.
+fresh_copy
+mv "$work/tree/daemon/core/clock.cc" "$work/tree/daemon/core/wall_clock.cc"
+if out=$(bash "$check" "$work/tree" 2>&1) ||
+   ! grep -q "names \`core/clock.h/.cc\`, but daemon/core/clock.cc does not exist" <<<"$out"; then
+  echo "FAIL: a renamed file was not caught: $out"
+  failures=$((failures + 1))
+else
+  echo "ok: a renamed file is refused: $(grep 'does not exist' <<<"$out" | head -1)"
+fi
+
 plant daemon/core/new_part.cc '// a file no table names' "daemon/core/new_part.cc is not in the parts table"
 
 [ "$failures" -eq 0 ] || { echo "FAIL: $failures planted arrow(s) not caught"; exit 1; }
