@@ -25,6 +25,7 @@
 
 #include "daemon_harness.h"
 #include "snowflake/client.h"
+#include "taker_thread.h"
 
 namespace snowflake {
 namespace {
@@ -41,60 +42,7 @@ using testing::WaitForState;
 // One thread taking IDs from the daemon all the time (a modest, steady demand keeps the
 // daemon issuing in the current millisecond, so a step back lands behind its mark). Each
 // ID is tagged with the phase the test was in when the take began.
-class Taker {
- public:
-  explicit Taker(Client client) : client_(std::move(client)) {
-    thread_ = std::thread([this] { Run(); });
-  }
-  ~Taker() { Finish(); }
-
-  void SetPhase(int phase) { phase_.store(phase); }
-  void Finish() {
-    stop_.store(true);
-    if (thread_.joinable()) thread_.join();
-  }
-
-  struct Taken {
-    uint64_t id;
-    int phase;
-  };
-  std::vector<Taken> taken() const {
-    std::lock_guard lock(mutex_);
-    return taken_;
-  }
-  size_t CountInPhase(int phase) const {
-    std::lock_guard lock(mutex_);
-    size_t count = 0;
-    for (const Taken& t : taken_) count += t.phase == phase ? 1 : 0;
-    return count;
-  }
-  uint64_t errors() const { return errors_.load(); }
-  const Client& client() const { return client_; }
-
- private:
-  void Run() {
-    while (!stop_.load()) {
-      const int phase = phase_.load();
-      auto id = client_.Next();
-      if (id) {
-        std::lock_guard lock(mutex_);
-        taken_.push_back({*id, phase});
-      } else {
-        errors_.fetch_add(1);
-      }
-      // ~10-20 k takes/s: demand on every fill pass, bounded memory.
-      std::this_thread::sleep_for(id ? 50us : 200us);
-    }
-  }
-
-  Client client_;
-  std::atomic<int> phase_{0};
-  std::atomic<bool> stop_{false};
-  std::atomic<uint64_t> errors_{0};
-  mutable std::mutex mutex_;
-  std::vector<Taken> taken_;  // guarded by mutex_
-  std::thread thread_;
-};
+using Taker = testing::TakerThread;
 
 struct PhaseCheck {
   bool increasing = true;
@@ -157,7 +105,8 @@ class DaemonClockTest : public ::testing::Test {
       ADD_FAILURE() << client.error().message;
       return nullptr;
     }
-    return std::make_unique<Taker>(std::move(*client));
+    return std::make_unique<Taker>(std::move(*client),
+                                   Taker::Options{.after_take = 50us, .after_error = 200us});
   }
   // The largest millisecond among IDs taken in `phase`.
   static int64_t MaxMs(const Client& client, const std::vector<Taker::Taken>& taken, int phase) {
@@ -221,7 +170,7 @@ TEST_F(DaemonClockTest, SmallStepBackPausesThenServesAgainByItself) {
       10s, paused.value_or(notified_before) + 1);
   taker->SetPhase(2);
   const bool took_after = WaitForTakes(*taker, 2, 2000);
-  taker->Finish();
+  taker->Stop();
   auto status = Client::Inspect(Clients());
 
   // Assert
@@ -273,7 +222,7 @@ TEST_F(DaemonClockTest, LargeStepBackStaysOutOfServiceUntilResume) {
   auto serving = WaitForState(harness_.runtime_dir(), "serving", 10s);
   taker->SetPhase(4);
   const bool took_after = WaitForTakes(*taker, 4, 2000);
-  taker->Finish();
+  taker->Stop();
 
   // Assert
   const auto taken = taker->taken();
@@ -310,7 +259,7 @@ TEST_F(DaemonClockTest, ResumeWhileTheClockIsStillBehindNeverIssuesAtOrBelowTheM
   auto serving = WaitForState(harness_.runtime_dir(), "serving", 10s);
   taker->SetPhase(4);
   const bool took_after = WaitForTakes(*taker, 4, 2000);
-  taker->Finish();
+  taker->Stop();
 
   const auto taken = taker->taken();
   ASSERT_TRUE(out && out->state == "out_of_service") << daemon.Describe();

@@ -30,6 +30,7 @@
 #include "fault_proxy.h"
 #include "snowflake/client.h"
 #include "subprocess.h"
+#include "taker_thread.h"
 #include "wait_until.h"
 
 namespace snowflake {
@@ -43,49 +44,12 @@ using testing::DaemonHarness;
 using testing::DaemonOptions;
 using testing::EtcdCluster;
 using testing::FaultProxy;
+using testing::TakerThread;
 
 constexpr uint32_t kMachine = 11;
 constexpr int64_t kReservationMs = 1000;
 
 int PortOf(const std::string& url) { return std::stoi(url.substr(url.rfind(':') + 1)); }
-
-// Takes IDs from one daemon on its own thread until stopped, keeping every one.
-class Taker {
- public:
-  explicit Taker(Client& client) : client_(client), thread_([this] { Run(); }) {}
-  ~Taker() { Stop(); }
-  void Stop() {
-    stop_ = true;
-    if (thread_.joinable()) thread_.join();
-  }
-  // The largest millisecond among the IDs taken so far (0: none).
-  int64_t max_ms() const { return max_ms_.load(); }
-  std::vector<uint64_t> ids() const {
-    std::lock_guard lock(mutex_);
-    return ids_;
-  }
-
- private:
-  void Run() {
-    while (!stop_.load()) {
-      auto id = client_.Next();
-      if (!id) continue;  // paused or gone: the test's deadline bounds the wait
-      auto decoded = client_.Decode(*id);
-      {
-        std::lock_guard lock(mutex_);
-        ids_.push_back(*id);
-      }
-      if (decoded && decoded->unix_ms > max_ms_.load()) max_ms_ = decoded->unix_ms;
-    }
-  }
-
-  Client& client_;
-  std::atomic<bool> stop_{false};
-  std::atomic<int64_t> max_ms_{0};
-  mutable std::mutex mutex_;
-  std::vector<uint64_t> ids_;
-  std::thread thread_;
-};
 
 TEST(DaemonEtcdFencing, AnOldHoldersLateRaiseNeverLetsTheNextHolderReuseItsMilliseconds) {
   // Arrange: one member, a proxy in front of it; A reaches etcd through [proxy, member].
@@ -119,7 +83,7 @@ TEST(DaemonEtcdFencing, AnOldHoldersLateRaiseNeverLetsTheNextHolderReuseItsMilli
   ASSERT_TRUE(a->ready()) << a->Describe();
   auto a_client = Client::Open("fencing-a", DaemonHarness::ClientOptionsFor(a_options.runtime_dir));
   ASSERT_TRUE(a_client) << a_client.error().message;
-  Taker a_taker(*a_client);
+  TakerThread a_taker(std::move(*a_client));
   ASSERT_TRUE(WaitUntil([&] { return a_taker.max_ms() > 0; }, 10s, "a_taker.max_ms() > 0"))
       << a->Describe();
 
@@ -159,7 +123,7 @@ TEST(DaemonEtcdFencing, AnOldHoldersLateRaiseNeverLetsTheNextHolderReuseItsMilli
   ASSERT_TRUE(b_client) << b_client.error().message;
   std::vector<uint64_t> a_ids = a_taker.ids();
   const int64_t a_max_ms = a_taker.max_ms();
-  Taker b_taker(*b_client);
+  TakerThread b_taker(std::move(*b_client));
   // Until B's clock has passed every millisecond A issued in (B waits for its clock to
   // pass the mark first).
   const ::testing::AssertionResult b_passed_a =
@@ -187,7 +151,7 @@ TEST(DaemonEtcdFencing, AnOldHoldersLateRaiseNeverLetsTheNextHolderReuseItsMilli
       << " ms below A's last issued millisecond";
   EXPECT_EQ(duplicates, 0u) << "B handed out " << duplicates << " of A's " << a_ids.size()
                             << " IDs again (B took " << b_ids.size() << ")";
-  EXPECT_GT(b_min, a_max) << "B's first ID (ms " << b_client->Decode(b_min)->unix_ms
+  EXPECT_GT(b_min, a_max) << "B's first ID (ms " << b_taker.client().Decode(b_min)->unix_ms
                           << ") is not above A's last (ms " << a_max_ms << ")";
 }
 
