@@ -235,8 +235,7 @@ void AddRegisterCommand(CLI::App& app) {
       "config names. Reads the register itself; the daemon need not run.");
   command->require_subcommand(1);
   auto config_path = std::make_shared<std::string>("/etc/snowflaked.toml");
-  command->add_option("--config", *config_path, "The daemon's config file")
-      ->capture_default_str();
+  command->add_option("--config", *config_path, "The daemon's config file")->capture_default_str();
 
   AddListCommand(*command, config_path);
   AddShowCommand(*command, config_path);

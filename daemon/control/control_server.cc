@@ -45,7 +45,6 @@ bool SendSome(int fd, std::string& output) {
   return true;
 }
 
-
 using SteadyClock = std::chrono::steady_clock;
 
 // Adds each connection to `fds` (after the stop pipe and the listener) with the events it

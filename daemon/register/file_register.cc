@@ -153,16 +153,16 @@ tl::expected<std::pair<uint32_t, FileLock>, RegisterError> LockNumberFor(
     const std::string by = lock.error().holder_pid
                                ? "pid " + std::to_string(*lock.error().holder_pid)
                                : "another process";
-    return tl::unexpected(Error(
-        RegisterErrorCode::kInUse,
-        "machine " + std::to_string(machine) + " is in use by " + by + " on this host (" +
-            options.path.string() + " records it for holder \"" + request.holder_id +
-            "\"; its lock is in " + options.host_lock_dir.string() +
-            "): a daemon with the same holder id is still running, or a daemon with "
-            "another register took the number while this one was stopped; stop "
-            "that daemon first, or give each daemon its own daemon.instance (or "
-            "register.holder_id) and daemons with separate registers separate "
-            "register.machines ranges"));
+    return tl::unexpected(
+        Error(RegisterErrorCode::kInUse,
+              "machine " + std::to_string(machine) + " is in use by " + by + " on this host (" +
+                  options.path.string() + " records it for holder \"" + request.holder_id +
+                  "\"; its lock is in " + options.host_lock_dir.string() +
+                  "): a daemon with the same holder id is still running, or a daemon with "
+                  "another register took the number while this one was stopped; stop "
+                  "that daemon first, or give each daemon its own daemon.instance (or "
+                  "register.holder_id) and daemons with separate registers separate "
+                  "register.machines ranges"));
   }
   for (uint32_t m = options.first_machine; m <= options.last_machine; ++m) {
     const auto it = doc.entries.find(m);
@@ -173,14 +173,15 @@ tl::expected<std::pair<uint32_t, FileLock>, RegisterError> LockNumberFor(
       return tl::unexpected(Error(RegisterErrorCode::kUnreadable, lock.error().message));
     }
   }
-  return tl::unexpected(Error(
-      RegisterErrorCode::kNoFreeNumber,
-      "no free machine number in " + std::to_string(options.first_machine) + "-" +
-          std::to_string(options.last_machine) + " in register " + options.path.string() +
-          ": every one is assigned to a holder or held by another daemon of this host (locks "
-          "in " + options.host_lock_dir.string() +
-          "); release unused ones with `snowflakectl register release N` or widen "
-          "register.machines"));
+  return tl::unexpected(
+      Error(RegisterErrorCode::kNoFreeNumber,
+            "no free machine number in " + std::to_string(options.first_machine) + "-" +
+                std::to_string(options.last_machine) + " in register " + options.path.string() +
+                ": every one is assigned to a holder or held by another daemon of this "
+                "host (locks in " +
+                options.host_lock_dir.string() +
+                "); release unused ones with `snowflakectl register release N` or widen "
+                "register.machines"));
 }
 
 }  // namespace
