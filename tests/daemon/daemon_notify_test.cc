@@ -82,7 +82,10 @@ TEST(DaemonNotify, ReadyArrivesOnlyAfterTheClaimWithTheSegmentServing) {
   EXPECT_EQ(status->state, "serving");
   EXPECT_EQ(status->health, "serving");
   EXPECT_EQ(status->daemon_pid, static_cast<uint64_t>(sut.pid()));
-  EXPECT_GT(status->ring_fill, 0u) << "READY=1 before the ring was filled";
+  // The fill before READY=1, by a count that never falls: the ring itself may be empty
+  // for a moment by now (a pass drains what aged before it refills, and a loaded host can
+  // delay this read past the ring's max age).
+  EXPECT_GT(status->published_total, 0u) << "READY=1 before the ring was filled";
   ASSERT_TRUE(entry) << "no register entry for pid " << sut.pid() << " in " << register_path;
   EXPECT_EQ((*entry)["machine"].get<int64_t>(), static_cast<int64_t>(status->machine));
   EXPECT_FALSE((*entry)["holder"].get<std::string>().empty());
