@@ -161,26 +161,34 @@ tl::expected<nlohmann::json, ControlError> Exchange(const std::filesystem::path&
   }
 }
 
+namespace {
+
+// Sends `command` and reads the accepted reply with `read` (ReadStatusReply or
+// ReadResumeReply), which names the socket in its errors.
+template <typename Read>
+auto Ask(const std::filesystem::path& runtime_dir, Command command,
+         std::chrono::milliseconds timeout, Read read) noexcept
+    -> decltype(read(nlohmann::json(), std::string_view())) {
+  try {
+    auto reply = Exchange(runtime_dir, command, timeout);
+    if (!reply) return tl::unexpected(std::move(reply.error()));
+    return read(*reply, (runtime_dir / kControlSocketFileName).string());
+  } catch (const std::exception& e) {
+    return Error(vocab::ErrorCode::kSystemError,
+                 std::string(CommandName(command)) + " request: " + e.what());
+  }
+}
+
+}  // namespace
+
 tl::expected<StatusRecord, ControlError> QueryStatus(const std::filesystem::path& runtime_dir,
                                                      std::chrono::milliseconds timeout) noexcept {
-  try {
-    auto reply = Exchange(runtime_dir, Command::kStatus, timeout);
-    if (!reply) return tl::unexpected(std::move(reply.error()));
-    return ReadStatusReply(*reply, (runtime_dir / kControlSocketFileName).string());
-  } catch (const std::exception& e) {
-    return Error(vocab::ErrorCode::kSystemError, std::string("status request: ") + e.what());
-  }
+  return Ask(runtime_dir, Command::kStatus, timeout, ReadStatusReply);
 }
 
 tl::expected<ResumeResult, ControlError> Resume(const std::filesystem::path& runtime_dir,
                                                 std::chrono::milliseconds timeout) noexcept {
-  try {
-    auto reply = Exchange(runtime_dir, Command::kResume, timeout);
-    if (!reply) return tl::unexpected(std::move(reply.error()));
-    return ReadResumeReply(*reply, (runtime_dir / kControlSocketFileName).string());
-  } catch (const std::exception& e) {
-    return Error(vocab::ErrorCode::kSystemError, std::string("resume request: ") + e.what());
-  }
+  return Ask(runtime_dir, Command::kResume, timeout, ReadResumeReply);
 }
 
 }  // namespace snowflake::protocol
