@@ -10,6 +10,8 @@
 #     control/, fronts/, http/ or the top (it reports through core/status_sink.h);
 #     control/ nothing of fronts/, http/ or the top; fronts/ (what every front shares)
 #     nothing of a front (http/) nor of the process at the top;
+#   - a file of fronts/ or http/ includes the ring's producer or the generator (fronts only
+#     take, through libsnowflake);
 #   - daemon/ includes a header of cli/, or cli/ includes a daemon header outside
 #     base/, config/ and register/, or cli/ links the daemon's core library;
 #   - protocol/ (the control protocol both ends link) includes anything but itself and
@@ -107,6 +109,13 @@ done < <(grep -rnE '#include "daemon/' "$root/cli" | grep -vE '"daemon/(base|con
 if grep -nE 'snowflake(_|::)daemon_core' "$root/cli/CMakeLists.txt"; then
   finding "cli/CMakeLists.txt links the daemon's core library"
 fi
+
+# 3b. Fronts only take: nothing of fronts/ or http/ reaches the ring's producer side or the
+#     generator (docs/architecture.md, invariant 8).
+while IFS= read -r hit; do
+  finding "${hit#"$root/"}: a front may not include the ring's producer or the generator (fronts only take, through libsnowflake)"
+done < <(grep -rnE '#include "(snowflake/ring_producer\.h|daemon/core/(generator|fill_loop)\.h)"' \
+           "$root/daemon/fronts" "$root/daemon/http" 2>/dev/null)
 
 # 4. The control protocol sits below both of its ends; bindings are clients only.
 while IFS= read -r hit; do

@@ -53,6 +53,10 @@ plant daemon/core/fill_loop.h '#include "daemon/control/status_reporter.h"' \
   "daemon/core/ may include only"
 plant daemon/control/status_reporter.h '#include "daemon/daemon.h"' \
   "daemon/control/ may include only"
+plant daemon/http/http_handlers.cc '#include "snowflake/ring_producer.h"' \
+  "a front may not include the ring's producer"
+plant daemon/fronts/ring_services.cc '#include "daemon/core/generator.h"' \
+  "a front may not include the ring's producer"
 plant cli/status_command.cc '#include "daemon/core/fill_loop.h"' "cli/ may include only"
 # A stage the code has and the document does not (as if added to kTable): the stage table
 # check must notice. Planted by editing a copy of daemon.cc.
