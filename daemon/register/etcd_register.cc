@@ -90,6 +90,13 @@ tl::expected<Snapshot, RegisterError> DecodeSnapshot(const std::string& machines
 
 // The number a claim asks for, and the revision of the holder's own record when it
 // retakes one (the transaction then compares it instead of the key's absence).
+// How many numbers of [first, last] the snapshot shows held.
+size_t HoldersIn(const Snapshot& snap, uint32_t first, uint32_t last) {
+  size_t holders = 0;
+  for (const auto& [n, unused] : snap.held) holders += n >= first && n <= last;
+  return holders;
+}
+
 struct Pick {
   std::optional<uint32_t> machine;
   std::optional<int64_t> retake_revision;
@@ -636,6 +643,52 @@ tl::expected<EtcdRegister::ClaimTxn, RegisterError> EtcdRegister::CommitClaim(
   return claimed;
 }
 
+tl::expected<void, RegisterError> EtcdRegister::FreshLease(bool* lease_used) noexcept {
+  if (!*lease_used) return {};
+  if (lease_ != 0) {
+    (void)client_.Revoke(lease_);
+    lease_ = 0;
+  }
+  auto grant = client_.GrantLease(options_.lease_ttl_s);
+  if (!grant) return tl::unexpected(Failure("cannot grant a lease", grant.error()));
+  lease_ = grant->id;
+  *lease_used = false;
+  return {};
+}
+
+tl::expected<std::pair<etcd::RangeResult, etcd::RangeResult>, RegisterError>
+EtcdRegister::ReadHoldersAndMarks(const ClaimRequest& request, bool first_look,
+                                  std::vector<std::string>& notices) {
+  const std::string machines_prefix = etcd::MachinesPrefix(options_.prefix);
+  const std::string marks_prefix = etcd::HighWaterPrefix(options_.prefix);
+  auto held = client_.Range(machines_prefix, etcd::PrefixEnd(machines_prefix));
+  if (!held) return tl::unexpected(Failure("cannot list the holders", held.error()));
+  auto marks = client_.Range(marks_prefix, etcd::PrefixEnd(marks_prefix));
+  if (!marks) return tl::unexpected(Failure("cannot list the marks", marks.error()));
+  NoteIdentity(held->cluster_id, held->revision);
+  if (first_look) {
+    auto checked = CheckNotRolledBack(request, *held, notices);
+    if (!checked) return tl::unexpected(checked.error());
+  }
+  return std::pair{std::move(*held), std::move(*marks)};
+}
+
+MachineClaim EtcdRegister::Adopt(uint32_t machine, FileLock host_lock,
+                                 const std::string& holder_id, const ClaimTxn& txn,
+                                 std::vector<std::string> notices) {
+  machine_ = machine;
+  machine_lock_ = std::move(host_lock);
+  holder_id_ = holder_id;
+  claim_mark_ = committed_ = attempted_max_ = mark_value_ = txn.mark;
+  mark_revision_ = txn.mark_revision;
+  keepalive_ = std::thread([this] { KeepAliveLoop(); });
+  return MachineClaim{.machine = machine,
+                      .high_water_unix_ms = txn.mark,
+                      .mark_writer = txn.mark_writer,
+                      .claim_token = lease_,
+                      .notices = std::move(notices)};
+}
+
 tl::expected<MachineClaim, RegisterError> EtcdRegister::Claim(
     const ClaimRequest& request) noexcept {
   try {
@@ -651,19 +704,7 @@ tl::expected<MachineClaim, RegisterError> EtcdRegister::Claim(
     // can never bind a second number to the lease this holder keeps alive; it also frees a
     // record that attempt committed without hearing the answer.
     bool lease_used = true;
-    const auto fresh_lease = [&]() -> tl::expected<void, RegisterError> {
-      if (!lease_used) return {};
-      if (lease_ != 0) {
-        (void)client_.Revoke(lease_);
-        lease_ = 0;
-      }
-      auto grant = client_.GrantLease(options_.lease_ttl_s);
-      if (!grant) return tl::unexpected(Failure("cannot grant a lease", grant.error()));
-      lease_ = grant->id;
-      lease_used = false;
-      return {};
-    };
-    if (auto leased = fresh_lease(); !leased) return tl::unexpected(leased.error());
+    if (auto leased = FreshLease(&lease_used); !leased) return tl::unexpected(leased.error());
     const std::string machines_prefix = etcd::MachinesPrefix(options_.prefix);
     const std::string marks_prefix = etcd::HighWaterPrefix(options_.prefix);
     const std::string record = etcd::EncodeHolder(etcd::HolderRecord{
@@ -683,29 +724,20 @@ tl::expected<MachineClaim, RegisterError> EtcdRegister::Claim(
         // Lost a race: let the winners' writes land before looking again.
         std::this_thread::sleep_for(std::chrono::milliseconds(5 + jitter() % 20));
       }
-      // 1. What is held, and which marks exist (linearizable ranges).
-      auto held = client_.Range(machines_prefix, etcd::PrefixEnd(machines_prefix));
-      if (!held) return tl::unexpected(Failure("cannot list the holders", held.error()));
-      auto marks = client_.Range(marks_prefix, etcd::PrefixEnd(marks_prefix));
-      if (!marks) return tl::unexpected(Failure("cannot list the marks", marks.error()));
-      NoteIdentity(held->cluster_id, held->revision);
-      if (attempt == 0) {
-        auto checked = CheckNotRolledBack(request, *held, notices);
-        if (!checked) return tl::unexpected(checked.error());
-      }
-      auto snap = DecodeSnapshot(machines_prefix, *held, marks_prefix, *marks);
+      // 1. What is held, and which marks exist (linearizable ranges); the first look also
+      //    checks that the store is not older than what this host saw.
+      auto read = ReadHoldersAndMarks(request, attempt == 0, notices);
+      if (!read) return tl::unexpected(read.error());
+      auto snap = DecodeSnapshot(machines_prefix, read->first, marks_prefix, read->second);
       if (!snap) return tl::unexpected(snap.error());
 
       // 2. The number to ask for (PickNumber: the policy and its order).
       const Pick pick = PickNumber(*snap, request, options_.first_machine,
                                    options_.last_machine, locked_here);
       if (!pick.machine) {
-        size_t holders_in_range = 0;
-        for (const auto& [n, unused] : snap->held) {
-          holders_in_range += n >= options_.first_machine && n <= options_.last_machine;
-        }
-        return tl::unexpected(NoFreeNumber(holders_in_range, snap->held.size(), locked_here,
-                                           host_lock_dir, machines_prefix));
+        return tl::unexpected(NoFreeNumber(
+            HoldersIn(*snap, options_.first_machine, options_.last_machine),
+            snap->held.size(), locked_here, host_lock_dir, machines_prefix));
       }
 
       // The host-wide lock of the number, as every backend takes it: a daemon of this
@@ -727,7 +759,7 @@ tl::expected<MachineClaim, RegisterError> EtcdRegister::Claim(
       // 3. One transaction: the fleet record unchanged, the number still as we saw it;
       //    then put our record bound to our lease and read the number's mark. A lease a
       //    previous attempt's transaction named is revoked first (above).
-      if (auto leased = fresh_lease(); !leased) return tl::unexpected(leased.error());
+      if (auto leased = FreshLease(&lease_used); !leased) return tl::unexpected(leased.error());
       lease_used = true;
       auto txn = CommitClaim(*pick.machine, pick.retake_revision, fleet, fleet_text, record);
       if (!txn) return tl::unexpected(txn.error());
@@ -738,17 +770,8 @@ tl::expected<MachineClaim, RegisterError> EtcdRegister::Claim(
         last_failure_was_outage = txn->outage;
         continue;
       }
-      machine_ = *pick.machine;
-      machine_lock_ = std::move(*host_lock);
-      holder_id_ = request.holder_id;
-      claim_mark_ = committed_ = attempted_max_ = mark_value_ = txn->mark;
-      mark_revision_ = txn->mark_revision;
-      keepalive_ = std::thread([this] { KeepAliveLoop(); });
-      return MachineClaim{.machine = *pick.machine,
-                          .high_water_unix_ms = txn->mark,
-                          .mark_writer = txn->mark_writer,
-                          .claim_token = lease_,
-                          .notices = std::move(notices)};
+      return Adopt(*pick.machine, std::move(*host_lock), request.holder_id, *txn,
+                   std::move(notices));
     }
     return tl::unexpected(Err(last_failure_was_outage ? RegisterErrorCode::kUnreachable
                                                       : RegisterErrorCode::kUnreadable,
@@ -804,57 +827,136 @@ tl::expected<void, RegisterError> EtcdRegister::AcknowledgeFence(int64_t fence_u
   return Raise(fence_unix_ms, WriteKind::kAcknowledge);
 }
 
+std::optional<int64_t> EtcdRegister::FirstTarget(int64_t unix_ms, WriteKind kind,
+                                                 int64_t* acknowledged) noexcept {
+  // A raise writes at least every earlier attempt (one that timed out may still commit),
+  // so what this holder relies on only grows. A clean stop writes what was issued, never
+  // below the mark this claim started above nor below an operator's fence found since.
+  // An acknowledgment writes the mark again, never lower, with the fence it obeys.
+  switch (kind) {
+    case WriteKind::kRaise: {
+      const int64_t target = std::max(unix_ms, attempted_max_);
+      if (target <= committed_) return std::nullopt;
+      attempted_max_ = target;
+      return target;
+    }
+    case WriteKind::kCleanStop:
+      return std::max({unix_ms, claim_mark_, fence_ms_});
+    case WriteKind::kAcknowledge:
+      *acknowledged = unix_ms;
+      return std::max({unix_ms, attempted_max_, mark_value_});
+  }
+  return std::nullopt;
+}
+
+etcd::TxnRequest EtcdRegister::MarkTxn(int64_t target, int64_t acknowledged) const {
+  // Each write compares the mark's mod_revision with the one this holder last saw, as
+  // well as the lease. A request that etcd applies late (after a timeout, after later
+  // requests, or twice: a stalled member replays what it buffered) compares a revision
+  // that is no longer current and changes nothing, so the stored mark never goes down.
+  const std::string machine_key = etcd::MachineKey(options_.prefix, *machine_);
+  const std::string mark_key = etcd::HighWaterKey(options_.prefix, *machine_);
+  etcd::TxnRequest txn;
+  txn.compare = {Compare::Lease(machine_key, lease_),
+                 Compare::ModRevision(mark_key, Compare::Result::kEqual, mark_revision_)};
+  txn.success = {Op::Put(mark_key, etcd::EncodeHighWater(etcd::HighWaterRecord{
+                                       target, holder_id_, lease_, acknowledged}))};
+  txn.failure = {Op::Get(machine_key), Op::Get(mark_key)};
+  return txn;
+}
+
+tl::expected<EtcdRegister::MovedMark, RegisterError> EtcdRegister::ReadMovedMark(
+    const etcd::TxnResult& result) {
+  if (result.responses.size() != 2) {
+    return tl::unexpected(Err(RegisterErrorCode::kCorrupt,
+                              "a raise transaction's failure branch answered with " +
+                                  std::to_string(result.responses.size()) +
+                                  " results, not 2"));
+  }
+  const auto& holder_kvs = result.responses[0].range.kvs;
+  if (holder_kvs.empty() || holder_kvs[0].lease != lease_) {
+    std::string now_held = "nobody holds it now";
+    if (!holder_kvs.empty()) {
+      auto rec = etcd::DecodeHolder(holder_kvs[0].value);
+      now_held = rec ? "it is held by \"" + rec->holder + "\" on " + rec->host + " now"
+                     : "it holds an unreadable record now";
+    }
+    return tl::unexpected(ClaimLost(now_held));
+  }
+  // Still ours: the mark moved. Continue from what it holds now.
+  const auto& mark_kvs = result.responses[1].range.kvs;
+  MovedMark moved;
+  if (mark_kvs.empty()) {
+    mark_revision_ = 0;
+  } else {
+    auto rec = etcd::DecodeHighWater(mark_kvs[0].value);
+    if (!rec) {
+      return tl::unexpected(Err(RegisterErrorCode::kCorrupt,
+                                CorruptText(etcd::HighWaterKey(options_.prefix, *machine_),
+                                            rec.error())));
+    }
+    mark_revision_ = mark_kvs[0].mod_revision;
+    moved.stored = rec->unix_ms;
+    moved.writer = rec->lease;
+  }
+  mark_value_ = moved.stored;
+  // Never write below what the mark holds now (an operator's raise-all, or our own late
+  // raise): later raises start from it.
+  attempted_max_ = std::max(attempted_max_, moved.stored);
+  // Written by someone else while the number is ours: only an operator does that
+  // (`register raise-all`, lease 0; any other holder's write fails its lease compare). It
+  // is a fence: the IDs this holder issues from now on must lie above it, whatever its
+  // clock says (fence_unix_ms(); the daemon pauses until its clock passes it).
+  if (moved.writer != lease_ && moved.stored > fence_ms_) fence_ms_ = moved.stored;
+  return moved;
+}
+
+bool EtcdRegister::SettledByMovedMark(int64_t unix_ms, WriteKind kind, const MovedMark& moved,
+                                      int64_t* target) noexcept {
+  switch (kind) {
+    case WriteKind::kRaise:
+      // A stored mark at or above the target already covers it: marks only rise (but for
+      // a live holder's own clean stop), so every later holder starts above it.
+      if (moved.stored >= *target) {
+        committed_ = std::max(committed_, *target);
+        return true;
+      }
+      return false;
+    case WriteKind::kCleanStop:
+      // A clean stop lowers only what this holder itself wrote.
+      if (moved.writer != lease_) *target = std::max(*target, moved.stored);
+      return false;
+    case WriteKind::kAcknowledge:
+      // A newer fence than the one obeyed: the daemon must apply it first.
+      if (fence_ms_ > unix_ms) return true;
+      *target = std::max(*target, moved.stored);
+      return false;
+  }
+  return false;
+}
+
 tl::expected<void, RegisterError> EtcdRegister::Raise(int64_t unix_ms, WriteKind kind) noexcept {
   try {
     if (!machine_) return tl::unexpected(Err(RegisterErrorCode::kNotClaimed, "not claimed"));
-    const std::string machine_key = etcd::MachineKey(options_.prefix, *machine_);
-    const std::string mark_key = etcd::HighWaterKey(options_.prefix, *machine_);
     if (claim_lost()) {
       std::lock_guard lock(mutex_);
       return tl::unexpected(Err(RegisterErrorCode::kClaimLost, lost_reason_));
     }
-    // A raise writes at least every earlier attempt (one that timed out may still commit),
-    // so what this holder relies on only grows. A clean stop writes what was issued, never
-    // below the mark this claim started above nor below an operator's fence found since.
-    // An acknowledgment writes the mark again, never lower, with the fence it obeys.
-    int64_t target = 0;
     int64_t acknowledged = fence_acknowledged_;
-    switch (kind) {
-      case WriteKind::kRaise:
-        target = std::max(unix_ms, attempted_max_);
-        if (target <= committed_) return {};
-        attempted_max_ = target;
-        break;
-      case WriteKind::kCleanStop:
-        target = std::max({unix_ms, claim_mark_, fence_ms_});
-        break;
-      case WriteKind::kAcknowledge:
-        target = std::max({unix_ms, attempted_max_, mark_value_});
-        acknowledged = unix_ms;
-        break;
-    }
-    const std::string what = kind == WriteKind::kCleanStop    ? "record the clean stop"
-                             : kind == WriteKind::kAcknowledge ? "acknowledge the fence"
-                                                               : "raise the high-water mark";
-
-    // Each write compares the mark's mod_revision with the one this holder last saw, as
-    // well as the lease. A request that etcd applies late (after a timeout, after later
-    // requests, or twice: a stalled member replays what it buffered) compares a revision
-    // that is no longer current and changes nothing, so the stored mark never goes down.
+    const std::optional<int64_t> first = FirstTarget(unix_ms, kind, &acknowledged);
+    if (!first) return {};
+    int64_t target = *first;
+    const char* what = kind == WriteKind::kCleanStop    ? "record the clean stop"
+                       : kind == WriteKind::kAcknowledge ? "acknowledge the fence"
+                                                         : "raise the high-water mark";
     // A failed compare with the lease still ours means the mark moved under us (our own
     // late request, or an operator's raise-all): read it and try again.
     for (int round = 0; round < kRaiseRounds; ++round) {
-      etcd::TxnRequest txn;
-      txn.compare = {Compare::Lease(machine_key, lease_),
-                     Compare::ModRevision(mark_key, Compare::Result::kEqual, mark_revision_)};
-      txn.success = {Op::Put(mark_key, etcd::EncodeHighWater(etcd::HighWaterRecord{
-                                           target, holder_id_, lease_, acknowledged}))};
-      txn.failure = {Op::Get(machine_key), Op::Get(mark_key)};
-      auto result = client_.Txn(txn);
+      auto result = client_.Txn(MarkTxn(target, acknowledged));
       if (!result) {
-        return tl::unexpected(Failure("not committed: cannot " + what + " of machine " +
-                                          std::to_string(*machine_) + " at " +
-                                          FormatTimeText(target),
+        return tl::unexpected(Failure(std::string("not committed: cannot ") + what +
+                                          " of machine " + std::to_string(*machine_) +
+                                          " at " + FormatTimeText(target),
                                       result.error()));
       }
       NoteIdentity(result->cluster_id, result->revision);
@@ -867,72 +969,16 @@ tl::expected<void, RegisterError> EtcdRegister::Raise(int64_t unix_ms, WriteKind
         fence_acknowledged_ = acknowledged;
         return {};
       }
-      if (result->responses.size() != 2) {
-        return tl::unexpected(Err(RegisterErrorCode::kCorrupt,
-                                  "a raise transaction's failure branch answered with " +
-                                      std::to_string(result->responses.size()) +
-                                      " results, not 2"));
-      }
-      const auto& holder_kvs = result->responses[0].range.kvs;
-      if (holder_kvs.empty() || holder_kvs[0].lease != lease_) {
-        std::string now_held = "nobody holds it now";
-        if (!holder_kvs.empty()) {
-          auto rec = etcd::DecodeHolder(holder_kvs[0].value);
-          now_held = rec ? "it is held by \"" + rec->holder + "\" on " + rec->host + " now"
-                         : "it holds an unreadable record now";
-        }
-        return tl::unexpected(ClaimLost(now_held));
-      }
-      // Still ours: the mark moved. Continue from what it holds now.
-      const auto& mark_kvs = result->responses[1].range.kvs;
-      int64_t stored = 0;
-      int64_t writer = 0;
-      if (mark_kvs.empty()) {
-        mark_revision_ = 0;
-      } else {
-        auto rec = etcd::DecodeHighWater(mark_kvs[0].value);
-        if (!rec) {
-          return tl::unexpected(
-              Err(RegisterErrorCode::kCorrupt, CorruptText(mark_key, rec.error())));
-        }
-        mark_revision_ = mark_kvs[0].mod_revision;
-        stored = rec->unix_ms;
-        writer = rec->lease;
-      }
-      mark_value_ = stored;
-      // Never write below what the mark holds now (an operator's raise-all, or our own
-      // late raise): later raises start from it.
-      attempted_max_ = std::max(attempted_max_, stored);
-      // Written by someone else while the number is ours: only an operator does that
-      // (`register raise-all`, lease 0; any other holder's write fails its lease compare).
-      // It is a fence: the IDs this holder issues from now on must lie above it, whatever
-      // its clock says (fence_unix_ms(); the daemon pauses until its clock passes it).
-      if (writer != lease_ && stored > fence_ms_) fence_ms_ = stored;
-      switch (kind) {
-        case WriteKind::kRaise:
-          // A stored mark at or above the target already covers it: marks only rise (but
-          // for a live holder's own clean stop), so every later holder starts above it.
-          if (stored >= target) {
-            committed_ = std::max(committed_, target);
-            return {};
-          }
-          break;
-        case WriteKind::kCleanStop:
-          // A clean stop lowers only what this holder itself wrote.
-          if (writer != lease_) target = std::max(target, stored);
-          break;
-        case WriteKind::kAcknowledge:
-          // A newer fence than the one obeyed: the daemon must apply it first.
-          if (fence_ms_ > unix_ms) return {};
-          target = std::max(target, stored);
-          break;
-      }
+      auto moved = ReadMovedMark(*result);
+      if (!moved) return tl::unexpected(moved.error());
+      if (SettledByMovedMark(unix_ms, kind, *moved, &target)) return {};
     }
     return tl::unexpected(Err(RegisterErrorCode::kUnreachable,
                               "not committed: the high-water mark of machine " +
                                   std::to_string(*machine_) + " changed under this holder " +
-                                  std::to_string(kRaiseRounds) +
-                                  " times in a row (" + mark_key + "); retrying later"));
+                                  std::to_string(kRaiseRounds) + " times in a row (" +
+                                  etcd::HighWaterKey(options_.prefix, *machine_) +
+                                  "); retrying later"));
   } catch (const std::exception& e) {
     return tl::unexpected(Err(RegisterErrorCode::kUnreadable, e.what()));
   }

@@ -33,6 +33,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "daemon/base/file_lock.h"
@@ -159,9 +160,18 @@ class EtcdRegister final : public MachineRegister {
   tl::expected<int, RegisterError> RaiseAll(int64_t above_unix_ms, bool while_running) noexcept override;
 
  private:
-  // The steps of Claim(): check the request, (read the holders and marks, pick a number:
-  // etcd_register.cc's DecodeSnapshot and PickNumber,) lock it on this host, commit.
+  // The steps of Claim(): check the request, take a lease, read the holders and marks,
+  // (decode and pick a number: etcd_register.cc's DecodeSnapshot and PickNumber,) lock it
+  // on this host, commit, adopt.
   tl::expected<void, RegisterError> CheckClaimRequest(const ClaimRequest& request) const;
+  // A lease for the next claim transaction: a new one if *lease_used (the previous one is
+  // revoked first, so a late transaction that named it can never apply), else lease_ as is.
+  tl::expected<void, RegisterError> FreshLease(bool* lease_used) noexcept;
+  // The holders and the marks under the prefix (linearizable ranges); on the first look,
+  // also CheckNotRolledBack.
+  tl::expected<std::pair<etcd::RangeResult, etcd::RangeResult>, RegisterError>
+  ReadHoldersAndMarks(const ClaimRequest& request, bool first_look,
+                      std::vector<std::string>& notices);
   // kNoFreeNumber, saying how many are held in range and under the prefix, and how many
   // more other daemons of this host hold.
   RegisterError NoFreeNumber(size_t holders_in_range, size_t held_under_prefix,
@@ -187,12 +197,38 @@ class EtcdRegister final : public MachineRegister {
                                                     const etcd::FleetRecord& fleet,
                                                     const std::string& fleet_text,
                                                     const std::string& record);
+  // The claim won: the number, its host lock and the mark become this register's, and the
+  // keepalive thread starts.
+  MachineClaim Adopt(uint32_t machine, FileLock host_lock, const std::string& holder_id,
+                     const ClaimTxn& txn, std::vector<std::string> notices);
   tl::expected<void, RegisterError> EnsureFleet(const etcd::FleetRecord& fleet,
                                                 const std::string& fleet_text) noexcept;
   // What a write of the mark is for: a raise ahead of need, the clean stop, or the
   // acknowledgment of an operator's fence.
   enum class WriteKind { kRaise, kCleanStop, kAcknowledge };
+  // Writes the mark for `kind` (a raise, the clean stop, an acknowledgment), over the steps
+  // below: the first target, the transaction, and after a failed compare the mark read
+  // anew and judged. Success only once committed, or when the mark already covers it.
   tl::expected<void, RegisterError> Raise(int64_t unix_ms, WriteKind kind) noexcept;
+  // The first mark to write for `kind`, or none when a raise is committed already; an
+  // acknowledgment also sets *acknowledged to the fence it obeys.
+  std::optional<int64_t> FirstTarget(int64_t unix_ms, WriteKind kind,
+                                     int64_t* acknowledged) noexcept;
+  // The mark's write, comparing the lease and the mark's revision as last seen; its
+  // failure branch reads the holder and the mark.
+  etcd::TxnRequest MarkTxn(int64_t target, int64_t acknowledged) const;
+  // What a failed compare found: the mark now, and the lease that wrote it.
+  struct MovedMark {
+    int64_t stored = 0;
+    int64_t writer = 0;
+  };
+  // Reads a failed MarkTxn's answer: kClaimLost if the number is no longer ours, kCorrupt
+  // for an unreadable answer, else the moved mark, taken in (revision, value, a fence).
+  tl::expected<MovedMark, RegisterError> ReadMovedMark(const etcd::TxnResult& result);
+  // Whether the moved mark settles the write (true: success without writing); else
+  // *target is raised to what must be written next round.
+  bool SettledByMovedMark(int64_t unix_ms, WriteKind kind, const MovedMark& moved,
+                          int64_t* target) noexcept;
   // Raises the marks of `numbers` to at least `above_unix_ms`, each as List() read it
   // (`entries`, by number; absent: no mark), in transactions of kRaiseAllBatch numbers that
   // compare every mark's revision; a transaction that fails (a holder raised meanwhile) is
