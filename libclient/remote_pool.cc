@@ -303,27 +303,32 @@ tl::expected<size_t, Error> RemotePool::TakeRemote(std::span<uint64_t> out,
                                                     "), and no remote gave one: " + tried});
 }
 
-tl::expected<size_t, std::string> RemotePool::Fetch(Endpoint& endpoint, std::span<uint64_t> out,
-                                                    std::chrono::milliseconds timeout) {
-  CURL* handle = nullptr;
+struct RemotePool::Request {
+  char accept[19] = "Accept: text/plain";
+  curl_slist accept_header{};
+  char error[CURL_ERROR_SIZE] = "";
+  std::string body;
+};
+
+void* RemotePool::IdleHandle(Endpoint& endpoint) {
   {
     std::lock_guard lock(mutex_);
     if (!endpoint.idle.empty()) {
-      handle = endpoint.idle.back();
+      CURL* handle = endpoint.idle.back();
       endpoint.idle.pop_back();
+      return handle;
     }
   }
-  if (handle == nullptr) handle = curl_easy_init();
-  if (handle == nullptr) return tl::unexpected(std::string("cannot create a curl handle"));
-  const size_t want = std::min(out.size(), kMaxRemoteBatch);
-  const std::string url = endpoint.url_prefix + std::to_string(want);
-  std::string body;
-  curl_slist headers{};
-  char accept[] = "Accept: text/plain";
-  headers.data = accept;
-  headers.next = nullptr;
+  return curl_easy_init();
+}
+
+void RemotePool::SetRequest(void* curl, const Endpoint& endpoint, const std::string& url,
+                            std::chrono::milliseconds timeout, Request& request) const {
+  CURL* handle = curl;
+  request.accept_header.data = request.accept;
+  request.accept_header.next = nullptr;
   curl_easy_setopt(handle, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(handle, CURLOPT_HTTPHEADER, &headers);
+  curl_easy_setopt(handle, CURLOPT_HTTPHEADER, &request.accept_header);
   curl_easy_setopt(handle, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(handle, CURLOPT_TIMEOUT_MS,
                    static_cast<long>(std::max<int64_t>(1, timeout.count())));
@@ -332,8 +337,7 @@ tl::expected<size_t, std::string> RemotePool::Fetch(Endpoint& endpoint, std::spa
   curl_easy_setopt(handle, CURLOPT_TCP_NODELAY, 1L);
   // An https:// remote is asked over TLS only, verified (peer and host name) against the
   // CA file: a failed verification fails the attempt, never falls back to plain HTTP.
-  char curl_error[CURL_ERROR_SIZE] = "";
-  curl_easy_setopt(handle, CURLOPT_ERRORBUFFER, curl_error);
+  curl_easy_setopt(handle, CURLOPT_ERRORBUFFER, request.error);
   curl_easy_setopt(handle, CURLOPT_PROTOCOLS_STR, endpoint.tls ? "https" : "http");
   if (endpoint.tls) {
     curl_easy_setopt(handle, CURLOPT_SSLVERSION, static_cast<long>(CURL_SSLVERSION_TLSv1_2));
@@ -346,7 +350,16 @@ tl::expected<size_t, std::string> RemotePool::Fetch(Endpoint& endpoint, std::spa
     }
   }
   curl_easy_setopt(handle, CURLOPT_WRITEFUNCTION, &AppendBody);
-  curl_easy_setopt(handle, CURLOPT_WRITEDATA, &body);
+  curl_easy_setopt(handle, CURLOPT_WRITEDATA, &request.body);
+}
+
+tl::expected<size_t, std::string> RemotePool::Fetch(Endpoint& endpoint, std::span<uint64_t> out,
+                                                    std::chrono::milliseconds timeout) {
+  CURL* handle = static_cast<CURL*>(IdleHandle(endpoint));
+  if (handle == nullptr) return tl::unexpected(std::string("cannot create a curl handle"));
+  const size_t want = std::min(out.size(), kMaxRemoteBatch);
+  Request request;
+  SetRequest(handle, endpoint, endpoint.url_prefix + std::to_string(want), timeout, request);
   const CURLcode rc = curl_easy_perform(handle);
   long status = 0;
   curl_easy_getinfo(handle, CURLINFO_RESPONSE_CODE, &status);
@@ -357,7 +370,8 @@ tl::expected<size_t, std::string> RemotePool::Fetch(Endpoint& endpoint, std::spa
     curl_easy_cleanup(handle);
     // curl's own detail ("SSL certificate problem: unable to get local issuer
     // certificate") says why a TLS remote was refused.
-    const std::string detail = curl_error[0] != '\0' ? std::string(": ") + curl_error : "";
+    const std::string detail =
+        request.error[0] != '\0' ? std::string(": ") + request.error : "";
     return tl::unexpected(std::string(curl_easy_strerror(rc)) + detail +
                           (rc == CURLE_OPERATION_TIMEDOUT
                                ? " (" + std::to_string(timeout.count()) + " ms)"
@@ -368,9 +382,14 @@ tl::expected<size_t, std::string> RemotePool::Fetch(Endpoint& endpoint, std::spa
     endpoint.idle.push_back(handle);
   }
   if (status != 200) {
-    const std::string code = ErrorCodeOf(body);
+    const std::string code = ErrorCodeOf(request.body);
     return tl::unexpected("HTTP " + std::to_string(status) + (code.empty() ? "" : " " + code));
   }
+  return ReadIds(request.body, want, out);
+}
+
+tl::expected<size_t, std::string> RemotePool::ReadIds(const std::string& body, size_t want,
+                                                       std::span<uint64_t> out) const {
   // One decimal per line, strictly increasing, none older than max_age nor further ahead
   // than max_ahead.
   size_t n = 0;

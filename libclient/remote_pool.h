@@ -89,9 +89,23 @@ class RemotePool {
   // Drops IDs <= the last returned one and publishes the new last; returns how many are
   // left at the front of out[0..n).
   size_t Admit(uint64_t* out, size_t n) noexcept;
-  // One HTTP attempt; fills out and returns n, or a reason.
+  // One HTTP attempt; fills out and returns n, or a reason. Its steps follow.
   tl::expected<size_t, std::string> Fetch(Endpoint& endpoint, std::span<uint64_t> out,
                                           std::chrono::milliseconds timeout);
+  // A curl easy handle (CURL*, kept out of this header): an idle one of the endpoint's,
+  // else a new one; null if curl cannot make one.
+  void* IdleHandle(Endpoint& endpoint);
+  // What one request keeps alive until it is done: its header list, curl's error text and
+  // the body (defined in remote_pool.cc).
+  struct Request;
+  // The request on `curl`: the URL, timeouts, TLS only for https:// (verified, with this
+  // client's certificate if set), the body into request.
+  void SetRequest(void* curl, const Endpoint& endpoint, const std::string& url,
+                  std::chrono::milliseconds timeout, Request& request) const;
+  // A 200 reply's IDs, checked: one decimal per line, at most `want`, strictly
+  // increasing, none older than max_age nor further ahead than max_ahead. A reason if not.
+  tl::expected<size_t, std::string> ReadIds(const std::string& body, size_t want,
+                                            std::span<uint64_t> out) const;
   tl::expected<size_t, Error> TakeRemote(std::span<uint64_t> out, const Error& local_error);
 
   const std::string service_;
