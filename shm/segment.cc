@@ -307,6 +307,52 @@ tl::expected<void, SegmentFailure> OpenChecked(CheckedFile& file, const std::str
   return {};
 }
 
+// A segment of an earlier boot is refused (kEarlierBoot) when both boot ids are known. An
+// unknown recorded one (zero: an older daemon of this format) is accepted: its heartbeat
+// and pid still tell whether it serves.
+tl::expected<void, SegmentFailure> CheckBootId(const SegmentHeader& header,
+                                               const MapChecks& checks,
+                                               const std::string& path) {
+  if (!checks.boot_id || !checks.boot_id->known()) return {};
+  const BootId recorded{header.boot_id_high.load(std::memory_order_relaxed),
+                        header.boot_id_low.load(std::memory_order_relaxed)};
+  if (!recorded.known() || recorded == *checks.boot_id) return {};
+  return tl::unexpected(Fail(SegmentError::kEarlierBoot,
+                             path + " was left by an earlier boot of this host (boot id " +
+                                 FormatBootId(recorded) + ", this boot is " +
+                                 FormatBootId(*checks.boot_id) +
+                                 "); snowflaked is not running (start it: it replaces "
+                                 "the segment)"));
+}
+
+// The consumer file has exactly its format's size: shorter is kTruncated, longer
+// kSizeMismatch.
+tl::expected<void, SegmentFailure> CheckConsumerSize(const CheckedFile& consumer,
+                                                     const std::string& consumer_path) {
+  const uint64_t consumer_size = static_cast<uint64_t>(consumer.info.st_size);
+  if (consumer_size == kConsumerFileSize) return {};
+  return tl::unexpected(Fail(
+      consumer_size < kConsumerFileSize ? SegmentError::kTruncated : SegmentError::kSizeMismatch,
+      consumer_path + ": file is " + std::to_string(consumer_size) + " bytes, it must be " +
+          std::to_string(kConsumerFileSize) + "; it was " +
+          (consumer_size < kConsumerFileSize ? "truncated" : "resized")));
+}
+
+// Both files carry one segment id; else the ring file is being replaced: kUnpaired, retry.
+tl::expected<void, SegmentFailure> CheckPaired(const SegmentHeader& header,
+                                               const ConsumerRegion& consumer,
+                                               const std::string& path,
+                                               const std::string& consumer_path) {
+  const uint64_t ring_id = header.segment_id.load(std::memory_order_relaxed);
+  const uint64_t consumer_id = consumer.segment_id.load(std::memory_order_relaxed);
+  if (ring_id == consumer_id) return {};
+  return tl::unexpected(Fail(SegmentError::kUnpaired,
+                             consumer_path + " belongs to another segment than " + path +
+                                 " (segment id " + std::to_string(consumer_id) + ", not " +
+                                 std::to_string(ring_id) +
+                                 "): snowflaked is replacing the segment; retry"));
+}
+
 }  // namespace
 
 tl::expected<std::unique_ptr<MappedSegment>, SegmentFailure> MappedSegment::Open(
@@ -345,19 +391,8 @@ tl::expected<std::unique_ptr<MappedSegment>, SegmentFailure> MappedSegment::Open
     auto* header = static_cast<SegmentHeader*>(regions.header.address);
     auto capacity = ValidateHeader(*header, file_size, path);
     if (!capacity) return tl::unexpected(std::move(capacity.error()));
-    if (checks.boot_id && checks.boot_id->known()) {
-      const BootId recorded{header->boot_id_high.load(std::memory_order_relaxed),
-                            header->boot_id_low.load(std::memory_order_relaxed)};
-      // An unknown one (zero: an older daemon of this format) is accepted: its heartbeat
-      // and pid still tell whether it serves.
-      if (recorded.known() && recorded != *checks.boot_id) {
-        return tl::unexpected(Fail(SegmentError::kEarlierBoot,
-                                   path + " was left by an earlier boot of this host (boot id " +
-                                       FormatBootId(recorded) + ", this boot is " +
-                                       FormatBootId(*checks.boot_id) +
-                                       "); snowflaked is not running (start it: it replaces "
-                                       "the segment)"));
-      }
+    if (auto boot = CheckBootId(*header, checks, path); !boot) {
+      return tl::unexpected(std::move(boot.error()));
     }
     MapRegion(regions.slots, ring.fd, producer, kSlotsOffset, file_size - kSlotsOffset);
 
@@ -372,13 +407,8 @@ tl::expected<std::unique_ptr<MappedSegment>, SegmentFailure> MappedSegment::Open
         !opened) {
       return tl::unexpected(std::move(opened.error()));
     }
-    const uint64_t consumer_size = static_cast<uint64_t>(consumer.info.st_size);
-    if (consumer_size != kConsumerFileSize) {
-      return tl::unexpected(Fail(
-          consumer_size < kConsumerFileSize ? SegmentError::kTruncated : SegmentError::kSizeMismatch,
-          consumer_path + ": file is " + std::to_string(consumer_size) + " bytes, it must be " +
-              std::to_string(kConsumerFileSize) + "; it was " +
-              (consumer_size < kConsumerFileSize ? "truncated" : "resized")));
+    if (auto sized = CheckConsumerSize(consumer, consumer_path); !sized) {
+      return tl::unexpected(std::move(sized.error()));
     }
     MapRegion(regions.consumer, consumer.fd, true, 0, sizeof(ConsumerRegion));
     // Before anything reads it: from here a truncation of the file is survived in a
@@ -390,14 +420,8 @@ tl::expected<std::unique_ptr<MappedSegment>, SegmentFailure> MappedSegment::Open
     segment->slots_ = static_cast<std::atomic<uint64_t>*>(regions.slots.address);
     segment->capacity_ = *capacity;
 
-    const uint64_t ring_id = header->segment_id.load(std::memory_order_relaxed);
-    const uint64_t consumer_id = segment->consumer_->segment_id.load(std::memory_order_relaxed);
-    if (ring_id != consumer_id) {
-      return tl::unexpected(Fail(SegmentError::kUnpaired,
-                                 consumer_path + " belongs to another segment than " + path +
-                                     " (segment id " + std::to_string(consumer_id) + ", not " +
-                                     std::to_string(ring_id) +
-                                     "): snowflaked is replacing the segment; retry"));
+    if (auto paired = CheckPaired(*header, *segment->consumer_, path, consumer_path); !paired) {
+      return tl::unexpected(std::move(paired.error()));
     }
     if (auto counters = ValidateCounters(*header, *segment->consumer_, *capacity, fs_path);
         !counters) {
