@@ -370,8 +370,7 @@ tl::expected<size_t, std::string> RemotePool::Fetch(Endpoint& endpoint, std::spa
     curl_easy_cleanup(handle);
     // curl's own detail ("SSL certificate problem: unable to get local issuer
     // certificate") says why a TLS remote was refused.
-    const std::string detail =
-        request.error[0] != '\0' ? std::string(": ") + request.error : "";
+    const std::string detail = request.error[0] != '\0' ? std::string(": ") + request.error : "";
     return tl::unexpected(std::string(curl_easy_strerror(rc)) + detail +
                           (rc == CURLE_OPERATION_TIMEDOUT
                                ? " (" + std::to_string(timeout.count()) + " ms)"
@@ -389,7 +388,7 @@ tl::expected<size_t, std::string> RemotePool::Fetch(Endpoint& endpoint, std::spa
 }
 
 tl::expected<size_t, std::string> RemotePool::ReadIds(const std::string& body, size_t want,
-                                                       std::span<uint64_t> out) const {
+                                                      std::span<uint64_t> out) const {
   // One decimal per line, strictly increasing, none older than max_age nor further ahead
   // than max_ahead.
   size_t n = 0;

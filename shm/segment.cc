@@ -310,8 +310,7 @@ tl::expected<void, SegmentFailure> OpenChecked(CheckedFile& file, const std::str
 // A segment of an earlier boot is refused (kEarlierBoot) when both boot ids are known. An
 // unknown recorded one (zero: an older daemon of this format) is accepted: its heartbeat
 // and pid still tell whether it serves.
-tl::expected<void, SegmentFailure> CheckBootId(const SegmentHeader& header,
-                                               const MapChecks& checks,
+tl::expected<void, SegmentFailure> CheckBootId(const SegmentHeader& header, const MapChecks& checks,
                                                const std::string& path) {
   if (!checks.boot_id || !checks.boot_id->known()) return {};
   const BootId recorded{header.boot_id_high.load(std::memory_order_relaxed),
@@ -346,11 +345,11 @@ tl::expected<void, SegmentFailure> CheckPaired(const SegmentHeader& header,
   const uint64_t ring_id = header.segment_id.load(std::memory_order_relaxed);
   const uint64_t consumer_id = consumer.segment_id.load(std::memory_order_relaxed);
   if (ring_id == consumer_id) return {};
-  return tl::unexpected(Fail(SegmentError::kUnpaired,
-                             consumer_path + " belongs to another segment than " + path +
-                                 " (segment id " + std::to_string(consumer_id) + ", not " +
-                                 std::to_string(ring_id) +
-                                 "): snowflaked is replacing the segment; retry"));
+  return tl::unexpected(
+      Fail(SegmentError::kUnpaired, consumer_path + " belongs to another segment than " + path +
+                                        " (segment id " + std::to_string(consumer_id) + ", not " +
+                                        std::to_string(ring_id) +
+                                        "): snowflaked is replacing the segment; retry"));
 }
 
 }  // namespace

@@ -673,9 +673,8 @@ EtcdRegister::ReadHoldersAndMarks(const ClaimRequest& request, bool first_look,
   return std::pair{std::move(*held), std::move(*marks)};
 }
 
-MachineClaim EtcdRegister::Adopt(uint32_t machine, FileLock host_lock,
-                                 const std::string& holder_id, const ClaimTxn& txn,
-                                 std::vector<std::string> notices) {
+MachineClaim EtcdRegister::Adopt(uint32_t machine, FileLock host_lock, const std::string& holder_id,
+                                 const ClaimTxn& txn, std::vector<std::string> notices) {
   machine_ = machine;
   machine_lock_ = std::move(host_lock);
   holder_id_ = holder_id;
@@ -735,9 +734,9 @@ tl::expected<MachineClaim, RegisterError> EtcdRegister::Claim(
       const Pick pick = PickNumber(*snap, request, options_.first_machine,
                                    options_.last_machine, locked_here);
       if (!pick.machine) {
-        return tl::unexpected(NoFreeNumber(
-            HoldersIn(*snap, options_.first_machine, options_.last_machine),
-            snap->held.size(), locked_here, host_lock_dir, machines_prefix));
+        return tl::unexpected(
+            NoFreeNumber(HoldersIn(*snap, options_.first_machine, options_.last_machine),
+                         snap->held.size(), locked_here, host_lock_dir, machines_prefix));
       }
 
       // The host-wide lock of the number, as every backend takes it: a daemon of this
@@ -870,8 +869,7 @@ tl::expected<EtcdRegister::MovedMark, RegisterError> EtcdRegister::ReadMovedMark
   if (result.responses.size() != 2) {
     return tl::unexpected(Err(RegisterErrorCode::kCorrupt,
                               "a raise transaction's failure branch answered with " +
-                                  std::to_string(result.responses.size()) +
-                                  " results, not 2"));
+                                  std::to_string(result.responses.size()) + " results, not 2"));
   }
   const auto& holder_kvs = result.responses[0].range.kvs;
   if (holder_kvs.empty() || holder_kvs[0].lease != lease_) {
@@ -891,9 +889,9 @@ tl::expected<EtcdRegister::MovedMark, RegisterError> EtcdRegister::ReadMovedMark
   } else {
     auto rec = etcd::DecodeHighWater(mark_kvs[0].value);
     if (!rec) {
-      return tl::unexpected(Err(RegisterErrorCode::kCorrupt,
-                                CorruptText(etcd::HighWaterKey(options_.prefix, *machine_),
-                                            rec.error())));
+      return tl::unexpected(
+          Err(RegisterErrorCode::kCorrupt,
+              CorruptText(etcd::HighWaterKey(options_.prefix, *machine_), rec.error())));
     }
     mark_revision_ = mark_kvs[0].mod_revision;
     moved.stored = rec->unix_ms;
@@ -946,7 +944,7 @@ tl::expected<void, RegisterError> EtcdRegister::Raise(int64_t unix_ms, WriteKind
     const std::optional<int64_t> first = FirstTarget(unix_ms, kind, &acknowledged);
     if (!first) return {};
     int64_t target = *first;
-    const char* what = kind == WriteKind::kCleanStop    ? "record the clean stop"
+    const char* what = kind == WriteKind::kCleanStop     ? "record the clean stop"
                        : kind == WriteKind::kAcknowledge ? "acknowledge the fence"
                                                          : "raise the high-water mark";
     // A failed compare with the lease still ours means the mark moved under us (our own
@@ -955,8 +953,8 @@ tl::expected<void, RegisterError> EtcdRegister::Raise(int64_t unix_ms, WriteKind
       auto result = client_.Txn(MarkTxn(target, acknowledged));
       if (!result) {
         return tl::unexpected(Failure(std::string("not committed: cannot ") + what +
-                                          " of machine " + std::to_string(*machine_) +
-                                          " at " + FormatTimeText(target),
+                                          " of machine " + std::to_string(*machine_) + " at " +
+                                          FormatTimeText(target),
                                       result.error()));
       }
       NoteIdentity(result->cluster_id, result->revision);
@@ -973,12 +971,11 @@ tl::expected<void, RegisterError> EtcdRegister::Raise(int64_t unix_ms, WriteKind
       if (!moved) return tl::unexpected(moved.error());
       if (SettledByMovedMark(unix_ms, kind, *moved, &target)) return {};
     }
-    return tl::unexpected(Err(RegisterErrorCode::kUnreachable,
-                              "not committed: the high-water mark of machine " +
-                                  std::to_string(*machine_) + " changed under this holder " +
-                                  std::to_string(kRaiseRounds) + " times in a row (" +
-                                  etcd::HighWaterKey(options_.prefix, *machine_) +
-                                  "); retrying later"));
+    return tl::unexpected(
+        Err(RegisterErrorCode::kUnreachable,
+            "not committed: the high-water mark of machine " + std::to_string(*machine_) +
+                " changed under this holder " + std::to_string(kRaiseRounds) + " times in a row (" +
+                etcd::HighWaterKey(options_.prefix, *machine_) + "); retrying later"));
   } catch (const std::exception& e) {
     return tl::unexpected(Err(RegisterErrorCode::kUnreadable, e.what()));
   }

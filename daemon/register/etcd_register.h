@@ -169,9 +169,8 @@ class EtcdRegister final : public MachineRegister {
   tl::expected<void, RegisterError> FreshLease(bool* lease_used) noexcept;
   // The holders and the marks under the prefix (linearizable ranges); on the first look,
   // also CheckNotRolledBack.
-  tl::expected<std::pair<etcd::RangeResult, etcd::RangeResult>, RegisterError>
-  ReadHoldersAndMarks(const ClaimRequest& request, bool first_look,
-                      std::vector<std::string>& notices);
+  tl::expected<std::pair<etcd::RangeResult, etcd::RangeResult>, RegisterError> ReadHoldersAndMarks(
+      const ClaimRequest& request, bool first_look, std::vector<std::string>& notices);
   // kNoFreeNumber, saying how many are held in range and under the prefix, and how many
   // more other daemons of this host hold.
   RegisterError NoFreeNumber(size_t holders_in_range, size_t held_under_prefix,
