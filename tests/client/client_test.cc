@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -35,6 +36,25 @@ using testing::TempDir;
 
 constexpr uint32_t kMachine = 9;
 constexpr int64_t kEpoch = kDefaultEpochUnixMs;
+
+// Sets the segment's heartbeat `age` before now on CLOCK_MONOTONIC, as a daemon that
+// stopped beating that long ago leaves it: a heartbeat's age without waiting for it. The
+// header is mapped writable here (the test owns the file), as a daemon maps it.
+void AgeHeartbeat(const RingProducer& producer, std::chrono::nanoseconds age) {
+  const int fd = ::open(producer.path().c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(fd, 0) << producer.path() << ": " << std::strerror(errno);
+  void* mapped =
+      ::mmap(nullptr, sizeof(shm::SegmentHeader), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ::close(fd);
+  ASSERT_NE(mapped, MAP_FAILED) << std::strerror(errno);
+  timespec now{};
+  ::clock_gettime(CLOCK_MONOTONIC, &now);
+  const auto now_ns = static_cast<uint64_t>(now.tv_sec) * 1'000'000'000u +
+                      static_cast<uint64_t>(now.tv_nsec);
+  static_cast<shm::SegmentHeader*>(mapped)->heartbeat_mono_ns.store(
+      now_ns - static_cast<uint64_t>(age.count()), std::memory_order_release);
+  ::munmap(mapped, sizeof(shm::SegmentHeader));
+}
 
 // `count` consecutive IDs in millisecond `offset_ms` from sequence `first_seq`.
 std::vector<uint64_t> IdsAt(int64_t offset_ms, uint32_t first_seq, size_t count) {
@@ -316,8 +336,9 @@ TEST_F(ClientTest, NextFailsWithNotHeartbeatingWhenTheHeartbeatIsTooOld) {
   producer.SetState(DaemonState::kServing);  // beats once, then never again
   ClientOptions options = Options();
   options.max_heartbeat_age = std::chrono::milliseconds(5);
+  options.wait_timeout = std::chrono::milliseconds(0);  // the age is the segment's, not the wait's
   Client sut = OpenClient("orders", options);
-  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  AgeHeartbeat(producer, std::chrono::milliseconds(30));
 
   auto taken = sut.Next();
 
@@ -681,14 +702,14 @@ TEST_F(ClientTest, NextTakesIdsWithinTheFreshnessBound) {
 // Finding 8, client side: the "not heartbeating" limit is the daemon's liveness_ms from
 // the header unless the caller sets one.
 TEST_F(ClientTest, TheHeartbeatLimitComesFromTheHeadersLivenessByDefault) {
-  // Arrange: liveness 50 ms; the producer beat once, 80 ms ago.
+  // Arrange: liveness 50 ms; the producer's last beat was 80 ms ago.
   bound_freshness_ = true;
   RingProducer producer = MakeProducer();
   producer.SetState(DaemonState::kServing);
   ClientOptions options = Options();
   options.max_heartbeat_age = std::chrono::milliseconds(0);
   Client sut = OpenClient("orders", options);
-  std::this_thread::sleep_for(std::chrono::milliseconds(80));
+  AgeHeartbeat(producer, std::chrono::milliseconds(80));
 
   // Act
   auto taken = sut.Next();
