@@ -25,6 +25,7 @@
 #include "snowflake/ring_producer.h"
 #include "snowflake/segment_layout.h"
 #include "temp_dir.h"
+#include "test_producer.h"
 
 namespace snowflake {
 namespace {
@@ -76,9 +77,7 @@ class ClientTest : public ::testing::Test {
     options.machine = kMachine;
     // These tests publish made-up milliseconds (IdsAt); the freshness bound has its own.
     options.bound_freshness = bound_freshness_;
-    auto producer = RingProducer::CreateOrOpen(options);
-    if (!producer) throw std::runtime_error(producer.error().message);
-    return std::move(*producer);
+    return testing::MakeProducer(options);
   }
 
   // Short waits, and a heartbeat limit so long that only tests about it hit it.

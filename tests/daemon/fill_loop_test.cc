@@ -26,6 +26,7 @@
 #include "snowflake/ring_consumer.h"
 #include "snowflake/status_text.h"
 #include "temp_dir.h"
+#include "test_producer.h"
 #include "wait_until.h"
 
 namespace snowflake::daemon {
@@ -62,14 +63,12 @@ struct Rig {
   // does; otherwise the loop stops (fatal()).
   explicit Rig(FillLoopOptions options = Defaults(), Clock* clock_override = nullptr,
                bool replace_tampered = false)
-      : producer(std::move(shm::RingProducer::CreateOrOpen(
-                               shm::ProducerOptions{.runtime_dir = dir.path(),
-                                                    .capacity = options.capacity,
-                                                    .epoch_unix_ms = kEpoch,
-                                                    .machine = 3,
-                                                    .mode = 0600,
-                                                    .group = std::nullopt})
-                               .value())),
+      : producer(testing::MakeProducer(shm::ProducerOptions{.runtime_dir = dir.path(),
+                                                            .capacity = options.capacity,
+                                                            .epoch_unix_ms = kEpoch,
+                                                            .machine = 3,
+                                                            .mode = 0600,
+                                                            .group = std::nullopt})),
         generator(std::move(Generator::Create(GeneratorConfig{.layout = IdLayout::Create(kEpoch).value(),
                                                               .machine = 3},
                                               clock_override ? *clock_override : clock)

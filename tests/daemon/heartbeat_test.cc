@@ -11,6 +11,7 @@
 #include "fake_clock.h"
 #include "snowflake/id_layout.h"
 #include "temp_dir.h"
+#include "test_producer.h"
 #include "wait_until.h"
 
 namespace snowflake::daemon {
@@ -22,14 +23,13 @@ using namespace std::chrono_literals;
 
 struct Segment {
   testing::TempDir dir{"heartbeat"};
-  shm::RingProducer producer{std::move(
-      shm::RingProducer::CreateOrOpen(shm::ProducerOptions{.runtime_dir = dir.path(),
-                                                           .capacity = 64,
-                                                           .epoch_unix_ms = kDefaultEpochUnixMs,
-                                                           .machine = 1,
-                                                           .mode = 0600,
-                                                           .group = std::nullopt})
-          .value())};
+  shm::RingProducer producer{
+      testing::MakeProducer(shm::ProducerOptions{.runtime_dir = dir.path(),
+                                                 .capacity = 64,
+                                                 .epoch_unix_ms = kDefaultEpochUnixMs,
+                                                 .machine = 1,
+                                                 .mode = 0600,
+                                                 .group = std::nullopt})};
   uint64_t beat() const { return producer.header().heartbeat_mono_ns.load(); }
 };
 

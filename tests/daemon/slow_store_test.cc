@@ -28,6 +28,7 @@
 #include "snowflake/ring_consumer.h"
 #include "snowflake/status_text.h"
 #include "temp_dir.h"
+#include "test_producer.h"
 #include "wait_until.h"
 
 namespace snowflake::daemon {
@@ -50,14 +51,12 @@ class InProcessDaemon {
   explicit InProcessDaemon(int64_t reservation_ms, Clock* clock = nullptr)
       : clock_(clock != nullptr ? *clock : real_clock_),
         store_(dir_ / "high-water.json", fs_),
-        producer_(std::move(shm::RingProducer::CreateOrOpen(
-                                shm::ProducerOptions{.runtime_dir = dir_.path(),
-                                                     .capacity = 4096,
-                                                     .epoch_unix_ms = kEpoch,
-                                                     .machine = 3,
-                                                     .mode = 0600,
-                                                     .group = std::nullopt})
-                                .value())),
+        producer_(testing::MakeProducer(shm::ProducerOptions{.runtime_dir = dir_.path(),
+                                                             .capacity = 4096,
+                                                             .epoch_unix_ms = kEpoch,
+                                                             .machine = 3,
+                                                             .mode = 0600,
+                                                             .group = std::nullopt})),
         generator_(std::move(
             Generator::Create(GeneratorConfig{.layout = IdLayout::Create(kEpoch).value(),
                                               .machine = 3},

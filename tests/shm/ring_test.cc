@@ -368,14 +368,14 @@ TEST(Ring, AProducerReopensOnlyASegmentWrittenInItsOwnBoot) {
   ProducerOptions options = OptionsFor(dir.path(), 8);
   options.boot_id = first_boot;
   {
-    RingProducer before_reboot = Unwrap(RingProducer::CreateOrOpen(options));
+    RingProducer before_reboot = MakeProducer(options);
     ASSERT_EQ(Unwrap(before_reboot.Publish(Range(10, 3))), 3u);
   }
-  RingProducer same_boot = Unwrap(RingProducer::CreateOrOpen(options));
+  RingProducer same_boot = MakeProducer(options);
   const bool reopened_in_same_boot = same_boot.reopened();
   options.boot_id = second_boot;
 
-  RingProducer sut = Unwrap(RingProducer::CreateOrOpen(options));
+  RingProducer sut = MakeProducer(options);
 
   EXPECT_TRUE(reopened_in_same_boot);
   EXPECT_FALSE(sut.reopened());
@@ -390,9 +390,9 @@ TEST(Ring, AProducerThatCannotReadItsBootIdReopensNothing) {
   TempDir dir;
   ProducerOptions options = OptionsFor(dir.path(), 8);
   options.boot_id = BootId{};
-  { RingProducer first = Unwrap(RingProducer::CreateOrOpen(options)); }
+  { RingProducer first = MakeProducer(options); }
 
-  RingProducer sut = Unwrap(RingProducer::CreateOrOpen(options));
+  RingProducer sut = MakeProducer(options);
 
   EXPECT_FALSE(sut.reopened());
   EXPECT_NE(sut.replaced_because().find("cannot be read"), std::string::npos)
@@ -424,7 +424,7 @@ TEST(Ring, NewMachineStartsAFreshOrder) {
   ProducerOptions options = OptionsFor(dir.path(), 8);
   options.machine = testing::kTestMachine + 1;
 
-  RingProducer sut = Unwrap(RingProducer::CreateOrOpen(options));
+  RingProducer sut = MakeProducer(options);
 
   EXPECT_FALSE(sut.reopened());
   EXPECT_EQ(sut.last_published_id(), 0u);
@@ -437,7 +437,7 @@ TEST(Ring, CreatesTheSegmentWithTheRequestedMode) {
   options.mode = 0640;
   const mode_t old_umask = umask(0077);
 
-  RingProducer sut = Unwrap(RingProducer::CreateOrOpen(options));
+  RingProducer sut = MakeProducer(options);
   umask(old_umask);
   struct stat info {};
   ASSERT_EQ(stat(sut.path().c_str(), &info), 0);

@@ -19,6 +19,7 @@
 #include "snowflake/ring_consumer.h"
 #include "snowflake/ring_producer.h"
 #include "snowflake/segment_error.h"
+#include "test_producer.h"
 
 namespace snowflake::shm::testing {
 
@@ -44,8 +45,10 @@ T Unwrap(tl::expected<T, SegmentFailure> result) {
   return std::move(*result);
 }
 
+// A producer of `options` (test_producer.h), or of OptionsFor(dir, capacity).
+using snowflake::testing::MakeProducer;
 inline RingProducer MakeProducer(const std::filesystem::path& dir, uint64_t capacity) {
-  return Unwrap(RingProducer::CreateOrOpen(OptionsFor(dir, capacity)));
+  return snowflake::testing::MakeProducer(OptionsFor(dir, capacity));
 }
 
 inline RingConsumer MakeConsumer(const std::filesystem::path& dir) {

@@ -82,7 +82,7 @@ TEST_P(RingThreads, EveryIdOnceInIncreasingAndRealTimeOrder) {
   ProducerOptions options = testing::OptionsFor(dir.path(), capacity);
   options.max_age_ms = kMaxAgeMs;
   options.liveness_ms = kLivenessMs;
-  RingProducer producer = Unwrap(RingProducer::CreateOrOpen(options));
+  RingProducer producer = MakeProducer(options);
   ASSERT_EQ(producer.header().freshness_bound_ms.load(), int64_t{kMaxAgeMs + kLivenessMs});
   producer.SetState(DaemonState::kServing);
   std::vector<RingConsumer> consumers;
