@@ -8,18 +8,29 @@ package snowflake
 // nor a remote ID older than remoteMaxAge or further than remoteMaxAhead ahead of this
 // host's clock (a remote with a skewed clock or of another epoch: its IDs decode, with
 // this Client's epoch, far from the clock).
+//
+// A remote written https://host:port is asked over TLS only (1.2 or later), its
+// certificate verified (chain and host name) against the CA file of the options or
+// $SNOWFLAKE_REMOTES_CA (else the system's roots), presenting a client certificate when
+// one is set: a failed verification fails that attempt, never falls back to plain HTTP.
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"io"
+	"io/fs"
 	"math/rand"
 	"net"
 	"net/http"
+	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -38,8 +49,8 @@ const (
 )
 
 type endpoint struct {
-	address   string
-	urlPrefix string
+	address   string    // as given: "host:port", "http://host:port", "https://host:port"
+	urlPrefix string    // "http(s)://host:port/v1/ids?service=S&count="
 	failures  int       // consecutive; guarded by remotePool.mu
 	openUntil time.Time // breaker: skip until then; guarded by remotePool.mu
 	lastError string    // guarded by remotePool.mu
@@ -57,18 +68,159 @@ type remotePool struct {
 	jitter    *rand.Rand  // guarded by mu
 }
 
-func newRemotePool(service string, remotes []string, epochMs int64) *remotePool {
+// splitRemote is the C++ SplitRemote: "https://host:port" -> true and "host:port";
+// "http://host:port" and "host:port" -> false and "host:port"; ok false for any other
+// scheme or an empty address.
+func splitRemote(remote string) (tls bool, hostPort string, ok bool) {
+	if strings.HasPrefix(remote, "https://") {
+		tls, remote = true, remote[len("https://"):]
+	} else if strings.HasPrefix(remote, "http://") {
+		remote = remote[len("http://"):]
+	} else if strings.Contains(remote, "://") {
+		return false, "", false
+	}
+	remote = strings.TrimRight(remote, "/")
+	if remote == "" || strings.ContainsAny(remote, "/?#@ ") {
+		return false, "", false
+	}
+	return tls, remote, true
+}
+
+// tlsFiles are the remotes' TLS files, each the option if set, else its environment
+// variable ("" for none).
+type tlsFiles struct{ ca, cert, key string }
+
+func optionOrEnvironment(option, variable string) string {
+	if option != "" {
+		return option
+	}
+	return os.Getenv(variable)
+}
+
+// checkRemotes is the C++ RemotePool::Check, with the same rules and sentences: every
+// remote of a known form; no TLS file beside a plain remote; a certificate and its key
+// both or neither; every file readable. It also loads them (the C++ client leaves that to
+// each connection): a CA file without a certificate or a pair that does not load is
+// refused here, naming the file, rather than failing every attempt later.
+func checkRemotes(remotes []string, o *options) (*tls.Config, error) {
+	for _, remote := range remotes {
+		if _, _, ok := splitRemote(remote); !ok {
+			return nil, invalidArgument("remote \"" + remote + "\": expected host:port, " +
+				"http://host:port or https://host:port")
+		}
+	}
+	files := tlsFiles{optionOrEnvironment(o.remotesCA, "SNOWFLAKE_REMOTES_CA"),
+		optionOrEnvironment(o.remotesCert, "SNOWFLAKE_REMOTES_CERT"),
+		optionOrEnvironment(o.remotesKey, "SNOWFLAKE_REMOTES_KEY")}
+	// TLS files beside a plain remote would be ignored for it: its answers would come
+	// unauthenticated while the caller believes it set up TLS.
+	if files.ca != "" || files.cert != "" {
+		for _, remote := range remotes {
+			if secure, hostPort, _ := splitRemote(remote); !secure {
+				return nil, invalidArgument("remote \"" + remote + "\" is plain HTTP, but a " +
+					"TLS CA file or client certificate for the remotes is set " +
+					"(WithRemotesCA/WithRemotesCert, or $SNOWFLAKE_REMOTES_CA/" +
+					"$SNOWFLAKE_REMOTES_CERT): write it as https://" + hostPort +
+					", or unset the TLS files")
+			}
+		}
+	}
+	if (files.cert == "") != (files.key == "") {
+		return nil, invalidArgument("a client certificate for https:// remotes needs its " +
+			"key, and a key its certificate (WithRemotesCert, or $SNOWFLAKE_REMOTES_CERT and " +
+			"$SNOWFLAKE_REMOTES_KEY: both or neither)")
+	}
+	contents := map[string][]byte{}
+	for _, f := range []struct{ what, file string }{{"CA file", files.ca},
+		{"client certificate", files.cert}, {"client key", files.key}} {
+		if f.file == "" {
+			continue
+		}
+		data, err := os.ReadFile(f.file)
+		if err != nil {
+			return nil, invalidArgument("the remotes' TLS " + f.what + " " + f.file +
+				" cannot be read: " + osReason(err))
+		}
+		contents[f.what] = data
+	}
+	config := &tls.Config{MinVersion: tls.VersionTLS12}
+	if files.ca != "" {
+		config.RootCAs = x509.NewCertPool()
+		if !config.RootCAs.AppendCertsFromPEM(contents["CA file"]) {
+			return nil, invalidArgument("the remotes' TLS CA file " + files.ca +
+				" holds no PEM certificate")
+		}
+	} else if hasTLSRemote(remotes) {
+		// The system's roots, loaded now: Go loads them on the first handshake otherwise,
+		// and reading /etc/ssl/certs can take longer than a whole attempt (50 ms).
+		roots, err := x509.SystemCertPool()
+		if err != nil {
+			return nil, invalidArgument("https:// remotes without a CA file are verified " +
+				"against the system's CAs, which cannot be loaded: " + err.Error() +
+				"; name a CA file (WithRemotesCA or $SNOWFLAKE_REMOTES_CA)")
+		}
+		config.RootCAs = roots
+	}
+	if files.cert != "" {
+		pair, err := tls.X509KeyPair(contents["client certificate"], contents["client key"])
+		if err != nil {
+			return nil, invalidArgument("the remotes' TLS client certificate " + files.cert +
+				" and key " + files.key + " do not load: " + err.Error())
+		}
+		config.Certificates = []tls.Certificate{pair}
+	}
+	return config, nil
+}
+
+func hasTLSRemote(remotes []string) bool {
+	for _, remote := range remotes {
+		if secure, _, _ := splitRemote(remote); secure {
+			return true
+		}
+	}
+	return false
+}
+
+// osReason is an OS error's reason alone, as strerror words it ("permission denied"),
+// without Go's "open <file>:" prefix (the message names the file itself).
+func osReason(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		var errno syscall.Errno
+		if errors.As(pe.Err, &errno) {
+			return errno.Error()
+		}
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+// newRemotePool takes remotes checked by checkRemotes and its TLS configuration.
+func newRemotePool(service string, remotes []string, config *tls.Config, epochMs int64) *remotePool {
 	p := &remotePool{epochMs: epochMs,
-		http: &http.Client{Transport: &http.Transport{
-			Proxy:               nil, // fronts are reached directly, never through a proxy
-			DialContext:         (&net.Dialer{Timeout: remoteAttemptTimeout}).DialContext,
-			MaxIdleConnsPerHost: 4,
-			DisableCompression:  true,
-		}},
+		http: &http.Client{
+			Transport: &http.Transport{
+				Proxy:               nil, // fronts are reached directly, never through a proxy
+				DialContext:         (&net.Dialer{Timeout: remoteAttemptTimeout}).DialContext,
+				TLSClientConfig:     config,
+				TLSHandshakeTimeout: remoteAttemptTimeout,
+				MaxIdleConnsPerHost: 4,
+				DisableCompression:  true,
+			},
+			// A redirect is never followed (as curl by default): an https:// remote must
+			// not send the request on to a plain or another host.
+			CheckRedirect: func(*http.Request, []*http.Request) error {
+				return http.ErrUseLastResponse
+			}},
 		jitter: rand.New(rand.NewSource(time.Now().UnixNano()))}
 	for _, address := range remotes {
+		secure, hostPort, _ := splitRemote(address)
+		scheme := "http://"
+		if secure {
+			scheme = "https://"
+		}
 		p.endpoints = append(p.endpoints, &endpoint{address: address,
-			urlPrefix: "http://" + address + "/v1/ids?service=" + service + "&count="})
+			urlPrefix: scheme + hostPort + "/v1/ids?service=" + service + "&count="})
 	}
 	return p
 }
@@ -211,6 +363,13 @@ func (p *remotePool) fetch(e *endpoint, out []uint64, timeout time.Duration) (in
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
 			return 0, "Timeout was reached (" + strconv.FormatInt(timeout.Milliseconds(), 10) + " ms)"
+		}
+		// The reason without Go's `Get "<url>":` (the note names the remote): a refused
+		// verification reads "tls: failed to verify certificate: x509: certificate signed
+		// by unknown authority".
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
 		}
 		return 0, err.Error()
 	}
