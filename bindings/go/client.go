@@ -403,7 +403,7 @@ func (c *Client) slow(take func(*attachment) (int, takeResult), want uint64) (in
 			if c.reattach(a) {
 				continue
 			}
-			return 0, unavailableError(producer, c.runtimeDir, limit)
+			return 0, unavailableError(producer, r, c.runtimeDir, limit)
 		}
 		remaining := time.Until(deadline)
 		if remaining <= 0 {
