@@ -19,7 +19,6 @@
 package snowflake
 
 import (
-	"crypto/tls"
 	"os"
 	"runtime/debug"
 	"strconv"
@@ -272,9 +271,9 @@ func Open(service string, opts ...Option) (*Client, error) {
 	if !o.remotesSet {
 		remotes = remotesFromEnvironment()
 	}
-	var tlsConfig *tls.Config
+	var remotesTLS remoteTLS
 	if len(remotes) > 0 {
-		if tlsConfig, err = checkRemotes(remotes, &o); err != nil {
+		if remotesTLS, err = checkRemotes(remotes, &o); err != nil {
 			return nil, err
 		}
 	}
@@ -297,7 +296,7 @@ func Open(service string, opts ...Option) (*Client, error) {
 		epochMs = a.ring.epochMs
 	}
 	if len(remotes) > 0 {
-		c.remotes = newRemotePool(service, remotes, tlsConfig, epochMs)
+		c.remotes = newRemotePool(service, remotes, remotesTLS, epochMs)
 	}
 	return c, nil
 }

@@ -353,3 +353,65 @@ func TestOpenRefusesRemotesItCannotVerify(t *testing.T) {
 		t.Fatalf("no remotes, no daemon: got %v", err)
 	}
 }
+
+// replaceFile puts from's content at to as cert-manager and certbot do: a new file
+// renamed over the old one.
+func replaceFile(t *testing.T, from, to string, mode os.FileMode) {
+	t.Helper()
+	data, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to+".new", data, mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(to+".new", to); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// takeWithin takes until a take succeeds, failing the test after 10 s (the files are
+// looked at every second, and a refused remote is skipped for up to 2 s).
+func takeWithin(t *testing.T, c *Client, what string) {
+	t.Helper()
+	var err error
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		if _, err = c.Next(); err == nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("%s: no ID within 10 s: %v", what, err)
+}
+
+// The TLS files are looked at again while the Client lives: a replaced CA file and client
+// certificate are used for new connections, without a new Client; a certificate that does
+// not match its key (the key not yet replaced) is not taken, and the error says so.
+func TestHTTPSRemoteTakesRotatedTLSFilesWithoutANewClient(t *testing.T) {
+	p := makePKI(t)
+	_, remote := startTLSFront(t, p, true)
+	dir := t.TempDir()
+	ca, cert, key := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "tls.crt"),
+		filepath.Join(dir, "tls.key")
+	replaceFile(t, p.otherCA, ca, 0o644)
+	replaceFile(t, p.otherCert, cert, 0o644)
+	replaceFile(t, p.otherKey, key, 0o600)
+	c, err := openWithoutDaemon(t, WithRemotes(remote), WithRemotesCA(ca), WithRemotesCert(cert, key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRemoteRefused(t, c, remote, "x509: certificate signed by unknown authority")
+	// The CA file now names the front's CA: the front is verified, and refuses a client
+	// certificate of another CA.
+	replaceFile(t, p.ca, ca, 0o644)
+	time.Sleep(tlsCheckEvery + 100*time.Millisecond)
+	wantRemoteRefused(t, c, remote, "remote error: tls: certificate required")
+	// The certificate first: it does not match the old key, so the old pair stays.
+	replaceFile(t, p.clientCert, cert, 0o644)
+	time.Sleep(tlsCheckEvery + 100*time.Millisecond)
+	wantRemoteRefused(t, c, remote, "remote error: tls: certificate required",
+		"(changed TLS files not used: the remotes' TLS client certificate "+cert+" and key "+
+			key+" do not load")
+	replaceFile(t, p.clientKey, key, 0o600)
+	takeWithin(t, c, "after the rotation")
+}
