@@ -77,9 +77,9 @@ type remotePool struct {
 // splitRemote is the C++ SplitRemote: "https://host:port" -> true and "host:port";
 // "http://host:port" and "host:port" -> false and "host:port"; ok false for any other
 // scheme or an empty address.
-func splitRemote(remote string) (tls bool, hostPort string, ok bool) {
+func splitRemote(remote string) (secure bool, hostPort string, ok bool) {
 	if strings.HasPrefix(remote, "https://") {
-		tls, remote = true, remote[len("https://"):]
+		secure, remote = true, remote[len("https://"):]
 	} else if strings.HasPrefix(remote, "http://") {
 		remote = remote[len("http://"):]
 	} else if strings.Contains(remote, "://") {
@@ -89,7 +89,7 @@ func splitRemote(remote string) (tls bool, hostPort string, ok bool) {
 	if remote == "" || strings.ContainsAny(remote, "/?#@ ") {
 		return false, "", false
 	}
-	return tls, remote, true
+	return secure, remote, true
 }
 
 // tlsFiles are the remotes' TLS files, each the option if set, else its environment
