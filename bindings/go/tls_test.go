@@ -4,12 +4,17 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
+	"io"
+	"log"
 	"math/big"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -414,4 +419,38 @@ func TestHTTPSRemoteTakesRotatedTLSFilesWithoutANewClient(t *testing.T) {
 			key+" do not load")
 	replaceFile(t, p.clientKey, key, 0o600)
 	takeWithin(t, c, "after the rotation")
+}
+
+// An https:// remote must speak TLS 1.2 or later, and its redirects are never followed
+// (one to plain HTTP would bypass the verification). Fronts of Go's httptest, with its
+// certificate for 127.0.0.1 as the CA file.
+func TestHTTPSRemoteBelowTLS12OrRedirectingIsRefused(t *testing.T) {
+	plain := httptest.NewServer(&fakeFront{replies: []func(int) string{idsAt(DefaultEpoch, 0, 0)}})
+	defer plain.Close()
+	for _, row := range []struct {
+		name    string
+		handler http.Handler
+		max     uint16
+		want    string
+	}{
+		{"TLS 1.1", &fakeFront{replies: []func(int) string{idsAt(DefaultEpoch, 0, 0)}},
+			tls.VersionTLS11, "protocol version"},
+		{"a redirect to plain HTTP", http.RedirectHandler(plain.URL+"/v1/ids?service=orders&count=1",
+			http.StatusFound), tls.VersionTLS13, "HTTP 302"},
+	} {
+		t.Run(strings.ReplaceAll(row.name, " ", "_"), func(t *testing.T) {
+			front := httptest.NewUnstartedServer(row.handler)
+			front.TLS = &tls.Config{MaxVersion: row.max}
+			front.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshake
+			front.StartTLS()
+			defer front.Close()
+			ca := filepath.Join(t.TempDir(), "ca.crt")
+			writePEM(t, ca, "CERTIFICATE", front.Certificate().Raw, 0o644)
+			c, err := openWithoutDaemon(t, WithRemotes(front.URL), WithRemotesCA(ca))
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantRemoteRefused(t, c, front.URL, row.want)
+		})
+	}
 }
