@@ -33,6 +33,9 @@ type options struct {
 	runtimeDir      string
 	remotes         []string
 	remotesSet      bool
+	remotesCA       string
+	remotesCert     string
+	remotesKey      string
 	timeout         time.Duration
 	maxHeartbeatAge time.Duration
 }
@@ -44,13 +47,27 @@ type Option func(*options)
 // else /run/snowflaked).
 func WithRuntimeDir(dir string) Option { return func(o *options) { o.runtimeDir = dir } }
 
-// WithRemotes names other daemons' HTTP fronts ("host:port") to fail over to while the
-// local daemon is not serving (default: $SNOWFLAKE_REMOTES, else none).
+// WithRemotes names other daemons' HTTP fronts to fail over to while the local daemon is
+// not serving (default: $SNOWFLAKE_REMOTES, else none): "host:port" or "http://host:port"
+// (plain HTTP), "https://host:port" (TLS only, see WithRemotesCA).
 func WithRemotes(remotes ...string) Option {
 	return func(o *options) {
 		o.remotes = append(o.remotes, remotes...)
 		o.remotesSet = true
 	}
+}
+
+// WithRemotesCA names the PEM file of the CA that https:// remotes' certificates are
+// verified against (default: $SNOWFLAKE_REMOTES_CA, else the system's roots). With it,
+// every remote must be https://.
+func WithRemotesCA(file string) Option { return func(o *options) { o.remotesCA = file } }
+
+// WithRemotesCert names the client certificate (PEM, leaf first) and its key that the
+// Client presents to https:// remotes whose front asks for one (mutual TLS). Default:
+// $SNOWFLAKE_REMOTES_CERT and $SNOWFLAKE_REMOTES_KEY (both or neither). With it, every
+// remote must be https://.
+func WithRemotesCert(certFile, keyFile string) Option {
+	return func(o *options) { o.remotesCert, o.remotesKey = certFile, keyFile }
 }
 
 // WithTimeout sets how long a take waits on an empty ring before ErrTimedOut (default
@@ -219,7 +236,9 @@ func remotesFromEnvironment() []string {
 }
 
 // Open maps the local daemon's ring for service (1-63 characters of [a-z0-9._-]).
-// Errors: ErrInvalidServiceName, ErrInvalidArgument, ErrDaemonNotRunning,
+// Errors: ErrInvalidServiceName, ErrInvalidArgument (also: a remote of another form than
+// host:port, http:// or https://; a TLS file beside a plain remote; a certificate without
+// its key; a TLS file that cannot be read or loaded, named), ErrDaemonNotRunning,
 // ErrPermissionDenied, ErrIncompatibleVersion, ErrCorruptSegment, ErrUntrustedSegment,
 // ErrSystem. A stopped or paused daemon is reported by Next, not here. With remotes, no
 // local daemon is not an error: the Client takes from the remotes until one appears.
@@ -252,6 +271,12 @@ func Open(service string, opts ...Option) (*Client, error) {
 	if !o.remotesSet {
 		remotes = remotesFromEnvironment()
 	}
+	var remotesTLS remoteTLS
+	if len(remotes) > 0 {
+		if remotesTLS, err = checkRemotes(remotes, &o); err != nil {
+			return nil, err
+		}
+	}
 	c := &Client{service: service, runtimeDir: dir, timeout: timeout, maxAge: maxAge}
 	s, e := openSegment(dir)
 	// No local daemon is an error only without remotes; any other failure (permissions,
@@ -271,7 +296,7 @@ func Open(service string, opts ...Option) (*Client, error) {
 		epochMs = a.ring.epochMs
 	}
 	if len(remotes) > 0 {
-		c.remotes = newRemotePool(service, remotes, epochMs)
+		c.remotes = newRemotePool(service, remotes, remotesTLS, epochMs)
 	}
 	return c, nil
 }
@@ -377,7 +402,7 @@ func (c *Client) slow(take func(*attachment) (int, takeResult), want uint64) (in
 			if c.reattach(a) {
 				continue
 			}
-			return 0, unavailableError(producer, c.runtimeDir, limit)
+			return 0, unavailableError(producer, r, c.runtimeDir, limit)
 		}
 		remaining := time.Until(deadline)
 		if remaining <= 0 {

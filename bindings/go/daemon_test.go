@@ -17,6 +17,7 @@ type daemon struct {
 	t          *testing.T
 	root       string
 	runtimeDir string
+	config     string // the --config file's text; "" runs on the built-in defaults
 	cmd        *exec.Cmd
 	waited     chan struct{}
 }
@@ -59,8 +60,16 @@ func (d *daemon) start() {
 		d.t.Fatal(err)
 	}
 	defer log.Close()
-	d.cmd = exec.Command(os.Getenv("SNOWFLAKED"), "--runtime-dir", d.runtimeDir,
-		"--state-dir", filepath.Join(d.root, "state"), "--log-level", "warn")
+	args := []string{"--runtime-dir", d.runtimeDir, "--state-dir", filepath.Join(d.root, "state"),
+		"--log-level", "warn"}
+	if d.config != "" {
+		file := filepath.Join(d.root, "snowflaked.toml")
+		if err := os.WriteFile(file, []byte(d.config), 0o644); err != nil {
+			d.t.Fatal(err)
+		}
+		args = append(args, "--config", file)
+	}
+	d.cmd = exec.Command(os.Getenv("SNOWFLAKED"), args...)
 	d.cmd.Stdout, d.cmd.Stderr = log, log
 	env := []string{"SNOWFLAKE_HOST_LOCK_DIR=" + filepath.Join(d.root, "locks")}
 	for _, kv := range os.Environ() {

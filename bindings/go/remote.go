@@ -8,18 +8,31 @@ package snowflake
 // nor a remote ID older than remoteMaxAge or further than remoteMaxAhead ahead of this
 // host's clock (a remote with a skewed clock or of another epoch: its IDs decode, with
 // this Client's epoch, far from the clock).
+//
+// A remote written https://host:port is asked over TLS only (1.2 or later), its
+// certificate verified (chain and host name) against the CA file of the options or
+// $SNOWFLAKE_REMOTES_CA (else the system's roots), presenting a client certificate when
+// one is set: a failed verification fails that attempt, never falls back to plain HTTP.
+// The files are looked at again at most once a second while remotes are asked: a changed
+// set (cert-manager, certbot) is used for new connections once it loads.
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"io"
+	"io/fs"
 	"math/rand"
 	"net"
 	"net/http"
+	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -35,11 +48,13 @@ const (
 	// A remote answer entirely at or below our last ID (another host's same millisecond):
 	// wait for the next millisecond and ask again, this many times at most.
 	staleRetries = 2
+	// How often the remotes' TLS files are looked at for a change.
+	tlsCheckEvery = time.Second
 )
 
 type endpoint struct {
-	address   string
-	urlPrefix string
+	address   string    // as given: "host:port", "http://host:port", "https://host:port"
+	urlPrefix string    // "http(s)://host:port/v1/ids?service=S&count="
 	failures  int       // consecutive; guarded by remotePool.mu
 	openUntil time.Time // breaker: skip until then; guarded by remotePool.mu
 	lastError string    // guarded by remotePool.mu
@@ -49,7 +64,9 @@ type endpoint struct {
 // outside it.
 type remotePool struct {
 	epochMs   int64
-	http      *http.Client
+	client    atomic.Pointer[http.Client] // replaced when the TLS files change
+	tls       remoteTLS                   // guarded by tlsMu after construction
+	tlsMu     sync.Mutex
 	last      atomic.Uint64 // the largest ID returned (local or remote); only raised, by CAS
 	mu        sync.Mutex
 	endpoints []*endpoint // fixed after construction
@@ -57,23 +74,239 @@ type remotePool struct {
 	jitter    *rand.Rand  // guarded by mu
 }
 
-func newRemotePool(service string, remotes []string, epochMs int64) *remotePool {
-	p := &remotePool{epochMs: epochMs,
-		http: &http.Client{Transport: &http.Transport{
+// splitRemote is the C++ SplitRemote: "https://host:port" -> true and "host:port";
+// "http://host:port" and "host:port" -> false and "host:port"; ok false for any other
+// scheme or an empty address.
+func splitRemote(remote string) (secure bool, hostPort string, ok bool) {
+	if strings.HasPrefix(remote, "https://") {
+		secure, remote = true, remote[len("https://"):]
+	} else if strings.HasPrefix(remote, "http://") {
+		remote = remote[len("http://"):]
+	} else if strings.Contains(remote, "://") {
+		return false, "", false
+	}
+	remote = strings.TrimRight(remote, "/")
+	if remote == "" || strings.ContainsAny(remote, "/?#@ ") {
+		return false, "", false
+	}
+	return secure, remote, true
+}
+
+// tlsFiles are the remotes' TLS files, each the option if set, else its environment
+// variable ("" for none).
+type tlsFiles struct{ ca, cert, key string }
+
+// stamp is the files' status (device, inode, size, modification time; links followed): a
+// file replaced or rewritten changes it.
+func (f tlsFiles) stamp() string {
+	var b strings.Builder
+	for _, file := range []string{f.ca, f.cert, f.key} {
+		var st syscall.Stat_t
+		if file == "" || syscall.Stat(file, &st) != nil {
+			b.WriteString("-;")
+			continue
+		}
+		for _, v := range []int64{int64(st.Dev), int64(st.Ino), st.Size, st.Mtim.Sec, st.Mtim.Nsec} {
+			b.WriteString(strconv.FormatInt(v, 10))
+			b.WriteByte(':')
+		}
+	}
+	return b.String()
+}
+
+// remoteTLS is the remotes' TLS setup: the files, their stamp when last loaded, the
+// configuration made from them, and when to look at them next.
+type remoteTLS struct {
+	files       tlsFiles
+	systemRoots bool // no CA file and an https:// remote: the system's roots
+	stamp       string
+	config      *tls.Config
+	nextLook    time.Time
+	refused     string // why the changed files were not taken; "" once they were
+}
+
+func optionOrEnvironment(option, variable string) string {
+	if option != "" {
+		return option
+	}
+	return os.Getenv(variable)
+}
+
+// checkRemotes is the C++ RemotePool::Check, with the same rules and sentences: every
+// remote of a known form; no TLS file beside a plain remote; a certificate and its key
+// both or neither; every file readable. It also loads them (the C++ client leaves that to
+// each connection): a CA file without a certificate or a pair that does not load is
+// refused here, naming the file, rather than failing every attempt later.
+func checkRemotes(remotes []string, o *options) (remoteTLS, error) {
+	for _, remote := range remotes {
+		if _, _, ok := splitRemote(remote); !ok {
+			return remoteTLS{}, invalidArgument("remote \"" + remote + "\": expected host:port, " +
+				"http://host:port or https://host:port")
+		}
+	}
+	files := tlsFiles{optionOrEnvironment(o.remotesCA, "SNOWFLAKE_REMOTES_CA"),
+		optionOrEnvironment(o.remotesCert, "SNOWFLAKE_REMOTES_CERT"),
+		optionOrEnvironment(o.remotesKey, "SNOWFLAKE_REMOTES_KEY")}
+	// TLS files beside a plain remote would be ignored for it: its answers would come
+	// unauthenticated while the caller believes it set up TLS.
+	if files.ca != "" || files.cert != "" {
+		for _, remote := range remotes {
+			if secure, hostPort, _ := splitRemote(remote); !secure {
+				return remoteTLS{}, invalidArgument("remote \"" + remote + "\" is plain HTTP, but a " +
+					"TLS CA file or client certificate for the remotes is set " +
+					"(WithRemotesCA/WithRemotesCert, or $SNOWFLAKE_REMOTES_CA/" +
+					"$SNOWFLAKE_REMOTES_CERT): write it as https://" + hostPort +
+					", or unset the TLS files")
+			}
+		}
+	}
+	if (files.cert == "") != (files.key == "") {
+		return remoteTLS{}, invalidArgument("a client certificate for https:// remotes needs its " +
+			"key, and a key its certificate (WithRemotesCert, or $SNOWFLAKE_REMOTES_CERT and " +
+			"$SNOWFLAKE_REMOTES_KEY: both or neither)")
+	}
+	t := remoteTLS{files: files, systemRoots: files.ca == "" && hasTLSRemote(remotes)}
+	// The stamp before the contents: a change while they are read is seen at the next look.
+	t.stamp = files.stamp()
+	config, e := loadTLS(files, t.systemRoots)
+	if e != nil {
+		return remoteTLS{}, e
+	}
+	t.config = config
+	return t, nil
+}
+
+// loadTLS makes the TLS configuration of the files; its errors name the file.
+func loadTLS(files tlsFiles, systemRoots bool) (*tls.Config, *Error) {
+	contents := map[string][]byte{}
+	for _, f := range []struct{ what, file string }{{"CA file", files.ca},
+		{"client certificate", files.cert}, {"client key", files.key}} {
+		if f.file == "" {
+			continue
+		}
+		data, err := os.ReadFile(f.file)
+		if err != nil {
+			return nil, newError(statusInvalidArgument, "the remotes' TLS "+f.what+" "+f.file+
+				" cannot be read: "+osReason(err))
+		}
+		contents[f.what] = data
+	}
+	config := &tls.Config{MinVersion: tls.VersionTLS12}
+	if files.ca != "" {
+		config.RootCAs = x509.NewCertPool()
+		if !config.RootCAs.AppendCertsFromPEM(contents["CA file"]) {
+			return nil, newError(statusInvalidArgument, "the remotes' TLS CA file "+files.ca+
+				" holds no PEM certificate")
+		}
+	} else if systemRoots {
+		// The system's roots, loaded now: Go loads them on the first handshake otherwise,
+		// and reading /etc/ssl/certs can take longer than a whole attempt (50 ms).
+		roots, err := x509.SystemCertPool()
+		if err != nil {
+			return nil, newError(statusInvalidArgument, "https:// remotes without a CA file "+
+				"are verified against the system's CAs, which cannot be loaded: "+err.Error()+
+				"; name a CA file (WithRemotesCA or $SNOWFLAKE_REMOTES_CA)")
+		}
+		config.RootCAs = roots
+	}
+	if files.cert != "" {
+		pair, err := tls.X509KeyPair(contents["client certificate"], contents["client key"])
+		if err != nil {
+			return nil, newError(statusInvalidArgument, "the remotes' TLS client certificate "+
+				files.cert+" and key "+files.key+" do not load: "+err.Error())
+		}
+		config.Certificates = []tls.Certificate{pair}
+	}
+	return config, nil
+}
+
+func hasTLSRemote(remotes []string) bool {
+	for _, remote := range remotes {
+		if secure, _, _ := splitRemote(remote); secure {
+			return true
+		}
+	}
+	return false
+}
+
+// osReason is an OS error's reason alone, as strerror words it ("permission denied"),
+// without Go's "open <file>:" prefix (the message names the file itself).
+func osReason(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		var errno syscall.Errno
+		if errors.As(pe.Err, &errno) {
+			return errno.Error()
+		}
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+func newHTTPClient(config *tls.Config) *http.Client {
+	return &http.Client{
+		Transport: &http.Transport{
 			Proxy:               nil, // fronts are reached directly, never through a proxy
 			DialContext:         (&net.Dialer{Timeout: remoteAttemptTimeout}).DialContext,
+			TLSClientConfig:     config,
+			TLSHandshakeTimeout: remoteAttemptTimeout,
 			MaxIdleConnsPerHost: 4,
 			DisableCompression:  true,
-		}},
+		},
+		// A redirect is never followed (as curl by default): an https:// remote must not
+		// send the request on to a plain or another host.
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		}}
+}
+
+// newRemotePool takes remotes and their TLS setup, both checked by checkRemotes.
+func newRemotePool(service string, remotes []string, t remoteTLS, epochMs int64) *remotePool {
+	p := &remotePool{epochMs: epochMs, tls: t,
 		jitter: rand.New(rand.NewSource(time.Now().UnixNano()))}
+	p.tls.nextLook = time.Now().Add(tlsCheckEvery)
+	p.client.Store(newHTTPClient(t.config))
 	for _, address := range remotes {
+		secure, hostPort, _ := splitRemote(address)
+		scheme := "http://"
+		if secure {
+			scheme = "https://"
+		}
 		p.endpoints = append(p.endpoints, &endpoint{address: address,
-			urlPrefix: "http://" + address + "/v1/ids?service=" + service + "&count="})
+			urlPrefix: scheme + hostPort + "/v1/ids?service=" + service + "&count="})
 	}
 	return p
 }
 
-func (p *remotePool) close() { p.http.CloseIdleConnections() }
+func (p *remotePool) close() { p.client.Load().CloseIdleConnections() }
+
+// refreshTLS looks at the TLS files at most every tlsCheckEvery and, when one changed and
+// the set loads, asks with a configuration of the new set from then on (connections
+// already open keep the old one until they close). A set that does not load (a key
+// written before its certificate, a file half written) is not taken: the old one stays,
+// the set is tried again at the next look, and the result says why.
+func (p *remotePool) refreshTLS() (refused string) {
+	p.tlsMu.Lock()
+	defer p.tlsMu.Unlock()
+	t := &p.tls
+	now := time.Now()
+	if t.files == (tlsFiles{}) || now.Before(t.nextLook) {
+		return t.refused
+	}
+	t.nextLook = now.Add(tlsCheckEvery)
+	stamp := t.files.stamp()
+	if stamp == t.stamp {
+		return t.refused
+	}
+	config, e := loadTLS(t.files, t.systemRoots)
+	if e != nil {
+		t.refused = e.Message
+		return t.refused
+	}
+	t.stamp, t.config, t.refused = stamp, config, ""
+	p.client.Swap(newHTTPClient(config)).CloseIdleConnections()
+	return ""
+}
 
 // admit drops IDs at or below the last returned one and raises it; returns how many are
 // left at the front of out[:n]. Cases: (1) all at or below: none; (2) a prefix is: drop
@@ -192,6 +425,16 @@ func (p *remotePool) takeRemote(out []uint64, localError *Error) (int, error) {
 
 // fetch is one HTTP attempt; it fills out and returns n, or why it failed.
 func (p *remotePool) fetch(e *endpoint, out []uint64, timeout time.Duration) (int, string) {
+	refused := p.refreshTLS()
+	n, why := p.fetchWith(p.client.Load(), e, out, timeout)
+	if why != "" && refused != "" {
+		why += " (changed TLS files not used: " + refused + ")"
+	}
+	return n, why
+}
+
+func (p *remotePool) fetchWith(httpClient *http.Client, e *endpoint, out []uint64,
+	timeout time.Duration) (int, string) {
 	want := len(out)
 	if want > maxRemoteBatch {
 		want = maxRemoteBatch
@@ -204,13 +447,20 @@ func (p *remotePool) fetch(e *endpoint, out []uint64, timeout time.Duration) (in
 		return 0, err.Error()
 	}
 	req.Header.Set("Accept", "text/plain")
-	client := *p.http
+	client := *httpClient
 	client.Timeout = timeout
 	resp, err := client.Do(req)
 	if err != nil {
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
 			return 0, "Timeout was reached (" + strconv.FormatInt(timeout.Milliseconds(), 10) + " ms)"
+		}
+		// The reason without Go's `Get "<url>":` (the note names the remote): a refused
+		// verification reads "tls: failed to verify certificate: x509: certificate signed
+		// by unknown authority".
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
 		}
 		return 0, err.Error()
 	}

@@ -389,9 +389,55 @@ func reasonCode(reason uint32) string {
 	return "unknown"
 }
 
+// statusText is the daemon's status text (LAYOUT.md §3, lines 5-11; the C++
+// ReadStatusText): "" when there is none; ok false when every try of
+// statusTextReadTries found a write under way or one finished during the read (a daemon
+// that died mid-write leaves the word odd: then always). A seqlock read of the read-only
+// header: it never blocks and never writes. Read only when an error or a status is built,
+// never on the take path.
+func (r *ring) statusText() (text string, ok bool) {
+	h := r.seg.header
+	var bytes [statusTextBytes]byte
+	for attempt := 0; attempt < statusTextReadTries; attempt++ {
+		before := loadU64(h, offStatusTextSeq)
+		if before%2 != 0 {
+			continue // a write is under way
+		}
+		// Go's atomic loads are sequentially consistent: each word's load stays between
+		// the two loads of the sequence word, as the layout's acquire loads keep it.
+		for i := 0; i < statusTextBytes/8; i++ {
+			word := loadU64(h, offStatusText+8*i)
+			for b := 0; b < 8; b++ {
+				bytes[8*i+b] = byte(word >> (8 * b)) // little-endian, in memory order
+			}
+		}
+		if loadU64(h, offStatusTextSeq) != before {
+			continue
+		}
+		// NUL-padded; no terminator when all 448 bytes are used.
+		n := 0
+		for n < len(bytes) && bytes[n] != 0 {
+			n++
+		}
+		return string(bytes[:n]), true
+	}
+	return "", false
+}
+
+// daemonSays is "; snowflaked says: <the status text>", or "" when the daemon wrote none
+// (an older daemon, or a state it has nothing to add to) or the text kept changing while
+// read: the C++ DaemonSays.
+func daemonSays(r *ring) string {
+	if text, ok := r.statusText(); ok && text != "" {
+		return "; snowflaked says: " + text
+	}
+	return ""
+}
+
 // unavailableError is the C++ Unavailable(): the error a take reports for a daemon that
-// is not serving, with the same sentences.
-func unavailableError(p producerStatus, runtimeDir string, maxAge time.Duration) *Error {
+// is not serving, with the same sentences. Only here, on the way out of a take that
+// failed, is the status text read (for a paused or out-of-service daemon, as in C++).
+func unavailableError(p producerStatus, r *ring, runtimeDir string, maxAge time.Duration) *Error {
 	where := " (runtime directory " + runtimeDir + ")"
 	pid := strconv.FormatUint(p.pid, 10)
 	status := healthStatus[p.health]
@@ -402,14 +448,14 @@ func unavailableError(p producerStatus, runtimeDir string, maxAge time.Duration)
 	case healthPaused:
 		now := time.Now().UnixMilli()
 		text = "snowflaked paused generation: " + describeReasonAt(p.reason, p.reasonDetail, &now) +
-			where + "; fail over, it resumes by itself"
+			where + daemonSays(r) + "; fail over, it resumes by itself"
 	case healthOutOfService:
 		now := time.Now().UnixMilli()
 		why := describeReasonAt(p.reason, p.reasonDetail, &now)
 		if why != "" {
 			why = ": " + why
 		}
-		text = "snowflaked is out of service" + why + where +
+		text = "snowflaked is out of service" + why + where + daemonSays(r) +
 			"; fail over until an operator runs `snowflakectl resume`"
 	case healthStopped:
 		text = "snowflaked (pid " + pid + ") has stopped" + where +

@@ -58,6 +58,13 @@ const (
 	offPidNamespace  = 268
 	offBootHigh      = 272
 	offBootLow       = 280
+	offStatusTextSeq = 320
+	offStatusText    = 328
+	// The status text's size, and how often a reader tries before it gives up on a text
+	// that keeps changing (snowflake/status_text.h, kStatusTextBytes and
+	// kStatusTextReadTries).
+	statusTextBytes     = 448
+	statusTextReadTries = 64
 
 	// Consumer file.
 	offHead          = 0

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 func TestMain(m *testing.M) {
@@ -377,6 +378,56 @@ func TestTakeFromAStoppedDaemonFailsWithErrDaemonStopped(t *testing.T) {
 	}
 }
 
+// A paused daemon's error carries its own words, the segment's status text (LAYOUT.md §3),
+// after "snowflaked says:", as the C++ client's. The daemon is paused for real: its state
+// file's path is made a directory, so it cannot renew its high-water reservation.
+func TestTakeFromAPausedDaemonSaysWhatTheDaemonSays(t *testing.T) {
+	d := newDaemon(t)
+	d.config = "[persistence]\nreservation_ms = 100\n" // pause soon after the renewals fail
+	d.start()
+	d.waitServing()
+	c := open(t, d, WithTimeout(0))
+	if s, err := c.Status(); err != nil || s.StatusText != "" {
+		t.Fatalf("a serving daemon's status text: %q, %v", s.StatusText, err)
+	}
+	stateFile := filepath.Join(d.root, "state", "high-water.json")
+	if err := os.Remove(stateFile); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(stateFile, "in-the-way"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); {
+		if _, err = c.Next(); errors.Is(err, ErrDaemonPaused) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	e := wantError(t, err, ErrDaemonPaused, statusDaemonPaused, "daemon_paused")
+	says := "; snowflaked says: state file " + stateFile + "; last error: state file: " +
+		"cannot save the high-water mark: rename to " + stateFile + ": Is a directory" +
+		"; fail over, it resumes by itself"
+	if !strings.HasPrefix(e.Message, "snowflaked paused generation: cannot persist") ||
+		!strings.HasSuffix(e.Message, says) {
+		t.Fatalf("got %q, want it to end with %q", e.Message, says)
+	}
+	s, err := c.Status()
+	if err != nil || s.State != "paused" ||
+		!strings.HasPrefix(s.StatusText, "state file "+stateFile+"; last error: ") {
+		t.Fatalf("status of the paused daemon: state %q, text %q, %v", s.State, s.StatusText, err)
+	}
+	t.Logf("paused: %s", e.Message)
+	// Out of the way again, the daemon resumes by itself and has nothing more to say.
+	if err := os.RemoveAll(stateFile); err != nil {
+		t.Fatal(err)
+	}
+	d.waitServing()
+	if s, err := c.Status(); err != nil || s.StatusText != "" {
+		t.Fatalf("the resumed daemon's status text: %q, %v", s.StatusText, err)
+	}
+}
+
 func TestTakeFromAStoppedProcessFailsWithErrDaemonNotHeartbeating(t *testing.T) {
 	d := startDaemon(t)
 	c := open(t, d, WithTimeout(30*time.Second))
@@ -639,5 +690,41 @@ func TestEveryStatusHasItsSentinelAndCode(t *testing.T) {
 	}
 	if statusCode(lastStatus+1) != "unknown_status" {
 		t.Errorf("a status past the last has code %q", statusCode(lastStatus+1))
+	}
+}
+
+// The status text's reader on a header in memory (LAYOUT.md §3, lines 5-11): NUL-padded
+// text, a text of all 448 bytes without a terminator, and no text while the sequence word
+// is odd (a write under way, or a writer that died mid-write).
+func TestStatusTextReaderFollowsTheSeqlock(t *testing.T) {
+	words := make([]uint64, 4096/8) // 8-byte aligned, as the mapping is
+	header := region(unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), 4096))
+	sut := &ring{seg: &segment{header: header}}
+	write := func(seq uint64, text string) {
+		copy(header[offStatusText:offStatusText+statusTextBytes], make([]byte, statusTextBytes))
+		copy(header[offStatusText:], text)
+		*header.u64(offStatusTextSeq) = seq
+	}
+	for _, row := range []struct {
+		seq    uint64
+		text   string
+		want   string
+		wantOK bool
+	}{
+		{0, "", "", true},
+		{2, "register memory; last error: …", "register memory; last error: …", true},
+		{4, strings.Repeat("é", statusTextBytes/2), strings.Repeat("é", statusTextBytes/2), true},
+		{5, "half written", "", false},
+	} {
+		write(row.seq, row.text)
+		got, ok := sut.statusText()
+		if got != row.want || ok != row.wantOK {
+			t.Fatalf("seq %d, text %q: read %q, %v; want %q, %v", row.seq, row.text, got, ok,
+				row.want, row.wantOK)
+		}
+		if says := daemonSays(sut); (says != "") != (row.want != "") ||
+			!strings.HasSuffix(says, row.want) {
+			t.Fatalf("daemonSays: %q for %q", says, row.want)
+		}
 	}
 }

@@ -35,6 +35,10 @@ type Status struct {
 	Uncounted        uint64 `json:"uncounted"`
 	LivenessMs       uint64 `json:"liveness_ms"`
 	FreshnessBoundMs uint64 `json:"freshness_bound_ms"`
+	// Why the daemon is not serving, in its own words, from the segment (shm/LAYOUT.md,
+	// the status text): for a pause on the register, "register etcd <endpoints> <prefix>;
+	// last error: ...". "" while serving, or when the daemon wrote none.
+	StatusText string `json:"status_text"`
 	// IDs this Client took (every segment it attached to).
 	ClientTaken uint64 `json:"client_taken"`
 
@@ -161,6 +165,10 @@ func readStatus(r *ring, maxAgeOption time.Duration) Status {
 		FreshnessBoundMs: uint64(loadU32(h, offFreshnessMs))}
 	if int(state) < len(stateCodes) {
 		s.State = stateCodes[state]
+	}
+	// The daemon's own words only say why it does not serve; a serving daemon has none.
+	if state != stateServing {
+		s.StatusText, _ = r.statusText()
 	}
 	guarded(func() {
 		head, tail := loadU64(r.seg.consumer, offHead), loadU64(r.seg.header, offTail)
