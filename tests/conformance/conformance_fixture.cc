@@ -73,6 +73,12 @@ class File {
       Die("pwrite");
     }
   }
+  void PutBytes(size_t offset, std::string_view bytes) {
+    if (pwrite(fd_, bytes.data(), bytes.size(), static_cast<off_t>(offset)) !=
+        static_cast<ssize_t>(bytes.size())) {
+      Die("pwrite");
+    }
+  }
 
  private:
   int fd_ = -1;
@@ -189,6 +195,12 @@ std::vector<uint64_t> WriteSegment(const std::string& dir, const json& f, uint64
     ring.Put<uint32_t>(offsetof(SegmentHeader, pid_namespace), pid_ns);
     ring.Put<uint64_t>(offsetof(SegmentHeader, boot_id_high), boot.high);
     ring.Put<uint64_t>(offsetof(SegmentHeader, boot_id_low), boot.low);
+    // The daemon's status text (LAYOUT.md §3, lines 5-11): the words, then an even
+    // sequence word, as a finished write leaves them.
+    const std::string text = f.at("status_text");
+    if (text.size() > sizeof(SegmentHeader::status_text)) Die("status_text: longer than 448 bytes");
+    ring.PutBytes(offsetof(SegmentHeader, status_text), text);
+    ring.Put<uint64_t>(offsetof(SegmentHeader, status_text_seq), text.empty() ? 0 : 2);
     // Last, as the daemon stores it (LAYOUT.md §3, line 0).
     ring.Put<uint64_t>(offsetof(SegmentHeader, magic), f.value("magic", snowflake::shm::kMagic));
   }
