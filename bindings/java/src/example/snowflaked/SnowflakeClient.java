@@ -152,6 +152,11 @@ public final class SnowflakeClient implements AutoCloseable {
     return decodeId(0).time();
   }
 
+  /** The native handle, for bench/JavaBench.java's take without the lock; 0 once closed. */
+  long handleForBench() {
+    return handle;
+  }
+
   /** The service this client counts its takes under. */
   public String service() {
     return service;
