@@ -2,7 +2,6 @@ package example.snowflaked;
 
 import java.time.Instant;
 import java.util.Arrays;
-import java.util.concurrent.locks.StampedLock;
 
 /**
  * Takes IDs from the local snowflaked's ring for one service, through libsnowflake's C
@@ -17,22 +16,22 @@ import java.util.concurrent.locks.StampedLock;
  * }</pre>
  *
  * <p>A SnowflakeClient is safe for concurrent use by multiple threads without external
- * synchronization. {@link #next()} and {@link #nextBatch(int)} take a shared (read) lock,
- * make no system call and allocate nothing on the Java heap (nextBatch allocates only its
+ * synchronization. {@link #next()} and {@link #nextBatch(int)} mark the calling thread
+ * inside the client (a store to a word of its own, see CloseGuard), make no system call and allocate nothing on the Java heap (nextBatch allocates only its
  * result) unless the ring is empty; then they wait up to the options' wait timeout,
  * re-checking the daemon, and throw as soon as the daemon is not serving. {@link #close()}
- * takes the exclusive lock: it waits for takes running on other threads to return (at most
- * the wait timeout), and every call after it throws "the client is closed" — the native
- * client is never used after it is freed.
+ * waits for calls running on other threads to return (a take: at most the wait timeout),
+ * and every call after it throws "the client is closed": the native client is never used
+ * after it is freed. Calling close() from two threads at once is safe; one closes.
  *
  * <p>Errors are {@link SnowflakeException}s: {@link UnavailableException} and
  * {@link PausedException} are the ones to fail over on.
  */
 public final class SnowflakeClient implements AutoCloseable {
-  private final StampedLock lock = new StampedLock();
-  // The sf_client pointer; 0 once closed. Written only under the write lock, read under
-  // the read lock.
-  private long handle;
+  private final CloseGuard guard = new CloseGuard();
+  // The sf_client pointer. Set at construction; sf_close'd by close() once no call is
+  // inside the guard, and never read after (enter() refuses from then on).
+  private final long handle;
   private final String service;
   private final Options options;
 
@@ -80,13 +79,12 @@ public final class SnowflakeClient implements AutoCloseable {
    * @throws SnowflakeException invalid_argument if the client is closed
    */
   public long next() {
-    long stamp = lock.readLock();
+    CloseGuard.Lane lane = guard.enter();
+    if (lane == null) throw closed();
     try {
-      long client = handle;
-      if (client == 0) throw closed();
-      return Native.next(client);
+      return Native.next(handle);
     } finally {
-      lock.unlockRead(stamp);
+      CloseGuard.exit(lane);
     }
   }
 
@@ -105,13 +103,12 @@ public final class SnowflakeClient implements AutoCloseable {
     }
     long[] ids = new long[n];
     int got;
-    long stamp = lock.readLock();
+    CloseGuard.Lane lane = guard.enter();
+    if (lane == null) throw closed();
     try {
-      long client = handle;
-      if (client == 0) throw closed();
-      got = Native.nextBatch(client, ids);
+      got = Native.nextBatch(handle, ids);
     } finally {
-      lock.unlockRead(stamp);
+      CloseGuard.exit(lane);
     }
     return got == n ? ids : Arrays.copyOf(ids, got);
   }
@@ -124,25 +121,25 @@ public final class SnowflakeClient implements AutoCloseable {
    *     read), or invalid_argument if the client is closed
    */
   public Status status() {
-    long stamp = lock.readLock();
+    CloseGuard.Lane lane = guard.enter();
+    if (lane == null) throw closed();
     try {
-      if (handle == 0) throw closed();
       return Status.fromNative(
           Native.status(Options.text(options.runtimeDir()), options.maxHeartbeatAgeMs()));
     } finally {
-      lock.unlockRead(stamp);
+      CloseGuard.exit(lane);
     }
   }
 
   /** Splits an ID with this client's segment epoch (which the daemon's config may set). */
   public DecodedId decodeId(long id) {
     long[] fields = new long[3];
-    long stamp = lock.readLock();
+    CloseGuard.Lane lane = guard.enter();
+    if (lane == null) throw closed();
     try {
-      if (handle == 0) throw closed();
       Native.decode(handle, id, fields);
     } finally {
-      lock.unlockRead(stamp);
+      CloseGuard.exit(lane);
     }
     return new DecodedId(Instant.ofEpochMilli(fields[0]), (int) fields[1], (int) fields[2]);
   }
@@ -152,7 +149,7 @@ public final class SnowflakeClient implements AutoCloseable {
     return decodeId(0).time();
   }
 
-  /** The native handle, for bench/JavaBench.java's take without the lock; 0 once closed. */
+  /** The native handle, for bench/JavaBench.java's take without the guard. */
   long handleForBench() {
     return handle;
   }
@@ -168,15 +165,7 @@ public final class SnowflakeClient implements AutoCloseable {
    */
   @Override
   public void close() {
-    long stamp = lock.writeLock();
-    try {
-      if (handle != 0) {
-        Native.close(handle);
-        handle = 0;
-      }
-    } finally {
-      lock.unlockWrite(stamp);
-    }
+    if (guard.close()) Native.close(handle);
   }
 
   /**
