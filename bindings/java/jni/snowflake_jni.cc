@@ -259,7 +259,8 @@ JNIEXPORT jobjectArray JNICALL Java_example_snowflaked_Native_errorCodes(JNIEnv*
 //                  heartbeat_age_ns, ring_fill, ring_capacity, fill_target,
 //                  published_total, taken_total, drained_total, clock_pauses, uncounted,
 //                  liveness_ms, freshness_bound_ms
-//   [2] String     why the control socket gave no answer, or null
+//   [2] String     why the control socket gave no answer, or null (also null, with
+//                  [3..11], when ask_daemon is false: the segment alone)
 //   [3] String[]   control: state, reason_code, reason, version, instance, runtime_dir,
 //                  state_dir, register_backend, register_location, holder_id,
 //                  segment_retired_reason                       (null without an answer)
@@ -275,7 +276,8 @@ JNIEXPORT jobjectArray JNICALL Java_example_snowflaked_Native_errorCodes(JNIEnv*
 //   [11] long[]    each front's connections, requests, refused (3 per front)
 JNIEXPORT jobjectArray JNICALL Java_example_snowflaked_Native_status(JNIEnv* env, jclass,
                                                                      jstring runtime_dir,
-                                                                     jint max_heartbeat_age_ms) {
+                                                                     jint max_heartbeat_age_ms,
+                                                                     jboolean ask_daemon) {
   const Utf8 dir_text(env, runtime_dir);
   if (!dir_text.ok()) return nullptr;
   snowflake::ClientOptions options;
@@ -292,8 +294,6 @@ JNIEXPORT jobjectArray JNICALL Java_example_snowflaked_Native_status(JNIEnv* env
                 segment.error().message.c_str());
     return nullptr;
   }
-  auto control = snowflake::protocol::QueryStatus(dir, std::chrono::seconds(2));
-
   jobjectArray out = env->NewObjectArray(12, object_class, nullptr);
   if (out == nullptr) return nullptr;
   auto put = [&](jsize index, jobject value) {
@@ -307,6 +307,8 @@ JNIEXPORT jobjectArray JNICALL Java_example_snowflaked_Native_status(JNIEnv* env
                         AsLong(s.ring_capacity), AsLong(s.fill_target), AsLong(s.published_total),
                         AsLong(s.taken_total), AsLong(s.drained_total), AsLong(s.clock_pauses),
                         AsLong(s.uncounted), AsLong(s.liveness_ms), AsLong(s.freshness_bound_ms)}));
+  if (!ask_daemon) return env->ExceptionCheck() ? nullptr : out;
+  auto control = snowflake::protocol::QueryStatus(dir, std::chrono::seconds(2));
   if (!control) {
     const std::string why = std::string(snowflake::vocab::ErrorName(control.error().code)) + ": " +
                             control.error().message;

@@ -39,6 +39,9 @@ final class Native {
   /** sf_status_str of every error status, from 1 (SF_INVALID_SERVICE_NAME) on. */
   static native String[] errorCodes();
 
-  /** The arrays Status.fromNative reads (snowflake_jni.cc says their order). */
-  static native Object[] status(String runtimeDir, int maxHeartbeatAgeMs);
+  /**
+   * The arrays Status.fromNative reads (snowflake_jni.cc says their order); askDaemon
+   * false reads the segment alone, without the control socket.
+   */
+  static native Object[] status(String runtimeDir, int maxHeartbeatAgeMs, boolean askDaemon);
 }

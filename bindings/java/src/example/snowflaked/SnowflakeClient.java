@@ -125,7 +125,7 @@ public final class SnowflakeClient implements AutoCloseable {
     if (lane == null) throw closed();
     try {
       return Status.fromNative(
-          Native.status(Options.text(options.runtimeDir()), options.maxHeartbeatAgeMs()));
+          Native.status(Options.text(options.runtimeDir()), options.maxHeartbeatAgeMs(), true));
     } finally {
       CloseGuard.exit(lane);
     }
@@ -152,6 +152,19 @@ public final class SnowflakeClient implements AutoCloseable {
   /** The native handle, for bench/JavaBench.java's take without the guard. */
   long handleForBench() {
     return handle;
+  }
+
+  /** The ring's fill from the segment alone, for bench/JavaBench.java's pauses. */
+  long ringFillForBench() {
+    CloseGuard.Lane lane = guard.enter();
+    if (lane == null) throw closed();
+    try {
+      Object[] fields =
+          Native.status(Options.text(options.runtimeDir()), options.maxHeartbeatAgeMs(), false);
+      return ((long[]) fields[1])[6];
+    } finally {
+      CloseGuard.exit(lane);
+    }
   }
 
   /** The service this client counts its takes under. */
