@@ -364,7 +364,7 @@ def main():
         row("java SnowflakeClient.next()", "java_next_ns", 1, "ns",
             f"≤40: {verdict(med('java_next_ns') <= 40)}")
         row("java SnowflakeClient.nextBatch(1000)", "java_batch_1000_ns_per_id", 2, "ns/ID")
-        row("  beside: the take without the close lock", "java_next_unlocked_ns", 1, "ns")
+        row("  beside: the take without the close guard", "java_next_unlocked_ns", 1, "ns")
         row("  floor: a bare static JNI call", "java_jni_floor_ns", 1, "ns")
         row("  baseline: UUID.randomUUID()", "java_uuid4_ns", 1, "ns")
         row("  baseline: AtomicLong.incrementAndGet()", "java_atomiclong_ns", 2, "ns")

@@ -96,9 +96,9 @@ final class TestDaemon implements AutoCloseable {
     return process.pid();
   }
 
-  /** Sends a signal by name ("STOP", "CONT", "KILL") with kill(1). */
+  /** Sends a signal by name ("STOP", "CONT", "KILL") with /bin/kill (procps). */
   void signal(String name) throws IOException, InterruptedException {
-    int rc = new ProcessBuilder("kill", "-" + name, Long.toString(process.pid())).inheritIO()
+    int rc = new ProcessBuilder("/bin/kill", "-" + name, Long.toString(process.pid())).inheritIO()
         .start().waitFor();
     if (rc != 0) fail("kill -" + name + " " + process.pid() + " exited with " + rc);
   }
