@@ -340,7 +340,8 @@ JNIEXPORT jobjectArray JNICALL Java_example_snowflaked_Native_status(JNIEnv* env
   }
   std::vector<std::string> front_names;
   std::vector<int64_t> front_counts;
-  jclass strings_class = env->GetObjectClass(NewStrings(env, {}));
+  jclass strings_class = env->FindClass("[Ljava/lang/String;");
+  if (strings_class == nullptr) return nullptr;
   jobjectArray listens =
       env->NewObjectArray(static_cast<jsize>(c.fronts.size()), strings_class, nullptr);
   if (listens == nullptr) return nullptr;

@@ -121,6 +121,25 @@ class ApiTest {
   }
 
   @Test
+  void statusListsTheDaemonsFronts() throws Exception {
+    int port;
+    try (java.net.ServerSocket probe = new java.net.ServerSocket(0, 1,
+             java.net.InetAddress.getLoopbackAddress())) {
+      port = probe.getLocalPort();
+    }
+    try (TestDaemon own = TestDaemon.create()) {
+      own.start("[http]\nlisten = [\"127.0.0.1:" + port + "\"]\n");
+      own.waitServing();
+      try (SnowflakeClient sut = SnowflakeClient.open("orders", own.options())) {
+        List<Status.Front> fronts = sut.status().control().fronts();
+        assertEquals(1, fronts.size(), fronts.toString());
+        assertEquals("http", fronts.get(0).name());
+        assertEquals(List.of("127.0.0.1:" + port), fronts.get(0).listen());
+      }
+    }
+  }
+
+  @Test
   void statusSaysWhyTheControlSocketDidNotAnswer() throws Exception {
     try (TestDaemon stopped = TestDaemon.serving();
          SnowflakeClient sut = SnowflakeClient.open("orders", stopped.options())) {

@@ -50,11 +50,23 @@ final class TestDaemon implements AutoCloseable {
   }
 
   void start() throws IOException {
+    start(null);
+  }
+
+  /** Starts it with a config file of this text (null: the built-in defaults). */
+  void start(String config) throws IOException {
     Files.createDirectories(runtimeDir);
     Files.createDirectories(root.resolve("state"));
-    ProcessBuilder builder = new ProcessBuilder(env("SNOWFLAKED"), "--runtime-dir",
+    List<String> command = new java.util.ArrayList<>(List.of(env("SNOWFLAKED"), "--runtime-dir",
         runtimeDir.toString(), "--state-dir", root.resolve("state").toString(), "--log-level",
-        "warn");
+        "warn"));
+    if (config != null) {
+      Path file = root.resolve("snowflaked.toml");
+      Files.writeString(file, config);
+      command.add("--config");
+      command.add(file.toString());
+    }
+    ProcessBuilder builder = new ProcessBuilder(command);
     Map<String, String> environment = builder.environment();
     for (String name : List.of("NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "LISTEN_FDS",
              "LISTEN_PID", "SNOWFLAKE_REMOTES", "SNOWFLAKE_RUNTIME_DIR")) {
