@@ -72,6 +72,7 @@ def main():
     p.add_argument("--failover")
     p.add_argument("--py", help="bench/py_bench.py output")
     p.add_argument("--go", help="`go test -bench` output of bindings/go")
+    p.add_argument("--java", help="bench/JavaBench.java output")
     p.add_argument("--json")
     p.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     a = p.parse_args()
@@ -196,6 +197,11 @@ def main():
             values = go.get(name, [])
             if name == "NextBatch1000":
                 values = [v / 1000 for v in values]
+            f[key] = Figure(values)
+
+    java = load(a.java) if a.java else None
+    if java:
+        for key, values in java.items():
             f[key] = Figure(values)
 
     def med(key):
@@ -354,6 +360,15 @@ def main():
         row("  baseline: crypto/rand UUIDv4", "go_uuid4_ns", 1, "ns")
         row("  baseline: sync/atomic AddUint64", "go_atomic_add_ns", 2, "ns")
 
+    if java:
+        row("java SnowflakeClient.next()", "java_next_ns", 1, "ns",
+            f"≤40: {verdict(med('java_next_ns') <= 40)}")
+        row("java SnowflakeClient.nextBatch(1000)", "java_batch_1000_ns_per_id", 2, "ns/ID")
+        row("  beside: the take without the close guard", "java_next_unlocked_ns", 1, "ns")
+        row("  floor: a bare static JNI call", "java_jni_floor_ns", 1, "ns")
+        row("  baseline: UUID.randomUUID()", "java_uuid4_ns", 1, "ns")
+        row("  baseline: AtomicLong.incrementAndGet()", "java_atomiclong_ns", 2, "ns")
+
     reps = len(f["take_1t_ns"].values)
     lines = []
     if a.markdown:
@@ -406,6 +421,9 @@ def main():
                                  "py_time_ns_ns", "py_redis_incr_ns") if k in f]
         if go:
             keys += ["go_next_ns", "go_batch_1000_ns_per_id", "go_uuid4_ns", "go_atomic_add_ns"]
+        if java:
+            keys += ["java_next_ns", "java_batch_1000_ns_per_id", "java_next_unlocked_ns",
+                     "java_jni_floor_ns", "java_uuid4_ns", "java_atomiclong_ns"]
         with open(a.json, "w") as out:
             json.dump({k: med(k) for k in keys}, out, indent=2)
             out.write("\n")

@@ -1,0 +1,362 @@
+// libsnowflake_jni.so: the native half of the Java package example.snowflaked, over
+// libsnowflake's C ABI (snowflake/snowflake.h). The Java side (Native.java) declares every
+// method here; javac -h writes their prototypes into example_snowflaked_Native.h, which
+// this file includes, so a signature that drifts fails the build.
+//
+// A client is a `long` on the Java side: the sf_client pointer. SnowflakeClient guards it
+// with a lock so that no call runs after close (the C ABI requires that sf_close does not
+// race with other calls). The take methods allocate nothing and throw only on failure:
+// the exception is built by SnowflakeException.fromNative, looked up once at load.
+
+#include <jni.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "example_snowflaked_Native.h"
+#include "protocol/control_client.h"
+#include "snowflake/client.h"
+#include "snowflake/snowflake.h"
+#include "snowflake/vocabulary.h"
+
+namespace {
+
+// Global references made in JNI_OnLoad, never released (the library is never unloaded
+// while a class of the package lives).
+jclass exception_class = nullptr;       // example.snowflaked.SnowflakeException
+jmethodID exception_factory = nullptr;  // static fromNative(int, String, String)
+jclass string_class = nullptr;
+jclass object_class = nullptr;
+
+// Throws the SnowflakeException subclass for `status`, with the library's message.
+void ThrowStatus(JNIEnv* env, int status, const char* code, const char* message) {
+  jstring code_text = env->NewStringUTF(code);
+  jstring message_text = env->NewStringUTF(message);
+  if (env->ExceptionCheck()) return;  // out of memory: that error is thrown instead
+  auto error = static_cast<jthrowable>(env->CallStaticObjectMethod(
+      exception_class, exception_factory, static_cast<jint>(status), code_text, message_text));
+  if (env->ExceptionCheck()) return;
+  env->Throw(error);
+}
+
+void ThrowStatus(JNIEnv* env, sf_status status) {
+  ThrowStatus(env, status, sf_status_str(status), sf_last_error());
+}
+
+void ThrowInvalidArgument(JNIEnv* env, const std::string& message) {
+  ThrowStatus(env, SF_INVALID_ARGUMENT, sf_status_str(SF_INVALID_ARGUMENT), message.c_str());
+}
+
+// A Java string as UTF-8 for the length of a call; null stays null. Java's "modified
+// UTF-8" differs from UTF-8 only for NUL and characters outside the BMP, neither of which
+// a service name, path or host:port list may hold usefully (the library refuses them).
+class Utf8 {
+ public:
+  Utf8(JNIEnv* env, jstring text) : env_(env), text_(text) {
+    if (text != nullptr) chars_ = env->GetStringUTFChars(text, nullptr);
+  }
+  ~Utf8() {
+    if (chars_ != nullptr) env_->ReleaseStringUTFChars(text_, chars_);
+  }
+  Utf8(const Utf8&) = delete;
+  Utf8& operator=(const Utf8&) = delete;
+  // False when a non-null string could not be converted (an OutOfMemoryError is pending).
+  bool ok() const { return text_ == nullptr || chars_ != nullptr; }
+  const char* get() const { return chars_; }
+
+ private:
+  JNIEnv* env_;
+  jstring text_;
+  const char* chars_ = nullptr;
+};
+
+sf_client* Handle(jlong handle) { return reinterpret_cast<sf_client*>(handle); }
+
+jstring NewString(JNIEnv* env, const std::string& text) { return env->NewStringUTF(text.c_str()); }
+
+jobjectArray NewStrings(JNIEnv* env, const std::vector<std::string>& texts) {
+  jobjectArray out = env->NewObjectArray(static_cast<jsize>(texts.size()), string_class, nullptr);
+  if (out == nullptr) return nullptr;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    jstring text = NewString(env, texts[i]);
+    if (text == nullptr) return nullptr;
+    env->SetObjectArrayElement(out, static_cast<jsize>(i), text);
+    env->DeleteLocalRef(text);
+  }
+  return out;
+}
+
+jlongArray NewLongs(JNIEnv* env, const std::vector<int64_t>& values) {
+  jlongArray out = env->NewLongArray(static_cast<jsize>(values.size()));
+  if (out == nullptr) return nullptr;
+  std::vector<jlong> copy(values.begin(), values.end());
+  env->SetLongArrayRegion(out, 0, static_cast<jsize>(copy.size()), copy.data());
+  return out;
+}
+
+jlong AsLong(uint64_t value) { return static_cast<jlong>(value); }
+
+}  // namespace
+
+extern "C" JNIEXPORT jint JNI_OnLoad(JavaVM* vm, void* /*reserved*/) {
+  JNIEnv* env = nullptr;
+  if (vm->GetEnv(reinterpret_cast<void**>(&env), JNI_VERSION_10) != JNI_OK) return JNI_ERR;
+  auto global = [env](const char* name) -> jclass {
+    jclass local = env->FindClass(name);
+    if (local == nullptr) return nullptr;
+    auto out = static_cast<jclass>(env->NewGlobalRef(local));
+    env->DeleteLocalRef(local);
+    return out;
+  };
+  exception_class = global("example/snowflaked/SnowflakeException");
+  string_class = global("java/lang/String");
+  object_class = global("java/lang/Object");
+  if (exception_class == nullptr || string_class == nullptr || object_class == nullptr) {
+    return JNI_ERR;
+  }
+  exception_factory = env->GetStaticMethodID(
+      exception_class, "fromNative",
+      "(ILjava/lang/String;Ljava/lang/String;)Lexample/snowflaked/SnowflakeException;");
+  if (exception_factory == nullptr) return JNI_ERR;
+  return JNI_VERSION_10;
+}
+
+JNIEXPORT jlong JNICALL Java_example_snowflaked_Native_open(
+    JNIEnv* env, jclass, jstring service, jstring runtime_dir, jint wait_timeout_ms,
+    jint max_heartbeat_age_ms, jstring remotes, jstring remotes_ca, jstring remotes_cert,
+    jstring remotes_key) {
+  const Utf8 service_text(env, service), dir(env, runtime_dir), remote_list(env, remotes),
+      ca(env, remotes_ca), cert(env, remotes_cert), key(env, remotes_key);
+  if (!service_text.ok() || !dir.ok() || !remote_list.ok() || !ca.ok() || !cert.ok() || !key.ok()) {
+    return 0;
+  }
+  // Options.java checked both numbers (0..2^31-1), so the casts keep them.
+  sf_options options;
+  sf_options_init(&options);
+  options.wait_timeout_ms = static_cast<uint32_t>(wait_timeout_ms);
+  options.max_heartbeat_age_ms = static_cast<uint32_t>(max_heartbeat_age_ms);
+  options.runtime_dir = dir.get();
+  options.remotes = remote_list.get();
+  options.remotes_ca = ca.get();
+  options.remotes_cert = cert.get();
+  options.remotes_key = key.get();
+  sf_client* client = nullptr;
+  if (const sf_status status = sf_open(service_text.get(), &options, &client); status != SF_OK) {
+    ThrowStatus(env, status);
+    return 0;
+  }
+  return reinterpret_cast<jlong>(client);
+}
+
+JNIEXPORT jlong JNICALL Java_example_snowflaked_Native_next(JNIEnv* env, jclass, jlong handle) {
+  uint64_t id = 0;
+  if (const sf_status status = sf_next(Handle(handle), &id); status != SF_OK) {
+    ThrowStatus(env, status);
+    return 0;
+  }
+  return static_cast<jlong>(id);
+}
+
+JNIEXPORT jint JNICALL Java_example_snowflaked_Native_nextBatch(JNIEnv* env, jclass, jlong handle,
+                                                                jlongArray ids) {
+  const jsize n = env->GetArrayLength(ids);
+  if (n < 1) {
+    ThrowInvalidArgument(env, "nextBatch: n must be at least 1");
+    return 0;
+  }
+  // Taken into a native buffer, then copied: sf_next_batch may wait on an empty ring, and
+  // a critical section on the Java array must not block the garbage collector that long.
+  // Batches up to 1024 IDs use the stack.
+  constexpr jsize kOnStack = 1024;
+  uint64_t on_stack[kOnStack];
+  std::unique_ptr<uint64_t[]> on_heap;
+  uint64_t* buffer = on_stack;
+  if (n > kOnStack) {
+    on_heap.reset(new (std::nothrow) uint64_t[static_cast<size_t>(n)]);
+    if (!on_heap) {
+      ThrowStatus(env, SF_SYSTEM_ERROR, sf_status_str(SF_SYSTEM_ERROR),
+                  "nextBatch: out of memory for the batch; ask for fewer IDs at once");
+      return 0;
+    }
+    buffer = on_heap.get();
+  }
+  size_t got = 0;
+  if (const sf_status status = sf_next_batch(Handle(handle), buffer, static_cast<size_t>(n), &got);
+      status != SF_OK) {
+    ThrowStatus(env, status);
+    return 0;
+  }
+  static_assert(sizeof(jlong) == sizeof(uint64_t), "IDs are copied as 64-bit words");
+  env->SetLongArrayRegion(ids, 0, static_cast<jsize>(got), reinterpret_cast<const jlong*>(buffer));
+  return static_cast<jint>(got);
+}
+
+JNIEXPORT void JNICALL Java_example_snowflaked_Native_close(JNIEnv*, jclass, jlong handle) {
+  sf_close(Handle(handle));
+}
+
+JNIEXPORT jboolean JNICALL Java_example_snowflaked_Native_decode(JNIEnv* env, jclass, jlong handle,
+                                                                 jlong id, jlongArray out) {
+  sf_decoded_id fields{};
+  if (const sf_status status = sf_decode(Handle(handle), static_cast<uint64_t>(id), &fields);
+      status != SF_OK) {
+    ThrowStatus(env, status);
+    return JNI_FALSE;
+  }
+  const jlong values[3] = {fields.unix_ms, fields.machine, fields.sequence};
+  env->SetLongArrayRegion(out, 0, 3, values);
+  return JNI_TRUE;
+}
+
+JNIEXPORT jboolean JNICALL Java_example_snowflaked_Native_bounds(JNIEnv* env, jclass,
+                                                                 jlong epoch_unix_ms,
+                                                                 jlong from_unix_ms,
+                                                                 jlong to_unix_ms, jlongArray out) {
+  sf_id_bounds bounds{};
+  if (const sf_status status = sf_bounds(epoch_unix_ms, from_unix_ms, to_unix_ms, &bounds);
+      status != SF_OK) {
+    ThrowStatus(env, status);
+    return JNI_FALSE;
+  }
+  const jlong values[4] = {static_cast<jlong>(bounds.first_id), static_cast<jlong>(bounds.last_id),
+                           bounds.first_unix_ms, bounds.last_unix_ms};
+  env->SetLongArrayRegion(out, 0, 4, values);
+  return JNI_TRUE;
+}
+
+JNIEXPORT jlong JNICALL Java_example_snowflaked_Native_parseTime(JNIEnv* env, jclass,
+                                                                 jstring text) {
+  const Utf8 chars(env, text);
+  if (!chars.ok()) return 0;
+  int64_t unix_ms = 0;
+  if (const sf_status status = sf_parse_time(chars.get(), &unix_ms); status != SF_OK) {
+    ThrowStatus(env, status);
+    return 0;
+  }
+  return unix_ms;
+}
+
+JNIEXPORT jint JNICALL Java_example_snowflaked_Native_floor(JNIEnv*, jclass, jint value) {
+  return value + 1;
+}
+
+JNIEXPORT jobjectArray JNICALL Java_example_snowflaked_Native_errorCodes(JNIEnv* env, jclass) {
+  std::vector<std::string> names;
+  for (int s = SF_INVALID_SERVICE_NAME; s <= SF_TIME_OUT_OF_RANGE; ++s) {
+    names.emplace_back(sf_status_str(static_cast<sf_status>(s)));
+  }
+  return NewStrings(env, names);
+}
+
+// The segment's status (Client::Inspect, as `snowflakectl status` reads it) and the
+// daemon's answer over its control socket (snowflake::protocol::QueryStatus), as arrays
+// Status.fromNative builds its records from, in the order it reads them:
+//   [0] String[]   segment: state, health, reason code, reason text
+//   [1] long[]     segment: reason_detail, machine, epoch_unix_ms, incarnation, pid,
+//                  heartbeat_age_ns, ring_fill, ring_capacity, fill_target,
+//                  published_total, taken_total, drained_total, clock_pauses, uncounted,
+//                  liveness_ms, freshness_bound_ms
+//   [2] String     why the control socket gave no answer, or null (also null, with
+//                  [3..11], when ask_daemon is false: the segment alone)
+//   [3] String[]   control: state, reason_code, reason, version, instance, runtime_dir,
+//                  state_dir, register_backend, register_location, holder_id,
+//                  segment_retired_reason                       (null without an answer)
+//   [4] long[]     control: reason_detail, pid, machine, epoch_unix_ms, ring_capacity,
+//                  ring_fill, fill_target, published_total, drained_total, incarnation,
+//                  segment_reopened (0/1), last_issued_id (0 before the first),
+//                  generator_mark_unix_ms, reserved_through_unix_ms, clock_pauses,
+//                  clock_behind_ms, started_unix_ms, state_since_unix_ms, segments_retired
+//   [5] String[]   service names          [6] long[] their IDs taken
+//   [7] String[]   renewal: store, location, last_error, last_error_store (null if none)
+//   [8] long[]     renewal: since_unix_ms, waited_ms, unanswered (0/1)
+//   [9] String[]   front names            [10] String[][] each front's listen addresses
+//   [11] long[]    each front's connections, requests, refused (3 per front)
+JNIEXPORT jobjectArray JNICALL Java_example_snowflaked_Native_status(JNIEnv* env, jclass,
+                                                                     jstring runtime_dir,
+                                                                     jint max_heartbeat_age_ms,
+                                                                     jboolean ask_daemon) {
+  const Utf8 dir_text(env, runtime_dir);
+  if (!dir_text.ok()) return nullptr;
+  snowflake::ClientOptions options;
+  if (dir_text.get() != nullptr) options.runtime_dir = dir_text.get();
+  options.max_heartbeat_age = std::chrono::milliseconds(max_heartbeat_age_ms);
+  options.remotes_from_environment = false;
+  const std::filesystem::path dir =
+      options.runtime_dir.empty() ? snowflake::DefaultRuntimeDir() : options.runtime_dir;
+
+  auto segment = snowflake::Client::Inspect(options);
+  if (!segment) {
+    const std::string code(snowflake::ClientErrorName(segment.error().code));
+    ThrowStatus(env, static_cast<int>(segment.error().code) + 1, code.c_str(),
+                segment.error().message.c_str());
+    return nullptr;
+  }
+  jobjectArray out = env->NewObjectArray(12, object_class, nullptr);
+  if (out == nullptr) return nullptr;
+  auto put = [&](jsize index, jobject value) {
+    env->SetObjectArrayElement(out, index, value);
+    env->DeleteLocalRef(value);
+  };
+  const snowflake::ClientStatus& s = *segment;
+  put(0, NewStrings(env, {s.state, s.health, s.reason, s.reason_text}));
+  put(1, NewLongs(env, {s.reason_detail, s.machine, s.epoch_unix_ms, AsLong(s.incarnation),
+                        AsLong(s.daemon_pid), AsLong(s.heartbeat_age_ns), AsLong(s.ring_fill),
+                        AsLong(s.ring_capacity), AsLong(s.fill_target), AsLong(s.published_total),
+                        AsLong(s.taken_total), AsLong(s.drained_total), AsLong(s.clock_pauses),
+                        AsLong(s.uncounted), AsLong(s.liveness_ms), AsLong(s.freshness_bound_ms)}));
+  if (!ask_daemon) return env->ExceptionCheck() ? nullptr : out;
+  auto control = snowflake::protocol::QueryStatus(dir, std::chrono::seconds(2));
+  if (!control) {
+    const std::string why = std::string(snowflake::vocab::ErrorName(control.error().code)) + ": " +
+                            control.error().message;
+    put(2, NewString(env, why));
+    return env->ExceptionCheck() ? nullptr : out;
+  }
+  const snowflake::protocol::StatusRecord& c = *control;
+  put(3, NewStrings(env, {c.state, c.reason_code, c.reason, c.version, c.instance, c.runtime_dir,
+                          c.state_dir, c.register_backend, c.register_location, c.holder_id,
+                          c.segment_retired_reason}));
+  put(4, NewLongs(env, {c.reason_detail, c.pid, c.machine, c.epoch_unix_ms, AsLong(c.ring_capacity),
+                        AsLong(c.ring_fill), AsLong(c.fill_target), AsLong(c.published_total),
+                        AsLong(c.drained_total), AsLong(c.incarnation), c.segment_reopened ? 1 : 0,
+                        AsLong(c.last_issued_id.value_or(0)), c.generator_mark_unix_ms,
+                        c.reserved_through_unix_ms, AsLong(c.clock_pauses), c.clock_behind_ms,
+                        c.started_unix_ms, c.state_since_unix_ms, AsLong(c.segments_retired)}));
+  std::vector<std::string> service_names;
+  std::vector<int64_t> service_counts;
+  for (const auto& [name, count] : c.services) {
+    service_names.push_back(name);
+    service_counts.push_back(AsLong(count));
+  }
+  put(5, NewStrings(env, service_names));
+  put(6, NewLongs(env, service_counts));
+  if (c.renewal) {
+    const auto& r = *c.renewal;
+    put(7, NewStrings(env, {r.store, r.location, r.last_error, r.last_error_store}));
+    put(8, NewLongs(env, {r.since_unix_ms, r.waited_ms, r.unanswered ? 1 : 0}));
+  }
+  std::vector<std::string> front_names;
+  std::vector<int64_t> front_counts;
+  jclass strings_class = env->FindClass("[Ljava/lang/String;");
+  if (strings_class == nullptr) return nullptr;
+  jobjectArray listens =
+      env->NewObjectArray(static_cast<jsize>(c.fronts.size()), strings_class, nullptr);
+  if (listens == nullptr) return nullptr;
+  for (size_t i = 0; i < c.fronts.size(); ++i) {
+    const auto& f = c.fronts[i];
+    front_names.push_back(f.name);
+    front_counts.insert(front_counts.end(),
+                        {AsLong(f.connections), AsLong(f.requests), AsLong(f.refused)});
+    jobjectArray listen = NewStrings(env, f.listen);
+    if (listen == nullptr) return nullptr;
+    env->SetObjectArrayElement(listens, static_cast<jsize>(i), listen);
+    env->DeleteLocalRef(listen);
+  }
+  put(9, NewStrings(env, front_names));
+  put(10, listens);
+  put(11, NewLongs(env, front_counts));
+  return env->ExceptionCheck() ? nullptr : out;
+}

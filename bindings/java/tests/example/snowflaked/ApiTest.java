@@ -1,0 +1,338 @@
+package example.snowflaked;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** Every call and every error of SnowflakeClient, against a real snowflaked. */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class ApiTest {
+  private static TestDaemon daemon;
+
+  @BeforeAll
+  static void startDaemon() throws IOException {
+    daemon = TestDaemon.serving();
+  }
+
+  @AfterAll
+  static void stopDaemon() throws Exception {
+    if (daemon != null) daemon.close();
+  }
+
+  private static <T extends SnowflakeException> T assertCode(Class<T> type, String code,
+      String phrase, org.junit.jupiter.api.function.Executable call) {
+    T error = assertThrows(type, call);
+    assertEquals(code, error.code(), error.toString());
+    assertTrue(error.getMessage().contains(phrase), error.getMessage());
+    return error;
+  }
+
+  @Test
+  void nextGivesIncreasingIdsOfTheDaemonsMachine() {
+    try (SnowflakeClient sut = SnowflakeClient.open("orders", daemon.options())) {
+      long previous = 0;
+      for (int i = 0; i < 10_000; i++) {
+        long id = sut.next();
+        assertTrue(id > previous, id + " after " + previous);
+        previous = id;
+      }
+      DecodedId fields = SnowflakeClient.decode(previous);
+      assertEquals(sut.status().machine(), fields.machine());
+      long ageMs = Instant.now().toEpochMilli() - fields.time().toEpochMilli();
+      assertTrue(ageMs >= -1000 && ageMs < 60_000, "ID time is " + fields.time());
+      assertEquals("orders", sut.service());
+    }
+  }
+
+  @Test
+  void nextBatchGivesOneToNStrictlyIncreasingIds() {
+    try (SnowflakeClient sut = SnowflakeClient.open("orders", daemon.options())) {
+      long before = sut.next();
+      for (int n : new int[] {1, 7, 1000, 5000}) {
+        long[] ids = sut.nextBatch(n);
+        assertTrue(ids.length >= 1 && ids.length <= n, ids.length + " of " + n);
+        for (long id : ids) {
+          assertTrue(id > before);
+          before = id;
+        }
+      }
+    }
+  }
+
+  @Test
+  void nextBatchRefusesNBelowOne() {
+    try (SnowflakeClient sut = SnowflakeClient.open("orders", daemon.options())) {
+      assertCode(SnowflakeException.class, "invalid_argument", "at least 1", () -> sut.nextBatch(0));
+      assertCode(SnowflakeException.class, "invalid_argument", "at least 1", () -> sut.nextBatch(-5));
+    }
+  }
+
+  @Test
+  void statusHasTheSegmentAndTheControlAnswer() {
+    try (SnowflakeClient sut = SnowflakeClient.open("status-test", daemon.options())) {
+      sut.next();
+      Status status = sut.status();
+      assertEquals("serving", status.state());
+      assertEquals("serving", status.health());
+      assertEquals("none", status.reasonCode());
+      assertTrue(status.ringCapacity() > 0 && status.publishedTotal() > 0);
+      assertTrue(status.livenessMs() > 0 && status.freshnessBoundMs() >= status.livenessMs());
+      assertEquals(daemon.pid(), status.pid());
+      assertEquals(SnowflakeClient.DEFAULT_EPOCH_UNIX_MS, status.epochUnixMs());
+      assertNull(status.controlError());
+      Status.Control control = status.control();
+      assertNotNull(control);
+      assertEquals("serving", control.state());
+      assertEquals(daemon.pid(), control.pid());
+      assertEquals(status.machine(), control.machine());
+      assertEquals(daemon.runtimeDir.toString(), control.runtimeDir());
+      // Counts reach the daemon through the service slot; its status folds them in by name.
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+      while (control.services().getOrDefault("status-test", 0L) < 1) {
+        assertTrue(System.nanoTime() < deadline, "never counted: " + control.services());
+        try {
+          Thread.sleep(20);
+        } catch (InterruptedException e) {
+          throw new AssertionError(e);
+        }
+        control = sut.status().control();
+      }
+      assertTrue(control.lastIssuedId() > 0);
+      assertTrue(!control.version().isEmpty());
+      assertEquals(Instant.ofEpochMilli(status.epochUnixMs()), sut.epoch());
+    }
+  }
+
+  @Test
+  void statusListsTheDaemonsFronts() throws Exception {
+    int port;
+    try (java.net.ServerSocket probe = new java.net.ServerSocket(0, 1,
+             java.net.InetAddress.getLoopbackAddress())) {
+      port = probe.getLocalPort();
+    }
+    try (TestDaemon own = TestDaemon.create()) {
+      own.start("[http]\nlisten = [\"127.0.0.1:" + port + "\"]\n");
+      own.waitServing();
+      try (SnowflakeClient sut = SnowflakeClient.open("orders", own.options())) {
+        List<Status.Front> fronts = sut.status().control().fronts();
+        assertEquals(1, fronts.size(), fronts.toString());
+        assertEquals("http", fronts.get(0).name());
+        assertEquals(List.of("127.0.0.1:" + port), fronts.get(0).listen());
+      }
+    }
+  }
+
+  @Test
+  void statusSaysWhyTheControlSocketDidNotAnswer() throws Exception {
+    try (TestDaemon stopped = TestDaemon.serving();
+         SnowflakeClient sut = SnowflakeClient.open("orders", stopped.options())) {
+      stopped.stop();
+      Status status = sut.status();
+      assertEquals("stopped", status.state());
+      assertNull(status.control());
+      assertTrue(status.controlError().startsWith("daemon_not_running"), status.controlError());
+    }
+  }
+
+  @Test
+  void openRefusesABadServiceName() {
+    for (String name : new String[] {"", "Orders", "a/b", "x".repeat(64), "sp ace"}) {
+      SnowflakeException error = assertCode(SnowflakeException.class, "invalid_service_name", "",
+          () -> SnowflakeClient.open(name, daemon.options()));
+      assertEquals(1, error.status());
+      assertTrue(!(error instanceof UnavailableException));
+    }
+    assertCode(SnowflakeException.class, "invalid_service_name", "null",
+        () -> SnowflakeClient.open(null, daemon.options()));
+  }
+
+  @Test
+  void openWithoutADaemonIsUnavailable() {
+    Options options = new Options().withRuntimeDir(Path.of("/nonexistent/snowflaked"));
+    UnavailableException error = assertCode(UnavailableException.class, "daemon_not_running",
+        "/nonexistent/snowflaked", () -> SnowflakeClient.open("orders", options));
+    assertEquals(3, error.status());
+  }
+
+  @Test
+  void badOptionsAreRefused() {
+    assertCode(SnowflakeException.class, "invalid_argument", "waitTimeoutMs",
+        () -> new Options().withWaitTimeoutMs(-1));
+    assertCode(SnowflakeException.class, "invalid_argument", "maxHeartbeatAgeMs",
+        () -> new Options().withMaxHeartbeatAgeMs(-1));
+    assertCode(SnowflakeException.class, "invalid_argument", "runtimeDir is empty",
+        () -> new Options().withRuntimeDir(Path.of("")));
+    assertCode(SnowflakeException.class, "invalid_argument", "without a comma",
+        () -> new Options().withRemotes(List.of("a:1,b:2")));
+    assertCode(SnowflakeException.class, "invalid_argument", "options is null",
+        () -> SnowflakeClient.open("orders", null));
+    // The library checks what only it can: a remote that is no host:port, a key alone.
+    assertCode(SnowflakeException.class, "invalid_argument", "",
+        () -> SnowflakeClient.open("orders", daemon.options().withRemotes(List.of("no port"))));
+    assertCode(SnowflakeException.class, "invalid_argument", "",
+        () -> SnowflakeClient.open("orders", daemon.options().withRemotes(List.of("127.0.0.1:1"))
+            .withRemotesCertAndKey(null, Path.of("/nonexistent.key"))));
+  }
+
+  @Test
+  void callsAfterCloseAreRefusedAndCloseIsIdempotent() {
+    SnowflakeClient sut = SnowflakeClient.open("orders", daemon.options());
+    sut.close();
+    sut.close();
+    assertCode(SnowflakeException.class, "invalid_argument", "closed", sut::next);
+    assertCode(SnowflakeException.class, "invalid_argument", "closed", () -> sut.nextBatch(3));
+    assertCode(SnowflakeException.class, "invalid_argument", "closed", sut::status);
+    assertCode(SnowflakeException.class, "invalid_argument", "closed", () -> sut.decodeId(1));
+  }
+
+  @Test
+  void closeWaitsForTakesOnOtherThreads() throws Exception {
+    // Four threads take until the client is closed under them: each stops with "closed",
+    // never a crash (a take after the free would be one).
+    SnowflakeClient sut = SnowflakeClient.open("orders", daemon.options());
+    ExecutorService pool = Executors.newFixedThreadPool(4);
+    CountDownLatch started = new CountDownLatch(4);
+    try {
+      List<Future<Long>> takers = new java.util.ArrayList<>();
+      for (int t = 0; t < 4; t++) {
+        takers.add(pool.submit(() -> {
+          long taken = 0;
+          started.countDown();
+          try {
+            while (true) {
+              sut.next();
+              taken++;
+            }
+          } catch (SnowflakeException e) {
+            assertEquals("invalid_argument", e.code(), e.toString());
+            return taken;
+          }
+        }));
+      }
+      started.await();
+      Thread.sleep(50);
+      sut.close();
+      for (Future<Long> taker : takers) assertTrue(taker.get(10, TimeUnit.SECONDS) > 0);
+    } finally {
+      pool.shutdownNow();
+    }
+  }
+
+  @Test
+  void decodeSplitsAnIdAndRefusesANegativeValue() {
+    long id = ((1000L) << 22) | (5L << 12) | 7L;
+    DecodedId fields = SnowflakeClient.decode(id);
+    assertEquals(new DecodedId(Instant.ofEpochMilli(SnowflakeClient.DEFAULT_EPOCH_UNIX_MS + 1000),
+        5, 7), fields);
+    assertCode(SnowflakeException.class, "invalid_argument", "", () -> SnowflakeClient.decode(-1));
+    try (SnowflakeClient sut = SnowflakeClient.open("orders", daemon.options())) {
+      assertEquals(fields, sut.decodeId(id));
+      assertCode(SnowflakeException.class, "invalid_argument", "", () -> sut.decodeId(Long.MIN_VALUE));
+    }
+  }
+
+  @Test
+  void boundsCoverARangeAndRefuseOneOutsideTheEpoch() {
+    Instant epoch = Instant.ofEpochMilli(SnowflakeClient.DEFAULT_EPOCH_UNIX_MS);
+    IdBounds bounds = SnowflakeClient.bounds(epoch.plusMillis(1000), epoch.plusMillis(2000));
+    assertEquals(1000L << 22, bounds.firstId());
+    assertEquals((2000L << 22) | ((1L << 22) - 1), bounds.lastId());
+    assertEquals(epoch.plusMillis(1000), bounds.first());
+    // A range that begins before the epoch is cut to it.
+    IdBounds cut = SnowflakeClient.bounds(epoch.minusSeconds(60), epoch.plusMillis(1));
+    assertEquals(0, cut.firstId());
+    assertEquals(epoch, cut.first());
+    try (SnowflakeClient sut = SnowflakeClient.open("orders", daemon.options())) {
+      long id = sut.next();
+      IdBounds now = SnowflakeClient.bounds(SnowflakeClient.decode(id).time(),
+          SnowflakeClient.decode(id).time());
+      assertTrue(now.firstId() <= id && id <= now.lastId());
+    }
+    assertCode(SnowflakeException.class, "time_out_of_range", "",
+        () -> SnowflakeClient.bounds(epoch.minusSeconds(60), epoch.minusSeconds(1)));
+    assertCode(SnowflakeException.class, "time_out_of_range", "",
+        () -> SnowflakeClient.bounds(epoch.plusSeconds(80L * 366 * 86400),
+            epoch.plusSeconds(81L * 366 * 86400)));
+    assertCode(SnowflakeException.class, "invalid_argument", "",
+        () -> SnowflakeClient.bounds(epoch.plusMillis(2), epoch.plusMillis(1)));
+    assertCode(SnowflakeException.class, "invalid_argument", "null",
+        () -> SnowflakeClient.bounds(null, epoch));
+    assertCode(SnowflakeException.class, "time_out_of_range", "",
+        () -> SnowflakeClient.bounds(Instant.MIN, Instant.MIN.plusSeconds(1)));
+  }
+
+  @Test
+  void parseTimeReadsMillisecondsAndRfc3339() {
+    assertEquals(Instant.parse("2026-01-01T00:00:00Z"), SnowflakeClient.parseTime("2026-01-01T00:00:00Z"));
+    assertEquals(Instant.ofEpochMilli(5), SnowflakeClient.parseTime("5"));
+    assertCode(SnowflakeException.class, "invalid_argument", "", () -> SnowflakeClient.parseTime("yesterday"));
+  }
+
+  @Test
+  void everyErrorCodeMapsToItsClass() {
+    String[] codes = Native.errorCodes();
+    assertEquals(16, codes.length);
+    for (int i = 0; i < codes.length; i++) {
+      SnowflakeException error = SnowflakeException.fromNative(i + 1, codes[i], "m");
+      Class<?> expected = switch (codes[i]) {
+        case "daemon_not_running", "daemon_stopped", "daemon_dead", "daemon_not_heartbeating",
+            "daemon_out_of_service", "timed_out" -> UnavailableException.class;
+        case "daemon_paused", "daemon_starting" -> PausedException.class;
+        default -> SnowflakeException.class;
+      };
+      assertEquals(expected, error.getClass(), codes[i]);
+    }
+    assertArrayEquals(new String[] {"invalid_service_name", "invalid_argument"},
+        new String[] {codes[0], codes[1]});
+  }
+
+  @Test
+  void aStoppedDaemonIsUnavailableAndAResumedOneServes() throws Exception {
+    // SIGSTOP: the heartbeat ages past the limit, and a take on the empty ring says so.
+    try (TestDaemon own = TestDaemon.serving();
+         SnowflakeClient sut = SnowflakeClient.open("orders", own.options()
+             .withMaxHeartbeatAgeMs(200).withWaitTimeoutMs(2000))) {
+      sut.next();
+      own.signal("STOP");
+      UnavailableException error;
+      try {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        while (true) {
+          try {
+            sut.nextBatch(100_000);
+          } catch (UnavailableException e) {
+            error = e;
+            break;
+          }
+          assertTrue(System.nanoTime() < deadline, "takes kept succeeding from a stopped daemon");
+        }
+      } finally {
+        own.signal("CONT");
+      }
+      assertEquals("daemon_not_heartbeating", error.code(), error.toString());
+      own.waitServing();
+      sut.next();
+      // A clean stop: daemon_stopped once the ring is drained.
+      own.stop();
+      UnavailableException stopped = assertThrows(UnavailableException.class, sut::next);
+      assertEquals("daemon_stopped", stopped.code(), stopped.toString());
+    }
+  }
+}

@@ -1,0 +1,162 @@
+package example.snowflaked;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.google.gson.JsonArray;
+import com.google.gson.JsonElement;
+import com.google.gson.JsonObject;
+import com.google.gson.JsonParser;
+import java.io.IOException;
+import java.io.RandomAccessFile;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.DynamicTest;
+import org.junit.jupiter.api.TestFactory;
+
+/**
+ * The takers' conformance table (tests/conformance/cases.json) for the Java package: every
+ * row, from the fixtures conformance_fixture writes ($SNOWFLAKE_CONFORMANCE_FIXTURE; ctest
+ * sets it). The C++ client, Python and Go run the same rows.
+ */
+class ConformanceTest {
+  /** What one row gave: the stage, the code, the message, the IDs, the published IDs. */
+  record Outcome(String stage, String code, String message, List<Long> ids, List<Long> published) {}
+
+  static JsonObject table() throws IOException {
+    return JsonParser.parseString(
+        Files.readString(Path.of(TestDaemon.env("SNOWFLAKE_CONFORMANCE_CASES")))).getAsJsonObject();
+  }
+
+  static List<Long> fixture(String name, Path directory, boolean afterOpen) throws Exception {
+    List<String> args = new ArrayList<>(List.of(TestDaemon.env("SNOWFLAKE_CONFORMANCE_FIXTURE"),
+        "--cases", TestDaemon.env("SNOWFLAKE_CONFORMANCE_CASES"), "--case", name, "--dir",
+        directory.toString(), "--live-pid", Long.toString(ProcessHandle.current().pid())));
+    if (afterOpen) args.add("--after-open");
+    Process process = new ProcessBuilder(args).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+    String out = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    assertTrue(process.waitFor(30, TimeUnit.SECONDS));
+    assertEquals(0, process.exitValue(), "conformance_fixture failed for " + name);
+    List<Long> ids = new ArrayList<>();
+    for (JsonElement id : JsonParser.parseString(out).getAsJsonObject().getAsJsonArray("ids")) {
+      ids.add(Long.parseUnsignedLong(id.getAsString()));
+    }
+    return ids;
+  }
+
+  static Outcome run(JsonObject row, Path directory) throws Exception {
+    String name = row.get("name").getAsString();
+    List<Long> published = fixture(name, directory, false);
+    JsonObject take = row.getAsJsonObject("take");
+    int timeoutMs = take.has("timeout_ms") ? take.get("timeout_ms").getAsInt() : 100;
+    SnowflakeClient client;
+    try {
+      client = SnowflakeClient.open("conformance",
+          new Options().withRuntimeDir(directory).withWaitTimeoutMs(timeoutMs));
+    } catch (SnowflakeException e) {
+      return new Outcome("open", e.code(), e.getMessage(), List.of(), published);
+    }
+    try (client) {
+      if (row.has("after_open")) {
+        List<Long> after = fixture(name, directory, true);
+        if (!after.isEmpty()) published = after;
+      }
+      List<Long> ids = new ArrayList<>();
+      try {
+        if (take.get("call").getAsString().equals("next")) {
+          ids.add(client.next());
+        } else {
+          for (long id : client.nextBatch(take.get("count").getAsInt())) ids.add(id);
+        }
+      } catch (SnowflakeException e) {
+        return new Outcome("take", e.code(), e.getMessage(), List.of(), published);
+      }
+      return new Outcome("take", "ok", "", ids, published);
+    }
+  }
+
+  static int consumerWord(Path directory, int offset) throws IOException {
+    try (RandomAccessFile file = new RandomAccessFile(
+             directory.resolve("snowflake.ring.consumer").toFile(), "r")) {
+      file.seek(offset);
+      return Integer.reverseBytes(file.readInt());
+    }
+  }
+
+  /** A row run in a child JVM (one whose expected outcome kills the process). */
+  public static void main(String[] args) throws Exception {
+    for (JsonElement element : table().getAsJsonArray("cases")) {
+      JsonObject row = element.getAsJsonObject();
+      if (row.get("name").getAsString().equals(args[0])) run(row, Path.of(args[1]));
+    }
+  }
+
+  private static final Map<String, Integer> SIGNALS = Map.of("SIGBUS", 7, "SIGSEGV", 11,
+      "SIGABRT", 6);
+
+  @TestFactory
+  Stream<DynamicTest> everyRow() throws IOException {
+    JsonArray cases = table().getAsJsonArray("cases");
+    List<DynamicTest> tests = new ArrayList<>();
+    for (JsonElement element : cases) {
+      JsonObject row = element.getAsJsonObject();
+      tests.add(DynamicTest.dynamicTest(row.get("name").getAsString(), () -> check(row)));
+    }
+    assertTrue(tests.size() > 10, "the table has only " + tests.size() + " rows");
+    return tests.stream();
+  }
+
+  private static void check(JsonObject row) throws Exception {
+    JsonObject expect = row.getAsJsonObject("expect");
+    if (row.has("expect_by_taker") && row.getAsJsonObject("expect_by_taker").has("java")) {
+      expect = row.getAsJsonObject("expect_by_taker").getAsJsonObject("java");
+    }
+    Path directory = Files.createTempDirectory(Path.of("/tmp"), "sf-java-conf-");
+    try {
+      if (expect.has("signal")) {
+        // The JVM's crash handler aborts (SIGABRT) after writing its error file; with core
+        // dumps off (ulimit -c 0), since -XX:-CreateCoredumpOnCrash would make it exit(1).
+        Process child = new ProcessBuilder("sh", "-c", "ulimit -c 0; exec \"$@\"", "sh",
+            TestDaemon.env("SNOWFLAKE_JAVA"),
+            "-Dsnowflake.jni.path=" + TestDaemon.env("SNOWFLAKE_JNI_PATH"),
+            "-XX:ErrorFile=" + directory.resolve("hs_err.log"),
+            "-cp", TestDaemon.env("SNOWFLAKE_JAVA_CLASSPATH"),
+            "example.snowflaked.ConformanceTest", row.get("name").getAsString(),
+            directory.toString()).redirectErrorStream(true).start();
+        String out = new String(child.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertTrue(child.waitFor(30, TimeUnit.SECONDS));
+        String signal = expect.get("signal").getAsString();
+        assertEquals(128 + SIGNALS.get(signal), child.exitValue(), out);
+        return;
+      }
+      Outcome outcome = run(row, directory);
+      assertEquals(expect.get("stage").getAsString() + "/" + expect.get("code").getAsString(),
+          outcome.stage() + "/" + outcome.code(), outcome.message());
+      if (expect.has("message_contains")) {
+        String phrase = expect.get("message_contains").getAsString();
+        assertTrue(outcome.message().contains(phrase), outcome.message() + " lacks " + phrase);
+      }
+      if (expect.has("count")) assertEquals(expect.get("count").getAsInt(), outcome.ids().size());
+      if (expect.has("ids") && expect.get("ids").getAsString().equals("published")) {
+        assertEquals(outcome.published().subList(0, outcome.ids().size()), outcome.ids());
+      }
+      if (expect.has("refill_hint")) {
+        assertEquals(expect.get("refill_hint").getAsInt(), consumerWord(directory, 68));
+      }
+      if (expect.has("refill_request_min")) {
+        assertTrue(consumerWord(directory, 64) >= expect.get("refill_request_min").getAsInt());
+      }
+    } finally {
+      try (Stream<Path> paths = Files.walk(directory)) {
+        paths.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+      }
+    }
+  }
+}
