@@ -72,6 +72,7 @@ def main():
     p.add_argument("--failover")
     p.add_argument("--py", help="bench/py_bench.py output")
     p.add_argument("--go", help="`go test -bench` output of bindings/go")
+    p.add_argument("--node", help="bench/node_bench.js output")
     p.add_argument("--json")
     p.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     a = p.parse_args()
@@ -196,6 +197,10 @@ def main():
             values = go.get(name, [])
             if name == "NextBatch1000":
                 values = [v / 1000 for v in values]
+            f[key] = Figure(values)
+    node = load(a.node) if a.node else None
+    if node:
+        for key, values in node.items():
             f[key] = Figure(values)
 
     def med(key):
@@ -353,6 +358,13 @@ def main():
             f"≤2: {verdict(med('go_batch_1000_ns_per_id') <= 2)}")
         row("  baseline: crypto/rand UUIDv4", "go_uuid4_ns", 1, "ns")
         row("  baseline: sync/atomic AddUint64", "go_atomic_add_ns", 2, "ns")
+    if node:
+        row("node client.next()", "node_next_ns", 1, "ns",
+            f"≤100: {verdict(med('node_next_ns') <= 100)}")
+        row("node client.nextBatch(1000)", "node_batch_1000_ns_per_id", 2, "ns/ID",
+            f"≤5: {verdict(med('node_batch_1000_ns_per_id') <= 5)}")
+        row("  baseline: crypto.randomUUID()", "node_uuid4_ns", 1, "ns")
+        row("  floor: a bare N-API call into the addon", "node_napi_floor_ns", 1, "ns")
 
     reps = len(f["take_1t_ns"].values)
     lines = []
@@ -406,6 +418,9 @@ def main():
                                  "py_time_ns_ns", "py_redis_incr_ns") if k in f]
         if go:
             keys += ["go_next_ns", "go_batch_1000_ns_per_id", "go_uuid4_ns", "go_atomic_add_ns"]
+        if node:
+            keys += ["node_next_ns", "node_batch_1000_ns_per_id", "node_uuid4_ns",
+                     "node_napi_floor_ns"]
         with open(a.json, "w") as out:
             json.dump({k: med(k) for k in keys}, out, indent=2)
             out.write("\n")

@@ -267,6 +267,7 @@ class Client : public Napi::ObjectWrap<Client> {
                            InstanceMethod<&Client::NextBatchAsync>("nextBatchAsync"),
                            InstanceMethod<&Client::StatusJson>("_statusJson"),
                            InstanceMethod<&Client::EpochUnixMs>("_epochUnixMs"),
+                           InstanceMethod<&Client::RingFill>("_ringFill"),
                            InstanceMethod<&Client::Close>("close"),
                            InstanceAccessor<&Client::Closed>("closed"),
                            InstanceAccessor<&Client::Service>("service"),
@@ -415,6 +416,15 @@ class Client : public Napi::ObjectWrap<Client> {
   Napi::Value EpochUnixMs(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     return Napi::Number::New(env, static_cast<double>(SyncClient(env).layout().epoch_unix_ms()));
+  }
+
+  // The IDs the ring holds now, read from the segment (no system call): the benchmark
+  // waits on it between bursts, as bench/py_bench.py does.
+  Napi::Value RingFill(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    auto status = SyncClient(env).GetStatus();
+    if (!status) throw MakeError(env, status.error());
+    return Napi::Number::New(env, static_cast<double>(status->ring_fill));
   }
 
   // Idempotent. Async calls in flight keep the clients until they finish.
