@@ -12,7 +12,7 @@
 // close() while a worker still takes frees nothing under it: the last holder frees.
 //
 // Each JavaScript thread (worker_threads) loads the addon into its own environment: the
-// error class and the Client constructor are per environment (instance data).
+// error class is per environment (instance data).
 
 #include <napi.h>
 
@@ -45,7 +45,6 @@ constexpr std::chrono::milliseconds kStatusTimeout{2000};
 // Per JavaScript environment (main thread or worker thread).
 struct AddonData {
   Napi::FunctionReference error_class;  // index.js's SnowflakeError, set by _init
-  Napi::FunctionReference client_class;
 };
 
 // A SnowflakeError(message, code), or a plain Error before index.js registered the class
@@ -537,9 +536,7 @@ Napi::Value Floor(const Napi::CallbackInfo& info) { return info.Env().Undefined(
 Napi::Object Module(Napi::Env env, Napi::Object exports) {
   auto* data = new AddonData();
   env.SetInstanceData(data);
-  Napi::Function client = Client::Define(env);
-  data->client_class = Napi::Persistent(client);
-  exports.Set("Client", client);
+  exports.Set("Client", Client::Define(env));
   exports.Set("DEFAULT_EPOCH_UNIX_MS",
               Napi::Number::New(env, static_cast<double>(SF_DEFAULT_EPOCH_UNIX_MS)));
   exports.Set("_init", Napi::Function::New<Init>(env, "_init"));
