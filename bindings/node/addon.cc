@@ -29,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "libclient/status/status_report.h"
 #include "protocol/control_client.h"
 #include "snowflake/client.h"
 #include "snowflake/client_error.h"
@@ -108,6 +109,14 @@ class Native {
       async_.emplace(std::move(*opened));
     }
     return &*async_;
+  }
+
+  // IDs the async client took (0 before it is opened). Any thread.
+  uint64_t AsyncTaken() {
+    std::lock_guard lock(async_mutex_);
+    if (!async_) return 0;
+    auto status = async_->GetStatus();
+    return status ? status->client_taken : 0;
   }
 
   std::filesystem::path runtime_dir() const {
@@ -195,43 +204,49 @@ class TakeWorker : public Napi::AsyncWorker {
   std::optional<snowflake::Error> failed_;
 };
 
-// status(): the daemon's answer over its control socket, as the reply's JSON text
-// (index.js names its keys as JavaScript does).
+// status(): the object `snowflakectl status --json` prints for the client's runtime
+// directory (the segment's view, read on the JavaScript thread, plus the daemon's answer
+// on its control socket, asked here on a worker), with client_taken: the IDs this Client
+// took. As JSON text; index.js names its keys as JavaScript does.
 class StatusWorker : public Napi::AsyncWorker {
  public:
-  StatusWorker(Napi::Env env, std::filesystem::path runtime_dir)
+  StatusWorker(Napi::Env env, std::shared_ptr<Native> native, snowflake::ClientStatus segment)
       : Napi::AsyncWorker(env, "snowflaked.status"),
         deferred_(Napi::Promise::Deferred::New(env)),
-        runtime_dir_(std::move(runtime_dir)) {}
+        native_(std::move(native)) {
+    report_.segment = std::move(segment);
+  }
 
   Napi::Promise promise() const { return deferred_.Promise(); }
 
  protected:
   void Execute() override {
-    auto answer = snowflake::protocol::QueryStatus(runtime_dir_, kStatusTimeout);
-    if (!answer) {
-      failed_ = std::move(answer.error());
-      return;
-    }
-    json_ = snowflake::protocol::Dump(snowflake::protocol::StatusToJson(*answer));
+    const std::filesystem::path dir = native_->runtime_dir();
+    report_.runtime_dir = dir.string();
+    snowflake::status::SetDaemonAnswer(report_,
+                                       snowflake::protocol::QueryStatus(dir, kStatusTimeout));
+    report_.now_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count();
+    nlohmann::json out = snowflake::status::StatusToJson(report_);
+    out["client_taken"] = report_.segment.client_taken + native_->AsyncTaken();
+    json_ = snowflake::protocol::Dump(out);
   }
 
   void OnOK() override {
-    Napi::Env env = Env();
-    if (failed_) {
-      deferred_.Reject(
-          MakeError(env, snowflake::vocab::ErrorName(failed_->code), failed_->message).Value());
-      return;
-    }
-    deferred_.Resolve(Napi::String::New(env, json_));
+    native_.reset();
+    deferred_.Resolve(Napi::String::New(Env(), json_));
   }
 
-  void OnError(const Napi::Error& error) override { deferred_.Reject(error.Value()); }
+  void OnError(const Napi::Error& error) override {
+    native_.reset();
+    deferred_.Reject(error.Value());
+  }
 
  private:
   Napi::Promise::Deferred deferred_;
-  const std::filesystem::path runtime_dir_;
-  std::optional<snowflake::protocol::ControlError> failed_;
+  std::shared_ptr<Native> native_;
+  snowflake::status::StatusReport report_;
   std::string json_;
 };
 
@@ -405,7 +420,9 @@ class Client : public Napi::ObjectWrap<Client> {
 
   Napi::Value StatusJson(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    auto* worker = new StatusWorker(env, Live(env).runtime_dir());
+    auto segment = SyncClient(env).GetStatus();
+    if (!segment) throw MakeError(env, segment.error());
+    auto* worker = new StatusWorker(env, native_, std::move(*segment));
     Napi::Promise promise = worker->promise();
     worker->Queue();
     return promise;

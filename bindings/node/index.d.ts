@@ -42,47 +42,51 @@ export interface Bounds {
   last: Date;
 }
 
-/** The daemon's answer over its control socket (docs/control-protocol.md, "Status keys"),
+/** The daemon's answer on its control socket (docs/control-protocol.md, "Status keys"),
  * its keys in camelCase. */
-export interface Status {
+export interface DaemonStatus {
   state: string;
   reasonCode: string;
   reason: string;
-  reasonDetail: number;
   pid: number;
   version: string;
-  instance: string;
-  runtimeDir: string;
-  stateDir: string;
-  registerBackend: string;
-  registerLocation: string;
-  holderId: string;
   machine: number;
   epochUnixMs: number;
   ringCapacity: number;
   ringFill: number;
-  fillTarget: number;
   publishedTotal: number;
-  drainedTotal: number;
-  incarnation: number;
-  segmentReopened: boolean;
   /** null before the daemon issued its first ID. */
   lastIssuedId: bigint | null;
-  generatorMarkUnixMs: number;
-  reservedThroughUnixMs: number;
-  clockPauses: number;
-  clockBehindMs: number;
-  startedUnixMs: number;
-  stateSinceUnixMs: number;
   /** IDs taken per service since the daemon started. */
   services: Record<string, number>;
-  segmentsRetired: number;
-  segmentRetiredReason: string;
-  renewal: null | {
-    store: string; location: string; sinceUnixMs: number; waitedMs: number;
-    unanswered: boolean; lastError: string | null; lastErrorStore: string | null;
-  };
   fronts: Array<{ name: string; listen: string[]; connections: number; requests: number; refused: number }>;
+  [key: string]: unknown;
+}
+
+/** The object `snowflakectl status --json` prints (docs/cli.md), keys in camelCase: the
+ * segment's view, the daemon's answer under `daemon` (null with `daemonError` saying why
+ * when its control socket did not answer), and `clientTaken`. */
+export interface Status {
+  ok: boolean;
+  state: string;
+  health: string;
+  reasonCode: string;
+  reason: string;
+  machine: number;
+  epochUnixMs: number;
+  pid: number;
+  ringFill: number;
+  ringCapacity: number;
+  publishedTotal: number;
+  takenTotal: number;
+  heartbeatAgeNs: number;
+  runtimeDir: string;
+  lastIssuedId: bigint | null;
+  daemonReachable: boolean;
+  daemonError: string | null;
+  daemon: DaemonStatus | null;
+  /** IDs this client took. */
+  clientTaken: number;
   [key: string]: unknown;
 }
 
@@ -101,7 +105,8 @@ export declare class Client {
   nextAsync(): Promise<bigint>;
   /** Exactly n strictly increasing IDs, waiting on a worker thread up to timeoutMs per refill. */
   nextBatchAsync(n: number): Promise<BigUint64Array>;
-  /** The daemon's status over its control socket. */
+  /** The status `snowflakectl status --json` prints, plus clientTaken; rejects only when
+   * the segment cannot be read (the client has none: remotes only). */
   status(): Promise<Status>;
   /** Like decode(), with the epoch of this client's daemon. */
   decode(id: bigint | string): Decoded;

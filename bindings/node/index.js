@@ -105,8 +105,8 @@ function camel(key) {
   return key.replace(/_([a-z0-9])/g, (_, c) => c.toUpperCase());
 }
 
-// The control protocol's status keys in camelCase (service names, the keys of
-// `services`, are data and kept); last_issued_id, a decimal string there, as a bigint.
+// The status object's keys in camelCase (service names, the keys of `services`, are data
+// and kept); last_issued_id, a decimal string there, as a bigint.
 function statusObject(value, inServices) {
   if (Array.isArray(value)) return value.map((v) => statusObject(v, false));
   if (value === null || typeof value !== 'object') return value;
@@ -123,7 +123,9 @@ function statusObject(value, inServices) {
   return out;
 }
 
-// The daemon's status, read over its control socket (no event-loop wait: a worker asks).
+// The object `snowflakectl status --json` prints for this client's runtime directory
+// (the segment's view and, under `daemon`, the daemon's answer on its control socket,
+// asked on a worker thread), plus clientTaken: the IDs this client took.
 native.Client.prototype.status = async function status() {
   return statusObject(JSON.parse(await this._statusJson()), false);
 };

@@ -76,24 +76,33 @@ describe('with a daemon', () => {
     }
   });
 
-  test('status is the daemon answer over its control socket, in camelCase', async () => {
+  test('status is what snowflakectl status --json prints, in camelCase', async () => {
     const client = snowflake.open('orders', opts);
     try {
       const id = client.next();
+      client.nextBatch(10);
+      await client.nextBatchAsync(5);
       const status = await client.status();
+      assert.equal(status.ok, true);
       assert.equal(status.state, 'serving');
-      assert.equal(status.reasonCode, 'none');
+      assert.equal(status.health, 'serving');
       assert.equal(status.runtimeDir, daemon.runtimeDir);
       assert.equal(status.pid, daemon.process.pid);
       assert.equal(status.machine, snowflake.decode(id).machine);
       assert.equal(status.epochUnixMs, snowflake.DEFAULT_EPOCH.getTime());
-      assert.equal(typeof status.lastIssuedId, 'bigint');
-      assert.ok(status.lastIssuedId > 0n);
       assert.ok(status.ringCapacity > 0);
-      assert.ok(status.publishedTotal > 0);
-      assert.ok(Array.isArray(status.fronts));
-      assert.equal(typeof status.services, 'object');
-      for (const key of Object.keys(status)) assert.doesNotMatch(key, /_/, `key ${key} is not camelCase`);
+      assert.ok(status.clientTaken >= 7, `clientTaken ${status.clientTaken}`);
+      assert.equal(status.daemonReachable, true);
+      assert.equal(status.daemonError, null);
+      // The daemon's answer on its control socket.
+      assert.equal(status.daemon.state, 'serving');
+      assert.equal(status.daemon.pid, daemon.process.pid);
+      assert.equal(typeof status.daemon.lastIssuedId, 'bigint');
+      assert.ok(status.daemon.publishedTotal > 0);
+      assert.ok(Array.isArray(status.daemon.fronts));
+      for (const object of [status, status.daemon]) {
+        for (const key of Object.keys(object)) assert.doesNotMatch(key, /_/, `key ${key} is not camelCase`);
+      }
     } finally {
       client.close();
     }
@@ -260,15 +269,31 @@ describe('bad arguments', () => {
     }
   });
 
-  test('status of a runtime dir without a daemon socket', async () => {
+  test('status of a stopped daemon: the segment view, and why the socket did not answer', async () => {
     const daemon = await startDaemon();
     const client = snowflake.open('orders', { runtimeDir: daemon.runtimeDir });
     try {
       await daemon.stop();
-      await assertRejectsCode(client.status(), 'daemon_not_running');
+      const status = await client.status();
+      assert.equal(status.ok, false);
+      assert.equal(status.state, 'stopped');
+      assert.equal(status.daemonReachable, false);
+      assert.equal(status.daemon, null);
+      assert.match(status.daemonError, /control socket/);
     } finally {
       client.close();
       await daemon.remove();
+    }
+  });
+
+  test('status of a client without a local daemon fails with daemon_not_running', async () => {
+    const d = new Daemon();
+    try {
+      const client = snowflake.open('orders', { runtimeDir: d.runtimeDir, remotes: ['127.0.0.1:1'] });
+      await assertRejectsCode(client.status(), 'daemon_not_running');
+      client.close();
+    } finally {
+      require('node:fs').rmSync(d.root, { recursive: true, force: true });
     }
   });
 
