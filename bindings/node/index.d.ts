@@ -106,11 +106,12 @@ export declare class Client {
   /** Exactly n strictly increasing IDs, waiting on a worker thread up to timeoutMs per refill. */
   nextBatchAsync(n: number): Promise<BigUint64Array>;
   /** The status `snowflakectl status --json` prints, plus clientTaken; rejects only when
-   * the segment cannot be read (the client has none: remotes only). */
+   * the segment cannot be read (no local daemon, remotes only) or the client is closed. */
   status(): Promise<Status>;
   /** Like decode(), with the epoch of this client's daemon. */
   decode(id: bigint | string): Decoded;
-  /** Idempotent; async calls in flight finish first. Any later call fails with 'invalid_argument'. */
+  /** Idempotent and immediate; async calls already in flight still finish (they hold the
+   * native client until then). Any later call fails with 'invalid_argument'. */
   close(): void;
   readonly closed: boolean;
   readonly service: string;
