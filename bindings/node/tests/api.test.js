@@ -33,6 +33,9 @@ describe('with a daemon', () => {
       assert.match(b, /^[1-9][0-9]{0,18}$/);
       assertIncreasing([a, BigInt(b), c]);
       assert.ok(c < 2n ** 63n);
+      // The sync calls are the client's own functions: they work detached from it.
+      const { next } = client;
+      assert.ok(next() > c);
       assert.equal(client.service, 'orders');
       assert.equal(client.closed, false);
     } finally {
