@@ -73,6 +73,7 @@ def main():
     p.add_argument("--py", help="bench/py_bench.py output")
     p.add_argument("--go", help="`go test -bench` output of bindings/go")
     p.add_argument("--java", help="bench/JavaBench.java output")
+    p.add_argument("--node", help="bench/node_bench.js output")
     p.add_argument("--json")
     p.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     a = p.parse_args()
@@ -197,6 +198,10 @@ def main():
             values = go.get(name, [])
             if name == "NextBatch1000":
                 values = [v / 1000 for v in values]
+            f[key] = Figure(values)
+    node = load(a.node) if a.node else None
+    if node:
+        for key, values in node.items():
             f[key] = Figure(values)
 
     java = load(a.java) if a.java else None
@@ -359,6 +364,13 @@ def main():
             f"≤2: {verdict(med('go_batch_1000_ns_per_id') <= 2)}")
         row("  baseline: crypto/rand UUIDv4", "go_uuid4_ns", 1, "ns")
         row("  baseline: sync/atomic AddUint64", "go_atomic_add_ns", 2, "ns")
+    if node:
+        row("node client.next()", "node_next_ns", 1, "ns",
+            f"≤100: {verdict(med('node_next_ns') <= 100)}")
+        row("node client.nextBatch(1000)", "node_batch_1000_ns_per_id", 2, "ns/ID",
+            f"≤5: {verdict(med('node_batch_1000_ns_per_id') <= 5)}")
+        row("  baseline: crypto.randomUUID()", "node_uuid4_ns", 1, "ns")
+        row("  floor: a bare N-API call into the addon", "node_napi_floor_ns", 1, "ns")
 
     if java:
         row("java SnowflakeClient.next()", "java_next_ns", 1, "ns",
@@ -424,6 +436,9 @@ def main():
         if java:
             keys += ["java_next_ns", "java_batch_1000_ns_per_id", "java_next_unlocked_ns",
                      "java_jni_floor_ns", "java_uuid4_ns", "java_atomiclong_ns"]
+        if node:
+            keys += ["node_next_ns", "node_batch_1000_ns_per_id", "node_uuid4_ns",
+                     "node_napi_floor_ns"]
         with open(a.json, "w") as out:
             json.dump({k: med(k) for k in keys}, out, indent=2)
             out.write("\n")

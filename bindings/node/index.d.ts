@@ -1,0 +1,134 @@
+// TypeScript declarations of the `snowflaked` package (index.js).
+
+/** The client's options. Every one may be left out. */
+export interface ClientOptions {
+  /** The daemon's runtime directory; default $SNOWFLAKE_RUNTIME_DIR, else /run/snowflaked. */
+  runtimeDir?: string;
+  /** Other daemons' HTTP fronts ("host:port", "http://…", "https://…"), an array or one
+   * comma-separated string, used by nextAsync()/nextBatchAsync() while the local daemon
+   * is not serving. Default $SNOWFLAKE_REMOTES; [] or "": none. The sync calls never
+   * ask remotes. */
+  remotes?: string | string[];
+  /** The CA file (PEM) https:// remotes must verify against; default $SNOWFLAKE_REMOTES_CA. */
+  remotesCa?: string;
+  /** This client's certificate and key (PEM) for fronts with mutual TLS. */
+  remotesCert?: string;
+  remotesKey?: string;
+  /** Heartbeat age limit in ms; 0 (default): the daemon's own liveness setting. */
+  maxHeartbeatAgeMs?: number;
+  /** How long a sync call waits on an empty ring, in ms; default 1. */
+  syncWaitMs?: number;
+  /** How long an async call waits on an empty ring, in ms; default 100. */
+  timeoutMs?: number;
+}
+
+/** An ID's fields. */
+export interface Decoded {
+  /** The creation millisecond. */
+  time: Date;
+  /** 0..1023 */
+  machine: number;
+  /** 0..4095 */
+  sequence: number;
+}
+
+/** The IDs of a time range, for `WHERE id BETWEEN firstId AND lastId`. */
+export interface Bounds {
+  firstId: bigint;
+  lastId: bigint;
+  /** The range's start, raised to the epoch if it began earlier. */
+  first: Date;
+  /** Its end, lowered to the epoch's last millisecond if later. */
+  last: Date;
+}
+
+/** The daemon's answer on its control socket (docs/control-protocol.md, "Status keys"),
+ * its keys in camelCase. */
+export interface DaemonStatus {
+  state: string;
+  reasonCode: string;
+  reason: string;
+  pid: number;
+  version: string;
+  machine: number;
+  epochUnixMs: number;
+  ringCapacity: number;
+  ringFill: number;
+  publishedTotal: number;
+  /** null before the daemon issued its first ID. */
+  lastIssuedId: bigint | null;
+  /** IDs taken per service since the daemon started. */
+  services: Record<string, number>;
+  fronts: Array<{ name: string; listen: string[]; connections: number; requests: number; refused: number }>;
+  [key: string]: unknown;
+}
+
+/** The object `snowflakectl status --json` prints (docs/cli.md), keys in camelCase: the
+ * segment's view, the daemon's answer under `daemon` (null with `daemonError` saying why
+ * when its control socket did not answer), and `clientTaken`. */
+export interface Status {
+  ok: boolean;
+  state: string;
+  health: string;
+  reasonCode: string;
+  reason: string;
+  machine: number;
+  epochUnixMs: number;
+  pid: number;
+  ringFill: number;
+  ringCapacity: number;
+  publishedTotal: number;
+  takenTotal: number;
+  heartbeatAgeNs: number;
+  runtimeDir: string;
+  lastIssuedId: bigint | null;
+  daemonReachable: boolean;
+  daemonError: string | null;
+  daemon: DaemonStatus | null;
+  /** IDs this client took. */
+  clientTaken: number;
+  [key: string]: unknown;
+}
+
+/** A client of one service. Sync calls wait on an empty ring at most syncWaitMs; a paused,
+ * stopped or dead daemon fails them at once (SnowflakeError with the daemon's code). */
+export declare class Client {
+  private constructor();
+  /** One ID. */
+  next(): bigint;
+  /** One ID as its decimal text. */
+  nextString(): string;
+  /** 1 to n strictly increasing IDs: what the ring holds now (fewer than n is no error;
+   * call again). n: 1 to 2^24. */
+  nextBatch(n: number): BigUint64Array;
+  /** One ID, waiting on a worker thread up to timeoutMs, failing over to the remotes. */
+  nextAsync(): Promise<bigint>;
+  /** Exactly n strictly increasing IDs, waiting on a worker thread up to timeoutMs per refill. */
+  nextBatchAsync(n: number): Promise<BigUint64Array>;
+  /** The status `snowflakectl status --json` prints, plus clientTaken; rejects only when
+   * the segment cannot be read (no local daemon, remotes only) or the client is closed. */
+  status(): Promise<Status>;
+  /** Like decode(), with the epoch of this client's daemon. */
+  decode(id: bigint | string): Decoded;
+  /** Idempotent and immediate; async calls already in flight still finish (they hold the
+   * native client until then). Any later call fails with 'invalid_argument'. */
+  close(): void;
+  readonly closed: boolean;
+  readonly service: string;
+}
+
+/** Every error of the library. code: 'daemon_paused', 'timed_out', … (ERROR_CODES). */
+export declare class SnowflakeError extends Error {
+  constructor(message: string, code: string);
+  readonly code: string;
+}
+
+/** Opens the local daemon's ring for `service` (1-63 characters of [a-z0-9._-]). */
+export declare function open(service: string, options?: ClientOptions): Client;
+/** An ID's fields; epoch: the daemons' [id] epoch (default 2026-01-01T00:00:00Z). */
+export declare function decode(id: bigint | string, epoch?: Date | number | string): Decoded;
+/** The IDs any machine makes from `from` to `to`, both included. */
+export declare function bounds(from: Date | number | string, to: Date | number | string,
+                               epoch?: Date | number | string): Bounds;
+export declare const DEFAULT_EPOCH: Date;
+export declare const ERROR_CODES: readonly string[];

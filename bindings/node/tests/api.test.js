@@ -1,0 +1,349 @@
+'use strict';
+// Every call of the package and every error it gives, against a real snowflaked.
+
+const assert = require('node:assert/strict');
+const { after, before, describe, test } = require('node:test');
+
+const {
+  snowflake, startDaemon, Daemon, assertCode, assertRejectsCode, assertIncreasing,
+} = require('./support');
+
+// Sync calls get a wide bound here: these tests check results, not the event loop (see
+// lag.test.js), and a refill on a busy CI machine can take more than the default 1 ms.
+const WIDE = { syncWaitMs: 200, timeoutMs: 1000 };
+
+describe('with a daemon', () => {
+  let daemon;
+  let opts;
+  before(async () => {
+    daemon = await startDaemon();
+    opts = { runtimeDir: daemon.runtimeDir, ...WIDE };
+  });
+  after(async () => {
+    if (daemon) await daemon.remove();
+  });
+
+  test('next gives increasing bigints, nextString their decimal text', () => {
+    const client = snowflake.open('orders', opts);
+    try {
+      const a = client.next();
+      const b = client.nextString();
+      const c = client.next();
+      assert.equal(typeof a, 'bigint');
+      assert.match(b, /^[1-9][0-9]{0,18}$/);
+      assertIncreasing([a, BigInt(b), c]);
+      assert.ok(c < 2n ** 63n);
+      // The sync calls are the client's own functions: they work detached from it.
+      const { next } = client;
+      assert.ok(next() > c);
+      assert.equal(client.service, 'orders');
+      assert.equal(client.closed, false);
+    } finally {
+      client.close();
+    }
+  });
+
+  test('nextBatch gives 1 to n increasing IDs in a BigUint64Array', () => {
+    const client = snowflake.open('orders', opts);
+    try {
+      let seen = [];
+      for (let i = 0; i < 20; i++) {
+        const ids = client.nextBatch(1000);
+        assert.ok(ids instanceof BigUint64Array);
+        assert.ok(ids.length >= 1 && ids.length <= 1000, `length ${ids.length}`);
+        seen = seen.concat(Array.from(ids));
+      }
+      assertIncreasing(seen);
+      assert.equal(client.nextBatch(1).length, 1);
+    } finally {
+      client.close();
+    }
+  });
+
+  test('nextAsync and nextBatchAsync (exactly n) wait on a worker', async () => {
+    const client = snowflake.open('orders', opts);
+    try {
+      const one = await client.nextAsync();
+      assert.equal(typeof one, 'bigint');
+      const many = await client.nextBatchAsync(20000);
+      assert.ok(many instanceof BigUint64Array);
+      assert.equal(many.length, 20000);
+      assertIncreasing([one, ...many]);
+      const parallel = await Promise.all([client.nextBatchAsync(5000), client.nextBatchAsync(5000),
+        client.nextAsync(), client.nextAsync()]);
+      const all = new Set();
+      for (const part of parallel) for (const id of (typeof part === 'bigint' ? [part] : part)) all.add(id);
+      assert.equal(all.size, 10002);
+    } finally {
+      client.close();
+    }
+  });
+
+  test('status is what snowflakectl status --json prints, in camelCase', async () => {
+    const client = snowflake.open('orders', opts);
+    try {
+      const id = client.next();
+      client.nextBatch(10);
+      await client.nextBatchAsync(5);
+      const status = await client.status();
+      assert.equal(status.ok, true);
+      assert.equal(status.state, 'serving');
+      assert.equal(status.health, 'serving');
+      assert.equal(status.runtimeDir, daemon.runtimeDir);
+      assert.equal(status.pid, daemon.process.pid);
+      assert.equal(status.machine, snowflake.decode(id).machine);
+      assert.equal(status.epochUnixMs, snowflake.DEFAULT_EPOCH.getTime());
+      assert.ok(status.ringCapacity > 0);
+      assert.ok(status.clientTaken >= 7, `clientTaken ${status.clientTaken}`);
+      assert.equal(status.daemonReachable, true);
+      assert.equal(status.daemonError, null);
+      // The daemon's answer on its control socket.
+      assert.equal(status.daemon.state, 'serving');
+      assert.equal(status.daemon.pid, daemon.process.pid);
+      assert.equal(typeof status.daemon.lastIssuedId, 'bigint');
+      assert.ok(status.daemon.publishedTotal > 0);
+      assert.ok(Array.isArray(status.daemon.fronts));
+      for (const object of [status, status.daemon]) {
+        for (const key of Object.keys(object)) assert.doesNotMatch(key, /_/, `key ${key} is not camelCase`);
+      }
+    } finally {
+      client.close();
+    }
+  });
+
+  test('decode splits an ID; the client decodes with its daemon epoch', () => {
+    const client = snowflake.open('orders', opts);
+    try {
+      const before = Date.now();
+      const id = client.next();
+      for (const fields of [snowflake.decode(id), snowflake.decode(id.toString()), client.decode(id)]) {
+        assert.ok(fields.time instanceof Date);
+        assert.ok(Math.abs(fields.time.getTime() - before) < 5000, `${fields.time} vs ${new Date(before)}`);
+        assert.ok(fields.machine >= 0 && fields.machine <= 1023);
+        assert.ok(fields.sequence >= 0 && fields.sequence <= 4095);
+      }
+      assert.deepEqual(snowflake.decode(0n), { time: snowflake.DEFAULT_EPOCH, machine: 0, sequence: 0 });
+      assert.deepEqual(snowflake.decode((1n << 22n) | (5n << 12n) | 7n, 0),
+        { time: new Date(1), machine: 5, sequence: 7 });
+      assert.deepEqual(snowflake.decode(0n, '1970-01-01T00:00:00Z').time, new Date(0));
+      assert.equal(snowflake.decode(4096).sequence, 0);
+    } finally {
+      client.close();
+    }
+  });
+
+  test('bounds gives the IDs of a time range', () => {
+    const client = snowflake.open('orders', opts);
+    try {
+      const now = new Date();
+      const id = client.next();
+      const b = snowflake.bounds(new Date(now.getTime() - 60000), new Date(now.getTime() + 60000));
+      assert.equal(typeof b.firstId, 'bigint');
+      assert.ok(b.firstId <= id && id <= b.lastId, `${b.firstId} <= ${id} <= ${b.lastId}`);
+      const day = snowflake.bounds('2026-02-01T00:00:00Z', Date.parse('2026-02-01T23:59:59.999Z'));
+      assert.deepEqual(day.first, new Date('2026-02-01T00:00:00Z'));
+      assert.equal(snowflake.decode(day.firstId).time.getTime(), day.first.getTime());
+      assert.equal(snowflake.decode(day.lastId).sequence, 4095);
+      // Cut to the epoch.
+      const cut = snowflake.bounds(new Date('2020-01-01'), new Date('2026-01-01T00:00:01Z'));
+      assert.deepEqual(cut.first, snowflake.DEFAULT_EPOCH);
+      assert.equal(cut.firstId, 0n);
+    } finally {
+      client.close();
+    }
+  });
+
+  test('close is idempotent; every call after it fails with invalid_argument', async () => {
+    const client = snowflake.open('orders', opts);
+    client.next();
+    client.close();
+    client.close();
+    assert.equal(client.closed, true);
+    assertCode(() => client.next(), 'invalid_argument', 'closed');
+    assertCode(() => client.nextString(), 'invalid_argument', 'closed');
+    assertCode(() => client.nextBatch(3), 'invalid_argument', 'closed');
+    assertCode(() => client.decode(1n), 'invalid_argument', 'closed');
+    assert.throws(() => client.nextAsync(), snowflake.SnowflakeError);
+    assert.throws(() => client.nextBatchAsync(3), snowflake.SnowflakeError);
+    await assert.rejects(client.status(), { code: 'invalid_argument' });
+  });
+
+  test('close while async takes are in flight: they finish, nothing is freed under them', async () => {
+    const client = snowflake.open('orders', opts);
+    const inFlight = [];
+    for (let i = 0; i < 16; i++) inFlight.push(client.nextBatchAsync(50000), client.nextAsync());
+    client.close();
+    const results = await Promise.allSettled(inFlight);
+    const ids = new Set();
+    let taken = 0;
+    for (const r of results) {
+      if (r.status === 'rejected') {
+        assert.ok(r.reason instanceof snowflake.SnowflakeError, String(r.reason));
+        continue;
+      }
+      for (const id of (typeof r.value === 'bigint' ? [r.value] : r.value)) ids.add(id);
+      taken += typeof r.value === 'bigint' ? 1 : r.value.length;
+    }
+    assert.equal(ids.size, taken, 'no duplicate among the in-flight takes');
+    console.log(`# close with ${inFlight.length} takes in flight: ${taken} IDs, ${results.filter((r) => r.status === 'rejected').length} rejected`);
+    if (global.gc) global.gc();
+  });
+
+  test('each service counts its own IDs; clients of a service share the ring', () => {
+    const a = snowflake.open('orders', opts);
+    const b = snowflake.open('invoices', opts);
+    try {
+      const ids = [];
+      for (let i = 0; i < 1000; i++) ids.push(a.next(), b.next());
+      assertIncreasing(ids);
+    } finally {
+      a.close();
+      b.close();
+    }
+  });
+
+  test('a sync call on an empty ring with syncWaitMs 0 fails with timed_out at once, or takes', () => {
+    const client = snowflake.open('orders', { runtimeDir: daemon.runtimeDir, syncWaitMs: 0 });
+    try {
+      let timedOut = 0;
+      for (let i = 0; i < 20000; i++) {
+        try {
+          client.next();
+        } catch (e) {
+          assert.equal(e.code, 'timed_out', e.message);
+          timedOut++;
+        }
+      }
+      console.log(`# syncWaitMs 0: ${timedOut} of 20000 takes found the ring empty`);
+    } finally {
+      client.close();
+    }
+  });
+});
+
+describe('bad arguments', () => {
+  test('open: the service name', () => {
+    assertCode(() => snowflake.open('Orders!'), 'invalid_service_name');
+    assertCode(() => snowflake.open(''), 'invalid_service_name');
+    assertCode(() => snowflake.open('x'.repeat(64)), 'invalid_service_name');
+    assertCode(() => snowflake.open(42), 'invalid_service_name', 'string');
+  });
+
+  test('open: the options', () => {
+    assert.throws(() => snowflake.open('orders', { syncWaitMS: 1 }), { name: 'TypeError', message: /unknown option 'syncWaitMS'/ });
+    assert.throws(() => snowflake.open('orders', 'fast'), TypeError);
+    assert.throws(() => snowflake.open('orders', []), TypeError);
+    assert.throws(() => snowflake.open('orders', { syncWaitMs: '1' }), TypeError);
+    assert.throws(() => snowflake.open('orders', { syncWaitMs: -1 }), RangeError);
+    assert.throws(() => snowflake.open('orders', { timeoutMs: 1.5 }), RangeError);
+    assert.throws(() => snowflake.open('orders', { timeoutMs: 2 ** 32 }), RangeError);
+    assert.throws(() => snowflake.open('orders', { maxHeartbeatAgeMs: NaN }), RangeError);
+    assert.throws(() => snowflake.open('orders', { runtimeDir: 5 }), TypeError);
+    assert.throws(() => snowflake.open('orders', { remotes: [1] }), TypeError);
+    assert.throws(() => snowflake.open('orders', { remotes: 5 }), TypeError);
+    assertCode(() => snowflake.open('orders', { runtimeDir: '' }), 'invalid_argument', 'runtimeDir is empty');
+    assertCode(() => snowflake.open('orders', { remotes: ['a:1,b:2'] }), 'invalid_argument', 'comma');
+  });
+
+  test('open: no daemon in the runtime dir', () => {
+    const d = new Daemon();
+    try {
+      assertCode(() => snowflake.open('orders', { runtimeDir: d.runtimeDir }), 'daemon_not_running');
+    } finally {
+      require('node:fs').rmSync(d.root, { recursive: true, force: true });
+    }
+  });
+
+  test('with remotes and no local daemon: open succeeds, sync calls say to use the async ones', async () => {
+    const d = new Daemon();
+    try {
+      const client = snowflake.open('orders', { runtimeDir: d.runtimeDir, remotes: ['127.0.0.1:1'], timeoutMs: 50 });
+      assertCode(() => client.next(), 'daemon_not_running', 'nextAsync()');
+      // The remote refuses connections: an error naming it, never a hang.
+      await assert.rejects(client.nextAsync(), (e) => {
+        assert.ok(e instanceof snowflake.SnowflakeError, String(e));
+        assert.match(e.message, /127\.0\.0\.1:1/);
+        return true;
+      });
+      client.close();
+      assertCode(() => snowflake.open('orders', { runtimeDir: d.runtimeDir, remotes: [] }), 'daemon_not_running');
+    } finally {
+      require('node:fs').rmSync(d.root, { recursive: true, force: true });
+    }
+  });
+
+  test('status of a stopped daemon: the segment view, and why the socket did not answer', async () => {
+    const daemon = await startDaemon();
+    const client = snowflake.open('orders', { runtimeDir: daemon.runtimeDir });
+    try {
+      await daemon.stop();
+      const status = await client.status();
+      assert.equal(status.ok, false);
+      assert.equal(status.state, 'stopped');
+      assert.equal(status.daemonReachable, false);
+      assert.equal(status.daemon, null);
+      assert.match(status.daemonError, /control socket/);
+    } finally {
+      client.close();
+      await daemon.remove();
+    }
+  });
+
+  test('status of a client without a local daemon fails with daemon_not_running', async () => {
+    const d = new Daemon();
+    try {
+      const client = snowflake.open('orders', { runtimeDir: d.runtimeDir, remotes: ['127.0.0.1:1'] });
+      await assertRejectsCode(client.status(), 'daemon_not_running');
+      client.close();
+    } finally {
+      require('node:fs').rmSync(d.root, { recursive: true, force: true });
+    }
+  });
+
+  test('batch sizes', async () => {
+    const daemon = await startDaemon();
+    const client = snowflake.open('orders', { runtimeDir: daemon.runtimeDir });
+    try {
+      for (const n of [0, -1, 1.5, NaN, Infinity, 2 ** 24 + 1]) {
+        assert.throws(() => client.nextBatch(n), RangeError, `nextBatch(${n})`);
+        assert.throws(() => client.nextBatchAsync(n), RangeError, `nextBatchAsync(${n})`);
+      }
+      assert.throws(() => client.nextBatch('3'), TypeError);
+      assert.throws(() => client.nextBatch(), TypeError);
+      assert.throws(() => client.nextBatchAsync(3n), TypeError);
+    } finally {
+      client.close();
+      await daemon.remove();
+    }
+  });
+
+  test('decode: IDs', () => {
+    assertCode(() => snowflake.decode(-1n), 'invalid_argument', 'no ID');
+    assertCode(() => snowflake.decode(2n ** 63n), 'invalid_argument', 'no ID');
+    assertCode(() => snowflake.decode('12a'), 'invalid_argument', 'decimal digits');
+    assertCode(() => snowflake.decode('99999999999999999999'), 'invalid_argument');
+    assert.throws(() => snowflake.decode(1.5), RangeError);
+    assert.throws(() => snowflake.decode(2 ** 60), RangeError);
+    assert.throws(() => snowflake.decode({}), TypeError);
+    assert.throws(() => snowflake.decode(), TypeError);
+    assertCode(() => snowflake.decode(1n, -1), 'invalid_argument', 'epoch');
+  });
+
+  test('bounds: times', () => {
+    assertCode(() => snowflake.bounds(new Date('2026-03-01'), new Date('2026-02-01')), 'invalid_argument');
+    assertCode(() => snowflake.bounds(new Date('2000-01-01'), new Date('2001-01-01')), 'time_out_of_range');
+    assertCode(() => snowflake.bounds(new Date('nonsense'), new Date()), 'invalid_argument', 'invalid Date');
+    assertCode(() => snowflake.bounds('yesterday', new Date()), 'invalid_argument');
+    assert.throws(() => snowflake.bounds({}, new Date()), TypeError);
+    assert.throws(() => snowflake.bounds(1.5, 2), RangeError);
+  });
+
+  test('SnowflakeError carries every code of the library', () => {
+    assert.ok(snowflake.ERROR_CODES.includes('daemon_paused'));
+    assert.equal(snowflake.ERROR_CODES.length, 16);
+    const e = new snowflake.SnowflakeError('m', 'daemon_paused');
+    assert.ok(e instanceof Error);
+    assert.equal(e.name, 'SnowflakeError');
+    assert.equal(e.code, 'daemon_paused');
+  });
+});

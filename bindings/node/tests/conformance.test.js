@@ -1,0 +1,94 @@
+'use strict';
+// The takers' conformance table (tests/conformance/cases.json) for the Node.js package:
+// every row, from the fixtures conformance_fixture writes ($SNOWFLAKE_CONFORMANCE_FIXTURE;
+// ctest sets it). The C++ client, Python and Go run the same rows. A row's take is the
+// sync call (next or nextBatch) with syncWaitMs = the row's timeout_ms (default 100).
+
+const assert = require('node:assert/strict');
+const childProcess = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { test } = require('node:test');
+
+const CASES = path.resolve(__dirname, '../../../tests/conformance/cases.json');
+const TABLE = JSON.parse(fs.readFileSync(CASES, 'utf8'));
+
+function fixture(name, directory, afterOpen) {
+  const tool = process.env.SNOWFLAKE_CONFORMANCE_FIXTURE;
+  assert.ok(tool, 'SNOWFLAKE_CONFORMANCE_FIXTURE must name the conformance_fixture binary');
+  const args = ['--cases', CASES, '--case', name, '--dir', directory, '--live-pid', String(process.pid)];
+  if (afterOpen) args.push('--after-open');
+  const out = childProcess.execFileSync(tool, args, { encoding: 'utf8' });
+  return JSON.parse(out).ids.map((i) => BigInt(i));
+}
+
+function consumerWord(directory, offset) {
+  const fd = fs.openSync(path.join(directory, 'snowflake.ring.consumer'), 'r');
+  try {
+    const buffer = Buffer.alloc(4);
+    fs.readSync(fd, buffer, 0, 4, offset);
+    return buffer.readUInt32LE(0);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+// Opens, applies after_open, takes: {stage, code, message, ids, published}.
+function run(row, directory) {
+  const snowflake = require(process.env.SNOWFLAKE_NODE_PACKAGE);
+  let published = fixture(row.name, directory, false);
+  const take = row.take;
+  let client;
+  try {
+    client = snowflake.open('conformance', { runtimeDir: directory, remotes: [], syncWaitMs: take.timeout_ms ?? 100 });
+  } catch (e) {
+    if (!(e instanceof snowflake.SnowflakeError)) throw e;
+    return { stage: 'open', code: e.code, message: e.message, ids: [], published };
+  }
+  try {
+    if (row.after_open) {
+      const again = fixture(row.name, directory, true);
+      if (again.length > 0) published = again;
+    }
+    let ids;
+    try {
+      ids = take.call === 'next' ? [client.next()] : Array.from(client.nextBatch(take.count));
+    } catch (e) {
+      if (!(e instanceof snowflake.SnowflakeError)) throw e;
+      return { stage: 'take', code: e.code, message: e.message, ids: [], published };
+    }
+    return { stage: 'take', code: 'ok', message: '', ids, published };
+  } finally {
+    client.close();
+  }
+}
+
+if (process.argv[2] === '--row') {
+  // A row whose process dies (a signal): run here, in a child of its own.
+  run(TABLE.cases.find((r) => r.name === process.argv[3]), process.argv[4]);
+} else {
+  for (const row of TABLE.cases) {
+    test(row.name, () => {
+      const expect = (row.expect_by_taker || {}).node || row.expect;
+      const directory = fs.mkdtempSync(path.join(os.tmpdir(), 'sf-conf-'));
+      try {
+        if (expect.signal) {
+          const child = childProcess.spawnSync(process.execPath, [__filename, '--row', row.name, directory],
+            { encoding: 'utf8' });
+          assert.equal(child.signal, expect.signal, `status ${child.status}, stderr ${child.stderr}`);
+          return;
+        }
+        const got = run(row, directory);
+        assert.deepEqual([got.stage, got.code], [expect.stage, expect.code], got.message);
+        assert.ok(got.message.includes(expect.message_contains || ''), `'${got.message}' lacks '${expect.message_contains}'`);
+        if ('count' in expect) assert.equal(got.ids.length, expect.count);
+        if (expect.ids === 'published') assert.deepEqual(got.ids, got.published.slice(0, got.ids.length));
+        if ('refill_hint' in expect) assert.equal(consumerWord(directory, 68), expect.refill_hint);
+        if ('refill_request_min' in expect) assert.ok(consumerWord(directory, 64) >= expect.refill_request_min);
+      } finally {
+        fs.rmSync(directory, { recursive: true, force: true });
+      }
+    });
+  }
+}
