@@ -659,17 +659,24 @@ tl::expected<void, RegisterError> EtcdRegister::FreshLease(bool* lease_used) noe
 tl::expected<std::pair<etcd::RangeResult, etcd::RangeResult>, RegisterError>
 EtcdRegister::ReadHoldersAndMarks(const ClaimRequest& request, bool first_look,
                                   std::vector<std::string>& notices) {
+  auto read = RangeHoldersAndMarks();
+  if (!read) return read;
+  NoteIdentity(read->first.cluster_id, read->first.revision);
+  if (first_look) {
+    auto checked = CheckNotRolledBack(request, read->first, notices);
+    if (!checked) return tl::unexpected(checked.error());
+  }
+  return read;
+}
+
+tl::expected<std::pair<etcd::RangeResult, etcd::RangeResult>, RegisterError>
+EtcdRegister::RangeHoldersAndMarks() {
   const std::string machines_prefix = etcd::MachinesPrefix(options_.prefix);
   const std::string marks_prefix = etcd::HighWaterPrefix(options_.prefix);
   auto held = client_.Range(machines_prefix, etcd::PrefixEnd(machines_prefix));
   if (!held) return tl::unexpected(Failure("cannot list the holders", held.error()));
   auto marks = client_.Range(marks_prefix, etcd::PrefixEnd(marks_prefix));
   if (!marks) return tl::unexpected(Failure("cannot list the marks", marks.error()));
-  NoteIdentity(held->cluster_id, held->revision);
-  if (first_look) {
-    auto checked = CheckNotRolledBack(request, *held, notices);
-    if (!checked) return tl::unexpected(checked.error());
-  }
   return std::pair{std::move(*held), std::move(*marks)};
 }
 
@@ -1045,10 +1052,10 @@ tl::expected<std::vector<EtcdRegisterEntry>, RegisterError> EtcdRegister::List()
   try {
     const std::string machines_prefix = etcd::MachinesPrefix(options_.prefix);
     const std::string marks_prefix = etcd::HighWaterPrefix(options_.prefix);
-    auto held = client_.Range(machines_prefix, etcd::PrefixEnd(machines_prefix));
-    if (!held) return tl::unexpected(Failure("cannot list the holders", held.error()));
-    auto marks = client_.Range(marks_prefix, etcd::PrefixEnd(marks_prefix));
-    if (!marks) return tl::unexpected(Failure("cannot list the marks", marks.error()));
+    auto read = RangeHoldersAndMarks();
+    if (!read) return tl::unexpected(read.error());
+    const etcd::RangeResult* held = &read->first;
+    const etcd::RangeResult* marks = &read->second;
     std::map<uint32_t, EtcdRegisterEntry> entries;
     for (const auto& kv : held->kvs) {
       const auto n = etcd::MachineOfKey(machines_prefix, kv.key);

@@ -167,8 +167,12 @@ class EtcdRegister final : public MachineRegister {
   // A lease for the next claim transaction: a new one if *lease_used (the previous one is
   // revoked first, so a late transaction that named it can never apply), else lease_ as is.
   tl::expected<void, RegisterError> FreshLease(bool* lease_used) noexcept;
-  // The holders and the marks under the prefix (linearizable ranges); on the first look,
-  // also CheckNotRolledBack.
+  // The holders and the marks under the prefix (linearizable ranges), for Claim() and
+  // List() ...
+  tl::expected<std::pair<etcd::RangeResult, etcd::RangeResult>, RegisterError>
+  RangeHoldersAndMarks();
+  // ... and for a claim: the cluster's identity noted and, on the first look,
+  // CheckNotRolledBack.
   tl::expected<std::pair<etcd::RangeResult, etcd::RangeResult>, RegisterError> ReadHoldersAndMarks(
       const ClaimRequest& request, bool first_look, std::vector<std::string>& notices);
   // kNoFreeNumber, saying how many are held in range and under the prefix, and how many
