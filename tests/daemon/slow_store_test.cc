@@ -1,11 +1,12 @@
-// The daemon's parts assembled in-process (fill loop, reservation service, heartbeat) on a
-// real segment, with a real client taking IDs, while the state file's fsync is slowed or
-// failing through the FileSystem seam.
+// A whole Daemon (daemon/daemon.h, from DaemonParts of the test's: the real clock, a
+// FileSystem that slows or fails the state file's fsyncs, a register in memory) on a real
+// segment, with a real client taking IDs, while the state file's fsync is slowed or failing.
+// One test drives the parts themselves pass by pass, which a Daemon does not offer.
 //
 // Properties: with a 200 ms fsync, no ID a client receives is older than max_age_ms + 1 ms
 // (judged against a clock reading taken before the take began), and no take is told the
 // daemon is dead or not heartbeating; with a failing fsync, the daemon pauses naming the
-// state file, nothing is published above the confirmed reservation, and it serves again
+// state file, nothing is published above what both stores accepted, and it serves again
 // by itself once fsync heals. A register that does not answer is told apart from one that
 // answers with an error, in the status, the segment's status text and a client's error.
 #include <gtest/gtest.h>
@@ -13,17 +14,22 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
+#include <regex>
 #include <thread>
 
 #include "daemon/control/status_reporter.h"
 #include "daemon/core/fill_loop.h"
 #include "daemon/core/heartbeat.h"
 #include "daemon/core/reservation_service.h"
+#include "daemon/daemon.h"
 #include "daemon/logging.h"
 #include "fake_clock.h"
 #include "fake_register.h"
 #include "fault_file_system.h"
+#include "protocol/control_client.h"
 #include "snowflake/client.h"
 #include "snowflake/ring_consumer.h"
 #include "snowflake/status_text.h"
@@ -44,12 +50,13 @@ using snowflake::testing::TempDir;
 
 constexpr int64_t kEpoch = kDefaultEpochUnixMs;
 
-// A daemon without its process: the parts daemon.cc assembles, on a temporary directory.
-class InProcessDaemon {
+// The parts daemon.cc assembles, on a temporary directory, for a test that drives the fill
+// loop's passes itself over a fake clock (a Daemon runs its own loop).
+class HandDrivenParts {
  public:
-  // `clock` (not owned) must outlive the daemon; null: the real clock.
-  explicit InProcessDaemon(int64_t reservation_ms, Clock* clock = nullptr)
-      : clock_(clock != nullptr ? *clock : real_clock_),
+  // `clock` (not owned) must outlive the parts.
+  HandDrivenParts(int64_t reservation_ms, Clock& clock)
+      : clock_(clock),
         store_(dir_ / "high-water.json", fs_),
         producer_(testing::MakeProducer(shm::ProducerOptions{.runtime_dir = dir_.path(),
                                                              .capacity = 4096,
@@ -58,9 +65,8 @@ class InProcessDaemon {
                                                              .mode = 0600,
                                                              .group = std::nullopt})),
         generator_(std::move(
-            Generator::Create(GeneratorConfig{.layout = IdLayout::Create(kEpoch).value(),
-                                              .machine = 3},
-                              clock_)
+            Generator::Create(
+                GeneratorConfig{.layout = IdLayout::Create(kEpoch).value(), .machine = 3}, clock_)
                 .value())),
         reservations_(ReservationOptions{.machine = 3,
                                          .epoch_unix_ms = kEpoch,
@@ -75,32 +81,13 @@ class InProcessDaemon {
         status_(Identity(), board_, 1000ms),
         loop_(Options(), clock_, generator_, producer_, reservations_, status_, &heartbeat_) {}
 
-  ~InProcessDaemon() { Stop(); }
-
-  void Start() {
-    // spdlog's registry is a function-local static in libspdlog, which ThreadSanitizer
-    // does not instrument, so it cannot see the guard that orders its making before
-    // another thread's use: it is made here, before the daemon's threads start (as the
-    // daemon does, daemon/app.cc, before Daemon::Start()).
-    SetUpLogging("info");
-    reservations_.Start();
-    heartbeat_.Start();
-    thread_ = std::thread([this] { loop_.Run(stop_, [] {}); });
-  }
-  void Stop() {
-    stop_.store(true);
-    if (thread_.joinable()) thread_.join();
-    heartbeat_.Stop();
-    reservations_.Stop();
-  }
+  // The test starts the reservation thread (reservations().Start()) and drives the passes.
+  ~HandDrivenParts() { reservations_.Stop(); }
 
   const std::filesystem::path& dir() const { return dir_.path(); }
   FillLoop& loop() { return loop_; }
   FaultFileSystem& fs() { return fs_; }
-  FakeRegister& reg() { return register_; }
   ReservationService& reservations() { return reservations_; }
-  StatusBoard& board() { return board_; }
-  const shm::SegmentHeader& header() const { return producer_.header(); }
 
  private:
   static DaemonStatus Identity() {
@@ -119,7 +106,6 @@ class InProcessDaemon {
   TempDir dir_{"slow-store"};
   FaultFileSystem fs_;
   FakeRegister register_;
-  RealClock real_clock_;
   Clock& clock_;
   HighWaterStore store_;
   shm::RingProducer producer_;
@@ -129,8 +115,6 @@ class InProcessDaemon {
   StatusBoard board_{clock_};
   StatusReporter status_;
   FillLoop loop_;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
 };
 
 int64_t NowMs() {
@@ -139,31 +123,125 @@ int64_t NowMs() {
       .count();
 }
 
-// Starts `daemon` and waits until its ring serves; the client options for its runtime
-// directory. False in *serving if it never did.
-ClientOptions StartServing(InProcessDaemon& daemon, bool* serving) {
-  daemon.Start();
-  ClientOptions options;
-  options.runtime_dir = daemon.dir();
-  *serving = static_cast<bool>(WaitUntil(
-      [&] {
-        auto status = Client::Inspect(options);
-        return status && status->state == "serving";
-      },
-      20s, "the ring to serve", 1ms));
-  return options;
-}
+// A whole Daemon as snowflaked runs one, from the test's parts: the real clock, a
+// FaultFileSystem under the state file, a FakeRegister (the daemon owns it; the test keeps
+// a pointer, valid while the daemon lives), no front. Start() serves it on a thread until
+// the object goes.
+class ServedDaemon {
+ public:
+  explicit ServedDaemon(int64_t reservation_ms) {
+    config_.daemon.runtime_dir = root_.path() / "run";
+    config_.daemon.state_dir = root_.path() / "state";
+    config_.machine_register.holder_id = "slow-store";
+    config_.persistence.reservation_ms = reservation_ms;
+  }
+  ~ServedDaemon() {
+    if (!daemon_) return;
+    daemon_->RequestStop("the test");
+    if (serving_.joinable()) serving_.join();
+    daemon_->Stop();
+  }
+
+  // Starts the daemon and waits until its ring serves. False (with the failure added to
+  // the test) if it did not start or never served.
+  bool Start() {
+    // spdlog's registry is a function-local static in libspdlog, which ThreadSanitizer
+    // does not instrument, so it cannot see the guard that orders its making before
+    // another thread's use: it is made here, before the daemon's threads start (as
+    // snowflaked does, daemon/app.cc, before Daemon::Start()).
+    SetUpLogging("info");
+    daemon_.emplace(
+        config_,
+        DaemonParts{
+            .clock = clock_,
+            .file_system = fs_,
+            .make_register =
+                [this](const Config&) {
+                  auto made = std::make_unique<FakeRegister>();
+                  register_ = made.get();
+                  return std::unique_ptr<MachineRegister>(std::move(made));
+                },
+            .make_fronts = [](const FrontContext&)
+                -> tl::expected<std::vector<std::unique_ptr<Front>>, std::string> { return {}; },
+            .host_lock_dir = root_.path() / "host-locks",
+        });
+    auto started = daemon_->Start();
+    if (!started) {
+      ADD_FAILURE() << "the daemon did not start: " << started.error().message;
+      return false;
+    }
+    serving_ = std::thread([this] { daemon_->Serve(); });
+    return static_cast<bool>(WaitUntil(
+        [&] {
+          auto status = Client::Inspect(client_options());
+          return status && status->state == "serving";
+        },
+        20s, "the ring to serve", 1ms));
+  }
+
+  ClientOptions client_options() const {
+    ClientOptions options;
+    options.runtime_dir = config_.daemon.runtime_dir;
+    return options;
+  }
+  FaultFileSystem& fs() { return fs_; }
+  FakeRegister& reg() { return *register_; }
+
+  // The daemon's own answer on its control socket, as `snowflakectl status` reads it; a
+  // record whose state says why when the socket does not answer.
+  DaemonStatus Status() const {
+    auto answer = protocol::QueryStatus(config_.daemon.runtime_dir, 2s);
+    if (answer) return *answer;
+    DaemonStatus none;
+    none.state = "no answer: " + answer.error().message;
+    return none;
+  }
+  // Renewals both stores accepted (snowflake_reservation_renewals_total{result="ok"}).
+  uint64_t Renewals() {
+    static const std::regex kOk(R"re(snowflake_reservation_renewals_total\{result="ok"\} (\d+))re");
+    std::smatch match;
+    const std::string text = daemon_->metrics().Scrape();
+    return std::regex_search(text, match, kOk) ? std::stoull(match[1]) : 0;
+  }
+  // The segment's status text, or nullopt when the ring cannot be read.
+  std::optional<std::string> StatusText() const {
+    auto ring = shm::RingConsumer::Open(config_.daemon.runtime_dir);
+    if (!ring) return std::nullopt;
+    return shm::ReadStatusText(ring->header());
+  }
+  // The largest ID the segment published (its last_published_id).
+  uint64_t LastPublishedId() const {
+    auto ring = shm::RingConsumer::Open(config_.daemon.runtime_dir);
+    return ring ? ring->header().last_published_id.load() : 0;
+  }
+  // The reservation the state file holds (the last one written whole), or 0.
+  int64_t StateFileReservation() const {
+    std::ifstream in(config_.HighWaterPath());
+    const auto state = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    const auto it = state.is_object() ? state.find("reserved_through_unix_ms") : state.end();
+    return state.is_object() && it != state.end() && it->is_number_integer() ? it->get<int64_t>()
+                                                                             : 0;
+  }
+
+ private:
+  TempDir root_{"slow-store"};
+  Config config_;
+  RealClock clock_;
+  FaultFileSystem fs_;
+  FakeRegister* register_ = nullptr;  // owned by the daemon
+  std::optional<Daemon> daemon_;
+  std::thread serving_;
+};
 
 TEST(SlowStore, TwoHundredMsFsyncNeitherAgesIdsNorStopsTheHeartbeat) {
   // A renewal makes up to three fsyncs (600 ms here): 1000 ms of slack (renew_ahead is half
   // the reservation) keeps it ahead also on a loaded 2-core machine under tsan, where 500 ms
   // once ran out and the daemon rightly paused.
-  InProcessDaemon daemon(/*reservation_ms=*/2000);
+  ServedDaemon daemon(/*reservation_ms=*/2000);
   daemon.fs().SetDelay(200ms);
-  bool serving = false;
-  ClientOptions options = StartServing(daemon, &serving);
+  ASSERT_TRUE(daemon.Start());
+  ClientOptions options = daemon.client_options();
   options.wait_timeout = 2000ms;
-  ASSERT_TRUE(serving) << "never served";
   auto client = Client::Open("slow-store", options);
   ASSERT_TRUE(client) << client.error().message;
 
@@ -187,14 +265,14 @@ TEST(SlowStore, TwoHundredMsFsyncNeitherAgesIdsNorStopsTheHeartbeat) {
     oldest_ms = std::max(oldest_ms, age);
     if (age > 1) ++stale;
   }
-  std::cout << ids << " IDs, " << stale << " older than 1 ms, oldest " << oldest_ms << " ms at the take's start, "
-            << daemon.fs().fsyncs() << " slow fsyncs, " << daemon.reservations().renewals()
-            << " renewals\n";
+  std::cout << ids << " IDs, " << stale << " older than 1 ms, oldest " << oldest_ms
+            << " ms at the take's start, " << daemon.fs().fsyncs() << " slow fsyncs, "
+            << daemon.Renewals() << " renewals\n";
 
   // The ages are printed, not asserted: on a loaded host the fill loop's own scheduling
   // delays its drains by milliseconds whatever the disk does (the same happens without the
   // slow fsync). The next test asserts the age bound with the clock under its control.
-  EXPECT_GT(daemon.reservations().renewals(), 1u) << "the test did not cover a renewal";
+  EXPECT_GT(daemon.Renewals(), 1u) << "the test did not cover a renewal";
   EXPECT_EQ(errors, 0) << "a take was refused (dead, not heartbeating, paused?): "
                        << first_error;
 }
@@ -204,7 +282,7 @@ TEST(SlowStore, TwoHundredMsFsyncNeitherAgesIdsNorStopsTheHeartbeat) {
 // scheduling cannot age an ID here, so the bound is exact.
 TEST(SlowStore, TwoHundredMsFsyncNeverAgesAnIdOrDelaysAPass) {
   testing::FakeClock clock(kEpoch + 9'000'000);
-  InProcessDaemon daemon(/*reservation_ms=*/1000, &clock);
+  HandDrivenParts daemon(/*reservation_ms=*/1000, clock);
   daemon.fs().SetDelay(200ms);
   daemon.reservations().Start();
   ASSERT_TRUE(WaitUntil([&] { return daemon.reservations().confirmed_through() > 0; }, 20s,
@@ -240,24 +318,25 @@ TEST(SlowStore, TwoHundredMsFsyncNeverAgesAnIdOrDelaysAPass) {
 }
 
 TEST(SlowStore, FailingFsyncPausesNamingTheStateFileAndHealsByItself) {
-  InProcessDaemon daemon(/*reservation_ms=*/200);
-  bool serving = false;
-  const ClientOptions options = StartServing(daemon, &serving);
-  ASSERT_TRUE(serving) << "never served";
+  ServedDaemon daemon(/*reservation_ms=*/200);
+  ASSERT_TRUE(daemon.Start());
+  const ClientOptions options = daemon.client_options();
 
   daemon.fs().SetFailure(EIO);
 
-  ASSERT_TRUE(WaitUntil([&] { return daemon.board().Snapshot().state == "paused"; }, 20s,
-                        "daemon.board().Snapshot().state == \"paused\"", 1ms))
-      << daemon.board().Snapshot().reason;
-  const DaemonStatus paused = daemon.board().Snapshot();
+  ASSERT_TRUE(WaitUntil([&] { return daemon.Status().state == "paused"; }, 20s,
+                        "daemon.Status().state == \"paused\"", 1ms))
+      << daemon.Status().reason;
+  const DaemonStatus paused = daemon.Status();
   EXPECT_EQ(paused.reason_code, "persistence_failed");
   EXPECT_EQ(paused.reason_detail, EIO);
   EXPECT_NE(paused.reason.find("state file"), std::string::npos) << paused.reason;
-  const uint64_t last = daemon.header().last_published_id.load();
-  const int64_t horizon = daemon.reservations().confirmed_through();
-  EXPECT_LE(kEpoch + IdLayout::OffsetMsOf(last), horizon)
-      << "published above the confirmed reservation";
+  // Nothing above what both stores accepted: the state file's last whole reservation and
+  // the register's mark (written after it).
+  const int64_t last_ms = kEpoch + IdLayout::OffsetMsOf(daemon.LastPublishedId());
+  EXPECT_LE(last_ms, daemon.StateFileReservation())
+      << "published above the state file's reservation";
+  EXPECT_LE(last_ms, daemon.reg().mark()) << "published above the register's mark";
   auto client = Client::Open("failing-store", options);
   ASSERT_TRUE(client);
   auto refused = client->Next();
@@ -266,49 +345,47 @@ TEST(SlowStore, FailingFsyncPausesNamingTheStateFileAndHealsByItself) {
 
   daemon.fs().SetFailure(0);
 
-  EXPECT_TRUE(WaitUntil([&] { return daemon.board().Snapshot().state == "serving"; }, 20s,
-                        "daemon.board().Snapshot().state == \"serving\"", 1ms));
+  EXPECT_TRUE(WaitUntil([&] { return daemon.Status().state == "serving"; }, 20s,
+                        "daemon.Status().state == \"serving\"", 1ms));
   auto served = client->Next();
   EXPECT_TRUE(served.has_value()) << served.error().message;
 }
 
 TEST(SlowStore, AnUnreachableRegisterPausesAsSuchAndEverySurfaceNamesItAndItsLastError) {
   // Arrange
-  InProcessDaemon daemon(/*reservation_ms=*/200);
-  bool serving = false;
-  const ClientOptions options = StartServing(daemon, &serving);
-  ASSERT_TRUE(serving) << "never served";
-  auto client = Client::Open("unreachable-register", options);
+  ServedDaemon daemon(/*reservation_ms=*/200);
+  ASSERT_TRUE(daemon.Start());
+  auto client = Client::Open("unreachable-register", daemon.client_options());
   ASSERT_TRUE(client);
 
   // Act 1: the register stops answering.
   daemon.reg().Fail(RegisterErrorCode::kUnreachable);
   const ::testing::AssertionResult paused_in_time = WaitUntil(
       [&] {
-        const DaemonStatus s = daemon.board().Snapshot();
+        const DaemonStatus s = daemon.Status();
         return s.state == "paused" && s.renewal && !s.renewal->last_error.empty();
       },
       20s, "s.state == \"paused\" && s.renewal && !s.renewal->last_error.empty()", 1ms);
-  const DaemonStatus paused = daemon.board().Snapshot();
-  const auto text = shm::ReadStatusText(daemon.header());
+  const DaemonStatus paused = daemon.Status();
+  const auto text = daemon.StatusText();
   auto refused = client->Next();
 
   // Act 2: it answers, but with an error (not an outage): persistence_failed again.
   daemon.reg().Fail(RegisterErrorCode::kUnreadable);
   const ::testing::AssertionResult refusal_in_time =
-      WaitUntil([&] { return daemon.board().Snapshot().reason_code == "persistence_failed"; }, 20s,
-                "daemon.board().Snapshot().reason_code == \"persistence_failed\"", 1ms);
-  const auto refusal_text = shm::ReadStatusText(daemon.header());
+      WaitUntil([&] { return daemon.Status().reason_code == "persistence_failed"; }, 20s,
+                "daemon.Status().reason_code == \"persistence_failed\"", 1ms);
+  const auto refusal_text = daemon.StatusText();
 
   // Act 3: it heals.
   daemon.reg().Fail(std::nullopt);
   const ::testing::AssertionResult served_in_time =
-      WaitUntil([&] { return daemon.board().Snapshot().state == "serving"; }, 20s,
-                "daemon.board().Snapshot().state == \"serving\"", 1ms);
-  const auto serving_text = shm::ReadStatusText(daemon.header());
+      WaitUntil([&] { return daemon.Status().state == "serving"; }, 20s,
+                "daemon.Status().state == \"serving\"", 1ms);
+  const auto serving_text = daemon.StatusText();
 
   // Assert
-  ASSERT_TRUE(paused_in_time) << daemon.board().Snapshot().reason;
+  ASSERT_TRUE(paused_in_time) << daemon.Status().reason;
   EXPECT_EQ(paused.reason_code, "register_unreachable");
   EXPECT_NE(paused.reason.find("waiting for the register since "), std::string::npos)
       << paused.reason;
@@ -332,11 +409,11 @@ TEST(SlowStore, AnUnreachableRegisterPausesAsSuchAndEverySurfaceNamesItAndItsLas
                                          "register unreachable: the fake register fails"),
             std::string::npos)
       << refused.error().message;
-  EXPECT_TRUE(refusal_in_time) << daemon.board().Snapshot().reason;
+  EXPECT_TRUE(refusal_in_time) << daemon.Status().reason;
   EXPECT_EQ(refusal_text, "register memory; last error: register: the fake register fails");
-  EXPECT_TRUE(served_in_time) << daemon.board().Snapshot().reason;
+  EXPECT_TRUE(served_in_time) << daemon.Status().reason;
   EXPECT_EQ(serving_text, "");
-  EXPECT_FALSE(daemon.board().Snapshot().renewal.has_value());
+  EXPECT_FALSE(daemon.Status().renewal.has_value());
 }
 
 }  // namespace
