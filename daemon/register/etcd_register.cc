@@ -88,8 +88,6 @@ tl::expected<Snapshot, RegisterError> DecodeSnapshot(const std::string& machines
   return snap;
 }
 
-// The number a claim asks for, and the revision of the holder's own record when it
-// retakes one (the transaction then compares it instead of the key's absence).
 // How many numbers of [first, last] the snapshot shows held.
 size_t HoldersIn(const Snapshot& snap, uint32_t first, uint32_t last) {
   size_t holders = 0;
@@ -97,6 +95,8 @@ size_t HoldersIn(const Snapshot& snap, uint32_t first, uint32_t last) {
   return holders;
 }
 
+// The number a claim asks for, and the revision of the holder's own record when it
+// retakes one (the transaction then compares it instead of the key's absence).
 struct Pick {
   std::optional<uint32_t> machine;
   std::optional<int64_t> retake_revision;
@@ -643,7 +643,7 @@ tl::expected<EtcdRegister::ClaimTxn, RegisterError> EtcdRegister::CommitClaim(
   return claimed;
 }
 
-tl::expected<void, RegisterError> EtcdRegister::FreshLease(bool* lease_used) noexcept {
+tl::expected<void, RegisterError> EtcdRegister::FreshLease(bool* lease_used) {
   if (!*lease_used) return {};
   if (lease_ != 0) {
     (void)client_.Revoke(lease_);

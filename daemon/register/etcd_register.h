@@ -166,7 +166,7 @@ class EtcdRegister final : public MachineRegister {
   tl::expected<void, RegisterError> CheckClaimRequest(const ClaimRequest& request) const;
   // A lease for the next claim transaction: a new one if *lease_used (the previous one is
   // revoked first, so a late transaction that named it can never apply), else lease_ as is.
-  tl::expected<void, RegisterError> FreshLease(bool* lease_used) noexcept;
+  tl::expected<void, RegisterError> FreshLease(bool* lease_used);
   // The holders and the marks under the prefix (linearizable ranges), for Claim() and
   // List() ...
   tl::expected<std::pair<etcd::RangeResult, etcd::RangeResult>, RegisterError>
