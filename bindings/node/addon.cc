@@ -177,18 +177,26 @@ class TakeWorker : public Napi::AsyncWorker {
     // that came meanwhile frees it now and never on a worker.
     native_.reset();
     Napi::Env env = Env();
-    if (failed_) {
-      deferred_.Reject(MakeError(env, *failed_).Value());
-      return;
+    // The promise is settled whatever happens here (an ArrayBuffer that cannot be made):
+    // a caller never waits on one that nothing will settle.
+    try {
+      if (failed_) {
+        deferred_.Reject(MakeError(env, *failed_).Value());
+        return;
+      }
+      if (single_) {
+        deferred_.Resolve(Napi::BigInt::New(env, ids_[0]));
+        return;
+      }
+      Napi::ArrayBuffer buffer = Napi::ArrayBuffer::New(env, ids_.size() * sizeof(uint64_t));
+      std::memcpy(buffer.Data(), ids_.data(), ids_.size() * sizeof(uint64_t));
+      deferred_.Resolve(
+          Napi::TypedArrayOf<uint64_t>::New(env, ids_.size(), buffer, 0, napi_biguint64_array));
+    } catch (const Napi::Error& e) {
+      deferred_.Reject(e.Value());
+    } catch (const std::exception& e) {
+      deferred_.Reject(Napi::Error::New(env, e.what()).Value());
     }
-    if (single_) {
-      deferred_.Resolve(Napi::BigInt::New(env, ids_[0]));
-      return;
-    }
-    Napi::ArrayBuffer buffer = Napi::ArrayBuffer::New(env, ids_.size() * sizeof(uint64_t));
-    std::memcpy(buffer.Data(), ids_.data(), ids_.size() * sizeof(uint64_t));
-    deferred_.Resolve(
-        Napi::TypedArrayOf<uint64_t>::New(env, ids_.size(), buffer, 0, napi_biguint64_array));
   }
 
   void OnError(const Napi::Error& error) override {
@@ -260,13 +268,25 @@ std::optional<std::string> OptionalString(const Napi::Object& options, const cha
   return value.As<Napi::String>().Utf8Value();
 }
 
+// The largest millisecond option (index.js's MAX_MS).
+constexpr uint32_t kMaxOptionMs = 0xffffffff;
+
 uint32_t Milliseconds(const Napi::Object& options, const char* name, uint32_t fallback) {
   Napi::Value value = options.Get(name);
   if (value.IsUndefined()) return fallback;
   if (!value.IsNumber()) {
     throw Napi::TypeError::New(options.Env(), std::string(name) + " must be a number");
   }
-  return value.As<Napi::Number>().Uint32Value();
+  // The addon's Client is reachable without index.js: it checks the range again, so no
+  // -1 or NaN becomes a wait of 49 days on the event loop.
+  const double ms = value.As<Napi::Number>().DoubleValue();
+  if (!(ms >= 0 && ms <= kMaxOptionMs) || ms != static_cast<double>(static_cast<int64_t>(ms))) {
+    throw Napi::RangeError::New(options.Env(), std::string(name) +
+                                                   " must be a whole number of milliseconds "
+                                                   "from 0 to " +
+                                                   std::to_string(kMaxOptionMs));
+  }
+  return static_cast<uint32_t>(ms);
 }
 
 // What a Client's JavaScript object and its bound sync calls share: the Native, until
