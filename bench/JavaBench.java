@@ -3,7 +3,7 @@
  * Java services write instead and the floor, measured in the same run and loop:
  *   java_next_ns               SnowflakeClient.next()
  *   java_batch_1000_ns_per_id  SnowflakeClient.nextBatch(1000), per ID it returned
- *   java_next_unlocked_ns      the same native take without the client's StampedLock
+ *   java_next_unlocked_ns      the same native take without the client's close guard
  *                              (what the close guard costs: the difference to next)
  *   java_jni_floor_ns          a bare static native call into libsnowflake_jni.so
  *   java_uuid4_ns              UUID.randomUUID()

@@ -1,11 +1,13 @@
-// libsnowflake_jni.so: the native half of the Java package example.snowflaked, over
-// libsnowflake's C ABI (snowflake/snowflake.h). The Java side (Native.java) declares every
-// method here; javac -h writes their prototypes into example_snowflaked_Native.h, which
-// this file includes, so a signature that drifts fails the build.
+// libsnowflake_jni.so: the native half of the Java package example.snowflaked. The takes
+// go over libsnowflake's C ABI (snowflake/snowflake.h); status() reads the segment through
+// the C++ Client::Inspect and asks the daemon through snowflake::protocol::QueryStatus.
+// The Java side (Native.java) declares every method here; javac -h writes their prototypes
+// into example_snowflaked_Native.h, which this file includes, so a signature that drifts
+// fails the build. No C++ exception leaves an entry point.
 //
 // A client is a `long` on the Java side: the sf_client pointer. SnowflakeClient guards it
-// with a lock so that no call runs after close (the C ABI requires that sf_close does not
-// race with other calls). The take methods allocate nothing and throw only on failure:
+// with its CloseGuard so that no call runs after close (the C ABI requires that sf_close
+// does not race with other calls). The take methods allocate nothing and throw only on failure:
 // the exception is built by SnowflakeException.fromNative, looked up once at load.
 
 #include <jni.h>
@@ -77,7 +79,10 @@ sf_client* Handle(jlong handle) { return reinterpret_cast<sf_client*>(handle); }
 
 jstring NewString(JNIEnv* env, const std::string& text) { return env->NewStringUTF(text.c_str()); }
 
+// The array builders below make nothing while an exception is pending (JNI allows no
+// other call then): they return null, and the entry point returns with the exception.
 jobjectArray NewStrings(JNIEnv* env, const std::vector<std::string>& texts) {
+  if (env->ExceptionCheck()) return nullptr;
   jobjectArray out = env->NewObjectArray(static_cast<jsize>(texts.size()), string_class, nullptr);
   if (out == nullptr) return nullptr;
   for (size_t i = 0; i < texts.size(); ++i) {
@@ -90,6 +95,7 @@ jobjectArray NewStrings(JNIEnv* env, const std::vector<std::string>& texts) {
 }
 
 jlongArray NewLongs(JNIEnv* env, const std::vector<int64_t>& values) {
+  if (env->ExceptionCheck()) return nullptr;
   jlongArray out = env->NewLongArray(static_cast<jsize>(values.size()));
   if (out == nullptr) return nullptr;
   std::vector<jlong> copy(values.begin(), values.end());
@@ -244,11 +250,16 @@ JNIEXPORT jint JNICALL Java_example_snowflaked_Native_floor(JNIEnv*, jclass, jin
 }
 
 JNIEXPORT jobjectArray JNICALL Java_example_snowflaked_Native_errorCodes(JNIEnv* env, jclass) {
-  std::vector<std::string> names;
-  for (int s = SF_INVALID_SERVICE_NAME; s <= SF_TIME_OUT_OF_RANGE; ++s) {
-    names.emplace_back(sf_status_str(static_cast<sf_status>(s)));
+  try {
+    std::vector<std::string> names;
+    for (int s = SF_INVALID_SERVICE_NAME; s <= SF_TIME_OUT_OF_RANGE; ++s) {
+      names.emplace_back(sf_status_str(static_cast<sf_status>(s)));
+    }
+    return NewStrings(env, names);
+  } catch (const std::exception& e) {  // no C++ exception crosses into the JVM
+    ThrowStatus(env, SF_SYSTEM_ERROR, sf_status_str(SF_SYSTEM_ERROR), e.what());
+    return nullptr;
   }
-  return NewStrings(env, names);
 }
 
 // The segment's status (Client::Inspect, as `snowflakectl status` reads it) and the
@@ -274,10 +285,10 @@ JNIEXPORT jobjectArray JNICALL Java_example_snowflaked_Native_errorCodes(JNIEnv*
 //   [8] long[]     renewal: since_unix_ms, waited_ms, unanswered (0/1)
 //   [9] String[]   front names            [10] String[][] each front's listen addresses
 //   [11] long[]    each front's connections, requests, refused (3 per front)
-JNIEXPORT jobjectArray JNICALL Java_example_snowflaked_Native_status(JNIEnv* env, jclass,
-                                                                     jstring runtime_dir,
-                                                                     jint max_heartbeat_age_ms,
-                                                                     jboolean ask_daemon) {
+namespace {
+
+jobjectArray StatusArrays(JNIEnv* env, jstring runtime_dir, jint max_heartbeat_age_ms,
+                          jboolean ask_daemon) {
   const Utf8 dir_text(env, runtime_dir);
   if (!dir_text.ok()) return nullptr;
   snowflake::ClientOptions options;
@@ -297,6 +308,7 @@ JNIEXPORT jobjectArray JNICALL Java_example_snowflaked_Native_status(JNIEnv* env
   jobjectArray out = env->NewObjectArray(12, object_class, nullptr);
   if (out == nullptr) return nullptr;
   auto put = [&](jsize index, jobject value) {
+    if (value == nullptr || env->ExceptionCheck()) return;
     env->SetObjectArrayElement(out, index, value);
     env->DeleteLocalRef(value);
   };
@@ -340,6 +352,7 @@ JNIEXPORT jobjectArray JNICALL Java_example_snowflaked_Native_status(JNIEnv* env
   }
   std::vector<std::string> front_names;
   std::vector<int64_t> front_counts;
+  if (env->ExceptionCheck()) return nullptr;
   jclass strings_class = env->FindClass("[Ljava/lang/String;");
   if (strings_class == nullptr) return nullptr;
   jobjectArray listens =
@@ -359,4 +372,20 @@ JNIEXPORT jobjectArray JNICALL Java_example_snowflaked_Native_status(JNIEnv* env
   put(10, listens);
   put(11, NewLongs(env, front_counts));
   return env->ExceptionCheck() ? nullptr : out;
+}
+
+}  // namespace
+
+JNIEXPORT jobjectArray JNICALL Java_example_snowflaked_Native_status(JNIEnv* env, jclass,
+                                                                     jstring runtime_dir,
+                                                                     jint max_heartbeat_age_ms,
+                                                                     jboolean ask_daemon) {
+  try {
+    return StatusArrays(env, runtime_dir, max_heartbeat_age_ms, ask_daemon);
+  } catch (const std::exception& e) {  // no C++ exception crosses into the JVM
+    if (!env->ExceptionCheck()) {
+      ThrowStatus(env, SF_SYSTEM_ERROR, sf_status_str(SF_SYSTEM_ERROR), e.what());
+    }
+    return nullptr;
+  }
 }
