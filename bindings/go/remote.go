@@ -251,7 +251,10 @@ func newHTTPClient(config *tls.Config) *http.Client {
 			TLSClientConfig:     config,
 			TLSHandshakeTimeout: remoteAttemptTimeout,
 			MaxIdleConnsPerHost: 4,
-			DisableCompression:  true,
+			// A transport replaced by rotated TLS files is closed only when idle: its
+			// connections must still end by themselves.
+			IdleConnTimeout:    90 * time.Second,
+			DisableCompression: true,
 		},
 		// A redirect is never followed (as curl by default): an https:// remote must not
 		// send the request on to a plain or another host.

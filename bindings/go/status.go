@@ -50,29 +50,29 @@ type Status struct {
 // docs/control-protocol.md ("Status keys"). IDs are decimal strings there; LastIssuedID
 // is 0 before the first.
 type ControlStatus struct {
-	State                 string            `json:"state"`
-	ReasonCode            string            `json:"reason_code"`
-	Reason                string            `json:"reason"`
-	ReasonDetail          int64             `json:"reason_detail"`
-	PID                   int64             `json:"pid"`
-	Version               string            `json:"version"`
-	Instance              string            `json:"instance"`
-	RuntimeDir            string            `json:"runtime_dir"`
-	StateDir              string            `json:"state_dir"`
-	RegisterBackend       string            `json:"register_backend"`
-	RegisterLocation      string            `json:"register_location"`
-	HolderID              string            `json:"holder_id"`
-	Machine               uint32            `json:"machine"`
-	EpochUnixMs           int64             `json:"epoch_unix_ms"`
-	RingCapacity          uint64            `json:"ring_capacity"`
-	RingFill              uint64            `json:"ring_fill"`
-	FillTarget            uint64            `json:"fill_target"`
-	PublishedTotal        uint64            `json:"published_total"`
-	DrainedTotal          uint64            `json:"drained_total"`
-	Incarnation           uint64            `json:"incarnation"`
-	SegmentReopened       bool              `json:"segment_reopened"`
-	LastIssuedID          uint64            `json:"-"`
-	GeneratorMarkUnixMs   int64             `json:"generator_mark_unix_ms"`
+	State               string `json:"state"`
+	ReasonCode          string `json:"reason_code"`
+	Reason              string `json:"reason"`
+	ReasonDetail        int64  `json:"reason_detail"`
+	PID                 int64  `json:"pid"`
+	Version             string `json:"version"`
+	Instance            string `json:"instance"`
+	RuntimeDir          string `json:"runtime_dir"`
+	StateDir            string `json:"state_dir"`
+	RegisterBackend     string `json:"register_backend"`
+	RegisterLocation    string `json:"register_location"`
+	HolderID            string `json:"holder_id"`
+	Machine             uint32 `json:"machine"`
+	EpochUnixMs         int64  `json:"epoch_unix_ms"`
+	RingCapacity        uint64 `json:"ring_capacity"`
+	RingFill            uint64 `json:"ring_fill"`
+	FillTarget          uint64 `json:"fill_target"`
+	PublishedTotal      uint64 `json:"published_total"`
+	DrainedTotal        uint64 `json:"drained_total"`
+	Incarnation         uint64 `json:"incarnation"`
+	SegmentReopened     bool   `json:"segment_reopened"`
+	LastIssuedID        uint64 `json:"-"`
+	GeneratorMarkUnixMs int64  `json:"generator_mark_unix_ms"`
 	// Deprecated: GeneratorMarkUnixMs under its old name, removed in the next release.
 	LastIssuedUnixMs      int64             `json:"last_issued_unix_ms"`
 	ReservedThroughUnixMs int64             `json:"reserved_through_unix_ms"`
