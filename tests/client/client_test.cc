@@ -337,7 +337,7 @@ TEST_F(ClientTest, NextFailsWithNotHeartbeatingWhenTheHeartbeatIsTooOld) {
   options.max_heartbeat_age = std::chrono::milliseconds(5);
   options.wait_timeout = std::chrono::milliseconds(0);  // the age is the segment's, not the wait's
   Client sut = OpenClient("orders", options);
-  AgeHeartbeat(producer, std::chrono::milliseconds(30));
+  ASSERT_NO_FATAL_FAILURE(AgeHeartbeat(producer, std::chrono::milliseconds(30)));
 
   auto taken = sut.Next();
 
@@ -708,7 +708,7 @@ TEST_F(ClientTest, TheHeartbeatLimitComesFromTheHeadersLivenessByDefault) {
   ClientOptions options = Options();
   options.max_heartbeat_age = std::chrono::milliseconds(0);
   Client sut = OpenClient("orders", options);
-  AgeHeartbeat(producer, std::chrono::milliseconds(80));
+  ASSERT_NO_FATAL_FAILURE(AgeHeartbeat(producer, std::chrono::milliseconds(80)));
 
   // Act
   auto taken = sut.Next();
