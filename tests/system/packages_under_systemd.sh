@@ -2,7 +2,7 @@
 # The Debian packages under a real systemd: builds version N and N+1 with scripts/package,
 # boots a Debian 12 tree with systemd-nspawn (never the host's root), installs them with
 # apt and checks start/READY, STATUS=, the journal, group access (also from Python, through
-# python3-snowflake), restart after SIGKILL, the watchdog after SIGSTOP, a clean stop seen
+# python3-snowflake, and from Java, through libsnowflake-java), restart after SIGKILL, the watchdog after SIGSTOP, a clean stop seen
 # by a waiting client, an upgrade, remove, purge and `systemd-analyze security`.
 #
 #   packages_under_systemd.sh SOURCE_DIR WORK_DIR
@@ -65,6 +65,22 @@ else
   grep -h "^package:" "$work/package-n.log" "$work/package-n1.log"
 fi
 
+# ---- The Java taker (tests/system/PackagedTake.java), compiled here against package N's
+# jar. The tree has no JVM: the container runs the host's (scripts/setup installs
+# openjdk-17-jdk-headless; the same Debian 12), bound read-only, so no JRE is downloaded.
+step "the Java taker, compiled against libsnowflake-java $version's jar"
+mkdir -p "$work/java/deb" "$work/java/classes"
+dpkg-deb -x "$work/debs/n/libsnowflake-java_${version}_$arch.deb" "$work/java/deb" ||
+  fail "cannot unpack libsnowflake-java_${version}_$arch.deb"
+javac --release 17 -cp "$work/java/deb/usr/share/java/snowflake.jar" -d "$work/java/classes" \
+  "$source_dir/tests/system/PackagedTake.java" > "$work/javac.log" 2>&1 ||
+  { cat "$work/javac.log"; fail "javac PackagedTake.java against the packaged jar"; }
+java_home=$(dirname "$(dirname "$(readlink -f "$(command -v java)")")")
+java_binds=(--bind-ro="$java_home" --bind-ro="$work/java/classes:/mnt/java")
+# The JVM's conf/ links into /etc/java-17-openjdk.
+[ -d /etc/java-17-openjdk ] && java_binds+=(--bind-ro=/etc/java-17-openjdk)
+echo "the container's JVM: $java_home"
+
 # ---- The cached Debian 12 tree.
 step "Debian 12 tree ($tree)"
 mkdir -p "$cache_root/apt-archives"
@@ -121,7 +137,7 @@ trap cleanup EXIT
   exec systemd-nspawn --keep-unit --register=no --console=pipe -q -D "$tree" \
     --volatile=overlay -b -M "$machine" \
     --bind-ro="$work/debs:/mnt/debs" --bind="$cache_root/apt-archives:/var/cache/apt/archives" \
-    < /dev/null > "$work/console.log" 2>&1
+    "${java_binds[@]}" < /dev/null > "$work/console.log" 2>&1
 ) &
 nspawn_pid=$!
 
@@ -161,7 +177,7 @@ take_max() {
 step "apt install version $version"
 ct apt-get install -y -q --no-install-recommends /mnt/debs/n/snowflaked_"${version}_$arch.deb" \
   /mnt/debs/n/libsnowflake0_"${version}_$arch.deb" /mnt/debs/n/libsnowflake-dev_"${version}_$arch.deb" \
-  /mnt/debs/n/python3-snowflake_"${version}_$arch.deb" \
+  /mnt/debs/n/python3-snowflake_"${version}_$arch.deb" /mnt/debs/n/libsnowflake-java_"${version}_$arch.deb" \
   > "$work/apt-install-n.log" 2>&1 || { tail -30 "$work/apt-install-n.log"; fail "apt install $version"; }
 ct getent group snowflaked > /dev/null || fail "no group snowflaked after install (sysusers)"
 [ "$(ct stat -c %U:%G:%a /var/lib/snowflaked)" = snowflaked:snowflaked:750 ] ||
@@ -220,6 +236,21 @@ ct runuser -u bob -- python3 -c "$py_refused" > "$work/py-bob.out" 2>&1 ||
   { cat "$work/py-bob.out"; fail "bob was not refused with PermissionDeniedError in Python"; }
 grep -q "snowflaked" "$work/py-bob.out" || fail "bob's Python error does not name group snowflaked"
 
+step "libsnowflake-java: a member takes IDs from Java, a non-member gets permission_denied"
+ct test -f /usr/share/java/snowflake.jar || fail "no /usr/share/java/snowflake.jar"
+ct sh -c 'test -f /usr/lib/*/jni/libsnowflake_jni.so' || fail "no libsnowflake_jni.so in /usr/lib/<triplet>/jni"
+# java_take USER take|refused: the packaged jar and JNI library, found as a service finds them.
+java_take() {
+  ct runuser -u "$1" -- "$java_home/bin/java" -cp /usr/share/java/snowflake.jar:/mnt/java \
+    PackagedTake "$2"
+}
+java_take alice take > "$work/java-alice.out" 2>&1 ||
+  { cat "$work/java-alice.out"; fail "alice could not take IDs with libsnowflake-java"; }
+cat "$work/java-alice.out"
+java_take bob refused > "$work/java-bob.out" 2>&1 ||
+  { cat "$work/java-bob.out"; fail "bob was not refused with permission_denied in Java"; }
+cat "$work/java-bob.out"
+
 step "SIGKILL: systemd restarts the daemon, IDs continue above"
 pid=$(show MainPID); restarts=$(show NRestarts)
 ct systemctl kill --kill-who=main -s SIGKILL snowflaked
@@ -276,6 +307,7 @@ pid=$(show MainPID)
 ct apt-get install -y -q --no-install-recommends /mnt/debs/n1/snowflaked_"${next_version}_$arch.deb" \
   /mnt/debs/n1/libsnowflake0_"${next_version}_$arch.deb" /mnt/debs/n1/libsnowflake-dev_"${next_version}_$arch.deb" \
   /mnt/debs/n1/python3-snowflake_"${next_version}_$arch.deb" \
+  /mnt/debs/n1/libsnowflake-java_"${next_version}_$arch.deb" \
   > "$work/apt-install-n1.log" 2>&1 || { tail -30 "$work/apt-install-n1.log"; fail "apt install $next_version"; }
 [ "$(ct dpkg-query -W -f '${Version}' snowflaked)" = "$next_version" ] || fail "not upgraded"
 [ "$(ct snowflaked --version)" = "snowflaked $next_version" ] || fail "snowflaked --version: $(ct snowflaked --version)"
@@ -285,6 +317,11 @@ ct journalctl -u snowflaked -o cat --no-pager | grep -q "snowflaked $next_versio
 after_upgrade=$(take_max 100)
 [ "$after_upgrade" -gt "$before_upgrade" ] || fail "after upgrade $after_upgrade <= $before_upgrade"
 echo "pid $pid -> $(show MainPID); last ID before $before_upgrade, after $after_upgrade"
+[ "$(ct dpkg-query -W -f '${Version}' libsnowflake-java)" = "$next_version" ] ||
+  fail "libsnowflake-java not upgraded"
+java_take alice take > "$work/java-upgraded.out" 2>&1 ||
+  { cat "$work/java-upgraded.out"; fail "Java could not take IDs after the upgrade"; }
+echo "Java after the upgrade: $(cat "$work/java-upgraded.out")"
 
 step "apt remove keeps the state; purge removes it and a reinstall continues above"
 ct apt-get remove -y -q snowflaked > "$work/apt-remove.log" 2>&1 || fail "apt remove"
