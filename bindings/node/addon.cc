@@ -150,17 +150,35 @@ std::optional<snowflake::Error> TakeExactly(snowflake::Client& client, uint64_t*
   return std::nullopt;
 }
 
+// What every async call shares: its promise, and the Native it holds until it settles on
+// the JavaScript thread (so a close() that came meanwhile frees it there, never on a
+// worker). A failure of the worker itself rejects the promise.
+class PromiseWorker : public Napi::AsyncWorker {
+ public:
+  Napi::Promise promise() const { return deferred_.Promise(); }
+
+ protected:
+  PromiseWorker(Napi::Env env, const char* name, std::shared_ptr<Native> native)
+      : Napi::AsyncWorker(env, name),
+        deferred_(Napi::Promise::Deferred::New(env)),
+        native_(std::move(native)) {}
+
+  void OnError(const Napi::Error& error) override {
+    native_.reset();
+    deferred_.Reject(error.Value());
+  }
+
+  Napi::Promise::Deferred deferred_;
+  std::shared_ptr<Native> native_;
+};
+
 // nextAsync / nextBatchAsync: n IDs on a worker thread with the full timeout.
-class TakeWorker : public Napi::AsyncWorker {
+class TakeWorker : public PromiseWorker {
  public:
   TakeWorker(Napi::Env env, std::shared_ptr<Native> native, size_t n, bool single)
-      : Napi::AsyncWorker(env, "snowflaked.take"),
-        deferred_(Napi::Promise::Deferred::New(env)),
-        native_(std::move(native)),
+      : PromiseWorker(env, "snowflaked.take", std::move(native)),
         ids_(n),
         single_(single) {}
-
-  Napi::Promise promise() const { return deferred_.Promise(); }
 
  protected:
   void Execute() override {
@@ -199,14 +217,7 @@ class TakeWorker : public Napi::AsyncWorker {
     }
   }
 
-  void OnError(const Napi::Error& error) override {
-    native_.reset();
-    deferred_.Reject(error.Value());
-  }
-
  private:
-  Napi::Promise::Deferred deferred_;
-  std::shared_ptr<Native> native_;
   std::vector<uint64_t> ids_;
   const bool single_;
   std::optional<snowflake::Error> failed_;
@@ -216,16 +227,12 @@ class TakeWorker : public Napi::AsyncWorker {
 // directory (the segment's view, read on the JavaScript thread, plus the daemon's answer
 // on its control socket, asked here on a worker), with client_taken: the IDs this Client
 // took. As JSON text; index.js names its keys as JavaScript does.
-class StatusWorker : public Napi::AsyncWorker {
+class StatusWorker : public PromiseWorker {
  public:
   StatusWorker(Napi::Env env, std::shared_ptr<Native> native, snowflake::ClientStatus segment)
-      : Napi::AsyncWorker(env, "snowflaked.status"),
-        deferred_(Napi::Promise::Deferred::New(env)),
-        native_(std::move(native)) {
+      : PromiseWorker(env, "snowflaked.status", std::move(native)) {
     report_.segment = std::move(segment);
   }
-
-  Napi::Promise promise() const { return deferred_.Promise(); }
 
  protected:
   void Execute() override {
@@ -246,14 +253,7 @@ class StatusWorker : public Napi::AsyncWorker {
     deferred_.Resolve(Napi::String::New(Env(), json_));
   }
 
-  void OnError(const Napi::Error& error) override {
-    native_.reset();
-    deferred_.Reject(error.Value());
-  }
-
  private:
-  Napi::Promise::Deferred deferred_;
-  std::shared_ptr<Native> native_;
   snowflake::status::StatusReport report_;
   std::string json_;
 };
