@@ -152,7 +152,7 @@ void FillLoop::Pass() {
              (published_.state == DaemonState::kServing ||
               published_.state == DaemonState::kOutOfService);
 
-  const int64_t horizon = horizon_.confirmed_through();
+  const int64_t horizon = ReadHorizon();
   // After the horizon: the service publishes a fence before the horizon it moves with it.
   if (const int64_t fence = horizon_.fence_unix_ms(); fence > applied_fence_) ApplyFence(fence);
   if (generator_.state() == GeneratorState::kServing && now_ms < generator_.last_unix_ms()) {
@@ -191,7 +191,7 @@ void FillLoop::Pass() {
   // While paused for a renewal, its last error changes as attempts fail: the text follows,
   // built again only when the renewal changed.
   if (!changed && IsRenewalReason(published_.reason) &&
-      horizon_.renewal_version() != status_text_version_) {
+      renewal_version_.value_or(0) != status_text_version_) {
     PublishStatusText(RenewalText());
   }
 
@@ -216,7 +216,7 @@ void FillLoop::ApplyFence(int64_t fence) {
                FormatTimeText(fence), drained,
                fence >= clock_.NowUnixMs() ? "paused until the clock passes it"
                                            : "serving above it");
-  SyncState(clock_.NowUnixMs(), horizon_.confirmed_through());
+  SyncState(clock_.NowUnixMs(), ReadHorizon());
 }
 
 void FillLoop::HandleResume() {
@@ -230,7 +230,7 @@ void FillLoop::HandleResume() {
                                                                           : DaemonState::kPaused),
                  generator_.reason().empty() ? "" : " (" + generator_.reason() + ")");
     const int64_t now_ms = clock_.NowUnixMs();
-    SyncState(now_ms, horizon_.confirmed_through());
+    SyncState(now_ms, ReadHorizon());
   } else {
     spdlog::info("resume requested on the control socket while {}: nothing to do",
                  StateText(published_.state));
@@ -321,13 +321,16 @@ void FillLoop::ReplaceTamperedSegment(const std::string& why) {
   status_.RefreshBoard(Facts());
 }
 
-const FillLoop::Renewal& FillLoop::CurrentRenewal() const {
+int64_t FillLoop::ReadHorizon() {
+  // The horizon before the version: a renewal moves the version before the horizon, so a
+  // new horizon comes with a moved version, and the copy below is taken with it.
+  const int64_t horizon = horizon_.confirmed_through();
   const uint64_t version = horizon_.renewal_version();
-  if (renewal_version_ != version) {
-    renewal_ = Renewal{horizon_.problem(), horizon_.waiting()};
-    renewal_version_ = version;
-  }
-  return renewal_;
+  if (renewal_version_ == version) return horizon;
+  Horizon::View view = horizon_.Read();
+  renewal_ = Renewal{std::move(view.problem), std::move(view.wait)};
+  renewal_version_ = version;
+  return view.confirmed_through;
 }
 
 StateInputs FillLoop::Inputs(int64_t now_ms, int64_t horizon) const {

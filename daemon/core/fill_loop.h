@@ -106,13 +106,16 @@ class FillLoop {
   // Publishes DecideState()'s answer if state or reason changed; returns true if it did.
   bool SyncState(int64_t now_ms, int64_t horizon);
   StateInputs Inputs(int64_t now_ms, int64_t horizon) const;
-  // The horizon's renewal (its problem and wait), copied again only when
-  // Horizon::renewal_version() moved: a paused loop passes every millisecond.
+  // The horizon's renewal (its problem and wait) as ReadHorizon() last copied it: what the
+  // published state was decided from, so the status shows the two together.
   struct Renewal {
     std::optional<ReservationProblem> problem;
     std::optional<RenewalWait> wait;
   };
-  const Renewal& CurrentRenewal() const;
+  const Renewal& CurrentRenewal() const { return renewal_; }
+  // The horizon, with the renewal copied again when Horizon::renewal_version() moved (a
+  // paused loop passes every millisecond): the two always belong together.
+  int64_t ReadHorizon();
   // A pause for the reservation (persistence_failed, register_unreachable) in words: the
   // store it waits on with its location, and the last error. "" for other states.
   std::string RenewalText() const;
@@ -159,9 +162,9 @@ class FillLoop {
   // built from.
   std::string status_text_;
   uint64_t status_text_version_ = 0;
-  // CurrentRenewal()'s copy and the version it was taken at (the loop's thread only).
-  mutable Renewal renewal_;
-  mutable std::optional<uint64_t> renewal_version_;
+  // ReadHorizon()'s copy of the renewal and the version it was taken at.
+  Renewal renewal_;
+  std::optional<uint64_t> renewal_version_;
 };
 
 }  // namespace snowflake::daemon

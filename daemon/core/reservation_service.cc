@@ -69,12 +69,22 @@ std::optional<ReservationProblem> ReservationService::problem() const {
 
 std::optional<RenewalWait> ReservationService::waiting() const {
   std::lock_guard lock(mutex_);
+  return WaitingLocked();
+}
+
+std::optional<RenewalWait> ReservationService::WaitingLocked() const {
   if (!wait_) return std::nullopt;
   return RenewalWait{.store = wait_->store,
                      .location = wait_->store == ReservationStore::kRegister
                                      ? register_location_
                                      : state_file_location_,
                      .since_unix_ms = wait_->since_unix_ms};
+}
+
+Horizon::View ReservationService::Read() const {
+  // Under the lock Renew() moves the horizon in, together with the renewal it ends.
+  std::lock_guard lock(mutex_);
+  return View{confirmed_.load(std::memory_order_relaxed), problem_, WaitingLocked()};
 }
 
 void ReservationService::NoteWaiting(ReservationStore store) {
@@ -170,7 +180,7 @@ void ReservationService::ReportClaimLost() noexcept {
   }
 }
 
-void ReservationService::SetProblem(std::optional<ReservationProblem> problem) {
+void ReservationService::SetProblem(ReservationProblem problem) {
   std::lock_guard lock(mutex_);
   if (problem_ == problem) return;
   problem_ = std::move(problem);
@@ -239,18 +249,22 @@ bool ReservationService::Renew(int64_t through) {
                               updated.error().code == RegisterErrorCode::kUnreachable});
     return false;
   }
-  // Release: whoever reads the new horizon reads it after both stores accepted it.
-  confirmed_.store(std::max(through, confirmed_.load(std::memory_order_relaxed)),
-                   std::memory_order_release);
-  renewals_.fetch_add(1, std::memory_order_relaxed);
-  if (options_.metrics != nullptr) options_.metrics->reservation().renewed.Increment();
   {
+    // The horizon moves in one step with the wait and the failure it ends (Read()), and
+    // after the version (Horizon::renewal_version()): a status never shows the new
+    // horizon's state beside the failure it ended.
     std::lock_guard lock(mutex_);
-    if (wait_) {
+    if (wait_ || problem_) {
       wait_.reset();
+      problem_.reset();
       renewal_version_.fetch_add(1, std::memory_order_release);
     }
+    // Release: whoever reads the new horizon reads it after both stores accepted it.
+    confirmed_.store(std::max(through, confirmed_.load(std::memory_order_relaxed)),
+                     std::memory_order_release);
   }
+  renewals_.fetch_add(1, std::memory_order_relaxed);
+  if (options_.metrics != nullptr) options_.metrics->reservation().renewed.Increment();
   return true;
 }
 
@@ -284,7 +298,6 @@ void ReservationService::Run() {
         }
         failing = false;
         first = false;
-        SetProblem(std::nullopt);
       } else {
         if (!failing) {
           const auto problem = this->problem();

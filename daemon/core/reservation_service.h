@@ -115,8 +115,19 @@ class Horizon {
   virtual std::optional<RenewalWait> waiting() const { return std::nullopt; }
   // Moves whenever problem() or waiting() may have changed, so a reader that saw a value
   // need not copy them again until it moves. A horizon that cannot tell returns a new
-  // value on every call.
+  // value on every call. A confirmed renewal moves it before it moves the horizon, so a
+  // reader that reads confirmed_through() first and then finds the version unmoved holds
+  // the renewal in force at that horizon.
   virtual uint64_t renewal_version() const noexcept = 0;
+  // The horizon with its renewal, read together: a reader never pairs a new horizon with
+  // the failure the renewal that raised it ended, nor an old horizon with that failure
+  // already gone. Default: the three calls in turn (a horizon a test moves by hand).
+  struct View {
+    int64_t confirmed_through = 0;
+    std::optional<ReservationProblem> problem;
+    std::optional<RenewalWait> wait;
+  };
+  virtual View Read() const { return View{confirmed_through(), problem(), waiting()}; }
   // The register said the claim is gone.
   virtual bool claim_lost() const noexcept = 0;
   // The fill loop wants to publish IDs of `unix_ms`: a hint that wakes the service early
@@ -153,6 +164,7 @@ class ReservationService final : public Horizon {
   }
   std::optional<ReservationProblem> problem() const override;
   std::optional<RenewalWait> waiting() const override;
+  View Read() const override;
   uint64_t renewal_version() const noexcept override {
     // Acquire: pairs with the release increment after problem_ or wait_ changed.
     return renewal_version_.load(std::memory_order_acquire);
@@ -186,14 +198,15 @@ class ReservationService final : public Horizon {
   // This daemon's host mark through `through` (never below host_mark_floor); nothing
   // without a host lock directory. Errors: WriteHostMark's sentence.
   tl::expected<void, std::string> WriteOwnHostMark(int64_t through);
-  // The last renewal's problem (nullopt: it was confirmed); moves renewal_version_ if it
-  // changed.
-  void SetProblem(std::optional<ReservationProblem> problem);
+  // The claim's keepalive failed with `problem`; moves renewal_version_ if it changed. The
+  // next confirmed renewal clears it (Renew()).
+  void SetProblem(ReservationProblem problem);
   // A renewal failed at `problem.store`: that store now holds the wait up.
   void FailAt(ReservationProblem problem);
   // A renewal now waits on `store` (the first since the last confirmed one starts the wait;
   // a retry's state file write does not take the wait back from the register).
   void NoteWaiting(ReservationStore store);
+  std::optional<RenewalWait> WaitingLocked() const;  // REQUIRES: mutex_ held
   // Runs one register call named `call` ("raise", "renew", "clean_stop"), reporting its
   // duration and, if it fails, its error code.
   template <typename Call>

@@ -9,10 +9,13 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <future>
+#include <limits>
 #include <optional>
+#include <string>
 #include <thread>
 
 #include "daemon/base/file_lock.h"
@@ -132,6 +135,69 @@ TEST(ReservationService, FailingRegisterIsNamedAndHeals) {
 
   EXPECT_TRUE(WaitUntil([&] { return sut.confirmed_through() >= kStart + 1000; }, 10s,
                         "sut.confirmed_through() >= kStart + 1000", 1ms));
+}
+
+// A confirmed renewal moves the horizon in one step with the failure it ends, so a status
+// never shows the new horizon's state beside that failure. A reader polls both ways the
+// fill loop reads the pair, Read() and the lock-free horizon-then-version path, across
+// rounds of failing and healing; the register stays healthy from each heal until the
+// round's new horizon is seen.
+TEST(ReservationService, AConfirmedRenewalMovesTheHorizonTogetherWithTheFailureItEnds) {
+  constexpr int kRounds = 20;
+  constexpr int64_t kUnarmed = std::numeric_limits<int64_t>::max();
+  Fixture f;
+  ReservationService sut(Options(), f.store, f.reg, f.clock, 0);
+  sut.Start();
+  ASSERT_TRUE(WaitUntil([&] { return sut.confirmed_through() >= kStart + 1000; }, 10s,
+                        "sut.confirmed_through() >= kStart + 1000", 1ms));
+  // A view at or above `armed` must carry no failure.
+  std::atomic<int64_t> armed{kUnarmed};
+  std::atomic<bool> done{false};
+  std::atomic<int64_t> reads{0};
+  std::string mismatch;  // the first view that broke the rule; the poller's until joined
+  std::thread poller([&] {
+    std::optional<uint64_t> version;
+    bool copied_problem = false;
+    while (!done.load() && mismatch.empty()) {
+      const Horizon::View view = sut.Read();
+      const int64_t horizon = sut.confirmed_through();
+      const uint64_t seen = sut.renewal_version();
+      int64_t lock_free_horizon = horizon;
+      if (seen != version) {
+        const Horizon::View copy = sut.Read();
+        copied_problem = copy.problem.has_value();
+        lock_free_horizon = copy.confirmed_through;
+        version = seen;
+      }
+      const int64_t target = armed.load();
+      if (view.confirmed_through >= target && view.problem) {
+        mismatch = "Read() gave horizon " + std::to_string(view.confirmed_through) +
+                   " with the failure: " + view.problem->message;
+      } else if (lock_free_horizon >= target && copied_problem) {
+        mismatch = "the lock-free path gave horizon " + std::to_string(lock_free_horizon) +
+                   " with a failure";
+      }
+      reads.fetch_add(1);
+    }
+  });
+
+  for (int round = 0; round < kRounds && !HasFatalFailure(); ++round) {
+    f.reg.Fail(RegisterErrorCode::kTimedOut);
+    const int64_t target = f.clock.Advance(1000) + 1000;  // due now: renewals fail
+    ASSERT_TRUE(WaitUntil([&] { return sut.problem().has_value(); }, 10s,
+                          "sut.problem().has_value()", 1ms));
+    armed.store(target);
+    f.reg.Fail(std::nullopt);
+    ASSERT_TRUE(WaitUntil([&] { return sut.confirmed_through() >= target; }, 10s,
+                          "sut.confirmed_through() >= target", 1ms));
+    armed.store(kUnarmed);  // before the next round's failure
+  }
+  done.store(true);
+  poller.join();
+
+  EXPECT_EQ(mismatch, "");
+  EXPECT_GT(reads.load(), kRounds) << "the poller must have read while the rounds ran";
+  EXPECT_FALSE(sut.problem().has_value());
 }
 
 // What an unconfirmed renewal waits for: the wait begins with the first renewal after a
