@@ -2,15 +2,20 @@
 // The Node.js package's cost per take against a serving daemon (scripts/bench), beside
 // what Node services write instead and the floor of any call into the addon, measured in
 // the same run and loop: crypto.randomUUID() (node_uuid4_ns) and a bare N-API call into
-// the same addon that does nothing (node_napi_floor_ns).
+// the same addon that does nothing (node_napi_floor_ns). The batch in two forms:
+// nextBatch(1000), a fresh BigUint64Array per call (node_batch_1000_ns_per_id), and
+// nextBatchInto() into one kept array (node_batch_into_1000_ns_per_id), beside what the
+// first allocates alone, `new BigUint64Array(1000)` per ID (node_alloc_1000_ns_per_id).
 //
 // Method, as bench/py_bench.py's: every figure is a series of timed bursts of at most
 // BURST calls with an untimed pause before each, for the daemon's takes until the ring
 // holds the burst's IDs (read from the segment): a sustained series, or a burst larger
 // than the ring's fill, would measure the layout's cap of 4,096 IDs per ms (244 ns per
-// ID) instead of a take. The baselines run in the same bursts and pauses. A warm-up of 50
-// bursts per figure (JIT tier-up, the counter lane's mapping, the daemon's fill target
-// learning the bursts' size) is excluded. Time: process.hrtime.bigint() around each burst.
+// ID) instead of a take. The baselines run in the same bursts and pauses. A warm-up per
+// figure (JIT tier-up, the counter lane's mapping, the daemon's fill target learning the
+// bursts' size) is excluded: 50 bursts, and 500 for the batches, whose first 250 or so
+// bursts of a process run at 20-35 ns per ID against 3-5 after (with 2,048 IDs in the
+// ring before each, so not a refill). Time: process.hrtime.bigint() around each burst.
 //
 // Prints one JSON object: each key a list with one figure per repetition (ns per call,
 // or per ID for the batch).
@@ -86,16 +91,29 @@ async function main() {
   const snowflake = require(path.resolve(process.env.SNOWFLAKE_NODE_PACKAGE || 'build/release/bindings/node/package'));
   const client = snowflake.open('bench', { runtimeDir: a.runtimeDir, syncWaitMs: 100 });
   const out = {
-    node_next_ns: [], node_batch_1000_ns_per_id: [], node_uuid4_ns: [], node_napi_floor_ns: [],
+    node_next_ns: [],
+    node_batch_1000_ns_per_id: [],
+    node_batch_into_1000_ns_per_id: [],
+    node_alloc_1000_ns_per_id: [],
+    node_uuid4_ns: [],
+    node_napi_floor_ns: [],
   };
   const take = () => client.next();
   const batch = () => client.nextBatch(1000);
+  const kept = new BigUint64Array(1000);
+  const batchInto = () => client.nextBatchInto(kept);
+  let sink = null;
+  const alloc = () => {
+    sink = new BigUint64Array(1000);
+  };
   const floor = snowflake._floor;
   const uuid = () => crypto.randomUUID();
   const batchCalls = Math.max(2, Math.floor(a.calls / 100)); // 1000 IDs each, two per burst
   // Warm-up, excluded.
   await perCallNs(take, 50 * BURST, { client });
-  await perCallNs(batch, 100, { burst: 2, client, idsPerCall: 1000 });
+  await perCallNs(batch, 1000, {burst: 2, client, idsPerCall: 1000});
+  await perCallNs(batchInto, 1000, {burst: 2, client, idsPerCall: 1000});
+  await perCallNs(alloc, 1000, {burst: 2});
   await perCallNs(uuid, 50 * BURST);
   await perCallNs(floor, 50 * BURST);
   for (let r = 0; r < a.reps; r++) {
@@ -105,8 +123,12 @@ async function main() {
     out.node_napi_floor_ns.push(await perCallNs(floor, a.calls));
     out.node_batch_1000_ns_per_id.push(
       (await perCallNs(batch, batchCalls, { burst: 2, client, idsPerCall: 1000 })) / 1000);
+    out.node_batch_into_1000_ns_per_id.push(
+        (await perCallNs(batchInto, batchCalls, {burst: 2, client, idsPerCall: 1000})) / 1000);
+    out.node_alloc_1000_ns_per_id.push((await perCallNs(alloc, batchCalls, {burst: 2})) / 1000);
   }
   client.close();
+  if (sink === null || kept[999] === 0n) throw new Error('the batch loops did not run');
   console.log(JSON.stringify(out));
 }
 

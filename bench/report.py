@@ -369,6 +369,9 @@ def main():
             f"≤100: {verdict(med('node_next_ns') <= 100)}")
         row("node client.nextBatch(1000)", "node_batch_1000_ns_per_id", 2, "ns/ID",
             f"≤5: {verdict(med('node_batch_1000_ns_per_id') <= 5)}")
+        row("node client.nextBatchInto(kept array of 1000)", "node_batch_into_1000_ns_per_id",
+            2, "ns/ID", f"≤5: {verdict(med('node_batch_into_1000_ns_per_id') <= 5)}")
+        row("  beside: new BigUint64Array(1000) alone", "node_alloc_1000_ns_per_id", 2, "ns/ID")
         row("  baseline: crypto.randomUUID()", "node_uuid4_ns", 1, "ns")
         row("  floor: a bare N-API call into the addon", "node_napi_floor_ns", 1, "ns")
 
@@ -437,8 +440,9 @@ def main():
             keys += ["java_next_ns", "java_batch_1000_ns_per_id", "java_next_unlocked_ns",
                      "java_jni_floor_ns", "java_uuid4_ns", "java_atomiclong_ns"]
         if node:
-            keys += ["node_next_ns", "node_batch_1000_ns_per_id", "node_uuid4_ns",
-                     "node_napi_floor_ns"]
+            keys += ["node_next_ns", "node_batch_1000_ns_per_id",
+                     "node_batch_into_1000_ns_per_id", "node_alloc_1000_ns_per_id",
+                     "node_uuid4_ns", "node_napi_floor_ns"]
         with open(a.json, "w") as out:
             json.dump({k: med(k) for k in keys}, out, indent=2)
             out.write("\n")

@@ -101,6 +101,11 @@ export declare class Client {
   /** 1 to n strictly increasing IDs: what the ring holds now (fewer than n is no error;
    * call again). n: 1 to 2^24. */
   nextBatch(n: number): BigUint64Array;
+  /**
+   * nextBatch() into `into` from its index 0 (pass a subarray for an offset), allocating
+   * nothing: 1 to into.length IDs; returns how many. into.length: 1 to 2^24.
+   */
+  nextBatchInto(into: BigUint64Array): number;
   /** One ID, waiting on a worker thread up to timeoutMs, failing over to the remotes. */
   nextAsync(): Promise<bigint>;
   /** Exactly n strictly increasing IDs, waiting on a worker thread up to timeoutMs per refill. */

@@ -60,6 +60,41 @@ describe('with a daemon', () => {
     }
   });
 
+  test('nextBatchInto fills the caller\'s array from index 0 and returns the count', () => {
+    const client = snowflake.open('orders', opts);
+    try {
+      const into = new BigUint64Array(1000);
+      let seen = [];
+      for (let i = 0; i < 20; i++) {
+        into.fill(0n);
+        const n = client.nextBatchInto(into);
+        assert.ok(Number.isInteger(n) && n >= 1 && n <= 1000, `count ${n}`);
+        assert.ok(into.subarray(n).every((v) => v === 0n), 'nothing written past the count');
+        seen = seen.concat(Array.from(into.subarray(0, n)));
+      }
+      // A subarray is an offset: its first element is the parent's index 3.
+      const parent = new BigUint64Array(8);
+      const m = client.nextBatchInto(parent.subarray(3, 5));
+      assert.ok(m >= 1 && m <= 2, `count ${m}`);
+      assert.deepEqual(Array.from(parent.subarray(0, 3)), [0n, 0n, 0n]);
+      assert.ok(parent[3] > 0n);
+      seen = seen.concat(Array.from(parent.subarray(3, 3 + m)));
+      assertIncreasing(seen);
+      assert.equal(client.nextBatchInto(new BigUint64Array(1)), 1);
+
+      assert.throws(
+          () => client.nextBatchInto(new BigInt64Array(4)),
+          {name: 'TypeError', message: /into must be a BigUint64Array/});
+      assert.throws(() => client.nextBatchInto([0n, 0n]), {name: 'TypeError'});
+      assert.throws(() => client.nextBatchInto(), {name: 'TypeError'});
+      assert.throws(
+          () => client.nextBatchInto(new BigUint64Array(0)),
+          {name: 'RangeError', message: /into must hold 1 to 16777216 IDs, not 0/});
+    } finally {
+      client.close();
+    }
+  });
+
   test('nextAsync and nextBatchAsync (exactly n) wait on a worker', async () => {
     const client = snowflake.open('orders', opts);
     try {
@@ -162,6 +197,7 @@ describe('with a daemon', () => {
     assertCode(() => client.next(), 'invalid_argument', 'closed');
     assertCode(() => client.nextString(), 'invalid_argument', 'closed');
     assertCode(() => client.nextBatch(3), 'invalid_argument', 'closed');
+    assertCode(() => client.nextBatchInto(new BigUint64Array(3)), 'invalid_argument', 'closed');
     assertCode(() => client.decode(1n), 'invalid_argument', 'closed');
     assert.throws(() => client.nextAsync(), snowflake.SnowflakeError);
     assert.throws(() => client.nextBatchAsync(3), snowflake.SnowflakeError);

@@ -2,7 +2,7 @@
 // Property: every ID is handed out at most once across processes and threads, and each
 // thread sees its IDs strictly increasing. 2 processes x 4 worker threads take 1 M IDs
 // together (bounded by count and by time: each thread stops at its share or its deadline;
-// the run must reach the count), mixing next, nextBatch and nextBatchAsync.
+// the run must reach the count), mixing next, nextBatch, nextBatchInto and nextBatchAsync.
 
 const assert = require('node:assert/strict');
 const childProcess = require('node:child_process');
@@ -21,6 +21,7 @@ const TRANSIENT = new Set(['timed_out', 'daemon_not_heartbeating', 'daemon_pause
 async function takeShare({ packageDir, runtimeDir, share, buffer, seed }) {
   const snowflake = require(packageDir);
   const ids = new BigUint64Array(buffer);
+  const scratch = new BigUint64Array(2000);  // nextBatchInto's, reused
   const client = snowflake.open('stress', { runtimeDir, syncWaitMs: 50, timeoutMs: 1000 });
   const deadline = Date.now() + DEADLINE_MS;
   let got = 0;
@@ -28,12 +29,14 @@ async function takeShare({ packageDir, runtimeDir, share, buffer, seed }) {
   let round = seed;
   while (got < share && Date.now() < deadline) {
     round = (round * 1103515245 + 12345) % 2147483648;
-    const kind = round % 3;
+    const kind = round % 4;
     const want = Math.min(share - got, 1 + (round % 2000));
     let batch;
     try {
       if (kind === 0) batch = [client.next()];
       else if (kind === 1) batch = client.nextBatch(want);
+      else if (kind === 2)
+        batch = scratch.subarray(0, client.nextBatchInto(scratch.subarray(0, want)));
       else batch = await client.nextBatchAsync(want);
     } catch (e) {
       // A loaded machine may starve the daemon briefly: an outage is waited out (and
