@@ -102,6 +102,24 @@ func (r *ring) slot(ticket uint64) uint64 {
 	return atomic.LoadUint64((*uint64)(unsafe.Add(r.slots, (ticket&r.mask)*8)))
 }
 
+// copySlots copies the slots of tickets h, h+1, … into out: at most two plain copies (the
+// ring wraps once at most), not one atomic load per slot. A slot may be written while it
+// is read (torn, even) only after head passed it, and then the take's CAS from h fails and
+// the copy is thrown away; head only grows, so a CAS that succeeds proves no slot of
+// [h, h+len(out)) was written since tail published it. The tail load before (atomic)
+// orders these loads after the daemon's writes.
+func (r *ring) copySlots(out []uint64, h uint64) {
+	capacity := r.mask + 1
+	start := h & r.mask
+	first := capacity - start
+	if first > uint64(len(out)) {
+		first = uint64(len(out))
+	}
+	slots := unsafe.Slice((*uint64)(r.slots), capacity)
+	copy(out[:first], slots[start:start+first])
+	copy(out[first:], slots[:uint64(len(out))-first])
+}
+
 // tryTakeFresh: LAYOUT.md §7 Take, steps 0–4. Reads of the consumer file may fault; the
 // caller guards them.
 func (r *ring) tryTakeFresh(id *uint64) takeResult {
@@ -141,9 +159,7 @@ func (r *ring) tryTakeBatchFresh(out []uint64) (int, takeResult) {
 		if n > uint64(len(out)) {
 			n = uint64(len(out))
 		}
-		for i := uint64(0); i < n; i++ {
-			out[i] = r.slot(h + i)
-		}
+		r.copySlots(out[:n], h)
 		if !isFresh(int64(out[0]>>timeShift), nowMs, bound) ||
 			!isFresh(int64(out[n-1]>>timeShift), nowMs, bound) {
 			return 0, stale

@@ -95,6 +95,27 @@ func TestNextBatchFillsIncreasingIDs(t *testing.T) {
 	}
 }
 
+// The batch copy wraps at the ring's end: every start and length on a ring of 8 slots
+// gives the slots of tickets h, h+1, … in order.
+func TestCopySlotsWrapsAtTheRingsEnd(t *testing.T) {
+	var slots [8]uint64
+	for i := range slots {
+		slots[i] = uint64(100 + i)
+	}
+	r := &ring{slots: unsafe.Pointer(&slots[0]), mask: 7}
+	for h := uint64(0); h < 20; h++ {
+		for n := 1; n <= 8; n++ {
+			out := make([]uint64, n)
+			r.copySlots(out, h)
+			for i, v := range out {
+				if want := uint64(100 + (h+uint64(i))%8); v != want {
+					t.Fatalf("h=%d n=%d: out[%d] = %d, want %d", h, n, i, v, want)
+				}
+			}
+		}
+	}
+}
+
 func TestStatusReportsTheServingDaemon(t *testing.T) {
 	c := open(t, startDaemon(t))
 	id, _ := c.Next()
