@@ -183,7 +183,7 @@ ct getent group snowflaked > /dev/null || fail "no group snowflaked after instal
 [ "$(ct stat -c %U:%G:%a /var/lib/snowflaked)" = snowflaked:snowflaked:750 ] ||
   fail "/var/lib/snowflaked is $(ct stat -c %U:%G:%a /var/lib/snowflaked)"
 [ "$(ct systemctl is-enabled snowflaked)" = enabled ] || fail "snowflaked.service not enabled"
-ct dpkg-query -W -f '${Conffiles}\n' snowflaked | grep -q /etc/snowflaked.toml ||
+ct dpkg-query -W -f '${Conffiles}\n' snowflaked | grep /etc/snowflaked.toml > /dev/null ||
   fail "/etc/snowflaked.toml is not a conffile"
 ct test -f /usr/share/man/man8/snowflaked.8.gz || fail "no snowflaked(8)"
 
@@ -272,7 +272,9 @@ echo "killed $killed_after s after SIGSTOP (WatchdogSec=5s), serving again after
 # The property: it was the watchdog, within WatchdogSec (10 s allows for a loaded host).
 awk -v k="$killed_after" 'BEGIN { exit !(k <= 10) }' || fail "killed only after $killed_after s"
 # journald writes asynchronously: under load the line may come a moment after the restart.
-journal_says_watchdog() { ct journalctl -u snowflaked -o cat --no-pager | grep -q "Watchdog timeout"; }
+# grep reads the whole journal (no -q): leaving at the match would close the pipe under
+# journalctl, and pipefail would turn its SIGPIPE into a failure.
+journal_says_watchdog() { ct journalctl -u snowflaked -o cat --no-pager | grep "Watchdog timeout" > /dev/null; }
 wait_until 15 "the journal saying the watchdog fired" journal_says_watchdog
 after_stop=$(take_max 100)
 [ "$after_stop" -gt "$after_kill" ] || fail "after the watchdog $after_stop <= $after_kill"
@@ -312,7 +314,7 @@ ct apt-get install -y -q --no-install-recommends /mnt/debs/n1/snowflaked_"${next
 [ "$(ct dpkg-query -W -f '${Version}' snowflaked)" = "$next_version" ] || fail "not upgraded"
 [ "$(ct snowflaked --version)" = "snowflaked $next_version" ] || fail "snowflaked --version: $(ct snowflaked --version)"
 main_pid_is_not "$pid" || fail "the daemon was not restarted by the upgrade (pid $pid)"
-ct journalctl -u snowflaked -o cat --no-pager | grep -q "snowflaked $next_version starting" ||
+ct journalctl -u snowflaked -o cat --no-pager | grep "snowflaked $next_version starting" > /dev/null ||
   fail "the journal has no start of $next_version"
 after_upgrade=$(take_max 100)
 [ "$after_upgrade" -gt "$before_upgrade" ] || fail "after upgrade $after_upgrade <= $before_upgrade"
