@@ -31,8 +31,11 @@ using testing::TempDir;
 const std::string kCtl = SNOWFLAKE_BINARY_DIR "/cli/snowflakectl";
 const std::string kProducer = SNOWFLAKE_BINARY_DIR "/tests/client/test_producer";
 
-Process StartProducer(const std::filesystem::path& dir) {
-  Process producer = Process::Spawn({kProducer, dir.string(), "4096"});
+// `liveness_ms`: the heartbeat's limit in the segment; "" keeps the daemon's default.
+Process StartProducer(const std::filesystem::path& dir, const std::string& liveness_ms = "") {
+  Process producer =
+      liveness_ms.empty() ? Process::Spawn({kProducer, dir.string(), "4096"})
+                          : Process::Spawn({kProducer, dir.string(), "4096", liveness_ms});
   if (!producer.WaitForOutput(Process::Stream::kOut, "serving", std::chrono::seconds(20))) {
     ADD_FAILURE() << "test_producer did not start: " << producer.err();
   }
@@ -62,7 +65,9 @@ std::vector<uint64_t> ParseLines(const std::string& text, std::string* problem) 
 
 TEST(CliNext, PrintsAMillionUniqueStrictlyIncreasingIds) {
   TempDir dir("cli-next");
-  Process producer = StartProducer(dir.path());
+  // A heartbeat limit of 2 s: this test is about the million IDs, and on a loaded host the
+  // producer's heartbeat once stalled 60 ms past the default 50 ms mid-run.
+  Process producer = StartProducer(dir.path(), "2000");
   const auto began = std::chrono::steady_clock::now();
 
   RunResult result = RunCommand(

@@ -1,4 +1,4 @@
-// test_producer RUNTIME_DIR [CAPACITY]: a stand-in daemon for client tests. Creates (or
+// test_producer RUNTIME_DIR [CAPACITY [LIVENESS_MS]]: a stand-in daemon for client tests. Creates (or
 // reopens) the segment, serves it with ServeUntil() and prints "serving" once it does.
 // SIGTERM: drains, marks the segment stopped and exits 0, like snowflaked. SIGKILL and
 // SIGSTOP give a dead or hung producer.
@@ -22,7 +22,7 @@ void OnTerm(int) { stop_requested.store(true); }
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: test_producer RUNTIME_DIR [CAPACITY]\n");
+    std::fprintf(stderr, "usage: test_producer RUNTIME_DIR [CAPACITY [LIVENESS_MS]]\n");
     return 2;
   }
   snowflake::shm::ProducerOptions options;
@@ -30,6 +30,9 @@ int main(int argc, char** argv) {
   options.capacity = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 1024;
   options.epoch_unix_ms = snowflake::kDefaultEpochUnixMs;
   options.machine = 5;
+  // A test about something else than liveness may give the heartbeat room, so a loaded
+  // host's scheduler stall does not read as a hung producer (default: the daemon's 50 ms).
+  if (argc > 3) options.liveness_ms = static_cast<uint32_t>(std::strtoul(argv[3], nullptr, 10));
   // It keeps its ring full and never drains old IDs (it is not the daemon): no freshness
   // bound in its header.
   options.bound_freshness = false;
