@@ -416,10 +416,13 @@ class Session : public std::enable_shared_from_this<Session> {
   void ExpireAfter(std::chrono::milliseconds timeout) { deadline_.ExpireAfter(timeout); }
 
   // Reading, parsing and answering are synchronous calls on the non-blocking socket as
-  // long as they can proceed; the session waits in the reactor only for readability (or,
-  // for a reply the peer does not take in at once, writability). A request costs one wait,
-  // one recv, one send and one re-arm of the wait, with no completion posted through the
-  // scheduler between them (each of which would cost another epoll_wait).
+  // long as they can proceed. When the next request is not buffered, the session reads
+  // again only after the rest of the work ready on its thread (the other connections'
+  // requests of this pass): by then the peer has often sent it, and the read finds it at
+  // once. A request then costs one recv and one send, and a pass of the thread over its
+  // ready connections one epoll_wait. A read that finds nothing waits in the reactor
+  // without re-arming the socket: Asio re-arms (epoll_ctl) for a wait it starts without a
+  // speculative attempt, as async_wait, not for a read whose attempt found nothing.
   void Read() {
     parser_.emplace();
     header_bytes_ = 0;
@@ -427,18 +430,25 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_->body_limit(kMaxBodyBytes);
     ExpireAfter(refusal_ ? kRefuseTimeout
                          : std::chrono::milliseconds(front_.options().idle_timeout_ms));
-    // A pipelined request is (partly) here already: parse it. Otherwise wait: a recv now
-    // would find nothing (the next request has not come yet).
+    // A pipelined request is (partly) here already: parse it.
     if (buffer_.size() != 0) return Parse();
     WaitReadable();
   }
 
   void WaitReadable() {
     inline_requests_ = 0;
-    socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](beast::error_code ec) {
-      if (ec) return;  // closed by the deadline, or the front stopped
-      if (self->ReadSome()) self->Parse();
-    });
+    asio::post(socket_.get_executor(), [self = shared_from_this()] { self->ReadAsync(); });
+  }
+
+  void ReadAsync() {
+    socket_.async_read_some(buffer_.prepare(kReadChunk),
+                            [self = shared_from_this()](beast::error_code ec, size_t n) {
+                              // Closed by the deadline, the front stopped, EOF or reset:
+                              // nothing to answer.
+                              if (ec) return;
+                              self->buffer_.commit(n);
+                              self->Parse();
+                            });
   }
 
   // One recv into the buffer. False when there is nothing to parse yet: it then waits for
