@@ -111,9 +111,9 @@ async function main() {
   const batchCalls = Math.max(2, Math.floor(a.calls / 100)); // 1000 IDs each, two per burst
   // Warm-up, excluded.
   await perCallNs(take, 50 * BURST, { client });
-  await perCallNs(batch, 1000, {burst: 2, client, idsPerCall: 1000});
-  await perCallNs(batchInto, 1000, {burst: 2, client, idsPerCall: 1000});
-  await perCallNs(alloc, 1000, {burst: 2});
+  await perCallNs(batch, 1000, { burst: 2, client, idsPerCall: 1000 });
+  await perCallNs(batchInto, 1000, { burst: 2, client, idsPerCall: 1000 });
+  await perCallNs(alloc, 1000, { burst: 2 });
   await perCallNs(uuid, 50 * BURST);
   await perCallNs(floor, 50 * BURST);
   for (let r = 0; r < a.reps; r++) {
@@ -124,8 +124,8 @@ async function main() {
     out.node_batch_1000_ns_per_id.push(
       (await perCallNs(batch, batchCalls, { burst: 2, client, idsPerCall: 1000 })) / 1000);
     out.node_batch_into_1000_ns_per_id.push(
-        (await perCallNs(batchInto, batchCalls, {burst: 2, client, idsPerCall: 1000})) / 1000);
-    out.node_alloc_1000_ns_per_id.push((await perCallNs(alloc, batchCalls, {burst: 2})) / 1000);
+      (await perCallNs(batchInto, batchCalls, { burst: 2, client, idsPerCall: 1000 })) / 1000);
+    out.node_alloc_1000_ns_per_id.push((await perCallNs(alloc, batchCalls, { burst: 2 })) / 1000);
   }
   client.close();
   if (sink === null || kept[999] === 0n) throw new Error('the batch loops did not run');
