@@ -301,17 +301,29 @@ thread_local OwnedLane* current_lane __attribute__((tls_model("initial-exec"))) 
 // would overwrite the parent's count. So a forked child never counts in lanes: the
 // pthread_atfork child handler (which runs in the child's only thread) forgets the lane
 // that thread cached, and from then on every take of the child adds to the slot's shared
-// word with fetch_add (exact, slower only there; no mutex the parent may have held).
+// word with fetch_add (exact, slower only there; no mutex the parent may have held), and
+// its threads release no lanes (they own none; the parent's threads release theirs).
+//
+// The registry's mutex is held across fork() (taken in the prepare handler, released in
+// both processes after): a child inherits it free and the map whole, so a Client it
+// destroys leaves the registry without waiting on a thread that exists only in the parent.
+// Without this, a fork while another thread claimed its first lane left the child's
+// Client destructor blocked forever.
 std::atomic<bool> in_forked_child{false};
+
+void LockRegistryBeforeFork() noexcept { Registry().mutex.lock(); }
+void UnlockRegistryAfterFork() noexcept { Registry().mutex.unlock(); }
 
 void ForgetLanesInForkedChild() noexcept {
   in_forked_child.store(true, std::memory_order_relaxed);
   current_lane = nullptr;
+  UnlockRegistryAfterFork();
 }
 
 void RegisterForkHandlerOnce() noexcept {
   static const bool registered [[maybe_unused]] =
-      pthread_atfork(nullptr, nullptr, ForgetLanesInForkedChild) == 0;
+      pthread_atfork(LockRegistryBeforeFork, UnlockRegistryAfterFork, ForgetLanesInForkedChild) ==
+      0;
 }
 
 // One mapped segment and this Client's counters in it. Immutable once published through
@@ -361,6 +373,9 @@ struct Attachment {
 
 ThreadLanes::~ThreadLanes() {
   current_lane = nullptr;
+  // A forked child's lanes list is its forking thread's copy: those lanes are the
+  // parent's, and a lanes_mutex the parent's other threads held at the fork stays held.
+  if (in_forked_child.load(std::memory_order_relaxed)) return;
   std::lock_guard registry_lock(Registry().mutex);
   for (const OwnedLane& lane : owned) {
     const auto it = Registry().live.find(lane.attachment_id);
