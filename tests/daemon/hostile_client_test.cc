@@ -352,6 +352,11 @@ TEST(HostileClient, GroupMemberCannotWriteTheRingFile) {
   ExpectUnique(ids);
 }
 
+// Not in the tsan build: ThreadSanitizer does not follow a fork of a threaded process (it
+// turns itself off in the child), and its runtime can leave the child blocked on one of
+// its own locks (LLVM fixed part of that in 2024, after GCC 12's libtsan); a tsan run in
+// CI saw one child of four never exit. The debug (ASan) and release builds run it.
+#if !defined(__SANITIZE_THREAD__)
 TEST(HostileClient, ForkMidTakeNeverDuplicatesOrDeadlocks) {
   // Arrange: a client whose thread takes continuously into a preallocated buffer.
   DaemonHarness harness("hostile-fork");
@@ -445,6 +450,7 @@ TEST(HostileClient, ForkMidTakeNeverDuplicatesOrDeadlocks) {
   ExpectUnique(all);
   EXPECT_EQ(status["services"].value("forky", uint64_t{0}), expected_total) << status.dump();
 }
+#endif  // !__SANITIZE_THREAD__
 
 // Detected: a rewound head (every ID ever taken looks untaken again) is seen by the fill
 // loop's next pass, which retires the segment and serves a fresh one above every ID.
