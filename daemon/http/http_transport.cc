@@ -23,10 +23,8 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
-#include <charconv>
 #include <chrono>
 #include <functional>
-#include <iterator>
 #include <optional>
 #include <thread>
 
@@ -67,6 +65,7 @@ HttpReply Refusal(unsigned status, vocab::ErrorCode code, std::string_view messa
   return ErrorReply(status, vocab::ErrorName(code), message);
 }
 
+beast::string_view View(std::string_view text) { return {text.data(), text.size()}; }
 std::string_view View(beast::string_view text) { return {text.data(), text.size()}; }
 
 }  // namespace
@@ -304,53 +303,20 @@ Answer AnswerRequest(HttpTransport::Impl& front, beast::error_code ec,
   return answer;
 }
 
-void AppendNumber(std::string& out, uint64_t value) {
-  char digits[20];
-  const auto end = std::to_chars(std::begin(digits), std::end(digits), value).ptr;
-  out.append(digits, static_cast<size_t>(end - digits));
-}
-
-// The response an answer is framed as: its status line and header in `head` (reused, so
-// its capacity outlives the reply), its body moved to `body`. The bytes are those Beast's
-// response serializer writes for the same response, built without a field list (an
-// allocation per field) or a serializer: the status line with Beast's reason phrase,
-// Content-Type, Retry-After, Allow, the Connection token keep_alive() sets, and the
-// Content-Length prepare_payload() sets. Reports the reply to the front's metrics.
-void Frame(HttpTransport::Impl& front, Answer& answer, std::string& head, std::string& body) {
+// The response an answer is framed as; reports it to the front's metrics.
+void Frame(HttpTransport::Impl& front, Answer& answer,
+           std::optional<http::response<http::string_body>>& response) {
   HttpReply& reply = answer.reply;
-  head.clear();
-  head.append("HTTP/");
-  head.push_back(static_cast<char>('0' + answer.version / 10));
-  head.push_back('.');
-  head.push_back(static_cast<char>('0' + answer.version % 10));
-  head.push_back(' ');
-  AppendNumber(head, reply.status);
-  head.push_back(' ');
-  head.append(View(http::obsolete_reason(static_cast<http::status>(reply.status))));
-  head.append("\r\nContent-Type: ");
-  head.append(reply.content_type);
-  head.append("\r\n");
-  if (reply.retry_after_s != 0) {
-    head.append("Retry-After: ");
-    AppendNumber(head, reply.retry_after_s);
-    head.append("\r\n");
-  }
+  response.emplace(static_cast<http::status>(reply.status), answer.version);
+  response->set(http::field::content_type, View(reply.content_type));
+  if (reply.retry_after_s != 0)
+    response->set(http::field::retry_after, std::to_string(reply.retry_after_s));
   if (reply.status == static_cast<unsigned>(http::status::method_not_allowed)) {
-    head.append("Allow: GET\r\n");
+    response->set(http::field::allow, "GET");
   }
-  // HTTP/1.1 keeps the connection unless told; HTTP/1.0 closes it unless told.
-  if (answer.version >= 11 && answer.close) head.append("Connection: close\r\n");
-  if (answer.version < 11 && !answer.close) head.append("Connection: keep-alive\r\n");
-  // A status that has no body (1xx, 204, 304) has no Content-Length either.
-  const bool bodiless = reply.status / 100 == 1 || reply.status == 204 || reply.status == 304;
-  if (!bodiless) {
-    head.append("Content-Length: ");
-    AppendNumber(head, reply.body.size());
-    head.append("\r\n");
-  }
-  head.append("\r\n");
-  body = std::move(reply.body);
-  if (bodiless) body.clear();
+  response->body() = std::move(reply.body);
+  response->keep_alive(!answer.close);
+  response->prepare_payload();
   front.Replied(reply.status, answer.endpoint, answer.start);
 }
 
@@ -531,20 +497,18 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void Send(Answer answer) {
     close_ = answer.close;
-    Frame(front_, answer, head_, body_);
+    Frame(front_, answer, response_);
     ExpireAfter(std::chrono::milliseconds(front_.options().write_timeout_ms));
-    const std::array<asio::const_buffer, 2> reply{asio::buffer(head_), asio::buffer(body_)};
+    serializer_.emplace(*response_);
     beast::error_code ec;
-    // All of it in one send, or as much as the socket takes.
-    const size_t sent = asio::write(socket_, reply, ec);
+    http::write(socket_, *serializer_, ec);  // all of it, or as much as the socket takes
     if (!ec) return AfterWrite(/*inline_call=*/true);
     if (ec != asio::error::would_block && ec != asio::error::try_again) return;  // peer gone
     // The peer's window is full: the rest when the socket is writable.
-    beast::buffers_suffix<std::array<asio::const_buffer, 2>> rest(reply);
-    rest.consume(sent);
-    asio::async_write(socket_, rest, [self = shared_from_this()](beast::error_code error, size_t) {
-      if (!error) self->AfterWrite(/*inline_call=*/false);
-    });
+    http::async_write(socket_, *serializer_,
+                      [self = shared_from_this()](beast::error_code error, size_t) {
+                        if (!error) self->AfterWrite(/*inline_call=*/false);
+                      });
   }
 
   // `inline_call`: straight from Send(), so a run of pipelined requests would recurse;
@@ -581,8 +545,8 @@ class Session : public std::enable_shared_from_this<Session> {
   const std::string client_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
-  std::string head_;  // the reply being sent: its status line and header
-  std::string body_;  // and its body
+  std::optional<http::response<http::string_body>> response_;
+  std::optional<http::response_serializer<http::string_body>> serializer_;
   std::array<char, 512> drain_{};
   uint64_t inline_requests_ = 0;  // answered in one call chain since the last wait
   uint64_t header_bytes_ = 0;     // of the request being parsed, consumed by the parser
@@ -658,12 +622,12 @@ class TlsSession : public std::enable_shared_from_this<TlsSession> {
     }
     Answer answer = AnswerRequest(front_, ec, parser_->get(), refusal_, requests_, client_);
     close_ = answer.close;
-    Frame(front_, answer, head_, body_);
+    Frame(front_, answer, response_);
     deadline_.ExpireAfter(std::chrono::milliseconds(front_.options().write_timeout_ms));
-    const std::array<asio::const_buffer, 2> reply{asio::buffer(head_), asio::buffer(body_)};
-    asio::async_write(stream_, reply, [self = shared_from_this()](beast::error_code error, size_t) {
-      if (!error) self->AfterWrite();
-    });
+    http::async_write(stream_, *response_,
+                      [self = shared_from_this()](beast::error_code error, size_t) {
+                        if (!error) self->AfterWrite();
+                      });
   }
 
   void AfterWrite() {
@@ -682,8 +646,7 @@ class TlsSession : public std::enable_shared_from_this<TlsSession> {
   std::optional<HttpReply> refusal_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
-  std::string head_;  // the reply being sent: its status line and header
-  std::string body_;  // and its body
+  std::optional<http::response<http::string_body>> response_;
   uint64_t requests_ = 0;
   bool close_ = false;
 };
