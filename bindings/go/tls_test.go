@@ -155,6 +155,11 @@ func startTLSFront(t *testing.T, p *testPKI, mutual bool) (*daemon, string) {
 
 // A Client of a host without a daemon (an empty runtime directory), failing over to the
 // remotes of opts.
+// The timeout of a client that must take through a TLS front: its first take is a TCP and
+// TLS handshake and a request, which the default 100 ms does not always cover on a CI host
+// running other suites beside (and under -race). Refusals fail at once, whatever it is.
+const tlsTakeTimeout = 10 * time.Second
+
 func openWithoutDaemon(t *testing.T, opts ...Option) (*Client, error) {
 	t.Helper()
 	c, err := Open("orders", append([]Option{WithRuntimeDir(t.TempDir())}, opts...)...)
@@ -206,7 +211,8 @@ func wantRemoteRefused(t *testing.T, c *Client, remote string, reasons ...string
 func TestHTTPSRemoteServesAClientWithoutALocalDaemon(t *testing.T) {
 	p := makePKI(t)
 	d, remote := startTLSFront(t, p, false)
-	c, err := openWithoutDaemon(t, WithRemotes(remote), WithRemotesCA(p.ca))
+	c, err := openWithoutDaemon(t, WithRemotes(remote), WithRemotesCA(p.ca),
+		WithTimeout(tlsTakeTimeout))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +272,7 @@ func TestHTTPSRemoteWithMutualTLSNeedsTheClientCertificate(t *testing.T) {
 	// Go presents no certificate the front's CA did not sign (the request names the CAs).
 	wantRemoteRefused(t, wrong, remote, "remote error: tls: certificate required")
 	with, err := openWithoutDaemon(t, WithRemotes(remote), WithRemotesCA(p.ca),
-		WithRemotesCert(p.clientCert, p.clientKey))
+		WithRemotesCert(p.clientCert, p.clientKey), WithTimeout(tlsTakeTimeout))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,14 +287,14 @@ func TestHTTPSRemoteWithMutualTLSNeedsTheClientCertificate(t *testing.T) {
 		t.Fatalf("a plain remote beside $SNOWFLAKE_REMOTES_CA: got %v, want it refused", err)
 	}
 	t.Setenv("SNOWFLAKE_REMOTES", remote)
-	fromEnvironment, err := openWithoutDaemon(t)
+	fromEnvironment, err := openWithoutDaemon(t, WithTimeout(tlsTakeTimeout))
 	if err != nil {
 		t.Fatal(err)
 	}
 	takeIncreasing(t, fromEnvironment, 100)
 	// The options win over the environment.
 	t.Setenv("SNOWFLAKE_REMOTES_CA", p.otherCA)
-	withOptions, err := openWithoutDaemon(t, WithRemotesCA(p.ca))
+	withOptions, err := openWithoutDaemon(t, WithRemotesCA(p.ca), WithTimeout(tlsTakeTimeout))
 	if err != nil {
 		t.Fatal(err)
 	}
