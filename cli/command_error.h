@@ -4,7 +4,7 @@
 //   {"ok": false, "error_code": "daemon_not_running", "error": "<the sentence>",
 //    "exit_status": 1}
 // The error codes are stable (docs/cli.md) and are the vocabulary's
-// (snowflake/vocabulary.h): the library's, and snowflakectl's own `usage`, `bad_reply` and
+// (protocol/vocabulary.h): the library's, and snowflakectl's own `usage`, `bad_reply` and
 // `refused`.
 
 #ifndef SNOWFLAKE_CLI_COMMAND_ERROR_H_
@@ -14,7 +14,7 @@
 #include <string>
 
 #include "protocol/control_protocol.h"
-#include "snowflake/vocabulary.h"
+#include "protocol/vocabulary.h"
 
 namespace snowflake::cli {
 

@@ -10,10 +10,10 @@
 #include <string>
 #include <string_view>
 
+#include "protocol/vocabulary.h"
 #include "snowflake/client.h"
 #include "snowflake/snowflake.h"
 #include "snowflake/time_text.h"
-#include "snowflake/vocabulary.h"
 
 struct sf_client {
   snowflake::Client client;

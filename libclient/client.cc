@@ -17,11 +17,11 @@
 #include <utility>
 #include <vector>
 
+#include "protocol/vocabulary.h"
 #include "remote_pool.h"
 #include "snowflake/ring_consumer.h"
 #include "snowflake/segment_error.h"
 #include "snowflake/segment_layout.h"
-#include "snowflake/vocabulary.h"
 
 namespace snowflake {
 namespace {

@@ -18,8 +18,8 @@
 #include <tl/expected.hpp>
 #include <vector>
 
+#include "protocol/vocabulary.h"
 #include "snowflake/segment_layout.h"
-#include "snowflake/vocabulary.h"
 
 namespace snowflake::protocol {
 
@@ -38,7 +38,7 @@ std::string_view CommandName(Command command) noexcept;
 std::string RequestLine(Command command);
 
 // Why a control exchange gave no answer, or the daemon's refusal. `code` is the
-// vocabulary's (snowflake/vocabulary.h); `message` says what was wrong and what to do.
+// vocabulary's (protocol/vocabulary.h); `message` says what was wrong and what to do.
 struct ControlError {
   vocab::ErrorCode code = vocab::ErrorCode::kSystemError;
   std::string message;

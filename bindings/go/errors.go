@@ -29,7 +29,7 @@ func (e *Error) Is(target error) bool {
 }
 
 // The library's statuses: the vocabulary's error codes 1..16
-// (shm/include/snowflake/vocabulary.h, ErrorCode), which the C ABI's sf_status, the C++
+// (protocol/vocabulary.h, ErrorCode), which the C ABI's sf_status, the C++
 // ClientError (plus one), the HTTP front and snowflakectl share. The conformance suite
 // checks this table against the C++ one (tests/conformance).
 const (

@@ -31,11 +31,11 @@
 
 #include "libclient/status/status_report.h"
 #include "protocol/control_client.h"
+#include "protocol/vocabulary.h"
 #include "snowflake/client.h"
 #include "snowflake/client_error.h"
 #include "snowflake/id_layout.h"
 #include "snowflake/snowflake.h"
-#include "snowflake/vocabulary.h"
 
 namespace {
 

@@ -13,8 +13,8 @@
 #include <memory>
 #include <vector>
 
+#include "protocol/vocabulary.h"
 #include "snowflake/account_names.h"
-#include "snowflake/vocabulary.h"
 
 namespace snowflake::daemon {
 namespace {

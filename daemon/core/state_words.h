@@ -1,4 +1,4 @@
-// The daemon's view of the one vocabulary (snowflake/vocabulary.h): its states and reasons
+// The daemon's view of the one vocabulary (protocol/vocabulary.h): its states and reasons
 // in words for logs, STATUS= and `snowflakectl status`, with what happens next. The words
 // themselves live in the vocabulary's tables; this adds only what the daemon appends (the
 // store or bound that explains a reason).
@@ -13,8 +13,8 @@
 #include <string>
 #include <string_view>
 
+#include "protocol/vocabulary.h"
 #include "snowflake/segment_layout.h"
-#include "snowflake/vocabulary.h"
 
 namespace snowflake::daemon {
 

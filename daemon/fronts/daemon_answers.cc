@@ -5,7 +5,7 @@
 #include "daemon/control/status_board.h"
 #include "daemon/fronts/ring_services.h"
 #include "libclient/status/status_report.h"  // the keys of `status --json`
-#include "snowflake/vocabulary.h"
+#include "protocol/vocabulary.h"
 
 namespace snowflake::daemon {
 

@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "daemon/fronts/daemon_answers.h"
+#include "protocol/vocabulary.h"
 #include "snowflake/client.h"
-#include "snowflake/vocabulary.h"
 
 namespace snowflake::daemon {
 namespace {

@@ -4,8 +4,8 @@
 #include <optional>
 
 #include "daemon/base/decimal.h"
+#include "protocol/vocabulary.h"
 #include "snowflake/client.h"
-#include "snowflake/vocabulary.h"
 
 namespace snowflake::daemon {
 namespace {

@@ -30,7 +30,7 @@
 
 #include "daemon/config/net_address.h"
 #include "daemon/http/tls_credentials.h"
-#include "snowflake/vocabulary.h"
+#include "protocol/vocabulary.h"
 
 namespace snowflake::daemon {
 namespace {

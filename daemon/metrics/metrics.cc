@@ -5,7 +5,7 @@
 #include <sstream>
 #include <utility>
 
-#include "snowflake/vocabulary.h"
+#include "protocol/vocabulary.h"
 
 namespace snowflake::daemon {
 namespace {

@@ -1,4 +1,4 @@
-// libsnowflake's error codes come from the one vocabulary (snowflake/vocabulary.h): the
+// libsnowflake's error codes come from the one vocabulary (protocol/vocabulary.h): the
 // C++ API's ClientErrorName and the C ABI's sf_status_str (whose codes the Python and Go
 // bindings map to their exceptions and sentinels) give the table's code for every error.
 
@@ -7,9 +7,9 @@
 #include <set>
 #include <string>
 
+#include "protocol/vocabulary.h"
 #include "snowflake/client_error.h"
 #include "snowflake/snowflake.h"
-#include "snowflake/vocabulary.h"
 
 namespace snowflake {
 namespace {

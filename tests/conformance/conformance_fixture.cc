@@ -12,7 +12,7 @@
 // before opening (or taking), so "fresh" and "N ms old" mean that when it takes.
 // `--live-pid` is a process that stays alive while the taker takes (the taker's own):
 // the "live" daemon pid of the row. --vocabulary prints the C++ tables a taker of another
-// language copies (shm/include/snowflake/vocabulary.h): the library's error codes by
+// language copies (protocol/vocabulary.h): the library's error codes by
 // status, the state, health and reason codes and the reasons' texts (detail 5), so its
 // test can compare. Exit status 0, or 2 with a message on stderr.
 
@@ -35,10 +35,10 @@
 #include <string>
 #include <vector>
 
+#include "protocol/vocabulary.h"
 #include "snowflake/boot_id.h"
 #include "snowflake/pid_namespace.h"
 #include "snowflake/segment_layout.h"
-#include "snowflake/vocabulary.h"
 
 namespace {
 

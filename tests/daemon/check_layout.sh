@@ -14,8 +14,11 @@
 #     take, through libsnowflake);
 #   - daemon/ includes a header of cli/, or cli/ includes a daemon header outside
 #     base/, config/ and register/, or cli/ links the daemon's core library;
-#   - protocol/ (the control protocol both ends link) includes anything but itself and
-#     shm's public headers, or bindings/ includes a header of cli/ or daemon/;
+#   - text/ includes anything of the project but itself, or shm/ anything but itself and
+#     text/ (the words for shm's states are above it, in protocol/vocabulary.h);
+#   - protocol/ (the vocabulary and the control protocol both ends link) includes anything
+#     but itself and the public headers of shm/ and text/, or bindings/ includes a header
+#     of cli/ or daemon/;
 #   - the stages of docs/architecture.md's "Startup and shutdown" table are not kTable's
 #     in Daemon::BuildTable() (daemon/daemon.cc), in its order: the code is the one table.
 # Usage: check_layout.sh SOURCE_DIR
@@ -117,10 +120,33 @@ while IFS= read -r hit; do
 done < <(grep -rnE '#include "(snowflake/ring_producer\.h|daemon/core/(generator|fill_loop)\.h)"' \
            "$root/daemon/fronts" "$root/daemon/http" 2>/dev/null)
 
+# 4a. Below everything: text/ includes nothing of the project but itself; shm/ (formats
+#     only) nothing but itself and text/.
+text_headers=$(cd "$root/text/include" 2>/dev/null && find snowflake -name '*.h' | sort)
+shm_headers=$(cd "$root/shm/include" && find snowflake -name '*.h' | sort)
+while IFS=: read -r file _ line; do
+  [[ "$line" =~ \#include\ \"([^\"]*)\" ]] || continue
+  grep -qxF "${BASH_REMATCH[1]}" <<<"$text_headers" ||
+    finding "${file#"$root/"} includes \"${BASH_REMATCH[1]}\": text/ may include only text/"
+done < <(grep -rn '#include "' "$root/text")
+while IFS=: read -r file _ line; do
+  [[ "$line" =~ \#include\ \"([^\"]*)\" ]] || continue
+  included=${BASH_REMATCH[1]}
+  case "$included" in
+    mapped_segment.h | service_slot_codec.h) continue ;;
+  esac
+  grep -qxF "$included" <<<"$shm_headers"$'\n'"$text_headers" ||
+    finding "${file#"$root/"} includes \"$included\": shm/ may include only shm/ and text/"
+done < <(grep -rn '#include "' "$root/shm")
+
 # 4. The control protocol sits below both of its ends; bindings are clients only.
-while IFS= read -r hit; do
-  finding "${hit#"$root/"}: protocol/ may include only protocol/ and shm's \"snowflake/...\" headers"
-done < <(grep -rnE '#include "' "$root/protocol" | grep -vE '#include "(protocol/|snowflake/)')
+while IFS=: read -r file _ line; do
+  [[ "$line" =~ \#include\ \"([^\"]*)\" ]] || continue
+  included=${BASH_REMATCH[1]}
+  [[ "$included" == protocol/* ]] && continue
+  grep -qxF "$included" <<<"$shm_headers"$'\n'"$text_headers" ||
+    finding "${file#"$root/"} includes \"$included\": protocol/ may include only protocol/ and the public headers of shm/ and text/"
+done < <(grep -rn '#include "' "$root/protocol")
 while IFS= read -r hit; do
   finding "${hit#"$root/"}: bindings/ may not include a header of cli/ or daemon/"
 done < <(grep -rnE '#include "(cli/|daemon/|control_client\.h|command_error\.h|exit_codes\.h)' \

@@ -12,7 +12,8 @@ failures=0
 fresh_copy() {
   rm -rf "$work/tree"
   mkdir -p "$work/tree/docs"
-  cp -r "$src/daemon" "$src/cli" "$src/protocol" "$src/bindings" "$work/tree/"
+  cp -r "$src/daemon" "$src/cli" "$src/protocol" "$src/bindings" "$src/shm" "$src/text" \
+    "$work/tree/"
   cp "$src/docs/architecture.md" "$work/tree/docs/"
 }
 
@@ -39,10 +40,14 @@ plant() {
   fi
 }
 
+plant text/time_text.cc '#include "snowflake/id_layout.h"' "text/ may include only text/"
+plant shm/segment.cc '#include "protocol/vocabulary.h"' "shm/ may include only shm/ and text/"
+plant shm/ring_consumer.cc '#include "snowflake/client.h"' "shm/ may include only shm/ and text/"
 plant protocol/control_protocol.cc '#include "daemon/control/status_board.h"' \
   "protocol/control_protocol.cc"
 plant protocol/control_client.cc '#include "libclient/status/status_report.h"' \
   "protocol/ may include only"
+plant protocol/vocabulary.cc '#include "snowflake/client.h"' "protocol/ may include only"
 plant bindings/python/module.cc '#include "command_error.h"' "bindings/ may not include"
 plant bindings/python/module.cc '#include "daemon/control/control_server.h"' \
   "bindings/ may not include"

@@ -19,8 +19,8 @@
 
 #include "fake_clock.h"
 #include "libclient/status/status_report.h"
+#include "protocol/vocabulary.h"
 #include "snowflake/account_names.h"
-#include "snowflake/vocabulary.h"
 #include "temp_dir.h"
 
 namespace snowflake::daemon {

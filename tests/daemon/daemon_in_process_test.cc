@@ -31,10 +31,10 @@
 #include "fake_clock.h"
 #include "fake_register.h"
 #include "fault_file_system.h"
+#include "protocol/vocabulary.h"
 #include "snowflake/client.h"
 #include "snowflake/id_layout.h"
 #include "snowflake/segment_layout.h"
-#include "snowflake/vocabulary.h"
 #include "temp_dir.h"
 
 namespace snowflake::daemon {

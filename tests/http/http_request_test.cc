@@ -9,8 +9,8 @@
 #include <string>
 
 #include "daemon/http/http_body.h"
+#include "protocol/vocabulary.h"
 #include "snowflake/client_error.h"
-#include "snowflake/vocabulary.h"
 
 namespace snowflake::daemon {
 namespace {

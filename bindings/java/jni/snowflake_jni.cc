@@ -20,9 +20,9 @@
 
 #include "example_snowflaked_Native.h"
 #include "protocol/control_client.h"
+#include "protocol/vocabulary.h"
 #include "snowflake/client.h"
 #include "snowflake/snowflake.h"
-#include "snowflake/vocabulary.h"
 
 namespace {
 

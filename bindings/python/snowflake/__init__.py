@@ -115,8 +115,8 @@ class SystemFailureError(Error):
     """An unexpected OS error or out of memory (the message names the cause)."""
 
 
-# Keyed by the library's codes (sf_status_str, one table in shm/include/snowflake/
-# vocabulary.h); tests/test_api.py checks every status has its class here.
+# Keyed by the library's codes (sf_status_str, one table in protocol/vocabulary.h);
+# tests/test_api.py checks every status has its class here.
 _ERRORS = {
     "invalid_service_name": InvalidServiceNameError,
     "invalid_argument": InvalidArgumentError,

@@ -56,7 +56,7 @@ static_assert(sizeof(std::atomic<uint64_t>) == 8 && sizeof(std::atomic<uint32_t>
               "the file format fixes field sizes");
 
 // The daemon's state as published to clients. Values are part of the file format; their
-// codes and texts are in snowflake/vocabulary.h.
+// codes and texts are in protocol/vocabulary.h.
 enum class DaemonState : uint32_t {
   kStarting = 1,      // claiming a number / first fill; not yet serving
   kServing = 2,       // IDs are being published
@@ -66,7 +66,7 @@ enum class DaemonState : uint32_t {
 };
 
 // Why the daemon is not serving. Values are part of the file format; their codes and texts
-// are in snowflake/vocabulary.h.
+// are in protocol/vocabulary.h.
 enum class StateReason : uint32_t {
   kNone = 0,
   kStarting = 1,

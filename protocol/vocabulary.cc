@@ -1,4 +1,4 @@
-#include "snowflake/vocabulary.h"
+#include "protocol/vocabulary.h"
 
 #include <cstring>
 

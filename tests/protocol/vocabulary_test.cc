@@ -1,9 +1,9 @@
-// The one vocabulary (snowflake/vocabulary.h): every row has a code and a text, codes are
+// The one vocabulary (protocol/vocabulary.h): every row has a code and a text, codes are
 // stable-looking lower_snake_case and unique within their table, and each lookup returns
 // its enum's row. The static_asserts in vocabulary.cc check order and completeness at
 // compile time; these check what a static_assert cannot say readably.
 
-#include "snowflake/vocabulary.h"
+#include "protocol/vocabulary.h"
 
 #include <gtest/gtest.h>
 

@@ -7,16 +7,18 @@
 // /healthz, /v1/status and error bodies, and snowflakectl's --json error_code. One condition
 // has one code everywhere; a second code for it is a bug (docs/decisions.md).
 //
-// It lives in shm/ because shm/ is the lowest layer the daemon, the library and the CLI all
-// share. Adding a row: append it to its enum and table (the static_asserts in vocabulary.cc
-// refuse a table that misses a value or is out of order), then document the code where its
-// surface lists codes (docs/http.md, docs/client.md, docs/cli.md, docs/control-protocol.md).
+// It is a library of its own (snowflake::vocabulary) in protocol/, above shm/ whose states,
+// reasons and health it names, and below everything that speaks to a caller: the daemon,
+// libsnowflake (which carries its objects), the control protocol and the CLI. Adding a row: append
+// it to its enum and table (the static_asserts in vocabulary.cc refuse a table that misses a value
+// or is out of order), then document the code where its surface lists codes (docs/http.md,
+// docs/client.md, docs/cli.md, docs/control-protocol.md).
 //
 // Thread-safe: constant tables and pure functions; nothing here allocates except
 // DescribeReason.
 
-#ifndef SNOWFLAKE_VOCABULARY_H_
-#define SNOWFLAKE_VOCABULARY_H_
+#ifndef SNOWFLAKE_PROTOCOL_VOCABULARY_H_
+#define SNOWFLAKE_PROTOCOL_VOCABULARY_H_
 
 #include <array>
 #include <cstddef>
@@ -286,4 +288,4 @@ std::string_view RecoveryText(Recovery recovery) noexcept;
 
 }  // namespace snowflake::vocab
 
-#endif  // SNOWFLAKE_VOCABULARY_H_
+#endif  // SNOWFLAKE_PROTOCOL_VOCABULARY_H_
