@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "daemon/core/high_water_store.h"
-#include "daemon/register/etcd_register.h"
+#include "register/etcd_register.h"
 
 namespace {
 

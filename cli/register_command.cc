@@ -9,19 +9,19 @@
 #include <string>
 #include <vector>
 
-#include "daemon/config/config.h"
-#include "daemon/register/register_backends.h"
 #include "exit_codes.h"
+#include "register/register_backends.h"
+#include "register/register_settings.h"
 #include "snowflake/time_text.h"
 
 namespace snowflake::cli {
 namespace {
 
-using daemon::Config;
-using daemon::LoadConfig;
+using daemon::LoadRegisterSettings;
 using daemon::MachineRegister;
 using daemon::RegisterError;
 using daemon::RegisterErrorCode;
+using daemon::RegisterSettings;
 using nlohmann::ordered_json;
 using Row = daemon::RegisterListEntry;
 
@@ -46,15 +46,18 @@ struct Listing {
   Fail(kExitUnavailable, what + error.message);
 }
 
-Config LoadOrFail(const std::string& path) {
-  auto config = LoadConfig(path);
-  if (!config) Fail(kExitUsage, config.error().message);
-  return *config;
+// What the register needs of the daemon's config file ([register], daemon.state_dir,
+// id.epoch), read with the daemon's own readers; the rest of the file is the daemon's
+// (`snowflaked --check-config`).
+RegisterSettings LoadOrFail(const std::string& path) {
+  auto settings = LoadRegisterSettings(path);
+  if (!settings) Fail(kExitUsage, settings.error().message);
+  return *settings;
 }
 
 // The register the config names, not claimed: the operator's operations only.
-std::unique_ptr<MachineRegister> RegisterOf(const Config& config) {
-  return daemon::MakeMachineRegister(config.machine_register, config.daemon.state_dir);
+std::unique_ptr<MachineRegister> RegisterOf(const RegisterSettings& settings) {
+  return daemon::MakeMachineRegister(settings.machine_register, settings.state_dir);
 }
 
 Listing List(const std::string& config_path) {
@@ -211,10 +214,10 @@ void AddRaiseAllCommand(CLI::App& command, const std::shared_ptr<std::string>& c
       Fail(kExitUsage, "bad --above '" + *above_text + "': " + above.error() + "; expected " +
                            std::string(kTimeTextForms));
     }
-    const Config config = LoadOrFail(*config_path);
-    if (*above < config.id.epoch_unix_ms) {
+    const RegisterSettings config = LoadOrFail(*config_path);
+    if (*above < config.epoch_unix_ms) {
       Fail(kExitUsage, "--above " + FormatTimeText(*above) + " is before the fleet's epoch " +
-                           FormatTimeText(config.id.epoch_unix_ms));
+                           FormatTimeText(config.epoch_unix_ms));
     }
     // Only a backend that can be restored from a backup has it; the others say why not.
     auto raised = RegisterOf(config)->RaiseAll(*above, *while_running);

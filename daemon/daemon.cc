@@ -9,13 +9,13 @@
 #include <thread>
 #include <utility>
 
-#include "daemon/base/backoff.h"
+#include "base/backoff.h"
+#include "daemon/control/notifier.h"
 #include "daemon/control/status_metrics.h"
 #include "daemon/core/state_words.h"
 #include "daemon/holder_id.h"
 #include "daemon/host_checks.h"
 #include "daemon/instance_lock.h"
-#include "daemon/control/notifier.h"
 #include "daemon/version.h"
 #include "snowflake/time_text.h"
 
@@ -37,7 +37,7 @@ tl::unexpected<StageFailure> Refuse(int exit_status, std::string message) {
 
 // Claims a number, waiting for a register that does not answer (kUnreachable: the etcd
 // register with no endpoint reachable or no quorum) with a jittered exponential backoff
-// (daemon/base/backoff.h: 200 ms doubling to at most 5 s), for as long as it takes. Meanwhile
+// (base/backoff.h: 200 ms doubling to at most 5 s), for as long as it takes. Meanwhile
 // STATUS= says what it waits for, each message extends systemd's start timeout past the
 // next attempt, the watchdog is fed, and no READY=1 is sent. Every other error returns at
 // once (it needs an operator). nullopt: `stop` was set while waiting.

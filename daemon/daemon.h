@@ -36,7 +36,7 @@
 #include <tl/expected.hpp>
 #include <vector>
 
-#include "daemon/base/file_lock.h"
+#include "base/file_lock.h"
 #include "daemon/config/config.h"
 #include "daemon/control/control_server.h"
 #include "daemon/control/status_board.h"
@@ -50,9 +50,9 @@
 #include "daemon/daemon_parts.h"
 #include "daemon/exit_status.h"
 #include "daemon/metrics/metrics.h"
-#include "daemon/register/machine_lock.h"
-#include "daemon/register/machine_register.h"
 #include "daemon/stage_table.h"
+#include "register/machine_lock.h"
+#include "register/machine_register.h"
 #include "snowflake/ring_producer.h"
 
 namespace snowflake::daemon {

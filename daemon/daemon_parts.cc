@@ -3,7 +3,7 @@
 #include <utility>
 
 #include "daemon/http/http_front.h"
-#include "daemon/register/register_backends.h"
+#include "register/register_backends.h"
 
 namespace snowflake::daemon {
 

@@ -13,14 +13,14 @@
 #include <tl/expected.hpp>
 #include <vector>
 
-#include "daemon/base/file_system.h"
+#include "base/file_system.h"
 #include "daemon/config/config.h"
 #include "daemon/control/status_board.h"
 #include "daemon/core/clock.h"
 #include "daemon/fronts/front.h"
 #include "daemon/metrics/metrics.h"
-#include "daemon/register/machine_register.h"
 #include "daemon/stage_table.h"
+#include "register/machine_register.h"
 
 namespace snowflake::daemon {
 

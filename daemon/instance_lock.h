@@ -9,7 +9,7 @@
 #include <string>
 #include <tl/expected.hpp>
 
-#include "daemon/base/file_lock.h"
+#include "base/file_lock.h"
 
 namespace snowflake::daemon {
 

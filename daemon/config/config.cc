@@ -2,19 +2,13 @@
 
 #include <toml++/toml.h>
 
-#include <cerrno>
-#include <chrono>
-#include <cstring>
-#include <fstream>
 #include <functional>
 #include <map>
-#include <sstream>
 
-#include "daemon/base/decimal.h"
-#include "daemon/base/toml_fields.h"
+#include "base/toml_fields.h"
 #include "daemon/config/net_address.h"
 #include "default_config.h"  // generated from systemd/snowflaked.toml
-#include "snowflake/time_text.h"
+#include "register/register_settings.h"
 
 namespace snowflake::daemon {
 namespace {
@@ -44,15 +38,11 @@ class Validator {
            [&](auto& k, auto& n) {
              config_.daemon.liveness_ms = Integer(k, n, 10, 10'000, "from 10 to 10000");
            }}}},
-        {"id", {{"epoch", [&](auto& k, auto& n) { config_.id.epoch_unix_ms = Epoch(k, n); }}}},
-        // [register]: the keys every backend shares; RegisterBackendOf() picks the backend
-        // that register.backend names, whose parser reads the rest (register_backends.h).
-        {"register",
-         {{"backend", [&](auto&, auto&) {}},  // read first, by RegisterBackendOf()
-          {"path", [&](auto& k, auto& n) { config_.machine_register.path = Path(k, n, true); }},
-          {"machines", [&](auto& k, auto& n) { Machines(k, n); }},
-          {"holder_id",
-           [&](auto& k, auto& n) { config_.machine_register.holder_id = HolderId(k, n); }}}},
+        {"id",
+         {{"epoch", [&](auto& k, auto& n) { config_.id.epoch_unix_ms = fields_.Epoch(k, n); }}}},
+        // [register]: read whole by the register's own reader (register_settings.h), which
+        // snowflakectl's register commands use too.
+        {"register", {}},
         {"clock",
          {{"max_backward_ms",
            [&](auto& k, auto& n) {
@@ -159,23 +149,17 @@ class Validator {
         throw Invalid{fields_.Where(section_node.source()) + ": " + section_name +
                       ": must be a table, got " + std::string(TypeName(section_node))};
       }
-      const RegisterBackendInfo* backend = nullptr;
-      if (section_name == "register") backend = &RegisterBackendOf(*table);
+      if (section_name == "register") {
+        ReadRegisterTable(*table, fields_, config_.machine_register);
+        continue;
+      }
       for (auto&& [key, node] : *table) {
         const std::string full_key = section_name + "." + std::string(key.str());
         const auto handler = section->second.find(key.str());
-        if (handler != section->second.end()) {
-          handler->second(full_key, node);
-        } else if (backend != nullptr) {
-          CheckBackendKey(*backend, full_key, key);
-        } else {
+        if (handler == section->second.end()) {
           throw Invalid{fields_.Where(key.source()) + ": " + full_key + ": unknown key"};
         }
-      }
-      if (backend != nullptr) {
-        auto options = backend->parse(*table, source_);
-        if (!options) throw Invalid{options.error().message};
-        config_.machine_register.options = std::move(*options);
+        handler->second(full_key, node);
       }
     }
     CheckConsistency();
@@ -193,45 +177,6 @@ class Validator {
 
   const std::string& String(const std::string& key, const toml::node& node) {
     return fields_.String(key, node);
-  }
-
-  // The row register.backend names (absent: the first, "file").
-  const RegisterBackendInfo& RegisterBackendOf(const toml::table& table) {
-    const toml::node* node = table.get("backend");
-    if (node == nullptr) return RegisterBackends().front();
-    const std::string& name = String("register.backend", *node);
-    auto backend = FindRegisterBackend(name);
-    if (!backend) {
-      Fail("register.backend", *node,
-           "must be " + KnownRegisterBackends() + ", got " + Shown(*node));
-    }
-    return **backend;
-  }
-
-  // A key of [register] that is not shared: the named backend's own (its parser reads it),
-  // another backend's (refused, naming that backend), or unknown (refused, naming the
-  // backend and the keys it takes).
-  void CheckBackendKey(const RegisterBackendInfo& backend, const std::string& full_key,
-                       const toml::key& key) {
-    const auto owns = [&](const RegisterBackendInfo& row) {
-      for (const std::string_view k : row.keys) {
-        if (k == key.str()) return true;
-      }
-      return false;
-    };
-    if (owns(backend)) return;
-    for (const RegisterBackendInfo& other : RegisterBackends()) {
-      if (owns(other)) {
-        fields_.FailKey(full_key, key,
-                        "only valid with register.backend = \"" + std::string(other.name) + "\"" +
-                            std::string(other.misplaced_hint));
-      }
-    }
-    std::string known = "backend, path, machines, holder_id";
-    for (const std::string_view k : backend.keys) known += ", " + std::string(k);
-    fields_.FailKey(full_key, key,
-                    "unknown key (with register.backend = \"" + std::string(backend.name) +
-                        "\" [register] takes " + known + ")");
   }
 
   // An array of strings, each checked by `check` (which returns an error text or "").
@@ -306,63 +251,6 @@ class Validator {
     return s;
   }
 
-  std::string HolderId(const std::string& key, const toml::node& node) {
-    const std::string& s = String(key, node);
-    bool ok = s.size() <= 256;
-    for (const char c : s) ok = ok && static_cast<unsigned char>(c) >= 0x20 && c != 0x7f;
-    if (!ok) Fail(key, node, "must be at most 256 printable characters, got " + Shown(node));
-    return s;
-  }
-
-  void Machines(const std::string& key, const toml::node& node) {
-    const std::string& s = String(key, node);
-    auto number = [](std::string_view part, uint32_t& out) {
-      const std::optional<uint32_t> v = ParseDecimal<uint32_t>(part, 4);
-      if (!v) return false;
-      out = *v;
-      return *v <= kMaxMachine;
-    };
-    uint32_t first = 0;
-    uint32_t last = 0;
-    const size_t dash = s.find('-');
-    const bool ok = dash == std::string::npos
-                        ? number(s, first) && number(s, last)
-                        : number(std::string_view(s).substr(0, dash), first) &&
-                              number(std::string_view(s).substr(dash + 1), last) && first <= last;
-    if (!ok)
-      Fail(key, node, "must be \"first-last\" or one number within 0-1023, got " + Shown(node));
-    config_.machine_register.first_machine = first;
-    config_.machine_register.last_machine = last;
-  }
-
-  // One grammar for times everywhere (snowflake/time_text.h): a TOML date-time is written
-  // back as RFC 3339 text and parsed like the string form and like snowflakectl's --epoch.
-  int64_t Epoch(const std::string& key, const toml::node& node) {
-    const std::string expected = "must be " + std::string(kTimeTextForms);
-    int64_t unix_ms = 0;
-    if (const auto* i = node.as_integer()) {
-      unix_ms = i->get();
-    } else if (node.is_date_time() || node.is_string()) {
-      std::string text;
-      if (const auto* s = node.as_string()) {
-        text = s->get();
-      } else {
-        std::ostringstream out;
-        out << *node.as_date_time();
-        text = out.str();
-      }
-      auto parsed = ParseTimeText(text);
-      if (!parsed) Fail(key, node, expected + "; got " + Shown(node) + ": " + parsed.error());
-      unix_ms = *parsed;
-    } else {
-      Fail(key, node, expected + ", got " + std::string(TypeName(node)));
-    }
-    if (!IdLayout::Create(unix_ms)) {
-      Fail(key, node, "must be at or after 1970-01-01T00:00:00Z, got " + Shown(node));
-    }
-    return unix_ms;
-  }
-
   // A fraction above 0 and at most 1 (an integer 1 is accepted as 1.0).
   double Share(const std::string& key, const toml::node& node) {
     double v = -1;
@@ -428,17 +316,10 @@ bool IsValidLogLevel(std::string_view level) noexcept {
 tl::expected<Config, ConfigError> ParseConfig(std::string_view toml_text,
                                               std::string_view source) noexcept {
   try {
-    toml::table root;
-    try {
-      root = toml::parse(toml_text, source);
-    } catch (const toml::parse_error& e) {
-      const auto& begin = e.source().begin;
-      return tl::unexpected(ConfigError{std::string(source) + ":" + std::to_string(begin.line) +
-                                        ":" + std::to_string(begin.column) + ": " +
-                                        std::string(e.description())});
-    }
+    auto root = ParseTomlText(toml_text, source);
+    if (!root) return tl::unexpected(root.error());
     Config config;
-    Validator(source, config).Run(root);
+    Validator(source, config).Run(*root);
     return config;
   } catch (const Invalid& e) {
     return tl::unexpected(ConfigError{e.message});
@@ -448,37 +329,9 @@ tl::expected<Config, ConfigError> ParseConfig(std::string_view toml_text,
 }
 
 tl::expected<Config, ConfigError> LoadConfig(const std::filesystem::path& path) noexcept {
-  try {
-    // An ifstream opens a directory and reads it as empty: that would silently run on
-    // the defaults instead of the operator's file.
-    std::error_code ignored;
-    if (std::filesystem::is_directory(path, ignored)) {
-      return tl::unexpected(ConfigError{
-          path.string() + ": cannot read the config file: it is a directory (name the file)"});
-    }
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-      return tl::unexpected(
-          ConfigError{path.string() + ": cannot read the config file: " + std::strerror(errno)});
-    }
-    // Bounded: `--config /dev/zero` (or a log file named by mistake) must fail at once,
-    // not grow the daemon until it runs out of memory.
-    std::string text(kMaxConfigBytes + 1, '\0');
-    in.read(text.data(), static_cast<std::streamsize>(text.size()));
-    if (in.bad()) {
-      return tl::unexpected(
-          ConfigError{path.string() + ": cannot read the config file: " + std::strerror(errno)});
-    }
-    text.resize(static_cast<size_t>(in.gcount()));
-    if (text.size() > kMaxConfigBytes) {
-      return tl::unexpected(ConfigError{
-          path.string() + ": the config file is larger than " + std::to_string(kMaxConfigBytes) +
-          " bytes; is it the right file? (snowflaked's config is a small TOML file)"});
-    }
-    return ParseConfig(text, path.string());
-  } catch (const std::exception& e) {
-    return tl::unexpected(ConfigError{path.string() + ": " + e.what()});
-  }
+  auto text = ReadConfigText(path);
+  if (!text) return tl::unexpected(text.error());
+  return ParseConfig(*text, path.string());
 }
 
 std::string_view DefaultConfigText() noexcept { return kDefaultConfigToml; }

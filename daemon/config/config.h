@@ -15,8 +15,9 @@
 #include <tl/expected.hpp>
 #include <vector>
 
-#include "daemon/base/toml_fields.h"
-#include "daemon/register/register_backends.h"
+#include "base/toml_fields.h"
+#include "register/register_backends.h"
+#include "register/register_settings.h"
 #include "snowflake/id_layout.h"
 
 namespace snowflake::daemon {
@@ -24,7 +25,7 @@ namespace snowflake::daemon {
 struct Config {
   struct Daemon {
     std::filesystem::path runtime_dir = "/run/snowflaked";
-    std::filesystem::path state_dir = "/var/lib/snowflaked";
+    std::filesystem::path state_dir{kDefaultStateDir};
     std::string instance = "default";
     std::string log_level = "info";
     std::string group;  // empty: the daemon's primary group
@@ -103,7 +104,7 @@ struct Config {
   friend bool operator==(const Config&, const Config&) = default;
 };
 
-// ConfigError: daemon/base/toml_fields.h.
+// ConfigError: base/toml_fields.h.
 
 // Parses and validates TOML text; `source` names it in error messages (a path, or
 // "built-in defaults"). Keys absent from the text keep their defaults.
@@ -115,11 +116,8 @@ struct Config {
 [[nodiscard]] tl::expected<Config, ConfigError> ParseConfig(std::string_view toml_text,
                                               std::string_view source) noexcept;
 
-// The largest config file LoadConfig reads (the commented sample is about 3 KB).
-inline constexpr size_t kMaxConfigBytes = 1024 * 1024;
-
-// Reads and parses the file at `path`. Errors: those of ParseConfig, the file cannot be
-// read (the message has errno's text), or it is larger than kMaxConfigBytes.
+// Reads and parses the file at `path`. Errors: those of ParseConfig and of ReadConfigText()
+// (base/toml_fields.h: the file cannot be read, or is larger than kMaxConfigBytes).
 [[nodiscard]] tl::expected<Config, ConfigError> LoadConfig(const std::filesystem::path& path) noexcept;
 
 // Checks a log level name (trace, debug, info, warn, error, critical, off).

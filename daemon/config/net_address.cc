@@ -5,7 +5,7 @@
 #include <cstring>
 #include <optional>
 
-#include "daemon/base/decimal.h"
+#include "base/decimal.h"
 
 namespace snowflake::daemon {
 

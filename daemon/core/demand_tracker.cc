@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "daemon/base/debug_assert.h"
+#include "base/debug_assert.h"
 
 namespace snowflake::daemon {
 

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "daemon/base/debug_assert.h"
+#include "base/debug_assert.h"
 #include "daemon/core/state_words.h"
 #include "snowflake/id_layout.h"
 #include "snowflake/status_text.h"

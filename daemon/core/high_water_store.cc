@@ -4,7 +4,7 @@
 #include <charconv>
 #include <nlohmann/json.hpp>
 
-#include "daemon/base/atomic_file.h"
+#include "base/atomic_file.h"
 
 namespace snowflake::daemon {
 namespace {

@@ -47,9 +47,9 @@
 #include <string>
 #include <tl/expected.hpp>
 
-#include "daemon/base/file_lock.h"
-#include "daemon/base/file_system.h"
-#include "daemon/register/machine_register.h"
+#include "base/file_lock.h"
+#include "base/file_system.h"
+#include "register/machine_register.h"
 
 namespace snowflake::daemon {
 

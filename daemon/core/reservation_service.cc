@@ -4,9 +4,9 @@
 
 #include <algorithm>
 
-#include "daemon/base/debug_assert.h"
+#include "base/debug_assert.h"
 #include "daemon/metrics/metrics.h"
-#include "daemon/register/machine_lock.h"
+#include "register/machine_lock.h"
 #include "snowflake/time_text.h"
 
 namespace snowflake::daemon {

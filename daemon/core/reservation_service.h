@@ -30,7 +30,7 @@
 
 #include "daemon/core/clock.h"
 #include "daemon/core/high_water_store.h"
-#include "daemon/register/machine_register.h"
+#include "register/machine_register.h"
 
 namespace snowflake::daemon {
 

@@ -13,7 +13,7 @@
 #include <tl/expected.hpp>
 
 #include "daemon/core/high_water_store.h"
-#include "daemon/register/machine_lock.h"
+#include "register/machine_lock.h"
 
 namespace snowflake::daemon {
 

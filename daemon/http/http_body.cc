@@ -5,7 +5,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
-#include "daemon/base/debug_assert.h"
+#include "base/debug_assert.h"
 
 namespace snowflake::daemon {
 namespace {

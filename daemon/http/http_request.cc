@@ -3,7 +3,7 @@
 #include <map>
 #include <optional>
 
-#include "daemon/base/decimal.h"
+#include "base/decimal.h"
 #include "protocol/vocabulary.h"
 #include "snowflake/client.h"
 

@@ -10,10 +10,10 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "daemon/register/etcd_register.h"
-#include "daemon/register/file_register.h"
-#include "daemon/register/machine_lock.h"
 #include "etcd_cluster.h"
+#include "register/etcd_register.h"
+#include "register/file_register.h"
+#include "register/machine_lock.h"
 #include "subprocess.h"
 #include "temp_dir.h"
 

@@ -1,8 +1,8 @@
-// The startup retry schedule (daemon/base/backoff.h): every delay lies in [nominal / 2,
+// The startup retry schedule (base/backoff.h): every delay lies in [nominal / 2,
 // nominal], the nominal doubles from `first` and never exceeds `cap`, and the jitter
 // really varies (two seeds give two schedules).
 
-#include "daemon/base/backoff.h"
+#include "base/backoff.h"
 
 #include <gtest/gtest.h>
 

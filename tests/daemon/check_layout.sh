@@ -1,19 +1,21 @@
 #!/usr/bin/env bash
-# The daemon's folders are its parts, and docs/architecture.md is their map. Fails, naming
-# each finding, when:
-#   - a file of daemon/ is missing from the parts table of docs/architecture.md (every
-#     file is listed by its path under daemon/, e.g. `core/fill_loop.h/.cc`), or the
-#     table names a file that does not exist;
-#   - an include points up: base/ includes only base/; register/ only base/ and register/;
-#     config/ only base/, register/ and config/ (the CLI links exactly these three);
-#     metrics/ only base/ and metrics/ (every part reports into it); core/ nothing of
-#     control/, fronts/, http/ or the top (it reports through core/status_sink.h);
-#     control/ nothing of fronts/, http/ or the top; fronts/ (what every front shares)
-#     nothing of a front (http/) nor of the process at the top;
+# The daemon's folders are its parts, with the register and the tools it shares with the
+# CLI at the top of the tree (register/, base/), and docs/architecture.md is their map.
+# Fails, naming each finding, when:
+#   - a file of daemon/, register/ or base/ is missing from the parts tables of
+#     docs/architecture.md (a file of daemon/ is listed by its path under daemon/, e.g.
+#     `core/fill_loop.h/.cc`; one of register/ or base/ by its path from the top), or the
+#     tables name a file that does not exist;
+#   - an include points up: base/ includes only base/; register/ only base/ and register/
+#     (and, like base/, of the rest only the public headers of shm/ and text/); daemon's
+#     config/ only base/, register/ and config/; metrics/ only base/ and metrics/ (every
+#     part reports into it); core/ nothing of control/, fronts/, http/ or the top (it
+#     reports through core/status_sink.h); control/ nothing of fronts/, http/ or the top;
+#     fronts/ (what every front shares) nothing of a front (http/) nor of the process;
 #   - a file of fronts/ or http/ includes the ring's producer or the generator (fronts only
 #     take, through libsnowflake);
-#   - daemon/ includes a header of cli/, or cli/ includes a daemon header outside
-#     base/, config/ and register/, or cli/ links the daemon's core library;
+#   - daemon/ includes a header of cli/, or cli/ includes any daemon/ header or links a
+#     daemon library (the register commands go through register/);
 #   - text/ includes anything of the project but itself, or shm/ anything but itself and
 #     text/ (the words for shm's states are above it, in protocol/vocabulary.h);
 #   - protocol/ (the vocabulary and the control protocol both ends link) includes anything
@@ -37,21 +39,31 @@ finding() {
 table=$(awk 'f && /^## /{exit} /^## The parts/{f=1} f' "$doc" | grep '^|')
 [ -n "$table" ] || { echo "check_layout: no parts table under '## The parts' in $doc"; exit 1; }
 
-# 1. Every file of daemon/ (but the model's, which its own README covers) is in the table.
+# Where a name of the parts tables is: register/ and base/ at the top, the rest in daemon/.
+located() {
+  case "$1" in
+    register/* | base/*) echo "$root/$1" ;;
+    *) echo "$root/daemon/$1" ;;
+  esac
+}
+
+# 1. Every file of daemon/ (but the model's, which its own README covers), register/ and
+#    base/ is in the tables.
 while IFS= read -r path; do
   rel=${path#"$root/daemon/"}
-  case "$rel" in model/*) continue ;; esac
+  [[ "$path" == "$root/register/"* || "$path" == "$root/base/"* ]] && rel=${path#"$root/"}
+  case "$rel" in model/* | CMakeLists.txt | */CMakeLists.txt) continue ;; esac
   name=${rel##*/}
   stem=${name%%.*}
   prefix=""
   [ "$name" != "$rel" ] && prefix="${rel%/*}/"
   # A pair may be listed as `dir/stem.h/.cc`; a single file by its name.
   if [[ "$table" != *"\`$prefix$stem."* && "$table" != *"\`$prefix$name\`"* ]]; then
-    finding "daemon/$rel is not in the parts table of docs/architecture.md (add a row naming \`$prefix$name\`)"
+    finding "${path#"$root/"} is not in the parts tables of docs/architecture.md (add a row naming \`$prefix$name\`)"
   fi
-done < <(find "$root/daemon" -type f | sort)
+done < <(find "$root/daemon" "$root/register" "$root/base" -type f 2>/dev/null | sort)
 
-# 1b. Every file the table names exists: `dir/stem.h/.cc` names two files, `dir/` a folder,
+# 1b. Every file the tables name exists: `dir/stem.h/.cc` names two files, `dir/` a folder,
 #     and a name in the row of a folder (`model/` (`fencing.pml`, ...)) a file in it.
 while IFS= read -r cell; do
   folder=""
@@ -69,48 +81,64 @@ while IFS= read -r cell; do
       [ "$name" = "$folder" ] && paths=("$name")
     fi
     for path in "${paths[@]}"; do
-      [ -e "$root/daemon/$path" ] ||
-        finding "docs/architecture.md's parts table names \`$name\`, but daemon/$path does not exist"
+      where=$(located "$path")
+      [ -e "$where" ] ||
+        finding "docs/architecture.md's parts tables name \`$name\`, but ${where#"$root/"} does not exist"
     done
   done
 done < <(cut -d'|' -f2 <<<"$table")
 
-# 2. Includes point down only.
+# The public headers of the two libraries below everything, by their include names.
+text_headers=$(cd "$root/text/include" 2>/dev/null && find snowflake -name '*.h' | sort)
+shm_headers=$(cd "$root/shm/include" 2>/dev/null && find snowflake -name '*.h' | sort)
+
+# 2. Includes point down only. A part's includes of the project are named by the folder
+#    they reach: base, register, daemon/<folder>, or daemon (its top level).
 allowed_below() {
   case "$1" in
     base) echo "base" ;;
     register) echo "base register" ;;
-    config) echo "base register config" ;;
-    metrics) echo "base metrics" ;;
-    core) echo "base register config metrics core" ;;
-    control) echo "base register config metrics core control" ;;
-    fronts) echo "base register config metrics core control fronts" ;;
+    daemon/config) echo "base register daemon/config" ;;
+    daemon/metrics) echo "base daemon/metrics" ;;
+    daemon/core) echo "base register daemon/config daemon/metrics daemon/core" ;;
+    daemon/control) echo "base register daemon/config daemon/metrics daemon/core daemon/control" ;;
+    daemon/fronts) echo "base register daemon/config daemon/metrics daemon/core daemon/control daemon/fronts" ;;
   esac
 }
-for part in base register config metrics core control fronts; do
+for part in base register daemon/config daemon/metrics daemon/core daemon/control daemon/fronts; do
   allowed=$(allowed_below "$part")
   while IFS=: read -r file _ line; do
-    # No subprocess per line: bash's own regex (this runs for every include of daemon/).
-    [[ "$line" =~ \#include\ (\"daemon/[^\"]*\") ]] || continue
+    # No subprocess per line: bash's own regex (this runs for every include of a part).
+    [[ "$line" =~ \#include\ \"([^\"]*)\" ]] || continue
     included=${BASH_REMATCH[1]}
-    target="(daemon's top level)"
-    [[ "$included" =~ ^\"daemon/([a-z_]+)/ ]] && target=${BASH_REMATCH[1]}
+    case "$included" in
+      daemon/*/*) [[ "$included" =~ ^(daemon/[a-z_]+)/ ]] && target=${BASH_REMATCH[1]} ;;
+      daemon/*) target="daemon" ;;
+      base/* | register/*) target=${included%%/*} ;;
+      *)
+        # Below the daemon's parts: the base and the register may use only shm/ and text/.
+        if [[ "$part" == base || "$part" == register ]] &&
+           [[ "$included" == */* ]] && ! grep -qxF "$included" <<<"$shm_headers"$'\n'"$text_headers"; then
+          finding "${file#"$root/"} includes \"$included\": $part/ may include only {${allowed// /,}}/ and the public headers of shm/ and text/"
+        fi
+        continue ;;
+    esac
     case " $allowed " in
       *" $target "*) ;;
-      *) finding "${file#"$root/"} includes $included: daemon/$part/ may include only daemon/{${allowed// /,}}/" ;;
+      *) finding "${file#"$root/"} includes \"$included\": $part/ may include only {${allowed// /,}}/" ;;
     esac
-  done < <(grep -rn '#include "daemon/' "$root/daemon/$part")
+  done < <(grep -rn '#include "' "$root/$part")
 done
 
-# 3. No arrow between the CLI and the daemon's core, either way.
+# 3. No arrow between the CLI and the daemon, either way.
 while IFS= read -r hit; do
   finding "${hit#"$root/"}: the daemon includes a header of cli/"
 done < <(grep -rnE '#include "(cli/|status_report\.h|control_client\.h|command_error\.h|exit_codes\.h)' "$root/daemon")
 while IFS= read -r hit; do
-  finding "${hit#"$root/"}: cli/ may include only daemon/base/, daemon/config/ and daemon/register/"
-done < <(grep -rnE '#include "daemon/' "$root/cli" | grep -vE '"daemon/(base|config|register)/')
-if grep -nE 'snowflake(_|::)daemon_core' "$root/cli/CMakeLists.txt"; then
-  finding "cli/CMakeLists.txt links the daemon's core library"
+  finding "${hit#"$root/"}: cli/ may include no daemon/ header (the register commands use register/)"
+done < <(grep -rnE '#include "daemon/' "$root/cli")
+if grep -nE 'snowflake(_|::)daemon_(core|config)' "$root/cli/CMakeLists.txt"; then
+  finding "cli/CMakeLists.txt links a library of the daemon"
 fi
 
 # 3b. Fronts only take: nothing of fronts/ or http/ reaches the ring's producer side or the
@@ -122,8 +150,6 @@ done < <(grep -rnE '#include "(snowflake/ring_producer\.h|daemon/core/(generator
 
 # 4a. Below everything: text/ includes nothing of the project but itself; shm/ (formats
 #     only) nothing but itself and text/.
-text_headers=$(cd "$root/text/include" 2>/dev/null && find snowflake -name '*.h' | sort)
-shm_headers=$(cd "$root/shm/include" && find snowflake -name '*.h' | sort)
 while IFS=: read -r file _ line; do
   [[ "$line" =~ \#include\ \"([^\"]*)\" ]] || continue
   grep -qxF "${BASH_REMATCH[1]}" <<<"$text_headers" ||
@@ -165,4 +191,4 @@ if [ "$findings" -gt 0 ]; then
   echo "check_layout: $findings finding(s)"
   exit 1
 fi
-echo "check_layout: every daemon file is in the parts table; no include points up"
+echo "check_layout: every file of daemon/, register/ and base/ is in the parts tables; no include points up"

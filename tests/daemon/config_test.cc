@@ -5,7 +5,9 @@
 
 #include <fstream>
 #include <string>
+#include <vector>
 
+#include "register/register_settings.h"
 #include "snowflake/time_text.h"
 #include "temp_dir.h"
 
@@ -321,6 +323,94 @@ TEST(Config, LoadConfigAcceptsAFileAtTheSizeBoundAndRefusesOneByteMore) {
   EXPECT_EQ(at->ring.capacity, 8u);
   ASSERT_FALSE(over);
   EXPECT_THAT(over.error().message, HasSubstr("larger than 1048576 bytes"));
+}
+
+// `snowflakectl register` reads the config file with the register's own reader. For each
+// file it must see what the daemon sees: the same register, state directory and epoch, and
+// the same refusal, word for word, of a bad [register] key or a bad value of the two others.
+TEST(RegisterSettings, SeeWhatTheDaemonsConfigSeesInEveryFileThatBothAccept) {
+  // Arrange
+  snowflake::testing::TempDir dir;
+  const std::vector<std::string> texts = {
+      std::string(DefaultConfigText()),
+      "",
+      "[daemon]\nstate_dir = \"/srv/sf\"\n[id]\nepoch = \"2020-01-01T00:00:00Z\"\n",
+      "[id]\nepoch = 2021-06-01T12:00:00Z\n[register]\npath = \"/srv/r.json\"\n"
+      "machines = \"3-9\"\nholder_id = \"a:b\"\n",
+      "[register]\nbackend = \"static\"\nmachine = 7\n",
+      "[register]\nbackend = \"etcd\"\nmachines = \"10\"\n[register.etcd]\n"
+      "endpoints = [\"http://127.0.0.1:2379\"]\nprefix = \"/sf/\"\n",
+  };
+  for (size_t i = 0; i < texts.size(); ++i) {
+    SCOPED_TRACE("config " + std::to_string(i) + ":\n" + texts[i]);
+    const auto path = dir / ("c" + std::to_string(i) + ".toml");
+    std::ofstream(path) << texts[i];
+
+    // Act
+    auto config = LoadConfig(path);
+    auto settings = LoadRegisterSettings(path);
+
+    // Assert
+    ASSERT_TRUE(config) << config.error().message;
+    ASSERT_TRUE(settings) << settings.error().message;
+    EXPECT_EQ(settings->machine_register, config->machine_register);
+    EXPECT_EQ(settings->state_dir, config->daemon.state_dir);
+    EXPECT_EQ(settings->epoch_unix_ms, config->id.epoch_unix_ms);
+  }
+}
+
+TEST(RegisterSettings, RefuseWhatTheDaemonsConfigRefusesOfTheirKeysInTheSameWords) {
+  snowflake::testing::TempDir dir;
+  const std::vector<std::string> texts = {
+      "[register]\nbackend = \"zk\"\n",
+      "[register]\nmachine = 3\n",
+      "[register]\nbackend = \"static\"\nbogus = 1\n",
+      "[register]\nmachines = \"9-3\"\n",
+      "[register]\nbackend = \"etcd\"\n",
+      "register = 5\n",
+      "[daemon]\nstate_dir = \"relative\"\n",
+      "[id]\nepoch = \"yesterday\"\n",
+      "[id]\nepoch = -1\n",
+      "[register\n",
+  };
+  for (size_t i = 0; i < texts.size(); ++i) {
+    SCOPED_TRACE("config " + std::to_string(i) + ":\n" + texts[i]);
+    const auto path = dir / ("bad" + std::to_string(i) + ".toml");
+    std::ofstream(path) << texts[i];
+
+    auto config = LoadConfig(path);
+    auto settings = LoadRegisterSettings(path);
+
+    ASSERT_FALSE(config);
+    ASSERT_FALSE(settings);
+    EXPECT_EQ(settings.error().message, config.error().message);
+  }
+}
+
+TEST(RegisterSettings, LeaveEveryOtherKeyToTheDaemon) {
+  // The daemon refuses the file; the register's reader reads only its keys.
+  snowflake::testing::TempDir dir;
+  const auto path = dir / "c.toml";
+  std::ofstream(path) << "[http]\nbogus = 1\n[register]\nbackend = \"static\"\nmachine = 4\n";
+
+  auto config = LoadConfig(path);
+  auto settings = LoadRegisterSettings(path);
+
+  ASSERT_FALSE(config);
+  EXPECT_THAT(config.error().message, HasSubstr("http.bogus: unknown key"));
+  ASSERT_TRUE(settings) << settings.error().message;
+  EXPECT_EQ(settings->machine_register.backend(), "static");
+}
+
+TEST(RegisterSettings, ReadTheFileWithTheSameBoundsAsTheDaemon) {
+  snowflake::testing::TempDir dir;
+
+  EXPECT_EQ(LoadRegisterSettings("/dev/zero").error().message,
+            LoadConfig("/dev/zero").error().message);
+  EXPECT_EQ(LoadRegisterSettings(dir.path()).error().message,
+            LoadConfig(dir.path()).error().message);
+  EXPECT_EQ(LoadRegisterSettings(dir / "missing.toml").error().message,
+            LoadConfig(dir / "missing.toml").error().message);
 }
 
 }  // namespace

@@ -23,11 +23,11 @@
 #include <thread>
 #include <vector>
 
-#include "daemon/register/etcd_client.h"
-#include "daemon/register/etcd_records.h"
 #include "daemon_harness.h"
 #include "etcd_cluster.h"
 #include "fault_proxy.h"
+#include "register/etcd_client.h"
+#include "register/etcd_records.h"
 #include "snowflake/client.h"
 #include "subprocess.h"
 #include "taker_thread.h"

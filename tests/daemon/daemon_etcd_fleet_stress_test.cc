@@ -65,10 +65,10 @@
 #include <thread>
 #include <vector>
 
-#include "daemon/register/etcd_register.h"
 #include "daemon_harness.h"
 #include "etcd_cluster.h"
 #include "id_checker.h"
+#include "register/etcd_register.h"
 #include "snowflake/client.h"
 #include "snowflake/id_layout.h"
 #include "stress_files.h"

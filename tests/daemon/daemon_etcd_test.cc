@@ -24,9 +24,9 @@
 #include <thread>
 #include <vector>
 
-#include "daemon/register/etcd_json.h"
 #include "daemon_harness.h"
 #include "etcd_cluster.h"
+#include "register/etcd_json.h"
 #include "snowflake/client.h"
 #include "wait_until.h"
 

@@ -6,7 +6,7 @@
 //
 // Property: every ID the second daemon hands out is above every ID the first one handed
 // out. The second daemon's state directory and register know nothing of the first; only the
-// host mark in the lock directory (daemon/register/machine_lock.h) does.
+// host mark in the lock directory (register/machine_lock.h) does.
 
 #include <gtest/gtest.h>
 

@@ -13,24 +13,23 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
-#include <future>
-#include <thread>
 #include <filesystem>
+#include <future>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 
-#include <unistd.h>
-
-#include "daemon/register/etcd_client.h"
-#include "daemon/register/etcd_json.h"
-#include "daemon/register/etcd_records.h"
-#include "daemon/register/etcd_register.h"
 #include "etcd_cluster.h"
 #include "fault_proxy.h"
+#include "register/etcd_client.h"
+#include "register/etcd_json.h"
+#include "register/etcd_records.h"
+#include "register/etcd_register.h"
 
 namespace snowflake::daemon {
 namespace {

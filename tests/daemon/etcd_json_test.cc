@@ -1,6 +1,8 @@
-// The etcd gateway's wire format (daemon/register/etcd_json.h) and the register's records
-// (daemon/register/etcd_records.h) on crafted text: every omitted field, int64s beyond 2^53,
+// The etcd gateway's wire format (register/etcd_json.h) and the register's records
+// (register/etcd_records.h) on crafted text: every omitted field, int64s beyond 2^53,
 // etcd's error objects, and garbage that must be refused, never read as success.
+
+#include "register/etcd_json.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -8,8 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "daemon/register/etcd_json.h"
-#include "daemon/register/etcd_records.h"
+#include "register/etcd_records.h"
 #include "stress_seed.h"
 
 namespace snowflake::daemon::etcd {

@@ -8,10 +8,11 @@
 //   - faults (leader SIGKILL, quorum loss) never make an uncommitted raise look committed;
 //   - a fleet record of another epoch, and garbage under the prefix, are refused clearly.
 
-#include "daemon/register/etcd_register.h"
+#include "register/etcd_register.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -21,12 +22,10 @@
 #include <thread>
 #include <vector>
 
-#include <unistd.h>
-
-#include "daemon/register/etcd_client.h"
-#include "daemon/register/etcd_records.h"
-#include "daemon/register/static_register.h"
 #include "etcd_cluster.h"
+#include "register/etcd_client.h"
+#include "register/etcd_records.h"
+#include "register/static_register.h"
 #include "subprocess.h"
 #include "wait_until.h"
 

@@ -8,7 +8,7 @@
 #include <mutex>
 #include <optional>
 
-#include "daemon/register/machine_register.h"
+#include "register/machine_register.h"
 
 namespace snowflake::testing {
 

@@ -10,7 +10,7 @@
 #include <chrono>
 #include <thread>
 
-#include "daemon/base/file_system.h"
+#include "base/file_system.h"
 
 namespace snowflake::testing {
 

@@ -1,4 +1,4 @@
-#include "daemon/register/file_register.h"
+#include "register/file_register.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -8,11 +8,11 @@
 
 #include <fstream>
 
-#include "daemon/base/atomic_file.h"
+#include "base/atomic_file.h"
 #include "daemon/config/config.h"
 #include "daemon/holder_id.h"
-#include "daemon/register/machine_lock.h"
-#include "daemon/register/static_register.h"
+#include "register/machine_lock.h"
+#include "register/static_register.h"
 #include "temp_dir.h"
 
 namespace snowflake::daemon {

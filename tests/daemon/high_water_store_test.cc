@@ -2,7 +2,6 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/base/atomic_file.h"
+#include "base/atomic_file.h"
 #include "daemon/instance_lock.h"
 #include "temp_dir.h"
 

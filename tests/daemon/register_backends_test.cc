@@ -2,7 +2,7 @@
 // makes its own register; the config loader refuses an unknown backend naming the known
 // ones, another backend's key naming that backend, and an unknown key naming the backend.
 
-#include "daemon/register/register_backends.h"
+#include "register/register_backends.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -12,7 +12,7 @@
 #include <string>
 
 #include "daemon/config/config.h"
-#include "daemon/register/machine_register.h"
+#include "register/machine_register.h"
 
 namespace snowflake::daemon {
 namespace {

@@ -18,12 +18,12 @@
 #include <string>
 #include <thread>
 
-#include "daemon/base/file_lock.h"
-#include "daemon/register/file_register.h"
-#include "daemon/register/machine_lock.h"
+#include "base/file_lock.h"
 #include "fake_clock.h"
 #include "fake_register.h"
 #include "fault_file_system.h"
+#include "register/file_register.h"
+#include "register/machine_lock.h"
 #include "temp_dir.h"
 #include "wait_until.h"
 

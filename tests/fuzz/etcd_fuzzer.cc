@@ -1,4 +1,4 @@
-// libFuzzer target: the etcd v3 JSON gateway's answers (daemon/register/etcd_json.h), which
+// libFuzzer target: the etcd v3 JSON gateway's answers (register/etcd_json.h), which
 // EtcdClient hands every response body to. The parsers are pure functions, so no etcd and
 // no socket is needed.
 // Input: byte 0 picks the parser (bits 0-3) and the HTTP status (bits 4-7, from a table of
@@ -13,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-#include "daemon/register/etcd_json.h"
+#include "register/etcd_json.h"
 
 namespace {
 

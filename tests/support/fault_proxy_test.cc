@@ -16,8 +16,8 @@
 #include <memory>
 #include <string>
 
-#include "daemon/register/etcd_client.h"
 #include "etcd_cluster.h"
+#include "register/etcd_client.h"
 
 namespace snowflake::testing {
 namespace {

@@ -1,0 +1,16 @@
+#include "base/file_system.h"
+
+#include <unistd.h>
+
+namespace snowflake::daemon {
+
+FileSystem::~FileSystem() = default;
+
+int FileSystem::Fsync(int fd) noexcept { return fsync(fd); }
+
+FileSystem& FileSystem::Default() noexcept {
+  static FileSystem real;
+  return real;
+}
+
+}  // namespace snowflake::daemon

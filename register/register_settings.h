@@ -1,0 +1,52 @@
+// What a register needs of the daemon's config file, read by one code for both of the
+// register's users: the daemon's loader (daemon/config/config.cc) hands its [register]
+// table to ReadRegisterTable(), and `snowflakectl register` reads the file with
+// LoadRegisterSettings(), which reads [register], daemon.state_dir and id.epoch through the
+// same readers. Every other key is the daemon's alone: LoadRegisterSettings() does not read
+// it, and `snowflaked --check-config` checks it.
+//
+// Plain values and pure functions: safe from any thread.
+
+#ifndef SNOWFLAKE_REGISTER_REGISTER_SETTINGS_H_
+#define SNOWFLAKE_REGISTER_REGISTER_SETTINGS_H_
+
+#include <toml++/toml.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <string_view>
+#include <tl/expected.hpp>
+
+#include "base/toml_fields.h"
+#include "register/register_backends.h"
+#include "snowflake/id_layout.h"
+
+namespace snowflake::daemon {
+
+// daemon.state_dir's default: the register file's directory unless register.path names one.
+inline constexpr std::string_view kDefaultStateDir = "/var/lib/snowflaked";
+
+// Reads the [register] table into `out`: the keys every backend shares (backend, path,
+// machines, holder_id) and, through the backends' table, the named backend's own. Throws
+// ConfigInvalid (through `fields`, naming the file, line and key) for an unknown backend, a
+// key of another backend's, an unknown key, a bad value, or whatever the backend's own
+// parser refuses.
+void ReadRegisterTable(const toml::table& table, const TomlFields& fields, RegisterConfig& out);
+
+// What `snowflakectl register` needs of a config file.
+struct RegisterSettings {
+  RegisterConfig machine_register;
+  std::filesystem::path state_dir{kDefaultStateDir};  // daemon.state_dir
+  int64_t epoch_unix_ms = kDefaultEpochUnixMs;        // id.epoch
+};
+
+// Reads [register], daemon.state_dir and id.epoch from the config file at `path`, with the
+// daemon's readers; absent keys keep the daemon's defaults. Errors: those of
+// ReadConfigText() and ParseTomlText(), and of the keys read (each names the file, line and
+// key). Other tables and keys are not read.
+[[nodiscard]] tl::expected<RegisterSettings, ConfigError> LoadRegisterSettings(
+    const std::filesystem::path& path) noexcept;
+
+}  // namespace snowflake::daemon
+
+#endif  // SNOWFLAKE_REGISTER_REGISTER_SETTINGS_H_
