@@ -23,8 +23,10 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
+#include <charconv>
 #include <chrono>
 #include <functional>
+#include <iterator>
 #include <optional>
 #include <thread>
 
@@ -65,7 +67,6 @@ HttpReply Refusal(unsigned status, vocab::ErrorCode code, std::string_view messa
   return ErrorReply(status, vocab::ErrorName(code), message);
 }
 
-beast::string_view View(std::string_view text) { return {text.data(), text.size()}; }
 std::string_view View(beast::string_view text) { return {text.data(), text.size()}; }
 
 }  // namespace
@@ -303,20 +304,53 @@ Answer AnswerRequest(HttpTransport::Impl& front, beast::error_code ec,
   return answer;
 }
 
-// The response an answer is framed as; reports it to the front's metrics.
-void Frame(HttpTransport::Impl& front, Answer& answer,
-           std::optional<http::response<http::string_body>>& response) {
+void AppendNumber(std::string& out, uint64_t value) {
+  char digits[20];
+  const auto end = std::to_chars(std::begin(digits), std::end(digits), value).ptr;
+  out.append(digits, static_cast<size_t>(end - digits));
+}
+
+// The response an answer is framed as: its status line and header in `head` (reused, so
+// its capacity outlives the reply), its body moved to `body`. The bytes are those Beast's
+// response serializer writes for the same response, built without a field list (an
+// allocation per field) or a serializer: the status line with Beast's reason phrase,
+// Content-Type, Retry-After, Allow, the Connection token keep_alive() sets, and the
+// Content-Length prepare_payload() sets. Reports the reply to the front's metrics.
+void Frame(HttpTransport::Impl& front, Answer& answer, std::string& head, std::string& body) {
   HttpReply& reply = answer.reply;
-  response.emplace(static_cast<http::status>(reply.status), answer.version);
-  response->set(http::field::content_type, View(reply.content_type));
-  if (reply.retry_after_s != 0)
-    response->set(http::field::retry_after, std::to_string(reply.retry_after_s));
-  if (reply.status == static_cast<unsigned>(http::status::method_not_allowed)) {
-    response->set(http::field::allow, "GET");
+  head.clear();
+  head.append("HTTP/");
+  head.push_back(static_cast<char>('0' + answer.version / 10));
+  head.push_back('.');
+  head.push_back(static_cast<char>('0' + answer.version % 10));
+  head.push_back(' ');
+  AppendNumber(head, reply.status);
+  head.push_back(' ');
+  head.append(View(http::obsolete_reason(static_cast<http::status>(reply.status))));
+  head.append("\r\nContent-Type: ");
+  head.append(reply.content_type);
+  head.append("\r\n");
+  if (reply.retry_after_s != 0) {
+    head.append("Retry-After: ");
+    AppendNumber(head, reply.retry_after_s);
+    head.append("\r\n");
   }
-  response->body() = std::move(reply.body);
-  response->keep_alive(!answer.close);
-  response->prepare_payload();
+  if (reply.status == static_cast<unsigned>(http::status::method_not_allowed)) {
+    head.append("Allow: GET\r\n");
+  }
+  // HTTP/1.1 keeps the connection unless told; HTTP/1.0 closes it unless told.
+  if (answer.version >= 11 && answer.close) head.append("Connection: close\r\n");
+  if (answer.version < 11 && !answer.close) head.append("Connection: keep-alive\r\n");
+  // A status that has no body (1xx, 204, 304) has no Content-Length either.
+  const bool bodiless = reply.status / 100 == 1 || reply.status == 204 || reply.status == 304;
+  if (!bodiless) {
+    head.append("Content-Length: ");
+    AppendNumber(head, reply.body.size());
+    head.append("\r\n");
+  }
+  head.append("\r\n");
+  body = std::move(reply.body);
+  if (bodiless) body.clear();
   front.Replied(reply.status, answer.endpoint, answer.start);
 }
 
@@ -497,18 +531,20 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void Send(Answer answer) {
     close_ = answer.close;
-    Frame(front_, answer, response_);
+    Frame(front_, answer, head_, body_);
     ExpireAfter(std::chrono::milliseconds(front_.options().write_timeout_ms));
-    serializer_.emplace(*response_);
+    const std::array<asio::const_buffer, 2> reply{asio::buffer(head_), asio::buffer(body_)};
     beast::error_code ec;
-    http::write(socket_, *serializer_, ec);  // all of it, or as much as the socket takes
+    // All of it in one send, or as much as the socket takes.
+    const size_t sent = asio::write(socket_, reply, ec);
     if (!ec) return AfterWrite(/*inline_call=*/true);
     if (ec != asio::error::would_block && ec != asio::error::try_again) return;  // peer gone
     // The peer's window is full: the rest when the socket is writable.
-    http::async_write(socket_, *serializer_,
-                      [self = shared_from_this()](beast::error_code error, size_t) {
-                        if (!error) self->AfterWrite(/*inline_call=*/false);
-                      });
+    beast::buffers_suffix<std::array<asio::const_buffer, 2>> rest(reply);
+    rest.consume(sent);
+    asio::async_write(socket_, rest, [self = shared_from_this()](beast::error_code error, size_t) {
+      if (!error) self->AfterWrite(/*inline_call=*/false);
+    });
   }
 
   // `inline_call`: straight from Send(), so a run of pipelined requests would recurse;
@@ -545,8 +581,8 @@ class Session : public std::enable_shared_from_this<Session> {
   const std::string client_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
-  std::optional<http::response<http::string_body>> response_;
-  std::optional<http::response_serializer<http::string_body>> serializer_;
+  std::string head_;  // the reply being sent: its status line and header
+  std::string body_;  // and its body
   std::array<char, 512> drain_{};
   uint64_t inline_requests_ = 0;  // answered in one call chain since the last wait
   uint64_t header_bytes_ = 0;     // of the request being parsed, consumed by the parser
@@ -622,9 +658,16 @@ class TlsSession : public std::enable_shared_from_this<TlsSession> {
     }
     Answer answer = AnswerRequest(front_, ec, parser_->get(), refusal_, requests_, client_);
     close_ = answer.close;
-    Frame(front_, answer, response_);
+    Frame(front_, answer, head_, body_);
+    // The reply goes out as one buffer, never as the pair (head_, body_): Asio's
+    // async_write of a two-buffer std::array keeps the spent first buffer at the front as
+    // an empty one, and Beast's ssl_stream (a flat_stream) writes only the first buffer of
+    // a sequence when the first two together exceed 16 KiB; an empty first buffer is a
+    // 0-byte write, which async_write takes as done. A body over 16 KiB (a batch of ~800
+    // IDs or more) was never sent after its header.
+    head_.append(body_);
     deadline_.ExpireAfter(std::chrono::milliseconds(front_.options().write_timeout_ms));
-    http::async_write(stream_, *response_,
+    asio::async_write(stream_, asio::buffer(head_),
                       [self = shared_from_this()](beast::error_code error, size_t) {
                         if (!error) self->AfterWrite();
                       });
@@ -646,7 +689,8 @@ class TlsSession : public std::enable_shared_from_this<TlsSession> {
   std::optional<HttpReply> refusal_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
-  std::optional<http::response<http::string_body>> response_;
+  std::string head_;  // the reply being sent: its status line, header and body
+  std::string body_;  // its body, as Frame() leaves it (then appended to head_)
   uint64_t requests_ = 0;
   bool close_ = false;
 };

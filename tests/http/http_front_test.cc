@@ -123,6 +123,33 @@ TEST_F(HttpFront, KeepAliveAndPipelinedRequestsAreAnsweredInOrder) {
   EXPECT_EQ(probe.Exchange(Get("/healthz")).status, 200);
 }
 
+// Batches pipelined faster than they are read: the replies (60 of 4096 IDs, about 5 MB)
+// outgrow the socket's buffers, a send would block, and the rest of a reply goes out when
+// the socket is writable again. Each must arrive whole, in order, header and body.
+TEST_F(HttpFront, PipelinedBatchesThatFillTheSendWindowArriveWholeInOrder) {
+  HttpProbe probe(port_);
+  ASSERT_TRUE(probe.connected());
+  constexpr int kRequests = 60;
+  std::string burst;
+  for (int i = 0; i < kRequests; ++i) {
+    burst += Get("/v1/ids?service=pipe&count=4096", i % 2 ? "Accept: text/plain\r\n" : "");
+  }
+  ASSERT_TRUE(probe.Send(burst));
+  std::this_thread::sleep_for(300ms);  // the front writes until the window is full
+
+  uint64_t last = 0;
+  for (int i = 0; i < kRequests; ++i) {
+    const HttpReply reply = probe.Read();
+    ASSERT_EQ(reply.status, 200) << "reply " << i << ": " << reply.body.substr(0, 200);
+    EXPECT_EQ(reply.Header("content-length"), std::to_string(reply.body.size()));
+    const auto ids = i % 2 ? LinesOf(reply.body) : IdsOf(reply.body);
+    ASSERT_EQ(ids.size(), 4096u) << "reply " << i;
+    ASSERT_LT(last, ids.front()) << "reply " << i;
+    for (size_t k = 1; k < ids.size(); ++k) ASSERT_LT(ids[k - 1], ids[k]) << "reply " << i;
+    last = ids.back();
+  }
+}
+
 TEST_F(HttpFront, HealthzStatusAndMetricsServe) {
   const HttpReply health = FetchOnce(port_, "/healthz");
   EXPECT_EQ(health.status, 200) << health.body;

@@ -3,6 +3,9 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -38,12 +41,46 @@ HttpProbe::HttpProbe(uint16_t port, std::chrono::milliseconds timeout) {
   fd_ = fd;
 }
 
+HttpProbe::HttpProbe(uint16_t port, const std::filesystem::path& ca,
+                     std::chrono::milliseconds timeout)
+    : HttpProbe(port, timeout) {
+  if (fd_ < 0) return;
+  SSL_CTX* context = SSL_CTX_new(TLS_client_method());
+  tls_context_ = context;
+  SSL* tls = context != nullptr ? SSL_new(context) : nullptr;
+  tls_ = tls;
+  if (tls == nullptr || SSL_CTX_load_verify_locations(context, ca.c_str(), nullptr) != 1 ||
+      X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(tls), "127.0.0.1") != 1) {
+    close(fd_);
+    fd_ = -1;
+    return;
+  }
+  SSL_set_verify(tls, SSL_VERIFY_PEER, nullptr);
+  SSL_set_fd(tls, fd_);
+  if (SSL_connect(tls) != 1) {
+    ERR_clear_error();
+    close(fd_);
+    fd_ = -1;
+  }
+}
+
 HttpProbe::~HttpProbe() {
+  SSL_free(static_cast<SSL*>(tls_));
+  SSL_CTX_free(static_cast<SSL_CTX*>(tls_context_));
   if (fd_ >= 0) close(fd_);
 }
 
 bool HttpProbe::Send(std::string_view bytes) {
   while (!bytes.empty()) {
+    if (tls_ != nullptr) {
+      size_t written = 0;
+      if (SSL_write_ex(static_cast<SSL*>(tls_), bytes.data(), bytes.size(), &written) != 1) {
+        ERR_clear_error();
+        return false;
+      }
+      bytes.remove_prefix(written);
+      continue;
+    }
     const ssize_t n = send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return false;
@@ -52,18 +89,28 @@ bool HttpProbe::Send(std::string_view bytes) {
   return true;
 }
 
+bool HttpProbe::Fill() {
+  char chunk[16384];
+  if (tls_ != nullptr) {
+    size_t n = 0;
+    if (SSL_read_ex(static_cast<SSL*>(tls_), chunk, sizeof chunk, &n) != 1) {
+      ERR_clear_error();
+      return false;
+    }
+    buffer_.append(chunk, n);
+    return true;
+  }
+  const ssize_t n = recv(fd_, chunk, sizeof chunk, 0);
+  if (n <= 0) return false;
+  buffer_.append(chunk, static_cast<size_t>(n));
+  return true;
+}
+
 HttpReply HttpProbe::Read() {
   HttpReply reply;
-  auto fill = [&]() {
-    char chunk[16384];
-    const ssize_t n = recv(fd_, chunk, sizeof chunk, 0);
-    if (n <= 0) return false;
-    buffer_.append(chunk, static_cast<size_t>(n));
-    return true;
-  };
   size_t end = 0;
   while ((end = buffer_.find("\r\n\r\n")) == std::string::npos) {
-    if (!fill()) return reply;
+    if (!Fill()) return reply;
   }
   const std::string head = buffer_.substr(0, end);
   size_t line_end = head.find("\r\n");
@@ -86,7 +133,7 @@ HttpReply HttpProbe::Read() {
   const size_t length =
       reply.headers.count("content-length") ? std::stoul(reply.headers["content-length"]) : 0;
   while (buffer_.size() < end + 4 + length) {
-    if (!fill()) return HttpReply{};
+    if (!Fill()) return HttpReply{};
   }
   reply.body = buffer_.substr(end + 4, length);
   buffer_.erase(0, end + 4 + length);
@@ -175,6 +222,20 @@ double SampleValue(const std::string& exposition, std::string_view sample) {
     at = end + 1;
   }
   return -1;
+}
+
+std::vector<uint64_t> LinesOf(const std::string& text_body) {
+  std::vector<uint64_t> ids;
+  size_t at = 0;
+  while (at < text_body.size()) {
+    const size_t end = text_body.find('\n', at);
+    if (end == std::string::npos || end == at) return {};
+    const std::string line = text_body.substr(at, end - at);
+    if (line.find_first_not_of("0123456789") != std::string::npos) return {};
+    ids.push_back(std::stoull(line));
+    at = end + 1;
+  }
+  return ids;
 }
 
 }  // namespace snowflake::testing

@@ -1,6 +1,7 @@
 // A raw HTTP/1.1 connection for tests of the HTTP front: it sends exactly the bytes a test
 // gives (well-formed or hostile) and parses replies itself, so nothing between the test
-// and the daemon fixes up a malformed request.
+// and the daemon fixes up a malformed request. Plain TCP, or TLS (OpenSSL, verifying the
+// front's certificate for 127.0.0.1 against a CA file) for a TLS front.
 //
 // An HttpProbe must be used from one thread.
 
@@ -9,6 +10,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <string>
@@ -31,6 +33,11 @@ class HttpProbe {
  public:
   // Connects to 127.0.0.1:port; connected() says whether it worked.
   explicit HttpProbe(uint16_t port, std::chrono::milliseconds timeout = std::chrono::seconds(10));
+  // Over TLS: connects and completes the handshake, verifying the front's certificate
+  // against `ca`; connected() is false if either failed. `timeout` bounds each read, so a
+  // reply that never comes whole reads as status 0 after it.
+  HttpProbe(uint16_t port, const std::filesystem::path& ca,
+            std::chrono::milliseconds timeout = std::chrono::seconds(10));
   ~HttpProbe();
   HttpProbe(const HttpProbe&) = delete;
   HttpProbe& operator=(const HttpProbe&) = delete;
@@ -45,11 +52,16 @@ class HttpProbe {
     Send(bytes);
     return Read();
   }
-  // True if the peer closed the connection within `within` (reads and drops any bytes).
+  // True if the peer closed the connection within `within` (reads and drops any bytes;
+  // over TLS, the raw bytes of its records).
   bool ClosedByPeer(std::chrono::milliseconds within);
 
  private:
+  bool Fill();  // appends what arrives to buffer_; false on close, error or timeout
+
   int fd_ = -1;
+  void* tls_context_ = nullptr;  // SSL_CTX*, over TLS
+  void* tls_ = nullptr;          // SSL*, over TLS
   std::string buffer_;
 };
 
@@ -81,6 +93,8 @@ std::string HttpFrontToml(uint16_t port, std::string_view extra = "");
 
 // The decimal strings of {"ids":[...]} or {"id":"..."}; empty if the body is not that.
 std::vector<uint64_t> IdsOf(const std::string& json_body);
+// The IDs of a text/plain reply (one decimal per line); empty if the body is not that.
+std::vector<uint64_t> LinesOf(const std::string& text_body);
 
 }  // namespace snowflake::testing
 

@@ -5,6 +5,8 @@
 // Properties:
 //   - a TLS front answers TLS 1.2 and 1.3 with its certificate, and nothing else (plain
 //     HTTP on its port gets no answer, and is counted);
+//   - a reply larger than a TLS record (16 KiB) arrives whole, its body after its header,
+//     request after request on a kept connection and for pipelined requests;
 //   - with a client CA, only callers with a certificate it signed are answered; the
 //     others fail the handshake, counted under reason="client_certificate";
 //   - a client refuses a front whose certificate is expired, not yet valid or signed by
@@ -153,6 +155,71 @@ TEST_F(TlsFront, PlainHttpOnTheTlsPortGetsNoAnswerAndIsCounted) {
                            "snowflake_http_tls_handshake_failures_total{reason=\"other\"}") >= 1;
       },
       20s, "the failed handshake to be counted"));
+}
+
+// A reply to a batch of `count`, whole: status 200 with `count` strictly increasing IDs, or
+// a 503 (the daemon pausing on a slow reservation fsync on a loaded host: still a whole
+// reply). A reply whose body never came reads as status 0.
+void ExpectWholeBatch(const HttpReply& reply, size_t count, bool text, const std::string& what) {
+  if (reply.status == 503) return;
+  ASSERT_EQ(reply.status, 200) << what << ": no whole reply within the probe's timeout";
+  EXPECT_EQ(reply.Header("content-length"), std::to_string(reply.body.size())) << what;
+  const std::vector<uint64_t> ids = text ? LinesOf(reply.body) : IdsOf(reply.body);
+  ASSERT_EQ(ids.size(), count) << what << ": " << reply.body.substr(0, 200);
+  for (size_t i = 1; i < ids.size(); ++i) ASSERT_LT(ids[i - 1], ids[i]) << what;
+}
+
+// The request libsnowflake's and the Go binding's remotes send for a batch.
+std::string BatchGet(size_t count, bool text, std::string_view extra = "") {
+  return Get("/v1/ids?service=tls&count=" + std::to_string(count),
+             std::string(text ? "Accept: text/plain\r\n" : "") + std::string(extra));
+}
+
+// A batch reply is up to ~90 KB: more than a TLS record, so its body goes out in more
+// than one record and after the header's. Each must arrive whole, on a connection kept
+// across requests (as Go's and libcurl's clients keep it) and for requests pipelined on
+// one connection. Reads are bounded by 5 s, so a body that never comes fails the test.
+TEST_F(TlsFront, RepliesLargerThanATlsRecordArriveWholeOnAKeptAndAPipelinedConnection) {
+  FrontDaemon front("tls-large", 35, TlsToml(certs_("server.pem"), certs_("server-key.pem")));
+  ASSERT_NO_FATAL_FAILURE(front.Start());
+  HttpsClient warm(Trusting(certs_("ca.pem")));
+  const HttpsReply first = GetServed(warm, front.port, "/v1/id?service=tls");
+  ASSERT_TRUE(first.ok()) << first.error << " " << first.status << " " << first.body;
+
+  // Small and large, JSON and text/plain, one after another on one connection: the sizes
+  // either side of a record (16 KiB: ~780 JSON IDs, ~860 lines), and the largest batch.
+  const std::vector<size_t> counts = {1, 700, 900, 4096, 2, 4096, 1000, 4096};
+  HttpProbe kept(front.port, certs_("ca.pem"), 5s);
+  ASSERT_TRUE(kept.connected());
+  for (size_t i = 0; i < counts.size() * 2; ++i) {
+    const size_t count = counts[i % counts.size()];
+    const bool text = i >= counts.size();
+    ASSERT_NO_FATAL_FAILURE(ExpectWholeBatch(kept.Exchange(BatchGet(count, text)), count, text,
+                                             "kept connection, request " + std::to_string(i) +
+                                                 ", count " + std::to_string(count) +
+                                                 (text ? " text/plain" : " JSON")));
+  }
+
+  // Pipelined: four requests in one write, the last closing the connection.
+  HttpProbe pipelined(front.port, certs_("ca.pem"), 5s);
+  ASSERT_TRUE(pipelined.connected());
+  ASSERT_TRUE(pipelined.Send(BatchGet(4096, false) + BatchGet(3, true) + BatchGet(4096, true) +
+                             BatchGet(2000, false, "Connection: close\r\n")));
+  const std::vector<std::pair<size_t, bool>> asked = {
+      {4096, false}, {3, true}, {4096, true}, {2000, false}};
+  for (size_t i = 0; i < asked.size(); ++i) {
+    ASSERT_NO_FATAL_FAILURE(ExpectWholeBatch(pipelined.Read(), asked[i].first, asked[i].second,
+                                             "pipelined request " + std::to_string(i)));
+  }
+  EXPECT_TRUE(pipelined.ClosedByPeer(5s)) << "Connection: close left the connection open";
+
+  // libcurl on a kept connection, as a remote's client reads a batch.
+  for (int i = 0; i < 3; ++i) {
+    const HttpsReply batch = GetServed(warm, front.port, "/v1/ids?service=tls&count=4096");
+    ASSERT_TRUE(batch.ok()) << "libcurl, batch " << i << ": " << batch.error << " " << batch.status;
+    EXPECT_EQ(IdsOf(batch.body).size(), 4096u);
+    EXPECT_EQ(batch.new_connections, 0) << "libcurl, batch " << i << " opened a connection";
+  }
 }
 
 TEST_F(TlsFront, RefusesTls11) {
