@@ -18,6 +18,7 @@
 #     daemon library (the register commands go through register/);
 #   - text/ includes anything of the project but itself, or shm/ anything but itself and
 #     text/ (the words for shm's states are above it, in protocol/vocabulary.h);
+#   - libclient/ includes a header of daemon/, register/, base/ or cli/;
 #   - protocol/ (the vocabulary and the control protocol both ends link) includes anything
 #     but itself and the public headers of shm/ and text/, or bindings/ includes a header
 #     of cli/ or daemon/;
@@ -164,6 +165,13 @@ while IFS=: read -r file _ line; do
   grep -qxF "$included" <<<"$shm_headers"$'\n'"$text_headers" ||
     finding "${file#"$root/"} includes \"$included\": shm/ may include only shm/ and text/"
 done < <(grep -rn '#include "' "$root/shm")
+
+# 4b. libclient/ (libsnowflake and the status model) sits below the daemon, the register
+#     and the CLI: it includes none of their headers.
+while IFS= read -r hit; do
+  finding "${hit#"$root/"}: libclient/ may include only itself, protocol/, shm/ and text/"
+done < <(grep -rnE '#include "(daemon/|register/|base/|cli/|command_error\.h|exit_codes\.h)' \
+           "$root/libclient" 2>/dev/null)
 
 # 4. The control protocol sits below both of its ends; bindings are clients only.
 while IFS=: read -r file _ line; do

@@ -13,7 +13,7 @@ fresh_copy() {
   rm -rf "$work/tree"
   mkdir -p "$work/tree/docs"
   cp -r "$src/daemon" "$src/register" "$src/base" "$src/cli" "$src/protocol" "$src/bindings" \
-    "$src/shm" "$src/text" "$work/tree/"
+    "$src/shm" "$src/text" "$src/libclient" "$work/tree/"
   cp "$src/docs/architecture.md" "$work/tree/docs/"
 }
 
@@ -43,6 +43,8 @@ plant() {
 plant text/time_text.cc '#include "snowflake/id_layout.h"' "text/ may include only text/"
 plant shm/segment.cc '#include "protocol/vocabulary.h"' "shm/ may include only shm/ and text/"
 plant shm/ring_consumer.cc '#include "snowflake/client.h"' "shm/ may include only shm/ and text/"
+plant libclient/client.cc '#include "daemon/core/clock.h"' "libclient/ may include only"
+plant libclient/status/status_report.cc '#include "command_error.h"' "libclient/ may include only"
 plant protocol/control_protocol.cc '#include "daemon/control/status_board.h"' \
   "protocol/control_protocol.cc"
 plant protocol/control_client.cc '#include "libclient/status/status_report.h"' \
