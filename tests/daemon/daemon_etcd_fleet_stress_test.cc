@@ -299,8 +299,13 @@ class FleetStress {
     for (const Slot& s : slots_) before.push_back(Committed(s));
     const auto progress_deadline = Clock::now() + 60s;
     for (size_t i = 0; i < slots_.size(); ++i) {
+      // Serving as this slot's running process says: a killed daemon's segment still reads
+      // "serving" while its restarted successor is claiming (and may find no free number).
       auto status = Client::Inspect(DaemonHarness::ClientOptionsFor(slots_[i].options.runtime_dir));
-      if (!status || status->state != "serving" || !slots_[i].daemon->Running()) continue;
+      if (!status || status->state != "serving" || !slots_[i].daemon->Running() ||
+          status->daemon_pid != static_cast<uint64_t>(slots_[i].daemon->pid())) {
+        continue;
+      }
       while (Committed(slots_[i]) <= before[i]) {
         if (Clock::now() >= progress_deadline) {
           return "client of " + slots_[i].name +
