@@ -140,9 +140,11 @@ class Validator {
       const std::string section_name(section_key.str());
       const auto section = schema.find(section_name);
       if (section == schema.end()) {
+        // The known tables are the schema's, so a new table is never missing here.
+        std::string known;
+        for (const auto& [name, keys] : schema) known += (known.empty() ? "" : ", ") + name;
         throw Invalid{fields_.Where(section_key.source()) + ": " + section_name +
-                      ": unknown table (known: daemon, id, register, clock, ring, "
-                      "persistence, systemd)"};
+                      ": unknown table (known: " + known + ")"};
       }
       const toml::table* table = section_node.as_table();
       if (table == nullptr) {

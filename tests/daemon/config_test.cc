@@ -124,7 +124,8 @@ TEST(Config, UnknownKeyIsAnErrorNamingKeyAndLine) {
 
 TEST(Config, UnknownTableIsAnError) {
   EXPECT_THAT(ErrorOf("\n[rings]\ncapacity = 8\n"),
-              HasSubstr("/etc/snowflaked.toml:2: rings: unknown table"));
+              HasSubstr("/etc/snowflaked.toml:2: rings: unknown table (known: clock, daemon, "
+                        "http, id, persistence, register, ring, systemd)"));
 }
 
 TEST(Config, UnknownNestedTableIsAnError) {
