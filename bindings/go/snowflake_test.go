@@ -412,11 +412,19 @@ func TestTakeFromAPausedDaemonSaysWhatTheDaemonSays(t *testing.T) {
 		t.Fatalf("a serving daemon's status text: %q, %v", s.StatusText, err)
 	}
 	stateFile := filepath.Join(d.root, "state", "high-water.json")
-	if err := os.Remove(stateFile); err != nil {
-		t.Fatal(err)
+	// The daemon renames a new file into place every few renewals: one may land between the
+	// remove and the mkdir. Retry until the directory stands where the file was.
+	var blocked error
+	for attempt := 0; attempt < 100; attempt++ {
+		if blocked = os.Remove(stateFile); blocked != nil && !errors.Is(blocked, os.ErrNotExist) {
+			t.Fatal(blocked)
+		}
+		if blocked = os.MkdirAll(filepath.Join(stateFile, "in-the-way"), 0o755); blocked == nil {
+			break
+		}
 	}
-	if err := os.MkdirAll(filepath.Join(stateFile, "in-the-way"), 0o755); err != nil {
-		t.Fatal(err)
+	if blocked != nil {
+		t.Fatalf("cannot put a directory where %s was: %v", stateFile, blocked)
 	}
 	var err error
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); {
