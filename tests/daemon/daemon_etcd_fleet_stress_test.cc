@@ -309,7 +309,8 @@ class FleetStress {
       while (Committed(slots_[i]) <= before[i]) {
         if (Clock::now() >= progress_deadline) {
           return "client of " + slots_[i].name +
-                 " got no IDs after the faults: " + slots_[i].daemon->Describe();
+                 " got no IDs after the faults: " + slots_[i].daemon->Describe() + "\n" +
+                 ClientView(slots_[i]);
         }
         if (std::string p = CheckWorkers(); !p.empty()) return p;
         std::this_thread::sleep_for(10ms);
@@ -668,6 +669,25 @@ class FleetStress {
       }
     }
     return false;
+  }
+
+  // What a stuck client saw: its worker's last words, and what a new client gets now.
+  static std::string ClientView(Slot& s) {
+    std::string err = s.worker->err();
+    constexpr size_t kTail = 4000;
+    if (err.size() > kTail) err = "..." + err.substr(err.size() - kTail);
+    ClientOptions options = DaemonHarness::ClientOptionsFor(s.options.runtime_dir);
+    options.wait_timeout = 1s;
+    std::string probe;
+    if (auto client = Client::Open("fleet-probe", options); !client) {
+      probe = "cannot open: " + client.error().message;
+    } else if (auto id = client->Next(); !id) {
+      probe = "no ID: " + id.error().message;
+    } else {
+      probe = "took " + DescribeId(*id);
+    }
+    return "its worker (pid " + std::to_string(s.worker->pid()) + ") said:\n" + err +
+           "\na new client now: " + probe;
   }
 
   void StartWorker(Slot& s) {

@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -46,6 +47,29 @@ bool Transient(ClientError code) {
 }
 
 constexpr uint64_t kMaxBatch = 8;
+
+// Says on stderr why takes are failing, so a driver that finds this client stuck can show
+// what it saw: when the reason changes, and every 5 s while it stays the same. Bounded: a
+// run has a few hundred restarts at most.
+class TransientLog {
+ public:
+  void Failed(const snowflake::Error& error) {
+    const auto now = std::chrono::steady_clock::now();
+    if (last_code_ == error.code && now - last_print_ < std::chrono::seconds(5)) return;
+    const auto since_start =
+        std::chrono::duration_cast<std::chrono::milliseconds>(now - start_).count();
+    std::fprintf(stderr, "%lld ms: retrying after: %s\n", static_cast<long long>(since_start),
+                 error.message.c_str());
+    last_code_ = error.code;
+    last_print_ = now;
+  }
+  void Took() { last_code_.reset(); }
+
+ private:
+  const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point last_print_{};
+  std::optional<ClientError> last_code_;
+};
 
 }  // namespace
 
@@ -83,6 +107,7 @@ int main(int argc, char** argv) {
     return st::kHelperSetupFailed;
   }
 
+  TransientLog transient;
   uint64_t batch[kMaxBatch];
   while (control->stop.load(std::memory_order_acquire) == 0) {
     if (recorder->Full(kMaxBatch)) return st::kConsumerFileFull;
@@ -95,6 +120,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "next_batch: %s\n", n.error().message.c_str());
         return 1;
       }
+      if (!n) transient.Failed(n.error());
     } else {
       auto id = client->Next();
       if (id) {
@@ -103,12 +129,15 @@ int main(int argc, char** argv) {
       } else if (!Transient(id.error().code)) {
         std::fprintf(stderr, "next: %s\n", id.error().message.c_str());
         return 1;
+      } else {
+        transient.Failed(id.error());
       }
     }
     if (taken == 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
       continue;
     }
+    transient.Took();
     recorder->Commit(std::span<const uint64_t>(batch, taken), before);
     // A modest pace keeps the record files small; the kills, not the volume, are the test.
     std::this_thread::sleep_for(pause);
