@@ -2,8 +2,8 @@
 // service would use it, beside Redis INCR at the same concurrency (same run, same host).
 // Prints one JSON object, one entry per repetition.
 //
-//   http_bench --port P [--tls-port T --tls-ca CA] [--redis-port R] [--floor-port F]
-//              [--calls N] [--seconds S] [--reps R]
+//   http_bench --port P [--tls-port T --tls-ca CA] [--redis-port R] [--redis-tls-port RT]
+//              [--floor-port F] [--calls N] [--seconds S] [--reps R]
 //
 //   http_id           one keep-alive connection, one GET /v1/id per ID, each timed: p50/p99
 //   redis_incr        (with --redis-port) one INCR per call on one connection, each timed,
@@ -26,6 +26,11 @@
 //   https_rps_C       (with --tls-port) the same over TLS, right after the plain figure
 //   redis_rps_C       C hiredis connections doing INCR for S s (with --redis-port), each
 //                     repetition right after the HTTP one at the same concurrency
+//   redis_tls_incr    (with --redis-tls-port and --tls-ca) INCR to Redis's TLS port, in the
+//                     same alternation as https_id: the same TLS library and client code
+//                     (hiredis 0.14 speaks no TLS), so https_id / http_id can be read beside
+//                     redis_tls_incr / redis_incr, what TLS costs a server that does it well
+//   redis_tls_rps_C   the same, C connections for S s, right after https_rps_C
 //
 // The machine this runs on is shared and its load swings within seconds, so each figure
 // is measured next to its baseline, never minutes apart.
@@ -147,6 +152,24 @@ class Connection {
     if (n <= 0) Die("connection closed");
     buffer_.append(chunk, static_cast<size_t>(n));
   }
+
+ public:
+  // One Redis INCR in RESP on this connection (a Redis port, not a front's).
+  void Incr() {
+    static constexpr std::string_view kIncr = "*2\r\n$4\r\nINCR\r\n$9\r\nbench:rps\r\n";
+    const ssize_t sent = ssl_ != nullptr
+                             ? SSL_write(ssl_, kIncr.data(), static_cast<int>(kIncr.size()))
+                             : send(fd_, kIncr.data(), kIncr.size(), MSG_NOSIGNAL);
+    if (sent != static_cast<ssize_t>(kIncr.size())) Die("send failed");
+    buffer_.erase(0, consumed_);
+    consumed_ = 0;
+    size_t end;
+    while ((end = buffer_.find("\r\n")) == std::string::npos) Fill();
+    if (buffer_[0] != ':') Die("INCR reply: " + buffer_.substr(0, 200));
+    consumed_ = end + 2;
+  }
+
+ private:
   int fd_ = -1;
   SSL* ssl_ = nullptr;
   std::string buffer_;
@@ -230,6 +253,7 @@ int main(int argc, char** argv) {
   int redis_port = 0;
   int floor_port = 0;
   int tls_port = 0;
+  int redis_tls_port = 0;
   std::string tls_ca;
   int calls = 5000;
   double seconds = 2;
@@ -242,7 +266,12 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 65535));
   app.add_option("--tls-port", tls_port, "a TLS front on 127.0.0.1 (https_* figures)")
       ->check(CLI::Range(1, 65535));
-  app.add_option("--tls-ca", tls_ca, "the CA file that signed the TLS front's certificate");
+  app.add_option("--redis-tls-port", redis_tls_port,
+                 "Redis's TLS port on 127.0.0.1 (redis_tls_* figures), its certificate signed "
+                 "by --tls-ca")
+      ->check(CLI::Range(1, 65535));
+  app.add_option("--tls-ca", tls_ca,
+                 "the CA file that signed the TLS front's (and Redis's) certificate");
   app.add_option("--floor-port", floor_port, "bench/http_floor on 127.0.0.1")
       ->check(CLI::Range(1, 65535));
   app.add_option("--calls", calls, "timed calls per repetition")->check(CLI::Range(1, 10'000'000));
@@ -250,8 +279,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.1, 600.0));
   app.add_option("--reps", reps, "repetitions")->check(CLI::Range(1, 100));
   CLI11_PARSE(app, argc, argv);
-  if (tls_port > 0 && tls_ca.empty()) Die("--tls-port needs --tls-ca");
-  SSL_CTX* tls = tls_port > 0 ? ClientTlsContext(tls_ca) : nullptr;
+  if ((tls_port > 0 || redis_tls_port > 0) && tls_ca.empty()) {
+    Die("--tls-port and --redis-tls-port need --tls-ca");
+  }
+  SSL_CTX* tls = tls_port > 0 || redis_tls_port > 0 ? ClientTlsContext(tls_ca) : nullptr;
 #ifndef SNOWFLAKE_BENCH_HIREDIS
   if (redis_port > 0) Die("built without hiredis: --redis-port is not available");
 #endif
@@ -276,6 +307,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> incr_reps;
   std::vector<std::string> floor_reps;
   std::vector<std::string> tls_reps;
+  std::vector<std::string> redis_tls_reps;
   std::vector<std::string> handshake_reps;
   std::vector<std::string> batch_reps;
   std::vector<std::string> batch_paced_reps;
@@ -285,7 +317,9 @@ int main(int argc, char** argv) {
     std::unique_ptr<Connection> floor =
         floor_port > 0 ? std::make_unique<Connection>(floor_port) : nullptr;
     std::unique_ptr<Connection> secure =
-        tls != nullptr ? std::make_unique<Connection>(tls_port, tls) : nullptr;
+        tls_port > 0 ? std::make_unique<Connection>(tls_port, tls) : nullptr;
+    std::unique_ptr<Connection> redis_secure =
+        redis_tls_port > 0 ? std::make_unique<Connection>(redis_tls_port, tls) : nullptr;
 #ifdef SNOWFLAKE_BENCH_HIREDIS
     std::unique_ptr<Redis> redis = redis_port > 0 ? ConnectRedis(redis_port) : nullptr;
 #endif
@@ -296,6 +330,8 @@ int main(int argc, char** argv) {
       }
       std::vector<double> tls_us;
       tls_us.reserve(calls);
+      std::vector<double> redis_tls_us;
+      redis_tls_us.reserve(calls);
       std::vector<double> us;
       std::vector<double> redis_us;
       std::vector<double> floor_us;
@@ -315,6 +351,9 @@ int main(int argc, char** argv) {
 #endif
       if (floor != nullptr) timed.push_back({[&] { floor->Get(one); }, &floor_us});
       if (secure != nullptr) timed.push_back({[&] { secure->Get(one); }, &tls_us});
+      if (redis_secure != nullptr) {
+        timed.push_back({[&] { redis_secure->Incr(); }, &redis_tls_us});
+      }
       for (int i = 0; i < calls; ++i) {
         for (size_t k = 0; k < timed.size(); ++k) {
           const Timed& t = timed[(static_cast<size_t>(i) + k) % timed.size()];
@@ -354,6 +393,13 @@ int main(int argc, char** argv) {
                      handshake_p.p50, handshake_p.p99);
         handshake_reps.push_back("{\"p50_us\":" + std::to_string(handshake_p.p50) +
                                  ",\"p99_us\":" + std::to_string(handshake_p.p99) + "}");
+      }
+      if (!redis_tls_us.empty()) {
+        const Percentiles p = Of(redis_tls_us);
+        std::fprintf(stderr, "redis INCR over TLS (alternating) rep %d: p50 %.1f us p99 %.1f us\n",
+                     rep, p.p50, p.p99);
+        redis_tls_reps.push_back("{\"p50_us\":" + std::to_string(p.p50) +
+                                 ",\"p99_us\":" + std::to_string(p.p99) + "}");
       }
       if (!floor_us.empty()) {
         const Percentiles floor_p = Of(floor_us);
@@ -411,6 +457,7 @@ int main(int argc, char** argv) {
   if (!incr_reps.empty()) series("redis_incr", incr_reps);
   if (!floor_reps.empty()) series("floor_id", floor_reps);
   if (!tls_reps.empty()) series("https_id", tls_reps);
+  if (!redis_tls_reps.empty()) series("redis_tls_incr", redis_tls_reps);
   if (!handshake_reps.empty()) series("https_handshake", handshake_reps);
   series("http_batch1000_ns_per_id", batch_reps);
   series("http_batch1000_paced_ns_per_id", batch_paced_reps);
@@ -420,18 +467,27 @@ int main(int argc, char** argv) {
     std::vector<std::string> rps;
     std::vector<std::string> redis_rps;
     std::vector<std::string> tls_rps;
+    std::vector<std::string> redis_tls_rps;
     for (int rep = 0; rep < reps; ++rep) {
       const double r = Throughput(
           connections, seconds, [&] { return std::make_unique<Connection>(port); },
           [&](Connection& c) { c.Get(one); });
       std::fprintf(stderr, "http %d connections rep %d: %.0f requests/s\n", connections, rep, r);
       rps.push_back(std::to_string(r));
-      if (tls != nullptr) {
+      if (tls_port > 0) {
         const double t = Throughput(
             connections, seconds, [&] { return std::make_unique<Connection>(tls_port, tls); },
             [&](Connection& c) { c.Get(one); });
         std::fprintf(stderr, "https %d connections rep %d: %.0f requests/s\n", connections, rep, t);
         tls_rps.push_back(std::to_string(t));
+      }
+      if (redis_tls_port > 0 && connections > 1) {
+        const double q = Throughput(
+            connections, seconds, [&] { return std::make_unique<Connection>(redis_tls_port, tls); },
+            [&](Connection& c) { c.Incr(); });
+        std::fprintf(stderr, "redis over TLS %d connections rep %d: %.0f INCR/s\n", connections,
+                     rep, q);
+        redis_tls_rps.push_back(std::to_string(q));
       }
 #ifdef SNOWFLAKE_BENCH_HIREDIS
       if (redis_port > 0 && connections > 1) {
@@ -446,6 +502,9 @@ int main(int argc, char** argv) {
     series("http_rps_" + std::to_string(connections), rps);
     if (!redis_rps.empty()) series("redis_rps_" + std::to_string(connections), redis_rps);
     if (!tls_rps.empty()) series("https_rps_" + std::to_string(connections), tls_rps);
+    if (!redis_tls_rps.empty()) {
+      series("redis_tls_rps_" + std::to_string(connections), redis_tls_rps);
+    }
   }
 
   if (const uint64_t n = Connection::unavailable.load(); n > 0) {

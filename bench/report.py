@@ -159,11 +159,11 @@ def main():
         for key in ("http_batch1000_ns_per_id", "http_batch1000_paced_ns_per_id",
                     "http_id_paced_us", "http_rps_1", "http_rps_16", "http_rps_64",
                     "redis_rps_16", "redis_rps_64", "https_rps_1", "https_rps_16",
-                    "https_rps_64"):
+                    "https_rps_64", "redis_tls_rps_16", "redis_tls_rps_64"):
             if key in http:
                 f[key] = Figure(http[key])
         # The TLS front (a third daemon), in the same alternation and the same run.
-        for key in ("https_id", "https_handshake"):
+        for key in ("https_id", "https_handshake", "redis_tls_incr"):
             if key in http:
                 f[f"{key}_p50_us"] = Figure(r["p50_us"] for r in http[key])
                 f[f"{key}_p99_us"] = Figure(r["p99_us"] for r in http[key])
@@ -327,13 +327,27 @@ def main():
             if f"redis_rps_{c}" in f:
                 row(f"peer Redis INCR/s, {c} connections", f"redis_rps_{c}", 0, "req/s")
             if f"https_rps_{c}" in f:
+                targets = []
+                if c == 16:
+                    targets.append("≥ 0.8× http: " + verdict(
+                        med(f'https_rps_{c}') >= 0.8 * med(f'http_rps_{c}')))
+                if f"redis_tls_rps_{c}" in f:
+                    targets.append("≥ Redis over TLS: " + verdict(
+                        med(f'https_rps_{c}') >= med(f'redis_tls_rps_{c}')))
                 row(f"https requests/s, {c} connections", f"https_rps_{c}", 0, "req/s",
-                    f"≥ 0.8× http: {verdict(med(f'https_rps_{c}') >= 0.8 * med(f'http_rps_{c}'))}"
-                    if c == 16 else "")
+                    "; ".join(targets))
+            if f"redis_tls_rps_{c}" in f:
+                row(f"peer Redis INCR/s over TLS, {c} connections", f"redis_tls_rps_{c}", 0,
+                    "req/s")
         if "https_id_p50_us" in f:
             row("https GET /v1/id p50 (keep-alive)", "https_id_p50_us", 1, "µs",
                 f"≤ 1.2× http: {verdict(med('https_id_p50_us') <= 1.2 * med('http_id_p50_us'))}")
             row("https GET /v1/id p99", "https_id_p99_us", 1, "µs")
+            if "redis_tls_incr_p50_us" in f:
+                # What TLS adds to a server that does it well, in the same alternation.
+                ratio = med("redis_tls_incr_p50_us") / med("redis_incr_p50_us")
+                row("  baseline: Redis INCR over TLS p50", "redis_tls_incr_p50_us", 1, "µs",
+                    f"{ratio:.2f}× Redis's plain p50")
             row("https new connection: TCP + full TLS handshake p50", "https_handshake_p50_us", 1,
                 "µs", "measured, reported")
 
@@ -430,7 +444,8 @@ def main():
                                  "http_rps_1", "http_rps_16", "http_rps_64", "redis_rps_16",
                                  "redis_rps_64", "http_floor_p50_us", "https_id_p50_us",
                                  "https_id_p99_us", "https_handshake_p50_us", "https_rps_1",
-                                 "https_rps_16", "https_rps_64") if k in f]
+                                 "https_rps_16", "https_rps_64", "redis_tls_incr_p50_us",
+                                 "redis_tls_rps_16", "redis_tls_rps_64") if k in f]
         if failover:
             keys += ["failover_pause_p99_ms", "failover_stop_p99_ms", "failover_kill_p99_ms"]
         if py:
