@@ -69,6 +69,86 @@ HttpReply Refusal(unsigned status, vocab::ErrorCode code, std::string_view messa
 
 std::string_view View(beast::string_view text) { return {text.data(), text.size()}; }
 
+// The parts of a request the front uses, as a LeanRequestParser leaves them. A session
+// keeps one for all its requests and the parser clears it when it starts on a request:
+// the strings keep their capacity, so a warm keep-alive connection parses without
+// allocating.
+struct ParsedRequest {
+  std::string method;       // as on the request line
+  std::string target;       // as on the request line
+  std::string accept;       // the first Accept field's value; "" if none
+  unsigned version = 0;     // 10 for HTTP/1.0, 11 for HTTP/1.1
+  bool keep_alive = false;  // set once the header is parsed
+
+  void Clear() {
+    method.clear();
+    target.clear();
+    accept.clear();
+    version = 0;
+    keep_alive = false;
+  }
+};
+
+// A request parser that keeps only a ParsedRequest and drops the body. Beast's
+// request_parser<string_body> builds a field list (a node per field) and the method,
+// target and body strings for every request, which the front never reads. The syntax,
+// the header and body limits and every error are basic_parser's own, so the same bytes
+// get the same answer. One parser per request (a basic_parser cannot be reused); it
+// allocates nothing itself, as the buffer it is given is one contiguous sequence.
+class LeanRequestParser final : public http::basic_parser<true> {
+ public:
+  // `request` must outlive the parser; it is cleared here.
+  explicit LeanRequestParser(ParsedRequest& request) : request_(request) { request_.Clear(); }
+
+ private:
+  void on_request_impl(http::verb, beast::string_view method, beast::string_view target,
+                       int version, beast::error_code&) override {
+    request_.method.assign(method.data(), method.size());
+    request_.target.assign(target.data(), target.size());
+    request_.version = static_cast<unsigned>(version);
+  }
+
+  void on_response_impl(int, beast::string_view, int, beast::error_code&) override {}
+
+  // Only the first Accept and the first Connection count, as in a Beast message
+  // (operator[] and keep_alive() look at the first field of a name).
+  void on_field_impl(http::field name, beast::string_view, beast::string_view value,
+                     beast::error_code&) override {
+    if (name == http::field::accept && !seen_accept_) {
+      seen_accept_ = true;
+      request_.accept.assign(value.data(), value.size());
+    } else if (name == http::field::connection && !seen_connection_) {
+      seen_connection_ = true;
+      http::token_list tokens{value};  // exists() is not const
+      connection_close_ = tokens.exists("close");
+      connection_keep_alive_ = tokens.exists("keep-alive");
+    }
+  }
+
+  // Beast's message::keep_alive(): HTTP/1.1 keeps the connection unless the first
+  // Connection field says close; HTTP/1.0 closes it unless that field says keep-alive.
+  // (basic_parser::keep_alive() would also heed later Connection fields and
+  // Proxy-Connection, which the front has never done.)
+  void on_header_impl(beast::error_code&) override {
+    request_.keep_alive = request_.version < 11 ? connection_keep_alive_ : !connection_close_;
+  }
+
+  // The body (GET needs none) is dropped; basic_parser counts it against body_limit().
+  void on_body_init_impl(const boost::optional<uint64_t>&, beast::error_code&) override {}
+  size_t on_body_impl(beast::string_view body, beast::error_code&) override { return body.size(); }
+  void on_chunk_header_impl(uint64_t, beast::string_view, beast::error_code&) override {}
+  size_t on_chunk_body_impl(uint64_t, beast::string_view body, beast::error_code&) override {
+    return body.size();
+  }
+  void on_finish_impl(beast::error_code&) override {}
+
+  ParsedRequest& request_;  // the session's
+  bool seen_accept_ = false;
+  bool seen_connection_ = false;
+  bool connection_close_ = false;
+  bool connection_keep_alive_ = false;
+};
+
 }  // namespace
 
 HttpRequestHandler::~HttpRequestHandler() = default;
@@ -151,11 +231,8 @@ class HttpTransport::Impl {
     if (!refusing) metrics_.http().connections.Decrement();
   }
 
-  HttpReply Handle(const http::request<http::string_body>& request, std::string_view client,
-                   Endpoint& endpoint) {
-    const auto accept = request[http::field::accept];
-    return handler_.Handle(View(request.method_string()), View(request.target()), View(accept),
-                           client, endpoint);
+  HttpReply Handle(const ParsedRequest& request, std::string_view client, Endpoint& endpoint) {
+    return handler_.Handle(request.method, request.target, request.accept, client, endpoint);
   }
 
   // A TLS handshake failed: counted, by whether the caller's certificate was the cause.
@@ -261,8 +338,7 @@ struct Answer {
 
 // The answer to a request the parser read (`ec` clear) or refused (a limit, malformed),
 // for both kinds of session. `refusal` is the session's (answered once, then closed).
-Answer AnswerRequest(HttpTransport::Impl& front, beast::error_code ec,
-                     const http::request<http::string_body>& request,
+Answer AnswerRequest(HttpTransport::Impl& front, beast::error_code ec, const ParsedRequest& request,
                      std::optional<HttpReply>& refusal, uint64_t& requests,
                      std::string_view client) {
   Answer answer;
@@ -291,16 +367,16 @@ Answer AnswerRequest(HttpTransport::Impl& front, beast::error_code ec,
     answer.reply = std::move(*refusal);
     return answer;
   }
-  if (request.version() != 10 && request.version() != 11) {
+  if (request.version != 10 && request.version != 11) {
     answer.reply = Refusal(static_cast<unsigned>(http::status::http_version_not_supported),
                            vocab::ErrorCode::kBadVersion, "only HTTP/1.0 and HTTP/1.1 are served");
     return answer;
   }
   ++requests;
   answer.reply = front.Handle(request, client, answer.endpoint);
-  answer.close = answer.reply.close || !request.keep_alive() ||
+  answer.close = answer.reply.close || !request.keep_alive ||
                  requests >= front.options().max_requests_per_connection;
-  answer.version = request.version();
+  answer.version = request.version;
   return answer;
 }
 
@@ -458,7 +534,7 @@ class Session : public std::enable_shared_from_this<Session> {
   // without re-arming the socket: Asio re-arms (epoll_ctl) for a wait it starts without a
   // speculative attempt, as async_wait, not for a read whose attempt found nothing.
   void Read() {
-    parser_.emplace();
+    parser_.emplace(request_);
     header_bytes_ = 0;
     parser_->header_limit(static_cast<uint32_t>(front_.options().max_header_bytes));
     parser_->body_limit(kMaxBodyBytes);
@@ -526,7 +602,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void OnRequest(beast::error_code ec) {
-    Send(AnswerRequest(front_, ec, parser_->get(), refusal_, requests_, client_));
+    Send(AnswerRequest(front_, ec, request_, refusal_, requests_, client_));
   }
 
   void Send(Answer answer) {
@@ -580,7 +656,8 @@ class Session : public std::enable_shared_from_this<Session> {
   std::optional<HttpReply> refusal_;
   const std::string client_;
   beast::flat_buffer buffer_;
-  std::optional<http::request_parser<http::string_body>> parser_;
+  ParsedRequest request_;  // before parser_: the parser writes it
+  std::optional<LeanRequestParser> parser_;
   std::string head_;  // the reply being sent: its status line and header
   std::string body_;  // and its body
   std::array<char, 512> drain_{};
@@ -638,7 +715,7 @@ class TlsSession : public std::enable_shared_from_this<TlsSession> {
   }
 
   void Read() {
-    parser_.emplace();
+    parser_.emplace(request_);
     parser_->header_limit(static_cast<uint32_t>(front_.options().max_header_bytes));
     parser_->body_limit(kMaxBodyBytes);
     deadline_.ExpireAfter(Timeout());
@@ -656,7 +733,7 @@ class TlsSession : public std::enable_shared_from_this<TlsSession> {
          ec != http::error::buffer_overflow)) {
       return;
     }
-    Answer answer = AnswerRequest(front_, ec, parser_->get(), refusal_, requests_, client_);
+    Answer answer = AnswerRequest(front_, ec, request_, refusal_, requests_, client_);
     close_ = answer.close;
     Frame(front_, answer, head_, body_);
     // The reply goes out as one buffer, never as the pair (head_, body_): Asio's
@@ -688,7 +765,8 @@ class TlsSession : public std::enable_shared_from_this<TlsSession> {
   HttpTransport::Impl& front_;
   std::optional<HttpReply> refusal_;
   beast::flat_buffer buffer_;
-  std::optional<http::request_parser<http::string_body>> parser_;
+  ParsedRequest request_;  // before parser_: the parser writes it
+  std::optional<LeanRequestParser> parser_;
   std::string head_;  // the reply being sent: its status line, header and body
   std::string body_;  // its body, as Frame() leaves it (then appended to head_)
   uint64_t requests_ = 0;

@@ -123,6 +123,86 @@ TEST_F(HttpFront, KeepAliveAndPipelinedRequestsAreAnsweredInOrder) {
   EXPECT_EQ(probe.Exchange(Get("/healthz")).status, 200);
 }
 
+// What a reply should be for one request of a kept-alive connection.
+struct KeptAliveStep {
+  std::string target;
+  std::string accept;  // the Accept line with its CRLF, or ""
+  int status;
+  size_t ids;  // in the reply's body (200 only)
+  bool plain;  // text/plain, else JSON (200 only)
+};
+
+// Checks `reply` is `step`'s own answer: its status, format and number of IDs.
+void ExpectAnswerOf(const KeptAliveStep& step, const HttpReply& reply) {
+  SCOPED_TRACE(step.target + " with " + (step.accept.empty() ? "no Accept" : step.accept));
+  ASSERT_EQ(reply.status, step.status) << reply.body;
+  if (step.status != 200) return;
+  if (step.plain) {
+    EXPECT_EQ(reply.Header("content-type").rfind("text/plain", 0), 0u);
+    EXPECT_EQ(LinesOf(reply.body).size(), step.ids) << reply.body;
+  } else {
+    EXPECT_EQ(reply.Header("content-type"), "application/json");
+    EXPECT_EQ(IdsOf(reply.body).size(), step.ids) << reply.body;
+  }
+}
+
+// The session keeps what it parsed of a request (method, target, Accept) for the next
+// one: on one kept-alive connection, requests whose target and Accept change from one to
+// the next (long then short, present then absent) each get their own answer, never one
+// shaped by what an earlier request left. One by one, then all pipelined in one send.
+TEST_F(HttpFront, KeptAliveRequestsAreAnsweredFromTheirOwnTargetAndAccept) {
+  const std::string plain = "Accept: text/plain\r\n";
+  const std::string json = "Accept: application/json\r\n";
+  const std::vector<KeptAliveStep> steps = {
+      {"/v1/ids?service=a-rather-long-service-name.for.this-test&count=7", plain, 200, 7, true},
+      {"/v1/id?service=b", "", 200, 1, false},
+      {"/v1/ids?service=c&count=3", plain, 200, 3, true},
+      {"/v1/ids?service=c&count=3", "", 200, 3, false},
+      {"/v1/id?service=d", plain, 200, 1, true},
+      {"/v1/id?service=d", json, 200, 1, false},
+      {"/v1/id?service=e", plain, 200, 1, true},
+      {"/v1/id", plain, 400, 0, false},  // shorter than the last: no service left over
+      {"/v1/ids?service=f&count=12", "", 200, 12, false},
+      {"/v1/ids?service=f&count=1", "", 200, 1, false},
+      {"/healthz", plain, 200, 0, false},
+      {"/v1/id?service=g", "", 200, 1, false},
+  };
+  HttpProbe probe(port_);
+  ASSERT_TRUE(probe.connected());
+  for (const KeptAliveStep& step : steps) {
+    ExpectAnswerOf(step, probe.Exchange(Get(step.target, step.accept)));
+  }
+  std::string burst;
+  for (const KeptAliveStep& step : steps) burst += Get(step.target, step.accept);
+  ASSERT_TRUE(probe.Send(burst));
+  for (const KeptAliveStep& step : steps) ExpectAnswerOf(step, probe.Read());
+}
+
+// A GET with a small body (within the limit) is answered as without one, and the body's
+// bytes are not taken for the next request on the connection; so is a chunked one.
+TEST_F(HttpFront, ASmallBodyIsReadAndDropped) {
+  const std::string sized =
+      "GET /v1/ids?service=b&count=2 HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello";
+  const std::string chunked =
+      "GET /v1/ids?service=b&count=3 HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "5\r\nhello\r\n0\r\n\r\n";
+  const KeptAliveStep two{"", "", 200, 2, false};
+  const KeptAliveStep three{"", "", 200, 3, false};
+  const KeptAliveStep next{"/v1/id?service=c", "Accept: text/plain\r\n", 200, 1, true};
+  HttpProbe probe(port_);
+  ASSERT_TRUE(probe.connected());
+  ExpectAnswerOf(two, probe.Exchange(sized));
+  ExpectAnswerOf(next, probe.Exchange(Get(next.target, next.accept)));
+  ExpectAnswerOf(three, probe.Exchange(chunked));
+  ExpectAnswerOf(next, probe.Exchange(Get(next.target, next.accept)));
+  // Pipelined: the next request starts right after the body.
+  ASSERT_TRUE(probe.Send(sized + Get(next.target, next.accept) + chunked + sized));
+  ExpectAnswerOf(two, probe.Read());
+  ExpectAnswerOf(next, probe.Read());
+  ExpectAnswerOf(three, probe.Read());
+  ExpectAnswerOf(two, probe.Read());
+}
+
 // Batches pipelined faster than they are read: the replies (60 of 4096 IDs, about 5 MB)
 // outgrow the socket's buffers, a send would block, and the rest of a reply goes out when
 // the socket is writable again. Each must arrive whole, in order, header and body.
