@@ -31,6 +31,9 @@
 //                     (hiredis 0.14 speaks no TLS), so https_id / http_id can be read beside
 //                     redis_tls_incr / redis_incr, what TLS costs a server that does it well
 //   redis_tls_rps_C   the same, C connections for S s, right after https_rps_C
+//   floor_rps_C       (with --floor-port) the floor responder's requests/s at C
+//                     connections, right after redis_rps_C: what an event loop that does no
+//                     work at all reaches here, beside Redis
 //
 // The machine this runs on is shared and its load swings within seconds, so each figure
 // is measured next to its baseline, never minutes apart.
@@ -468,6 +471,7 @@ int main(int argc, char** argv) {
     std::vector<std::string> redis_rps;
     std::vector<std::string> tls_rps;
     std::vector<std::string> redis_tls_rps;
+    std::vector<std::string> floor_rps;
     for (int rep = 0; rep < reps; ++rep) {
       const double r = Throughput(
           connections, seconds, [&] { return std::make_unique<Connection>(port); },
@@ -498,10 +502,19 @@ int main(int argc, char** argv) {
         redis_rps.push_back(std::to_string(q));
       }
 #endif
+      if (floor_port > 0 && connections > 1) {
+        const double q = Throughput(
+            connections, seconds, [&] { return std::make_unique<Connection>(floor_port); },
+            [&](Connection& c) { c.Get(one); });
+        std::fprintf(stderr, "floor responder %d connections rep %d: %.0f requests/s\n",
+                     connections, rep, q);
+        floor_rps.push_back(std::to_string(q));
+      }
     }
     series("http_rps_" + std::to_string(connections), rps);
     if (!redis_rps.empty()) series("redis_rps_" + std::to_string(connections), redis_rps);
     if (!tls_rps.empty()) series("https_rps_" + std::to_string(connections), tls_rps);
+    if (!floor_rps.empty()) series("floor_rps_" + std::to_string(connections), floor_rps);
     if (!redis_tls_rps.empty()) {
       series("redis_tls_rps_" + std::to_string(connections), redis_tls_rps);
     }

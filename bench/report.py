@@ -159,7 +159,8 @@ def main():
         for key in ("http_batch1000_ns_per_id", "http_batch1000_paced_ns_per_id",
                     "http_id_paced_us", "http_rps_1", "http_rps_16", "http_rps_64",
                     "redis_rps_16", "redis_rps_64", "https_rps_1", "https_rps_16",
-                    "https_rps_64", "redis_tls_rps_16", "redis_tls_rps_64"):
+                    "https_rps_64", "redis_tls_rps_16", "redis_tls_rps_64", "floor_rps_16",
+                    "floor_rps_64"):
             if key in http:
                 f[key] = Figure(http[key])
         # The TLS front (a third daemon), in the same alternation and the same run.
@@ -326,6 +327,9 @@ def main():
             row(f"http requests/s, {c} connections", f"http_rps_{c}", 0, "req/s", target)
             if f"redis_rps_{c}" in f:
                 row(f"peer Redis INCR/s, {c} connections", f"redis_rps_{c}", 0, "req/s")
+            if f"floor_rps_{c}" in f:
+                row(f"  baseline: floor responder requests/s, {c} connections", f"floor_rps_{c}",
+                    0, "req/s", "epoll_wait+read+write, a fixed reply")
             if f"https_rps_{c}" in f:
                 targets = []
                 if c == 16:
@@ -445,7 +449,8 @@ def main():
                                  "redis_rps_64", "http_floor_p50_us", "https_id_p50_us",
                                  "https_id_p99_us", "https_handshake_p50_us", "https_rps_1",
                                  "https_rps_16", "https_rps_64", "redis_tls_incr_p50_us",
-                                 "redis_tls_rps_16", "redis_tls_rps_64") if k in f]
+                                 "redis_tls_rps_16", "redis_tls_rps_64", "floor_rps_16",
+                                 "floor_rps_64") if k in f]
         if failover:
             keys += ["failover_pause_p99_ms", "failover_stop_p99_ms", "failover_kill_p99_ms"]
         if py:
