@@ -123,16 +123,30 @@ class Connection {
     }
   }
 
+  // One Redis INCR in RESP on this connection (a Redis port, not a front's).
+  void Incr() {
+    Send("*2\r\n$4\r\nINCR\r\n$9\r\nbench:rps\r\n");
+    size_t end;
+    while ((end = buffer_.find("\r\n")) == std::string::npos) Fill();
+    if (buffer_[0] != ':') Die("INCR reply: " + buffer_.substr(0, 200));
+    consumed_ = end + 2;
+  }
+
   static inline std::atomic<uint64_t> unavailable{0};
 
  private:
-  bool GetOnce(const std::string& request, std::string_view& body) {
+  // Sends `request` whole and drops the previous reply from the buffer.
+  void Send(std::string_view request) {
     const ssize_t sent = ssl_ != nullptr
                              ? SSL_write(ssl_, request.data(), static_cast<int>(request.size()))
                              : send(fd_, request.data(), request.size(), MSG_NOSIGNAL);
     if (sent != static_cast<ssize_t>(request.size())) Die("send failed");
     buffer_.erase(0, consumed_);
     consumed_ = 0;
+  }
+
+  bool GetOnce(const std::string& request, std::string_view& body) {
+    Send(request);
     size_t end;
     while ((end = buffer_.find("\r\n\r\n")) == std::string::npos) Fill();
     const bool unavailable_reply = buffer_.compare(0, 12, "HTTP/1.1 503") == 0;
@@ -156,23 +170,6 @@ class Connection {
     buffer_.append(chunk, static_cast<size_t>(n));
   }
 
- public:
-  // One Redis INCR in RESP on this connection (a Redis port, not a front's).
-  void Incr() {
-    static constexpr std::string_view kIncr = "*2\r\n$4\r\nINCR\r\n$9\r\nbench:rps\r\n";
-    const ssize_t sent = ssl_ != nullptr
-                             ? SSL_write(ssl_, kIncr.data(), static_cast<int>(kIncr.size()))
-                             : send(fd_, kIncr.data(), kIncr.size(), MSG_NOSIGNAL);
-    if (sent != static_cast<ssize_t>(kIncr.size())) Die("send failed");
-    buffer_.erase(0, consumed_);
-    consumed_ = 0;
-    size_t end;
-    while ((end = buffer_.find("\r\n")) == std::string::npos) Fill();
-    if (buffer_[0] != ':') Die("INCR reply: " + buffer_.substr(0, 200));
-    consumed_ = end + 2;
-  }
-
- private:
   int fd_ = -1;
   SSL* ssl_ = nullptr;
   std::string buffer_;
@@ -247,6 +244,14 @@ struct Percentiles {
 Percentiles Of(std::vector<double>& us) {
   std::sort(us.begin(), us.end());
   return {us[us.size() / 2], us[std::min(us.size() - 1, us.size() * 99 / 100)]};
+}
+
+// Prints the p50 and p99 of `us` as "<what> rep R: ..." and appends them to `reps` as JSON.
+void Record(std::vector<double>& us, const char* what, int rep, std::vector<std::string>& reps) {
+  const Percentiles p = Of(us);
+  std::fprintf(stderr, "%s rep %d: p50 %.1f us p99 %.1f us\n", what, rep, p.p50, p.p99);
+  reps.push_back("{\"p50_us\":" + std::to_string(p.p50) + ",\"p99_us\":" + std::to_string(p.p99) +
+                 "}");
 }
 
 }  // namespace
@@ -365,24 +370,10 @@ int main(int argc, char** argv) {
           t.out->push_back(static_cast<double>(snowflake::bench::MonotonicNs() - start) / 1000.0);
         }
       }
-      const Percentiles http_p = Of(us);
-      std::fprintf(stderr, "http /v1/id rep %d: p50 %.1f us p99 %.1f us\n", rep, http_p.p50,
-                   http_p.p99);
-      id_reps.push_back("{\"p50_us\":" + std::to_string(http_p.p50) +
-                        ",\"p99_us\":" + std::to_string(http_p.p99) + "}");
-      if (!redis_us.empty()) {
-        const Percentiles redis_p = Of(redis_us);
-        std::fprintf(stderr, "redis INCR (alternating) rep %d: p50 %.1f us p99 %.1f us\n", rep,
-                     redis_p.p50, redis_p.p99);
-        incr_reps.push_back("{\"p50_us\":" + std::to_string(redis_p.p50) +
-                            ",\"p99_us\":" + std::to_string(redis_p.p99) + "}");
-      }
+      Record(us, "http /v1/id", rep, id_reps);
+      if (!redis_us.empty()) Record(redis_us, "redis INCR (alternating)", rep, incr_reps);
       if (!tls_us.empty()) {
-        const Percentiles tls_p = Of(tls_us);
-        std::fprintf(stderr, "https /v1/id (alternating) rep %d: p50 %.1f us p99 %.1f us\n", rep,
-                     tls_p.p50, tls_p.p99);
-        tls_reps.push_back("{\"p50_us\":" + std::to_string(tls_p.p50) +
-                           ",\"p99_us\":" + std::to_string(tls_p.p99) + "}");
+        Record(tls_us, "https /v1/id (alternating)", rep, tls_reps);
         // A new connection's cost: TCP connect and a full handshake (then it is closed).
         std::vector<double> handshake_us;
         for (int i = 0; i < std::max(50, calls / 20); ++i) {
@@ -391,26 +382,12 @@ int main(int argc, char** argv) {
           handshake_us.push_back(static_cast<double>(snowflake::bench::MonotonicNs() - begin) /
                                  1000.0);
         }
-        const Percentiles handshake_p = Of(handshake_us);
-        std::fprintf(stderr, "https handshake rep %d: p50 %.1f us p99 %.1f us\n", rep,
-                     handshake_p.p50, handshake_p.p99);
-        handshake_reps.push_back("{\"p50_us\":" + std::to_string(handshake_p.p50) +
-                                 ",\"p99_us\":" + std::to_string(handshake_p.p99) + "}");
+        Record(handshake_us, "https handshake", rep, handshake_reps);
       }
       if (!redis_tls_us.empty()) {
-        const Percentiles p = Of(redis_tls_us);
-        std::fprintf(stderr, "redis INCR over TLS (alternating) rep %d: p50 %.1f us p99 %.1f us\n",
-                     rep, p.p50, p.p99);
-        redis_tls_reps.push_back("{\"p50_us\":" + std::to_string(p.p50) +
-                                 ",\"p99_us\":" + std::to_string(p.p99) + "}");
+        Record(redis_tls_us, "redis INCR over TLS (alternating)", rep, redis_tls_reps);
       }
-      if (!floor_us.empty()) {
-        const Percentiles floor_p = Of(floor_us);
-        std::fprintf(stderr, "floor responder (alternating) rep %d: p50 %.1f us p99 %.1f us\n",
-                     rep, floor_p.p50, floor_p.p99);
-        floor_reps.push_back("{\"p50_us\":" + std::to_string(floor_p.p50) +
-                             ",\"p99_us\":" + std::to_string(floor_p.p99) + "}");
-      }
+      if (!floor_us.empty()) Record(floor_us, "floor responder (alternating)", rep, floor_reps);
 
       const int batches = std::max(50, calls / 20);
       const int64_t start = snowflake::bench::MonotonicNs();
