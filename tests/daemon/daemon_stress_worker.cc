@@ -8,7 +8,8 @@
 // take} into RECORD_FILE (a MAP_SHARED file: what it recorded survives anything) and
 // committing it before raising the baton. While the daemon is being killed and restarted
 // its takes fail with "dead", "stopped", "starting", ...: it waits a millisecond and
-// retries, as a client that fails over and comes back would. A runtime directory without
+// retries, as a client that fails over and comes back would, and says on stderr why (when
+// the reason changes, and every 5 s while it lasts). A runtime directory without
 // a segment yet (a fleet daemon still waiting for a free number) is waited for the same
 // way. PAUSE_US (default 20) is slept after each take: the pace of the run.
 //
