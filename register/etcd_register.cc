@@ -393,8 +393,39 @@ tl::expected<void, RegisterError> EtcdRegister::WaitForAcknowledgements(
 
 tl::expected<int, RegisterError> EtcdRegister::RaiseMarks(
     const std::vector<uint32_t>& numbers, const std::map<uint32_t, EtcdRegisterEntry>& entries,
-    int64_t above_unix_ms, uint64_t* cluster_id) noexcept {
+    int64_t above_unix_ms, bool holders_as_listed, uint64_t* cluster_id) noexcept {
   try {
+    // The holder record's revision as listed (0: none), which a write may compare.
+    const auto listed_holder = [&](uint32_t n) -> int64_t {
+      const auto e = entries.find(n);
+      return e == entries.end() ? 0 : e->second.holder_revision;
+    };
+    const auto holder_compare = [&](uint32_t n) {
+      return Compare::ModRevision(etcd::MachineKey(options_.prefix, n), Compare::Result::kEqual,
+                                  listed_holder(n));
+    };
+    // kInUse if n's holder record is no longer the listed one: a daemon claimed it after
+    // the listing, reading its mark from before the fence, and issues from its own clock.
+    const auto check_holder = [&](uint32_t n) -> tl::expected<void, RegisterError> {
+      const std::string key = etcd::MachineKey(options_.prefix, n);
+      auto now = client_.Range(key);
+      if (!now) return tl::unexpected(Failure("cannot read " + key, now.error()));
+      const int64_t revision = now->kvs.empty() ? 0 : now->kvs[0].mod_revision;
+      if (revision == listed_holder(n)) return {};
+      std::string who = "its record was removed";
+      if (!now->kvs.empty()) {
+        auto rec = etcd::DecodeHolder(now->kvs[0].value);
+        who = rec ? "\"" + rec->holder + "\" on " + rec->host + " (pid " +
+                        std::to_string(rec->pid) + ") claimed it"
+                  : "an unreadable record was put there";
+      }
+      return tl::unexpected(
+          Err(RegisterErrorCode::kInUse,
+              "machine " + std::to_string(n) + " changed hands while raise-all ran: " + who +
+                  " after the listing, so a running daemon may issue below the fence. Nothing "
+                  "past the marks raised so far was written and the restore fence is not recorded. "
+                  "Stop every daemon of the fleet and run this again, or pass --while-running"));
+    };
     // The record number n gets: at least the fence, never lower, its last holder kept.
     const auto record_for = [&](const std::optional<etcd::HighWaterRecord>& stored) {
       etcd::HighWaterRecord record{above_unix_ms, "", 0};
@@ -423,11 +454,15 @@ tl::expected<int, RegisterError> EtcdRegister::RaiseMarks(
         }
         etcd::TxnRequest txn;
         txn.compare = {Compare::ModRevision(key, Compare::Result::kEqual, revision)};
+        if (holders_as_listed) txn.compare.push_back(holder_compare(n));
         txn.success = {Op::Put(key, etcd::EncodeHighWater(record_for(stored)))};
         auto result = client_.Txn(txn);
         if (!result) return tl::unexpected(Failure("cannot raise " + key, result.error()));
         *cluster_id = result->cluster_id;
         if (result->succeeded) return !stored || stored->unix_ms < above_unix_ms;
+        if (holders_as_listed) {
+          if (auto same = check_holder(n); !same) return tl::unexpected(same.error());
+        }
         if (round >= kRaiseRounds) {
           return tl::unexpected(Err(RegisterErrorCode::kInUse,
                                     key + " keeps changing (a live holder raises it): stop "
@@ -446,6 +481,8 @@ tl::expected<int, RegisterError> EtcdRegister::RaiseMarks(
         const std::string key = etcd::HighWaterKey(options_.prefix, numbers[i]);
         txn.compare.push_back(Compare::ModRevision(
             key, Compare::Result::kEqual, has_mark ? entry->second.high_water_revision : 0));
+        // Within etcd's --max-txn-ops (128): a batch compares 2 x kRaiseAllBatch keys.
+        if (holders_as_listed) txn.compare.push_back(holder_compare(numbers[i]));
         txn.success.push_back(Op::Put(
             key,
             etcd::EncodeHighWater(record_for(has_mark ? entry->second.high_water : std::nullopt))));
@@ -503,8 +540,11 @@ tl::expected<int, RegisterError> EtcdRegister::RaiseAll(int64_t above_unix_ms,
                          e->second.high_water->unix_ms < above_unix_ms;
       if (below || live.contains(n)) numbers.push_back(n);
     }
+    if (options_.after_raise_all_listing) options_.after_raise_all_listing();
     uint64_t cluster_id = 0;
-    auto raised = RaiseMarks(numbers, entries, above_unix_ms, &cluster_id);
+    // Without --while-running nobody may hold a number: every write compares the holder
+    // records as listed, so a claim between the listing and the raise is refused, named.
+    auto raised = RaiseMarks(numbers, entries, above_unix_ms, !while_running, &cluster_id);
     if (!raised) return tl::unexpected(raised.error());
     if (while_running) {
       // A daemon that claimed a number after the listing, before its mark was raised, read
@@ -522,7 +562,9 @@ tl::expected<int, RegisterError> EtcdRegister::RaiseAll(int64_t above_unix_ms,
         }
         now_entries.emplace(e.machine, std::move(e));
       }
-      if (auto more = RaiseMarks(newcomers, now_entries, above_unix_ms, &cluster_id); !more) {
+      if (auto more = RaiseMarks(newcomers, now_entries, above_unix_ms,
+                                 /*holders_as_listed=*/false, &cluster_id);
+          !more) {
         return tl::unexpected(more.error());
       }
     }
@@ -982,6 +1024,12 @@ tl::expected<void, RegisterError> EtcdRegister::Raise(int64_t unix_ms, WriteKind
       auto moved = ReadMovedMark(*result);
       if (!moved) return tl::unexpected(moved.error());
       if (SettledByMovedMark(unix_ms, kind, *moved, &target)) return {};
+      // An operator's mark: a write under our lease would cover it, and with it the only
+      // record of the fence. A crash right after such a write would restart on the
+      // surviving segment, trusting our own mark, below the fence. So the call ends here;
+      // the caller records fence_unix_ms() on this host first and calls again (the
+      // revision just read then lets the write through).
+      if (moved->writer != lease_) return tl::unexpected(FenceFound(*moved, what));
     }
     return tl::unexpected(
         Err(RegisterErrorCode::kUnreachable,
@@ -991,6 +1039,15 @@ tl::expected<void, RegisterError> EtcdRegister::Raise(int64_t unix_ms, WriteKind
   } catch (const std::exception& e) {
     return tl::unexpected(Err(RegisterErrorCode::kUnreadable, e.what()));
   }
+}
+
+RegisterError EtcdRegister::FenceFound(const MovedMark& moved, const char* what) const {
+  return Err(RegisterErrorCode::kFenced,
+             std::string("not written: an operator fenced machine ") + std::to_string(*machine_) +
+                 " at " + FormatTimeText(moved.stored) + " (" +
+                 etcd::HighWaterKey(options_.prefix, *machine_) +
+                 " written without this holder's lease) while this holder went to " + what +
+                 "; record the fence on this host, then write again");
 }
 
 void EtcdRegister::KeepAliveLoop() {
@@ -1076,6 +1133,7 @@ tl::expected<std::vector<EtcdRegisterEntry>, RegisterError> EtcdRegister::List()
       e.machine = *n;
       e.holder = std::move(*rec);
       e.lease = kv.lease;
+      e.holder_revision = kv.mod_revision;
       if (kv.lease != 0) {
         auto ttl = client_.TimeToLive(kv.lease);
         if (!ttl) return tl::unexpected(Failure("cannot read a lease", ttl.error()));

@@ -9,7 +9,9 @@
 //   on machines/N and the mark's mod_revision as this daemon last saw it, so a request that
 //   etcd applies late, twice or after later ones can never lower the mark. Only a committed
 //   transaction counts: a timeout is reported as an error (not committed). A failed lease
-//   comparison means the claim is gone: kClaimLost, for good; a moved mark is re-read.
+//   comparison means the claim is gone: kClaimLost, for good; a moved mark is re-read. A
+//   mark an operator wrote (a fence) ends the call without a write (kFenced): the daemon
+//   records the fence on its host before any write under its lease covers it.
 // - Claim also takes the number's host-wide lock (machine_lock.h), as every backend does,
 //   and refuses a store older than the one this host saw (a restore from a backup).
 // - A keepalive thread renews the lease every lease_ttl_s / 3; a lease that is gone makes
@@ -27,6 +29,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -62,6 +65,9 @@ struct EtcdRegisterOptions {
   // Set when the options could not be completed (an unreadable password file): Claim
   // then fails with kUnreadable and this message.
   std::string setup_error;
+  // A sync point (as RocksDB's TEST_SYNC_POINT): called by RaiseAll between its listing
+  // and its first write, so a test can put a claim exactly there. Empty in production.
+  std::function<void()> after_raise_all_listing;
 };
 
 // The options config asks for ([register.etcd], register.machines); reads
@@ -77,6 +83,7 @@ struct EtcdRegisterEntry {
   uint32_t machine = 0;
   std::optional<etcd::HolderRecord> holder;  // present = held
   int64_t lease = 0;
+  int64_t holder_revision = 0;    // the holder record's mod_revision (0: no record)
   int64_t lease_ttl_left_s = -1;  // -1: no lease, or the lease is gone
   std::optional<etcd::HighWaterRecord> high_water;
   int64_t high_water_revision = 0;  // the mark's mod_revision (0: no mark)
@@ -106,9 +113,12 @@ class EtcdRegister final : public MachineRegister {
   // setup error; the message has the reason and what to check).
   tl::expected<MachineClaim, RegisterError> Claim(const ClaimRequest& request) noexcept override;
   // Raises high-water/N to max(unix_ms, every earlier attempt). Returns success only if
-  // the transaction committed. Errors: kNotClaimed, kClaimLost (the number is no longer
-  // ours: stop serving now and exit), kUnreachable (no answer in time, no quorum: NOT
-  // committed; the previous horizon still holds), kUnreadable (etcd refused: NOT committed).
+  // the transaction committed, or the stored mark already covers unix_ms. Errors:
+  // kNotClaimed, kClaimLost (the number is no longer ours: stop serving now and exit),
+  // kUnreachable (no answer in time, no quorum: NOT committed; the previous horizon still
+  // holds), kUnreadable (etcd refused: NOT committed), kFenced (an operator's mark below
+  // unix_ms was found and nothing written: record fence_unix_ms() durably, then call
+  // again; the same holds for RecordCleanStop and AcknowledgeFence).
   tl::expected<void, RegisterError> UpdateHighWater(int64_t unix_ms) noexcept override;
   // Records max(last_issued, the mark this claim started above, every fence an operator
   // put on it since), under the same lease comparison: the only write that may lower the
@@ -233,14 +243,20 @@ class EtcdRegister final : public MachineRegister {
   // *target is raised to what must be written next round.
   bool SettledByMovedMark(int64_t unix_ms, WriteKind kind, const MovedMark& moved,
                           int64_t* target) noexcept;
+  // kFenced: a write for `what` found the operator's mark `moved` and wrote nothing.
+  RegisterError FenceFound(const MovedMark& moved, const char* what) const;
   // Raises the marks of `numbers` to at least `above_unix_ms`, each as List() read it
   // (`entries`, by number; absent: no mark), in transactions of kRaiseAllBatch numbers that
   // compare every mark's revision; a transaction that fails (a holder raised meanwhile) is
   // done again number by number, reading each anew. A held number's mark is written even
-  // when it is above already. Returns how many marks were below; sets *cluster_id.
+  // when it is above already. With `holders_as_listed`, every write also compares the
+  // number's holder record with the listing's, so a daemon that claimed a number after the
+  // listing (and read its old mark) is never passed over in silence: kInUse names it.
+  // Returns how many marks were below; sets *cluster_id.
   tl::expected<int, RegisterError> RaiseMarks(const std::vector<uint32_t>& numbers,
                                               const std::map<uint32_t, EtcdRegisterEntry>& entries,
-                                              int64_t above_unix_ms, uint64_t* cluster_id) noexcept;
+                                              int64_t above_unix_ms, bool holders_as_listed,
+                                              uint64_t* cluster_id) noexcept;
   // Waits until every held entry of `holders` wrote a mark acknowledging a fence at or
   // above `fence` under its lease, or lost its number. Errors: kInUse naming the others.
   tl::expected<void, RegisterError> WaitForAcknowledgements(

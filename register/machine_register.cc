@@ -31,6 +31,8 @@ std::string_view RegisterErrorCodeName(RegisterErrorCode code) noexcept {
       return "rolled_back";
     case RegisterErrorCode::kUnsupported:
       return "unsupported";
+    case RegisterErrorCode::kFenced:
+      return "fenced";
   }
   return "unknown";  // a value outside the enum
 }

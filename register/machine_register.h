@@ -111,6 +111,12 @@ enum class RegisterErrorCode {
   // release; only etcd can be restored from a backup, so only it has RaiseAll). Nothing was
   // done: the message says what to use instead.
   kUnsupported,
+  // A write of the mark found an operator's fence on our number (fence_unix_ms() now says
+  // where) and wrote nothing: the fence must be durable on this host (the state file)
+  // before any write under this holder's claim covers it, or a crash right after that
+  // write would restart below the fence with nothing left to say so. Not a failure of the
+  // register: record the fence, then call again.
+  kFenced,
 };
 
 // The code's name in snake case ("claim_lost", "unreachable"): the `code` label of
@@ -163,7 +169,8 @@ class MachineRegister {
   // later holder of the number continues above it. Never lowers the recorded mark.
   // Only a successful return makes unix_ms part of the daemon's confirmed horizon.
   // Errors: kNotClaimed, kUnreadable, kCorrupt, kTimedOut, kUnreachable (the horizon stays
-  // where it was; the daemon pauses at its end if this persists), kClaimLost.
+  // where it was; the daemon pauses at its end if this persists), kClaimLost, kFenced
+  // (nothing written: persist fence_unix_ms(), then call again).
   [[nodiscard]] virtual tl::expected<void, RegisterError> UpdateHighWater(
       int64_t unix_ms) noexcept = 0;
 
@@ -191,7 +198,9 @@ class MachineRegister {
   // this holder wrote since the claim (`snowflakectl register raise-all --while-running`,
   // after a restore of the register), which the daemon must now stay above: no ID at or
   // below it, whatever its clock says. 0: none (this default). It only grows. A call of
-  // UpdateHighWater() or Renew() may find one; read it after each.
+  // UpdateHighWater(), RecordCleanStop(), AcknowledgeFence() or Renew() may find one; read
+  // it after each. A write that finds a new one returns kFenced without writing, so that
+  // the caller records it durably before any write under its claim covers it.
   virtual int64_t fence_unix_ms() const noexcept { return 0; }
   // The daemon issues nothing at or below `fence_unix_ms` any more (its generator is
   // above it and its ring holds no ID at or below it): the register records that this

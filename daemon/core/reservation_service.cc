@@ -119,7 +119,8 @@ auto ReservationService::RegisterCall(std::string_view call, Call&& run) {
   auto result = run();
   if (options_.metrics != nullptr) {
     options_.metrics->reservation().register_call.Observe(SecondsSince(start));
-    if (!result) {
+    // kFenced is no failure: the call found an operator's fence and is made again at once.
+    if (!result && result.error().code != RegisterErrorCode::kFenced) {
       options_.metrics->RegisterError(call, RegisterErrorCodeName(result.error().code)).Increment();
     }
   }
@@ -151,9 +152,25 @@ void ReservationService::AcknowledgeAppliedFence() {
   // A failed acknowledgment is retried at the renewals' retry interval, said once.
   const auto now = std::chrono::steady_clock::now();
   if (now < next_fence_ack_try_) return;
+  // The fence reaches the state file before the acknowledgment, a write under our claim,
+  // covers the operator's mark: a crash right after it restarts above the fence.
+  if (auto persisted = PersistFence(); !persisted) {
+    if (!fence_ack_failing_) {
+      spdlog::warn(
+          "cannot acknowledge the fence at {} yet: it must reach the state file "
+          "first (retrying): {}",
+          FormatTimeText(applied), persisted.error().message);
+    }
+    fence_ack_failing_ = true;
+    next_fence_ack_try_ = now + options_.retry_interval;
+    return;
+  }
   auto acknowledged =
       RegisterCall("fence_ack", [&] { return register_.AcknowledgeFence(applied); });
   ReadFence();  // a newer fence may have come meanwhile
+  if (!acknowledged && acknowledged.error().code == RegisterErrorCode::kFenced) {
+    return;  // a newer fence: the next pass records it, then acknowledges
+  }
   if (!acknowledged) {
     if (acknowledged.error().code == RegisterErrorCode::kClaimLost) ReportClaimLost();
     if (!fence_ack_failing_) {
@@ -214,6 +231,8 @@ tl::expected<void, ReservationProblem> ReservationService::SaveLocally(
     return tl::unexpected(ReservationProblem{ReservationStore::kStateFile, saved.error().sys_errno,
                                              saved.error().message});
   }
+  saved_through_ = state.reserved_through_unix_ms;
+  fence_saved_ = std::max(fence_saved_, state.floor_unix_ms);
   if (auto marked = WriteOwnHostMark(state.reserved_through_unix_ms); !marked) {
     const int err = errno;  // WriteFileAtomically leaves it set
     return tl::unexpected(ReservationProblem{ReservationStore::kStateFile, err, marked.error()});
@@ -221,27 +240,48 @@ tl::expected<void, ReservationProblem> ReservationService::SaveLocally(
   return {};
 }
 
+tl::expected<void, ReservationProblem> ReservationService::PersistFence() {
+  ReadFence();
+  if (fence_.load(std::memory_order_relaxed) <= fence_saved_) return {};
+  // The reservation the file holds stays as it is: only the floor grows.
+  return SaveLocally(StateThrough(
+      std::max(saved_through_, confirmed_.load(std::memory_order_relaxed)), std::nullopt));
+}
+
 tl::expected<void, std::string> ReservationService::WriteOwnHostMark(int64_t through) {
   if (options_.host_lock_dir.empty()) return {};
+  // The fence too: a daemon of another register (a static one) that takes the number next
+  // on this host knows nothing of etcd's fence but this mark.
   return WriteHostMark(options_.host_lock_dir, options_.machine,
-                       HostMark{std::max(through, options_.host_mark_floor),
+                       HostMark{std::max({through, options_.host_mark_floor,
+                                          fence_.load(std::memory_order_acquire)}),
                                 options_.host_mark_writer});
 }
 
 bool ReservationService::Renew(int64_t through) {
-  const HighWaterState state = StateThrough(through, std::nullopt);
-  NoteWaiting(ReservationStore::kStateFile);
-  // 1. The state file: what a reboot of this host restarts above; and the host mark: what
-  //    another daemon of this host that takes the number next starts above.
-  if (auto saved = SaveLocally(state); !saved) {
-    if (options_.metrics != nullptr) options_.metrics->reservation().state_file_failed.Increment();
-    FailAt(std::move(saved.error()));
-    return false;
+  tl::expected<void, RegisterError> updated;
+  for (int round = 0;; ++round) {
+    NoteWaiting(ReservationStore::kStateFile);
+    // 1. The state file: what a reboot of this host restarts above, with every fence found
+    //    so far as its floor; and the host mark: what another daemon of this host that
+    //    takes the number next starts above.
+    if (auto saved = SaveLocally(StateThrough(through, std::nullopt)); !saved) {
+      if (options_.metrics != nullptr) {
+        options_.metrics->reservation().state_file_failed.Increment();
+      }
+      FailAt(std::move(saved.error()));
+      return false;
+    }
+    // 2. The register: what another holder of this number continues above.
+    NoteWaiting(ReservationStore::kRegister);
+    updated = RegisterCall("raise", [&] { return register_.UpdateHighWater(through); });
+    ReadFence();
+    // An operator's fence, found and not written over: the next round's state file write
+    // records it (fence_ holds it now) before the register write covers it.
+    if (updated || updated.error().code != RegisterErrorCode::kFenced || round >= kFenceRounds) {
+      break;
+    }
   }
-  // 2. The register: what another holder of this number continues above.
-  NoteWaiting(ReservationStore::kRegister);
-  auto updated = RegisterCall("raise", [&] { return register_.UpdateHighWater(through); });
-  ReadFence();
   if (!updated) {
     if (options_.metrics != nullptr) options_.metrics->reservation().register_failed.Increment();
     if (updated.error().code == RegisterErrorCode::kClaimLost) ReportClaimLost();
@@ -339,20 +379,26 @@ tl::expected<void, std::string> ReservationService::RecordCleanStop(int64_t last
     SNOWFLAKE_REQUIRE(stop_);
   }
   SNOWFLAKE_REQUIRE(!thread_.joinable());
-  auto saved = store_.Save(StateThrough(last_issued_unix_ms, last_issued_unix_ms));
-  if (!saved) return tl::unexpected("state file: " + saved.error().message);
-  // The host mark comes down with the state file: it is this daemon's own, exactly as the
-  // reservation was, and the lock is still held.
-  if (auto marked = WriteOwnHostMark(last_issued_unix_ms); !marked) {
-    return tl::unexpected("host mark: " + marked.error());
-  }
-  confirmed_.store(last_issued_unix_ms, std::memory_order_release);
-  if (auto updated = RegisterCall("clean_stop",
-                                  [&] { return register_.RecordCleanStop(last_issued_unix_ms); });
-      !updated) {
+  for (int round = 0;; ++round) {
+    auto saved = store_.Save(StateThrough(last_issued_unix_ms, last_issued_unix_ms));
+    if (!saved) return tl::unexpected("state file: " + saved.error().message);
+    // The host mark comes down with the state file: it is this daemon's own, exactly as the
+    // reservation was, and the lock is still held.
+    if (auto marked = WriteOwnHostMark(last_issued_unix_ms); !marked) {
+      return tl::unexpected("host mark: " + marked.error());
+    }
+    confirmed_.store(last_issued_unix_ms, std::memory_order_release);
+    auto updated =
+        RegisterCall("clean_stop", [&] { return register_.RecordCleanStop(last_issued_unix_ms); });
+    if (updated) return {};
+    // A fence found by the clean stop itself: recorded by the next round's state file
+    // write before the register's clean stop covers it.
+    if (updated.error().code == RegisterErrorCode::kFenced && round < kFenceRounds) {
+      ReadFence();
+      continue;
+    }
     return tl::unexpected("register: " + updated.error().message);
   }
-  return {};
 }
 
 }  // namespace snowflake::daemon

@@ -144,6 +144,11 @@ class Horizon {
 
 class ReservationService final : public Horizon {
  public:
+  // How often one renewal (or clean stop) records a fence the register found and writes
+  // again, before it reports the register's kFenced as its failure (an operator who keeps
+  // raising the mark).
+  static constexpr int kFenceRounds = 3;
+
   // `store`, `reg` and `clock` (not owned) must outlive the service. `confirmed_through`:
   // what both stores already hold for this number (StartupPlan::confirmed_through_unix_ms).
   ReservationService(ReservationOptions options, HighWaterStore& store, MachineRegister& reg,
@@ -198,6 +203,11 @@ class ReservationService final : public Horizon {
   // This daemon's host mark through `through` (never below host_mark_floor); nothing
   // without a host lock directory. Errors: WriteHostMark's sentence.
   tl::expected<void, std::string> WriteOwnHostMark(int64_t through);
+  // Makes the register's fence durable on this host before a write under the claim covers
+  // it (an acknowledgment): publishes it (ReadFence) and, unless the state file's floor
+  // covers it already, writes the state file and the host mark again with it, keeping
+  // their reservation. Errors: the state file's problem (then nothing may build on it).
+  tl::expected<void, ReservationProblem> PersistFence();
   // The claim's keepalive failed with `problem`; moves renewal_version_ if it changed. The
   // next confirmed renewal clears it (Renew()).
   void SetProblem(ReservationProblem problem);
@@ -236,6 +246,10 @@ class ReservationService final : public Horizon {
   // the fill loop; the fence the fill loop has applied, written by it, read here.
   std::atomic<int64_t> fence_{0};
   std::atomic<int64_t> fence_applied_{0};
+  // What the state file holds: its reservation and the highest fence its floor covers
+  // (SaveLocally); the service's thread, then the main thread after Stop().
+  int64_t saved_through_ = 0;
+  int64_t fence_saved_ = 0;
   // The fence acknowledged in the register, and when a failed acknowledgment is tried
   // again; the service's thread only.
   int64_t fence_acknowledged_ = 0;

@@ -72,7 +72,10 @@ tl::expected<StartupPlan, std::string> ReconcileStartup(const StartupFacts& f) {
   // Anything else: the largest millisecond that may carry an ID, whoever says so. The
   // file is used whatever number it was written for: that keeps host-wide time order
   // across a change of number.
-  plan.high_water_unix_ms = std::max({f.register_high_water_ms, file_mark, segment_ms, host_ms});
+  // The file's floor too: a fence the last start obeyed may lie beyond every mark (an
+  // operator's fence ahead of the clock, then a register that does not keep it).
+  plan.high_water_unix_ms = std::max(
+      {f.register_high_water_ms, file_mark, file ? file->floor_unix_ms : 0, segment_ms, host_ms});
   // A fast restart only waits for its own reservation; further behind is out of service.
   plan.start_wait_ms = f.reservation_ms + f.max_backward_ms;
   plan.explanation = "state file " + (file ? std::to_string(file_mark) : std::string("absent")) +

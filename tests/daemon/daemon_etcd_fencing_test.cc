@@ -28,6 +28,7 @@
 #include "fault_proxy.h"
 #include "register/etcd_client.h"
 #include "register/etcd_records.h"
+#include "register/etcd_register.h"
 #include "snowflake/client.h"
 #include "subprocess.h"
 #include "taker_thread.h"
@@ -222,6 +223,89 @@ TEST(DaemonEtcdFencing, ARestoredRegisterIsRefusedUntilAnOperatorRaisesEveryMark
   ASSERT_TRUE(after) << after.error().message;
   EXPECT_GT(*after, *std::max_element(before.begin(), before.end()));
   EXPECT_GE(client->Decode(*after)->unix_ms, above);
+}
+
+// An operator fences a running holder (`register raise-all --while-running`, through the
+// register the command uses) 1 s ahead of the clock, below the holder's 8 s reservation,
+// so the fence the holder obeys is its own horizon; the moment raise-all returns, the
+// holder is SIGKILLed and started again at once, on its surviving segment and state. Its
+// renewals come every 2 s, so the state file has seen no renewal since the fence was
+// found. Nothing it hands out after the restart may lie at or below the fence.
+TEST(DaemonEtcdFencing, AHolderKilledRightAfterRaiseAllReturnsRestartsAboveTheFence) {
+  // Arrange
+  EtcdCluster cluster(1);
+  ASSERT_TRUE(cluster.ok()) << cluster.error();
+  DaemonHarness harness("fence-kill");
+  const std::string prefix = "/fence-kill/";
+  const DaemonOptions options = harness.NamedOptions(
+      "f",
+      "[persistence]\nreservation_ms = 8000\n[register]\nbackend = \"etcd\"\nmachines = \"" +
+          std::to_string(kMachine) +
+          "\"\nholder_id = \"host-f\"\n[register.etcd]\nendpoints = [\"" + cluster.ClientUrl(0) +
+          "\"]\nprefix = \"" + prefix + "\"\nlease_ttl_s = 10\n",
+      DaemonHarness::Host::kOwn);
+  std::optional<Daemon> first = harness.Start(options);
+  ASSERT_TRUE(first->ready()) << first->Describe();
+  auto first_client =
+      Client::Open("fence-kill", DaemonHarness::ClientOptionsFor(options.runtime_dir));
+  ASSERT_TRUE(first_client) << first_client.error().message;
+  TakerThread first_taker(std::move(*first_client));
+  ASSERT_TRUE(WaitUntil([&] { return first_taker.max_ms() > 0; }, 10s, "first_taker.max_ms() > 0"))
+      << first->Describe();
+  daemon::EtcdRegisterOptions operator_options;
+  operator_options.client.endpoints = {cluster.ClientUrl(0)};
+  operator_options.prefix = prefix;
+  operator_options.fence_ack_timeout = 20s;
+  operator_options.host_lock_dir = harness.root() / "operator-locks";
+  daemon::EtcdRegister operator_register(operator_options);
+
+  // Act: the fence, the kill the moment raise-all returns, the restart at once.
+  const int64_t above = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count() +
+                        1000;
+  auto raised = operator_register.RaiseAll(above, /*while_running=*/true);
+  first->Kill();
+  first_taker.Stop();
+  const std::string first_log = first->Describe();
+  first.reset();
+  // The fence the holder obeyed: the mark it acknowledged (its horizon, above `above`).
+  daemon::etcd::ClientOptions admin_options;
+  admin_options.endpoints = {cluster.ClientUrl(0)};
+  auto mark =
+      daemon::etcd::EtcdClient(admin_options).Range(daemon::etcd::HighWaterKey(prefix, kMachine));
+  ASSERT_TRUE(mark && !mark->kvs.empty());
+  const auto mark_record = daemon::etcd::DecodeHighWater(mark->kvs[0].value);
+  ASSERT_TRUE(mark_record) << mark_record.error();
+  const int64_t fence = std::max(above, mark_record->fence);
+  Daemon second = harness.Start(options, 60s);
+  ASSERT_TRUE(second.ready()) << second.Describe();
+  auto second_client =
+      Client::Open("fence-kill-2", DaemonHarness::ClientOptionsFor(options.runtime_dir));
+  ASSERT_TRUE(second_client) << second_client.error().message;
+  TakerThread second_taker(std::move(*second_client));
+  const ::testing::AssertionResult took =
+      WaitUntil([&] { return second_taker.taken().size() >= 1000; }, 40s,
+                "1000 IDs from the restarted holder");
+  second_taker.Stop();
+
+  // Assert: raise-all returned once the holder acknowledged; every ID after the restart is
+  // above the fence, and none repeats one from before.
+  ASSERT_TRUE(raised) << raised.error().message << first_log;
+  ASSERT_TRUE(took) << second.Describe();
+  int64_t lowest_after_ms = INT64_MAX;
+  for (const auto& t : second_taker.taken()) lowest_after_ms = std::min(lowest_after_ms, t.unix_ms);
+  EXPECT_GT(lowest_after_ms, fence)
+      << "the restarted holder handed out IDs " << (fence - lowest_after_ms + 1)
+      << " ms at or below the operator's fence: " << second.Describe();
+  std::vector<uint64_t> before = first_taker.ids();
+  std::vector<uint64_t> after = second_taker.ids();
+  std::sort(before.begin(), before.end());
+  std::sort(after.begin(), after.end());
+  std::vector<uint64_t> both;
+  std::set_intersection(before.begin(), before.end(), after.begin(), after.end(),
+                        std::back_inserter(both));
+  EXPECT_TRUE(both.empty()) << both.size() << " IDs handed out twice";
 }
 
 }  // namespace

@@ -24,12 +24,19 @@
 #include <string>
 #include <thread>
 
+#include "daemon/core/high_water_store.h"
+#include "daemon/core/reservation_service.h"
+#include "daemon/core/startup_reconciliation.h"
 #include "etcd_cluster.h"
+#include "fake_clock.h"
 #include "fault_proxy.h"
 #include "register/etcd_client.h"
 #include "register/etcd_json.h"
 #include "register/etcd_records.h"
 #include "register/etcd_register.h"
+#include "snowflake/id_layout.h"
+#include "temp_dir.h"
+#include "wait_until.h"
 
 namespace snowflake::daemon {
 namespace {
@@ -37,6 +44,7 @@ namespace {
 using namespace std::chrono_literals;
 using testing::EtcdCluster;
 using testing::FaultProxy;
+using testing::WaitUntil;
 
 constexpr int64_t kEpoch = 1'767'225'600'000;
 constexpr uint32_t kMachine = 7;
@@ -282,7 +290,9 @@ TEST_F(EtcdFencing, RaiseAllWhileRunningReturnsOnlyOnceTheHolderAcknowledgedTheF
     return operator_register.RaiseAll(kEpoch + 50'000, /*while_running=*/true);
   });
   for (int64_t step = 1; holder.fence_unix_ms() == 0 && step < 200; ++step) {
-    ASSERT_TRUE(holder.UpdateHighWater(kEpoch + 60'000 + step));
+    // kFenced: the raise found the fence and wrote nothing (the daemon records it first).
+    auto raise = holder.UpdateHighWater(kEpoch + 60'000 + step);
+    ASSERT_TRUE(raise || raise.error().code == RegisterErrorCode::kFenced) << raise.error().message;
     std::this_thread::sleep_for(20ms);
   }
   const int64_t fence = holder.fence_unix_ms();
@@ -445,6 +455,160 @@ TEST_F(EtcdFencing, ASuccessorStartsAboveTheHorizonTheOldHolderReliedOn) {
   auto a_raise = a->UpdateHighWater(kEpoch + 4000);
   ASSERT_FALSE(a_raise);
   EXPECT_EQ(a_raise.error().code, RegisterErrorCode::kClaimLost) << a_raise.error().message;
+}
+
+TEST_F(EtcdFencing, RaiseAllRefusesANumberClaimedBetweenItsListingAndItsWrite) {
+  // Arrange: the operator's raise-all (no daemon running when it lists) and a daemon that
+  // claims the number right after the listing, reading the mark from before the fence.
+  std::unique_ptr<EtcdRegister> late_holder;
+  std::optional<tl::expected<MachineClaim, RegisterError>> late_claim;
+  EtcdRegisterOptions operator_options = DirectOptions();
+  operator_options.after_raise_all_listing = [&] {
+    late_holder = std::make_unique<EtcdRegister>(DirectOptions());
+    late_claim = late_holder->Claim({"holder-late", kEpoch});
+  };
+  EtcdRegister operator_register(operator_options);
+
+  // Act
+  auto raised = operator_register.RaiseAll(kEpoch + 50'000, /*while_running=*/false);
+
+  // Assert: the claim went through with the old mark, so raise-all must not report success
+  // as if nobody ran: it names the daemon, and the restore fence is not recorded.
+  ASSERT_TRUE(late_claim.has_value() && late_claim->has_value());
+  EXPECT_LT((*late_claim)->high_water_unix_ms, kEpoch + 50'000);
+  ASSERT_FALSE(raised) << "raise-all reported " << *raised
+                       << " marks raised while a daemon it never fenced was running";
+  EXPECT_EQ(raised.error().code, RegisterErrorCode::kInUse);
+  EXPECT_THAT(raised.error().message,
+              ::testing::AllOf(::testing::HasSubstr("machine 7 changed hands"),
+                               ::testing::HasSubstr("holder-late")));
+  auto restore = Direct().Range(etcd::RestoreKey(prefix_));
+  ASSERT_TRUE(restore);
+  EXPECT_TRUE(restore->kvs.empty()) << "the restore fence was recorded";
+}
+
+TEST_F(EtcdFencing, ARaiseThatFindsAnOperatorsMarkWritesNothingUnderItsLease) {
+  // Arrange: the holder at +1000; an operator's fence at +1500 (below the holder's next
+  // raise, as raise-all's T below a live holder's horizon is).
+  EtcdRegister sut(DirectOptions());
+  ASSERT_TRUE(sut.Claim({"holder-a", kEpoch}));
+  ASSERT_TRUE(sut.UpdateHighWater(kEpoch + 1000));
+  ASSERT_TRUE(Direct().Put(etcd::HighWaterKey(prefix_, kMachine),
+                           etcd::EncodeHighWater(etcd::HighWaterRecord{kEpoch + 1500, "", 0})));
+
+  // Act: a raise past the fence finds it; the caller records it and raises again.
+  auto found = sut.UpdateHighWater(kEpoch + 2000);
+  auto stored_after_found = Direct().Range(etcd::HighWaterKey(prefix_, kMachine));
+  auto again = sut.UpdateHighWater(kEpoch + 2000);
+
+  // Assert: the first call wrote nothing (the operator's record, lease 0, still stands)
+  // and said why; the second, after the fence is known, commits.
+  ASSERT_FALSE(found);
+  EXPECT_EQ(found.error().code, RegisterErrorCode::kFenced) << found.error().message;
+  EXPECT_THAT(found.error().message, ::testing::HasSubstr("fenced machine 7"));
+  EXPECT_EQ(sut.fence_unix_ms(), kEpoch + 1500);
+  ASSERT_TRUE(stored_after_found && !stored_after_found->kvs.empty());
+  EXPECT_EQ(stored_after_found->kvs[0].lease, 0);
+  auto record = etcd::DecodeHighWater(stored_after_found->kvs[0].value);
+  ASSERT_TRUE(record) << record.error();
+  EXPECT_EQ(record->lease, 0) << "the raise covered the operator's fence under its own lease";
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(StoredMark(), kEpoch + 2000);
+}
+
+// A holder that crashes right after an operator's fence reached it restarts above the
+// fence. The reservation (5 s) runs far ahead of the fence (now + 2 s); the holder finds
+// the fence at its next renewal, obeys and acknowledges it, and dies without a clean stop.
+// Its restart trusts its surviving segment (the register's mark is its own, within its
+// reservation), so only the state file can still say where the fence was.
+TEST_F(EtcdFencing, AHolderKilledRightAfterAcknowledgingAFenceRestartsAboveIt) {
+  // Arrange: a holder with a reservation service on a fake clock, and its state file.
+  constexpr int64_t kNow = kEpoch + 5'000'000;
+  constexpr int64_t kReservationMs = 5000;
+  constexpr int64_t kFence = kNow + 2000;
+  const testing::TempDir dir("fence-crash");
+  const std::string segment = "/run/test/snowflake.ring";
+  auto holder = std::make_unique<EtcdRegister>(DirectOptions());
+  auto claim = holder->Claim({"holder-a", kEpoch});
+  ASSERT_TRUE(claim) << claim.error().message;
+  testing::FakeClock clock(kNow);
+  auto store = std::make_unique<HighWaterStore>(dir / "high-water.json");
+  auto service = std::make_unique<ReservationService>(
+      ReservationOptions{.machine = kMachine,
+                         .epoch_unix_ms = kEpoch,
+                         .reservation_ms = kReservationMs,
+                         .renew_ahead_ms = 4500,
+                         .retry_interval = 5ms,
+                         .register_renew_interval = 50ms,
+                         .segment_path = segment,
+                         .segment_incarnation = 1,
+                         .register_claim = claim->claim_token,
+                         .start_floor_unix_ms = claim->high_water_unix_ms},
+      *store, *holder, clock, 0);
+  service->Start();
+  ASSERT_TRUE(WaitUntil([&] { return service->confirmed_through() >= kNow + kReservationMs; }, 10s,
+                        "the first reservation"));
+  // The holder issued up to +900 when the operator fenced the number at +2000.
+  const int64_t last_issued_ms = kNow + 900;
+  EtcdRegisterOptions operator_options = DirectOptions();
+  operator_options.fence_ack_timeout = 20s;
+  EtcdRegister operator_register(operator_options);
+  auto raising = std::async(std::launch::async, [&] {
+    return operator_register.RaiseAll(kFence, /*while_running=*/true);
+  });
+
+  // Act: the clock moves 1 s, a renewal finds the fence; the fill loop applies it (as
+  // FillLoop::ApplyFence does) and the service acknowledges it, so raise-all returns. Then
+  // the holder dies: no clean stop, the stores as they are.
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        auto stored = Direct().Range(etcd::HighWaterKey(prefix_, kMachine));
+        if (!stored || stored->kvs.empty()) return false;
+        auto record = etcd::DecodeHighWater(stored->kvs[0].value);
+        return record && record->lease == 0;
+      },
+      10s, "the operator's mark on the held number"));
+  clock.Tick(1000);
+  ASSERT_TRUE(WaitUntil([&] { return service->fence_unix_ms() >= kFence; }, 10s,
+                        "the holder found the fence"));
+  service->NoteFenceApplied(service->fence_unix_ms());
+  auto raised = raising.get();
+  service->Stop();
+  service.reset();
+  store.reset();
+  holder.reset();
+  // The restart: the same holder id claims the number back, reads its state file and its
+  // surviving segment (incarnation 1, reopened: 2), and plans where to start.
+  EtcdRegister restarted(DirectOptions());
+  HighWaterStore reopened(dir / "high-water.json");
+  auto state = reopened.Load();
+  ASSERT_TRUE(state && state->has_value());
+  auto reclaim = restarted.Claim(
+      {"holder-a", kEpoch, (*state)->register_seen, (*state)->reserved_through_unix_ms, kMachine});
+  ASSERT_TRUE(reclaim) << reclaim.error().message;
+  auto plan = ReconcileStartup(StartupFacts{
+      .now_unix_ms = clock.NowUnixMs(),
+      .epoch_unix_ms = kEpoch,
+      .machine = kMachine,
+      .register_high_water_ms = reclaim->high_water_unix_ms,
+      .register_mark_writer = reclaim->mark_writer,
+      .state_file = **state,
+      .segment = SegmentFacts{.path = segment,
+                              .reopened = true,
+                              .last_published_id =
+                                  IdLayout::EncodeUnchecked(last_issued_ms - kEpoch, kMachine, 0),
+                              .incarnation = 2},
+      .reservation_ms = kReservationMs,
+      .max_backward_ms = 100});
+
+  // Assert: raise-all returned with the holder's acknowledgment, and the restart issues
+  // nothing at or below the fence.
+  ASSERT_TRUE(raised) << raised.error().message;
+  ASSERT_TRUE(plan) << plan.error();
+  EXPECT_GE(plan->high_water_unix_ms, kFence)
+      << "the restart would issue IDs in the " << (kFence - plan->high_water_unix_ms)
+      << " ms up to the operator's fence (" << plan->explanation << "; state file floor "
+      << (*state)->floor_unix_ms << ")";
 }
 
 }  // namespace

@@ -328,6 +328,44 @@ TEST(ReservationService, AFenceIsPassedOnAndAcknowledgedOnlyOnceTheLoopAppliedIt
   EXPECT_TRUE(acknowledged);
 }
 
+TEST(ReservationService, AFenceReachesTheStateFileAndTheHostMarkBeforeItIsAcknowledged) {
+  // Arrange: a reservation far ahead of the clock, which stands still: no renewal is due,
+  // so only the fence itself can make the service write its state file again.
+  Fixture f;
+  ReservationOptions options = Options();
+  options.host_lock_dir = f.dir / "host-locks";
+  options.host_mark_writer = "/var/lib/test";
+  std::filesystem::create_directories(options.host_lock_dir);
+  ReservationService sut(options, f.store, f.reg, f.clock, 0);
+  sut.Start();
+  ASSERT_TRUE(WaitUntil([&] { return sut.confirmed_through() >= kStart + 1000; }, 10s,
+                        "sut.confirmed_through() >= kStart + 1000", 1ms));
+  const uint64_t renewals = sut.renewals();
+
+  // Act: an operator's fence, found by the keepalive; the fill loop applies it and the
+  // service acknowledges it (a write under the claim that covers the operator's mark).
+  f.reg.Fence(kStart + 9000);
+  ASSERT_TRUE(WaitUntil([&] { return sut.fence_unix_ms() == kStart + 9000; }, 10s,
+                        "sut.fence_unix_ms() == kStart + 9000", 1ms));
+  sut.NoteFenceApplied(kStart + 9000);
+  ASSERT_TRUE(WaitUntil([&] { return f.reg.acknowledged() == kStart + 9000; }, 10s,
+                        "f.reg.acknowledged() == kStart + 9000", 1ms));
+  sut.Stop();
+  auto saved = f.store.Load();
+  auto host_mark = ReadHostMark(options.host_lock_dir, 3);
+
+  // Assert: a crash right after the acknowledgment restarts above the fence, from the
+  // state file (its floor) or from the host mark (a static daemon's next start); the
+  // reservation the file holds is kept, not lowered.
+  EXPECT_EQ(sut.renewals(), renewals) << "a renewal ran: the test proves nothing";
+  ASSERT_TRUE(saved.has_value() && saved->has_value());
+  EXPECT_GE((*saved)->floor_unix_ms, kStart + 9000)
+      << "the fence was acknowledged before the state file recorded it";
+  EXPECT_GE((*saved)->reserved_through_unix_ms, kStart + 1000);
+  ASSERT_TRUE(host_mark.has_value() && host_mark->has_value()) << host_mark.error();
+  EXPECT_GE((*host_mark)->unix_ms, kStart + 9000) << "the host mark does not carry the fence";
+}
+
 TEST(ReservationService, TheHostMarkFollowsTheReservationAndTheCleanStopNeverBelowItsFloor) {
   Fixture f;
   ReservationOptions options = Options();
