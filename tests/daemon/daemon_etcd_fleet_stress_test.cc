@@ -18,7 +18,10 @@
 //   daemon-term    SIGTERM of a daemon (a clean stop), restarted;
 //   raise-all      an operator's `register raise-all --while-running` with a fence up to
 //                  1.6 s ahead of the real clock (above every host's clock), while the
-//                  daemons serve: it returns once every holder obeys the fence.
+//                  daemons serve: it returns once every holder obeys the fence. One
+//                  daemon is SIGKILLed as it starts and one the moment it returns, each
+//                  restarted at once: a crash right behind the fence must not issue below
+//                  it.
 // A daemon that exits by itself is restarted half a second later, as systemd's Restart=
 // would: a spare finding every number held, a holder whose claim was lost (a lease that
 // ended while it was stopped, or one etcd revoked under it: etcd before 3.4.31 revokes the
@@ -587,7 +590,14 @@ class FleetStress {
         options.host_lock_dir = harness_.root() / "operator-locks";
         daemon::EtcdRegister operator_register(options);
         Note(name + " --while-running above unix ms " + std::to_string(fence));
+        // A daemon killed and restarted right before: its restart claims while raise-all
+        // lists and writes, and is waited for or listed again.
+        KillAndRestart(RandomRunningSlot(), name + ": SIGKILL and restart of {} as it starts");
         auto raised = operator_register.RaiseAll(fence, /*while_running=*/true);
+        // The crash right behind the fence: a holder that has just acknowledged it.
+        if (raised) {
+          KillAndRestart(RandomRunningSlot(), name + ": SIGKILL and restart of {} as it returned");
+        }
         if (!raised) {
           // Not counted: tried again later (etcd may still be electing after a fault). The
           // summary says why, so a run that never gets one through explains itself.
@@ -861,6 +871,17 @@ class FleetStress {
 
   // What a daemon said about its claims and marks, kept when it is replaced: with a
   // duplicate, who claimed the number when, above which mark, and who lost it.
+  // SIGKILLs slot i's daemon and starts it again at once (nothing for i < 0); notes `what`
+  // with "{}" replaced by the slot's name.
+  void KillAndRestart(int i, std::string what) {
+    if (i < 0) return;
+    slots_[i].daemon->Kill();
+    KeepClaimLines(slots_[i]);
+    slots_[i].daemon.emplace(Daemon::Spawn(slots_[i].options));
+    what.replace(what.find("{}"), 2, slots_[i].name);
+    Note(what);
+  }
+
   void KeepClaimLines(Slot& s) {
     std::istringstream err(s.daemon->err());
     for (std::string line; std::getline(err, line);) {
