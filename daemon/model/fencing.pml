@@ -44,6 +44,9 @@
  *   ANY_T    with OPERATOR: T is any millisecond 1..MAXMS, also at or below what the live
  *            holder issued or confirmed; the mark becomes max(mark, T), written also
  *            when it was already above T while N is held
+ *   TRUST_NEEDS_RESERVATION  a restart trusts its segment only if, besides, the mark it
+ *            claimed above is at most its state file's reservation, as ReconcileStartup
+ *            requires; without it the model trusts in more cases than the C++ does
  *   CLAIM_RETRY  incarnation 2's first claim attempt may time out and be applied later,
  *            after its second attempt; either attempt may ask for another number M
  *   NO_MARK_ASSERT  do not check property 2, so that a broken variant runs on to the
@@ -322,6 +325,9 @@ end_claim:
           :: seg_ms[h] > 0 && w0 <= file_ms[h] -> start = seg_ms[h]
 #elif defined(BROKEN_RESTART_FORGETS_FLOOR)
           :: seg_ms[h] > 0 && rk == file_rev[h] -> start = seg_ms[h]
+#elif defined(TRUST_NEEDS_RESERVATION)
+          :: seg_ms[h] > 0 && rk == file_rev[h] && w0 <= file_ms[h] ->
+             start = MAX(seg_ms[h], file_floor[h])
 #else
           :: seg_ms[h] > 0 && rk == file_rev[h] -> start = MAX(seg_ms[h], file_floor[h])
 #endif
