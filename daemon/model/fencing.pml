@@ -27,13 +27,26 @@
  *   NINC     incarnations: 2 (a, b), 3 (+ a's restart), 4 (+ b's restart) or 5 (+ a's
  *            second restart)
  *   MAXMS    milliseconds 1..MAXMS exist; nobody issues or raises above MAXMS
- *   MAXREQ   transactions (raises and clean stops) each incarnation sends
+ *   MAXREQ   transactions (raises, clean stops, acknowledgments; each round of a call
+ *            counts) each incarnation sends
  *   MAXLATE  transactions, in all, that stay on the network: unanswered (timed out), or
  *            answered and sent once more (a claim attempt that times out counts too)
  *   JUMP     a raise may also jump two milliseconds ahead instead of one
+ *   ROUNDS   rounds of one raise, clean stop or acknowledgment call (EtcdRegister::Raise's
+ *            loop): a compare that fails on a mark this holder's own lease wrote is sent
+ *            again at once, without a state-file write, up to ROUNDS rounds (default 1:
+ *            the call gives up and a later call retries)
  *   OPERATOR an operator runs `raise-all --while-running` once, at any point: the mark
  *            becomes T, above every millisecond any incarnation issued or relied on,
  *            written without a lease (writer 0), never lowering it
+ *   ACKNOWLEDGE  with OPERATOR: a holder that read the fence acknowledges it
+ *            (AcknowledgeFence), and raise-all --while-running waits for that (property 7)
+ *   ANY_T    with OPERATOR: T is any millisecond 1..MAXMS, also at or below what the live
+ *            holder issued or confirmed; the mark becomes max(mark, T), written also
+ *            when it was already above T while N is held
+ *   TRUST_NEEDS_RESERVATION  a restart trusts its segment only if, besides, the mark it
+ *            claimed above is at most its state file's reservation, as ReconcileStartup
+ *            requires; without it the model trusts in more cases than the C++ does
  *   CLAIM_RETRY  incarnation 2's first claim attempt may time out and be applied later,
  *            after its second attempt; either attempt may ask for another number M
  *   NO_MARK_ASSERT  do not check property 2, so that a broken variant runs on to the
@@ -53,6 +66,17 @@
  *            only, forgetting a fence an earlier raise adopted (violates 4)
  *   BROKEN_REUSED_LEASE   claim attempts reuse one lease: a late first attempt binds a
  *            second number to the live lease (violates 6; needs CLAIM_RETRY)
+ *   BROKEN_RECOMMIT_OVER_FENCE  the code before the fence reached the state file first: a
+ *            raise that finds the operator's mark below its target adopts it as a fence and
+ *            commits its target under its own lease in the same call, and an
+ *            acknowledgment is written without the state file recording the fence; a crash
+ *            before the next state-file write leaves a file whose claim wrote the mark but
+ *            whose floor is below the fence, and the restart trusts its segment (violates 5
+ *            and 7). Its two halves alone: BROKEN_RAISE_RECOMMITS (a raise, clean stop or
+ *            acknowledgment that finds another writer's mark writes again in the same call)
+ *            and BROKEN_ACK_UNRECORDED (the acknowledgment does not record the fence)
+ *   BROKEN_RAISE_ALL_NO_WAIT  raise-all --while-running returns right after its writes,
+ *            without waiting for the acknowledgment (violates 7; needs ACKNOWLEDGE)
  *   BROKEN_RESTART_FORGETS_FLOOR  a restart that trusts its segment starts right above
  *            the segment's last ID, forgetting that the incarnation before it started
  *            above a higher floor (the register's mark, or a fence) and may have
@@ -62,9 +86,10 @@
  * restarts, so that would be a duplicate ID); 2. the stored mark never goes down, except
  * by a clean stop of the live holder; with OPERATOR: 4. once the operator's fence T is
  * written, the stored mark is never below T; 5. a holder that has read the mark after
- * the fence was written issues nothing at or below T; with CLAIM_RETRY: 6. one lease is
- * never bound to two numbers. Plus no invalid end state. (Property 3 of the README is
- * the end-state check.)
+ * the fence was written issues nothing at or below T; with ACKNOWLEDGE: 7. once raise-all
+ * has returned, no incarnation issues a millisecond at or below T while its claim is live;
+ * with CLAIM_RETRY: 6. one lease is never bound to two numbers. Plus no invalid end state.
+ * (Property 3 of the README is the end-state check.)
  */
 
 #ifndef NINC
@@ -79,9 +104,19 @@
 #ifndef MAXLATE
 #define MAXLATE 2
 #endif
+#ifndef ROUNDS
+#define ROUNDS 1
+#endif
 #define NSLOT (NINC * MAXREQ)
 #if NINC < 2 || NINC > 5
 #error "NINC is 2, 3, 4 or 5"
+#endif
+#ifdef BROKEN_RECOMMIT_OVER_FENCE
+#define BROKEN_RAISE_RECOMMITS
+#define BROKEN_ACK_UNRECORDED
+#endif
+#if (defined(ACKNOWLEDGE) || defined(ANY_T)) && !defined(OPERATOR)
+#error "ACKNOWLEDGE and ANY_T need OPERATOR"
 #endif
 
 #define HOLDER_A 1
@@ -96,8 +131,9 @@
 
 /* Request kinds (0: none), and answers: "succeeded" (the txn header's revision is the
    mark's new one); failed, machines/N not bound to the request's lease; failed, the lease
-   ours but the mark's mod_revision not the compared one; NO_ANSWER: timed out. */
-mtype = { RAISE, STOP, COMMITTED, LOST, MOVED };
+   ours but the mark's mod_revision not the compared one; NO_ANSWER: timed out. ACK: an
+   acknowledgment of the operator's fence (AcknowledgeFence). */
+mtype = { RAISE, STOP, ACK, COMMITTED, LOST, MOVED };
 #define NO_ANSWER 0
 
 #define MAX(x, y) ((x) > (y) -> (x) : (y))
@@ -109,6 +145,9 @@ byte rev = 0;       /* revision of the last write to high-water/N (see README: o
 byte hw_val = 0;    /* high-water/N's unix_ms; 0 with hw_rev 0: absent */
 byte hw_rev = 0;    /* high-water/N's mod_revision (0: absent) */
 byte hw_lease = 0;  /* high-water/N's writer: the lease in its record (0: raise-all, absent) */
+#ifdef OPERATOR
+byte hw_fence = 0;  /* high-water/N's "fence": the fence its writer acknowledged */
+#endif
 byte m_lease = 0;   /* lease machines/N is bound to (0: absent) */
 byte m_holder = 0;  /* machines/N's holder id */
 byte lease_of[NINC + 1];  /* the lease incarnation i claimed with (its requests carry it) */
@@ -125,9 +164,15 @@ byte cq_ver = 0;    /* it compares machines/N absent (0) or its mod_revision equ
 /* --- The network: request k of incarnation i sits in slot (i - 1) * MAXREQ + k while it
    is in flight: its client gave up waiting (timeout), and etcd applies it later, at any
    time, in any order with other requests, once or twice, or never. --- */
-mtype q_kind[NSLOT];  /* 0: nothing in flight; RAISE; STOP */
+mtype q_kind[NSLOT];  /* 0: nothing in flight; RAISE; STOP; ACK */
 byte q_rev[NSLOT];   /* the mod_revision of high-water/N the txn compares */
 byte q_val[NSLOT];   /* the unix_ms it puts */
+#ifdef OPERATOR
+byte q_fence[NSLOT]; /* the "fence" it puts */
+#define Q_FENCE(k) q_fence[k]
+#else
+#define Q_FENCE(k) 0
+#endif
 bit q_again[NSLOT];  /* it will be applied once more (or lost) */
 byte late = 0;       /* requests that went on the network unanswered or twice, in all */
 
@@ -149,6 +194,8 @@ byte top = 0;               /* the highest value the mark ever held: every horiz
 byte fence_t = 0;           /* the operator's value T, once written (0: not yet) */
 bit fence_erased = 0;       /* set and checked inside one step */
 bit below_fence = 0;        /* set and checked inside one step */
+bit ra_done = 0;            /* raise-all --while-running has returned */
+bit after_return = 0;       /* set and checked inside one step */
 #endif
 #ifdef CLAIM_RETRY
 bit two_numbers = 0;        /* set and checked inside one step */
@@ -156,9 +203,9 @@ bit two_numbers = 0;        /* set and checked inside one step */
 
 /* One transaction of holder `lease`, applied whole: compare [machines/N bound to lease
    AND high-water/N's mod_revision == crev]; success: put high-water/N = val with the
-   writer lease; failure: range machines/N and high-water/N. res: COMMITTED, LOST or
-   MOVED. */
-inline txn(lease, kind, crev, val, res) {
+   writer lease and the fence fv it acknowledged; failure: range machines/N and
+   high-water/N. res: COMMITTED, LOST or MOVED. */
+inline txn(lease, kind, crev, val, fv, res) {
   if
   :: m_lease == lease && (crev == hw_rev
 #ifdef BROKEN_UNCONDITIONAL_RAISE
@@ -180,6 +227,9 @@ inline txn(lease, kind, crev, val, res) {
      assert(!fence_erased);
 #endif
      rev++; hw_val = val; hw_rev = rev; hw_lease = lease; top = MAX(top, val);
+#ifdef OPERATOR
+     hw_fence = fv;
+#endif
      res = COMMITTED
   :: else ->
      res = (m_lease == lease -> MOVED : LOST)
@@ -209,13 +259,22 @@ proctype holder(byte me) {
   byte nreq;       /* requests sent */
   byte s;          /* slot of the request in progress */
   byte t;          /* its target */
-  mtype kind;      /* RAISE or STOP */
+  mtype kind;      /* RAISE, STOP or ACK */
   mtype res;       /* its answer */
+#if ROUNDS > 1
+  byte round;      /* rounds of the call in progress sent so far, minus one */
+#endif
 #ifdef BROKEN_CLEAN_STOP_ERASES_FENCE
   byte sfloor;     /* what the clean stop's own re-read saw another writer write */
 #endif
 #ifdef OPERATOR
   bit saw;         /* ghost: this holder read the mark after the operator's fence */
+  byte acked;      /* the fence its mark carries ("fence": fence_acknowledged_) */
+  byte ackv;       /* the fence the acknowledgment in progress acknowledges */
+  byte fv;         /* the "fence" the request being sent writes: ackv for an
+                      acknowledgment, else acked */
+#else
+#define fv 0
 #endif
 #ifdef CLAIM_RETRY
   bit retried;     /* its first claim attempt timed out (only the first one may) */
@@ -266,10 +325,13 @@ end_claim:
           :: seg_ms[h] > 0 && w0 <= file_ms[h] -> start = seg_ms[h]
 #elif defined(BROKEN_RESTART_FORGETS_FLOOR)
           :: seg_ms[h] > 0 && rk == file_rev[h] -> start = seg_ms[h]
+#elif defined(TRUST_NEEDS_RESERVATION)
+          :: seg_ms[h] > 0 && rk == file_rev[h] && w0 <= file_ms[h] ->
+             start = MAX(seg_ms[h], file_floor[h])
 #else
           :: seg_ms[h] > 0 && rk == file_rev[h] -> start = MAX(seg_ms[h], file_floor[h])
 #endif
-          :: else -> start = MAX(MAX(w0, file_ms[h]), seg_ms[h])
+          :: else -> start = MAX(MAX(w0, file_ms[h]), MAX(seg_ms[h], file_floor[h]))
           fi
        :: else -> skip
        fi;
@@ -312,6 +374,11 @@ end_serve:
        /* A holder that has read the fence issues nothing at or below it. */
        below_fence = (saw && last <= fence_t);
        assert(!below_fence);
+       /* Once raise-all has returned, no holder with a live claim issues at or below T
+          (one whose lease ended without its knowing may still serve out its horizon:
+          below the next holder's start, so no duplicate). */
+       after_return = (ra_done && m_lease == lease && last <= fence_t);
+       assert(!after_return);
 #endif
        printf("MSC: %d issues ms %d\n", me, last);
        issued_by[last] = me;
@@ -320,7 +387,8 @@ end_serve:
        :: else -> skip
        fi
      }
-  /* Raise ahead of issuing: the state file first, then the register. */
+  /* Raise ahead of issuing: the state file first, then the register. The state file
+     records the floor: the start and every fence read so far. */
   :: atomic {
        kind != STOP && nreq < MAXREQ && tried < MAXMS ->
        kind = RAISE;
@@ -338,9 +406,28 @@ end_serve:
        fi
      }
      goto send
+#ifdef ACKNOWLEDGE
+  /* Acknowledge the fence (AcknowledgeFence): once the generator is above it (here at
+     once: nothing at or below a fence read is issued) the holder writes the mark again
+     under its own lease with "fence", never lower. The state file records the fence
+     first, unless it already does. */
+  :: atomic {
+       kind != STOP && nreq < MAXREQ && fence > acked ->
+       kind = ACK;
+       ackv = fence;
+       t = MAX(fence, tried);  /* never lower: every target attempted, the mark read */
+#ifndef BROKEN_ACK_UNRECORDED
+       if
+       :: RESTARTS(me) && file_floor[h] < fence -> file_floor[h] = MAX(start, fence)
+       :: else -> skip
+       fi
+#endif
+     }
+     goto send
+#endif
   /* Clean stop: the last millisecond really issued, never below the claim's start or
      mark, nor below a fence read since; the state file first. A retry (after a timeout
-     or MOVED) computes it again. */
+     or a fence) computes it again. */
   :: atomic {
        nreq < MAXREQ ->
        kind = STOP;
@@ -363,7 +450,8 @@ send:
   /* The transaction, on the network. Either the holder hears its answer (it was applied
      while the holder waited, which did nothing else meanwhile, so it is applied now), or
      it gives up waiting: not committed, and the request stays in flight. Both ways, a
-     copy may stay in flight too (sent twice). */
+     copy may stay in flight too (sent twice). A later round of the same call comes back
+     here without a state-file write. */
   atomic {
     if
     :: RESTARTS(me) -> goto dead  /* crash after the state file was written, before the send */
@@ -372,36 +460,69 @@ send:
     s = (me - 1) * MAXREQ + nreq;
     nreq++;
     printf("MSC: %d sends %e to %d comparing rev %d\n", me, kind, t, rk);
+#ifdef OPERATOR
+    fv = (kind == ACK -> ackv : acked);  /* the "fence" the write carries */
+#endif
     if
-    :: txn(lease, kind, rk, t, res);
+    :: txn(lease, kind, rk, t, fv, res);
        printf("MSC: %d hears %e (mark %d rev %d writer %d)\n", me, res, hw_val, hw_rev, hw_lease);
        if
        :: true
        :: late < MAXLATE -> late++;
-          q_kind[s] = kind; q_rev[s] = rk; q_val[s] = t  /* a copy, applied later or lost */
+          q_kind[s] = kind; q_rev[s] = rk; q_val[s] = t;  /* a copy, applied later or lost */
+#ifdef OPERATOR
+          q_fence[s] = fv
+#else
+          skip
+#endif
        fi
     :: late < MAXLATE -> late++;
        q_kind[s] = kind; q_rev[s] = rk; q_val[s] = t; q_again[s] = 1;
+#ifdef OPERATOR
+       q_fence[s] = fv;
+#endif
        res = NO_ANSWER;
        printf("MSC: %d times out: request %d in flight\n", me, s)
     fi;
-    s = 0; t = 0;
-    if
-    :: kind == RAISE -> kind = 0
-    :: else -> skip
-    fi;
+    s = 0;
+#ifdef OPERATOR
+    fv = 0;
+#endif
     if
     :: res == COMMITTED ->
        rk = hw_rev;
-       horizon = MAX(horizon, hw_val)  /* the value just written; for a clean stop:
-                                          irrelevant, nothing more is issued */
-    :: res == LOST -> goto dead  /* claim lost: stop serving at once, exit */
+       horizon = MAX(horizon, hw_val);  /* the value just written; for a clean stop:
+                                           irrelevant, nothing more is issued */
+#ifdef OPERATOR
+       if
+       :: kind == ACK -> acked = ackv
+       :: else -> skip
+       fi;
+       ackv = 0;
+#endif
+#if ROUNDS > 1
+       round = 0;
+#endif
+       t = 0
+    :: res == LOST ->  /* claim lost: stop serving at once, exit */
+#if ROUNDS > 1
+       round = 0;
+#endif
+#ifdef OPERATOR
+       ackv = 0;
+#endif
+       t = 0;
+       if
+       :: kind != STOP -> kind = 0
+       :: else -> skip
+       fi;
+       goto dead
     :: res == MOVED ->
        /* The mark changed under us while the lease is ours: our own timed-out request
-          applied late, or the operator's raise-all. The value read is a horizon; a raise
-          retries above it, a clean stop with the same floor. A value another writer
-          wrote is a fence: nothing at or below it is issued from now on (the generator
-          is moved above it, the ring drained of IDs at or below it). */
+          applied late, or the operator's raise-all. The value read is a horizon, and the
+          floor of every later target. A value another writer wrote is a fence: nothing
+          at or below it is issued from now on (the generator is moved above it, the ring
+          drained of IDs at or below it). */
        rk = hw_rev;
        horizon = MAX(horizon, hw_val);
        tried = MAX(tried, hw_val);
@@ -428,8 +549,60 @@ send:
        saw = saw || fence_t != 0;
 #endif
        res = NO_ANSWER;
+       if
+       :: kind == RAISE && hw_val >= t -> skip  /* the stored mark covers the target */
+#ifndef BROKEN_RAISE_RECOMMITS
+       :: hw_lease != lease ->
+          /* kFenced: nothing is written on a fence until the state file records it; the
+             next raise, clean stop or acknowledgment writes the state file first. */
+          skip
+#endif
+#ifdef OPERATOR
+       :: kind == ACK && fence > ackv -> skip  /* a newer fence: applied first */
+#endif
+#if ROUNDS > 1
+       :: else ->
+          if
+          :: round + 1 < ROUNDS && nreq < MAXREQ ->
+             /* The next round of the same call, at once: the target never lower than
+                the mark read (a clean stop: than another writer's mark). */
+             round++;
+             if
+             :: kind == ACK || (kind == STOP && hw_lease != lease) -> t = MAX(t, hw_val)
+             :: else -> skip
+             fi;
+             goto send
+          :: else -> skip  /* gives up for now: not committed */
+          fi
+#else
+       :: else -> skip
+#endif
+       fi;
+#if ROUNDS > 1
+       round = 0;
+#endif
+#ifdef OPERATOR
+       ackv = 0;
+#endif
+       t = 0;
+       if
+       :: kind != STOP -> kind = 0
+       :: else -> skip
+       fi;
        goto end_serve
-    :: res == NO_ANSWER -> goto end_serve  /* timeout: the horizon stays */
+    :: res == NO_ANSWER ->  /* timeout: the horizon stays */
+#if ROUNDS > 1
+       round = 0;
+#endif
+#ifdef OPERATOR
+       ackv = 0;
+#endif
+       t = 0;
+       if
+       :: kind != STOP -> kind = 0
+       :: else -> skip
+       fi;
+       goto end_serve
     fi
   }
   /* COMMITTED. The state file records the revision after the answer: a crash may come
@@ -442,7 +615,7 @@ send:
     fi;
     if
     :: kind == STOP -> goto dead
-    :: else -> goto end_serve
+    :: else -> kind = 0; goto end_serve
     fi
   }
 
@@ -482,11 +655,14 @@ dead:
     ended[me] = 1;
     w0 = 0; rk = 0; horizon = 0; start = 0; fence = 0; last = 0; tried = 0; nreq = 0;
     s = 0; t = 0; kind = 0; res = 0; hid = 0; lease = 0; h = 0;
+#if ROUNDS > 1
+    round = 0;
+#endif
 #ifdef BROKEN_CLEAN_STOP_ERASES_FENCE
     sfloor = 0;
 #endif
 #ifdef OPERATOR
-    saw = 0;
+    saw = 0; acked = 0; ackv = 0;
 #endif
   }
 #ifdef CLAIM_RETRY
@@ -544,11 +720,16 @@ end_apply:
 #endif
        fi;
        /* Nobody hears the answer: its client gave up waiting. */
-       txn(lease_of[s / MAXREQ + 1], q_kind[s], q_rev[s], q_val[s], res);
+       txn(lease_of[s / MAXREQ + 1], q_kind[s], q_rev[s], q_val[s], Q_FENCE(s), res);
        printf("MSC: etcd applies request %d late: %e (mark %d rev %d)\n", s, res, hw_val, hw_rev);
        if
        :: q_again[s] == 1 -> q_again[s] = 0  /* applied again later, or lost */
-       :: true -> q_kind[s] = 0; q_rev[s] = 0; q_val[s] = 0; q_again[s] = 0
+       :: true -> q_kind[s] = 0; q_rev[s] = 0; q_val[s] = 0; q_again[s] = 0;
+#ifdef OPERATOR
+          q_fence[s] = 0
+#else
+          skip
+#endif
        fi;
        s = 0; res = 0
      }
@@ -595,30 +776,70 @@ end_expire:
 }
 
 #ifdef OPERATOR
-/* `snowflakectl register raise-all --above T --while-running`, once, at any point: T is
+/* `snowflakectl register raise-all --above T --while-running`, once, at any point. T is
    above every millisecond issued and every horizon any holder relies on (the mark's
-   highest value so far, plus a margin of 1 or 2). Its range and its transaction
-   (compare the mark's mod_revision as read; put T without a lease, keeping the holder)
-   are one step: a compare that passes means nothing changed since the range, and one
-   that fails changes nothing and is retried. */
+   highest value so far, plus a margin of 1 or 2), or with ANY_T any millisecond. Its
+   range and its transaction (compare the mark's mod_revision as read; put max(mark, T)
+   without a lease and without a fence, keeping the holder; a mark already at or above T
+   is written too while N is held, so that its holder learns of the fence) are one step:
+   a compare that passes means nothing changed since the range, and one that fails
+   changes nothing and is retried. It then waits until the holder it listed has written
+   the mark under its own lease with a fence at or above T, or no longer holds N
+   (WaitForAcknowledgements), and returns; it may also wait for ever (in C++ it gives up
+   after 30 s and fails, naming the holder). */
 active proctype operator() {
   byte t;
+  byte listed;  /* the lease machines/N was bound to when raise-all listed it (0: free) */
 end_idle:
   atomic {
+#ifdef ANY_T
+    t = 1;
+    do
+    :: t < MAXMS -> t++
+    :: break
+    od;
+#else
     top < MAXMS ->
     if
     :: t = top + 1
     :: top + 2 <= MAXMS -> t = top + 2
     fi;
+#endif
     if
-    :: hw_val < t ->
-       rev++; hw_val = t; hw_rev = rev; hw_lease = 0; top = MAX(top, t)
-    :: else -> skip  /* never lowers a mark */
+    :: hw_val < t || m_lease != 0 ->
+       rev++; hw_val = MAX(hw_val, t); hw_rev = rev; hw_lease = 0; hw_fence = 0;
+       top = MAX(top, hw_val);
+       fence_t = t;  /* the properties of the fence are about a fence written */
+       printf("MSC: the operator raises the mark to %d (T %d, rev %d)\n", hw_val, t, rev)
+    :: else ->
+       /* Never lowers a mark; a free number's mark at or above T is left alone (its
+          next holder starts above it, but for a restart of its writer that trusts its
+          segment, which issues within its own predecessor's reservation). */
+       printf("MSC: the operator leaves the free number's mark %d (T %d)\n", hw_val, t)
     fi;
-    fence_t = t;
-    printf("MSC: the operator raises the mark to %d (rev %d)\n", t, rev);
-    t = 0
+    listed = m_lease;
+    t = 0;
+#if defined(ACKNOWLEDGE) && defined(BROKEN_RAISE_ALL_NO_WAIT)
+    ra_done = 1; listed = 0; printf("MSC: raise-all returns\n")
+#elif defined(ACKNOWLEDGE)
+    if
+    :: listed == 0 -> ra_done = 1; printf("MSC: raise-all returns\n")
+    :: else -> skip
+    fi
+#else
+    listed = 0  /* raise-all's wait is modelled with ACKNOWLEDGE only */
+#endif
   }
+#ifdef ACKNOWLEDGE
+end_wait:
+  atomic {
+    listed != 0 &&
+    (m_lease != listed || (hw_lease == listed && hw_fence >= fence_t)) ->
+    ra_done = 1;
+    listed = 0;
+    printf("MSC: raise-all returns\n")
+  }
+#endif
 }
 #endif
 
