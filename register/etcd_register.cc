@@ -870,6 +870,34 @@ RegisterError EtcdRegister::ClaimLost(const std::string& now_held) {
   return Err(RegisterErrorCode::kClaimLost, reason);
 }
 
+void EtcdRegister::AdoptFencedStore(uint64_t cluster_id, int64_t revision) noexcept {
+  // This holder has just obeyed an operator's fence written into the store as it is now.
+  // If it ran through a restore (the answers went back in revision, or the cluster id
+  // changed), that restore is fenced: the store as it is becomes the one this host has
+  // seen. Otherwise every later start would find the store older than its state file and
+  // be refused (exit 78, not restarted), although the operator did what it asks.
+  if (cluster_id != 0 && (cluster_id != identity_.cluster_id || revision < identity_.revision)) {
+    identity_.cluster_id = cluster_id;
+    identity_.revision = revision;
+  }
+  restore_fence_looks_ = kRestoreFenceLooks;
+  NoteRestoreFence();
+}
+
+void EtcdRegister::NoteRestoreFence() noexcept {
+  // The restore fence `raise-all` records after raising the marks (it may not be written
+  // yet when the holder acknowledges): once this host has obeyed it, it answers no later
+  // restore, since a backup taken after it carries it along (CheckNotRolledBack).
+  --restore_fence_looks_;
+  const std::string restore_key = etcd::RestoreKey(options_.prefix);
+  auto fence = client_.Range(restore_key);
+  if (!fence || fence->kvs.empty()) return;  // looked for again after the next raise
+  auto record = etcd::DecodeRestore(fence->kvs[0].value);
+  if (!record || record->above_unix_ms > fence_acknowledged_) return;  // not the one obeyed
+  identity_.fence_revision = std::max(identity_.fence_revision, fence->kvs[0].mod_revision);
+  restore_fence_looks_ = 0;
+}
+
 void EtcdRegister::NoteIdentity(uint64_t cluster_id, int64_t revision) noexcept {
   if (cluster_id != 0) identity_.cluster_id = cluster_id;
   identity_.revision = std::max(identity_.revision, revision);
@@ -1019,6 +1047,11 @@ tl::expected<void, RegisterError> EtcdRegister::Raise(int64_t unix_ms, WriteKind
         committed_ = kind == WriteKind::kCleanStop ? target : std::max(committed_, target);
         attempted_max_ = std::max(attempted_max_, target);
         fence_acknowledged_ = acknowledged;
+        if (kind == WriteKind::kAcknowledge) {
+          AdoptFencedStore(result->cluster_id, result->revision);
+        } else if (restore_fence_looks_ > 0) {
+          NoteRestoreFence();
+        }
         return {};
       }
       auto moved = ReadMovedMark(*result);

@@ -271,6 +271,13 @@ class EtcdRegister final : public MachineRegister {
   // A line for the log if the cluster runs an etcd with a bug that matters here; "" if not.
   std::string KnownBugNotice() noexcept;
   void NoteIdentity(uint64_t cluster_id, int64_t revision) noexcept;
+  // After an acknowledgment committed at (cluster_id, revision): a restore the holder ran
+  // through becomes the store this host has seen, and the restore fence it obeyed is
+  // recorded (NoteRestoreFence), so it admits this host past no later restore.
+  void AdoptFencedStore(uint64_t cluster_id, int64_t revision) noexcept;
+  // Records the restore fence's revision in identity_ if it is written and at or below the
+  // fence acknowledged; else leaves restore_fence_looks_ for the next raise.
+  void NoteRestoreFence() noexcept;
   void KeepAliveLoop();
   void StopKeepAlive();
   // `what` failed because of `e`: kUnreachable for an outage (etcd::IsOutage: retry), else
@@ -298,6 +305,10 @@ class EtcdRegister final : public MachineRegister {
   // the highest such fence this holder has acknowledged (written into its marks).
   int64_t fence_ms_ = 0;
   int64_t fence_acknowledged_ = 0;
+  // Raises after an acknowledgment that still look for the restore fence it obeyed (raise-
+  // all writes it after the marks); 0: found, or never looked for.
+  static constexpr int kRestoreFenceLooks = 64;
+  int restore_fence_looks_ = 0;
   RegisterIdentity identity_;
   std::optional<FileLock> machine_lock_;  // the host-wide lock of the claimed number
 

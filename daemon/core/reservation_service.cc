@@ -182,6 +182,17 @@ void ReservationService::AcknowledgeAppliedFence() {
     return;
   }
   fence_ack_failing_ = false;
+  // The acknowledgment may have changed what the register has seen of its store (a restore
+  // the holder ran through, now fenced): the state file records it at once, or a crash
+  // before the next renewal would restart against the old identity and be refused.
+  if (register_.identity() != saved_identity_) {
+    if (auto saved = SaveLocally(StateThrough(
+            std::max(saved_through_, confirmed_.load(std::memory_order_relaxed)), std::nullopt));
+        !saved) {
+      spdlog::warn("cannot record the register's identity after the fence yet: {}",
+                   saved.error().message);
+    }
+  }
   if (register_.fence_unix_ms() > applied) return;  // the newer one is acknowledged later
   fence_acknowledged_ = applied;
   spdlog::info("acknowledged the operator's fence at {} in the register: nothing at or below "
@@ -233,6 +244,7 @@ tl::expected<void, ReservationProblem> ReservationService::SaveLocally(
   }
   saved_through_ = state.reserved_through_unix_ms;
   fence_saved_ = std::max(fence_saved_, state.floor_unix_ms);
+  saved_identity_ = state.register_seen;
   if (auto marked = WriteOwnHostMark(state.reserved_through_unix_ms); !marked) {
     const int err = errno;  // WriteFileAtomically leaves it set
     return tl::unexpected(ReservationProblem{ReservationStore::kStateFile, err, marked.error()});

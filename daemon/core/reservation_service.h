@@ -246,10 +246,12 @@ class ReservationService final : public Horizon {
   // the fill loop; the fence the fill loop has applied, written by it, read here.
   std::atomic<int64_t> fence_{0};
   std::atomic<int64_t> fence_applied_{0};
-  // What the state file holds: its reservation and the highest fence its floor covers
-  // (SaveLocally); the service's thread, then the main thread after Stop().
+  // What the state file holds: its reservation, the highest fence its floor covers and
+  // the register's identity (SaveLocally); the service's thread, then the main thread
+  // after Stop().
   int64_t saved_through_ = 0;
   int64_t fence_saved_ = 0;
+  RegisterIdentity saved_identity_;
   // The fence acknowledged in the register, and when a failed acknowledgment is tried
   // again; the service's thread only.
   int64_t fence_acknowledged_ = 0;

@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <map>
 #include <memory>
 #include <set>
@@ -27,6 +28,7 @@
 #include "register/etcd_records.h"
 #include "register/static_register.h"
 #include "subprocess.h"
+#include "temp_dir.h"
 #include "wait_until.h"
 
 namespace snowflake::daemon {
@@ -281,6 +283,87 @@ TEST_F(EtcdRegisterTest, AFenceThisHostAlreadySawNeverAdmitsItPastALaterRestore)
   ASSERT_TRUE(accepted) << accepted.error().message;
   EXPECT_GT(b.identity().fence_revision, seen.fence_revision);
   EXPECT_GE(accepted->high_water_unix_ms, kEpoch + 101'000);
+}
+
+// A holder that runs through a restore of its etcd and obeys the operator's fence
+// (`raise-all --while-running`) is admitted again when it restarts, and the fence it
+// obeyed admits it past no later restore. A real backup and restore of a one-member
+// cluster: the store goes back to the backup's revision, below what the holder has seen.
+TEST(EtcdRegisterRestore, AHolderThatObeyedTheRestoreFenceStartsAgainAndTheFenceAdmitsNoLaterRestore) {
+  // Arrange: a holder raises; a backup is taken; the holder raises on; the store is
+  // restored from the backup while the holder runs.
+  EtcdCluster cluster(1);
+  ASSERT_TRUE(cluster.ok()) << cluster.error();
+  const testing::TempDir dir("restore");
+  auto options = [&] {
+    EtcdRegisterOptions o;
+    o.client.endpoints = cluster.ClientUrls();
+    o.client.request_timeout_ms = 2000;
+    o.prefix = "/restore/";
+    o.lease_ttl_s = 30;
+    o.first_machine = o.last_machine = 4;
+    o.host = "restore-host";
+    static std::atomic<int> hosts{0};
+    o.host_lock_dir = dir / ("host-" + std::to_string(hosts.fetch_add(1)));
+    std::filesystem::create_directories(o.host_lock_dir);
+    o.fence_ack_timeout = 20s;
+    return o;
+  };
+  auto holder = std::make_unique<EtcdRegister>(options());
+  ASSERT_TRUE(holder->Claim({"holder-r", kEpoch}));
+  ASSERT_TRUE(holder->UpdateHighWater(kEpoch + 1000));
+  ASSERT_TRUE(cluster.SaveSnapshot(dir / "backup.db"));
+  // Many raises after the backup: the restored store answers with a revision far below
+  // the one the holder has seen, even after the writes that follow the restore.
+  for (int64_t ms = 1100; ms <= 20'000; ms += 50) {
+    ASSERT_TRUE(holder->UpdateHighWater(kEpoch + ms));
+  }
+  const RegisterIdentity before_restore = holder->identity();
+  auto restored = cluster.RestoreSnapshot(dir / "backup.db");
+  ASSERT_TRUE(restored) << restored.error();
+
+  // Act: the operator fences every mark above every ID issued; the holder finds the fence
+  // (kFenced, then again), obeys it and acknowledges it; it then stops without a clean stop.
+  EtcdRegister operator_register(options());
+  auto raising = std::async(std::launch::async, [&] {
+    return operator_register.RaiseAll(kEpoch + 30'000, /*while_running=*/true);
+  });
+  int64_t next = kEpoch + 21'000;
+  for (int i = 0; i < 400 && holder->fence_unix_ms() == 0; ++i, next += 10) {
+    (void)holder->UpdateHighWater(next);
+    std::this_thread::sleep_for(10ms);
+  }
+  const int64_t fence = holder->fence_unix_ms();
+  auto again = holder->UpdateHighWater(std::max(next, fence) + 1000);
+  auto acknowledged = holder->AcknowledgeFence(fence);
+  auto raised = raising.get();
+  for (int i = 0; i < 3; ++i) (void)holder->UpdateHighWater(fence + 2000 + i);
+  const RegisterIdentity seen = holder->identity();
+  holder.reset();
+  // The restart, with what its state file recorded and a reservation above the fence.
+  EtcdRegister restart(options());
+  auto readmitted = restart.Claim({"holder-r", kEpoch, seen, fence + 2002, 4});
+  // A later restore from a backup taken after the fence: the store shows an older
+  // revision than this host saw and still holds the fence the host obeyed.
+  RegisterIdentity after_later_restore = seen;
+  after_later_restore.revision += 1'000'000;
+  EtcdRegister later(options());
+  auto refused = later.Claim({"holder-r", kEpoch, after_later_restore, fence - 1, 4});
+
+  // Assert
+  ASSERT_GT(fence, 0) << "the holder never found the fence";
+  ASSERT_TRUE(again) << again.error().message;
+  ASSERT_TRUE(acknowledged) << acknowledged.error().message;
+  ASSERT_TRUE(raised) << raised.error().message;
+  EXPECT_LT(seen.revision, before_restore.revision)
+      << "the holder still records the revision from before the restore";
+  ASSERT_TRUE(readmitted) << "a holder that obeyed the restore fence is refused: "
+                          << readmitted.error().message;
+  EXPECT_GE(readmitted->high_water_unix_ms, fence);
+  EXPECT_GT(seen.fence_revision, 0) << "the restore fence the holder obeyed is not recorded";
+  ASSERT_FALSE(refused) << "the fence this host obeyed let it in past a later restore";
+  EXPECT_EQ(refused.error().code, RegisterErrorCode::kRolledBack);
+  EXPECT_THAT(refused.error().message, HasSubstr("answers an earlier restore"));
 }
 
 TEST_F(EtcdRegisterTest, TakeoverFencesTheOldHolderAndStartsAboveItsCommittedMarks) {

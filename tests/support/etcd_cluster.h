@@ -31,6 +31,7 @@
 namespace snowflake::testing {
 
 inline const std::string kEtcdPath = "/usr/bin/etcd";
+inline const std::string kEtcdctlPath = "/usr/bin/etcdctl";
 
 // Certificates for etcd over TLS on loopback, made with openssl at test time
 // (MakeTestCertificates): a CA, a server certificate for 127.0.0.1 signed by it, a client
@@ -100,6 +101,15 @@ class EtcdCluster {
   bool WaitReady(int member, std::chrono::milliseconds timeout) const;
   // Everything the members logged (for failure messages).
   std::string Logs() const;
+
+  // A backup and its restore, as an operator makes them (single-member clusters only):
+  // SaveSnapshot writes `etcdctl snapshot save` of the member to `file`; RestoreSnapshot
+  // kills the member, replaces its data with `etcdctl snapshot restore` of `file` (the
+  // same name, peer URL and token, so the cluster keeps its id and goes back to the
+  // snapshot's revision) and starts it again on the same ports, waiting until it answers.
+  // Errors: what etcdctl said, or that the member did not come back.
+  tl::expected<void, std::string> SaveSnapshot(const std::filesystem::path& file) const;
+  tl::expected<void, std::string> RestoreSnapshot(const std::filesystem::path& file);
 
  private:
   struct Member {
