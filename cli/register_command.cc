@@ -1,6 +1,7 @@
 #include "register_command.h"
 
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -190,7 +191,7 @@ void AddReleaseCommand(CLI::App& command, const std::shared_ptr<std::string>& co
   });
 }
 
-// register raise-all --above TIME [--while-running]
+// register raise-all --above TIME [--while-running] [--force-far]
 void AddRaiseAllCommand(CLI::App& command, const std::shared_ptr<std::string>& config_path) {
   CLI::App* raise_all = command.add_subcommand(
       "raise-all",
@@ -207,8 +208,14 @@ void AddRaiseAllCommand(CLI::App& command, const std::shared_ptr<std::string>& c
       "--while-running", *while_running,
       "Raise the marks under running daemons too: each one pauses until its clock passes the "
       "fence and issues nothing at or below it; returns once every one has acknowledged");
+  auto force_far = std::make_shared<bool>(false);
+  raise_all->add_flag(
+      "--force-far", *force_far,
+      "Raise to a TIME more than clock.max_forward_ms (24 h by default) past this host's "
+      "clock: no ID is issued until every daemon's clock reaches it, and no command can lower "
+      "the marks again");
   raise_all->fallthrough();
-  raise_all->callback([config_path, above_text, while_running] {
+  raise_all->callback([config_path, above_text, while_running, force_far] {
     auto above = ParseTimeText(*above_text);
     if (!above) {
       Fail(kExitUsage, "bad --above '" + *above_text + "': " + above.error() + "; expected " +
@@ -218,6 +225,20 @@ void AddRaiseAllCommand(CLI::App& command, const std::shared_ptr<std::string>& c
     if (*above < config.epoch_unix_ms) {
       Fail(kExitUsage, "--above " + FormatTimeText(*above) + " is before the fleet's epoch " +
                            FormatTimeText(config.epoch_unix_ms));
+    }
+    const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+    if (*above > now && *above - now > config.max_forward_ms && !*force_far) {
+      // The marks can only go up: a mistyped year would stop the whole fleet for years.
+      Fail(kExitUsage, "--above " + FormatTimeText(*above) + " is " +
+                           std::to_string((*above - now) / 1000) +
+                           " s past this host's clock (" + FormatTimeText(now) +
+                           "), more than clock.max_forward_ms (" +
+                           std::to_string(config.max_forward_ms) + " ms in " + *config_path +
+                           "): no daemon would issue an ID until its clock reached it, and no "
+                           "command can lower the marks again. Check the time (and this "
+                           "host's clock); add --force-far if you mean it");
     }
     // Only a backend that can be restored from a backup has it; the others say why not.
     auto raised = RegisterOf(config)->RaiseAll(*above, *while_running);

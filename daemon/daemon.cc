@@ -12,6 +12,7 @@
 #include "base/backoff.h"
 #include "daemon/control/notifier.h"
 #include "daemon/control/status_metrics.h"
+#include "daemon/core/state_identity.h"
 #include "daemon/core/state_words.h"
 #include "daemon/holder_id.h"
 #include "daemon/host_checks.h"
@@ -212,6 +213,11 @@ Daemon::Result Daemon::CheckHost() {
   for (const auto& dir : {config_.daemon.runtime_dir, config_.daemon.state_dir}) {
     if (auto made = EnsureDirectory(dir, group_); !made) return Refuse(kExitFatal, made.error());
   }
+  // Whoever may write in the host lock directory can plant a host mark or unlink a lock
+  // between two daemons' flocks: refuse one this host does not control before any claim.
+  if (auto trusted = EnsureHostLockDir(HostLockDirOf(parts_)); !trusted) {
+    return Refuse(kExitConfig, trusted.error());
+  }
   WarnIfNotInMemory(config_.daemon.runtime_dir);
   return {};
 }
@@ -237,11 +243,28 @@ Daemon::Result Daemon::LoadStateFile() {
     store_.reset();
     return Refuse(status, saved.error().message);
   }
+  // A reservation far past the clock is refused before the claim sees it (a register
+  // would take it as this host's mark).
+  if (*saved) {
+    auto sane = CheckStateFileAgainstClock(**saved, parts_.clock.NowUnixMs(),
+                                           config_.clock.max_forward_ms);
+    if (!sane) {
+      store_.reset();
+      return Refuse(kExitConfig, config_.HighWaterPath().string() + " " + sane.error());
+    }
+  }
+  auto identity = LoadOrCreateStateIdentity(config_.daemon.state_dir);
+  if (!identity) {
+    store_.reset();
+    return Refuse(kExitFatal, identity.error());
+  }
+  state_identity_ = std::move(*identity);
   saved_ = *saved;
   return {};
 }
 
 void Daemon::CloseStateFile() {
+  state_identity_.clear();
   saved_.reset();
   store_.reset();
 }
@@ -282,13 +305,17 @@ Daemon::Result Daemon::ClaimNumber() {
                register_->backend_name(), register_->location(), holder_id_);
   // The number's lock is held now (every backend takes it): what other daemons of this
   // host reserved for it since boot cannot change under us.
-  auto host_mark = ReadHostMark(HostLockDirOf(parts_), claim->machine);
+  // Only marks this daemon can trust count (machine_lock.h); the others are named.
+  auto host_mark = ReadHostMark(HostLockDirOf(parts_), claim->machine, parts_.clock.NowUnixMs(),
+                                config_.clock.max_forward_ms);
   if (!host_mark) {
     register_.reset();
-    return Refuse(kExitFatal, "cannot start on machine " + std::to_string(claim->machine) +
-                                  ": " + host_mark.error());
+    // A mark that cannot be read, or one far past the clock: an operator must look.
+    return Refuse(kExitConfig, "cannot start on machine " + std::to_string(claim->machine) +
+                                   ": " + host_mark.error());
   }
-  host_mark_ = std::move(*host_mark);
+  for (const std::string& ignored : host_mark->ignored) spdlog::warn("{}", ignored);
+  host_mark_ = std::move(host_mark->highest);
   for (const std::string& notice : claim->notices) spdlog::warn("{}", notice);
   claim_ = std::move(*claim);
   return {};
@@ -370,7 +397,7 @@ Daemon::Result Daemon::MakeGenerator() {
                                     .reservation_ms = config_.persistence.reservation_ms,
                                     .max_backward_ms = config_.clock.max_backward_ms,
                                     .host_mark = host_mark_,
-                                    .state_dir = config_.daemon.state_dir.string()});
+                                    .state_identity = state_identity_});
   if (!plan) {
     return Refuse(kExitConfig, config_.HighWaterPath().string() + " " + plan.error());
   }
@@ -417,7 +444,7 @@ Daemon::Result Daemon::StartReservations() {
           .segment_incarnation = producer_->incarnation(),
           .register_claim = claim_->claim_token,
           .host_lock_dir = HostLockDirOf(parts_),
-          .host_mark_writer = config_.daemon.state_dir.string(),
+          .host_mark_writer = state_identity_,
           .host_mark_floor = host_mark_ ? host_mark_->unix_ms : 0,
           .start_floor_unix_ms = plan_->high_water_unix_ms,
           .metrics = &metrics_},

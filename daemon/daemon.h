@@ -162,6 +162,8 @@ class Daemon {
   std::optional<FileLock> instance_lock_;
   std::optional<HighWaterStore> store_;
   std::optional<HighWaterState> saved_;
+  // The state directory's identity (core/state_identity.h): names our host marks.
+  std::string state_identity_;
   std::unique_ptr<MachineRegister> register_;
   std::string holder_id_;
   std::optional<MachineClaim> claim_;

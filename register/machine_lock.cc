@@ -1,56 +1,104 @@
 #include "register/machine_lock.h"
 
+#include <fcntl.h>
+#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "base/atomic_file.h"
 
 namespace snowflake::daemon {
 namespace {
 
-// Sticky and writable by all, like /run/lock itself: daemons of different users create
-// their numbers' files here, and none can remove another's.
-constexpr mode_t kDirMode = 01777;
+// A directory the daemon makes itself is its own: only its user may write there. Sharing
+// the directory with daemons of other users is the administrator's decision
+// (systemd/tmpfiles.d: root's, group snowflaked-lock, mode 1770).
+constexpr mode_t kCreatedDirMode = 0755;
 
-LockFailure DirFailure(const std::filesystem::path& dir, const std::string& what, int err) {
-  return LockFailure{
-      false, std::nullopt,
-      "cannot use the host-wide machine-number lock directory " + dir.string() + " (" + what +
-          ": " + std::strerror(err) +
-          "): every daemon of this host locks its number there. Create it with `systemd-tmpfiles "
-          "--create snowflaked.conf` (or `install -d -m 1777 " +
-          dir.string() + "`)" +
-          (std::getenv(kHostLockDirEnv) != nullptr ? std::string(" or fix ") + kHostLockDirEnv
-                                                   : std::string())};
+// How the directory is made right, for every refusal.
+std::string HowToFix(const std::filesystem::path& dir) {
+  return "`systemd-tmpfiles --create snowflaked.conf` makes it root's, group snowflaked-lock, "
+         "mode 1770 (or `install -d -o root -g snowflaked-lock -m 1770 " +
+         dir.string() +
+         "` by hand; add the user of every daemon of this host to group snowflaked-lock)";
 }
 
-tl::expected<void, LockFailure> EnsureDir(const std::filesystem::path& dir) {
-  struct stat info {};
-  if (lstat(dir.c_str(), &info) == 0) {
-    if (!S_ISDIR(info.st_mode)) return tl::unexpected(DirFailure(dir, "not a directory", ENOTDIR));
-    return {};
+bool TrustedOwner(uid_t uid) { return uid == 0 || uid == geteuid(); }
+
+// "uid 65534 (nobody)", or "uid 4101" when the uid has no name here.
+std::string UserText(uid_t uid) {
+  std::string text = "uid " + std::to_string(uid);
+  std::vector<char> buffer(4096);
+  struct passwd entry {};
+  struct passwd* found = nullptr;
+  if (getpwuid_r(uid, &entry, buffer.data(), buffer.size(), &found) == 0 && found != nullptr) {
+    text += std::string(" (") + found->pw_name + ")";
   }
-  if (errno != ENOENT) return tl::unexpected(DirFailure(dir, "stat", errno));
-  if (mkdir(dir.c_str(), kDirMode) != 0 && errno != EEXIST) {
-    return tl::unexpected(DirFailure(dir, "mkdir", errno));
-  }
-  // mkdir applies the umask; the mode must be exact so other users' daemons can lock here.
-  // Only the creator can chmod: a directory another user made first keeps its mode.
-  struct stat made {};
-  if (lstat(dir.c_str(), &made) == 0 && made.st_uid == geteuid() &&
-      (made.st_mode & 07777) != kDirMode) {
-    chmod(dir.c_str(), kDirMode);
-  }
-  return {};
+  return text;
+}
+
+std::string EnvHint() {
+  return std::getenv(kHostLockDirEnv) != nullptr
+             ? std::string("; or point ") + kHostLockDirEnv + " elsewhere"
+             : std::string();
+}
+
+std::string DirProblem(const std::filesystem::path& dir, const std::string& what) {
+  return "cannot use the host-wide machine-number lock directory " + dir.string() + " (" + what +
+         "): every daemon of this host locks its number and writes its host mark there. " +
+         HowToFix(dir) + EnvHint();
+}
+
+LockFailure DirFailure(const std::string& message) {
+  return LockFailure{false, std::nullopt, message};
 }
 
 }  // namespace
+
+tl::expected<void, std::string> EnsureHostLockDir(const std::filesystem::path& dir) noexcept {
+  try {
+    struct stat info {};
+    if (lstat(dir.c_str(), &info) != 0) {
+      if (errno != ENOENT)
+        return tl::unexpected(DirProblem(dir, std::string("stat: ") + std::strerror(errno)));
+      if (mkdir(dir.c_str(), kCreatedDirMode) != 0 && errno != EEXIST) {
+        return tl::unexpected(DirProblem(dir, std::string("mkdir: ") + std::strerror(errno)));
+      }
+      if (lstat(dir.c_str(), &info) != 0) {
+        return tl::unexpected(DirProblem(dir, std::string("stat: ") + std::strerror(errno)));
+      }
+    }
+    if (!S_ISDIR(info.st_mode)) {
+      return tl::unexpected(DirProblem(dir, "not a directory (a symbolic link is refused too)"));
+    }
+    if (!TrustedOwner(info.st_uid)) {
+      return tl::unexpected(DirProblem(
+          dir, "owned by " + UserText(info.st_uid) + ", neither root nor this daemon's user (" +
+                   UserText(geteuid()) +
+                   "): its owner could unlink a lock file between two daemons' locks, so two "
+                   "daemons would hold one number. Remove it once no daemon of this host runs"));
+    }
+    if ((info.st_mode & S_IWOTH) != 0) {
+      char mode[8];
+      std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(info.st_mode & 07777));
+      return tl::unexpected(DirProblem(
+          dir, std::string("mode ") + mode +
+                   ", writable by every user: any user could plant a host mark there that "
+                   "takes a number out of service"));
+    }
+    return {};
+  } catch (const std::exception& e) {
+    return tl::unexpected(DirProblem(dir, e.what()));
+  }
+}
 
 std::filesystem::path HostLockDir() {
   const char* env = std::getenv(kHostLockDirEnv);
@@ -65,13 +113,15 @@ std::filesystem::path MachineLockPath(const std::filesystem::path& dir, uint32_t
 tl::expected<FileLock, LockFailure> AcquireMachineLock(const std::filesystem::path& dir,
                                                        uint32_t machine) noexcept {
   try {
-    if (auto made = EnsureDir(dir); !made) return tl::unexpected(made.error());
+    if (auto trusted = EnsureHostLockDir(dir); !trusted) {
+      return tl::unexpected(DirFailure(trusted.error()));
+    }
     auto lock = FileLock::Acquire(MachineLockPath(dir, machine), /*wait=*/false,
                                   /*write_pid=*/true, 0644);
     if (!lock && !lock.error().held_by_other) {
       LockFailure failure = std::move(lock.error());
       failure.message += " (the host-wide machine-number lock directory " + dir.string() +
-                         " must let this user create and open files: mode 1777)";
+                         " must let this user create and open files: " + HowToFix(dir) + ")";
       return tl::unexpected(std::move(failure));
     }
     return lock;
@@ -90,8 +140,8 @@ constexpr std::string_view kHostMarkSuffix = ".high-water";
 tl::expected<void, std::string> WriteHostMark(const std::filesystem::path& dir, uint32_t machine,
                                               const HostMark& mark) noexcept {
   try {
-    if (auto made = EnsureDir(dir); !made) {
-      return tl::unexpected("cannot write the host mark: " + made.error().message);
+    if (auto trusted = EnsureHostLockDir(dir); !trusted) {
+      return tl::unexpected("cannot write the host mark: " + trusted.error());
     }
     const std::filesystem::path path =
         dir / (HostMarkPrefix(machine) + std::to_string(geteuid()) + std::string(kHostMarkSuffix));
@@ -105,15 +155,85 @@ tl::expected<void, std::string> WriteHostMark(const std::filesystem::path& dir, 
   }
 }
 
-tl::expected<std::optional<HostMark>, std::string> ReadHostMark(const std::filesystem::path& dir,
-                                                                uint32_t machine) noexcept {
+namespace {
+
+// Largest mark file read: the daemon writes well under 200 bytes.
+constexpr size_t kMaxMarkBytes = 4096;
+
+// One mark file, opened without following a link and judged by what the descriptor is.
+// Its text; nullopt with *ignored set if it is not to be trusted, or with nothing set if
+// it vanished meanwhile. Errors: a trusted mark that cannot be read.
+tl::expected<std::optional<std::string>, std::string> ReadTrustedMark(
+    const std::filesystem::path& path, uid_t named_uid, std::string* ignored) {
+  const auto ignore = [&](uid_t owner, const std::string& why) {
+    *ignored = "ignoring the host mark " + path.string() + " (owned by " + UserText(owner) +
+               "): " + why +
+               "; a mark is trusted only from a regular file of root or of this daemon's user (" +
+               UserText(geteuid()) + ") named for its owner. Remove it";
+    return std::optional<std::string>();
+  };
+  // O_NONBLOCK: opening a FIFO must not wait for a writer.
+  const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == ENOENT) return std::optional<std::string>();  // replaced since the listing
+    struct stat link {};
+    if (lstat(path.c_str(), &link) == 0 && (S_ISLNK(link.st_mode) || !TrustedOwner(link.st_uid))) {
+      return ignore(link.st_uid, S_ISLNK(link.st_mode) ? "a symbolic link, never followed"
+                                                       : "another user's file");
+    }
+    return tl::unexpected("cannot read the host mark " + path.string() + ": " + std::strerror(err));
+  }
+  struct Closer {
+    int fd;
+    ~Closer() { close(fd); }
+  } closer{fd};
+  struct stat info {};
+  if (fstat(fd, &info) != 0) {
+    return tl::unexpected("cannot read the host mark " + path.string() + ": " +
+                          std::strerror(errno));
+  }
+  if (!S_ISREG(info.st_mode)) return ignore(info.st_uid, "not a regular file");
+  if (!TrustedOwner(info.st_uid)) {
+    return ignore(info.st_uid, "neither root's nor this daemon's user's");
+  }
+  if (info.st_uid != named_uid) {
+    return ignore(info.st_uid, "named for uid " + std::to_string(named_uid));
+  }
+  if ((info.st_mode & S_IWOTH) != 0) return ignore(info.st_uid, "writable by every user");
+  std::string text;
+  char buffer[512];
+  for (;;) {
+    const ssize_t n = read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      return tl::unexpected("cannot read the host mark " + path.string() + ": " +
+                            std::strerror(errno));
+    }
+    if (n == 0) break;
+    text.append(buffer, static_cast<size_t>(n));
+    if (text.size() > kMaxMarkBytes) break;  // not a mark: the parse below says so
+  }
+  return std::optional<std::string>(std::move(text));
+}
+
+}  // namespace
+
+tl::expected<HostMarkReading, std::string> ReadHostMark(const std::filesystem::path& dir,
+                                                        uint32_t machine, int64_t now_unix_ms,
+                                                        int64_t max_forward_ms) noexcept {
   try {
     const std::string prefix = HostMarkPrefix(machine);
-    std::optional<HostMark> highest;
+    HostMarkReading reading;
+    struct stat info {};
+    if (lstat(dir.c_str(), &info) != 0 && errno == ENOENT) return reading;
+    if (auto trusted = EnsureHostLockDir(dir); !trusted) {
+      return tl::unexpected("cannot read the host marks: " + trusted.error());
+    }
     std::error_code ec;
     std::filesystem::directory_iterator it(dir, ec), end;
     if (ec) {
-      if (ec == std::errc::no_such_file_or_directory) return highest;
+      if (ec == std::errc::no_such_file_or_directory) return reading;
       return tl::unexpected("cannot list " + dir.string() + " for host marks: " + ec.message());
     }
     for (; it != end; it.increment(ec)) {
@@ -123,14 +243,16 @@ tl::expected<std::optional<HostMark>, std::string> ReadHostMark(const std::files
       if (!name.starts_with(prefix) || !name.ends_with(kHostMarkSuffix)) continue;
       const std::string uid =
           name.substr(prefix.size(), name.size() - prefix.size() - kHostMarkSuffix.size());
-      if (uid.empty() || uid.find_first_not_of("0123456789") != std::string::npos) continue;
-      bool missing = false;
-      auto text = ReadWholeFile(it->path(), &missing);
-      if (!text) {
-        if (missing) continue;  // replaced between the listing and the read: read the rest
-        return tl::unexpected("cannot read the host mark " + text.error());
+      if (uid.empty() || uid.size() > 10 ||
+          uid.find_first_not_of("0123456789") != std::string::npos) {
+        continue;
       }
-      const auto doc = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+      std::string ignored;
+      auto text = ReadTrustedMark(it->path(), static_cast<uid_t>(std::stoull(uid)), &ignored);
+      if (!text) return tl::unexpected(text.error());
+      if (!ignored.empty()) reading.ignored.push_back(std::move(ignored));
+      if (!*text) continue;
+      const auto doc = nlohmann::json::parse(**text, nullptr, /*allow_exceptions=*/false);
       if (!doc.is_object() || !doc.contains("unix_ms") || !doc["unix_ms"].is_number_integer() ||
           doc["unix_ms"].get<int64_t>() < 0 || !doc.contains("writer") ||
           !doc["writer"].is_string()) {
@@ -142,9 +264,22 @@ tl::expected<std::optional<HostMark>, std::string> ReadHostMark(const std::files
                               "number since boot");
       }
       HostMark mark{doc["unix_ms"].get<int64_t>(), doc["writer"].get<std::string>()};
-      if (!highest || mark.unix_ms > highest->unix_ms) highest = std::move(mark);
+      if (mark.unix_ms > now_unix_ms && mark.unix_ms - now_unix_ms > max_forward_ms) {
+        return tl::unexpected(
+            "the host mark " + it->path().string() + " says machine " + std::to_string(machine) +
+            " was reserved through Unix ms " + std::to_string(mark.unix_ms) + ", " +
+            std::to_string(mark.unix_ms - now_unix_ms) +
+            " ms past this host's clock, more than clock.max_forward_ms (" +
+            std::to_string(max_forward_ms) +
+            "): refusing to adopt it (it would keep the number out of service until then). If "
+            "the clock is right, the mark is wrong: delete the file. If the clock is wrong, set "
+            "it right before starting the daemon");
+      }
+      if (!reading.highest || mark.unix_ms > reading.highest->unix_ms) {
+        reading.highest = std::move(mark);
+      }
     }
-    return highest;
+    return reading;
   } catch (const std::exception& e) {
     return tl::unexpected(std::string("cannot read the host marks: ") + e.what());
   }

@@ -7,25 +7,36 @@
 //                          life, with its pid inside. The kernel drops the lock when the
 //                          process dies, however it dies.
 //
-// <dir> is /run/lock/snowflaked (kDefaultHostLockDir): /run/lock is the host's directory
-// for lock files shared between programs (mode 1777, a tmpfs emptied at boot, which is
-// right: a lock only matters while its holder lives). A missing <dir> is created with
-// mode 1777, so daemons of different users share it; systemd/tmpfiles.d creates it at
-// boot and the unit makes it writable (ReadWritePaths=). Lock files are never unlinked:
+// <dir> is /run/lock/snowflaked (kDefaultHostLockDir), a tmpfs emptied at boot, which is
+// right: a lock only matters while its holder lives. Lock files are never unlinked:
 // unlinking a lock file while a rival has it open would let a third process lock a new
 // file of the same name and hold the number twice.
 //
+// Who may write in <dir> is decided by the directory, never by trusting file names: it
+// must be owned by root or by the daemon's own user and must not be writable by every
+// user (EnsureHostLockDir; a user who may write there could plant a mark or unlink a lock
+// between two daemons' flocks). systemd/tmpfiles.d makes it at boot: root's, group
+// snowflaked-lock (the daemons' group: other users' daemons join it), mode 1770, sticky so
+// no daemon can remove another's files. A missing <dir> is created by the daemon as its
+// own, mode 0755 (only its user can use it then); the unit makes it writable
+// (ReadWritePaths=).
+//
 //   <dir>/machine-N.U.high-water   the host mark: {"unix_ms":W,"writer":"S"}, the newest
-//                          millisecond a daemon of user U on this host reserved for N (its
-//                          state directory S), written with every reservation and lowered
-//                          to the last issued one at a clean stop. A daemon that takes N
-//                          next starts above every user's, whatever register and state
-//                          directory it has: two daemons that serve N one after the other
-//                          (two static daemons with separate state directories, an etcd
-//                          daemon and then a static one) never repeat each other's
-//                          milliseconds after a clock step back. One file per user, so no
-//                          daemon needs to replace another user's file in the sticky
-//                          directory. Like the locks, the marks last until the next boot.
+//                          millisecond a daemon of user U on this host reserved for N (S:
+//                          the random identity kept in its state directory), written with every
+//                          reservation and lowered to the last issued one at a clean stop. A daemon
+//                          that takes N next starts above the marks it trusts, whatever register
+//                          and state directory it has: two daemons that serve N one after the other
+//                          (two static daemons with separate state directories, an etcd daemon and
+//                          then a static one) never repeat each other's milliseconds after a clock
+//                          step back. One file per user, so no daemon needs to replace another
+//                          user's file in the sticky directory. Like the locks, the marks last
+//                          until the next boot. A mark is trusted only from a regular file (never
+//                          through a link) owned by root or by the reading daemon's own user, named
+//                          for its owner (U) and not writable by every user; anything else
+//                          is ignored with a warning. So daemons that may serve one number
+//                          one after the other on a host must run as one user (or root) for
+//                          their marks to count.
 //
 // Tests point <dir> at a temporary directory with $SNOWFLAKE_HOST_LOCK_DIR
 // (kHostLockDirEnv); production never sets it: daemons with different directories are
@@ -44,6 +55,7 @@
 #include <string>
 #include <string_view>
 #include <tl/expected.hpp>
+#include <vector>
 
 #include "base/file_lock.h"
 
@@ -58,18 +70,26 @@ std::filesystem::path HostLockDir();
 // <dir>/machine-N.lock.
 std::filesystem::path MachineLockPath(const std::filesystem::path& dir, uint32_t machine);
 
-// Takes the lock of `machine` in `dir` without waiting; creates `dir` (mode 1777) if
-// missing. On success the file holds our pid.
+// Makes sure `dir` may be trusted with the host's locks and marks: a directory (not a
+// link) owned by root or by this process's user, not writable by every user. A missing
+// `dir` is created, this user's, mode 0755.
+// Errors: a sentence naming the directory, what is wrong with it (not a directory,
+// world-writable, owned by another user, cannot be created) and how to fix it.
+[[nodiscard]] tl::expected<void, std::string> EnsureHostLockDir(
+    const std::filesystem::path& dir) noexcept;
+
+// Takes the lock of `machine` in `dir` without waiting, after EnsureHostLockDir(dir). On
+// success the file holds our pid.
 // Errors: held_by_other (a live process holds the number; holder_pid if it wrote one);
-// a system error whose message names the directory and what to do (cannot create or
-// open it: run `systemd-tmpfiles --create snowflaked.conf`, or check its permissions).
+// a system error whose message names the directory and what to do (EnsureHostLockDir's
+// sentence; cannot open the file: check the directory's group and mode).
 [[nodiscard]] tl::expected<FileLock, LockFailure> AcquireMachineLock(
     const std::filesystem::path& dir, uint32_t machine) noexcept;
 
 // One host mark (see above).
 struct HostMark {
   int64_t unix_ms = 0;
-  std::string writer;  // the state directory of the daemon that wrote it
+  std::string writer;  // the identity of the writing daemon's state directory
   friend bool operator==(const HostMark&, const HostMark&) = default;
 };
 
@@ -79,12 +99,27 @@ struct HostMark {
                                                             uint32_t machine,
                                                             const HostMark& mark) noexcept;
 
-// The highest host mark of `machine` any user's daemon wrote since boot; nullopt if none.
-// Errors: a mark that cannot be read or parsed (a sentence naming the file: a daemon must
-// not start below a mark it cannot read; delete the file only if no daemon of this host
-// served the number since boot).
-[[nodiscard]] tl::expected<std::optional<HostMark>, std::string> ReadHostMark(
-    const std::filesystem::path& dir, uint32_t machine) noexcept;
+// What ReadHostMark found.
+struct HostMarkReading {
+  // The highest trusted mark; nullopt if none.
+  std::optional<HostMark> highest;
+  // One warning for each file of the number's marks that was not trusted (another owner,
+  // a link, not a regular file, writable by all), naming the file, its owner and why.
+  std::vector<std::string> ignored;
+};
+
+// The highest trusted host mark of `machine` written since boot (see above for which
+// files are trusted). `now_unix_ms` is the clock and `max_forward_ms` how far past it a
+// mark may lie (clock.max_forward_ms). A missing `dir`: no mark.
+// Errors (a sentence naming the file or directory): `dir` is not to be trusted
+// (EnsureHostLockDir's checks); a trusted mark that cannot be read or parsed (a daemon
+// must not start below a mark it cannot read; delete the file only if no daemon of this
+// host served the number since boot); a trusted mark more than `max_forward_ms` past the
+// clock (never adopted: either the clock or the mark is wrong, and an operator must say
+// which).
+[[nodiscard]] tl::expected<HostMarkReading, std::string> ReadHostMark(
+    const std::filesystem::path& dir, uint32_t machine, int64_t now_unix_ms,
+    int64_t max_forward_ms) noexcept;
 
 // True if a live process holds `machine`'s lock in `dir` right now.
 bool IsMachineLocked(const std::filesystem::path& dir, uint32_t machine,

@@ -124,6 +124,11 @@ void ReadRegisterTable(const toml::table& table, const TomlFields& fields, Regis
   RegisterTableReader(fields, out).Read(table);
 }
 
+int64_t ReadMaxForwardMs(const TomlFields& fields, const toml::node& node) {
+  return fields.Integer("clock.max_forward_ms", node, kMinMaxForwardMs, kMaxMaxForwardMs,
+                        "from 3600000 (1 h) to 31536000000 (365 days)");
+}
+
 tl::expected<RegisterSettings, ConfigError> LoadRegisterSettings(
     const std::filesystem::path& path) noexcept {
   try {
@@ -145,6 +150,11 @@ tl::expected<RegisterSettings, ConfigError> LoadRegisterSettings(
     if (const toml::table* id = TableOf(*root, "id", fields)) {
       if (const toml::node* node = id->get("epoch")) {
         settings.epoch_unix_ms = fields.Epoch("id.epoch", *node);
+      }
+    }
+    if (const toml::table* clock = TableOf(*root, "clock", fields)) {
+      if (const toml::node* node = clock->get("max_forward_ms")) {
+        settings.max_forward_ms = ReadMaxForwardMs(fields, *node);
       }
     }
     return settings;

@@ -1,9 +1,9 @@
 // What a register needs of the daemon's config file, read by one code for both of the
 // register's users: the daemon's loader (daemon/config/config.cc) hands its [register]
 // table to ReadRegisterTable(), and `snowflakectl register` reads the file with
-// LoadRegisterSettings(), which reads [register], daemon.state_dir and id.epoch through the
-// same readers. Every other key is the daemon's alone: LoadRegisterSettings() does not read
-// it, and `snowflaked --check-config` checks it.
+// LoadRegisterSettings(), which reads [register], daemon.state_dir, id.epoch and
+// clock.max_forward_ms through the same readers. Every other key is the daemon's alone:
+// LoadRegisterSettings() does not read it, and `snowflaked --check-config` checks it.
 //
 // Plain values and pure functions: safe from any thread.
 
@@ -26,6 +26,18 @@ namespace snowflake::daemon {
 // daemon.state_dir's default: the register file's directory unless register.path names one.
 inline constexpr std::string_view kDefaultStateDir = "/var/lib/snowflaked";
 
+// clock.max_forward_ms: how far past the clock a stored mark (a host mark, the state
+// file's reservation, a raise-all fence) may lie before it is refused instead of adopted.
+// The lower bound leaves every honest mark room (a reservation reaches at most
+// persistence.reservation_ms ahead, and a clock may step back max_backward_ms).
+inline constexpr int64_t kDefaultMaxForwardMs = 86'400'000;  // 24 h
+inline constexpr int64_t kMinMaxForwardMs = 3'600'000;       // 1 h
+inline constexpr int64_t kMaxMaxForwardMs = 31'536'000'000;  // 365 days
+
+// Reads clock.max_forward_ms from `node` (the key's one reader, for the daemon's loader
+// and LoadRegisterSettings). Throws ConfigInvalid naming the file, line and key.
+int64_t ReadMaxForwardMs(const TomlFields& fields, const toml::node& node);
+
 // Reads the [register] table into `out`: the keys every backend shares (backend, path,
 // machines, holder_id) and, through the backends' table, the named backend's own. Throws
 // ConfigInvalid (through `fields`, naming the file, line and key) for an unknown backend, a
@@ -38,10 +50,11 @@ struct RegisterSettings {
   RegisterConfig machine_register;
   std::filesystem::path state_dir{kDefaultStateDir};  // daemon.state_dir
   int64_t epoch_unix_ms = kDefaultEpochUnixMs;        // id.epoch
+  int64_t max_forward_ms = kDefaultMaxForwardMs;      // clock.max_forward_ms
 };
 
-// Reads [register], daemon.state_dir and id.epoch from the config file at `path`, with the
-// daemon's readers; absent keys keep the daemon's defaults. Errors: those of
+// Reads [register], daemon.state_dir, id.epoch and clock.max_forward_ms from the config file at
+// `path`, with the daemon's readers; absent keys keep the daemon's defaults. Errors: those of
 // ReadConfigText() and ParseTomlText(), and of the keys read (each names the file, line and
 // key). Other tables and keys are not read.
 [[nodiscard]] tl::expected<RegisterSettings, ConfigError> LoadRegisterSettings(

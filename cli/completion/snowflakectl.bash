@@ -67,7 +67,7 @@ _snowflakectl() {
         "") opts="list show release raise-all --config --help" ;;
         list | show) opts="--json --config --help" ;;
         release) opts="--config --help" ;;
-        raise-all) opts="--above --while-running --config --help" ;;
+        raise-all) opts="--above --while-running --force-far --config --help" ;;
         *) opts="--help" ;;
       esac
       ;;

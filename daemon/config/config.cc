@@ -47,7 +47,9 @@ class Validator {
          {{"max_backward_ms",
            [&](auto& k, auto& n) {
              config_.clock.max_backward_ms = Integer(k, n, 0, 60'000, "from 0 to 60000");
-           }}}},
+           }},
+          {"max_forward_ms",
+           [&](auto&, auto& n) { config_.clock.max_forward_ms = ReadMaxForwardMs(fields_, n); }}}},
         {"ring",
          {{"capacity",
            [&](auto& k, auto& n) {

@@ -42,6 +42,9 @@ struct Config {
   };
   struct Clock {
     int64_t max_backward_ms = 100;
+    // A stored mark (host mark, state file) further than this past the clock is refused,
+    // never adopted (register_settings.h).
+    int64_t max_forward_ms = kDefaultMaxForwardMs;
     friend bool operator==(const Clock&, const Clock&) = default;
   };
   struct Ring {

@@ -29,7 +29,9 @@ tl::expected<StartupPlan, std::string> ReconcileStartup(const StartupFacts& f) {
   // Another daemon of this host (another state directory, another register) may have
   // served this number since our state file was written: its host mark says how far.
   const int64_t host_ms = f.host_mark ? f.host_mark->unix_ms : 0;
-  const bool host_mark_ours = !f.host_mark || f.host_mark->writer == f.state_dir;
+  // Ours only if it names our state directory's identity (an empty one names nothing).
+  const bool host_mark_ours =
+      !f.host_mark || (!f.state_identity.empty() && f.host_mark->writer == f.state_identity);
 
   StartupPlan plan;
   // Durable in both stores: what a renewal would otherwise have to write first.
@@ -86,6 +88,25 @@ tl::expected<StartupPlan, std::string> ReconcileStartup(const StartupFacts& f) {
                                         (host_mark_ours ? " (this daemon's)" : " (another daemon's)")
                                   : std::string());
   return plan;
+}
+
+tl::expected<void, std::string> CheckStateFileAgainstClock(const HighWaterState& state,
+                                                          int64_t now_unix_ms,
+                                                          int64_t max_forward_ms) {
+  const auto check = [&](const char* key, int64_t value) -> tl::expected<void, std::string> {
+    if (value <= now_unix_ms || value - now_unix_ms <= max_forward_ms) return {};
+    return tl::unexpected(
+        std::string("says ") + key + " " + std::to_string(value) + " (" + FormatTimeText(value) +
+        "), " + std::to_string(value - now_unix_ms) +
+        " ms past this host's clock, more than clock.max_forward_ms (" +
+        std::to_string(max_forward_ms) +
+        "): refusing to adopt it (it would keep the number out of service until then, and the "
+        "register would take it). If the clock is wrong, set it right. If the clock is right, "
+        "the file is wrong: move it away, and start once this number's other records (the "
+        "register's mark) are checked; or raise clock.max_forward_ms if that time is real");
+  };
+  if (auto ok = check("reserved_through_unix_ms", state.reserved_through_unix_ms); !ok) return ok;
+  return check("floor_unix_ms", state.floor_unix_ms);
 }
 
 }  // namespace snowflake::daemon

@@ -36,11 +36,13 @@ struct StartupFacts {
   SegmentFacts segment;
   int64_t reservation_ms = 1000;
   int64_t max_backward_ms = 100;
-  // The number's highest host mark (ReadHostMark: the newest millisecond any daemon of this
-  // host reserved for it since boot) and this daemon's state directory, which names the
-  // marks it wrote itself. nullopt: none.
+  // The number's highest host mark (ReadHostMark: the newest millisecond a trusted daemon
+  // of this host reserved for it since boot; nullopt: none) and the identity of this
+  // daemon's state directory (state_identity.h), which names the marks it wrote itself. Not
+  // its path: another daemon's state directory may have the same path (a pod's emptyDir
+  // and the host's /var/lib/snowflaked).
   std::optional<HostMark> host_mark = std::nullopt;
-  std::string state_dir = {};
+  std::string state_identity = {};
 };
 
 struct StartupPlan {
@@ -63,6 +65,14 @@ struct StartupPlan {
 // for another epoch; the sentence follows the state file's path ("... was written for
 // epoch ...").
 [[nodiscard]] tl::expected<StartupPlan, std::string> ReconcileStartup(const StartupFacts& facts);
+
+// Whether a loaded state file may be adopted: its reservation and floor lie at most
+// `max_forward_ms` (clock.max_forward_ms) past the clock. One that far ahead means the clock
+// or the file is wrong; adopting it would keep the number out of service until the clock
+// reached it, and write it into the register. Errors (the start must be refused, exit
+// status kExitConfig): a sentence that follows the state file's path ("says ...").
+[[nodiscard]] tl::expected<void, std::string> CheckStateFileAgainstClock(
+    const HighWaterState& state, int64_t now_unix_ms, int64_t max_forward_ms);
 
 }  // namespace snowflake::daemon
 

@@ -32,7 +32,7 @@ expect "bounds options" "$(complete_words bounds --)" "--from --to --epoch --jso
 expect "next options" "$(complete_words next -)" "-n --count --service --remote --runtime-dir --help"
 expect "register subcommands" "$(complete_words register "")" "list show release raise-all --config --help"
 expect "after register --config FILE" "$(complete_words register --config /etc/s.toml r)" "release raise-all"
-expect "raise-all options" "$(complete_words register raise-all --)" "--above --while-running --config --help"
+expect "raise-all options" "$(complete_words register raise-all --)" "--above --while-running --force-far --config --help"
 expect "list options" "$(complete_words register list --j)" "--json"
 expect "after the global --runtime-dir" "$(complete_words --runtime-dir /tmp status --j)" "--json"
 expect "counts" "$(complete_words next -n 10)" "10 100 1000"

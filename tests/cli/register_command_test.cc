@@ -162,5 +162,30 @@ TEST(RegisterCommand, BackendsWithoutAnOperationRefuseItNamingTheConfig) {
   EXPECT_FALSE(std::filesystem::exists(dir / "register.json"));
 }
 
+// A mark raised far past the clock takes every number out of service until the clock
+// reaches it, and no later command can lower it: a mistyped year must not do that.
+// Property: raise-all refuses a time more than clock.max_forward_ms past the clock unless
+// --force-far says the operator means it; with the flag the command goes on to the register.
+TEST(RegisterCommand, RaiseAllRefusesATimeFarPastTheClockUnlessForced) {
+  // Arrange
+  testing::TempDir dir("register-cli-far");
+  const std::string config = (dir / "file.toml").string();
+  std::ofstream(config) << "[register]\npath = \"" << (dir / "register.json").string() << "\"\n";
+  const std::string far = "2046-01-01T00:00:00Z";
+
+  // Act
+  const auto refused = Ctl({"register", "raise-all", "--above", far, "--config", config});
+  const auto forced =
+      Ctl({"register", "raise-all", "--above", far, "--force-far", "--config", config});
+
+  // Assert
+  EXPECT_TRUE(refused.status.ExitedWith(2)) << refused.err;
+  EXPECT_NE(refused.err.find("clock.max_forward_ms"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("--force-far"), std::string::npos) << refused.err;
+  EXPECT_TRUE(forced.status.ExitedWith(2)) << forced.err;
+  EXPECT_NE(forced.err.find("raise-all is for the etcd register"), std::string::npos)
+      << forced.err;
+}
+
 }  // namespace
 }  // namespace snowflake::daemon

@@ -41,7 +41,7 @@ TEST(Config, DefaultTextSetsEveryKeyExplicitly) {
   for (const char* key :
        {"runtime_dir =", "state_dir =", "instance =", "log_level =", "group =",
         "liveness_ms =", "epoch =",
-        "backend =", "path =", "machines =", "holder_id =", "# machine =", "max_backward_ms =",
+        "backend =", "path =", "machines =", "holder_id =", "# machine =", "max_backward_ms =", "max_forward_ms =",
         "capacity =", "max_age_ms =", "min_fill =", "reservation_ms =", "status_interval_ms ="}) {
     EXPECT_NE(text.find(key), std::string_view::npos) << key;
   }
@@ -73,6 +73,7 @@ holder_id = "host-a"
 machine = 5
 [clock]
 max_backward_ms = 20
+max_forward_ms = 3600000
 [ring]
 capacity = 1024
 max_age_ms = 10
@@ -101,6 +102,7 @@ status_interval_ms = 2000
   EXPECT_EQ(sut->machine_register.holder_id, "host-a");
   EXPECT_EQ(std::get<StaticRegisterConfig>(sut->machine_register.options).machine, 5u);
   EXPECT_EQ(sut->clock.max_backward_ms, 20);
+  EXPECT_EQ(sut->clock.max_forward_ms, 3'600'000);
   EXPECT_EQ(sut->ring.capacity, 1024u);
   EXPECT_EQ(sut->ring.max_age_ms, 10);
   EXPECT_EQ(sut->ring.min_fill, 16u);
@@ -163,6 +165,9 @@ TEST(Config, OutOfRangeIsAnError) {
   EXPECT_EQ(ErrorOf("[clock]\nmax_backward_ms = -1\n"),
             "/etc/snowflaked.toml:2: clock.max_backward_ms: must be from 0 to 60000, got -1");
   EXPECT_THAT(ErrorOf("[ring]\nmax_age_ms = -1\n"), HasSubstr("ring.max_age_ms: must be from 0"));
+  EXPECT_EQ(ErrorOf("[clock]\nmax_forward_ms = 1000\n"),
+            "/etc/snowflaked.toml:2: clock.max_forward_ms: must be from 3600000 (1 h) to "
+            "31536000000 (365 days), got 1000");
   EXPECT_THAT(ErrorOf("[persistence]\nreservation_ms = 0\n"),
               HasSubstr("persistence.reservation_ms: must be from 1 to 60000, got 0"));
   EXPECT_THAT(ErrorOf("[systemd]\nstatus_interval_ms = 1\n"),

@@ -7,12 +7,19 @@
 // Property: every ID the second daemon hands out is above every ID the first one handed
 // out. The second daemon's state directory and register know nothing of the first; only the
 // host mark in the lock directory (register/machine_lock.h) does.
+//
+// The lock directory is shared, so what is in it is judged: a mark another user planted
+// never moves a daemon, a state file far past the clock is refused, and a mark names its
+// state directory by the directory's identity, not its path.
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -36,6 +43,13 @@ using testing::WaitForState;
 
 constexpr uint32_t kMachine = 9;
 constexpr size_t kIds = 2000;
+constexpr int64_t kTenYearsMs = int64_t{10} * 365 * 24 * 3600 * 1000;
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
 
 class HostMark : public ::testing::Test {
  protected:
@@ -129,6 +143,91 @@ TEST_F(HostMark, AStaticDaemonAfterAnEtcdDaemonStartsAboveItsLastIdAfterAClockSt
 
   // Act + Assert: a static daemon on number 9 knows nothing of etcd.
   SecondDaemonAfterAStepBack(*std::max_element(before.begin(), before.end()));
+}
+
+// The host lock directory is shared by every daemon of the host: a mark another user put
+// there (whatever its name and value) must not move this daemon. Property: a planted mark
+// of nobody's ten years ahead leaves a static daemon serving at once, and says so.
+TEST_F(HostMark, AMarkPlantedByAnotherUserTenYearsAheadDoesNotTakeTheDaemonOutOfService) {
+  // Arrange (tests run as root): nobody's mark of number 9, ten years ahead.
+  const std::filesystem::path locks = harness_.root() / "host-locks";
+  std::filesystem::create_directory(locks);
+  const std::filesystem::path planted = locks / "machine-9.65534.high-water";
+  { std::ofstream(planted) << "{\"unix_ms\":" << NowMs() + kTenYearsMs << ",\"writer\":\"x\"}\n"; }
+  ASSERT_EQ(chown(planted.c_str(), 65534, 65534), 0);
+
+  // Act
+  Daemon sut = harness_.Start(Named("planted", StaticToml()));
+
+  // Assert
+  ASSERT_TRUE(sut.ready()) << sut.Describe();
+  auto state = WaitForState(harness_.root() / "planted-run", "serving", 10s);
+  EXPECT_TRUE(state && state->state == "serving")
+      << "a planted mark took the daemon out of service: "
+      << (state ? state->state : "no segment") << "; " << sut.Describe();
+  EXPECT_TRUE(sut.WaitForErr(planted.string())) << sut.Describe();
+  EXPECT_TRUE(sut.Stop().has_value());
+}
+
+// A state file whose reservation lies ten years ahead is either a clock that is that wrong
+// or a file that is: the daemon refuses to start and names the file, instead of taking the
+// number out of service for ten years (and, at its next clean stop, the register with it).
+TEST_F(HostMark, AStateFileFarPastTheClockIsRefusedNamingIt) {
+  // Arrange
+  DaemonOptions options = Named("far", StaticToml());
+  std::filesystem::create_directories(options.state_dir);
+  const std::filesystem::path file = options.state_dir / "high-water.json";
+  {
+    std::ofstream(file) << "{\"version\":1,\"machine\":9,\"epoch_unix_ms\":" << kDefaultEpochUnixMs
+                        << ",\"reserved_through_unix_ms\":" << NowMs() + kTenYearsMs
+                        << ",\"last_issued_unix_ms_at_clean_stop\":null}\n";
+  }
+
+  // Act
+  Daemon sut = Daemon::Spawn(options);
+  const auto ended = sut.Wait(30s);
+
+  // Assert
+  ASSERT_TRUE(ended.has_value()) << "the daemon adopted a reservation ten years ahead: "
+                                 << sut.Describe();
+  EXPECT_TRUE(ended->ExitedWith(78)) << ended->ToString() << "; " << sut.Describe();
+  EXPECT_NE(sut.err().find(file.string()), std::string::npos) << sut.Describe();
+  EXPECT_NE(sut.err().find("clock.max_forward_ms"), std::string::npos) << sut.Describe();
+}
+
+// The host mark names the state directory by an identity written into it once, not by its
+// path (a pod's emptyDir and the host's daemon may both be /var/lib/snowflaked). Property:
+// the first start creates <state_dir>/identity, every later start keeps it, and the mark
+// carries it.
+TEST_F(HostMark, TheMarkCarriesTheStateDirectorysIdentityWhichARestartKeeps) {
+  // Arrange
+  const DaemonOptions options = Named("identity", StaticToml());
+  const std::filesystem::path identity_file = options.state_dir / "identity";
+  const std::filesystem::path mark = harness_.root() / "host-locks" / "machine-9.0.high-water";
+  auto read = [](const std::filesystem::path& path) {
+    std::ifstream in(path);
+    std::string text;
+    std::getline(in, text);
+    return text;
+  };
+
+  // Act: start, stop, start again.
+  Daemon first = harness_.Start(options);
+  ASSERT_TRUE(first.ready()) << first.Describe();
+  ASSERT_TRUE(first.Stop().has_value());
+  const std::string identity = read(identity_file);
+  const std::string first_mark = read(mark);
+  Daemon second = harness_.Start(options);
+  ASSERT_TRUE(second.ready()) << second.Describe();
+  ASSERT_TRUE(second.Stop().has_value());
+
+  // Assert: 128 random bits in hex, the same after the restart, in the mark.
+  EXPECT_EQ(identity.size(), 32u) << identity;
+  EXPECT_EQ(identity.find_first_not_of("0123456789abcdef"), std::string::npos) << identity;
+  EXPECT_EQ(read(identity_file), identity);
+  EXPECT_NE(first_mark.find("\"writer\":\"" + identity + "\""), std::string::npos)
+      << first_mark;
+  EXPECT_EQ(first_mark.find(options.state_dir.string()), std::string::npos) << first_mark;
 }
 
 }  // namespace

@@ -6,12 +6,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
+#include <cstring>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include "base/atomic_file.h"
 #include "daemon/config/config.h"
 #include "daemon/holder_id.h"
 #include "register/machine_lock.h"
+#include "register/register_settings.h"
 #include "register/static_register.h"
 #include "temp_dir.h"
 
@@ -387,7 +393,7 @@ TEST(StaticRegister, IsRefusedANumberAFileDaemonOfTheHostHolds) {
   EXPECT_THAT(claim.error().message, HasSubstr("in use by pid " + std::to_string(getpid())));
 }
 
-TEST(MachineLock, AMissingHostLockDirectoryIsCreatedForEveryUser) {
+TEST(MachineLock, AMissingHostLockDirectoryIsCreatedAsThisUsersOwn) {
   // Arrange
   snowflake::testing::TempDir dir;
   const std::filesystem::path locks = dir / "host-locks";
@@ -395,11 +401,13 @@ TEST(MachineLock, AMissingHostLockDirectoryIsCreatedForEveryUser) {
   // Act
   auto lock = AcquireMachineLock(locks, 5);
 
-  // Assert: sticky and writable by all, like /run/lock, whatever the umask.
+  // Assert: writable by this user only; sharing it with daemons of other users is the
+  // administrator's decision (tmpfiles.d: root's, group snowflaked-lock, mode 1770).
   ASSERT_TRUE(lock) << lock.error().message;
   struct stat info {};
   ASSERT_EQ(stat(locks.c_str(), &info), 0);
-  EXPECT_EQ(info.st_mode & 07777, 01777u);
+  EXPECT_EQ(info.st_mode & 07777, 0755u);
+  EXPECT_EQ(info.st_uid, geteuid());
   EXPECT_TRUE(IsMachineLocked(locks, 5, nullptr));
   EXPECT_FALSE(IsMachineLocked(locks, 6, nullptr));
 }
@@ -418,6 +426,191 @@ TEST(MachineLock, AnUnusableHostLockDirectoryIsAClearError) {
   EXPECT_FALSE(lock.error().held_by_other);
   EXPECT_THAT(lock.error().message, HasSubstr("host-wide machine-number lock directory"));
   EXPECT_THAT(lock.error().message, HasSubstr("systemd-tmpfiles --create snowflaked.conf"));
+}
+
+// A mark planted in the host lock directory. Property: a mark counts only if it is a
+// regular file named for its owner, and that owner is root or the daemon's own user; a
+// trusted mark far past the clock is an error, never adopted.
+constexpr uid_t kNobody = 65534;
+constexpr int64_t kTenYearsMs = int64_t{10} * 365 * 24 * 3600 * 1000;
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// ReadHostMark with this host's clock and the default bound (24 h); the warnings of the
+// files it ignored in *ignored.
+tl::expected<std::optional<HostMark>, std::string> Read(const std::filesystem::path& dir,
+                                                        uint32_t machine,
+                                                        std::vector<std::string>* ignored = nullptr) {
+  auto read = ReadHostMark(dir, machine, NowMs(), kDefaultMaxForwardMs);
+  if (!read) return tl::unexpected(read.error());
+  if (ignored != nullptr) *ignored = read->ignored;
+  return read->highest;
+}
+
+void Plant(const std::filesystem::path& path, int64_t unix_ms, uid_t owner) {
+  { std::ofstream(path) << "{\"unix_ms\":" << unix_ms << ",\"writer\":\"planted\"}\n"; }
+  ASSERT_EQ(chown(path.c_str(), owner, owner), 0) << std::strerror(errno);
+}
+
+std::filesystem::path LockDir(const snowflake::testing::TempDir& dir) {
+  const std::filesystem::path locks = dir / "host-locks";
+  std::filesystem::create_directory(locks);
+  return locks;
+}
+
+TEST(HostMark, AMarkOfAnotherOwnerIsIgnoredWithAWarningNamingItAndItsOwner) {
+  // Arrange: our own mark, and one of nobody's ten years ahead (tests run as root).
+  ASSERT_EQ(geteuid(), 0u) << "planting a file of another owner needs root";
+  snowflake::testing::TempDir dir;
+  const auto locks = LockDir(dir);
+  const int64_t now = NowMs();
+  ASSERT_TRUE(WriteHostMark(locks, 3, HostMark{now, "ours"}));
+  Plant(locks / ("machine-3." + std::to_string(kNobody) + ".high-water"), now + kTenYearsMs,
+        kNobody);
+
+  // Act
+  std::vector<std::string> ignored;
+  auto sut = Read(locks, 3, &ignored);
+
+  // Assert
+  ASSERT_TRUE(sut) << sut.error();
+  ASSERT_TRUE(sut->has_value());
+  EXPECT_EQ((*sut)->unix_ms, now) << "a mark nobody planted was adopted";
+  ASSERT_EQ(ignored.size(), 1u);
+  EXPECT_THAT(ignored[0], HasSubstr("machine-3.65534.high-water"));
+  EXPECT_THAT(ignored[0], HasSubstr("uid 65534"));
+}
+
+TEST(HostMark, AMarkNamedForOneUserButOwnedByAnotherIsIgnored) {
+  // Arrange: a file named for root (uid 0) but nobody's.
+  snowflake::testing::TempDir dir;
+  const auto locks = LockDir(dir);
+  Plant(locks / "machine-3.0.high-water", NowMs() + kTenYearsMs, kNobody);
+
+  // Act
+  std::vector<std::string> ignored;
+  auto sut = Read(locks, 3, &ignored);
+
+  // Assert
+  ASSERT_TRUE(sut) << sut.error();
+  EXPECT_FALSE(sut->has_value());
+  ASSERT_EQ(ignored.size(), 1u);
+  EXPECT_THAT(ignored[0], HasSubstr("uid 65534"));
+}
+
+TEST(HostMark, ASymlinkIsNeverFollowed) {
+  // Arrange: the mark's name links to a file of ours far ahead (any file a daemon can read).
+  snowflake::testing::TempDir dir;
+  const auto locks = LockDir(dir);
+  { std::ofstream(dir / "elsewhere") << "{\"unix_ms\":" << NowMs() + kTenYearsMs
+                                      << ",\"writer\":\"x\"}\n"; }
+  std::filesystem::create_symlink(dir / "elsewhere", locks / "machine-3.0.high-water");
+
+  // Act
+  std::vector<std::string> ignored;
+  auto sut = Read(locks, 3, &ignored);
+
+  // Assert
+  ASSERT_TRUE(sut) << sut.error();
+  EXPECT_FALSE(sut->has_value()) << "the link was followed";
+  ASSERT_EQ(ignored.size(), 1u);
+  EXPECT_THAT(ignored[0], HasSubstr("machine-3.0.high-water"));
+}
+
+TEST(HostMark, ADirectoryIsIgnored) {
+  snowflake::testing::TempDir dir;
+  const auto locks = LockDir(dir);
+  std::filesystem::create_directory(locks / "machine-3.0.high-water");
+
+  std::vector<std::string> ignored;
+  auto sut = Read(locks, 3, &ignored);
+
+  ASSERT_TRUE(sut) << sut.error();
+  EXPECT_FALSE(sut->has_value());
+  EXPECT_EQ(ignored.size(), 1u);
+}
+
+TEST(HostMark, AFifoIsIgnoredWithoutBlocking) {
+  // Arrange: opening a FIFO for reading would wait for a writer forever.
+  snowflake::testing::TempDir dir;
+  const auto locks = LockDir(dir);
+  ASSERT_EQ(mkfifo((locks / "machine-3.0.high-water").c_str(), 0644), 0);
+
+  // Act
+  std::vector<std::string> ignored;
+  auto sut = Read(locks, 3, &ignored);
+
+  // Assert
+  ASSERT_TRUE(sut) << sut.error();
+  EXPECT_FALSE(sut->has_value());
+  EXPECT_EQ(ignored.size(), 1u);
+}
+
+TEST(HostMark, AMarkOfOurOwnFarPastTheClockIsRefused) {
+  // Arrange: a trusted mark ten years ahead: a clock that wrong or a mark that wrong needs
+  // an operator, and adopting it would take the number out of service for ten years.
+  snowflake::testing::TempDir dir;
+  const auto locks = LockDir(dir);
+  ASSERT_TRUE(WriteHostMark(locks, 3, HostMark{NowMs() + kTenYearsMs, "ours"}));
+
+  // Act
+  auto sut = Read(locks, 3);
+
+  // Assert
+  ASSERT_FALSE(sut) << "adopted a mark ten years ahead";
+  EXPECT_THAT(sut.error(), HasSubstr("machine-3.0.high-water"));
+  EXPECT_THAT(sut.error(), HasSubstr("clock.max_forward_ms"));
+}
+
+TEST(MachineLock, AGroupWritableHostLockDirectoryOfRootIsAccepted) {
+  // Arrange: the shape tmpfiles.d gives it (root's, the daemons' group, sticky).
+  snowflake::testing::TempDir dir;
+  const auto locks = LockDir(dir);
+  ASSERT_EQ(chmod(locks.c_str(), 01770), 0);
+
+  // Act
+  auto lock = AcquireMachineLock(locks, 3);
+  auto marks = Read(locks, 3);
+
+  // Assert
+  EXPECT_TRUE(lock) << lock.error().message;
+  EXPECT_TRUE(marks) << marks.error();
+}
+
+TEST(MachineLock, AWorldWritableHostLockDirectoryIsRefused) {
+  // Arrange: anyone could plant a mark or unlink a lock file in it.
+  snowflake::testing::TempDir dir;
+  const auto locks = LockDir(dir);
+  ASSERT_EQ(chmod(locks.c_str(), 01777), 0);
+
+  // Act
+  auto lock = AcquireMachineLock(locks, 3);
+
+  // Assert
+  ASSERT_FALSE(lock) << "locked a number in a world-writable directory";
+  EXPECT_THAT(lock.error().message, HasSubstr("writable by every user"));
+  EXPECT_THAT(lock.error().message, HasSubstr("systemd-tmpfiles --create snowflaked.conf"));
+  EXPECT_FALSE(Read(locks, 3)) << "read marks from a world-writable directory";
+  EXPECT_FALSE(EnsureHostLockDir(locks));
+}
+
+TEST(MachineLock, AHostLockDirectoryOfAnotherUserIsRefused) {
+  // Arrange: a user who made the directory first can unlink our lock file between two
+  // daemons' flocks.
+  snowflake::testing::TempDir dir;
+  const auto locks = LockDir(dir);
+  ASSERT_EQ(chown(locks.c_str(), kNobody, kNobody), 0);
+
+  // Act
+  auto lock = AcquireMachineLock(locks, 3);
+
+  // Assert
+  ASSERT_FALSE(lock) << "locked a number in nobody's directory";
+  EXPECT_THAT(lock.error().message, HasSubstr("owned by uid 65534"));
 }
 
 TEST(MachineRegister, FactoryFollowsTheConfig) {

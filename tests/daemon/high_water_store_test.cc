@@ -5,11 +5,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
 #include "base/atomic_file.h"
+#include "daemon/core/state_identity.h"
 #include "daemon/instance_lock.h"
 #include "temp_dir.h"
 
@@ -178,6 +180,74 @@ TEST(InstanceLock, MissingDirectoryIsASystemError) {
 
   ASSERT_FALSE(sut);
   EXPECT_FALSE(sut.error().already_running);
+}
+
+// The state directory's identity (core/state_identity.h). Property: written once, at the
+// first call, as 32 lowercase hex digits; every later call returns it unchanged; a file
+// that is not an identity, or a link, is refused, never replaced.
+TEST(StateIdentity, IsCreatedOnceAndKept) {
+  // Arrange
+  snowflake::testing::TempDir dir;
+
+  // Act
+  auto first = LoadOrCreateStateIdentity(dir.path());
+  auto second = LoadOrCreateStateIdentity(dir.path());
+
+  // Assert
+  ASSERT_TRUE(first) << first.error();
+  ASSERT_TRUE(second) << second.error();
+  EXPECT_EQ(first->size(), 32u);
+  EXPECT_EQ(first->find_first_not_of("0123456789abcdef"), std::string::npos) << *first;
+  EXPECT_EQ(*second, *first);
+  std::ifstream in(dir / "identity");
+  std::string text;
+  std::getline(in, text);
+  EXPECT_EQ(text, *first);
+  EXPECT_FALSE(std::filesystem::exists(dir / "identity.tmp"));
+}
+
+TEST(StateIdentity, TwoDirectoriesGetDifferentIdentities) {
+  snowflake::testing::TempDir a;
+  snowflake::testing::TempDir b;
+
+  auto sut_a = LoadOrCreateStateIdentity(a.path());
+  auto sut_b = LoadOrCreateStateIdentity(b.path());
+
+  ASSERT_TRUE(sut_a && sut_b);
+  EXPECT_NE(*sut_a, *sut_b);
+}
+
+TEST(StateIdentity, AFileThatIsNotAnIdentityIsRefusedAndKept) {
+  // Arrange
+  snowflake::testing::TempDir dir;
+  std::ofstream(dir / "identity") << "/var/lib/snowflaked\n";
+
+  // Act
+  auto sut = LoadOrCreateStateIdentity(dir.path());
+
+  // Assert
+  ASSERT_FALSE(sut);
+  EXPECT_THAT(sut.error(), HasSubstr((dir / "identity").string()));
+  EXPECT_THAT(sut.error(), HasSubstr("Delete it"));
+  std::ifstream in(dir / "identity");
+  std::string text;
+  std::getline(in, text);
+  EXPECT_EQ(text, "/var/lib/snowflaked");
+}
+
+TEST(StateIdentity, ASymlinkIsNeverFollowed) {
+  // Arrange: the identity of another directory, linked.
+  snowflake::testing::TempDir dir;
+  snowflake::testing::TempDir other;
+  auto theirs = LoadOrCreateStateIdentity(other.path());
+  ASSERT_TRUE(theirs);
+  std::filesystem::create_symlink(other / "identity", dir / "identity");
+
+  // Act
+  auto sut = LoadOrCreateStateIdentity(dir.path());
+
+  // Assert
+  ASSERT_FALSE(sut) << "took another directory's identity through a link: " << *sut;
 }
 
 }  // namespace

@@ -24,6 +24,7 @@
 #include "fault_file_system.h"
 #include "register/file_register.h"
 #include "register/machine_lock.h"
+#include "register/register_settings.h"
 #include "temp_dir.h"
 #include "wait_until.h"
 
@@ -370,25 +371,26 @@ TEST(ReservationService, TheHostMarkFollowsTheReservationAndTheCleanStopNeverBel
   Fixture f;
   ReservationOptions options = Options();
   options.host_lock_dir = f.dir / "host-locks";
-  options.host_mark_writer = "/var/lib/test";
+  options.host_mark_writer = "0123456789abcdef0123456789abcdef";
   options.host_mark_floor = kStart + 100;
   std::filesystem::create_directories(options.host_lock_dir);
   ReservationService sut(options, f.store, f.reg, f.clock, 0);
   sut.Start();
   ASSERT_TRUE(WaitUntil([&] { return sut.confirmed_through() >= kStart + 1000; }, 10s,
                         "sut.confirmed_through() >= kStart + 1000", 1ms));
-  auto reserved = ReadHostMark(options.host_lock_dir, 3);
+  auto reserved = ReadHostMark(options.host_lock_dir, 3, kStart, kDefaultMaxForwardMs);
   sut.Stop();
 
   ASSERT_TRUE(sut.RecordCleanStop(kStart + 3).has_value());
-  auto stopped = ReadHostMark(options.host_lock_dir, 3);
+  auto stopped = ReadHostMark(options.host_lock_dir, 3, kStart, kDefaultMaxForwardMs);
 
-  ASSERT_TRUE(reserved && reserved->has_value()) << (reserved ? "none" : reserved.error());
-  EXPECT_GE((*reserved)->unix_ms, kStart + 1000);
-  EXPECT_EQ((*reserved)->writer, "/var/lib/test");
-  ASSERT_TRUE(stopped && stopped->has_value());
+  ASSERT_TRUE(reserved && reserved->highest.has_value())
+      << (reserved ? "none" : reserved.error());
+  EXPECT_GE(reserved->highest->unix_ms, kStart + 1000);
+  EXPECT_EQ(reserved->highest->writer, "0123456789abcdef0123456789abcdef");
+  ASSERT_TRUE(stopped && stopped->highest.has_value());
   // Issued up to +3, but the start stood above +100 (another daemon's mark): never below.
-  EXPECT_EQ((*stopped)->unix_ms, kStart + 100);
+  EXPECT_EQ(stopped->highest->unix_ms, kStart + 100);
 }
 
 // Finding 3: a process holding the register's lock (a stopped `register release`, another

@@ -15,6 +15,9 @@ namespace {
 constexpr int64_t kEpoch = kDefaultEpochUnixMs;
 constexpr int64_t kNow = kEpoch + 1'000'000;
 const std::string kPath = "/run/x/snowflake.ring";
+// Two state directories' identities (state_identity.h).
+const std::string kOurs = "0123456789abcdef0123456789abcdef";
+const std::string kTheirs = "fedcba9876543210fedcba9876543210";
 
 uint64_t IdAt(int64_t unix_ms) { return IdLayout::EncodeUnchecked(unix_ms - kEpoch, 3, 7); }
 
@@ -120,8 +123,8 @@ TEST(StartupReconciliation, EveryOtherCaseWaitsOutTheReservation) {
     // Another daemon of this host (another state directory) served the number since, to
     // below our reservation but above our segment's last ID.
     StartupFacts f = AfterSigkill();
-    f.state_dir = "/var/lib/a";
-    f.host_mark = HostMark{kNow + 300, "/var/lib/b"};
+    f.state_identity = kOurs;
+    f.host_mark = HostMark{kNow + 300, kTheirs};
     rows.push_back({"another daemon of this host served the number since", f});
   }
   for (const Row& row : rows) {
@@ -151,8 +154,8 @@ TEST(StartupReconciliation, ATrustedSegmentStillStartsAboveTheFloorTheLastStartS
 
 TEST(StartupReconciliation, TheSegmentIsStillExactWhenTheHostMarkIsOurOwn) {
   StartupFacts f = AfterSigkill();
-  f.state_dir = "/var/lib/a";
-  f.host_mark = HostMark{kNow + 900, "/var/lib/a"};
+  f.state_identity = kOurs;
+  f.host_mark = HostMark{kNow + 900, kOurs};
 
   auto sut = ReconcileStartup(f);
 
@@ -161,13 +164,28 @@ TEST(StartupReconciliation, TheSegmentIsStillExactWhenTheHostMarkIsOurOwn) {
   EXPECT_EQ(sut->high_water_unix_ms, kNow - 2);
 }
 
+TEST(StartupReconciliation, AMarkOfAnotherStateDirectoryOfTheSamePathIsAnotherDaemons) {
+  // A pod's emptyDir and the host's daemon can both be /var/lib/snowflaked: the other one
+  // served the number since, to above our segment's last ID.
+  StartupFacts f = AfterSigkill();
+  // Each marks its state directory with an identity of its own (state_identity.h).
+  f.state_identity = kOurs;
+  f.host_mark = HostMark{kNow + 300, kTheirs};
+
+  auto sut = ReconcileStartup(f);
+
+  ASSERT_TRUE(sut.has_value()) << sut.error();
+  EXPECT_FALSE(sut->trusted_segment) << "took another daemon's mark for its own";
+  EXPECT_GE(sut->high_water_unix_ms, kNow + 900);
+}
+
 TEST(StartupReconciliation, AFirstStartOnANumberAnotherDaemonOfTheHostServedStartsAboveIt) {
   // No state file, no register mark (a static number): only the host mark knows.
   StartupFacts f;
   f.now_unix_ms = kNow;
   f.epoch_unix_ms = kEpoch;
-  f.state_dir = "/var/lib/y";
-  f.host_mark = HostMark{kNow + 5000, "/var/lib/x"};
+  f.state_identity = kOurs;
+  f.host_mark = HostMark{kNow + 5000, kTheirs};
   f.segment = {.path = kPath, .reopened = false, .last_published_id = 0, .incarnation = 1};
 
   auto sut = ReconcileStartup(f);
@@ -176,6 +194,33 @@ TEST(StartupReconciliation, AFirstStartOnANumberAnotherDaemonOfTheHostServedStar
   EXPECT_EQ(sut->high_water_unix_ms, kNow + 5000);
   EXPECT_FALSE(sut->trusted_segment);
   EXPECT_NE(sut->explanation.find("another daemon's"), std::string::npos) << sut->explanation;
+}
+
+TEST(StartupReconciliation, AStateFileFarPastTheClockIsRefused) {
+  // Ten years ahead: the clock or the file is wrong; adopting it would stop the number.
+  constexpr int64_t kDay = 86'400'000;
+  const auto state = [](int64_t through, int64_t floor) {
+    HighWaterState s;
+    s.machine = 3;
+    s.epoch_unix_ms = kEpoch;
+    s.reserved_through_unix_ms = through;
+    s.floor_unix_ms = floor;
+    return s;
+  };
+  const HighWaterState far = state(kNow + 3650 * kDay, 0);
+  const HighWaterState far_floor = state(kNow, kNow + kDay + 1);
+  const HighWaterState near = state(kNow + kDay, kNow + kDay);
+
+  auto refused = CheckStateFileAgainstClock(far, kNow, kDay);
+  auto refused_floor = CheckStateFileAgainstClock(far_floor, kNow, kDay);
+  auto kept = CheckStateFileAgainstClock(near, kNow, kDay);
+
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().find("reserved_through_unix_ms"), std::string::npos) << refused.error();
+  EXPECT_NE(refused.error().find("clock.max_forward_ms"), std::string::npos) << refused.error();
+  ASSERT_FALSE(refused_floor);
+  EXPECT_NE(refused_floor.error().find("floor_unix_ms"), std::string::npos) << refused_floor.error();
+  EXPECT_TRUE(kept) << kept.error();
 }
 
 TEST(StartupReconciliation, FirstStartHasNoMark) {
