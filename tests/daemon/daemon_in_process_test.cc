@@ -30,6 +30,7 @@
 #include "fake_clock.h"
 #include "fake_register.h"
 #include "fault_file_system.h"
+#include "protocol/control_client.h"
 #include "protocol/vocabulary.h"
 #include "register/file_register.h"
 #include "snowflake/client.h"
@@ -360,6 +361,8 @@ TEST(InProcessDaemon, AnOperatorsFenceEmptiesTheRingPausesUntilTheClockPassesItA
     return status && status->reason == "fenced";
   });
   auto while_fenced = client->Next();
+  // What the control socket says the daemon waits for (snowflakectl status, /v1/status).
+  const auto fenced_status = protocol::QueryStatus(host.config().daemon.runtime_dir, 2s);
   const bool acknowledged = AwaitThat([&] { return reg->acknowledged() == fence; });
   host.clock().Set(fence + 1);
   const bool serves_again = AwaitServing(host);
@@ -372,6 +375,15 @@ TEST(InProcessDaemon, AnOperatorsFenceEmptiesTheRingPausesUntilTheClockPassesItA
   ASSERT_FALSE(while_fenced) << "took ID of ms " << MillisecondOf(*while_fenced, host.config())
                              << " while fenced at " << fence;
   EXPECT_EQ(while_fenced.error().code, ClientError::kDaemonPaused) << while_fenced.error().message;
+  EXPECT_NE(while_fenced.error().message.find("waiting for the clock to pass"), std::string::npos)
+      << while_fenced.error().message;
+  EXPECT_NE(while_fenced.error().message.find("an operator's fence"), std::string::npos)
+      << while_fenced.error().message;
+  ASSERT_TRUE(fenced_status) << fenced_status.error().message;
+  ASSERT_TRUE(fenced_status->clock_wait.has_value());
+  EXPECT_EQ(fenced_status->clock_wait->until_unix_ms, fence);
+  EXPECT_EQ(fenced_status->clock_wait->set_by, "fence");
+  EXPECT_GT(fenced_status->clock_wait->clock_passes_in_ms, 0);
   EXPECT_TRUE(acknowledged);
   EXPECT_TRUE(serves_again);
   ASSERT_TRUE(after) << after.error().message;
