@@ -513,7 +513,8 @@ Daemon::Result Daemon::MakeFillLoop() {
   // The fill loop's figures reach the metrics at scrape time, from the board and the
   // segment's header: the loop itself reports nothing.
   status_metrics_ = metrics_.AddSource([this](Metrics& metrics) {
-    metrics.Export(FiguresOf(board_->Snapshot(), config_.daemon.runtime_dir, heartbeat_->beats()));
+    metrics.Export(FiguresOf(board_->Snapshot(), config_.daemon.runtime_dir, heartbeat_->beats(),
+                             board_->PausedSeconds()));
   });
   return {};
 }
