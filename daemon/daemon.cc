@@ -75,6 +75,29 @@ std::optional<tl::expected<MachineClaim, RegisterError>> ClaimWaiting(
   }
 }
 
+// Who set the plan's mark, from the same facts ReconcileStartup() took it from: what a
+// start behind it reports that it waits for. On a tie the daemon's own reservation names
+// it best (a renewal writes the same value to the state file and the register).
+MarkSource SourceOfMark(const StartupPlan& plan, const StartupFacts& facts) {
+  const int64_t mark = plan.high_water_unix_ms;
+  if (mark == 0) return MarkSource::kNone;
+  const int64_t segment_ms =
+      facts.segment.last_published_id != 0
+          ? facts.epoch_unix_ms + IdLayout::OffsetMsOf(facts.segment.last_published_id)
+          : 0;
+  // The state file's floor: the mark the last start stood above, or a fence it obeyed.
+  const bool floor_is_mark = facts.state_file && facts.state_file->floor_unix_ms == mark &&
+                             mark > segment_ms;
+  if (plan.trusted_segment) return floor_is_mark ? MarkSource::kStateFile : MarkSource::kSegment;
+  if (facts.state_file && (facts.state_file->reserved_through_unix_ms == mark || floor_is_mark)) {
+    return MarkSource::kStateFile;
+  }
+  if (facts.register_high_water_ms == mark) return MarkSource::kRegister;
+  if (facts.host_mark && facts.host_mark->unix_ms == mark) return MarkSource::kHostMark;
+  if (segment_ms == mark) return MarkSource::kSegment;
+  return MarkSource::kNone;
+}
+
 void ReportStartupClockState(const Generator& generator, int64_t fast_restart_bound) {
   const int64_t behind = generator.ms_behind();
   if (generator.state() == GeneratorState::kOutOfService && behind == 0) {
@@ -383,21 +406,21 @@ void Daemon::CloseSegment() {
 
 Daemon::Result Daemon::MakeGenerator() {
   // Where this start stands: a pure function of segment, state file, register, clock.
-  auto plan =
-      ReconcileStartup(StartupFacts{.now_unix_ms = parts_.clock.NowUnixMs(),
-                                    .epoch_unix_ms = config_.id.epoch_unix_ms,
-                                    .machine = claim_->machine,
-                                    .register_high_water_ms = claim_->high_water_unix_ms,
-                                    .register_mark_writer = claim_->mark_writer,
-                                    .state_file = saved_,
-                                    .segment = {.path = producer_->path().string(),
-                                                .reopened = producer_->reopened(),
-                                                .last_published_id = producer_->last_published_id(),
-                                                .incarnation = producer_->incarnation()},
-                                    .reservation_ms = config_.persistence.reservation_ms,
-                                    .max_backward_ms = config_.clock.max_backward_ms,
-                                    .host_mark = host_mark_,
-                                    .state_identity = state_identity_});
+  const StartupFacts facts{.now_unix_ms = parts_.clock.NowUnixMs(),
+                           .epoch_unix_ms = config_.id.epoch_unix_ms,
+                           .machine = claim_->machine,
+                           .register_high_water_ms = claim_->high_water_unix_ms,
+                           .register_mark_writer = claim_->mark_writer,
+                           .state_file = saved_,
+                           .segment = {.path = producer_->path().string(),
+                                       .reopened = producer_->reopened(),
+                                       .last_published_id = producer_->last_published_id(),
+                                       .incarnation = producer_->incarnation()},
+                           .reservation_ms = config_.persistence.reservation_ms,
+                           .max_backward_ms = config_.clock.max_backward_ms,
+                           .host_mark = host_mark_,
+                           .state_identity = state_identity_};
+  auto plan = ReconcileStartup(facts);
   if (!plan) {
     return Refuse(kExitConfig, config_.HighWaterPath().string() + " " + plan.error());
   }
@@ -410,7 +433,8 @@ Daemon::Result Daemon::MakeGenerator() {
                       .machine = claim_->machine,
                       .max_backward_ms = config_.clock.max_backward_ms,
                       .high_water_unix_ms = plan->high_water_unix_ms,
-                      .start_wait_ms = plan->start_wait_ms},
+                      .start_wait_ms = plan->start_wait_ms,
+                      .high_water_source = SourceOfMark(*plan, facts)},
       parts_.clock);
   if (!generator) {
     return Refuse(
@@ -508,7 +532,6 @@ Daemon::Result Daemon::MakeFillLoop() {
           .max_age_ms = config_.ring.max_age_ms,
           .capacity = config_.ring.capacity,
           .min_fill = config_.ring.min_fill,
-          .started_behind = generator_->state() != GeneratorState::kServing,
           // A segment a client tampered with is replaced, never served.
           .replace_segment =
               [options = ProducerOptionsFor(claim_->machine)](const shm::FreshSegment& fresh) {
@@ -520,7 +543,8 @@ Daemon::Result Daemon::MakeFillLoop() {
   // The fill loop's figures reach the metrics at scrape time, from the board and the
   // segment's header: the loop itself reports nothing.
   status_metrics_ = metrics_.AddSource([this](Metrics& metrics) {
-    metrics.Export(FiguresOf(board_->Snapshot(), config_.daemon.runtime_dir, heartbeat_->beats()));
+    metrics.Export(FiguresOf(board_->Snapshot(), config_.daemon.runtime_dir, heartbeat_->beats(),
+                             board_->PausedSeconds()));
   });
   return {};
 }

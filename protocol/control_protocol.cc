@@ -51,6 +51,10 @@ constexpr const char* kServices = "services";
 constexpr const char* kSegmentsRetired = "segments_retired";
 constexpr const char* kSegmentRetiredReason = "segment_retired_reason";
 constexpr const char* kRenewal = "renewal";
+constexpr const char* kClockWait = "clock_wait";
+constexpr const char* kUntilUnixMs = "until_unix_ms";
+constexpr const char* kSetBy = "set_by";
+constexpr const char* kClockPassesInMs = "clock_passes_in_ms";
 constexpr const char* kStore = "store";
 constexpr const char* kLocation = "location";
 constexpr const char* kSinceUnixMs = "since_unix_ms";
@@ -193,6 +197,14 @@ void ReadRenewal(const json& object, RenewalStatus& out, Reader& parent) {
   if (!r.error().empty()) parent.Fail(r.error());
 }
 
+void ReadClockWait(const json& object, ClockWait& out, Reader& parent) {
+  Reader r(object, parent.Path(key::kClockWait));
+  r.Signed(key::kUntilUnixMs, out.until_unix_ms);
+  r.Text(key::kSetBy, out.set_by);
+  r.Signed(key::kClockPassesInMs, out.clock_passes_in_ms);
+  if (!r.error().empty()) parent.Fail(r.error());
+}
+
 void ReadFronts(const json& array, std::vector<FrontStatus>& out, Reader& parent) {
   out.clear();
   for (size_t i = 0; i < array.size(); ++i) {
@@ -264,6 +276,14 @@ json RenewalToJson(const RenewalStatus& r) {
   };
 }
 
+json ClockWaitToJson(const ClockWait& w) {
+  return {
+      {key::kUntilUnixMs, w.until_unix_ms},
+      {key::kSetBy, w.set_by},
+      {key::kClockPassesInMs, w.clock_passes_in_ms},
+  };
+}
+
 json StatusToJson(const StatusRecord& s) {
   json out = {
       {key::kState, s.state},
@@ -301,6 +321,7 @@ json StatusToJson(const StatusRecord& s) {
       {key::kSegmentRetiredReason, s.segment_retired_reason},
   };
   out[key::kRenewal] = s.renewal ? RenewalToJson(*s.renewal) : json();
+  out[key::kClockWait] = s.clock_wait ? ClockWaitToJson(*s.clock_wait) : json();
   json fronts = json::array();
   for (const FrontStatus& front : s.fronts) {
     fronts.push_back({{key::kName, front.name},
@@ -365,6 +386,9 @@ tl::expected<StatusRecord, std::string> StatusFromJson(const json& reply) {
   r.Text(key::kSegmentRetiredReason, s.segment_retired_reason);
   if (const json* renewal = r.Nested(key::kRenewal, json::value_t::object, "an object or null")) {
     ReadRenewal(*renewal, s.renewal.emplace(), r);
+  }
+  if (const json* wait = r.Nested(key::kClockWait, json::value_t::object, "an object or null")) {
+    ReadClockWait(*wait, s.clock_wait.emplace(), r);
   }
   if (const json* fronts = r.Nested(key::kFronts, json::value_t::array, "an array")) {
     ReadFronts(*fronts, s.fronts, r);

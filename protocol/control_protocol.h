@@ -75,6 +75,24 @@ struct RenewalStatus {
   friend bool operator==(const RenewalStatus&, const RenewalStatus&) = default;
 };
 
+// The millisecond a generator paused for the clock waits for: the reply's "clock_wait"
+// object (null unless the daemon waits for its clock: paused or out of service behind its
+// mark, for a clock step, a start behind the persisted mark or an operator's fence).
+struct ClockWait {
+  // Nothing is issued until the clock is past this millisecond (Unix ms).
+  int64_t until_unix_ms = 0;
+  // Who set it: "state_file" (this daemon's reservation), "register" (the number's last
+  // holder), "host_mark" (another daemon of this host), "segment" (the surviving
+  // segment's last ID), "fence" (an operator's raise-all), "last_issued" (the clock
+  // stepped back behind this daemon's own last ID), "none".
+  std::string set_by;
+  // until_unix_ms + 1 minus the clock at the refresh: when the clock passes it by this
+  // host's clock. 0 or less means it has passed, and a daemon still paused for the clock
+  // then waits for something its reason does not name (an alert condition).
+  int64_t clock_passes_in_ms = 0;
+  friend bool operator==(const ClockWait&, const ClockWait&) = default;
+};
+
 // Every fact of the status reply, one member per key (docs/control-protocol.md, "Status
 // keys"). The daemon fills it; readers get it back from StatusFromJson.
 struct StatusRecord {
@@ -119,6 +137,8 @@ struct StatusRecord {
   std::string segment_retired_reason;
   // Set while a renewal fails, or while the daemon is paused waiting for one.
   std::optional<RenewalStatus> renewal;
+  // Set while the generator waits for the clock to pass its mark.
+  std::optional<ClockWait> clock_wait;
   // The running fronts.
   std::vector<FrontStatus> fronts;
   friend bool operator==(const StatusRecord&, const StatusRecord&) = default;

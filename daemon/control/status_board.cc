@@ -10,6 +10,11 @@ void StatusBoard::Update(const DaemonStatus& status) {
   const bool changed = status_.state_since_unix_ms == 0 || status.state != status_.state ||
                        status.reason_code != status_.reason_code;
   const int64_t since = changed ? now_ms : status_.state_since_unix_ms;
+  // The time since the last Update() counts for the state published then.
+  if (updated_unix_ms_ != 0 && status_.state == "paused" && now_ms > updated_unix_ms_) {
+    paused_ms_[status_.reason_code] += now_ms - updated_unix_ms_;
+  }
+  updated_unix_ms_ = now_ms;
   status_ = status;
   status_.state_since_unix_ms = since;
 }
@@ -22,6 +27,13 @@ DaemonStatus StatusBoard::Snapshot() const {
   }
   std::lock_guard fronts_lock(fronts_mutex_);
   if (front_source_) out.fronts = front_source_();
+  return out;
+}
+
+std::map<std::string, double> StatusBoard::PausedSeconds() const {
+  std::lock_guard lock(mutex_);
+  std::map<std::string, double> out;
+  for (const auto& [reason, ms] : paused_ms_) out[reason] = static_cast<double>(ms) / 1000.0;
   return out;
 }
 

@@ -42,6 +42,10 @@ class StatusBoard {
   void Update(const DaemonStatus& status);
   // A consistent copy of the latest Update(), with the fronts' status read now.
   DaemonStatus Snapshot() const;
+  // Seconds spent paused since the board was made, per reason code, up to the latest
+  // Update() (each Update() adds the time since the previous one to the reason that was
+  // published then, if it was a pause).
+  std::map<std::string, double> PausedSeconds() const;
 
   // Where Snapshot() reads the fronts' status from; empty: no fronts. Set by the daemon
   // when its fronts have started and cleared before they stop; clearing waits for a
@@ -70,6 +74,8 @@ class StatusBoard {
   mutable std::mutex mutex_;
   std::condition_variable resume_done_;
   DaemonStatus status_;              // guarded by mutex_
+  int64_t updated_unix_ms_ = 0;      // guarded by mutex_: the clock at the latest Update()
+  std::map<std::string, int64_t> paused_ms_;  // guarded by mutex_
   uint64_t resume_handled_ = 0;      // guarded by mutex_
   bool last_resume_effect_ = false;  // guarded by mutex_
   std::atomic<uint64_t> resume_requested_{0};

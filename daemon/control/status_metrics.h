@@ -10,6 +10,8 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
+#include <string>
 
 #include "daemon/control/status_board.h"
 #include "daemon/metrics/metrics.h"
@@ -18,9 +20,10 @@ namespace snowflake::daemon {
 
 // The figures of `status` (a board snapshot), with the segment's published, drained and
 // clock-pause counters in `runtime_dir` when it can be read (else the board's, as old as
-// its last refresh), and `heartbeats` (Heartbeat::beats()).
+// its last refresh), `heartbeats` (Heartbeat::beats()) and `paused_seconds`
+// (StatusBoard::PausedSeconds()).
 DaemonFigures FiguresOf(const DaemonStatus& status, const std::filesystem::path& runtime_dir,
-                        uint64_t heartbeats);
+                        uint64_t heartbeats, std::map<std::string, double> paused_seconds = {});
 
 }  // namespace snowflake::daemon
 

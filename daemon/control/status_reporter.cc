@@ -55,6 +55,7 @@ void StatusReporter::RefreshBoard(const StatusFacts& f) {
   s.segments_retired = f.segments_retired;
   s.segment_retired_reason = f.segment_retired_reason;
   s.renewal = f.renewal;
+  s.clock_wait = f.clock_wait;
   board_.Update(s);
 }
 

@@ -26,6 +26,13 @@ bool IsRenewalReason(StateReason reason) {
   return reason == StateReason::kPersistenceFailed || reason == StateReason::kRegisterUnreachable;
 }
 
+// The reasons of a pause for the clock to pass the generator's mark, which the segment's
+// status text explains with the millisecond and who set it.
+bool IsClockWaitReason(StateReason reason) {
+  return reason == StateReason::kClockBehind || reason == StateReason::kBehindHighWater ||
+         reason == StateReason::kFenced || reason == StateReason::kClockStepTooLarge;
+}
+
 // RenewalStatus::store's words (docs/control-protocol.md).
 std::string_view StoreCode(ReservationStore store) {
   return store == ReservationStore::kRegister ? "register" : "state_file";
@@ -56,7 +63,6 @@ FillLoop::FillLoop(FillLoopOptions options, Clock& clock, Generator& generator,
       demand_(std::min<uint64_t>(options.min_fill, kIdsPerMs / 2),
               std::min<uint64_t>(options.capacity, kIdsPerMs / 2)),
       buffer_(options.capacity),
-      started_behind_(options.started_behind),
       last_demand_(clock.SteadyNow()) {
   SNOWFLAKE_REQUIRE(options.capacity >= 1 && options.min_fill >= 1);
   last_head_ = producer_.head();
@@ -185,14 +191,25 @@ void FillLoop::Pass() {
   // this millisecond, so the freshness rule (the drains above, the clients' bound) is
   // unchanged; what the taker leaves is drained when it ages like any other ID.
   const uint64_t want = std::max(target, hinted);
-  if (may_generate && size < want) Fill(want - size, horizon);
+  if (may_generate && size < want) {
+    Fill(want - size, horizon);
+  } else if (generator_.state() == GeneratorState::kPaused) {
+    // Nothing is generated in this pass (the horizon is behind the clock, most often), but
+    // the clock still decides whether the generator waits for it: judged now, a pause for
+    // the clock ends when the clock passes the mark, and the state then names what the
+    // daemon really waits for (the reservation), not the clock trouble that began it.
+    generator_.JudgeClock();
+  }
   horizon_.NoteNeed(now_ms);
   const bool changed = SyncState(now_ms, horizon);
   // While paused for a renewal, its last error changes as attempts fail: the text follows,
-  // built again only when the renewal changed.
-  if (!changed && IsRenewalReason(published_.reason) &&
-      renewal_version_.value_or(0) != status_text_version_) {
+  // built again only when the renewal changed. While paused for the clock, a fence may
+  // move the millisecond waited for: the text follows the mark.
+  if (!changed && WaitsForRenewal() && renewal_version_.value_or(0) != status_text_version_) {
     PublishStatusText(RenewalText());
+  } else if (!changed && IsClockWaitReason(published_.reason) &&
+             generator_.last_unix_ms() != status_text_mark_) {
+    PublishStatusText(StatusText());
   }
 
   if (heartbeat_ != nullptr) heartbeat_->NotePass();
@@ -339,7 +356,9 @@ StateInputs FillLoop::Inputs(int64_t now_ms, int64_t horizon) const {
   in.generator = generator_.state();
   in.range_exhausted =
       generator_.state() == GeneratorState::kOutOfService && generator_.ms_behind() == 0;
-  in.started_behind = started_behind_;
+  // The generator's own word: a start behind the mark is reported as such only while the
+  // generator still waits for that mark (a later step back is a step, not the start).
+  in.started_behind = generator_.reason_code() == StateReason::kBehindHighWater;
   in.fenced = generator_.reason_code() == StateReason::kFenced;
   in.step_ms = step_ms_;
   in.ms_behind = generator_.ms_behind();
@@ -354,8 +373,10 @@ StateInputs FillLoop::Inputs(int64_t now_ms, int64_t horizon) const {
 }
 
 std::string FillLoop::RenewalText() const {
-  if (!IsRenewalReason(published_.reason)) return "";
+  if (!WaitsForRenewal()) return "";
   const auto& [problem, wait] = CurrentRenewal();
+  // Starting, with the renewals confirmed: nothing to wait for but the first fill.
+  if (published_.state == DaemonState::kStarting && !problem && !wait) return "";
   // A horizon that tells no wait (a test's) and no failure: only the lag is known.
   if (!problem && !wait) return "a renewal is in progress but slow: a stalled disk or register";
   // What it waits on, named so an operator can go and look: "register etcd
@@ -370,7 +391,44 @@ std::string FillLoop::RenewalText() const {
          (problem->unreachable ? whose + " unreachable: " : whose + ": ") + problem->message;
 }
 
+bool FillLoop::WaitsForRenewal() const {
+  return IsRenewalReason(published_.reason) || published_.state == DaemonState::kStarting;
+}
+
+std::optional<protocol::ClockWait> FillLoop::CurrentClockWait(int64_t now_ms) const {
+  // Paused (also at the closed mark itself, 0 ms behind), or out of service behind the
+  // mark; not out of service for the epoch's range, which no clock passes.
+  const bool waits =
+      generator_.state() == GeneratorState::kPaused ||
+      (generator_.state() == GeneratorState::kOutOfService && generator_.ms_behind() > 0);
+  if (!waits) return std::nullopt;
+  const int64_t until = generator_.last_unix_ms();
+  return protocol::ClockWait{.until_unix_ms = until,
+                             .set_by = std::string(MarkSourceCode(generator_.mark_source())),
+                             .clock_passes_in_ms = until + 1 - now_ms};
+}
+
+std::string FillLoop::ClockWaitText() const {
+  if (!IsClockWaitReason(published_.reason)) return "";
+  const int64_t until = generator_.last_unix_ms();
+  return "waiting for the clock to pass " + FormatTimeText(until) + " (unix ms " +
+         std::to_string(until) + "), set by " +
+         std::string(MarkSourceWords(generator_.mark_source()));
+}
+
+std::string FillLoop::StatusText() const {
+  return WaitsForRenewal() ? RenewalText() : ClockWaitText();
+}
+
 std::string FillLoop::ReasonExtra(int64_t now_ms) const {
+  if (IsClockWaitReason(published_.reason)) {
+    // Where the wait ends by this host's clock: a reader compares it with how long the
+    // pause has lasted.
+    const int64_t in_ms = generator_.last_unix_ms() + 1 - now_ms;
+    return ClockWaitText() + (in_ms > 0
+                                  ? "; the clock passes it in " + std::to_string(in_ms) + " ms"
+                                  : "; the clock passed it " + std::to_string(-in_ms) + " ms ago");
+  }
   std::string text = RenewalText();
   // register_unreachable's own words say since when; persistence_failed's do not.
   if (published_.reason == StateReason::kPersistenceFailed) {
@@ -383,6 +441,7 @@ std::string FillLoop::ReasonExtra(int64_t now_ms) const {
 
 void FillLoop::PublishStatusText(const std::string& text) {
   status_text_version_ = renewal_version_.value_or(0);  // what RenewalText() was built from
+  status_text_mark_ = generator_.last_unix_ms();        // and ClockWaitText()
   if (text == status_text_) return;
   producer_.SetStatusText(shm::FitStatusText(text));
   status_text_ = text;
@@ -405,9 +464,8 @@ bool FillLoop::SyncState(int64_t now_ms, int64_t horizon) {
   }
   published_ = desired;
   // The text before the state: a client that sees the new state finds its words.
-  PublishStatusText(RenewalText());
+  PublishStatusText(StatusText());
   producer_.SetState(desired.state, desired.reason, desired.detail);
-  if (desired.state == DaemonState::kServing) started_behind_ = false;
   const std::string line = status_.Line(Facts());
   if (desired.state == DaemonState::kServing && before.state == DaemonState::kStarting) {
     spdlog::info("state starting -> serving");
@@ -436,7 +494,10 @@ StatusFacts FillLoop::Facts() const {
   f.now_unix_ms = clock_.NowUnixMs();
   f.reason_extra = ReasonExtra(f.now_unix_ms);
   const auto& [problem, wait] = CurrentRenewal();
-  if (problem || (wait && IsRenewalReason(published_.reason))) {
+  // Also while starting: before the first ID, a renewal that lags leaves the state
+  // "starting", and the renewal is then what the daemon waits for.
+  if (problem || (wait && (IsRenewalReason(published_.reason) ||
+                           published_.state == DaemonState::kStarting))) {
     protocol::RenewalStatus renewal;
     if (wait) {
       renewal.store = StoreCode(wait->store);
@@ -453,6 +514,7 @@ StatusFacts FillLoop::Facts() const {
     renewal.unanswered = RegisterUnanswered(problem, wait);
     f.renewal = std::move(renewal);
   }
+  f.clock_wait = CurrentClockWait(f.now_unix_ms);
   f.ring_fill = producer_.size();
   f.ring_capacity = producer_.capacity();
   f.fill_target = fill_target_;

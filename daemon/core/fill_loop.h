@@ -41,8 +41,6 @@ struct FillLoopOptions {
   int64_t max_age_ms = 0;
   uint64_t capacity = 4096;
   uint64_t min_fill = 64;
-  // The generator's pause at startup comes from the clock being behind the persisted mark.
-  bool started_behind = false;
   // A dormant daemon (nobody took for dormant_after) holds no IDs and sleeps this long
   // between passes (a refill request wakes it at once).
   std::chrono::milliseconds dormant_after{1000};
@@ -119,6 +117,16 @@ class FillLoop {
   // A pause for the reservation (persistence_failed, register_unreachable) in words: the
   // store it waits on with its location, and the last error. "" for other states.
   std::string RenewalText() const;
+  // The published state is a pause for the reservation (persistence_failed,
+  // register_unreachable), or "starting", which a first renewal that lags prolongs.
+  bool WaitsForRenewal() const;
+  // What the generator waits for the clock to pass, while it does (Facts().clock_wait).
+  std::optional<protocol::ClockWait> CurrentClockWait(int64_t now_ms) const;
+  // A pause for the clock (clock_behind, behind_high_water, fenced, clock_step_too_large)
+  // in words: the millisecond and who set it. "" for other states.
+  std::string ClockWaitText() const;
+  // The segment's status text for the published state: RenewalText() or ClockWaitText().
+  std::string StatusText() const;
   std::string ReasonExtra(int64_t now_ms) const;
   // Stores `text` as the segment's status text if it differs from the last one stored.
   void PublishStatusText(const std::string& text);
@@ -141,7 +149,6 @@ class FillLoop {
   bool claim_lost_ = false;
   bool filled_once_ = false;
   int64_t applied_fence_ = 0;  // the operator's fence the generator and ring obey
-  bool started_behind_;
   bool dormant_ = false;
   std::chrono::steady_clock::time_point last_demand_;
   uint64_t last_head_ = 0;
@@ -162,6 +169,7 @@ class FillLoop {
   // built from.
   std::string status_text_;
   uint64_t status_text_version_ = 0;
+  int64_t status_text_mark_ = 0;  // the generator's mark ClockWaitText() was built from
   // ReadHorizon()'s copy of the renewal and the version it was taken at.
   Renewal renewal_;
   std::optional<uint64_t> renewal_version_;

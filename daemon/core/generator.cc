@@ -39,12 +39,55 @@ std::string OutOfServiceAdvice(shm::StateReason reason, int64_t allowed_ms,
 
 }  // namespace
 
+std::string_view MarkSourceCode(MarkSource source) noexcept {
+  switch (source) {
+    case MarkSource::kNone:
+      return "none";
+    case MarkSource::kStateFile:
+      return "state_file";
+    case MarkSource::kRegister:
+      return "register";
+    case MarkSource::kHostMark:
+      return "host_mark";
+    case MarkSource::kSegment:
+      return "segment";
+    case MarkSource::kFence:
+      return "fence";
+    case MarkSource::kLastIssued:
+      return "last_issued";
+  }
+  return "none";
+}
+
+std::string_view MarkSourceWords(MarkSource source) noexcept {
+  switch (source) {
+    case MarkSource::kNone:
+      return "the epoch";
+    case MarkSource::kStateFile:
+      return "this daemon's reservation in its state file";
+    case MarkSource::kRegister:
+      return "the register's mark (the number's last holder)";
+    case MarkSource::kHostMark:
+      return "the host mark (another daemon of this host)";
+    case MarkSource::kSegment:
+      return "the surviving segment's last ID";
+    case MarkSource::kFence:
+      return "an operator's fence";
+    case MarkSource::kLastIssued:
+      return "the last issued millisecond (the clock stepped back)";
+  }
+  return "the epoch";
+}
+
 Generator::Generator(const GeneratorConfig& config, Clock& clock) noexcept
     : config_(config),
       clock_(&clock),
       // The epoch acts as a mark just below its first millisecond, so a clock read
       // before the epoch is refused like any other step behind the mark.
-      mark_ms_(std::max(config.high_water_unix_ms, config.layout.epoch_unix_ms() - 1)) {}
+      mark_ms_(std::max(config.high_water_unix_ms, config.layout.epoch_unix_ms() - 1)),
+      mark_source_(config.high_water_unix_ms >= config.layout.epoch_unix_ms()
+                       ? config.high_water_source
+                       : MarkSource::kNone) {}
 
 tl::expected<Generator, GeneratorError> Generator::Create(const GeneratorConfig& config,
                                                           Clock& clock) noexcept {
@@ -187,6 +230,7 @@ tl::expected<size_t, GenerateError> Generator::Generate(std::span<uint64_t> out)
     // Admit() guarantees now_ms >= mark_ms_ and now_ms <= max_unix_ms().
     if (now_ms > mark_ms_) {
       mark_ms_ = now_ms;
+      mark_source_ = MarkSource::kLastIssued;
       next_sequence_ = 0;
     }
     const size_t count =
@@ -218,6 +262,11 @@ tl::expected<uint64_t, GenerateError> Generator::Next() noexcept {
   return id;
 }
 
+void Generator::JudgeClock() noexcept {
+  if (state_ == GeneratorState::kOutOfService) return;
+  Admit(clock_->NowUnixMs(), /*at_start=*/false);
+}
+
 void Generator::Resume() noexcept {
   if (state_ != GeneratorState::kOutOfService) return;
   resumed_ = true;
@@ -233,16 +282,18 @@ void Generator::Resume() noexcept {
 
 void Generator::RaiseFence(int64_t unix_ms) noexcept {
   if (unix_ms < mark_ms_ || (unix_ms == mark_ms_ && next_sequence_ == kIdsPerMs)) return;
-  RaiseHighWater(unix_ms);
+  RaiseHighWater(unix_ms, MarkSource::kFence);
   fence_pending_ = true;
 }
 
-void Generator::RaiseHighWater(int64_t unix_ms) noexcept {
+void Generator::RaiseHighWater(int64_t unix_ms, MarkSource source) noexcept {
   config_.high_water_unix_ms = std::max(config_.high_water_unix_ms, unix_ms);
   if (unix_ms > mark_ms_) {
     mark_ms_ = unix_ms;
+    mark_source_ = source;
     next_sequence_ = kIdsPerMs;
   } else if (unix_ms == mark_ms_) {
+    mark_source_ = source;
     next_sequence_ = kIdsPerMs;  // "at or below": the rest of this ms is off limits too
   }
 }

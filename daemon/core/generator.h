@@ -22,6 +22,23 @@
 
 namespace snowflake::daemon {
 
+// Who set the millisecond the generator's mark stands at, i.e. what a generator that waits
+// for the clock waits for (the status's "clock_wait.set_by", MarkSourceCode()).
+enum class MarkSource {
+  kNone,        // the epoch: nothing was issued yet
+  kStateFile,   // this daemon's reservation in its state file (a restart waits for it)
+  kRegister,    // the register's mark: the number's last holder reserved up to it
+  kHostMark,    // the host mark: another daemon of this host reserved up to it
+  kSegment,     // the surviving segment's last ID, or the floor the last start stood above
+  kFence,       // an operator's fence (RaiseFence)
+  kLastIssued,  // this generator's own last ID: the clock stepped back behind it
+};
+
+// "none", "state_file", "register", "host_mark", "segment", "fence", "last_issued".
+std::string_view MarkSourceCode(MarkSource source) noexcept;
+// What a person reads: "the state file's reservation", "an operator's fence", ...
+std::string_view MarkSourceWords(MarkSource source) noexcept;
+
 struct GeneratorConfig {
   IdLayout layout;   // the fleet's epoch
   uint32_t machine;  // 0..1023, claimed from the register
@@ -37,6 +54,8 @@ struct GeneratorConfig {
   // fast restart waits for its own reservation instead of needing an operator. The bound
   // holds for that whole wait; a clock falling further behind goes out of service.
   int64_t start_wait_ms = 0;
+  // Who set high_water_unix_ms (reported while the generator waits for it).
+  MarkSource high_water_source = MarkSource::kNone;
 };
 
 enum class GeneratorState {
@@ -112,6 +131,14 @@ class Generator {
   // One ID; same rules and errors as Generate().
   [[nodiscard]] tl::expected<uint64_t, GenerateError> Next() noexcept;
 
+  // Reads the clock once and judges it as Generate() would, issuing nothing: a paused
+  // generator whose clock has passed the mark serves again, one whose clock fell too far
+  // behind goes out of service. For a caller that may not issue now (the reservation's
+  // horizon is behind the clock) but must know whether the clock still holds it up:
+  // without it a pause would end only with the next Generate(), and its reason would
+  // outlive its cause. No effect when kOutOfService (only Resume() leaves that).
+  void JudgeClock() noexcept;
+
   // The operator's "I have checked the clock": leaves kOutOfService and re-reads the
   // clock. Never permits issuing at or below the mark: a clock still behind the mark
   // (by any amount) leaves the generator kPaused until it passes; a clock beyond the
@@ -120,7 +147,8 @@ class Generator {
 
   // Nothing will be issued at or below unix_ms from now on. Never lowers the mark; takes
   // effect without reading the clock (the next Generate() judges the clock against it).
-  void RaiseHighWater(int64_t unix_ms) noexcept;
+  // `source`: who set it (mark_source() reports it while the mark is the generator's).
+  void RaiseHighWater(int64_t unix_ms, MarkSource source = MarkSource::kRegister) noexcept;
 
   // An operator's fence (`snowflakectl register raise-all --while-running`): as
   // RaiseHighWater(), but a clock behind the fence only pauses, with the reason kFenced,
@@ -142,6 +170,8 @@ class Generator {
   // The newest millisecond that may carry an ID of this machine: the last issued ms, or
   // the high-water mark if that is newer. This is what the caller persists.
   int64_t last_unix_ms() const noexcept { return mark_ms_; }
+  // Who set last_unix_ms(): what a paused generator waits for the clock to pass.
+  MarkSource mark_source() const noexcept { return mark_source_; }
   // How many times clock trouble took the generator out of kServing (into kPaused or
   // kOutOfService), including a start behind the high-water mark.
   uint64_t pauses_total() const noexcept { return pauses_total_; }
@@ -168,6 +198,7 @@ class Generator {
   // The mark: no future ID may carry a ms below it, and IDs at mark_ms_ may only use
   // sequences >= next_sequence_ (kIdsPerMs: the ms is used up).
   int64_t mark_ms_;
+  MarkSource mark_source_;
   uint32_t next_sequence_ = kIdsPerMs;
   std::optional<uint64_t> last_issued_id_;
 

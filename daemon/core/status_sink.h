@@ -39,6 +39,8 @@ struct StatusFacts {
   std::string segment_retired_reason;  // FillLoop::segment_retired_reason()
   // While a renewal fails or the daemon waits for one.
   std::optional<protocol::RenewalStatus> renewal;
+  // While the generator waits for the clock to pass its mark.
+  std::optional<protocol::ClockWait> clock_wait;
   int64_t now_unix_ms = 0;  // the clock when the facts were gathered
 };
 

@@ -67,6 +67,12 @@ struct Metrics::Families {
                        "IDs the daemon published into the ring (refills) and drained from it", r)),
         pauses(Declare(prometheus::BuildCounter(), "snowflake_clock_pauses_total",
                        "Times generation paused because the clock stepped back", r)),
+        paused(Declare(prometheus::BuildCounter(), "snowflake_paused_seconds_total",
+                       "Time generation was paused, by reason code", r)),
+        beyond_cause(Declare(prometheus::BuildGauge(), "snowflake_pause_beyond_cause_seconds",
+                             "While paused for the clock: how long ago the clock passed the "
+                             "millisecond the pause waits for (0 otherwise)",
+                             r)),
         state(Declare(prometheus::BuildGauge(), "snowflake_state",
                       "1 for the daemon's current state, 0 for the others", r)),
         ring(Declare(prometheus::BuildGauge(), "snowflake_ring_ids",
@@ -107,6 +113,8 @@ struct Metrics::Families {
   prometheus::Family<prometheus::Gauge>& connections;
   prometheus::Family<prometheus::Counter>& totals;
   prometheus::Family<prometheus::Counter>& pauses;
+  prometheus::Family<prometheus::Counter>& paused;
+  prometheus::Family<prometheus::Gauge>& beyond_cause;
   prometheus::Family<prometheus::Gauge>& state;
   prometheus::Family<prometheus::Gauge>& ring;
   prometheus::Family<prometheus::Histogram>& reservation;
@@ -202,6 +210,10 @@ void Metrics::Export(const DaemonFigures& figures) {
   RaiseTo(f.pauses.Add({}), static_cast<double>(figures.clock_pauses));
   RaiseTo(f.retired.Add({}), static_cast<double>(figures.segments_retired));
   RaiseTo(f.heartbeats.Add({}), static_cast<double>(figures.heartbeats));
+  for (const auto& [reason, seconds] : figures.paused_seconds) {
+    RaiseTo(f.paused.Add({{"reason", reason}}), seconds);
+  }
+  f.beyond_cause.Add({}).Set(figures.pause_beyond_cause_seconds);
   for (const vocab::StateWords& state : vocab::kStates) {
     f.state.Add({{"state", std::string(state.code)}}).Set(figures.state == state.code ? 1 : 0);
   }

@@ -60,6 +60,11 @@ struct DaemonFigures {
   uint64_t segments_retired = 0;
   uint64_t heartbeats = 0;
   int64_t reserved_through_unix_ms = 0;
+  // Seconds spent paused so far, per reason code (StatusBoard::PausedSeconds()).
+  std::map<std::string, double> paused_seconds;
+  // While paused for the clock: how long ago the clock passed the millisecond the pause
+  // says it waits for (0 otherwise, and while the clock has not passed it yet).
+  double pause_beyond_cause_seconds = 0;
   // IDs taken per service name, every path (local clients and fronts) together.
   std::map<std::string, uint64_t> services;
 };

@@ -178,6 +178,16 @@ std::string StatusToText(const StatusReport& report) {
   // header: shown only when the socket gave no renewal (it did not answer).
   if (d && d->renewal) {
     out << "renewal:        " << RenewalLine(*d->renewal) << "\n";
+  } else if (d && d->clock_wait) {
+    // What a pause for the clock waits for, and who set it (docs/operations.md).
+    const protocol::ClockWait& w = *d->clock_wait;
+    out << "clock wait:     until the clock passes " << FormatTimeText(w.until_unix_ms)
+        << " (unix ms " << w.until_unix_ms << "), set by " << w.set_by << "; "
+        << (w.clock_passes_in_ms > 0
+                ? "it passes it in " + FormatDuration(w.clock_passes_in_ms)
+                : "it passed it " + FormatDuration(-w.clock_passes_in_ms) +
+                      " ago: the pause outlasts its cause")
+        << "\n";
   } else if (!s.status_text.empty()) {
     out << "daemon says:    " << s.status_text << "\n";
   }

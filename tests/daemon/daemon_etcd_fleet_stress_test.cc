@@ -38,7 +38,17 @@
 //       fault at least once and one more, a holder-stop that ended in a takeover among
 //       them;
 //   (5) no ID taken after a raise-all returned is at or below its fence (the take each
-//       client had under way when it returned aside: at most one batch).
+//       client had under way when it returned aside: at most one batch);
+//   (6) availability as promised (docs/operations.md, "What a pause waits for"): a host
+//       whose daemon runs and holds its number (its segment names its pid and a machine)
+//       gets a take within max(mark - clock, 0) + 1 s, where a pause for the clock its
+//       status names gives mark - clock (the reason's detail), unless the status names a
+//       reason that explains a longer wait (register_unreachable, persistence_failed,
+//       fenced, out_of_service, or starting while the segment's text names the renewal
+//       it waits for). Frozen hosts (SIGSTOP, and 3 s after it) are left out, as is time
+//       without a number. Sampled every 100 ms by the fault loop: a stretch is timed to the
+//       sample that sees the next take, and one the loop could not watch (a raise-all
+//       holds it) is not judged. The worst stretch is printed with its cause.
 // Two daemons may both show "serving" for one number for a moment (a lease ended under a
 // live holder, which serves out its confirmed horizon while the next holder starts above
 // it): such samples are counted, not failed; (1) is what matters.
@@ -197,6 +207,26 @@ struct Slot {
   std::optional<Clock::time_point> restart_at;
   bool stopped = false;  // SIGSTOPped by a holder-stop
   Clock::time_point resumed_at{};
+  // The availability promise (property 6): the stretch without a take being timed.
+  struct Stretch {
+    Clock::time_point since;  // the last take, or when the daemon came to hold its number
+    uint64_t committed = 0;   // the client's committed takes then
+    // max(mark - clock, 0) + 1 s, from the pauses for the clock its status named since.
+    int64_t allowed_ms = 1000;
+    std::string cause = "serving";  // what the status said last
+    bool explained = false;         // the status named a reason that explains a longer wait
+    Clock::time_point sampled;      // the previous sample
+  };
+  std::optional<Stretch> stretch;  // none while the daemon does not run or hold a number
+};
+
+// The longest stretch without a take at a host whose daemon ran and held its number.
+struct Gap {
+  int64_t ms = 0;
+  int64_t allowed_ms = 0;
+  std::string host;
+  std::string cause;
+  std::string when;
 };
 
 // A raise-all that returned: its fence, and where each host's records stood then.
@@ -275,6 +305,7 @@ class FleetStress {
       if (std::string p = EndFaults(/*all=*/false); !p.empty()) return p;
       if (std::string p = RestartExitedDaemons(); !p.empty()) return p;
       SampleExclusivity();
+      SampleAvailability();
       if (Clock::now() >= next_fault && !enough) {
         const bool from_first = !first.empty();
         const Fault kind = from_first ? first.front() : PickFault();
@@ -426,6 +457,18 @@ class FleetStress {
     return total;
   }
   int takeovers() const { return takeovers_; }
+  // Property (6): "" if it held; the worst stretches with their causes.
+  const std::string& broken_promise() const { return first_broken_promise_; }
+  std::string AvailabilitySummary() const {
+    const auto describe = [](const Gap& g) {
+      return g.host.empty() ? std::string("none")
+                            : std::to_string(g.ms) + " ms at " + g.host + " (allowed " +
+                                  std::to_string(g.allowed_ms) + " ms, ended at " + g.when +
+                                  "; status: " + g.cause + ")";
+    };
+    return "longest stretch without a take at a holding host: " + describe(worst_gap_) +
+           "; longest the status explained: " + describe(worst_explained_);
+  }
   uint64_t ids() const { return check_.ids; }
 
  private:
@@ -778,6 +821,81 @@ class FleetStress {
     return "";
   }
 
+  // Property (6), sampled with the fault loop (every 100 ms): times each host's stretch
+  // without a take while its daemon runs and holds its number.
+  void SampleAvailability() {
+    const auto now = Clock::now();
+    for (Slot& s : slots_) {
+      std::optional<ClientStatus> status;
+      if (!s.stopped && now - s.resumed_at >= 3s && s.daemon->Running()) {
+        if (auto inspected =
+                Client::Inspect(DaemonHarness::ClientOptionsFor(s.options.runtime_dir))) {
+          status = std::move(*inspected);
+        }
+      }
+      const bool held = status && status->daemon_pid == static_cast<uint64_t>(s.daemon->pid()) &&
+                        status->state != "stopped" && status->health != "dead" &&
+                        status->health != "not_heartbeating";
+      if (!held) {
+        s.stretch.reset();
+        continue;
+      }
+      const uint64_t committed = Committed(s);
+      // A take is timed to the sample that sees it: after a sample that came late (the
+      // loop was held by a raise-all, which returns only once every holder obeys it) the
+      // stretch cannot be timed, and begins anew.
+      if (!s.stretch || now - s.stretch->sampled > 500ms) {
+        s.stretch = Slot::Stretch{.since = now, .committed = committed, .sampled = now};
+        continue;
+      }
+      Slot::Stretch& open = *s.stretch;
+      open.sampled = now;
+      const int64_t gap_ms =
+          std::chrono::duration_cast<std::chrono::milliseconds>(now - open.since).count();
+      if (committed > open.committed) {
+        EndStretch(s, gap_ms);
+        s.stretch = Slot::Stretch{.since = now, .committed = committed, .sampled = now};
+        continue;
+      }
+      // What the status says now: a pause for the clock bounds the wait by its lead (from
+      // when it is first seen, a sample late at most); the reasons of a register, a disk or
+      // an operator explain any wait.
+      const std::string& reason = status->reason;
+      if (reason == "clock_behind" || reason == "behind_high_water") {
+        open.allowed_ms =
+            std::max(open.allowed_ms, gap_ms + std::max<int64_t>(status->reason_detail, 0) + 1000);
+        open.cause = status->state + " " + reason + " " + std::to_string(status->reason_detail) +
+                     " ms: " + status->status_text;
+      } else if (reason == "register_unreachable" || reason == "persistence_failed" ||
+                 reason == "fenced" || status->state == "out_of_service" ||
+                 (status->state == "starting" && !status->status_text.empty())) {
+        open.explained = true;
+        open.cause = status->state + " " + reason + ": " + status->status_text;
+      } else if (!open.explained) {
+        open.cause = status->state + " " + reason +
+                     (status->status_text.empty() ? "" : ": " + status->status_text);
+      }
+    }
+  }
+
+  void EndStretch(const Slot& s, int64_t gap_ms) {
+    const Slot::Stretch& open = *s.stretch;
+    Gap gap{.ms = gap_ms,
+            .allowed_ms = open.allowed_ms,
+            .host = s.name,
+            .cause = open.cause,
+            .when = std::to_string(Seconds()) + " s"};
+    Gap& worst = open.explained ? worst_explained_ : worst_gap_;
+    if (gap.ms > worst.ms) worst = gap;
+    if (!open.explained && gap.ms > gap.allowed_ms && first_broken_promise_.empty()) {
+      first_broken_promise_ = s.name + " went " + std::to_string(gap.ms) +
+                              " ms without a take while holding its number (allowed " +
+                              std::to_string(gap.allowed_ms) + " ms) until " + gap.when +
+                              "; its status said: " + gap.cause;
+      Note(first_broken_promise_);
+    }
+  }
+
   // The live daemons that serve, by number; two on one number is counted (see the top).
   void SampleExclusivity() {
     ++samples_;
@@ -925,6 +1043,9 @@ class FleetStress {
   std::string other_exit_example_;
   uint64_t samples_ = 0;
   uint64_t overlaps_ = 0;
+  Gap worst_gap_;        // property (6): the longest stretch not explained by the status
+  Gap worst_explained_;  // and the longest one the status explained
+  std::string first_broken_promise_;
   std::vector<std::string> timeline_;
   std::vector<std::string> claim_lines_;
   st::IdCheckResult check_;
@@ -944,6 +1065,7 @@ TEST(DaemonEtcdFleetStress, NoDuplicateUnderEtcdStopsQuorumLossClockOffsetsAndSt
   const std::string violation = sut.Check();
 
   std::cout << "fleet stress: " << sut.Summary() << ", seed " << seed << std::endl;
+  std::cout << "availability: " << sut.AvailabilitySummary() << ", seed " << seed << std::endl;
   if (!sut.duplicate_details().empty()) {
     std::cout << sut.duplicate_details() << "\nthe daemons' claims:\n"
               << sut.ClaimLines() << std::endl;
@@ -959,6 +1081,7 @@ TEST(DaemonEtcdFleetStress, NoDuplicateUnderEtcdStopsQuorumLossClockOffsetsAndSt
   }
   EXPECT_GT(sut.total_faults(), kFaultKinds) << context;
   EXPECT_GE(sut.takeovers(), 1) << context;
+  EXPECT_EQ(sut.broken_promise(), "") << sut.AvailabilitySummary() << "\n" << context;
   if (!sut.other_exit_example().empty()) {
     std::cout << "a daemon exited for another reason: " << sut.other_exit_example() << std::endl;
   }

@@ -30,6 +30,7 @@
 #include "fake_clock.h"
 #include "fake_register.h"
 #include "fault_file_system.h"
+#include "protocol/control_client.h"
 #include "protocol/vocabulary.h"
 #include "register/file_register.h"
 #include "snowflake/client.h"
@@ -328,6 +329,20 @@ bool AwaitThat(Pred pred) {
   return pred();
 }
 
+// The value of one sample ("name{label=\"value\"}") in a text exposition; nullopt if the
+// exposition has no such line.
+std::optional<double> SampleValue(const std::string& exposition, const std::string& sample) {
+  const std::string line_start = sample + " ";
+  for (size_t at = 0; at < exposition.size();) {
+    const size_t end = std::min(exposition.find('\n', at), exposition.size());
+    if (exposition.compare(at, line_start.size(), line_start) == 0) {
+      return std::stod(exposition.substr(at + line_start.size(), end - at - line_start.size()));
+    }
+    at = end + 1;
+  }
+  return std::nullopt;
+}
+
 TEST(InProcessDaemon, AnOperatorsFenceEmptiesTheRingPausesUntilTheClockPassesItAndIsAcknowledged) {
   // Arrange: a serving daemon whose register an operator fences 5 s ahead of its clock.
   Host host;
@@ -360,10 +375,14 @@ TEST(InProcessDaemon, AnOperatorsFenceEmptiesTheRingPausesUntilTheClockPassesItA
     return status && status->reason == "fenced";
   });
   auto while_fenced = client->Next();
+  // What the control socket says the daemon waits for (snowflakectl status, /v1/status).
+  const auto fenced_status = protocol::QueryStatus(host.config().daemon.runtime_dir, 2s);
+  const std::string fenced_scrape = daemon.metrics().Scrape();
   const bool acknowledged = AwaitThat([&] { return reg->acknowledged() == fence; });
   host.clock().Set(fence + 1);
   const bool serves_again = AwaitServing(host);
   auto after = client->Next();
+  const std::string after_scrape = daemon.metrics().Scrape();
   const int status = stop();
 
   // Assert: nothing at or below the fence was handed out once the daemon knew of it, not
@@ -372,6 +391,23 @@ TEST(InProcessDaemon, AnOperatorsFenceEmptiesTheRingPausesUntilTheClockPassesItA
   ASSERT_FALSE(while_fenced) << "took ID of ms " << MillisecondOf(*while_fenced, host.config())
                              << " while fenced at " << fence;
   EXPECT_EQ(while_fenced.error().code, ClientError::kDaemonPaused) << while_fenced.error().message;
+  EXPECT_NE(while_fenced.error().message.find("waiting for the clock to pass"), std::string::npos)
+      << while_fenced.error().message;
+  EXPECT_NE(while_fenced.error().message.find("an operator's fence"), std::string::npos)
+      << while_fenced.error().message;
+  ASSERT_TRUE(fenced_status) << fenced_status.error().message;
+  ASSERT_TRUE(fenced_status->clock_wait.has_value());
+  EXPECT_EQ(fenced_status->clock_wait->until_unix_ms, fence);
+  EXPECT_EQ(fenced_status->clock_wait->set_by, "fence");
+  EXPECT_GT(fenced_status->clock_wait->clock_passes_in_ms, 0);
+  // The fence explains the pause: nothing beyond its cause; the time paused is counted
+  // under its reason.
+  EXPECT_EQ(SampleValue(fenced_scrape, "snowflake_pause_beyond_cause_seconds"), 0.0)
+      << fenced_scrape;
+  EXPECT_GT(
+      SampleValue(after_scrape, "snowflake_paused_seconds_total{reason=\"fenced\"}").value_or(0),
+      0.0)
+      << after_scrape;
   EXPECT_TRUE(acknowledged);
   EXPECT_TRUE(serves_again);
   ASSERT_TRUE(after) << after.error().message;
@@ -380,20 +416,6 @@ TEST(InProcessDaemon, AnOperatorsFenceEmptiesTheRingPausesUntilTheClockPassesItA
   // The clean stop records no less than the fence (the register is gone with the daemon:
   // the state file holds the same value).
   EXPECT_GE(host.CleanStopInStateFile().value_or(0), fence);
-}
-
-// The value of one sample ("name{label=\"value\"}") in a text exposition; nullopt if the
-// exposition has no such line.
-std::optional<double> SampleValue(const std::string& exposition, const std::string& sample) {
-  const std::string line_start = sample + " ";
-  for (size_t at = 0; at < exposition.size();) {
-    const size_t end = std::min(exposition.find('\n', at), exposition.size());
-    if (exposition.compare(at, line_start.size(), line_start) == 0) {
-      return std::stod(exposition.substr(at + line_start.size(), end - at - line_start.size()));
-    }
-    at = end + 1;
-  }
-  return std::nullopt;
 }
 
 TEST(InProcessDaemon, MetricsAreFilledWithoutAnyNetworkFront) {

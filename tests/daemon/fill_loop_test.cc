@@ -23,6 +23,7 @@
 
 #include "daemon/control/status_reporter.h"
 #include "fake_clock.h"
+#include "protocol/vocabulary.h"
 #include "snowflake/ring_consumer.h"
 #include "snowflake/status_text.h"
 #include "temp_dir.h"
@@ -61,18 +62,18 @@ class ManualHorizon final : public Horizon {
 struct Rig {
   // `replace_tampered`: a tampered segment is replaced by a fresh one in dir, as the daemon
   // does; otherwise the loop stops (fatal()).
+  // `generator_config`: the generator's (the default: machine 3, no mark to stand above).
   explicit Rig(FillLoopOptions options = Defaults(), Clock* clock_override = nullptr,
-               bool replace_tampered = false)
+               bool replace_tampered = false,
+               GeneratorConfig generator_config = DefaultGeneratorConfig())
       : producer(testing::MakeProducer(shm::ProducerOptions{.runtime_dir = dir.path(),
                                                             .capacity = options.capacity,
                                                             .epoch_unix_ms = kEpoch,
                                                             .machine = 3,
                                                             .mode = 0600,
                                                             .group = std::nullopt})),
-        generator(std::move(Generator::Create(GeneratorConfig{.layout = IdLayout::Create(kEpoch).value(),
-                                                              .machine = 3},
-                                              clock_override ? *clock_override : clock)
-                                .value())),
+        generator(std::move(
+            Generator::Create(generator_config, clock_override ? *clock_override : clock).value())),
         status(Identity(), board, std::chrono::milliseconds(1000)),
         sut(WithReplacer(options, replace_tampered), clock_override ? *clock_override : clock,
             generator, producer, horizon, status, nullptr) {}
@@ -116,6 +117,9 @@ struct Rig {
     DaemonStatus identity;
     identity.machine = 3;
     return identity;
+  }
+  static GeneratorConfig DefaultGeneratorConfig() {
+    return GeneratorConfig{.layout = IdLayout::Create(kEpoch).value(), .machine = 3};
   }
   static FillLoopOptions Defaults() {
     FillLoopOptions options;
@@ -251,6 +255,69 @@ TEST(FillLoop, AnUnansweredRegisterPausesWithItsWordsInTheSegmentUntilItAnswers)
   EXPECT_EQ(status.renewal->last_error, "no answer from http://127.0.0.1:1");
   EXPECT_EQ(rig.sut.published().state, DaemonState::kServing);
   EXPECT_EQ(serving_text, "");
+}
+
+// Issue 44: a start 258 ms behind the persisted mark, while the register does not answer
+// (a quorum loss). The generator's own wait ends once the clock passes the mark; what the
+// daemon then waits for is the register, and it must say so, not "clock started 258 ms
+// behind" for as long as the register is out. Once a renewal covers the clock it serves.
+TEST(FillLoop, AStartBehindTheMarkEndsWithTheClockAndThenNamesTheRegisterItWaitsFor) {
+  // Arrange: the mark 258 ms ahead; the horizon what both stores held at start (below the
+  // clock soon), the first renewal failing at the register.
+  GeneratorConfig generator = Rig::DefaultGeneratorConfig();
+  generator.high_water_unix_ms = kStart + 258;
+  generator.start_wait_ms = 1100;
+  generator.high_water_source = MarkSource::kStateFile;
+  Rig rig(Rig::Defaults(), nullptr, false, generator);
+  rig.horizon.through = kStart + 100;
+  rig.horizon.wait = RenewalWait{.store = ReservationStore::kRegister,
+                                 .location = "etcd http://127.0.0.1:1 /p/",
+                                 .since_unix_ms = kStart};
+  rig.horizon.failure = ReservationProblem{
+      .store = ReservationStore::kRegister, .message = "no leader", .unreachable = true};
+  rig.sut.Pass();
+  const StateDecision at_start = rig.sut.published();
+  const StatusFacts facts_at_start = rig.sut.Facts();
+  const std::string text_at_start = shm::ReadStatusText(rig.producer.header()).value_or("");
+
+  // Act 1: 60 s pass with the register out.
+  for (int i = 0; i < 6000; ++i) {
+    rig.clock.Tick(10);
+    rig.sut.Pass();
+  }
+  const StateDecision register_out = rig.sut.published();
+  const GeneratorState generator_then = rig.generator.state();
+  const StatusFacts facts_register_out = rig.sut.Facts();
+  const std::string text_register_out = shm::ReadStatusText(rig.producer.header()).value_or("");
+  // Act 2: the register answers; the renewal covers the clock.
+  rig.horizon.failure.reset();
+  rig.horizon.wait.reset();
+  rig.horizon.through = rig.clock.NowUnixMs() + 1000;
+  rig.clock.Tick(1);
+  rig.sut.Pass();
+
+  // Assert
+  EXPECT_EQ(at_start.state, DaemonState::kPaused);
+  EXPECT_EQ(at_start.reason, StateReason::kBehindHighWater);
+  EXPECT_EQ(at_start.detail, 258);
+  ASSERT_TRUE(facts_at_start.clock_wait.has_value());
+  EXPECT_EQ(facts_at_start.clock_wait->until_unix_ms, kStart + 258);
+  EXPECT_EQ(facts_at_start.clock_wait->set_by, "state_file");
+  EXPECT_EQ(facts_at_start.clock_wait->clock_passes_in_ms, 259);
+  EXPECT_NE(text_at_start.find("waiting for the clock to pass"), std::string::npos)
+      << text_at_start;
+  EXPECT_NE(text_at_start.find("state file"), std::string::npos) << text_at_start;
+  EXPECT_EQ(generator_then, GeneratorState::kServing)
+      << "the clock passed the mark 59.7 s ago: " << rig.generator.reason();
+  EXPECT_EQ(register_out.state, DaemonState::kPaused);
+  EXPECT_EQ(register_out.reason, StateReason::kRegisterUnreachable)
+      << "the daemon waits for the register, and says " << vocab::ReasonCode(register_out.reason);
+  EXPECT_FALSE(facts_register_out.clock_wait.has_value());
+  EXPECT_TRUE(facts_register_out.renewal.has_value());
+  EXPECT_EQ(text_register_out,
+            "register etcd http://127.0.0.1:1 /p/; last error: register unreachable: no leader");
+  EXPECT_EQ(rig.sut.published().state, DaemonState::kServing);
+  EXPECT_GT(rig.producer.size(), 0u);
 }
 
 // Finding 5: the pass that enters dormancy used to fill the ring and then sleep with it.

@@ -647,6 +647,62 @@ TEST(Generator, AFenceBehindTheLastIssuedIdChangesNothing) {
   EXPECT_EQ(sut.state(), GeneratorState::kServing);
 }
 
+// A caller that may not issue (the reservation's horizon is behind the clock) still learns
+// when the clock has passed the mark: the pause ends without an ID, and one already passed
+// stays over.
+TEST(Generator, JudgeClockEndsAStartPauseOnceTheClockPassesTheMarkWithoutIssuing) {
+  FakeClock clock(kStart);
+  GeneratorConfig config = Config(kStart + 258);
+  config.start_wait_ms = 1100;
+  config.high_water_source = MarkSource::kRegister;
+  Generator sut = MustCreate(config, clock);
+  ASSERT_EQ(sut.state(), GeneratorState::kPaused);
+
+  clock.Set(kStart + 258);  // at the closed mark: still paused
+  sut.JudgeClock();
+  const GeneratorState at_mark = sut.state();
+  const MarkSource waited_for = sut.mark_source();
+  clock.Set(kStart + 259);
+  sut.JudgeClock();
+
+  EXPECT_EQ(at_mark, GeneratorState::kPaused);
+  EXPECT_EQ(waited_for, MarkSource::kRegister);
+  EXPECT_EQ(sut.state(), GeneratorState::kServing);
+  EXPECT_EQ(sut.reason(), "");
+  EXPECT_FALSE(sut.last_issued_id().has_value());
+  EXPECT_EQ(sut.last_unix_ms(), kStart + 258);
+  auto id = sut.Next();
+  ASSERT_TRUE(id.has_value());
+  EXPECT_EQ(Fields(*id).unix_ms, kStart + 259);
+  EXPECT_EQ(sut.mark_source(), MarkSource::kLastIssued);
+}
+
+TEST(Generator, JudgeClockLeavesOutOfServiceToResume) {
+  FakeClock clock(kStart);
+  Generator sut = MustCreate(Config(kStart + 5000), clock);
+  ASSERT_EQ(sut.state(), GeneratorState::kOutOfService);
+
+  clock.Set(kStart + 6000);
+  sut.JudgeClock();
+
+  EXPECT_EQ(sut.state(), GeneratorState::kOutOfService);
+}
+
+TEST(Generator, AFenceIsWhatThePauseWaitsFor) {
+  FakeClock clock(kStart);
+  Generator sut = MustCreate(Config(), clock);
+  ASSERT_TRUE(sut.Next().has_value());
+
+  sut.RaiseFence(kStart + 400);
+  clock.Set(kStart + 1);
+  auto refused = sut.Next();
+
+  EXPECT_FALSE(refused.has_value());
+  EXPECT_EQ(sut.reason_code(), shm::StateReason::kFenced);
+  EXPECT_EQ(sut.last_unix_ms(), kStart + 400);
+  EXPECT_EQ(sut.mark_source(), MarkSource::kFence);
+}
+
 // ---- The end of the time range --------------------------------------------------------
 
 TEST(Generator, TimeBeyondTheRangeIsOutOfServiceNeverAWrappedId) {

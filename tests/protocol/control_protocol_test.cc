@@ -65,6 +65,8 @@ StatusRecord FullRecord() {
                             .last_error = "timed out",
                             .last_error_store = "register",
                             .unanswered = true};
+  s.clock_wait = ClockWait{
+      .until_unix_ms = 1'767'225'700'259, .set_by = "register", .clock_passes_in_ms = 258};
   s.fronts = {FrontStatus{.name = "http",
                           .listen = {"127.0.0.1:8080", "[::1]:8080"},
                           .connections = 2,
@@ -305,7 +307,7 @@ std::set<std::string> WrittenKeys() {
   const json reply = StatusReplyJson(FullRecord());
   for (const auto& [name, value] : reply.items()) {
     keys.insert(name);
-    if (name == "renewal") {
+    if (name == "renewal" || name == "clock_wait") {
       for (const auto& [inner, unused] : value.items()) keys.insert(name + "." + inner);
     }
   }
