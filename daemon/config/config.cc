@@ -128,6 +128,11 @@ class Validator {
              config_.http.tls_client_ca_file = Path(k, n, true);
              tls_client_ca_node_ = &n;
            }},
+          {"tls_client_crl_file",
+           [&](auto& k, auto& n) {
+             config_.http.tls_client_crl_file = Path(k, n, true);
+             tls_client_crl_node_ = &n;
+           }},
           {"max_share", [&](auto& k, auto& n) { config_.http.max_share = Share(k, n); }},
           {"per_client_ids_per_s",
            [&](auto& k, auto& n) {
@@ -409,6 +414,11 @@ class Validator {
       Fail("http.tls_client_ca_file", *tls_client_ca_node_,
            "needs http.tls_cert_file and http.tls_key_file (mutual TLS is TLS)");
     }
+    if (!http.tls_client_crl_file.empty() && http.tls_client_ca_file.empty()) {
+      Fail("http.tls_client_crl_file", *tls_client_crl_node_,
+           "needs http.tls_client_ca_file (a CRL revokes client certificates, which only "
+           "mutual TLS asks for)");
+    }
     if (tls_setting_node_ != nullptr && !http.tls()) {
       Fail(tls_setting_key_, *tls_setting_node_,
            "has no effect without http.tls_cert_file and http.tls_key_file (plain HTTP has "
@@ -432,6 +442,7 @@ class Validator {
   const toml::node* tls_cert_node_ = nullptr;
   const toml::node* tls_key_node_ = nullptr;
   const toml::node* tls_client_ca_node_ = nullptr;
+  const toml::node* tls_client_crl_node_ = nullptr;
   std::string tls_setting_key_;  // the first TLS-only key read, for CheckConsistency()
   const toml::node* tls_setting_node_ = nullptr;
 };

@@ -76,6 +76,9 @@ struct Config {
     std::filesystem::path tls_cert_file;
     std::filesystem::path tls_key_file;
     std::filesystem::path tls_client_ca_file;
+    // With a client CA: its CRLs (PEM), checked for every client certificate (a revoked
+    // one fails the handshake); reloaded with the other files. Empty: no CRL check.
+    std::filesystem::path tls_client_crl_file;
     // The fraction of the machine number's 4,096 IDs per millisecond the front may hand
     // out (the rest is the local takers'), and each client's own rate (0: no per-client
     // limit). Past either a take is answered 429 `throttled`.

@@ -1,7 +1,7 @@
-// The HTTP front's TLS credentials (docs/http.md, "TLS"): the certificate chain, its key
-// and the optional client CA of [http], loaded into an OpenSSL server context with the
-// [http] TLS settings (TLS 1.2 and 1.3 only, by default ECDHE with AEAD ciphers, no
-// session tickets), and reloaded when the files change (cert-manager, certbot and a
+// The HTTP front's TLS credentials (docs/http.md, "TLS"): the certificate chain, its key,
+// the optional client CA and its CRLs of [http], loaded into an OpenSSL server context
+// with the [http] TLS settings (TLS 1.2 and 1.3 only, by default ECDHE with AEAD ciphers,
+// no session tickets), and reloaded when the files change (cert-manager, certbot and a
 // Kubernetes Secret replace them): Reload() builds a whole new context from the new files
 // and only then makes it current, so a bad new pair is refused, logged with the file it
 // names, and the old pair keeps serving. Connections keep the context they started with.

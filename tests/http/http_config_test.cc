@@ -42,6 +42,7 @@ max_services = 7
 tls_cert_file = "/etc/snowflaked/tls/tls.crt"
 tls_key_file = "/etc/snowflaked/tls/tls.key"
 tls_client_ca_file = "/etc/snowflaked/tls/ca.crt"
+tls_client_crl_file = "/etc/snowflaked/tls/crl.pem"
 max_share = 0.25
 per_client_ids_per_s = 1000
 tls_handshake_timeout_ms = 1500
@@ -66,6 +67,7 @@ tls_groups = "X25519:P-256"
   EXPECT_EQ(sut->http.tls_cert_file, "/etc/snowflaked/tls/tls.crt");
   EXPECT_EQ(sut->http.tls_key_file, "/etc/snowflaked/tls/tls.key");
   EXPECT_EQ(sut->http.tls_client_ca_file, "/etc/snowflaked/tls/ca.crt");
+  EXPECT_EQ(sut->http.tls_client_crl_file, "/etc/snowflaked/tls/crl.pem");
   EXPECT_EQ(sut->http.max_share, 0.25);
   EXPECT_EQ(sut->http.per_client_ids_per_s, 1000u);
   EXPECT_EQ(sut->http.tls_handshake_timeout_ms, 1500);
@@ -168,6 +170,9 @@ TEST(HttpConfig, EachBadValueNamesFileLineAndKey) {
        "http.tls_key_file: is set without http.tls_cert_file"},
       {"[http]\ntls_client_ca_file = \"/ca.crt\"\n",
        "http.tls_client_ca_file: needs http.tls_cert_file and http.tls_key_file"},
+      {"[http]\ntls_cert_file = \"/a.crt\"\ntls_key_file = \"/a.key\"\n"
+       "tls_client_crl_file = \"/crl.pem\"\n",
+       "http.tls_client_crl_file: needs http.tls_client_ca_file"},
       {"[http]\ntls_cert_file = \"a.crt\"\ntls_key_file = \"/a.key\"\n",
        "http.tls_cert_file: must be an absolute path"},
       {"[http]\nmax_share = 0\n", "http.max_share: must be above 0 and at most 1, got 0"},

@@ -15,6 +15,7 @@
 #   slash-client.pem  subject CN "a/O=b" (one attribute), and
 #   two-rdn-client.pem  subject CN "a\", O "b": X509_NAME_oneline prints both "/CN=a\/O=b"
 #   uri1-client.pem, uri2-client.pem  different subjects, one SAN URI (one workload)
+#   crl.pem           the test CA's CRL, revoking client2.pem
 # Each X.pem has its key in X-key.pem. Past and future validity come from running openssl
 # with libfaketime preloaded. Not through the faketime wrapper: it names a semaphore and a
 # shared-memory file in /dev/shm after its pid, leaves them behind when killed, and then
@@ -80,4 +81,12 @@ leaf slash-client '/CN=a\/O=b' ca client.ext
 leaf two-rdn-client '/CN=a\\/O=b' ca client.ext
 leaf uri1-client "worker-1" ca uri.ext
 leaf uri2-client "worker-2" ca uri.ext
+
+# The test CA's CRL: client2.pem revoked (openssl ca keeps its records in cadb/).
+mkdir -p cadb
+: > cadb/index.txt
+echo 1000 > cadb/crlnumber
+printf '[ca]\ndefault_ca = test\n[test]\ndatabase = cadb/index.txt\ncrlnumber = cadb/crlnumber\ndefault_md = sha256\ndefault_crl_days = 3\n' > ca.cnf
+quiet openssl ca -config ca.cnf -revoke client2.pem -keyfile ca-key.pem -cert ca.pem
+quiet openssl ca -config ca.cnf -gencrl -keyfile ca-key.pem -cert ca.pem -out crl.pem
 chmod 600 ./*-key.pem

@@ -397,6 +397,30 @@ TEST_F(TlsFront, MutualTlsAnswersOnlyCertificatesOfTheClientCa) {
       20s, "the three refused handshakes to be counted under client_certificate"));
 }
 
+// With a CRL, a client certificate the CA revoked fails the handshake like one of another
+// CA, counted under client_certificate; the others are answered.
+TEST_F(TlsFront, ARevokedClientCertificateFailsTheHandshake) {
+  FrontDaemon front("tls-crl", 53,
+                    TlsToml(certs_("server.pem"), certs_("server-key.pem"), certs_("ca.pem")) +
+                        "tls_client_crl_file = \"" + certs_("crl.pem").string() + "\"\n");
+  ASSERT_NO_FATAL_FAILURE(front.Start());
+  HttpsClient revoked(Trusting(certs_("ca.pem"), certs_("client2.pem"), certs_("client2-key.pem")));
+  const HttpsReply refused = revoked.Get(front.port, "/v1/id?service=tls");
+  EXPECT_NE(refused.curl_code, 0) << "answered a revoked certificate: " << refused.body;
+  EXPECT_EQ(refused.status, 0);
+
+  HttpsClient valid(Trusting(certs_("ca.pem"), certs_("client.pem"), certs_("client-key.pem")));
+  EXPECT_EQ(GetServed(valid, front.port, "/v1/id?service=tls").status, 200);
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return SampleValue(
+                   valid.Get(front.port, "/metrics").body,
+                   "snowflake_http_tls_handshake_failures_total{reason=\"client_certificate\"}") >=
+               1;
+      },
+      20s, "the revoked certificate's handshake to be counted under client_certificate"));
+}
+
 TEST_F(TlsFront, WithMutualTlsEachCertificateIsOneClientForItsRate) {
   FrontDaemon front("tls-percert", 27,
               "per_client_ids_per_s = 100\n" +
