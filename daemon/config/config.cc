@@ -130,11 +130,52 @@ class Validator {
              config_.http.tls_client_ca_file = Path(k, n, true);
              tls_client_ca_node_ = &n;
            }},
+          {"tls_client_crl_file",
+           [&](auto& k, auto& n) {
+             config_.http.tls_client_crl_file = Path(k, n, true);
+             tls_client_crl_node_ = &n;
+           }},
           {"max_share", [&](auto& k, auto& n) { config_.http.max_share = Share(k, n); }},
           {"per_client_ids_per_s",
            [&](auto& k, auto& n) {
              config_.http.per_client_ids_per_s =
                  static_cast<uint64_t>(Integer(k, n, 0, 4'096'000, "from 0 (no limit) to 4096000"));
+           }},
+          {"tls_handshake_timeout_ms",
+           [&](auto& k, auto& n) {
+             config_.http.tls_handshake_timeout_ms =
+                 Integer(k, n, 100, 60'000, "from 100 to 60000");
+             TlsOnly(k, n);
+           }},
+          {"tls_max_handshakes",
+           [&](auto& k, auto& n) {
+             config_.http.tls_max_handshakes =
+                 static_cast<uint64_t>(Integer(k, n, 1, 10'000, "from 1 to 10000"));
+             TlsOnly(k, n);
+           }},
+          {"tls_min_version",
+           [&](auto& k, auto& n) {
+             const std::string& v = String(k, n);
+             if (v != "1.2" && v != "1.3") {
+               Fail(k, n, "must be \"1.2\" or \"1.3\", got " + Shown(n));
+             }
+             config_.http.tls_min_version = v;
+             TlsOnly(k, n);
+           }},
+          {"tls_ciphers",
+           [&](auto& k, auto& n) {
+             config_.http.tls_ciphers = OpenSslList(
+                 k, n, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789:+-!@=._",
+                 "must be an OpenSSL cipher list (e.g. \"ECDHE+AESGCM:ECDHE+CHACHA20\")");
+             TlsOnly(k, n);
+           }},
+          {"authorize", [&](auto& k, auto& n) { config_.http.authorize = Grants(k, n); }},
+          {"tls_groups",
+           [&](auto& k, auto& n) {
+             config_.http.tls_groups = OpenSslList(
+                 k, n, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789:-_",
+                 "must be group names separated by ':' (e.g. \"X25519:P-256\")");
+             TlsOnly(k, n);
            }}}},
     };
 
@@ -255,6 +296,97 @@ class Validator {
     return s;
   }
 
+  // [[http.authorize]]: an array of tables, each with an identity (at most once), services
+  // and endpoints.
+  std::vector<Config::Http::Grant> Grants(const std::string& key, const toml::node& node) {
+    const auto* array = node.as_array();
+    if (array == nullptr || !array->is_array_of_tables()) {
+      Fail(key, node,
+           "must be tables written [[http.authorize]], each with identity, services and "
+           "endpoints, got " +
+               std::string(TypeName(node)));
+    }
+    if (array->size() > 1024) Fail(key, node, "must have at most 1024 entries");
+    std::vector<Config::Http::Grant> out;
+    for (const toml::node& item : *array) {
+      Config::Http::Grant grant;
+      bool has_services = false;
+      bool has_endpoints = false;
+      for (auto&& [name, value] : *item.as_table()) {
+        const std::string sub = key + "." + std::string(name.str());
+        if (name.str() == "identity") {
+          grant.identity = Identity(sub, value);
+        } else if (name.str() == "services") {
+          has_services = true;
+          grant.services = StringList(sub, value, 1024, [](const std::string& v) {
+            const bool ok = v == "*" || (!v.empty() && v.size() <= 63 &&
+                                         v.find_first_not_of("abcdefghijklmnopqrstuvwxyz"
+                                                             "0123456789._-") == std::string::npos);
+            return ok ? std::string()
+                      : std::string(
+                            "must be service names (1 to 63 of "
+                            "[a-z0-9._-]) or \"*\" (any)");
+          });
+        } else if (name.str() == "endpoints") {
+          has_endpoints = true;
+          grant.endpoints = StringList(sub, value, 8, [](const std::string& v) {
+            const bool ok = v == "id" || v == "ids" || v == "status" || v == "metrics" || v == "*";
+            return ok ? std::string()
+                      : std::string(
+                            "must be endpoints of \"id\", \"ids\", \"status\", "
+                            "\"metrics\" or \"*\" (all)");
+          });
+        } else {
+          throw Invalid{fields_.Where(name.source()) + ": " + sub +
+                        ": unknown key (known: identity, services, endpoints)"};
+        }
+      }
+      if (grant.identity.empty() || !has_services || !has_endpoints) {
+        Fail(key, item,
+             "each entry needs identity, services and endpoints (services = [] for none)");
+      }
+      for (const auto& other : out) {
+        if (other.identity == grant.identity) {
+          Fail(key, item, "names identity \"" + grant.identity + "\" twice: merge the entries");
+        }
+      }
+      out.push_back(std::move(grant));
+    }
+    return out;
+  }
+
+  std::string Identity(const std::string& key, const toml::node& node) {
+    const std::string& s = String(key, node);
+    const bool prefixed = s.starts_with("uri:") || s.starts_with("cert:") || s.starts_with("addr:");
+    if (!(s == "*" || (prefixed && s.size() > s.find(':') + 1 && s.size() <= 512))) {
+      Fail(key, node,
+           "must be \"*\" or a client as the front names it: \"uri:<SAN URI>\", "
+           "\"cert:<sha256>\" or \"addr:<address>\" (a 403 names the caller's), got " +
+               Shown(node));
+    }
+    return s;
+  }
+
+  // A list in OpenSSL's syntax: 1 to 1024 characters of `allowed`. Whether OpenSSL knows
+  // the names is checked when the TLS context is built (at start and by --check-config).
+  std::string OpenSslList(const std::string& key, const toml::node& node, std::string_view allowed,
+                          const std::string& what) {
+    const std::string& s = String(key, node);
+    if (s.empty() || s.size() > 1024 || s.find_first_not_of(allowed) != std::string::npos) {
+      Fail(key, node, what + ", got " + Shown(node));
+    }
+    return s;
+  }
+
+  // A TLS setting, which means nothing without a certificate: remembered for the check
+  // once every key is read.
+  void TlsOnly(const std::string& key, const toml::node& node) {
+    if (tls_setting_node_ == nullptr) {
+      tls_setting_key_ = key;
+      tls_setting_node_ = &node;
+    }
+  }
+
   // A fraction above 0 and at most 1 (an integer 1 is accepted as 1.0).
   double Share(const std::string& key, const toml::node& node) {
     double v = -1;
@@ -284,6 +416,16 @@ class Validator {
       Fail("http.tls_client_ca_file", *tls_client_ca_node_,
            "needs http.tls_cert_file and http.tls_key_file (mutual TLS is TLS)");
     }
+    if (!http.tls_client_crl_file.empty() && http.tls_client_ca_file.empty()) {
+      Fail("http.tls_client_crl_file", *tls_client_crl_node_,
+           "needs http.tls_client_ca_file (a CRL revokes client certificates, which only "
+           "mutual TLS asks for)");
+    }
+    if (tls_setting_node_ != nullptr && !http.tls()) {
+      Fail(tls_setting_key_, *tls_setting_node_,
+           "has no effect without http.tls_cert_file and http.tls_key_file (plain HTTP has "
+           "no handshake): set them, or remove this key");
+    }
     if (min_fill_node_ != nullptr && config_.ring.min_fill > config_.ring.capacity) {
       Fail("ring.min_fill", *min_fill_node_,
            "must not exceed ring.capacity (" + std::to_string(config_.ring.capacity) + "), got " +
@@ -302,6 +444,9 @@ class Validator {
   const toml::node* tls_cert_node_ = nullptr;
   const toml::node* tls_key_node_ = nullptr;
   const toml::node* tls_client_ca_node_ = nullptr;
+  const toml::node* tls_client_crl_node_ = nullptr;
+  std::string tls_setting_key_;  // the first TLS-only key read, for CheckConsistency()
+  const toml::node* tls_setting_node_ = nullptr;
 };
 
 }  // namespace

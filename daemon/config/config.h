@@ -79,11 +79,38 @@ struct Config {
     std::filesystem::path tls_cert_file;
     std::filesystem::path tls_key_file;
     std::filesystem::path tls_client_ca_file;
+    // With a client CA: its CRLs (PEM), checked for every client certificate (a revoked
+    // one fails the handshake); reloaded with the other files. Empty: no CRL check.
+    std::filesystem::path tls_client_crl_file;
     // The fraction of the machine number's 4,096 IDs per millisecond the front may hand
     // out (the rest is the local takers'), and each client's own rate (0: no per-client
     // limit). Past either a take is answered 429 `throttled`.
     double max_share = 0.5;
     uint64_t per_client_ids_per_s = 0;
+    // With TLS (docs/security.md, "The network"): a handshake must end within
+    // tls_handshake_timeout_ms of connecting, and at most tls_max_handshakes connections
+    // may be handshaking at once (past it a new one is closed as it is accepted); neither
+    // holds a max_connections slot. The lowest version served ("1.2" or "1.3"), the TLS 1.2
+    // cipher list and the key-exchange groups, in OpenSSL's syntax (TLS 1.3's suites are
+    // OpenSSL's, all AEAD).
+    int64_t tls_handshake_timeout_ms = 3000;
+    uint64_t tls_max_handshakes = 64;
+    std::string tls_min_version = "1.2";
+    std::string tls_ciphers = "ECDHE+AESGCM:ECDHE+CHACHA20";
+    std::string tls_groups = "X25519:P-256:P-384";
+    // Authorization ([[http.authorize]], docs/http.md, "Authorization"): what one caller
+    // may use. `identity` is a client key as per-client limits count it ("uri:<SAN URI>",
+    // "cert:<sha256>", "addr:<IPv4>", "addr:<IPv6 /64>") or "*" (every caller without an
+    // entry of its own); `services` service names or "*"; `endpoints` of "id", "ids",
+    // "status", "metrics" (/healthz is always answered). Empty: every admitted caller may
+    // use everything.
+    struct Grant {
+      std::string identity;
+      std::vector<std::string> services;
+      std::vector<std::string> endpoints;
+      friend bool operator==(const Grant&, const Grant&) = default;
+    };
+    std::vector<Grant> authorize;
     bool tls() const { return !tls_cert_file.empty(); }
     friend bool operator==(const Http&, const Http&) = default;
   };

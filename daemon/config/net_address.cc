@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <cstring>
 #include <optional>
 
@@ -16,6 +17,21 @@ bool Cidr::Contains(const IpAddress& address) const noexcept {
     if ((address.bytes[i] & mask) != (network.bytes[i] & mask)) return false;
   }
   return true;
+}
+
+std::string AddressClientKey(const IpAddress& address) {
+  char text[INET6_ADDRSTRLEN] = {};
+  const bool mapped = address.v4 || (std::all_of(address.bytes.begin(), address.bytes.begin() + 10,
+                                                 [](uint8_t b) { return b == 0; }) &&
+                                     address.bytes[10] == 0xff && address.bytes[11] == 0xff);
+  if (mapped) {
+    inet_ntop(AF_INET, address.bytes.data() + 12, text, sizeof text);
+    return std::string("addr:") + text;
+  }
+  std::array<uint8_t, 16> network{};
+  std::copy(address.bytes.begin(), address.bytes.begin() + 8, network.begin());
+  inet_ntop(AF_INET6, network.data(), text, sizeof text);
+  return std::string("addr:") + text + "/64";
 }
 
 tl::expected<IpAddress, std::string> ParseIpAddress(std::string_view text) noexcept {

@@ -39,6 +39,11 @@ struct Cidr {
   friend bool operator==(const Cidr&, const Cidr&) = default;
 };
 
+// Who a peer address is for per-client limits: "addr:" and an IPv4 address (also when
+// IPv4-mapped), or an IPv6 address's /64 ("addr:2001:db8:1:2::/64"), since a host on an
+// IPv6 network may use any address of its /64 and a subscriber usually holds a whole one.
+std::string AddressClientKey(const IpAddress& address);
+
 // Parses an address literal (IPv4 dotted quad or IPv6). Errors: a message saying why.
 tl::expected<IpAddress, std::string> ParseIpAddress(std::string_view text) noexcept;
 

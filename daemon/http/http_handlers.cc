@@ -1,5 +1,6 @@
 #include "daemon/http/http_handlers.h"
 
+#include <algorithm>
 #include <exception>
 #include <span>
 #include <vector>
@@ -33,14 +34,84 @@ HttpReply RefusalReply(const TakeRefusal& refusal) {
   return RingErrorReply(refusal.ring_error, refusal.message);
 }
 
+// Status keys a remote caller is not shown (docs/security.md, "The network"): where the
+// daemon keeps its files, its pid, its register holder, and the register's location and
+// errors (a file path, etcd endpoints). The local status (`snowflakectl status`) has them.
+bool Withheld(std::string_view key) {
+  return key == "pid" || key == "runtime_dir" || key == "state_dir" || key == "holder_id" ||
+         key == "register_location" || key == "location" || key == "last_error";
+}
+
+// `text` with every occurrence of `path` replaced by `name`.
+void ReplaceAll(std::string& text, const std::string& path, std::string_view name) {
+  if (path.empty()) return;
+  for (size_t at = text.find(path); at != std::string::npos; at = text.find(path, at)) {
+    text.replace(at, path.size(), name);
+    at += name.size();
+  }
+}
+
 }  // namespace
+
+std::string HttpHandlers::Scrubbed(std::string text) const {
+  ReplaceAll(text, runtime_dir_.string(), "<runtime_dir>");
+  ReplaceAll(text, state_dir_.string(), "<state_dir>");
+  return text;
+}
+
+void HttpHandlers::ForRemoteCallers(nlohmann::json& doc) const {
+  if (doc.is_string()) {
+    doc = Scrubbed(doc.get<std::string>());
+  } else if (doc.is_object()) {
+    for (auto it = doc.begin(); it != doc.end();) {
+      if (Withheld(it.key())) {
+        it = doc.erase(it);
+      } else {
+        ForRemoteCallers(it.value());
+        ++it;
+      }
+    }
+  } else if (doc.is_array()) {
+    for (auto& item : doc) ForRemoteCallers(item);
+  }
+}
 
 HttpHandlers::HttpHandlers(const Config& config, StatusBoard& board, Metrics& metrics)
     : runtime_dir_(config.daemon.runtime_dir),
+      state_dir_(config.daemon.state_dir),
       board_(board),
       metrics_(metrics),
       services_("http", config.daemon.runtime_dir, config.http.max_services, metrics),
-      share_(config.http.max_share, config.http.per_client_ids_per_s) {}
+      share_(config.http.max_share, config.http.per_client_ids_per_s) {
+  for (const Config::Http::Grant& grant : config.http.authorize) grants_[grant.identity] = grant;
+}
+
+std::optional<HttpReply> HttpHandlers::Unauthorized(const HttpRoute& route,
+                                                    std::string_view client) const {
+  if (grants_.empty() || route.endpoint == Endpoint::kHealthz) return std::nullopt;
+  auto found = grants_.find(client);
+  if (found == grants_.end()) found = grants_.find("*");
+  const std::string_view endpoint = kHttpEndpointLabels[static_cast<size_t>(route.endpoint)];
+  const auto lists = [](const std::vector<std::string>& list, std::string_view name) {
+    return std::find(list.begin(), list.end(), "*") != list.end() ||
+           std::find(list.begin(), list.end(), name) != list.end();
+  };
+  std::string why;
+  if (found == grants_.end()) {
+    why = "no [[http.authorize]] entry names it (nor \"*\")";
+  } else if (!lists(found->second.endpoints, endpoint)) {
+    why = "its [[http.authorize]] entry does not list endpoint \"" + std::string(endpoint) + "\"";
+  } else if ((route.endpoint == Endpoint::kId || route.endpoint == Endpoint::kIds) &&
+             !lists(found->second.services, route.service)) {
+    why = "its [[http.authorize]] entry does not list service \"" + route.service + "\"";
+  } else {
+    return std::nullopt;
+  }
+  // The caller's own identity, so its operator can write the entry it needs.
+  return ErrorReply(403, vocab::ErrorName(vocab::ErrorCode::kForbidden),
+                    "this client (" + std::string(client) + ") may not use this: " + why +
+                        "; ask this daemon's operator to authorize it");
+}
 
 HttpReply HttpHandlers::Handle(std::string_view method, std::string_view target,
                                std::string_view accept, std::string_view client,
@@ -48,7 +119,7 @@ HttpReply HttpHandlers::Handle(std::string_view method, std::string_view target,
   try {
     return Route(method, target, accept, client, endpoint);
   } catch (const std::exception& e) {
-    return ErrorReply(500, vocab::ErrorName(vocab::ErrorCode::kSystemError), e.what());
+    return ErrorReply(500, vocab::ErrorName(vocab::ErrorCode::kSystemError), Scrubbed(e.what()));
   } catch (...) {
     return ErrorReply(500, vocab::ErrorName(vocab::ErrorCode::kSystemError), "");
   }
@@ -63,6 +134,7 @@ HttpReply HttpHandlers::Route(std::string_view method, std::string_view target,
     return ErrorReply(route.error().status, route.error().code, route.error().message);
   }
   endpoint = route->endpoint;
+  if (auto refused = Unauthorized(*route, client)) return std::move(*refused);
   switch (route->endpoint) {
     case Endpoint::kId:
     case Endpoint::kIds:
@@ -101,7 +173,11 @@ HttpReply HttpHandlers::TakeIds(const HttpRoute& route, std::string_view client)
   if (route.count > 1) many.resize(route.count);
   const std::span<uint64_t> ids =
       route.count > 1 ? std::span<uint64_t>(many) : std::span<uint64_t>(&one_id, 1);
-  if (auto taken = services_.Take(route.service, ids); !taken) return RefusalReply(taken.error());
+  if (auto taken = services_.Take(route.service, ids); !taken) {
+    TakeRefusal refusal = taken.error();
+    refusal.message = Scrubbed(std::move(refusal.message));
+    return RefusalReply(refusal);
+  }
 
   HttpReply reply;
   IdsFormat format = route.endpoint == Endpoint::kIds ? IdsFormat::kJsonBatch : IdsFormat::kJsonOne;
@@ -114,7 +190,8 @@ HttpReply HttpHandlers::TakeIds(const HttpRoute& route, std::string_view client)
 }
 
 HttpReply HttpHandlers::Healthz() {
-  const HealthAnswer health = Health(runtime_dir_);
+  HealthAnswer health = Health(runtime_dir_);
+  ForRemoteCallers(health.body);
   HttpReply reply;
   reply.status = health.serving ? 200 : 503;
   reply.retry_after_s = health.serving ? 0 : 1;
@@ -122,13 +199,15 @@ HttpReply HttpHandlers::Healthz() {
   return reply;
 }
 
-// The object `snowflakectl status --json` prints, key for key (docs/cli.md).
+// The object `snowflakectl status --json` prints (docs/cli.md), less what remote callers
+// are not shown.
 HttpReply HttpHandlers::Status() {
   auto status = StatusAnswer(runtime_dir_, board_);
   if (!status) {
     // 503 whatever the cause, as /healthz: no status to give; the code says why.
-    return ErrorReply(503, ClientErrorName(status.error().code), status.error().message);
+    return ErrorReply(503, ClientErrorName(status.error().code), Scrubbed(status.error().message));
   }
+  ForRemoteCallers(*status);
   HttpReply reply;
   reply.body = status->dump();
   return reply;

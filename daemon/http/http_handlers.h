@@ -2,7 +2,8 @@
 // Accept header are routed (RouteHttpRequest, http_request.h) and answered: /v1/id and
 // /v1/ids take from the ring through the fronts' shared RingServices, within remote
 // callers' share (id_share.h), /healthz and
-// /v1/status encode the fronts' shared answers (daemon/fronts/daemon_answers.h), /metrics
+// /v1/status encode the fronts' shared answers (daemon/fronts/daemon_answers.h) without
+// the daemon's paths, pid, holder id or register location, /metrics
 // serves the daemon's registry. Bodies are written by http_body.h. No sockets.
 //
 // Thread-safe: Handle() runs on every serving thread at once.
@@ -11,6 +12,10 @@
 #define SNOWFLAKE_DAEMON_HTTP_HTTP_HANDLERS_H_
 
 #include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
 #include <string_view>
 
 #include "daemon/config/config.h"
@@ -33,15 +38,28 @@ class HttpHandlers final : public HttpRequestHandler {
                    std::string_view client, HttpEndpoint& endpoint) noexcept override;
 
  private:
+  // Whether [[http.authorize]] lets `client` use `route` (always with no entries, and
+  // for /healthz); if not, its 403.
+  std::optional<HttpReply> Unauthorized(const HttpRoute& route, std::string_view client) const;
   HttpReply Route(std::string_view method, std::string_view target, std::string_view accept,
                   std::string_view client, HttpEndpoint& endpoint);
   HttpReply TakeIds(const HttpRoute& route, std::string_view client);
   HttpReply Healthz();
   HttpReply Status();
   HttpReply MetricsText();
+  // `text` with the runtime and state directories' paths replaced by "<runtime_dir>" and
+  // "<state_dir>": error messages of the ring name its files.
+  std::string Scrubbed(std::string text) const;
+  // A health or status object as remote callers see it: without the keys that say where
+  // the daemon keeps its files, its pid, its holder id and the register's location and
+  // errors, and its strings Scrubbed().
+  void ForRemoteCallers(nlohmann::json& doc) const;
 
   // Constant after construction.
   const std::filesystem::path runtime_dir_;
+  const std::filesystem::path state_dir_;
+  // [[http.authorize]] by identity ("*" among them); empty: no authorization.
+  std::map<std::string, Config::Http::Grant, std::less<>> grants_;
   StatusBoard& board_;
   Metrics& metrics_;
   RingServices services_;  // thread-safe

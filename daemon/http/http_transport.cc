@@ -46,8 +46,9 @@ using Endpoint = HttpEndpoint;
 
 // A GET carries no body; a small one is read and ignored, a larger one is refused (413).
 constexpr uint64_t kMaxBodyBytes = 4096;
-// Refused connections (over the limit, or from outside `allow`) get their reply after
-// reading the request, so the peer sees it instead of a reset; they are bounded apart.
+// Connections refused over max_connections get their 429 after reading the request, so the
+// peer sees it instead of a reset; they are bounded apart. (An address outside `allow` is
+// closed as it is accepted: nothing is read or sent before the caller is known.)
 constexpr uint64_t kMaxRefusing = 64;
 constexpr std::chrono::milliseconds kRefuseTimeout{1000};
 // Bytes asked of one recv: a few requests' worth (a GET is well under 1 KB).
@@ -173,6 +174,7 @@ class HttpTransport::Impl {
       auto loaded = TlsCredentials::Load(options_);
       if (!loaded) return tl::unexpected(loaded.error());
       tls_ = std::move(*loaded);
+      metrics_.http().tls_certificate_expiry.Set(static_cast<double>(tls_->not_after_unix()));
     }
     for (const std::string& text : options_.listen) {
       auto address = ParseListenAddress(text);
@@ -226,17 +228,63 @@ class HttpTransport::Impl {
 
   // ---- used by sessions ----
   const Config::Http& options() const { return options_; }
-  void ConnectionClosed(bool refusing) {
-    (refusing ? refusing_ : connections_).fetch_sub(1, std::memory_order_relaxed);
-    if (!refusing) metrics_.http().connections.Decrement();
+
+  // What a session holds of the front's bounds, given back when it ends or moves on.
+  enum class Held { kNothing, kHandshake, kConnection, kRefusal };
+  void Release(Held held) {
+    switch (held) {
+      case Held::kNothing:
+        return;
+      case Held::kHandshake:
+        handshaking_.fetch_sub(1, std::memory_order_relaxed);
+        return;
+      case Held::kConnection:
+        connections_.fetch_sub(1, std::memory_order_relaxed);
+        metrics_.http().connections.Decrement();
+        return;
+      case Held::kRefusal:
+        refusing_.fetch_sub(1, std::memory_order_relaxed);
+        return;
+    }
+  }
+
+  // A connection slot for a caller now known (accepted over plain HTTP, or its handshake
+  // done): kConnection; past max_connections its 429 in `refusal` and kRefusal; past the
+  // refusals' own bound, kNothing (close it unanswered).
+  Held Admit(std::optional<HttpReply>& refusal) {
+    if (connections_.fetch_add(1, std::memory_order_relaxed) < options_.max_connections) {
+      metrics_.http().connections.Increment();
+      return Held::kConnection;
+    }
+    connections_.fetch_sub(1, std::memory_order_relaxed);
+    metrics_.http().refused_limit.Increment();
+    refused_.fetch_add(1, std::memory_order_relaxed);
+    if (refusing_.fetch_add(1, std::memory_order_relaxed) >= kMaxRefusing) {
+      refusing_.fetch_sub(1, std::memory_order_relaxed);
+      return Held::kNothing;
+    }
+    refusal = Refusal(static_cast<unsigned>(http::status::too_many_requests),
+                      vocab::ErrorCode::kTooManyConnections,
+                      "this daemon's HTTP front already serves " +
+                          std::to_string(options_.max_connections) +
+                          " connections ([http] max_connections); retry shortly or use "
+                          "another daemon");
+    return Held::kRefusal;
   }
 
   HttpReply Handle(const ParsedRequest& request, std::string_view client, Endpoint& endpoint) {
     return handler_.Handle(request.method, request.target, request.accept, client, endpoint);
   }
 
-  // A TLS handshake failed: counted, by whether the caller's certificate was the cause.
-  void HandshakeFailed(beast::error_code ec, SSL* ssl) {
+  // A TLS handshake failed: counted, by whether its deadline or the caller's certificate
+  // was the cause.
+  void HandshakeFailed(beast::error_code ec, SSL* ssl, bool timed_out) {
+    if (timed_out) {
+      metrics_.http().tls_failed_timeout.Increment();
+      spdlog::debug("http front: a TLS handshake did not end within {} ms",
+                    options_.tls_handshake_timeout_ms);
+      return;
+    }
     bool client_certificate = false;
     if (!options_.tls_client_ca_file.empty()) {
       const int reason = ec.category() == asio::error::get_ssl_category()
@@ -291,6 +339,7 @@ class HttpTransport::Impl {
       switch (tls_->Reload()) {
         case TlsCredentials::Reloaded::kTaken:
           metrics_.http().tls_reloaded.Increment();
+          metrics_.http().tls_certificate_expiry.Set(static_cast<double>(tls_->not_after_unix()));
           break;
         case TlsCredentials::Reloaded::kRefused:
           metrics_.http().tls_reload_refused.Increment();
@@ -311,6 +360,7 @@ class HttpTransport::Impl {
 
   // Any serving thread; relaxed (counts, ordered with nothing).
   std::atomic<uint64_t> connections_{0};
+  std::atomic<uint64_t> handshaking_{0};  // TLS connections accepted, handshake not done
   std::atomic<uint64_t> refusing_{0};
   std::atomic<uint64_t> replies_{0};
   std::atomic<uint64_t> refused_{0};
@@ -430,13 +480,6 @@ void Frame(HttpTransport::Impl& front, Answer& answer, std::string& head, std::s
   front.Replied(reply.status, answer.endpoint, answer.start);
 }
 
-// "addr:<peer address>": who asks, for per-client limits.
-std::string AddressClient(const tcp::socket& socket) {
-  beast::error_code ec;
-  const tcp::endpoint peer = socket.remote_endpoint(ec);
-  return ec ? std::string("addr:unknown") : "addr:" + peer.address().to_string();
-}
-
 // Timeouts are a deadline checked by one timer per connection, not a timer armed per
 // operation: a request costs a store to the deadline, no timer syscall and no cancelled
 // wait to complete. The timer wakes at least every tick (a quarter of the shortest
@@ -450,11 +493,13 @@ class ConnectionDeadline {
             std::chrono::milliseconds(10),
             std::min<std::chrono::milliseconds>(
                 {std::chrono::milliseconds(options.idle_timeout_ms),
-                 std::chrono::milliseconds(options.write_timeout_ms), kRefuseTimeout}) /
+                 std::chrono::milliseconds(options.write_timeout_ms),
+                 std::chrono::milliseconds(options.tls_handshake_timeout_ms), kRefuseTimeout}) /
                 4)) {}
 
-  void ExpireAfter(std::chrono::milliseconds timeout) {
-    deadline_ = Clock::now() + timeout;
+  void ExpireAfter(std::chrono::milliseconds timeout) { ExpireAt(Clock::now() + timeout); }
+  void ExpireAt(Clock::time_point deadline) {
+    deadline_ = deadline;
     if (watching_ && deadline_ < armed_) Arm();
   }
 
@@ -493,13 +538,16 @@ class ConnectionDeadline {
 // session answers its first request with `refusal` and closes.
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, HttpTransport::Impl& front, std::optional<HttpReply> refusal)
+  // `held`: the slot taken for it at accept (a connection, or a refusal with `refusal`).
+  Session(tcp::socket socket, HttpTransport::Impl& front, HttpTransport::Impl::Held held,
+          std::optional<HttpReply> refusal, std::string client)
       : socket_(std::move(socket)),
         deadline_(socket_.get_executor(), front.options()),
         front_(front),
+        held_(held),
         refusal_(std::move(refusal)),
-        client_(AddressClient(socket_)) {}
-  ~Session() { front_.ConnectionClosed(refusal_.has_value()); }
+        client_(std::move(client)) {}
+  ~Session() { front_.Release(held_); }
 
   tcp::socket::executor_type executor() { return socket_.get_executor(); }
 
@@ -653,6 +701,7 @@ class Session : public std::enable_shared_from_this<Session> {
   tcp::socket socket_;
   ConnectionDeadline deadline_;
   HttpTransport::Impl& front_;
+  const HttpTransport::Impl::Held held_;
   std::optional<HttpReply> refusal_;
   const std::string client_;
   beast::flat_buffer buffer_;
@@ -667,29 +716,39 @@ class Session : public std::enable_shared_from_this<Session> {
   bool close_ = false;
 };
 
-// One TLS connection: the handshake (bounded by the idle timeout), then what a plain
-// Session does, with Beast's asynchronous reads and writes through the SSL stream (its
-// synchronous calls on a non-blocking socket could lose the part of a record the socket
-// did not take). The session keeps the TLS context it started with, so a rotation never
-// touches a connection in progress.
+// One TLS connection: the handshake, then what a plain Session does, with Beast's
+// asynchronous reads and writes through the SSL stream (its synchronous calls on a
+// non-blocking socket could lose the part of a record the socket did not take). The
+// session keeps the TLS context it started with, so a rotation never touches a connection
+// in progress.
+//
+// Until its handshake ends the session holds one of tls_max_handshakes places, not a
+// connection slot, and has until tls_handshake_timeout_ms (or the idle timeout, if
+// shorter) after it was accepted; then it takes a slot (or its 429). Its first request is
+// due idle_timeout_ms after it was accepted, not after the handshake, so a slow handshake
+// does not buy a second idle timeout.
 class TlsSession : public std::enable_shared_from_this<TlsSession> {
  public:
+  // `client`: the peer's address key, until a client certificate names the caller.
   TlsSession(tcp::socket socket, std::shared_ptr<asio::ssl::context> context,
-             HttpTransport::Impl& front, std::optional<HttpReply> refusal)
+             HttpTransport::Impl& front, std::string client, Clock::time_point accepted)
       : context_(std::move(context)),
-        client_(AddressClient(socket)),
+        client_(std::move(client)),
+        accepted_(accepted),
         stream_(std::move(socket), *context_),
         deadline_(stream_.next_layer().get_executor(), front.options()),
         front_(front),
-        refusal_(std::move(refusal)),
         buffer_(front.options().max_header_bytes + kMaxBodyBytes + kReadChunk) {}
-  ~TlsSession() { front_.ConnectionClosed(refusal_.has_value()); }
+  ~TlsSession() { front_.Release(held_); }
 
   tcp::socket::executor_type executor() { return stream_.next_layer().get_executor(); }
 
   void Start() {
-    deadline_.ExpireAfter(Timeout());
+    deadline_.ExpireAt(accepted_ +
+                       std::chrono::milliseconds(std::min(front_.options().tls_handshake_timeout_ms,
+                                                          front_.options().idle_timeout_ms)));
     deadline_.Watch(weak_from_this(), [this] {
+      expired_ = true;
       beast::error_code ignored;
       stream_.next_layer().close(ignored);
     });
@@ -699,17 +758,25 @@ class TlsSession : public std::enable_shared_from_this<TlsSession> {
   }
 
  private:
+  using Held = HttpTransport::Impl::Held;
+
   std::chrono::milliseconds Timeout() const {
     return refusal_ ? kRefuseTimeout : std::chrono::milliseconds(front_.options().idle_timeout_ms);
   }
 
   void OnHandshake(beast::error_code ec) {
-    if (ec) return front_.HandshakeFailed(ec, stream_.native_handle());
-    // With mutual TLS the caller is its certificate's subject (stable across addresses).
+    front_.Release(held_);  // the handshake's place
+    held_ = Held::kNothing;
+    if (ec) return front_.HandshakeFailed(ec, stream_.native_handle(), expired_);
+    // With mutual TLS the caller is its certificate (stable across addresses).
     if (X509* peer = SSL_get0_peer_certificate(stream_.native_handle()); peer != nullptr) {
-      char subject[512];
-      X509_NAME_oneline(X509_get_subject_name(peer), subject, sizeof subject);
-      client_ = std::string("cert:") + subject;
+      client_ = CertificateClientKey(peer);
+    }
+    held_ = front_.Admit(refusal_);
+    if (held_ == Held::kNothing) {
+      beast::error_code ignored;
+      stream_.next_layer().close(ignored);
+      return;
     }
     Read();
   }
@@ -718,7 +785,11 @@ class TlsSession : public std::enable_shared_from_this<TlsSession> {
     parser_.emplace(request_);
     parser_->header_limit(static_cast<uint32_t>(front_.options().max_header_bytes));
     parser_->body_limit(kMaxBodyBytes);
-    deadline_.ExpireAfter(Timeout());
+    if (requests_ == 0 && !refusal_) {
+      deadline_.ExpireAt(accepted_ + Timeout());
+    } else {
+      deadline_.ExpireAfter(Timeout());
+    }
     http::async_read(
         stream_, buffer_, *parser_,
         [self = shared_from_this()](beast::error_code ec, size_t) { self->OnRead(ec); });
@@ -760,9 +831,12 @@ class TlsSession : public std::enable_shared_from_this<TlsSession> {
 
   std::shared_ptr<asio::ssl::context> context_;  // before stream_: it outlives it
   std::string client_;
+  const Clock::time_point accepted_;
   beast::ssl_stream<tcp::socket> stream_;
   ConnectionDeadline deadline_;
   HttpTransport::Impl& front_;
+  Held held_ = Held::kHandshake;  // taken by OnAccept
+  bool expired_ = false;          // the deadline closed the socket
   std::optional<HttpReply> refusal_;
   beast::flat_buffer buffer_;
   ParsedRequest request_;  // before parser_: the parser writes it
@@ -796,44 +870,44 @@ std::optional<IpAddress> PeerAddress(const tcp::socket& socket) {
 
 void HttpTransport::Impl::OnAccept(tcp::socket socket) {
   beast::error_code ignored;
-  socket.set_option(tcp::no_delay(true), ignored);
-  std::optional<HttpReply> refusal;
+  const Clock::time_point accepted = Clock::now();
   const std::optional<IpAddress> peer = PeerAddress(socket);
   const bool allowed = peer && std::any_of(allow_.begin(), allow_.end(),
                                            [&](const Cidr& cidr) { return cidr.Contains(*peer); });
   if (!allowed) {
+    // Closed before anything is read, sent or computed for it: no handshake, no 403.
     metrics_.http().refused_allow.Increment();
     refused_.fetch_add(1, std::memory_order_relaxed);
-    refusal = Refusal(static_cast<unsigned>(http::status::forbidden), vocab::ErrorCode::kForbidden,
-                      "this client's address is not in [http] allow");
-  } else if (connections_.fetch_add(1, std::memory_order_relaxed) >= options_.max_connections) {
-    connections_.fetch_sub(1, std::memory_order_relaxed);
-    metrics_.http().refused_limit.Increment();
-    refused_.fetch_add(1, std::memory_order_relaxed);
-    refusal = Refusal(static_cast<unsigned>(http::status::too_many_requests),
-                      vocab::ErrorCode::kTooManyConnections,
-                      "this daemon's HTTP front already serves " +
-                          std::to_string(options_.max_connections) +
-                          " connections ([http] max_connections); retry shortly or use "
-                          "another daemon");
-  } else {
-    metrics_.http().connections.Increment();
-  }
-  if (refusal && refusing_.fetch_add(1, std::memory_order_relaxed) >= kMaxRefusing) {
-    // Too many refusals pending at once: just close.
-    refusing_.fetch_sub(1, std::memory_order_relaxed);
     socket.close(ignored);
     return;
   }
+  socket.set_option(tcp::no_delay(true), ignored);
+  std::string client = AddressClientKey(*peer);
   // Started on the context its socket belongs to, whose one thread runs all its handlers.
   if (tls_ != nullptr) {
-    auto session =
-        std::make_shared<TlsSession>(std::move(socket), tls_->Current(), *this, std::move(refusal));
+    if (handshaking_.fetch_add(1, std::memory_order_relaxed) >= options_.tls_max_handshakes) {
+      // As many handshakes as allowed are under way (peers that may never finish theirs):
+      // this one is closed before its handshake costs anything.
+      handshaking_.fetch_sub(1, std::memory_order_relaxed);
+      metrics_.http().refused_handshakes.Increment();
+      refused_.fetch_add(1, std::memory_order_relaxed);
+      socket.close(ignored);
+      return;
+    }
+    auto session = std::make_shared<TlsSession>(std::move(socket), tls_->Current(), *this,
+                                                std::move(client), accepted);
     const auto executor = session->executor();
     asio::post(executor, [session = std::move(session)] { session->Start(); });
     return;
   }
-  auto session = std::make_shared<Session>(std::move(socket), *this, std::move(refusal));
+  std::optional<HttpReply> refusal;
+  const Held held = Admit(refusal);
+  if (held == Held::kNothing) {
+    socket.close(ignored);  // too many refusals pending at once: just close
+    return;
+  }
+  auto session = std::make_shared<Session>(std::move(socket), *this, held, std::move(refusal),
+                                           std::move(client));
   const auto executor = session->executor();
   asio::post(executor, [session = std::move(session)] { session->Start(); });
 }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <iterator>
+#include <utility>
+#include <vector>
 
 namespace snowflake::daemon {
 
@@ -37,9 +39,20 @@ void IdShare::ForgetIdleClients(Clock::time_point now) {
     Refill(it->second, client_per_ns_, client_capacity_, now);
     it = it->second.tokens >= client_capacity_ ? clients_.erase(it) : std::next(it);
   }
-  // Every one of them active: forget them all rather than grow without bound (they
-  // start again with a full bucket; the front's share still holds).
-  if (clients_.size() >= kMaxTrackedClients) clients_.clear();
+  if (clients_.size() < kMaxTrackedClients) return;
+  // Every one of them active. A forgotten client comes back with a full bucket, gaining
+  // what its bucket lacks: forget the fullest (they gain least), an eighth at once so
+  // the scan is paid once per eighth of the table. A throttled client, deep in debt, is
+  // the last to go; clearing the whole table would hand every one of them a full bucket.
+  std::vector<std::pair<double, Clients::iterator>> by_tokens;
+  by_tokens.reserve(clients_.size());
+  for (auto it = clients_.begin(); it != clients_.end(); ++it) {
+    by_tokens.emplace_back(it->second.tokens, it);
+  }
+  const size_t forget = std::max<size_t>(1, by_tokens.size() / 8);
+  std::nth_element(by_tokens.begin(), by_tokens.begin() + static_cast<std::ptrdiff_t>(forget - 1),
+                   by_tokens.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (size_t i = 0; i < forget; ++i) clients_.erase(by_tokens[i].second);
 }
 
 IdShare::Admission IdShare::Refused(Verdict why, const Bucket& bucket, double per_ns,

@@ -1,7 +1,7 @@
 // Remote callers' share of this host's IDs (docs/http.md, "Remote callers' share"): the
 // front may take at most `max_share` of the machine number's 4,096 IDs per millisecond,
-// and each client (its address, or its certificate's subject with mutual TLS) at most
-// `per_client_ids_per_s`. Two token buckets, pure logic over the time the caller passes:
+// and each client (its address or IPv6 /64, or its certificate's identity with mutual TLS)
+// at most `per_client_ids_per_s`. Two token buckets, pure logic over the time the caller passes:
 // the HTTP handlers ask before they take from the ring, so a throttled request costs the
 // ring nothing. Local takers never pass through here and never wait for it.
 //
@@ -33,7 +33,8 @@ namespace snowflake::daemon {
 inline constexpr double kMachineIdsPerMs = 4096;
 // The front's bucket holds this many milliseconds of its share.
 inline constexpr double kShareBurstMs = 100;
-// Clients remembered at once; past it, idle ones (full buckets) are forgotten first.
+// Clients remembered at once; past it, idle ones (full buckets) are forgotten first, then
+// the fullest eighth (never the whole table: a throttled client keeps its debt).
 inline constexpr size_t kMaxTrackedClients = 10000;
 
 class IdShare {
@@ -73,7 +74,8 @@ class IdShare {
 
   std::mutex mutex_;
   Bucket front_;                                        // guarded by mutex_
-  std::map<std::string, Bucket, std::less<>> clients_;  // guarded by mutex_
+  using Clients = std::map<std::string, Bucket, std::less<>>;
+  Clients clients_;  // guarded by mutex_
 };
 
 }  // namespace snowflake::daemon

@@ -4,8 +4,10 @@
 #include <utility>
 //
 #include <openssl/err.h>
+#include <openssl/sha.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
@@ -13,6 +15,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 
 namespace snowflake::daemon {
 namespace {
@@ -76,14 +79,38 @@ tl::expected<std::shared_ptr<ssl::context>, std::string> BuildContext(const Conf
       return tl::unexpected(ok.error());
     }
   }
+  if (!options.tls_client_crl_file.empty()) {
+    if (auto ok = Readable("tls_client_crl_file", options.tls_client_crl_file); !ok) {
+      return tl::unexpected(ok.error());
+    }
+  }
   auto context = std::make_shared<ssl::context>(ssl::context::tls_server);
   SSL_CTX* native = context->native_handle();
   // TLS 1.2 and 1.3 only: older versions have known weaknesses and no client of ours
-  // needs them.
-  SSL_CTX_set_min_proto_version(native, TLS1_2_VERSION);
+  // needs them; 1.3 only if the operator says so.
+  SSL_CTX_set_min_proto_version(native,
+                                options.tls_min_version == "1.3" ? TLS1_3_VERSION : TLS1_2_VERSION);
   SSL_CTX_set_max_proto_version(native, TLS1_3_VERSION);
-  SSL_CTX_set_options(
-      native, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+  // No session tickets: a ticket is sealed with a key that lives as long as this context
+  // (until a rotation or a restart), so whoever gets the key opens every session recorded
+  // since. Resumption still works through the context's own session cache.
+  SSL_CTX_set_options(native, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION |
+                                  SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_TICKET);
+  // TLS 1.2's ciphers (OpenSSL's DEFAULT offers static RSA and CBC with SHA-1; the default
+  // here is ECDHE with AES-GCM or ChaCha20-Poly1305) and the key-exchange groups. TLS
+  // 1.3's suites are OpenSSL's, all AEAD.
+  if (SSL_CTX_set_cipher_list(native, options.tls_ciphers.c_str()) != 1) {
+    return tl::unexpected("http.tls_ciphers \"" + options.tls_ciphers +
+                          "\": OpenSSL knows no TLS 1.2 cipher in it (e.g. "
+                          "\"ECDHE+AESGCM:ECDHE+CHACHA20\"; see `openssl ciphers -v LIST`): " +
+                          OpenSslErrors());
+  }
+  if (SSL_CTX_set1_groups_list(native, options.tls_groups.c_str()) != 1) {
+    return tl::unexpected("http.tls_groups \"" + options.tls_groups +
+                          "\": OpenSSL does not know every group in it (e.g. "
+                          "\"X25519:P-256:P-384\"): " +
+                          OpenSslErrors());
+  }
   if (SSL_CTX_use_certificate_chain_file(native, options.tls_cert_file.c_str()) != 1) {
     return tl::unexpected(Named("tls_cert_file", options.tls_cert_file) +
                           ": not a PEM certificate chain: " + OpenSslErrors());
@@ -122,6 +149,18 @@ tl::expected<std::shared_ptr<ssl::context>, std::string> BuildContext(const Conf
                             ": no PEM CA certificate: " + OpenSslErrors());
     }
     SSL_CTX_set_client_CA_list(native, names);  // takes ownership
+    if (!options.tls_client_crl_file.empty()) {
+      // The leaf's issuer must have a CRL in the file (X509_V_FLAG_CRL_CHECK): a client
+      // certificate whose CA published none fails, rather than pass unchecked.
+      X509_STORE* store = SSL_CTX_get_cert_store(native);
+      X509_LOOKUP* lookup = X509_STORE_add_lookup(store, X509_LOOKUP_file());
+      if (lookup == nullptr ||
+          X509_load_crl_file(lookup, options.tls_client_crl_file.c_str(), X509_FILETYPE_PEM) <= 0) {
+        return tl::unexpected(Named("tls_client_crl_file", options.tls_client_crl_file) +
+                              ": no PEM CRL: " + OpenSslErrors());
+      }
+      X509_STORE_set_flags(store, X509_V_FLAG_CRL_CHECK);
+    }
     SSL_CTX_set_verify(native, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
     // Session resumption with client certificates needs a context id, or a resumed
     // handshake fails.
@@ -131,12 +170,21 @@ tl::expected<std::shared_ptr<ssl::context>, std::string> BuildContext(const Conf
   return context;
 }
 
+// The notAfter of the context's certificate, in Unix seconds; 0 if it cannot be read.
+int64_t NotAfterUnix(ssl::context& context) {
+  X509* cert = SSL_CTX_get0_certificate(context.native_handle());
+  std::tm when{};
+  if (cert == nullptr || ASN1_TIME_to_tm(X509_get0_notAfter(cert), &when) != 1) return 0;
+  return static_cast<int64_t>(timegm(&when));
+}
+
 // What changes when a file is replaced (rename, symlink swap, rewrite in place): the
 // status of each file, links followed. A missing file has its errno instead.
 std::string Signature(const Config::Http& options) {
   std::string out;
   for (const std::filesystem::path* file :
-       {&options.tls_cert_file, &options.tls_key_file, &options.tls_client_ca_file}) {
+       {&options.tls_cert_file, &options.tls_key_file, &options.tls_client_ca_file,
+        &options.tls_client_crl_file}) {
     if (file->empty()) continue;
     struct stat st {};
     if (::stat(file->c_str(), &st) != 0) {
@@ -165,6 +213,7 @@ tl::expected<std::unique_ptr<TlsCredentials>, std::string> TlsCredentials::Load(
     out->signature_ = Signature(options);
     auto context = BuildContext(options);
     if (!context) return tl::unexpected(context.error());
+    out->not_after_unix_ = NotAfterUnix(**context);
     out->current_ = std::move(*context);
     return out;
   } catch (const std::exception& e) {
@@ -175,6 +224,11 @@ tl::expected<std::unique_ptr<TlsCredentials>, std::string> TlsCredentials::Load(
 std::shared_ptr<ssl::context> TlsCredentials::Current() const {
   std::lock_guard lock(mutex_);
   return current_;
+}
+
+int64_t TlsCredentials::not_after_unix() const {
+  std::lock_guard lock(mutex_);
+  return not_after_unix_;
 }
 
 TlsCredentials::Reloaded TlsCredentials::Reload() noexcept {
@@ -197,9 +251,11 @@ TlsCredentials::Reloaded TlsCredentials::Reload() noexcept {
           context.error());
       return Reloaded::kRefused;
     }
+    const int64_t not_after = NotAfterUnix(**context);
     {
       std::lock_guard lock(mutex_);
       current_ = std::move(*context);
+      not_after_unix_ = not_after;
     }
     spdlog::info("http front: new TLS certificate from {} in use for new connections",
                  options_.tls_cert_file.string());
@@ -208,6 +264,47 @@ TlsCredentials::Reloaded TlsCredentials::Reload() noexcept {
     spdlog::error("http front: reloading the TLS files: {}", e.what());
     return Reloaded::kRefused;
   }
+}
+
+std::string CertificateClientKey(X509* peer) {
+  constexpr size_t kMaxUriBytes = 256;
+  auto hex = [](const unsigned char* bytes, size_t size) {
+    static constexpr char kDigits[] = "0123456789abcdef";
+    std::string out;
+    out.reserve(size * 2);
+    for (size_t i = 0; i < size; ++i) {
+      out.push_back(kDigits[bytes[i] >> 4]);
+      out.push_back(kDigits[bytes[i] & 15]);
+    }
+    return out;
+  };
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  auto* names =
+      static_cast<GENERAL_NAMES*>(X509_get_ext_d2i(peer, NID_subject_alt_name, nullptr, nullptr));
+  std::string uri;
+  for (int i = 0; names != nullptr && i < sk_GENERAL_NAME_num(names) && uri.empty(); ++i) {
+    const GENERAL_NAME* name = sk_GENERAL_NAME_value(names, i);
+    if (name->type != GEN_URI) continue;
+    const ASN1_IA5STRING* text = name->d.uniformResourceIdentifier;
+    uri.assign(reinterpret_cast<const char*>(ASN1_STRING_get0_data(text)),
+               static_cast<size_t>(ASN1_STRING_length(text)));
+  }
+  GENERAL_NAMES_free(names);
+  if (!uri.empty() && uri.size() <= kMaxUriBytes) return "uri:" + uri;
+  if (!uri.empty()) {
+    SHA256(reinterpret_cast<const unsigned char*>(uri.data()), uri.size(), digest);
+    return "uri-sha256:" + hex(digest, sizeof digest);
+  }
+  std::string der;
+  for (const X509_NAME* name : {X509_get_issuer_name(peer), X509_get_subject_name(peer)}) {
+    const unsigned char* bytes = nullptr;
+    size_t size = 0;
+    if (X509_NAME_get0_der(name, &bytes, &size) == 1) {
+      der.append(reinterpret_cast<const char*>(bytes), size);
+    }
+  }
+  SHA256(reinterpret_cast<const unsigned char*>(der.data()), der.size(), digest);
+  return "cert:" + hex(digest, sizeof digest);
 }
 
 tl::expected<void, std::string> CheckTlsFiles(const Config::Http& options) noexcept {

@@ -1,6 +1,7 @@
-// The HTTP front's TLS credentials (docs/http.md, "TLS"): the certificate chain, its key
-// and the optional client CA of [http], loaded into an OpenSSL server context that allows
-// TLS 1.2 and 1.3 only, and reloaded when the files change (cert-manager, certbot and a
+// The HTTP front's TLS credentials (docs/http.md, "TLS"): the certificate chain, its key,
+// the optional client CA and its CRLs of [http], loaded into an OpenSSL server context
+// with the [http] TLS settings (TLS 1.2 and 1.3 only, by default ECDHE with AEAD ciphers,
+// no session tickets), and reloaded when the files change (cert-manager, certbot and a
 // Kubernetes Secret replace them): Reload() builds a whole new context from the new files
 // and only then makes it current, so a bad new pair is refused, logged with the file it
 // names, and the old pair keeps serving. Connections keep the context they started with.
@@ -13,12 +14,15 @@
 #ifndef SNOWFLAKE_DAEMON_HTTP_TLS_CREDENTIALS_H_
 #define SNOWFLAKE_DAEMON_HTTP_TLS_CREDENTIALS_H_
 
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <tl/expected.hpp>
 
 #include "daemon/config/config.h"
+
+typedef struct x509_st X509;
 
 namespace boost::asio::ssl {
 class context;
@@ -43,6 +47,9 @@ class TlsCredentials {
   // The context for a new connection; the connection keeps it alive as long as it needs.
   std::shared_ptr<boost::asio::ssl::context> Current() const;
 
+  // The notAfter (Unix seconds) of the certificate Current() serves; 0 if unknown.
+  int64_t not_after_unix() const;
+
   // Looks at the files (status only); if any changed since the last look, loads them and
   // makes the new context current, or refuses them (logging why, naming the file) and
   // keeps the current one. A refused set is not retried until a file changes again.
@@ -55,11 +62,20 @@ class TlsCredentials {
 
   mutable std::mutex mutex_;
   std::shared_ptr<boost::asio::ssl::context> current_;  // guarded by mutex_
+  int64_t not_after_unix_ = 0;                          // guarded by mutex_: current_'s
   // Reload()'s thread only: the files' status the serving context was built from (or last
   // refused at), and a changed status seen once, waiting to stand still for one look.
   std::string signature_;
   std::string pending_signature_;
 };
+
+// Who a verified client certificate names, for per-client limits: "uri:" and its first SAN
+// URI (a workload's stable name, e.g. SPIFFE's, whatever subject it is reissued under; a
+// URI over 256 bytes as "uri-sha256:" and its hash), else "cert:" and the SHA-256 of its
+// DER issuer followed by its DER subject (each self-delimiting, so two different pairs
+// never give the same bytes; a printed subject is ambiguous and ignores the issuer).
+// REQUIRES: `peer` is not null.
+std::string CertificateClientKey(X509* peer);
 
 // For --check-config: loads the TLS files as the front would (nothing if options.tls() is
 // false). Errors: those of TlsCredentials::Load.

@@ -43,13 +43,16 @@ struct Metrics::Families {
                     r)),
         requests(Declare(prometheus::BuildCounter(), "snowflake_http_requests_total",
                          "HTTP replies sent, by status code", r)),
-        refused(Declare(
-            prometheus::BuildCounter(), "snowflake_http_connections_refused_total",
-            "Connections refused, by reason (limit: max_connections, allow: not in allow)", r)),
+        refused(
+            Declare(prometheus::BuildCounter(), "snowflake_http_connections_refused_total",
+                    "Connections refused, by reason (limit: max_connections, allow: not in allow, "
+                    "closed at accept; handshakes: tls_max_handshakes under way, closed at accept)",
+                    r)),
         tls_failures(Declare(prometheus::BuildCounter(),
                              "snowflake_http_tls_handshake_failures_total",
                              "TLS handshakes the front failed, by reason (client_certificate: "
-                             "none or not signed by tls_client_ca_file; other)",
+                             "none or not signed by tls_client_ca_file; timeout: not done "
+                             "within tls_handshake_timeout_ms; other)",
                              r)),
         tls_reloads(Declare(prometheus::BuildCounter(), "snowflake_http_tls_reloads_total",
                             "Changed TLS certificate/key files taken (ok) or refused, the old "
@@ -63,6 +66,11 @@ struct Metrics::Families {
                         "Time from a parsed request to its reply, by endpoint", r)),
         connections(Declare(prometheus::BuildGauge(), "snowflake_http_connections",
                             "Open HTTP connections", r)),
+        certificate_expiry(Declare(prometheus::BuildGauge(),
+                                   "snowflake_http_tls_certificate_expiry_timestamp_seconds",
+                                   "Unix time at which the HTTP front's certificate in use "
+                                   "expires (its notAfter); 0 without TLS",
+                                   r)),
         totals(Declare(prometheus::BuildCounter(), "snowflake_ring_ids_total",
                        "IDs the daemon published into the ring (refills) and drained from it", r)),
         pauses(Declare(prometheus::BuildCounter(), "snowflake_clock_pauses_total",
@@ -111,6 +119,7 @@ struct Metrics::Families {
   prometheus::Family<prometheus::Counter>& throttled;
   prometheus::Family<prometheus::Histogram>& latency;
   prometheus::Family<prometheus::Gauge>& connections;
+  prometheus::Family<prometheus::Gauge>& certificate_expiry;
   prometheus::Family<prometheus::Counter>& totals;
   prometheus::Family<prometheus::Counter>& pauses;
   prometheus::Family<prometheus::Counter>& paused;
@@ -141,12 +150,15 @@ Metrics::Metrics()
           .connections = families_->connections.Add({}),
           .refused_limit = families_->refused.Add({{"reason", "limit"}}),
           .refused_allow = families_->refused.Add({{"reason", "allow"}}),
+          .refused_handshakes = families_->refused.Add({{"reason", "handshakes"}}),
           .tls_failed_client_cert = families_->tls_failures.Add({{"reason", "client_certificate"}}),
+          .tls_failed_timeout = families_->tls_failures.Add({{"reason", "timeout"}}),
           .tls_failed_other = families_->tls_failures.Add({{"reason", "other"}}),
           .tls_reloaded = families_->tls_reloads.Add({{"result", "ok"}}),
           .tls_reload_refused = families_->tls_reloads.Add({{"result", "refused"}}),
           .throttled_share = families_->throttled.Add({{"limit", "share"}}),
           .throttled_client = families_->throttled.Add({{"limit", "client"}}),
+          .tls_certificate_expiry = families_->certificate_expiry.Add({}),
           .duration = {}} {
   for (size_t i = 0; i < kHttpEndpointLabels.size(); ++i) {
     http_.duration[i] =

@@ -87,10 +87,13 @@ class Metrics {
     prometheus::Gauge& connections;      // snowflake_http_connections
     prometheus::Counter& refused_limit;  // snowflake_http_connections_refused_total{reason="limit"}
     prometheus::Counter& refused_allow;  // {reason="allow"}
+    prometheus::Counter& refused_handshakes;  // {reason="handshakes"}: tls_max_handshakes
     // snowflake_http_tls_handshake_failures_total{reason}: a caller without a certificate
-    // the client CA signed ("client_certificate"), or any other failed handshake ("other":
-    // plain HTTP to a TLS port, an old protocol version, no common cipher, a reset).
+    // the client CA signed ("client_certificate"), a handshake not done within
+    // tls_handshake_timeout_ms ("timeout"), or any other failed handshake ("other": plain
+    // HTTP to a TLS port, an old protocol version, no common cipher, a reset).
     prometheus::Counter& tls_failed_client_cert;
+    prometheus::Counter& tls_failed_timeout;
     prometheus::Counter& tls_failed_other;
     // snowflake_http_tls_reloads_total{result}: a changed certificate or key taken ("ok")
     // or refused, the old pair kept ("refused").
@@ -100,6 +103,9 @@ class Metrics {
     // front's share of the machine number ("share") or one client's rate ("client").
     prometheus::Counter& throttled_share;
     prometheus::Counter& throttled_client;
+    // snowflake_http_tls_certificate_expiry_timestamp_seconds: the notAfter (Unix seconds)
+    // of the certificate new connections are served; 0 without TLS.
+    prometheus::Gauge& tls_certificate_expiry;
     // snowflake_http_request_duration_seconds{endpoint}, by kHttpEndpointLabels' index.
     std::array<prometheus::Histogram*, kHttpEndpointLabels.size()> duration{};
   };

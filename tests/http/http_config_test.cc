@@ -42,8 +42,14 @@ max_services = 7
 tls_cert_file = "/etc/snowflaked/tls/tls.crt"
 tls_key_file = "/etc/snowflaked/tls/tls.key"
 tls_client_ca_file = "/etc/snowflaked/tls/ca.crt"
+tls_client_crl_file = "/etc/snowflaked/tls/crl.pem"
 max_share = 0.25
 per_client_ids_per_s = 1000
+tls_handshake_timeout_ms = 1500
+tls_max_handshakes = 16
+tls_min_version = "1.3"
+tls_ciphers = "ECDHE+AESGCM"
+tls_groups = "X25519:P-256"
 )",
                          "x.toml");
 
@@ -61,8 +67,62 @@ per_client_ids_per_s = 1000
   EXPECT_EQ(sut->http.tls_cert_file, "/etc/snowflaked/tls/tls.crt");
   EXPECT_EQ(sut->http.tls_key_file, "/etc/snowflaked/tls/tls.key");
   EXPECT_EQ(sut->http.tls_client_ca_file, "/etc/snowflaked/tls/ca.crt");
+  EXPECT_EQ(sut->http.tls_client_crl_file, "/etc/snowflaked/tls/crl.pem");
   EXPECT_EQ(sut->http.max_share, 0.25);
   EXPECT_EQ(sut->http.per_client_ids_per_s, 1000u);
+  EXPECT_EQ(sut->http.tls_handshake_timeout_ms, 1500);
+  EXPECT_EQ(sut->http.tls_max_handshakes, 16u);
+  EXPECT_EQ(sut->http.tls_min_version, "1.3");
+  EXPECT_EQ(sut->http.tls_ciphers, "ECDHE+AESGCM");
+  EXPECT_EQ(sut->http.tls_groups, "X25519:P-256");
+}
+
+TEST(HttpConfig, AuthorizeEntriesParseAndBadOnesNameTheKey) {
+  auto sut = ParseConfig(R"(
+[[http.authorize]]
+identity = "uri:spiffe://example.org/orders"
+services = ["orders", "orders-eu"]
+endpoints = ["id", "ids"]
+[[http.authorize]]
+identity = "*"
+services = []
+endpoints = ["metrics"]
+)",
+                         "x.toml");
+  ASSERT_TRUE(sut) << sut.error().message;
+  ASSERT_EQ(sut->http.authorize.size(), 2u);
+  EXPECT_EQ(sut->http.authorize[0].identity, "uri:spiffe://example.org/orders");
+  EXPECT_EQ(sut->http.authorize[0].services, (std::vector<std::string>{"orders", "orders-eu"}));
+  EXPECT_EQ(sut->http.authorize[1].endpoints, (std::vector<std::string>{"metrics"}));
+  EXPECT_TRUE(Config().http.authorize.empty());
+
+  EXPECT_THAT(ErrorOf("[http]\nauthorize = \"all\"\n"),
+              HasSubstr("http.authorize: must be tables written [[http.authorize]]"));
+  EXPECT_THAT(ErrorOf("[[http.authorize]]\nidentity = \"bob\"\nservices = []\nendpoints = []\n"),
+              HasSubstr("http.authorize.identity: must be \"*\" or a client"));
+  EXPECT_THAT(ErrorOf("[[http.authorize]]\nidentity = \"*\"\nservices = [\"A\"]\nendpoints = []\n"),
+              HasSubstr("http.authorize.services: must be service names"));
+  EXPECT_THAT(
+      ErrorOf("[[http.authorize]]\nidentity = \"*\"\nservices = []\nendpoints = [\"healthz\"]\n"),
+      HasSubstr("http.authorize.endpoints: must be endpoints of"));
+  EXPECT_THAT(ErrorOf("[[http.authorize]]\nidentity = \"*\"\n"),
+              HasSubstr("each entry needs identity, services and endpoints"));
+  EXPECT_THAT(ErrorOf("[[http.authorize]]\nidentity = \"*\"\nservices = []\nendpoints = []\n"
+                      "[[http.authorize]]\nidentity = \"*\"\nservices = []\nendpoints = []\n"),
+              HasSubstr("names identity \"*\" twice"));
+  EXPECT_THAT(ErrorOf("[[http.authorize]]\nidentity = \"*\"\nservices = []\nendpoints = []\n"
+                      "service = \"x\"\n"),
+              HasSubstr("http.authorize.service: unknown key"));
+}
+
+TEST(HttpConfig, TlsDefaultsAreTls12WithEcdheAeadAndAShortHandshakeDeadline) {
+  const Config sut;
+
+  EXPECT_EQ(sut.http.tls_min_version, "1.2");
+  EXPECT_EQ(sut.http.tls_ciphers, "ECDHE+AESGCM:ECDHE+CHACHA20");
+  EXPECT_EQ(sut.http.tls_groups, "X25519:P-256:P-384");
+  EXPECT_EQ(sut.http.tls_handshake_timeout_ms, 3000);
+  EXPECT_EQ(sut.http.tls_max_handshakes, 64u);
 }
 
 TEST(HttpConfig, PlainWithHalfTheMachineNumberByDefault) {
@@ -106,15 +166,30 @@ TEST(HttpConfig, EachBadValueNamesFileLineAndKey) {
       {"[http]\ntls_cert_file = \"/a.crt\"\n",
        "/etc/snowflaked.toml:2: http.tls_cert_file: is set without http.tls_key_file: set both "
        "(TLS) or neither (plain HTTP)"},
-      {"[http]\ntls_key_file = \"/a.key\"\n", "http.tls_key_file: is set without http.tls_cert_file"},
+      {"[http]\ntls_key_file = \"/a.key\"\n",
+       "http.tls_key_file: is set without http.tls_cert_file"},
       {"[http]\ntls_client_ca_file = \"/ca.crt\"\n",
        "http.tls_client_ca_file: needs http.tls_cert_file and http.tls_key_file"},
+      {"[http]\ntls_cert_file = \"/a.crt\"\ntls_key_file = \"/a.key\"\n"
+       "tls_client_crl_file = \"/crl.pem\"\n",
+       "http.tls_client_crl_file: needs http.tls_client_ca_file"},
       {"[http]\ntls_cert_file = \"a.crt\"\ntls_key_file = \"/a.key\"\n",
        "http.tls_cert_file: must be an absolute path"},
       {"[http]\nmax_share = 0\n", "http.max_share: must be above 0 and at most 1, got 0"},
       {"[http]\nmax_share = 1.5\n", "http.max_share: must be above 0 and at most 1"},
       {"[http]\nmax_share = \"half\"\n", "http.max_share: must be a number"},
       {"[http]\nper_client_ids_per_s = -1\n", "http.per_client_ids_per_s: must be from 0"},
+      {"[http]\ntls_handshake_timeout_ms = 50\n",
+       "http.tls_handshake_timeout_ms: must be from 100 to 60000, got 50"},
+      {"[http]\ntls_max_handshakes = 0\n", "http.tls_max_handshakes: must be from 1 to 10000"},
+      {"[http]\ntls_min_version = \"1.1\"\n",
+       "http.tls_min_version: must be \"1.2\" or \"1.3\", got \"1.1\""},
+      {"[http]\ntls_min_version = 1.2\n", "http.tls_min_version: must be a string"},
+      {"[http]\ntls_ciphers = \"\"\n", "http.tls_ciphers: must be an OpenSSL cipher list"},
+      {"[http]\ntls_ciphers = \"ECDHE AESGCM\"\n", "http.tls_ciphers: must be an OpenSSL"},
+      {"[http]\ntls_groups = \"X25519;P-256\"\n", "http.tls_groups: must be group names"},
+      {"[http]\ntls_groups = \"X25519\"\n",
+       "http.tls_groups: has no effect without http.tls_cert_file"},
   };
   for (const Case& c : cases) {
     EXPECT_THAT(ErrorOf(c.text), HasSubstr(c.expected)) << c.text;
@@ -137,6 +212,20 @@ TEST(NetAddress, CidrMatchesItsNetworkOnly) {
   EXPECT_FALSE(all.Contains(ParseIpAddress("::1").value()));
   EXPECT_TRUE(all.Contains(ParseIpAddress("8.8.8.8").value()));
   EXPECT_FALSE(v6.Contains(ParseIpAddress("10.0.0.1").value()));
+}
+
+// Per-client limits key an IPv6 peer by its /64 (one host's or one subscriber's network:
+// a host picks any address in it), an IPv4 peer by its address.
+TEST(NetAddress, ClientKeyIsTheIpv4AddressOrTheIpv6Slash64) {
+  const auto key = [](const char* text) { return AddressClientKey(ParseIpAddress(text).value()); };
+
+  EXPECT_EQ(key("2001:db8:1:2::1"), key("2001:db8:1:2:ffff:ffff:ffff:ffff"));
+  EXPECT_NE(key("2001:db8:1:2::1"), key("2001:db8:1:3::1"));
+  EXPECT_EQ(key("2001:db8:1:2::1"), "addr:2001:db8:1:2::/64");
+  EXPECT_EQ(key("10.0.0.1"), "addr:10.0.0.1");
+  EXPECT_NE(key("10.0.0.1"), key("10.0.0.2"));
+  EXPECT_EQ(key("::ffff:10.0.0.1"), key("10.0.0.1"));
+  EXPECT_EQ(key("::1"), "addr:::/64");
 }
 
 TEST(NetAddress, ListenAddressParsesBothFamilies) {

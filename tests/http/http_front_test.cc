@@ -235,8 +235,12 @@ TEST_F(HttpFront, HealthzStatusAndMetricsServe) {
   EXPECT_EQ(health.status, 200) << health.body;
   EXPECT_EQ(nlohmann::json::parse(health.body)["state"], "serving");
 
-  // /v1/status has exactly the keys of `snowflakectl status --json`, and the daemon's own
-  // object under "daemon" has those of the control socket's reply.
+  // /v1/status has exactly the keys of `snowflakectl status --json` but those a remote
+  // caller is not shown, and the daemon's own object under "daemon" has those of the
+  // control socket's reply but the same.
+  const std::set<std::string> withheld = {"pid",       "runtime_dir",       "state_dir",
+                                          "holder_id", "register_location", "location",
+                                          "last_error"};
   const HttpReply status = FetchOnce(port_, "/v1/status");
   ASSERT_EQ(status.status, 200) << status.body;
   const RunResult cli = RunCommand(
@@ -247,22 +251,42 @@ TEST_F(HttpFront, HealthzStatusAndMetricsServe) {
   const auto http_doc = nlohmann::json::parse(status.body);
   const auto cli_doc = nlohmann::json::parse(cli.out);
   for (const auto& [key, value] : http_doc.items()) http_keys.insert(key);
-  for (const auto& [key, value] : cli_doc.items()) cli_keys.insert(key);
+  for (const auto& [key, value] : cli_doc.items()) {
+    if (withheld.count(key) == 0) cli_keys.insert(key);
+  }
   EXPECT_EQ(http_keys, cli_keys);
   std::set<std::string> http_daemon_keys;
   std::set<std::string> cli_daemon_keys;
   for (const auto& [key, value] : http_doc["daemon"].items()) http_daemon_keys.insert(key);
-  for (const auto& [key, value] : cli_doc["daemon"].items()) cli_daemon_keys.insert(key);
+  for (const auto& [key, value] : cli_doc["daemon"].items()) {
+    if (withheld.count(key) == 0) cli_daemon_keys.insert(key);
+  }
   EXPECT_EQ(http_daemon_keys, cli_daemon_keys);
   EXPECT_EQ(http_doc["daemon"]["machine"], cli_doc["daemon"]["machine"]);
   // Both sides are built by one formatter, so the comparison above cannot catch a key both
   // lose: check the documented keys (docs/cli.md, docs/http.md) and values read elsewhere.
-  for (const char* key :
-       {"ok", "daemon_reachable", "state", "version", "instance", "register_backend",
-        "register_location", "holder_id", "runtime_dir", "uptime_ms", "state_age_ms",
-        "last_issued_id", "reserved_through_unix_ms", "last_issued_id_unix_ms", "services",
-        "started_unix_ms", "state_since_unix_ms", "reserved_through_time", "uncounted_taken",
-        "health", "reason", "reason_code", "machine", "epoch_unix_ms", "drained_total"}) {
+  for (const char* key : {"ok",
+                          "daemon_reachable",
+                          "state",
+                          "version",
+                          "instance",
+                          "register_backend",
+                          "uptime_ms",
+                          "state_age_ms",
+                          "last_issued_id",
+                          "reserved_through_unix_ms",
+                          "last_issued_id_unix_ms",
+                          "services",
+                          "started_unix_ms",
+                          "state_since_unix_ms",
+                          "reserved_through_time",
+                          "uncounted_taken",
+                          "health",
+                          "reason",
+                          "reason_code",
+                          "machine",
+                          "epoch_unix_ms",
+                          "drained_total"}) {
     EXPECT_TRUE(http_doc.contains(key)) << key << " missing from /v1/status: " << status.body;
   }
   auto segment = Client::Inspect(harness_.Clients());
@@ -310,6 +334,33 @@ TEST_F(HttpFront, StatusCarriesTheFrontsAddressAndWhatItServed) {
   ASSERT_TRUE(text.status.ExitedWith(0)) << text.err;
   EXPECT_NE(text.out.find("front:          http on " + address + ": "), std::string::npos)
       << text.out;
+}
+
+// A remote caller learns what it needs to fail over (state, reason codes, machine, the
+// fronts' figures), not where the daemon keeps its files, its pid, its register holder or
+// the register's location: /v1/status leaves them out, as the local status keeps them.
+TEST_F(HttpFront, StatusShowsRemoteCallersNoPathsPidOrRegisterLocation) {
+  const HttpReply status = FetchOnce(port_, "/v1/status");
+  ASSERT_EQ(status.status, 200) << status.body;
+  EXPECT_EQ(status.body.find(harness_.runtime_dir().string()), std::string::npos) << status.body;
+  const auto doc = nlohmann::json::parse(status.body);
+  for (const char* key : {"pid", "runtime_dir", "holder_id"}) {
+    EXPECT_FALSE(doc.contains(key)) << key << " in " << status.body;
+    EXPECT_FALSE(doc["daemon"].contains(key)) << "daemon." << key << " in " << status.body;
+  }
+  for (const char* key : {"state_dir", "register_location"}) {
+    EXPECT_FALSE(doc["daemon"].contains(key)) << "daemon." << key << " in " << status.body;
+  }
+  EXPECT_EQ(doc["state"], "serving") << status.body;
+  EXPECT_TRUE(doc["machine"].is_number()) << status.body;
+
+  // The local status still has them.
+  const RunResult cli = RunCommand(
+      {kSnowflakectlPath, "status", "--json", "--runtime-dir", harness_.runtime_dir().string()});
+  ASSERT_TRUE(cli.status.ExitedWith(0)) << cli.err;
+  const auto local = nlohmann::json::parse(cli.out);
+  EXPECT_EQ(local["runtime_dir"], harness_.runtime_dir().string()) << cli.out;
+  EXPECT_TRUE(local["pid"].is_number()) << cli.out;
 }
 
 // ---- hostile input ----

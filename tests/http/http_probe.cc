@@ -15,21 +15,35 @@
 #include <cerrno>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <thread>
 
 #include "loopback_port.h"
 #include "subprocess.h"
 
 namespace snowflake::testing {
 
-HttpProbe::HttpProbe(uint16_t port, std::chrono::milliseconds timeout) {
+HttpProbe::HttpProbe(uint16_t port, std::chrono::milliseconds timeout)
+    : HttpProbe(port, ProbeOptions{.source = "", .timeout = timeout}) {}
+
+HttpProbe::HttpProbe(uint16_t port, const ProbeOptions& options) {
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return;
+  const auto timeout = options.timeout;
   timeval tv{static_cast<time_t>(timeout.count() / 1000),
              static_cast<suseconds_t>(timeout.count() % 1000 * 1000)};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   const int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  if (!options.source.empty()) {
+    sockaddr_in from{};
+    from.sin_family = AF_INET;
+    if (inet_pton(AF_INET, options.source.c_str(), &from.sin_addr) != 1 ||
+        bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof from) != 0) {
+      close(fd);
+      return;
+    }
+  }
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_port = htons(port);
@@ -43,7 +57,10 @@ HttpProbe::HttpProbe(uint16_t port, std::chrono::milliseconds timeout) {
 
 HttpProbe::HttpProbe(uint16_t port, const std::filesystem::path& ca,
                      std::chrono::milliseconds timeout)
-    : HttpProbe(port, timeout) {
+    : HttpProbe(port, ca, ProbeOptions{.source = "", .timeout = timeout}) {}
+
+HttpProbe::HttpProbe(uint16_t port, const std::filesystem::path& ca, const ProbeOptions& options)
+    : HttpProbe(port, options) {
   if (fd_ < 0) return;
   SSL_CTX* context = SSL_CTX_new(TLS_client_method());
   tls_context_ = context;
@@ -57,6 +74,7 @@ HttpProbe::HttpProbe(uint16_t port, const std::filesystem::path& ca,
   }
   SSL_set_verify(tls, SSL_VERIFY_PEER, nullptr);
   SSL_set_fd(tls, fd_);
+  if (options.hello_delay.count() > 0) std::this_thread::sleep_for(options.hello_delay);
   if (SSL_connect(tls) != 1) {
     ERR_clear_error();
     close(fd_);
@@ -141,6 +159,22 @@ HttpReply HttpProbe::Read() {
   return reply;
 }
 
+std::pair<size_t, bool> HttpProbe::ReadUntilClosed(std::chrono::milliseconds within) {
+  size_t bytes = 0;
+  const auto deadline = std::chrono::steady_clock::now() + within;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return {bytes, false};
+    pollfd p{fd_, POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+    char chunk[4096];
+    const ssize_t n = recv(fd_, chunk, sizeof chunk, MSG_DONTWAIT);
+    if (n > 0) bytes += static_cast<size_t>(n);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) return {bytes, true};
+  }
+}
+
 bool HttpProbe::ClosedByPeer(std::chrono::milliseconds within) {
   const auto deadline = std::chrono::steady_clock::now() + within;
   for (;;) {
@@ -164,6 +198,43 @@ HttpReply FetchOnce(uint16_t port, std::string_view target, std::string_view ext
   HttpProbe probe(port);
   if (!probe.connected()) return {};
   return probe.Exchange(Get(target, extra_headers));
+}
+
+HttpReply FetchFrom(const std::string& source, uint16_t port, std::string_view target) {
+  HttpProbe probe(port, ProbeOptions{.source = source});
+  if (!probe.connected()) return {};
+  return probe.Exchange(Get(target));
+}
+
+HelloAnswer SendClientHello(uint16_t port, std::chrono::milliseconds within,
+                            const std::string& source) {
+  HelloAnswer answer;
+  HttpProbe probe(port, ProbeOptions{.source = source, .timeout = within});
+  if (!probe.connected()) return answer;
+  answer.connected = true;
+  // The ClientHello OpenSSL writes into a memory BIO, as any TLS client would send it.
+  std::string hello;
+  SSL_CTX* context = SSL_CTX_new(TLS_client_method());
+  SSL* tls = context != nullptr ? SSL_new(context) : nullptr;
+  if (tls != nullptr) {
+    BIO* in = BIO_new(BIO_s_mem());
+    BIO* out = BIO_new(BIO_s_mem());
+    SSL_set_bio(tls, in, out);  // takes both
+    SSL_set_connect_state(tls);
+    SSL_do_handshake(tls);  // wants to read: the hello is in `out`
+    char* data = nullptr;
+    const long size = BIO_get_mem_data(out, &data);
+    if (size > 0) hello.assign(data, static_cast<size_t>(size));
+    ERR_clear_error();
+  }
+  SSL_free(tls);
+  SSL_CTX_free(context);
+  if (hello.empty()) return answer;
+  probe.Send(hello);  // a front that closed at once may refuse it: what it sent back counts
+  const auto [bytes, closed] = probe.ReadUntilClosed(within);
+  answer.bytes = bytes;
+  answer.closed = closed;
+  return answer;
 }
 
 uint16_t FreePort() {

@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace snowflake::testing {
@@ -29,15 +30,25 @@ struct HttpReply {
   }
 };
 
+// How an HttpProbe connects, beyond the defaults.
+struct ProbeOptions {
+  std::string source;  // an IPv4 address of 127.0.0.0/8 to connect from; "" for any
+  std::chrono::milliseconds timeout = std::chrono::seconds(10);
+  // TLS only: connect, then wait this long before the ClientHello (a slow handshake).
+  std::chrono::milliseconds hello_delay{0};
+};
+
 class HttpProbe {
  public:
   // Connects to 127.0.0.1:port; connected() says whether it worked.
   explicit HttpProbe(uint16_t port, std::chrono::milliseconds timeout = std::chrono::seconds(10));
+  HttpProbe(uint16_t port, const ProbeOptions& options);
   // Over TLS: connects and completes the handshake, verifying the front's certificate
   // against `ca`; connected() is false if either failed. `timeout` bounds each read, so a
   // reply that never comes whole reads as status 0 after it.
   HttpProbe(uint16_t port, const std::filesystem::path& ca,
             std::chrono::milliseconds timeout = std::chrono::seconds(10));
+  HttpProbe(uint16_t port, const std::filesystem::path& ca, const ProbeOptions& options);
   ~HttpProbe();
   HttpProbe(const HttpProbe&) = delete;
   HttpProbe& operator=(const HttpProbe&) = delete;
@@ -55,6 +66,9 @@ class HttpProbe {
   // True if the peer closed the connection within `within` (reads and drops any bytes;
   // over TLS, the raw bytes of its records).
   bool ClosedByPeer(std::chrono::milliseconds within);
+  // Reads raw bytes (over TLS, its records) until the peer closes or resets the connection
+  // or `within` passes: how many arrived, and whether it closed.
+  std::pair<size_t, bool> ReadUntilClosed(std::chrono::milliseconds within);
 
  private:
   bool Fill();  // appends what arrives to buffer_; false on close, error or timeout
@@ -65,11 +79,24 @@ class HttpProbe {
   std::string buffer_;
 };
 
+// What a front sent back to a TLS ClientHello on a fresh connection from 127.0.0.1.
+struct HelloAnswer {
+  bool connected = false;  // the TCP connection was made
+  size_t bytes = 0;        // bytes the front sent (a ServerHello is hundreds)
+  bool closed = false;     // the front closed (or reset) the connection within the wait
+};
+// Connects to 127.0.0.1:port (from `source` if set), sends a ClientHello made by OpenSSL
+// and reads until the front closes or `within` passes.
+HelloAnswer SendClientHello(uint16_t port, std::chrono::milliseconds within,
+                            const std::string& source = "");
+
 // "GET <target> HTTP/1.1\r\nHost: t\r\n<extra>\r\n".
 std::string Get(std::string_view target, std::string_view extra_headers = "");
 
 // One GET on a fresh connection.
 HttpReply FetchOnce(uint16_t port, std::string_view target, std::string_view extra_headers = "");
+// One GET on a fresh connection from `source` (an address of 127.0.0.0/8).
+HttpReply FetchFrom(const std::string& source, uint16_t port, std::string_view target);
 
 // A TCP port on 127.0.0.1 that was free a moment ago (FreeLoopbackPort; throws if none).
 uint16_t FreePort();

@@ -89,5 +89,24 @@ TEST(IdShare, ForgetsIdleClientsPastItsLimit) {
   EXPECT_EQ(sut.Admit("addr:new", 1, start + std::chrono::hours(10)).verdict, Verdict::kAdmitted);
 }
 
+// A table full of clients that are all throttled is never cleared whole: a client deep in
+// debt keeps its debt while ten thousand others come, and the entries forgotten are those
+// nearest to a full bucket (the least a forgotten client can gain).
+TEST(IdShare, AFullTableForgetsTheFullestBucketsNotAThrottledClientsDebt) {
+  IdShare sut(1.0, 1);  // one ID per second per client: a bucket of one
+  const auto start = IdShare::Clock::time_point{} + 1h;
+  // A take larger than the bucket is admitted when it is full and leaves it in debt.
+  ASSERT_EQ(sut.Admit("addr:deep", 4096, start).verdict, Verdict::kAdmitted);
+  ASSERT_EQ(sut.Admit("addr:deep", 1, start).verdict, Verdict::kClientRate);
+  for (size_t i = 0; i < kMaxTrackedClients + 100; ++i) {
+    ASSERT_EQ(sut.Admit("addr:" + std::to_string(i), 2, start + std::chrono::milliseconds(i / 100))
+                  .verdict,
+              Verdict::kAdmitted)
+        << i;
+  }
+  EXPECT_EQ(sut.Admit("addr:deep", 1, start + 1s).verdict, Verdict::kClientRate)
+      << "the throttled client got a full bucket back when the table filled";
+}
+
 }  // namespace
 }  // namespace snowflake::daemon

@@ -12,6 +12,10 @@
 #   other-ca.pem      an unrelated CA, which signs:
 #   other-client.pem  a client certificate the test CA did not sign
 #   rogue.pem         a server certificate for 127.0.0.1 (a man in the middle)
+#   slash-client.pem  subject CN "a/O=b" (one attribute), and
+#   two-rdn-client.pem  subject CN "a\", O "b": X509_NAME_oneline prints both "/CN=a\/O=b"
+#   uri1-client.pem, uri2-client.pem  different subjects, one SAN URI (one workload)
+#   crl.pem           the test CA's CRL, revoking client2.pem
 # Each X.pem has its key in X-key.pem. Past and future validity come from running openssl
 # with libfaketime preloaded. Not through the faketime wrapper: it names a semaphore and a
 # shared-memory file in /dev/shm after its pid, leaves them behind when killed, and then
@@ -49,11 +53,13 @@ ca() {  # name subject
 
 printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' > server.ext
 printf 'extendedKeyUsage=clientAuth\n' > client.ext
+printf 'subjectAltName=URI:spiffe://snowflake.test/orders\nextendedKeyUsage=clientAuth\n' > uri.ext
 
-leaf() {  # name subject ca ext [faketime offset] [days]
+leaf() {  # name subject ca ext [faketime offset] [days]; a subject starting "/" is whole
   local name=$1 subject=$2 signer=$3 ext=$4 offset=${5:-} days=${6:-3}
   key "$name-key.pem"
-  quiet openssl req -new -key "$name-key.pem" -out "$name.csr" -subj "/CN=$subject"
+  [[ $subject == /* ]] || subject="/CN=$subject"
+  quiet openssl req -new -key "$name-key.pem" -out "$name.csr" -subj "$subject"
   local sign=(openssl x509 -req -in "$name.csr" -CA "$signer.pem" -CAkey "$signer-key.pem"
               -CAcreateserial -out "$name.pem" -days "$days" -extfile "$ext")
   if [[ -n $offset ]]; then quiet env LD_PRELOAD="$libfaketime" FAKETIME="$offset" "${sign[@]}"
@@ -71,4 +77,16 @@ leaf expired "snowflaked expired" ca server.ext "-10d" 1
 leaf future "snowflaked future" ca server.ext "+9d" 1
 leaf other-client "taker-b" other-ca client.ext
 leaf rogue "snowflaked rogue" other-ca server.ext
+leaf slash-client '/CN=a\/O=b' ca client.ext
+leaf two-rdn-client '/CN=a\\/O=b' ca client.ext
+leaf uri1-client "worker-1" ca uri.ext
+leaf uri2-client "worker-2" ca uri.ext
+
+# The test CA's CRL: client2.pem revoked (openssl ca keeps its records in cadb/).
+mkdir -p cadb
+: > cadb/index.txt
+echo 1000 > cadb/crlnumber
+printf '[ca]\ndefault_ca = test\n[test]\ndatabase = cadb/index.txt\ncrlnumber = cadb/crlnumber\ndefault_md = sha256\ndefault_crl_days = 3\n' > ca.cnf
+quiet openssl ca -config ca.cnf -revoke client2.pem -keyfile ca-key.pem -cert ca.pem
+quiet openssl ca -config ca.cnf -gencrl -keyfile ca-key.pem -cert ca.pem -out crl.pem
 chmod 600 ./*-key.pem

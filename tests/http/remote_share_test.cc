@@ -176,6 +176,28 @@ TEST(RemoteShare, OneClientPastItsRateGets429Throttled) {
       << metrics.body;
 }
 
+// Ten thousand callers, each from its own address, each in debt to its rate, do not buy a
+// throttled caller a full bucket: the front's table of clients is never cleared whole.
+TEST(RemoteShare, ManyNewClientsDoNotResetAThrottledClientsRate) {
+  FrontDaemon front("share-many", 35, "per_client_ids_per_s = 1\n");
+  ASSERT_NO_FATAL_FAILURE(front.Start());
+  // 127.0.0.2 takes 4,096 at a rate of 1 per second: about 68 minutes of debt.
+  ASSERT_EQ(FetchFrom("127.0.0.2", front.port, "/v1/ids?service=s&count=4096").status, 200);
+  ASSERT_EQ(FetchFrom("127.0.0.2", front.port, "/v1/id?service=s").status, 429);
+  // 10,100 others (past the 10,000 clients the front keeps), each 100 in debt.
+  constexpr int kOthers = 10'100;
+  int served = 0;
+  for (int i = 0; i < kOthers; ++i) {
+    const std::string source =
+        "127.1." + std::to_string(i / 250) + "." + std::to_string(1 + i % 250);
+    const HttpReply reply = FetchFrom(source, front.port, "/v1/ids?service=s&count=100");
+    if (reply.status == 200) ++served;
+  }
+  EXPECT_GE(served, kOthers * 9 / 10) << "the other clients were not served";
+  const HttpReply again = FetchFrom("127.0.0.2", front.port, "/v1/id?service=s");
+  EXPECT_EQ(again.status, 429) << "the throttled client's debt was forgotten: " << again.body;
+}
+
 TEST(RemoteShare, FailoverTreatsAThrottledRemoteAsUnavailable) {
   FrontDaemon throttled("share-b", 33, "per_client_ids_per_s = 1\n");
   FrontDaemon spare("share-c", 34, "");
