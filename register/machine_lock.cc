@@ -164,7 +164,7 @@ constexpr size_t kMaxMarkBytes = 4096;
 // Its text; nullopt with *ignored set if it is not to be trusted, or with nothing set if
 // it vanished meanwhile. Errors: a trusted mark that cannot be read.
 tl::expected<std::optional<std::string>, std::string> ReadTrustedMark(
-    const std::filesystem::path& path, uid_t named_uid, std::string* ignored) {
+    const std::filesystem::path& path, uint64_t named_uid, std::string* ignored) {
   const auto ignore = [&](uid_t owner, const std::string& why) {
     *ignored = "ignoring the host mark " + path.string() + " (owned by " + UserText(owner) +
                "): " + why +
@@ -197,7 +197,7 @@ tl::expected<std::optional<std::string>, std::string> ReadTrustedMark(
   if (!TrustedOwner(info.st_uid)) {
     return ignore(info.st_uid, "neither root's nor this daemon's user's");
   }
-  if (info.st_uid != named_uid) {
+  if (static_cast<uint64_t>(info.st_uid) != named_uid) {
     return ignore(info.st_uid, "named for uid " + std::to_string(named_uid));
   }
   if ((info.st_mode & S_IWOTH) != 0) return ignore(info.st_uid, "writable by every user");
@@ -248,7 +248,7 @@ tl::expected<HostMarkReading, std::string> ReadHostMark(const std::filesystem::p
         continue;
       }
       std::string ignored;
-      auto text = ReadTrustedMark(it->path(), static_cast<uid_t>(std::stoull(uid)), &ignored);
+      auto text = ReadTrustedMark(it->path(), std::stoull(uid), &ignored);
       if (!text) return tl::unexpected(text.error());
       if (!ignored.empty()) reading.ignored.push_back(std::move(ignored));
       if (!*text) continue;

@@ -502,6 +502,24 @@ TEST(HostMark, AMarkNamedForOneUserButOwnedByAnotherIsIgnored) {
   EXPECT_THAT(ignored[0], HasSubstr("uid 65534"));
 }
 
+TEST(HostMark, AMarkEveryUserMayWriteIsIgnored) {
+  // Arrange: root's file, but any user could have written its value.
+  snowflake::testing::TempDir dir;
+  const auto locks = LockDir(dir);
+  Plant(locks / "machine-3.0.high-water", NowMs() + kTenYearsMs, 0);
+  ASSERT_EQ(chmod((locks / "machine-3.0.high-water").c_str(), 0666), 0);
+
+  // Act
+  std::vector<std::string> ignored;
+  auto sut = Read(locks, 3, &ignored);
+
+  // Assert
+  ASSERT_TRUE(sut) << sut.error();
+  EXPECT_FALSE(sut->has_value());
+  ASSERT_EQ(ignored.size(), 1u);
+  EXPECT_THAT(ignored[0], HasSubstr("writable by every user"));
+}
+
 TEST(HostMark, ASymlinkIsNeverFollowed) {
   // Arrange: the mark's name links to a file of ours far ahead (any file a daemon can read).
   snowflake::testing::TempDir dir;
