@@ -150,6 +150,8 @@ nlohmann::json StatusToJson(const StatusRecord& status);
 
 // The "renewal" object alone.
 nlohmann::json RenewalToJson(const RenewalStatus& renewal);
+// The "clock_wait" object alone.
+nlohmann::json ClockWaitToJson(const ClockWait& wait);
 
 // The record from a status or resume reply (extra keys, such as "ok" and "resumed", are
 // ignored, so a newer daemon's additions are read past). A key that is present must have

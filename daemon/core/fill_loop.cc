@@ -411,9 +411,15 @@ std::optional<protocol::ClockWait> FillLoop::CurrentClockWait(int64_t now_ms) co
 std::string FillLoop::ClockWaitText() const {
   if (!IsClockWaitReason(published_.reason)) return "";
   const int64_t until = generator_.last_unix_ms();
-  return "waiting for the clock to pass " + FormatTimeText(until) + " (unix ms " +
-         std::to_string(until) + "), set by " +
-         std::string(MarkSourceWords(generator_.mark_source()));
+  const std::string mark = FormatTimeText(until) + " (unix ms " + std::to_string(until) +
+                           "), set by " + std::string(MarkSourceWords(generator_.mark_source()));
+  // Out of service, the clock passing the mark is not enough: an operator's resume comes
+  // first.
+  if (published_.state == DaemonState::kOutOfService) {
+    return "nothing is issued at or below " + mark +
+           "; after a resume it waits for the clock to pass it";
+  }
+  return "waiting for the clock to pass " + mark;
 }
 
 std::string FillLoop::StatusText() const {

@@ -149,6 +149,8 @@ nlohmann::json StatusToJson(const StatusReport& report) {
       TimeOrNull(d ? std::optional<int64_t>(d->reserved_through_unix_ms) : std::nullopt);
   // The renewal the daemon waits for (or that fails): null when none, or no answer.
   out["renewal"] = d && d->renewal ? protocol::RenewalToJson(*d->renewal) : nullptr;
+  // What a pause for the clock waits for: null when none, or no answer.
+  out["clock_wait"] = d && d->clock_wait ? protocol::ClockWaitToJson(*d->clock_wait) : nullptr;
   // Deprecated, removed in the next release: `uncounted` under another name.
   out["uncounted_taken"] = s.uncounted;
   out["services"] = FromDaemon(report, &R::services);

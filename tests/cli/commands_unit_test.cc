@@ -154,6 +154,33 @@ TEST(StatusToText, ShowsTheDaemonsWordsFromTheSegmentOnlyWhenTheSocketGaveNoRene
       << from_segment;
 }
 
+// A pause for the clock: the millisecond, who set it and when the clock passes it, in
+// words and in the JSON; a wait the clock already passed is called what it is.
+TEST(StatusToText, ShowsWhatAPauseForTheClockWaitsFor) {
+  StatusReport report = ServingReport();
+  report.segment.state = "paused";
+  report.daemon->clock_wait = protocol::ClockWait{
+      .until_unix_ms = 1'767'225'600'258, .set_by = "register", .clock_passes_in_ms = 259};
+  StatusReport overdue = report;
+  overdue.daemon->clock_wait->clock_passes_in_ms = -52'000;
+
+  const std::string text = StatusToText(report);
+  const std::string overdue_text = StatusToText(overdue);
+  const nlohmann::json json = StatusToJson(report);
+
+  EXPECT_NE(text.find("clock wait:     until the clock passes 2026-01-01T00:00:00.258Z (unix ms "
+                      "1767225600258), set by register; it passes it in 259 ms"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(overdue_text.find("it passed it 52s ago: the pause outlasts its cause"),
+            std::string::npos)
+      << overdue_text;
+  EXPECT_EQ(json["clock_wait"]["until_unix_ms"], 1'767'225'600'258);
+  EXPECT_EQ(json["clock_wait"]["set_by"], "register");
+  EXPECT_EQ(json["clock_wait"]["clock_passes_in_ms"], 259);
+  EXPECT_TRUE(StatusToJson(ServingReport())["clock_wait"].is_null());
+}
+
 TEST(StatusToJson, HasTheDaemonsFactsAndNullsWhenItDoesNotAnswer) {
   const nlohmann::json serving = StatusToJson(ServingReport());
   StatusReport silent_report = ServingReport();

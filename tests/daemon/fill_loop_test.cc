@@ -320,6 +320,29 @@ TEST(FillLoop, AStartBehindTheMarkEndsWithTheClockAndThenNamesTheRegisterItWaits
   EXPECT_GT(rig.producer.size(), 0u);
 }
 
+// Issue 44's "starting" gaps: before the first ID, a first renewal that lags (no failure
+// yet) leaves the state "starting"; the status and the segment's text then name the
+// renewal it waits for.
+TEST(FillLoop, AStartWhoseFirstRenewalLagsNamesTheRenewalItWaitsFor) {
+  Rig rig;
+  rig.horizon.through = kStart - 1;  // nothing confirmed for this start yet
+  rig.horizon.wait = RenewalWait{.store = ReservationStore::kRegister,
+                                 .location = "etcd http://127.0.0.1:1 /p/",
+                                 .since_unix_ms = kStart};
+
+  rig.sut.Pass();
+  rig.clock.Tick(13'000);
+  rig.sut.Pass();
+  const StatusFacts facts = rig.sut.Facts();
+  const std::string text = shm::ReadStatusText(rig.producer.header()).value_or("");
+
+  EXPECT_EQ(rig.sut.published().state, DaemonState::kStarting);
+  ASSERT_TRUE(facts.renewal.has_value());
+  EXPECT_EQ(facts.renewal->store, "register");
+  EXPECT_EQ(facts.renewal->waited_ms, 13'000);
+  EXPECT_EQ(text, "register etcd http://127.0.0.1:1 /p/; no answer yet to the renewal under way");
+}
+
 // Finding 5: the pass that enters dormancy used to fill the ring and then sleep with it.
 TEST(FillLoop, EnteringDormancyLeavesTheRingEmpty) {
   Rig rig;
