@@ -87,7 +87,8 @@ struct ReservationOptions {
   // the number's host mark there, right after the state file (WriteHostMark), so another
   // daemon of this host that takes the number next starts above it. Empty: not written.
   std::filesystem::path host_lock_dir = {};
-  // Who writes the host mark (the state directory): a restart knows its own.
+  // Who writes the host mark (the state directory's identity, state_identity.h): a
+  // restart knows its own.
   std::string host_mark_writer = {};
   // The highest host mark at startup (this start's generator issues nothing at or below
   // it): the host mark is never written below it, since daemons of one user share a file.

@@ -335,7 +335,7 @@ TEST(ReservationService, AFenceReachesTheStateFileAndTheHostMarkBeforeItIsAcknow
   Fixture f;
   ReservationOptions options = Options();
   options.host_lock_dir = f.dir / "host-locks";
-  options.host_mark_writer = "/var/lib/test";
+  options.host_mark_writer = "0123456789abcdef0123456789abcdef";
   std::filesystem::create_directories(options.host_lock_dir);
   ReservationService sut(options, f.store, f.reg, f.clock, 0);
   sut.Start();
@@ -353,7 +353,7 @@ TEST(ReservationService, AFenceReachesTheStateFileAndTheHostMarkBeforeItIsAcknow
                         "f.reg.acknowledged() == kStart + 9000", 1ms));
   sut.Stop();
   auto saved = f.store.Load();
-  auto host_mark = ReadHostMark(options.host_lock_dir, 3);
+  auto host_mark = ReadHostMark(options.host_lock_dir, 3, kStart, kDefaultMaxForwardMs);
 
   // Assert: a crash right after the acknowledgment restarts above the fence, from the
   // state file (its floor) or from the host mark (a static daemon's next start); the
@@ -363,8 +363,8 @@ TEST(ReservationService, AFenceReachesTheStateFileAndTheHostMarkBeforeItIsAcknow
   EXPECT_GE((*saved)->floor_unix_ms, kStart + 9000)
       << "the fence was acknowledged before the state file recorded it";
   EXPECT_GE((*saved)->reserved_through_unix_ms, kStart + 1000);
-  ASSERT_TRUE(host_mark.has_value() && host_mark->has_value()) << host_mark.error();
-  EXPECT_GE((*host_mark)->unix_ms, kStart + 9000) << "the host mark does not carry the fence";
+  ASSERT_TRUE(host_mark.has_value() && host_mark->highest.has_value()) << host_mark.error();
+  EXPECT_GE(host_mark->highest->unix_ms, kStart + 9000) << "the host mark does not carry the fence";
 }
 
 TEST(ReservationService, TheHostMarkFollowsTheReservationAndTheCleanStopNeverBelowItsFloor) {
