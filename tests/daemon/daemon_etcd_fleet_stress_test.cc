@@ -105,6 +105,14 @@ constexpr int kDaemons = 6;
 constexpr int kNumbers = 4;
 constexpr int kLeaseTtlS = 2;
 constexpr int kMaxClockOffsetMs = 400;
+// The promise's slack beyond a pause's stated cause (property 6): 1 s, as documented. A
+// sanitized build runs every daemon and worker several times slower on the same cores, so
+// there it is 3 s; the release build holds the documented second.
+#ifdef SNOWFLAKE_SANITIZED
+constexpr int64_t kPromiseSlackMs = 3000;
+#else
+constexpr int64_t kPromiseSlackMs = 1000;
+#endif
 #ifdef SNOWFLAKE_SANITIZED
 constexpr auto kMinRun = 30s;
 constexpr auto kMaxRun = 60s;
@@ -212,7 +220,7 @@ struct Slot {
     Clock::time_point since;  // the last take, or when the daemon came to hold its number
     uint64_t committed = 0;   // the client's committed takes then
     // max(mark - clock, 0) + 1 s, from the pauses for the clock its status named since.
-    int64_t allowed_ms = 1000;
+    int64_t allowed_ms = kPromiseSlackMs;
     std::string cause = "serving";  // what the status said last
     bool explained = false;         // the status named a reason that explains a longer wait
     Clock::time_point sampled;      // the previous sample
@@ -863,7 +871,8 @@ class FleetStress {
       const std::string& reason = status->reason;
       if (reason == "clock_behind" || reason == "behind_high_water") {
         open.allowed_ms =
-            std::max(open.allowed_ms, gap_ms + std::max<int64_t>(status->reason_detail, 0) + 1000);
+            std::max(open.allowed_ms,
+                     gap_ms + std::max<int64_t>(status->reason_detail, 0) + kPromiseSlackMs);
         open.cause = status->state + " " + reason + " " + std::to_string(status->reason_detail) +
                      " ms: " + status->status_text;
       } else if (reason == "register_unreachable" || reason == "persistence_failed" ||

@@ -47,6 +47,13 @@ using testing::Process;
 using testing::SpawnOptions;
 namespace st = snowflake::testing;
 
+// The availability promise's slack beyond a pause's stated cause: 1 s, as documented; 3 s
+// in a sanitized build, which runs the daemon and its workers several times slower.
+#ifdef SNOWFLAKE_SANITIZED
+constexpr int64_t kPromiseSlackMs = 3000;
+#else
+constexpr int64_t kPromiseSlackMs = 1000;
+#endif
 constexpr uint64_t kMinKills = 12;
 constexpr auto kTimeLimit = 150s;
 const std::string kWorker = SNOWFLAKE_BINARY_DIR "/tests/daemon/daemon_stress_worker";
@@ -100,7 +107,7 @@ class KillStress {
       // holding the number.
       const auto progress_deadline = std::chrono::steady_clock::now() + 20s;
       std::optional<std::chrono::steady_clock::time_point> held_since;
-      int64_t allowed_ms = 1000;
+      int64_t allowed_ms = kPromiseSlackMs;
       std::string cause = "starting";
       while (Committed() <= before) {
         const auto now = std::chrono::steady_clock::now();
@@ -117,7 +124,8 @@ class KillStress {
               std::chrono::duration_cast<std::chrono::milliseconds>(now - *held_since).count();
           if (status->reason == "clock_behind" || status->reason == "behind_high_water") {
             allowed_ms =
-                std::max(allowed_ms, held_ms + std::max<int64_t>(status->reason_detail, 0) + 1000);
+                std::max(allowed_ms,
+                         held_ms + std::max<int64_t>(status->reason_detail, 0) + kPromiseSlackMs);
           }
           if (status->state != "serving") {
             cause = status->state + " " + status->reason +
