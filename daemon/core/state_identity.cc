@@ -10,25 +10,13 @@
 #include <optional>
 #include <string_view>
 
+#include "base/unique_fd.h"
+
 namespace snowflake::daemon {
 namespace {
 
 constexpr size_t kIdentityBytes = 16;  // 128 bits: two directories never draw the same
 constexpr size_t kIdentityDigits = 2 * kIdentityBytes;
-
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 std::string Failure(const std::filesystem::path& path, const std::string& step, int err) {
   return "cannot " + step + " the state directory's identity " + path.string() + ": " +
@@ -43,7 +31,7 @@ bool IsIdentity(std::string_view text) {
 
 // Reads the identity file. nullopt: there is none.
 tl::expected<std::optional<std::string>, std::string> Read(const std::filesystem::path& path) {
-  const Fd fd(open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
+  const UniqueFd fd(open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
   if (fd.get() < 0) {
     if (errno == ENOENT) return std::optional<std::string>();
     return tl::unexpected(Failure(path, "open", errno));
@@ -87,7 +75,7 @@ tl::expected<void, std::string> Create(const std::filesystem::path& path) {
   // either no identity or a whole one, and an existing one is never replaced.
   const std::filesystem::path tmp = path.string() + ".tmp";
   {
-    const Fd fd(open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644));
+    const UniqueFd fd(open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644));
     if (fd.get() < 0) return tl::unexpected(Failure(tmp, "create", errno));
     if (write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
       const int err = errno != 0 ? errno : EIO;
@@ -104,7 +92,7 @@ tl::expected<void, std::string> Create(const std::filesystem::path& path) {
   const int link_err = errno;
   unlink(tmp.c_str());
   if (linked != 0 && link_err != EEXIST) return tl::unexpected(Failure(path, "create", link_err));
-  const Fd dir(open(path.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  const UniqueFd dir(open(path.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (dir.get() < 0 || fsync(dir.get()) != 0) {
     return tl::unexpected(Failure(path.parent_path(), "fsync the directory of", errno));
   }
