@@ -245,7 +245,11 @@ void AddRaiseAllCommand(CLI::App& command, const std::shared_ptr<std::string>& c
     if (!raised) FailRegister(*config_path, "raise-all failed: ", raised.error());
     std::cout << "raised " << *raised << " of 1024 high-water marks to " << FormatTimeText(*above)
               << " (the others were already above)"
-              << (*while_running ? "; every running holder has acknowledged the fence" : "")
+              << (*while_running
+                      ? "; every running holder has acknowledged the fence or no longer holds "
+                        "its number (a daemon whose lease ended before it noticed may still "
+                        "serve what its ring holds, all below the next holder's IDs)"
+                      : "")
               << "; daemons that saw the register before may start again\n";
   });
 }
