@@ -229,7 +229,7 @@ void AddRaiseAllCommand(CLI::App& command, const std::shared_ptr<std::string>& c
     const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
                             std::chrono::system_clock::now().time_since_epoch())
                             .count();
-    if (*above > now && *above - now > config.max_forward_ms && !*force_far) {
+    if (daemon::FarPast(*above, now, config.max_forward_ms) && !*force_far) {
       // The marks can only go up: a mistyped year would stop the whole fleet for years.
       Fail(kExitUsage, "--above " + FormatTimeText(*above) + " is " +
                            std::to_string((*above - now) / 1000) +

@@ -75,29 +75,6 @@ std::optional<tl::expected<MachineClaim, RegisterError>> ClaimWaiting(
   }
 }
 
-// Who set the plan's mark, from the same facts ReconcileStartup() took it from: what a
-// start behind it reports that it waits for. On a tie the daemon's own reservation names
-// it best (a renewal writes the same value to the state file and the register).
-MarkSource SourceOfMark(const StartupPlan& plan, const StartupFacts& facts) {
-  const int64_t mark = plan.high_water_unix_ms;
-  if (mark == 0) return MarkSource::kNone;
-  const int64_t segment_ms =
-      facts.segment.last_published_id != 0
-          ? facts.epoch_unix_ms + IdLayout::OffsetMsOf(facts.segment.last_published_id)
-          : 0;
-  // The state file's floor: the mark the last start stood above, or a fence it obeyed.
-  const bool floor_is_mark = facts.state_file && facts.state_file->floor_unix_ms == mark &&
-                             mark > segment_ms;
-  if (plan.trusted_segment) return floor_is_mark ? MarkSource::kStateFile : MarkSource::kSegment;
-  if (facts.state_file && (facts.state_file->reserved_through_unix_ms == mark || floor_is_mark)) {
-    return MarkSource::kStateFile;
-  }
-  if (facts.register_high_water_ms == mark) return MarkSource::kRegister;
-  if (facts.host_mark && facts.host_mark->unix_ms == mark) return MarkSource::kHostMark;
-  if (segment_ms == mark) return MarkSource::kSegment;
-  return MarkSource::kNone;
-}
-
 void ReportStartupClockState(const Generator& generator, int64_t fast_restart_bound) {
   const int64_t behind = generator.ms_behind();
   if (generator.state() == GeneratorState::kOutOfService && behind == 0) {
@@ -266,16 +243,6 @@ Daemon::Result Daemon::LoadStateFile() {
     store_.reset();
     return Refuse(status, saved.error().message);
   }
-  // A reservation far past the clock is refused before the claim sees it (a register
-  // would take it as this host's mark).
-  if (*saved) {
-    auto sane = CheckStateFileAgainstClock(**saved, parts_.clock.NowUnixMs(),
-                                           config_.clock.max_forward_ms);
-    if (!sane) {
-      store_.reset();
-      return Refuse(kExitConfig, config_.HighWaterPath().string() + " " + sane.error());
-    }
-  }
   auto identity = LoadOrCreateStateIdentity(config_.daemon.state_dir);
   if (!identity) {
     store_.reset();
@@ -326,10 +293,21 @@ Daemon::Result Daemon::ClaimNumber() {
   }
   spdlog::info("claimed machine {} from the {} register ({}) as holder \"{}\"", claim->machine,
                register_->backend_name(), register_->location(), holder_id_);
+  // This host's records are judged against the later of the clock and the register's mark
+  // (FarPast): far past both, the clock or the record is wrong; at or below the register's
+  // mark, they follow an operator's fence, however far ahead `raise-all --force-far` put it.
+  const int64_t reference_ms = std::max(parts_.clock.NowUnixMs(), claim->high_water_unix_ms);
+  if (saved_) {
+    if (auto sane = CheckStateFileAgainstClock(*saved_, reference_ms, config_.clock.max_forward_ms);
+        !sane) {
+      register_.reset();
+      return Refuse(kExitConfig, config_.HighWaterPath().string() + " " + sane.error());
+    }
+  }
   // The number's lock is held now (every backend takes it): what other daemons of this
   // host reserved for it since boot cannot change under us.
   // Only marks this daemon can trust count (machine_lock.h); the others are named.
-  auto host_mark = ReadHostMark(HostLockDirOf(parts_), claim->machine, parts_.clock.NowUnixMs(),
+  auto host_mark = ReadHostMark(HostLockDirOf(parts_), claim->machine, reference_ms,
                                 config_.clock.max_forward_ms);
   if (!host_mark) {
     register_.reset();
@@ -434,7 +412,7 @@ Daemon::Result Daemon::MakeGenerator() {
                       .max_backward_ms = config_.clock.max_backward_ms,
                       .high_water_unix_ms = plan->high_water_unix_ms,
                       .start_wait_ms = plan->start_wait_ms,
-                      .high_water_source = SourceOfMark(*plan, facts)},
+                      .high_water_source = plan->high_water_source},
       parts_.clock);
   if (!generator) {
     return Refuse(

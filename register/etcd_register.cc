@@ -148,6 +148,11 @@ Pick PickNumber(const Snapshot& snap, const ClaimRequest& request, uint32_t firs
   return Pick{};
 }
 
+// "\"host-a\" on a.example, pid 812": who a holder record names, for messages.
+std::string HolderText(const etcd::HolderRecord& r) {
+  return "\"" + r.holder + "\" on " + r.host + ", pid " + std::to_string(r.pid);
+}
+
 }  // namespace
 
 EtcdRegisterOptions EtcdRegisterOptionsFrom(const EtcdRegisterConfig& own,
@@ -326,8 +331,7 @@ namespace {
 
 // "machine 3 (\"host-a\" on a.example, pid 812)": a held entry of List().
 std::string NameHolder(const EtcdRegisterEntry& e) {
-  return "machine " + std::to_string(e.machine) + " (\"" + e.holder->holder + "\" on " +
-         e.holder->host + ", pid " + std::to_string(e.holder->pid) + ")";
+  return "machine " + std::to_string(e.machine) + " (" + HolderText(*e.holder) + ")";
 }
 
 std::string Names(const std::map<uint32_t, EtcdRegisterEntry>& holders) {
@@ -415,9 +419,7 @@ tl::expected<int, RegisterError> EtcdRegister::RaiseMarks(
       std::string who = "its record was removed";
       if (!now->kvs.empty()) {
         auto rec = etcd::DecodeHolder(now->kvs[0].value);
-        who = rec ? "\"" + rec->holder + "\" on " + rec->host + " (pid " +
-                        std::to_string(rec->pid) + ") claimed it"
-                  : "an unreadable record was put there";
+        who = rec ? HolderText(*rec) + " claimed it" : "an unreadable record was put there";
       }
       return tl::unexpected(
           Err(RegisterErrorCode::kInUse,
@@ -870,16 +872,14 @@ RegisterError EtcdRegister::ClaimLost(const std::string& now_held) {
   return Err(RegisterErrorCode::kClaimLost, reason);
 }
 
-void EtcdRegister::AdoptFencedStore(uint64_t cluster_id, int64_t revision) noexcept {
+void EtcdRegister::AdoptFencedStore(int64_t revision) noexcept {
   // This holder has just obeyed an operator's fence written into the store as it is now.
-  // If it ran through a restore (the answers went back in revision, or the cluster id
-  // changed), that restore is fenced: the store as it is becomes the one this host has
-  // seen. Otherwise every later start would find the store older than its state file and
-  // be refused (exit 78, not restarted), although the operator did what it asks.
-  if (cluster_id != 0 && (cluster_id != identity_.cluster_id || revision < identity_.revision)) {
-    identity_.cluster_id = cluster_id;
-    identity_.revision = revision;
-  }
+  // If it ran through a restore, the acknowledgment's revision is below the highest this
+  // holder saw (NoteIdentity keeps the highest, and has taken a new cluster id already):
+  // that restore is fenced, so the store as it is becomes the one this host has seen.
+  // Otherwise every later start would find the store older than its state file and be
+  // refused (exit 78, not restarted), although the operator did what it asks.
+  if (revision < identity_.revision) identity_.revision = revision;
   restore_fence_looks_ = kRestoreFenceLooks;
   NoteRestoreFence();
 }
@@ -958,8 +958,8 @@ tl::expected<EtcdRegister::MovedMark, RegisterError> EtcdRegister::ReadMovedMark
     std::string now_held = "nobody holds it now";
     if (!holder_kvs.empty()) {
       auto rec = etcd::DecodeHolder(holder_kvs[0].value);
-      now_held = rec ? "it is held by \"" + rec->holder + "\" on " + rec->host + " now"
-                     : "it holds an unreadable record now";
+      now_held =
+          rec ? "it is held by " + HolderText(*rec) + " now" : "it holds an unreadable record now";
     }
     return tl::unexpected(ClaimLost(now_held));
   }
@@ -1048,7 +1048,7 @@ tl::expected<void, RegisterError> EtcdRegister::Raise(int64_t unix_ms, WriteKind
         attempted_max_ = std::max(attempted_max_, target);
         fence_acknowledged_ = acknowledged;
         if (kind == WriteKind::kAcknowledge) {
-          AdoptFencedStore(result->cluster_id, result->revision);
+          AdoptFencedStore(result->revision);
         } else if (restore_fence_looks_ > 0) {
           NoteRestoreFence();
         }
@@ -1220,16 +1220,13 @@ tl::expected<void, RegisterError> EtcdRegister::Release(uint32_t machine) noexce
         if (!ttl) return tl::unexpected(Failure("cannot read a lease", ttl.error()));
         if (ttl->alive()) {
           auto rec = etcd::DecodeHolder(kv.value);
-          return tl::unexpected(Err(RegisterErrorCode::kInUse,
-                                    "machine " + std::to_string(machine) +
-                                        " is held by a live daemon" +
-                                        (rec ? " (\"" + rec->holder + "\" on " + rec->host +
-                                                   ", pid " + std::to_string(rec->pid) + ")"
-                                             : std::string()) +
-                                        " whose lease has " +
-                                        (ttl->ttl_s > 0 ? std::to_string(ttl->ttl_s) + " s"
-                                                        : std::string("under a second")) +
-                                        " left: stop that daemon first"));
+          return tl::unexpected(
+              Err(RegisterErrorCode::kInUse,
+                  "machine " + std::to_string(machine) + " is held by a live daemon" +
+                      (rec ? " (" + HolderText(*rec) + ")" : std::string()) + " whose lease has " +
+                      (ttl->ttl_s > 0 ? std::to_string(ttl->ttl_s) + " s"
+                                      : std::string("under a second")) +
+                      " left: stop that daemon first"));
         }
       }
       // Only if nobody re-claimed it meanwhile.

@@ -271,10 +271,10 @@ class EtcdRegister final : public MachineRegister {
   // A line for the log if the cluster runs an etcd with a bug that matters here; "" if not.
   std::string KnownBugNotice() noexcept;
   void NoteIdentity(uint64_t cluster_id, int64_t revision) noexcept;
-  // After an acknowledgment committed at (cluster_id, revision): a restore the holder ran
-  // through becomes the store this host has seen, and the restore fence it obeyed is
-  // recorded (NoteRestoreFence), so it admits this host past no later restore.
-  void AdoptFencedStore(uint64_t cluster_id, int64_t revision) noexcept;
+  // After an acknowledgment committed at `revision`: a restore the holder ran through
+  // becomes the store this host has seen, and the restore fence it obeyed is recorded
+  // (NoteRestoreFence), so it admits this host past no later restore.
+  void AdoptFencedStore(int64_t revision) noexcept;
   // Records the restore fence's revision in identity_ if it is written and at or below the
   // fence acknowledged; else leaves restore_fence_looks_ for the next raise.
   void NoteRestoreFence() noexcept;

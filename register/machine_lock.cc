@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "base/atomic_file.h"
+#include "base/unique_fd.h"
+#include "register/register_settings.h"
 
 namespace snowflake::daemon {
 namespace {
@@ -69,8 +71,14 @@ tl::expected<void, std::string> EnsureHostLockDir(const std::filesystem::path& d
     if (lstat(dir.c_str(), &info) != 0) {
       if (errno != ENOENT)
         return tl::unexpected(DirProblem(dir, std::string("stat: ") + std::strerror(errno)));
-      if (mkdir(dir.c_str(), kCreatedDirMode) != 0 && errno != EEXIST) {
-        return tl::unexpected(DirProblem(dir, std::string("mkdir: ") + std::strerror(errno)));
+      if (mkdir(dir.c_str(), kCreatedDirMode) != 0) {
+        if (errno != EEXIST) {
+          return tl::unexpected(DirProblem(dir, std::string("mkdir: ") + std::strerror(errno)));
+        }
+      } else {
+        // mkdir applies the umask (the unit's UMask=0077 would leave 0700): the mode is
+        // exact, so daemons of this user's group may enter.
+        (void)chmod(dir.c_str(), kCreatedDirMode);
       }
       if (lstat(dir.c_str(), &info) != 0) {
         return tl::unexpected(DirProblem(dir, std::string("stat: ") + std::strerror(errno)));
@@ -84,7 +92,8 @@ tl::expected<void, std::string> EnsureHostLockDir(const std::filesystem::path& d
           dir, "owned by " + UserText(info.st_uid) + ", neither root nor this daemon's user (" +
                    UserText(geteuid()) +
                    "): its owner could unlink a lock file between two daemons' locks, so two "
-                   "daemons would hold one number. Remove it once no daemon of this host runs"));
+                   "daemons would hold one number. Remove it (as root) once no daemon of this host "
+                   "runs"));
     }
     if ((info.st_mode & S_IWOTH) != 0) {
       char mode[8];
@@ -165,46 +174,52 @@ constexpr size_t kMaxMarkBytes = 4096;
 // it vanished meanwhile. Errors: a trusted mark that cannot be read.
 tl::expected<std::optional<std::string>, std::string> ReadTrustedMark(
     const std::filesystem::path& path, uint64_t named_uid, std::string* ignored) {
-  const auto ignore = [&](uid_t owner, const std::string& why) {
+  // `remedy`: what the operator does about it.
+  const auto ignore = [&](uid_t owner, const std::string& why, const char* remedy) {
     *ignored = "ignoring the host mark " + path.string() + " (owned by " + UserText(owner) +
                "): " + why +
                "; a mark is trusted only from a regular file of root or of this daemon's user (" +
-               UserText(geteuid()) + ") named for its owner. Remove it";
+               UserText(geteuid()) + ") named for its owner. " + remedy;
     return std::optional<std::string>();
   };
+  constexpr const char* kRemove = "Remove it (as root: the directory is sticky)";
   // O_NONBLOCK: opening a FIFO must not wait for a writer.
-  const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) {
+  const UniqueFd fd(open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
+  if (!fd.valid()) {
     const int err = errno;
     if (err == ENOENT) return std::optional<std::string>();  // replaced since the listing
     struct stat link {};
     if (lstat(path.c_str(), &link) == 0 && (S_ISLNK(link.st_mode) || !TrustedOwner(link.st_uid))) {
-      return ignore(link.st_uid, S_ISLNK(link.st_mode) ? "a symbolic link, never followed"
-                                                       : "another user's file");
+      return ignore(
+          link.st_uid,
+          S_ISLNK(link.st_mode) ? "a symbolic link, never followed" : "another user's file",
+          kRemove);
     }
     return tl::unexpected("cannot read the host mark " + path.string() + ": " + std::strerror(err));
   }
-  struct Closer {
-    int fd;
-    ~Closer() { close(fd); }
-  } closer{fd};
   struct stat info {};
-  if (fstat(fd, &info) != 0) {
+  if (fstat(fd.get(), &info) != 0) {
     return tl::unexpected("cannot read the host mark " + path.string() + ": " +
                           std::strerror(errno));
   }
-  if (!S_ISREG(info.st_mode)) return ignore(info.st_uid, "not a regular file");
+  if (!S_ISREG(info.st_mode)) return ignore(info.st_uid, "not a regular file", kRemove);
   if (!TrustedOwner(info.st_uid)) {
-    return ignore(info.st_uid, "neither root's nor this daemon's user's");
+    // Named for its owner: the mark of another user's daemon of this host, which may be
+    // real; its IDs do not protect this daemon's.
+    return ignore(info.st_uid, "neither root's nor this daemon's user's",
+                  static_cast<uint64_t>(info.st_uid) == named_uid
+                      ? "If a daemon of that user served this number, run the daemons that "
+                        "may serve it in turn as one user"
+                      : kRemove);
   }
   if (static_cast<uint64_t>(info.st_uid) != named_uid) {
-    return ignore(info.st_uid, "named for uid " + std::to_string(named_uid));
+    return ignore(info.st_uid, "named for uid " + std::to_string(named_uid), kRemove);
   }
-  if ((info.st_mode & S_IWOTH) != 0) return ignore(info.st_uid, "writable by every user");
+  if ((info.st_mode & S_IWOTH) != 0) return ignore(info.st_uid, "writable by every user", kRemove);
   std::string text;
   char buffer[512];
   for (;;) {
-    const ssize_t n = read(fd, buffer, sizeof buffer);
+    const ssize_t n = read(fd.get(), buffer, sizeof buffer);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       return tl::unexpected("cannot read the host mark " + path.string() + ": " +
@@ -264,7 +279,7 @@ tl::expected<HostMarkReading, std::string> ReadHostMark(const std::filesystem::p
                               "number since boot");
       }
       HostMark mark{doc["unix_ms"].get<int64_t>(), doc["writer"].get<std::string>()};
-      if (mark.unix_ms > now_unix_ms && mark.unix_ms - now_unix_ms > max_forward_ms) {
+      if (FarPast(mark.unix_ms, now_unix_ms, max_forward_ms)) {
         return tl::unexpected(
             "the host mark " + it->path().string() + " says machine " + std::to_string(machine) +
             " was reserved through Unix ms " + std::to_string(mark.unix_ms) + ", " +

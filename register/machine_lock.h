@@ -109,8 +109,9 @@ struct HostMarkReading {
 };
 
 // The highest trusted host mark of `machine` written since boot (see above for which
-// files are trusted). `now_unix_ms` is the clock and `max_forward_ms` how far past it a
-// mark may lie (clock.max_forward_ms). A missing `dir`: no mark.
+// files are trusted). `now_unix_ms` is the reference (the clock, or the later of the clock
+// and the register's mark: FarPast) and `max_forward_ms` how far past it a mark may lie
+// (clock.max_forward_ms). A missing `dir`: no mark.
 // Errors (a sentence naming the file or directory): `dir` is not to be trusted
 // (EnsureHostLockDir's checks); a trusted mark that cannot be read or parsed (a daemon
 // must not start below a mark it cannot read; delete the file only if no daemon of this

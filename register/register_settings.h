@@ -34,6 +34,15 @@ inline constexpr int64_t kDefaultMaxForwardMs = 86'400'000;  // 24 h
 inline constexpr int64_t kMinMaxForwardMs = 3'600'000;       // 1 h
 inline constexpr int64_t kMaxMaxForwardMs = 31'536'000'000;  // 365 days
 
+// The one rule for "far past": `unix_ms` lies more than `max_forward_ms` past
+// `reference_unix_ms`. The reference is the clock, or for a daemon that has claimed its
+// number the later of the clock and the register's mark: an operator's fence put there
+// with `raise-all --force-far` is real, and what this host recorded of it must not then
+// keep the daemon from starting.
+inline bool FarPast(int64_t unix_ms, int64_t reference_unix_ms, int64_t max_forward_ms) {
+  return unix_ms > reference_unix_ms && unix_ms - reference_unix_ms > max_forward_ms;
+}
+
 // Reads clock.max_forward_ms from `node` (the key's one reader, for the daemon's loader
 // and LoadRegisterSettings). Throws ConfigInvalid naming the file, line and key.
 int64_t ReadMaxForwardMs(const TomlFields& fields, const toml::node& node);

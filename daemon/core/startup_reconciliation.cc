@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "register/register_settings.h"
 #include "snowflake/id_layout.h"
 #include "snowflake/time_text.h"
 
@@ -61,6 +62,8 @@ tl::expected<StartupPlan, std::string> ReconcileStartup(const StartupFacts& f) {
     // above another holder's mark that ended before publishing left the segment's last ID
     // below that mark. The state file's floor keeps it.
     plan.high_water_unix_ms = std::max(segment_ms, file->floor_unix_ms);
+    plan.high_water_source = file->floor_unix_ms > segment_ms ? vocab::MarkSource::kStateFile
+                                                              : vocab::MarkSource::kSegment;
     plan.start_wait_ms = file->floor_unix_ms > segment_ms ? f.reservation_ms + f.max_backward_ms
                                                           : f.max_backward_ms;
     plan.explanation = "the surviving segment's last ID (" + std::to_string(segment_ms) +
@@ -76,8 +79,19 @@ tl::expected<StartupPlan, std::string> ReconcileStartup(const StartupFacts& f) {
   // across a change of number.
   // The file's floor too: a fence the last start obeyed may lie beyond every mark (an
   // operator's fence ahead of the clock, then a register that does not keep it).
-  plan.high_water_unix_ms = std::max(
-      {f.register_high_water_ms, file_mark, file ? file->floor_unix_ms : 0, segment_ms, host_ms});
+  const int64_t file_floor = file ? file->floor_unix_ms : 0;
+  plan.high_water_unix_ms =
+      std::max({f.register_high_water_ms, file_mark, file_floor, segment_ms, host_ms});
+  // Who says so, on a tie this daemon's own state file first (a renewal writes the same
+  // value there and to the register).
+  plan.high_water_source = [&] {
+    const int64_t mark = plan.high_water_unix_ms;
+    if (mark == 0) return vocab::MarkSource::kNone;
+    if (file && (file_mark == mark || file_floor == mark)) return vocab::MarkSource::kStateFile;
+    if (f.register_high_water_ms == mark) return vocab::MarkSource::kRegister;
+    if (host_ms == mark) return vocab::MarkSource::kHostMark;
+    return vocab::MarkSource::kSegment;
+  }();
   // A fast restart only waits for its own reservation; further behind is out of service.
   plan.start_wait_ms = f.reservation_ms + f.max_backward_ms;
   plan.explanation = "state file " + (file ? std::to_string(file_mark) : std::string("absent")) +
@@ -91,14 +105,14 @@ tl::expected<StartupPlan, std::string> ReconcileStartup(const StartupFacts& f) {
 }
 
 tl::expected<void, std::string> CheckStateFileAgainstClock(const HighWaterState& state,
-                                                          int64_t now_unix_ms,
-                                                          int64_t max_forward_ms) {
+                                                           int64_t reference_unix_ms,
+                                                           int64_t max_forward_ms) {
   const auto check = [&](const char* key, int64_t value) -> tl::expected<void, std::string> {
-    if (value <= now_unix_ms || value - now_unix_ms <= max_forward_ms) return {};
+    if (!FarPast(value, reference_unix_ms, max_forward_ms)) return {};
     return tl::unexpected(
         std::string("says ") + key + " " + std::to_string(value) + " (" + FormatTimeText(value) +
-        "), " + std::to_string(value - now_unix_ms) +
-        " ms past this host's clock, more than clock.max_forward_ms (" +
+        "), " + std::to_string(value - reference_unix_ms) +
+        " ms past this host's clock and the register's mark, more than clock.max_forward_ms (" +
         std::to_string(max_forward_ms) +
         "): refusing to adopt it (it would keep the number out of service until then, and the "
         "register would take it). If the clock is wrong, set it right. If the clock is right, "

@@ -13,6 +13,7 @@
 #include <tl/expected.hpp>
 
 #include "daemon/core/high_water_store.h"
+#include "protocol/vocabulary.h"
 #include "register/machine_lock.h"
 
 namespace snowflake::daemon {
@@ -57,6 +58,8 @@ struct StartupPlan {
   // The surviving segment records exactly what was published since the reservation was
   // made: the reservation need not be waited out.
   bool trusted_segment = false;
+  // Who set high_water_unix_ms: what a start behind it reports that it waits for.
+  vocab::MarkSource high_water_source = vocab::MarkSource::kNone;
   // One line for the log: where the mark comes from.
   std::string explanation;
 };
@@ -67,12 +70,13 @@ struct StartupPlan {
 [[nodiscard]] tl::expected<StartupPlan, std::string> ReconcileStartup(const StartupFacts& facts);
 
 // Whether a loaded state file may be adopted: its reservation and floor lie at most
-// `max_forward_ms` (clock.max_forward_ms) past the clock. One that far ahead means the clock
-// or the file is wrong; adopting it would keep the number out of service until the clock
-// reached it, and write it into the register. Errors (the start must be refused, exit
-// status kExitConfig): a sentence that follows the state file's path ("says ...").
+// `max_forward_ms` (clock.max_forward_ms) past `reference_unix_ms`, the later of the clock
+// and the register's mark for the claimed number (FarPast). One further ahead means the
+// clock or the file is wrong; adopting it would keep the number out of service until the
+// clock reached it, and write it into the register. Errors (the start must be refused,
+// exit status kExitConfig): a sentence that follows the state file's path ("says ...").
 [[nodiscard]] tl::expected<void, std::string> CheckStateFileAgainstClock(
-    const HighWaterState& state, int64_t now_unix_ms, int64_t max_forward_ms);
+    const HighWaterState& state, int64_t reference_unix_ms, int64_t max_forward_ms);
 
 }  // namespace snowflake::daemon
 

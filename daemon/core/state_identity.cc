@@ -10,6 +10,8 @@
 #include <optional>
 #include <string_view>
 
+#include "base/atomic_file.h"
+#include "base/hex.h"
 #include "base/unique_fd.h"
 
 namespace snowflake::daemon {
@@ -32,8 +34,13 @@ bool IsIdentity(std::string_view text) {
 // Reads the identity file. nullopt: there is none.
 tl::expected<std::optional<std::string>, std::string> Read(const std::filesystem::path& path) {
   const UniqueFd fd(open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
-  if (fd.get() < 0) {
+  if (!fd.valid()) {
     if (errno == ENOENT) return std::optional<std::string>();
+    if (errno == ELOOP || errno == ENXIO) {
+      return tl::unexpected("the state directory's identity " + path.string() +
+                            " is not a regular file (a link, a FIFO or a socket): remove it; "
+                            "the next start writes a new one");
+    }
     return tl::unexpected(Failure(path, "open", errno));
   }
   char buffer[kIdentityDigits + 2];
@@ -56,47 +63,26 @@ tl::expected<std::optional<std::string>, std::string> Read(const std::filesystem
   return std::optional<std::string>(std::string(text.substr(0, kIdentityDigits)));
 }
 
-tl::expected<void, std::string> Create(const std::filesystem::path& path) {
+// A new identity, written durably (WriteFileAtomically). The caller holds the state
+// directory's lock, so no other daemon writes one beside it.
+tl::expected<std::string, std::string> Create(const std::filesystem::path& path) {
   unsigned char bits[kIdentityBytes];
   for (size_t got = 0; got < sizeof bits;) {
     const ssize_t n = getrandom(bits + got, sizeof bits - got, 0);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return tl::unexpected(Failure(path, "draw random bits for", errno));
+    if (n < 0) {
+      return tl::unexpected("cannot draw random bits for the state directory's identity " +
+                            path.string() + ": " + std::strerror(errno) +
+                            " (getrandom; the kernel's entropy source failed)");
+    }
     got += static_cast<size_t>(n);
   }
-  std::string text;
-  static constexpr char kHex[] = "0123456789abcdef";
-  for (const unsigned char b : bits) {
-    text += kHex[b >> 4];
-    text += kHex[b & 0xf];
+  const std::string identity = HexLower(bits, sizeof bits);
+  if (auto written = WriteFileAtomically(path, identity + "\n", 0644); !written) {
+    return tl::unexpected("cannot write the state directory's identity: " + written.error() +
+                          ". The daemon needs to write its state directory");
   }
-  text += '\n';
-  // A temporary file first, complete and durable, then linked to its name: a crash leaves
-  // either no identity or a whole one, and an existing one is never replaced.
-  const std::filesystem::path tmp = path.string() + ".tmp";
-  {
-    const UniqueFd fd(open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644));
-    if (fd.get() < 0) return tl::unexpected(Failure(tmp, "create", errno));
-    if (write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
-      const int err = errno != 0 ? errno : EIO;
-      unlink(tmp.c_str());
-      return tl::unexpected(Failure(tmp, "write", err));
-    }
-    if (fsync(fd.get()) != 0) {
-      const int err = errno;
-      unlink(tmp.c_str());
-      return tl::unexpected(Failure(tmp, "fsync", err));
-    }
-  }
-  const int linked = link(tmp.c_str(), path.c_str());
-  const int link_err = errno;
-  unlink(tmp.c_str());
-  if (linked != 0 && link_err != EEXIST) return tl::unexpected(Failure(path, "create", link_err));
-  const UniqueFd dir(open(path.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (dir.get() < 0 || fsync(dir.get()) != 0) {
-    return tl::unexpected(Failure(path.parent_path(), "fsync the directory of", errno));
-  }
-  return {};
+  return identity;
 }
 
 }  // namespace
@@ -108,11 +94,7 @@ tl::expected<std::string, std::string> LoadOrCreateStateIdentity(
     auto existing = Read(path);
     if (!existing) return tl::unexpected(existing.error());
     if (*existing) return **existing;
-    if (auto created = Create(path); !created) return tl::unexpected(created.error());
-    auto made = Read(path);
-    if (!made) return tl::unexpected(made.error());
-    if (!*made) return tl::unexpected(Failure(path, "read back", ENOENT));
-    return **made;
+    return Create(path);
   } catch (const std::exception& e) {
     return tl::unexpected("cannot load the state directory's identity in " + state_dir.string() +
                           ": " + e.what());

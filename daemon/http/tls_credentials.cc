@@ -17,6 +17,8 @@
 #include <cstring>
 #include <ctime>
 
+#include "base/hex.h"
+
 namespace snowflake::daemon {
 namespace {
 
@@ -268,16 +270,6 @@ TlsCredentials::Reloaded TlsCredentials::Reload() noexcept {
 
 std::string CertificateClientKey(X509* peer) {
   constexpr size_t kMaxUriBytes = 256;
-  auto hex = [](const unsigned char* bytes, size_t size) {
-    static constexpr char kDigits[] = "0123456789abcdef";
-    std::string out;
-    out.reserve(size * 2);
-    for (size_t i = 0; i < size; ++i) {
-      out.push_back(kDigits[bytes[i] >> 4]);
-      out.push_back(kDigits[bytes[i] & 15]);
-    }
-    return out;
-  };
   unsigned char digest[SHA256_DIGEST_LENGTH];
   auto* names =
       static_cast<GENERAL_NAMES*>(X509_get_ext_d2i(peer, NID_subject_alt_name, nullptr, nullptr));
@@ -293,7 +285,7 @@ std::string CertificateClientKey(X509* peer) {
   if (!uri.empty() && uri.size() <= kMaxUriBytes) return "uri:" + uri;
   if (!uri.empty()) {
     SHA256(reinterpret_cast<const unsigned char*>(uri.data()), uri.size(), digest);
-    return "uri-sha256:" + hex(digest, sizeof digest);
+    return "uri-sha256:" + HexLower(digest, sizeof digest);
   }
   std::string der;
   for (const X509_NAME* name : {X509_get_issuer_name(peer), X509_get_subject_name(peer)}) {
@@ -304,7 +296,7 @@ std::string CertificateClientKey(X509* peer) {
     }
   }
   SHA256(reinterpret_cast<const unsigned char*>(der.data()), der.size(), digest);
-  return "cert:" + hex(digest, sizeof digest);
+  return "cert:" + HexLower(digest, sizeof digest);
 }
 
 tl::expected<void, std::string> CheckTlsFiles(const Config::Http& options) noexcept {

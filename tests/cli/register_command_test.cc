@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -14,6 +15,7 @@
 #include "register/etcd_register.h"
 #include "register/file_register.h"
 #include "register/machine_lock.h"
+#include "register/register_settings.h"
 #include "subprocess.h"
 #include "temp_dir.h"
 
@@ -171,7 +173,11 @@ TEST(RegisterCommand, RaiseAllRefusesATimeFarPastTheClockUnlessForced) {
   testing::TempDir dir("register-cli-far");
   const std::string config = (dir / "file.toml").string();
   std::ofstream(config) << "[register]\npath = \"" << (dir / "register.json").string() << "\"\n";
-  const std::string far = "2046-01-01T00:00:00Z";
+  // Two days past the clock, twice the default bound, as Unix ms.
+  const std::string far = std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                             std::chrono::system_clock::now().time_since_epoch())
+                                             .count() +
+                                         2 * kDefaultMaxForwardMs);
 
   // Act
   const auto refused = Ctl({"register", "raise-all", "--above", far, "--config", config});

@@ -502,6 +502,23 @@ TEST(HostMark, AMarkNamedForOneUserButOwnedByAnotherIsIgnored) {
   EXPECT_THAT(ignored[0], HasSubstr("uid 65534"));
 }
 
+TEST(HostMark, ARootFileNamedForAnotherUserIsIgnored) {
+  // Arrange: a trusted owner (root), but the name says nobody wrote it: a copy or a rename.
+  snowflake::testing::TempDir dir;
+  const auto locks = LockDir(dir);
+  Plant(locks / "machine-3.65534.high-water", NowMs() + kTenYearsMs, 0);
+
+  // Act
+  std::vector<std::string> ignored;
+  auto sut = Read(locks, 3, &ignored);
+
+  // Assert
+  ASSERT_TRUE(sut) << sut.error();
+  EXPECT_FALSE(sut->has_value()) << "a file named for another user was adopted";
+  ASSERT_EQ(ignored.size(), 1u);
+  EXPECT_THAT(ignored[0], HasSubstr("named for uid 65534"));
+}
+
 TEST(HostMark, AMarkEveryUserMayWriteIsIgnored) {
   // Arrange: root's file, but any user could have written its value.
   snowflake::testing::TempDir dir;

@@ -179,6 +179,53 @@ TEST(StartupReconciliation, AMarkOfAnotherStateDirectoryOfTheSamePathIsAnotherDa
   EXPECT_GE(sut->high_water_unix_ms, kNow + 900);
 }
 
+TEST(StartupReconciliation, AStartThatCannotTrustItsSegmentStillStartsAboveTheFloor) {
+  // The last start obeyed an operator's fence ahead of every mark (kNow + 4000); the
+  // segment is gone (a reboot) and the register's mark is below the fence.
+  StartupFacts f = AfterSigkill();
+  f.segment = {.path = kPath, .reopened = false, .last_published_id = 0, .incarnation = 1};
+  f.state_file->floor_unix_ms = kNow + 4000;
+
+  auto sut = ReconcileStartup(f);
+
+  ASSERT_TRUE(sut.has_value()) << sut.error();
+  EXPECT_FALSE(sut->trusted_segment);
+  EXPECT_EQ(sut->high_water_unix_ms, kNow + 4000) << "the restart would issue below the fence";
+  EXPECT_EQ(sut->high_water_source, vocab::MarkSource::kStateFile);
+}
+
+TEST(StartupReconciliation, WithoutAnIdentityNoHostMarkIsOurs) {
+  // A mark written by a daemon without an identity (an older one: its writer is "") is
+  // never taken for this daemon's own when this daemon has none either.
+  StartupFacts f = AfterSigkill();
+  f.state_identity = "";
+  f.host_mark = HostMark{kNow + 300, ""};
+
+  auto sut = ReconcileStartup(f);
+
+  ASSERT_TRUE(sut.has_value()) << sut.error();
+  EXPECT_FALSE(sut->trusted_segment) << "an empty writer matched an empty identity";
+}
+
+TEST(StartupReconciliation, TheMarkNamesWhoSetIt) {
+  StartupFacts register_above = AfterSigkill();
+  register_above.segment.reopened = false;
+  register_above.register_high_water_ms = kNow + 2000;
+  StartupFacts host_above = AfterSigkill();
+  host_above.segment.reopened = false;
+  host_above.state_identity = kOurs;
+  host_above.host_mark = HostMark{kNow + 3000, kTheirs};
+
+  auto trusted = ReconcileStartup(AfterSigkill());
+  auto by_register = ReconcileStartup(register_above);
+  auto by_host = ReconcileStartup(host_above);
+
+  ASSERT_TRUE(trusted && by_register && by_host);
+  EXPECT_EQ(trusted->high_water_source, vocab::MarkSource::kSegment);
+  EXPECT_EQ(by_register->high_water_source, vocab::MarkSource::kRegister);
+  EXPECT_EQ(by_host->high_water_source, vocab::MarkSource::kHostMark);
+}
+
 TEST(StartupReconciliation, AFirstStartOnANumberAnotherDaemonOfTheHostServedStartsAboveIt) {
   // No state file, no register mark (a static number): only the host mark knows.
   StartupFacts f;
@@ -214,6 +261,10 @@ TEST(StartupReconciliation, AStateFileFarPastTheClockIsRefused) {
   auto refused = CheckStateFileAgainstClock(far, kNow, kDay);
   auto refused_floor = CheckStateFileAgainstClock(far_floor, kNow, kDay);
   auto kept = CheckStateFileAgainstClock(near, kNow, kDay);
+  // An operator's fence put far ahead on purpose (`raise-all --force-far`) and obeyed: the
+  // register's mark is at it, and the start judges against the later of clock and mark.
+  auto fenced_far = CheckStateFileAgainstClock(state(kNow + 3650 * kDay, kNow + 3650 * kDay),
+                                               kNow + 3650 * kDay, kDay);
 
   ASSERT_FALSE(refused);
   EXPECT_NE(refused.error().find("reserved_through_unix_ms"), std::string::npos) << refused.error();
@@ -221,6 +272,7 @@ TEST(StartupReconciliation, AStateFileFarPastTheClockIsRefused) {
   ASSERT_FALSE(refused_floor);
   EXPECT_NE(refused_floor.error().find("floor_unix_ms"), std::string::npos) << refused_floor.error();
   EXPECT_TRUE(kept) << kept.error();
+  EXPECT_TRUE(fenced_far) << fenced_far.error();
 }
 
 TEST(StartupReconciliation, FirstStartHasNoMark) {
