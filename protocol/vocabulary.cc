@@ -92,6 +92,28 @@ std::optional<ErrorCode> ErrorFromName(std::string_view code) noexcept {
   return std::nullopt;
 }
 
+static_assert(InEnumOrder(kMarkSources, 0, [](const MarkSourceWords& row) { return row.source; }),
+              "kMarkSources must list every MarkSource once, in enum order from 0");
+static_assert(kMarkSources.back().source == MarkSource::kLastIssued,
+              "kMarkSources must end with the last MarkSource");
+
+std::string_view MarkSourceCode(MarkSource source) noexcept {
+  const auto at = static_cast<size_t>(source);
+  return at < kMarkSources.size() ? kMarkSources[at].code : kMarkSources[0].code;
+}
+
+std::string_view MarkSourceText(MarkSource source) noexcept {
+  const auto at = static_cast<size_t>(source);
+  return at < kMarkSources.size() ? kMarkSources[at].text : kMarkSources[0].text;
+}
+
+std::string_view MarkSourceTextOfCode(std::string_view code) noexcept {
+  for (const MarkSourceWords& row : kMarkSources) {
+    if (row.code == code) return row.text;
+  }
+  return code;
+}
+
 std::string_view StateCode(DaemonState state) noexcept {
   const auto at = static_cast<size_t>(state) - 1;
   return at < kStates.size() ? kStates[at].code : "unknown";

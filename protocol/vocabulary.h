@@ -279,6 +279,46 @@ const ReasonWords& WordsFor(shm::StateReason reason) noexcept;
 std::string DescribeReason(shm::StateReason reason, int64_t detail,
                            std::optional<int64_t> now_unix_ms = std::nullopt);
 
+// --- Who set the mark a paused daemon waits for --------------------------------------------
+
+// What the millisecond the generator's mark stands at came from, i.e. what a daemon that
+// waits for the clock waits for (the status's `clock_wait.set_by`).
+enum class MarkSource : uint8_t {
+  kNone,        // the epoch: nothing was issued yet
+  kStateFile,   // this daemon's reservation, or the floor, in its state file
+  kRegister,    // the register's mark: the number's last holder reserved up to it
+  kHostMark,    // the host mark: another daemon of this host reserved up to it
+  kSegment,     // the surviving segment's last ID
+  kFence,       // an operator's fence (`register raise-all --while-running`)
+  kLastIssued,  // the generator's own last ID: the clock stepped back behind it
+};
+
+struct MarkSourceWords {
+  MarkSource source;
+  std::string_view code;  // `clock_wait.set_by`: "state_file"
+  std::string_view text;  // for people: "this daemon's reservation in its state file"
+};
+
+// In enum order, starting at value 0: kMarkSources[value].source == value.
+inline constexpr std::array<MarkSourceWords, 7> kMarkSources = {{
+    {MarkSource::kNone, "none", "the epoch"},
+    {MarkSource::kStateFile, "state_file", "this daemon's reservation in its state file"},
+    {MarkSource::kRegister, "register", "the register's mark (the number's last holder)"},
+    {MarkSource::kHostMark, "host_mark", "the host mark (another daemon of this host)"},
+    {MarkSource::kSegment, "segment", "the surviving segment's last ID"},
+    {MarkSource::kFence, "fence", "an operator's fence"},
+    {MarkSource::kLastIssued, "last_issued",
+     "the last issued millisecond (the clock stepped back)"},
+}};
+
+// "state_file"; "none" for a value outside the table.
+std::string_view MarkSourceCode(MarkSource source) noexcept;
+// "this daemon's reservation in its state file"; "the epoch" outside the table.
+std::string_view MarkSourceText(MarkSource source) noexcept;
+// The text of a `set_by` code as a daemon sent it; the code itself if this build does
+// not know it (a newer daemon's).
+std::string_view MarkSourceTextOfCode(std::string_view code) noexcept;
+
 // What ends `state`: paused resumes by itself, out of service needs `snowflakectl resume`,
 // whatever the reason (one rule, so clients and logs never tell two stories).
 Recovery RecoveryFor(shm::DaemonState state) noexcept;

@@ -4,17 +4,20 @@
 
 namespace snowflake::daemon {
 void StatusBoard::Update(const DaemonStatus& status) {
-  // Read outside the lock: Snapshot() callers never wait on a clock read.
+  // Read outside the lock: Snapshot() callers never wait on a clock read. Time paused is
+  // measured on the steady clock: a pause is when the wall clock steps.
   const int64_t now_ms = clock_.NowUnixMs();
+  const auto steady_now = clock_.SteadyNow();
   std::lock_guard lock(mutex_);
   const bool changed = status_.state_since_unix_ms == 0 || status.state != status_.state ||
                        status.reason_code != status_.reason_code;
   const int64_t since = changed ? now_ms : status_.state_since_unix_ms;
   // The time since the last Update() counts for the state published then.
-  if (updated_unix_ms_ != 0 && status_.state == "paused" && now_ms > updated_unix_ms_) {
-    paused_ms_[status_.reason_code] += now_ms - updated_unix_ms_;
+  if (updated_ && status_.state == "paused" && steady_now > *updated_) {
+    paused_ms_[status_.reason_code] +=
+        std::chrono::duration_cast<std::chrono::milliseconds>(steady_now - *updated_).count();
   }
-  updated_unix_ms_ = now_ms;
+  updated_ = steady_now;
   status_ = status;
   status_.state_since_unix_ms = since;
 }

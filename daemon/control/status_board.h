@@ -74,7 +74,8 @@ class StatusBoard {
   mutable std::mutex mutex_;
   std::condition_variable resume_done_;
   DaemonStatus status_;              // guarded by mutex_
-  int64_t updated_unix_ms_ = 0;      // guarded by mutex_: the clock at the latest Update()
+  // guarded by mutex_: the steady clock at the latest Update()
+  std::optional<std::chrono::steady_clock::time_point> updated_;
   std::map<std::string, int64_t> paused_ms_;  // guarded by mutex_
   uint64_t resume_handled_ = 0;      // guarded by mutex_
   bool last_resume_effect_ = false;  // guarded by mutex_

@@ -404,7 +404,7 @@ std::optional<protocol::ClockWait> FillLoop::CurrentClockWait(int64_t now_ms) co
   if (!waits) return std::nullopt;
   const int64_t until = generator_.last_unix_ms();
   return protocol::ClockWait{.until_unix_ms = until,
-                             .set_by = std::string(MarkSourceCode(generator_.mark_source())),
+                             .set_by = std::string(vocab::MarkSourceCode(generator_.mark_source())),
                              .clock_passes_in_ms = until + 1 - now_ms};
 }
 
@@ -412,7 +412,8 @@ std::string FillLoop::ClockWaitText() const {
   if (!IsClockWaitReason(published_.reason)) return "";
   const int64_t until = generator_.last_unix_ms();
   const std::string mark = FormatTimeText(until) + " (unix ms " + std::to_string(until) +
-                           "), set by " + std::string(MarkSourceWords(generator_.mark_source()));
+                           "), set by " +
+                           std::string(vocab::MarkSourceText(generator_.mark_source()));
   // Out of service, the clock passing the mark is not enough: an operator's resume comes
   // first.
   if (published_.state == DaemonState::kOutOfService) {

@@ -39,46 +39,6 @@ std::string OutOfServiceAdvice(shm::StateReason reason, int64_t allowed_ms,
 
 }  // namespace
 
-std::string_view MarkSourceCode(MarkSource source) noexcept {
-  switch (source) {
-    case MarkSource::kNone:
-      return "none";
-    case MarkSource::kStateFile:
-      return "state_file";
-    case MarkSource::kRegister:
-      return "register";
-    case MarkSource::kHostMark:
-      return "host_mark";
-    case MarkSource::kSegment:
-      return "segment";
-    case MarkSource::kFence:
-      return "fence";
-    case MarkSource::kLastIssued:
-      return "last_issued";
-  }
-  return "none";
-}
-
-std::string_view MarkSourceWords(MarkSource source) noexcept {
-  switch (source) {
-    case MarkSource::kNone:
-      return "the epoch";
-    case MarkSource::kStateFile:
-      return "this daemon's reservation in its state file";
-    case MarkSource::kRegister:
-      return "the register's mark (the number's last holder)";
-    case MarkSource::kHostMark:
-      return "the host mark (another daemon of this host)";
-    case MarkSource::kSegment:
-      return "the surviving segment's last ID";
-    case MarkSource::kFence:
-      return "an operator's fence";
-    case MarkSource::kLastIssued:
-      return "the last issued millisecond (the clock stepped back)";
-  }
-  return "the epoch";
-}
-
 Generator::Generator(const GeneratorConfig& config, Clock& clock) noexcept
     : config_(config),
       clock_(&clock),

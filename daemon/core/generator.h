@@ -17,27 +17,15 @@
 #include <tl/expected.hpp>
 
 #include "daemon/core/clock.h"
+#include "protocol/vocabulary.h"
 #include "snowflake/id_layout.h"
 #include "snowflake/segment_layout.h"
 
 namespace snowflake::daemon {
 
-// Who set the millisecond the generator's mark stands at, i.e. what a generator that waits
-// for the clock waits for (the status's "clock_wait.set_by", MarkSourceCode()).
-enum class MarkSource {
-  kNone,        // the epoch: nothing was issued yet
-  kStateFile,   // this daemon's reservation in its state file (a restart waits for it)
-  kRegister,    // the register's mark: the number's last holder reserved up to it
-  kHostMark,    // the host mark: another daemon of this host reserved up to it
-  kSegment,     // the surviving segment's last ID, or the floor the last start stood above
-  kFence,       // an operator's fence (RaiseFence)
-  kLastIssued,  // this generator's own last ID: the clock stepped back behind it
-};
-
-// "none", "state_file", "register", "host_mark", "segment", "fence", "last_issued".
-std::string_view MarkSourceCode(MarkSource source) noexcept;
-// What a person reads: "the state file's reservation", "an operator's fence", ...
-std::string_view MarkSourceWords(MarkSource source) noexcept;
+// Who set the millisecond the generator's mark stands at: the vocabulary's table
+// (protocol/vocabulary.h), whose codes are the status's `clock_wait.set_by`.
+using vocab::MarkSource;
 
 struct GeneratorConfig {
   IdLayout layout;   // the fleet's epoch

@@ -183,13 +183,19 @@ std::string StatusToText(const StatusReport& report) {
   } else if (d && d->clock_wait) {
     // What a pause for the clock waits for, and who set it (docs/operations.md).
     const protocol::ClockWait& w = *d->clock_wait;
+    // Only a pause ends by itself when the clock passes the mark; out of service waits
+    // for `snowflakectl resume` whatever the clock does. The daemon and this reading take
+    // the clock apart, so 0 is "now", not late.
+    const std::string when =
+        w.clock_passes_in_ms >= 0
+            ? "it passes it in " + FormatDuration(w.clock_passes_in_ms)
+            : "it passed it " + FormatDuration(-w.clock_passes_in_ms) + " ago" +
+                  (s.state == "paused"
+                       ? std::string(": the pause outlasts its cause")
+                       : "; " + std::string(vocab::RecoveryText(vocab::Recovery::kNeedsResume)));
     out << "clock wait:     until the clock passes " << FormatTimeText(w.until_unix_ms)
-        << " (unix ms " << w.until_unix_ms << "), set by " << w.set_by << "; "
-        << (w.clock_passes_in_ms > 0
-                ? "it passes it in " + FormatDuration(w.clock_passes_in_ms)
-                : "it passed it " + FormatDuration(-w.clock_passes_in_ms) +
-                      " ago: the pause outlasts its cause")
-        << "\n";
+        << " (unix ms " << w.until_unix_ms << "), set by " << vocab::MarkSourceTextOfCode(w.set_by)
+        << "; " << when << "\n";
   } else if (!s.status_text.empty()) {
     out << "daemon says:    " << s.status_text << "\n";
   }

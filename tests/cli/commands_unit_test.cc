@@ -169,7 +169,8 @@ TEST(StatusToText, ShowsWhatAPauseForTheClockWaitsFor) {
   const nlohmann::json json = StatusToJson(report);
 
   EXPECT_NE(text.find("clock wait:     until the clock passes 2026-01-01T00:00:00.258Z (unix ms "
-                      "1767225600258), set by register; it passes it in 259 ms"),
+                      "1767225600258), set by the register's mark (the number's last holder); it "
+                      "passes it in 259 ms"),
             std::string::npos)
       << text;
   EXPECT_NE(overdue_text.find("it passed it 52s ago: the pause outlasts its cause"),

@@ -221,6 +221,9 @@ struct Slot {
     uint64_t committed = 0;   // the client's committed takes then
     // max(mark - clock, 0) + 1 s, from the pauses for the clock its status named since.
     int64_t allowed_ms = kPromiseSlackMs;
+    // The pause for the clock last seen ("reason detail"): its allowance is granted once,
+    // from the sample that first sees it, never stretched by later samples.
+    std::string clock_pause = {};
     std::string cause = "serving";  // what the status said last
     bool explained = false;         // the status named a reason that explains a longer wait
     Clock::time_point sampled;      // the previous sample
@@ -619,10 +622,7 @@ class FleetStress {
       case Fault::kDaemonKill: {
         const int i = RandomRunningSlot();
         if (i < 0) return false;
-        slots_[i].daemon->Kill();
-        KeepClaimLines(slots_[i]);
-        slots_[i].daemon.emplace(Daemon::Spawn(slots_[i].options));
-        Note(name + " of " + slots_[i].name);
+        KillAndRestart(i, name + " of {}");
         break;
       }
       case Fault::kRaiseAll: {
@@ -869,7 +869,10 @@ class FleetStress {
       // when it is first seen, a sample late at most); the reasons of a register, a disk or
       // an operator explain any wait.
       const std::string& reason = status->reason;
-      if (reason == "clock_behind" || reason == "behind_high_water") {
+      const std::string pause = reason + " " + std::to_string(status->reason_detail);
+      if ((reason == "clock_behind" || reason == "behind_high_water") &&
+          pause != open.clock_pause) {
+        open.clock_pause = pause;
         open.allowed_ms =
             std::max(open.allowed_ms,
                      gap_ms + std::max<int64_t>(status->reason_detail, 0) + kPromiseSlackMs);
@@ -996,8 +999,6 @@ class FleetStress {
     }
   }
 
-  // What a daemon said about its claims and marks, kept when it is replaced: with a
-  // duplicate, who claimed the number when, above which mark, and who lost it.
   // SIGKILLs slot i's daemon and starts it again at once (nothing for i < 0); notes `what`
   // with "{}" replaced by the slot's name.
   void KillAndRestart(int i, std::string what) {
@@ -1009,6 +1010,8 @@ class FleetStress {
     Note(what);
   }
 
+  // What a daemon said about its claims and marks, kept when it is replaced: with a
+  // duplicate, who claimed the number when, above which mark, and who lost it.
   void KeepClaimLines(Slot& s) {
     std::istringstream err(s.daemon->err());
     for (std::string line; std::getline(err, line);) {

@@ -379,7 +379,8 @@ TEST(InProcessDaemon, AnOperatorsFenceEmptiesTheRingPausesUntilTheClockPassesItA
   const auto fenced_status = protocol::QueryStatus(host.config().daemon.runtime_dir, 2s);
   const std::string fenced_scrape = daemon.metrics().Scrape();
   const bool acknowledged = AwaitThat([&] { return reg->acknowledged() == fence; });
-  host.clock().Set(fence + 1);
+  // Time passes (wall and steady clock alike) until the clock passes the fence.
+  host.clock().Tick(fence + 1 - host.clock().NowUnixMs());
   const bool serves_again = AwaitServing(host);
   auto after = client->Next();
   const std::string after_scrape = daemon.metrics().Scrape();

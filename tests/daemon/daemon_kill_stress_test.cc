@@ -108,6 +108,9 @@ class KillStress {
       const auto progress_deadline = std::chrono::steady_clock::now() + 20s;
       std::optional<std::chrono::steady_clock::time_point> held_since;
       int64_t allowed_ms = kPromiseSlackMs;
+      // A pause for the clock is allowed for once, from the sample that first sees it
+      // ("reason detail"), never stretched by later samples.
+      std::string clock_pause;
       std::string cause = "starting";
       while (Committed() <= before) {
         const auto now = std::chrono::steady_clock::now();
@@ -122,7 +125,10 @@ class KillStress {
           if (!held_since) held_since = now;
           const int64_t held_ms =
               std::chrono::duration_cast<std::chrono::milliseconds>(now - *held_since).count();
-          if (status->reason == "clock_behind" || status->reason == "behind_high_water") {
+          const std::string pause = status->reason + " " + std::to_string(status->reason_detail);
+          if ((status->reason == "clock_behind" || status->reason == "behind_high_water") &&
+              pause != clock_pause) {
+            clock_pause = pause;
             allowed_ms =
                 std::max(allowed_ms,
                          held_ms + std::max<int64_t>(status->reason_detail, 0) + kPromiseSlackMs);
