@@ -51,6 +51,22 @@ void ReplaceAll(std::string& text, const std::string& path, std::string_view nam
   }
 }
 
+// The vocabulary's sentence for a status object's reason code and detail: what a remote
+// caller gets in place of the daemon's own sentences ("reason", "status_text"), which may
+// name the register's location and quote its last error. "" for a code this build does
+// not know.
+std::string VocabularyReason(const nlohmann::json& object) {
+  const auto code = object.find("reason_code");
+  if (code == object.end() || !code->is_string()) return "";
+  const auto detail = object.find("reason_detail");
+  const int64_t value =
+      detail != object.end() && detail->is_number_integer() ? detail->get<int64_t>() : 0;
+  for (const vocab::ReasonWords& row : vocab::kReasons) {
+    if (row.code == code->get<std::string>()) return vocab::DescribeReason(row.reason, value);
+  }
+  return "";
+}
+
 }  // namespace
 
 std::string HttpHandlers::Scrubbed(std::string text) const {
@@ -63,6 +79,12 @@ void HttpHandlers::ForRemoteCallers(nlohmann::json& doc) const {
   if (doc.is_string()) {
     doc = Scrubbed(doc.get<std::string>());
   } else if (doc.is_object()) {
+    if (doc.contains("reason_code")) {
+      const std::string reason = VocabularyReason(doc);
+      for (const char* key : {"reason", "status_text"}) {
+        if (doc.contains(key)) doc[key] = reason;
+      }
+    }
     for (auto it = doc.begin(); it != doc.end();) {
       if (Withheld(it.key())) {
         it = doc.erase(it);

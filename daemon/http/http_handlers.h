@@ -52,7 +52,8 @@ class HttpHandlers final : public HttpRequestHandler {
   std::string Scrubbed(std::string text) const;
   // A health or status object as remote callers see it: without the keys that say where
   // the daemon keeps its files, its pid, its holder id and the register's location and
-  // errors, and its strings Scrubbed().
+  // errors; its own sentences ("reason", "status_text") replaced by the vocabulary's for
+  // the same reason code and detail; and its other strings Scrubbed().
   void ForRemoteCallers(nlohmann::json& doc) const;
 
   // Constant after construction.

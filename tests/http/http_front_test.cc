@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -20,6 +21,7 @@
 #include "http_probe.h"
 #include "snowflake/client.h"
 #include "stress_seed.h"
+#include "wait_until.h"
 
 namespace snowflake::testing {
 namespace {
@@ -361,6 +363,47 @@ TEST_F(HttpFront, StatusShowsRemoteCallersNoPathsPidOrRegisterLocation) {
   const auto local = nlohmann::json::parse(cli.out);
   EXPECT_EQ(local["runtime_dir"], harness_.runtime_dir().string()) << cli.out;
   EXPECT_TRUE(local["pid"].is_number()) << cli.out;
+}
+
+// A daemon paused for its register says where the register is and what it answered, in
+// its own sentences (status_text, the reason). A remote caller gets the vocabulary's
+// sentence for the same reason code instead: no path, no endpoint, no error text.
+TEST(HttpFrontRemoteStatus, APausedDaemonsStatusNamesNoRegisterLocationToRemoteCallers) {
+  // Arrange: the file register outside the state directory.
+  DaemonHarness harness("http-paused");
+  const uint16_t port = FreePort();
+  const std::filesystem::path register_path = harness.root() / "elsewhere" / "numbers.json";
+  std::filesystem::create_directories(register_path.parent_path());
+  DaemonOptions options = harness.Options();
+  options.config_path = harness.WriteFile(
+      "http.toml", HttpFrontToml(port) + "[register]\npath = \"" + register_path.string() +
+                       "\"\n[persistence]\nreservation_ms = 200\n");
+  Daemon daemon = harness.Start(options);
+  ASSERT_TRUE(daemon.ready()) << daemon.Describe();
+
+  // Act: the register can no longer be written (a directory where its file was: root
+  // passes any mode check), so renewals fail and the daemon pauses at its horizon.
+  std::filesystem::remove(register_path);
+  std::filesystem::create_directories(register_path / "not-a-file");
+  HttpReply status;
+  const bool paused = WaitUntil(
+      [&] {
+        status = FetchOnce(port, "/v1/status");
+        return status.status == 200 && status.body.find("\"paused\"") != std::string::npos;
+      },
+      20s, "the daemon pauses for its register");
+  const RunResult cli = RunCommand(
+      {kSnowflakectlPath, "status", "--json", "--runtime-dir", harness.runtime_dir().string()});
+
+  // Assert: the local status names the register; the remote one does not, and still says
+  // why the daemon waits.
+  ASSERT_TRUE(paused) << status.body;
+  EXPECT_NE(cli.out.find(register_path.string()), std::string::npos)
+      << "the test proves nothing: the local status does not name the register: " << cli.out;
+  EXPECT_EQ(status.body.find(register_path.string()), std::string::npos) << status.body;
+  EXPECT_EQ(status.body.find("elsewhere"), std::string::npos) << status.body;
+  const auto doc = nlohmann::json::parse(status.body);
+  EXPECT_FALSE(doc["reason"].get<std::string>().empty()) << status.body;
 }
 
 // ---- hostile input ----
