@@ -86,6 +86,19 @@ type ControlStatus struct {
 	Fronts                []Front           `json:"fronts"`
 	// Set while a renewal of the high-water reservation fails or the daemon waits for one.
 	Renewal *Renewal `json:"renewal"`
+	// Set while the generator waits for its clock to pass a mark (paused, or out of
+	// service behind it): the millisecond it waits for and who set it.
+	ClockWait *ClockWait `json:"clock_wait"`
+}
+
+// ClockWait is the reply's "clock_wait" object: nothing is issued until the clock is
+// past UntilUnixMs; SetBy names who set that mark ("state_file", "register",
+// "host_mark", "segment", "fence", "last_issued"); ClockPassesInMs is when this host's
+// clock passes it, 0 or less once it has.
+type ClockWait struct {
+	UntilUnixMs     int64  `json:"until_unix_ms"`
+	SetBy           string `json:"set_by"`
+	ClockPassesInMs int64  `json:"clock_passes_in_ms"`
 }
 
 // Renewal is the reply's "renewal" object: what the daemon waits on, since when, and the
