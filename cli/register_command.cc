@@ -243,14 +243,21 @@ void AddRaiseAllCommand(CLI::App& command, const std::shared_ptr<std::string>& c
     // Only a backend that can be restored from a backup has it; the others say why not.
     auto raised = RegisterOf(config)->RaiseAll(*above, *while_running);
     if (!raised) FailRegister(*config_path, "raise-all failed: ", raised.error());
-    std::cout << "raised " << *raised << " of 1024 high-water marks to " << FormatTimeText(*above)
-              << " (the others were already above)"
-              << (*while_running
-                      ? "; every running holder has acknowledged the fence or no longer holds "
-                        "its number (a daemon whose lease ended before it noticed may still "
-                        "serve what its ring holds, all below the next holder's IDs)"
-                      : "")
+    std::cout << "raised " << raised->raised << " of 1024 high-water marks to "
+              << FormatTimeText(*above) << " (the others were already above)"
+              << (*while_running ? "; every running holder has acknowledged the fence" : "")
               << "; daemons that saw the register before may start again\n";
+    const auto& ended = raised->ended_unacknowledged;
+    if (!ended.empty()) {
+      std::string names;
+      for (const std::string& name : ended) names += (names.empty() ? "" : ", ") + name;
+      std::cout << "not acknowledged: " << ended.size()
+                << " holder(s) lost their number before acknowledging the fence: " << names
+                << ". Each stopped, or its lease expired while it was cut off from etcd: then it "
+                   "may still hand out what its ring and confirmed reservation hold, below the "
+                   "fence and below every later holder's IDs (never a repeat), until it "
+                   "notices. Check `snowflakectl status` on its host\n";
+    }
   });
 }
 

@@ -342,10 +342,11 @@ std::string Names(const std::map<uint32_t, EtcdRegisterEntry>& holders) {
 
 }  // namespace
 
-tl::expected<void, RegisterError> EtcdRegister::WaitForAcknowledgements(
+tl::expected<std::vector<std::string>, RegisterError> EtcdRegister::WaitForAcknowledgements(
     const std::map<uint32_t, EtcdRegisterEntry>& holders, int64_t fence) noexcept {
   try {
     std::map<uint32_t, EtcdRegisterEntry> waiting = holders;
+    std::vector<std::string> ended_unacknowledged;
     const auto deadline = std::chrono::steady_clock::now() + options_.fence_ack_timeout;
     for (;;) {
       for (auto it = waiting.begin(); it != waiting.end();) {
@@ -365,20 +366,24 @@ tl::expected<void, RegisterError> EtcdRegister::WaitForAcknowledgements(
         }
         const auto& record_kvs = read->responses[0].range.kvs;
         const auto& mark_kvs = read->responses[1].range.kvs;
-        // The holder's claim ended: whoever claims the number next starts above the mark.
-        bool done = record_kvs.empty() || record_kvs[0].lease != holder.lease;
-        if (!done && !mark_kvs.empty()) {
+        bool acknowledged = false;
+        if (!mark_kvs.empty()) {
           auto mark = etcd::DecodeHighWater(mark_kvs[0].value);
           if (!mark) {
             return tl::unexpected(
                 Err(RegisterErrorCode::kCorrupt,
                     CorruptText(etcd::HighWaterKey(options_.prefix, n), mark.error())));
           }
-          done = mark->lease == holder.lease && mark->fence >= fence;
+          acknowledged = mark->lease == holder.lease && mark->fence >= fence;
         }
-        it = done ? waiting.erase(it) : std::next(it);
+        // The holder's claim ended before it acknowledged (a stop, or its lease expired):
+        // whoever claims the number next starts above the fence, but the holder itself, if
+        // it is cut off and still running, serves what it holds until it notices. Said.
+        const bool ended = record_kvs.empty() || record_kvs[0].lease != holder.lease;
+        if (ended && !acknowledged) ended_unacknowledged.push_back(NameHolder(holder));
+        it = acknowledged || ended ? waiting.erase(it) : std::next(it);
       }
-      if (waiting.empty()) return {};
+      if (waiting.empty()) return ended_unacknowledged;
       if (std::chrono::steady_clock::now() >= deadline) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
@@ -509,8 +514,8 @@ tl::expected<int, RegisterError> EtcdRegister::RaiseMarks(
   }
 }
 
-tl::expected<int, RegisterError> EtcdRegister::RaiseAll(int64_t above_unix_ms,
-                                                        bool while_running) noexcept {
+tl::expected<RaiseAllResult, RegisterError> EtcdRegister::RaiseAll(int64_t above_unix_ms,
+                                                                   bool while_running) noexcept {
   try {
     auto listed = List();
     if (!listed) return tl::unexpected(listed.error());
@@ -583,12 +588,13 @@ tl::expected<int, RegisterError> EtcdRegister::RaiseAll(int64_t above_unix_ms,
         !put) {
       return tl::unexpected(Failure("cannot record the restore fence", put.error()));
     }
+    RaiseAllResult result{.raised = *raised, .ended_unacknowledged = {}};
     if (while_running && !live.empty()) {
-      if (auto acknowledged = WaitForAcknowledgements(live, above_unix_ms); !acknowledged) {
-        return tl::unexpected(acknowledged.error());
-      }
+      auto acknowledged = WaitForAcknowledgements(live, above_unix_ms);
+      if (!acknowledged) return tl::unexpected(acknowledged.error());
+      result.ended_unacknowledged = std::move(*acknowledged);
     }
-    return *raised;
+    return result;
   } catch (const std::exception& e) {
     return tl::unexpected(Err(RegisterErrorCode::kUnreadable, e.what()));
   }

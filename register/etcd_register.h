@@ -164,11 +164,12 @@ class EtcdRegister final : public MachineRegister {
   // it raised. Refused while a live lease holds a number, unless `while_running`: then
   // every held number's mark is written (also one already above), so its holder's next
   // raise finds the fence, and RaiseAll waits (options.fence_ack_timeout) until each holder
-  // acknowledged it or its claim ended. Errors: kInUse (a number is held and not
+  // acknowledged it or its claim ended; those whose claim ended first are named in the
+  // result's ended_unacknowledged. Errors: kInUse (a number is held and not
   // `while_running`: each holder and host is named; a mark kept changing; a holder did not
   // acknowledge in time: it is named), kCorrupt, kUnreachable, kUnreadable.
-  tl::expected<int, RegisterError> RaiseAll(int64_t above_unix_ms,
-                                            bool while_running) noexcept override;
+  tl::expected<RaiseAllResult, RegisterError> RaiseAll(int64_t above_unix_ms,
+                                                       bool while_running) noexcept override;
 
  private:
   // The steps of Claim(): check the request, take a lease, read the holders and marks,
@@ -258,8 +259,9 @@ class EtcdRegister final : public MachineRegister {
                                               int64_t above_unix_ms, bool holders_as_listed,
                                               uint64_t* cluster_id) noexcept;
   // Waits until every held entry of `holders` wrote a mark acknowledging a fence at or
-  // above `fence` under its lease, or lost its number. Errors: kInUse naming the others.
-  tl::expected<void, RegisterError> WaitForAcknowledgements(
+  // above `fence` under its lease, or lost its number; returns the names of those that
+  // lost it without acknowledging (NameHolder). Errors: kInUse naming the others.
+  tl::expected<std::vector<std::string>, RegisterError> WaitForAcknowledgements(
       const std::map<uint32_t, EtcdRegisterEntry>& holders, int64_t fence) noexcept;
   // Marks the claim lost for good and says why (the holder record names `now_held`).
   RegisterError ClaimLost(const std::string& now_held);

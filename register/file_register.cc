@@ -229,7 +229,7 @@ tl::expected<std::vector<RegisterListEntry>, RegisterError> FileRegister::ListNu
   }
 }
 
-tl::expected<int, RegisterError> FileRegister::RaiseAll(int64_t, bool) noexcept {
+tl::expected<RaiseAllResult, RegisterError> FileRegister::RaiseAll(int64_t, bool) noexcept {
   return tl::unexpected(RegisterError{
       RegisterErrorCode::kUnsupported,
       "raise-all is for the etcd register; a file register is this host's own and is never "

@@ -94,8 +94,8 @@ class FileRegister final : public MachineRegister {
   tl::expected<std::vector<RegisterListEntry>, RegisterError> ListNumbers() noexcept override;
   // Errors: kUnsupported (a file register is this host's own and is never restored behind
   // the daemon's back).
-  tl::expected<int, RegisterError> RaiseAll(int64_t above_unix_ms,
-                                            bool while_running) noexcept override;
+  tl::expected<RaiseAllResult, RegisterError> RaiseAll(int64_t above_unix_ms,
+                                                       bool while_running) noexcept override;
 
   // The lock file that marks `machine` as held on this host.
   std::filesystem::path MachineLockPath(uint32_t machine) const;

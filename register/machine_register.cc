@@ -50,7 +50,7 @@ tl::expected<void, RegisterError> MachineRegister::Release(uint32_t) noexcept {
       "the " + std::string(backend_name()) + " register backend cannot release a number"});
 }
 
-tl::expected<int, RegisterError> MachineRegister::RaiseAll(int64_t, bool) noexcept {
+tl::expected<RaiseAllResult, RegisterError> MachineRegister::RaiseAll(int64_t, bool) noexcept {
   return tl::unexpected(RegisterError{
       RegisterErrorCode::kUnsupported,
       "raise-all is not supported by the " + std::string(backend_name()) + " register backend"});

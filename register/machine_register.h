@@ -142,6 +142,18 @@ struct RegisterListEntry {
   std::optional<int64_t> high_water_unix_ms;  // nullopt: no mark recorded
 };
 
+// What RaiseAll did.
+struct RaiseAllResult {
+  int raised = 0;  // marks that were below the fence and now are not
+  // With `while_running`: each running holder whose claim ended (its record removed, or
+  // the number claimed under another lease) before it wrote its acknowledgment, named as
+  // "machine 3 (\"host-a\" on a.example, pid 812)". It was not waited for: stopped, or its
+  // lease expired while it was cut off from the register, and then it may still hand out
+  // what its ring and confirmed reservation hold, below the fence and below every later
+  // holder's IDs, until it notices.
+  std::vector<std::string> ended_unacknowledged;
+};
+
 // Implementations are NOT required to be thread-safe: the daemon calls them from one
 // thread at a time (startup; then only the reservation thread, see
 // daemon/core/reservation_service.h; then the main thread at a clean stop, after the
@@ -226,8 +238,8 @@ class MachineRegister {
   // it), kCorrupt, kUnreadable, kUnreachable.
   [[nodiscard]] virtual tl::expected<void, RegisterError> Release(uint32_t machine) noexcept;
   // After the register was restored from a backup: raises every number's mark to at least
-  // above_unix_ms and records the fence; returns how many marks it raised. A number held
-  // by a live daemon is refused (kInUse, naming each holder and host) unless
+  // above_unix_ms and records the fence; returns how many marks it raised (RaiseAllResult). A
+  // number held by a live daemon is refused (kInUse, naming each holder and host) unless
   // `while_running`: the holders are then fenced (fence_unix_ms()) and RaiseAll returns
   // once each has acknowledged the fence (AcknowledgeFence) or its claim has ended.
   //
@@ -235,8 +247,8 @@ class MachineRegister {
   // has none (a file register is never restored behind the daemon's back), so it says so in
   // its kUnsupported error, and a caller cannot ask one thing and then do another.
   // Errors: kUnsupported (this default), and the backend's own (etcd_register.h).
-  [[nodiscard]] virtual tl::expected<int, RegisterError> RaiseAll(int64_t above_unix_ms,
-                                                                  bool while_running) noexcept;
+  [[nodiscard]] virtual tl::expected<RaiseAllResult, RegisterError> RaiseAll(
+      int64_t above_unix_ms, bool while_running) noexcept;
 
   // "file", "static", ...
   virtual std::string_view backend_name() const noexcept = 0;

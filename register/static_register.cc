@@ -94,7 +94,7 @@ tl::expected<void, RegisterError> StaticRegister::Release(uint32_t) noexcept {
   return tl::unexpected(NoRegister("release a number from"));
 }
 
-tl::expected<int, RegisterError> StaticRegister::RaiseAll(int64_t, bool) noexcept {
+tl::expected<RaiseAllResult, RegisterError> StaticRegister::RaiseAll(int64_t, bool) noexcept {
   return tl::unexpected(NoRegister("raise"));
 }
 

@@ -50,8 +50,8 @@ class StaticRegister final : public MachineRegister {
   // is register.machine in the config.
   tl::expected<std::vector<RegisterListEntry>, RegisterError> ListNumbers() noexcept override;
   tl::expected<void, RegisterError> Release(uint32_t machine) noexcept override;
-  tl::expected<int, RegisterError> RaiseAll(int64_t above_unix_ms,
-                                            bool while_running) noexcept override;
+  tl::expected<RaiseAllResult, RegisterError> RaiseAll(int64_t above_unix_ms,
+                                                       bool while_running) noexcept override;
   std::string_view backend_name() const noexcept override { return "static"; }
   std::string location() const override;
 

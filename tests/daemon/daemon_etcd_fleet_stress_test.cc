@@ -662,7 +662,10 @@ class FleetStress {
           check.position.emplace_back(file, st::CommittedCount(s.record_files[file]));
         }
         fence_checks_.push_back(std::move(check));
-        Note(name + " returned: " + std::to_string(*raised) + " marks raised, every holder obeys");
+        Note(name + " returned: " + std::to_string(raised->raised) +
+             " marks raised, every holder obeys, " +
+             std::to_string(raised->ended_unacknowledged.size()) +
+             " lost their number before acknowledging");
         break;
       }
       case Fault::kDaemonTerm: {

@@ -307,7 +307,37 @@ TEST_F(EtcdFencing, RaiseAllWhileRunningReturnsOnlyOnceTheHolderAcknowledgedTheF
   EXPECT_FALSE(returned_before_the_acknowledgment);
   ASSERT_TRUE(acknowledged) << acknowledged.error().message;
   ASSERT_TRUE(raised) << raised.error().message;
+  EXPECT_THAT(raised->ended_unacknowledged, ::testing::IsEmpty());
   EXPECT_GE(StoredMark().value_or(0), fence);
+}
+
+TEST_F(EtcdFencing, RaiseAllWhileRunningNamesAHolderWhoseClaimEndedBeforeItAcknowledged) {
+  // Arrange: a holder that never raises again, so it never learns of the fence.
+  EtcdRegister holder(DirectOptions());
+  ASSERT_TRUE(holder.Claim({"holder-a", kEpoch}));
+  ASSERT_TRUE(holder.UpdateHighWater(kEpoch + 1000));
+  EtcdRegisterOptions operator_options = DirectOptions();
+  operator_options.fence_ack_timeout = 20s;
+  EtcdRegister operator_register(operator_options);
+
+  // Act: while raise-all waits, the holder's lease ends (revoked here, as expiry would end
+  // it for a holder cut off from etcd, which may still be serving what it holds).
+  auto raising = std::async(std::launch::async, [&] {
+    return operator_register.RaiseAll(kEpoch + 50'000, /*while_running=*/true);
+  });
+  const bool returned_before_the_lease_ended = raising.wait_for(500ms) == std::future_status::ready;
+  auto admin = Direct();
+  ASSERT_TRUE(admin.Revoke(holder.lease()));
+  auto raised = raising.get();
+
+  // Assert: raise-all stops waiting for it, and says that it never acknowledged, by name.
+  EXPECT_FALSE(returned_before_the_lease_ended);
+  ASSERT_TRUE(raised) << raised.error().message;
+  ASSERT_EQ(raised->ended_unacknowledged.size(), 1u);
+  EXPECT_THAT(raised->ended_unacknowledged[0],
+              ::testing::AllOf(::testing::HasSubstr("machine " + std::to_string(kMachine)),
+                               ::testing::HasSubstr("\"holder-a\" on fencing-host")));
+  EXPECT_EQ(StoredMark(), kEpoch + 50'000);
 }
 
 TEST_F(EtcdFencing, RaiseAllWhileRunningNamesAHolderThatNeverAcknowledges) {
@@ -476,7 +506,7 @@ TEST_F(EtcdFencing, RaiseAllRefusesANumberClaimedBetweenItsListingAndItsWrite) {
   // as if nobody ran: it names the daemon, and the restore fence is not recorded.
   ASSERT_TRUE(late_claim.has_value() && late_claim->has_value());
   EXPECT_LT((*late_claim)->high_water_unix_ms, kEpoch + 50'000);
-  ASSERT_FALSE(raised) << "raise-all reported " << *raised
+  ASSERT_FALSE(raised) << "raise-all reported " << raised->raised
                        << " marks raised while a daemon it never fenced was running";
   EXPECT_EQ(raised.error().code, RegisterErrorCode::kInUse);
   EXPECT_THAT(raised.error().message,
