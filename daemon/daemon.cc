@@ -218,6 +218,10 @@ Daemon::Result Daemon::CheckHost() {
   if (auto trusted = EnsureHostLockDir(HostLockDirOf(parts_)); !trusted) {
     return Refuse(kExitConfig, trusted.error());
   }
+  // The same for the copy of the marks that outlives a reboot.
+  if (auto trusted = EnsureHostMarkDiskDir(HostMarkDiskDir(HostLockDirOf(parts_))); !trusted) {
+    return Refuse(kExitConfig, trusted.error());
+  }
   WarnIfNotInMemory(config_.daemon.runtime_dir);
   return {};
 }
@@ -307,8 +311,8 @@ Daemon::Result Daemon::ClaimNumber() {
   // The number's lock is held now (every backend takes it): what other daemons of this
   // host reserved for it since boot cannot change under us.
   // Only marks this daemon can trust count (machine_lock.h); the others are named.
-  auto host_mark = ReadHostMark(HostLockDirOf(parts_), claim->machine, reference_ms,
-                                config_.clock.max_forward_ms);
+  auto host_mark = ReadHostMarks(HostMarkDirsFor(HostLockDirOf(parts_)), claim->machine,
+                                 reference_ms, config_.clock.max_forward_ms);
   if (!host_mark) {
     register_.reset();
     // A mark that cannot be read, or one far past the clock: an operator must look.
@@ -445,7 +449,7 @@ Daemon::Result Daemon::StartReservations() {
           .segment_path = producer_->path().string(),
           .segment_incarnation = producer_->incarnation(),
           .register_claim = claim_->claim_token,
-          .host_lock_dir = HostLockDirOf(parts_),
+          .host_marks = HostMarkDirsFor(HostLockDirOf(parts_)),
           .host_mark_writer = state_identity_,
           .host_mark_floor = host_mark_ ? host_mark_->unix_ms : 0,
           .start_floor_unix_ms = plan_->high_water_unix_ms,

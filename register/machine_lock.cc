@@ -25,6 +25,9 @@ namespace {
 // (systemd/tmpfiles.d: root's, group snowflaked-lock, mode 1770).
 constexpr mode_t kCreatedDirMode = 0755;
 
+// Which of the host's two directories a message is about.
+enum class HostDirKind { kLocks, kMarksOnDisk };
+
 // How the directory is made right, for every refusal.
 std::string HowToFix(const std::filesystem::path& dir) {
   return "`systemd-tmpfiles --create snowflaked.conf` makes it root's, group snowflaked-lock, "
@@ -47,33 +50,46 @@ std::string UserText(uid_t uid) {
   return text;
 }
 
-std::string EnvHint() {
-  return std::getenv(kHostLockDirEnv) != nullptr
-             ? std::string("; or point ") + kHostLockDirEnv + " elsewhere"
-             : std::string();
+std::string EnvHint(HostDirKind kind) {
+  const char* env = kind == HostDirKind::kLocks ? kHostLockDirEnv : kHostMarkDiskDirEnv;
+  return std::getenv(env) != nullptr ? std::string("; or point ") + env + " elsewhere"
+                                     : std::string();
 }
 
-std::string DirProblem(const std::filesystem::path& dir, const std::string& what) {
-  return "cannot use the host-wide machine-number lock directory " + dir.string() + " (" + what +
-         "): every daemon of this host locks its number and writes its host mark there. " +
-         HowToFix(dir) + EnvHint();
+std::string DirProblem(const std::filesystem::path& dir, const std::string& what,
+                       HostDirKind kind) {
+  return (kind == HostDirKind::kLocks
+              ? "cannot use the host-wide machine-number lock directory " + dir.string() + " (" +
+                    what +
+                    "): every daemon of this host locks its number and writes its host mark "
+                    "there. "
+              : "cannot use the host-wide directory of host marks on disk " + dir.string() + " (" +
+                    what +
+                    "): every daemon of this host keeps there the copy of its host mark that "
+                    "outlives a reboot. ") +
+         HowToFix(dir) + EnvHint(kind);
+}
+
+// "since boot" for the marks beside the locks, "ever" for the copy on disk.
+const char* MarkLifetime(HostDirKind kind) {
+  return kind == HostDirKind::kLocks ? "since boot" : "since this directory was made";
 }
 
 LockFailure DirFailure(const std::string& message) {
   return LockFailure{false, std::nullopt, message};
 }
 
-}  // namespace
-
-tl::expected<void, std::string> EnsureHostLockDir(const std::filesystem::path& dir) noexcept {
+tl::expected<void, std::string> EnsureHostDir(const std::filesystem::path& dir,
+                                              HostDirKind kind) noexcept {
   try {
     struct stat info {};
     if (lstat(dir.c_str(), &info) != 0) {
       if (errno != ENOENT)
-        return tl::unexpected(DirProblem(dir, std::string("stat: ") + std::strerror(errno)));
+        return tl::unexpected(DirProblem(dir, std::string("stat: ") + std::strerror(errno), kind));
       if (mkdir(dir.c_str(), kCreatedDirMode) != 0) {
         if (errno != EEXIST) {
-          return tl::unexpected(DirProblem(dir, std::string("mkdir: ") + std::strerror(errno)));
+          return tl::unexpected(
+              DirProblem(dir, std::string("mkdir: ") + std::strerror(errno), kind));
         }
       } else {
         // mkdir applies the umask (the unit's UMask=0077 would leave 0700): the mode is
@@ -81,38 +97,71 @@ tl::expected<void, std::string> EnsureHostLockDir(const std::filesystem::path& d
         (void)chmod(dir.c_str(), kCreatedDirMode);
       }
       if (lstat(dir.c_str(), &info) != 0) {
-        return tl::unexpected(DirProblem(dir, std::string("stat: ") + std::strerror(errno)));
+        return tl::unexpected(DirProblem(dir, std::string("stat: ") + std::strerror(errno), kind));
       }
     }
     if (!S_ISDIR(info.st_mode)) {
-      return tl::unexpected(DirProblem(dir, "not a directory (a symbolic link is refused too)"));
+      return tl::unexpected(
+          DirProblem(dir, "not a directory (a symbolic link is refused too)", kind));
     }
     if (!TrustedOwner(info.st_uid)) {
       return tl::unexpected(DirProblem(
-          dir, "owned by " + UserText(info.st_uid) + ", neither root nor this daemon's user (" +
-                   UserText(geteuid()) +
-                   "): its owner could unlink a lock file between two daemons' locks, so two "
-                   "daemons would hold one number. Remove it (as root) once no daemon of this host "
-                   "runs"));
+          dir,
+          "owned by " + UserText(info.st_uid) + ", neither root nor this daemon's user (" +
+              UserText(geteuid()) + "): " +
+              (kind == HostDirKind::kLocks
+                   ? "its owner could unlink a lock file between two daemons' locks, so two "
+                     "daemons would hold one number"
+                   : "its owner could remove a host mark, and a daemon started after a "
+                     "reboot would repeat IDs") +
+              ". Remove it (as root) once no daemon of this host runs",
+          kind));
     }
     if ((info.st_mode & S_IWOTH) != 0) {
       char mode[8];
       std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(info.st_mode & 07777));
-      return tl::unexpected(DirProblem(
-          dir, std::string("mode ") + mode +
-                   ", writable by every user: any user could plant a host mark there that "
-                   "takes a number out of service"));
+      return tl::unexpected(
+          DirProblem(dir,
+                     std::string("mode ") + mode +
+                         ", writable by every user: any user could plant a host mark there that "
+                         "takes a number out of service",
+                     kind));
     }
     return {};
   } catch (const std::exception& e) {
-    return tl::unexpected(DirProblem(dir, e.what()));
+    return tl::unexpected(DirProblem(dir, e.what(), kind));
   }
+}
+
+}  // namespace
+
+tl::expected<void, std::string> EnsureHostLockDir(const std::filesystem::path& dir) noexcept {
+  return EnsureHostDir(dir, HostDirKind::kLocks);
+}
+
+tl::expected<void, std::string> EnsureHostMarkDiskDir(const std::filesystem::path& dir) noexcept {
+  return EnsureHostDir(dir, HostDirKind::kMarksOnDisk);
 }
 
 std::filesystem::path HostLockDir() {
   const char* env = std::getenv(kHostLockDirEnv);
   if (env != nullptr && *env != '\0') return std::filesystem::path(env);
   return std::filesystem::path(kDefaultHostLockDir);
+}
+
+std::filesystem::path HostMarkDiskDir(const std::filesystem::path& lock_dir) {
+  const char* env = std::getenv(kHostMarkDiskDirEnv);
+  if (env != nullptr && *env != '\0') return std::filesystem::path(env);
+  if (lock_dir == std::filesystem::path(kDefaultHostLockDir)) {
+    return std::filesystem::path(kDefaultHostMarkDiskDir);
+  }
+  std::filesystem::path beside = lock_dir;
+  beside += ".disk";
+  return beside;
+}
+
+HostMarkDirs HostMarkDirsFor(const std::filesystem::path& lock_dir) {
+  return HostMarkDirs{lock_dir, HostMarkDiskDir(lock_dir)};
 }
 
 std::filesystem::path MachineLockPath(const std::filesystem::path& dir, uint32_t machine) {
@@ -144,12 +193,10 @@ namespace {
 std::string HostMarkPrefix(uint32_t machine) { return "machine-" + std::to_string(machine) + "."; }
 constexpr std::string_view kHostMarkSuffix = ".high-water";
 
-}  // namespace
-
-tl::expected<void, std::string> WriteHostMark(const std::filesystem::path& dir, uint32_t machine,
-                                              const HostMark& mark) noexcept {
+tl::expected<void, std::string> WriteMarkIn(const std::filesystem::path& dir, HostDirKind kind,
+                                            uint32_t machine, const HostMark& mark) noexcept {
   try {
-    if (auto trusted = EnsureHostLockDir(dir); !trusted) {
+    if (auto trusted = EnsureHostDir(dir, kind); !trusted) {
       return tl::unexpected("cannot write the host mark: " + trusted.error());
     }
     const std::filesystem::path path =
@@ -163,8 +210,6 @@ tl::expected<void, std::string> WriteHostMark(const std::filesystem::path& dir, 
     return tl::unexpected(std::string("cannot write the host mark: ") + e.what());
   }
 }
-
-namespace {
 
 // Largest mark file read: the daemon writes well under 200 bytes.
 constexpr size_t kMaxMarkBytes = 4096;
@@ -232,17 +277,16 @@ tl::expected<std::optional<std::string>, std::string> ReadTrustedMark(
   return std::optional<std::string>(std::move(text));
 }
 
-}  // namespace
-
-tl::expected<HostMarkReading, std::string> ReadHostMark(const std::filesystem::path& dir,
-                                                        uint32_t machine, int64_t now_unix_ms,
-                                                        int64_t max_forward_ms) noexcept {
+tl::expected<HostMarkReading, std::string> ReadMarksIn(const std::filesystem::path& dir,
+                                                       HostDirKind kind, uint32_t machine,
+                                                       int64_t now_unix_ms,
+                                                       int64_t max_forward_ms) noexcept {
   try {
     const std::string prefix = HostMarkPrefix(machine);
     HostMarkReading reading;
     struct stat info {};
     if (lstat(dir.c_str(), &info) != 0 && errno == ENOENT) return reading;
-    if (auto trusted = EnsureHostLockDir(dir); !trusted) {
+    if (auto trusted = EnsureHostDir(dir, kind); !trusted) {
       return tl::unexpected("cannot read the host marks: " + trusted.error());
     }
     std::error_code ec;
@@ -276,7 +320,8 @@ tl::expected<HostMarkReading, std::string> ReadHostMark(const std::filesystem::p
                               "wrote the newest millisecond it reserved for machine " +
                               std::to_string(machine) +
                               " there. Delete it only if no daemon of this host served that "
-                              "number since boot");
+                              "number " +
+                              MarkLifetime(kind));
       }
       HostMark mark{doc["unix_ms"].get<int64_t>(), doc["writer"].get<std::string>()};
       if (FarPast(mark.unix_ms, now_unix_ms, max_forward_ms)) {
@@ -298,6 +343,50 @@ tl::expected<HostMarkReading, std::string> ReadHostMark(const std::filesystem::p
   } catch (const std::exception& e) {
     return tl::unexpected(std::string("cannot read the host marks: ") + e.what());
   }
+}
+
+}  // namespace
+
+tl::expected<void, std::string> WriteHostMark(const std::filesystem::path& dir, uint32_t machine,
+                                              const HostMark& mark) noexcept {
+  return WriteMarkIn(dir, HostDirKind::kLocks, machine, mark);
+}
+
+tl::expected<HostMarkReading, std::string> ReadHostMark(const std::filesystem::path& dir,
+                                                        uint32_t machine, int64_t now_unix_ms,
+                                                        int64_t max_forward_ms) noexcept {
+  return ReadMarksIn(dir, HostDirKind::kLocks, machine, now_unix_ms, max_forward_ms);
+}
+
+tl::expected<void, std::string> WriteHostMarks(const HostMarkDirs& dirs, uint32_t machine,
+                                               const HostMark& mark) noexcept {
+  // Both before the caller relies on the reservation: beside the locks for the daemons of
+  // this boot, then on disk for those after a reboot.
+  if (!dirs.boot.empty()) {
+    if (auto written = WriteMarkIn(dirs.boot, HostDirKind::kLocks, machine, mark); !written) {
+      return written;
+    }
+  }
+  if (dirs.disk.empty()) return {};
+  return WriteMarkIn(dirs.disk, HostDirKind::kMarksOnDisk, machine, mark);
+}
+
+tl::expected<HostMarkReading, std::string> ReadHostMarks(const HostMarkDirs& dirs, uint32_t machine,
+                                                         int64_t now_unix_ms,
+                                                         int64_t max_forward_ms) noexcept {
+  HostMarkReading merged;
+  for (const auto& [dir, kind] : {std::pair{&dirs.boot, HostDirKind::kLocks},
+                                  std::pair{&dirs.disk, HostDirKind::kMarksOnDisk}}) {
+    if (dir->empty()) continue;
+    auto reading = ReadMarksIn(*dir, kind, machine, now_unix_ms, max_forward_ms);
+    if (!reading) return reading;
+    for (std::string& ignored : reading->ignored) merged.ignored.push_back(std::move(ignored));
+    if (reading->highest &&
+        (!merged.highest || reading->highest->unix_ms > merged.highest->unix_ms)) {
+      merged.highest = std::move(reading->highest);
+    }
+  }
+  return merged;
 }
 
 bool IsMachineLocked(const std::filesystem::path& dir, uint32_t machine,

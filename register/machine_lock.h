@@ -30,13 +30,21 @@
 //                          (two static daemons with separate state directories, an etcd daemon and
 //                          then a static one) never repeat each other's milliseconds after a clock
 //                          step back. One file per user, so no daemon needs to replace another
-//                          user's file in the sticky directory. Like the locks, the marks last
-//                          until the next boot. A mark is trusted only from a regular file (never
-//                          through a link) owned by root or by the reading daemon's own user, named
-//                          for its owner (U) and not writable by every user; anything else
-//                          is ignored with a warning. So daemons that may serve one number
-//                          one after the other on a host must run as one user (or root) for
-//                          their marks to count.
+//                          user's file in the sticky directory. A mark is trusted only from a
+//                          regular file (never through a link) owned by root or by the reading
+//                          daemon's own user, named for its owner (U) and not writable by every
+//                          user; anything else is ignored with a warning. So daemons that may serve
+//                          one number one after the other on a host must run as one user (or root)
+//                          for their marks to count.
+//
+// The marks on disk: <dir> empties at boot, and a daemon with another state directory that
+// takes N after a reboot with the clock behind would know nothing of the first one's
+// milliseconds (a static register keeps no mark). So each mark is written twice, in
+// WriteHostMarks' order: in <dir>, then, the same file, in a directory that outlives a
+// reboot, /var/lib/snowflaked-host (kDefaultHostMarkDiskDir, HostMarkDiskDir()), trusted
+// and made as <dir> is (EnsureHostMarkDiskDir; tmpfiles.d makes it root's, group
+// snowflaked-lock, mode 1770), both before the reservation is relied on. A start reads both
+// (ReadHostMarks) and takes the higher.
 //
 // Tests point <dir> at a temporary directory with $SNOWFLAKE_HOST_LOCK_DIR
 // (kHostLockDirEnv); production never sets it: daemons with different directories are
@@ -64,8 +72,27 @@ namespace snowflake::daemon {
 inline constexpr std::string_view kDefaultHostLockDir = "/run/lock/snowflaked";
 inline constexpr const char* kHostLockDirEnv = "SNOWFLAKE_HOST_LOCK_DIR";
 
+inline constexpr std::string_view kDefaultHostMarkDiskDir = "/var/lib/snowflaked-host";
+inline constexpr const char* kHostMarkDiskDirEnv = "SNOWFLAKE_HOST_MARK_DIR";
+
 // $SNOWFLAKE_HOST_LOCK_DIR if set and non-empty, else /run/lock/snowflaked.
 std::filesystem::path HostLockDir();
+
+// Where the copy of the host marks that outlives a reboot is kept for daemons whose lock
+// directory is `lock_dir`: $SNOWFLAKE_HOST_MARK_DIR if set and non-empty; else
+// /var/lib/snowflaked-host for the default lock directory, and "<lock_dir>.disk" beside any
+// other (tests: the daemons of a test share their copy as they share their locks, and
+// never touch the host's).
+std::filesystem::path HostMarkDiskDir(const std::filesystem::path& lock_dir);
+
+// The host's two directories of marks.
+struct HostMarkDirs {
+  std::filesystem::path boot;  // beside the locks (HostLockDir()): emptied at boot
+  std::filesystem::path disk;  // HostMarkDiskDir(): outlives a reboot; empty: not kept
+};
+
+// {lock_dir, HostMarkDiskDir(lock_dir)}.
+HostMarkDirs HostMarkDirsFor(const std::filesystem::path& lock_dir);
 
 // <dir>/machine-N.lock.
 std::filesystem::path MachineLockPath(const std::filesystem::path& dir, uint32_t machine);
@@ -76,6 +103,9 @@ std::filesystem::path MachineLockPath(const std::filesystem::path& dir, uint32_t
 // Errors: a sentence naming the directory, what is wrong with it (not a directory,
 // world-writable, owned by another user, cannot be created) and how to fix it.
 [[nodiscard]] tl::expected<void, std::string> EnsureHostLockDir(
+    const std::filesystem::path& dir) noexcept;
+// The same checks for the directory of host marks on disk, in its own words.
+[[nodiscard]] tl::expected<void, std::string> EnsureHostMarkDiskDir(
     const std::filesystem::path& dir) noexcept;
 
 // Takes the lock of `machine` in `dir` without waiting, after EnsureHostLockDir(dir). On
@@ -98,6 +128,11 @@ struct HostMark {
 [[nodiscard]] tl::expected<void, std::string> WriteHostMark(const std::filesystem::path& dir,
                                                             uint32_t machine,
                                                             const HostMark& mark) noexcept;
+// WriteHostMark in dirs.boot, then in dirs.disk (each one skipped if empty). Errors: the
+// first failure's sentence (nothing more is written after it).
+[[nodiscard]] tl::expected<void, std::string> WriteHostMarks(const HostMarkDirs& dirs,
+                                                             uint32_t machine,
+                                                             const HostMark& mark) noexcept;
 
 // What ReadHostMark found.
 struct HostMarkReading {
@@ -120,6 +155,11 @@ struct HostMarkReading {
 // which).
 [[nodiscard]] tl::expected<HostMarkReading, std::string> ReadHostMark(
     const std::filesystem::path& dir, uint32_t machine, int64_t now_unix_ms,
+    int64_t max_forward_ms) noexcept;
+// ReadHostMark of dirs.boot and of dirs.disk (each one skipped if empty): the higher mark,
+// every warning of both. Errors: either one's.
+[[nodiscard]] tl::expected<HostMarkReading, std::string> ReadHostMarks(
+    const HostMarkDirs& dirs, uint32_t machine, int64_t now_unix_ms,
     int64_t max_forward_ms) noexcept;
 
 // True if a live process holds `machine`'s lock in `dir` right now.

@@ -261,13 +261,12 @@ tl::expected<void, ReservationProblem> ReservationService::PersistFence() {
 }
 
 tl::expected<void, std::string> ReservationService::WriteOwnHostMark(int64_t through) {
-  if (options_.host_lock_dir.empty()) return {};
   // The fence too: a daemon of another register (a static one) that takes the number next
   // on this host knows nothing of etcd's fence but this mark.
-  return WriteHostMark(options_.host_lock_dir, options_.machine,
-                       HostMark{std::max({through, options_.host_mark_floor,
-                                          fence_.load(std::memory_order_acquire)}),
-                                options_.host_mark_writer});
+  return WriteHostMarks(options_.host_marks, options_.machine,
+                        HostMark{std::max({through, options_.host_mark_floor,
+                                           fence_.load(std::memory_order_acquire)}),
+                                 options_.host_mark_writer});
 }
 
 bool ReservationService::Renew(int64_t through) {

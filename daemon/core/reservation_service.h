@@ -30,6 +30,7 @@
 
 #include "daemon/core/clock.h"
 #include "daemon/core/high_water_store.h"
+#include "register/machine_lock.h"
 #include "register/machine_register.h"
 
 namespace snowflake::daemon {
@@ -83,10 +84,11 @@ struct ReservationOptions {
   // The register's token for this claim (MachineClaim::claim_token), recorded in the
   // state file with every reservation, beside the register's identity() as last seen.
   std::optional<int64_t> register_claim = std::nullopt;
-  // The host-wide lock directory (machine_lock.h): each reservation is also written to
-  // the number's host mark there, right after the state file (WriteHostMark), so another
-  // daemon of this host that takes the number next starts above it. Empty: not written.
-  std::filesystem::path host_lock_dir = {};
+  // The host's directories of marks (machine_lock.h): each reservation is also written to
+  // the number's host mark there, right after the state file (WriteHostMarks: beside the
+  // locks, then on disk), so another daemon of this host that takes the number next, also
+  // after a reboot, starts above it. An empty one: not written there.
+  HostMarkDirs host_marks = {};
   // Who writes the host mark (the state directory's identity, state_identity.h): a
   // restart knows its own.
   std::string host_mark_writer = {};
@@ -202,7 +204,7 @@ class ReservationService final : public Horizon {
   // below host_mark_floor). Errors: the store's problem (both count as the state file).
   tl::expected<void, ReservationProblem> SaveLocally(const HighWaterState& state);
   // This daemon's host mark through `through` (never below host_mark_floor); nothing
-  // without a host lock directory. Errors: WriteHostMark's sentence.
+  // without host mark directories. Errors: WriteHostMarks' sentence.
   tl::expected<void, std::string> WriteOwnHostMark(int64_t through);
   // Makes the register's fence durable on this host before a write under the claim covers
   // it (an acknowledgment): publishes it (ReadFence) and, unless the state file's floor

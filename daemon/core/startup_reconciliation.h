@@ -37,8 +37,8 @@ struct StartupFacts {
   SegmentFacts segment;
   int64_t reservation_ms = 1000;
   int64_t max_backward_ms = 100;
-  // The number's highest host mark (ReadHostMark: the newest millisecond a trusted daemon
-  // of this host reserved for it since boot; nullopt: none) and the identity of this
+  // The number's highest host mark (ReadHostMarks: the newest millisecond a trusted daemon
+  // of this host reserved for it, also before a reboot; nullopt: none) and the identity of this
   // daemon's state directory (state_identity.h), which names the marks it wrote itself. Not
   // its path: another daemon's state directory may have the same path (a pod's emptyDir
   // and the host's /var/lib/snowflaked).

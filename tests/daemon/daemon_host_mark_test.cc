@@ -128,6 +128,29 @@ TEST_F(HostMark, ASecondStaticDaemonStartsAboveTheFirstsLastIdAfterAClockStepBac
   SecondDaemonAfterAStepBack(*std::max_element(before.begin(), before.end()));
 }
 
+// The host lock directory is a tmpfs, emptied at boot, and with it this boot's marks. The
+// copy on disk carries the first daemon's milliseconds to a second one with another state
+// directory that starts after the reboot with its clock behind (a static register keeps
+// no mark of its own).
+TEST_F(HostMark, ASecondStaticDaemonStartsAboveTheFirstsLastIdAfterARebootAndAClockStepBack) {
+  // Arrange: the first static daemon on number 9 hands out IDs, then stops cleanly.
+  Daemon first = harness_.Start(Named("first", StaticToml()));
+  ASSERT_TRUE(first.ready()) << first.Describe();
+  const std::vector<uint64_t> before = Take(harness_.root() / "first-run");
+  ASSERT_FALSE(before.empty());
+  ASSERT_TRUE(first.Stop().has_value());
+
+  // Act: a reboot empties the tmpfs directories (the host's locks and marks, the first
+  // daemon's runtime directory); the clock steps back 5 s; the second starts on number 9.
+  std::filesystem::remove_all(harness_.root() / "host-locks");
+  std::filesystem::remove_all(harness_.root() / "first-run");
+  ASSERT_TRUE(std::filesystem::is_directory(harness_.root() / "host-locks.disk"))
+      << "no copy of the host marks beside the lock directory";
+
+  // Assert
+  SecondDaemonAfterAStepBack(*std::max_element(before.begin(), before.end()));
+}
+
 TEST_F(HostMark, AStaticDaemonAfterAnEtcdDaemonStartsAboveItsLastIdAfterAClockStepBack) {
   testing::EtcdCluster cluster(1);
   ASSERT_TRUE(cluster.ok()) << cluster.error();

@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -599,6 +600,75 @@ TEST(HostMark, AMarkOfOurOwnFarPastTheClockIsRefused) {
   ASSERT_FALSE(sut) << "adopted a mark ten years ahead";
   EXPECT_THAT(sut.error(), HasSubstr("machine-3.0.high-water"));
   EXPECT_THAT(sut.error(), HasSubstr("clock.max_forward_ms"));
+}
+
+// The lock directory is a tmpfs: a reboot empties it. The copy on disk is what a daemon
+// with another state directory starts above after a reboot with its clock behind.
+TEST(HostMark, TheCopyOnDiskOutlivesTheLockDirectory) {
+  // Arrange: a mark written to both directories; then the boot's directory is emptied.
+  snowflake::testing::TempDir dir;
+  const HostMarkDirs dirs{LockDir(dir), dir / "host-marks-on-disk"};
+  const int64_t now = NowMs();
+  ASSERT_TRUE(WriteHostMarks(dirs, 3, HostMark{now + 5000, "ours"}));
+  std::filesystem::remove_all(dirs.boot);
+
+  // Act
+  auto sut = ReadHostMarks(dirs, 3, now, kDefaultMaxForwardMs);
+
+  // Assert
+  ASSERT_TRUE(sut) << sut.error();
+  EXPECT_EQ(sut->highest, (HostMark{now + 5000, "ours"}));
+}
+
+TEST(HostMark, BothDirectoriesAreReadAndTheHigherMarkWins) {
+  // Arrange: a later mark beside the locks (this boot), an older one on disk, and the
+  // other way round for another number.
+  snowflake::testing::TempDir dir;
+  const HostMarkDirs dirs{LockDir(dir), dir / "host-marks-on-disk"};
+  std::filesystem::create_directory(dirs.disk);
+  const int64_t now = NowMs();
+  ASSERT_TRUE(WriteHostMark(dirs.boot, 3, HostMark{now + 2000, "boot"}));
+  ASSERT_TRUE(WriteHostMark(dirs.disk, 3, HostMark{now + 1000, "disk"}));
+  ASSERT_TRUE(WriteHostMark(dirs.boot, 4, HostMark{now + 1000, "boot"}));
+  ASSERT_TRUE(WriteHostMark(dirs.disk, 4, HostMark{now + 2000, "disk"}));
+
+  // Act
+  auto three = ReadHostMarks(dirs, 3, now, kDefaultMaxForwardMs);
+  auto four = ReadHostMarks(dirs, 4, now, kDefaultMaxForwardMs);
+
+  // Assert
+  ASSERT_TRUE(three && four);
+  EXPECT_EQ(three->highest, (HostMark{now + 2000, "boot"}));
+  EXPECT_EQ(four->highest, (HostMark{now + 2000, "disk"}));
+}
+
+TEST(HostMark, AWorldWritableDirectoryOnDiskIsRefusedInItsOwnWords) {
+  // Arrange: anyone could plant a mark in it, or remove one.
+  snowflake::testing::TempDir dir;
+  const HostMarkDirs dirs{LockDir(dir), dir / "host-marks-on-disk"};
+  std::filesystem::create_directory(dirs.disk);
+  ASSERT_EQ(chmod(dirs.disk.c_str(), 01777), 0);
+
+  // Act
+  auto ensured = EnsureHostMarkDiskDir(dirs.disk);
+  auto written = WriteHostMarks(dirs, 3, HostMark{NowMs(), "ours"});
+  auto read = ReadHostMarks(dirs, 3, NowMs(), kDefaultMaxForwardMs);
+
+  // Assert
+  ASSERT_FALSE(ensured);
+  EXPECT_THAT(ensured.error(), HasSubstr("host marks on disk " + dirs.disk.string()));
+  EXPECT_THAT(ensured.error(), HasSubstr("writable by every user"));
+  EXPECT_FALSE(written) << "wrote a mark into a world-writable directory";
+  EXPECT_FALSE(read) << "read marks from a world-writable directory";
+}
+
+TEST(HostMark, TheCopyOnDiskLivesBesideATestsLockDirectoryAndInVarLibForTheHosts) {
+  ASSERT_EQ(unsetenv(kHostMarkDiskDirEnv), 0);
+  EXPECT_EQ(HostMarkDiskDir(kDefaultHostLockDir), kDefaultHostMarkDiskDir);
+  EXPECT_EQ(HostMarkDiskDir("/tmp/t/host-locks"), "/tmp/t/host-locks.disk");
+  ASSERT_EQ(setenv(kHostMarkDiskDirEnv, "/tmp/t/marks", 1), 0);
+  EXPECT_EQ(HostMarkDiskDir(kDefaultHostLockDir), "/tmp/t/marks");
+  ASSERT_EQ(unsetenv(kHostMarkDiskDirEnv), 0);
 }
 
 TEST(MachineLock, AGroupWritableHostLockDirectoryOfRootIsAccepted) {

@@ -334,9 +334,9 @@ TEST(ReservationService, AFenceReachesTheStateFileAndTheHostMarkBeforeItIsAcknow
   // so only the fence itself can make the service write its state file again.
   Fixture f;
   ReservationOptions options = Options();
-  options.host_lock_dir = f.dir / "host-locks";
+  options.host_marks = {f.dir / "host-locks", f.dir / "host-marks-on-disk"};
   options.host_mark_writer = "0123456789abcdef0123456789abcdef";
-  std::filesystem::create_directories(options.host_lock_dir);
+  std::filesystem::create_directories(options.host_marks.boot);
   ReservationService sut(options, f.store, f.reg, f.clock, 0);
   sut.Start();
   ASSERT_TRUE(WaitUntil([&] { return sut.confirmed_through() >= kStart + 1000; }, 10s,
@@ -353,7 +353,8 @@ TEST(ReservationService, AFenceReachesTheStateFileAndTheHostMarkBeforeItIsAcknow
                         "f.reg.acknowledged() == kStart + 9000", 1ms));
   sut.Stop();
   auto saved = f.store.Load();
-  auto host_mark = ReadHostMark(options.host_lock_dir, 3, kStart, kDefaultMaxForwardMs);
+  auto host_mark = ReadHostMark(options.host_marks.boot, 3, kStart, kDefaultMaxForwardMs);
+  auto on_disk = ReadHostMark(options.host_marks.disk, 3, kStart, kDefaultMaxForwardMs);
 
   // Assert: a crash right after the acknowledgment restarts above the fence, from the
   // state file (its floor) or from the host mark (a static daemon's next start); the
@@ -365,24 +366,28 @@ TEST(ReservationService, AFenceReachesTheStateFileAndTheHostMarkBeforeItIsAcknow
   EXPECT_GE((*saved)->reserved_through_unix_ms, kStart + 1000);
   ASSERT_TRUE(host_mark.has_value() && host_mark->highest.has_value()) << host_mark.error();
   EXPECT_GE(host_mark->highest->unix_ms, kStart + 9000) << "the host mark does not carry the fence";
+  ASSERT_TRUE(on_disk.has_value() && on_disk->highest.has_value()) << on_disk.error();
+  EXPECT_EQ(on_disk->highest, host_mark->highest) << "the copy on disk is not the host mark";
 }
 
 TEST(ReservationService, TheHostMarkFollowsTheReservationAndTheCleanStopNeverBelowItsFloor) {
   Fixture f;
   ReservationOptions options = Options();
-  options.host_lock_dir = f.dir / "host-locks";
+  options.host_marks = {f.dir / "host-locks", f.dir / "host-marks-on-disk"};
   options.host_mark_writer = "0123456789abcdef0123456789abcdef";
   options.host_mark_floor = kStart + 100;
-  std::filesystem::create_directories(options.host_lock_dir);
+  std::filesystem::create_directories(options.host_marks.boot);
   ReservationService sut(options, f.store, f.reg, f.clock, 0);
   sut.Start();
   ASSERT_TRUE(WaitUntil([&] { return sut.confirmed_through() >= kStart + 1000; }, 10s,
                         "sut.confirmed_through() >= kStart + 1000", 1ms));
-  auto reserved = ReadHostMark(options.host_lock_dir, 3, kStart, kDefaultMaxForwardMs);
+  auto reserved = ReadHostMark(options.host_marks.boot, 3, kStart, kDefaultMaxForwardMs);
+  auto reserved_on_disk = ReadHostMark(options.host_marks.disk, 3, kStart, kDefaultMaxForwardMs);
   sut.Stop();
 
   ASSERT_TRUE(sut.RecordCleanStop(kStart + 3).has_value());
-  auto stopped = ReadHostMark(options.host_lock_dir, 3, kStart, kDefaultMaxForwardMs);
+  auto stopped = ReadHostMark(options.host_marks.boot, 3, kStart, kDefaultMaxForwardMs);
+  auto stopped_on_disk = ReadHostMark(options.host_marks.disk, 3, kStart, kDefaultMaxForwardMs);
 
   ASSERT_TRUE(reserved && reserved->highest.has_value())
       << (reserved ? "none" : reserved.error());
@@ -391,6 +396,10 @@ TEST(ReservationService, TheHostMarkFollowsTheReservationAndTheCleanStopNeverBel
   ASSERT_TRUE(stopped && stopped->highest.has_value());
   // Issued up to +3, but the start stood above +100 (another daemon's mark): never below.
   EXPECT_EQ(stopped->highest->unix_ms, kStart + 100);
+  // The copy that outlives a reboot says the same each time.
+  ASSERT_TRUE(reserved_on_disk && stopped_on_disk);
+  EXPECT_EQ(reserved_on_disk->highest, reserved->highest);
+  EXPECT_EQ(stopped_on_disk->highest, stopped->highest);
 }
 
 // Finding 3: a process holding the register's lock (a stopped `register release`, another

@@ -204,6 +204,12 @@ grep -q "snowflaked $version starting" "$work/journal.txt" &&
   grep -q "claimed machine" "$work/journal.txt" ||
   { cat "$work/journal.txt"; fail "journalctl -u snowflaked lacks the start-up lines"; }
 grep -m 2 "starting\|claimed machine" "$work/journal.txt"
+# The host marks' copy on disk (tmpfiles.d): made as the lock directory is, and written by
+# the daemon under ProtectSystem=strict (ReadWritePaths=).
+[ "$(ct stat -c %U:%G:%a /var/lib/snowflaked-host)" = root:snowflaked-lock:1770 ] ||
+  fail "/var/lib/snowflaked-host is $(ct stat -c %U:%G:%a /var/lib/snowflaked-host)"
+ct sh -c 'ls /var/lib/snowflaked-host/machine-*.high-water' > /dev/null 2>&1 ||
+  fail "the daemon wrote no host mark to /var/lib/snowflaked-host: $(ct ls -la /var/lib/snowflaked-host)"
 
 step "group access: a member takes IDs, a non-member is told the group"
 ct useradd -m -G snowflaked alice
