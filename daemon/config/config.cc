@@ -88,6 +88,16 @@ class Validator {
              config_.http.max_connections =
                  static_cast<uint64_t>(Integer(k, n, 1, 100'000, "from 1 to 100000"));
            }},
+          {"max_connections_per_source",
+           [&](auto& k, auto& n) {
+             config_.http.max_connections_per_source =
+                 static_cast<uint64_t>(Integer(k, n, 1, 100'000, "from 1 to 100000"));
+           }},
+          {"max_connection_age_ms",
+           [&](auto& k, auto& n) {
+             config_.http.max_connection_age_ms =
+                 Integer(k, n, 0, 86'400'000, "from 0 (no maximum) to 86400000");
+           }},
           {"max_requests_per_connection",
            [&](auto& k, auto& n) {
              config_.http.max_requests_per_connection =

@@ -67,6 +67,14 @@ struct Config {
     std::vector<std::string> listen;  // "127.0.0.1:8080", "[::1]:8080"
     std::vector<std::string> allow = {"127.0.0.0/8", "::1/128"};  // client networks (CIDR)
     uint64_t max_connections = 256;
+    // Connections one source may hold at once, handshakes under way included (an IPv4
+    // address, or an IPv6 /64 as per-client limits group them); past it a new one is closed
+    // as it is accepted, so no single source can hold the front's slots or its handshake
+    // places (16 of 256 and of 64 by default).
+    uint64_t max_connections_per_source = 16;
+    // A connection older than this is closed after its next reply ("Connection: close"),
+    // so callers reconnect (and re-handshake, after a CA rotation). 0: no maximum.
+    int64_t max_connection_age_ms = 3'600'000;
     uint64_t max_requests_per_connection = 100000;
     uint64_t max_header_bytes = 8192;
     int64_t idle_timeout_ms = 10000;  // a whole request must arrive within this

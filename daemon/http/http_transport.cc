@@ -27,8 +27,11 @@
 #include <chrono>
 #include <functional>
 #include <iterator>
+#include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
+#include <unordered_map>
 
 #include "daemon/config/net_address.h"
 #include "daemon/http/tls_credentials.h"
@@ -175,6 +178,8 @@ class HttpTransport::Impl {
       if (!loaded) return tl::unexpected(loaded.error());
       tls_ = std::move(*loaded);
       metrics_.http().tls_certificate_expiry.Set(static_cast<double>(tls_->not_after_unix()));
+      metrics_.http().tls_client_ca_expiry.Set(
+          static_cast<double>(tls_->client_ca_not_after_unix()));
     }
     for (const std::string& text : options_.listen) {
       auto address = ParseListenAddress(text);
@@ -246,6 +251,21 @@ class HttpTransport::Impl {
         refusing_.fetch_sub(1, std::memory_order_relaxed);
         return;
     }
+  }
+
+  // One more connection of `source` (an address key: an IPv4 address, an IPv6 /64), from
+  // accept to its end, unless the source holds max_connections_per_source already.
+  bool TakeSourcePlace(const std::string& source) {
+    std::lock_guard lock(sources_mutex_);
+    uint64_t& held = sources_[source];
+    if (held >= options_.max_connections_per_source) return false;
+    ++held;
+    return true;
+  }
+  void ReleaseSourcePlace(const std::string& source) {
+    std::lock_guard lock(sources_mutex_);
+    const auto it = sources_.find(source);
+    if (it != sources_.end() && --it->second == 0) sources_.erase(it);
   }
 
   // A connection slot for a caller now known (accepted over plain HTTP, or its handshake
@@ -340,6 +360,8 @@ class HttpTransport::Impl {
         case TlsCredentials::Reloaded::kTaken:
           metrics_.http().tls_reloaded.Increment();
           metrics_.http().tls_certificate_expiry.Set(static_cast<double>(tls_->not_after_unix()));
+          metrics_.http().tls_client_ca_expiry.Set(
+              static_cast<double>(tls_->client_ca_not_after_unix()));
           break;
         case TlsCredentials::Reloaded::kRefused:
           metrics_.http().tls_reload_refused.Increment();
@@ -364,6 +386,10 @@ class HttpTransport::Impl {
   std::atomic<uint64_t> refusing_{0};
   std::atomic<uint64_t> replies_{0};
   std::atomic<uint64_t> refused_{0};
+  // Connections each source holds (TakeSourcePlace); entries at 0 are erased, so it holds
+  // at most one per connection alive.
+  std::mutex sources_mutex_;
+  std::unordered_map<std::string, uint64_t> sources_;
 
   std::vector<uint16_t> ports_;
   // Declared last: destroyed first, so the sessions they still hold see the rest alive.
@@ -377,6 +403,24 @@ class HttpTransport::Impl {
 
 namespace {
 
+// A connection's place among its source's (Impl::TakeSourcePlace), given back when the
+// session that holds it ends.
+class SourcePlace {
+ public:
+  SourcePlace(HttpTransport::Impl& front, std::string source)
+      : front_(&front), source_(std::move(source)) {}
+  SourcePlace(SourcePlace&& other) noexcept
+      : front_(std::exchange(other.front_, nullptr)), source_(std::move(other.source_)) {}
+  SourcePlace& operator=(SourcePlace&&) = delete;
+  ~SourcePlace() {
+    if (front_ != nullptr) front_->ReleaseSourcePlace(source_);
+  }
+
+ private:
+  HttpTransport::Impl* front_;
+  std::string source_;
+};
+
 // What a session sends next: a request's reply, or a refusal of one that could not be read.
 struct Answer {
   HttpReply reply;
@@ -387,10 +431,11 @@ struct Answer {
 };
 
 // The answer to a request the parser read (`ec` clear) or refused (a limit, malformed),
-// for both kinds of session. `refusal` is the session's (answered once, then closed).
+// for both kinds of session. `refusal` is the session's (answered once, then closed);
+// `accepted`, when its connection was (past max_connection_age_ms it closes after this).
 Answer AnswerRequest(HttpTransport::Impl& front, beast::error_code ec, const ParsedRequest& request,
-                     std::optional<HttpReply>& refusal, uint64_t& requests,
-                     std::string_view client) {
+                     std::optional<HttpReply>& refusal, uint64_t& requests, std::string_view client,
+                     Clock::time_point accepted) {
   Answer answer;
   answer.start = Clock::now();
   if (ec == http::error::header_limit || ec == http::error::buffer_overflow) {
@@ -424,8 +469,11 @@ Answer AnswerRequest(HttpTransport::Impl& front, beast::error_code ec, const Par
   }
   ++requests;
   answer.reply = front.Handle(request, client, answer.endpoint);
-  answer.close = answer.reply.close || !request.keep_alive ||
-                 requests >= front.options().max_requests_per_connection;
+  const int64_t max_age_ms = front.options().max_connection_age_ms;
+  answer.close =
+      answer.reply.close || !request.keep_alive ||
+      requests >= front.options().max_requests_per_connection ||
+      (max_age_ms > 0 && answer.start - accepted >= std::chrono::milliseconds(max_age_ms));
   answer.version = request.version;
   return answer;
 }
@@ -540,13 +588,16 @@ class Session : public std::enable_shared_from_this<Session> {
  public:
   // `held`: the slot taken for it at accept (a connection, or a refusal with `refusal`).
   Session(tcp::socket socket, HttpTransport::Impl& front, HttpTransport::Impl::Held held,
-          std::optional<HttpReply> refusal, std::string client)
+          std::optional<HttpReply> refusal, std::string client, SourcePlace place,
+          Clock::time_point accepted)
       : socket_(std::move(socket)),
         deadline_(socket_.get_executor(), front.options()),
         front_(front),
         held_(held),
         refusal_(std::move(refusal)),
-        client_(std::move(client)) {}
+        client_(std::move(client)),
+        place_(std::move(place)),
+        accepted_(accepted) {}
   ~Session() { front_.Release(held_); }
 
   tcp::socket::executor_type executor() { return socket_.get_executor(); }
@@ -650,7 +701,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void OnRequest(beast::error_code ec) {
-    Send(AnswerRequest(front_, ec, request_, refusal_, requests_, client_));
+    Send(AnswerRequest(front_, ec, request_, refusal_, requests_, client_, accepted_));
   }
 
   void Send(Answer answer) {
@@ -704,6 +755,8 @@ class Session : public std::enable_shared_from_this<Session> {
   const HttpTransport::Impl::Held held_;
   std::optional<HttpReply> refusal_;
   const std::string client_;
+  const SourcePlace place_;
+  const Clock::time_point accepted_;
   beast::flat_buffer buffer_;
   ParsedRequest request_;  // before parser_: the parser writes it
   std::optional<LeanRequestParser> parser_;
@@ -731,9 +784,11 @@ class TlsSession : public std::enable_shared_from_this<TlsSession> {
  public:
   // `client`: the peer's address key, until a client certificate names the caller.
   TlsSession(tcp::socket socket, std::shared_ptr<asio::ssl::context> context,
-             HttpTransport::Impl& front, std::string client, Clock::time_point accepted)
+             HttpTransport::Impl& front, std::string client, SourcePlace place,
+             Clock::time_point accepted)
       : context_(std::move(context)),
         client_(std::move(client)),
+        place_(std::move(place)),
         accepted_(accepted),
         stream_(std::move(socket), *context_),
         deadline_(stream_.next_layer().get_executor(), front.options()),
@@ -804,7 +859,7 @@ class TlsSession : public std::enable_shared_from_this<TlsSession> {
          ec != http::error::buffer_overflow)) {
       return;
     }
-    Answer answer = AnswerRequest(front_, ec, request_, refusal_, requests_, client_);
+    Answer answer = AnswerRequest(front_, ec, request_, refusal_, requests_, client_, accepted_);
     close_ = answer.close;
     Frame(front_, answer, head_, body_);
     // The reply goes out as one buffer, never as the pair (head_, body_): Asio's
@@ -831,6 +886,7 @@ class TlsSession : public std::enable_shared_from_this<TlsSession> {
 
   std::shared_ptr<asio::ssl::context> context_;  // before stream_: it outlives it
   std::string client_;
+  const SourcePlace place_;
   const Clock::time_point accepted_;
   beast::ssl_stream<tcp::socket> stream_;
   ConnectionDeadline deadline_;
@@ -881,8 +937,17 @@ void HttpTransport::Impl::OnAccept(tcp::socket socket) {
     socket.close(ignored);
     return;
   }
-  socket.set_option(tcp::no_delay(true), ignored);
   std::string client = AddressClientKey(*peer);
+  if (!TakeSourcePlace(client)) {
+    // This source holds max_connections_per_source already (handshakes included): it
+    // cannot take the front's every slot, or every handshake place.
+    metrics_.http().refused_source.Increment();
+    refused_.fetch_add(1, std::memory_order_relaxed);
+    socket.close(ignored);
+    return;
+  }
+  SourcePlace place(*this, client);
+  socket.set_option(tcp::no_delay(true), ignored);
   // Started on the context its socket belongs to, whose one thread runs all its handlers.
   if (tls_ != nullptr) {
     if (handshaking_.fetch_add(1, std::memory_order_relaxed) >= options_.tls_max_handshakes) {
@@ -895,7 +960,7 @@ void HttpTransport::Impl::OnAccept(tcp::socket socket) {
       return;
     }
     auto session = std::make_shared<TlsSession>(std::move(socket), tls_->Current(), *this,
-                                                std::move(client), accepted);
+                                                std::move(client), std::move(place), accepted);
     const auto executor = session->executor();
     asio::post(executor, [session = std::move(session)] { session->Start(); });
     return;
@@ -907,7 +972,7 @@ void HttpTransport::Impl::OnAccept(tcp::socket socket) {
     return;
   }
   auto session = std::make_shared<Session>(std::move(socket), *this, held, std::move(refusal),
-                                           std::move(client));
+                                           std::move(client), std::move(place), accepted);
   const auto executor = session->executor();
   asio::post(executor, [session = std::move(session)] { session->Start(); });
 }

@@ -3,21 +3,28 @@
 // Boost 1.74's asio headers use std::exchange without including <utility>.
 #include <utility>
 //
+#include <fcntl.h>
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/sha.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/ssl/context.hpp>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <memory>
+#include <vector>
 
 #include "base/hex.h"
+#include "base/unique_fd.h"
 
 namespace snowflake::daemon {
 namespace {
@@ -39,52 +46,181 @@ std::string Named(const char* key, const std::filesystem::path& file) {
   return std::string("http.") + key + " " + file.string();
 }
 
-// The file exists and this process can read it.
-tl::expected<void, std::string> Readable(const char* key, const std::filesystem::path& file) {
-  FILE* f = std::fopen(file.c_str(), "rb");
-  if (f == nullptr)
-    return tl::unexpected(Named(key, file) + ": cannot read: " + std::strerror(errno));
-  std::fclose(f);
-  return {};
+// "0644".
+std::string ModeText(mode_t mode) {
+  char text[8];
+  std::snprintf(text, sizeof text, "%04o", static_cast<unsigned>(mode & 07777));
+  return text;
 }
 
-// PostgreSQL's rule, as far as "others" go: a private key readable (or writable) by every
-// user on the host is not private. Group access is left to the operator (a Kubernetes
-// Secret with fsGroup, a `snowflaked` group).
-tl::expected<void, std::string> PrivateKeyMode(const std::filesystem::path& file) {
-  struct stat st {};
-  if (::stat(file.c_str(), &st) != 0) {
-    return tl::unexpected(Named("tls_key_file", file) + ": cannot read: " + std::strerror(errno));
+// True if this process is in group `gid` (its own or a supplementary one).
+bool InGroup(gid_t gid) {
+  if (gid == getegid()) return true;
+  const int count = getgroups(0, nullptr);
+  if (count <= 0) return false;
+  std::vector<gid_t> groups(static_cast<size_t>(count));
+  const int got = getgroups(count, groups.data());
+  return got > 0 && std::find(groups.begin(), groups.begin() + got, gid) != groups.begin() + got;
+}
+
+// A PEM file read is far smaller (a chain of a few certificates, a CRL list).
+constexpr size_t kMaxTlsFileBytes = 4u << 20;
+
+// One TLS file, read whole through the descriptor whose status is judged, so what is
+// checked is what is loaded. Links are followed (a Kubernetes Secret's files are links
+// into its ..data directory, swapped whole on a rotation); the file they reach must be a
+// regular file (a FIFO is refused, never waited on), owned by root or this daemon's user,
+// and writable by no one else: whoever may write it decides whom the front trusts or what
+// key it serves. A private key may be read by no other user either, except through
+// root's group or one of the daemon's (as PostgreSQL refuses a key others may read).
+tl::expected<std::string, std::string> ReadTlsFile(const char* key,
+                                                   const std::filesystem::path& file,
+                                                   bool private_key) {
+  const UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
+  if (!fd.valid()) {
+    return tl::unexpected(Named(key, file) + ": cannot read: " + std::strerror(errno));
   }
-  if ((st.st_mode & (S_IROTH | S_IWOTH)) != 0) {
-    char mode[8];
-    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) {
+    return tl::unexpected(Named(key, file) + ": cannot read: " + std::strerror(errno));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return tl::unexpected(Named(key, file) +
+                          ": not a regular file (a FIFO, a device or a directory): point it "
+                          "at the PEM file itself");
+  }
+  if (st.st_uid != 0 && st.st_uid != geteuid()) {
+    return tl::unexpected(Named(key, file) + ": owned by uid " + std::to_string(st.st_uid) +
+                          ", neither root nor this daemon's user (uid " +
+                          std::to_string(geteuid()) +
+                          "), who could replace it; refusing to use it. chown it to root "
+                          "(or to the daemon's user)");
+  }
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return tl::unexpected(Named(key, file) + ": writable by " +
+                          ((st.st_mode & S_IWOTH) != 0 ? "every user" : "its group") + " (mode " +
+                          ModeText(st.st_mode) + "); refusing to use it. chmod go-w " +
+                          file.string());
+  }
+  if (private_key && (st.st_mode & S_IROTH) != 0) {
     return tl::unexpected(
-        Named("tls_key_file", file) + ": the private key is readable by every user (mode " + mode +
-        "); refusing to use it. Make it private: chmod 600 " + file.string() +
+        Named(key, file) + ": the private key is readable by every user (mode " +
+        ModeText(st.st_mode) + "); refusing to use it. Make it private: chmod 600 " +
+        file.string() +
         " (or 640 with the daemon's group), or, from a Kubernetes Secret, set the volume's "
         "defaultMode: 0440 (with the pod's fsGroup) or 0400");
   }
-  return {};
+  if (private_key && (st.st_mode & S_IRGRP) != 0 && st.st_gid != 0 && !InGroup(st.st_gid)) {
+    return tl::unexpected(Named(key, file) + ": the private key is readable by group " +
+                          std::to_string(st.st_gid) +
+                          ", neither root's nor one of the daemon's (mode " + ModeText(st.st_mode) +
+                          "); refusing to use it. chmod 600 " + file.string() +
+                          ", or chgrp it to the daemon's group");
+  }
+  std::string pem;
+  char buffer[16384];
+  for (;;) {
+    const ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return tl::unexpected(Named(key, file) + ": cannot read: " + std::strerror(errno));
+    if (n == 0) return pem;
+    pem.append(buffer, static_cast<size_t>(n));
+    if (pem.size() > kMaxTlsFileBytes) {
+      return tl::unexpected(Named(key, file) + ": larger than " +
+                            std::to_string(kMaxTlsFileBytes >> 20) + " MiB: not a PEM file");
+    }
+  }
+}
+
+// A read-only memory BIO over `pem`, which must outlive it.
+struct BioFree {
+  void operator()(BIO* bio) const { BIO_free(bio); }
+};
+using Bio = std::unique_ptr<BIO, BioFree>;
+Bio MemoryBio(const std::string& pem) {
+  return Bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+}
+
+// The certificate chain of `pem` (leaf first) into the context; false with OpenSSL's
+// errors queued if there is no certificate or one is malformed.
+bool UseCertificateChain(SSL_CTX* native, const std::string& pem) {
+  Bio bio = MemoryBio(pem);
+  if (bio == nullptr) return false;
+  X509* leaf = PEM_read_bio_X509_AUX(bio.get(), nullptr, nullptr, nullptr);
+  if (leaf == nullptr) return false;
+  const bool used = SSL_CTX_use_certificate(native, leaf) == 1;
+  X509_free(leaf);
+  if (!used || SSL_CTX_clear_chain_certs(native) != 1) return false;
+  for (;;) {
+    X509* next = PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr);
+    if (next == nullptr) {
+      // The end of the file is the one error expected here.
+      const unsigned long last = ERR_peek_last_error();
+      if (ERR_GET_LIB(last) == ERR_LIB_PEM && ERR_GET_REASON(last) == PEM_R_NO_START_LINE) {
+        ERR_clear_error();
+        return true;
+      }
+      return false;
+    }
+    if (SSL_CTX_add0_chain_cert(native, next) != 1) {  // takes `next` on success
+      X509_free(next);
+      return false;
+    }
+  }
+}
+
+// The certificates and CRLs of `pem` into the context's store, and the certificates'
+// subjects into `names` (the client CA list a server sends). How many of each were found.
+struct PemObjects {
+  int certificates = 0;
+  int crls = 0;
+};
+tl::expected<PemObjects, std::string> AddToStore(X509_STORE* store, const std::string& pem,
+                                                 STACK_OF(X509_NAME) * names) {
+  Bio bio = MemoryBio(pem);
+  if (bio == nullptr) return tl::unexpected(OpenSslErrors());
+  STACK_OF(X509_INFO)* infos = PEM_X509_INFO_read_bio(bio.get(), nullptr, nullptr, nullptr);
+  if (infos == nullptr) return tl::unexpected(OpenSslErrors());
+  PemObjects found;
+  bool ok = true;
+  for (int i = 0; ok && i < sk_X509_INFO_num(infos); ++i) {
+    const X509_INFO* info = sk_X509_INFO_value(infos, i);
+    if (info->x509 != nullptr) {
+      ok = X509_STORE_add_cert(store, info->x509) == 1;
+      if (ok && names != nullptr) {
+        X509_NAME* name = X509_NAME_dup(X509_get_subject_name(info->x509));
+        ok = name != nullptr && sk_X509_NAME_push(names, name) > 0;
+      }
+      found.certificates += ok ? 1 : 0;
+    }
+    if (ok && info->crl != nullptr) {
+      ok = X509_STORE_add_crl(store, info->crl) == 1;
+      found.crls += ok ? 1 : 0;
+    }
+  }
+  sk_X509_INFO_pop_free(infos, X509_INFO_free);
+  if (!ok) return tl::unexpected(OpenSslErrors());
+  return found;
 }
 
 // A whole new server context from the files, or why not (naming the file).
 tl::expected<std::shared_ptr<ssl::context>, std::string> BuildContext(const Config::Http& options) {
   ERR_clear_error();
-  if (auto ok = Readable("tls_cert_file", options.tls_cert_file); !ok)
-    return tl::unexpected(ok.error());
-  if (auto ok = Readable("tls_key_file", options.tls_key_file); !ok)
-    return tl::unexpected(ok.error());
-  if (auto ok = PrivateKeyMode(options.tls_key_file); !ok) return tl::unexpected(ok.error());
+  auto cert_pem = ReadTlsFile("tls_cert_file", options.tls_cert_file, false);
+  if (!cert_pem) return tl::unexpected(cert_pem.error());
+  auto key_pem = ReadTlsFile("tls_key_file", options.tls_key_file, true);
+  if (!key_pem) return tl::unexpected(key_pem.error());
+  std::string ca_pem;
   if (!options.tls_client_ca_file.empty()) {
-    if (auto ok = Readable("tls_client_ca_file", options.tls_client_ca_file); !ok) {
-      return tl::unexpected(ok.error());
-    }
+    auto read = ReadTlsFile("tls_client_ca_file", options.tls_client_ca_file, false);
+    if (!read) return tl::unexpected(read.error());
+    ca_pem = std::move(*read);
   }
+  std::string crl_pem;
   if (!options.tls_client_crl_file.empty()) {
-    if (auto ok = Readable("tls_client_crl_file", options.tls_client_crl_file); !ok) {
-      return tl::unexpected(ok.error());
-    }
+    auto read = ReadTlsFile("tls_client_crl_file", options.tls_client_crl_file, false);
+    if (!read) return tl::unexpected(read.error());
+    crl_pem = std::move(*read);
   }
   auto context = std::make_shared<ssl::context>(ssl::context::tls_server);
   SSL_CTX* native = context->native_handle();
@@ -113,11 +249,17 @@ tl::expected<std::shared_ptr<ssl::context>, std::string> BuildContext(const Conf
                           "\"X25519:P-256:P-384\"): " +
                           OpenSslErrors());
   }
-  if (SSL_CTX_use_certificate_chain_file(native, options.tls_cert_file.c_str()) != 1) {
+  if (!UseCertificateChain(native, *cert_pem)) {
     return tl::unexpected(Named("tls_cert_file", options.tls_cert_file) +
                           ": not a PEM certificate chain: " + OpenSslErrors());
   }
-  if (SSL_CTX_use_PrivateKey_file(native, options.tls_key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
+  Bio key_bio = MemoryBio(*key_pem);
+  EVP_PKEY* private_key = key_bio == nullptr
+                              ? nullptr
+                              : PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr, nullptr);
+  const bool key_used = private_key != nullptr && SSL_CTX_use_PrivateKey(native, private_key) == 1;
+  EVP_PKEY_free(private_key);
+  if (!key_used) {
     // OpenSSL compares the key with the certificate as it loads it.
     const unsigned long last = ERR_peek_last_error();
     const bool mismatch =
@@ -143,23 +285,25 @@ tl::expected<std::shared_ptr<ssl::context>, std::string> BuildContext(const Conf
     }
   }
   if (!options.tls_client_ca_file.empty()) {
-    const char* ca = options.tls_client_ca_file.c_str();
-    STACK_OF(X509_NAME)* names = SSL_load_client_CA_file(ca);
-    if (names == nullptr || SSL_CTX_load_verify_locations(native, ca, nullptr) != 1) {
+    X509_STORE* store = SSL_CTX_get_cert_store(native);
+    STACK_OF(X509_NAME)* names = sk_X509_NAME_new_null();
+    tl::expected<PemObjects, std::string> added = tl::unexpected(std::string("out of memory"));
+    if (names != nullptr) added = AddToStore(store, ca_pem, names);
+    if (!added || added->certificates == 0) {
       if (names != nullptr) sk_X509_NAME_pop_free(names, X509_NAME_free);
-      return tl::unexpected(Named("tls_client_ca_file", options.tls_client_ca_file) +
-                            ": no PEM CA certificate: " + OpenSslErrors());
+      return tl::unexpected(
+          Named("tls_client_ca_file", options.tls_client_ca_file) +
+          ": no PEM CA certificate: " + (added ? std::string("none in the file") : added.error()));
     }
     SSL_CTX_set_client_CA_list(native, names);  // takes ownership
     if (!options.tls_client_crl_file.empty()) {
       // The leaf's issuer must have a CRL in the file (X509_V_FLAG_CRL_CHECK): a client
       // certificate whose CA published none fails, rather than pass unchecked.
-      X509_STORE* store = SSL_CTX_get_cert_store(native);
-      X509_LOOKUP* lookup = X509_STORE_add_lookup(store, X509_LOOKUP_file());
-      if (lookup == nullptr ||
-          X509_load_crl_file(lookup, options.tls_client_crl_file.c_str(), X509_FILETYPE_PEM) <= 0) {
-        return tl::unexpected(Named("tls_client_crl_file", options.tls_client_crl_file) +
-                              ": no PEM CRL: " + OpenSslErrors());
+      auto crls = AddToStore(store, crl_pem, nullptr);
+      if (!crls || crls->crls == 0) {
+        return tl::unexpected(
+            Named("tls_client_crl_file", options.tls_client_crl_file) +
+            ": no PEM CRL: " + (crls ? std::string("none in the file") : crls.error()));
       }
       X509_STORE_set_flags(store, X509_V_FLAG_CRL_CHECK);
     }
@@ -172,12 +316,29 @@ tl::expected<std::shared_ptr<ssl::context>, std::string> BuildContext(const Conf
   return context;
 }
 
-// The notAfter of the context's certificate, in Unix seconds; 0 if it cannot be read.
-int64_t NotAfterUnix(ssl::context& context) {
-  X509* cert = SSL_CTX_get0_certificate(context.native_handle());
+// A certificate's notAfter, in Unix seconds; 0 if it cannot be read.
+int64_t NotAfterOf(const X509* cert) {
   std::tm when{};
   if (cert == nullptr || ASN1_TIME_to_tm(X509_get0_notAfter(cert), &when) != 1) return 0;
   return static_cast<int64_t>(timegm(&when));
+}
+
+// The notAfter of the context's certificate; 0 if it cannot be read.
+int64_t NotAfterUnix(ssl::context& context) {
+  return NotAfterOf(SSL_CTX_get0_certificate(context.native_handle()));
+}
+
+// The earliest notAfter of the client CA certificates the context trusts (its store holds
+// only those); 0 without a client CA.
+int64_t ClientCaNotAfterUnix(ssl::context& context) {
+  STACK_OF(X509_OBJECT)* objects =
+      X509_STORE_get0_objects(SSL_CTX_get_cert_store(context.native_handle()));
+  int64_t earliest = 0;
+  for (int i = 0; objects != nullptr && i < sk_X509_OBJECT_num(objects); ++i) {
+    const int64_t not_after = NotAfterOf(X509_OBJECT_get0_X509(sk_X509_OBJECT_value(objects, i)));
+    if (not_after > 0 && (earliest == 0 || not_after < earliest)) earliest = not_after;
+  }
+  return earliest;
 }
 
 // What changes when a file is replaced (rename, symlink swap, rewrite in place): the
@@ -216,6 +377,7 @@ tl::expected<std::unique_ptr<TlsCredentials>, std::string> TlsCredentials::Load(
     auto context = BuildContext(options);
     if (!context) return tl::unexpected(context.error());
     out->not_after_unix_ = NotAfterUnix(**context);
+    out->client_ca_not_after_unix_ = ClientCaNotAfterUnix(**context);
     out->current_ = std::move(*context);
     return out;
   } catch (const std::exception& e) {
@@ -231,6 +393,11 @@ std::shared_ptr<ssl::context> TlsCredentials::Current() const {
 int64_t TlsCredentials::not_after_unix() const {
   std::lock_guard lock(mutex_);
   return not_after_unix_;
+}
+
+int64_t TlsCredentials::client_ca_not_after_unix() const {
+  std::lock_guard lock(mutex_);
+  return client_ca_not_after_unix_;
 }
 
 TlsCredentials::Reloaded TlsCredentials::Reload() noexcept {
@@ -254,10 +421,12 @@ TlsCredentials::Reloaded TlsCredentials::Reload() noexcept {
       return Reloaded::kRefused;
     }
     const int64_t not_after = NotAfterUnix(**context);
+    const int64_t client_ca_not_after = ClientCaNotAfterUnix(**context);
     {
       std::lock_guard lock(mutex_);
       current_ = std::move(*context);
       not_after_unix_ = not_after;
+      client_ca_not_after_unix_ = client_ca_not_after;
     }
     spdlog::info("http front: new TLS certificate from {} in use for new connections",
                  options_.tls_cert_file.string());

@@ -6,8 +6,12 @@
 // and only then makes it current, so a bad new pair is refused, logged with the file it
 // names, and the old pair keeps serving. Connections keep the context they started with.
 //
-// A key file that every user may read is refused (as PostgreSQL refuses one): the message
-// names the file and the fix.
+// Each file is read whole through one descriptor, whose status is what is judged, and
+// loaded from those bytes: links are followed (a Kubernetes Secret's ..data swap), but the
+// file reached must be a regular one (a FIFO is refused, never waited on), owned by root
+// or the daemon's user and writable by no one else; a key may not be readable by other
+// users either, except through root's group or one of the daemon's (as PostgreSQL
+// refuses a key others may read). Each refusal names the file and the fix.
 //
 // Thread-safety: Current() from any thread; Reload() from one thread at a time.
 
@@ -36,8 +40,9 @@ class TlsCredentials {
   enum class Reloaded { kUnchanged, kTaken, kRefused };
 
   // Loads the files of `options` (REQUIRES: options.tls()). Errors: a message naming the
-  // key (http.tls_cert_file, ...), the file and what is wrong with it: unreadable, not
-  // PEM, a key that does not match the certificate, a key readable by every user.
+  // key (http.tls_cert_file, ...), the file and what is wrong with it: unreadable, not a
+  // regular file, another user's, writable by others, not PEM, a key that does not match
+  // the certificate, a key readable by other users.
   static tl::expected<std::unique_ptr<TlsCredentials>, std::string> Load(
       const Config::Http& options) noexcept;
   ~TlsCredentials();
@@ -49,6 +54,9 @@ class TlsCredentials {
 
   // The notAfter (Unix seconds) of the certificate Current() serves; 0 if unknown.
   int64_t not_after_unix() const;
+  // The earliest notAfter of the client CA certificates Current() trusts; 0 without a
+  // client CA. Past it, no client certificate that CA signed verifies.
+  int64_t client_ca_not_after_unix() const;
 
   // Looks at the files (status only); if any changed since the last look, loads them and
   // makes the new context current, or refuses them (logging why, naming the file) and
@@ -63,6 +71,7 @@ class TlsCredentials {
   mutable std::mutex mutex_;
   std::shared_ptr<boost::asio::ssl::context> current_;  // guarded by mutex_
   int64_t not_after_unix_ = 0;                          // guarded by mutex_: current_'s
+  int64_t client_ca_not_after_unix_ = 0;                // guarded by mutex_: current_'s
   // Reload()'s thread only: the files' status the serving context was built from (or last
   // refused at), and a changed status seen once, waiting to stand still for one look.
   std::string signature_;

@@ -46,7 +46,8 @@ struct Metrics::Families {
         refused(
             Declare(prometheus::BuildCounter(), "snowflake_http_connections_refused_total",
                     "Connections refused, by reason (limit: max_connections, allow: not in allow, "
-                    "closed at accept; handshakes: tls_max_handshakes under way, closed at accept)",
+                    "closed at accept; handshakes: tls_max_handshakes under way, closed at accept; "
+                    "source: max_connections_per_source held, closed at accept)",
                     r)),
         tls_failures(Declare(prometheus::BuildCounter(),
                              "snowflake_http_tls_handshake_failures_total",
@@ -71,6 +72,12 @@ struct Metrics::Families {
                                    "Unix time at which the HTTP front's certificate in use "
                                    "expires (its notAfter); 0 without TLS",
                                    r)),
+        client_ca_expiry(Declare(prometheus::BuildGauge(),
+                                 "snowflake_http_tls_client_ca_expiry_timestamp_seconds",
+                                 "Unix time at which the first of the HTTP front's client CA "
+                                 "certificates in use expires (its notAfter); 0 without a "
+                                 "client CA",
+                                 r)),
         totals(Declare(prometheus::BuildCounter(), "snowflake_ring_ids_total",
                        "IDs the daemon published into the ring (refills) and drained from it", r)),
         pauses(Declare(prometheus::BuildCounter(), "snowflake_clock_pauses_total",
@@ -120,6 +127,7 @@ struct Metrics::Families {
   prometheus::Family<prometheus::Histogram>& latency;
   prometheus::Family<prometheus::Gauge>& connections;
   prometheus::Family<prometheus::Gauge>& certificate_expiry;
+  prometheus::Family<prometheus::Gauge>& client_ca_expiry;
   prometheus::Family<prometheus::Counter>& totals;
   prometheus::Family<prometheus::Counter>& pauses;
   prometheus::Family<prometheus::Counter>& paused;
@@ -151,6 +159,7 @@ Metrics::Metrics()
           .refused_limit = families_->refused.Add({{"reason", "limit"}}),
           .refused_allow = families_->refused.Add({{"reason", "allow"}}),
           .refused_handshakes = families_->refused.Add({{"reason", "handshakes"}}),
+          .refused_source = families_->refused.Add({{"reason", "source"}}),
           .tls_failed_client_cert = families_->tls_failures.Add({{"reason", "client_certificate"}}),
           .tls_failed_timeout = families_->tls_failures.Add({{"reason", "timeout"}}),
           .tls_failed_other = families_->tls_failures.Add({{"reason", "other"}}),
@@ -159,6 +168,7 @@ Metrics::Metrics()
           .throttled_share = families_->throttled.Add({{"limit", "share"}}),
           .throttled_client = families_->throttled.Add({{"limit", "client"}}),
           .tls_certificate_expiry = families_->certificate_expiry.Add({}),
+          .tls_client_ca_expiry = families_->client_ca_expiry.Add({}),
           .duration = {}} {
   for (size_t i = 0; i < kHttpEndpointLabels.size(); ++i) {
     http_.duration[i] =

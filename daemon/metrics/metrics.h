@@ -88,6 +88,7 @@ class Metrics {
     prometheus::Counter& refused_limit;  // snowflake_http_connections_refused_total{reason="limit"}
     prometheus::Counter& refused_allow;  // {reason="allow"}
     prometheus::Counter& refused_handshakes;  // {reason="handshakes"}: tls_max_handshakes
+    prometheus::Counter& refused_source;      // {reason="source"}: max_connections_per_source
     // snowflake_http_tls_handshake_failures_total{reason}: a caller without a certificate
     // the client CA signed ("client_certificate"), a handshake not done within
     // tls_handshake_timeout_ms ("timeout"), or any other failed handshake ("other": plain
@@ -106,6 +107,9 @@ class Metrics {
     // snowflake_http_tls_certificate_expiry_timestamp_seconds: the notAfter (Unix seconds)
     // of the certificate new connections are served; 0 without TLS.
     prometheus::Gauge& tls_certificate_expiry;
+    // snowflake_http_tls_client_ca_expiry_timestamp_seconds: the earliest notAfter of the
+    // client CA certificates new connections are verified against; 0 without a client CA.
+    prometheus::Gauge& tls_client_ca_expiry;
     // snowflake_http_request_duration_seconds{endpoint}, by kHttpEndpointLabels' index.
     std::array<prometheus::Histogram*, kHttpEndpointLabels.size()> duration{};
   };

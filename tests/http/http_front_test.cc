@@ -542,7 +542,8 @@ TEST(HttpFrontLoad, SixtyFourConnectionsGetUniqueIncreasingIds) {
       // A 5 s reservation window: on a loaded machine a state-file fsync can lag past the
       // default's 500 ms margin and pause the daemon (503), which is not what this test is
       // about.
-      "http.toml", HttpFrontToml(port, "threads = 2\n") + "[persistence]\nreservation_ms = 5000\n");
+      "http.toml", HttpFrontToml(port, "threads = 2\nmax_connections_per_source = 64\n") +
+                       "[persistence]\nreservation_ms = 5000\n");
   Daemon daemon = harness.Start(options);
   ASSERT_TRUE(daemon.ready()) << daemon.Describe();
   const uint64_t seed = StressSeedFromEnv();

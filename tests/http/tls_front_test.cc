@@ -27,6 +27,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -295,6 +296,84 @@ TEST_F(TlsFront, StalledHandshakesHoldNoConnectionSlot) {
   HttpsClient sut(Trusting(certs_("ca.pem")));
   const HttpsReply reply = GetServed(sut, front.port, "/v1/id?service=tls");
   EXPECT_EQ(reply.status, 200) << reply.error << " " << reply.body;
+}
+
+// One source cannot take the handshake places every other caller needs: past
+// max_connections_per_source its connections are closed at accept, so a flood of stalled
+// handshakes from one address leaves another address's handshake served.
+TEST_F(TlsFront, AStalledHandshakeFloodFromOneSourceLeavesAnotherSourceServed) {
+  FrontDaemon front("tls-source", 54,
+                    "idle_timeout_ms = 120000\ntls_max_handshakes = 8\n"
+                    "tls_handshake_timeout_ms = 60000\nmax_connections_per_source = 4\n" +
+                        TlsToml(certs_("server.pem"), certs_("server-key.pem")));
+  ASSERT_NO_FATAL_FAILURE(front.Start());
+  std::vector<std::unique_ptr<HttpProbe>> stalled;
+  for (int i = 0; i < 16; ++i) {
+    stalled.push_back(std::make_unique<HttpProbe>(front.port));
+    ASSERT_TRUE(stalled.back()->connected()) << "stalled connection " << i;
+  }
+
+  HttpProbe other(front.port, certs_("ca.pem"), ProbeOptions{.source = "127.0.0.2"});
+  ASSERT_TRUE(other.connected()) << "127.0.0.2's handshake was refused while 127.0.0.1 stalled";
+  const HttpReply reply = other.Exchange(Get("/v1/id?service=tls"));
+  // 127.0.0.1 is at its cap: the metrics come over 127.0.0.2's connection too.
+  const HttpReply metrics = other.Exchange(Get("/metrics"));
+
+  EXPECT_EQ(reply.status, 200) << reply.body;
+  EXPECT_GE(
+      SampleValue(metrics.body, "snowflake_http_connections_refused_total{reason=\"source\"}"), 12)
+      << metrics.body;
+}
+
+// The same over plain HTTP, and a place given back is taken again.
+TEST_F(TlsFront, APlainSourcePastItsCapIsClosedAtAcceptAndServedAgainOnceBelowIt) {
+  FrontDaemon front("plain-source", 55, "max_connections_per_source = 3\n");
+  ASSERT_NO_FATAL_FAILURE(front.Start());
+  std::vector<std::unique_ptr<HttpProbe>> held;
+  for (int i = 0; i < 3; ++i) {
+    held.push_back(std::make_unique<HttpProbe>(front.port));
+    ASSERT_EQ(held.back()->Exchange(Get("/healthz")).status, 200) << "connection " << i;
+  }
+
+  HttpProbe fourth(front.port);
+  ASSERT_TRUE(fourth.connected());
+  fourth.Send(Get("/v1/id?service=plain"));
+  const auto [bytes, closed] = fourth.ReadUntilClosed(10s);
+  const HttpReply other = FetchFrom("127.0.0.2", front.port, "/v1/id?service=plain");
+  held.pop_back();
+  HttpReply again;
+  const bool served_again = WaitUntil(
+      [&] {
+        again = FetchOnce(front.port, "/v1/id?service=plain");
+        return again.status == 200;
+      },
+      10s, "a connection of 127.0.0.1 served once it holds fewer than its cap");
+
+  EXPECT_EQ(bytes, 0u) << "a connection past the source's cap was answered";
+  EXPECT_TRUE(closed);
+  EXPECT_EQ(other.status, 200) << other.body;
+  EXPECT_TRUE(served_again) << again.status << " " << again.body;
+}
+
+// Past max_connection_age_ms a connection is closed after its next reply, which says so,
+// so callers reconnect (and re-handshake after a CA rotation).
+TEST_F(TlsFront, AConnectionPastItsMaximumAgeIsClosedAfterItsNextReply) {
+  FrontDaemon front("tls-age", 56,
+                    "max_connection_age_ms = 800\nidle_timeout_ms = 60000\n" +
+                        TlsToml(certs_("server.pem"), certs_("server-key.pem")));
+  ASSERT_NO_FATAL_FAILURE(front.Start());
+  HttpProbe sut(front.port, certs_("ca.pem"));
+  ASSERT_TRUE(sut.connected());
+
+  const HttpReply young = sut.Exchange(Get("/v1/id?service=age"));
+  std::this_thread::sleep_for(1200ms);
+  const HttpReply old = sut.Exchange(Get("/v1/id?service=age"));
+
+  EXPECT_EQ(young.status, 200) << young.body;
+  EXPECT_NE(young.Header("connection"), "close") << "closed before its maximum age";
+  EXPECT_EQ(old.status, 200) << old.body;
+  EXPECT_EQ(old.Header("connection"), "close");
+  EXPECT_TRUE(sut.ClosedByPeer(10s)) << "kept open past its maximum age";
 }
 
 // A handshake has a deadline of its own, far shorter than the idle timeout.
@@ -678,11 +757,34 @@ TEST_F(TlsFront, TheCertificatesExpiryIsExported) {
   EXPECT_GT(expiry, now + 2 * 86400) << metrics.body;
   EXPECT_LT(expiry, now + 4 * 86400) << metrics.body;
 
+  EXPECT_EQ(SampleValue(metrics.body, "snowflake_http_tls_client_ca_expiry_timestamp_seconds"), 0)
+      << "a client CA's expiry without a client CA";
+
   FrontDaemon plain("plain-expiry", 51, "");
   ASSERT_NO_FATAL_FAILURE(plain.Start());
   EXPECT_EQ(SampleValue(FetchOnce(plain.port, "/metrics").body,
                         "snowflake_http_tls_certificate_expiry_timestamp_seconds"),
             0);
+}
+
+// The client CA's notAfter too: the earliest of a bundle, which a rotation updates.
+TEST_F(TlsFront, TheClientCasExpiryIsExported) {
+  FrontDaemon front("tls-caexpiry", 61,
+                    TlsToml(certs_("server.pem"), certs_("server-key.pem"), certs_("ca.pem")));
+  ASSERT_NO_FATAL_FAILURE(front.Start());
+  HttpsClient sut(Trusting(certs_("ca.pem"), certs_("client.pem"), certs_("client-key.pem")));
+  const HttpsReply metrics = GetServed(sut, front.port, "/metrics");
+  ASSERT_EQ(metrics.status, 200) << metrics.error;
+
+  const double expiry =
+      SampleValue(metrics.body, "snowflake_http_tls_client_ca_expiry_timestamp_seconds");
+  const RunResult enddate = RunCommand({"openssl", "x509", "-enddate", "-noout", "-dateopt",
+                                        "iso_8601", "-in", certs_("ca.pem").string()});
+  ASSERT_TRUE(enddate.status.ExitedWith(0)) << enddate.err;
+  std::tm when{};
+  ASSERT_NE(strptime(enddate.out.c_str(), "notAfter=%Y-%m-%d %H:%M:%SZ", &when), nullptr)
+      << enddate.out;
+  EXPECT_EQ(expiry, static_cast<double>(timegm(&when))) << metrics.body;
 }
 
 // ---- rotation ----------------------------------------------------------------------------
@@ -813,6 +915,128 @@ TEST_F(TlsFront, AKeyEveryUserCanReadIsRefusedAtStartNamingTheFileAndTheFix) {
   const RunResult fixed = RunCommand(
       {kSnowflakedPath, "--check-config", "--config", front.options.config_path->string()});
   EXPECT_TRUE(fixed.status.ExitedWith(0)) << fixed.err;
+}
+
+// ---- the TLS files: what is read is what is judged ----------------------------------------
+
+RunResult CheckConfig(const FrontDaemon& front) {
+  RunOptions options;
+  options.timeout = 20s;
+  return RunCommand(
+      {kSnowflakedPath, "--check-config", "--config", front.options.config_path->string()},
+      options);
+}
+
+// A FIFO at the key path is refused at once: nothing waits for a writer (the accept
+// thread reloads the files).
+TEST_F(TlsFront, AFifoAtTheKeyPathIsRefusedWithoutWaiting) {
+  TempDir files("sf-fifo");
+  Replace(certs_("server.pem"), files / "tls.crt");
+  ASSERT_EQ(::mkfifo((files / "tls.key").c_str(), 0600), 0) << std::strerror(errno);
+  FrontDaemon front("tls-fifo", 57, TlsToml(files / "tls.crt", files / "tls.key"));
+
+  const RunResult checked = CheckConfig(front);
+
+  EXPECT_FALSE(checked.timed_out) << "--check-config waited on a FIFO";
+  EXPECT_FALSE(checked.status.ExitedWith(0)) << checked.out;
+  EXPECT_NE(checked.err.find((files / "tls.key").string() + ": not a regular file"),
+            std::string::npos)
+      << checked.err;
+}
+
+// A link at the key path (a Kubernetes Secret's files are links) is followed, and the file
+// it reaches is judged: another user's key is refused, root's private one is used.
+TEST_F(TlsFront, ALinkAtTheKeyPathIsJudgedByTheFileItReaches) {
+  ASSERT_EQ(geteuid(), 0u) << "a file of another owner needs root";
+  TempDir files("sf-link");
+  Replace(certs_("server.pem"), files / "tls.crt");
+  Replace(certs_("server-key.pem"), files / "nobodys.key");
+  ASSERT_EQ(::chown((files / "nobodys.key").c_str(), 65534, 65534), 0);
+  Replace(certs_("server-key.pem"), files / "roots.key");
+  fs::create_symlink(files / "nobodys.key", files / "tls.key");
+  FrontDaemon front("tls-link", 58, TlsToml(files / "tls.crt", files / "tls.key"));
+
+  const RunResult refused = CheckConfig(front);
+  fs::remove(files / "tls.key");
+  fs::create_symlink(files / "roots.key", files / "tls.key");
+  const RunResult used = CheckConfig(front);
+
+  EXPECT_FALSE(refused.status.ExitedWith(0)) << "took nobody's key: " << refused.out;
+  EXPECT_NE(refused.err.find((files / "tls.key").string() + ": owned by uid 65534"),
+            std::string::npos)
+      << refused.err;
+  EXPECT_TRUE(used.status.ExitedWith(0)) << used.err;
+}
+
+// Whoever may write the client CA file decides whom the front lets in.
+TEST_F(TlsFront, AClientCaFileOthersMayWriteIsRefused) {
+  TempDir files("sf-camode");
+  fs::copy_file(certs_("ca.pem"), files / "ca.crt");
+  FrontDaemon front("tls-camode", 59,
+                    TlsToml(certs_("server.pem"), certs_("server-key.pem"), files / "ca.crt"));
+
+  ::chmod((files / "ca.crt").c_str(), 0664);
+  const RunResult group = CheckConfig(front);
+  ::chmod((files / "ca.crt").c_str(), 0646);
+  const RunResult everyone = CheckConfig(front);
+  ::chmod((files / "ca.crt").c_str(), 0644);
+  const RunResult fixed = CheckConfig(front);
+
+  EXPECT_FALSE(group.status.ExitedWith(0));
+  EXPECT_NE(group.err.find("writable by its group (mode 0664)"), std::string::npos) << group.err;
+  EXPECT_NE(group.err.find("chmod go-w " + (files / "ca.crt").string()), std::string::npos);
+  EXPECT_FALSE(everyone.status.ExitedWith(0));
+  EXPECT_NE(everyone.err.find("writable by every user"), std::string::npos) << everyone.err;
+  EXPECT_TRUE(fixed.status.ExitedWith(0)) << fixed.err;
+}
+
+// A Kubernetes Secret volume: each file is a link into ..data, itself a link to the
+// current version's directory, and a rotation swaps ..data at once. The new pair serves
+// new connections, and a client CA bundle that gained a CA lets that CA's clients in.
+TEST_F(TlsFront, ASecretVolumesLinkSwapRotatesThePairAndTheClientCa) {
+  TempDir files("sf-secret");
+  const auto version = [&](const std::string& name, const std::string& pair,
+                           const std::vector<std::string>& cas) {
+    const fs::path dir = files / name;
+    fs::create_directory(dir);
+    Replace(certs_(pair + ".pem"), dir / "tls.crt");
+    Replace(certs_(pair + "-key.pem"), dir / "tls.key");
+    std::ofstream bundle(dir / "ca.crt");
+    for (const std::string& ca : cas) bundle << std::ifstream(certs_(ca)).rdbuf();
+  };
+  version("..2026_12_06_1", "server", {"ca.pem"});
+  fs::create_directory_symlink("..2026_12_06_1", files / "..data");
+  for (const char* name : {"tls.crt", "tls.key", "ca.crt"}) {
+    fs::create_symlink(fs::path("..data") / name, files / name);
+  }
+  FrontDaemon front("tls-secret", 60,
+                    TlsToml(files / "tls.crt", files / "tls.key", files / "ca.crt"));
+  ASSERT_NO_FATAL_FAILURE(front.Start());
+  HttpsClient member(Trusting(certs_("ca.pem"), certs_("client.pem"), certs_("client-key.pem")));
+  const HttpsReply before = GetServed(member, front.port, "/v1/id?service=tls");
+  HttpsClient newcomer(
+      Trusting(certs_("ca.pem"), certs_("other-client.pem"), certs_("other-client-key.pem")));
+  const HttpsReply refused = newcomer.Get(front.port, "/v1/id?service=tls");
+
+  // Act: the kubelet's swap, a new version and one rename of ..data.
+  version("..2026_12_06_2", "server2", {"ca.pem", "other-ca.pem"});
+  fs::create_directory_symlink("..2026_12_06_2", files / "..data_tmp");
+  fs::rename(files / "..data_tmp", files / "..data");
+  HttpsReply admitted;
+  const bool rotated = WaitUntil(
+      [&] {
+        HttpsClient fresh(
+            Trusting(certs_("ca.pem"), certs_("other-client.pem"), certs_("other-client-key.pem")));
+        admitted = fresh.Get(front.port, "/v1/id?service=tls");
+        return admitted.status == 200;
+      },
+      30s, "a client of the added CA to be let in");
+
+  EXPECT_EQ(before.status, 200) << before.error << " " << before.body;
+  EXPECT_NE(before.subject.find("snowflaked one"), std::string::npos) << before.subject;
+  EXPECT_EQ(refused.status, 0) << "a client of another CA was let in before the rotation";
+  EXPECT_TRUE(rotated) << admitted.error << " " << admitted.status;
+  EXPECT_NE(admitted.subject.find("snowflaked two"), std::string::npos) << admitted.subject;
 }
 
 TEST_F(TlsFront, CheckConfigRefusesAKeyThatIsNotTheCertificates) {
