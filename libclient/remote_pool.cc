@@ -24,6 +24,9 @@ using Steady = std::chrono::steady_clock;
 
 constexpr std::chrono::milliseconds kBreakerBase{50};
 constexpr std::chrono::milliseconds kBreakerMax{2000};
+// A remote's Retry-After is obeyed up to this: a longer one is a remote to skip for a
+// minute, not one to forget.
+constexpr std::chrono::milliseconds kMaxRetryAfter{60'000};
 constexpr size_t kMaxRemoteBatch = 4096;
 // A remote answer entirely at or below our last ID (another host's same millisecond):
 // wait for the next millisecond and ask again, this many times at most.
@@ -79,6 +82,27 @@ std::string OptionOrEnvironment(const std::filesystem::path& option, const char*
   if (!option.empty()) return option.string();
   const char* value = std::getenv(variable);
   return value != nullptr ? std::string(value) : std::string();
+}
+
+}  // namespace
+
+namespace {
+
+// The answer's Retry-After in delay-seconds (RFC 9110; the front sends no HTTP-date), or 0
+// if there is none or it is not a number.
+std::chrono::milliseconds RetryAfterOf(CURL* handle) {
+  curl_header* header = nullptr;
+  if (curl_easy_header(handle, "Retry-After", 0, CURLH_HEADER, -1, &header) != CURLHE_OK ||
+      header == nullptr || header->value == nullptr) {
+    return std::chrono::milliseconds{0};
+  }
+  const std::string_view text = header->value;
+  int64_t seconds = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
+  if (ec != std::errc() || end != text.data() + text.size() || seconds <= 0) {
+    return std::chrono::milliseconds{0};
+  }
+  return std::chrono::milliseconds{std::min<int64_t>(seconds, 86'400) * 1000};
 }
 
 }  // namespace
@@ -271,7 +295,8 @@ tl::expected<size_t, Error> RemotePool::TakeRemote(std::span<uint64_t> out,
                             " ms passed");
         break;
       }
-      auto fetched = Fetch(*endpoint, out, std::min(attempt_timeout_, left));
+      std::chrono::milliseconds retry_after{0};
+      auto fetched = Fetch(*endpoint, out, std::min(attempt_timeout_, left), &retry_after);
       std::lock_guard lock(mutex_);
       if (!fetched) {
         endpoint->failures += 1;
@@ -279,8 +304,12 @@ tl::expected<size_t, Error> RemotePool::TakeRemote(std::span<uint64_t> out,
         const auto backoff = std::min<std::chrono::milliseconds>(
             kBreakerMax, kBreakerBase * (1 << std::min(endpoint->failures - 1, 6)));
         const double factor = std::uniform_real_distribution<double>(0.5, 1.5)(jitter_);
+        // A remote that says when to come back (429 and 503 carry Retry-After) is skipped
+        // until then, at least: asking sooner only adds to its load.
         endpoint->open_until =
-            Steady::now() + std::chrono::duration_cast<Steady::duration>(backoff * factor);
+            Steady::now() + std::max(std::chrono::duration_cast<Steady::duration>(backoff * factor),
+                                     std::chrono::duration_cast<Steady::duration>(
+                                         std::min(retry_after, kMaxRetryAfter)));
         note(*endpoint, fetched.error());
         break;
       }
@@ -354,7 +383,9 @@ void RemotePool::SetRequest(void* curl, const Endpoint& endpoint, const std::str
 }
 
 tl::expected<size_t, std::string> RemotePool::Fetch(Endpoint& endpoint, std::span<uint64_t> out,
-                                                    std::chrono::milliseconds timeout) {
+                                                    std::chrono::milliseconds timeout,
+                                                    std::chrono::milliseconds* retry_after) {
+  *retry_after = std::chrono::milliseconds{0};
   CURL* handle = static_cast<CURL*>(IdleHandle(endpoint));
   if (handle == nullptr) return tl::unexpected(std::string("cannot create a curl handle"));
   const size_t want = std::min(out.size(), kMaxRemoteBatch);
@@ -381,8 +412,13 @@ tl::expected<size_t, std::string> RemotePool::Fetch(Endpoint& endpoint, std::spa
     endpoint.idle.push_back(handle);
   }
   if (status != 200) {
+    *retry_after = RetryAfterOf(handle);
     const std::string code = ErrorCodeOf(request.body);
-    return tl::unexpected("HTTP " + std::to_string(status) + (code.empty() ? "" : " " + code));
+    return tl::unexpected(
+        "HTTP " + std::to_string(status) + (code.empty() ? "" : " " + code) +
+        (retry_after->count() > 0
+             ? " (Retry-After " + std::to_string(retry_after->count() / 1000) + " s)"
+             : std::string()));
   }
   return ReadIds(request.body, want, out);
 }

@@ -89,9 +89,11 @@ class RemotePool {
   // Drops IDs <= the last returned one and publishes the new last; returns how many are
   // left at the front of out[0..n).
   size_t Admit(uint64_t* out, size_t n) noexcept;
-  // One HTTP attempt; fills out and returns n, or a reason. Its steps follow.
+  // One HTTP attempt; fills out and returns n, or a reason, with *retry_after set to the
+  // refusal's Retry-After (0 if none). Its steps follow.
   tl::expected<size_t, std::string> Fetch(Endpoint& endpoint, std::span<uint64_t> out,
-                                          std::chrono::milliseconds timeout);
+                                          std::chrono::milliseconds timeout,
+                                          std::chrono::milliseconds* retry_after);
   // A curl easy handle (CURL*, kept out of this header): an idle one of the endpoint's,
   // else a new one; null if curl cannot make one.
   void* IdleHandle(Endpoint& endpoint);

@@ -179,6 +179,14 @@ class Validator {
                  "must be an OpenSSL cipher list (e.g. \"ECDHE+AESGCM:ECDHE+CHACHA20\")");
              TlsOnly(k, n);
            }},
+          {"tls_ciphersuites",
+           [&](auto& k, auto& n) {
+             config_.http.tls_ciphersuites = OpenSslList(
+                 k, n, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789:_",
+                 "must be TLS 1.3 suite names separated by ':' (e.g. "
+                 "\"TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256\")");
+             TlsOnly(k, n);
+           }},
           {"authorize", [&](auto& k, auto& n) { config_.http.authorize = Grants(k, n); }},
           {"tls_groups",
            [&](auto& k, auto& n) {

@@ -99,12 +99,14 @@ struct Config {
     // tls_handshake_timeout_ms of connecting, and at most tls_max_handshakes connections
     // may be handshaking at once (past it a new one is closed as it is accepted); neither
     // holds a max_connections slot. The lowest version served ("1.2" or "1.3"), the TLS 1.2
-    // cipher list and the key-exchange groups, in OpenSSL's syntax (TLS 1.3's suites are
-    // OpenSSL's, all AEAD).
+    // cipher list, TLS 1.3's suites (all AEAD; OpenSSL's three by default) and the
+    // key-exchange groups, in OpenSSL's syntax.
     int64_t tls_handshake_timeout_ms = 3000;
     uint64_t tls_max_handshakes = 64;
     std::string tls_min_version = "1.2";
     std::string tls_ciphers = "ECDHE+AESGCM:ECDHE+CHACHA20";
+    std::string tls_ciphersuites =
+        "TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256:TLS_AES_128_GCM_SHA256";
     std::string tls_groups = "X25519:P-256:P-384";
     // Authorization ([[http.authorize]], docs/http.md, "Authorization"): what one caller
     // may use. `identity` is a client key as per-client limits count it ("uri:<SAN URI>",

@@ -203,6 +203,30 @@ tl::expected<PemObjects, std::string> AddToStore(X509_STORE* store, const std::s
   return found;
 }
 
+// The names of `list` (':'-separated) that are not among the TLS 1.3 suites the context
+// offers, ", "-separated; "" if there is none.
+std::string UnknownTls13Suites(SSL_CTX* native, const std::string& list) {
+  std::vector<std::string> offered;
+  STACK_OF(SSL_CIPHER)* ciphers = SSL_CTX_get_ciphers(native);
+  for (int i = 0; ciphers != nullptr && i < sk_SSL_CIPHER_num(ciphers); ++i) {
+    const SSL_CIPHER* cipher = sk_SSL_CIPHER_value(ciphers, i);
+    if (std::strcmp(SSL_CIPHER_get_version(cipher), "TLSv1.3") == 0) {
+      offered.emplace_back(SSL_CIPHER_standard_name(cipher));
+    }
+  }
+  std::string unknown;
+  for (size_t start = 0; start <= list.size();) {
+    size_t end = list.find(':', start);
+    if (end == std::string::npos) end = list.size();
+    const std::string name = list.substr(start, end - start);
+    if (!name.empty() && std::find(offered.begin(), offered.end(), name) == offered.end()) {
+      unknown += (unknown.empty() ? "" : ", ") + name;
+    }
+    start = end + 1;
+  }
+  return unknown;
+}
+
 // A whole new server context from the files, or why not (naming the file).
 tl::expected<std::shared_ptr<ssl::context>, std::string> BuildContext(const Config::Http& options) {
   ERR_clear_error();
@@ -235,13 +259,25 @@ tl::expected<std::shared_ptr<ssl::context>, std::string> BuildContext(const Conf
   SSL_CTX_set_options(native, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION |
                                   SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_TICKET);
   // TLS 1.2's ciphers (OpenSSL's DEFAULT offers static RSA and CBC with SHA-1; the default
-  // here is ECDHE with AES-GCM or ChaCha20-Poly1305) and the key-exchange groups. TLS
-  // 1.3's suites are OpenSSL's, all AEAD.
+  // here is ECDHE with AES-GCM or ChaCha20-Poly1305), TLS 1.3's suites (all AEAD) and the
+  // key-exchange groups.
   if (SSL_CTX_set_cipher_list(native, options.tls_ciphers.c_str()) != 1) {
     return tl::unexpected("http.tls_ciphers \"" + options.tls_ciphers +
                           "\": OpenSSL knows no TLS 1.2 cipher in it (e.g. "
                           "\"ECDHE+AESGCM:ECDHE+CHACHA20\"; see `openssl ciphers -v LIST`): " +
                           OpenSslErrors());
+  }
+  // OpenSSL skips a TLS 1.3 suite name it does not know without a word: each name must be
+  // among the suites the context then offers.
+  const std::string unknown_suites =
+      SSL_CTX_set_ciphersuites(native, options.tls_ciphersuites.c_str()) == 1
+          ? UnknownTls13Suites(native, options.tls_ciphersuites)
+          : options.tls_ciphersuites;
+  if (!unknown_suites.empty()) {
+    return tl::unexpected("http.tls_ciphersuites \"" + options.tls_ciphersuites +
+                          "\": OpenSSL knows no TLS 1.3 suite named " + unknown_suites +
+                          " (e.g. \"TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256\"; see "
+                          "`openssl ciphers -v -s -tls1_3`)");
   }
   if (SSL_CTX_set1_groups_list(native, options.tls_groups.c_str()) != 1) {
     return tl::unexpected("http.tls_groups \"" + options.tls_groups +

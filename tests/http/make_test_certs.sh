@@ -9,6 +9,7 @@
 #   expired-client.pem  a client certificate valid from 10 to 9 days ago
 #   expired.pem       a server certificate valid from 10 to 9 days ago
 #   future.pem        a server certificate valid from 9 days from now
+#   wrong-name.pem    a server certificate for another host (elsewhere.example, 127.0.0.9)
 #   other-ca.pem      an unrelated CA, which signs:
 #   other-client.pem  a client certificate the test CA did not sign
 #   rogue.pem         a server certificate for 127.0.0.1 (a man in the middle)
@@ -52,6 +53,7 @@ ca() {  # name subject
 }
 
 printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' > server.ext
+printf 'subjectAltName=DNS:elsewhere.example,IP:127.0.0.9\nextendedKeyUsage=serverAuth\n' > wrong-name.ext
 printf 'extendedKeyUsage=clientAuth\n' > client.ext
 printf 'subjectAltName=URI:spiffe://snowflake.test/orders\nextendedKeyUsage=clientAuth\n' > uri.ext
 
@@ -75,6 +77,7 @@ leaf client2 "taker-c" ca client.ext
 leaf expired-client "taker-old" ca client.ext "-10d" 1
 leaf expired "snowflaked expired" ca server.ext "-10d" 1
 leaf future "snowflaked future" ca server.ext "+9d" 1
+leaf wrong-name "snowflaked elsewhere" ca wrong-name.ext
 leaf other-client "taker-b" other-ca client.ext
 leaf rogue "snowflaked rogue" other-ca server.ext
 leaf slash-client '/CN=a\/O=b' ca client.ext

@@ -631,9 +631,23 @@ TEST_F(TlsFront, MinimumVersionCiphersAndGroupsAreSettings) {
       << "X25519 was negotiated with tls_groups = P-384";
   EXPECT_TRUE(
       SClient(front, certs_("ca.pem"), {"-tls1_3", "-groups", "P-384"}).status.ExitedWith(0));
+  FrontDaemon suites("tls-suites", 62,
+                     "tls_ciphersuites = \"TLS_CHACHA20_POLY1305_SHA256\"\n" +
+                         TlsToml(certs_("server.pem"), certs_("server-key.pem")));
+  ASSERT_NO_FATAL_FAILURE(suites.Start());
+  EXPECT_FALSE(
+      SClient(suites, certs_("ca.pem"), {"-tls1_3", "-ciphersuites", "TLS_AES_256_GCM_SHA384"})
+          .status.ExitedWith(0))
+      << "TLS_AES_256_GCM_SHA384 was negotiated with tls_ciphersuites = "
+         "TLS_CHACHA20_POLY1305_SHA256";
+  EXPECT_TRUE(SClient(suites, certs_("ca.pem"),
+                      {"-tls1_3", "-ciphersuites", "TLS_CHACHA20_POLY1305_SHA256"})
+                  .status.ExitedWith(0));
 
-  for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
-           {"tls_ciphers", "NO-SUCH-CIPHER"}, {"tls_groups", "P-999"}}) {
+  for (const auto& [key, value] :
+       std::vector<std::pair<std::string, std::string>>{{"tls_ciphers", "NO-SUCH-CIPHER"},
+                                                        {"tls_ciphersuites", "TLS_NO_SUCH_SUITE"},
+                                                        {"tls_groups", "P-999"}}) {
     FrontDaemon bad(
         "tls-badset", 49,
         key + " = \"" + value + "\"\n" + TlsToml(certs_("server.pem"), certs_("server-key.pem")));
@@ -675,6 +689,36 @@ TEST_F(TlsFront, ClientRefusesANotYetValidCertificate) {
 
 TEST_F(TlsFront, ClientRefusesACertificateOfAnotherCa) {
   ExpectClientRefuses(certs_, "rogue", 17, "unable to get local issuer certificate");
+}
+
+// Signed by the trusted CA, but for another host: the name is checked, not only the CA.
+TEST_F(TlsFront, ClientRefusesACertificateOfTheTrustedCaForAnotherName) {
+  ExpectClientRefuses(certs_, "wrong-name", 63, "subject name");
+}
+
+// A remote that refuses with Retry-After (the front's 429 at max_connections says 1 s) is
+// skipped until then, not asked again sooner (the client's own backoff is 25-75 ms).
+TEST_F(TlsFront, AFailoverClientSkipsARemoteUntilItsRetryAfter) {
+  FrontDaemon front("retry-after", 64, "max_connections = 1\nidle_timeout_ms = 60000\n");
+  ASSERT_NO_FATAL_FAILURE(front.Start());
+  HttpProbe held(front.port);
+  ASSERT_EQ(held.Exchange(Get("/healthz")).status, 200) << "the front's one connection";
+  TempDir empty("sf-noday");
+  auto sut = RemotesOnlyClient(empty, {front.address()}, TlsClientFiles{});
+  ASSERT_TRUE(sut) << sut.error().message;
+
+  auto refused = sut->Next();
+  auto again = sut->Next();
+
+  ASSERT_FALSE(refused) << "took an ID past max_connections";
+  EXPECT_NE(refused.error().message.find("HTTP 429 too_many_connections (Retry-After 1 s)"),
+            std::string::npos)
+      << refused.error().message;
+  ASSERT_FALSE(again);
+  const std::string& text = again.error().message;
+  const size_t at = text.find("skipped for ");
+  ASSERT_NE(at, std::string::npos) << "asked again at once: " << text;
+  EXPECT_GE(std::stoll(text.substr(at + 12)), 500) << text;
 }
 
 TEST_F(TlsFront, FailoverTakesFromAnHttpsRemoteWithItsClientCertificate) {
