@@ -70,7 +70,7 @@ std::string DirProblem(const std::filesystem::path& dir, const std::string& what
          HowToFix(dir) + EnvHint(kind);
 }
 
-// "since boot" for the marks beside the locks, "ever" for the copy on disk.
+// How long a directory's marks go back: since boot beside the locks, since it was made on disk.
 const char* MarkLifetime(HostDirKind kind) {
   return kind == HostDirKind::kLocks ? "since boot" : "since this directory was made";
 }

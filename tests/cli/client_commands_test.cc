@@ -18,6 +18,7 @@
 #include "scripted_control_socket.h"
 #include "subprocess.h"
 #include "temp_dir.h"
+#include "test_paths.h"
 
 namespace snowflake {
 namespace {
@@ -28,8 +29,8 @@ using testing::RunResult;
 using testing::ScriptedControlSocket;
 using testing::TempDir;
 
-const std::string kCtl = SNOWFLAKE_BINARY_DIR "/cli/snowflakectl";
-const std::string kProducer = SNOWFLAKE_BINARY_DIR "/tests/client/test_producer";
+const std::string kCtl = ::snowflake::testing::BinaryPath("cli/snowflakectl");
+const std::string kProducer = ::snowflake::testing::BinaryPath("tests/client/test_producer");
 
 // `liveness_ms`: the heartbeat's limit in the segment; "" keeps the daemon's default.
 Process StartProducer(const std::filesystem::path& dir, const std::string& liveness_ms = "") {

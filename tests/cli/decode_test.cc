@@ -29,6 +29,7 @@
 #include "decode_command.h"
 #include "snowflake/time_text.h"
 #include "subprocess.h"
+#include "test_paths.h"
 
 namespace snowflake::cli {
 namespace {
@@ -36,7 +37,7 @@ namespace {
 using snowflake::testing::RunCommand;
 using snowflake::testing::RunResult;
 
-const std::string kBinary = std::string(SNOWFLAKE_BINARY_DIR) + "/cli/snowflakectl";
+const std::string kBinary = ::snowflake::testing::BinaryPath("cli/snowflakectl");
 
 // Without --epoch, decode looks for a local daemon: these tests point it at a directory
 // that does not exist, so they get the default epoch whatever runs on this host.

@@ -18,11 +18,12 @@
 #include "register/register_settings.h"
 #include "subprocess.h"
 #include "temp_dir.h"
+#include "test_paths.h"
 
 namespace snowflake::daemon {
 namespace {
 
-const std::string kCtl = SNOWFLAKE_BINARY_DIR "/cli/snowflakectl";
+const std::string kCtl = ::snowflake::testing::BinaryPath("cli/snowflakectl");
 constexpr int64_t kEpoch = 1'767'225'600'000;
 
 testing::RunResult Ctl(std::vector<std::string> args) {

@@ -11,6 +11,7 @@
 #include "snowflake/snowflake.h"
 #include "subprocess.h"
 #include "temp_dir.h"
+#include "test_paths.h"
 
 namespace snowflake {
 namespace {
@@ -18,7 +19,7 @@ namespace {
 using testing::Process;
 using testing::TempDir;
 
-const std::string kProducer = SNOWFLAKE_BINARY_DIR "/tests/client/test_producer";
+const std::string kProducer = ::snowflake::testing::BinaryPath("tests/client/test_producer");
 
 // sf_options with every byte of a larger buffer set, so a library that reads past
 // struct_size (or half a pointer) sees garbage rather than luckily zero bytes.

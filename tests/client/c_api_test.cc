@@ -7,6 +7,7 @@
 
 #include "subprocess.h"
 #include "temp_dir.h"
+#include "test_paths.h"
 
 namespace snowflake {
 namespace {
@@ -14,8 +15,8 @@ namespace {
 using testing::Process;
 using testing::TempDir;
 
-const std::string kProducer = SNOWFLAKE_BINARY_DIR "/tests/client/test_producer";
-const std::string kProgram = SNOWFLAKE_BINARY_DIR "/tests/client/c_api_program";
+const std::string kProducer = ::snowflake::testing::BinaryPath("tests/client/test_producer");
+const std::string kProgram = ::snowflake::testing::BinaryPath("tests/client/c_api_program");
 
 TEST(CApi, ACProgramTakesBatchesAndDecodesIds) {
   TempDir dir("c-api");

@@ -16,6 +16,7 @@
 #include "snowflake/client.h"
 #include "subprocess.h"
 #include "temp_dir.h"
+#include "test_paths.h"
 #include "worker_runs.h"
 
 namespace snowflake {
@@ -25,8 +26,8 @@ using testing::Process;
 using testing::RunCommand;
 using testing::TempDir;
 
-const std::string kDaemon = SNOWFLAKE_BINARY_DIR "/daemon/snowflaked";
-const std::string kCtl = SNOWFLAKE_BINARY_DIR "/cli/snowflakectl";
+const std::string kDaemon = ::snowflake::testing::BinaryPath("daemon/snowflaked");
+const std::string kCtl = ::snowflake::testing::BinaryPath("cli/snowflakectl");
 
 class ClientDaemonTest : public ::testing::Test {
  protected:

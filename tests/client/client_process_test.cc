@@ -18,6 +18,7 @@
 #include "snowflake/client.h"
 #include "subprocess.h"
 #include "temp_dir.h"
+#include "test_paths.h"
 #include "wait_until.h"
 #include "worker_runs.h"
 
@@ -28,8 +29,8 @@ using testing::Process;
 using testing::TempDir;
 using testing::WaitUntil;
 
-const std::string kProducer = SNOWFLAKE_BINARY_DIR "/tests/client/test_producer";
-const std::string kWorker = SNOWFLAKE_BINARY_DIR "/tests/client/client_worker";
+const std::string kProducer = ::snowflake::testing::BinaryPath("tests/client/test_producer");
+const std::string kWorker = ::snowflake::testing::BinaryPath("tests/client/client_worker");
 
 Process StartProducer(const std::filesystem::path& dir, uint64_t capacity = 1024) {
   Process producer = Process::Spawn({kProducer, dir.string(), std::to_string(capacity)});

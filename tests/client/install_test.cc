@@ -13,6 +13,7 @@
 
 #include "subprocess.h"
 #include "temp_dir.h"
+#include "test_paths.h"
 
 namespace snowflake {
 namespace {
@@ -24,7 +25,7 @@ using testing::RunResult;
 using testing::TempDir;
 
 const std::string kCmake = SNOWFLAKE_CMAKE_COMMAND;
-const std::string kProducer = SNOWFLAKE_BINARY_DIR "/tests/client/test_producer";
+const std::string kProducer = ::snowflake::testing::BinaryPath("tests/client/test_producer");
 const std::string kSanitize = SNOWFLAKE_SANITIZE_FLAGS;
 
 RunOptions Slow() {
@@ -42,8 +43,8 @@ TEST(Install, AnOutOfTreeProjectFindsBuildsAndRunsAgainstTheInstalledLibrary) {
   const auto prefix = work / "prefix";
   const auto build = work / "build";
 
-  RunResult installed = RunCommand({kCmake, "--install", SNOWFLAKE_BINARY_DIR, "--prefix",
-                                    prefix.string(), "--component", "client"},
+  RunResult installed = RunCommand({kCmake, "--install", ::snowflake::testing::BinaryPath(),
+                                    "--prefix", prefix.string(), "--component", "client"},
                                    Slow());
   ASSERT_TRUE(installed.status.ExitedWith(0)) << Describe(installed);
   for (const char* file : {"include/snowflake/client.h", "include/snowflake/client_error.h",
@@ -61,15 +62,16 @@ TEST(Install, AnOutOfTreeProjectFindsBuildsAndRunsAgainstTheInstalledLibrary) {
   }
   EXPECT_FALSE(std::filesystem::exists(prefix / "sbin")) << "the daemon is not part of it";
 
-  std::vector<std::string> configure = {kCmake,
-                                        "-S",
-                                        SNOWFLAKE_SOURCE_DIR "/tests/client/consumer_project",
-                                        "-B",
-                                        build.string(),
-                                        "-G",
-                                        "Ninja",
-                                        "-DCMAKE_BUILD_TYPE=Debug",
-                                        "-DCMAKE_PREFIX_PATH=" + prefix.string()};
+  std::vector<std::string> configure = {
+      kCmake,
+      "-S",
+      ::snowflake::testing::SourcePath("tests/client/consumer_project"),
+      "-B",
+      build.string(),
+      "-G",
+      "Ninja",
+      "-DCMAKE_BUILD_TYPE=Debug",
+      "-DCMAKE_PREFIX_PATH=" + prefix.string()};
   if (!kSanitize.empty()) {
     const std::string flags = "-fsanitize=" + kSanitize + " -fno-omit-frame-pointer";
     configure.push_back("-DCMAKE_C_FLAGS=" + flags);

@@ -8,11 +8,12 @@
 #include <vector>
 
 #include "subprocess.h"
+#include "test_paths.h"
 
 namespace snowflake::testing {
 namespace {
 
-const std::string kWorker = SNOWFLAKE_BINARY_DIR "/tests/client/client_worker";
+const std::string kWorker = ::snowflake::testing::BinaryPath("tests/client/client_worker");
 
 // client_worker writes each thread's records as a plain array of TakeRecord.
 std::vector<TakeRecord> ReadRecordFile(const std::filesystem::path& path) {

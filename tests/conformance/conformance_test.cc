@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "snowflake/client.h"
+#include "test_paths.h"
 
 namespace {
 
@@ -23,7 +24,7 @@ using nlohmann::json;
 
 const json& Table() {
   static const json table = [] {
-    std::ifstream in(SNOWFLAKE_CONFORMANCE_CASES);
+    std::ifstream in(::snowflake::testing::SourcePath("tests/conformance/cases.json"));
     return json::parse(in);
   }();
   return table;
@@ -44,10 +45,11 @@ const json& Row(const std::string& name) {
 
 // Runs the fixture writer; returns the IDs it published.
 std::vector<uint64_t> Fixture(const std::string& name, const std::string& dir, bool after_open) {
-  const std::string command = std::string(SNOWFLAKE_CONFORMANCE_FIXTURE) + " --cases " +
-                              SNOWFLAKE_CONFORMANCE_CASES + " --case " + name + " --dir " + dir +
-                              " --live-pid " + std::to_string(getpid()) +
-                              (after_open ? " --after-open" : "");
+  const std::string command =
+      ::snowflake::testing::BinaryPath("tests/conformance/conformance_fixture") + " --cases " +
+      ::snowflake::testing::SourcePath("tests/conformance/cases.json") + " --case " + name +
+      " --dir " + dir + " --live-pid " + std::to_string(getpid()) +
+      (after_open ? " --after-open" : "");
   FILE* pipe = popen(command.c_str(), "r");
   std::string out;
   std::array<char, 4096> buffer{};

@@ -13,6 +13,7 @@
 
 #include "daemon_harness.h"
 #include "snowflake/segment_layout.h"
+#include "test_paths.h"
 
 namespace snowflake {
 namespace {
@@ -142,7 +143,7 @@ TEST(DaemonConfigFile, PrintedDefaultConfigIsTheSampleAndPassesCheckConfig) {
   RunResult printed = RunCommand({kSnowflakedPath, "--print-default-config"});
   ASSERT_TRUE(printed.status.ExitedWith(0)) << printed.err;
   const auto file = harness.WriteFile("default.toml", printed.out);
-  std::ifstream sample_in(SNOWFLAKE_SOURCE_DIR "/systemd/snowflaked.toml");
+  std::ifstream sample_in(::snowflake::testing::SourcePath("systemd/snowflaked.toml"));
   std::stringstream sample;
   sample << sample_in.rdbuf();
 
@@ -228,7 +229,7 @@ TEST(DaemonHostConfig, StartRefusesASegmentPathThatIsASymlinkWithTheConfigStatus
 }
 
 TEST(DaemonUnit, RestartPreventExitStatusStopsOnTheConfigStatus) {
-  std::ifstream unit(SNOWFLAKE_SOURCE_DIR "/systemd/snowflaked.service.in");
+  std::ifstream unit(::snowflake::testing::SourcePath("systemd/snowflaked.service.in"));
   std::stringstream text;
   text << unit.rdbuf();
   EXPECT_NE(text.str().find("RestartPreventExitStatus=2 78\n"), std::string::npos);

@@ -32,6 +32,7 @@
 #include "snowflake/client.h"
 #include "subprocess.h"
 #include "taker_thread.h"
+#include "test_paths.h"
 #include "wait_until.h"
 
 namespace snowflake {
@@ -202,8 +203,8 @@ TEST(DaemonEtcdFencing, ARestoredRegisterIsRefusedUntilAnOperatorRaisesEveryMark
                             std::chrono::system_clock::now().time_since_epoch())
                             .count() +
                         500;
-  const auto raise = testing::RunCommand({SNOWFLAKE_BINARY_DIR "/cli/snowflakectl", "register",
-                                          "raise-all", "--above", std::to_string(above),
+  const auto raise = testing::RunCommand({::snowflake::testing::BinaryPath("cli/snowflakectl"),
+                                          "register", "raise-all", "--above", std::to_string(above),
                                           "--config", options.config_path->string()});
   Daemon again = harness.Start(options, 60s);
   ASSERT_TRUE(again.ready()) << again.Describe();

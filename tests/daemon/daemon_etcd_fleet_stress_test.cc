@@ -86,6 +86,7 @@
 #include "snowflake/id_layout.h"
 #include "stress_files.h"
 #include "stress_seed.h"
+#include "test_paths.h"
 
 namespace snowflake {
 namespace {
@@ -126,7 +127,7 @@ constexpr uint64_t kMinIds = 5'000'000;
 // an hour's IDs fit in memory for the final check).
 constexpr int kTestPauseUs = 20;
 constexpr int kSoakPauseUs = 1000;
-const std::string kWorker = SNOWFLAKE_BINARY_DIR "/tests/daemon/daemon_stress_worker";
+const std::string kWorker = ::snowflake::testing::BinaryPath("tests/daemon/daemon_stress_worker");
 
 enum class Fault {
   kLeaderStop,

@@ -33,6 +33,7 @@
 #include "snowflake/client.h"
 #include "stress_files.h"
 #include "stress_seed.h"
+#include "test_paths.h"
 
 namespace snowflake {
 namespace {
@@ -56,7 +57,7 @@ constexpr int64_t kPromiseSlackMs = 1000;
 #endif
 constexpr uint64_t kMinKills = 12;
 constexpr auto kTimeLimit = 150s;
-const std::string kWorker = SNOWFLAKE_BINARY_DIR "/tests/daemon/daemon_stress_worker";
+const std::string kWorker = ::snowflake::testing::BinaryPath("tests/daemon/daemon_stress_worker");
 
 struct Worker {
   bool batches = false;

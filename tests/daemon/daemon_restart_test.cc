@@ -7,28 +7,28 @@
 //     its number back, and one holder id twice at once is refused (never one number live
 //     twice).
 
-#include <gtest/gtest.h>
 #include <fcntl.h>
-#include <signal.h>
+#include <gtest/gtest.h>
 #include <linux/magic.h>
+#include <signal.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include <fstream>
-#include <iostream>
-#include <nlohmann/json.hpp>
-
 #include "daemon_harness.h"
-#include "snowflake/id_layout.h"
 #include "snowflake/client.h"
+#include "snowflake/id_layout.h"
+#include "test_paths.h"
 
 namespace snowflake {
 namespace {
@@ -185,8 +185,9 @@ bool OnTmpfs(const std::filesystem::path& dir) {
 TEST(DaemonRestart, ARuntimeDirOnDiskIsNamedAtStartAndOneOnTmpfsIsNot) {
   // Arrange: one runtime dir in the build tree (on disk), one under /dev/shm (tmpfs).
   DaemonHarness harness("runtime-fs");
-  const std::filesystem::path disk = std::filesystem::path(SNOWFLAKE_BINARY_DIR) / "tests" /
-                                     ("runtime-fs-" + std::to_string(::getpid()));
+  const std::filesystem::path disk =
+      std::filesystem::path(::snowflake::testing::BinaryPath("tests")) /
+      ("runtime-fs-" + std::to_string(::getpid()));
   const std::filesystem::path memory = "/dev/shm/snowflake-runtime-fs-" + std::to_string(::getpid());
   std::filesystem::create_directories(disk);
   std::filesystem::create_directories(memory);

@@ -42,6 +42,7 @@
 #include "snowflake/id_layout.h"
 #include "snowflake/segment_layout.h"
 #include "subprocess.h"
+#include "test_paths.h"
 #include "wait_until.h"
 
 namespace snowflake {
@@ -58,8 +59,8 @@ using testing::HttpReply;
 using testing::IdsOf;
 using testing::RunCommand;
 
-const std::string kCtl = SNOWFLAKE_BINARY_DIR "/cli/snowflakectl";
-const std::string kDaemon = SNOWFLAKE_BINARY_DIR "/daemon/snowflaked";
+const std::string kCtl = ::snowflake::testing::BinaryPath("cli/snowflakectl");
+const std::string kDaemon = ::snowflake::testing::BinaryPath("daemon/snowflaked");
 
 // Takes `count` IDs and checks they are strictly increasing; appends them to `all`.
 void TakeAndCheck(Client& client, size_t count, std::vector<uint64_t>& all) {

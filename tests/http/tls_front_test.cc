@@ -42,6 +42,7 @@
 #include "snowflake/client.h"
 #include "snowflake/id_layout.h"
 #include "temp_dir.h"
+#include "test_paths.h"
 #include "tls_test_client.h"
 #include "wait_until.h"
 
@@ -69,10 +70,9 @@ class Certificates {
     // timed assertion).
     RunOptions options;
     options.timeout = std::chrono::minutes(5);
-    const RunResult made =
-        RunCommand({std::string(SNOWFLAKE_SOURCE_DIR) + "/tests/http/make_test_certs.sh",
-                    dir_.path().string()},
-                   options);
+    const RunResult made = RunCommand(
+        {::snowflake::testing::SourcePath("tests/http/make_test_certs.sh"), dir_.path().string()},
+        options);
     if (!made.status.ExitedWith(0)) {
       error_ = "make_test_certs.sh " + made.status.ToString() +
                (made.timed_out ? " (timed out)" : "") + ": " + made.err + made.out;

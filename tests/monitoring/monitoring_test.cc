@@ -20,12 +20,13 @@
 #include "etcd_cluster.h"
 #include "http_probe.h"
 #include "subprocess.h"
+#include "test_paths.h"
 #include "wait_until.h"
 
 namespace snowflake::testing {
 namespace {
 
-const std::filesystem::path kMonitoring = SNOWFLAKE_MONITORING_DIR;
+const std::filesystem::path kMonitoring = ::snowflake::testing::SourcePath("monitoring");
 const std::filesystem::path kRules = kMonitoring / "snowflaked.rules.yml";
 const std::filesystem::path kRuleTests = kMonitoring / "tests" / "snowflaked.rules.test.yml";
 const std::filesystem::path kDashboard = kMonitoring / "grafana" / "snowflaked.json";

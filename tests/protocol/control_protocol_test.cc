@@ -16,6 +16,7 @@
 #include "protocol/control_client.h"
 #include "scripted_control_socket.h"
 #include "temp_dir.h"
+#include "test_paths.h"
 
 namespace snowflake::protocol {
 namespace {
@@ -286,7 +287,7 @@ TEST(ControlClient, ASocketPathTooLongForAfUnixIsAUsageError) {
 
 // The keys of docs/control-protocol.md's "Status keys" table, `renewal.x` for nested ones.
 std::set<std::string> DocumentedKeys() {
-  std::ifstream file(std::string(SNOWFLAKE_SOURCE_DIR) + "/docs/control-protocol.md");
+  std::ifstream file(::snowflake::testing::SourcePath("docs/control-protocol.md"));
   std::stringstream text;
   text << file.rdbuf();
   const std::string doc = text.str();

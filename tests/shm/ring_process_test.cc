@@ -42,6 +42,7 @@
 #include "stress_seed.h"
 #include "subprocess.h"
 #include "temp_dir.h"
+#include "test_paths.h"
 
 namespace snowflake::shm {
 namespace {
@@ -75,7 +76,7 @@ constexpr int kConsumers = 4;
 constexpr uint64_t kMaxTake = 8;
 constexpr uint64_t kCapacity = 8;
 
-const std::string kHelperDir = std::string(SNOWFLAKE_BINARY_DIR) + "/tests/shm/";
+const std::string kHelperDir = ::snowflake::testing::BinaryPath("tests/shm/");
 
 SpawnOptions HelperOptions() {
   SpawnOptions options;

@@ -37,11 +37,12 @@
 #include "snowflake/client.h"
 #include "subprocess.h"
 #include "temp_dir.h"
+#include "test_paths.h"
 
 namespace snowflake::testing {
 
-inline const std::string kSnowflakedPath = SNOWFLAKE_BINARY_DIR "/daemon/snowflaked";
-inline const std::string kSnowflakectlPath = SNOWFLAKE_BINARY_DIR "/cli/snowflakectl";
+inline const std::string kSnowflakedPath = ::snowflake::testing::BinaryPath("daemon/snowflaked");
+inline const std::string kSnowflakectlPath = ::snowflake::testing::BinaryPath("cli/snowflakectl");
 // Found at configure time (tests/support/CMakeLists.txt), which fails without it.
 inline const std::string kFakeTimeLibrary = SNOWFLAKE_FAKETIME_LIBRARY;
 
