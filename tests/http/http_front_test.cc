@@ -385,13 +385,18 @@ TEST(HttpFrontRemoteStatus, APausedDaemonsStatusNamesNoRegisterLocationToRemoteC
   // passes any mode check), so renewals fail and the daemon pauses at its horizon.
   std::filesystem::remove(register_path);
   std::filesystem::create_directories(register_path / "not-a-file");
+  // The segment's state is the reply's top-level "state"; the daemon's own record under
+  // "daemon" may say paused a moment before the segment does, so match the top level and
+  // judge the reason in that same reply.
   HttpReply status;
   const bool paused = WaitUntil(
       [&] {
         status = FetchOnce(port, "/v1/status");
-        return status.status == 200 && status.body.find("\"paused\"") != std::string::npos;
+        if (status.status != 200) return false;
+        const auto doc = nlohmann::json::parse(status.body, nullptr, false);
+        return doc.is_object() && doc.value("state", "") == "paused";
       },
-      20s, "the daemon pauses for its register");
+      20s, "the daemon's segment says paused for its register");
   const RunResult cli = RunCommand(
       {kSnowflakectlPath, "status", "--json", "--runtime-dir", harness.runtime_dir().string()});
 
