@@ -31,6 +31,10 @@ constexpr size_t kMaxRemoteBatch = 4096;
 // A remote answer entirely at or below our last ID (another host's same millisecond):
 // wait for the next millisecond and ask again, this many times at most.
 constexpr int kStaleRetries = 2;
+// A local ring whose IDs are at most this far below the last ID a remote gave us is
+// waited for (see Take): polled this often, one ID at a time, for the gap and 2 ms more.
+constexpr int64_t kCatchUpMs = 10;
+constexpr std::chrono::microseconds kCatchUpPoll{100};
 
 int64_t NowUnixMs() {
   timespec now{};
@@ -234,18 +238,38 @@ size_t RemotePool::Admit(uint64_t* out, size_t n) noexcept {
 tl::expected<size_t, Error> RemotePool::Take(std::span<uint64_t> out,
                                              const LocalTake& local) noexcept {
   try {
+    std::optional<Steady::time_point> catch_up_until;
     for (int attempt = 0;; ++attempt) {
-      auto taken = local(out);
+      // While catching up, one ID at a time: the rest of a batch would only be wasted.
+      auto taken = local(catch_up_until ? out.first(1) : out);
       if (!taken) {
         if (!AnotherDaemonMayServe(taken.error().code) || endpoints_.empty()) return taken;
         return TakeRemote(out, taken.error());
       }
       if (const size_t n = Admit(out.data(), *taken); n > 0) return n;
-      // The ring's IDs are at or below one a remote gave us: another machine's IDs of the
-      // same millisecond, or a local clock behind the remote's. A few retakes cover the
-      // first case; in the second the local IDs stay behind, so keep to the remotes (each
-      // take still tries the ring first, and returns to it once its IDs are above).
-      if (attempt == kStaleRetries) {
+      // The ring's IDs are at or below one a remote gave us: the remote's millisecond or
+      // one just before it right after a failover, or a local clock a little behind the
+      // remote's. The ring passes the gap in that many milliseconds: wait for it there,
+      // once. Asking a remote instead puts the last ID at the remote's clock again, so
+      // the client stays on the remotes for as long as each answer lands ahead of the
+      // ring (seen for 15 s under load with clocks in step; for ever with the local
+      // clock a few ms behind).
+      const int64_t behind_ms =
+          *taken == 0 ? -1
+                      : IdLayout::OffsetMsOf(last_.load(std::memory_order_acquire)) -
+                            IdLayout::OffsetMsOf(out[*taken - 1]);
+      if (behind_ms >= 0 && behind_ms <= kCatchUpMs) {
+        const auto now = Steady::now();
+        if (!catch_up_until) catch_up_until = now + std::chrono::milliseconds(behind_ms + 2);
+        if (now < *catch_up_until) {
+          std::this_thread::sleep_for(kCatchUpPoll);
+          continue;
+        }
+      }
+      // Further behind (or not caught up in time): a local clock well behind the remote's.
+      // A few retakes, then keep to the remotes (each take still tries the ring first,
+      // and returns to it once its IDs are above).
+      if (attempt >= kStaleRetries) {
         if (endpoints_.empty()) break;
         return TakeRemote(out, Error{ClientError::kTimedOut,
                                      "the local daemon's IDs are at or below the last one "

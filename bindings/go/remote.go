@@ -48,6 +48,10 @@ const (
 	// A remote answer entirely at or below our last ID (another host's same millisecond):
 	// wait for the next millisecond and ask again, this many times at most.
 	staleRetries = 2
+	// A local ring whose IDs are at most this far below the last ID a remote gave us is
+	// waited for (see take): polled this often, one ID at a time, for the gap and 2 ms more.
+	catchUpMs   = 10
+	catchUpPoll = 100 * time.Microsecond
 	// How often the remotes' TLS files are looked at for a change.
 	tlsCheckEvery = time.Second
 )
@@ -333,8 +337,13 @@ func (p *remotePool) admit(out []uint64, n int) int {
 }
 
 func (p *remotePool) take(out []uint64, local func([]uint64) (int, error)) (int, error) {
+	var catchUpUntil time.Time // zero until the ring is found a little behind
 	for attempt := 0; ; attempt++ {
-		n, err := local(out)
+		want := out
+		if !catchUpUntil.IsZero() {
+			want = out[:1] // while catching up, one ID at a time: the rest would be wasted
+		}
+		n, err := local(want)
 		if err != nil {
 			var e *Error
 			if !errors.As(err, &e) || !unavailable(e.Status) || len(p.endpoints) == 0 {
@@ -342,13 +351,32 @@ func (p *remotePool) take(out []uint64, local func([]uint64) (int, error)) (int,
 			}
 			return p.takeRemote(out, e)
 		}
+		taken := n
 		if n = p.admit(out, n); n > 0 {
 			return n, nil
 		}
-		// The ring's IDs are at or below one a remote gave us: another machine's IDs of the
-		// same millisecond, or a local clock behind the remote's. A few retakes cover the
-		// first case; in the second, keep to the remotes.
-		if attempt == staleRetries {
+		// The ring's IDs are at or below one a remote gave us: the remote's millisecond or
+		// one just before it right after a failover, or a local clock a little behind the
+		// remote's. The ring passes the gap in that many milliseconds: wait for it there,
+		// once. Asking a remote instead puts the last ID at the remote's clock again, so the
+		// client stays on the remotes for as long as each answer lands ahead of the ring.
+		behindMs := int64(-1)
+		if taken > 0 {
+			behindMs = int64(p.last.Load()>>timeShift) - int64(out[taken-1]>>timeShift)
+		}
+		if behindMs >= 0 && behindMs <= catchUpMs {
+			now := time.Now()
+			if catchUpUntil.IsZero() {
+				catchUpUntil = now.Add(time.Duration(behindMs+2) * time.Millisecond)
+			}
+			if now.Before(catchUpUntil) {
+				time.Sleep(catchUpPoll)
+				continue
+			}
+		}
+		// Further behind (or not caught up in time): a local clock well behind the
+		// remote's. A few retakes, then keep to the remotes.
+		if attempt >= staleRetries {
 			return p.takeRemote(out, newError(statusTimedOut, "the local daemon's IDs are at "+
 				"or below the last one returned from a remote (its clock is behind)"))
 		}

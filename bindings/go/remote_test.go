@@ -134,3 +134,72 @@ func TestFailoverRefusesOldIDs(t *testing.T) {
 		t.Fatalf("got %v, want a refusal of an ID 10 s old", err)
 	}
 }
+
+// A local ring a few milliseconds below the last ID a remote gave (right after a failover,
+// or a local clock a little behind) is waited for on the ring, not left for the remote:
+// asking the remote puts the last ID ahead of the ring again, and a client that did so
+// stayed on its remotes for good. Here the ring's IDs are 5 ms below for 3 ms, then above;
+// the front fails the test if it is asked at all.
+func TestFailoverWaitsForARingAFewMillisecondsBehindInsteadOfAskingTheRemote(t *testing.T) {
+	front := &fakeFront{replies: []func(int) string{idsAt(DefaultEpoch, 0, 0)}}
+	server := httptest.NewServer(front)
+	t.Cleanup(server.Close)
+	p := newRemotePool("orders", []string{strings.TrimPrefix(server.URL, "http://")}, remoteTLS{},
+		DefaultEpoch.UnixMilli())
+	t.Cleanup(p.close)
+	lastMs := uint64(time.Now().UnixMilli() - DefaultEpoch.UnixMilli())
+	p.last.Store(lastMs<<22 | 9<<12 | 7) // a remote's ID, as after a failover
+
+	caughtUpAt := time.Now().Add(3 * time.Millisecond)
+	seq := uint64(0)
+	takes := 0
+	local := func(out []uint64) (int, error) {
+		takes++
+		ms := lastMs - 5
+		if time.Now().After(caughtUpAt) {
+			ms = lastMs + 1
+		}
+		for i := range out {
+			out[i] = ms<<22 | 1<<12 | seq
+			seq++
+		}
+		return len(out), nil
+	}
+	ids := make([]uint64, 8)
+	n, err := p.take(ids, local)
+	if err != nil || n < 1 {
+		t.Fatalf("take: %d %v", n, err)
+	}
+	if got := ids[0] >> 22; got != lastMs+1 {
+		t.Fatalf("the first ID is of ms %d, want the ring's %d once caught up", got, lastMs+1)
+	}
+	front.mu.Lock()
+	defer front.mu.Unlock()
+	if front.served != 0 {
+		t.Fatalf("the remote was asked %d times while the ring was 5 ms behind", front.served)
+	}
+	t.Logf("caught up after %d takes of the ring", takes)
+}
+
+// Further behind than 10 ms (a local clock well behind the remote's), the remote serves.
+func TestFailoverAsksTheRemoteWhenTheRingIsFarBehind(t *testing.T) {
+	front := &fakeFront{replies: []func(int) string{idsAt(DefaultEpoch, 0, 0)}}
+	server := httptest.NewServer(front)
+	t.Cleanup(server.Close)
+	p := newRemotePool("orders", []string{strings.TrimPrefix(server.URL, "http://")}, remoteTLS{},
+		DefaultEpoch.UnixMilli())
+	t.Cleanup(p.close)
+	lastMs := uint64(time.Now().UnixMilli() - DefaultEpoch.UnixMilli())
+	p.last.Store(lastMs<<22 | 9<<12 | 7)
+	local := func(out []uint64) (int, error) {
+		out[0] = (lastMs-50)<<22 | 1<<12
+		return 1, nil
+	}
+	ids := make([]uint64, 1)
+	if n, err := p.take(ids, local); err != nil || n != 1 {
+		t.Fatalf("take: %d %v", n, err)
+	}
+	if ids[0]>>12&1023 != 9 {
+		t.Fatalf("got an ID of machine %d, want the remote's (9)", ids[0]>>12&1023)
+	}
+}
