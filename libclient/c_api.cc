@@ -61,6 +61,25 @@ sf_status ToStatus(ClientError code) noexcept {
 static_assert(SF_INVALID_SERVICE_NAME == static_cast<int>(ClientError::kInvalidServiceName) + 1);
 static_assert(SF_SYSTEM_ERROR == static_cast<int>(ClientError::kSystemError) + 1);
 
+// The failover rule is the vocabulary's action column: AnotherDaemonMayServe (a constexpr
+// of the public header, which cannot include protocol/) must say "fail over" for exactly
+// the codes whose action is kFailOver, and sf_action's values are the column's.
+constexpr bool FailoverIsTheVocabularys() {
+  for (int s = static_cast<int>(vocab::kFirstLibraryError);
+       s <= static_cast<int>(ClientError::kSystemError) + 1; ++s) {
+    const bool fails_over = vocab::kErrors[s - 1].action == vocab::ErrorAction::kFailOver;
+    if (AnotherDaemonMayServe(static_cast<ClientError>(s - 1)) != fails_over) return false;
+  }
+  return true;
+}
+static_assert(FailoverIsTheVocabularys(),
+              "AnotherDaemonMayServe disagrees with the vocabulary's action column");
+static_assert(SF_ACTION_FAIL_OVER == static_cast<int>(vocab::ErrorAction::kFailOver));
+static_assert(SF_ACTION_RETRY_HERE == static_cast<int>(vocab::ErrorAction::kRetryHere));
+static_assert(SF_ACTION_FIX_THE_CALL == static_cast<int>(vocab::ErrorAction::kFixTheCall));
+static_assert(SF_ACTION_FIX_THE_HOST == static_cast<int>(vocab::ErrorAction::kFixTheHost));
+static_assert(SF_ACTION_FIX_THE_HOST == vocab::kActions.size(), "every action has its sf_action");
+
 // Records the message for sf_last_error; an allocation failure leaves it empty.
 sf_status Fail(sf_status status, const char* message) noexcept {
   try {
@@ -260,6 +279,22 @@ const char* sf_status_str(sf_status s) {
   }
   // The table's codes are string literals: NUL-terminated, static storage.
   return vocab::ErrorName(static_cast<vocab::ErrorCode>(value)).data();
+}
+
+sf_action sf_status_action(sf_status s) {
+  if (s == SF_OK) return SF_ACTION_NONE;
+  const int value = static_cast<int>(s);
+  if (value < static_cast<int>(vocab::kFirstLibraryError) ||
+      value > static_cast<int>(vocab::kLastLibraryError)) {
+    return SF_ACTION_FIX_THE_HOST;
+  }
+  return static_cast<sf_action>(vocab::ActionOf(static_cast<vocab::ErrorCode>(value)));
+}
+
+const char* sf_action_str(sf_action a) {
+  if (a == SF_ACTION_NONE) return "none";
+  // The table's codes are string literals: NUL-terminated, static storage.
+  return vocab::ActionCode(static_cast<vocab::ErrorAction>(a)).data();
 }
 
 const char* sf_last_error(void) { return last_error.c_str(); }

@@ -1,5 +1,6 @@
 #include "protocol/vocabulary.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "snowflake/time_text.h"
@@ -34,6 +35,14 @@ static_assert(InEnumOrder(kErrors, 1, [](const ErrorWords& row) { return row.err
               "kErrors must list every ErrorCode once, in enum order from 1");
 static_assert(kErrors.back().error == ErrorCode::kThrottled,
               "kErrors must end with the last ErrorCode");
+static_assert(InEnumOrder(kActions, 1, [](const ActionWords& row) { return row.action; }),
+              "kActions must list every ErrorAction once, in enum order from 1");
+static_assert(std::ranges::all_of(kErrors,
+                                  [](const ErrorWords& row) {
+                                    return row.action >= ErrorAction::kFailOver &&
+                                           row.action <= ErrorAction::kFixTheHost;
+                                  }),
+              "every error code must say what its caller does");
 static_assert(AllCodesDistinct(), "two error conditions with one code");
 static_assert(InEnumOrder(kStates, 1, [](const StateWords& row) { return row.state; }),
               "kStates must list every DaemonState once, in enum order from 1");
@@ -78,6 +87,16 @@ constexpr ReasonWords kUnknownReason{StateReason::kNone, "unknown",      "reason
 std::string_view ErrorName(ErrorCode error) noexcept {
   const auto at = static_cast<size_t>(error) - 1;  // value 0 wraps past the end
   return at < kErrors.size() ? kErrors[at].code : "unknown";
+}
+
+ErrorAction ActionOf(ErrorCode error) noexcept {
+  const auto at = static_cast<size_t>(error) - 1;
+  return at < kErrors.size() ? kErrors[at].action : ErrorAction::kFixTheHost;
+}
+
+std::string_view ActionCode(ErrorAction action) noexcept {
+  const auto at = static_cast<size_t>(action) - 1;
+  return at < kActions.size() ? kActions[at].code : "unknown";
 }
 
 std::string_view ErrorText(ErrorCode error) noexcept {

@@ -85,68 +85,99 @@ enum class ErrorCode : uint32_t {
 inline constexpr ErrorCode kFirstLibraryError = ErrorCode::kInvalidServiceName;
 inline constexpr ErrorCode kLastLibraryError = ErrorCode::kTimeOutOfRange;
 
+// What a caller does about an error: the one failover rule. libsnowflake's failover and
+// the HTTP front's 503 take it from here (AnotherDaemonMayServe is checked against it at
+// compile time), the C ABI hands it out (sf_status_action), and each binding's error
+// classes follow it: its conformance run compares them with this column.
+enum class ErrorAction : uint8_t {
+  kFailOver = 1,  // this host's daemon cannot serve now; another daemon may: ask it
+  kRetryHere,     // this source serves again shortly (after Retry-After, if given)
+  kFixTheCall,    // the call is wrong: no retry and no other daemon changes the answer
+  kFixTheHost,    // this host's setup (permissions, versions, the segment, the OS)
+};
+
+struct ActionWords {
+  ErrorAction action;
+  std::string_view code;  // "fail_over"
+  std::string_view text;  // "fail over to another daemon"
+};
+
+// In enum order, starting at value 1.
+inline constexpr std::array<ActionWords, 4> kActions = {{
+    {ErrorAction::kFailOver, "fail_over", "fail over to another daemon"},
+    {ErrorAction::kRetryHere, "retry_here", "retry here shortly"},
+    {ErrorAction::kFixTheCall, "fix_the_call", "fix the call"},
+    {ErrorAction::kFixTheHost, "fix_the_host", "fix this host's setup"},
+}};
+
 struct ErrorWords {
   ErrorCode error;
   std::string_view code;  // on the wire: "daemon_not_running"
   std::string_view text;  // for people, when there is no message: "snowflaked is not running"
+  ErrorAction action;
 };
 
 // In enum order, starting at value 1: kErrors[value - 1].error == value.
 inline constexpr std::array<ErrorWords, 35> kErrors = {{
     {ErrorCode::kInvalidServiceName, "invalid_service_name",
-     "the service name is not 1-63 characters of [a-z0-9._-]"},
-    {ErrorCode::kInvalidArgument, "invalid_argument", "an invalid argument"},
+     "the service name is not 1-63 characters of [a-z0-9._-]", ErrorAction::kFixTheCall},
+    {ErrorCode::kInvalidArgument, "invalid_argument", "an invalid argument", ErrorAction::kFixTheCall},
     {ErrorCode::kDaemonNotRunning, "daemon_not_running",
-     "snowflaked is not running with this runtime directory"},
+     "snowflaked is not running with this runtime directory", ErrorAction::kFailOver},
     {ErrorCode::kPermissionDenied, "permission_denied",
-     "this user may not read the segment or reach the control socket"},
+     "this user may not read the segment or reach the control socket", ErrorAction::kFixTheHost},
     {ErrorCode::kIncompatibleVersion, "incompatible_version",
-     "the daemon speaks another segment format version"},
-    {ErrorCode::kCorruptSegment, "corrupt_segment", "the segment fails validation"},
+     "the daemon speaks another segment format version", ErrorAction::kFixTheHost},
+    {ErrorCode::kCorruptSegment, "corrupt_segment", "the segment fails validation", ErrorAction::kFixTheHost},
     {ErrorCode::kUntrustedSegment, "untrusted_segment",
-     "the segment has the wrong owner, an open mode or is not a regular file"},
-    {ErrorCode::kDaemonStarting, "daemon_starting", "snowflaked is starting"},
-    {ErrorCode::kDaemonPaused, "daemon_paused", "snowflaked paused generation"},
+     "the segment has the wrong owner, an open mode or is not a regular file", ErrorAction::kFixTheHost},
+    {ErrorCode::kDaemonStarting, "daemon_starting", "snowflaked is starting", ErrorAction::kFailOver},
+    {ErrorCode::kDaemonPaused, "daemon_paused", "snowflaked paused generation", ErrorAction::kFailOver},
     {ErrorCode::kDaemonOutOfService, "daemon_out_of_service",
-     "snowflaked is out of service until `snowflakectl resume`"},
-    {ErrorCode::kDaemonStopped, "daemon_stopped", "snowflaked has stopped"},
+     "snowflaked is out of service until `snowflakectl resume`", ErrorAction::kFailOver},
+    {ErrorCode::kDaemonStopped, "daemon_stopped", "snowflaked has stopped", ErrorAction::kFailOver},
     {ErrorCode::kDaemonNotHeartbeating, "daemon_not_heartbeating",
-     "snowflaked has not refreshed its heartbeat"},
-    {ErrorCode::kDaemonDead, "daemon_dead", "snowflaked is gone without shutting down"},
-    {ErrorCode::kTimedOut, "timed_out", "no answer or no ID within the time allowed"},
-    {ErrorCode::kSystemError, "system_error", "an unexpected system error"},
+     "snowflaked has not refreshed its heartbeat", ErrorAction::kFailOver},
+    {ErrorCode::kDaemonDead, "daemon_dead", "snowflaked is gone without shutting down", ErrorAction::kFailOver},
+    {ErrorCode::kTimedOut, "timed_out", "no answer or no ID within the time allowed", ErrorAction::kFailOver},
+    {ErrorCode::kSystemError, "system_error", "an unexpected system error", ErrorAction::kFixTheHost},
     {ErrorCode::kTimeOutOfRange, "time_out_of_range",
-     "no ID of the epoch can carry a time of the range"},
-    {ErrorCode::kUsage, "usage", "a bad command line or input"},
-    {ErrorCode::kBadReply, "bad_reply", "the control socket's answer is not one JSON object"},
-    {ErrorCode::kRefused, "refused", "the daemon refused the request"},
-    {ErrorCode::kBadRequest, "bad_request", "not an HTTP/1.x request"},
-    {ErrorCode::kMissingService, "missing_service", "the query names no service"},
-    {ErrorCode::kBadCount, "bad_count", "count is not a whole number from 1 to 4096"},
-    {ErrorCode::kBadQuery, "bad_query", "an unknown or repeated query parameter"},
+     "no ID of the epoch can carry a time of the range", ErrorAction::kFixTheCall},
+    {ErrorCode::kUsage, "usage", "a bad command line or input", ErrorAction::kFixTheCall},
+    {ErrorCode::kBadReply, "bad_reply", "the control socket's answer is not one JSON object", ErrorAction::kFixTheHost},
+    {ErrorCode::kRefused, "refused", "the daemon refused the request", ErrorAction::kFixTheCall},
+    {ErrorCode::kBadRequest, "bad_request", "not an HTTP/1.x request", ErrorAction::kFixTheCall},
+    {ErrorCode::kMissingService, "missing_service", "the query names no service", ErrorAction::kFixTheCall},
+    {ErrorCode::kBadCount, "bad_count", "count is not a whole number from 1 to 4096", ErrorAction::kFixTheCall},
+    {ErrorCode::kBadQuery, "bad_query", "an unknown or repeated query parameter", ErrorAction::kFixTheCall},
     {ErrorCode::kForbidden, "forbidden",
-     "this client's identity may not use this endpoint or service ([[http.authorize]])"},
-    {ErrorCode::kNotFound, "not_found", "no such endpoint"},
-    {ErrorCode::kMethodNotAllowed, "method_not_allowed", "only GET is served"},
-    {ErrorCode::kBodyTooLarge, "body_too_large", "the request body is too large"},
-    {ErrorCode::kHeadersTooLarge, "headers_too_large", "the request headers are too large"},
+     "this client's identity may not use this endpoint or service ([[http.authorize]])", ErrorAction::kFixTheCall},
+    {ErrorCode::kNotFound, "not_found", "no such endpoint", ErrorAction::kFixTheCall},
+    {ErrorCode::kMethodNotAllowed, "method_not_allowed", "only GET is served", ErrorAction::kFixTheCall},
+    {ErrorCode::kBodyTooLarge, "body_too_large", "the request body is too large", ErrorAction::kFixTheCall},
+    {ErrorCode::kHeadersTooLarge, "headers_too_large", "the request headers are too large", ErrorAction::kFixTheCall},
     {ErrorCode::kTooManyConnections, "too_many_connections",
-     "the front serves as many connections as it may"},
+     "the front serves as many connections as it may", ErrorAction::kFailOver},
     {ErrorCode::kTooManyServices, "too_many_services",
-     "the front serves as many service names as it may"},
-    {ErrorCode::kBadVersion, "bad_version", "only HTTP/1.0 and HTTP/1.1 are served"},
+     "the front serves as many service names as it may", ErrorAction::kFailOver},
+    {ErrorCode::kBadVersion, "bad_version", "only HTTP/1.0 and HTTP/1.1 are served", ErrorAction::kFixTheCall},
     {ErrorCode::kMalformedRequest, "malformed_request",
-     "a control request is one JSON object with a string \"command\" per line"},
+     "a control request is one JSON object with a string \"command\" per line", ErrorAction::kFixTheCall},
     {ErrorCode::kUnknownCommand, "unknown_command",
-     "the control socket knows only \"status\" and \"resume\""},
+     "the control socket knows only \"status\" and \"resume\"", ErrorAction::kFixTheCall},
     {ErrorCode::kRequestTooLarge, "request_too_large",
-     "a control request line is longer than 4096 bytes"},
+     "a control request line is longer than 4096 bytes", ErrorAction::kFixTheCall},
     {ErrorCode::kThrottled, "throttled",
-     "remote callers' share of this host's IDs, or this client's rate, is used up; retry"},
+     "remote callers' share of this host's IDs, or this client's rate, is used up; retry", ErrorAction::kRetryHere},
 }};
 
 // "daemon_not_running"; "unknown" for a value outside the table.
 std::string_view ErrorName(ErrorCode error) noexcept;
+// What a caller does about `error`; kFixTheHost for a value outside the table (a newer
+// peer's code: nothing known about it makes another daemon or a retry the answer).
+ErrorAction ActionOf(ErrorCode error) noexcept;
+// "fail_over"; "unknown" for a value outside the table.
+std::string_view ActionCode(ErrorAction action) noexcept;
 // The table's text; "an unknown error" for a value outside it.
 std::string_view ErrorText(ErrorCode error) noexcept;
 // The ErrorCode whose wire code is `code` ("daemon_not_running"); nullopt for any other

@@ -192,6 +192,7 @@ func TestVocabularyMatchesTheCppTables(t *testing.T) {
 	}
 	var cpp struct {
 		Errors      []string `json:"errors"`
+		Actions     []string `json:"error_actions"`
 		States      []string `json:"states"`
 		Health      []string `json:"health"`
 		Reasons     []string `json:"reasons"`
@@ -209,6 +210,7 @@ func TestVocabularyMatchesTheCppTables(t *testing.T) {
 		cpp, mine []string
 	}{
 		{"error codes", cpp.Errors, statusCodes[1:]},
+		{"error actions", cpp.Actions, statusActions[1:]},
 		{"states", cpp.States, stateCodes[1:]},
 		{"health", cpp.Health, healthCodes[:]},
 		{"reasons", cpp.Reasons, reasonCodes[:]},

@@ -101,16 +101,33 @@ var sentinels = []error{nil, ErrInvalidServiceName, ErrInvalidArgument, ErrDaemo
 	ErrDaemonStarting, ErrDaemonPaused, ErrDaemonOutOfService, ErrDaemonStopped,
 	ErrDaemonNotHeartbeating, ErrDaemonDead, ErrTimedOut, ErrSystem, ErrTimeOutOfRange}
 
+// What a caller does about each status: the vocabulary's action column
+// (protocol/vocabulary.h, sf_status_action), indexed by status; index 0 is no error. The
+// conformance suite checks it against the C++ table.
+var statusActions = [...]string{"none", "fix_the_call", "fix_the_call", "fail_over",
+	"fix_the_host", "fix_the_host", "fix_the_host", "fix_the_host", "fail_over", "fail_over",
+	"fail_over", "fail_over", "fail_over", "fail_over", "fail_over", "fix_the_host",
+	"fix_the_call"}
+
+// Action is what a caller does about err, the same in every language: "fail_over" (this
+// host's daemon cannot serve now, another may: exactly the errors matching
+// ErrUnavailable), "retry_here", "fix_the_call" or "fix_the_host"; "none" for nil and
+// "fix_the_host" for an error not of this package.
+func Action(err error) string {
+	if err == nil {
+		return "none"
+	}
+	var e *Error
+	if !errors.As(err, &e) || e.Status <= 0 || e.Status >= len(statusActions) {
+		return "fix_the_host"
+	}
+	return statusActions[e.Status]
+}
+
 // unavailable: another daemon may serve (the C++ AnotherDaemonMayServe); failover tries
 // the remotes on exactly these.
 func unavailable(status int) bool {
-	switch status {
-	case statusDaemonNotRunning, statusDaemonStarting, statusDaemonPaused,
-		statusDaemonOutOfService, statusDaemonStopped, statusDaemonNotHeartbeating,
-		statusDaemonDead, statusTimedOut:
-		return true
-	}
-	return false
+	return status > 0 && status < len(statusActions) && statusActions[status] == "fail_over"
 }
 
 func newError(status int, message string) *Error {

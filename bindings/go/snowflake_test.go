@@ -757,3 +757,24 @@ func TestStatusTextReaderFollowsTheSeqlock(t *testing.T) {
 		}
 	}
 }
+
+// Action is the vocabulary's column (checked against C++ by the conformance suite), and
+// ErrUnavailable matches exactly the errors whose action is fail_over.
+func TestActionIsTheVocabularysAndErrUnavailableFollowsIt(t *testing.T) {
+	if Action(nil) != "none" || Action(errors.New("other")) != "fix_the_host" {
+		t.Fatalf("Action(nil) %q, Action(foreign) %q", Action(nil), Action(errors.New("other")))
+	}
+	for status := 1; status <= lastStatus; status++ {
+		err := newError(status, "m")
+		if got := Action(err); got != statusActions[status] {
+			t.Errorf("%s: Action %q, want %q", err.Code, got, statusActions[status])
+		}
+		if errors.Is(err, ErrUnavailable) != (Action(err) == "fail_over") {
+			t.Errorf("%s: ErrUnavailable %v, action %q", err.Code, errors.Is(err, ErrUnavailable),
+				Action(err))
+		}
+	}
+	if Action(fmt.Errorf("wrapped: %w", newError(statusDaemonPaused, "m"))) != "fail_over" {
+		t.Error("a wrapped paused error is not fail_over")
+	}
+}

@@ -651,6 +651,19 @@ Napi::Value ErrorCodes(const Napi::CallbackInfo& info) {
   return codes;
 }
 
+// _errorActions() -> sf_status_action of every error code, in _errorCodes' order: what a
+// caller does ("fail_over", ...), the one failover rule of every language.
+Napi::Value ErrorActions(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Napi::Array actions = Napi::Array::New(env);
+  uint32_t i = 0;
+  for (int s = SF_INVALID_SERVICE_NAME; s <= SF_TIME_OUT_OF_RANGE; ++s) {
+    actions.Set(i++, Napi::String::New(
+                         env, sf_action_str(sf_status_action(static_cast<sf_status>(s)))));
+  }
+  return actions;
+}
+
 // _floor(): a bare call into the addon, the benchmark's floor.
 Napi::Value Floor(const Napi::CallbackInfo& info) { return info.Env().Undefined(); }
 
@@ -665,6 +678,7 @@ Napi::Object Module(Napi::Env env, Napi::Object exports) {
   exports.Set("_bounds", Napi::Function::New<Bounds>(env, "_bounds"));
   exports.Set("_parseTime", Napi::Function::New<ParseTime>(env, "_parseTime"));
   exports.Set("_errorCodes", Napi::Function::New<ErrorCodes>(env, "_errorCodes"));
+  exports.Set("_errorActions", Napi::Function::New<ErrorActions>(env, "_errorActions"));
   exports.Set("_floor", Napi::Function::New<Floor>(env, "_floor"));
   return exports;
 }

@@ -122,10 +122,15 @@ export declare class Client {
   readonly service: string;
 }
 
-/** Every error of the library. code: 'daemon_paused', 'timed_out', … (ERROR_CODES). */
+/** What a caller does about an error, the same in every language (sf_status_action). */
+export type ErrorAction = 'fail_over' | 'retry_here' | 'fix_the_call' | 'fix_the_host';
+
+/** Every error of the library. code: 'daemon_paused', 'timed_out', … (ERROR_CODES);
+ * action: 'fail_over' for exactly the codes to fail over on (ERROR_ACTIONS). */
 export declare class SnowflakeError extends Error {
   constructor(message: string, code: string);
   readonly code: string;
+  readonly action: ErrorAction;
 }
 
 /** Opens the local daemon's ring for `service` (1-63 characters of [a-z0-9._-]). */
@@ -137,3 +142,4 @@ export declare function bounds(from: Date | number | string, to: Date | number |
                                epoch?: Date | number | string): Bounds;
 export declare const DEFAULT_EPOCH: Date;
 export declare const ERROR_CODES: readonly string[];
+export declare const ERROR_ACTIONS: Readonly<Record<string, ErrorAction>>;

@@ -13,15 +13,27 @@
 // syncWaitMs (default 1 ms), and a paused, stopped or dead daemon fails at once.
 // nextAsync() and nextBatchAsync() wait on a worker thread with the full timeoutMs.
 // Every error of the library is a SnowflakeError whose `code` is the library's
-// ('daemon_paused', ...); a wrong argument's type is a TypeError, its range a RangeError.
+// ('daemon_paused', ...) and whose `action` says what to do ('fail_over', ...); a wrong
+// argument's type is a TypeError, its range a RangeError.
 
 const native = require('./snowflake.node');
+
+// What a caller does about each code, from the C ABI (sf_status_action): 'fail_over'
+// (this host's daemon cannot serve now, another may), 'retry_here', 'fix_the_call' or
+// 'fix_the_host'. The one failover rule, the same in every language.
+const ERROR_ACTIONS = (() => {
+  const codes = native._errorCodes();
+  const actions = native._errorActions();
+  return Object.freeze(Object.fromEntries(codes.map((code, i) => [code, actions[i]])));
+})();
 
 class SnowflakeError extends Error {
   constructor(message, code) {
     super(message);
     this.name = 'SnowflakeError';
     this.code = code;
+    // A code this library does not know: nothing makes a retry or another daemon the answer.
+    this.action = ERROR_ACTIONS[code] ?? 'fix_the_host';
   }
 }
 native._init(SnowflakeError);
@@ -200,5 +212,6 @@ module.exports = {
   DEFAULT_EPOCH,
   Client: native.Client,
   ERROR_CODES: Object.freeze(native._errorCodes()),
+  ERROR_ACTIONS,
   _floor: native._floor,
 };

@@ -238,12 +238,15 @@ PYBIND11_MODULE(_snowflake, m) {
   m.attr("DEFAULT_EPOCH_UNIX_MS") = snowflake::kDefaultEpochUnixMs;
 
   m.def("_register_errors", [](const py::dict& classes) { ErrorClasses() = classes; });
-  // Every error status with its code (sf_status_str, the vocabulary's), so the tests can
-  // check that __init__.py maps each to its exception class.
+  // Every error status with its code (sf_status_str, the vocabulary's) and its action
+  // (sf_status_action: "fail_over", ...), so the tests can check that __init__.py maps
+  // each to its exception class, and that exactly the fail-over codes are UnavailableError.
   m.def("_error_codes", [] {
     py::list codes;
     for (int s = SF_INVALID_SERVICE_NAME; s <= SF_TIME_OUT_OF_RANGE; ++s) {
-      codes.append(py::make_tuple(s, sf_status_str(static_cast<sf_status>(s))));
+      const auto status = static_cast<sf_status>(s);
+      codes.append(
+          py::make_tuple(s, sf_status_str(status), sf_action_str(sf_status_action(status))));
     }
     return codes;
   });

@@ -1,6 +1,8 @@
 // libsnowflake's error codes come from the one vocabulary (protocol/vocabulary.h): the
 // C++ API's ClientErrorName and the C ABI's sf_status_str (whose codes the Python and Go
-// bindings map to their exceptions and sentinels) give the table's code for every error.
+// bindings map to their exceptions and sentinels) give the table's code for every error,
+// and sf_status_action its action (what a caller does: fail over, retry, fix the call or
+// the host).
 
 #include <gtest/gtest.h>
 
@@ -39,6 +41,36 @@ TEST(ErrorCodes, EveryClientErrorNamesTheSameCodeAsItsCStatus) {
   }
   EXPECT_EQ(ClientErrorName(ClientError::kDaemonNotRunning), "daemon_not_running");
   EXPECT_EQ(ClientErrorName(ClientError::kDaemonPaused), "daemon_paused");
+}
+
+// The one failover rule: sf_status_action is the vocabulary's column, and the C++
+// AnotherDaemonMayServe says "fail over" for exactly its kFailOver codes.
+TEST(ErrorCodes, EveryStatusCarriesTheVocabularysActionAndFailoverFollowsIt) {
+  EXPECT_EQ(sf_status_action(SF_OK), SF_ACTION_NONE);
+  EXPECT_STREQ(sf_action_str(SF_ACTION_NONE), "none");
+  std::set<std::string> fail_over;
+  for (int s = 1; s <= kLastStatus; ++s) {
+    const auto status = static_cast<sf_status>(s);
+    const vocab::ErrorAction action = vocab::ActionOf(static_cast<vocab::ErrorCode>(s));
+    EXPECT_EQ(static_cast<int>(sf_status_action(status)), static_cast<int>(action)) << s;
+    EXPECT_EQ(sf_action_str(sf_status_action(status)), vocab::ActionCode(action)) << s;
+    if (action == vocab::ErrorAction::kFailOver) fail_over.insert(sf_status_str(status));
+    if (s <= static_cast<int>(ClientError::kSystemError) + 1) {
+      EXPECT_EQ(AnotherDaemonMayServe(static_cast<ClientError>(s - 1)),
+                action == vocab::ErrorAction::kFailOver)
+          << sf_status_str(status);
+    }
+  }
+  // What docs/client.md promises, spelled out once so a change of the column is seen.
+  EXPECT_EQ(fail_over, (std::set<std::string>{"daemon_not_running", "daemon_starting",
+                                               "daemon_paused", "daemon_out_of_service",
+                                               "daemon_stopped", "daemon_not_heartbeating",
+                                               "daemon_dead", "timed_out"}));
+  EXPECT_EQ(sf_status_action(SF_INVALID_ARGUMENT), SF_ACTION_FIX_THE_CALL);
+  EXPECT_EQ(sf_status_action(SF_PERMISSION_DENIED), SF_ACTION_FIX_THE_HOST);
+  EXPECT_EQ(sf_status_action(static_cast<sf_status>(kLastStatus + 1)), SF_ACTION_FIX_THE_HOST);
+  EXPECT_STREQ(sf_action_str(static_cast<sf_action>(9)), "unknown");
+  EXPECT_EQ(vocab::ActionOf(vocab::ErrorCode::kThrottled), vocab::ErrorAction::kRetryHere);
 }
 
 }  // namespace

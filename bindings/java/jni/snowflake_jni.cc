@@ -29,17 +29,21 @@ namespace {
 // Global references made in JNI_OnLoad, never released (the library is never unloaded
 // while a class of the package lives).
 jclass exception_class = nullptr;       // example.snowflaked.SnowflakeException
-jmethodID exception_factory = nullptr;  // static fromNative(int, String, String)
+jmethodID exception_factory = nullptr;  // static fromNative(int, String, String, String)
 jclass string_class = nullptr;
 jclass object_class = nullptr;
 
 // Throws the SnowflakeException subclass for `status`, with the library's message.
+// Its class follows the status's action (sf_status_action): the one failover rule.
 void ThrowStatus(JNIEnv* env, int status, const char* code, const char* message) {
   jstring code_text = env->NewStringUTF(code);
+  jstring action_text =
+      env->NewStringUTF(sf_action_str(sf_status_action(static_cast<sf_status>(status))));
   jstring message_text = env->NewStringUTF(message);
   if (env->ExceptionCheck()) return;  // out of memory: that error is thrown instead
-  auto error = static_cast<jthrowable>(env->CallStaticObjectMethod(
-      exception_class, exception_factory, static_cast<jint>(status), code_text, message_text));
+  auto error = static_cast<jthrowable>(
+      env->CallStaticObjectMethod(exception_class, exception_factory, static_cast<jint>(status),
+                                  code_text, action_text, message_text));
   if (env->ExceptionCheck()) return;
   env->Throw(error);
 }
@@ -125,7 +129,8 @@ extern "C" JNIEXPORT jint JNI_OnLoad(JavaVM* vm, void* /*reserved*/) {
   }
   exception_factory = env->GetStaticMethodID(
       exception_class, "fromNative",
-      "(ILjava/lang/String;Ljava/lang/String;)Lexample/snowflaked/SnowflakeException;");
+      "(ILjava/lang/String;Ljava/lang/String;Ljava/lang/String;)"
+      "Lexample/snowflaked/SnowflakeException;");
   if (exception_factory == nullptr) return JNI_ERR;
   return JNI_VERSION_10;
 }
@@ -256,6 +261,24 @@ JNIEXPORT jobjectArray JNICALL Java_example_snowflaked_Native_errorCodes(JNIEnv*
       names.emplace_back(sf_status_str(static_cast<sf_status>(s)));
     }
     return NewStrings(env, names);
+  } catch (const std::exception& e) {  // no C++ exception crosses into the JVM
+    ThrowStatus(env, SF_SYSTEM_ERROR, sf_status_str(SF_SYSTEM_ERROR), e.what());
+    return nullptr;
+  }
+}
+
+JNIEXPORT jint JNICALL Java_example_snowflaked_Native_maxBatch(JNIEnv*, jclass) {
+  static_assert(snowflake::shm::kMaxCapacity <= INT32_MAX);
+  return static_cast<jint>(snowflake::shm::kMaxCapacity);
+}
+
+JNIEXPORT jobjectArray JNICALL Java_example_snowflaked_Native_errorActions(JNIEnv* env, jclass) {
+  try {
+    std::vector<std::string> actions;
+    for (int s = SF_INVALID_SERVICE_NAME; s <= SF_TIME_OUT_OF_RANGE; ++s) {
+      actions.emplace_back(sf_action_str(sf_status_action(static_cast<sf_status>(s))));
+    }
+    return NewStrings(env, actions);
   } catch (const std::exception& e) {  // no C++ exception crosses into the JVM
     ThrowStatus(env, SF_SYSTEM_ERROR, sf_status_str(SF_SYSTEM_ERROR), e.what());
     return nullptr;

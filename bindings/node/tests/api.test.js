@@ -381,5 +381,18 @@ describe('bad arguments', () => {
     assert.ok(e instanceof Error);
     assert.equal(e.name, 'SnowflakeError');
     assert.equal(e.code, 'daemon_paused');
+    assert.equal(e.action, 'fail_over');
+  });
+
+  test('every code carries the C ABI\'s action: the one failover rule', () => {
+    const failOver = snowflake.ERROR_CODES.filter((c) => snowflake.ERROR_ACTIONS[c] === 'fail_over');
+    assert.deepEqual(failOver.sort(), ['daemon_dead', 'daemon_not_heartbeating', 'daemon_not_running',
+      'daemon_out_of_service', 'daemon_paused', 'daemon_starting', 'daemon_stopped', 'timed_out']);
+    for (const code of snowflake.ERROR_CODES) {
+      assert.equal(new snowflake.SnowflakeError('m', code).action, snowflake.ERROR_ACTIONS[code], code);
+    }
+    assert.equal(snowflake.ERROR_ACTIONS.invalid_argument, 'fix_the_call');
+    assert.equal(snowflake.ERROR_ACTIONS.permission_denied, 'fix_the_host');
+    assert.equal(new snowflake.SnowflakeError('m', 'from_a_newer_library').action, 'fix_the_host');
   });
 });

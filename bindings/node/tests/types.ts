@@ -53,12 +53,14 @@ async function orders(): Promise<void> {
   exactly<Equal<typeof range.firstId, bigint>>();
   exactly<Equal<typeof snowflake.DEFAULT_EPOCH, Date>>();
   exactly<Equal<typeof snowflake.ERROR_CODES, readonly string[]>>();
+  exactly<Equal<typeof snowflake.ERROR_ACTIONS, Readonly<Record<string, snowflake.ErrorAction>>>>();
 
   try {
     client.next();
   } catch (e) {
     if (e instanceof snowflake.SnowflakeError) {
       exactly<Equal<typeof e.code, string>>();
+      exactly<Equal<typeof e.action, 'fail_over' | 'retry_here' | 'fix_the_call' | 'fix_the_host'>>();
     }
   }
   exactly<Equal<typeof client.closed, boolean>>();

@@ -38,7 +38,11 @@ _UNIX_EPOCH = _datetime.datetime(1970, 1, 1, tzinfo=_UTC)
 
 class Error(Exception):
     """Any error of libsnowflake. message: what happened and what to do; code: a stable name
-    ("daemon_paused"); status: the C ABI's sf_status number."""
+    ("daemon_paused"); status: the C ABI's sf_status number; action: what a caller does
+    about it, the same in every language (sf_status_action): "fail_over" (exactly the
+    UnavailableError classes), "fix_the_call" (the ValueError ones) or "fix_the_host"."""
+
+    action = "fix_the_host"
 
     def __init__(self, message, code="system_error", status=15):
         super().__init__(message)
@@ -50,17 +54,26 @@ class Error(Exception):
 class InvalidServiceNameError(Error, ValueError):
     """The service name is not 1-63 characters of [a-z0-9._-]. Fix the name."""
 
+    action = "fix_the_call"
+
 
 class InvalidArgumentError(Error, ValueError):
     """A bad argument (a batch size, a time, an ID, a closed client). Fix the call."""
+
+    action = "fix_the_call"
 
 
 class TimeOutOfRangeError(Error, ValueError):
     """bounds(): no ID of the epoch can carry a time of the range."""
 
+    action = "fix_the_call"
+
 
 class UnavailableError(Error):
-    """The daemon cannot hand out IDs now: fail over or retry (the subclass says why)."""
+    """This host's daemon cannot hand out IDs now; another daemon may: fail over (the
+    subclass says why)."""
+
+    action = "fail_over"
 
 
 class DaemonNotRunningError(UnavailableError):

@@ -335,9 +335,19 @@ def test_every_library_code_has_its_own_exception_class():
     # The codes are the C ABI's (sf_status_str, from the one vocabulary table); a status
     # without a class here would raise a bare RuntimeError.
     codes = snowflake._snowflake._error_codes()
-    assert [status for status, _ in codes] == list(range(1, len(codes) + 1))
-    classes = [snowflake._ERRORS[code] for _, code in codes]
+    assert [status for status, _, _ in codes] == list(range(1, len(codes) + 1))
+    classes = [snowflake._ERRORS[code] for _, code, _ in codes]
     assert len(set(classes)) == len(classes), "two codes share one class"
-    assert set(snowflake._ERRORS) == {code for _, code in codes}
+    assert set(snowflake._ERRORS) == {code for _, code, _ in codes}
     for cls in classes:
         assert issubclass(cls, snowflake.Error)
+
+
+def test_exactly_the_fail_over_codes_are_unavailable_errors():
+    # The one failover rule is the vocabulary's action column (sf_status_action): a caller
+    # who catches UnavailableError fails over on exactly the codes every other language does.
+    for status, code, action in snowflake._snowflake._error_codes():
+        cls = snowflake._ERRORS[code]
+        assert issubclass(cls, snowflake.UnavailableError) == (action == "fail_over"), (
+            f"{code} ({status}) is {cls.__name__}, its action is {action}")
+        assert cls.action == action, f"{cls.__name__}.action is {cls.action}, not {action}"

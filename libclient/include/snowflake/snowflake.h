@@ -167,6 +167,31 @@ sf_status sf_bounds(int64_t epoch_unix_ms, int64_t from_unix_ms, int64_t to_unix
 /* A stable name for a status ("ok", "daemon_paused", ...). Never NULL; static storage. */
 const char *sf_status_str(sf_status s);
 
+/* What a caller does about a status: the one failover rule, the same in every language
+ * (docs/client.md, "What to do about an error"). Values are part of the ABI. */
+typedef enum sf_action {
+  SF_ACTION_NONE = 0, /* SF_OK */
+  /* This host's daemon cannot serve now (not running, starting, paused, out of service,
+   * stopped, not heartbeating, dead, or no ID within the wait): another daemon may. */
+  SF_ACTION_FAIL_OVER = 1,
+  /* This source serves again shortly: retry it (no library status has this today; the
+   * HTTP front's throttled does). */
+  SF_ACTION_RETRY_HERE = 2,
+  /* The call is wrong (a bad name, argument or time range): fix it. */
+  SF_ACTION_FIX_THE_CALL = 3,
+  /* This host's setup (permissions, versions, the segment, the OS): fix the host; another
+   * daemon is not tried for it. */
+  SF_ACTION_FIX_THE_HOST = 4
+} sf_action;
+
+/* The action for `s`: SF_ACTION_NONE for SF_OK, SF_ACTION_FIX_THE_HOST for a value this
+ * library does not know. Needs no daemon. */
+sf_action sf_status_action(sf_status s);
+
+/* A stable name for an action ("none", "fail_over", "retry_here", "fix_the_call",
+ * "fix_the_host"; "unknown" for another value). Never NULL; static storage. */
+const char *sf_action_str(sf_action a);
+
 /* The message of the last call on this thread that did not return SF_OK: what happened
  * and what to do; "" if there was none. Successful calls leave it alone. The pointer
  * stays valid until the next failing call on this thread. */

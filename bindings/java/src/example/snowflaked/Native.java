@@ -36,8 +36,14 @@ final class Native {
   /** A bare native call, for the benchmark's floor: returns value + 1. */
   static native int floor(int value);
 
+  /** The most IDs one take can return: a ring's largest capacity (shm kMaxCapacity). */
+  static native int maxBatch();
+
   /** sf_status_str of every error status, from 1 (SF_INVALID_SERVICE_NAME) on. */
   static native String[] errorCodes();
+
+  /** sf_status_action of every error status ("fail_over", ...), in errorCodes' order. */
+  static native String[] errorActions();
 
   /**
    * The arrays Status.fromNative reads (snowflake_jni.cc says their order); askDaemon

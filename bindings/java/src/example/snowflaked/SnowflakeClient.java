@@ -57,7 +57,7 @@ public final class SnowflakeClient implements AutoCloseable {
    */
   public static SnowflakeClient open(String service, Options options) {
     if (service == null) {
-      throw new SnowflakeException("invalid_service_name", 1,
+      throw new SnowflakeException("invalid_service_name", 1, "fix_the_call",
           "the service name is null: give 1-63 characters of [a-z0-9._-], e.g. \"orders\"");
     }
     if (options == null) throw SnowflakeException.invalidArgument("options is null: pass "
@@ -72,7 +72,7 @@ public final class SnowflakeClient implements AutoCloseable {
   /**
    * Takes one ID.
    *
-   * @throws PausedException daemon_paused, daemon_starting
+   * @throws PausedException daemon_paused, daemon_starting (an UnavailableException)
    * @throws UnavailableException daemon_stopped, daemon_out_of_service,
    *     daemon_not_heartbeating, daemon_dead (each within about a millisecond of finding
    *     the ring empty), timed_out (the ring stayed empty for the wait timeout)

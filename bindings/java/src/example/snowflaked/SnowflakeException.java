@@ -3,34 +3,43 @@ package example.snowflaked;
 /**
  * Every error of the library: {@link #code()} is its stable name ("daemon_paused",
  * "invalid_service_name", ..., the C ABI's {@code sf_status_str}), {@link #status()} the C
- * ABI's {@code sf_status} number, and the message says what happened and what to do.
+ * ABI's {@code sf_status} number, {@link #action()} what a caller does about it (the C
+ * ABI's {@code sf_status_action}, the same rule in every language), and the message says
+ * what happened and what to do.
  *
- * <p>Two subclasses group the codes a caller fails over on:
+ * <p>The class follows the action:
  *
  * <ul>
- *   <li>{@link UnavailableException}: no daemon serves here now, and none may for a while
- *       (daemon_not_running, daemon_stopped, daemon_dead, daemon_not_heartbeating,
- *       daemon_out_of_service, timed_out). Take from another host.
- *   <li>{@link PausedException}: the daemon is alive and will serve again by itself
- *       (daemon_paused, daemon_starting). Retry shortly, or fail over if the caller cannot
- *       wait.
+ *   <li>{@link UnavailableException}: "fail_over", this host's daemon cannot serve now and
+ *       another may (daemon_not_running, daemon_starting, daemon_paused,
+ *       daemon_out_of_service, daemon_stopped, daemon_not_heartbeating, daemon_dead,
+ *       timed_out). Catch it to fail over.
+ *   <li>{@link PausedException}, an UnavailableException: the daemon is alive and serves
+ *       again by itself (daemon_paused, daemon_starting), for a caller that would rather
+ *       wait than fail over.
  * </ul>
  *
- * Every other code (invalid_service_name, invalid_argument, permission_denied,
- * incompatible_version, corrupt_segment, untrusted_segment, system_error,
- * time_out_of_range) is a plain SnowflakeException: a mistake in the call or the setup
- * that retrying does not fix.
+ * Every other code is a plain SnowflakeException: "fix_the_call" (invalid_service_name,
+ * invalid_argument, time_out_of_range) or "fix_the_host" (permission_denied,
+ * incompatible_version, corrupt_segment, untrusted_segment, system_error), which neither a
+ * retry nor another daemon fixes.
  */
 public class SnowflakeException extends RuntimeException {
   private static final long serialVersionUID = 1L;
 
   private final String code;
   private final int status;
+  private final String action;
 
   public SnowflakeException(String code, int status, String message) {
+    this(code, status, "fix_the_host", message);
+  }
+
+  SnowflakeException(String code, int status, String action, String message) {
     super(message);
     this.code = code;
     this.status = status;
+    this.action = action;
   }
 
   /** The library's code, e.g. "daemon_paused". */
@@ -43,30 +52,29 @@ public class SnowflakeException extends RuntimeException {
     return status;
   }
 
+  /**
+   * What a caller does: "fail_over" (exactly the {@link UnavailableException}s),
+   * "retry_here", "fix_the_call" or "fix_the_host".
+   */
+  public String action() {
+    return action;
+  }
+
   @Override
   public String toString() {
     return getClass().getName() + " [" + code + "]: " + getMessage();
   }
 
-  /** Called by the native library: the class for the code. */
-  static SnowflakeException fromNative(int status, String code, String message) {
-    switch (code) {
-      case "daemon_not_running":
-      case "daemon_stopped":
-      case "daemon_dead":
-      case "daemon_not_heartbeating":
-      case "daemon_out_of_service":
-      case "timed_out":
-        return new UnavailableException(code, status, message);
-      case "daemon_paused":
-      case "daemon_starting":
-        return new PausedException(code, status, message);
-      default:
-        return new SnowflakeException(code, status, message);
-    }
+  /** Called by the native library: the class for the action, then the code. */
+  static SnowflakeException fromNative(int status, String code, String action, String message) {
+    if (!action.equals("fail_over")) return new SnowflakeException(code, status, action, message);
+    return switch (code) {
+      case "daemon_paused", "daemon_starting" -> new PausedException(code, status, message);
+      default -> new UnavailableException(code, status, message);
+    };
   }
 
   static SnowflakeException invalidArgument(String message) {
-    return new SnowflakeException("invalid_argument", 2, message);
+    return new SnowflakeException("invalid_argument", 2, "fix_the_call", message);
   }
 }

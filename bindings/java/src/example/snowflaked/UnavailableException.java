@@ -1,14 +1,15 @@
 package example.snowflaked;
 
 /**
- * No daemon serves on this host now: daemon_not_running, daemon_stopped, daemon_dead,
- * daemon_not_heartbeating, daemon_out_of_service or timed_out. Fail over to another host;
- * {@link #code()} says which.
+ * This host's daemon cannot serve now, and another daemon may: the action "fail_over"
+ * (daemon_not_running, daemon_starting, daemon_paused, daemon_out_of_service,
+ * daemon_stopped, daemon_not_heartbeating, daemon_dead, timed_out). Fail over to another
+ * host; {@link #code()} says which.
  */
 public class UnavailableException extends SnowflakeException {
   private static final long serialVersionUID = 1L;
 
   public UnavailableException(String code, int status, String message) {
-    super(code, status, message);
+    super(code, status, "fail_over", message);
   }
 }

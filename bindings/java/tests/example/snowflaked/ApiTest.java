@@ -288,9 +288,11 @@ class ApiTest {
   @Test
   void everyErrorCodeMapsToItsClass() {
     String[] codes = Native.errorCodes();
+    String[] actions = Native.errorActions();
     assertEquals(16, codes.length);
+    assertEquals(codes.length, actions.length);
     for (int i = 0; i < codes.length; i++) {
-      SnowflakeException error = SnowflakeException.fromNative(i + 1, codes[i], "m");
+      SnowflakeException error = SnowflakeException.fromNative(i + 1, codes[i], actions[i], "m");
       Class<?> expected = switch (codes[i]) {
         case "daemon_not_running", "daemon_stopped", "daemon_dead", "daemon_not_heartbeating",
             "daemon_out_of_service", "timed_out" -> UnavailableException.class;
@@ -298,6 +300,11 @@ class ApiTest {
         default -> SnowflakeException.class;
       };
       assertEquals(expected, error.getClass(), codes[i]);
+      // The one failover rule (sf_status_action): catching UnavailableException fails over
+      // on exactly the codes every other language does.
+      assertEquals(actions[i].equals("fail_over"), error instanceof UnavailableException,
+          codes[i] + " is " + error.getClass().getSimpleName() + ", its action " + actions[i]);
+      assertEquals(actions[i], error.action(), codes[i]);
     }
     assertArrayEquals(new String[] {"invalid_service_name", "invalid_argument"},
         new String[] {codes[0], codes[1]});

@@ -91,7 +91,7 @@ final class TestDaemon implements AutoCloseable {
       try (SnowflakeClient client = SnowflakeClient.open("readiness", options())) {
         client.next();
         return;
-      } catch (UnavailableException | PausedException e) {
+      } catch (UnavailableException e) {  // PausedException too
         last = e;
       }
       try {
