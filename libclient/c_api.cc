@@ -169,6 +169,8 @@ sf_status sf_open(const char* service, const sf_options* opts, sf_client** out) 
         options.max_heartbeat_age = std::chrono::milliseconds(given.max_heartbeat_age_ms);
       }
       if (given.remotes != nullptr) {
+        // Given, even "": these remotes and no others ($SNOWFLAKE_REMOTES is not read).
+        options.remotes_from_environment = false;
         std::string_view rest(given.remotes);
         while (!rest.empty()) {
           const size_t comma = rest.find(',');

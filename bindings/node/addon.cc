@@ -16,6 +16,7 @@
 
 #include <napi.h>
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cstdint>
@@ -343,7 +344,9 @@ size_t BatchSize(const Napi::CallbackInfo& info, const char* call) {
 // is empty. A short array is no error: call again for more.
 Napi::Value TakeBatch(const Napi::CallbackInfo& info, Handle& handle) {
   Napi::Env env = info.Env();
-  const size_t n = BatchSize(info, "nextBatch");
+  // One take returns at most what a ring holds: no larger buffer on the event loop.
+  const size_t n =
+      std::min<size_t>(BatchSize(info, "nextBatch"), snowflake::shm::kMaxCapacity);
   snowflake::Client& client = SyncClient(env, handle);
   Napi::ArrayBuffer buffer = Napi::ArrayBuffer::New(env, n * sizeof(uint64_t));
   auto taken = client.NextBatch(std::span<uint64_t>(static_cast<uint64_t*>(buffer.Data()), n));

@@ -77,7 +77,11 @@ class PyClient {
       }
       options_.runtime_dir = *runtime_dir;
     }
-    if (remotes) options_.remotes = *remotes;
+    if (remotes) {
+      // Given, even empty: these remotes and no others ($SNOWFLAKE_REMOTES is not read).
+      options_.remotes = *remotes;
+      options_.remotes_from_environment = false;
+    }
     if (remotes_ca) options_.remotes_ca_file = *remotes_ca;
     if (remotes_cert) options_.remotes_cert_file = *remotes_cert;
     if (remotes_key) options_.remotes_key_file = *remotes_key;
@@ -108,9 +112,10 @@ class PyClient {
     return *id;
   }
 
-  // Exactly n IDs, strictly increasing, in an array('Q'): no Python object per ID. The
-  // ring may hold fewer than n at an instant (a short batch); this takes again until it
-  // has n. On an error the IDs taken so far are dropped (never handed out twice).
+  // n IDs, strictly increasing, in an array('Q'): no Python object per ID. The ring may
+  // hold fewer than n at an instant (a short batch); this takes again until it has n. An
+  // error after some IDs were taken returns those (1 to n-1 of them: taken IDs are never
+  // thrown away), and the next call meets the error; an error before any raises.
   py::object NextBatch(int64_t n) {
     if (n < 1 || n > kMaxBatch) {
       RaiseInvalidArgument("next_batch: n must be between 1 and " + std::to_string(kMaxBatch) +
@@ -122,9 +127,9 @@ class PyClient {
     const auto buffer = py::reinterpret_steal<py::bytes>(raw);
     auto* ids = reinterpret_cast<uint64_t*>(PyBytes_AS_STRING(raw));
     std::optional<snowflake::Error> failed;
+    size_t got = 0;
     {
       py::gil_scoped_release unlocked;
-      size_t got = 0;
       while (got < static_cast<size_t>(n)) {
         auto taken = client_->NextBatch(std::span<uint64_t>(ids + got, static_cast<size_t>(n) - got));
         if (!taken) {
@@ -134,8 +139,11 @@ class PyClient {
         got += *taken;
       }
     }
-    if (failed) Raise(*failed);
+    if (failed && got == 0) Raise(*failed);
     static auto* array_type = new py::object(py::module_::import("array").attr("array"));
+    if (got < static_cast<size_t>(n)) {
+      return (*array_type)("Q", py::bytes(PyBytes_AS_STRING(raw), static_cast<Py_ssize_t>(got * 8)));
+    }
     return (*array_type)("Q", buffer);
   }
 

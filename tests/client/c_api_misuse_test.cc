@@ -83,6 +83,25 @@ TEST(CApiMisuse, StructSizeAtEachFieldEndIsAccepted) {
   unsetenv("SNOWFLAKE_RUNTIME_DIR");
 }
 
+// remotes NULL reads $SNOWFLAKE_REMOTES; remotes "" is none, whatever the environment says.
+// Seen at open: with no local daemon, a client with remotes opens (it takes from them),
+// one without fails with SF_DAEMON_NOT_RUNNING. No remote is contacted.
+TEST(CApi, AnEmptyRemotesStringIgnoresTheEnvironment) {
+  TempDir dir("c-api-remotes");
+  setenv("SNOWFLAKE_REMOTES", "127.0.0.1:9", 1);
+  sf_options opts;
+  sf_options_init(&opts);
+  opts.runtime_dir = dir.path().c_str();
+  sf_client* c = nullptr;
+
+  ASSERT_EQ(sf_open("orders", &opts, &c), SF_OK) << sf_last_error();
+  sf_close(c);
+  opts.remotes = "";
+  EXPECT_EQ(sf_open("orders", &opts, &c), SF_DAEMON_NOT_RUNNING) << sf_last_error();
+  EXPECT_EQ(c, nullptr);
+  unsetenv("SNOWFLAKE_REMOTES");
+}
+
 TEST(CApiMisuse, NonZeroReservedIsRefused) {
   sf_options opts;
   sf_options_init(&opts);

@@ -262,6 +262,17 @@ def test_open_with_remotes_and_no_daemon_fails_on_take(fresh_daemon):
             client.next()
 
 
+def test_empty_remotes_ignore_the_environment(fresh_daemon, monkeypatch):
+    # remotes=None reads $SNOWFLAKE_REMOTES (a client with remotes opens without a local
+    # daemon); remotes=[] or "" means none: the open fails as with no remotes at all.
+    os.makedirs(fresh_daemon.runtime_dir)
+    monkeypatch.setenv("SNOWFLAKE_REMOTES", "127.0.0.1:9")
+    snowflake.Client("orders", runtime_dir=fresh_daemon.runtime_dir).close()
+    for none in ([], ""):
+        with pytest.raises(snowflake.DaemonNotRunningError):
+            snowflake.Client("orders", runtime_dir=fresh_daemon.runtime_dir, remotes=none)
+
+
 def test_open_passes_the_remotes_tls_files(fresh_daemon, tmp_path):
     os.makedirs(fresh_daemon.runtime_dir)
     ca = tmp_path / "ca.pem"
@@ -318,6 +329,27 @@ def test_take_from_an_empty_ring_without_waiting_times_out(daemon):
             for _ in range(1000):
                 client.next_batch(1 << 20)
     assert e.value.code == "timed_out" and e.value.status == 14
+
+
+def test_a_batch_cut_short_by_an_error_returns_the_ids_it_took(daemon):
+    # timeout=0: a batch larger than the ring takes what the ring holds, then finds it
+    # empty (timed_out). What it took comes back, never thrown away; the error is raised by
+    # a call that finds the ring empty before taking anything.
+    with snowflake.Client("orders", runtime_dir=daemon.runtime_dir) as client:
+        client.next()  # the daemon is awake and fills its ring
+        deadline = time.monotonic() + 10
+        while client.status()["ring_fill"] == 0:
+            assert time.monotonic() < deadline, "the ring stayed empty"
+    with snowflake.Client("orders", runtime_dir=daemon.runtime_dir, timeout=0) as client:
+        returned = []
+        with pytest.raises(snowflake.TimedOutError):
+            for _ in range(1000):
+                batch = client.next_batch(1 << 20)
+                assert 1 <= len(batch) < 1 << 20
+                returned.extend(batch)
+        assert returned, "the first batch raised: the ring was empty after all"
+        assert returned == sorted(set(returned))
+        assert client.status()["client_taken"] == len(returned), "taken IDs were thrown away"
 
 
 def test_errors_form_one_hierarchy():

@@ -76,8 +76,9 @@ typedef struct sf_options {
                                     daemon.liveness_ms from the segment header */
   uint32_t reserved;             /* must be 0 */
   /* Failover (docs/client.md): other daemons' HTTP fronts, "host:port,host:port", used
-   * while the local daemon is not serving. NULL: $SNOWFLAKE_REMOTES, else none. Copied by
-   * sf_open. Added in 0.2; older callers' struct_size stops before it. */
+   * while the local daemon is not serving. NULL: $SNOWFLAKE_REMOTES, else none; "": none,
+   * whatever the environment says. Copied by sf_open. Added in 0.2; older callers'
+   * struct_size stops before it. */
   const char *remotes;
   /* TLS for https:// remotes (docs/client.md, "Remotes over TLS"): the CA file (PEM) the
    * remotes' certificates must verify against (NULL: $SNOWFLAKE_REMOTES_CA, else the

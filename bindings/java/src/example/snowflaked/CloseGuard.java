@@ -64,6 +64,11 @@ final class CloseGuard {
     return all.length;
   }
 
+  /** Whether close() has begun (for the tests of the client's Cleaner). */
+  boolean isClosed() {
+    return closed;
+  }
+
   /** Marks this thread inside a call; null if the client is closed (the caller throws). */
   Lane enter() {
     Lane lane = lanes.get();

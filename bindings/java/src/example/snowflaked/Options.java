@@ -68,7 +68,8 @@ public final class Options {
 
   /**
    * Other daemons' HTTP fronts ("host:port", "https://host:port") to take from while the
-   * local daemon is not serving; null or empty: $SNOWFLAKE_REMOTES, else none.
+   * local daemon is not serving; null: $SNOWFLAKE_REMOTES, else none; an empty list: none,
+   * whatever the environment says.
    */
   public Options withRemotes(List<String> remotes) {
     if (remotes != null) {
@@ -124,8 +125,9 @@ public final class Options {
     return remotesKey;
   }
 
+  // null: $SNOWFLAKE_REMOTES; "" (an empty list): none, whatever the environment says.
   String remotesText() {
-    return remotes == null || remotes.isEmpty() ? null : String.join(",", remotes);
+    return remotes == null ? null : String.join(",", remotes);
   }
 
   static String text(Path path) {

@@ -1,5 +1,7 @@
 package example.snowflaked;
 
+import java.lang.ref.Cleaner;
+import java.lang.ref.Reference;
 import java.time.Instant;
 import java.util.Arrays;
 
@@ -22,12 +24,21 @@ import java.util.Arrays;
  * re-checking the daemon, and throw as soon as the daemon is not serving. {@link #close()}
  * waits for calls running on other threads to return (a take: at most the wait timeout),
  * and every call after it throws "the client is closed": the native client is never used
- * after it is freed. Calling close() from two threads at once is safe; one closes.
+ * after it is freed. Calling close() from two threads at once is safe; one closes. A
+ * client nobody closed is closed by a {@link Cleaner} once it is unreachable, so its
+ * service slot in the segment is given back (close it anyway: that is at once).
  *
- * <p>Errors are {@link SnowflakeException}s: {@link UnavailableException} and
- * {@link PausedException} are the ones to fail over on.
+ * <p>Errors are {@link SnowflakeException}s: {@link UnavailableException} (with its
+ * subclass {@link PausedException}) is exactly the ones to fail over on, as in every
+ * language ({@link SnowflakeException#action()} is "fail_over").
  */
 public final class SnowflakeClient implements AutoCloseable {
+  /**
+   * The largest n {@link #nextBatch(int)} takes: a ring's largest capacity (2^20), since one
+   * call returns at most what the ring holds; a larger array would only be allocated.
+   */
+  public static final int MAX_BATCH = Native.maxBatch();
+
   private final CloseGuard guard = new CloseGuard();
   // The sf_client pointer. Set at construction; sf_close'd by close() once no call is
   // inside the guard, and never read after (enter() refuses from then on).
@@ -35,7 +46,29 @@ public final class SnowflakeClient implements AutoCloseable {
   private final String service;
   private final Options options;
 
+  // Closes the native client of a SnowflakeClient nobody closed once it is unreachable,
+  // so its service slot in the segment is given back. It holds the guard and the handle,
+  // never the client.
+  private static final Cleaner CLEANER = Cleaner.create();
+  private final Cleaner.Cleanable cleanable;
+
+  private static final class Release implements Runnable {
+    private final CloseGuard guard;
+    private final long handle;
+
+    Release(CloseGuard guard, long handle) {
+      this.guard = guard;
+      this.handle = handle;
+    }
+
+    @Override
+    public void run() {
+      if (guard.close()) Native.close(handle);
+    }
+  }
+
   private SnowflakeClient(long handle, String service, Options options) {
+    this.cleanable = CLEANER.register(this, new Release(guard, handle));
     this.handle = handle;
     this.service = service;
     this.options = options;
@@ -85,6 +118,7 @@ public final class SnowflakeClient implements AutoCloseable {
       return Native.next(handle);
     } finally {
       CloseGuard.exit(lane);
+      Reference.reachabilityFence(this);
     }
   }
 
@@ -94,12 +128,13 @@ public final class SnowflakeClient implements AutoCloseable {
    * is no error; call again for more. It never returns an empty array: on an empty ring it
    * waits and fails like {@link #next()}.
    *
-   * @throws SnowflakeException invalid_argument if n is below 1 or the client is closed;
-   *     otherwise as {@link #next()}
+   * @throws SnowflakeException invalid_argument if n is below 1 or above {@link #MAX_BATCH},
+   *     or the client is closed; otherwise as {@link #next()}
    */
   public long[] nextBatch(int n) {
-    if (n < 1) {
-      throw SnowflakeException.invalidArgument("nextBatch: n must be at least 1, not " + n);
+    if (n < 1 || n > MAX_BATCH) {
+      throw SnowflakeException.invalidArgument("nextBatch: n must be from 1 to " + MAX_BATCH
+          + " (one call takes at most what a ring holds), not " + n);
     }
     long[] ids = new long[n];
     int got;
@@ -109,6 +144,7 @@ public final class SnowflakeClient implements AutoCloseable {
       got = Native.nextBatch(handle, ids);
     } finally {
       CloseGuard.exit(lane);
+      Reference.reachabilityFence(this);
     }
     return got == n ? ids : Arrays.copyOf(ids, got);
   }
@@ -128,6 +164,7 @@ public final class SnowflakeClient implements AutoCloseable {
           Native.status(Options.text(options.runtimeDir()), options.maxHeartbeatAgeMs(), true));
     } finally {
       CloseGuard.exit(lane);
+      Reference.reachabilityFence(this);
     }
   }
 
@@ -140,6 +177,7 @@ public final class SnowflakeClient implements AutoCloseable {
       Native.decode(handle, id, fields);
     } finally {
       CloseGuard.exit(lane);
+      Reference.reachabilityFence(this);
     }
     return new DecodedId(Instant.ofEpochMilli(fields[0]), (int) fields[1], (int) fields[2]);
   }
@@ -147,6 +185,11 @@ public final class SnowflakeClient implements AutoCloseable {
   /** The epoch of this client's segment: the time of ID 0. */
   public Instant epoch() {
     return decodeId(0).time();
+  }
+
+  /** The guard, for the tests of the Cleaner (it does not hold the client). */
+  CloseGuard guardForTest() {
+    return guard;
   }
 
   /** The native handle, for bench/JavaBench.java's take without the guard. */
@@ -164,6 +207,7 @@ public final class SnowflakeClient implements AutoCloseable {
       return ((long[]) fields[1])[6];
     } finally {
       CloseGuard.exit(lane);
+      Reference.reachabilityFence(this);
     }
   }
 
@@ -178,7 +222,7 @@ public final class SnowflakeClient implements AutoCloseable {
    */
   @Override
   public void close() {
-    if (guard.close()) Native.close(handle);
+    cleanable.clean();  // Release, once: the first close, or the Cleaner, whichever is first
   }
 
   /**

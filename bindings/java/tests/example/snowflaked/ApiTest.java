@@ -10,6 +10,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
@@ -77,10 +78,57 @@ class ApiTest {
   }
 
   @Test
-  void nextBatchRefusesNBelowOne() {
+  void nextBatchRefusesNOutsideOneToMaxBatch() {
     try (SnowflakeClient sut = SnowflakeClient.open("orders", daemon.options())) {
-      assertCode(SnowflakeException.class, "invalid_argument", "at least 1", () -> sut.nextBatch(0));
-      assertCode(SnowflakeException.class, "invalid_argument", "at least 1", () -> sut.nextBatch(-5));
+      assertCode(SnowflakeException.class, "invalid_argument", "from 1 to", () -> sut.nextBatch(0));
+      assertCode(SnowflakeException.class, "invalid_argument", "from 1 to", () -> sut.nextBatch(-5));
+      // No 16 GB array for a mistaken n: one take returns at most a ring's capacity.
+      assertEquals(1 << 20, SnowflakeClient.MAX_BATCH);
+      assertCode(SnowflakeException.class, "invalid_argument", "from 1 to 1048576",
+          () -> sut.nextBatch(SnowflakeClient.MAX_BATCH + 1));
+      assertCode(SnowflakeException.class, "invalid_argument", "from 1 to",
+          () -> sut.nextBatch(Integer.MAX_VALUE));
+    }
+  }
+
+  // Opens a client, takes an ID and drops it unclosed; returns its guard only (which does
+  // not hold the client), so the client is unreachable once this returns.
+  private static CloseGuard leakOne(TestDaemon own) {
+    SnowflakeClient leaked = SnowflakeClient.open("leaked", own.options());
+    leaked.next();
+    return leaked.guardForTest();
+  }
+
+  private static void awaitCleaned(List<CloseGuard> guards) throws InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+    while (!guards.stream().allMatch(CloseGuard::isClosed)) {
+      assertTrue(System.nanoTime() < deadline, "unreachable clients were not closed in 30 s");
+      System.gc();
+      Thread.sleep(10);
+    }
+  }
+
+  @Test
+  void anUnclosedClientGivesItsServiceSlotBackOnceUnreachable() throws Exception {
+    // The segment has 255 service slots: 255 unclosed clients hold them all. Once the
+    // Cleaner closed them (their slots retired) and the daemon folded their counts (it
+    // scans each second), a new client gets a slot again: its take is counted, not
+    // "uncounted". Without the Cleaner none would ever come free (their owner is alive).
+    try (TestDaemon own = TestDaemon.serving()) {
+      List<CloseGuard> guards = new ArrayList<>();
+      for (int i = 0; i < 255; i++) guards.add(leakOne(own));
+      awaitCleaned(guards);
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+      while (true) {
+        try (SnowflakeClient probe = SnowflakeClient.open("probe", own.options())) {
+          long before = probe.status().uncounted();
+          probe.next();
+          if (probe.status().uncounted() == before) break;  // counted: the probe has a slot
+        }
+        assertTrue(System.nanoTime() < deadline,
+            "no service slot came free in 30 s: the unclosed clients kept theirs");
+        Thread.sleep(50);
+      }
     }
   }
 
@@ -169,6 +217,14 @@ class ApiTest {
     UnavailableException error = assertCode(UnavailableException.class, "daemon_not_running",
         "/nonexistent/snowflaked", () -> SnowflakeClient.open("orders", options));
     assertEquals(3, error.status());
+  }
+
+  @Test
+  void anEmptyRemotesListMeansNoneAndNullMeansTheEnvironment() {
+    // What reaches sf_options.remotes: NULL reads $SNOWFLAKE_REMOTES, "" means none.
+    assertNull(new Options().remotesText());
+    assertEquals("", new Options().withRemotes(List.of()).remotesText());
+    assertEquals("a:1,b:2", new Options().withRemotes(List.of("a:1", "b:2")).remotesText());
   }
 
   @Test
