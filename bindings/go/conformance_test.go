@@ -27,6 +27,7 @@ type conformanceRow struct {
 	AfterOpen     json.RawMessage              `json:"after_open"`
 	Expect        conformanceExpect            `json:"expect"`
 	ExpectByTaker map[string]conformanceExpect `json:"expect_by_taker"`
+	Why           string                       `json:"why"`
 }
 
 type conformanceExpect struct {
@@ -103,6 +104,7 @@ func TestConformanceTable(t *testing.T) {
 			expect := row.Expect
 			if e, ok := row.ExpectByTaker["go"]; ok {
 				expect = e
+				t.Logf("this taker's own expectation, because: %s", row.Why)
 			}
 			if expect.Signal != "" {
 				t.Fatalf("no Go row may expect a signal (%s): the package turns faults into errors",

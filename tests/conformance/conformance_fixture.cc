@@ -31,6 +31,7 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -214,6 +215,63 @@ std::vector<uint64_t> WriteSegment(const std::string& dir, const json& f, uint64
   return ids;
 }
 
+// The table is strict: a key that no reader knows (a typo) would test the default segment
+// and pass, so it fails the row. Every taker runs this program for every row it runs, so a
+// bad row fails all five runs.
+void CheckKeys(const json& object, const std::set<std::string>& known, const std::string& where) {
+  if (!object.is_object()) throw std::runtime_error(where + " is not a JSON object");
+  for (auto it = object.begin(); it != object.end(); ++it) {
+    if (!known.contains(it.key())) {
+      std::string list;
+      for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+      throw std::runtime_error(where + " has the unknown key \"" + it.key() +
+                               "\" (known: " + list + ")");
+    }
+  }
+}
+
+// The row's keys, and those of its parts, against what the runners and this program read;
+// an override per taker needs its `why` (any row may have one).
+void CheckRow(const json& table, const json& row) {
+  const std::string name = "case " + row.at("name").get<std::string>();
+  CheckKeys(table, {"about", "defaults", "cases"}, "the table");
+  // The fixture's keys: the defaults' (every one of which WriteSegment reads), plus the
+  // ones a row may add to forge a field.
+  std::set<std::string> fixture_keys = {"head",    "tail",           "consumer_size",
+                                        "ring_size", "version",      "capacity_field",
+                                        "segment_size_field", "magic"};
+  for (auto it = table.at("defaults").begin(); it != table.at("defaults").end(); ++it) {
+    fixture_keys.insert(it.key());
+  }
+  CheckKeys(row,
+            {"name", "fixture", "after_open", "take", "expect", "expect_by_taker", "why"},
+            name);
+  if (row.contains("fixture")) CheckKeys(row.at("fixture"), fixture_keys, name + ": fixture");
+  if (row.contains("after_open")) {
+    std::set<std::string> change_keys = fixture_keys;
+    change_keys.insert({"replace", "old_state", "truncate_consumer"});
+    CheckKeys(row.at("after_open"), change_keys, name + ": after_open");
+  }
+  if (row.contains("take")) CheckKeys(row.at("take"), {"call", "count", "timeout_ms"}, name + ": take");
+  const std::set<std::string> expect_keys = {"stage",       "code",       "message_contains",
+                                             "count",       "ids",        "refill_hint",
+                                             "refill_request_min", "signal"};
+  CheckKeys(row.at("expect"), expect_keys, name + ": expect");
+  if (row.contains("expect_by_taker")) {
+    CheckKeys(row.at("expect_by_taker"), {"cpp", "python", "go", "java", "node"},
+              name + ": expect_by_taker");
+    for (auto it = row.at("expect_by_taker").begin(); it != row.at("expect_by_taker").end();
+         ++it) {
+      CheckKeys(it.value(), expect_keys, name + ": expect_by_taker." + it.key());
+    }
+    if (!row.contains("why") || !row.at("why").is_string() ||
+        row.at("why").get<std::string>().size() < 20) {
+      throw std::runtime_error(name + ": expect_by_taker needs a \"why\" that says why this "
+                               "taker differs (a sentence the runners print)");
+    }
+  }
+}
+
 }  // namespace
 
 json Vocabulary() {
@@ -221,11 +279,14 @@ json Vocabulary() {
   using snowflake::shm::DaemonState;
   using snowflake::shm::ProducerHealth;
   using snowflake::shm::StateReason;
-  json out = {{"errors", json::array()}, {"states", json::array()}, {"health", json::array()},
+  json out = {{"errors", json::array()}, {"error_actions", json::array()},
+              {"states", json::array()},  {"health", json::array()},
               {"reasons", json::array()}, {"reason_texts", json::array()}};
   for (uint32_t s = static_cast<uint32_t>(vocab::kFirstLibraryError);
        s <= static_cast<uint32_t>(vocab::kLastLibraryError); ++s) {
-    out["errors"].push_back(std::string(vocab::ErrorName(static_cast<vocab::ErrorCode>(s))));
+    const auto error = static_cast<vocab::ErrorCode>(s);
+    out["errors"].push_back(std::string(vocab::ErrorName(error)));
+    out["error_actions"].push_back(std::string(vocab::ActionCode(vocab::ActionOf(error))));
   }
   for (uint32_t s = 1; s <= static_cast<uint32_t>(DaemonState::kStopped); ++s) {
     out["states"].push_back(std::string(vocab::StateCode(static_cast<DaemonState>(s))));
@@ -272,6 +333,7 @@ int main(int argc, char** argv) {
       if (c.at("name") == name) row = &c;
     }
     if (row == nullptr) Die("no case " + name + " in " + cases_path);
+    CheckRow(table, *row);
     const json fixture = Merged(table.at("defaults"), row->value("fixture", json::object()));
     std::vector<uint64_t> ids;
     if (!after_open) {

@@ -16,6 +16,8 @@
 #include <vector>
 
 #include "snowflake/client.h"
+#include "subprocess.h"
+#include "temp_dir.h"
 #include "test_paths.h"
 
 namespace {
@@ -125,6 +127,9 @@ TEST_P(Conformance, TakerGivesTheRowsOutcome) {
   json expect = row.at("expect");
   if (row.contains("expect_by_taker") && row.at("expect_by_taker").contains("cpp")) {
     expect = row.at("expect_by_taker").at("cpp");
+    std::printf("%s: this taker's own expectation, because: %s\n",
+                row.at("name").get<std::string>().c_str(),
+                row.at("why").get<std::string>().c_str());
   }
   if (expect.contains("signal")) {
     ASSERT_EQ(expect.at("signal"), "SIGBUS");
@@ -166,6 +171,52 @@ TEST_P(Conformance, TakerGivesTheRowsOutcome) {
   if (expect.contains("refill_request_min")) {
     EXPECT_GE(ConsumerWord(dir_, 64), expect.at("refill_request_min").get<uint32_t>());
   }
+}
+
+// The table is strict: a typo'd key would test the default segment and pass, and an
+// override could hide a taker's difference without a word. The fixture writer, which every
+// taker runs for every row, refuses both; here on a planted copy of a real row.
+TEST(ConformanceTable, ARowWithAnUnknownKeyOrAnOverrideWithoutWhyIsRefused) {
+  const ::snowflake::testing::TempDir dir("conformance-strict");
+  json row = Row("full_ring_next");
+  auto refusal = [&](const json& planted) {
+    json table = Table();
+    table["cases"] = json::array({planted});
+    const std::string cases = (dir.path() / "cases.json").string();
+    std::ofstream(cases) << table.dump();
+    return ::snowflake::testing::RunCommand(
+        {::snowflake::testing::BinaryPath("tests/conformance/conformance_fixture"), "--cases",
+         cases, "--case", planted.at("name").get<std::string>(), "--dir", dir.path().string(),
+         "--live-pid", std::to_string(getpid())});
+  };
+  // The row as it is: written.
+  const auto fine = refusal(row);
+  ASSERT_TRUE(fine.status.ExitedWith(0)) << fine.err;
+
+  json typo = row;
+  typo["fixture"]["fil"] = 8;
+  auto run = refusal(typo);
+  EXPECT_TRUE(run.status.ExitedWith(2));
+  EXPECT_NE(run.err.find("fixture has the unknown key \"fil\""), std::string::npos) << run.err;
+
+  json expect_typo = row;
+  expect_typo["expect"]["message_contain"] = "x";
+  run = refusal(expect_typo);
+  EXPECT_TRUE(run.status.ExitedWith(2));
+  EXPECT_NE(run.err.find("unknown key \"message_contain\""), std::string::npos) << run.err;
+
+  json silent = row;
+  silent["expect_by_taker"] = {{"go", {{"stage", "take"}, {"code", "ok"}}}};
+  run = refusal(silent);
+  EXPECT_TRUE(run.status.ExitedWith(2));
+  EXPECT_NE(run.err.find("needs a \"why\""), std::string::npos) << run.err;
+
+  json unknown_taker = silent;
+  unknown_taker["why"] = "a reason long enough to be one";
+  unknown_taker["expect_by_taker"]["rust"] = unknown_taker["expect_by_taker"]["go"];
+  run = refusal(unknown_taker);
+  EXPECT_TRUE(run.status.ExitedWith(2));
+  EXPECT_NE(run.err.find("unknown key \"rust\""), std::string::npos) << run.err;
 }
 
 INSTANTIATE_TEST_SUITE_P(Table, Conformance, testing::ValuesIn(CaseNames()),

@@ -71,6 +71,9 @@ if (process.argv[2] === '--row') {
   for (const row of TABLE.cases) {
     test(row.name, () => {
       const expect = (row.expect_by_taker || {}).node || row.expect;
+      if ((row.expect_by_taker || {}).node) {
+        console.log(`${row.name}: this taker's own expectation, because: ${row.why}`);
+      }
       const directory = fs.mkdtempSync(path.join(os.tmpdir(), 'sf-conf-'));
       try {
         if (expect.signal) {

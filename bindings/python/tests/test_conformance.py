@@ -60,6 +60,8 @@ def _run(row, directory):
 @pytest.mark.parametrize("row", _TABLE["cases"], ids=[r["name"] for r in _TABLE["cases"]])
 def test_row(row, tmp_path):
     expect = row.get("expect_by_taker", {}).get("python", row["expect"])
+    if "python" in row.get("expect_by_taker", {}):
+        print(f"{row['name']}: this taker's own expectation, because: {row['why']}")
     if "signal" in expect:
         # The process dies: run the row in a child of its own.
         child = subprocess.run(

@@ -117,6 +117,8 @@ class ConformanceTest {
     JsonObject expect = row.getAsJsonObject("expect");
     if (row.has("expect_by_taker") && row.getAsJsonObject("expect_by_taker").has("java")) {
       expect = row.getAsJsonObject("expect_by_taker").getAsJsonObject("java");
+      System.out.println(row.get("name").getAsString()
+          + ": this taker's own expectation, because: " + row.get("why").getAsString());
     }
     Path directory = Files.createTempDirectory(Path.of("/tmp"), "sf-java-conf-");
     try {
