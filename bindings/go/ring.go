@@ -6,7 +6,6 @@ package snowflake
 // consistent, at least as strong as every ordering the layout asks for.
 
 import (
-	"runtime"
 	"runtime/debug"
 	"strconv"
 	"sync/atomic"
@@ -33,13 +32,16 @@ func guardedResult(fn func()) (result takeResult) {
 }
 
 // endGuard ends a guard that debug.SetPanicOnFault(true) began and returned old for: it
-// restores old, and a fault's panic becomes *result = faulted (any other panic goes on).
-// It is deferred itself, never from a closure (only the deferred function's own recover
-// stops a panic), so the take path guards without a closure.
+// restores old, and a fault's panic becomes *result = faulted. Only a memory fault at a
+// mapped address counts: the runtime gives those panics an Addr method (SetPanicOnFault's
+// doc). Any other panic goes on, a nil dereference (an address below 4096) or an index
+// out of range among them: a bug of ours is not reported as a truncated file. It is
+// deferred itself, never from a closure (only the deferred function's own recover stops a
+// panic), so the take path guards without a closure.
 func endGuard(old bool, result *takeResult) {
 	debug.SetPanicOnFault(old)
 	if r := recover(); r != nil {
-		if _, isRuntime := r.(runtime.Error); !isRuntime {
+		if _, isFault := r.(interface{ Addr() uintptr }); !isFault {
 			panic(r)
 		}
 		*result = faulted

@@ -778,3 +778,57 @@ func TestActionIsTheVocabularysAndErrUnavailableFollowsIt(t *testing.T) {
 		t.Error("a wrapped paused error is not fail_over")
 	}
 }
+
+// The take guard turns a memory fault at a mapped address (a truncated consumer file) into
+// faulted, and nothing else: a nil dereference or an index out of range is a bug of ours,
+// which must go on as a panic rather than be reported as a truncated file.
+func TestTheGuardCatchesFaultsOnly(t *testing.T) {
+	var sink uint64 // each load is stored, so none is left out
+	for _, c := range []struct {
+		what string
+		fn   func()
+	}{
+		{"a nil dereference", func() {
+			var p *[8]uint64
+			sink += p[3]
+		}},
+		{"an index out of range", func() {
+			s := []byte{}
+			i := 3
+			sink += uint64(s[i])
+		}},
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s was swallowed by the guard", c.what)
+				}
+			}()
+			if guarded(c.fn) {
+				t.Errorf("%s was reported as a fault", c.what)
+			}
+		}()
+	}
+
+	// A real fault: a page of a file mapped and then truncated away.
+	f, err := os.CreateTemp(t.TempDir(), "page")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Truncate(4096); err != nil {
+		t.Fatal(err)
+	}
+	mem, err := syscall.Mmap(int(f.Fd()), 0, 4096, syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Munmap(mem)
+	if err := f.Truncate(0); err != nil {
+		t.Fatal(err)
+	}
+	if !guarded(func() { sink += uint64(mem[100]) }) {
+		t.Error("a touch of a truncated page was not reported as a fault")
+	}
+	t.Logf("sink %d", sink)
+}
