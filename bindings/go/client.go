@@ -20,6 +20,7 @@ package snowflake
 
 import (
 	"os"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -86,7 +87,7 @@ type Client struct {
 	runtimeDir string
 	timeout    time.Duration
 	maxAge     time.Duration
-	closed     bool // set by Close, which runs alone
+	closed     atomic.Bool // set once by Close
 
 	// The attachment takes use. Written under mu; read lock-free.
 	current atomic.Pointer[attachment]
@@ -143,6 +144,9 @@ func claimServiceSlot(s *segment, service string) int {
 	return -1
 }
 
+// The mapping of an attachment's segment outlives Close: a take running beside Close may
+// still read it. It is unmapped by a finalizer once nothing refers to the segment any more
+// (each take keeps its attachment alive until it is done with the mapping: keepMapped).
 func newAttachment(s *segment, service string) (*attachment, *Error) {
 	a := &attachment{ring: newRing(s), slot: -1}
 	if guarded(func() {
@@ -156,11 +160,14 @@ func newAttachment(s *segment, service string) (*attachment, *Error) {
 		s.unmap()
 		return nil, s.truncatedError()
 	}
+	runtime.SetFinalizer(s, (*segment).unmap)
 	return a, nil
 }
 
-// release retires the slot (the daemon folds its final count in and frees it) and unmaps.
-func (a *attachment) release() {
+// retire retires the slot: the daemon folds its final count in and frees it. A take that
+// runs beside Close may still add to it after that; its count can then be lost, or land in
+// a slot another client claimed since. IDs are never affected.
+func (a *attachment) retire() {
 	s := a.ring.seg
 	guarded(func() {
 		if a.slot < 0 {
@@ -171,8 +178,13 @@ func (a *attachment) release() {
 			atomic.StoreUint64(s.consumer.u64(base+offNameReady), serviceSlotRetired)
 		}
 	})
-	s.unmap()
+	keepMapped(a)
 }
+
+// keepMapped marks the end of a use of a's mapping: a stays reachable until here, so the
+// finalizer cannot unmap the segment while a take reads it through pointers the garbage
+// collector does not follow.
+func keepMapped(a *attachment) { runtime.KeepAlive(a) }
 
 // take is one fresh take and its count, guarded against a truncated consumer file.
 func (a *attachment) take(id *uint64) (result takeResult) {
@@ -181,6 +193,7 @@ func (a *attachment) take(id *uint64) (result takeResult) {
 	if result == taken {
 		atomic.AddUint64(a.counter, 1)
 	}
+	keepMapped(a)
 	return result
 }
 
@@ -192,12 +205,14 @@ func (a *attachment) takeBatch(out []uint64) (n int, result takeResult) {
 	if n > 0 {
 		atomic.AddUint64(a.counter, uint64(n))
 	}
+	keepMapped(a)
 	return n, result
 }
 
 // taken is every ID this attachment counted (racy; for Status).
 func (a *attachment) taken() (total uint64) {
 	guarded(func() { total = atomic.LoadUint64(a.counter) })
+	keepMapped(a)
 	return total
 }
 
@@ -307,12 +322,16 @@ func Open(service string, opts ...Option) (*Client, error) {
 // ErrDaemonDead, ErrTimedOut; ErrCorruptSegment if the consumer file was truncated under
 // the Client; ErrClosed after Close.
 func (c *Client) Next() (uint64, error) {
-	if c.closed {
+	if c.closed.Load() {
 		return 0, ErrClosed
 	}
 	var id uint64
 	if c.remotes == nil {
-		if c.current.Load().take(&id) == taken {
+		a := c.current.Load()
+		if a == nil { // closed since the check above
+			return 0, ErrClosed
+		}
+		if a.take(&id) == taken {
 			return id, nil
 		}
 		return c.nextSlow()
@@ -340,7 +359,7 @@ func (c *Client) nextSlow() (uint64, error) {
 // n, 1 <= n <= len(ids). n < len(ids) means the ring held only n IDs then (call again for
 // more). Errors: as Next, plus ErrInvalidArgument for an empty slice.
 func (c *Client) NextBatch(ids []uint64) (int, error) {
-	if c.closed {
+	if c.closed.Load() {
 		return 0, ErrClosed
 	}
 	if len(ids) == 0 {
@@ -353,7 +372,11 @@ func (c *Client) NextBatch(ids []uint64) (int, error) {
 }
 
 func (c *Client) nextBatch(ids []uint64) (int, error) {
-	if n, _ := c.current.Load().takeBatch(ids); n > 0 {
+	a := c.current.Load()
+	if a == nil { // closed since NextBatch's check
+		return 0, ErrClosed
+	}
+	if n, _ := a.takeBatch(ids); n > 0 {
 		return n, nil
 	}
 	// The ring is empty (or its front stale): ask for the whole batch at once, so the
@@ -380,6 +403,9 @@ func (c *Client) slow(take func(*attachment) (int, takeResult), want uint64) (in
 	var hinted *attachment // the segment our hint went to, once it went
 	for {
 		a := c.current.Load()
+		if a == nil { // closed meanwhile
+			return 0, ErrClosed
+		}
 		r := a.ring
 		// Read before re-checking the ring: a publish after our check moves wake_seq, so
 		// the futex wait below returns at once instead of sleeping through it.
@@ -402,7 +428,9 @@ func (c *Client) slow(take func(*attachment) (int, takeResult), want uint64) (in
 			if c.reattach(a) {
 				continue
 			}
-			return 0, unavailableError(producer, r, c.runtimeDir, limit)
+			err := unavailableError(producer, r, c.runtimeDir, limit)
+			keepMapped(a)
+			return 0, err
 		}
 		remaining := time.Until(deadline)
 		if remaining <= 0 {
@@ -411,6 +439,7 @@ func (c *Client) slow(take func(*attachment) (int, takeResult), want uint64) (in
 				why = " held only IDs older than its freshness bound (" +
 					strconv.FormatUint(uint64(loadU32(r.seg.header, offFreshnessMs)), 10) +
 					" ms) although snowflaked looks healthy: it is not draining its ring"
+				keepMapped(a)
 			}
 			return 0, newError(statusTimedOut, "no ID within "+
 				strconv.FormatInt(c.timeout.Milliseconds(), 10)+" ms: the ring in "+
@@ -446,8 +475,11 @@ func (c *Client) slow(take func(*attachment) (int, takeResult), want uint64) (in
 func (c *Client) reattach(seen *attachment) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.closed.Load() {
+		return false
+	}
 	if c.current.Load() != seen {
-		return true // another goroutine already moved on
+		return true // another goroutine already moved on (or Close dropped it)
 	}
 	var st syscall.Stat_t
 	if syscall.Stat(seen.ring.seg.path, &st) != nil ||
@@ -476,6 +508,9 @@ func (c *Client) attachLocked() bool {
 // attachLate maps the segment of a Client opened without a local daemon, at most every
 // lateAttachEvery. Returns whether the Client is attached now.
 func (c *Client) attachLate() bool {
+	if c.closed.Load() {
+		return false
+	}
 	now := time.Now().UnixNano()
 	due := c.nextAttach.Load()
 	if now < due || !c.nextAttach.CompareAndSwap(due, now+int64(lateAttachEvery)) {
@@ -486,21 +521,24 @@ func (c *Client) attachLate() bool {
 	if c.current.Load() != nil {
 		return true
 	}
+	if c.closed.Load() { // Close holds mu while it drops the attachments
+		return false
+	}
 	return c.attachLocked()
 }
 
-// Close releases the Client (its counter slot is retired, the segment unmapped). Later
-// calls return ErrClosed; closing again does nothing. It must not run concurrently with
-// other calls on c.
+// Close releases the Client: its counter slot is retired, and its mapping is unmapped
+// once no take uses it any more. Later calls return ErrClosed; closing again does
+// nothing. It may run beside other calls on c, and beside another Close: a take running
+// at that moment returns its ID or ErrClosed, and never reads an unmapped page.
 func (c *Client) Close() error {
-	if c.closed {
+	if !c.closed.CompareAndSwap(false, true) {
 		return nil
 	}
-	c.closed = true
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, a := range c.attachments {
-		a.release()
+		a.retire()
 	}
 	c.attachments = nil
 	c.current.Store(nil)

@@ -24,7 +24,7 @@ var DefaultEpoch = time.UnixMilli(1_767_225_600_000).UTC()
 // Decode splits id with the epoch of c's daemon. Errors: ErrInvalidArgument (the sign
 // bit is set: no ID), ErrClosed.
 func (c *Client) Decode(id uint64) (Decoded, error) {
-	if c.closed {
+	if c.closed.Load() {
 		return Decoded{}, ErrClosed
 	}
 	if id >= 1<<63 {

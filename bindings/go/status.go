@@ -204,12 +204,13 @@ func readStatus(r *ring, maxAgeOption time.Duration) Status {
 // asks the daemon over its control socket. Errors: as Open's, ErrClosed; a control socket
 // that does not answer is no error (see Status.ControlError).
 func (c *Client) Status() (Status, error) {
-	if c.closed {
+	if c.closed.Load() {
 		return Status{}, ErrClosed
 	}
 	var s Status
 	if a := c.current.Load(); a != nil {
 		s = readStatus(a.ring, c.maxAge)
+		keepMapped(a)
 		c.mu.Lock()
 		for _, a := range c.attachments {
 			s.ClientTaken += a.taken()
