@@ -139,14 +139,19 @@ class Native {
   std::optional<snowflake::Client> async_;
 };
 
-// Exactly n IDs from `client` into ids, taking again after short batches; on an error the
-// IDs taken so far are dropped (never handed out twice).
-std::optional<snowflake::Error> TakeExactly(snowflake::Client& client, uint64_t* ids, size_t n) {
-  size_t got = 0;
-  while (got < n) {
-    auto taken = client.NextBatch(std::span<uint64_t>(ids + got, n - got));
-    if (!taken) return std::move(taken.error());
-    got += *taken;
+// n IDs from `client` into ids, taking again after short batches. An error after some IDs
+// were taken keeps those: *got says how many (taken IDs are never thrown away); the error
+// is returned only when none was taken.
+std::optional<snowflake::Error> TakeUpTo(snowflake::Client& client, uint64_t* ids, size_t n,
+                                         size_t* got) {
+  *got = 0;
+  while (*got < n) {
+    auto taken = client.NextBatch(std::span<uint64_t>(ids + *got, n - *got));
+    if (!taken) {
+      if (*got > 0) return std::nullopt;
+      return std::move(taken.error());
+    }
+    *got += *taken;
   }
   return std::nullopt;
 }
@@ -188,7 +193,9 @@ class TakeWorker : public PromiseWorker {
       failed_ = std::move(client.error());
       return;
     }
-    failed_ = TakeExactly(**client, ids_.data(), ids_.size());
+    size_t got = 0;
+    failed_ = TakeUpTo(**client, ids_.data(), ids_.size(), &got);
+    ids_.resize(got);
   }
 
   void OnOK() override {

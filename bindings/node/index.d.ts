@@ -108,7 +108,8 @@ export declare class Client {
   nextBatchInto(into: BigUint64Array): number;
   /** One ID, waiting on a worker thread up to timeoutMs, failing over to the remotes. */
   nextAsync(): Promise<bigint>;
-  /** Exactly n strictly increasing IDs, waiting on a worker thread up to timeoutMs per refill. */
+  /** n strictly increasing IDs, waiting on a worker thread up to timeoutMs per refill; the
+   * 1 to n-1 already taken if a later take fails (the next call meets the error). */
   nextBatchAsync(n: number): Promise<BigUint64Array>;
   /** The status `snowflakectl status --json` prints, plus clientTaken; rejects only when
    * the segment cannot be read (no local daemon, remotes only) or the client is closed. */

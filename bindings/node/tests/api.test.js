@@ -95,7 +95,7 @@ describe('with a daemon', () => {
     }
   });
 
-  test('nextAsync and nextBatchAsync (exactly n) wait on a worker', async () => {
+  test('nextAsync and nextBatchAsync (n) wait on a worker', async () => {
     const client = snowflake.open('orders', opts);
     try {
       const one = await client.nextAsync();
@@ -109,6 +109,41 @@ describe('with a daemon', () => {
       const all = new Set();
       for (const part of parallel) for (const id of (typeof part === 'bigint' ? [part] : part)) all.add(id);
       assert.equal(all.size, 10002);
+    } finally {
+      client.close();
+    }
+  });
+
+  test('a nextBatchAsync cut short by an error returns the IDs it took', async () => {
+    // timeoutMs 0: a batch larger than the ring takes what the ring holds, then finds it
+    // empty (timed_out). What it took comes back, never thrown away; a call that finds the
+    // ring empty before taking anything rejects.
+    const warm = snowflake.open('orders', opts);
+    try {
+      await warm.nextAsync(); // the daemon is awake and fills its ring
+    } finally {
+      warm.close();
+    }
+    const client = snowflake.open('orders', { runtimeDir: daemon.runtimeDir, timeoutMs: 0 });
+    try {
+      let returned = 0;
+      let batches = 0;
+      let error;
+      for (let i = 0; i < 1000 && !error; i++) {
+        try {
+          const batch = await client.nextBatchAsync(1 << 20);
+          assert.ok(batch.length >= 1 && batch.length < 1 << 20, `a batch of ${batch.length}`);
+          returned += batch.length;
+          batches += 1;
+        } catch (e) {
+          error = e;
+        }
+      }
+      assert.ok(error, 'no call found the ring empty');
+      assert.equal(error.code, 'timed_out');
+      assert.ok(batches > 0, 'the first batch was rejected: the ring was empty after all');
+      const status = await client.status();
+      assert.equal(status.clientTaken, returned, 'taken IDs were thrown away');
     } finally {
       client.close();
     }
