@@ -135,6 +135,20 @@ func TestFailoverRefusesOldIDs(t *testing.T) {
 	}
 }
 
+// A pool of one remote, front, whose last returned ID is a remote's (machine 9) of this
+// millisecond, as right after a failover; and that millisecond.
+func poolAfterFailover(t *testing.T, front *fakeFront) (*remotePool, uint64) {
+	t.Helper()
+	server := httptest.NewServer(front)
+	t.Cleanup(server.Close)
+	p := newRemotePool("orders", []string{strings.TrimPrefix(server.URL, "http://")}, remoteTLS{},
+		DefaultEpoch.UnixMilli())
+	t.Cleanup(p.close)
+	lastMs := uint64(time.Now().UnixMilli() - DefaultEpoch.UnixMilli())
+	p.last.Store(lastMs<<22 | 9<<12 | 7)
+	return p, lastMs
+}
+
 // A local ring a few milliseconds below the last ID a remote gave (right after a failover,
 // or a local clock a little behind) is waited for on the ring, not left for the remote:
 // asking the remote puts the last ID ahead of the ring again, and a client that did so
@@ -142,13 +156,7 @@ func TestFailoverRefusesOldIDs(t *testing.T) {
 // the front fails the test if it is asked at all.
 func TestFailoverWaitsForARingAFewMillisecondsBehindInsteadOfAskingTheRemote(t *testing.T) {
 	front := &fakeFront{replies: []func(int) string{idsAt(DefaultEpoch, 0, 0)}}
-	server := httptest.NewServer(front)
-	t.Cleanup(server.Close)
-	p := newRemotePool("orders", []string{strings.TrimPrefix(server.URL, "http://")}, remoteTLS{},
-		DefaultEpoch.UnixMilli())
-	t.Cleanup(p.close)
-	lastMs := uint64(time.Now().UnixMilli() - DefaultEpoch.UnixMilli())
-	p.last.Store(lastMs<<22 | 9<<12 | 7) // a remote's ID, as after a failover
+	p, lastMs := poolAfterFailover(t, front)
 
 	caughtUpAt := time.Now().Add(3 * time.Millisecond)
 	seq := uint64(0)
@@ -183,14 +191,7 @@ func TestFailoverWaitsForARingAFewMillisecondsBehindInsteadOfAskingTheRemote(t *
 
 // Further behind than 10 ms (a local clock well behind the remote's), the remote serves.
 func TestFailoverAsksTheRemoteWhenTheRingIsFarBehind(t *testing.T) {
-	front := &fakeFront{replies: []func(int) string{idsAt(DefaultEpoch, 0, 0)}}
-	server := httptest.NewServer(front)
-	t.Cleanup(server.Close)
-	p := newRemotePool("orders", []string{strings.TrimPrefix(server.URL, "http://")}, remoteTLS{},
-		DefaultEpoch.UnixMilli())
-	t.Cleanup(p.close)
-	lastMs := uint64(time.Now().UnixMilli() - DefaultEpoch.UnixMilli())
-	p.last.Store(lastMs<<22 | 9<<12 | 7)
+	p, lastMs := poolAfterFailover(t, &fakeFront{replies: []func(int) string{idsAt(DefaultEpoch, 0, 0)}})
 	local := func(out []uint64) (int, error) {
 		out[0] = (lastMs-50)<<22 | 1<<12
 		return 1, nil
