@@ -254,10 +254,10 @@ tl::expected<size_t, Error> RemotePool::Take(std::span<uint64_t> out,
       // the client stays on the remotes for as long as each answer lands ahead of the
       // ring (seen for 15 s under load with clocks in step; for ever with the local
       // clock a few ms behind).
-      const int64_t behind_ms =
-          *taken == 0 ? -1
-                      : IdLayout::OffsetMsOf(last_.load(std::memory_order_acquire)) -
-                            IdLayout::OffsetMsOf(out[*taken - 1]);
+      const int64_t behind_ms = *taken == 0
+                                    ? -1
+                                    : IdLayout::OffsetMsOf(last_.load(std::memory_order_acquire)) -
+                                          IdLayout::OffsetMsOf(out[*taken - 1]);
       if (behind_ms >= 0 && behind_ms <= kCatchUpMs) {
         const auto now = Steady::now();
         if (!catch_up_until) catch_up_until = now + std::chrono::milliseconds(behind_ms + 2);

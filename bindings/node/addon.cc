@@ -352,8 +352,7 @@ size_t BatchSize(const Napi::CallbackInfo& info, const char* call) {
 Napi::Value TakeBatch(const Napi::CallbackInfo& info, Handle& handle) {
   Napi::Env env = info.Env();
   // One take returns at most what a ring holds: no larger buffer on the event loop.
-  const size_t n =
-      std::min<size_t>(BatchSize(info, "nextBatch"), snowflake::shm::kMaxCapacity);
+  const size_t n = std::min<size_t>(BatchSize(info, "nextBatch"), snowflake::shm::kMaxCapacity);
   snowflake::Client& client = SyncClient(env, handle);
   Napi::ArrayBuffer buffer = Napi::ArrayBuffer::New(env, n * sizeof(uint64_t));
   auto taken = client.NextBatch(std::span<uint64_t>(static_cast<uint64_t*>(buffer.Data()), n));
@@ -668,8 +667,8 @@ Napi::Value ErrorActions(const Napi::CallbackInfo& info) {
   Napi::Array actions = Napi::Array::New(env);
   uint32_t i = 0;
   for (int s = SF_INVALID_SERVICE_NAME; s <= SF_TIME_OUT_OF_RANGE; ++s) {
-    actions.Set(i++, Napi::String::New(
-                         env, sf_action_str(sf_status_action(static_cast<sf_status>(s)))));
+    actions.Set(i++,
+                Napi::String::New(env, sf_action_str(sf_status_action(static_cast<sf_status>(s)))));
   }
   return actions;
 }

@@ -142,7 +142,8 @@ class PyClient {
     if (failed && got == 0) Raise(*failed);
     static auto* array_type = new py::object(py::module_::import("array").attr("array"));
     if (got < static_cast<size_t>(n)) {
-      return (*array_type)("Q", py::bytes(PyBytes_AS_STRING(raw), static_cast<Py_ssize_t>(got * 8)));
+      return (*array_type)("Q",
+                           py::bytes(PyBytes_AS_STRING(raw), static_cast<Py_ssize_t>(got * 8)));
     }
     return (*array_type)("Q", buffer);
   }

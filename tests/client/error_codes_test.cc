@@ -62,10 +62,10 @@ TEST(ErrorCodes, EveryStatusCarriesTheVocabularysActionAndFailoverFollowsIt) {
     }
   }
   // What docs/client.md promises, spelled out once so a change of the column is seen.
-  EXPECT_EQ(fail_over, (std::set<std::string>{"daemon_not_running", "daemon_starting",
-                                               "daemon_paused", "daemon_out_of_service",
-                                               "daemon_stopped", "daemon_not_heartbeating",
-                                               "daemon_dead", "timed_out"}));
+  EXPECT_EQ(fail_over,
+            (std::set<std::string>{"daemon_not_running", "daemon_starting", "daemon_paused",
+                                   "daemon_out_of_service", "daemon_stopped",
+                                   "daemon_not_heartbeating", "daemon_dead", "timed_out"}));
   EXPECT_EQ(sf_status_action(SF_INVALID_ARGUMENT), SF_ACTION_FIX_THE_CALL);
   EXPECT_EQ(sf_status_action(SF_PERMISSION_DENIED), SF_ACTION_FIX_THE_HOST);
   EXPECT_EQ(sf_status_action(static_cast<sf_status>(kLastStatus + 1)), SF_ACTION_FIX_THE_HOST);

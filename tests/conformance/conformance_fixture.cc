@@ -224,8 +224,8 @@ void CheckKeys(const json& object, const std::set<std::string>& known, const std
     if (!known.contains(it.key())) {
       std::string list;
       for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
-      throw std::runtime_error(where + " has the unknown key \"" + it.key() +
-                               "\" (known: " + list + ")");
+      throw std::runtime_error(where + " has the unknown key \"" + it.key() + "\" (known: " + list +
+                               ")");
     }
   }
 }
@@ -237,14 +237,13 @@ void CheckRow(const json& table, const json& row) {
   CheckKeys(table, {"about", "defaults", "cases"}, "the table");
   // The fixture's keys: the defaults' (every one of which WriteSegment reads), plus the
   // ones a row may add to forge a field.
-  std::set<std::string> fixture_keys = {"head",    "tail",           "consumer_size",
-                                        "ring_size", "version",      "capacity_field",
-                                        "segment_size_field", "magic"};
+  std::set<std::string> fixture_keys = {
+      "head",    "tail",           "consumer_size",      "ring_size",
+      "version", "capacity_field", "segment_size_field", "magic"};
   for (auto it = table.at("defaults").begin(); it != table.at("defaults").end(); ++it) {
     fixture_keys.insert(it.key());
   }
-  CheckKeys(row,
-            {"name", "fixture", "after_open", "take", "expect", "expect_by_taker", "why"},
+  CheckKeys(row, {"name", "fixture", "after_open", "take", "expect", "expect_by_taker", "why"},
             name);
   if (row.contains("fixture")) CheckKeys(row.at("fixture"), fixture_keys, name + ": fixture");
   if (row.contains("after_open")) {
@@ -252,21 +251,22 @@ void CheckRow(const json& table, const json& row) {
     change_keys.insert({"replace", "old_state", "truncate_consumer"});
     CheckKeys(row.at("after_open"), change_keys, name + ": after_open");
   }
-  if (row.contains("take")) CheckKeys(row.at("take"), {"call", "count", "timeout_ms"}, name + ": take");
-  const std::set<std::string> expect_keys = {"stage",       "code",       "message_contains",
-                                             "count",       "ids",        "refill_hint",
-                                             "refill_request_min", "signal"};
+  if (row.contains("take"))
+    CheckKeys(row.at("take"), {"call", "count", "timeout_ms"}, name + ": take");
+  const std::set<std::string> expect_keys = {
+      "stage", "code",        "message_contains",   "count",
+      "ids",   "refill_hint", "refill_request_min", "signal"};
   CheckKeys(row.at("expect"), expect_keys, name + ": expect");
   if (row.contains("expect_by_taker")) {
     CheckKeys(row.at("expect_by_taker"), {"cpp", "python", "go", "java", "node"},
               name + ": expect_by_taker");
-    for (auto it = row.at("expect_by_taker").begin(); it != row.at("expect_by_taker").end();
-         ++it) {
+    for (auto it = row.at("expect_by_taker").begin(); it != row.at("expect_by_taker").end(); ++it) {
       CheckKeys(it.value(), expect_keys, name + ": expect_by_taker." + it.key());
     }
     if (!row.contains("why") || !row.at("why").is_string() ||
         row.at("why").get<std::string>().size() < 20) {
-      throw std::runtime_error(name + ": expect_by_taker needs a \"why\" that says why this "
+      throw std::runtime_error(name +
+                               ": expect_by_taker needs a \"why\" that says why this "
                                "taker differs (a sentence the runners print)");
     }
   }
@@ -279,7 +279,7 @@ json Vocabulary() {
   using snowflake::shm::DaemonState;
   using snowflake::shm::ProducerHealth;
   using snowflake::shm::StateReason;
-  json out = {{"errors", json::array()}, {"error_actions", json::array()},
+  json out = {{"errors", json::array()},  {"error_actions", json::array()},
               {"states", json::array()},  {"health", json::array()},
               {"reasons", json::array()}, {"reason_texts", json::array()}};
   for (uint32_t s = static_cast<uint32_t>(vocab::kFirstLibraryError);

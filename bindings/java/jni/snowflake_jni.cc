@@ -127,10 +127,10 @@ extern "C" JNIEXPORT jint JNI_OnLoad(JavaVM* vm, void* /*reserved*/) {
   if (exception_class == nullptr || string_class == nullptr || object_class == nullptr) {
     return JNI_ERR;
   }
-  exception_factory = env->GetStaticMethodID(
-      exception_class, "fromNative",
-      "(ILjava/lang/String;Ljava/lang/String;Ljava/lang/String;)"
-      "Lexample/snowflaked/SnowflakeException;");
+  exception_factory =
+      env->GetStaticMethodID(exception_class, "fromNative",
+                             "(ILjava/lang/String;Ljava/lang/String;Ljava/lang/String;)"
+                             "Lexample/snowflaked/SnowflakeException;");
   if (exception_factory == nullptr) return JNI_ERR;
   return JNI_VERSION_10;
 }
