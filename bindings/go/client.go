@@ -178,7 +178,6 @@ func (a *attachment) retire() {
 			atomic.StoreUint64(s.consumer.u64(base+offNameReady), serviceSlotRetired)
 		}
 	})
-	keepMapped(a)
 }
 
 // keepMapped marks the end of a use of a's mapping: a stays reachable until here, so the

@@ -191,7 +191,8 @@ func TestFailoverWaitsForARingAFewMillisecondsBehindInsteadOfAskingTheRemote(t *
 
 // Further behind than 10 ms (a local clock well behind the remote's), the remote serves.
 func TestFailoverAsksTheRemoteWhenTheRingIsFarBehind(t *testing.T) {
-	p, lastMs := poolAfterFailover(t, &fakeFront{replies: []func(int) string{idsAt(DefaultEpoch, 0, 0)}})
+	front := &fakeFront{replies: []func(int) string{idsAt(DefaultEpoch, 0, 0)}}
+	p, lastMs := poolAfterFailover(t, front)
 	local := func(out []uint64) (int, error) {
 		out[0] = (lastMs-50)<<22 | 1<<12
 		return 1, nil

@@ -232,9 +232,10 @@ class Client(_snowflake._Client):
     runtime_dir: the daemon's runtime directory (None: $SNOWFLAKE_RUNTIME_DIR, else
     /run/snowflaked). remotes: other daemons' HTTP fronts for failover, "host:port",
     "http://host:port" or "https://host:port" strings or one comma-separated string (None:
-    $SNOWFLAKE_REMOTES; [] or "": none, whatever the environment says). timeout: seconds a take waits on an empty ring before
-    TimedOutError (None: 0.1). remotes_ca: the CA file (PEM) https:// remotes must verify
-    against (None: $SNOWFLAKE_REMOTES_CA, else the system's CAs); remotes_cert and
+    $SNOWFLAKE_REMOTES; [] or "": none, whatever the environment says). timeout: seconds a
+    take waits on an empty ring before TimedOutError (None: 0.1). remotes_ca: the CA file
+    (PEM) https:// remotes must verify against (None: $SNOWFLAKE_REMOTES_CA, else the
+    system's CAs); remotes_cert and
     remotes_key: this client's certificate and key (PEM) for fronts with mutual TLS (None:
     $SNOWFLAKE_REMOTES_CERT and $SNOWFLAKE_REMOTES_KEY, else none).
     """
