@@ -39,6 +39,8 @@ type options struct {
 	remotesKey      string
 	timeout         time.Duration
 	maxHeartbeatAge time.Duration
+	remoteAttempt   time.Duration
+	remoteDeadline  time.Duration
 }
 
 // Option configures Open.
@@ -74,6 +76,13 @@ func WithRemotesCert(certFile, keyFile string) Option {
 // WithTimeout sets how long a take waits on an empty ring before ErrTimedOut (default
 // 100 ms; 0: never wait). Millisecond resolution.
 func WithTimeout(d time.Duration) Option { return func(o *options) { o.timeout = d } }
+
+// WithRemoteTimeouts sets how long one HTTP attempt to a remote may take (default 50 ms)
+// and all attempts of one take together (default 200 ms). A zero keeps that default; a
+// negative one is refused by Open.
+func WithRemoteTimeouts(attempt, deadline time.Duration) Option {
+	return func(o *options) { o.remoteAttempt, o.remoteDeadline = attempt, deadline }
+}
 
 // WithMaxHeartbeatAge sets the heartbeat age beyond which the daemon counts as hung
 // (default 0: the daemon's own daemon.liveness_ms).
@@ -269,6 +278,12 @@ func Open(service string, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.remoteAttempt, err = milliseconds(o.remoteAttempt, "the remote attempt timeout"); err != nil {
+		return nil, err
+	}
+	if o.remoteDeadline, err = milliseconds(o.remoteDeadline, "the remote deadline"); err != nil {
+		return nil, err
+	}
 	if strings.IndexByte(service, 0) >= 0 || strings.IndexByte(o.runtimeDir, 0) >= 0 {
 		return nil, invalidArgument("a NUL byte in the service name or runtime directory")
 	}
@@ -310,7 +325,8 @@ func Open(service string, opts ...Option) (*Client, error) {
 		epochMs = a.ring.epochMs
 	}
 	if len(remotes) > 0 {
-		c.remotes = newRemotePool(service, remotes, remotesTLS, epochMs)
+		c.remotes = newRemotePool(service, remotes, remotesTLS, epochMs, o.remoteAttempt,
+			o.remoteDeadline)
 	}
 	return c, nil
 }

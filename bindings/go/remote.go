@@ -38,13 +38,16 @@ import (
 
 // The C++ ClientOptions defaults.
 const (
-	remoteAttemptTimeout = 50 * time.Millisecond
-	remoteDeadline       = 200 * time.Millisecond
-	remoteMaxAge         = 100 * time.Millisecond
-	remoteMaxAhead       = 50 * time.Millisecond
-	breakerBase          = 50 * time.Millisecond
-	breakerMax           = 2 * time.Second
-	maxRemoteBatch       = 4096
+	defaultRemoteAttemptTimeout = 50 * time.Millisecond
+	defaultRemoteDeadline       = 200 * time.Millisecond
+	remoteMaxAge                = 100 * time.Millisecond
+	remoteMaxAhead              = 50 * time.Millisecond
+	breakerBase                 = 50 * time.Millisecond
+	breakerMax                  = 2 * time.Second
+	// A remote's Retry-After is obeyed up to this: a longer one is a remote to skip for a
+	// minute, not one to forget.
+	maxRetryAfter  = time.Minute
+	maxRemoteBatch = 4096
 	// A remote answer entirely at or below our last ID (another host's same millisecond):
 	// wait for the next millisecond and ask again, this many times at most.
 	staleRetries = 2
@@ -68,6 +71,8 @@ type endpoint struct {
 // outside it.
 type remotePool struct {
 	epochMs   int64
+	attempt   time.Duration               // one HTTP attempt's timeout (WithRemoteTimeouts)
+	deadline  time.Duration               // all attempts of one take together
 	client    atomic.Pointer[http.Client] // replaced when the TLS files change
 	tls       remoteTLS                   // guarded by tlsMu after construction
 	tlsMu     sync.Mutex
@@ -247,13 +252,13 @@ func osReason(err error) string {
 	return err.Error()
 }
 
-func newHTTPClient(config *tls.Config) *http.Client {
+func newHTTPClient(config *tls.Config, attempt time.Duration) *http.Client {
 	return &http.Client{
 		Transport: &http.Transport{
 			Proxy:               nil, // fronts are reached directly, never through a proxy
-			DialContext:         (&net.Dialer{Timeout: remoteAttemptTimeout}).DialContext,
+			DialContext:         (&net.Dialer{Timeout: attempt}).DialContext,
 			TLSClientConfig:     config,
-			TLSHandshakeTimeout: remoteAttemptTimeout,
+			TLSHandshakeTimeout: attempt,
 			MaxIdleConnsPerHost: 4,
 			// A transport replaced by rotated TLS files is closed only when idle: its
 			// connections must still end by themselves.
@@ -267,12 +272,20 @@ func newHTTPClient(config *tls.Config) *http.Client {
 		}}
 }
 
-// newRemotePool takes remotes and their TLS setup, both checked by checkRemotes.
-func newRemotePool(service string, remotes []string, t remoteTLS, epochMs int64) *remotePool {
-	p := &remotePool{epochMs: epochMs, tls: t,
+// newRemotePool takes remotes and their TLS setup, both checked by checkRemotes, and the
+// timeouts of one attempt and of all attempts of a take (0: the defaults).
+func newRemotePool(service string, remotes []string, t remoteTLS, epochMs int64,
+	attempt, deadline time.Duration) *remotePool {
+	if attempt <= 0 {
+		attempt = defaultRemoteAttemptTimeout
+	}
+	if deadline <= 0 {
+		deadline = defaultRemoteDeadline
+	}
+	p := &remotePool{epochMs: epochMs, attempt: attempt, deadline: deadline, tls: t,
 		jitter: rand.New(rand.NewSource(time.Now().UnixNano()))}
 	p.tls.nextLook = time.Now().Add(tlsCheckEvery)
-	p.client.Store(newHTTPClient(t.config))
+	p.client.Store(newHTTPClient(t.config, attempt))
 	for _, address := range remotes {
 		secure, hostPort, _ := splitRemote(address)
 		scheme := "http://"
@@ -311,7 +324,7 @@ func (p *remotePool) refreshTLS() (refused string) {
 		return t.refused
 	}
 	t.stamp, t.config, t.refused = stamp, config, ""
-	p.client.Swap(newHTTPClient(config)).CloseIdleConnections()
+	p.client.Swap(newHTTPClient(config, p.attempt)).CloseIdleConnections()
 	return ""
 }
 
@@ -384,7 +397,7 @@ func (p *remotePool) take(out []uint64, local func([]uint64) (int, error)) (int,
 }
 
 func (p *remotePool) takeRemote(out []uint64, localError *Error) (int, error) {
-	deadline := time.Now().Add(remoteDeadline)
+	deadline := time.Now().Add(p.deadline)
 	p.mu.Lock()
 	order := make([]*endpoint, 0, len(p.endpoints))
 	for i := range p.endpoints {
@@ -407,13 +420,13 @@ func (p *remotePool) takeRemote(out []uint64, localError *Error) (int, error) {
 			left := time.Until(deadline).Truncate(time.Millisecond)
 			if left <= 0 {
 				note(e, "not tried: the overall deadline of "+
-					strconv.FormatInt(remoteDeadline.Milliseconds(), 10)+" ms passed")
+					strconv.FormatInt(p.deadline.Milliseconds(), 10)+" ms passed")
 				break
 			}
-			if left > remoteAttemptTimeout {
-				left = remoteAttemptTimeout
+			if left > p.attempt {
+				left = p.attempt
 			}
-			n, why := p.fetch(e, out, left)
+			n, retryAfter, why := p.fetch(e, out, left)
 			p.mu.Lock()
 			if why != "" {
 				e.failures++
@@ -426,8 +439,16 @@ func (p *remotePool) takeRemote(out []uint64, localError *Error) (int, error) {
 				if backoff > breakerMax {
 					backoff = breakerMax
 				}
-				e.openUntil = time.Now().Add(time.Duration(float64(backoff) *
-					(0.5 + p.jitter.Float64())))
+				skip := time.Duration(float64(backoff) * (0.5 + p.jitter.Float64()))
+				// A remote that says when to come back (429 and 503 carry Retry-After) is
+				// skipped until then, at least: asking sooner only adds to its load.
+				if retryAfter > maxRetryAfter {
+					retryAfter = maxRetryAfter
+				}
+				if retryAfter > skip {
+					skip = retryAfter
+				}
+				e.openUntil = time.Now().Add(skip)
 				p.mu.Unlock()
 				note(e, why)
 				break
@@ -454,18 +475,33 @@ func (p *remotePool) takeRemote(out []uint64, localError *Error) (int, error) {
 		localError.Message+"), and no remote gave one: "+strings.Join(tried, "; "))
 }
 
-// fetch is one HTTP attempt; it fills out and returns n, or why it failed.
-func (p *remotePool) fetch(e *endpoint, out []uint64, timeout time.Duration) (int, string) {
+// fetch is one HTTP attempt; it fills out and returns n, or why it failed and the
+// refusal's Retry-After (0 if none).
+func (p *remotePool) fetch(e *endpoint, out []uint64, timeout time.Duration) (int, time.Duration, string) {
 	refused := p.refreshTLS()
-	n, why := p.fetchWith(p.client.Load(), e, out, timeout)
+	n, retryAfter, why := p.fetchWith(p.client.Load(), e, out, timeout)
 	if why != "" && refused != "" {
 		why += " (changed TLS files not used: " + refused + ")"
 	}
-	return n, why
+	return n, retryAfter, why
+}
+
+// retryAfterOf is a reply's Retry-After in delay-seconds (RFC 9110; the front sends no
+// HTTP-date), or 0 if there is none or it is not a positive number.
+func retryAfterOf(resp *http.Response) time.Duration {
+	text := resp.Header.Get("Retry-After")
+	seconds, err := strconv.ParseInt(text, 10, 64)
+	if err != nil || seconds <= 0 || text[0] == '+' {
+		return 0
+	}
+	if seconds > 86400 {
+		seconds = 86400
+	}
+	return time.Duration(seconds) * time.Second
 }
 
 func (p *remotePool) fetchWith(httpClient *http.Client, e *endpoint, out []uint64,
-	timeout time.Duration) (int, string) {
+	timeout time.Duration) (int, time.Duration, string) {
 	want := len(out)
 	if want > maxRemoteBatch {
 		want = maxRemoteBatch
@@ -475,7 +511,7 @@ func (p *remotePool) fetchWith(httpClient *http.Client, e *endpoint, out []uint6
 	}
 	req, err := http.NewRequest(http.MethodGet, e.urlPrefix+strconv.Itoa(want), nil)
 	if err != nil {
-		return 0, err.Error()
+		return 0, 0, err.Error()
 	}
 	req.Header.Set("Accept", "text/plain")
 	client := *httpClient
@@ -484,7 +520,7 @@ func (p *remotePool) fetchWith(httpClient *http.Client, e *endpoint, out []uint6
 	if err != nil {
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
-			return 0, "Timeout was reached (" + strconv.FormatInt(timeout.Milliseconds(), 10) + " ms)"
+			return 0, 0, "Timeout was reached (" + strconv.FormatInt(timeout.Milliseconds(), 10) + " ms)"
 		}
 		// The reason without Go's `Get "<url>":` (the note names the remote): a refused
 		// verification reads "tls: failed to verify certificate: x509: certificate signed
@@ -493,16 +529,16 @@ func (p *remotePool) fetchWith(httpClient *http.Client, e *endpoint, out []uint6
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return 0, err.Error()
+		return 0, 0, err.Error()
 	}
 	defer resp.Body.Close()
 	// A reply to 4096 IDs is under 100 KB; anything far larger is not our front.
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20+1))
 	if err != nil {
-		return 0, err.Error()
+		return 0, 0, err.Error()
 	}
 	if len(body) > 1<<20 {
-		return 0, "a reply larger than 1 MiB"
+		return 0, 0, "a reply larger than 1 MiB"
 	}
 	if resp.StatusCode != http.StatusOK {
 		var doc struct {
@@ -514,7 +550,11 @@ func (p *remotePool) fetchWith(httpClient *http.Client, e *endpoint, out []uint6
 		if json.Unmarshal(body, &doc) == nil && doc.Error.Code != "" {
 			why += " " + doc.Error.Code
 		}
-		return 0, why
+		retryAfter := retryAfterOf(resp)
+		if retryAfter > 0 {
+			why += " (Retry-After " + strconv.FormatInt(int64(retryAfter/time.Second), 10) + " s)"
+		}
+		return 0, retryAfter, why
 	}
 	// One decimal per line, strictly increasing, none older than max_age nor further
 	// ahead than max_ahead.
@@ -525,26 +565,26 @@ func (p *remotePool) fetchWith(httpClient *http.Client, e *endpoint, out []uint6
 	for len(text) > 0 {
 		nl := strings.IndexByte(text, '\n')
 		if nl < 0 || n == want {
-			return 0, "a malformed reply (not one ID per line)"
+			return 0, 0, "a malformed reply (not one ID per line)"
 		}
 		id, err := strconv.ParseUint(text[:nl], 10, 64)
 		// IDs are below 2^63 (the layout's top bit is 0).
 		if err != nil || text[0] == '+' || id>>63 != 0 {
-			return 0, "a malformed ID"
+			return 0, 0, "a malformed ID"
 		}
 		if n > 0 && id <= out[n-1] {
-			return 0, "IDs not strictly increasing"
+			return 0, 0, "IDs not strictly increasing"
 		}
 		idMs := p.epochMs + int64(id>>timeShift)
 		if idMs < oldest {
-			return 0, "an ID " + strconv.FormatInt(nowMs-idMs, 10) + " ms old (more than " +
+			return 0, 0, "an ID " + strconv.FormatInt(nowMs-idMs, 10) + " ms old (more than " +
 				"remote_max_age " + strconv.FormatInt(remoteMaxAge.Milliseconds(), 10) +
 				" ms; is its clock or its epoch different?)"
 		}
 		// Never admitted: it would raise the last returned ID that far ahead, and every take
 		// would then refuse correct sources (below it) until this host's clock caught up.
 		if idMs > newest {
-			return 0, "an ID " + strconv.FormatInt(idMs-nowMs, 10) + " ms ahead of this " +
+			return 0, 0, "an ID " + strconv.FormatInt(idMs-nowMs, 10) + " ms ahead of this " +
 				"host's clock (more than remote_max_ahead " +
 				strconv.FormatInt(remoteMaxAhead.Milliseconds(), 10) + " ms): its clock is " +
 				"fast, or its epoch is not this client's (" + strconv.FormatInt(p.epochMs, 10) + " ms)"
@@ -554,7 +594,7 @@ func (p *remotePool) fetchWith(httpClient *http.Client, e *endpoint, out []uint6
 		text = text[nl+1:]
 	}
 	if n == 0 {
-		return 0, "an empty reply"
+		return 0, 0, "an empty reply"
 	}
-	return n, ""
+	return n, 0, ""
 }

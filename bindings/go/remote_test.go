@@ -142,7 +142,7 @@ func poolAfterFailover(t *testing.T, front *fakeFront) (*remotePool, uint64) {
 	server := httptest.NewServer(front)
 	t.Cleanup(server.Close)
 	p := newRemotePool("orders", []string{strings.TrimPrefix(server.URL, "http://")}, remoteTLS{},
-		DefaultEpoch.UnixMilli())
+		DefaultEpoch.UnixMilli(), 0, 0)
 	t.Cleanup(p.close)
 	lastMs := uint64(time.Now().UnixMilli() - DefaultEpoch.UnixMilli())
 	p.last.Store(lastMs<<22 | 9<<12 | 7)
@@ -203,5 +203,76 @@ func TestFailoverAsksTheRemoteWhenTheRingIsFarBehind(t *testing.T) {
 	}
 	if ids[0]>>12&1023 != 9 {
 		t.Fatalf("got an ID of machine %d, want the remote's (9)", ids[0]>>12&1023)
+	}
+}
+
+// A remote that refuses with Retry-After (the front's 429 `throttled`, its 503s) is skipped
+// until then, not only for the breaker's first backoff (25-75 ms): asking sooner only adds
+// to its load. A Retry-After past a minute counts as a minute.
+func TestFailoverSkipsARemoteUntilItsRetryAfter(t *testing.T) {
+	for _, row := range []struct {
+		header string
+		skip   time.Duration // at least
+		most   time.Duration
+	}{{"3", 2900 * time.Millisecond, 3 * time.Second}, {"86400", 59 * time.Second, time.Minute}} {
+		var asked sync.Mutex
+		served := 0
+		server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			asked.Lock()
+			served++
+			asked.Unlock()
+			w.Header().Set("Retry-After", row.header)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusTooManyRequests)
+			fmt.Fprint(w, `{"error":{"code":"throttled","message":"over this client's rate"}}`)
+		}))
+		p := newRemotePool("orders", []string{strings.TrimPrefix(server.URL, "http://")},
+			remoteTLS{}, DefaultEpoch.UnixMilli(), 5*time.Second, 10*time.Second)
+		ids := make([]uint64, 1)
+		_, err := p.takeRemote(ids, newError(statusDaemonNotRunning, "no daemon"))
+		if err == nil || !strings.Contains(err.Error(), "HTTP 429 throttled (Retry-After "+row.header+" s)") {
+			t.Fatalf("Retry-After %s: got %v, want the 429 and its Retry-After named", row.header, err)
+		}
+		p.mu.Lock()
+		skip := time.Until(p.endpoints[0].openUntil)
+		p.mu.Unlock()
+		if skip < row.skip || skip > row.most {
+			t.Fatalf("Retry-After %s: the remote is skipped for %v, want %v to %v",
+				row.header, skip, row.skip, row.most)
+		}
+		// The next take does not ask it.
+		_, err = p.takeRemote(ids, newError(statusDaemonNotRunning, "no daemon"))
+		asked.Lock()
+		if served != 1 || err == nil || !strings.Contains(err.Error(), "skipped for") {
+			t.Fatalf("Retry-After %s: asked %d times, then %v; want it skipped", row.header, served, err)
+		}
+		asked.Unlock()
+		p.close()
+		server.Close()
+	}
+}
+
+// A Retry-After that is not delay-seconds (an HTTP-date, a sign, garbage) is ignored: the
+// breaker's backoff applies.
+func TestRetryAfterIsDelaySecondsOnly(t *testing.T) {
+	for header, want := range map[string]time.Duration{
+		"": 0, "0": 0, "-5": 0, "+5": 0, "5": 5 * time.Second, "2.5": 0, "x": 0,
+		"Wed, 21 Oct 2015 07:28:00 GMT": 0, "999999999": 86400 * time.Second,
+	} {
+		resp := &http.Response{Header: http.Header{}}
+		if header != "" {
+			resp.Header.Set("Retry-After", header)
+		}
+		if got := retryAfterOf(resp); got != want {
+			t.Errorf("Retry-After %q: %v, want %v", header, got, want)
+		}
+	}
+}
+
+func TestOpenRefusesNegativeRemoteTimeouts(t *testing.T) {
+	_, err := Open("orders", WithRuntimeDir(t.TempDir()), WithRemotes("127.0.0.1:1"),
+		WithRemoteTimeouts(-time.Millisecond, 0))
+	if !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), "remote attempt timeout") {
+		t.Fatalf("got %v, want the negative attempt timeout refused", err)
 	}
 }

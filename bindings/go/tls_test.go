@@ -153,16 +153,18 @@ func startTLSFront(t *testing.T, p *testPKI, mutual bool) (*daemon, string) {
 	return d, "https://" + address
 }
 
-// A Client of a host without a daemon (an empty runtime directory), failing over to the
-// remotes of opts.
-// The timeout of a client that must take through a TLS front: its first take is a TCP and
-// TLS handshake and a request, which the default 100 ms does not always cover on a CI host
-// running other suites beside (and under -race). Refusals fail at once, whatever it is.
+// The timeout of a client that must take through a TLS front, and of each of its remote
+// attempts: its first take is a TCP and TLS handshake and a request, which the defaults
+// (100 ms; 50 ms an attempt) do not always cover on a CI host running other suites beside
+// (and under -race). Refusals fail at once, whatever it is.
 const tlsTakeTimeout = 10 * time.Second
 
+// A Client of a host without a daemon (an empty runtime directory), failing over to the
+// remotes of opts.
 func openWithoutDaemon(t *testing.T, opts ...Option) (*Client, error) {
 	t.Helper()
-	c, err := Open("orders", append([]Option{WithRuntimeDir(t.TempDir())}, opts...)...)
+	c, err := Open("orders", append([]Option{WithRuntimeDir(t.TempDir()),
+		WithRemoteTimeouts(tlsTakeTimeout, tlsTakeTimeout)}, opts...)...)
 	if err == nil {
 		t.Cleanup(func() { c.Close() })
 	}
