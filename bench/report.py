@@ -70,6 +70,7 @@ def main():
     p.add_argument("--peers")
     p.add_argument("--http")
     p.add_argument("--failover")
+    p.add_argument("--flood", help="flood_bench output")
     p.add_argument("--py", help="bench/py_bench.py output")
     p.add_argument("--go", help="`go test -bench` output of bindings/go")
     p.add_argument("--java", help="bench/JavaBench.java output")
@@ -178,6 +179,23 @@ def main():
                 f[f"redis_incr_{q}"] = Figure(r[q] for r in http["redis_incr"])
         if "floor_id" in http:
             f["http_floor_p50_us"] = Figure(r["p50_us"] for r in http["floor_id"])
+
+    flood = load(a.flood) if a.flood else None
+    if flood:
+        # Per phase: the local take's and a keep-alive HTTPS caller's percentiles, the
+        # flood's achieved rate, and ServerHellos an off-list address saw (must be 0).
+        for phase, prefix in (("idle", "idle"), ("flood_offlist", "flood_offlist"),
+                              ("flood_allowed", "flood_allowed")):
+            reps_ = flood[phase]
+            f[f"local_take_{prefix}_p50_ns"] = Figure(r["take_p50_ns"] for r in reps_)
+            f[f"local_take_{prefix}_p99_ns"] = Figure(r["take_p99_ns"] for r in reps_)
+            f[f"https_id_{prefix}_p50_us"] = Figure(r["https_id_p50_us"] for r in reps_)
+            f[f"https_id_{prefix}_p99_us"] = Figure(r["https_id_p99_us"] for r in reps_)
+            if phase != "idle":
+                f[f"{prefix}_per_s"] = Figure(r["flood_per_s"] for r in reps_)
+        f["local_take_p99_ns"] = f["local_take_idle_p99_ns"]
+        f["flood_offlist_server_hellos"] = Figure(
+            [sum(r["server_hellos"] + r["handshakes"] for r in flood["flood_offlist"])])
 
     failover = load(a.failover) if a.failover else None
     if failover:
@@ -359,6 +377,25 @@ def main():
             row("https new connection: TCP + full TLS handshake p50", "https_handshake_p50_us", 1,
                 "µs", "measured, reported")
 
+    if flood:
+        idle_p99 = med("local_take_idle_p99_ns")
+        row("local take p99, idle (flood_bench)", "local_take_idle_p99_ns", 0, "ns",
+            "baseline")
+        for prefix, what in (("flood_offlist", "off-list"), ("flood_allowed", "allowed")):
+            p99 = med(f"local_take_{prefix}_p99_ns")
+            row(f"local take p99, {what} handshake flood", f"local_take_{prefix}_p99_ns", 0,
+                "ns", f"≤ 1.2× idle: {p99 / idle_p99:.2f}× {verdict(p99 <= 1.2 * idle_p99)}")
+        row("https GET /v1/id p50, idle (flood_bench)", "https_id_idle_p50_us", 1, "µs",
+            "baseline")
+        for prefix, what in (("flood_offlist", "off-list"), ("flood_allowed", "allowed")):
+            ratio = med(f"https_id_{prefix}_p50_us") / med("https_id_idle_p50_us")
+            row(f"https GET /v1/id p50, {what} handshake flood", f"https_id_{prefix}_p50_us", 1,
+                "µs", f"{ratio:.2f}× idle; measured, reported")
+            row(f"  the {what} flood's achieved rate", f"{prefix}_per_s", 0, "conn/s",
+                "asked 1,000")
+        row("ServerHellos seen from off the allow-list", "flood_offlist_server_hellos", 0, "",
+            f"= 0: {verdict(med('flood_offlist_server_hellos') == 0)}")
+
     if failover:
         limits = {"pause": 2, "stop": 2, "kill": 15}
         for kind in ("pause", "stop", "kill"):
@@ -455,6 +492,11 @@ def main():
                                  "https_rps_16", "https_rps_64", "redis_tls_incr_p50_us",
                                  "redis_tls_rps_16", "redis_tls_rps_64", "floor_rps_16",
                                  "floor_rps_64") if k in f]
+        if flood:
+            keys += ["local_take_p99_ns", "local_take_flood_offlist_p99_ns",
+                     "local_take_flood_allowed_p99_ns", "https_id_idle_p50_us",
+                     "https_id_flood_offlist_p50_us", "https_id_flood_allowed_p50_us",
+                     "flood_offlist_per_s", "flood_allowed_per_s", "flood_offlist_server_hellos"]
         if failover:
             keys += ["failover_pause_p99_ms", "failover_stop_p99_ms", "failover_kill_p99_ms"]
         if py:
