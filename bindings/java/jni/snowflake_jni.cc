@@ -12,10 +12,12 @@
 
 #include <jni.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "example_snowflaked_Native.h"
@@ -33,13 +35,59 @@ jmethodID exception_factory = nullptr;  // static fromNative(int, String, String
 jclass string_class = nullptr;
 jclass object_class = nullptr;
 
+// A Java string of UTF-8 bytes. NewStringUTF wants modified UTF-8, and what it does with
+// anything else (a 4-byte sequence; a byte that is not UTF-8, in a path or a group name)
+// is undefined, so the bytes are decoded here: each byte that does not begin a valid
+// sequence (overlong, a surrogate, past U+10FFFF, cut short) becomes U+FFFD.
+jstring JavaString(JNIEnv* env, std::string_view utf8) {
+  std::u16string units;
+  units.reserve(utf8.size());
+  const auto* bytes = reinterpret_cast<const unsigned char*>(utf8.data());
+  const size_t n = utf8.size();
+  for (size_t i = 0; i < n;) {
+    const unsigned char lead = bytes[i];
+    size_t extra = 0;
+    uint32_t c = lead;
+    uint32_t least = 0;
+    if (lead >= 0xC2 && lead <= 0xDF) {
+      extra = 1, c = lead & 0x1Fu, least = 0x80;
+    } else if (lead >= 0xE0 && lead <= 0xEF) {
+      extra = 2, c = lead & 0x0Fu, least = 0x800;
+    } else if (lead >= 0xF0 && lead <= 0xF4) {
+      extra = 3, c = lead & 0x07u, least = 0x10000;
+    } else if (lead >= 0x80) {
+      units.push_back(u'\uFFFD');
+      ++i;
+      continue;
+    }
+    size_t k = 1;
+    for (; k <= extra && i + k < n && (bytes[i + k] & 0xC0) == 0x80; ++k) {
+      c = (c << 6) | (bytes[i + k] & 0x3Fu);
+    }
+    if (k <= extra || c < least || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) {
+      units.push_back(u'\uFFFD');
+      ++i;
+      continue;
+    }
+    if (c >= 0x10000) {
+      units.push_back(static_cast<char16_t>(0xD800 + ((c - 0x10000) >> 10)));
+      units.push_back(static_cast<char16_t>(0xDC00 + ((c - 0x10000) & 0x3FF)));
+    } else {
+      units.push_back(static_cast<char16_t>(c));
+    }
+    i += k;
+  }
+  return env->NewString(reinterpret_cast<const jchar*>(units.data()),
+                        static_cast<jsize>(units.size()));
+}
+
 // Throws the SnowflakeException subclass for `status`, with the library's message.
 // Its class follows the status's action (sf_status_action): the one failover rule.
 void ThrowStatus(JNIEnv* env, int status, const char* code, const char* message) {
   jstring code_text = env->NewStringUTF(code);
   jstring action_text =
       env->NewStringUTF(sf_action_str(sf_status_action(static_cast<sf_status>(status))));
-  jstring message_text = env->NewStringUTF(message);
+  jstring message_text = JavaString(env, message);
   if (env->ExceptionCheck()) return;  // out of memory: that error is thrown instead
   auto error = static_cast<jthrowable>(
       env->CallStaticObjectMethod(exception_class, exception_factory, static_cast<jint>(status),
@@ -56,32 +104,80 @@ void ThrowInvalidArgument(JNIEnv* env, const std::string& message) {
   ThrowStatus(env, SF_INVALID_ARGUMENT, sf_status_str(SF_INVALID_ARGUMENT), message.c_str());
 }
 
-// A Java string as UTF-8 for the length of a call; null stays null. Java's "modified
-// UTF-8" differs from UTF-8 only for NUL and characters outside the BMP, neither of which
-// a service name, path or host:port list may hold usefully (the library refuses them).
+// A Java string as standard UTF-8 for the length of a call; null stays null. JNI's own
+// conversion (GetStringUTFChars) gives "modified UTF-8", which writes a character outside
+// the BMP as two 3-byte surrogates and NUL as C0 80: a runtime directory named with an
+// emoji would then be another directory than the one Java created. So the UTF-16 is
+// encoded here; an unpaired surrogate or a NUL (which would cut the C string short) is
+// refused with IllegalArgumentException's SnowflakeException, naming `what`.
 class Utf8 {
  public:
-  Utf8(JNIEnv* env, jstring text) : env_(env), text_(text) {
-    if (text != nullptr) chars_ = env->GetStringUTFChars(text, nullptr);
+  Utf8(JNIEnv* env, jstring text, const char* what) : null_(text == nullptr) {
+    // One conversion failed already: its exception is pending, and JNI allows no call.
+    if (null_ || env->ExceptionCheck()) return;
+    const jsize length = env->GetStringLength(text);
+    std::u16string units(static_cast<size_t>(length), u'\0');
+    env->GetStringRegion(text, 0, length, reinterpret_cast<jchar*>(units.data()));
+    if (env->ExceptionCheck()) return;
+    std::string out;
+    out.reserve(units.size());
+    for (size_t i = 0; i < units.size(); ++i) {
+      uint32_t c = units[i];
+      if (c >= 0xD800 && c <= 0xDFFF) {
+        const bool paired =
+            c <= 0xDBFF && i + 1 < units.size() && units[i + 1] >= 0xDC00 && units[i + 1] <= 0xDFFF;
+        if (!paired) {
+          Refuse(env, what, "an unpaired surrogate at index " + std::to_string(i));
+          return;
+        }
+        c = 0x10000 + ((c - 0xD800) << 10) + (units[++i] - 0xDC00);
+      }
+      if (c == 0) {
+        Refuse(env, what, "a NUL character at index " + std::to_string(i));
+        return;
+      }
+      AppendUtf8(out, c);
+    }
+    text_ = std::move(out);
+    ok_ = true;
   }
-  ~Utf8() {
-    if (chars_ != nullptr) env_->ReleaseStringUTFChars(text_, chars_);
-  }
-  Utf8(const Utf8&) = delete;
-  Utf8& operator=(const Utf8&) = delete;
-  // False when a non-null string could not be converted (an OutOfMemoryError is pending).
-  bool ok() const { return text_ == nullptr || chars_ != nullptr; }
-  const char* get() const { return chars_; }
+  // False when a non-null string was refused or could not be converted (an exception is
+  // pending).
+  bool ok() const { return null_ || ok_; }
+  const char* get() const { return null_ ? nullptr : text_.c_str(); }
 
  private:
-  JNIEnv* env_;
-  jstring text_;
-  const char* chars_ = nullptr;
+  static void AppendUtf8(std::string& out, uint32_t c) {
+    if (c < 0x80) {
+      out.push_back(static_cast<char>(c));
+    } else if (c < 0x800) {
+      out.push_back(static_cast<char>(0xC0 | (c >> 6)));
+      out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+    } else if (c < 0x10000) {
+      out.push_back(static_cast<char>(0xE0 | (c >> 12)));
+      out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
+      out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+    } else {
+      out.push_back(static_cast<char>(0xF0 | (c >> 18)));
+      out.push_back(static_cast<char>(0x80 | ((c >> 12) & 0x3F)));
+      out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
+      out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+    }
+  }
+  static void Refuse(JNIEnv* env, const char* what, const std::string& why);
+
+  bool null_;
+  bool ok_ = false;
+  std::string text_;
 };
+
+void Utf8::Refuse(JNIEnv* env, const char* what, const std::string& why) {
+  ThrowInvalidArgument(env, std::string(what) + ": not valid Unicode text: " + why);
+}
 
 sf_client* Handle(jlong handle) { return reinterpret_cast<sf_client*>(handle); }
 
-jstring NewString(JNIEnv* env, const std::string& text) { return env->NewStringUTF(text.c_str()); }
+jstring NewString(JNIEnv* env, const std::string& text) { return JavaString(env, text); }
 
 // The array builders below make nothing while an exception is pending (JNI allows no
 // other call then): they return null, and the entry point returns with the exception.
@@ -139,8 +235,10 @@ JNIEXPORT jlong JNICALL Java_example_snowflaked_Native_open(
     JNIEnv* env, jclass, jstring service, jstring runtime_dir, jint wait_timeout_ms,
     jint max_heartbeat_age_ms, jstring remotes, jstring remotes_ca, jstring remotes_cert,
     jstring remotes_key) {
-  const Utf8 service_text(env, service), dir(env, runtime_dir), remote_list(env, remotes),
-      ca(env, remotes_ca), cert(env, remotes_cert), key(env, remotes_key);
+  const Utf8 service_text(env, service, "the service name"),
+      dir(env, runtime_dir, "the runtime directory"), remote_list(env, remotes, "the remotes"),
+      ca(env, remotes_ca, "the remotes' CA file"), cert(env, remotes_cert, "the certificate file"),
+      key(env, remotes_key, "the key file");
   if (!service_text.ok() || !dir.ok() || !remote_list.ok() || !ca.ok() || !cert.ok() || !key.ok()) {
     return 0;
   }
@@ -240,7 +338,7 @@ JNIEXPORT jboolean JNICALL Java_example_snowflaked_Native_bounds(JNIEnv* env, jc
 
 JNIEXPORT jlong JNICALL Java_example_snowflaked_Native_parseTime(JNIEnv* env, jclass,
                                                                  jstring text) {
-  const Utf8 chars(env, text);
+  const Utf8 chars(env, text, "the time");
   if (!chars.ok()) return 0;
   int64_t unix_ms = 0;
   if (const sf_status status = sf_parse_time(chars.get(), &unix_ms); status != SF_OK) {
@@ -312,7 +410,7 @@ namespace {
 
 jobjectArray StatusArrays(JNIEnv* env, jstring runtime_dir, jint max_heartbeat_age_ms,
                           jboolean ask_daemon) {
-  const Utf8 dir_text(env, runtime_dir);
+  const Utf8 dir_text(env, runtime_dir, "the runtime directory");
   if (!dir_text.ok()) return nullptr;
   snowflake::ClientOptions options;
   if (dir_text.get() != nullptr) options.runtime_dir = dir_text.get();

@@ -31,8 +31,35 @@ public class SnowflakeException extends RuntimeException {
   private final int status;
   private final String action;
 
+  /**
+   * An error of the library's vocabulary, for callers that make one (a wrapper, a test
+   * double): its action is the vocabulary's for {@code status}. A status whose action is
+   * "fail_over" is an {@link UnavailableException} (or a {@link PausedException}), so it is
+   * refused here, as is a code that is not the status's.
+   *
+   * @throws IllegalArgumentException for a status outside 1..16, a code that is not
+   *     {@code status}'s, or a status to fail over from
+   */
   public SnowflakeException(String code, int status, String message) {
-    this(code, status, "fix_the_host", message);
+    this(code, status, actionOf(code, status), message);
+  }
+
+  private static String actionOf(String code, int status) {
+    String[] codes = Native.errorCodes();
+    if (status < 1 || status > codes.length) {
+      throw new IllegalArgumentException(
+          "status " + status + " is not one of the library's (1.." + codes.length + ")");
+    }
+    if (!codes[status - 1].equals(code)) {
+      throw new IllegalArgumentException(
+          "code \"" + code + "\" is not status " + status + "'s (\"" + codes[status - 1] + "\")");
+    }
+    String action = Native.errorActions()[status - 1];
+    if (action.equals("fail_over")) {
+      throw new IllegalArgumentException("\"" + code + "\" is an error to fail over from: "
+          + "make an UnavailableException (or a PausedException) of it");
+    }
+    return action;
   }
 
   SnowflakeException(String code, int status, String action, String message) {

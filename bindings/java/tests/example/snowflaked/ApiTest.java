@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -227,6 +228,37 @@ class ApiTest {
     assertEquals("a:1,b:2", new Options().withRemotes(List.of("a:1", "b:2")).remotesText());
   }
 
+  // Text crosses JNI as standard UTF-8 both ways, not JNI's modified UTF-8: a directory
+  // named outside the BMP is the one Java created (modified UTF-8 would name another, and
+  // the open would find nothing there), and the library's message naming it reads back as
+  // the same Java string. The segment path here is a directory, so the open fails with
+  // the error of a file that exists and is not a regular file.
+  @Test
+  void pathsOutsideTheBmpCrossJniAsUtf8() throws IOException {
+    Path dir = Files.createDirectories(
+        Files.createTempDirectory("snowflake-utf8").resolve("run-\uD83D\uDE00-\u00E9"));
+    Files.createDirectory(dir.resolve("snowflake.ring"));
+    try {
+      SnowflakeException error = assertThrows(SnowflakeException.class,
+          () -> SnowflakeClient.open("orders", new Options().withRuntimeDir(dir)));
+      assertTrue(error.getMessage().contains(dir.resolve("snowflake.ring") + " is not a regular file"),
+          error.getMessage());
+    } finally {
+      Files.delete(dir.resolve("snowflake.ring"));
+      Files.delete(dir);
+    }
+  }
+
+  @Test
+  void textThatIsNotUnicodeIsRefusedNamingWhere() {
+    assertCode(SnowflakeException.class, "invalid_argument",
+        "the service name: not valid Unicode text: an unpaired surrogate at index 3",
+        () -> SnowflakeClient.open("ord\uD800x", daemon.options()));
+    assertCode(SnowflakeException.class, "invalid_argument",
+        "the remotes: not valid Unicode text: a NUL character at index 1",
+        () -> SnowflakeClient.open("orders", daemon.options().withRemotes(List.of("a\u0000b:1"))));
+  }
+
   @Test
   void badOptionsAreRefused() {
     assertCode(SnowflakeException.class, "invalid_argument", "waitTimeoutMs",
@@ -364,6 +396,29 @@ class ApiTest {
     }
     assertArrayEquals(new String[] {"invalid_service_name", "invalid_argument"},
         new String[] {codes[0], codes[1]});
+  }
+
+  // The public constructor takes its action from the vocabulary, as fromNative does; it
+  // makes no SnowflakeException that should have been an UnavailableException.
+  @Test
+  void thePublicConstructorFollowsTheVocabulary() {
+    String[] codes = Native.errorCodes();
+    String[] actions = Native.errorActions();
+    for (int i = 0; i < codes.length; i++) {
+      final int status = i + 1;
+      final String code = codes[i];
+      if (actions[i].equals("fail_over")) {
+        IllegalArgumentException refused = assertThrows(IllegalArgumentException.class,
+            () -> new SnowflakeException(code, status, "m"));
+        assertTrue(refused.getMessage().contains("UnavailableException"), refused.getMessage());
+      } else {
+        assertEquals(actions[i], new SnowflakeException(code, status, "m").action(), code);
+      }
+    }
+    assertThrows(IllegalArgumentException.class, () -> new SnowflakeException("x", 0, "m"));
+    assertThrows(IllegalArgumentException.class, () -> new SnowflakeException("x", 17, "m"));
+    assertThrows(IllegalArgumentException.class,
+        () -> new SnowflakeException("invalid_argument", 1, "m"));
   }
 
   @Test
