@@ -72,11 +72,26 @@ Napi::Error InvalidArgument(Napi::Env env, const std::string& message) {
 // What a Client shares with the workers that run its async calls.
 class Native {
  public:
+  // `has_remotes`: a missing local daemon is no error at open (the async calls fail over).
   Native(std::string service, snowflake::ClientOptions sync_options,
-         snowflake::ClientOptions async_options)
+         snowflake::ClientOptions async_options, bool has_remotes)
       : service_(std::move(service)),
         sync_options_(std::move(sync_options)),
-        async_options_(std::move(async_options)) {}
+        async_options_(std::move(async_options)),
+        has_remotes_(has_remotes) {}
+
+  // open(): the sync client, or the error open() reports. On the JavaScript thread, or on
+  // openAsync()'s worker before the Client is handed to JavaScript.
+  std::optional<snowflake::Error> Open() {
+    auto opened = OpenSync();
+    // With remotes, no local daemon is no error: the async calls take from the remotes
+    // (and check their options when they first open).
+    if (opened ||
+        (has_remotes_ && opened.error().code == snowflake::ClientError::kDaemonNotRunning)) {
+      return std::nullopt;
+    }
+    return std::move(opened.error());
+  }
 
   // On the JavaScript thread only (open): the sync client, or why there is none.
   tl::expected<void, snowflake::Error> OpenSync() {
@@ -131,7 +146,9 @@ class Native {
   const std::string service_;
   const snowflake::ClientOptions sync_options_;
   const snowflake::ClientOptions async_options_;
-  // Touched on the JavaScript thread only.
+  const bool has_remotes_;
+  // Touched on the JavaScript thread only (or by openAsync()'s worker, before the Client
+  // reaches JavaScript).
   std::optional<snowflake::Client> sync_;
   // Opened under async_mutex_ by the first worker; then used by workers concurrently
   // (a snowflake::Client is thread-safe).
@@ -228,6 +245,31 @@ class TakeWorker : public PromiseWorker {
  private:
   std::vector<uint64_t> ids_;
   const bool single_;
+  std::optional<snowflake::Error> failed_;
+};
+
+// openAsync(): the open on a worker thread. Its error path looks the segment's group up
+// (getgrgid, for the "add this user to group ..." advice), which NSS may answer from the
+// network: the event loop never waits for it.
+class OpenWorker : public PromiseWorker {
+ public:
+  OpenWorker(Napi::Env env, std::shared_ptr<Native> native)
+      : PromiseWorker(env, "snowflaked.open", std::move(native)) {}
+
+ protected:
+  void Execute() override { failed_ = native_->Open(); }
+
+  void OnOK() override {
+    native_.reset();
+    Napi::Env env = Env();
+    if (failed_) {
+      deferred_.Reject(MakeError(env, *failed_).Value());
+    } else {
+      deferred_.Resolve(env.Undefined());
+    }
+  }
+
+ private:
   std::optional<snowflake::Error> failed_;
 };
 
@@ -430,19 +472,23 @@ class Client : public Napi::ObjectWrap<Client> {
                            InstanceMethod<&Client::StatusJson>("_statusJson"),
                            InstanceMethod<&Client::EpochUnixMs>("_epochUnixMs"),
                            InstanceMethod<&Client::RingFill>("_ringFill"),
+                           InstanceMethod<&Client::OpenAsync>("_openAsync"),
                            InstanceMethod<&Client::Close>("close"),
                            InstanceAccessor<&Client::Closed>("closed"),
                            InstanceAccessor<&Client::Service>("service"),
                        });
   }
 
-  // new Client(service, options): options as index.js checked them (the names of
-  // index.d.ts's ClientOptions; remotes already joined with commas).
+  // new Client(service, options[, deferOpen]): options as index.js checked them (the names
+  // of index.d.ts's ClientOptions; remotes already joined with commas). With deferOpen the
+  // ring is not opened here: index.js's openAsync() calls _openAsync() before it hands the
+  // Client out.
   explicit Client(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Client>(info) {
     Napi::Env env = info.Env();
     if (info.Length() < 2 || !info[0].IsString() || !info[1].IsObject()) {
       throw Napi::TypeError::New(env, "Client(service: string, options: object)");
     }
+    const bool defer_open = info.Length() > 2 && info[2].ToBoolean().Value();
     const std::string service = info[0].As<Napi::String>().Utf8Value();
     const Napi::Object options = info[1].As<Napi::Object>();
     snowflake::ClientOptions sync_options;
@@ -474,16 +520,16 @@ class Client : public Napi::ObjectWrap<Client> {
         !async_options.remotes.empty() ||
         (async_options.remotes_from_environment && std::getenv("SNOWFLAKE_REMOTES") != nullptr &&
          *std::getenv("SNOWFLAKE_REMOTES") != '\0');
-    handle_->native =
-        std::make_shared<Native>(service, std::move(sync_options), std::move(async_options));
-    if (auto opened = handle_->native->OpenSync(); !opened) {
-      // With remotes, no local daemon is no error: the async calls take from the remotes
-      // (and check their options when they first open).
-      if (!has_remotes || opened.error().code != snowflake::ClientError::kDaemonNotRunning) {
-        throw MakeError(env, opened.error());
-      }
+    // What open() refuses before it looks at the runtime directory, openAsync() refuses
+    // at once too.
+    if (auto valid = snowflake::ValidateServiceName(service); !valid) {
+      throw MakeError(env, valid.error());
     }
+    handle_->native = std::make_shared<Native>(service, std::move(sync_options),
+                                               std::move(async_options), has_remotes);
     service_ = service;
+    if (defer_open) return;
+    if (auto failed = handle_->native->Open()) throw MakeError(env, *failed);
   }
 
  private:
@@ -554,6 +600,16 @@ class Client : public Napi::ObjectWrap<Client> {
     auto status = SyncClient(env).GetStatus();
     if (!status) throw MakeError(env, status.error());
     return Napi::Number::New(env, static_cast<double>(status->ring_fill));
+  }
+
+  // The open of a Client made with deferOpen, on a worker: a promise of undefined, or
+  // rejected with the open's error.
+  Napi::Value OpenAsync(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    auto* worker = new OpenWorker(env, handle_->native);
+    Napi::Promise promise = worker->promise();
+    worker->Queue();
+    return promise;
   }
 
   // Idempotent. Async calls in flight keep the clients until they finish.

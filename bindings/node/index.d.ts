@@ -136,6 +136,10 @@ export declare class SnowflakeError extends Error {
 
 /** Opens the local daemon's ring for `service` (1-63 characters of [a-z0-9._-]). */
 export declare function open(service: string, options?: ClientOptions): Client;
+/** open() on a worker thread, so the event loop never waits for it (a refusal's message
+ * looks the segment's group up, which NSS may answer from the network). A bad argument
+ * throws at once; the open's own error rejects. */
+export declare function openAsync(service: string, options?: ClientOptions): Promise<Client>;
 /** An ID's fields; epoch: the daemons' [id] epoch (default 2026-01-01T00:00:00Z). */
 export declare function decode(id: bigint | string, epoch?: Date | number | string): Decoded;
 /** The IDs any machine makes from `from` to `to`, both included. */

@@ -105,18 +105,38 @@ function nativeOptions(options) {
   return out;
 }
 
-// Opens the local daemon's ring for `service` (1-63 characters of [a-z0-9._-]).
-function open(service, options) {
+function serviceName(service) {
   if (typeof service !== 'string') {
     throw new SnowflakeError(`the service name is a string, not ${typeof service}`, 'invalid_service_name');
   }
-  const client = new native.Client(service, nativeOptions(options));
-  // The sync calls as the client's own functions: the class's methods of the same names
-  // cost about 100 ns more per call (the addon's comment on Bind says why).
+  return service;
+}
+
+// The sync calls as the client's own functions: the class's methods of the same names
+// cost about 100 ns more per call (the addon's comment on Bind says why).
+function withSyncCalls(client) {
   for (const [name, call] of Object.entries(client._syncCalls())) {
     Object.defineProperty(client, name, { value: call });
   }
   return client;
+}
+
+// Opens the local daemon's ring for `service` (1-63 characters of [a-z0-9._-]), on the
+// calling thread: a few system calls, but a refusal's message looks the segment's group up
+// (NSS, which may ask the network). A server's event loop that must never wait uses
+// openAsync().
+function open(service, options) {
+  return withSyncCalls(new native.Client(serviceName(service), nativeOptions(options)));
+}
+
+// open() on a worker thread: a promise of the Client, or rejected with open()'s error. A
+// bad argument still throws at once.
+function openAsync(service, options) {
+  const client = new native.Client(serviceName(service), nativeOptions(options), true);
+  return client._openAsync().then(() => withSyncCalls(client), (error) => {
+    client.close();
+    throw error;
+  });
 }
 
 function camel(key) {
@@ -206,6 +226,7 @@ function bounds(from, to, epoch) {
 
 module.exports = {
   open,
+  openAsync,
   decode,
   bounds,
   SnowflakeError,

@@ -23,6 +23,21 @@ describe('with a daemon', () => {
     if (daemon) await daemon.remove();
   });
 
+  test('openAsync opens on a worker thread: the same client as open', async () => {
+    const pending = snowflake.openAsync('orders', opts);
+    assert.ok(pending instanceof Promise);
+    const client = await pending;
+    try {
+      const a = client.next();
+      const b = await client.nextAsync();
+      assertIncreasing([a, b, client.next()]);
+      const { next } = client;  // its sync calls are its own functions, as open()'s are
+      assert.ok(typeof next() === 'bigint');
+    } finally {
+      client.close();
+    }
+  });
+
   test('next gives increasing bigints, nextString their decimal text', () => {
     const client = snowflake.open('orders', opts);
     try {
@@ -300,6 +315,13 @@ describe('bad arguments', () => {
     assertCode(() => snowflake.open(42), 'invalid_service_name', 'string');
   });
 
+  test('openAsync: a bad argument throws at once, as open() does', () => {
+    assertCode(() => snowflake.openAsync('Orders!'), 'invalid_service_name');
+    assertCode(() => snowflake.openAsync(42), 'invalid_service_name', 'string');
+    assert.throws(() => snowflake.openAsync('orders', { syncWaitMS: 1 }), { name: 'TypeError', message: /unknown option 'syncWaitMS'/ });
+    assertCode(() => snowflake.openAsync('orders', { runtimeDir: '' }), 'invalid_argument', 'runtimeDir is empty');
+  });
+
   test('open: the options', () => {
     assert.throws(() => snowflake.open('orders', { syncWaitMS: 1 }), { name: 'TypeError', message: /unknown option 'syncWaitMS'/ });
     assert.throws(() => snowflake.open('orders', 'fast'), TypeError);
@@ -316,10 +338,11 @@ describe('bad arguments', () => {
     assertCode(() => snowflake.open('orders', { remotes: ['a:1,b:2'] }), 'invalid_argument', 'comma');
   });
 
-  test('open: no daemon in the runtime dir', () => {
+  test('open: no daemon in the runtime dir', async () => {
     const d = new Daemon();
     try {
       assertCode(() => snowflake.open('orders', { runtimeDir: d.runtimeDir }), 'daemon_not_running');
+      await assertRejectsCode(snowflake.openAsync('orders', { runtimeDir: d.runtimeDir }), 'daemon_not_running');
     } finally {
       require('node:fs').rmSync(d.root, { recursive: true, force: true });
     }

@@ -25,6 +25,8 @@ async function orders(): Promise<void> {
   const client = snowflake.open('orders', options);
   snowflake.open('orders');
   snowflake.open('orders', { remotes: '10.0.0.2:8080,10.0.0.3:8080' });
+  const opened = await snowflake.openAsync('orders', options);
+  exactly<Equal<typeof opened, Client>>();
 
   const id = client.next();
   exactly<Equal<typeof id, bigint>>();
@@ -79,6 +81,8 @@ async function orders(): Promise<void> {
   snowflake.open('orders', { timeout: 100 });
   // @ts-expect-error remotes are text
   snowflake.open('orders', { remotes: 8080 });
+  // @ts-expect-error openAsync gives a promise of a Client, not a Client
+  snowflake.openAsync('orders').next();
   // @ts-expect-error the service name is required
   snowflake.open();
   // @ts-expect-error a client comes from open(), not new
