@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/inotify.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -19,6 +20,7 @@
 
 #include "daemon_harness.h"
 #include "snowflake/client.h"
+#include "wait_until.h"
 
 namespace snowflake {
 namespace {
@@ -28,6 +30,7 @@ using testing::Daemon;
 using testing::DaemonHarness;
 using testing::DaemonOptions;
 using testing::NotifyMessage;
+using testing::WaitUntil;
 
 std::optional<nlohmann::json> ReadJson(const std::filesystem::path& path) {
   std::ifstream in(path);
@@ -56,12 +59,30 @@ TEST(DaemonNotify, ReadyArrivesOnlyAfterTheClaimWithTheSegmentServing) {
       open((register_path.string() + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   ASSERT_GE(lock_fd, 0);
   ASSERT_EQ(flock(lock_fd, LOCK_EX), 0);
+  // The daemon polls the lock (LOCK_NB, so no waiter shows in /proc/locks), opening its
+  // file at each attempt: two opens seen here mean it is inside its claim, blocked.
+  const int watch = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+  ASSERT_GE(watch, 0);
+  ASSERT_GE(inotify_add_watch(watch, (register_path.string() + ".lock").c_str(), IN_OPEN), 0);
   Daemon sut = Daemon::Spawn(harness.Options());
 
-  // Act 1: while the claim cannot complete. A fault held for a time, not a wait: the
-  // daemon polls the lock (LOCK_NB, so no waiter shows in /proc/locks) and gives up after
-  // 2 s, so the lock is held for 1.5 s and then released.
-  std::this_thread::sleep_for(1500ms);
+  // Act 1: while the claim cannot complete (it gives up after 2 s of attempts, so what
+  // follows the second attempt is read at once, then the lock is released).
+  int opens = 0;
+  const bool blocked = WaitUntil(
+      [&] {
+        alignas(inotify_event) char events[4096];
+        for (ssize_t n; (n = read(watch, events, sizeof events)) > 0;) {
+          for (char* at = events; at < events + n;) {
+            const auto* event = reinterpret_cast<const inotify_event*>(at);
+            opens += (event->mask & IN_OPEN) != 0 ? 1 : 0;
+            at += sizeof(inotify_event) + event->len;
+          }
+        }
+        return opens >= 2;
+      },
+      30s, "the daemon's attempts at the register lock", 1ms);
+  close(watch);
   const bool ready_while_blocked = sut.ready();
   const bool running_while_blocked = sut.Running();
   auto blocked_status = Client::Inspect(harness.Clients());
@@ -73,6 +94,7 @@ TEST(DaemonNotify, ReadyArrivesOnlyAfterTheClaimWithTheSegmentServing) {
   auto entry = RegisterEntryOf(register_path, sut.pid());
 
   // Assert
+  EXPECT_TRUE(blocked) << "the daemon never tried the held lock: " << sut.Describe();
   EXPECT_FALSE(ready_while_blocked) << sut.Describe();
   EXPECT_TRUE(running_while_blocked) << sut.Describe();
   EXPECT_TRUE(!blocked_status || blocked_status->state != "serving")

@@ -35,16 +35,23 @@ class FakeClock final : public daemon::Clock {
   // The steady clock only moves by Tick(): a step of the wall clock (Advance, Set) is
   // then a step, not time passing.
   std::chrono::steady_clock::time_point SteadyNow() noexcept override {
-    return std::chrono::steady_clock::time_point(std::chrono::nanoseconds(steady_ns_.load()));
+    const int64_t ns = steady_ns_.load();
+    // After the load: a read counted after a Tick() saw it.
+    steady_reads_.fetch_add(1);
+    return std::chrono::steady_clock::time_point(std::chrono::nanoseconds(ns));
   }
 
   // How many times NowUnixMs() was called: lets tests check the clock is read at most
   // once per millisecond.
   int64_t reads() const noexcept { return reads_.load(std::memory_order_relaxed); }
+  // How many times SteadyNow() was called: a test waits for a thread's next few
+  // judgements on this clock instead of sleeping and hoping it made them.
+  int64_t steady_reads() const noexcept { return steady_reads_.load(); }
 
  private:
   std::atomic<int64_t> now_ms_;
   std::atomic<int64_t> reads_{0};
+  std::atomic<int64_t> steady_reads_{0};
   std::atomic<int64_t> steady_ns_{int64_t{1'000'000'000'000}};
 };
 

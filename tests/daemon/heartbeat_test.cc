@@ -68,11 +68,18 @@ TEST(Heartbeat, StallIsMeasuredOnTheInjectedClock) {
   ASSERT_TRUE(WaitUntil([&] { return sut.beats() > 0; }, 10s, "sut.beats() > 0", 1ms))
       << "never beat";
 
-  // Act: the injected steady clock passes the stall limit; real time barely moves.
+  // Act: the injected steady clock passes the stall limit; real time barely moves. The
+  // beat thread reads the clock once a judgement: two reads after the tick, every beat
+  // judged before it is counted; five more are five judgements that saw the stall.
   clock.Tick(10'001);
-  std::this_thread::sleep_for(20ms);  // the beat thread's next few wake-ups see the tick
+  const auto judged = [&](int64_t reads) {
+    const int64_t from = clock.steady_reads();
+    return WaitUntil([&] { return clock.steady_reads() >= from + reads; }, 10s,
+                     "the beat thread's next judgements", 1ms);
+  };
+  ASSERT_TRUE(judged(2));
   const uint64_t stalled = sut.beats();
-  std::this_thread::sleep_for(50ms);  // 50 beat intervals
+  ASSERT_TRUE(judged(5));
   const uint64_t still_stalled = sut.beats();
   sut.NotePass();  // a pass at the injected clock's new now
   const ::testing::AssertionResult resumed = WaitUntil([&] { return sut.beats() > still_stalled; },

@@ -3,16 +3,18 @@
 // 65536.
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <gtest/gtest.h>
-
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <ctime>
+#include <fstream>
 #include <random>
 #include <string>
 #include <thread>
@@ -35,6 +37,23 @@ using testing::MakeProducer;
 using testing::OptionsFor;
 using testing::Range;
 using testing::Unwrap;
+
+// True once thread `tid` (0 until the thread has stored it) sleeps in futex(2), as the
+// kernel reports in /proc/self/task/<tid>/syscall (its first field is the number of the
+// system call the thread is blocked in); false after 30 s. A wake test waits for this
+// before it makes its event, so only the wake can end the sleep.
+bool WaitUntilInFutexWait(const std::atomic<pid_t>& tid) {
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (const pid_t id = tid.load(); id != 0) {
+      std::ifstream file("/proc/self/task/" + std::to_string(id) + "/syscall");
+      long number = -1;
+      if (file >> number && number == SYS_futex) return true;
+    }
+    std::this_thread::sleep_for(1ms);
+  }
+  return false;
+}
 
 class RingAtCapacity : public ::testing::TestWithParam<uint64_t> {
  protected:
@@ -638,21 +657,28 @@ TEST(Ring, AwaitPublishWakesOnStateChange) {
   RingProducer sut = MakeProducer(dir.path(), 8);
   RingConsumer consumer = MakeConsumer(dir.path());
   sut.SetState(DaemonState::kServing);
-  constexpr auto kTimeout = 120s;
+  constexpr auto kTimeout = 30s;
   std::chrono::steady_clock::duration waited{};
   ProducerHealth health = ProducerHealth::kServing;
+  std::atomic<pid_t> waiter_tid{0};
 
+  // `seen` before the waiter starts: a waiter that came late returns at once instead of
+  // sleeping through the change it missed.
+  const uint32_t seen = consumer.wake_seq();
   std::thread waiter([&] {
+    waiter_tid = gettid();
     const auto start = std::chrono::steady_clock::now();
-    consumer.AwaitPublish(consumer.wake_seq(), kTimeout);
+    consumer.AwaitPublish(seen, kTimeout);
     waited = std::chrono::steady_clock::now() - start;
     health = consumer.CheckProducer(1h).health;
   });
-  std::this_thread::sleep_for(20ms);
+  // The change comes while the waiter sleeps in the kernel, so only the wake can end it.
+  const bool asleep = WaitUntilInFutexWait(waiter_tid);
   sut.SetState(DaemonState::kStopped, StateReason::kShutdown);
   waiter.join();
 
-  EXPECT_LT(waited, kTimeout);
+  EXPECT_TRUE(asleep) << "the waiter never slept in AwaitPublish";
+  EXPECT_LT(waited, kTimeout) << "woken by the state change, not by the timeout";
   EXPECT_EQ(health, ProducerHealth::kStopped);
 }
 
@@ -687,20 +713,25 @@ TEST(Ring, WaitForRefillRequestWakesOnAConsumersRequest) {
   TempDir dir;
   RingProducer sut = MakeProducer(dir.path(), 8);
   RingConsumer consumer = MakeConsumer(dir.path());
-  constexpr auto kTimeout = 120s;
+  constexpr auto kTimeout = 30s;
   const uint32_t seen = sut.refill_request();
   std::chrono::steady_clock::duration waited{};
+  std::atomic<pid_t> daemon_tid{0};
 
   std::thread daemon([&] {
+    daemon_tid = gettid();
     const auto start = std::chrono::steady_clock::now();
     sut.WaitForRefillRequest(seen, kTimeout);
     waited = std::chrono::steady_clock::now() - start;
   });
-  std::this_thread::sleep_for(20ms);
+  // The request comes while the daemon's thread sleeps in the kernel: a request made
+  // before it slept would end its wait without any wake.
+  const bool asleep = WaitUntilInFutexWait(daemon_tid);
   consumer.AwaitPublish(consumer.wake_seq(), 1ms);
   daemon.join();
 
-  EXPECT_LT(waited, kTimeout);
+  EXPECT_TRUE(asleep) << "the daemon's thread never slept in WaitForRefillRequest";
+  EXPECT_LT(waited, kTimeout) << "woken by the request, not by the timeout";
   EXPECT_NE(sut.refill_request(), seen);
 }
 

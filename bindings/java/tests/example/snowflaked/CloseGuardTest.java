@@ -40,7 +40,13 @@ class CloseGuardTest {
       closed.set(true);
     });
     closer.start();
-    Thread.sleep(100);
+    // close() has begun (the guard is marked closed) while this call is inside: from here
+    // it may only wait. A close that did not would return within the next 200 ms.
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+    while (!sut.isClosed() && System.nanoTime() < deadline) Thread.onSpinWait();
+    assertTrue(sut.isClosed(), "close() never began");
+    long window = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(200);
+    while (!closed.get() && System.nanoTime() < window) Thread.onSpinWait();
     assertFalse(closed.get(), "close returned while a call was inside");
     CloseGuard.exit(lane);
     closer.join(5000);
