@@ -9,6 +9,7 @@
 #include <new>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "protocol/vocabulary.h"
 #include "snowflake/client.h"
@@ -32,24 +33,37 @@ constexpr size_t kMaxOptionsSize = 256;
 
 // sf_status numbers the library's conditions as the vocabulary's ErrorCode does (ABI
 // values that never change), so a status is its vocabulary code and sf_status_str is the
-// table's. Each value is pinned here: a new status without its row does not compile.
-static_assert(SF_INVALID_SERVICE_NAME == static_cast<int>(vocab::ErrorCode::kInvalidServiceName));
-static_assert(SF_INVALID_ARGUMENT == static_cast<int>(vocab::ErrorCode::kInvalidArgument));
-static_assert(SF_DAEMON_NOT_RUNNING == static_cast<int>(vocab::ErrorCode::kDaemonNotRunning));
-static_assert(SF_PERMISSION_DENIED == static_cast<int>(vocab::ErrorCode::kPermissionDenied));
-static_assert(SF_INCOMPATIBLE_VERSION == static_cast<int>(vocab::ErrorCode::kIncompatibleVersion));
-static_assert(SF_CORRUPT_SEGMENT == static_cast<int>(vocab::ErrorCode::kCorruptSegment));
-static_assert(SF_UNTRUSTED_SEGMENT == static_cast<int>(vocab::ErrorCode::kUntrustedSegment));
-static_assert(SF_DAEMON_STARTING == static_cast<int>(vocab::ErrorCode::kDaemonStarting));
-static_assert(SF_DAEMON_PAUSED == static_cast<int>(vocab::ErrorCode::kDaemonPaused));
-static_assert(SF_DAEMON_OUT_OF_SERVICE == static_cast<int>(vocab::ErrorCode::kDaemonOutOfService));
-static_assert(SF_DAEMON_STOPPED == static_cast<int>(vocab::ErrorCode::kDaemonStopped));
-static_assert(SF_DAEMON_NOT_HEARTBEATING ==
-              static_cast<int>(vocab::ErrorCode::kDaemonNotHeartbeating));
-static_assert(SF_DAEMON_DEAD == static_cast<int>(vocab::ErrorCode::kDaemonDead));
-static_assert(SF_TIMED_OUT == static_cast<int>(vocab::ErrorCode::kTimedOut));
-static_assert(SF_SYSTEM_ERROR == static_cast<int>(vocab::ErrorCode::kSystemError));
-static_assert(SF_TIME_OUT_OF_RANGE == static_cast<int>(vocab::ErrorCode::kTimeOutOfRange));
+// table's. Each value is pinned here, by name: a new status without its row, or a row
+// renumbered on one side, does not compile.
+constexpr std::pair<sf_status, vocab::ErrorCode> kStatusCodes[] = {
+    {SF_INVALID_SERVICE_NAME, vocab::ErrorCode::kInvalidServiceName},
+    {SF_INVALID_ARGUMENT, vocab::ErrorCode::kInvalidArgument},
+    {SF_DAEMON_NOT_RUNNING, vocab::ErrorCode::kDaemonNotRunning},
+    {SF_PERMISSION_DENIED, vocab::ErrorCode::kPermissionDenied},
+    {SF_INCOMPATIBLE_VERSION, vocab::ErrorCode::kIncompatibleVersion},
+    {SF_CORRUPT_SEGMENT, vocab::ErrorCode::kCorruptSegment},
+    {SF_UNTRUSTED_SEGMENT, vocab::ErrorCode::kUntrustedSegment},
+    {SF_DAEMON_STARTING, vocab::ErrorCode::kDaemonStarting},
+    {SF_DAEMON_PAUSED, vocab::ErrorCode::kDaemonPaused},
+    {SF_DAEMON_OUT_OF_SERVICE, vocab::ErrorCode::kDaemonOutOfService},
+    {SF_DAEMON_STOPPED, vocab::ErrorCode::kDaemonStopped},
+    {SF_DAEMON_NOT_HEARTBEATING, vocab::ErrorCode::kDaemonNotHeartbeating},
+    {SF_DAEMON_DEAD, vocab::ErrorCode::kDaemonDead},
+    {SF_TIMED_OUT, vocab::ErrorCode::kTimedOut},
+    {SF_SYSTEM_ERROR, vocab::ErrorCode::kSystemError},
+    {SF_TIME_OUT_OF_RANGE, vocab::ErrorCode::kTimeOutOfRange},
+};
+constexpr bool StatusesAreTheVocabularys() {
+  for (const auto& [status, code] : kStatusCodes) {
+    if (static_cast<int>(status) != static_cast<int>(code)) return false;
+  }
+  return true;
+}
+static_assert(StatusesAreTheVocabularys(),
+              "an sf_status differs from its vocabulary code: both are ABI values that never "
+              "change, so the one that moved is wrong");
+static_assert(std::size(kStatusCodes) == static_cast<size_t>(vocab::kLastLibraryError),
+              "every library code of the vocabulary has its sf_status here");
 static_assert(SF_TIME_OUT_OF_RANGE == static_cast<int>(vocab::kLastLibraryError),
               "every sf_status has its row in the vocabulary");
 
@@ -58,8 +72,9 @@ static_assert(SF_TIME_OUT_OF_RANGE == static_cast<int>(vocab::kLastLibraryError)
 sf_status ToStatus(ClientError code) noexcept {
   return static_cast<sf_status>(static_cast<int>(code) + 1);
 }
-static_assert(SF_INVALID_SERVICE_NAME == static_cast<int>(ClientError::kInvalidServiceName) + 1);
-static_assert(SF_SYSTEM_ERROR == static_cast<int>(ClientError::kSystemError) + 1);
+static_assert(SF_INVALID_SERVICE_NAME == static_cast<int>(ClientError::kInvalidServiceName) + 1 &&
+                  SF_SYSTEM_ERROR == static_cast<int>(ClientError::kSystemError) + 1,
+              "ToStatus adds one: ClientError's first and last codes must be one below theirs");
 
 // The failover rule is the vocabulary's action column: AnotherDaemonMayServe (a constexpr
 // of the public header, which cannot include protocol/) must say "fail over" for exactly
@@ -74,10 +89,12 @@ constexpr bool FailoverIsTheVocabularys() {
 }
 static_assert(FailoverIsTheVocabularys(),
               "AnotherDaemonMayServe disagrees with the vocabulary's action column");
-static_assert(SF_ACTION_FAIL_OVER == static_cast<int>(vocab::ErrorAction::kFailOver));
-static_assert(SF_ACTION_RETRY_HERE == static_cast<int>(vocab::ErrorAction::kRetryHere));
-static_assert(SF_ACTION_FIX_THE_CALL == static_cast<int>(vocab::ErrorAction::kFixTheCall));
-static_assert(SF_ACTION_FIX_THE_HOST == static_cast<int>(vocab::ErrorAction::kFixTheHost));
+static_assert(SF_ACTION_FAIL_OVER == static_cast<int>(vocab::ErrorAction::kFailOver) &&
+                  SF_ACTION_RETRY_HERE == static_cast<int>(vocab::ErrorAction::kRetryHere) &&
+                  SF_ACTION_FIX_THE_CALL == static_cast<int>(vocab::ErrorAction::kFixTheCall) &&
+                  SF_ACTION_FIX_THE_HOST == static_cast<int>(vocab::ErrorAction::kFixTheHost),
+              "sf_action casts the vocabulary's ErrorAction: the values must be the same ABI "
+              "numbers");
 static_assert(SF_ACTION_FIX_THE_HOST == vocab::kActions.size(), "every action has its sf_action");
 
 // Records the message for sf_last_error; an allocation failure leaves it empty.

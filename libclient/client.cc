@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <iterator>
 #include <list>
 #include <mutex>
 #include <new>
@@ -82,38 +83,45 @@ ClientError FromSegmentError(SegmentError error) {
 constexpr vocab::ErrorCode VocabularyCode(ClientError code) noexcept {
   return static_cast<vocab::ErrorCode>(static_cast<uint32_t>(code) + 1);
 }
-static_assert(VocabularyCode(ClientError::kInvalidServiceName) ==
-              vocab::ErrorCode::kInvalidServiceName);
-static_assert(VocabularyCode(ClientError::kInvalidArgument) == vocab::ErrorCode::kInvalidArgument);
-static_assert(VocabularyCode(ClientError::kDaemonNotRunning) ==
-              vocab::ErrorCode::kDaemonNotRunning);
-static_assert(VocabularyCode(ClientError::kPermissionDenied) ==
-              vocab::ErrorCode::kPermissionDenied);
-static_assert(VocabularyCode(ClientError::kIncompatibleVersion) ==
-              vocab::ErrorCode::kIncompatibleVersion);
-static_assert(VocabularyCode(ClientError::kCorruptSegment) == vocab::ErrorCode::kCorruptSegment);
-static_assert(VocabularyCode(ClientError::kUntrustedSegment) ==
-              vocab::ErrorCode::kUntrustedSegment);
-static_assert(VocabularyCode(ClientError::kDaemonStarting) == vocab::ErrorCode::kDaemonStarting);
-static_assert(VocabularyCode(ClientError::kDaemonPaused) == vocab::ErrorCode::kDaemonPaused);
-static_assert(VocabularyCode(ClientError::kDaemonOutOfService) ==
-              vocab::ErrorCode::kDaemonOutOfService);
-static_assert(VocabularyCode(ClientError::kDaemonStopped) == vocab::ErrorCode::kDaemonStopped);
-static_assert(VocabularyCode(ClientError::kDaemonNotHeartbeating) ==
-              vocab::ErrorCode::kDaemonNotHeartbeating);
-static_assert(VocabularyCode(ClientError::kDaemonDead) == vocab::ErrorCode::kDaemonDead);
-static_assert(VocabularyCode(ClientError::kTimedOut) == vocab::ErrorCode::kTimedOut);
-static_assert(VocabularyCode(ClientError::kSystemError) == vocab::ErrorCode::kSystemError);
+constexpr std::pair<ClientError, vocab::ErrorCode> kClientCodes[] = {
+    {ClientError::kInvalidServiceName, vocab::ErrorCode::kInvalidServiceName},
+    {ClientError::kInvalidArgument, vocab::ErrorCode::kInvalidArgument},
+    {ClientError::kDaemonNotRunning, vocab::ErrorCode::kDaemonNotRunning},
+    {ClientError::kPermissionDenied, vocab::ErrorCode::kPermissionDenied},
+    {ClientError::kIncompatibleVersion, vocab::ErrorCode::kIncompatibleVersion},
+    {ClientError::kCorruptSegment, vocab::ErrorCode::kCorruptSegment},
+    {ClientError::kUntrustedSegment, vocab::ErrorCode::kUntrustedSegment},
+    {ClientError::kDaemonStarting, vocab::ErrorCode::kDaemonStarting},
+    {ClientError::kDaemonPaused, vocab::ErrorCode::kDaemonPaused},
+    {ClientError::kDaemonOutOfService, vocab::ErrorCode::kDaemonOutOfService},
+    {ClientError::kDaemonStopped, vocab::ErrorCode::kDaemonStopped},
+    {ClientError::kDaemonNotHeartbeating, vocab::ErrorCode::kDaemonNotHeartbeating},
+    {ClientError::kDaemonDead, vocab::ErrorCode::kDaemonDead},
+    {ClientError::kTimedOut, vocab::ErrorCode::kTimedOut},
+    {ClientError::kSystemError, vocab::ErrorCode::kSystemError},
+};
+constexpr bool ClientErrorsAreTheVocabularys() {
+  for (const auto& [client, code] : kClientCodes) {
+    if (VocabularyCode(client) != code) return false;
+  }
+  return true;
+}
+static_assert(ClientErrorsAreTheVocabularys(),
+              "a ClientError is not one below its vocabulary code: the C ABI's sf_status is "
+              "both, so neither may move");
 // kTimeOutOfRange (sf_bounds, the last library code) is the C ABI's alone: no C++ call fails
 // with it, so ClientError stops one short.
 static_assert(static_cast<uint32_t>(VocabularyCode(ClientError::kSystemError)) + 1 ==
-              static_cast<uint32_t>(vocab::kLastLibraryError));
+                      static_cast<uint32_t>(vocab::kLastLibraryError) &&
+                  std::size(kClientCodes) + 1 == static_cast<size_t>(vocab::kLastLibraryError),
+              "every library code but kTimeOutOfRange has its ClientError");
 
 // The inverse, for the library's codes other than kTimeOutOfRange.
 constexpr ClientError FromVocabulary(vocab::ErrorCode code) noexcept {
   return static_cast<ClientError>(static_cast<uint32_t>(code) - 1);
 }
-static_assert(FromVocabulary(vocab::ErrorCode::kDaemonDead) == ClientError::kDaemonDead);
+static_assert(FromVocabulary(vocab::ErrorCode::kDaemonDead) == ClientError::kDaemonDead,
+              "FromVocabulary is VocabularyCode's inverse");
 
 uint64_t HeaderU64(const std::atomic<uint64_t>& field) {
   // Relaxed: status fields are informational and read one by one (see ClientStatus).

@@ -366,7 +366,7 @@ JNIEXPORT jobjectArray JNICALL Java_example_snowflaked_Native_errorCodes(JNIEnv*
 }
 
 JNIEXPORT jint JNICALL Java_example_snowflaked_Native_maxBatch(JNIEnv*, jclass) {
-  static_assert(snowflake::shm::kMaxCapacity <= INT32_MAX);
+  static_assert(snowflake::shm::kMaxCapacity <= INT32_MAX, "MAX_BATCH is a Java int");
   return static_cast<jint>(snowflake::shm::kMaxCapacity);
 }
 

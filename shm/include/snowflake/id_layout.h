@@ -150,10 +150,15 @@ class IdLayout {
   int64_t epoch_unix_ms_ = kDefaultEpochUnixMs;
 };
 
-static_assert(IdLayout().Encode(kDefaultEpochUnixMs, 0, 0).value() == 0);
-static_assert(IdLayout().Encode(kDefaultEpochUnixMs + 1, 1, 1).value() == (1ull << 22 | 1ull << 12 | 1));
-static_assert(IdLayout().Decode(IdLayout().Encode(kDefaultEpochUnixMs + 5, 1023, 4095).value())
-                  .value() == DecodedId{kDefaultEpochUnixMs + 5, 1023, 4095});
+static_assert(IdLayout().Encode(kDefaultEpochUnixMs, 0, 0).value() == 0,
+              "the epoch's first millisecond, machine 0, sequence 0 is ID 0");
+static_assert(IdLayout().Encode(kDefaultEpochUnixMs + 1, 1, 1).value() ==
+                  (1ull << 22 | 1ull << 12 | 1),
+              "time above machine above sequence: 41/10/12 from bit 62 down");
+static_assert(
+    IdLayout().Decode(IdLayout().Encode(kDefaultEpochUnixMs + 5, 1023, 4095).value()).value() ==
+        DecodedId{kDefaultEpochUnixMs + 5, 1023, 4095},
+    "Decode is Encode's inverse, the widest machine and sequence included");
 static_assert(IdLayout().Bounds(kDefaultEpochUnixMs, kDefaultEpochUnixMs).value().last_id ==
                   (1ull << 22) - 1,
               "one millisecond spans 2^22 IDs: every machine and sequence");

@@ -296,15 +296,17 @@ constexpr bool IsFresh(int64_t id_ms, int64_t now_ms, int64_t bound_ms, int64_t 
   return id_ms >= oldest && id_ms <= now_ms + bound_ms;
 }
 static_assert(IsFresh(100, 150, 50, 4) == false && IsFresh(104, 150, 50, 4) &&
-              IsFresh(200, 150, 50, 4) && !IsFresh(201, 150, 50, 4) && IsFresh(0, 1000, 0, 4));
+                  IsFresh(200, 150, 50, 4) && !IsFresh(201, 150, 50, 4) && IsFresh(0, 1000, 0, 4),
+              "fresh: within bound_ms of now, less the clock lag, and not ahead by more");
 
 constexpr uint64_t SegmentSizeFor(uint64_t capacity) {
   const uint64_t slot_bytes = capacity * sizeof(std::atomic<uint64_t>);
   return kSlotsOffset + (slot_bytes + kPageSize - 1) / kPageSize * kPageSize;
 }
-static_assert(SegmentSizeFor(1) == kSlotsOffset + kPageSize);
-static_assert(SegmentSizeFor(512) == kSlotsOffset + kPageSize);
-static_assert(SegmentSizeFor(513) == kSlotsOffset + 2 * kPageSize);
+static_assert(SegmentSizeFor(1) == kSlotsOffset + kPageSize &&
+                  SegmentSizeFor(512) == kSlotsOffset + kPageSize &&
+                  SegmentSizeFor(513) == kSlotsOffset + 2 * kPageSize,
+              "the slots are rounded up to whole pages: 512 slots fill one");
 
 }  // namespace snowflake::shm
 
