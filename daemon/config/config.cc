@@ -83,6 +83,16 @@ class Validator {
         {"http",
          {{"listen", [&](auto& k, auto& n) { config_.http.listen = ListenList(k, n); }},
           {"allow", [&](auto& k, auto& n) { config_.http.allow = AllowList(k, n); }},
+          {"admin_listen",
+           [&](auto& k, auto& n) {
+             config_.http.admin_listen = ListenList(k, n);
+             admin_listen_node_ = &n;
+           }},
+          {"admin_allow",
+           [&](auto& k, auto& n) {
+             config_.http.admin_allow = AllowList(k, n);
+             admin_allow_node_ = &n;
+           }},
           {"max_connections",
            [&](auto& k, auto& n) {
              config_.http.max_connections =
@@ -444,6 +454,7 @@ class Validator {
            "has no effect without http.tls_cert_file and http.tls_key_file (plain HTTP has "
            "no handshake): set them, or remove this key");
     }
+    CheckAdminListener();
     if (min_fill_node_ != nullptr && config_.ring.min_fill > config_.ring.capacity) {
       Fail("ring.min_fill", *min_fill_node_,
            "must not exceed ring.capacity (" + std::to_string(config_.ring.capacity) + "), got " +
@@ -455,10 +466,55 @@ class Validator {
     }
   }
 
+  // The admin listener is part of the front, on addresses of its own: an address the ID
+  // listeners bind too (the same, or a wildcard of its family on the same port) would
+  // fail at start, or serve both on one port.
+  void CheckAdminListener() {
+    const Config::Http& http = config_.http;
+    if (admin_allow_node_ != nullptr && http.admin_listen.empty()) {
+      Fail("http.admin_allow", *admin_allow_node_,
+           "has no effect without http.admin_listen: set it, or remove this key");
+    }
+    if (http.admin_listen.empty()) return;
+    if (http.listen.empty()) {
+      Fail("http.admin_listen", *admin_listen_node_,
+           "needs http.listen (the admin listener is part of the HTTP front, which is off "
+           "while listen is empty)");
+    }
+    // Equal addresses, or a wildcard (0.0.0.0, [::]) and any address of its family (the
+    // listeners are IPv6-only, so the families never overlap).
+    const auto wildcard = [](const IpAddress& ip) {
+      return ip == ParseIpAddress(ip.v4 ? "0.0.0.0" : "::").value();
+    };
+    for (const std::string& admin_text : http.admin_listen) {
+      const ListenAddress admin = ParseListenAddress(admin_text).value();
+      for (const std::string& id_text : http.listen) {
+        const ListenAddress id = ParseListenAddress(id_text).value();
+        const bool clash = admin.port == id.port && admin.ip.v4 == id.ip.v4 &&
+                           (admin.ip == id.ip || wildcard(admin.ip) || wildcard(id.ip));
+        if (clash) {
+          Fail("http.admin_listen", *admin_listen_node_,
+               "\"" + admin_text + "\" is also an address of http.listen (\"" + id_text +
+                   "\"): give the admin listener a port of its own, e.g. 127.0.0.1:9090");
+        }
+      }
+      for (const std::string& other_text : http.admin_listen) {
+        if (&other_text == &admin_text) break;
+        const ListenAddress other = ParseListenAddress(other_text).value();
+        if (other.ip == admin.ip && other.port == admin.port) {
+          Fail("http.admin_listen", *admin_listen_node_,
+               "names \"" + admin_text + "\" twice: list each address once");
+        }
+      }
+    }
+  }
+
   std::string_view source_;
   TomlFields fields_;
   Config& config_;
   const toml::node* min_fill_node_ = nullptr;
+  const toml::node* admin_listen_node_ = nullptr;
+  const toml::node* admin_allow_node_ = nullptr;
   const toml::node* tls_cert_node_ = nullptr;
   const toml::node* tls_key_node_ = nullptr;
   const toml::node* tls_client_ca_node_ = nullptr;

@@ -66,6 +66,11 @@ struct Config {
   struct Http {
     std::vector<std::string> listen;  // "127.0.0.1:8080", "[::1]:8080"
     std::vector<std::string> allow = {"127.0.0.0/8", "::1/128"};  // client networks (CIDR)
+    // The admin listener (docs/http.md, "The admin listener"): plain HTTP on these
+    // addresses, /healthz, /v1/status and /metrics only, for networks in admin_allow. Set,
+    // the `listen` addresses no longer answer /v1/status and /metrics. Empty: none.
+    std::vector<std::string> admin_listen;
+    std::vector<std::string> admin_allow = {"127.0.0.0/8", "::1/128"};
     uint64_t max_connections = 256;
     // Connections one source may hold at once, handshakes under way included (an IPv4
     // address, or an IPv6 /64 as per-client limits group them); past it a new one is closed

@@ -77,6 +77,69 @@ tls_groups = "X25519:P-256"
   EXPECT_EQ(sut->http.tls_groups, "X25519:P-256");
 }
 
+TEST(HttpConfig, AdminListenerIsOffByDefaultAndParses) {
+  const Config defaults;
+  EXPECT_TRUE(defaults.http.admin_listen.empty());
+  EXPECT_EQ(defaults.http.admin_allow, (std::vector<std::string>{"127.0.0.0/8", "::1/128"}));
+
+  auto sut = ParseConfig(R"(
+[http]
+listen = ["0.0.0.0:8080", "[::1]:8080"]
+admin_listen = ["127.0.0.1:9090", "[::1]:9090"]
+admin_allow = ["10.1.0.0/16", "::1"]
+)",
+                         "x.toml");
+
+  ASSERT_TRUE(sut) << sut.error().message;
+  EXPECT_EQ(sut->http.admin_listen, (std::vector<std::string>{"127.0.0.1:9090", "[::1]:9090"}));
+  EXPECT_EQ(sut->http.admin_allow, (std::vector<std::string>{"10.1.0.0/16", "::1"}));
+  // The same port in the other family is another socket (the listeners are IPv6-only).
+  auto other_family =
+      ParseConfig("[http]\nlisten = [\"0.0.0.0:8080\"]\nadmin_listen = [\"[::1]:8080\"]\n", "x");
+  EXPECT_TRUE(other_family) << other_family.error().message;
+}
+
+TEST(HttpConfig, AdminListenerAddressesAreRefusedWithWhatToDo) {
+  struct Case {
+    const char* text;
+    const char* expected;
+  };
+  const Case cases[] = {
+      {"[http]\nlisten = [\"127.0.0.1:80\"]\nadmin_listen = \"127.0.0.1:90\"\n",
+       "/etc/snowflaked.toml:3: http.admin_listen: must be an array"},
+      {"[http]\nlisten = [\"127.0.0.1:80\"]\nadmin_listen = [\"localhost:90\"]\n",
+       "/etc/snowflaked.toml:3: http.admin_listen: must be \"IPv4:port\""},
+      {"[http]\nlisten = [\"127.0.0.1:80\"]\nadmin_listen = [\"::1:90\"]\n",
+       "put an IPv6 address in brackets"},
+      {"[http]\nlisten = [\"127.0.0.1:80\"]\nadmin_listen = [\"127.0.0.1:90\"]\n"
+       "admin_allow = [\"10.1.2.3/8\"]\n",
+       "/etc/snowflaked.toml:4: http.admin_allow: must be a network like"},
+      {"[http]\nlisten = [\"127.0.0.1:80\"]\nadmin_listen = [\"127.0.0.1:90\"]\n"
+       "admin_allow = [\"example.com\"]\n",
+       "http.admin_allow"},
+      // The ID listener's own address: refused, not left to fail at bind.
+      {"[http]\nlisten = [\"127.0.0.1:8080\"]\nadmin_listen = [\"127.0.0.1:8080\"]\n",
+       "/etc/snowflaked.toml:3: http.admin_listen: \"127.0.0.1:8080\" is also an address of "
+       "http.listen (\"127.0.0.1:8080\"): give the admin listener a port of its own"},
+      {"[http]\nlisten = [\"[::1]:8080\"]\nadmin_listen = [\"[0:0::1]:8080\"]\n",
+       "http.admin_listen: \"[0:0::1]:8080\" is also an address of http.listen"},
+      {"[http]\nlisten = [\"0.0.0.0:8080\"]\nadmin_listen = [\"127.0.0.1:8080\"]\n",
+       "http.admin_listen: \"127.0.0.1:8080\" is also an address of http.listen "
+       "(\"0.0.0.0:8080\")"},
+      {"[http]\nlisten = [\"127.0.0.1:8080\"]\nadmin_listen = [\"0.0.0.0:8080\"]\n",
+       "is also an address of http.listen"},
+      {"[http]\nlisten = [\"127.0.0.1:80\"]\nadmin_listen = [\"127.0.0.1:90\", \"127.0.0.1:90\"]\n",
+       "http.admin_listen: names \"127.0.0.1:90\" twice"},
+      {"[http]\nadmin_listen = [\"127.0.0.1:9090\"]\n",
+       "http.admin_listen: needs http.listen (the admin listener is part of the HTTP front"},
+      {"[http]\nlisten = [\"127.0.0.1:80\"]\nadmin_allow = [\"10.0.0.0/8\"]\n",
+       "/etc/snowflaked.toml:3: http.admin_allow: has no effect without http.admin_listen"},
+  };
+  for (const Case& c : cases) {
+    EXPECT_THAT(ErrorOf(c.text), HasSubstr(c.expected)) << c.text;
+  }
+}
+
 TEST(HttpConfig, AuthorizeEntriesParseAndBadOnesNameTheKey) {
   auto sut = ParseConfig(R"(
 [[http.authorize]]
