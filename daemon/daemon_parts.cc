@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "daemon/http/http_admin_front.h"
 #include "daemon/http/http_front.h"
 #include "register/register_backends.h"
 
@@ -22,6 +23,11 @@ DaemonParts ProductionParts() {
         // The HTTP front is off unless [http] listen names an address.
         if (!context.config.http.listen.empty()) {
           fronts.push_back(std::make_unique<HttpFront>(context));
+          // Its admin listener, when [http] admin_listen names an address (the config
+          // refuses admin_listen without listen).
+          if (!context.config.http.admin_listen.empty()) {
+            fronts.push_back(std::make_unique<HttpAdminFront>(context));
+          }
         }
         return fronts;
       },

@@ -51,7 +51,8 @@ struct DaemonParts {
 };
 
 // The system clock, FileSystem::Default(), MakeMachineRegister() and an HttpFront when
-// [http] listen names an address, no observer.
+// [http] listen names an address (and an HttpAdminFront when admin_listen does too), no
+// observer.
 DaemonParts ProductionParts();
 
 }  // namespace snowflake::daemon

@@ -42,21 +42,26 @@ void HttpFront::Stop() noexcept {
   spdlog::info("http front stopped");
 }
 
+std::vector<std::string> BoundAddresses(const std::vector<std::string>& listen,
+                                        const std::vector<uint16_t>& ports) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < listen.size() && i < ports.size(); ++i) {
+    auto address = ParseListenAddress(listen[i]);
+    if (!address) continue;
+    const bool v6 = address->host.find(':') != std::string::npos;
+    out.push_back((v6 ? "[" + address->host + "]" : address->host) + ":" +
+                  std::to_string(ports[i]));
+  }
+  return out;
+}
+
 FrontStatus HttpFront::Status() const {
   FrontStatus status;
   status.name = "http";
   status.connections = transport_.connections();
   status.requests = transport_.replies();
   status.refused = transport_.refused();
-  // The configured address with the port actually bound (a configured port 0 gets one).
-  const std::vector<uint16_t> ports = transport_.ports();
-  for (size_t i = 0; i < options_.listen.size() && i < ports.size(); ++i) {
-    auto address = ParseListenAddress(options_.listen[i]);
-    if (!address) continue;
-    const bool v6 = address->host.find(':') != std::string::npos;
-    status.listen.push_back((v6 ? "[" + address->host + "]" : address->host) + ":" +
-                            std::to_string(ports[i]));
-  }
+  status.listen = BoundAddresses(options_.listen, transport_.ports());
   return status;
 }
 

@@ -25,6 +25,11 @@
 
 namespace snowflake::daemon {
 
+// The configured addresses `listen` with the ports actually bound (a configured port 0
+// gets one), "127.0.0.1:8080" or "[::1]:8080": a front's FrontStatus::listen.
+std::vector<std::string> BoundAddresses(const std::vector<std::string>& listen,
+                                        const std::vector<uint16_t>& ports);
+
 class HttpFront final : public Front {
  public:
   // Opens nothing: Start() binds every address of config.http.listen and starts

@@ -101,6 +101,7 @@ void HttpHandlers::ForRemoteCallers(nlohmann::json& doc) const {
 HttpHandlers::HttpHandlers(const Config& config, StatusBoard& board, Metrics& metrics)
     : runtime_dir_(config.daemon.runtime_dir),
       state_dir_(config.daemon.state_dir),
+      admin_elsewhere_(!config.http.admin_listen.empty()),
       board_(board),
       metrics_(metrics),
       services_("http", config.daemon.runtime_dir, config.http.max_services, metrics),
@@ -151,8 +152,22 @@ HttpReply HttpHandlers::Route(std::string_view method, std::string_view target,
                               std::string_view accept, std::string_view client,
                               HttpEndpoint& endpoint) {
   auto route = RouteHttpRequest(method, target, accept);
+  const Endpoint named = route ? route->endpoint : route.error().endpoint;
+  if (admin_elsewhere_ && (named == Endpoint::kStatus || named == Endpoint::kMetrics)) {
+    // Not served here at all (whatever the method or the caller): the admin listener has
+    // them (http_admin_handlers.h).
+    endpoint = Endpoint::kOther;
+    return ErrorReply(404, vocab::ErrorName(vocab::ErrorCode::kNotFound),
+                      "no such endpoint here: /v1/status and /metrics are served on this "
+                      "daemon's admin listener ([http] admin_listen)");
+  }
   if (!route) {
     endpoint = route.error().endpoint;
+    if (admin_elsewhere_ && route.error().status == 404) {
+      return ErrorReply(404, route.error().code,
+                        "no such endpoint; use /v1/id, /v1/ids or /healthz (/v1/status and "
+                        "/metrics are on this daemon's admin listener)");
+    }
     return ErrorReply(route.error().status, route.error().code, route.error().message);
   }
   endpoint = route->endpoint;

@@ -4,7 +4,9 @@
 // callers' share (id_share.h), /healthz and
 // /v1/status encode the fronts' shared answers (daemon/fronts/daemon_answers.h) without
 // the daemon's paths, pid, holder id or register location, /metrics
-// serves the daemon's registry. Bodies are written by http_body.h. No sockets.
+// serves the daemon's registry; with an admin listener ([http] admin_listen,
+// http_admin_handlers.h) /v1/status and /metrics are answered 404 here, as unknown paths.
+// Bodies are written by http_body.h. No sockets.
 //
 // Thread-safe: Handle() runs on every serving thread at once.
 
@@ -59,6 +61,8 @@ class HttpHandlers final : public HttpRequestHandler {
   // Constant after construction.
   const std::filesystem::path runtime_dir_;
   const std::filesystem::path state_dir_;
+  // [http] admin_listen is set: /v1/status and /metrics are the admin listener's.
+  const bool admin_elsewhere_;
   // [[http.authorize]] by identity ("*" among them); empty: no authorization.
   std::map<std::string, Config::Http::Grant, std::less<>> grants_;
   StatusBoard& board_;

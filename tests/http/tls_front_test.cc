@@ -32,6 +32,7 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -277,6 +278,38 @@ TEST_F(TlsFront, AnAddressOutsideAllowIsClosedAtAcceptWithoutATlsByte) {
   EXPECT_EQ(bytes, 0u) << "a refused address was answered over plain HTTP";
   EXPECT_TRUE(closed);
   EXPECT_EQ(FetchFrom("127.0.0.2", plain.port, "/healthz").status, 200);
+}
+
+// The admin listener speaks plain HTTP beside a TLS front (docs/http.md, "The admin
+// listener"): a scraper needs no certificate there, and the TLS ports keep serving IDs
+// and no metrics.
+TEST_F(TlsFront, TheAdminListenerSpeaksPlainHttpBesideATlsFront) {
+  const uint16_t admin = FreePort();
+  std::optional<FrontDaemon> front;
+  do {
+    front.emplace("tls-admin", 70,
+                  TlsToml(certs_("server.pem"), certs_("server-key.pem")) +
+                      "admin_listen = [\"127.0.0.1:" + std::to_string(admin) + "\"]\n");
+  } while (front->port == admin);
+  ASSERT_NO_FATAL_FAILURE(front->Start());
+
+  const HttpReply metrics = FetchOnce(admin, "/metrics");
+  ASSERT_EQ(metrics.status, 200) << metrics.body;
+  EXPECT_GT(SampleValue(metrics.body, "snowflake_http_tls_certificate_expiry_timestamp_seconds"), 0)
+      << "the TLS front's figures are in the admin listener's scrape";
+  EXPECT_EQ(FetchOnce(admin, "/healthz").status, 200);
+
+  HttpsClient sut(Trusting(certs_("ca.pem")));
+  const HttpsReply id = GetServed(sut, front->port, "/v1/id?service=tls");
+  ASSERT_TRUE(id.ok()) << id.error << " " << id.status << " " << id.body;
+  EXPECT_EQ(IdsOf(id.body).size(), 1u) << id.body;
+  const HttpsReply not_here = sut.Get(front->port, "/metrics");
+  EXPECT_EQ(not_here.status, 404) << not_here.error << " " << not_here.body;
+  // And the ID port stays TLS only.
+  HttpProbe plain(front->port);
+  ASSERT_TRUE(plain.connected());
+  plain.Send(Get("/healthz"));
+  EXPECT_EQ(plain.Read().status, 0) << "the TLS port answered plain HTTP";
 }
 
 // ---- handshakes: a deadline, a bound of their own, no connection slot ---------------------

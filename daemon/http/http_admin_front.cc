@@ -1,0 +1,76 @@
+#include "daemon/http/http_admin_front.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <exception>
+
+#include "daemon/http/http_front.h"
+
+namespace snowflake::daemon {
+
+Config::Http AdminTransportOptions(const Config::Http& http) {
+  Config::Http options = http;
+  options.listen = http.admin_listen;
+  options.allow = http.admin_allow;
+  options.admin_listen.clear();
+  options.admin_allow.clear();
+  // Plain HTTP: the transport speaks TLS exactly when a certificate is set.
+  options.tls_cert_file.clear();
+  options.tls_key_file.clear();
+  options.tls_client_ca_file.clear();
+  options.tls_client_crl_file.clear();
+  options.threads = 1;
+  options.max_connections = kAdminMaxConnections;
+  options.max_connections_per_source =
+      std::min(http.max_connections_per_source, kAdminMaxConnections);
+  // Authorization is the ID listeners' ([[http.authorize]] names TLS identities a plain
+  // listener never sees); the admin listener's is admin_allow.
+  options.authorize.clear();
+  return options;
+}
+
+HttpAdminFront::HttpAdminFront(const FrontContext& context)
+    : options_(AdminTransportOptions(context.config.http)),
+      handlers_(context.config, context.board, context.metrics),
+      transport_(options_, handlers_, context.metrics) {}
+
+HttpAdminFront::~HttpAdminFront() { Stop(); }
+
+tl::expected<void, std::string> HttpAdminFront::Start() noexcept {
+  try {
+    started_ = true;
+    if (auto listening = transport_.Listen(); !listening) {
+      transport_.Stop();
+      return tl::unexpected("http admin listener: " + listening.error());
+    }
+    std::string where;
+    for (size_t i = 0; i < options_.listen.size(); ++i) {
+      where += (i ? ", " : "") + options_.listen[i];
+    }
+    spdlog::info("http admin listener on {} (plain HTTP: /healthz, /v1/status, /metrics)", where);
+    return {};
+  } catch (const std::exception& e) {
+    transport_.Stop();
+    return tl::unexpected(std::string("http admin listener: ") + e.what());
+  }
+}
+
+void HttpAdminFront::Stop() noexcept {
+  if (!started_ || stopped_) return;
+  stopped_ = true;
+  transport_.Stop();
+  spdlog::info("http admin listener stopped");
+}
+
+FrontStatus HttpAdminFront::Status() const {
+  FrontStatus status;
+  status.name = "http-admin";
+  status.connections = transport_.connections();
+  status.requests = transport_.replies();
+  status.refused = transport_.refused();
+  status.listen = BoundAddresses(options_.listen, transport_.ports());
+  return status;
+}
+
+}  // namespace snowflake::daemon
