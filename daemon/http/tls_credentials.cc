@@ -227,6 +227,33 @@ std::string UnknownTls13Suites(SSL_CTX* native, const std::string& list) {
   return unknown;
 }
 
+// The elements of a TLS 1.2 cipher list (':'-separated) that match no cipher this OpenSSL
+// offers, ", "-separated; "" if each matches one. OpenSSL skips such an element without a
+// word as long as another matches, so a misspelt exclusion ("!aNUL") would exclude nothing
+// and a misspelt suite would quietly leave the list shorter. Each element is tried alone
+// (without its '!', '-' or '+'); "@STRENGTH" and "@SECLEVEL=n" are commands, which
+// OpenSSL itself refuses when unknown.
+std::string UnmatchedTls12Ciphers(const std::string& list) {
+  std::unique_ptr<SSL_CTX, decltype(&SSL_CTX_free)> probe(SSL_CTX_new(TLS_server_method()),
+                                                          &SSL_CTX_free);
+  if (probe == nullptr) return "";  // out of memory: the real context fails too
+  std::string unmatched;
+  for (size_t start = 0; start <= list.size();) {
+    size_t end = list.find(':', start);
+    if (end == std::string::npos) end = list.size();
+    const std::string element = list.substr(start, end - start);
+    start = end + 1;
+    std::string name = element;
+    if (!name.empty() && (name[0] == '!' || name[0] == '-' || name[0] == '+')) name.erase(0, 1);
+    if (name.empty() || name[0] == '@') continue;
+    if (SSL_CTX_set_cipher_list(probe.get(), name.c_str()) != 1) {
+      unmatched += (unmatched.empty() ? "" : ", ") + element;
+    }
+  }
+  ERR_clear_error();
+  return unmatched;
+}
+
 // A whole new server context from the files, or why not (naming the file).
 tl::expected<std::shared_ptr<ssl::context>, std::string> BuildContext(const Config::Http& options) {
   ERR_clear_error();
@@ -266,6 +293,14 @@ tl::expected<std::shared_ptr<ssl::context>, std::string> BuildContext(const Conf
                           "\": OpenSSL knows no TLS 1.2 cipher in it (e.g. "
                           "\"ECDHE+AESGCM:ECDHE+CHACHA20\"; see `openssl ciphers -v LIST`): " +
                           OpenSslErrors());
+  }
+  if (const std::string unmatched = UnmatchedTls12Ciphers(options.tls_ciphers);
+      !unmatched.empty()) {
+    return tl::unexpected("http.tls_ciphers \"" + options.tls_ciphers + "\": " + unmatched +
+                          " matches no TLS 1.2 cipher this OpenSSL offers (a misspelt name, or "
+                          "one this build lacks, such as RC4, which then excludes nothing): "
+                          "correct or remove it; `openssl ciphers -v NAME` shows what a name "
+                          "matches");
   }
   // OpenSSL skips a TLS 1.3 suite name it does not know without a word: each name must be
   // among the suites the context then offers.

@@ -15,7 +15,8 @@
 //     without a failed request, while connections already open keep going; a bad new pair
 //     is refused with a log line naming the file, and the old one keeps serving;
 //   - a private key any user can read is refused at start and by --check-config, naming
-//     the file and the fix.
+//     the file and the fix;
+//   - a cipher, suite or group name OpenSSL does not know is refused even beside known ones.
 // (A byte changed on the path fails OpenSSL's record MAC whatever this project does, so no
 // test of ours could show it; what is ours to get right is verification and no plain
 // fallback, above.)
@@ -677,19 +678,36 @@ TEST_F(TlsFront, MinimumVersionCiphersAndGroupsAreSettings) {
                       {"-tls1_3", "-ciphersuites", "TLS_CHACHA20_POLY1305_SHA256"})
                   .status.ExitedWith(0));
 
-  for (const auto& [key, value] :
-       std::vector<std::pair<std::string, std::string>>{{"tls_ciphers", "NO-SUCH-CIPHER"},
-                                                        {"tls_ciphersuites", "TLS_NO_SUCH_SUITE"},
-                                                        {"tls_groups", "P-999"}}) {
-    FrontDaemon bad(
-        "tls-badset", 49,
-        key + " = \"" + value + "\"\n" + TlsToml(certs_("server.pem"), certs_("server-key.pem")));
+  // An unknown name is refused alone and beside known ones (which OpenSSL's own parsing of
+  // a TLS 1.2 cipher list lets through), naming the key and the name.
+  struct BadName {
+    std::string key, value, named;
+  };
+  for (const BadName& bad_name : std::vector<BadName>{
+           {"tls_ciphers", "NO-SUCH-CIPHER", "NO-SUCH-CIPHER"},
+           {"tls_ciphers", "ECDHE+AESGCM:NO-SUCH-CIPHER", "NO-SUCH-CIPHER matches no"},
+           {"tls_ciphers", "ECDHE+AESGCM:!aNUL", "!aNUL matches no"},
+           {"tls_ciphersuites", "TLS_NO_SUCH_SUITE", "TLS_NO_SUCH_SUITE"},
+           {"tls_ciphersuites", "TLS_AES_256_GCM_SHA384:TLS_NO_SUCH_SUITE",
+            "no TLS 1.3 suite named TLS_NO_SUCH_SUITE"},
+           {"tls_groups", "P-999", "P-999"},
+           {"tls_groups", "X25519:P-999", "X25519:P-999"}}) {
+    FrontDaemon bad("tls-badset", 49,
+                    bad_name.key + " = \"" + bad_name.value + "\"\n" +
+                        TlsToml(certs_("server.pem"), certs_("server-key.pem")));
     const RunResult checked = RunCommand(
         {kSnowflakedPath, "--check-config", "--config", bad.options.config_path->string()});
-    EXPECT_FALSE(checked.status.ExitedWith(0)) << key << ": " << checked.out;
-    EXPECT_NE(checked.err.find("http." + key), std::string::npos) << checked.err;
-    EXPECT_NE(checked.err.find(value), std::string::npos) << checked.err;
+    EXPECT_FALSE(checked.status.ExitedWith(0)) << bad_name.value << ": " << checked.out;
+    EXPECT_NE(checked.err.find("http." + bad_name.key), std::string::npos) << checked.err;
+    EXPECT_NE(checked.err.find(bad_name.named), std::string::npos) << checked.err;
   }
+  // Exclusions and commands that name real ciphers are fine.
+  FrontDaemon good("tls-goodset", 49,
+                   "tls_ciphers = \"ECDHE+AESGCM:!aNULL:-kRSA:@STRENGTH\"\n" +
+                       TlsToml(certs_("server.pem"), certs_("server-key.pem")));
+  const RunResult accepted = RunCommand(
+      {kSnowflakedPath, "--check-config", "--config", good.options.config_path->string()});
+  EXPECT_TRUE(accepted.status.ExitedWith(0)) << accepted.err;
 }
 
 // A front serving `cert`: every client verifying against the test CA refuses it, and a
