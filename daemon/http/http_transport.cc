@@ -180,6 +180,8 @@ class HttpTransport::Impl {
       metrics_.http().tls_certificate_expiry.Set(static_cast<double>(tls_->not_after_unix()));
       metrics_.http().tls_client_ca_expiry.Set(
           static_cast<double>(tls_->client_ca_not_after_unix()));
+      metrics_.http().tls_client_crl_next_update.Set(
+          static_cast<double>(tls_->client_crl_next_update_unix()));
     }
     for (const std::string& text : options_.listen) {
       auto address = ParseListenAddress(text);
@@ -362,6 +364,8 @@ class HttpTransport::Impl {
           metrics_.http().tls_certificate_expiry.Set(static_cast<double>(tls_->not_after_unix()));
           metrics_.http().tls_client_ca_expiry.Set(
               static_cast<double>(tls_->client_ca_not_after_unix()));
+          metrics_.http().tls_client_crl_next_update.Set(
+              static_cast<double>(tls_->client_crl_next_update_unix()));
           break;
         case TlsCredentials::Reloaded::kRefused:
           metrics_.http().tls_reload_refused.Increment();

@@ -254,8 +254,72 @@ std::string UnmatchedTls12Ciphers(const std::string& list) {
   return unmatched;
 }
 
+// An ASN1 time in Unix seconds; 0 if it cannot be read.
+int64_t UnixOf(const ASN1_TIME* time) {
+  std::tm when{};
+  if (time == nullptr || ASN1_TIME_to_tm(time, &when) != 1) return 0;
+  return static_cast<int64_t>(timegm(&when));
+}
+
+// "2026-12-06T18:11:31Z".
+std::string IsoTime(int64_t unix_seconds) {
+  const auto seconds = static_cast<time_t>(unix_seconds);
+  std::tm when{};
+  gmtime_r(&seconds, &when);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &when);
+  return text;
+}
+
+// "CN=snowflake test CA".
+std::string NameText(const X509_NAME* name) {
+  Bio bio(BIO_new(BIO_s_mem()));
+  if (bio == nullptr || X509_NAME_print_ex(bio.get(), name, 0, XN_FLAG_RFC2253) < 0) return "?";
+  char* data = nullptr;
+  const long size = BIO_get_mem_data(bio.get(), &data);
+  return std::string(data, static_cast<size_t>(size));
+}
+
+// The earliest nextUpdate (Unix seconds) of the CRLs in `store`, 0 if none has one; or why
+// one cannot be used: past its nextUpdate (OpenSSL would then refuse every client
+// certificate its CA signed, X509_V_ERR_CRL_HAS_EXPIRED) or not yet valid.
+tl::expected<int64_t, std::string> CheckCrlTimes(X509_STORE* store) {
+  STACK_OF(X509_OBJECT)* objects = X509_STORE_get0_objects(store);
+  const int64_t now = static_cast<int64_t>(std::time(nullptr));
+  int64_t earliest = 0;
+  for (int i = 0; objects != nullptr && i < sk_X509_OBJECT_num(objects); ++i) {
+    X509_CRL* crl = X509_OBJECT_get0_X509_CRL(sk_X509_OBJECT_value(objects, i));
+    if (crl == nullptr) continue;
+    const std::string issuer = NameText(X509_CRL_get_issuer(crl));
+    const ASN1_TIME* last = X509_CRL_get0_lastUpdate(crl);
+    if (last != nullptr && X509_cmp_current_time(last) > 0) {
+      return tl::unexpected("the CRL of " + issuer + " is not valid yet (its lastUpdate is " +
+                            IsoTime(UnixOf(last)) +
+                            "): check the clock of the host that issued it");
+    }
+    const ASN1_TIME* next = X509_CRL_get0_nextUpdate(crl);
+    if (next == nullptr) continue;  // no nextUpdate: never stale
+    const int64_t next_unix = UnixOf(next);
+    if (X509_cmp_current_time(next) <= 0) {
+      return tl::unexpected(
+          "the CRL of " + issuer + " expired at its nextUpdate " + IsoTime(next_unix) + " (now " +
+          IsoTime(now) +
+          "); OpenSSL would refuse every client certificate that CA signed. Publish a fresh "
+          "CRL (e.g. openssl ca -gencrl) and replace the file");
+    }
+    if (earliest == 0 || next_unix < earliest) earliest = next_unix;
+  }
+  return earliest;
+}
+
+// What BuildContext() made: the context, and the CRLs' earliest nextUpdate (0 without one).
+struct Built {
+  std::shared_ptr<ssl::context> context;
+  int64_t crl_next_update_unix = 0;
+};
+
 // A whole new server context from the files, or why not (naming the file).
-tl::expected<std::shared_ptr<ssl::context>, std::string> BuildContext(const Config::Http& options) {
+tl::expected<Built, std::string> BuildContext(const Config::Http& options) {
   ERR_clear_error();
   auto cert_pem = ReadTlsFile("tls_cert_file", options.tls_cert_file, false);
   if (!cert_pem) return tl::unexpected(cert_pem.error());
@@ -274,6 +338,7 @@ tl::expected<std::shared_ptr<ssl::context>, std::string> BuildContext(const Conf
     crl_pem = std::move(*read);
   }
   auto context = std::make_shared<ssl::context>(ssl::context::tls_server);
+  int64_t crl_next_update_unix = 0;
   SSL_CTX* native = context->native_handle();
   // TLS 1.2 and 1.3 only: older versions have known weaknesses and no client of ours
   // needs them; 1.3 only if the operator says so.
@@ -377,6 +442,19 @@ tl::expected<std::shared_ptr<ssl::context>, std::string> BuildContext(const Conf
             ": no PEM CRL: " + (crls ? std::string("none in the file") : crls.error()));
       }
       X509_STORE_set_flags(store, X509_V_FLAG_CRL_CHECK);
+      auto next_update = CheckCrlTimes(store);
+      if (!next_update) {
+        return tl::unexpected(Named("tls_client_crl_file", options.tls_client_crl_file) + ": " +
+                              next_update.error());
+      }
+      crl_next_update_unix = *next_update;
+      if (crl_next_update_unix > 0 && crl_next_update_unix - std::time(nullptr) < 12 * 3600) {
+        spdlog::warn(
+            "{}: a CRL reaches its nextUpdate {}, within 12 hours; past it every client "
+            "certificate its CA signed is refused. Replace the file with a fresh CRL",
+            Named("tls_client_crl_file", options.tls_client_crl_file),
+            IsoTime(crl_next_update_unix));
+      }
     }
     SSL_CTX_set_verify(native, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
     // Session resumption with client certificates needs a context id, or a resumed
@@ -384,14 +462,12 @@ tl::expected<std::shared_ptr<ssl::context>, std::string> BuildContext(const Conf
     static constexpr unsigned char kSessionContext[] = "snowflaked-http";
     SSL_CTX_set_session_id_context(native, kSessionContext, sizeof kSessionContext - 1);
   }
-  return context;
+  return Built{.context = std::move(context), .crl_next_update_unix = crl_next_update_unix};
 }
 
 // A certificate's notAfter, in Unix seconds; 0 if it cannot be read.
 int64_t NotAfterOf(const X509* cert) {
-  std::tm when{};
-  if (cert == nullptr || ASN1_TIME_to_tm(X509_get0_notAfter(cert), &when) != 1) return 0;
-  return static_cast<int64_t>(timegm(&when));
+  return cert == nullptr ? 0 : UnixOf(X509_get0_notAfter(cert));
 }
 
 // The notAfter of the context's certificate; 0 if it cannot be read.
@@ -445,10 +521,12 @@ tl::expected<std::unique_ptr<TlsCredentials>, std::string> TlsCredentials::Load(
     // The signature first: a file replaced while it is read is then seen as changed at the
     // next look, and read again.
     out->signature_ = Signature(options);
-    auto context = BuildContext(options);
-    if (!context) return tl::unexpected(context.error());
+    auto built = BuildContext(options);
+    if (!built) return tl::unexpected(built.error());
+    auto* context = &built->context;
     out->not_after_unix_ = NotAfterUnix(**context);
     out->client_ca_not_after_unix_ = ClientCaNotAfterUnix(**context);
+    out->client_crl_next_update_unix_ = built->crl_next_update_unix;
     out->current_ = std::move(*context);
     return out;
   } catch (const std::exception& e) {
@@ -471,6 +549,11 @@ int64_t TlsCredentials::client_ca_not_after_unix() const {
   return client_ca_not_after_unix_;
 }
 
+int64_t TlsCredentials::client_crl_next_update_unix() const {
+  std::lock_guard lock(mutex_);
+  return client_crl_next_update_unix_;
+}
+
 TlsCredentials::Reloaded TlsCredentials::Reload() noexcept {
   try {
     std::string signature = Signature(options_);
@@ -483,14 +566,15 @@ TlsCredentials::Reloaded TlsCredentials::Reload() noexcept {
       return Reloaded::kUnchanged;
     }
     signature_ = std::move(signature);
-    auto context = BuildContext(options_);
-    if (!context) {
+    auto built = BuildContext(options_);
+    if (!built) {
       spdlog::error(
           "http front: refusing the changed TLS files, still serving the previous "
           "certificate: {}",
-          context.error());
+          built.error());
       return Reloaded::kRefused;
     }
+    auto* context = &built->context;
     const int64_t not_after = NotAfterUnix(**context);
     const int64_t client_ca_not_after = ClientCaNotAfterUnix(**context);
     {
@@ -498,6 +582,7 @@ TlsCredentials::Reloaded TlsCredentials::Reload() noexcept {
       current_ = std::move(*context);
       not_after_unix_ = not_after;
       client_ca_not_after_unix_ = client_ca_not_after;
+      client_crl_next_update_unix_ = built->crl_next_update_unix;
     }
     spdlog::info("http front: new TLS certificate from {} in use for new connections",
                  options_.tls_cert_file.string());

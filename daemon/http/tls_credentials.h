@@ -42,7 +42,8 @@ class TlsCredentials {
   // Loads the files of `options` (REQUIRES: options.tls()). Errors: a message naming the
   // key (http.tls_cert_file, ...), the file and what is wrong with it: unreadable, not a
   // regular file, another user's, writable by others, not PEM, a key that does not match
-  // the certificate, a key readable by other users.
+  // the certificate, a key readable by other users, a CRL past its nextUpdate or not yet
+  // valid; a tls_ciphers, tls_ciphersuites or tls_groups name OpenSSL does not know.
   static tl::expected<std::unique_ptr<TlsCredentials>, std::string> Load(
       const Config::Http& options) noexcept;
   ~TlsCredentials();
@@ -57,6 +58,10 @@ class TlsCredentials {
   // The earliest notAfter of the client CA certificates Current() trusts; 0 without a
   // client CA. Past it, no client certificate that CA signed verifies.
   int64_t client_ca_not_after_unix() const;
+  // The earliest nextUpdate (Unix seconds) of the CRLs Current() checks; 0 without a CRL
+  // (or if none has a nextUpdate). Past it, OpenSSL refuses every client certificate of
+  // that CA (a CRL loaded past it is refused; one that goes stale while in use is not).
+  int64_t client_crl_next_update_unix() const;
 
   // Looks at the files (status only); if any changed since the last look, loads them and
   // makes the new context current, or refuses them (logging why, naming the file) and
@@ -72,6 +77,7 @@ class TlsCredentials {
   std::shared_ptr<boost::asio::ssl::context> current_;  // guarded by mutex_
   int64_t not_after_unix_ = 0;                          // guarded by mutex_: current_'s
   int64_t client_ca_not_after_unix_ = 0;                // guarded by mutex_: current_'s
+  int64_t client_crl_next_update_unix_ = 0;             // guarded by mutex_: current_'s
   // Reload()'s thread only: the files' status the serving context was built from (or last
   // refused at), and a changed status seen once, waiting to stand still for one look.
   std::string signature_;

@@ -78,6 +78,12 @@ struct Metrics::Families {
                                  "certificates in use expires (its notAfter); 0 without a "
                                  "client CA",
                                  r)),
+        client_crl_next_update(Declare(
+            prometheus::BuildGauge(), "snowflake_http_tls_client_crl_next_update_timestamp_seconds",
+            "Unix time of the earliest nextUpdate of the HTTP front's client CRLs in "
+            "use; past it every client certificate of that CA is refused; 0 without a "
+            "CRL",
+            r)),
         totals(Declare(prometheus::BuildCounter(), "snowflake_ring_ids_total",
                        "IDs the daemon published into the ring (refills) and drained from it", r)),
         pauses(Declare(prometheus::BuildCounter(), "snowflake_clock_pauses_total",
@@ -128,6 +134,7 @@ struct Metrics::Families {
   prometheus::Family<prometheus::Gauge>& connections;
   prometheus::Family<prometheus::Gauge>& certificate_expiry;
   prometheus::Family<prometheus::Gauge>& client_ca_expiry;
+  prometheus::Family<prometheus::Gauge>& client_crl_next_update;
   prometheus::Family<prometheus::Counter>& totals;
   prometheus::Family<prometheus::Counter>& pauses;
   prometheus::Family<prometheus::Counter>& paused;
@@ -169,6 +176,7 @@ Metrics::Metrics()
           .throttled_client = families_->throttled.Add({{"limit", "client"}}),
           .tls_certificate_expiry = families_->certificate_expiry.Add({}),
           .tls_client_ca_expiry = families_->client_ca_expiry.Add({}),
+          .tls_client_crl_next_update = families_->client_crl_next_update.Add({}),
           .duration = {}} {
   for (size_t i = 0; i < kHttpEndpointLabels.size(); ++i) {
     http_.duration[i] =

@@ -110,6 +110,9 @@ class Metrics {
     // snowflake_http_tls_client_ca_expiry_timestamp_seconds: the earliest notAfter of the
     // client CA certificates new connections are verified against; 0 without a client CA.
     prometheus::Gauge& tls_client_ca_expiry;
+    // snowflake_http_tls_client_crl_next_update_timestamp_seconds: the earliest nextUpdate
+    // of the client CRLs new connections are checked against; 0 without a CRL.
+    prometheus::Gauge& tls_client_crl_next_update;
     // snowflake_http_request_duration_seconds{endpoint}, by kHttpEndpointLabels' index.
     std::array<prometheus::Histogram*, kHttpEndpointLabels.size()> duration{};
   };

@@ -17,6 +17,8 @@
 #   two-rdn-client.pem  subject CN "a\", O "b": X509_NAME_oneline prints both "/CN=a\/O=b"
 #   uri1-client.pem, uri2-client.pem  different subjects, one SAN URI (one workload)
 #   crl.pem           the test CA's CRL, revoking client2.pem
+#   crl2.pem          its successor, revoking client2.pem and uri1-client.pem
+#   crl-expired.pem   a CRL of the test CA whose nextUpdate passed 9 days ago
 # Each X.pem has its key in X-key.pem. Past and future validity come from running openssl
 # with libfaketime preloaded. Not through the faketime wrapper: it names a semaphore and a
 # shared-memory file in /dev/shm after its pid, leaves them behind when killed, and then
@@ -92,4 +94,8 @@ echo 1000 > cadb/crlnumber
 printf '[ca]\ndefault_ca = test\n[test]\ndatabase = cadb/index.txt\ncrlnumber = cadb/crlnumber\ndefault_md = sha256\ndefault_crl_days = 3\n' > ca.cnf
 quiet openssl ca -config ca.cnf -revoke client2.pem -keyfile ca-key.pem -cert ca.pem
 quiet openssl ca -config ca.cnf -gencrl -keyfile ca-key.pem -cert ca.pem -out crl.pem
+quiet openssl ca -config ca.cnf -revoke uri1-client.pem -keyfile ca-key.pem -cert ca.pem
+quiet openssl ca -config ca.cnf -gencrl -keyfile ca-key.pem -cert ca.pem -out crl2.pem
+quiet env LD_PRELOAD="$libfaketime" FAKETIME="-10d" openssl ca -config ca.cnf -gencrl \
+  -crldays 1 -keyfile ca-key.pem -cert ca.pem -out crl-expired.pem
 chmod 600 ./*-key.pem

@@ -16,6 +16,9 @@
 //     is refused with a log line naming the file, and the old one keeps serving;
 //   - a private key any user can read is refused at start and by --check-config, naming
 //     the file and the fix;
+//   - a replaced CRL (renamed over the old one, or swapped in a Secret's ..data) refuses
+//     the certificates it revokes to new handshakes, the others still served; a CRL past
+//     its nextUpdate is refused at start and at a reload (the old one kept), naming it;
 //   - a cipher, suite or group name OpenSSL does not know is refused even beside known ones.
 // (A byte changed on the path fails OpenSSL's record MAC whatever this project does, so no
 // test of ours could show it; what is ours to get right is verification and no plain
@@ -29,8 +32,10 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -979,6 +984,137 @@ TEST_F(TlsFront, ABadNewPairIsRefusedNamingTheFileAndTheOldPairKeepsServing) {
   EXPECT_NE(reply.subject.find("snowflaked one"), std::string::npos) << reply.subject;
   const HttpsReply metrics = sut.Get(front.port, "/metrics");
   EXPECT_GE(SampleValue(metrics.body, "snowflake_http_tls_reloads_total{result=\"refused\"}"), 1);
+}
+
+// ---- CRL rotation and expiry ----------------------------------------------------------------
+
+std::string CrlToml(const fs::path& ca, const fs::path& crl) {
+  return "tls_client_ca_file = \"" + ca.string() + "\"\ntls_client_crl_file = \"" + crl.string() +
+         "\"\n";
+}
+
+// A client whose certificate is `name`.pem, trusting the test CA.
+TlsClientFiles ClientFiles(const Certificates& certs, const std::string& name) {
+  return Trusting(certs("ca.pem"), certs(name + ".pem"), certs(name + "-key.pem"));
+}
+
+// A front with mutual TLS and crl.pem (client2 revoked) is served a new CRL by `rotate`,
+// which revokes uri1-client too: new handshakes with uri1-client are refused within the
+// reload interval, client.pem is still served, and the reload is counted.
+void ExpectCrlRotationRevokes(const Certificates& certs, const FrontDaemon& front,
+                              const std::function<void()>& rotate) {
+  HttpsClient revoked_later(ClientFiles(certs, "uri1-client"));
+  const HttpsReply before = GetServed(revoked_later, front.port, "/v1/id?service=tls");
+  ASSERT_EQ(before.status, 200) << before.error << " " << before.body;
+
+  rotate();
+  HttpsReply refused;
+  const bool revoked = WaitUntil(
+      [&] {
+        HttpsClient fresh(ClientFiles(certs, "uri1-client"));
+        refused = fresh.Get(front.port, "/healthz");
+        return refused.curl_code != 0 && refused.status == 0;
+      },
+      30s, "the new CRL to refuse uri1-client");
+
+  EXPECT_TRUE(revoked) << "still answered: " << refused.status;
+  HttpsClient other(ClientFiles(certs, "client"));
+  const HttpsReply served = GetServed(other, front.port, "/v1/id?service=tls");
+  EXPECT_EQ(served.status, 200) << served.error << " " << served.body;
+  const HttpsReply metrics = GetServed(other, front.port, "/metrics");
+  EXPECT_GE(SampleValue(metrics.body, "snowflake_http_tls_reloads_total{result=\"ok\"}"), 1)
+      << metrics.body;
+  EXPECT_EQ(SampleValue(metrics.body, "snowflake_http_tls_reloads_total{result=\"refused\"}"), 0)
+      << metrics.body;
+}
+
+TEST_F(TlsFront, ACrlRenamedOverTheOldOneRefusesWhatItRevokesToNewHandshakes) {
+  TempDir files("sf-crlrot");
+  Replace(certs_("crl.pem"), files / "crl.pem");
+  FrontDaemon front("tls-crlrot", 70,
+                    TlsToml(certs_("server.pem"), certs_("server-key.pem")) +
+                        CrlToml(certs_("ca.pem"), files / "crl.pem"));
+  ASSERT_NO_FATAL_FAILURE(front.Start());
+
+  ExpectCrlRotationRevokes(certs_, front, [&] { Replace(certs_("crl2.pem"), files / "crl.pem"); });
+}
+
+// The CRL beside the client CA in a Kubernetes Secret, rotated by the kubelet's ..data swap.
+TEST_F(TlsFront, ACrlSwappedInASecretVolumesDataLinkRefusesWhatItRevokes) {
+  TempDir files("sf-crlsecret");
+  const auto version = [&](const std::string& name, const std::string& crl) {
+    const fs::path dir = files / name;
+    fs::create_directory(dir);
+    Replace(certs_("ca.pem"), dir / "ca.crt");
+    Replace(certs_(crl), dir / "ca.crl");
+  };
+  version("..2026_12_06_1", "crl.pem");
+  fs::create_directory_symlink("..2026_12_06_1", files / "..data");
+  for (const char* name : {"ca.crt", "ca.crl"}) {
+    fs::create_symlink(fs::path("..data") / name, files / name);
+  }
+  FrontDaemon front("tls-crlsecret", 71,
+                    TlsToml(certs_("server.pem"), certs_("server-key.pem")) +
+                        CrlToml(files / "ca.crt", files / "ca.crl"));
+  ASSERT_NO_FATAL_FAILURE(front.Start());
+
+  ExpectCrlRotationRevokes(certs_, front, [&] {
+    version("..2026_12_06_2", "crl2.pem");
+    fs::create_directory_symlink("..2026_12_06_2", files / "..data_tmp");
+    fs::rename(files / "..data_tmp", files / "..data");
+  });
+}
+
+// A CRL past its nextUpdate would make OpenSSL refuse every client of its CA: it is refused
+// at start (and by --check-config) naming the file and its nextUpdate; at a reload it is
+// refused the same way and the CRL in use is kept. The CRL's nextUpdate is exported.
+TEST_F(TlsFront, AnExpiredCrlIsRefusedByCheckConfigNamingItsNextUpdate) {
+  FrontDaemon front("tls-crlold", 72,
+                    TlsToml(certs_("server.pem"), certs_("server-key.pem")) +
+                        CrlToml(certs_("ca.pem"), certs_("crl-expired.pem")));
+  const RunResult checked = RunCommand(
+      {kSnowflakedPath, "--check-config", "--config", front.options.config_path->string()},
+      RunOptions{.env = {}, .stdin_text = "", .timeout = 20s, .working_dir = std::nullopt});
+  EXPECT_FALSE(checked.status.ExitedWith(0)) << checked.out;
+  EXPECT_NE(checked.err.find("http.tls_client_crl_file " + certs_("crl-expired.pem").string() +
+                             ": the CRL of CN=snowflake test CA expired at its nextUpdate"),
+            std::string::npos)
+      << checked.err;
+}
+
+TEST_F(TlsFront, AnExpiredCrlAtAReloadIsRefusedAndTheCrlInUseKept) {
+  TempDir files("sf-crlexp");
+  Replace(certs_("crl.pem"), files / "crl.pem");
+  FrontDaemon front("tls-crlexp", 73,
+                    TlsToml(certs_("server.pem"), certs_("server-key.pem")) +
+                        CrlToml(certs_("ca.pem"), files / "crl.pem"));
+  ASSERT_NO_FATAL_FAILURE(front.Start());
+  HttpsClient scraper(ClientFiles(certs_, "client"));
+  const double next_update =
+      SampleValue(GetServed(scraper, front.port, "/metrics").body,
+                  "snowflake_http_tls_client_crl_next_update_timestamp_seconds");
+
+  Replace(certs_("crl-expired.pem"), files / "crl.pem");
+  ASSERT_TRUE(front.daemon->WaitForErr("refusing the changed TLS files", 30s))
+      << front.daemon->Describe();
+
+  EXPECT_TRUE(front.daemon->WaitForErr((files / "crl.pem").string() +
+                                       ": the CRL of CN=snowflake test CA expired at its "
+                                       "nextUpdate"))
+      << front.daemon->Describe();
+  HttpsClient valid(ClientFiles(certs_, "client"));
+  EXPECT_EQ(GetServed(valid, front.port, "/v1/id?service=tls").status, 200);
+  HttpsClient revoked(ClientFiles(certs_, "client2"));
+  EXPECT_EQ(revoked.Get(front.port, "/healthz").status, 0) << "the old CRL was dropped";
+  const HttpsReply metrics = GetServed(valid, front.port, "/metrics");
+  EXPECT_GE(SampleValue(metrics.body, "snowflake_http_tls_reloads_total{result=\"refused\"}"), 1);
+  const double now = static_cast<double>(std::time(nullptr));
+  EXPECT_GT(next_update, now + 2 * 86400);  // make_test_certs.sh: default_crl_days = 3
+  EXPECT_LT(next_update, now + 4 * 86400);
+  EXPECT_EQ(
+      SampleValue(metrics.body, "snowflake_http_tls_client_crl_next_update_timestamp_seconds"),
+      next_update)
+      << metrics.body;
 }
 
 // ---- start and --check-config -------------------------------------------------------------
