@@ -204,6 +204,18 @@ class Validator {
                  k, n, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789:-_",
                  "must be group names separated by ':' (e.g. \"X25519:P-256\")");
              TlsOnly(k, n);
+           }},
+          {"tls_session_tickets",
+           [&](auto& k, auto& n) {
+             config_.http.tls_session_tickets = Boolean(k, n);
+             TlsOnly(k, n);
+           }},
+          {"tls_session_ticket_rotate_s",
+           [&](auto& k, auto& n) {
+             config_.http.tls_session_ticket_rotate_s =
+                 Integer(k, n, 60, 86'400, "from 60 to 86400 (seconds)");
+             ticket_rotate_node_ = &n;
+             TlsOnly(k, n);
            }}}},
     };
 
@@ -406,6 +418,15 @@ class Validator {
     return s;
   }
 
+  // true or false.
+  bool Boolean(const std::string& key, const toml::node& node) {
+    const auto* b = node.as_boolean();
+    if (b == nullptr) {
+      Fail(key, node, "must be true or false, got " + std::string(TypeName(node)));
+    }
+    return b->get();
+  }
+
   // A TLS setting, which means nothing without a certificate: remembered for the check
   // once every key is read.
   void TlsOnly(const std::string& key, const toml::node& node) {
@@ -455,6 +476,11 @@ class Validator {
            "no handshake): set them, or remove this key");
     }
     CheckAdminListener();
+    if (ticket_rotate_node_ != nullptr && !http.tls_session_tickets) {
+      Fail("http.tls_session_ticket_rotate_s", *ticket_rotate_node_,
+           "has no effect without http.tls_session_tickets = true (no ticket key is made): "
+           "set that too, or remove this key");
+    }
     if (min_fill_node_ != nullptr && config_.ring.min_fill > config_.ring.capacity) {
       Fail("ring.min_fill", *min_fill_node_,
            "must not exceed ring.capacity (" + std::to_string(config_.ring.capacity) + "), got " +
@@ -519,6 +545,7 @@ class Validator {
   const toml::node* tls_key_node_ = nullptr;
   const toml::node* tls_client_ca_node_ = nullptr;
   const toml::node* tls_client_crl_node_ = nullptr;
+  const toml::node* ticket_rotate_node_ = nullptr;
   std::string tls_setting_key_;  // the first TLS-only key read, for CheckConsistency()
   const toml::node* tls_setting_node_ = nullptr;
 };

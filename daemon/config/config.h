@@ -113,6 +113,11 @@ struct Config {
     std::string tls_ciphersuites =
         "TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256:TLS_AES_128_GCM_SHA256";
     std::string tls_groups = "X25519:P-256:P-384";
+    // TLS session tickets (docs/http.md, "Session tickets"): off by default. On, tickets are
+    // sealed with a key that seals for tls_session_ticket_rotate_s and is accepted for one
+    // more such period, then wiped; a ticket lives at most one period.
+    bool tls_session_tickets = false;
+    int64_t tls_session_ticket_rotate_s = 3600;
     // Authorization ([[http.authorize]], docs/http.md, "Authorization"): what one caller
     // may use. `identity` is a client key as per-client limits count it ("uri:<SAN URI>",
     // "cert:<sha256>", "addr:<IPv4>", "addr:<IPv6 /64>") or "*" (every caller without an

@@ -25,6 +25,7 @@
 
 #include "base/hex.h"
 #include "base/unique_fd.h"
+#include "daemon/http/tls_ticket_keys.h"
 
 namespace snowflake::daemon {
 namespace {
@@ -312,11 +313,25 @@ tl::expected<int64_t, std::string> CheckCrlTimes(X509_STORE* store) {
   return earliest;
 }
 
-// What BuildContext() made: the context, and the CRLs' earliest nextUpdate (0 without one).
+// What BuildContext() made: the context, the client CA's and CRLs' bytes hashed (a new
+// value means a new trust decision, which ends every session ticket issued before it), and
+// the CRLs' earliest nextUpdate (0 without one).
 struct Built {
   std::shared_ptr<ssl::context> context;
+  std::string trust_digest;
   int64_t crl_next_update_unix = 0;
 };
+
+// SHA-256 of the client CA and CRL files' bytes, each preceded by its length.
+std::string TrustDigest(const std::string& ca_pem, const std::string& crl_pem) {
+  std::string bytes;
+  for (const std::string* pem : {&ca_pem, &crl_pem}) {
+    bytes += std::to_string(pem->size()) + ":" + *pem;
+  }
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), digest);
+  return HexLower(digest, sizeof digest);
+}
 
 // A whole new server context from the files, or why not (naming the file).
 tl::expected<Built, std::string> BuildContext(const Config::Http& options) {
@@ -345,11 +360,19 @@ tl::expected<Built, std::string> BuildContext(const Config::Http& options) {
   SSL_CTX_set_min_proto_version(native,
                                 options.tls_min_version == "1.3" ? TLS1_3_VERSION : TLS1_2_VERSION);
   SSL_CTX_set_max_proto_version(native, TLS1_3_VERSION);
-  // No session tickets: a ticket is sealed with a key that lives as long as this context
-  // (until a rotation or a restart), so whoever gets the key opens every session recorded
-  // since. Resumption still works through the context's own session cache.
-  SSL_CTX_set_options(native, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION |
-                                  SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_TICKET);
+  SSL_CTX_set_options(
+      native, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+  if (options.tls_session_tickets) {
+    // Sealed by the rotating keys (TlsCredentials installs them). TLS 1.3 sends OpenSSL's
+    // default of two tickets, so a client may resume two connections, each ticket once.
+    SSL_CTX_set_num_tickets(native, 2);
+  } else {
+    // No ticket at all, TLS 1.2's (SSL_OP_NO_TICKET) nor TLS 1.3's (which, with that option
+    // alone, would still be sent as session-cache references): a TLS 1.2 client may still
+    // resume by session ID from this context's own cache, which dies with the context.
+    SSL_CTX_set_options(native, SSL_OP_NO_TICKET);
+    SSL_CTX_set_num_tickets(native, 0);
+  }
   // TLS 1.2's ciphers (OpenSSL's DEFAULT offers static RSA and CBC with SHA-1; the default
   // here is ECDHE with AES-GCM or ChaCha20-Poly1305), TLS 1.3's suites (all AEAD) and the
   // key-exchange groups.
@@ -462,7 +485,26 @@ tl::expected<Built, std::string> BuildContext(const Config::Http& options) {
     static constexpr unsigned char kSessionContext[] = "snowflaked-http";
     SSL_CTX_set_session_id_context(native, kSessionContext, sizeof kSessionContext - 1);
   }
-  return Built{.context = std::move(context), .crl_next_update_unix = crl_next_update_unix};
+  return Built{.context = std::move(context),
+               .trust_digest = TrustDigest(ca_pem, crl_pem),
+               .crl_next_update_unix = crl_next_update_unix};
+}
+
+// `built`'s context with the ticket keys installed for `generation` and kept alive by it
+// (the keys outlive every context that uses them); the context itself without keys.
+tl::expected<std::shared_ptr<ssl::context>, std::string> WithTicketKeys(
+    Built& built, const std::shared_ptr<TlsTicketKeys>& keys, uint64_t generation) {
+  if (keys == nullptr) return built.context;
+  if (!keys->InstallOn(built.context->native_handle(), generation)) {
+    return tl::unexpected("http.tls_session_tickets: cannot install the ticket keys: " +
+                          OpenSslErrors());
+  }
+  struct Holder {
+    std::shared_ptr<TlsTicketKeys> keys;  // destroyed after the context
+    std::shared_ptr<ssl::context> context;
+  };
+  auto holder = std::make_shared<Holder>(Holder{keys, built.context});
+  return std::shared_ptr<ssl::context>(holder, holder->context.get());
 }
 
 // A certificate's notAfter, in Unix seconds; 0 if it cannot be read.
@@ -523,7 +565,15 @@ tl::expected<std::unique_ptr<TlsCredentials>, std::string> TlsCredentials::Load(
     out->signature_ = Signature(options);
     auto built = BuildContext(options);
     if (!built) return tl::unexpected(built.error());
-    auto* context = &built->context;
+    if (options.tls_session_tickets) {
+      out->ticket_keys_ = std::make_shared<TlsTicketKeys>(
+          std::chrono::seconds(options.tls_session_ticket_rotate_s));
+    }
+    auto context =
+        WithTicketKeys(*built, out->ticket_keys_,
+                       out->ticket_keys_ != nullptr ? out->ticket_keys_->generation() : 0);
+    if (!context) return tl::unexpected(context.error());
+    out->trust_digest_ = std::move(built->trust_digest);
     out->not_after_unix_ = NotAfterUnix(**context);
     out->client_ca_not_after_unix_ = ClientCaNotAfterUnix(**context);
     out->client_crl_next_update_unix_ = built->crl_next_update_unix;
@@ -574,7 +624,26 @@ TlsCredentials::Reloaded TlsCredentials::Reload() noexcept {
           built.error());
       return Reloaded::kRefused;
     }
-    auto* context = &built->context;
+    // A new client CA or CRL is a new decision on whom to let in: a ticket issued under
+    // the old one would resume a session whose certificate it no longer admits (a resumed
+    // handshake checks no certificate), so every ticket issued so far is dropped with its
+    // key, and the contexts still serving seal no more.
+    uint64_t generation = 0;
+    if (ticket_keys_ != nullptr) {
+      const bool trust_changed = built->trust_digest != trust_digest_;
+      generation = trust_changed ? ticket_keys_->Forget() : ticket_keys_->generation();
+      if (trust_changed) {
+        spdlog::info(
+            "http front: the client CA or CRL changed: session tickets issued before are no "
+            "longer accepted");
+      }
+    }
+    trust_digest_ = built->trust_digest;
+    auto context = WithTicketKeys(*built, ticket_keys_, generation);
+    if (!context) {
+      spdlog::error("http front: refusing the changed TLS files: {}", context.error());
+      return Reloaded::kRefused;
+    }
     const int64_t not_after = NotAfterUnix(**context);
     const int64_t client_ca_not_after = ClientCaNotAfterUnix(**context);
     {

@@ -1,7 +1,8 @@
 // The HTTP front's TLS credentials (docs/http.md, "TLS"): the certificate chain, its key,
 // the optional client CA and its CRLs of [http], loaded into an OpenSSL server context
 // with the [http] TLS settings (TLS 1.2 and 1.3 only, by default ECDHE with AEAD ciphers,
-// no session tickets), and reloaded when the files change (cert-manager, certbot and a
+// session tickets only with tls_session_tickets, sealed by keys that outlive any one
+// context: tls_ticket_keys.h), and reloaded when the files change (cert-manager, certbot and a
 // Kubernetes Secret replace them): Reload() builds a whole new context from the new files
 // and only then makes it current, so a bad new pair is refused, logged with the file it
 // names, and the old pair keeps serving. Connections keep the context they started with.
@@ -34,6 +35,8 @@ class context;
 
 namespace snowflake::daemon {
 
+class TlsTicketKeys;
+
 class TlsCredentials {
  public:
   // What Reload() found.
@@ -65,13 +68,16 @@ class TlsCredentials {
 
   // Looks at the files (status only); if any changed since the last look, loads them and
   // makes the new context current, or refuses them (logging why, naming the file) and
-  // keeps the current one. A refused set is not retried until a file changes again.
+  // keeps the current one. A refused set is not retried until a file changes again. A
+  // changed client CA or CRL also ends every session ticket issued before it.
   Reloaded Reload() noexcept;
 
  private:
   explicit TlsCredentials(const Config::Http& options);
 
   const Config::Http options_;
+  // Set by Load() with tls_session_tickets; thread-safe. Every context built holds it too.
+  std::shared_ptr<TlsTicketKeys> ticket_keys_;
 
   mutable std::mutex mutex_;
   std::shared_ptr<boost::asio::ssl::context> current_;  // guarded by mutex_
@@ -82,6 +88,9 @@ class TlsCredentials {
   // refused at), and a changed status seen once, waiting to stand still for one look.
   std::string signature_;
   std::string pending_signature_;
+  // Reload()'s thread only (and Load()): the digest of the client CA and CRL bytes the
+  // serving context trusts.
+  std::string trust_digest_;
 };
 
 // Who a verified client certificate names, for per-client limits: "uri:" and its first SAN

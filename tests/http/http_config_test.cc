@@ -50,6 +50,8 @@ tls_max_handshakes = 16
 tls_min_version = "1.3"
 tls_ciphers = "ECDHE+AESGCM"
 tls_groups = "X25519:P-256"
+tls_session_tickets = true
+tls_session_ticket_rotate_s = 600
 )",
                          "x.toml");
 
@@ -75,6 +77,8 @@ tls_groups = "X25519:P-256"
   EXPECT_EQ(sut->http.tls_min_version, "1.3");
   EXPECT_EQ(sut->http.tls_ciphers, "ECDHE+AESGCM");
   EXPECT_EQ(sut->http.tls_groups, "X25519:P-256");
+  EXPECT_TRUE(sut->http.tls_session_tickets);
+  EXPECT_EQ(sut->http.tls_session_ticket_rotate_s, 600);
 }
 
 TEST(HttpConfig, AdminListenerIsOffByDefaultAndParses) {
@@ -186,6 +190,8 @@ TEST(HttpConfig, TlsDefaultsAreTls12WithEcdheAeadAndAShortHandshakeDeadline) {
   EXPECT_EQ(sut.http.tls_groups, "X25519:P-256:P-384");
   EXPECT_EQ(sut.http.tls_handshake_timeout_ms, 3000);
   EXPECT_EQ(sut.http.tls_max_handshakes, 64u);
+  EXPECT_FALSE(sut.http.tls_session_tickets);
+  EXPECT_EQ(sut.http.tls_session_ticket_rotate_s, 3600);
 }
 
 TEST(HttpConfig, PlainWithHalfTheMachineNumberByDefault) {
@@ -257,6 +263,19 @@ TEST(HttpConfig, EachBadValueNamesFileLineAndKey) {
       {"[http]\ntls_groups = \"X25519;P-256\"\n", "http.tls_groups: must be group names"},
       {"[http]\ntls_groups = \"X25519\"\n",
        "http.tls_groups: has no effect without http.tls_cert_file"},
+      {"[http]\ntls_session_tickets = 1\n",
+       "http.tls_session_tickets: must be true or false, got an integer"},
+      {"[http]\ntls_session_tickets = true\n",
+       "http.tls_session_tickets: has no effect without http.tls_cert_file"},
+      {"[http]\ntls_cert_file = \"/a.crt\"\ntls_key_file = \"/a.key\"\n"
+       "tls_session_tickets = true\ntls_session_ticket_rotate_s = 59\n",
+       "http.tls_session_ticket_rotate_s: must be from 60 to 86400 (seconds), got 59"},
+      {"[http]\ntls_cert_file = \"/a.crt\"\ntls_key_file = \"/a.key\"\n"
+       "tls_session_tickets = true\ntls_session_ticket_rotate_s = 86401\n",
+       "http.tls_session_ticket_rotate_s: must be from 60 to 86400"},
+      {"[http]\ntls_cert_file = \"/a.crt\"\ntls_key_file = \"/a.key\"\n"
+       "tls_session_ticket_rotate_s = 600\n",
+       "http.tls_session_ticket_rotate_s: has no effect without http.tls_session_tickets = true"},
   };
   for (const Case& c : cases) {
     EXPECT_THAT(ErrorOf(c.text), HasSubstr(c.expected)) << c.text;

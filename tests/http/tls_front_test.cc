@@ -19,7 +19,9 @@
 //   - a replaced CRL (renamed over the old one, or swapped in a Secret's ..data) refuses
 //     the certificates it revokes to new handshakes, the others still served; a CRL past
 //     its nextUpdate is refused at start and at a reload (the old one kept), naming it;
-//   - a cipher, suite or group name OpenSSL does not know is refused even beside known ones.
+//   - a cipher, suite or group name OpenSSL does not know is refused even beside known ones;
+//   - with tls_session_tickets a client resumes with a ticket, also after a certificate
+//     rotation; without, no ticket is issued; a new client CA or CRL ends every ticket.
 // (A byte changed on the path fails OpenSSL's record MAC whatever this project does, so no
 // test of ours could show it; what is ours to get right is verification and no plain
 // fallback, above.)
@@ -1115,6 +1117,109 @@ TEST_F(TlsFront, AnExpiredCrlAtAReloadIsRefusedAndTheCrlInUseKept) {
       SampleValue(metrics.body, "snowflake_http_tls_client_crl_next_update_timestamp_seconds"),
       next_update)
       << metrics.body;
+}
+
+// ---- session tickets --------------------------------------------------------------------------
+
+constexpr std::pair<TlsVersions, const char*> kBothVersions[] = {{TlsVersions::kOnly12, "TLS 1.2"},
+                                                                 {TlsVersions::kOnly13, "TLS 1.3"}};
+
+// A client resumes with a ticket, in TLS 1.2 and 1.3; after the certificate and key are
+// rotated (a new context) the ticket from before still resumes, the keys being the front's,
+// not the context's.
+TEST_F(TlsFront, WithTicketsAClientResumesAlsoAfterACertificateRotation) {
+  TempDir files("sf-tickets");
+  Replace(certs_("server.pem"), files / "tls.crt");
+  Replace(certs_("server-key.pem"), files / "tls.key");
+  FrontDaemon front("tls-tickets-on", 74,
+                    "tls_session_tickets = true\n" + TlsToml(files / "tls.crt", files / "tls.key"));
+  ASSERT_NO_FATAL_FAILURE(front.Start());
+  std::vector<std::unique_ptr<ResumingClient>> clients;
+  for (const auto& [versions, name] : kBothVersions) {
+    clients.push_back(std::make_unique<ResumingClient>(Trusting(certs_("ca.pem")), versions));
+    const ResumedReply first = clients.back()->Get(front.port, "/healthz");
+    const ResumedReply second = clients.back()->Get(front.port, "/healthz");
+    ASSERT_TRUE(first.ok) << name << ": " << first.error;
+    EXPECT_FALSE(first.reused) << name;
+    EXPECT_TRUE(first.has_ticket) << name << ": no ticket issued";
+    ASSERT_TRUE(second.ok) << name << ": " << second.error;
+    EXPECT_TRUE(second.reused) << name << ": the ticket did not resume";
+  }
+
+  Replace(certs_("server2.pem"), files / "tls.crt");
+  Replace(certs_("server2-key.pem"), files / "tls.key");
+  HttpsClient probe(Trusting(certs_("ca.pem")));
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        probe.Reset();
+        return probe.Get(front.port, "/healthz").subject.find("snowflaked two") !=
+               std::string::npos;
+      },
+      30s, "a new connection to be served the new certificate"));
+
+  for (size_t i = 0; i < clients.size(); ++i) {
+    const ResumedReply after = clients[i]->Get(front.port, "/healthz");
+    ASSERT_TRUE(after.ok) << kBothVersions[i].second << ": " << after.error;
+    EXPECT_EQ(after.status, 200);
+    EXPECT_TRUE(after.reused) << kBothVersions[i].second
+                              << ": a ticket from before the rotation did not resume";
+  }
+}
+
+// Tickets are off by default: no ticket is issued in either version, and a TLS 1.3 client
+// has nothing to resume with.
+TEST_F(TlsFront, WithoutTicketsNoTicketIsIssued) {
+  FrontDaemon front("tls-tickets-off", 75, TlsToml(certs_("server.pem"), certs_("server-key.pem")));
+  ASSERT_NO_FATAL_FAILURE(front.Start());
+  for (const auto& [versions, name] : kBothVersions) {
+    ResumingClient sut(Trusting(certs_("ca.pem")), versions);
+    const ResumedReply first = sut.Get(front.port, "/healthz");
+    const ResumedReply second = sut.Get(front.port, "/healthz");
+    ASSERT_TRUE(first.ok) << name << ": " << first.error;
+    EXPECT_FALSE(first.has_ticket) << name << ": a ticket was issued";
+    ASSERT_TRUE(second.ok) << name << ": " << second.error;
+    if (versions == TlsVersions::kOnly13) {
+      EXPECT_FALSE(second.reused) << name;
+    }
+  }
+}
+
+// A resumed handshake checks no certificate: a new CRL must end the tickets issued before
+// it, or a certificate it revokes would keep resuming. After the CRL revoking uri1-client
+// is in use, its old ticket gets no answer, and client.pem's old ticket is not resumed but
+// answered after a full handshake.
+TEST_F(TlsFront, ANewCrlEndsEveryTicketIssuedBeforeIt) {
+  TempDir files("sf-crltickets");
+  Replace(certs_("crl.pem"), files / "crl.pem");
+  FrontDaemon front("tls-crltickets", 76,
+                    "tls_session_tickets = true\n" +
+                        TlsToml(certs_("server.pem"), certs_("server-key.pem")) +
+                        CrlToml(certs_("ca.pem"), files / "crl.pem"));
+  ASSERT_NO_FATAL_FAILURE(front.Start());
+  ResumingClient revoked_later(ClientFiles(certs_, "uri1-client"), TlsVersions::kOnly13);
+  ResumingClient kept(ClientFiles(certs_, "client"), TlsVersions::kOnly12);
+  for (ResumingClient* client : {&revoked_later, &kept}) {
+    ASSERT_TRUE(client->Get(front.port, "/healthz").ok);
+    const ResumedReply resumed = client->Get(front.port, "/healthz");
+    ASSERT_TRUE(resumed.ok) << resumed.error;
+    ASSERT_TRUE(resumed.reused);
+  }
+
+  Replace(certs_("crl2.pem"), files / "crl.pem");
+  ASSERT_TRUE(front.daemon->WaitForErr("session tickets issued before are no longer accepted", 30s))
+      << front.daemon->Describe();
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        HttpsClient fresh(ClientFiles(certs_, "uri1-client"));
+        return fresh.Get(front.port, "/healthz").curl_code != 0;
+      },
+      30s, "the new CRL to refuse uri1-client"));
+
+  const ResumedReply refused = revoked_later.Get(front.port, "/healthz");
+  EXPECT_FALSE(refused.ok) << "a revoked certificate resumed its session: " << refused.status;
+  const ResumedReply full = kept.Get(front.port, "/healthz");
+  EXPECT_TRUE(full.ok) << full.error;
+  EXPECT_FALSE(full.reused) << "a ticket from before the new CRL resumed";
 }
 
 // ---- start and --check-config -------------------------------------------------------------
