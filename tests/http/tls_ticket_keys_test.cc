@@ -155,6 +155,23 @@ TEST(TlsTicketKeys, AKeySealsForOnePeriodThenANewOneTakesOver) {
   EXPECT_NE(name(first), name(next_period));
 }
 
+// Rotation is lazy (at the first use past a period), so the key that became the previous
+// one late must still go two periods after it was made, not at the next rotation.
+TEST(TlsTicketKeys, APreviousKeyGoesTwoPeriodsAfterItWasMadeEvenBetweenRotations) {
+  ManualClock clock;
+  TlsTicketKeys sut(kPeriod, clock.Now());
+  const Ticket ticket = Seal(sut, 0, "a");
+  clock.Advance(kPeriod + kPeriod / 2);
+  const Ticket later = Seal(sut, 0, "b");  // rotates: the ticket's key is the previous one
+  std::string body;
+  ASSERT_EQ(Open(sut, ticket, &body), Opened::kPrevious);
+
+  clock.Advance(kPeriod / 2);  // two periods after the ticket's key was made
+
+  EXPECT_EQ(Open(sut, ticket, &body), Opened::kNone);
+  EXPECT_EQ(Open(sut, later, &body), Opened::kCurrent);
+}
+
 TEST(TlsTicketKeys, AKeyIdleForTwoPeriodsOpensNothing) {
   ManualClock clock;
   TlsTicketKeys sut(kPeriod, clock.Now());
