@@ -4,7 +4,11 @@
 // each. It parses each request and hands method, target and Accept header to an
 // HttpRequestHandler; it frames the HttpReply it gets back and reports requests, their
 // durations, connections and refusals into the daemon's metrics. Beast and Asio stay
-// inside http_transport.cc.
+// inside the transport's own files, by job: the request parser (request_parser.h), the
+// answer and its framing (reply_framing.h), a connection's deadlines
+// (connection_deadline.h), the plain and TLS sessions (plain_session.h, tls_session.h),
+// which see the front through session_front.h, and here, in http_transport.cc, the
+// listeners, the accept and the limits it applies.
 //
 // Listen() and Stop() must be called from one thread; the serving threads are internal.
 // The accessors are safe from any thread.
