@@ -10,8 +10,8 @@ namespace snowflake::daemon {
 
 HttpFront::HttpFront(const FrontContext& context)
     : options_(context.config.http),
-      handlers_(context.config, context.board, context.metrics),
-      transport_(context.config.http, handlers_, context.metrics) {}
+      handlers_(context.config, context.board, context.metrics, audit_),
+      transport_(context.config.http, handlers_, context.metrics, audit_) {}
 
 HttpFront::~HttpFront() { Stop(); }
 
@@ -39,6 +39,7 @@ void HttpFront::Stop() noexcept {
   if (!started_ || stopped_) return;
   stopped_ = true;
   transport_.Stop();
+  audit_.FlushAll();  // what the audit log dropped in its last interval
   spdlog::info("http front stopped");
 }
 

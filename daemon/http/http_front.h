@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "daemon/fronts/front.h"
+#include "daemon/http/audit_log.h"
 #include "daemon/http/http_handlers.h"
 #include "daemon/http/http_transport.h"
 
@@ -51,6 +52,7 @@ class HttpFront final : public Front {
 
  private:
   const Config::Http options_;
+  AuditLog audit_;  // before handlers_ and transport_, which write to it
   HttpHandlers handlers_;
   HttpTransport transport_;  // after handlers_: stopped and destroyed first
   bool started_ = false;

@@ -1,6 +1,7 @@
 #include "daemon/http/http_handlers.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <exception>
 #include <span>
 #include <vector>
@@ -67,6 +68,13 @@ std::string VocabularyReason(const nlohmann::json& object) {
   return "";
 }
 
+// "max_share 0.5", as the config writes it.
+std::string ShareLimit(double max_share) {
+  char text[64];
+  std::snprintf(text, sizeof text, "max_share %g", max_share);
+  return text;
+}
+
 }  // namespace
 
 std::string HttpHandlers::Scrubbed(std::string text) const {
@@ -98,19 +106,23 @@ void HttpHandlers::ForRemoteCallers(nlohmann::json& doc) const {
   }
 }
 
-HttpHandlers::HttpHandlers(const Config& config, StatusBoard& board, Metrics& metrics)
+HttpHandlers::HttpHandlers(const Config& config, StatusBoard& board, Metrics& metrics,
+                           AuditLog& audit)
     : runtime_dir_(config.daemon.runtime_dir),
       state_dir_(config.daemon.state_dir),
       admin_elsewhere_(!config.http.admin_listen.empty()),
+      share_limit_(ShareLimit(config.http.max_share)),
+      client_limit_("per_client_ids_per_s " + std::to_string(config.http.per_client_ids_per_s)),
       board_(board),
       metrics_(metrics),
+      audit_(audit),
       services_("http", config.daemon.runtime_dir, config.http.max_services, metrics),
       share_(config.http.max_share, config.http.per_client_ids_per_s) {
   for (const Config::Http::Grant& grant : config.http.authorize) grants_[grant.identity] = grant;
 }
 
-std::optional<HttpReply> HttpHandlers::Unauthorized(const HttpRoute& route,
-                                                    std::string_view client) const {
+std::optional<HttpReply> HttpHandlers::Unauthorized(const HttpRoute& route, std::string_view client,
+                                                    const AuditPeer& peer) const {
   if (grants_.empty() || route.endpoint == Endpoint::kHealthz) return std::nullopt;
   auto found = grants_.find(client);
   if (found == grants_.end()) found = grants_.find("*");
@@ -130,6 +142,12 @@ std::optional<HttpReply> HttpHandlers::Unauthorized(const HttpRoute& route,
   } else {
     return std::nullopt;
   }
+  audit_.Record(AuditEvent::kForbidden, [&](AuditLine& line) {
+    line.Peer(peer)
+        .Field("endpoint", endpoint)
+        .Field("service", route.service)
+        .Quoted("reason", why);
+  });
   // The caller's own identity, so its operator can write the entry it needs.
   return ErrorReply(403, vocab::ErrorName(vocab::ErrorCode::kForbidden),
                     "this client (" + std::string(client) + ") may not use this: " + why +
@@ -138,9 +156,9 @@ std::optional<HttpReply> HttpHandlers::Unauthorized(const HttpRoute& route,
 
 HttpReply HttpHandlers::Handle(std::string_view method, std::string_view target,
                                std::string_view accept, std::string_view client,
-                               HttpEndpoint& endpoint) noexcept {
+                               const AuditPeer& peer, HttpEndpoint& endpoint) noexcept {
   try {
-    return Route(method, target, accept, client, endpoint);
+    return Route(method, target, accept, client, peer, endpoint);
   } catch (const std::exception& e) {
     return ErrorReply(500, vocab::ErrorName(vocab::ErrorCode::kSystemError), Scrubbed(e.what()));
   } catch (...) {
@@ -150,7 +168,7 @@ HttpReply HttpHandlers::Handle(std::string_view method, std::string_view target,
 
 HttpReply HttpHandlers::Route(std::string_view method, std::string_view target,
                               std::string_view accept, std::string_view client,
-                              HttpEndpoint& endpoint) {
+                              const AuditPeer& peer, HttpEndpoint& endpoint) {
   auto route = RouteHttpRequest(method, target, accept);
   const Endpoint named = route ? route->endpoint : route.error().endpoint;
   if (admin_elsewhere_ && (named == Endpoint::kStatus || named == Endpoint::kMetrics)) {
@@ -171,11 +189,11 @@ HttpReply HttpHandlers::Route(std::string_view method, std::string_view target,
     return ErrorReply(route.error().status, route.error().code, route.error().message);
   }
   endpoint = route->endpoint;
-  if (auto refused = Unauthorized(*route, client)) return std::move(*refused);
+  if (auto refused = Unauthorized(*route, client, peer)) return std::move(*refused);
   switch (route->endpoint) {
     case Endpoint::kId:
     case Endpoint::kIds:
-      return TakeIds(*route, client);
+      return TakeIds(*route, client, peer);
     case Endpoint::kHealthz:
       return Healthz();
     case Endpoint::kStatus:
@@ -188,13 +206,20 @@ HttpReply HttpHandlers::Route(std::string_view method, std::string_view target,
   return ErrorReply(404, vocab::ErrorName(vocab::ErrorCode::kNotFound), "no such endpoint");
 }
 
-HttpReply HttpHandlers::TakeIds(const HttpRoute& route, std::string_view client) {
+HttpReply HttpHandlers::TakeIds(const HttpRoute& route, std::string_view client,
+                                const AuditPeer& peer) {
   // Before the take: a throttled request costs the ring nothing.
   const auto now = IdShare::Clock::now();
   if (const IdShare::Admission admission = share_.Admit(client, route.count, now);
       admission.verdict != IdShare::Verdict::kAdmitted) {
     const bool front = admission.verdict == IdShare::Verdict::kFrontShare;
     (front ? metrics_.http().throttled_share : metrics_.http().throttled_client).Increment();
+    audit_.Record(AuditEvent::kThrottled, [&](AuditLine& line) {
+      line.Peer(peer)
+          .Field("service", route.service)
+          .Number("count", route.count)
+          .Quoted("reason", front ? share_limit_ : client_limit_);
+    });
     HttpReply reply = ErrorReply(
         429, vocab::ErrorName(vocab::ErrorCode::kThrottled),
         front ? "remote callers have taken this host's share of its IDs ([http] max_share); "

@@ -23,6 +23,7 @@
 #include "daemon/config/config.h"
 #include "daemon/control/status_board.h"
 #include "daemon/fronts/ring_services.h"
+#include "daemon/http/audit_log.h"
 #include "daemon/http/http_body.h"
 #include "daemon/http/http_request.h"
 #include "daemon/http/http_transport.h"
@@ -33,19 +34,22 @@ namespace snowflake::daemon {
 
 class HttpHandlers final : public HttpRequestHandler {
  public:
-  // `board` and `metrics` must outlive the handlers.
-  HttpHandlers(const Config& config, StatusBoard& board, Metrics& metrics);
+  // `board`, `metrics` and `audit` must outlive the handlers. Throttled and forbidden
+  // requests go to `audit`.
+  HttpHandlers(const Config& config, StatusBoard& board, Metrics& metrics, AuditLog& audit);
 
   HttpReply Handle(std::string_view method, std::string_view target, std::string_view accept,
-                   std::string_view client, HttpEndpoint& endpoint) noexcept override;
+                   std::string_view client, const AuditPeer& peer,
+                   HttpEndpoint& endpoint) noexcept override;
 
  private:
   // Whether [[http.authorize]] lets `client` use `route` (always with no entries, and
-  // for /healthz); if not, its 403.
-  std::optional<HttpReply> Unauthorized(const HttpRoute& route, std::string_view client) const;
+  // for /healthz); if not, its 403, audited with `peer`.
+  std::optional<HttpReply> Unauthorized(const HttpRoute& route, std::string_view client,
+                                        const AuditPeer& peer) const;
   HttpReply Route(std::string_view method, std::string_view target, std::string_view accept,
-                  std::string_view client, HttpEndpoint& endpoint);
-  HttpReply TakeIds(const HttpRoute& route, std::string_view client);
+                  std::string_view client, const AuditPeer& peer, HttpEndpoint& endpoint);
+  HttpReply TakeIds(const HttpRoute& route, std::string_view client, const AuditPeer& peer);
   HttpReply Healthz();
   HttpReply Status();
   HttpReply MetricsText();
@@ -65,8 +69,12 @@ class HttpHandlers final : public HttpRequestHandler {
   const bool admin_elsewhere_;
   // [[http.authorize]] by identity ("*" among them); empty: no authorization.
   std::map<std::string, Config::Http::Grant, std::less<>> grants_;
+  // The limits a throttled request passed, as the audit log names them.
+  const std::string share_limit_;
+  const std::string client_limit_;
   StatusBoard& board_;
   Metrics& metrics_;
+  AuditLog& audit_;        // thread-safe
   RingServices services_;  // thread-safe
   IdShare share_;          // thread-safe
 };

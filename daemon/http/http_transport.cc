@@ -16,6 +16,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ip/v6_only.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <boost/asio/ssl/error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/error.hpp>
@@ -28,6 +29,7 @@
 #include <unordered_map>
 
 #include "daemon/config/net_address.h"
+#include "daemon/http/audit_log.h"
 #include "daemon/http/plain_session.h"
 #include "daemon/http/reply_framing.h"
 #include "daemon/http/session_front.h"
@@ -56,9 +58,35 @@ using transport::TlsSession;
 constexpr uint64_t kMaxRefusing = 64;
 // How often the TLS files are looked at for a replacement (a stat of each).
 constexpr std::chrono::milliseconds kTlsReloadInterval{1000};
+// How often the audit log's counts of dropped lines are looked at (AuditLog::Flush).
+constexpr std::chrono::milliseconds kAuditFlushInterval{1000};
 
 static_assert(static_cast<size_t>(Endpoint::kOther) + 1 == kHttpEndpointLabels.size(),
               "one duration label per endpoint");
+
+// Why a handshake failed, in OpenSSL's words: its reason ("certificate verify failed",
+// "peer did not return a certificate", "wrong version number") and, when the client's
+// certificate did not verify, the verification's error ("certificate has expired").
+std::string HandshakeFailure(beast::error_code ec, SSL* ssl) {
+  std::string reason;
+  if (ec.category() == asio::error::get_ssl_category()) {
+    const char* text = ERR_reason_error_string(static_cast<unsigned long>(ec.value()));
+    reason = text != nullptr ? text : ec.message();
+  } else {
+    reason = ec.message();  // the peer closed or reset the connection
+  }
+  if (const long verified = ssl != nullptr ? SSL_get_verify_result(ssl) : X509_V_OK;
+      verified != X509_V_OK) {
+    reason += ": ";
+    reason += X509_verify_cert_error_string(verified);
+  }
+  return reason;
+}
+
+// The serial of the certificate `context` serves.
+std::string ServedSerial(asio::ssl::context& context) {
+  return CertificateSerialHex(SSL_CTX_get0_certificate(context.native_handle()));
+}
 
 }  // namespace
 
@@ -66,8 +94,8 @@ HttpRequestHandler::~HttpRequestHandler() = default;
 
 class HttpTransport::Impl final : public transport::SessionFront {
  public:
-  Impl(const Config::Http& options, HttpRequestHandler& handler, Metrics& metrics)
-      : SessionFront(options), handler_(handler), metrics_(metrics) {
+  Impl(const Config::Http& options, HttpRequestHandler& handler, Metrics& metrics, AuditLog& audit)
+      : SessionFront(options), handler_(handler), metrics_(metrics), audit_(audit) {
     for (const std::string& text : options_.allow) allow_.push_back(ParseCidr(text).value());
     // One io_context per thread, each run by that thread alone (concurrency hint 1): a
     // connection lives on one context, so its reads, its handler and its write run on one
@@ -84,6 +112,8 @@ class HttpTransport::Impl final : public transport::SessionFront {
       auto loaded = TlsCredentials::Load(options_);
       if (!loaded) return tl::unexpected(loaded.error());
       tls_ = std::move(*loaded);
+      served_serial_ = ServedSerial(*tls_->Current());
+      served_not_after_ = tls_->not_after_unix();
       metrics_.http().tls_certificate_expiry.Set(static_cast<double>(tls_->not_after_unix()));
       metrics_.http().tls_client_ca_expiry.Set(
           static_cast<double>(tls_->client_ca_not_after_unix()));
@@ -110,6 +140,8 @@ class HttpTransport::Impl final : public transport::SessionFront {
       reload_timer_.emplace(*contexts_[0]);
       WatchTlsFiles();
     }
+    audit_timer_.emplace(*contexts_[0]);
+    FlushAudit();
     for (auto& context : contexts_) {
       guards_.emplace_back(asio::make_work_guard(*context));
       threads_.emplace_back([ioc = context.get()] {
@@ -173,7 +205,7 @@ class HttpTransport::Impl final : public transport::SessionFront {
     if (it != sources_.end() && --it->second == 0) sources_.erase(it);
   }
 
-  Held Admit(std::optional<HttpReply>& refusal) override {
+  Held Admit(std::optional<HttpReply>& refusal, const AuditPeer& peer) override {
     if (connections_.fetch_add(1, std::memory_order_relaxed) < options_.max_connections) {
       metrics_.http().connections.Increment();
       return Held::kConnection;
@@ -181,6 +213,10 @@ class HttpTransport::Impl final : public transport::SessionFront {
     connections_.fetch_sub(1, std::memory_order_relaxed);
     metrics_.http().refused_limit.Increment();
     refused_.fetch_add(1, std::memory_order_relaxed);
+    audit_.Record(AuditEvent::kRefusedConnections, [&](AuditLine& line) {
+      line.Peer(peer).Quoted("reason",
+                             "max_connections " + std::to_string(options_.max_connections));
+    });
     if (refusing_.fetch_add(1, std::memory_order_relaxed) >= kMaxRefusing) {
       refusing_.fetch_sub(1, std::memory_order_relaxed);
       return Held::kNothing;
@@ -194,16 +230,24 @@ class HttpTransport::Impl final : public transport::SessionFront {
     return Held::kRefusal;
   }
 
-  HttpReply Handle(const ParsedRequest& request, std::string_view client,
+  HttpReply Handle(const ParsedRequest& request, std::string_view client, const AuditPeer& peer,
                    Endpoint& endpoint) override {
-    return handler_.Handle(request.method, request.target, request.accept, client, endpoint);
+    return handler_.Handle(request.method, request.target, request.accept, client, peer, endpoint);
   }
 
-  void HandshakeFailed(beast::error_code ec, SSL* ssl, bool timed_out) override {
+  void HandshakeFailed(beast::error_code ec, SSL* ssl, bool timed_out,
+                       const AuditPeer& peer) override {
     if (timed_out) {
       metrics_.http().tls_failed_timeout.Increment();
       spdlog::debug("http front: a TLS handshake did not end within {} ms",
                     options_.tls_handshake_timeout_ms);
+      audit_.Record(AuditEvent::kHandshakeFailed, [&](AuditLine& line) {
+        line.Peer(peer).Quoted("reason",
+                               "no handshake within " +
+                                   std::to_string(std::min(options_.tls_handshake_timeout_ms,
+                                                           options_.idle_timeout_ms)) +
+                                   " ms");
+      });
       return;
     }
     bool client_certificate = false;
@@ -220,6 +264,9 @@ class HttpTransport::Impl final : public transport::SessionFront {
         .Increment();
     spdlog::debug("http front: a TLS handshake failed{}: {}",
                   client_certificate ? " (client certificate)" : "", ec.message());
+    audit_.Record(
+        client_certificate ? AuditEvent::kHandshakeRefused : AuditEvent::kHandshakeFailed,
+        [&](AuditLine& line) { line.Peer(peer).Quoted("reason", HandshakeFailure(ec, ssl)); });
   }
 
   void Replied(unsigned status, Endpoint endpoint, Clock::time_point start) override {
@@ -264,9 +311,16 @@ class HttpTransport::Impl final : public transport::SessionFront {
               static_cast<double>(tls_->client_ca_not_after_unix()));
           metrics_.http().tls_client_crl_next_update.Set(
               static_cast<double>(tls_->client_crl_next_update_unix()));
+          AuditRotation();
           break;
         case TlsCredentials::Reloaded::kRefused:
           metrics_.http().tls_reload_refused.Increment();
+          audit_.Record(AuditEvent::kTlsRotationRefused, [&](AuditLine& line) {
+            line.Field("file", options_.tls_cert_file.string())
+                .Field("serial", served_serial_)
+                .Time("not_after", served_not_after_)
+                .Quoted("reason", tls_->refusal());
+          });
           break;
         case TlsCredentials::Reloaded::kUnchanged:
           break;
@@ -275,11 +329,42 @@ class HttpTransport::Impl final : public transport::SessionFront {
     });
   }
 
+  // New TLS files taken: the certificate served before and the one served now.
+  void AuditRotation() {
+    std::string serial = ServedSerial(*tls_->Current());
+    const int64_t not_after = tls_->not_after_unix();
+    audit_.Record(AuditEvent::kTlsRotated, [&](AuditLine& line) {
+      line.Field("file", options_.tls_cert_file.string())
+          .Field("old_serial", served_serial_)
+          .Time("old_not_after", served_not_after_)
+          .Field("new_serial", serial)
+          .Time("new_not_after", not_after);
+    });
+    served_serial_ = std::move(serial);
+    served_not_after_ = not_after;
+  }
+
+  // Every kAuditFlushInterval on the first context: the counts of lines the audit log
+  // dropped, once their interval is over.
+  void FlushAudit() {
+    audit_timer_->expires_after(kAuditFlushInterval);
+    audit_timer_->async_wait([this](beast::error_code ec) {
+      if (ec) return;
+      audit_.Flush();
+      FlushAudit();
+    });
+  }
+
   // Constant after construction (and options_, SessionFront's).
   HttpRequestHandler& handler_;
   Metrics& metrics_;  // the daemon's
+  AuditLog& audit_;   // the front's; thread-safe
   std::vector<Cidr> allow_;
   std::unique_ptr<TlsCredentials> tls_;  // set by Listen() with TLS; thread-safe
+  // The certificate served, for the audit of a rotation: set by Listen(), then on the
+  // first context's thread (WatchTlsFiles) only.
+  std::string served_serial_;
+  int64_t served_not_after_ = 0;
 
   // Any serving thread; relaxed (counts, ordered with nothing).
   std::atomic<uint64_t> connections_{0};
@@ -298,6 +383,7 @@ class HttpTransport::Impl final : public transport::SessionFront {
   std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards_;
   std::vector<std::unique_ptr<tcp::acceptor>> acceptors_;
   std::optional<asio::steady_timer> reload_timer_;  // on the first context
+  std::optional<asio::steady_timer> audit_timer_;   // on the first context
   uint64_t next_context_ = 0;                       // only the first context's thread accepts
   std::vector<std::thread> threads_;
 };
@@ -331,11 +417,14 @@ void HttpTransport::Impl::OnAccept(tcp::socket socket) {
   const std::optional<IpAddress> peer = PeerAddress(socket);
   const bool allowed = peer && std::any_of(allow_.begin(), allow_.end(),
                                            [&](const Cidr& cidr) { return cidr.Contains(*peer); });
+  const AuditPeer who{peer ? &*peer : nullptr, {}, {}};
   if (!allowed) {
     // Closed before anything is read, sent or computed for it: no handshake, no 403.
     metrics_.http().refused_allow.Increment();
     refused_.fetch_add(1, std::memory_order_relaxed);
     socket.close(ignored);
+    audit_.Record(AuditEvent::kRefusedAllow,
+                  [&](AuditLine& line) { line.Peer(who).Quoted("reason", "not in allow"); });
     return;
   }
   std::string client = AddressClientKey(*peer);
@@ -345,6 +434,10 @@ void HttpTransport::Impl::OnAccept(tcp::socket socket) {
     metrics_.http().refused_source.Increment();
     refused_.fetch_add(1, std::memory_order_relaxed);
     socket.close(ignored);
+    audit_.Record(AuditEvent::kRefusedSource, [&](AuditLine& line) {
+      line.Peer(who).Quoted(
+          "reason", "per-source cap " + std::to_string(options_.max_connections_per_source));
+    });
     return;
   }
   SourcePlace place(*this, client);
@@ -358,29 +451,34 @@ void HttpTransport::Impl::OnAccept(tcp::socket socket) {
       metrics_.http().refused_handshakes.Increment();
       refused_.fetch_add(1, std::memory_order_relaxed);
       socket.close(ignored);
+      audit_.Record(AuditEvent::kRefusedHandshakes, [&](AuditLine& line) {
+        line.Peer(who).Quoted("reason",
+                              "handshakes cap " + std::to_string(options_.tls_max_handshakes));
+      });
       return;
     }
-    auto session = std::make_shared<TlsSession>(std::move(socket), tls_->Current(), *this,
-                                                std::move(client), std::move(place), accepted);
+    auto session =
+        std::make_shared<TlsSession>(std::move(socket), tls_->Current(), *this, std::move(client),
+                                     std::move(place), accepted, *peer);
     const auto executor = session->executor();
     asio::post(executor, [session = std::move(session)] { session->Start(); });
     return;
   }
   std::optional<HttpReply> refusal;
-  const Held held = Admit(refusal);
+  const Held held = Admit(refusal, who);
   if (held == Held::kNothing) {
     socket.close(ignored);  // too many refusals pending at once: just close
     return;
   }
   auto session = std::make_shared<Session>(std::move(socket), *this, held, std::move(refusal),
-                                           std::move(client), std::move(place), accepted);
+                                           std::move(client), std::move(place), accepted, *peer);
   const auto executor = session->executor();
   asio::post(executor, [session = std::move(session)] { session->Start(); });
 }
 
 HttpTransport::HttpTransport(const Config::Http& options, HttpRequestHandler& handler,
-                             Metrics& metrics)
-    : impl_(std::make_unique<Impl>(options, handler, metrics)) {}
+                             Metrics& metrics, AuditLog& audit)
+    : impl_(std::make_unique<Impl>(options, handler, metrics, audit)) {}
 
 HttpTransport::~HttpTransport() { Stop(); }
 

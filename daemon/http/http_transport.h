@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "daemon/config/config.h"
+#include "daemon/http/audit_log.h"
 #include "daemon/http/http_body.h"
 #include "daemon/http/http_request.h"
 #include "daemon/metrics/metrics.h"
@@ -37,17 +38,21 @@ class HttpRequestHandler {
   virtual ~HttpRequestHandler();
   // `method` and `target` as on the request line, `accept` the Accept header ("" if none),
   // `client` who asks (for per-client limits): "addr:<peer address>", or with mutual TLS
-  // "cert:<the certificate's subject>". Sets `endpoint` (the metrics' label). Never
-  // throws.
+  // "cert:<the certificate's subject>"; `peer`, who asks as the audit log names it (its
+  // address, and with a client certificate its identity and serial). Sets `endpoint` (the
+  // metrics' label). Never throws.
   virtual HttpReply Handle(std::string_view method, std::string_view target,
-                           std::string_view accept, std::string_view client,
+                           std::string_view accept, std::string_view client, const AuditPeer& peer,
                            HttpEndpoint& endpoint) noexcept = 0;
 };
 
 class HttpTransport {
  public:
-  // `handler` and `metrics` must outlive the transport. Opens nothing yet.
-  HttpTransport(const Config::Http& options, HttpRequestHandler& handler, Metrics& metrics);
+  // `handler`, `metrics` and `audit` must outlive the transport. Opens nothing yet. Its
+  // refusals at accept, refused handshakes and rotations go to `audit`, which it flushes
+  // every second.
+  HttpTransport(const Config::Http& options, HttpRequestHandler& handler, Metrics& metrics,
+                AuditLog& audit);
   ~HttpTransport();  // Stop()s
   HttpTransport(const HttpTransport&) = delete;
   HttpTransport& operator=(const HttpTransport&) = delete;

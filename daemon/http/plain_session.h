@@ -21,6 +21,8 @@
 #include <optional>
 #include <string>
 
+#include "daemon/config/net_address.h"
+#include "daemon/http/audit_log.h"
 #include "daemon/http/connection_deadline.h"
 #include "daemon/http/http_body.h"
 #include "daemon/http/reply_framing.h"
@@ -34,10 +36,11 @@ namespace snowflake::daemon::transport {
 // session answers its first request with `refusal` and closes.
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  // `held`: the slot taken for it at accept (a connection, or a refusal with `refusal`).
+  // `held`: the slot taken for it at accept (a connection, or a refusal with `refusal`);
+  // `peer`: its address.
   Session(tcp::socket socket, SessionFront& front, SessionFront::Held held,
           std::optional<HttpReply> refusal, std::string client, SourcePlace place,
-          Clock::time_point accepted)
+          Clock::time_point accepted, const IpAddress& peer)
       : socket_(std::move(socket)),
         deadline_(socket_.get_executor(), front.options()),
         front_(front),
@@ -45,7 +48,8 @@ class Session : public std::enable_shared_from_this<Session> {
         refusal_(std::move(refusal)),
         client_(std::move(client)),
         place_(std::move(place)),
-        accepted_(accepted) {}
+        accepted_(accepted),
+        peer_(peer) {}
   ~Session() { front_.Release(held_); }
 
   tcp::socket::executor_type executor() { return socket_.get_executor(); }
@@ -81,7 +85,8 @@ class Session : public std::enable_shared_from_this<Session> {
   void Parse();
 
   void OnRequest(beast::error_code ec) {
-    Send(AnswerRequest(front_, ec, request_, refusal_, requests_, client_, accepted_));
+    Send(AnswerRequest(front_, ec, request_, refusal_, requests_, client_,
+                       AuditPeer{&peer_, {}, {}}, accepted_));
   }
 
   void Send(Answer answer);
@@ -100,6 +105,7 @@ class Session : public std::enable_shared_from_this<Session> {
   const std::string client_;
   const SourcePlace place_;
   const Clock::time_point accepted_;
+  const IpAddress peer_;
   beast::flat_buffer buffer_;
   ParsedRequest request_;  // before parser_: the parser writes it
   std::optional<LeanRequestParser> parser_;

@@ -26,7 +26,7 @@ HttpReply Refusal(unsigned status, vocab::ErrorCode code, std::string_view messa
 
 Answer AnswerRequest(SessionFront& front, beast::error_code ec, const ParsedRequest& request,
                      std::optional<HttpReply>& refusal, uint64_t& requests, std::string_view client,
-                     Clock::time_point accepted) {
+                     const AuditPeer& peer, Clock::time_point accepted) {
   Answer answer;
   answer.start = Clock::now();
   if (ec == http::error::header_limit || ec == http::error::buffer_overflow) {
@@ -59,7 +59,7 @@ Answer AnswerRequest(SessionFront& front, beast::error_code ec, const ParsedRequ
     return answer;
   }
   ++requests;
-  answer.reply = front.Handle(request, client, answer.endpoint);
+  answer.reply = front.Handle(request, client, peer, answer.endpoint);
   const int64_t max_age_ms = front.options().max_connection_age_ms;
   answer.close =
       answer.reply.close || !request.keep_alive ||

@@ -34,10 +34,11 @@ struct Answer {
 
 // The answer to a request the parser read (`ec` clear) or refused (a limit, malformed),
 // for both kinds of session. `refusal` is the session's (answered once, then closed);
-// `accepted`, when its connection was (past max_connection_age_ms it closes after this).
+// `accepted`, when its connection was (past max_connection_age_ms it closes after this);
+// `peer`, who asks (for the audit log).
 Answer AnswerRequest(SessionFront& front, beast::error_code ec, const ParsedRequest& request,
                      std::optional<HttpReply>& refusal, uint64_t& requests, std::string_view client,
-                     Clock::time_point accepted);
+                     const AuditPeer& peer, Clock::time_point accepted);
 
 // The response an answer is framed as: its status line and header in `head` (reused, so
 // its capacity outlives the reply), its body moved to `body`. The bytes are those Beast's

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "daemon/config/config.h"
+#include "daemon/http/audit_log.h"
 #include "daemon/http/http_body.h"
 #include "daemon/http/http_request.h"
 #include "daemon/http/request_parser.h"
@@ -45,16 +46,18 @@ class SessionFront {
   virtual void ReleaseSourcePlace(const std::string& source) = 0;
 
   // A connection slot for a caller now known (accepted over plain HTTP, or its handshake
-  // done): kConnection; past max_connections its 429 in `refusal` and kRefusal; past the
-  // refusals' own bound, kNothing (close it unanswered).
-  virtual Held Admit(std::optional<HttpReply>& refusal) = 0;
+  // done): kConnection; past max_connections its 429 in `refusal` and kRefusal (audited
+  // with `peer`); past the refusals' own bound, kNothing (close it unanswered).
+  virtual Held Admit(std::optional<HttpReply>& refusal, const AuditPeer& peer) = 0;
 
+  // `client` as HttpRequestHandler::Handle takes it; `peer`, who asks, for the audit log.
   virtual HttpReply Handle(const ParsedRequest& request, std::string_view client,
-                           Endpoint& endpoint) = 0;
+                           const AuditPeer& peer, Endpoint& endpoint) = 0;
 
   // A TLS handshake failed: counted, by whether its deadline or the caller's certificate
-  // was the cause.
-  virtual void HandshakeFailed(beast::error_code ec, SSL* ssl, bool timed_out) = 0;
+  // was the cause, and audited with `peer` (the certificate it presented, if any).
+  virtual void HandshakeFailed(beast::error_code ec, SSL* ssl, bool timed_out,
+                               const AuditPeer& peer) = 0;
 
   // One reply sent: its status and how long it took, for the metrics and the status.
   virtual void Replied(unsigned status, Endpoint endpoint, Clock::time_point start) = 0;

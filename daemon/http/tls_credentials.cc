@@ -618,6 +618,7 @@ TlsCredentials::Reloaded TlsCredentials::Reload() noexcept {
     signature_ = std::move(signature);
     auto built = BuildContext(options_);
     if (!built) {
+      refusal_ = built.error();
       spdlog::error(
           "http front: refusing the changed TLS files, still serving the previous "
           "certificate: {}",
@@ -657,6 +658,7 @@ TlsCredentials::Reloaded TlsCredentials::Reload() noexcept {
                  options_.tls_cert_file.string());
     return Reloaded::kTaken;
   } catch (const std::exception& e) {
+    refusal_ = e.what();
     spdlog::error("http front: reloading the TLS files: {}", e.what());
     return Reloaded::kRefused;
   }

@@ -71,6 +71,9 @@ class TlsCredentials {
   // keeps the current one. A refused set is not retried until a file changes again. A
   // changed client CA or CRL also ends every session ticket issued before it.
   Reloaded Reload() noexcept;
+  // Why the last Reload() that returned kRefused refused the files (the message it
+  // logged, naming the file). Reload()'s thread only.
+  const std::string& refusal() const { return refusal_; }
 
  private:
   explicit TlsCredentials(const Config::Http& options);
@@ -91,6 +94,7 @@ class TlsCredentials {
   // Reload()'s thread only (and Load()): the digest of the client CA and CRL bytes the
   // serving context trusts.
   std::string trust_digest_;
+  std::string refusal_;  // Reload()'s thread only
 };
 
 // Who a verified client certificate names, for per-client limits: "uri:" and its first SAN

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <boost/asio/ssl/error.hpp>
 #include <boost/asio/ssl/stream_base.hpp>
+#include <boost/asio/ssl/verify_context.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
@@ -30,6 +31,19 @@ void TlsSession::Start() {
     beast::error_code ignored;
     stream_.next_layer().close(ignored);
   });
+  if (!front_.options().tls_client_ca_file.empty()) {
+    // The certificate a refused caller presented, for the audit log. The verdict stays
+    // OpenSSL's: `preverified` is returned as it is.
+    stream_.set_verify_callback([this](bool preverified, asio::ssl::verify_context& context) {
+      X509* leaf = X509_STORE_CTX_get0_cert(context.native_handle());
+      if (!preverified && !certificate_ && leaf != nullptr) {
+        client_ = CertificateClientKey(leaf);
+        serial_ = CertificateSerialHex(leaf);
+        certificate_ = true;
+      }
+      return preverified;
+    });
+  }
   stream_.async_handshake(
       asio::ssl::stream_base::server,
       [self = shared_from_this()](beast::error_code ec) { self->OnHandshake(ec); });
@@ -38,12 +52,14 @@ void TlsSession::Start() {
 void TlsSession::OnHandshake(beast::error_code ec) {
   front_.Release(held_);  // the handshake's place
   held_ = Held::kNothing;
-  if (ec) return front_.HandshakeFailed(ec, stream_.native_handle(), expired_);
+  if (ec) return front_.HandshakeFailed(ec, stream_.native_handle(), expired_, Peer());
   // With mutual TLS the caller is its certificate (stable across addresses).
   if (X509* peer = SSL_get0_peer_certificate(stream_.native_handle()); peer != nullptr) {
     client_ = CertificateClientKey(peer);
+    serial_ = CertificateSerialHex(peer);
+    certificate_ = true;
   }
-  held_ = front_.Admit(refusal_);
+  held_ = front_.Admit(refusal_, Peer());
   if (held_ == Held::kNothing) {
     beast::error_code ignored;
     stream_.next_layer().close(ignored);
@@ -74,7 +90,8 @@ void TlsSession::OnRead(beast::error_code ec) {
        ec != http::error::buffer_overflow)) {
     return;
   }
-  Answer answer = AnswerRequest(front_, ec, request_, refusal_, requests_, client_, accepted_);
+  Answer answer =
+      AnswerRequest(front_, ec, request_, refusal_, requests_, client_, Peer(), accepted_);
   close_ = answer.close;
   Frame(front_, answer, head_, body_);
   // The reply goes out as one buffer, never as the pair (head_, body_): Asio's

@@ -22,6 +22,8 @@
 #include <optional>
 #include <string>
 
+#include "daemon/config/net_address.h"
+#include "daemon/http/audit_log.h"
 #include "daemon/http/connection_deadline.h"
 #include "daemon/http/http_body.h"
 #include "daemon/http/request_parser.h"
@@ -42,13 +44,16 @@ namespace snowflake::daemon::transport {
 // does not buy a second idle timeout.
 class TlsSession : public std::enable_shared_from_this<TlsSession> {
  public:
-  // `client`: the peer's address key, until a client certificate names the caller.
+  // `client`: the peer's address key, until a client certificate names the caller;
+  // `peer`: its address.
   TlsSession(tcp::socket socket, std::shared_ptr<asio::ssl::context> context, SessionFront& front,
-             std::string client, SourcePlace place, Clock::time_point accepted)
+             std::string client, SourcePlace place, Clock::time_point accepted,
+             const IpAddress& peer)
       : context_(std::move(context)),
         client_(std::move(client)),
         place_(std::move(place)),
         accepted_(accepted),
+        peer_(peer),
         stream_(std::move(socket), *context_),
         deadline_(stream_.next_layer().get_executor(), front.options()),
         front_(front),
@@ -66,6 +71,13 @@ class TlsSession : public std::enable_shared_from_this<TlsSession> {
     return refusal_ ? kRefuseTimeout : std::chrono::milliseconds(front_.options().idle_timeout_ms);
   }
 
+  // Who the session serves, for the audit log: with a certificate (verified, or refused
+  // by the handshake), its identity and serial.
+  AuditPeer Peer() const {
+    return AuditPeer{&peer_, certificate_ ? std::string_view(client_) : std::string_view(),
+                     serial_};
+  }
+
   void OnHandshake(beast::error_code ec);
   void Read();
   void OnRead(beast::error_code ec);
@@ -75,6 +87,9 @@ class TlsSession : public std::enable_shared_from_this<TlsSession> {
   std::string client_;
   const SourcePlace place_;
   const Clock::time_point accepted_;
+  const IpAddress peer_;
+  bool certificate_ = false;  // client_ is a client certificate's identity
+  std::string serial_;        // that certificate's serial (hex)
   beast::ssl_stream<tcp::socket> stream_;
   ConnectionDeadline deadline_;
   SessionFront& front_;

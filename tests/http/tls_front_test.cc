@@ -22,6 +22,9 @@
 //   - a cipher, suite or group name OpenSSL does not know is refused even beside known ones;
 //   - with tls_session_tickets a client resumes with a ticket, also after a certificate
 //     rotation; without, no ticket is issued; a new client CA or CRL ends every ticket.
+//   - refusals at accept, refused handshakes, throttled takes and rotations are audit
+//     lines at info naming the peer, the certificate's identity and serial and the reason,
+//     and a flood of one kind is at most the rate limit's lines and the count of the rest.
 // (A byte changed on the path fails OpenSSL's record MAC whatever this project does, so no
 // test of ours could show it; what is ours to get right is verification and no plain
 // fallback, above.)
@@ -131,6 +134,9 @@ tl::expected<Client, Error> RemotesOnlyClient(const TempDir& empty_runtime,
   options.remotes_key_file = files.key;
   return Client::Open("tls", options);
 }
+// The serial of the certificate in `pem`, as `openssl x509 -serial` prints it ("" if not).
+std::string SerialOf(const fs::path& pem);
+
 
 class TlsFront : public ::testing::Test {
  protected:
@@ -616,6 +622,15 @@ TEST_F(TlsFront, AuthorizationLimitsEachIdentityToItsServicesAndEndpoints) {
   const HttpsReply refused = stranger.Get(front.port, "/v1/id?service=orders");
   EXPECT_EQ(refused.status, 403) << refused.body;
   EXPECT_NE(refused.body.find("this client (cert:"), std::string::npos) << refused.body;
+  // Each refusal is an audit line naming the identity, what it asked and why
+  // (docs/security.md, "Audit log").
+  EXPECT_TRUE(front.daemon->WaitForErr(
+      "audit: forbidden peer=127.0.0.1 source=127.0.0.1 "
+      "identity=uri:spiffe://snowflake.test/orders serial=" +
+      SerialOf(certs_("uri1-client.pem")) +
+      " endpoint=id service=billing reason=\"its [[http.authorize]] entry does not list "
+      "service \\\"billing\\\"\""))
+      << front.daemon->err();
   EXPECT_EQ(GetServed(stranger, front.port, "/healthz").status, 200);
 }
 
@@ -1383,6 +1398,207 @@ TEST_F(TlsFront, CheckConfigRefusesAKeyThatIsNotTheCertificates) {
   EXPECT_NE(checked.err.find("http.tls_key_file " + certs_("client-key.pem").string()),
             std::string::npos)
       << checked.err;
+}
+
+// ---- the audit log (docs/security.md, "Audit log") -----------------------------------------
+
+// The serial of the certificate in `pem`, as `openssl x509 -serial` prints it ("" if not).
+std::string SerialOf(const fs::path& pem) {
+  const RunResult serial =
+      RunCommand({"openssl", "x509", "-noout", "-serial", "-in", pem.string()});
+  const std::string prefix = "serial=";
+  if (!serial.status.ExitedWith(0) || serial.out.rfind(prefix, 0) != 0) return "";
+  std::string hex = serial.out.substr(prefix.size());
+  while (!hex.empty() && (hex.back() == '\n' || hex.back() == '\r')) hex.pop_back();
+  return hex;
+}
+
+// The notAfter of the certificate in `pem` as the audit log writes it ("2026-12-09T18:00:00Z").
+std::string NotAfterOf(const fs::path& pem) {
+  const RunResult enddate = RunCommand(
+      {"openssl", "x509", "-enddate", "-noout", "-dateopt", "iso_8601", "-in", pem.string()});
+  std::tm when{};
+  if (!enddate.status.ExitedWith(0) ||
+      strptime(enddate.out.c_str(), "notAfter=%Y-%m-%d %H:%M:%SZ", &when) == nullptr) {
+    return "";
+  }
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &when);
+  return text;
+}
+
+// The daemon's stderr lines that contain `needle`.
+std::vector<std::string> LinesWith(const Daemon& daemon, std::string_view needle) {
+  std::vector<std::string> out;
+  const std::string err = daemon.err();
+  for (size_t at = 0; at < err.size();) {
+    size_t end = err.find('\n', at);
+    if (end == std::string::npos) end = err.size();
+    const std::string line = err.substr(at, end - at);
+    if (line.find(needle) != std::string::npos) out.push_back(line);
+    at = end + 1;
+  }
+  return out;
+}
+
+// Waits up to 20 s for a line containing `needle`; the first such line, or "".
+std::string AuditLine(Daemon& daemon, std::string_view needle) {
+  if (!daemon.WaitForErr(needle, 20s)) return "";
+  const std::vector<std::string> lines = LinesWith(daemon, needle);
+  return lines.empty() ? "" : lines.front();
+}
+
+TEST_F(TlsFront, AuditAnAddressOutsideAllowIsLoggedWithThePeerAndTheReason) {
+  FrontDaemon front("audit-allow", 60, "allow = [\"127.0.0.2\"]\n");
+  ASSERT_NO_FATAL_FAILURE(front.Start());
+  HttpProbe probe(front.port);
+  ASSERT_TRUE(probe.connected());
+  probe.Send(Get("/v1/id?service=audit"));
+  EXPECT_TRUE(probe.ClosedByPeer(10s));
+  EXPECT_TRUE(front.daemon->WaitForErr(
+      " info: audit: refused_allow peer=127.0.0.1 source=127.0.0.1 identity=- serial=- "
+      "reason=\"not in allow\"",
+      20s))
+      << front.daemon->Describe();
+  // An address inside `allow` is served and not audited.
+  EXPECT_EQ(FetchFrom("127.0.0.2", front.port, "/healthz").status, 200);
+  EXPECT_TRUE(LinesWith(*front.daemon, "peer=127.0.0.2").empty()) << front.daemon->err();
+}
+
+TEST_F(TlsFront, AuditRefusedMutualTlsHandshakesNameTheCertificateItsSerialAndWhy) {
+  FrontDaemon front("audit-mtls", 61,
+                    TlsToml(certs_("server.pem"), certs_("server-key.pem"), certs_("ca.pem")));
+  ASSERT_NO_FATAL_FAILURE(front.Start());
+
+  HttpsClient expired(
+      Trusting(certs_("ca.pem"), certs_("expired-client.pem"), certs_("expired-client-key.pem")));
+  EXPECT_EQ(expired.Get(front.port, "/v1/id?service=audit").status, 0);
+  const std::string expired_serial = SerialOf(certs_("expired-client.pem"));
+  ASSERT_NE(expired_serial, "");
+  const std::string expired_line = AuditLine(
+      *front.daemon, " serial=" + expired_serial +
+                         " reason=\"certificate verify failed: certificate has expired\"");
+  EXPECT_NE(
+      expired_line.find("audit: handshake_refused peer=127.0.0.1 source=127.0.0.1 identity=cert:"),
+      std::string::npos)
+      << front.daemon->err();
+
+  HttpsClient other_ca(
+      Trusting(certs_("ca.pem"), certs_("other-client.pem"), certs_("other-client-key.pem")));
+  EXPECT_EQ(other_ca.Get(front.port, "/v1/id?service=audit").status, 0);
+  const std::string other_line =
+      AuditLine(*front.daemon, " serial=" + SerialOf(certs_("other-client.pem")) +
+                                   " reason=\"certificate verify failed: ");
+  EXPECT_NE(other_line.find("audit: handshake_refused peer=127.0.0.1 source=127.0.0.1 "
+                            "identity=cert:"),
+            std::string::npos)
+      << front.daemon->err();
+
+  HttpsClient none(Trusting(certs_("ca.pem")));
+  EXPECT_EQ(none.Get(front.port, "/v1/id?service=audit").status, 0);
+  EXPECT_TRUE(front.daemon->WaitForErr(
+      "audit: handshake_refused peer=127.0.0.1 source=127.0.0.1 identity=- serial=- "
+      "reason=\"peer did not return a certificate\"",
+      20s))
+      << front.daemon->err();
+}
+
+TEST_F(TlsFront, AuditAThrottledTakeNamesTheIdentitySerialServiceAndRate) {
+  FrontDaemon front("audit-throttle", 62,
+                    "per_client_ids_per_s = 100\n" +
+                        TlsToml(certs_("server.pem"), certs_("server-key.pem"), certs_("ca.pem")));
+  ASSERT_NO_FATAL_FAILURE(front.Start());
+  HttpsClient a(Trusting(certs_("ca.pem"), certs_("client.pem"), certs_("client-key.pem")));
+  EXPECT_EQ(GetServed(a, front.port, "/v1/ids?service=audit&count=100").status, 200);
+  const HttpsReply throttled = a.Get(front.port, "/v1/ids?service=audit&count=100");
+  EXPECT_EQ(throttled.status, 429) << throttled.body;
+
+  const std::string serial = SerialOf(certs_("client.pem"));
+  ASSERT_NE(serial, "");
+  const std::string line =
+      AuditLine(*front.daemon, " serial=" + serial +
+                                   " service=audit count=100 reason=\"per_client_ids_per_s 100\"");
+  EXPECT_NE(line.find("audit: throttled peer=127.0.0.1 source=127.0.0.1 identity=cert:"),
+            std::string::npos)
+      << front.daemon->err();
+}
+
+TEST_F(TlsFront, AuditARotationNamesTheFileAndBothSerialsAndARefusedOneWhy) {
+  TempDir files("sf-auditrot");
+  Replace(certs_("server.pem"), files / "tls.crt");
+  Replace(certs_("server-key.pem"), files / "tls.key");
+  FrontDaemon front("audit-rotate", 63, TlsToml(files / "tls.crt", files / "tls.key"));
+  ASSERT_NO_FATAL_FAILURE(front.Start());
+  const std::string one = SerialOf(certs_("server.pem"));
+  const std::string two = SerialOf(certs_("server2.pem"));
+  ASSERT_NE(one, "");
+  ASSERT_NE(two, "");
+
+  Replace(certs_("server2.pem"), files / "tls.crt");
+  Replace(certs_("server2-key.pem"), files / "tls.key");
+  EXPECT_TRUE(front.daemon->WaitForErr(
+      "audit: tls_rotated file=" + (files / "tls.crt").string() + " old_serial=" + one +
+          " old_not_after=" + NotAfterOf(certs_("server.pem")) + " new_serial=" + two +
+          " new_not_after=" + NotAfterOf(certs_("server2.pem")),
+      30s))
+      << front.daemon->err();
+
+  // A key that is not the certificate's: refused, the second pair still served.
+  Replace(certs_("client-key.pem"), files / "tls.key");
+  EXPECT_TRUE(front.daemon->WaitForErr(
+      "audit: tls_rotation_refused file=" + (files / "tls.crt").string() + " serial=" + two +
+          " not_after=" + NotAfterOf(certs_("server2.pem")) + " reason=\"http.tls_key_file " +
+          (files / "tls.key").string() + ": does not match",
+      30s))
+      << front.daemon->err();
+}
+
+// A flood of one kind is at most the rate limit's lines and then the count of the rest:
+// every refused connection is a line or counted, once.
+TEST_F(TlsFront, AuditAFloodOfRefusedConnectionsIsTenLinesAndTheCountOfTheRest) {
+  FrontDaemon front("audit-flood", 64, "allow = [\"127.0.0.2\"]\n");
+  ASSERT_NO_FATAL_FAILURE(front.Start());
+  constexpr uint64_t kFlood = 200;
+  const auto start = std::chrono::steady_clock::now();
+  for (uint64_t i = 0; i < kFlood; ++i) {
+    HttpProbe probe(front.port);
+    ASSERT_TRUE(probe.connected()) << "connection " << i;
+  }
+  ASSERT_TRUE(
+      WaitUntil([&] { return RefusedInStatus(front) >= kFlood; }, 60s, "every connection refused"));
+  const auto flood = std::chrono::steady_clock::now() - start;
+
+  uint64_t lines = 0;
+  uint64_t dropped = 0;
+  uint64_t summaries = 0;
+  const auto count = [&] {
+    lines = LinesWith(*front.daemon, "audit: refused_allow ").size();
+    dropped = 0;
+    const std::vector<std::string> sums =
+        LinesWith(*front.daemon, "audit: suppressed kind=refused_allow dropped=");
+    summaries = sums.size();
+    for (const std::string& sum : sums) {
+      dropped += std::stoull(sum.substr(sum.find("dropped=") + 8));
+    }
+    return lines + dropped == kFlood;
+  };
+  // The count of the dropped comes once their 10 s are over (the front looks every second).
+  EXPECT_TRUE(WaitUntil(count, 60s, "every refusal a line or counted"))
+      << lines << " lines, " << dropped << " dropped: " << front.daemon->err();
+  // Ten lines per 10 s, over the intervals the flood spanned.
+  const uint64_t intervals =
+      1 +
+      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::seconds>(flood).count() / 10);
+  EXPECT_GE(lines, 10u);
+  EXPECT_LE(lines, 10 * intervals + 10) << "over " << intervals << " intervals";
+  EXPECT_GE(summaries, 1u);
+  EXPECT_LE(summaries, intervals + 1);
+  std::printf(
+      "audit flood: %llu connections in %lld ms: %llu lines, %llu summed up in %llu\n",
+      static_cast<unsigned long long>(kFlood),
+      static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(flood).count()),
+      static_cast<unsigned long long>(lines), static_cast<unsigned long long>(dropped),
+      static_cast<unsigned long long>(summaries));
 }
 
 }  // namespace
