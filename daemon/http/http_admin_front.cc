@@ -33,7 +33,7 @@ Config::Http AdminTransportOptions(const Config::Http& http) {
 HttpAdminFront::HttpAdminFront(const FrontContext& context)
     : options_(AdminTransportOptions(context.config.http)),
       handlers_(context.config, context.board, context.metrics),
-      transport_(options_, handlers_, context.metrics) {}
+      transport_(options_, handlers_, context.metrics, audit_) {}
 
 HttpAdminFront::~HttpAdminFront() { Stop(); }
 
@@ -60,6 +60,7 @@ void HttpAdminFront::Stop() noexcept {
   if (!started_ || stopped_) return;
   stopped_ = true;
   transport_.Stop();
+  audit_.FlushAll();  // what the audit log dropped in its last interval
   spdlog::info("http admin listener stopped");
 }
 

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "daemon/fronts/front.h"
+#include "daemon/http/audit_log.h"
 #include "daemon/http/http_admin_handlers.h"
 #include "daemon/http/http_transport.h"
 
@@ -52,6 +53,7 @@ class HttpAdminFront final : public Front {
 
  private:
   const Config::Http options_;  // AdminTransportOptions()
+  AuditLog audit_;  // its refusals at accept; before transport_, which writes to it
   HttpAdminHandlers handlers_;
   HttpTransport transport_;  // after handlers_: stopped and destroyed first
   bool started_ = false;

@@ -26,7 +26,7 @@ HttpAdminHandlers::HttpAdminHandlers(const Config& config, const StatusBoard& bo
 
 HttpReply HttpAdminHandlers::Handle(std::string_view method, std::string_view target,
                                     std::string_view accept, std::string_view,
-                                    HttpEndpoint& endpoint) noexcept {
+                                    const AuditPeer&, HttpEndpoint& endpoint) noexcept {
   try {
     return Route(method, target, accept, endpoint);
   } catch (const std::exception& e) {

@@ -29,7 +29,8 @@ class HttpAdminHandlers final : public HttpRequestHandler {
   HttpAdminHandlers(const Config& config, const StatusBoard& board, Metrics& metrics);
 
   HttpReply Handle(std::string_view method, std::string_view target, std::string_view accept,
-                   std::string_view client, HttpEndpoint& endpoint) noexcept override;
+                   std::string_view client, const AuditPeer& peer,
+                   HttpEndpoint& endpoint) noexcept override;
 
  private:
   HttpReply Route(std::string_view method, std::string_view target, std::string_view accept,
