@@ -53,7 +53,7 @@ class HttpAdminFront final : public Front {
 
  private:
   const Config::Http options_;  // AdminTransportOptions()
-  AuditLog audit_;  // its refusals at accept; before transport_, which writes to it
+  AuditLog audit_;              // its refusals at accept; before transport_, which writes to it
   HttpAdminHandlers handlers_;
   HttpTransport transport_;  // after handlers_: stopped and destroyed first
   bool started_ = false;

@@ -25,8 +25,8 @@ HttpAdminHandlers::HttpAdminHandlers(const Config& config, const StatusBoard& bo
     : runtime_dir_(config.daemon.runtime_dir), board_(board), metrics_(metrics) {}
 
 HttpReply HttpAdminHandlers::Handle(std::string_view method, std::string_view target,
-                                    std::string_view accept, std::string_view,
-                                    const AuditPeer&, HttpEndpoint& endpoint) noexcept {
+                                    std::string_view accept, std::string_view, const AuditPeer&,
+                                    HttpEndpoint& endpoint) noexcept {
   try {
     return Route(method, target, accept, endpoint);
   } catch (const std::exception& e) {

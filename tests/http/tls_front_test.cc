@@ -137,7 +137,6 @@ tl::expected<Client, Error> RemotesOnlyClient(const TempDir& empty_runtime,
 // The serial of the certificate in `pem`, as `openssl x509 -serial` prints it ("" if not).
 std::string SerialOf(const fs::path& pem);
 
-
 class TlsFront : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_EQ(certs_.error(), ""); }
