@@ -38,22 +38,11 @@ HttpAdminFront::HttpAdminFront(const FrontContext& context)
 HttpAdminFront::~HttpAdminFront() { Stop(); }
 
 tl::expected<void, std::string> HttpAdminFront::Start() noexcept {
-  try {
-    started_ = true;
-    if (auto listening = transport_.Listen(); !listening) {
-      transport_.Stop();
-      return tl::unexpected("http admin listener: " + listening.error());
-    }
-    std::string where;
-    for (size_t i = 0; i < options_.listen.size(); ++i) {
-      where += (i ? ", " : "") + options_.listen[i];
-    }
-    spdlog::info("http admin listener on {} (plain HTTP: /healthz, /v1/status, /metrics)", where);
-    return {};
-  } catch (const std::exception& e) {
-    transport_.Stop();
-    return tl::unexpected(std::string("http admin listener: ") + e.what());
-  }
+  started_ = true;
+  auto where = ListenOn(transport_, options_.listen);
+  if (!where) return tl::unexpected("http admin listener: " + where.error());
+  spdlog::info("http admin listener on {} (plain HTTP: /healthz, /v1/status, /metrics)", *where);
+  return {};
 }
 
 void HttpAdminFront::Stop() noexcept {

@@ -16,21 +16,26 @@ HttpFront::HttpFront(const FrontContext& context)
 HttpFront::~HttpFront() { Stop(); }
 
 tl::expected<void, std::string> HttpFront::Start() noexcept {
+  started_ = true;
+  auto where = ListenOn(transport_, options_.listen);
+  if (!where) return tl::unexpected(where.error());
+  spdlog::info("http front listening on {} ({} threads, at most {} connections)", *where,
+               options_.threads, options_.max_connections);
+  return {};
+}
+
+tl::expected<std::string, std::string> ListenOn(HttpTransport& transport,
+                                                const std::vector<std::string>& listen) noexcept {
   try {
-    started_ = true;
-    if (auto listening = transport_.Listen(); !listening) {
-      transport_.Stop();
+    if (auto listening = transport.Listen(); !listening) {
+      transport.Stop();
       return tl::unexpected(listening.error());
     }
     std::string where;
-    for (size_t i = 0; i < options_.listen.size(); ++i) {
-      where += (i ? ", " : "") + options_.listen[i];
-    }
-    spdlog::info("http front listening on {} ({} threads, at most {} connections)", where,
-                 options_.threads, options_.max_connections);
-    return {};
+    for (size_t i = 0; i < listen.size(); ++i) where += (i ? ", " : "") + listen[i];
+    return where;
   } catch (const std::exception& e) {
-    transport_.Stop();
+    transport.Stop();
     return tl::unexpected(std::string("http front: ") + e.what());
   }
 }

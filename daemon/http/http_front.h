@@ -26,6 +26,11 @@
 
 namespace snowflake::daemon {
 
+// Listens on every address of `listen` through `transport`, stopping it again on a
+// failure: the addresses joined for the log, or why not.
+tl::expected<std::string, std::string> ListenOn(HttpTransport& transport,
+                                                const std::vector<std::string>& listen) noexcept;
+
 // The configured addresses `listen` with the ports actually bound (a configured port 0
 // gets one), "127.0.0.1:8080" or "[::1]:8080": a front's FrontStatus::listen.
 std::vector<std::string> BoundAddresses(const std::vector<std::string>& listen,
