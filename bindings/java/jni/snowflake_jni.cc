@@ -13,8 +13,10 @@
 #include <jni.h>
 
 #include <algorithm>
+#include <boost/locale/utf.hpp>
 #include <chrono>
 #include <cstdint>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -28,6 +30,8 @@
 
 namespace {
 
+namespace utf = boost::locale::utf;
+
 // Global references made in JNI_OnLoad, never released (the library is never unloaded
 // while a class of the package lives).
 jclass exception_class = nullptr;       // example.snowflaked.SnowflakeException
@@ -37,45 +41,22 @@ jclass object_class = nullptr;
 
 // A Java string of UTF-8 bytes. NewStringUTF wants modified UTF-8, and what it does with
 // anything else (a 4-byte sequence; a byte that is not UTF-8, in a path or a group name)
-// is undefined, so the bytes are decoded here: each byte that does not begin a valid
-// sequence (overlong, a surrogate, past U+10FFFF, cut short) becomes U+FFFD.
+// is undefined, so the bytes are decoded here (Boost.Locale's UTF traits): each byte that
+// does not begin a valid sequence (overlong, a surrogate, past U+10FFFF, cut short)
+// becomes U+FFFD.
 jstring JavaString(JNIEnv* env, std::string_view utf8) {
   std::u16string units;
   units.reserve(utf8.size());
-  const auto* bytes = reinterpret_cast<const unsigned char*>(utf8.data());
-  const size_t n = utf8.size();
-  for (size_t i = 0; i < n;) {
-    const unsigned char lead = bytes[i];
-    size_t extra = 0;
-    uint32_t c = lead;
-    uint32_t least = 0;
-    if (lead >= 0xC2 && lead <= 0xDF) {
-      extra = 1, c = lead & 0x1Fu, least = 0x80;
-    } else if (lead >= 0xE0 && lead <= 0xEF) {
-      extra = 2, c = lead & 0x0Fu, least = 0x800;
-    } else if (lead >= 0xF0 && lead <= 0xF4) {
-      extra = 3, c = lead & 0x07u, least = 0x10000;
-    } else if (lead >= 0x80) {
-      units.push_back(u'\uFFFD');
-      ++i;
-      continue;
+  const char* at = utf8.data();
+  const char* const end = at + utf8.size();
+  while (at != end) {
+    const char* const start = at;
+    utf::code_point c = utf::utf_traits<char>::decode(at, end);
+    if (c == utf::illegal || c == utf::incomplete) {
+      c = 0xFFFD;
+      at = start + 1;
     }
-    size_t k = 1;
-    for (; k <= extra && i + k < n && (bytes[i + k] & 0xC0) == 0x80; ++k) {
-      c = (c << 6) | (bytes[i + k] & 0x3Fu);
-    }
-    if (k <= extra || c < least || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) {
-      units.push_back(u'\uFFFD');
-      ++i;
-      continue;
-    }
-    if (c >= 0x10000) {
-      units.push_back(static_cast<char16_t>(0xD800 + ((c - 0x10000) >> 10)));
-      units.push_back(static_cast<char16_t>(0xDC00 + ((c - 0x10000) & 0x3FF)));
-    } else {
-      units.push_back(static_cast<char16_t>(c));
-    }
-    i += k;
+    utf::utf_traits<char16_t>::encode(c, std::back_inserter(units));
   }
   return env->NewString(reinterpret_cast<const jchar*>(units.data()),
                         static_cast<jsize>(units.size()));
@@ -121,22 +102,20 @@ class Utf8 {
     if (env->ExceptionCheck()) return;
     std::string out;
     out.reserve(units.size());
-    for (size_t i = 0; i < units.size(); ++i) {
-      uint32_t c = units[i];
-      if (c >= 0xD800 && c <= 0xDFFF) {
-        const bool paired =
-            c <= 0xDBFF && i + 1 < units.size() && units[i + 1] >= 0xDC00 && units[i + 1] <= 0xDFFF;
-        if (!paired) {
-          Refuse(env, what, "an unpaired surrogate at index " + std::to_string(i));
-          return;
-        }
-        c = 0x10000 + ((c - 0xD800) << 10) + (units[++i] - 0xDC00);
-      }
-      if (c == 0) {
-        Refuse(env, what, "a NUL character at index " + std::to_string(i));
+    const char16_t* at = units.data();
+    const char16_t* const end = at + units.size();
+    while (at != end) {
+      const size_t index = static_cast<size_t>(at - units.data());
+      const utf::code_point c = utf::utf_traits<char16_t>::decode(at, end);
+      if (c == utf::illegal || c == utf::incomplete) {
+        Refuse(env, what, "an unpaired surrogate at index " + std::to_string(index));
         return;
       }
-      AppendUtf8(out, c);
+      if (c == 0) {
+        Refuse(env, what, "a NUL character at index " + std::to_string(index));
+        return;
+      }
+      utf::utf_traits<char>::encode(c, std::back_inserter(out));
     }
     text_ = std::move(out);
     ok_ = true;
@@ -147,23 +126,6 @@ class Utf8 {
   const char* get() const { return null_ ? nullptr : text_.c_str(); }
 
  private:
-  static void AppendUtf8(std::string& out, uint32_t c) {
-    if (c < 0x80) {
-      out.push_back(static_cast<char>(c));
-    } else if (c < 0x800) {
-      out.push_back(static_cast<char>(0xC0 | (c >> 6)));
-      out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-    } else if (c < 0x10000) {
-      out.push_back(static_cast<char>(0xE0 | (c >> 12)));
-      out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-    } else {
-      out.push_back(static_cast<char>(0xF0 | (c >> 18)));
-      out.push_back(static_cast<char>(0x80 | ((c >> 12) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-    }
-  }
   static void Refuse(JNIEnv* env, const char* what, const std::string& why);
 
   bool null_;
