@@ -78,8 +78,8 @@ func WithRemotesCert(certFile, keyFile string) Option {
 func WithTimeout(d time.Duration) Option { return func(o *options) { o.timeout = d } }
 
 // WithRemoteTimeouts sets how long one HTTP attempt to a remote may take (default 50 ms)
-// and all attempts of one take together (default 200 ms). A zero keeps that default; a
-// negative one is refused by Open.
+// and all attempts of one take together (default 200 ms), in whole milliseconds. A zero
+// keeps that default; a negative one, or one below a millisecond, is refused by Open.
 func WithRemoteTimeouts(attempt, deadline time.Duration) Option {
 	return func(o *options) { o.remoteAttempt, o.remoteDeadline = attempt, deadline }
 }
@@ -231,6 +231,15 @@ func milliseconds(d time.Duration, what string) (time.Duration, error) {
 	return d.Truncate(time.Millisecond), nil
 }
 
+// remoteTimeout is milliseconds for WithRemoteTimeouts, where 0 means the default: a
+// duration below a millisecond would silently become that default, so it is refused.
+func remoteTimeout(d time.Duration, what string) (time.Duration, error) {
+	if d > 0 && d < time.Millisecond {
+		return 0, invalidArgument(what + " must be 0 (the default) or at least 1 ms, not " + d.String())
+	}
+	return milliseconds(d, what)
+}
+
 func validServiceName(service string) error {
 	ok := len(service) >= 1 && len(service) <= serviceNameMax
 	for i := 0; ok && i < len(service); i++ {
@@ -278,10 +287,10 @@ func Open(service string, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	if o.remoteAttempt, err = milliseconds(o.remoteAttempt, "the remote attempt timeout"); err != nil {
+	if o.remoteAttempt, err = remoteTimeout(o.remoteAttempt, "the remote attempt timeout"); err != nil {
 		return nil, err
 	}
-	if o.remoteDeadline, err = milliseconds(o.remoteDeadline, "the remote deadline"); err != nil {
+	if o.remoteDeadline, err = remoteTimeout(o.remoteDeadline, "the remote deadline"); err != nil {
 		return nil, err
 	}
 	if strings.IndexByte(service, 0) >= 0 || strings.IndexByte(o.runtimeDir, 0) >= 0 {

@@ -269,10 +269,16 @@ func TestRetryAfterIsDelaySecondsOnly(t *testing.T) {
 	}
 }
 
-func TestOpenRefusesNegativeRemoteTimeouts(t *testing.T) {
+func TestOpenRefusesNegativeAndSubMillisecondRemoteTimeouts(t *testing.T) {
 	_, err := Open("orders", WithRuntimeDir(t.TempDir()), WithRemotes("127.0.0.1:1"),
 		WithRemoteTimeouts(-time.Millisecond, 0))
 	if !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), "remote attempt timeout") {
 		t.Fatalf("got %v, want the negative attempt timeout refused", err)
+	}
+	// Below a millisecond it would have become 0, the default 50 ms.
+	_, err = Open("orders", WithRuntimeDir(t.TempDir()), WithRemotes("127.0.0.1:1"),
+		WithRemoteTimeouts(0, 500*time.Microsecond))
+	if !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), "at least 1 ms, not 500µs") {
+		t.Fatalf("got %v, want a deadline under 1 ms refused", err)
 	}
 }
