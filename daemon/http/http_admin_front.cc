@@ -48,19 +48,12 @@ tl::expected<void, std::string> HttpAdminFront::Start() noexcept {
 void HttpAdminFront::Stop() noexcept {
   if (!started_ || stopped_) return;
   stopped_ = true;
-  transport_.Stop();
-  audit_.FlushAll();  // what the audit log dropped in its last interval
+  StopTransport(transport_, audit_);
   spdlog::info("http admin listener stopped");
 }
 
 FrontStatus HttpAdminFront::Status() const {
-  FrontStatus status;
-  status.name = "http-admin";
-  status.connections = transport_.connections();
-  status.requests = transport_.replies();
-  status.refused = transport_.refused();
-  status.listen = BoundAddresses(options_.listen, transport_.ports());
-  return status;
+  return TransportStatus("http-admin", options_.listen, transport_);
 }
 
 }  // namespace snowflake::daemon

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "daemon/fronts/daemon_answers.h"
+#include "daemon/http/http_handlers.h"
 #include "protocol/vocabulary.h"
 #include "snowflake/client.h"
 
@@ -50,42 +51,18 @@ HttpReply HttpAdminHandlers::Route(std::string_view method, std::string_view tar
   if (!route) return ErrorReply(route.error().status, route.error().code, route.error().message);
   switch (named) {
     case Endpoint::kHealthz:
-      return Healthz();
+      return HealthzReply(Health(runtime_dir_));
     case Endpoint::kStatus:
-      return Status();
-    case Endpoint::kMetrics: {
-      HttpReply reply;
-      reply.content_type = kMetricsContentType;
-      reply.body = metrics_.Scrape();
-      return reply;
-    }
+      // The object `snowflakectl status --json` prints (docs/cli.md), whole.
+      return StatusReply(StatusAnswer(runtime_dir_, board_));
+    case Endpoint::kMetrics:
+      return MetricsReply(metrics_);
     case Endpoint::kId:
     case Endpoint::kIds:
     case Endpoint::kOther:
       break;
   }
   return NotHere();
-}
-
-HttpReply HttpAdminHandlers::Healthz() const {
-  const HealthAnswer health = Health(runtime_dir_);
-  HttpReply reply;
-  reply.status = health.serving ? 200 : 503;
-  reply.retry_after_s = health.serving ? 0 : 1;
-  reply.body = health.body.dump();
-  return reply;
-}
-
-// The object `snowflakectl status --json` prints (docs/cli.md), whole.
-HttpReply HttpAdminHandlers::Status() const {
-  auto status = StatusAnswer(runtime_dir_, board_);
-  if (!status) {
-    // 503 whatever the cause, as /healthz: no status to give; the code says why.
-    return ErrorReply(503, ClientErrorName(status.error().code), status.error().message);
-  }
-  HttpReply reply;
-  reply.body = status->dump();
-  return reply;
 }
 
 }  // namespace snowflake::daemon

@@ -35,8 +35,6 @@ class HttpAdminHandlers final : public HttpRequestHandler {
  private:
   HttpReply Route(std::string_view method, std::string_view target, std::string_view accept,
                   HttpEndpoint& endpoint);
-  HttpReply Healthz() const;
-  HttpReply Status() const;
 
   // Constant after construction.
   const std::filesystem::path runtime_dir_;

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <exception>
+#include <utility>
 
 #include "daemon/config/net_address.h"
 
@@ -43,31 +44,34 @@ tl::expected<std::string, std::string> ListenOn(HttpTransport& transport,
 void HttpFront::Stop() noexcept {
   if (!started_ || stopped_) return;
   stopped_ = true;
-  transport_.Stop();
-  audit_.FlushAll();  // what the audit log dropped in its last interval
+  StopTransport(transport_, audit_);
   spdlog::info("http front stopped");
 }
 
-std::vector<std::string> BoundAddresses(const std::vector<std::string>& listen,
-                                        const std::vector<uint16_t>& ports) {
-  std::vector<std::string> out;
+FrontStatus HttpFront::Status() const {
+  return TransportStatus("http", options_.listen, transport_);
+}
+
+void StopTransport(HttpTransport& transport, AuditLog& audit) noexcept {
+  transport.Stop();
+  audit.FlushAll();
+}
+
+FrontStatus TransportStatus(std::string name, const std::vector<std::string>& listen,
+                            const HttpTransport& transport) {
+  FrontStatus status;
+  status.name = std::move(name);
+  status.connections = transport.connections();
+  status.requests = transport.replies();
+  status.refused = transport.refused();
+  const std::vector<uint16_t> ports = transport.ports();
   for (size_t i = 0; i < listen.size() && i < ports.size(); ++i) {
     auto address = ParseListenAddress(listen[i]);
     if (!address) continue;
     const bool v6 = address->host.find(':') != std::string::npos;
-    out.push_back((v6 ? "[" + address->host + "]" : address->host) + ":" +
-                  std::to_string(ports[i]));
+    status.listen.push_back((v6 ? "[" + address->host + "]" : address->host) + ":" +
+                            std::to_string(ports[i]));
   }
-  return out;
-}
-
-FrontStatus HttpFront::Status() const {
-  FrontStatus status;
-  status.name = "http";
-  status.connections = transport_.connections();
-  status.requests = transport_.replies();
-  status.refused = transport_.refused();
-  status.listen = BoundAddresses(options_.listen, transport_.ports());
   return status;
 }
 

@@ -31,10 +31,15 @@ namespace snowflake::daemon {
 tl::expected<std::string, std::string> ListenOn(HttpTransport& transport,
                                                 const std::vector<std::string>& listen) noexcept;
 
-// The configured addresses `listen` with the ports actually bound (a configured port 0
-// gets one), "127.0.0.1:8080" or "[::1]:8080": a front's FrontStatus::listen.
-std::vector<std::string> BoundAddresses(const std::vector<std::string>& listen,
-                                        const std::vector<uint16_t>& ports);
+// What a front over `transport` reports (FrontStatus): `name`, its figures, and the
+// configured addresses `listen` with the ports actually bound (a configured port 0 gets
+// one), "127.0.0.1:8080" or "[::1]:8080".
+FrontStatus TransportStatus(std::string name, const std::vector<std::string>& listen,
+                            const HttpTransport& transport);
+
+// Stops `transport` (every connection closed, its threads joined), then writes what
+// `audit` dropped in its last interval.
+void StopTransport(HttpTransport& transport, AuditLog& audit) noexcept;
 
 class HttpFront final : public Front {
  public:

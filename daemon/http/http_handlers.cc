@@ -199,7 +199,7 @@ HttpReply HttpHandlers::Route(std::string_view method, std::string_view target,
     case Endpoint::kStatus:
       return Status();
     case Endpoint::kMetrics:
-      return MetricsText();
+      return MetricsReply(metrics_);
     case Endpoint::kOther:
       break;
   }
@@ -254,6 +254,22 @@ HttpReply HttpHandlers::TakeIds(const HttpRoute& route, std::string_view client,
 HttpReply HttpHandlers::Healthz() {
   HealthAnswer health = Health(runtime_dir_);
   ForRemoteCallers(health.body);
+  return HealthzReply(health);
+}
+
+// The object `snowflakectl status --json` prints (docs/cli.md), less what remote callers
+// are not shown.
+HttpReply HttpHandlers::Status() {
+  auto status = StatusAnswer(runtime_dir_, board_);
+  if (status) {
+    ForRemoteCallers(*status);
+  } else {
+    status.error().message = Scrubbed(std::move(status.error().message));
+  }
+  return StatusReply(status);
+}
+
+HttpReply HealthzReply(const HealthAnswer& health) {
   HttpReply reply;
   reply.status = health.serving ? 200 : 503;
   reply.retry_after_s = health.serving ? 0 : 1;
@@ -261,24 +277,20 @@ HttpReply HttpHandlers::Healthz() {
   return reply;
 }
 
-// The object `snowflakectl status --json` prints (docs/cli.md), less what remote callers
-// are not shown.
-HttpReply HttpHandlers::Status() {
-  auto status = StatusAnswer(runtime_dir_, board_);
+HttpReply StatusReply(const tl::expected<nlohmann::json, Error>& status) {
   if (!status) {
     // 503 whatever the cause, as /healthz: no status to give; the code says why.
-    return ErrorReply(503, ClientErrorName(status.error().code), Scrubbed(status.error().message));
+    return ErrorReply(503, ClientErrorName(status.error().code), status.error().message);
   }
-  ForRemoteCallers(*status);
   HttpReply reply;
   reply.body = status->dump();
   return reply;
 }
 
-HttpReply HttpHandlers::MetricsText() {
+HttpReply MetricsReply(Metrics& metrics) {
   HttpReply reply;
   reply.content_type = kMetricsContentType;
-  reply.body = metrics_.Scrape();
+  reply.body = metrics.Scrape();
   return reply;
 }
 

@@ -22,6 +22,7 @@
 
 #include "daemon/config/config.h"
 #include "daemon/control/status_board.h"
+#include "daemon/fronts/daemon_answers.h"
 #include "daemon/fronts/ring_services.h"
 #include "daemon/http/audit_log.h"
 #include "daemon/http/http_body.h"
@@ -31,6 +32,14 @@
 #include "daemon/metrics/metrics.h"
 
 namespace snowflake::daemon {
+
+// The replies of /healthz, /v1/status and /metrics from their answers, for the ID
+// listeners (HttpHandlers, which first scrubs the answers for remote callers) and the
+// admin listener (the answers whole). /healthz: 200 serving, else 503 with Retry-After 1;
+// /v1/status: 503 with the library's code when there is no status to give.
+HttpReply HealthzReply(const HealthAnswer& health);
+HttpReply StatusReply(const tl::expected<nlohmann::json, Error>& status);
+HttpReply MetricsReply(Metrics& metrics);
 
 class HttpHandlers final : public HttpRequestHandler {
  public:
@@ -52,7 +61,6 @@ class HttpHandlers final : public HttpRequestHandler {
   HttpReply TakeIds(const HttpRoute& route, std::string_view client, const AuditPeer& peer);
   HttpReply Healthz();
   HttpReply Status();
-  HttpReply MetricsText();
   // `text` with the runtime and state directories' paths replaced by "<runtime_dir>" and
   // "<state_dir>": error messages of the ring name its files.
   std::string Scrubbed(std::string text) const;
