@@ -50,6 +50,8 @@ using snowflake::bench::ClientTlsContext;
 using snowflake::bench::Connection;
 using snowflake::bench::Die;
 using snowflake::bench::MonotonicNs;
+using snowflake::bench::Of;
+using snowflake::bench::Percentiles;
 using snowflake::bench::Request;
 
 // Threads sharing the flood's rate: a full handshake takes longer than the interval
@@ -101,17 +103,6 @@ void OneHandshake(int port, SSL_CTX* tls, in_addr_t source, FloodOutcome& outcom
   }
   SSL_free(ssl);
   close(fd);
-}
-
-struct Percentiles {
-  double p50 = 0;
-  double p99 = 0;
-};
-
-Percentiles Of(std::vector<double>& values) {
-  if (values.empty()) return {};
-  std::sort(values.begin(), values.end());
-  return {values[values.size() / 2], values[std::min(values.size() - 1, values.size() * 99 / 100)]};
 }
 
 struct PhaseResult {

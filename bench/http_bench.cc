@@ -71,6 +71,8 @@ namespace {
 using snowflake::bench::ClientTlsContext;
 using snowflake::bench::Connection;
 using snowflake::bench::Die;
+using snowflake::bench::Of;
+using snowflake::bench::Percentiles;
 using snowflake::bench::Request;
 
 // Runs `connections` threads, each with its own state from `make`, calling `call` until
@@ -128,16 +130,6 @@ void Incr(Redis& redis) {
   freeReplyObject(reply);
 }
 #endif
-
-struct Percentiles {
-  double p50;
-  double p99;
-};
-
-Percentiles Of(std::vector<double>& us) {
-  std::sort(us.begin(), us.end());
-  return {us[us.size() / 2], us[std::min(us.size() - 1, us.size() * 99 / 100)]};
-}
 
 // Prints the p50 and p99 of `us` as "<what> rep R: ..." and appends them to `reps` as JSON.
 void Record(std::vector<double>& us, const char* what, int rep, std::vector<std::string>& reps) {

@@ -1,5 +1,6 @@
 // What the HTTP benchmarks share: a keep-alive HTTP/1.1 client connection on 127.0.0.1,
-// plain or TLS, with a minimal reply parser (and a Redis INCR on the same socket code).
+// plain or TLS, with a minimal reply parser (and a Redis INCR on the same socket code),
+// and the percentiles of timed calls.
 
 #ifndef SNOWFLAKE_BENCH_HTTP_CONNECTION_H_
 #define SNOWFLAKE_BENCH_HTTP_CONNECTION_H_
@@ -11,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -18,6 +20,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include "loopback.h"
 
@@ -134,6 +137,18 @@ class Connection {
 // A GET of `target` on a keep-alive connection, asking for text/plain.
 inline std::string Request(std::string_view target) {
   return "GET " + std::string(target) + " HTTP/1.1\r\nHost: b\r\nAccept: text/plain\r\n\r\n";
+}
+
+// The median and the 99th percentile of timed calls (sorts them); 0 for none.
+struct Percentiles {
+  double p50 = 0;
+  double p99 = 0;
+};
+
+inline Percentiles Of(std::vector<double>& values) {
+  if (values.empty()) return {};
+  std::sort(values.begin(), values.end());
+  return {values[values.size() / 2], values[std::min(values.size() - 1, values.size() * 99 / 100)]};
 }
 
 }  // namespace snowflake::bench
