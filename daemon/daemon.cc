@@ -575,7 +575,7 @@ void Daemon::StopServing() {
 }
 
 Daemon::Result Daemon::StartFront() {
-  auto fronts = parts_.make_fronts(FrontContext{config_, *board_, metrics_});
+  auto fronts = parts_.make_fronts(FrontContext{config_, *board_, metrics_, parts_.clock});
   if (!fronts) return Refuse(kExitFatal, fronts.error());
   fronts_ = std::move(*fronts);
   for (auto& front : fronts_) {

@@ -18,6 +18,7 @@
 
 #include "daemon/config/config.h"
 #include "daemon/control/status_board.h"
+#include "daemon/core/clock.h"
 #include "daemon/metrics/metrics.h"
 
 namespace snowflake::daemon {
@@ -27,6 +28,7 @@ struct FrontContext {
   const Config& config;
   StatusBoard& board;  // the daemon's status (what the control socket serves)
   Metrics& metrics;    // the daemon's registry: the front reports its figures into it
+  Clock& clock;        // the daemon's (DaemonParts::clock): every interval a front measures
 };
 
 class Front {

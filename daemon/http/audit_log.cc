@@ -86,10 +86,7 @@ AuditLine::AuditLine(AuditEvent event) {
 }
 
 AuditLine& AuditLine::Field(std::string_view name, std::string_view value) {
-  text_.push_back(' ');
-  text_.append(name);
-  text_.push_back('=');
-  AppendValue(text_, value);
+  AppendValue(Name(name), value);
   return *this;
 }
 
@@ -98,11 +95,15 @@ AuditLine& AuditLine::Number(std::string_view name, uint64_t value) {
 }
 
 AuditLine& AuditLine::Quoted(std::string_view name, std::string_view value) {
+  AppendQuoted(Name(name), value);
+  return *this;
+}
+
+std::string& AuditLine::Name(std::string_view name) {
   text_.push_back(' ');
   text_.append(name);
   text_.push_back('=');
-  AppendQuoted(text_, value);
-  return *this;
+  return text_;
 }
 
 AuditLine& AuditLine::Peer(const AuditPeer& peer) {
@@ -138,14 +139,15 @@ AuditLine& AuditLine::Time(std::string_view name, int64_t unix_seconds) {
   return Field(name, text);
 }
 
-AuditLog::AuditLog(Limits limits, Now now, Sink sink)
+AuditLog::AuditLog(Clock& clock, Limits limits, Sink sink)
     : limits_(limits),
-      now_(now ? std::move(now) : Now([] { return Clock::now(); })),
+      clock_(clock),
       sink_(sink ? std::move(sink)
                  : Sink([](std::string_view line) { spdlog::info("{}", line); })) {}
 
-int64_t AuditLog::NowNs() const {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(now_().time_since_epoch()).count();
+int64_t AuditLog::NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(clock_.SteadyNow().time_since_epoch())
+      .count();
 }
 
 bool AuditLog::Admit(AuditEvent event) {

@@ -29,6 +29,7 @@
 #include <string_view>
 
 #include "daemon/config/net_address.h"
+#include "daemon/core/clock.h"
 
 typedef struct x509_st X509;
 
@@ -83,6 +84,9 @@ class AuditLine {
   const std::string& text() const { return text_; }
 
  private:
+  // Appends " name=" and returns the text, for the value to follow.
+  std::string& Name(std::string_view name);
+
   std::string text_;
 };
 
@@ -94,14 +98,13 @@ struct AuditLimits {
 
 class AuditLog {
  public:
-  using Clock = std::chrono::steady_clock;
   using Limits = AuditLimits;
-  // Reads the time (the default: steady_clock::now).
-  using Now = std::function<Clock::time_point()>;
   // Writes one line (the default: spdlog at info).
   using Sink = std::function<void(std::string_view line)>;
 
-  explicit AuditLog(Limits limits = {}, Now now = nullptr, Sink sink = nullptr);
+  // Intervals are measured on `clock` (its SteadyNow), which must outlive the log and be
+  // safe to call from any thread.
+  explicit AuditLog(Clock& clock, Limits limits = {}, Sink sink = nullptr);
   AuditLog(const AuditLog&) = delete;
   AuditLog& operator=(const AuditLog&) = delete;
 
@@ -134,14 +137,14 @@ class AuditLog {
     std::atomic<uint32_t> written{0};       // lines admitted in the current interval
     std::atomic<uint64_t> dropped{0};       // events not written since the last summary
   };
-  int64_t NowNs() const;
+  int64_t NowNs();
   // A new interval for `event` from `now_ns` (unless another thread began it already, or
   // `force`), with the summary of what the last one dropped.
   void Roll(AuditEvent event, int64_t now_ns, bool force);
   void FlushKinds(bool all);
 
   const Limits limits_;
-  const Now now_;
+  Clock& clock_;
   const Sink sink_;
   std::array<Kind, kAuditEventCount> kinds_;
   std::mutex roll_mutex_;  // one Roll() at a time

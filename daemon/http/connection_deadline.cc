@@ -24,12 +24,12 @@ void ConnectionDeadline::Watch(std::weak_ptr<void> owner, std::function<void()> 
 }
 
 void ConnectionDeadline::Arm() {
-  armed_ = std::min(deadline_, Clock::now() + tick_);
+  armed_ = std::min(deadline_, Steady::now() + tick_);
   timer_.expires_at(armed_);  // cancels a pending wait: it completes as aborted
   timer_.async_wait([this, weak = owner_](boost::beast::error_code ec) {
     const std::shared_ptr<void> alive = weak.lock();
     if (alive == nullptr || ec == asio::error::operation_aborted) return;
-    if (Clock::now() >= deadline_) return expire_();
+    if (Steady::now() >= deadline_) return expire_();
     Arm();
   });
 }

@@ -22,7 +22,7 @@ namespace snowflake::daemon::transport {
 
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
-using Clock = std::chrono::steady_clock;
+using Steady = std::chrono::steady_clock;
 
 // A connection refused over max_connections has this long to send the request its 429
 // answers (Admit, http_transport.cc).
@@ -37,8 +37,8 @@ class ConnectionDeadline {
  public:
   ConnectionDeadline(const tcp::socket::executor_type& executor, const Config::Http& options);
 
-  void ExpireAfter(std::chrono::milliseconds timeout) { ExpireAt(Clock::now() + timeout); }
-  void ExpireAt(Clock::time_point deadline) {
+  void ExpireAfter(std::chrono::milliseconds timeout) { ExpireAt(Steady::now() + timeout); }
+  void ExpireAt(Steady::time_point deadline) {
     deadline_ = deadline;
     if (watching_ && deadline_ < armed_) Arm();
   }
@@ -52,8 +52,8 @@ class ConnectionDeadline {
 
   asio::steady_timer timer_;
   const std::chrono::milliseconds tick_;
-  Clock::time_point deadline_ = Clock::time_point::max();
-  Clock::time_point armed_ = Clock::time_point::max();
+  Steady::time_point deadline_ = Steady::time_point::max();
+  Steady::time_point armed_ = Steady::time_point::max();
   bool watching_ = false;
   std::weak_ptr<void> owner_;
   std::function<void()> expire_;

@@ -32,8 +32,9 @@ Config::Http AdminTransportOptions(const Config::Http& http) {
 
 HttpAdminFront::HttpAdminFront(const FrontContext& context)
     : options_(AdminTransportOptions(context.config.http)),
+      audit_(context.clock),
       handlers_(context.config, context.board, context.metrics),
-      transport_(options_, handlers_, context.metrics, audit_) {}
+      transport_(options_, handlers_, context.metrics, audit_, context.clock) {}
 
 HttpAdminFront::~HttpAdminFront() { Stop(); }
 

@@ -11,8 +11,9 @@ namespace snowflake::daemon {
 
 HttpFront::HttpFront(const FrontContext& context)
     : options_(context.config.http),
+      audit_(context.clock),
       handlers_(context.config, context.board, context.metrics, audit_),
-      transport_(context.config.http, handlers_, context.metrics, audit_) {}
+      transport_(context.config.http, handlers_, context.metrics, audit_, context.clock) {}
 
 HttpFront::~HttpFront() { Stop(); }
 

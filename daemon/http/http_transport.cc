@@ -44,7 +44,7 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
-using Clock = std::chrono::steady_clock;
+using Steady = std::chrono::steady_clock;
 using Endpoint = HttpEndpoint;
 using transport::ParsedRequest;
 using transport::Refusal;
@@ -94,8 +94,9 @@ HttpRequestHandler::~HttpRequestHandler() = default;
 
 class HttpTransport::Impl final : public transport::SessionFront {
  public:
-  Impl(const Config::Http& options, HttpRequestHandler& handler, Metrics& metrics, AuditLog& audit)
-      : SessionFront(options), handler_(handler), metrics_(metrics), audit_(audit) {
+  Impl(const Config::Http& options, HttpRequestHandler& handler, Metrics& metrics, AuditLog& audit,
+       Clock& clock)
+      : SessionFront(options), handler_(handler), metrics_(metrics), audit_(audit), clock_(clock) {
     for (const std::string& text : options_.allow) allow_.push_back(ParseCidr(text).value());
     // One io_context per thread, each run by that thread alone (concurrency hint 1): a
     // connection lives on one context, so its reads, its handler and its write run on one
@@ -109,7 +110,7 @@ class HttpTransport::Impl final : public transport::SessionFront {
 
   tl::expected<void, std::string> Listen() {
     if (options_.tls()) {
-      auto loaded = TlsCredentials::Load(options_);
+      auto loaded = TlsCredentials::Load(options_, clock_);
       if (!loaded) return tl::unexpected(loaded.error());
       tls_ = std::move(*loaded);
       served_serial_ = ServedSerial(*tls_->Current());
@@ -269,12 +270,12 @@ class HttpTransport::Impl final : public transport::SessionFront {
         [&](AuditLine& line) { line.Peer(peer).Quoted("reason", HandshakeFailure(ec, ssl)); });
   }
 
-  void Replied(unsigned status, Endpoint endpoint, Clock::time_point start) override {
+  void Replied(unsigned status, Endpoint endpoint, Steady::time_point start) override {
     // Relaxed: a figure for the status, ordered with nothing.
     replies_.fetch_add(1, std::memory_order_relaxed);
     metrics_.HttpRequests(status).Increment();
     metrics_.http().duration[static_cast<size_t>(endpoint)]->Observe(
-        std::chrono::duration<double>(Clock::now() - start).count());
+        std::chrono::duration<double>(Steady::now() - start).count());
   }
 
  private:
@@ -359,6 +360,7 @@ class HttpTransport::Impl final : public transport::SessionFront {
   HttpRequestHandler& handler_;
   Metrics& metrics_;  // the daemon's
   AuditLog& audit_;   // the front's; thread-safe
+  Clock& clock_;      // the daemon's; session-ticket keys rotate on it
   std::vector<Cidr> allow_;
   std::unique_ptr<TlsCredentials> tls_;  // set by Listen() with TLS; thread-safe
   // The certificate served, for the audit of a rotation: set by Listen(), then on the
@@ -413,7 +415,7 @@ std::optional<IpAddress> PeerAddress(const tcp::socket& socket) {
 
 void HttpTransport::Impl::OnAccept(tcp::socket socket) {
   beast::error_code ignored;
-  const Clock::time_point accepted = Clock::now();
+  const Steady::time_point accepted = Steady::now();
   const std::optional<IpAddress> peer = PeerAddress(socket);
   const bool allowed = peer && std::any_of(allow_.begin(), allow_.end(),
                                            [&](const Cidr& cidr) { return cidr.Contains(*peer); });
@@ -477,8 +479,8 @@ void HttpTransport::Impl::OnAccept(tcp::socket socket) {
 }
 
 HttpTransport::HttpTransport(const Config::Http& options, HttpRequestHandler& handler,
-                             Metrics& metrics, AuditLog& audit)
-    : impl_(std::make_unique<Impl>(options, handler, metrics, audit)) {}
+                             Metrics& metrics, AuditLog& audit, Clock& clock)
+    : impl_(std::make_unique<Impl>(options, handler, metrics, audit, clock)) {}
 
 HttpTransport::~HttpTransport() { Stop(); }
 

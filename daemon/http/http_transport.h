@@ -48,11 +48,11 @@ class HttpRequestHandler {
 
 class HttpTransport {
  public:
-  // `handler`, `metrics` and `audit` must outlive the transport. Opens nothing yet. Its
-  // refusals at accept, refused handshakes and rotations go to `audit`, which it flushes
-  // every second.
+  // `handler`, `metrics`, `audit` and `clock` must outlive the transport. Opens nothing
+  // yet. Its refusals at accept, refused handshakes and rotations go to `audit`, which it
+  // flushes every second; session-ticket keys rotate on `clock`.
   HttpTransport(const Config::Http& options, HttpRequestHandler& handler, Metrics& metrics,
-                AuditLog& audit);
+                AuditLog& audit, Clock& clock);
   ~HttpTransport();  // Stop()s
   HttpTransport(const HttpTransport&) = delete;
   HttpTransport& operator=(const HttpTransport&) = delete;

@@ -40,7 +40,7 @@ class Session : public std::enable_shared_from_this<Session> {
   // `peer`: its address.
   Session(tcp::socket socket, SessionFront& front, SessionFront::Held held,
           std::optional<HttpReply> refusal, std::string client, SourcePlace place,
-          Clock::time_point accepted, const IpAddress& peer)
+          Steady::time_point accepted, const IpAddress& peer)
       : socket_(std::move(socket)),
         deadline_(socket_.get_executor(), front.options()),
         front_(front),
@@ -104,7 +104,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::optional<HttpReply> refusal_;
   const std::string client_;
   const SourcePlace place_;
-  const Clock::time_point accepted_;
+  const Steady::time_point accepted_;
   const IpAddress peer_;
   beast::flat_buffer buffer_;
   ParsedRequest request_;  // before parser_: the parser writes it

@@ -26,9 +26,9 @@ HttpReply Refusal(unsigned status, vocab::ErrorCode code, std::string_view messa
 
 Answer AnswerRequest(SessionFront& front, beast::error_code ec, const ParsedRequest& request,
                      std::optional<HttpReply>& refusal, uint64_t& requests, std::string_view client,
-                     const AuditPeer& peer, Clock::time_point accepted) {
+                     const AuditPeer& peer, Steady::time_point accepted) {
   Answer answer;
-  answer.start = Clock::now();
+  answer.start = Steady::now();
   if (ec == http::error::header_limit || ec == http::error::buffer_overflow) {
     answer.reply = Refusal(static_cast<unsigned>(http::status::request_header_fields_too_large),
                            vocab::ErrorCode::kHeadersTooLarge,

@@ -27,7 +27,7 @@ HttpReply Refusal(unsigned status, vocab::ErrorCode code, std::string_view messa
 struct Answer {
   HttpReply reply;
   Endpoint endpoint = Endpoint::kOther;
-  Clock::time_point start;
+  Steady::time_point start;
   bool close = true;
   unsigned version = 11;
 };
@@ -38,7 +38,7 @@ struct Answer {
 // `peer`, who asks (for the audit log).
 Answer AnswerRequest(SessionFront& front, beast::error_code ec, const ParsedRequest& request,
                      std::optional<HttpReply>& refusal, uint64_t& requests, std::string_view client,
-                     const AuditPeer& peer, Clock::time_point accepted);
+                     const AuditPeer& peer, Steady::time_point accepted);
 
 // The response an answer is framed as: its status line and header in `head` (reused, so
 // its capacity outlives the reply), its body moved to `body`. The bytes are those Beast's

@@ -26,7 +26,7 @@ typedef struct ssl_st SSL;
 namespace snowflake::daemon::transport {
 
 namespace beast = boost::beast;
-using Clock = std::chrono::steady_clock;
+using Steady = std::chrono::steady_clock;
 using Endpoint = HttpEndpoint;
 
 class SessionFront {
@@ -60,7 +60,7 @@ class SessionFront {
                                const AuditPeer& peer) = 0;
 
   // One reply sent: its status and how long it took, for the metrics and the status.
-  virtual void Replied(unsigned status, Endpoint endpoint, Clock::time_point start) = 0;
+  virtual void Replied(unsigned status, Endpoint endpoint, Steady::time_point start) = 0;
 
  protected:
   const Config::Http options_;  // constant after construction

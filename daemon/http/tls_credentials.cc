@@ -557,7 +557,7 @@ TlsCredentials::TlsCredentials(const Config::Http& options) : options_(options) 
 TlsCredentials::~TlsCredentials() = default;
 
 tl::expected<std::unique_ptr<TlsCredentials>, std::string> TlsCredentials::Load(
-    const Config::Http& options) noexcept {
+    const Config::Http& options, Clock& clock) noexcept {
   try {
     std::unique_ptr<TlsCredentials> out(new TlsCredentials(options));
     // The signature first: a file replaced while it is read is then seen as changed at the
@@ -567,7 +567,7 @@ tl::expected<std::unique_ptr<TlsCredentials>, std::string> TlsCredentials::Load(
     if (!built) return tl::unexpected(built.error());
     if (options.tls_session_tickets) {
       out->ticket_keys_ = std::make_shared<TlsTicketKeys>(
-          std::chrono::seconds(options.tls_session_ticket_rotate_s));
+          std::chrono::seconds(options.tls_session_ticket_rotate_s), clock);
     }
     auto context =
         WithTicketKeys(*built, out->ticket_keys_,
@@ -697,7 +697,8 @@ std::string CertificateClientKey(X509* peer) {
 
 tl::expected<void, std::string> CheckTlsFiles(const Config::Http& options) noexcept {
   if (!options.tls()) return {};
-  auto loaded = TlsCredentials::Load(options);
+  RealClock clock;  // the check reads the files; no ticket key outlives it
+  auto loaded = TlsCredentials::Load(options, clock);
   if (!loaded) return tl::unexpected(loaded.error());
   return {};
 }

@@ -26,6 +26,7 @@
 #include <tl/expected.hpp>
 
 #include "daemon/config/config.h"
+#include "daemon/core/clock.h"
 
 typedef struct x509_st X509;
 
@@ -47,8 +48,9 @@ class TlsCredentials {
   // regular file, another user's, writable by others, not PEM, a key that does not match
   // the certificate, a key readable by other users, a CRL past its nextUpdate or not yet
   // valid; a tls_ciphers, tls_ciphersuites or tls_groups name OpenSSL does not know.
+  // Session-ticket keys rotate on `clock`, which must outlive the credentials.
   static tl::expected<std::unique_ptr<TlsCredentials>, std::string> Load(
-      const Config::Http& options) noexcept;
+      const Config::Http& options, Clock& clock) noexcept;
   ~TlsCredentials();
   TlsCredentials(const TlsCredentials&) = delete;
   TlsCredentials& operator=(const TlsCredentials&) = delete;

@@ -47,7 +47,7 @@ class TlsSession : public std::enable_shared_from_this<TlsSession> {
   // `client`: the peer's address key, until a client certificate names the caller;
   // `peer`: its address.
   TlsSession(tcp::socket socket, std::shared_ptr<asio::ssl::context> context, SessionFront& front,
-             std::string client, SourcePlace place, Clock::time_point accepted,
+             std::string client, SourcePlace place, Steady::time_point accepted,
              const IpAddress& peer)
       : context_(std::move(context)),
         client_(std::move(client)),
@@ -86,7 +86,7 @@ class TlsSession : public std::enable_shared_from_this<TlsSession> {
   std::shared_ptr<asio::ssl::context> context_;  // before stream_: it outlives it
   std::string client_;
   const SourcePlace place_;
-  const Clock::time_point accepted_;
+  const Steady::time_point accepted_;
   const IpAddress peer_;
   bool certificate_ = false;  // client_ is a client certificate's identity
   std::string serial_;        // that certificate's serial (hex)

@@ -82,8 +82,8 @@ bool KeyContexts(const unsigned char aes[32], const unsigned char hmac[32],
 
 }  // namespace
 
-TlsTicketKeys::TlsTicketKeys(std::chrono::seconds period, SteadyNow now)
-    : period_(period), now_(std::move(now)) {
+TlsTicketKeys::TlsTicketKeys(std::chrono::seconds period, Clock& clock)
+    : period_(period), clock_(clock) {
   SNOWFLAKE_REQUIRE(period_.count() > 0);
 }
 
@@ -121,7 +121,7 @@ bool TlsTicketKeys::RotateIfDue(std::chrono::steady_clock::time_point now) {
 
 bool TlsTicketKeys::Seal(uint64_t generation, unsigned char name[kNameBytes],
                          unsigned char iv[kIvBytes], EVP_CIPHER_CTX* cipher, EVP_MAC_CTX* mac) {
-  const auto now = now_();
+  const auto now = clock_.SteadyNow();
   std::lock_guard lock(mutex_);
   // A context of an older generation verified its client against a CA or CRL no longer in
   // use: what it would seal must not be resumed.
@@ -135,7 +135,7 @@ bool TlsTicketKeys::Seal(uint64_t generation, unsigned char name[kNameBytes],
 TlsTicketKeys::Opened TlsTicketKeys::Open(const unsigned char name[kNameBytes],
                                           const unsigned char iv[kIvBytes], EVP_CIPHER_CTX* cipher,
                                           EVP_MAC_CTX* mac) {
-  const auto now = now_();
+  const auto now = clock_.SteadyNow();
   std::lock_guard lock(mutex_);
   // A failed CSPRNG leaves the keys still valid as they were; they may still open.
   (void)RotateIfDue(now);

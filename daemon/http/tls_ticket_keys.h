@@ -4,7 +4,8 @@
 // ticket it opens is renewed under the current key. Each key is made from OpenSSL's CSPRNG
 // (RAND_bytes), seals for one period, opens for at most two (a ticket lives at most one
 // period: the contexts' session timeout), and is wiped (OPENSSL_cleanse) when dropped.
-// Rotation is judged on each use against an injected steady clock: no thread of its own.
+// Rotation is judged on each use against the daemon's Clock (SteadyNow): no thread of its
+// own.
 //
 // Forget() drops both keys and starts a new generation: a context built for an older one
 // seals no ticket, so nothing verified against an old client CA or CRL can be resumed
@@ -20,24 +21,23 @@
 
 #include <chrono>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <mutex>
+
+#include "daemon/core/clock.h"
 
 namespace snowflake::daemon {
 
 class TlsTicketKeys {
  public:
-  using SteadyNow = std::function<std::chrono::steady_clock::time_point()>;
-
   // The sizes OpenSSL's ticket callback works with: a 16-byte key name in the ticket, a
   // 16-byte IV for AES-256-CBC, and the keys of AES-256 and HMAC-SHA256.
   static constexpr size_t kNameBytes = 16;
   static constexpr size_t kIvBytes = 16;
 
-  // REQUIRES: period > 0. `now` must be safe to call from any thread.
-  explicit TlsTicketKeys(
-      std::chrono::seconds period, SteadyNow now = [] { return std::chrono::steady_clock::now(); });
+  // REQUIRES: period > 0. `clock` (its SteadyNow) outlives this and is safe to call from
+  // any thread.
+  TlsTicketKeys(std::chrono::seconds period, Clock& clock);
   ~TlsTicketKeys();  // wipes the keys
   TlsTicketKeys(const TlsTicketKeys&) = delete;
   TlsTicketKeys& operator=(const TlsTicketKeys&) = delete;
@@ -86,7 +86,7 @@ class TlsTicketKeys {
 
   // Constant after construction.
   const std::chrono::seconds period_;
-  const SteadyNow now_;
+  Clock& clock_;
 
   mutable std::mutex mutex_;
   KeyPtr current_;           // guarded by mutex_; seals, and opens

@@ -15,26 +15,23 @@
 #include <thread>
 #include <vector>
 
+#include "tests/daemon/fake_clock.h"
+
 namespace snowflake::daemon {
 namespace {
 
 using namespace std::chrono_literals;
 
-// An AuditLog over a clock the test moves, writing into lines().
+// An AuditLog over a clock the test moves (the daemon's Clock seam), writing into lines().
 class AuditLogTest : public ::testing::Test {
  protected:
   AuditLog Make(uint32_t lines = 10, std::chrono::milliseconds interval = 10s) {
-    return AuditLog(
-        AuditLog::Limits{lines, interval}, [this] { return Now(); },
-        [this](std::string_view line) {
-          std::lock_guard lock(mutex_);
-          lines_.emplace_back(line);
-        });
+    return AuditLog(clock_, AuditLog::Limits{lines, interval}, [this](std::string_view line) {
+      std::lock_guard lock(mutex_);
+      lines_.emplace_back(line);
+    });
   }
-  AuditLog::Clock::time_point Now() const {
-    return AuditLog::Clock::time_point{} + 1h + std::chrono::milliseconds(ms_.load());
-  }
-  void Advance(std::chrono::milliseconds by) { ms_.fetch_add(by.count()); }
+  void Advance(std::chrono::milliseconds by) { clock_.Tick(by.count()); }
   std::vector<std::string> lines() const {
     std::lock_guard lock(mutex_);
     return lines_;
@@ -52,7 +49,7 @@ class AuditLogTest : public ::testing::Test {
   }
 
  private:
-  std::atomic<int64_t> ms_{0};
+  testing::FakeClock clock_{1'700'000'000'000};
   mutable std::mutex mutex_;
   std::vector<std::string> lines_;
 };

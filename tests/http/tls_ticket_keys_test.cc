@@ -22,6 +22,8 @@
 #include <thread>
 #include <vector>
 
+#include "tests/daemon/fake_clock.h"
+
 namespace snowflake::daemon {
 namespace {
 
@@ -30,16 +32,9 @@ using Opened = TlsTicketKeys::Opened;
 
 constexpr std::chrono::seconds kPeriod{3600};
 
-// A steady clock the test moves by hand.
-struct ManualClock {
-  std::atomic<int64_t> seconds{1'000'000};
-  TlsTicketKeys::SteadyNow Now() {
-    return [this] {
-      return std::chrono::steady_clock::time_point(std::chrono::seconds(seconds.load()));
-    };
-  }
-  void Advance(std::chrono::seconds by) { seconds += by.count(); }
-};
+using ManualClock = testing::FakeClock;  // the daemon's Clock seam, moved by hand
+
+void Advance(ManualClock& clock, std::chrono::seconds by) { clock.Tick(by.count() * 1000); }
 
 struct CipherFree {
   void operator()(EVP_CIPHER_CTX* c) const { EVP_CIPHER_CTX_free(c); }
@@ -117,7 +112,7 @@ Opened Open(TlsTicketKeys& sut, const Ticket& ticket, std::string* body) {
 
 TEST(TlsTicketKeys, ATicketOpensUnderItsKeyStillAfterOneRotationAndNotAfterTwo) {
   ManualClock clock;
-  TlsTicketKeys sut(kPeriod, clock.Now());
+  TlsTicketKeys sut(kPeriod, clock);
   const Ticket ticket = Seal(sut, 0, "session of taker-a");
   ASSERT_FALSE(ticket.sealed.empty());
 
@@ -125,7 +120,7 @@ TEST(TlsTicketKeys, ATicketOpensUnderItsKeyStillAfterOneRotationAndNotAfterTwo) 
   EXPECT_EQ(Open(sut, ticket, &body), Opened::kCurrent);
   EXPECT_EQ(body, "session of taker-a");
 
-  clock.Advance(kPeriod);  // one rotation: the ticket's key is now the previous one
+  Advance(clock, kPeriod);  // one rotation: the ticket's key is now the previous one
   const Ticket renewed = Seal(sut, 0, "renewed");
   EXPECT_NE(std::string(reinterpret_cast<const char*>(renewed.name), sizeof renewed.name),
             std::string(reinterpret_cast<const char*>(ticket.name), sizeof ticket.name))
@@ -134,18 +129,18 @@ TEST(TlsTicketKeys, ATicketOpensUnderItsKeyStillAfterOneRotationAndNotAfterTwo) 
   EXPECT_EQ(Open(sut, ticket, &body), Opened::kPrevious);
   EXPECT_EQ(body, "session of taker-a");
 
-  clock.Advance(kPeriod);  // a second rotation: the ticket's key is gone
+  Advance(clock, kPeriod);  // a second rotation: the ticket's key is gone
   EXPECT_EQ(Open(sut, ticket, &body), Opened::kNone);
   EXPECT_EQ(Open(sut, renewed, &body), Opened::kPrevious);
 }
 
 TEST(TlsTicketKeys, AKeySealsForOnePeriodThenANewOneTakesOver) {
   ManualClock clock;
-  TlsTicketKeys sut(kPeriod, clock.Now());
+  TlsTicketKeys sut(kPeriod, clock);
   const Ticket first = Seal(sut, 0, "a");
-  clock.Advance(kPeriod - 1s);
+  Advance(clock, kPeriod - 1s);
   const Ticket same_period = Seal(sut, 0, "b");
-  clock.Advance(1s);
+  Advance(clock, 1s);
   const Ticket next_period = Seal(sut, 0, "c");
 
   const auto name = [](const Ticket& t) {
@@ -159,14 +154,14 @@ TEST(TlsTicketKeys, AKeySealsForOnePeriodThenANewOneTakesOver) {
 // one late must still go two periods after it was made, not at the next rotation.
 TEST(TlsTicketKeys, APreviousKeyGoesTwoPeriodsAfterItWasMadeEvenBetweenRotations) {
   ManualClock clock;
-  TlsTicketKeys sut(kPeriod, clock.Now());
+  TlsTicketKeys sut(kPeriod, clock);
   const Ticket ticket = Seal(sut, 0, "a");
-  clock.Advance(kPeriod + kPeriod / 2);
+  Advance(clock, kPeriod + kPeriod / 2);
   const Ticket later = Seal(sut, 0, "b");  // rotates: the ticket's key is the previous one
   std::string body;
   ASSERT_EQ(Open(sut, ticket, &body), Opened::kPrevious);
 
-  clock.Advance(kPeriod / 2);  // two periods after the ticket's key was made
+  Advance(clock, kPeriod / 2);  // two periods after the ticket's key was made
 
   EXPECT_EQ(Open(sut, ticket, &body), Opened::kNone);
   EXPECT_EQ(Open(sut, later, &body), Opened::kCurrent);
@@ -174,9 +169,9 @@ TEST(TlsTicketKeys, APreviousKeyGoesTwoPeriodsAfterItWasMadeEvenBetweenRotations
 
 TEST(TlsTicketKeys, AKeyIdleForTwoPeriodsOpensNothing) {
   ManualClock clock;
-  TlsTicketKeys sut(kPeriod, clock.Now());
+  TlsTicketKeys sut(kPeriod, clock);
   const Ticket ticket = Seal(sut, 0, "a");
-  clock.Advance(5 * kPeriod);  // no handshake in between: no rotation ran
+  Advance(clock, 5 * kPeriod);  // no handshake in between: no rotation ran
 
   std::string body;
   EXPECT_EQ(Open(sut, ticket, &body), Opened::kNone);
@@ -184,7 +179,7 @@ TEST(TlsTicketKeys, AKeyIdleForTwoPeriodsOpensNothing) {
 
 TEST(TlsTicketKeys, ForgetEndsEveryTicketAndAnOlderGenerationSealsNothing) {
   ManualClock clock;
-  TlsTicketKeys sut(kPeriod, clock.Now());
+  TlsTicketKeys sut(kPeriod, clock);
   const Ticket before = Seal(sut, 0, "a");
 
   const uint64_t generation = sut.Forget();
@@ -201,8 +196,8 @@ TEST(TlsTicketKeys, ForgetEndsEveryTicketAndAnOlderGenerationSealsNothing) {
 
 TEST(TlsTicketKeys, TwoRingsMakeDifferentKeys) {
   ManualClock clock;
-  TlsTicketKeys one(kPeriod, clock.Now());
-  TlsTicketKeys two(kPeriod, clock.Now());
+  TlsTicketKeys one(kPeriod, clock);
+  TlsTicketKeys two(kPeriod, clock);
   const Ticket ticket = Seal(one, 0, "a");
   std::string body;
   EXPECT_EQ(Open(two, ticket, &body), Opened::kNone);
@@ -212,7 +207,7 @@ TEST(TlsTicketKeys, TwoRingsMakeDifferentKeys) {
 // bytes sealed (a wrong key would fail the MAC), and most tickets open.
 TEST(TlsTicketKeys, ConcurrentSealAndOpenWhileRotatingNeverYieldWrongBytes) {
   ManualClock clock;
-  TlsTicketKeys sut(60s, clock.Now());
+  TlsTicketKeys sut(60s, clock);
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> opened{0}, wrong{0};
   std::vector<std::thread> threads;
@@ -231,7 +226,7 @@ TEST(TlsTicketKeys, ConcurrentSealAndOpenWhileRotatingNeverYieldWrongBytes) {
   }
   std::thread mover([&] {
     while (!stop.load()) {
-      clock.Advance(20s);
+      Advance(clock, 20s);
       std::this_thread::yield();
     }
   });
