@@ -1004,9 +1004,11 @@ TEST_F(TlsFront, ABadNewPairIsRefusedNamingTheFileAndTheOldPairKeepsServing) {
 
 // ---- CRL rotation and expiry ----------------------------------------------------------------
 
-std::string CrlToml(const fs::path& ca, const fs::path& crl) {
-  return "tls_client_ca_file = \"" + ca.string() + "\"\ntls_client_crl_file = \"" + crl.string() +
-         "\"\n";
+// The front's [http] TLS lines with the test server's pair, mutual TLS against `ca` and
+// `crl` as its CRL file.
+std::string CrlToml(const Certificates& certs, const fs::path& ca, const fs::path& crl) {
+  return TlsToml(certs("server.pem"), certs("server-key.pem")) + "tls_client_ca_file = \"" +
+         ca.string() + "\"\ntls_client_crl_file = \"" + crl.string() + "\"\n";
 }
 
 // A client whose certificate is `name`.pem, trusting the test CA.
@@ -1047,9 +1049,7 @@ void ExpectCrlRotationRevokes(const Certificates& certs, const FrontDaemon& fron
 TEST_F(TlsFront, ACrlRenamedOverTheOldOneRefusesWhatItRevokesToNewHandshakes) {
   TempDir files("sf-crlrot");
   Replace(certs_("crl.pem"), files / "crl.pem");
-  FrontDaemon front("tls-crlrot", 70,
-                    TlsToml(certs_("server.pem"), certs_("server-key.pem")) +
-                        CrlToml(certs_("ca.pem"), files / "crl.pem"));
+  FrontDaemon front("tls-crlrot", 70, CrlToml(certs_, certs_("ca.pem"), files / "crl.pem"));
   ASSERT_NO_FATAL_FAILURE(front.Start());
 
   ExpectCrlRotationRevokes(certs_, front, [&] { Replace(certs_("crl2.pem"), files / "crl.pem"); });
@@ -1069,9 +1069,7 @@ TEST_F(TlsFront, ACrlSwappedInASecretVolumesDataLinkRefusesWhatItRevokes) {
   for (const char* name : {"ca.crt", "ca.crl"}) {
     fs::create_symlink(fs::path("..data") / name, files / name);
   }
-  FrontDaemon front("tls-crlsecret", 71,
-                    TlsToml(certs_("server.pem"), certs_("server-key.pem")) +
-                        CrlToml(files / "ca.crt", files / "ca.crl"));
+  FrontDaemon front("tls-crlsecret", 71, CrlToml(certs_, files / "ca.crt", files / "ca.crl"));
   ASSERT_NO_FATAL_FAILURE(front.Start());
 
   ExpectCrlRotationRevokes(certs_, front, [&] {
@@ -1085,9 +1083,7 @@ TEST_F(TlsFront, ACrlSwappedInASecretVolumesDataLinkRefusesWhatItRevokes) {
 // at start (and by --check-config) naming the file and its nextUpdate; at a reload it is
 // refused the same way and the CRL in use is kept. The CRL's nextUpdate is exported.
 TEST_F(TlsFront, AnExpiredCrlIsRefusedByCheckConfigNamingItsNextUpdate) {
-  FrontDaemon front("tls-crlold", 72,
-                    TlsToml(certs_("server.pem"), certs_("server-key.pem")) +
-                        CrlToml(certs_("ca.pem"), certs_("crl-expired.pem")));
+  FrontDaemon front("tls-crlold", 72, CrlToml(certs_, certs_("ca.pem"), certs_("crl-expired.pem")));
   const RunResult checked = RunCommand(
       {kSnowflakedPath, "--check-config", "--config", front.options.config_path->string()},
       RunOptions{.env = {}, .stdin_text = "", .timeout = 20s, .working_dir = std::nullopt});
@@ -1101,9 +1097,7 @@ TEST_F(TlsFront, AnExpiredCrlIsRefusedByCheckConfigNamingItsNextUpdate) {
 TEST_F(TlsFront, AnExpiredCrlAtAReloadIsRefusedAndTheCrlInUseKept) {
   TempDir files("sf-crlexp");
   Replace(certs_("crl.pem"), files / "crl.pem");
-  FrontDaemon front("tls-crlexp", 73,
-                    TlsToml(certs_("server.pem"), certs_("server-key.pem")) +
-                        CrlToml(certs_("ca.pem"), files / "crl.pem"));
+  FrontDaemon front("tls-crlexp", 73, CrlToml(certs_, certs_("ca.pem"), files / "crl.pem"));
   ASSERT_NO_FATAL_FAILURE(front.Start());
   HttpsClient scraper(ClientFiles(certs_, "client"));
   const double next_update =
@@ -1205,10 +1199,9 @@ TEST_F(TlsFront, WithoutTicketsNoTicketIsIssued) {
 TEST_F(TlsFront, ANewCrlEndsEveryTicketIssuedBeforeIt) {
   TempDir files("sf-crltickets");
   Replace(certs_("crl.pem"), files / "crl.pem");
-  FrontDaemon front("tls-crltickets", 76,
-                    "tls_session_tickets = true\n" +
-                        TlsToml(certs_("server.pem"), certs_("server-key.pem")) +
-                        CrlToml(certs_("ca.pem"), files / "crl.pem"));
+  FrontDaemon front(
+      "tls-crltickets", 76,
+      "tls_session_tickets = true\n" + CrlToml(certs_, certs_("ca.pem"), files / "crl.pem"));
   ASSERT_NO_FATAL_FAILURE(front.Start());
   ResumingClient revoked_later(ClientFiles(certs_, "uri1-client"), TlsVersions::kOnly13);
   ResumingClient kept(ClientFiles(certs_, "client"), TlsVersions::kOnly12);
