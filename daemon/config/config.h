@@ -106,7 +106,7 @@ struct Config {
     // holds a max_connections slot. The lowest version served ("1.2" or "1.3"), the TLS 1.2
     // cipher list, TLS 1.3's suites (all AEAD; OpenSSL's three by default) and the
     // key-exchange groups, in OpenSSL's syntax.
-    int64_t tls_handshake_timeout_ms = 3000;
+    int64_t tls_handshake_timeout_ms = 2000;
     uint64_t tls_max_handshakes = 64;
     std::string tls_min_version = "1.2";
     std::string tls_ciphers = "ECDHE+AESGCM:ECDHE+CHACHA20";

@@ -188,7 +188,7 @@ TEST(HttpConfig, TlsDefaultsAreTls12WithEcdheAeadAndAShortHandshakeDeadline) {
   EXPECT_EQ(sut.http.tls_min_version, "1.2");
   EXPECT_EQ(sut.http.tls_ciphers, "ECDHE+AESGCM:ECDHE+CHACHA20");
   EXPECT_EQ(sut.http.tls_groups, "X25519:P-256:P-384");
-  EXPECT_EQ(sut.http.tls_handshake_timeout_ms, 3000);
+  EXPECT_EQ(sut.http.tls_handshake_timeout_ms, 2000);
   EXPECT_EQ(sut.http.tls_max_handshakes, 64u);
   EXPECT_FALSE(sut.http.tls_session_tickets);
   EXPECT_EQ(sut.http.tls_session_ticket_rotate_s, 3600);
