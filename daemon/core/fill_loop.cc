@@ -234,6 +234,10 @@ void FillLoop::ApplyFence(int64_t fence) {
                fence >= clock_.NowUnixMs() ? "paused until the clock passes it"
                                            : "serving above it");
   SyncState(clock_.NowUnixMs(), ReadHorizon());
+  // The control socket's record at once, as for a resume: the pass's own report would
+  // see no change left to publish and could leave `snowflakectl status` without the
+  // fence for up to the board's interval.
+  status_.RefreshBoard(Facts());
 }
 
 void FillLoop::HandleResume() {

@@ -376,7 +376,13 @@ TEST(InProcessDaemon, AnOperatorsFenceEmptiesTheRingPausesUntilTheClockPassesItA
   });
   auto while_fenced = client->Next();
   // What the control socket says the daemon waits for (snowflakectl status, /v1/status).
-  const auto fenced_status = protocol::QueryStatus(host.config().daemon.runtime_dir, 2s);
+  // The daemon writes its record just after the segment's state (two stores, not one):
+  // the fence seen in the segment may not be in the record yet, so wait for it there too.
+  auto fenced_status = protocol::QueryStatus(host.config().daemon.runtime_dir, 2s);
+  AwaitThat([&] {
+    fenced_status = protocol::QueryStatus(host.config().daemon.runtime_dir, 2s);
+    return fenced_status && fenced_status->reason_code == "fenced";
+  });
   const std::string fenced_scrape = daemon.metrics().Scrape();
   const bool acknowledged = AwaitThat([&] { return reg->acknowledged() == fence; });
   // Time passes (wall and steady clock alike) until the clock passes the fence.
