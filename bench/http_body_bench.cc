@@ -1,4 +1,4 @@
-// The HTTP front's batch serialiser alone (daemon/http/http_body.h: AppendIdsBody), for
+// The HTTP front's batch serialiser alone (protocol/id_reply.h: AppendIdsBody), for
 // /v1/ids bodies of 1, 64 and 4096 IDs in JSON and text/plain, beside two baselines from
 // the same run:
 //   - PerIdToString: the body built as the front built it before, one std::to_string
@@ -14,12 +14,12 @@
 #include <string>
 #include <vector>
 
-#include "daemon/http/http_body.h"
+#include "protocol/id_reply.h"
 
 namespace {
 
-using snowflake::daemon::AppendIdsBody;
-using snowflake::daemon::IdsFormat;
+using snowflake::protocol::AppendIdsBody;
+using snowflake::protocol::IdsFormat;
 
 std::vector<uint64_t> Ids(size_t count) {
   std::vector<uint64_t> ids(count);

@@ -9,12 +9,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string_view>
 #include <thread>
 #include <utility>
 
+#include "protocol/id_reply.h"
 #include "snowflake/id_layout.h"
 
 namespace snowflake::detail {
@@ -48,18 +48,6 @@ size_t AppendBody(char* data, size_t size, size_t count, void* user) {
   if (body->size() + size * count > 1 << 20) return 0;
   body->append(data, size * count);
   return size * count;
-}
-
-// `"code":"paused"` out of an error body, without a JSON library.
-// The front's error code, {"error":{"code":"...",...}} (docs/http.md); "" if the body is
-// not such an object.
-std::string ErrorCodeOf(const std::string& body) {
-  const auto doc = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (!doc.is_object()) return "";
-  const auto error = doc.find("error");
-  if (error == doc.end() || !error->is_object()) return "";
-  const auto code = error->find("code");
-  return code != error->end() && code->is_string() ? code->get<std::string>() : "";
 }
 
 // "https://host:port" -> true and "host:port"; "http://host:port" and "host:port" ->
@@ -437,7 +425,7 @@ tl::expected<size_t, std::string> RemotePool::Fetch(Endpoint& endpoint, std::spa
   }
   if (status != 200) {
     *retry_after = RetryAfterOf(handle);
-    const std::string code = ErrorCodeOf(request.body);
+    const std::string code = protocol::ErrorCodeOf(request.body);
     return tl::unexpected(
         "HTTP " + std::to_string(status) + (code.empty() ? "" : " " + code) +
         (retry_after->count() > 0
@@ -449,29 +437,15 @@ tl::expected<size_t, std::string> RemotePool::Fetch(Endpoint& endpoint, std::spa
 
 tl::expected<size_t, std::string> RemotePool::ReadIds(const std::string& body, size_t want,
                                                       std::span<uint64_t> out) const {
-  // One decimal per line, strictly increasing, none older than max_age nor further ahead
+  // The protocol's reply (protocol/id_reply.h): one decimal per line, strictly
+  // increasing; then this client's own bounds: none older than max_age nor further ahead
   // than max_ahead.
-  size_t n = 0;
-  size_t start = 0;
+  auto read = protocol::ReadIdsText(body, out.first(std::min(want, out.size())));
+  if (!read) return tl::unexpected(std::move(read.error()));
   const int64_t now_ms = NowUnixMs();
   const int64_t oldest_ms = now_ms - max_age_.count();
   const int64_t newest_ms = now_ms + max_ahead_.count();
-  while (start < body.size()) {
-    const size_t nl = body.find('\n', start);
-    if (nl == std::string::npos || n == want) {
-      return tl::unexpected(std::string("a malformed reply (not one ID per line)"));
-    }
-    uint64_t id = 0;
-    const char* first = body.data() + start;
-    const char* last = body.data() + nl;
-    const auto [end, ec] = std::from_chars(first, last, id);
-    // IDs are below 2^63 (the layout's top bit is 0).
-    if (first == last || ec != std::errc() || end != last || id >> 63 != 0) {
-      return tl::unexpected(std::string("a malformed ID"));
-    }
-    if (n > 0 && id <= out[n - 1]) {
-      return tl::unexpected(std::string("IDs not strictly increasing"));
-    }
+  for (const uint64_t id : out.first(*read)) {
     const int64_t id_ms = epoch_unix_ms_ + IdLayout::OffsetMsOf(id);
     if (id_ms < oldest_ms) {
       return tl::unexpected(
@@ -487,11 +461,8 @@ tl::expected<size_t, std::string> RemotePool::ReadIds(const std::string& body, s
                             " ms): its clock is fast, or its epoch is not this client's (" +
                             std::to_string(epoch_unix_ms_) + " ms)");
     }
-    out[n++] = id;
-    start = nl + 1;
   }
-  if (n == 0) return tl::unexpected(std::string("an empty reply"));
-  return n;
+  return *read;
 }
 
 }  // namespace snowflake::detail

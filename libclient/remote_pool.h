@@ -104,8 +104,9 @@ class RemotePool {
   // client's certificate if set), the body into request.
   void SetRequest(void* curl, const Endpoint& endpoint, const std::string& url,
                   std::chrono::milliseconds timeout, Request& request) const;
-  // A 200 reply's IDs, checked: one decimal per line, at most `want`, strictly
-  // increasing, none older than max_age nor further ahead than max_ahead. A reason if not.
+  // A 200 reply's IDs, checked: the protocol's text body (protocol::ReadIdsText: one
+  // decimal per line, at most `want`, strictly increasing), none older than max_age nor
+  // further ahead than max_ahead. A reason if not.
   tl::expected<size_t, std::string> ReadIds(const std::string& body, size_t want,
                                             std::span<uint64_t> out) const;
   tl::expected<size_t, Error> TakeRemote(std::span<uint64_t> out, const Error& local_error);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "daemon/fronts/daemon_answers.h"
+#include "protocol/id_reply.h"
 #include "protocol/vocabulary.h"
 #include "snowflake/client.h"
 
@@ -242,12 +243,13 @@ HttpReply HttpHandlers::TakeIds(const HttpRoute& route, std::string_view client,
   }
 
   HttpReply reply;
-  IdsFormat format = route.endpoint == Endpoint::kIds ? IdsFormat::kJsonBatch : IdsFormat::kJsonOne;
+  protocol::IdsFormat format = route.endpoint == Endpoint::kIds ? protocol::IdsFormat::kJsonBatch
+                                                                : protocol::IdsFormat::kJsonOne;
   if (route.plain) {
     reply.content_type = kTextContentType;
-    format = IdsFormat::kText;
+    format = protocol::IdsFormat::kText;
   }
-  AppendIdsBody(ids, format, reply.body);
+  protocol::AppendIdsBody(ids, format, reply.body);
   return reply;
 }
 

@@ -17,8 +17,8 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
-#include "daemon/http/http_body.h"
 #include "daemon/http/http_request.h"
+#include "protocol/id_reply.h"
 #include "snowflake/client.h"
 
 namespace {
@@ -42,7 +42,7 @@ void CheckRoute(std::string_view method, std::string_view target, std::string_vi
   if (refusal.status != 400 && refusal.status != 404 && refusal.status != 405) __builtin_trap();
   if (refusal.code.empty() || refusal.message.empty()) __builtin_trap();
   const auto body = nlohmann::json::parse(
-      snowflake::daemon::HttpErrorBody(refusal.code, refusal.message), nullptr, false);
+      snowflake::protocol::ErrorBody(refusal.code, refusal.message), nullptr, false);
   if (!body.is_object() || body["error"]["code"] != refusal.code) __builtin_trap();
 }
 

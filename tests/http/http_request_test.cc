@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "daemon/http/http_body.h"
+#include "protocol/id_reply.h"
 #include "protocol/vocabulary.h"
 #include "snowflake/client_error.h"
 
@@ -61,8 +61,8 @@ TEST(HttpRequest, ErrorBodyOfANonUtf8QueryIsValidJson) {
   ASSERT_FALSE(sut);
   EXPECT_EQ(sut.error().status, 400u);
 
-  const auto body = nlohmann::json::parse(HttpErrorBody(sut.error().code, sut.error().message),
-                                          nullptr, false);
+  const auto body = nlohmann::json::parse(
+      protocol::ErrorBody(sut.error().code, sut.error().message), nullptr, false);
 
   ASSERT_TRUE(body.is_object());
   EXPECT_EQ(body["error"]["code"], "bad_query");
@@ -91,7 +91,7 @@ TEST(HttpRequest, FailedTakesAnswerWithTheLibrarysCode) {
     const auto error = static_cast<ClientError>(e);
     const HttpFailure sut = HttpFailureFor(error);
     EXPECT_EQ(sut.code, ClientErrorName(error)) << e;
-    const auto body = nlohmann::json::parse(HttpErrorBody(sut.code, "m"), nullptr, false);
+    const auto body = nlohmann::json::parse(protocol::ErrorBody(sut.code, "m"), nullptr, false);
     EXPECT_EQ(body["error"]["code"], ClientErrorName(error)) << e;
   }
   // Not serving: 503, go to another daemon. A bad name: the caller's fault. Else the front's.
