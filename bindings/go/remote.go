@@ -541,14 +541,9 @@ func (p *remotePool) fetchWith(httpClient *http.Client, e *endpoint, out []uint6
 		return 0, 0, "a reply larger than 1 MiB"
 	}
 	if resp.StatusCode != http.StatusOK {
-		var doc struct {
-			Error struct {
-				Code string `json:"code"`
-			} `json:"error"`
-		}
 		why := "HTTP " + strconv.Itoa(resp.StatusCode)
-		if json.Unmarshal(body, &doc) == nil && doc.Error.Code != "" {
-			why += " " + doc.Error.Code
+		if code := errorCodeOf(body); code != "" {
+			why += " " + code
 		}
 		retryAfter := retryAfterOf(resp)
 		if retryAfter > 0 {
@@ -556,25 +551,15 @@ func (p *remotePool) fetchWith(httpClient *http.Client, e *endpoint, out []uint6
 		}
 		return 0, retryAfter, why
 	}
-	// One decimal per line, strictly increasing, none older than max_age nor further
-	// ahead than max_ahead.
+	// The protocol's reply (protocol/id_reply.h), then this client's own bounds: none
+	// older than max_age nor further ahead than max_ahead.
+	n, why := readIDsText(body, out[:want])
+	if why != "" {
+		return 0, 0, why
+	}
 	nowMs := time.Now().UnixMilli()
 	oldest, newest := nowMs-remoteMaxAge.Milliseconds(), nowMs+remoteMaxAhead.Milliseconds()
-	text := string(body)
-	n := 0
-	for len(text) > 0 {
-		nl := strings.IndexByte(text, '\n')
-		if nl < 0 || n == want {
-			return 0, 0, "a malformed reply (not one ID per line)"
-		}
-		id, err := strconv.ParseUint(text[:nl], 10, 64)
-		// IDs are below 2^63 (the layout's top bit is 0).
-		if err != nil || text[0] == '+' || id>>63 != 0 {
-			return 0, 0, "a malformed ID"
-		}
-		if n > 0 && id <= out[n-1] {
-			return 0, 0, "IDs not strictly increasing"
-		}
+	for _, id := range out[:n] {
 		idMs := p.epochMs + int64(id>>timeShift)
 		if idMs < oldest {
 			return 0, 0, "an ID " + strconv.FormatInt(nowMs-idMs, 10) + " ms old (more than " +
@@ -589,12 +574,50 @@ func (p *remotePool) fetchWith(httpClient *http.Client, e *endpoint, out []uint6
 				strconv.FormatInt(remoteMaxAhead.Milliseconds(), 10) + " ms): its clock is " +
 				"fast, or its epoch is not this client's (" + strconv.FormatInt(p.epochMs, 10) + " ms)"
 		}
+	}
+	return n, 0, ""
+}
+
+// readIDsText reads a text/plain take reply (protocol/id_reply.h, golden bodies in
+// tests/protocol/id_replies.json) into out: one decimal ID per line, each line ended by
+// "\n", every ID below 2^63 and above the one before it, at least one and at most
+// len(out). It returns how many, or the reason in the words every taker uses.
+func readIDsText(body []byte, out []uint64) (int, string) {
+	text := string(body)
+	n := 0
+	for len(text) > 0 {
+		nl := strings.IndexByte(text, '\n')
+		if nl < 0 || n == len(out) {
+			return 0, "a malformed reply (not one ID per line)"
+		}
+		id, err := strconv.ParseUint(text[:nl], 10, 64)
+		// IDs are below 2^63 (the layout's top bit is 0).
+		if err != nil || text[0] == '+' || id>>63 != 0 {
+			return 0, "a malformed ID"
+		}
+		if n > 0 && id <= out[n-1] {
+			return 0, "IDs not strictly increasing"
+		}
 		out[n] = id
 		n++
 		text = text[nl+1:]
 	}
 	if n == 0 {
-		return 0, 0, "an empty reply"
+		return 0, "an empty reply"
 	}
-	return n, 0, ""
+	return n, ""
+}
+
+// errorCodeOf is the code of a refusal's body ({"error":{"code":"paused",…}} gives
+// "paused"), or "" if the body is not such an object.
+func errorCodeOf(body []byte) string {
+	var doc struct {
+		Error struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &doc) != nil {
+		return ""
+	}
+	return doc.Error.Code
 }
