@@ -3,10 +3,10 @@
 //
 // The first Front (daemon/fronts/front.h): its transport (http_transport.h: listeners,
 // connections, limits, Beast and Asio), its routing and handlers (http_handlers.h) and
-// its bodies (http_body.h), put together. It takes IDs through the fronts' shared
-// RingServices and never generates any; it serves on its own threads, so a slow or
-// hostile peer never blocks the fill loop; it reads the daemon's status only through the
-// StatusBoard and reports into the daemon's Metrics.
+// its replies (http_body.h, with the bodies of protocol/id_reply.h), put together. It
+// takes IDs through the fronts' shared RingServices and never generates any; it serves
+// on its own threads, so a slow or hostile peer never blocks the fill loop; it reads the
+// daemon's status only through the StatusBoard and reports into the daemon's Metrics.
 //
 // Start() and Stop() must be called from one thread; Status() and ports() from any.
 

@@ -6,7 +6,8 @@
 // the daemon's paths, pid, holder id or register location, /metrics
 // serves the daemon's registry; with an admin listener ([http] admin_listen,
 // http_admin_handlers.h) /v1/status and /metrics are answered 404 here, as unknown paths.
-// Bodies are written by http_body.h. No sockets.
+// Replies are http_body.h's; their bodies are the protocol's (protocol/id_reply.h). No
+// sockets.
 //
 // Thread-safe: Handle() runs on every serving thread at once.
 
