@@ -468,13 +468,13 @@ TEST_F(TlsFront, HandshakesBeyondTheirBoundAreClosedAtAccept) {
 // The first request's deadline counts from connecting, not from the end of the handshake:
 // a peer cannot hold a connection for the handshake timeout plus the idle timeout.
 TEST_F(TlsFront, TheFirstRequestsDeadlineCountsFromConnecting) {
-  FrontDaemon front(
-      "tls-firstreq", 43,
-      "idle_timeout_ms = 4000\ntls_handshake_timeout_ms = 3000\n" +
-          TlsToml(certs_("server.pem"), certs_("server-key.pem")));
+  FrontDaemon front("tls-firstreq", 43,
+                    "idle_timeout_ms = 4000\ntls_handshake_timeout_ms = 3000\n" +
+                        TlsToml(certs_("server.pem"), certs_("server-key.pem")));
   ASSERT_NO_FATAL_FAILURE(front.Start());
-  // The handshake ends about 2 s after connecting (within its 3 s handshake deadline); the request deadline is then 2 s away, enforced at most 250 ms late.
-  // Restarted at the handshake, it would be 4 s away.
+  // The handshake ends about 2 s after connecting (within its 3 s handshake deadline); the request
+  // deadline is then 2 s away, enforced at most 250 ms late. Restarted at the handshake, it would
+  // be 4 s away.
   HttpProbe slow(front.port, certs_("ca.pem"),
                  ProbeOptions{.source = "", .timeout = 10s, .hello_delay = 2000ms});
   ASSERT_TRUE(slow.connected()) << "the slow handshake was not completed";
