@@ -366,8 +366,13 @@ Daemon::Result Daemon::OpenSegment() {
     return Refuse(kExitFatal, "cannot open the segment: " + producer.error().message);
   }
   if (!producer->replaced_because().empty()) {
-    spdlog::warn("retired the segment in {} and created a fresh one: {}", dir.string(),
-                 producer->replaced_because());
+    spdlog::warn("replaced the segment in {} with a fresh one without continuing it: {}",
+                 dir.string(), producer->replaced_because());
+  } else if (producer->continued()) {
+    spdlog::info(
+        "continued the segment in {}: a fresh one above its last ID {} "
+        "(incarnation {}); its clients reattach to it",
+        dir.string(), producer->last_published_id(), producer->incarnation());
   }
   producer_ = std::move(*producer);
   return {};
@@ -395,7 +400,7 @@ Daemon::Result Daemon::MakeGenerator() {
                            .register_mark_writer = claim_->mark_writer,
                            .state_file = saved_,
                            .segment = {.path = producer_->path().string(),
-                                       .reopened = producer_->reopened(),
+                                       .continued = producer_->continued(),
                                        .last_published_id = producer_->last_published_id(),
                                        .incarnation = producer_->incarnation()},
                            .reservation_ms = config_.persistence.reservation_ms,
@@ -502,7 +507,7 @@ Daemon::Result Daemon::MakeFillLoop() {
   identity.holder_id = holder_id_;
   identity.machine = claim_->machine;
   identity.epoch_unix_ms = config_.id.epoch_unix_ms;
-  identity.segment_reopened = producer_->reopened();
+  identity.segment_reopened = producer_->continued();
   identity.started_unix_ms = parts_.clock.NowUnixMs();
   board_ = std::make_unique<StatusBoard>(parts_.clock);
   status_ = std::make_unique<StatusReporter>(

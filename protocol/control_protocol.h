@@ -118,6 +118,9 @@ struct StatusRecord {
   uint64_t published_total = 0;
   uint64_t drained_total = 0;
   uint64_t incarnation = 0;
+  // This start continued a surviving segment of this boot: its IDs go on above the old
+  // one's last ID without waiting out the reservation (the name predates fresh segments at
+  // every start; the wire keeps it).
   bool segment_reopened = false;
   std::optional<uint64_t> last_issued_id;
   // The generator's mark: the newest ms that may carry an ID of this machine. Sent as

@@ -193,10 +193,10 @@ tl::expected<void, SegmentFailure> CreateSegmentFile(const ProducerOptions& opti
 }  // namespace
 
 RingProducer::RingProducer(std::unique_ptr<MappedSegment> segment, std::filesystem::path path,
-                           bool reopened)
+                           bool continued)
     : segment_(std::move(segment)),
       path_(std::move(path)),
-      reopened_(reopened),
+      continued_(continued),
       header_(segment_->header()),
       consumer_(segment_->consumer()),
       slots_(segment_->slots()),
@@ -226,24 +226,32 @@ tl::expected<RingProducer, SegmentFailure> RingProducer::CreateOrOpen(
                                            "segment mode must give others no access"});
     }
     const std::filesystem::path path = options.runtime_dir / kSegmentFileName;
-    uint64_t carried_last_id = 0;
-    std::string previous_replaced_because;
+    // A surviving segment is never reopened: its consumer file is the clients' to write, so
+    // nothing in it (head, the service slots) is carried into a new start. What must carry
+    // over is in the ring file, which only the daemon's user can write: its last published
+    // ID bounds every ID it ever held, so the fresh segment continues strictly above it.
+    std::optional<RingProducer> predecessor;
+    FreshSegment fresh{};
+    std::string replaced_because;
+    bool continued = false;
     struct stat info {};
     if (lstat(path.c_str(), &info) == 0) {
-      // Our own file: no owner check, and a wrong mode is repaired below, not refused.
+      // Our own file: no owner check, and no mode check (the new files get the configured
+      // modes).
       auto existing = MappedSegment::Open(path, MapAccess::kProducer, OwnFileChecks());
       if (!existing) return tl::unexpected(std::move(existing.error()));
-      const SegmentHeader& old = *(*existing)->header();
+      predecessor.emplace(RingProducer(std::move(*existing), path, /*continued=*/false));
+      const SegmentHeader& old = *predecessor->header_;
       const bool same_ids =
           old.machine.load(std::memory_order_relaxed) == options.machine &&
           old.epoch_unix_ms.load(std::memory_order_relaxed) ==
               static_cast<uint64_t>(options.epoch_unix_ms);
-      // A segment of another boot (or of an unknown one) is not reopened, whatever its
-      // shape: it survived on a disk, not in tmpfs, so after a crash its counters may be
-      // older than the daemon's persisted state, and its clients are gone anyway.
+      // Only a segment of this boot is continued with its incarnation: one of another boot
+      // (or of an unknown one) survived on a disk, not in tmpfs, so after a crash it may be
+      // older than the daemon's persisted state. Its last ID still bounds what it held, so
+      // with the same machine and epoch it is carried over all the same (a bound only).
       const BootId boot = BootIdOf(options);
       const BootId recorded = RecordedBootId(old);
-      std::string replaced_because;
       if (!boot.known()) {
         replaced_because =
             "this boot's id cannot be read (/proc/sys/kernel/random/boot_id), "
@@ -255,51 +263,26 @@ tl::expected<RingProducer, SegmentFailure> RingProducer::CreateOrOpen(
                                      FormatBootId(boot) + ")"
                                : "it records no boot id (written by an older daemon), so it "
                                  "may be from another boot of this host";
+      } else if (!same_ids) {
+        replaced_because = "its machine or epoch differs";
       }
-      if (same_ids && (*existing)->capacity() == options.capacity && replaced_because.empty()) {
-        // Repair the modes and group of both files (the config may have changed).
-        for (const auto& [file, mode] :
-             {std::pair{path.string(), RingFileMode(options)},
-              std::pair{ConsumerFilePath(path.string()), options.mode}}) {
-          const int fd = open(file.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-          if (fd < 0) return tl::unexpected(SystemFailure("open " + file, errno));
-          auto applied = ApplyPermissions(fd, mode, options, file);
-          close(fd);
-          if (!applied) return tl::unexpected(std::move(applied.error()));
-        }
-        RingProducer producer(std::move(*existing), path, /*reopened=*/true);
-        producer.header_->incarnation.fetch_add(1, std::memory_order_relaxed);
-        producer.header_->pid.store(static_cast<uint64_t>(getpid()), std::memory_order_relaxed);
-        // Before the state change, which publishes it: this daemon's config may differ.
-        StoreFreshness(*producer.header_, options);
-        // The last daemon's words are not this one's (and a crash mid-write left the
-        // sequence word odd: this write makes it even again).
-        producer.SetStatusText("");
-        producer.SetState(DaemonState::kStarting, StateReason::kStarting);
-        return producer;
-      }
-      // Another shape or boot: retire it. Same machine and epoch: the new one continues
-      // above its last ID (an upper bound of what it published, whichever boot).
-      if (same_ids) {
-        RingProducer old_producer(std::move(*existing), path, true);
-        carried_last_id = old_producer.last_published_id();
-      }
-      Retire(options.runtime_dir);
-      if (replaced_because.empty()) replaced_because = "its capacity, machine or epoch differs";
-      previous_replaced_because = std::move(replaced_because);
+      if (same_ids) fresh.carried_last_id = predecessor->last_published_id();
+      continued = same_ids && replaced_because.empty();
+      if (continued) fresh.incarnation = predecessor->incarnation() + 1;
     }
-    if (auto created =
-            CreateSegmentFile(options, path, FreshSegment{.carried_last_id = carried_last_id});
-        !created) {
+    // Written whole under temporary names and renamed over the old pair, so a client that
+    // finds the old segment stopped finds the new one at once.
+    if (auto created = CreateSegmentFile(options, path, fresh); !created) {
       return tl::unexpected(std::move(created.error()));
     }
-    auto fresh = MappedSegment::Open(path, MapAccess::kProducer, OwnFileChecks());
-    if (!fresh) return tl::unexpected(std::move(fresh.error()));
-    RingProducer producer(std::move(*fresh), path, /*reopened=*/false);
-    producer.replaced_because_ = std::move(previous_replaced_because);
-    producer.header_->incarnation.store(1, std::memory_order_relaxed);
-    producer.header_->pid.store(static_cast<uint64_t>(getpid()), std::memory_order_relaxed);
+    auto mapped = MappedSegment::Open(path, MapAccess::kProducer, OwnFileChecks());
+    if (!mapped) return tl::unexpected(std::move(mapped.error()));
+    RingProducer producer(std::move(*mapped), path, continued);
+    producer.replaced_because_ = std::move(replaced_because);
     producer.Heartbeat();
+    // The old one stops only now: its clients, told it stopped, reattach to the new one.
+    // Its unclaimed IDs are taken back (gaps, below everything the new one publishes).
+    if (predecessor) predecessor->Abandon(StateReason::kShutdown);
     return producer;
   } catch (const std::exception& e) {
     return tl::unexpected(SegmentFailure{SegmentError::kSystemError,
@@ -321,7 +304,7 @@ tl::expected<RingProducer, SegmentFailure> RingProducer::CreateReplacement(
     }
     auto mapped = MappedSegment::Open(path, MapAccess::kProducer, OwnFileChecks());
     if (!mapped) return tl::unexpected(std::move(mapped.error()));
-    return RingProducer(std::move(*mapped), path, /*reopened=*/false);
+    return RingProducer(std::move(*mapped), path, /*continued=*/false);
   } catch (const std::exception& e) {
     return tl::unexpected(SegmentFailure{SegmentError::kSystemError,
                                          std::string("create a fresh segment: ") + e.what()});
@@ -393,7 +376,7 @@ void RingProducer::Retire(const std::filesystem::path& runtime_dir) noexcept {
   auto existing = MappedSegment::Open(path, MapAccess::kProducer, OwnFileChecks());
   if (existing) {
     try {
-      RingProducer old(std::move(*existing), path, true);
+      RingProducer old(std::move(*existing), path, false);
       old.DrainAll();
       old.SetState(DaemonState::kStopped, StateReason::kShutdown);
     } catch (...) {

@@ -39,19 +39,20 @@ tl::expected<StartupPlan, std::string> ReconcileStartup(const StartupFacts& f) {
   plan.confirmed_through_unix_ms = std::min(file_mark, f.register_high_water_ms);
 
   // The segment is trusted in place of the reservation only when it is the very segment
-  // the reservation was made for, nobody opened it since (its incarnation moved by exactly
-  // our own reopen), it has published something, the file is for this number, and no other
-  // holder of the number raised the register's mark since. Where the register names the
-  // claim that last wrote its mark (etcd), that claim must be the one the file recorded:
-  // the mark's value alone cannot tell, because the file runs ahead of the register while
-  // it fails, other holders write marks from their own clocks, and a clean stop lowers it.
+  // the reservation was made for, nobody served the number from it since (this start
+  // continued it, and its incarnation moved by exactly that), it has published something,
+  // the file is for this number, and no other holder of the number raised the register's
+  // mark since. Where the register names the claim that last wrote its mark (etcd), that
+  // claim must be the one the file recorded: the mark's value alone cannot tell, because
+  // the file runs ahead of the register while it fails, other holders write marks from
+  // their own clocks, and a clean stop lowers it.
   // Without such a token (file, static: one host, serialised by its locks) the mark must
   // not be above our own reservation.
   const bool register_unchanged =
       f.register_mark_writer
           ? file && file->register_claim && *file->register_claim == *f.register_mark_writer
           : file && f.register_high_water_ms <= file->reserved_through_unix_ms;
-  plan.trusted_segment = file && f.segment.reopened && f.segment.last_published_id != 0 &&
+  plan.trusted_segment = file && f.segment.continued && f.segment.last_published_id != 0 &&
                          file->segment_path && *file->segment_path == f.segment.path &&
                          file->segment_incarnation + 1 == f.segment.incarnation &&
                          file->machine == f.machine && register_unchanged &&
@@ -94,13 +95,14 @@ tl::expected<StartupPlan, std::string> ReconcileStartup(const StartupFacts& f) {
   }();
   // A fast restart only waits for its own reservation; further behind is out of service.
   plan.start_wait_ms = f.reservation_ms + f.max_backward_ms;
-  plan.explanation = "state file " + (file ? std::to_string(file_mark) : std::string("absent")) +
-                     ", register " + std::to_string(f.register_high_water_ms) + ", " +
-                     (f.segment.reopened ? "reopened" : "new") + " segment's last ID " +
-                     std::to_string(segment_ms) +
-                     (f.host_mark ? ", host mark " + std::to_string(host_ms) +
-                                        (host_mark_ours ? " (this daemon's)" : " (another daemon's)")
-                                  : std::string());
+  plan.explanation =
+      "state file " + (file ? std::to_string(file_mark) : std::string("absent")) + ", register " +
+      std::to_string(f.register_high_water_ms) + ", " +
+      (f.segment.continued ? "continued" : "new") + " segment's last ID " +
+      std::to_string(segment_ms) +
+      (f.host_mark ? ", host mark " + std::to_string(host_ms) +
+                         (host_mark_ours ? " (this daemon's)" : " (another daemon's)")
+                   : std::string());
   return plan;
 }
 

@@ -20,9 +20,9 @@ namespace snowflake::daemon {
 
 struct SegmentFacts {
   std::string path;
-  bool reopened = false;           // a surviving segment (not created by this start)
+  bool continued = false;  // continues a surviving segment of this boot (RingProducer::continued)
   uint64_t last_published_id = 0;  // RingProducer::last_published_id(); 0 if none
-  uint64_t incarnation = 0;        // after this start's open (a reopen adds 1)
+  uint64_t incarnation = 0;        // the segment this start serves (a continued one: the old + 1)
 };
 
 struct StartupFacts {

@@ -588,7 +588,7 @@ TEST_F(ClientTest, InspectRegistersNoService) {
   EXPECT_EQ(services, 0u);
 }
 
-TEST_F(ClientTest, AClientKeepsWorkingWhenTheDaemonReopensTheSameSegment) {
+TEST_F(ClientTest, AClientMovesToTheFreshSegmentOfARestartedDaemon) {
   std::optional<RingProducer> producer = MakeProducer();
   ASSERT_EQ(producer->Publish(IdsAt(100, 0, 1)).value(), 1u);
   producer->SetState(DaemonState::kServing);
@@ -598,8 +598,8 @@ TEST_F(ClientTest, AClientKeepsWorkingWhenTheDaemonReopensTheSameSegment) {
   producer.reset();
   const auto stopped = sut.Next();
 
-  producer = MakeProducer();  // same shape: reopened, clients stay attached
-  ASSERT_TRUE(producer->reopened());
+  producer = MakeProducer();  // a restart: a fresh segment continuing above the old one
+  ASSERT_TRUE(producer->continued());
   ASSERT_EQ(producer->Publish(IdsAt(101, 0, 1)).value(), 1u);
   producer->SetState(DaemonState::kServing);
   auto after = sut.Next();
@@ -619,8 +619,7 @@ TEST_F(ClientTest, AClientMovesToANewSegmentWhenTheOldOneIsRetired) {
   const uint64_t before = sut.Next().value();
   producer.reset();
 
-  producer = MakeProducer(128);  // another capacity: the old file is retired and replaced
-  ASSERT_FALSE(producer->reopened());
+  producer = MakeProducer(128);  // another capacity: a fresh segment, as at every start
   ASSERT_EQ(producer->Publish(IdsAt(101, 0, 3)).value(), 3u);
   producer->SetState(DaemonState::kServing);
   auto after = sut.Next();

@@ -99,7 +99,7 @@ TEST(DaemonRestart, SigkillThenRestartContinuesAboveEveryIdAndKeepsClientsWorkin
   EXPECT_GT(*fresh_id, after.back());
   ASSERT_TRUE(status);
   EXPECT_EQ(status->daemon_pid, static_cast<uint64_t>(second.pid()));
-  EXPECT_GT(status->incarnation, incarnation_before) << "the segment was not reopened";
+  EXPECT_GT(status->incarnation, incarnation_before) << "the restart did not continue the segment";
 }
 
 // Finding 10: a SIGKILLed daemon restarted on its surviving segment continues from the
@@ -143,7 +143,7 @@ TEST(DaemonRestart, SigkillOnTheSurvivingSegmentServesWithoutWaitingOutTheReserv
 // boot's segment. Its counters may be older than the state file, so a daemon must not
 // trust it as a surviving segment: it retires it (clients of it see "stopped") and
 // creates a fresh one above every ID, which a client opened before moves to.
-TEST(DaemonRestart, ASegmentLeftByAnotherBootIsRetiredNotReopened) {
+TEST(DaemonRestart, ASegmentLeftByAnotherBootIsReplacedNotContinued) {
   // Arrange
   DaemonHarness harness("restart-boot");
   std::optional<Daemon> first = harness.Start();
@@ -170,7 +170,7 @@ TEST(DaemonRestart, ASegmentLeftByAnotherBootIsRetiredNotReopened) {
   // Assert
   ASSERT_TRUE(second.ready()) << second.Describe();
   ASSERT_TRUE(status) << status.error().message;
-  EXPECT_EQ(status->incarnation, 1u) << "the segment of another boot was reopened";
+  EXPECT_EQ(status->incarnation, 1u) << "the segment of another boot was continued";
   EXPECT_TRUE(second.WaitForErr("another boot")) << second.err();
   EXPECT_EQ(second.err().find("need not be waited out"), std::string::npos) << second.err();
   ASSERT_TRUE(id_after) << id_after.error().message;

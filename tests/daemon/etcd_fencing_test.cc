@@ -608,7 +608,7 @@ TEST_F(EtcdFencing, AHolderKilledRightAfterAcknowledgingAFenceRestartsAboveIt) {
   store.reset();
   holder.reset();
   // The restart: the same holder id claims the number back, reads its state file and its
-  // surviving segment (incarnation 1, reopened: 2), and plans where to start.
+  // surviving segment (incarnation 1, continued: 2), and plans where to start.
   EtcdRegister restarted(DirectOptions());
   HighWaterStore reopened(dir / "high-water.json");
   auto state = reopened.Load();
@@ -624,7 +624,7 @@ TEST_F(EtcdFencing, AHolderKilledRightAfterAcknowledgingAFenceRestartsAboveIt) {
       .register_mark_writer = reclaim->mark_writer,
       .state_file = **state,
       .segment = SegmentFacts{.path = segment,
-                              .reopened = true,
+                              .continued = true,
                               .last_published_id =
                                   IdLayout::EncodeUnchecked(last_issued_ms - kEpoch, kMachine, 0),
                               .incarnation = 2},

@@ -22,7 +22,7 @@ const std::string kTheirs = "fedcba9876543210fedcba9876543210";
 uint64_t IdAt(int64_t unix_ms) { return IdLayout::EncodeUnchecked(unix_ms - kEpoch, 3, 7); }
 
 // A SIGKILLed daemon's leftovers: it reserved through kNow + 900 in both stores for the
-// segment in incarnation 4, published up to kNow - 2; this start reopened it (now 5).
+// segment in incarnation 4, published up to kNow - 2; this start continued it (now 5).
 StartupFacts AfterSigkill() {
   StartupFacts f;
   f.now_unix_ms = kNow;
@@ -35,7 +35,8 @@ StartupFacts AfterSigkill() {
                                 .last_issued_unix_ms_at_clean_stop = std::nullopt,
                                 .segment_path = kPath,
                                 .segment_incarnation = 4};
-  f.segment = {.path = kPath, .reopened = true, .last_published_id = IdAt(kNow - 2), .incarnation = 5};
+  f.segment = {
+      .path = kPath, .continued = true, .last_published_id = IdAt(kNow - 2), .incarnation = 5};
   return f;
 }
 
@@ -68,7 +69,7 @@ TEST(StartupReconciliation, EveryOtherCaseWaitsOutTheReservation) {
   std::vector<Row> rows;
   {
     StartupFacts f = AfterSigkill();
-    f.segment.reopened = false;
+    f.segment.continued = false;
     f.segment.last_published_id = 0;
     f.segment.incarnation = 1;
     rows.push_back({"segment lost (a reboot)", f});
@@ -183,7 +184,7 @@ TEST(StartupReconciliation, AStartThatCannotTrustItsSegmentStillStartsAboveTheFl
   // The last start obeyed an operator's fence ahead of every mark (kNow + 4000); the
   // segment is gone (a reboot) and the register's mark is below the fence.
   StartupFacts f = AfterSigkill();
-  f.segment = {.path = kPath, .reopened = false, .last_published_id = 0, .incarnation = 1};
+  f.segment = {.path = kPath, .continued = false, .last_published_id = 0, .incarnation = 1};
   f.state_file->floor_unix_ms = kNow + 4000;
 
   auto sut = ReconcileStartup(f);
@@ -209,10 +210,10 @@ TEST(StartupReconciliation, WithoutAnIdentityNoHostMarkIsOurs) {
 
 TEST(StartupReconciliation, TheMarkNamesWhoSetIt) {
   StartupFacts register_above = AfterSigkill();
-  register_above.segment.reopened = false;
+  register_above.segment.continued = false;
   register_above.register_high_water_ms = kNow + 2000;
   StartupFacts host_above = AfterSigkill();
-  host_above.segment.reopened = false;
+  host_above.segment.continued = false;
   host_above.state_identity = kOurs;
   host_above.host_mark = HostMark{kNow + 3000, kTheirs};
 
@@ -233,7 +234,7 @@ TEST(StartupReconciliation, AFirstStartOnANumberAnotherDaemonOfTheHostServedStar
   f.epoch_unix_ms = kEpoch;
   f.state_identity = kOurs;
   f.host_mark = HostMark{kNow + 5000, kTheirs};
-  f.segment = {.path = kPath, .reopened = false, .last_published_id = 0, .incarnation = 1};
+  f.segment = {.path = kPath, .continued = false, .last_published_id = 0, .incarnation = 1};
 
   auto sut = ReconcileStartup(f);
 
@@ -279,7 +280,7 @@ TEST(StartupReconciliation, FirstStartHasNoMark) {
   StartupFacts f;
   f.now_unix_ms = kNow;
   f.epoch_unix_ms = kEpoch;
-  f.segment = {.path = kPath, .reopened = false, .last_published_id = 0, .incarnation = 1};
+  f.segment = {.path = kPath, .continued = false, .last_published_id = 0, .incarnation = 1};
   auto sut = ReconcileStartup(f);
   ASSERT_TRUE(sut.has_value());
   EXPECT_EQ(sut->high_water_unix_ms, 0);

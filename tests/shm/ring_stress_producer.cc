@@ -2,9 +2,9 @@
 //
 //   ring_stress_producer RUNTIME_DIR CONTROL_FILE
 //
-// Creates or reopens the ring (capacity 8) under a freshness bound and publishes strictly
-// increasing IDs of the current millisecond, continuing above last_published_id() when it
-// reopens a segment a SIGKILLed predecessor left behind. Like the daemon's fill loop it
+// Creates the ring (capacity 8) under a freshness bound and publishes strictly increasing
+// IDs of the current millisecond, continuing above last_published_id() of the segment a
+// SIGKILLed predecessor left behind. Like the daemon's fill loop it
 // drains IDs older than max_age, so clients taking through the Fresh path find the ring
 // usable; it adds what it drains to the control file's `drained`. When the driver sets
 // stop it drains the rest and exits 0. Prints "start N incarnation I" first.

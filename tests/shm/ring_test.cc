@@ -246,36 +246,89 @@ TEST(Ring, DrainOlderThanDrainsOnlyTheStalePrefix) {
   EXPECT_EQ(sut.DrainOlderThan(1000), 0u);
 }
 
-TEST(Ring, ReopenKeepsCountersAndLastIdAndBumpsIncarnation) {
+// Overwrites `size` bytes of the ring file in `dir` at `offset` (what another boot, or
+// an older daemon, left there).
+void PatchRingFile(const std::filesystem::path& dir, off_t offset, const void* bytes, size_t size) {
+  const std::string path = (dir / kSegmentFileName).string();
+  const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0) << path;
+  ASSERT_EQ(pwrite(fd, bytes, size, offset), static_cast<ssize_t>(size));
+  close(fd);
+}
+
+// The same for the consumer file (what any member of the clients' group may do).
+void PatchConsumerFile(const std::filesystem::path& dir, off_t offset, const void* bytes,
+                       size_t size) {
+  const std::string path = ConsumerFilePath((dir / kSegmentFileName).string());
+  const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0) << path;
+  ASSERT_EQ(pwrite(fd, bytes, size, offset), static_cast<ssize_t>(size));
+  close(fd);
+}
+
+TEST(Ring, ARestartContinuesAboveTheOldSegmentAndItsClientsMoveToTheNewOne) {
   TempDir dir;
   uint64_t first_incarnation = 0;
+  uint64_t first_segment_id = 0;
   {
     RingProducer first = MakeProducer(dir.path(), 8);
     ASSERT_EQ(Unwrap(first.Publish(Range(1, 5))), 5u);
     first.SetState(DaemonState::kServing);
     first_incarnation = first.incarnation();
+    first_segment_id = first.header().segment_id.load();
+  }
+  RingConsumer consumer = MakeConsumer(dir.path());
+  uint64_t id = 0;
+  ASSERT_TRUE(consumer.TryTake(&id));
+  // A client of the group wrote into the consumer file: nothing of it reaches the new
+  // start (a head moved back would have been refused; forward it is a take).
+  const uint64_t forged_head = 3;
+  PatchConsumerFile(dir.path(), 0, &forged_head, sizeof forged_head);
+
+  RingProducer sut = MakeProducer(dir.path(), 8);
+
+  EXPECT_TRUE(sut.continued());
+  EXPECT_EQ(first_incarnation, 1u);
+  EXPECT_EQ(sut.incarnation(), 2u);
+  EXPECT_NE(sut.header().segment_id.load(), first_segment_id) << "the segment was reopened";
+  EXPECT_EQ(sut.head(), 0u);
+  EXPECT_EQ(sut.tail(), 0u);
+  EXPECT_EQ(sut.last_published_id(), 5u);
+  EXPECT_EQ(sut.Publish(Range(5, 1)).error().code, SegmentError::kNotIncreasing);
+  EXPECT_EQ(sut.state(), DaemonState::kStarting);
+  EXPECT_EQ(sut.header().pid.load(), static_cast<uint64_t>(getpid()));
+  // The consumer attached before the restart finds its segment stopped and a new one at
+  // the path.
+  EXPECT_FALSE(consumer.TryTake(&id));
+  EXPECT_EQ(consumer.CheckProducer(1h).health, ProducerHealth::kStopped);
+  RingConsumer reattached = MakeConsumer(dir.path());
+  EXPECT_NE(reattached.inode(), consumer.inode());
+  EXPECT_EQ(reattached.CheckProducer(1h).health, ProducerHealth::kStarting);
+}
+
+TEST(Ring, ARestartTakesBackTheOldSegmentsUnclaimedIds) {
+  TempDir dir;
+  {
+    RingProducer first = MakeProducer(dir.path(), 8);
+    ASSERT_EQ(Unwrap(first.Publish(Range(1, 5))), 5u);
+    first.SetState(DaemonState::kServing);
   }
   RingConsumer consumer = MakeConsumer(dir.path());
   uint64_t id = 0;
   ASSERT_TRUE(consumer.TryTake(&id));
 
   RingProducer sut = MakeProducer(dir.path(), 8);
+  ASSERT_EQ(Unwrap(sut.Publish(Range(6, 2))), 2u);
+  RingConsumer reattached = MakeConsumer(dir.path());
 
-  EXPECT_TRUE(sut.reopened());
-  EXPECT_EQ(first_incarnation, 1u);
-  EXPECT_EQ(sut.incarnation(), 2u);
-  EXPECT_EQ(sut.head(), 1u);
-  EXPECT_EQ(sut.tail(), 5u);
-  EXPECT_EQ(sut.last_published_id(), 5u);
-  EXPECT_EQ(sut.state(), DaemonState::kStarting);
-  EXPECT_EQ(sut.header().pid.load(), static_cast<uint64_t>(getpid()));
-  // The consumer attached before the reopen keeps taking where it was.
-  ASSERT_TRUE(consumer.TryTake(&id));
-  EXPECT_EQ(id, 2u);
-  EXPECT_EQ(consumer.CheckProducer(1h).health, ProducerHealth::kStarting);
+  // Tickets 1-4 of the old segment are gaps now: none is handed out, old mapping or new.
+  EXPECT_FALSE(consumer.TryTake(&id));
+  EXPECT_EQ(consumer.CheckProducer(1h).health, ProducerHealth::kStopped);
+  ASSERT_TRUE(reattached.TryTake(&id));
+  EXPECT_EQ(id, 6u);
 }
 
-TEST(Ring, LastPublishedIdSurvivesReopenAfterEveryIdWasTaken) {
+TEST(Ring, LastPublishedIdSurvivesARestartAfterEveryIdWasTaken) {
   TempDir dir;
   {
     RingProducer first = MakeProducer(dir.path(), 2);
@@ -293,7 +346,7 @@ TEST(Ring, LastPublishedIdSurvivesReopenAfterEveryIdWasTaken) {
   EXPECT_EQ(refused.error().code, SegmentError::kNotIncreasing);
 }
 
-TEST(Ring, NewCapacityRetiresTheOldSegmentAndCarriesItsLastId) {
+TEST(Ring, NewCapacityStopsTheOldSegmentAndCarriesItsLastId) {
   TempDir dir;
   RingProducer old_producer = MakeProducer(dir.path(), 8);
   ASSERT_EQ(Unwrap(old_producer.Publish(Range(1, 3))), 3u);
@@ -304,10 +357,11 @@ TEST(Ring, NewCapacityRetiresTheOldSegmentAndCarriesItsLastId) {
   RingConsumer new_consumer = MakeConsumer(dir.path());
   uint64_t id = 0;
 
-  EXPECT_FALSE(sut.reopened());
+  // Same machine, epoch and boot: continued, whatever the capacity.
+  EXPECT_TRUE(sut.continued());
   EXPECT_EQ(sut.capacity(), 16u);
   EXPECT_EQ(sut.last_published_id(), 3u);
-  EXPECT_EQ(sut.incarnation(), 1u);
+  EXPECT_EQ(sut.incarnation(), 2u);
   EXPECT_EQ(sut.Publish(Range(3, 1)).error().code, SegmentError::kNotIncreasing);
   // The old mapping was drained and marked stopped, so its clients fail over.
   EXPECT_FALSE(old_consumer.TryTake(&id));
@@ -317,21 +371,11 @@ TEST(Ring, NewCapacityRetiresTheOldSegmentAndCarriesItsLastId) {
   EXPECT_EQ(new_consumer.capacity(), 16u);
 }
 
-// Overwrites `size` bytes of the ring file in `dir` at `offset` (what another boot, or
-// an older daemon, left there).
-void PatchRingFile(const std::filesystem::path& dir, off_t offset, const void* bytes, size_t size) {
-  const std::string path = (dir / kSegmentFileName).string();
-  const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
-  ASSERT_GE(fd, 0) << path;
-  ASSERT_EQ(pwrite(fd, bytes, size, offset), static_cast<ssize_t>(size));
-  close(fd);
-}
-
 // The header's boot id (bytes 272-287, shm/LAYOUT.md) as another boot of the host wrote it.
 constexpr uint64_t kForeignBootId[2] = {0x0123456789abcdefull, 0xfedcba9876543210ull};
 constexpr off_t kBootIdOffset = 272;
 
-TEST(Ring, ReopenRetiresASegmentLeftByAnotherBootAndCarriesItsLastId) {
+TEST(Ring, ASegmentLeftByAnotherBootIsNotContinuedButItsLastIdIsABound) {
   TempDir dir;
   {
     RingProducer before_reboot = MakeProducer(dir.path(), 8);
@@ -345,7 +389,7 @@ TEST(Ring, ReopenRetiresASegmentLeftByAnotherBootAndCarriesItsLastId) {
   RingProducer sut = MakeProducer(dir.path(), 8);
   uint64_t id = 0;
 
-  EXPECT_FALSE(sut.reopened()) << "a ring left by another boot was trusted";
+  EXPECT_FALSE(sut.continued()) << "a ring left by another boot was trusted";
   EXPECT_EQ(sut.incarnation(), 1u);
   EXPECT_EQ(sut.tail(), 0u);
   // Retired: drained and stopped, so nothing of it is handed out.
@@ -356,7 +400,7 @@ TEST(Ring, ReopenRetiresASegmentLeftByAnotherBootAndCarriesItsLastId) {
       << "the old segment's last ID is not carried over as a bound";
 }
 
-TEST(Ring, ReopenRetiresASegmentThatRecordsNoBootId) {
+TEST(Ring, ASegmentThatRecordsNoBootIdIsNotContinued) {
   TempDir dir;
   {
     RingProducer older_daemon = MakeProducer(dir.path(), 8);
@@ -367,20 +411,21 @@ TEST(Ring, ReopenRetiresASegmentThatRecordsNoBootId) {
 
   RingProducer sut = MakeProducer(dir.path(), 8);
 
-  EXPECT_FALSE(sut.reopened()) << "a ring of an unknown boot was trusted";
+  EXPECT_FALSE(sut.continued()) << "a ring of an unknown boot was trusted";
   EXPECT_EQ(sut.last_published_id(), 5u);
 }
 
-TEST(Ring, ReopenKeepsASegmentOfThisBoot) {
+TEST(Ring, ARestartContinuesASegmentOfThisBoot) {
   TempDir dir;
   { RingProducer first = MakeProducer(dir.path(), 8); }
 
   RingProducer sut = MakeProducer(dir.path(), 8);
 
-  EXPECT_TRUE(sut.reopened());
+  EXPECT_TRUE(sut.continued());
+  EXPECT_TRUE(sut.replaced_because().empty()) << sut.replaced_because();
 }
 
-TEST(Ring, AProducerReopensOnlyASegmentWrittenInItsOwnBoot) {
+TEST(Ring, AProducerContinuesOnlyASegmentWrittenInItsOwnBoot) {
   TempDir dir;
   const BootId first_boot{0x1111, 0x2222};
   const BootId second_boot{0x3333, 0x4444};
@@ -391,13 +436,13 @@ TEST(Ring, AProducerReopensOnlyASegmentWrittenInItsOwnBoot) {
     ASSERT_EQ(Unwrap(before_reboot.Publish(Range(10, 3))), 3u);
   }
   RingProducer same_boot = MakeProducer(options);
-  const bool reopened_in_same_boot = same_boot.reopened();
+  const bool continued_in_same_boot = same_boot.continued();
   options.boot_id = second_boot;
 
   RingProducer sut = MakeProducer(options);
 
-  EXPECT_TRUE(reopened_in_same_boot);
-  EXPECT_FALSE(sut.reopened());
+  EXPECT_TRUE(continued_in_same_boot);
+  EXPECT_FALSE(sut.continued());
   EXPECT_NE(sut.replaced_because().find("another boot of this host"), std::string::npos)
       << sut.replaced_because();
   EXPECT_EQ(sut.last_published_id(), 12u);
@@ -405,7 +450,7 @@ TEST(Ring, AProducerReopensOnlyASegmentWrittenInItsOwnBoot) {
   EXPECT_EQ(sut.header().boot_id_low.load(), second_boot.low);
 }
 
-TEST(Ring, AProducerThatCannotReadItsBootIdReopensNothing) {
+TEST(Ring, AProducerThatCannotReadItsBootIdContinuesNothing) {
   TempDir dir;
   ProducerOptions options = OptionsFor(dir.path(), 8);
   options.boot_id = BootId{};
@@ -413,7 +458,7 @@ TEST(Ring, AProducerThatCannotReadItsBootIdReopensNothing) {
 
   RingProducer sut = MakeProducer(options);
 
-  EXPECT_FALSE(sut.reopened());
+  EXPECT_FALSE(sut.continued());
   EXPECT_NE(sut.replaced_because().find("cannot be read"), std::string::npos)
       << sut.replaced_because();
 }
@@ -445,7 +490,7 @@ TEST(Ring, NewMachineStartsAFreshOrder) {
 
   RingProducer sut = MakeProducer(options);
 
-  EXPECT_FALSE(sut.reopened());
+  EXPECT_FALSE(sut.continued());
   EXPECT_EQ(sut.last_published_id(), 0u);
   EXPECT_EQ(sut.header().machine.load(), testing::kTestMachine + 1);
 }
@@ -536,7 +581,7 @@ TEST(Ring, CheckProducerReportsAServingDaemonThatStoppedHeartbeating) {
   EXPECT_EQ(fresh.health, ProducerHealth::kServing);
 }
 
-// A daemon (a forked child reopening the segment with `options`) that serves, then is
+// A daemon (a forked child restarting on the segment with `options`) that serves, then is
 // SIGKILLed; what a consumer saw of it alive, and 20 ms after its death.
 struct KilledDaemon {
   ProducerStatus alive;
@@ -551,7 +596,7 @@ KilledDaemon ServeThenKill(const ProducerOptions& options) {
   const pid_t child = fork();
   EXPECT_GE(child, 0);
   if (child == 0) {
-    // The child reopens the segment as the serving daemon, says so, and waits to die.
+    // The child restarts on the segment as the serving daemon, says so, and waits to die.
     auto producer = RingProducer::CreateOrOpen(options);
     if (!producer) _exit(2);
     producer->SetState(DaemonState::kServing);

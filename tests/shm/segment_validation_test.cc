@@ -311,7 +311,7 @@ TEST_F(BadSegment, ProducerRetiresAnUnpairedSegmentAndCreatesAFreshPair) {
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code, SegmentError::kUnpaired);
   ASSERT_TRUE(fresh) << fresh.error().message;
-  EXPECT_FALSE(fresh->reopened());
+  EXPECT_FALSE(fresh->continued());
   EXPECT_TRUE(RingConsumer::Open(dir_.path())) << "the fresh pair opens";
 }
 
@@ -360,7 +360,7 @@ TEST_F(BadSegment, ProducerRefusesACorruptSegmentUntilRetired) {
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code, SegmentError::kBadMagic);
   ASSERT_TRUE(fresh) << fresh.error().message;
-  EXPECT_FALSE(fresh->reopened());
+  EXPECT_FALSE(fresh->continued());
 }
 
 // Opens the segment as user and group `nobody` in a child process (we run as root in CI,

@@ -94,7 +94,7 @@ struct ClientStatus {
   int64_t reason_detail = 0;
   uint32_t machine = 0;
   int64_t epoch_unix_ms = 0;
-  uint64_t incarnation = 0;  // +1 each time a daemon (re)opened the segment
+  uint64_t incarnation = 0;  // 1, or the last segment's + 1 when a start continued it
   uint64_t daemon_pid = 0;
   uint64_t heartbeat_age_ns = 0;
   uint64_t ring_fill = 0;  // published and not yet taken
@@ -137,11 +137,11 @@ struct ClientStatus {
 // so a dead, hung or stopped daemon's leftovers are never handed out, at any age; the
 // call then reports why (the daemon's state, heartbeat, or kTimedOut).
 //
-// Restarts: a daemon that restarts reopens the same segment, so a Client keeps working
-// (between the stop and the restart it reports kDaemonStopped/kDaemonDead/
-// kDaemonStarting). If the daemon instead created a new segment (a new file at the same
-// path), the slow path notices when the old one is stopped or its daemon dead, maps the
-// new one under a mutex and retries there. Old mappings stay mapped until the Client is
+// Restarts: a daemon creates a new segment (a new file at the same path) at every start,
+// above the old one's IDs, and stops the old one. A Client keeps working: between the stop
+// and the restart it reports kDaemonStopped/kDaemonDead/kDaemonStarting; then the slow
+// path notices the old segment is stopped or its daemon dead, maps the new one under a
+// mutex and retries there. Old mappings stay mapped until the Client is
 // destroyed, because other threads may still be reading them lock-free.
 class Client {
  public:

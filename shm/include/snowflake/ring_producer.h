@@ -37,7 +37,7 @@ struct ProducerOptions {
   uint32_t machine = 0;
   mode_t mode = 0660;                 // never world-accessible; applied exactly (no umask)
   std::optional<gid_t> group;         // the clients' group; nullopt keeps the daemon's gid
-  // The freshness contract written into the header (line 4) at create and reopen:
+  // The freshness contract written into the header (line 4) at create:
   // clients refuse IDs more than max_age_ms + liveness_ms away from their clock, and
   // report a heartbeat older than liveness_ms. The daemon sets both from its config.
   uint32_t max_age_ms = 0;     // ring.max_age_ms
@@ -45,11 +45,11 @@ struct ProducerOptions {
   // False only for producers that publish made-up milliseconds (tests): the header's
   // freshness_bound_ms is then 0 and clients check no bound.
   bool bound_freshness = true;
-  // This boot's id, written into the header at create and reopen; a segment recording
-  // another (or none) is never reopened. nullopt: CurrentBootId() (snowflake/boot_id.h);
+  // This boot's id, written into the header at create; a segment recording another (or
+  // none) is never continued. nullopt: CurrentBootId() (snowflake/boot_id.h);
   // tests name another boot here.
   std::optional<BootId> boot_id = std::nullopt;
-  // This process's pid namespace, written into the header at create and reopen. nullopt:
+  // This process's pid namespace, written into the header at create. nullopt:
   // CurrentPidNamespace() (snowflake/pid_namespace.h); tests name another here.
   std::optional<uint32_t> pid_namespace = std::nullopt;
 };
@@ -82,16 +82,20 @@ class RingProducer {
   RingProducer(RingProducer&&) noexcept;
   RingProducer& operator=(RingProducer&&) noexcept;
 
-  // Reopens the segment if one exists and matches (capacity, epoch, machine, and the boot
-  // id: it was written during this boot of the host), keeping head, tail and every
-  // attached client; otherwise retires it (Retire(); with the same epoch and machine its
-  // last_published_id() carries over as the new one's bound, as for another capacity) and
-  // creates a new one atomically (a temporary file renamed into place). A segment that
-  // records another boot id, or none (an older daemon), is never reopened: its counters
+  // Creates a fresh segment at options.runtime_dir/kSegmentFileName, written whole under
+  // temporary names and renamed into place. A segment found there is never reopened (its
+  // consumer file is the clients' to write, so nothing of it is carried into a new start):
+  // the new pair is renamed over it, and then the old one is stopped and its unclaimed IDs
+  // taken back (Abandon()), so its clients reattach to the new one. With the same machine
+  // and epoch the new segment continues strictly above the old one's last_published_id()
+  // (read from the ring file, which only the daemon's user can write), whatever its
+  // capacity or boot. A segment of this boot with the same machine and epoch is
+  // *continued*: continued() is true and the incarnation is the old one's + 1, which tells
+  // a restart that nobody else served the number in between (docs/design.md §5). One of
+  // another boot, or one recording none (an older daemon), is only a bound: its counters
   // may be older than the daemon's state (a runtime directory on a disk that outlived a
-  // crash) and its heartbeat is a clock reading of another boot. A reopened segment's
-  // incarnation is bumped and its state set to kStarting. When this boot's id cannot be
-  // read, no segment is reopened.
+  // crash); replaced_because() says why it was not continued. When this boot's id cannot
+  // be read, nothing is continued.
   // Errors: kSystemError (cannot create, chmod, chown or map: message names the cause);
   // any validation error of an existing segment that is corrupt (kBadMagic,
   // kIncompatibleVersion, kTruncated, kSizeMismatch, kBadCapacity, kCorruptCounters,
@@ -119,11 +123,11 @@ class RingProducer {
   // ring, also when the segment failed validation (a corrupt magic, version or counters).
   static void Retire(const std::filesystem::path& runtime_dir) noexcept;
 
-  // True if CreateOrOpen reopened a surviving segment.
-  bool reopened() const noexcept { return reopened_; }
-  // Why CreateOrOpen retired the segment it found instead of reopening it (for the log:
-  // "it was left by another boot of this host ..."); empty when it found none, or
-  // reopened it.
+  // True if CreateOrOpen continued a surviving segment of this boot (its incarnation + 1,
+  // its last published ID as this one's bound).
+  bool continued() const noexcept { return continued_; }
+  // Why CreateOrOpen did not continue the segment it found (for the log: "it was left by
+  // another boot of this host ..."); empty when it found none, or continued it.
   const std::string& replaced_because() const noexcept { return replaced_because_; }
   const std::filesystem::path& path() const noexcept { return path_; }
   uint64_t capacity() const noexcept { return capacity_; }
@@ -214,13 +218,12 @@ class RingProducer {
   const SegmentHeader& header() const noexcept { return *header_; }
 
  private:
-  RingProducer(std::unique_ptr<MappedSegment> segment, std::filesystem::path path,
-               bool reopened);
+  RingProducer(std::unique_ptr<MappedSegment> segment, std::filesystem::path path, bool continued);
   void WakeConsumers() noexcept;
 
   std::unique_ptr<MappedSegment> segment_;
   std::filesystem::path path_;
-  bool reopened_ = false;
+  bool continued_ = false;
   std::string replaced_because_;
   SegmentHeader* header_ = nullptr;
   ConsumerRegion* consumer_ = nullptr;

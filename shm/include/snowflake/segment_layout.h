@@ -118,7 +118,7 @@ struct alignas(kPageSize) SegmentHeader {
   std::atomic<int64_t> reason_detail;                // see StateReason
   std::atomic<uint64_t> heartbeat_mono_ns;           // CLOCK_MONOTONIC of the last beat
   std::atomic<uint64_t> pid;                         // the serving daemon's pid
-  std::atomic<uint64_t> incarnation;                 // +1 each time a daemon opens it
+  std::atomic<uint64_t> incarnation;                 // the last one's + 1 when a start continues it
 
   // --- Line 3: counters, for status.
   alignas(kCacheLine) std::atomic<uint64_t> published_total;  // IDs ever published
@@ -126,8 +126,8 @@ struct alignas(kPageSize) SegmentHeader {
   std::atomic<uint64_t> clock_pauses;                         // pauses so far
   std::atomic<uint64_t> fill_target;                          // IDs the daemon aims to keep
 
-  // --- Line 4: the freshness contract, set by the daemon when it creates or reopens the
-  // segment (from its config) and constant while it serves. A client refuses to take an ID
+  // --- Line 4: the freshness contract, set by the daemon when it creates the segment
+  // (from its config) and constant while it serves. A client refuses to take an ID
   // whose millisecond is more than freshness_bound_ms behind (or ahead of) its own clock,
   // so a dead, hung or stopped daemon's leftovers are never handed out, whatever its
   // threads do; it reports a daemon whose heartbeat is older than liveness_ms.
