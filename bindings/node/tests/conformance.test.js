@@ -1,8 +1,10 @@
 'use strict';
 // The takers' conformance table (tests/conformance/cases.json) for the Node.js package:
 // every row, from the fixtures conformance_fixture writes ($SNOWFLAKE_CONFORMANCE_FIXTURE;
-// ctest sets it). The C++ client, Python and Go run the same rows. A row's take is the
-// sync call (next or nextBatch) with syncWaitMs = the row's timeout_ms (default 100).
+// ctest sets it). The C++ client, Python, Go and Java run the same rows. Every row runs
+// twice: with the sync call (next or nextBatch, syncWaitMs = the row's timeout_ms, default
+// 100) and with the async one (nextAsync or nextBatchAsync on the worker thread,
+// timeoutMs = the same), so both paths give the table's answer.
 
 const assert = require('node:assert/strict');
 const childProcess = require('node:child_process');
@@ -34,14 +36,16 @@ function consumerWord(directory, offset) {
   }
 }
 
-// Opens, applies after_open, takes: {stage, code, message, ids, published}.
-function run(row, directory) {
+// Opens, applies after_open, takes with the sync or the async call (`mode`):
+// {stage, code, message, ids, published}.
+async function run(row, directory, mode) {
   const snowflake = require(process.env.SNOWFLAKE_NODE_PACKAGE);
   let published = fixture(row.name, directory, false);
   const take = row.take;
+  const waitMs = take.timeout_ms ?? 100;
   let client;
   try {
-    client = snowflake.open('conformance', { runtimeDir: directory, remotes: [], syncWaitMs: take.timeout_ms ?? 100 });
+    client = snowflake.open('conformance', { runtimeDir: directory, remotes: [], syncWaitMs: waitMs, timeoutMs: waitMs });
   } catch (e) {
     if (!(e instanceof snowflake.SnowflakeError)) throw e;
     return { stage: 'open', code: e.code, message: e.message, ids: [], published };
@@ -53,7 +57,11 @@ function run(row, directory) {
     }
     let ids;
     try {
-      ids = take.call === 'next' ? [client.next()] : Array.from(client.nextBatch(take.count));
+      if (mode === 'async') {
+        ids = take.call === 'next' ? [await client.nextAsync()] : Array.from(await client.nextBatchAsync(take.count));
+      } else {
+        ids = take.call === 'next' ? [client.next()] : Array.from(client.nextBatch(take.count));
+      }
     } catch (e) {
       if (!(e instanceof snowflake.SnowflakeError)) throw e;
       return { stage: 'take', code: e.code, message: e.message, ids: [], published };
@@ -66,10 +74,10 @@ function run(row, directory) {
 
 if (process.argv[2] === '--row') {
   // A row whose process dies (a signal): run here, in a child of its own.
-  run(TABLE.cases.find((r) => r.name === process.argv[3]), process.argv[4]);
+  run(TABLE.cases.find((r) => r.name === process.argv[3]), process.argv[4], process.argv[5]);
 } else {
-  for (const row of TABLE.cases) {
-    test(row.name, () => {
+  for (const [row, mode] of TABLE.cases.flatMap((r) => [[r, 'sync'], [r, 'async']])) {
+    test(`${row.name} (${mode})`, async () => {
       const expect = (row.expect_by_taker || {}).node || row.expect;
       if ((row.expect_by_taker || {}).node) {
         console.log(`${row.name}: this taker's own expectation, because: ${row.why}`);
@@ -77,12 +85,12 @@ if (process.argv[2] === '--row') {
       const directory = fs.mkdtempSync(path.join(os.tmpdir(), 'sf-conf-'));
       try {
         if (expect.signal) {
-          const child = childProcess.spawnSync(process.execPath, [__filename, '--row', row.name, directory],
+          const child = childProcess.spawnSync(process.execPath, [__filename, '--row', row.name, directory, mode],
             { encoding: 'utf8' });
           assert.equal(child.signal, expect.signal, `status ${child.status}, stderr ${child.stderr}`);
           return;
         }
-        const got = run(row, directory);
+        const got = await run(row, directory, mode);
         assert.deepEqual([got.stage, got.code], [expect.stage, expect.code], got.message);
         assert.ok(got.message.includes(expect.message_contains || ''), `'${got.message}' lacks '${expect.message_contains}'`);
         if ('count' in expect) assert.equal(got.ids.length, expect.count);
