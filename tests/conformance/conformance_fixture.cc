@@ -123,6 +123,10 @@ std::vector<uint64_t> WriteSegment(const std::string& dir, const json& f, uint64
     if (mkdir(ring_path.c_str(), 0750) != 0) Die("mkdir " + ring_path);
     return ids;
   }
+  // A symlink at the ring file's path to a complete, valid ring file beside it: only the
+  // link itself can be refused.
+  const bool ring_is_symlink = files == "ring_is_symlink";
+  const std::string ring_target = ring_is_symlink ? ring_path + ".real" : ring_path;
   const uint64_t capacity = f.at("capacity");
   const uint64_t fill = f.at("fill");
   const uint64_t tail = f.value("tail", fill);
@@ -136,7 +140,7 @@ std::vector<uint64_t> WriteSegment(const std::string& dir, const json& f, uint64
     consumer.Put<uint64_t>(offsetof(ConsumerRegion, segment_id),
                            f.at("consumer_segment_id") == "same" ? segment_id : segment_id + 1);
   }
-  File ring(ring_path + suffix, Mode(f, "ring_mode"));
+  File ring(ring_target + suffix, Mode(f, "ring_mode"));
   const uint64_t size = snowflake::shm::SegmentSizeFor(capacity);
   ring.Resize(f.value("ring_size", size));
   if (f.value("ring_size", size) < snowflake::shm::kSlotsOffset) {
@@ -173,11 +177,13 @@ std::vector<uint64_t> WriteSegment(const std::string& dir, const json& f, uint64
     const uint64_t beat = static_cast<uint64_t>(static_cast<int64_t>(Clock(CLOCK_MONOTONIC)) -
                                                 age_ms * 1'000'000);
     ring.Put<uint32_t>(offsetof(SegmentHeader, version), f.value("version", snowflake::shm::kVersion));
-    ring.Put<uint32_t>(offsetof(SegmentHeader, header_size), sizeof(SegmentHeader));
+    ring.Put<uint32_t>(offsetof(SegmentHeader, header_size),
+                       f.value("header_size_field", uint32_t{sizeof(SegmentHeader)}));
     ring.Put<uint64_t>(offsetof(SegmentHeader, capacity), f.value("capacity_field", capacity));
     ring.Put<uint64_t>(offsetof(SegmentHeader, segment_size), f.value("segment_size_field", size));
     ring.Put<uint64_t>(offsetof(SegmentHeader, segment_id), segment_id);
-    ring.Put<uint64_t>(offsetof(SegmentHeader, slots_offset), snowflake::shm::kSlotsOffset);
+    ring.Put<uint64_t>(offsetof(SegmentHeader, slots_offset),
+                       f.value("slots_offset_field", snowflake::shm::kSlotsOffset));
     ring.Put<uint64_t>(offsetof(SegmentHeader, epoch_unix_ms), kEpochUnixMs);
     ring.Put<uint32_t>(offsetof(SegmentHeader, machine), kMachine);
     ring.Put<uint64_t>(offsetof(SegmentHeader, tail), tail);
@@ -204,6 +210,17 @@ std::vector<uint64_t> WriteSegment(const std::string& dir, const json& f, uint64
     ring.Put<uint64_t>(offsetof(SegmentHeader, status_text_seq), text.empty() ? 0 : 2);
     // Last, as the daemon stores it (LAYOUT.md §3, line 0).
     ring.Put<uint64_t>(offsetof(SegmentHeader, magic), f.value("magic", snowflake::shm::kMagic));
+  }
+  if (f.value("ring_owner", std::string("daemon")) == "other") {
+    // Another user's file where the daemon's belongs (the runtime directory's owner is the
+    // expected one). Only root may give a file away: the runners run as root in CI.
+    if (chown((ring_target + suffix).c_str(), 65534, static_cast<gid_t>(-1)) != 0) {
+      Die("chown " + ring_target + " to uid 65534: " + std::strerror(errno) +
+          " (the ring_owner row needs root)");
+    }
+  }
+  if (ring_is_symlink && symlink(ring_target.c_str(), ring_path.c_str()) != 0) {
+    Die("symlink " + ring_path + ": " + std::strerror(errno));
   }
   if (via_rename) {
     // The daemon's order (LAYOUT.md §6, Create step 5): the consumer file first.
@@ -237,9 +254,17 @@ void CheckRow(const json& table, const json& row) {
   CheckKeys(table, {"about", "defaults", "cases"}, "the table");
   // The fixture's keys: the defaults' (every one of which WriteSegment reads), plus the
   // ones a row may add to forge a field.
-  std::set<std::string> fixture_keys = {
-      "head",    "tail",           "consumer_size",      "ring_size",
-      "version", "capacity_field", "segment_size_field", "magic"};
+  std::set<std::string> fixture_keys = {"head",
+                                        "tail",
+                                        "consumer_size",
+                                        "ring_size",
+                                        "version",
+                                        "capacity_field",
+                                        "segment_size_field",
+                                        "header_size_field",
+                                        "slots_offset_field",
+                                        "ring_owner",
+                                        "magic"};
   for (auto it = table.at("defaults").begin(); it != table.at("defaults").end(); ++it) {
     fixture_keys.insert(it.key());
   }
