@@ -4,6 +4,7 @@
 //
 //   conformance_fixture --cases cases.json --case NAME --dir DIR --live-pid PID [--after-open]
 //   conformance_fixture --vocabulary
+//   conformance_fixture --layout
 //
 // Without --after-open: the row's `fixture` (over the table's `defaults`) into DIR, which
 // must exist. With it: the row's `after_open` change (replace the segment by a new one,
@@ -14,7 +15,11 @@
 // the "live" daemon pid of the row. --vocabulary prints the C++ tables a taker of another
 // language copies (protocol/vocabulary.h): the library's error codes by
 // status, the state, health and reason codes and the reasons' texts (detail 5), so its
-// test can compare. Exit status 0, or 2 with a message on stderr.
+// test can compare. --layout prints, as one JSON object, every offset (offsetof), size
+// (sizeof) and constant of the segment's layout (segment_layout.h, with the status text's
+// read bound and the ID's time shift) that a taker reading the segment natively copies (Go,
+// bindings/go/segment.go), keyed by the C++ expression, so its test compares each copy
+// with its definition. Exit status 0, or 2 with a message on stderr.
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -34,12 +39,16 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "protocol/vocabulary.h"
 #include "snowflake/boot_id.h"
+#include "snowflake/id_layout.h"
 #include "snowflake/pid_namespace.h"
 #include "snowflake/segment_layout.h"
+#include "snowflake/status_text.h"
 
 namespace {
 
@@ -326,9 +335,114 @@ json Vocabulary() {
   return out;
 }
 
+// A layout fact as JSON: numbers as numbers (kMagic needs all 64 bits: nlohmann prints a
+// uint64_t exactly), enumerators as their values, names as strings.
+template <typename T>
+json LayoutValue(T value) {
+  if constexpr (std::is_enum_v<T>) {
+    return static_cast<std::underlying_type_t<T>>(value);
+  } else if constexpr (std::is_convertible_v<T, std::string_view>) {
+    return std::string(std::string_view(value));
+  } else {
+    return value;
+  }
+}
+
+json Layout() {
+  // Unqualified, so the keys are the names as segment_layout.h spells them.
+  using namespace snowflake::shm;
+  using snowflake::kTimeShift;
+  json out = json::object();
+  // The key is the expression's own spelling (the preprocessor's #), so a key cannot name
+  // one field while its value is another's: the name a taker's test prints is the C++ it
+  // must read.
+#define SNOWFLAKE_LAYOUT(expr) out[#expr] = LayoutValue(expr)
+  // The ring file's header (LAYOUT.md §3), every field but the reserved ones.
+  SNOWFLAKE_LAYOUT(sizeof(SegmentHeader));
+  SNOWFLAKE_LAYOUT(offsetof(SegmentHeader, magic));
+  SNOWFLAKE_LAYOUT(offsetof(SegmentHeader, version));
+  SNOWFLAKE_LAYOUT(offsetof(SegmentHeader, header_size));
+  SNOWFLAKE_LAYOUT(offsetof(SegmentHeader, capacity));
+  SNOWFLAKE_LAYOUT(offsetof(SegmentHeader, segment_size));
+  SNOWFLAKE_LAYOUT(offsetof(SegmentHeader, segment_id));
+  SNOWFLAKE_LAYOUT(offsetof(SegmentHeader, slots_offset));
+  SNOWFLAKE_LAYOUT(offsetof(SegmentHeader, epoch_unix_ms));
+  SNOWFLAKE_LAYOUT(offsetof(SegmentHeader, machine));
+  SNOWFLAKE_LAYOUT(offsetof(SegmentHeader, tail));
+  SNOWFLAKE_LAYOUT(offsetof(SegmentHeader, wake_seq));
+  SNOWFLAKE_LAYOUT(offsetof(SegmentHeader, last_published_id));
+  SNOWFLAKE_LAYOUT(offsetof(SegmentHeader, state));
+  SNOWFLAKE_LAYOUT(offsetof(SegmentHeader, reason));
+  SNOWFLAKE_LAYOUT(offsetof(SegmentHeader, reason_detail));
+  SNOWFLAKE_LAYOUT(offsetof(SegmentHeader, heartbeat_mono_ns));
+  SNOWFLAKE_LAYOUT(offsetof(SegmentHeader, pid));
+  SNOWFLAKE_LAYOUT(offsetof(SegmentHeader, incarnation));
+  SNOWFLAKE_LAYOUT(offsetof(SegmentHeader, published_total));
+  SNOWFLAKE_LAYOUT(offsetof(SegmentHeader, drained_total));
+  SNOWFLAKE_LAYOUT(offsetof(SegmentHeader, clock_pauses));
+  SNOWFLAKE_LAYOUT(offsetof(SegmentHeader, fill_target));
+  SNOWFLAKE_LAYOUT(offsetof(SegmentHeader, max_age_ms));
+  SNOWFLAKE_LAYOUT(offsetof(SegmentHeader, liveness_ms));
+  SNOWFLAKE_LAYOUT(offsetof(SegmentHeader, freshness_bound_ms));
+  SNOWFLAKE_LAYOUT(offsetof(SegmentHeader, pid_namespace));
+  SNOWFLAKE_LAYOUT(offsetof(SegmentHeader, boot_id_high));
+  SNOWFLAKE_LAYOUT(offsetof(SegmentHeader, boot_id_low));
+  SNOWFLAKE_LAYOUT(offsetof(SegmentHeader, status_text_seq));
+  SNOWFLAKE_LAYOUT(offsetof(SegmentHeader, status_text));
+  SNOWFLAKE_LAYOUT(kStatusTextBytes);
+  SNOWFLAKE_LAYOUT(kStatusTextReadTries);
+  // The state word's values (the vocabulary's states are their names, in this order).
+  SNOWFLAKE_LAYOUT(DaemonState::kStarting);
+  SNOWFLAKE_LAYOUT(DaemonState::kServing);
+  SNOWFLAKE_LAYOUT(DaemonState::kPaused);
+  SNOWFLAKE_LAYOUT(DaemonState::kOutOfService);
+  SNOWFLAKE_LAYOUT(DaemonState::kStopped);
+  // The consumer file (LAYOUT.md §4): its region, the service slots and their lanes.
+  SNOWFLAKE_LAYOUT(kConsumerFileSize);
+  SNOWFLAKE_LAYOUT(offsetof(ConsumerRegion, head));
+  SNOWFLAKE_LAYOUT(offsetof(ConsumerRegion, refill_request));
+  SNOWFLAKE_LAYOUT(offsetof(ConsumerRegion, refill_hint));
+  SNOWFLAKE_LAYOUT(offsetof(ConsumerRegion, waiters));
+  SNOWFLAKE_LAYOUT(offsetof(ConsumerRegion, uncounted));
+  SNOWFLAKE_LAYOUT(offsetof(ConsumerRegion, segment_id));
+  SNOWFLAKE_LAYOUT(offsetof(ConsumerRegion, services));
+  SNOWFLAKE_LAYOUT(offsetof(ConsumerRegion, lanes));
+  SNOWFLAKE_LAYOUT(kServiceSlotCount);
+  SNOWFLAKE_LAYOUT(sizeof(ServiceSlot));  // the services' stride
+  SNOWFLAKE_LAYOUT(offsetof(ServiceSlot, owner_pid));
+  SNOWFLAKE_LAYOUT(offsetof(ServiceSlot, name_ready));
+  SNOWFLAKE_LAYOUT(offsetof(ServiceSlot, taken));
+  SNOWFLAKE_LAYOUT(offsetof(ServiceSlot, name));
+  SNOWFLAKE_LAYOUT(sizeof(ServiceSlot::name));
+  SNOWFLAKE_LAYOUT(kServiceNameMax);
+  SNOWFLAKE_LAYOUT(kServiceSlotActive);
+  SNOWFLAKE_LAYOUT(kServiceSlotRetired);
+  SNOWFLAKE_LAYOUT(kLanesPerService);
+  SNOWFLAKE_LAYOUT(sizeof(ConsumerRegion::lanes[0]));  // one service's lanes: their stride
+  SNOWFLAKE_LAYOUT(sizeof(CounterLane));               // a lane's stride
+  SNOWFLAKE_LAYOUT(offsetof(CounterLane, taken));
+  // The files, their identity and the slots (LAYOUT.md §1-3, §5).
+  SNOWFLAKE_LAYOUT(kSegmentFileName);
+  SNOWFLAKE_LAYOUT(kConsumerFileSuffix);
+  SNOWFLAKE_LAYOUT(kMagic);
+  SNOWFLAKE_LAYOUT(kVersion);
+  SNOWFLAKE_LAYOUT(kPageSize);
+  SNOWFLAKE_LAYOUT(kSlotsOffset);
+  SNOWFLAKE_LAYOUT(kMinCapacity);
+  SNOWFLAKE_LAYOUT(kMaxCapacity);
+  // A slot holds an ID; a take reads its millisecond for the freshness rule (id_layout.h).
+  SNOWFLAKE_LAYOUT(kTimeShift);
+#undef SNOWFLAKE_LAYOUT
+  return out;
+}
+
 int main(int argc, char** argv) {
   if (argc == 2 && std::string(argv[1]) == "--vocabulary") {
     std::cout << Vocabulary().dump() << "\n";
+    return 0;
+  }
+  if (argc == 2 && std::string(argv[1]) == "--layout") {
+    std::cout << Layout().dump() << "\n";
     return 0;
   }
   std::string cases_path, name, dir;
