@@ -136,9 +136,9 @@ func claimServiceSlot(s *segment, service string) int {
 		}
 		atomic.StoreUint64(c.u64(base+offTaken), 0)
 		for j := 0; j < lanesPerService; j++ {
-			atomic.StoreUint64(c.u64(offLanes+i*lanesPerService*laneSize+j*laneSize), 0)
+			atomic.StoreUint64(c.u64(offLanes+i*lanesPerService*laneSize+j*laneSize+offLaneTaken), 0)
 		}
-		for w := 0; w < 8; w++ {
+		for w := 0; w < serviceNameBytes/8; w++ {
 			var v uint64
 			for b := 0; b < 8; b++ {
 				if at := w*8 + b; at < len(service) {

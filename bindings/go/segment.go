@@ -2,8 +2,10 @@ package snowflake
 
 // The segment's two files, opened, checked and mapped as shm/LAYOUT.md §1 lists the
 // steps (the C++ MappedSegment::Open, whose messages these are): every offset below is
-// the layout's, pinned on the C++ side by static_asserts and here by the conformance
-// suite, which maps fixture files written by the C++ layout.
+// the layout's, pinned on the C++ side by static_asserts and here by
+// TestSegmentLayoutMatchesTheCppDefinitions (layout_test.go), which compares each constant
+// of the block below with the C++ definition it copies, and by the conformance suite,
+// which maps fixture files written by the C++ layout.
 
 import (
 	"fmt"
@@ -26,6 +28,7 @@ const (
 	pageSize         = 4096
 	headerSize       = 4096
 	slotsOffset      = 4096
+	minCapacity      = 1
 	maxCapacity      = 1 << 20
 	consumerFileSize = 163840
 
@@ -80,10 +83,13 @@ const (
 	lanesPerService  = 8
 	laneSize         = 64
 	// Within a service slot.
-	offOwnerPID  = 0
-	offNameReady = 8
-	offTaken     = 16
-	offName      = 64
+	offOwnerPID      = 0
+	offNameReady     = 8
+	offTaken         = 16
+	offName          = 64
+	serviceNameBytes = 64 // NUL-padded, 8 bytes per word
+	// Within a lane.
+	offLaneTaken = 0
 
 	serviceSlotActive  = 1
 	serviceSlotRetired = 2
@@ -346,9 +352,9 @@ func validateHeader(h region, fileSize uint64, path string) (uint64, *Error) {
 			"from format version %d; the file is corrupt", path, layoutVersion))
 	}
 	capacity := loadU64(h, offCapacity)
-	if capacity == 0 || capacity&(capacity-1) != 0 || capacity > maxCapacity {
+	if capacity < minCapacity || capacity&(capacity-1) != 0 || capacity > maxCapacity {
 		return 0, segFail(segBadCapacity, fmt.Sprintf("%s: capacity %d is not a power of two "+
-			"from 1 to %d; the file is corrupt", path, capacity, maxCapacity))
+			"from %d to %d; the file is corrupt", path, capacity, minCapacity, maxCapacity))
 	}
 	expected := segmentSizeFor(capacity)
 	if declared := loadU64(h, offSegmentSize); declared != expected {
