@@ -6,7 +6,8 @@
 // IDs of the current millisecond, continuing above last_published_id() of the segment a
 // SIGKILLed predecessor left behind. Like the daemon's fill loop it
 // drains IDs older than max_age, so clients taking through the Fresh path find the ring
-// usable; it adds what it drains to the control file's `drained`. When the driver sets
+// usable; it adds what it publishes to the control file's `published` and what it drains
+// to its `drained`. When the driver sets
 // stop it drains the rest and exits 0. Prints "start N incarnation I" first.
 
 #include <sched.h>
@@ -88,6 +89,7 @@ int Run(int argc, char** argv) {
       return st::kHelperSetupFailed;
     }
     next += *published;
+    control->published.fetch_add(*published);
     if (*published > 0) {
       idle = 0;
       continue;

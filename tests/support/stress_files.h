@@ -32,6 +32,9 @@ struct StressControl {
   std::atomic<uint64_t> baton;  // largest ID whose take (and record) completed
   alignas(64) std::atomic<uint32_t> stop;  // set by the driver: helpers exit 0
   alignas(64) std::atomic<uint64_t> drained;       // IDs a producer drained (never handed out)
+  // IDs producers published, summed over every segment (a restart serves a fresh one):
+  // each producer adds a publish's count right after it.
+  alignas(64) std::atomic<uint64_t> published;
   alignas(64) std::atomic<uint64_t> stale_fronts;  // takes refused as stale (nothing taken)
 };
 
