@@ -43,8 +43,13 @@ int Run(int argc, char** argv) {
   }
   st::StressControl* control = &recorder->control();
 
+  // No segment yet (the producer is starting), or one being replaced (a restarted
+  // producer renames a fresh pair into place: between its two renames the files do not
+  // pair up): retry, as libsnowflake does.
   auto ring = RingConsumer::Open(runtime_dir);
-  while (!ring && ring.error().code == SegmentError::kNotFound &&
+  while (!ring &&
+         (ring.error().code == SegmentError::kNotFound ||
+          ring.error().code == SegmentError::kUnpaired) &&
          control->stop.load(std::memory_order_relaxed) == 0) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
     ring = RingConsumer::Open(runtime_dir);
