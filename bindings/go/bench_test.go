@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"os"
-	"runtime/debug"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -138,19 +137,4 @@ func BenchmarkUUIDv4CryptoRand(b *testing.B) {
 func BenchmarkAtomicAddUint64(b *testing.B) {
 	var n uint64
 	bursts(b, burst, nil, 0, func() { atomic.AddUint64(&n, 1) })
-}
-
-// What Next's guard against a truncated consumer file costs by itself (attachment.take's
-// deferred endGuard around debug.SetPanicOnFault), on a call that does nothing else: the
-// part of a take that Go pays and the C++ client does not.
-func BenchmarkFaultGuardFloor(b *testing.B) {
-	var n uint64
-	bursts(b, burst, nil, 0, func() { guardedIncrement(&n) })
-}
-
-//go:noinline
-func guardedIncrement(n *uint64) (result takeResult) {
-	defer endGuard(debug.SetPanicOnFault(true), &result)
-	*n++
-	return taken
 }

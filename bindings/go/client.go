@@ -1,7 +1,7 @@
 // Package snowflake takes unique, time-ordered 64-bit IDs from the local snowflaked's
 // shared-memory ring, in pure Go (no cgo): it maps the ring file read-only and the
-// consumer file read-write and runs the client side of shm/LAYOUT.md, as libsnowflake's
-// C++ client does.
+// consumer region read-write (a sealed memfd the daemon hands over its control socket,
+// attach.go) and runs the client side of shm/LAYOUT.md, as libsnowflake's C++ client does.
 //
 //	c, err := snowflake.Open("orders")
 //	if err != nil { return err }
@@ -21,7 +21,6 @@ package snowflake
 import (
 	"os"
 	"runtime"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -113,7 +112,6 @@ type attachment struct {
 	ring    *ring
 	slot    int     // the claimed service slot, -1 if every slot was in use
 	counter *uint64 // the slot's shared `taken` word, or the segment's `uncounted`
-	own     atomic.Uint64
 }
 
 const (
@@ -156,21 +154,15 @@ func claimServiceSlot(s *segment, service string) int {
 // The mapping of an attachment's segment outlives Close: a take running beside Close may
 // still read it. It is unmapped by a finalizer once nothing refers to the segment any more
 // (each take keeps its attachment alive until it is done with the mapping: keepMapped).
-func newAttachment(s *segment, service string) (*attachment, *Error) {
-	a := &attachment{ring: newRing(s), slot: -1}
-	if guarded(func() {
-		a.slot = claimServiceSlot(s, service)
-		if a.slot >= 0 {
-			a.counter = s.consumer.u64(offServices + a.slot*serviceSlotSize + offTaken)
-		} else {
-			a.counter = s.consumer.u64(offUncounted)
-		}
-	}) {
-		s.unmap()
-		return nil, s.truncatedError()
+func newAttachment(s *segment, service string) *attachment {
+	a := &attachment{ring: newRing(s), slot: claimServiceSlot(s, service)}
+	if a.slot >= 0 {
+		a.counter = s.consumer.u64(offServices + a.slot*serviceSlotSize + offTaken)
+	} else {
+		a.counter = s.consumer.u64(offUncounted)
 	}
 	runtime.SetFinalizer(s, (*segment).unmap)
-	return a, nil
+	return a
 }
 
 // retire retires the slot: the daemon folds its final count in and frees it. A take that
@@ -178,15 +170,13 @@ func newAttachment(s *segment, service string) (*attachment, *Error) {
 // a slot another client claimed since. IDs are never affected.
 func (a *attachment) retire() {
 	s := a.ring.seg
-	guarded(func() {
-		if a.slot < 0 {
-			return
-		}
-		base := offServices + a.slot*serviceSlotSize
-		if atomic.LoadUint64(s.consumer.u64(base+offOwnerPID)) == uint64(os.Getpid()) {
-			atomic.StoreUint64(s.consumer.u64(base+offNameReady), serviceSlotRetired)
-		}
-	})
+	if a.slot < 0 {
+		return
+	}
+	base := offServices + a.slot*serviceSlotSize
+	if atomic.LoadUint64(s.consumer.u64(base+offOwnerPID)) == uint64(os.Getpid()) {
+		atomic.StoreUint64(s.consumer.u64(base+offNameReady), serviceSlotRetired)
+	}
 }
 
 // keepMapped marks the end of a use of a's mapping: a stays reachable until here, so the
@@ -194,10 +184,10 @@ func (a *attachment) retire() {
 // collector does not follow.
 func keepMapped(a *attachment) { runtime.KeepAlive(a) }
 
-// take is one fresh take and its count, guarded against a truncated consumer file.
-func (a *attachment) take(id *uint64) (result takeResult) {
-	defer endGuard(debug.SetPanicOnFault(true), &result)
-	result = a.ring.tryTakeFresh(id)
+// take is one fresh take and its count. The region is sealed against resizing, so no
+// other process can take its pages away under the take: no fault to guard against.
+func (a *attachment) take(id *uint64) takeResult {
+	result := a.ring.tryTakeFresh(id)
 	if result == taken {
 		atomic.AddUint64(a.counter, 1)
 	}
@@ -205,11 +195,9 @@ func (a *attachment) take(id *uint64) (result takeResult) {
 	return result
 }
 
-// takeBatch is one fresh batch take and its count, guarded as take. A fault on the count
-// (after the IDs are taken) returns the IDs with faulted.
-func (a *attachment) takeBatch(out []uint64) (n int, result takeResult) {
-	defer endGuard(debug.SetPanicOnFault(true), &result)
-	n, result = a.ring.tryTakeBatchFresh(out)
+// takeBatch is one fresh batch take and its count.
+func (a *attachment) takeBatch(out []uint64) (int, takeResult) {
+	n, result := a.ring.tryTakeBatchFresh(out)
 	if n > 0 {
 		atomic.AddUint64(a.counter, uint64(n))
 	}
@@ -218,8 +206,8 @@ func (a *attachment) takeBatch(out []uint64) (n int, result takeResult) {
 }
 
 // taken is every ID this attachment counted (racy; for Status).
-func (a *attachment) taken() (total uint64) {
-	guarded(func() { total = atomic.LoadUint64(a.counter) })
+func (a *attachment) taken() uint64 {
+	total := atomic.LoadUint64(a.counter)
 	keepMapped(a)
 	return total
 }
@@ -316,7 +304,7 @@ func Open(service string, opts ...Option) (*Client, error) {
 		}
 	}
 	c := &Client{service: service, runtimeDir: dir, timeout: timeout, maxAge: maxAge}
-	s, e := openSegment(dir)
+	s, e := openSegment(dir, time.Now().Add(attachBudget))
 	// No local daemon is an error only without remotes; any other failure (permissions,
 	// version) stays an error.
 	remotesOnly := e != nil && len(remotes) > 0 && e.Status == statusDaemonNotRunning
@@ -325,12 +313,8 @@ func Open(service string, opts ...Option) (*Client, error) {
 	}
 	epochMs := DefaultEpoch.UnixMilli()
 	if !remotesOnly {
-		a, e := newAttachment(s, service)
-		if e != nil {
-			return nil, e
-		}
-		c.attachments = append(c.attachments, a)
-		c.current.Store(a)
+		a := newAttachment(s, service)
+		c.addAttachmentLocked(a) // c is not shared yet
 		epochMs = a.ring.epochMs
 	}
 	if len(remotes) > 0 {
@@ -340,11 +324,18 @@ func Open(service string, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
+// addAttachmentLocked makes a the attachment takes use; c.mu is held (or c not shared
+// yet).
+func (c *Client) addAttachmentLocked(a *attachment) {
+	c.attachments = append(c.attachments, a)
+	c.current.Store(a)
+}
+
 // Next returns one ID, larger than every ID any take that completed before this call
 // began received on this host. Errors (all ErrUnavailable): ErrDaemonStarting,
 // ErrDaemonPaused, ErrDaemonOutOfService, ErrDaemonStopped, ErrDaemonNotHeartbeating,
-// ErrDaemonDead, ErrTimedOut; ErrCorruptSegment if the consumer file was truncated under
-// the Client; ErrClosed after Close.
+// ErrDaemonDead, ErrTimedOut; after the daemon replaced its segment, the errors of Open
+// for the new one; ErrClosed after Close.
 func (c *Client) Next() (uint64, error) {
 	if c.closed.Load() {
 		return 0, ErrClosed
@@ -438,18 +429,10 @@ func (c *Client) slow(take func(*attachment) (int, takeResult), want uint64) (in
 		if n > 0 {
 			return n, nil
 		}
-		if result == faulted {
-			// A group member truncated the consumer file; the daemon replaces such a
-			// segment: take from the new one if it is there already.
-			if c.reattach(a) {
-				continue
-			}
-			return 0, a.ring.seg.truncatedError()
-		}
 		limit := r.heartbeatLimit(c.maxAge)
 		producer := r.checkProducer(limit)
 		if producer.health != healthServing {
-			if c.reattach(a) {
+			if c.reattach(a, deadline) {
 				continue
 			}
 			err := unavailableError(producer, r, c.runtimeDir, limit)
@@ -476,27 +459,20 @@ func (c *Client) slow(take func(*attachment) (int, takeResult), want uint64) (in
 		// about a slice. The hint goes with the first request, and again only once the
 		// daemon has taken the word (it reads 0), so a slow daemon is not asked for the
 		// batch once per slice.
-		fault := guarded(func() {
-			w := want
-			if hinted == a && r.refillHint() != 0 {
-				w = 0
-			}
-			r.awaitPublish(seen, remaining, result == stale, w)
-		})
-		if fault {
-			if c.reattach(a) {
-				continue
-			}
-			return 0, a.ring.seg.truncatedError()
+		w := want
+		if hinted == a && r.refillHint() != 0 {
+			w = 0
 		}
+		r.awaitPublish(seen, remaining, result == stale, w)
 		hinted = a
 	}
 }
 
 // reattach is called when seen is not serving. If the ring file's path now names another
-// segment (a daemon created a new one), it maps it and makes it current. Returns whether
-// the caller should retry.
-func (c *Client) reattach(seen *attachment) bool {
+// segment (a daemon created a new one), it maps it, attaches its region (retrying the
+// daemon's "retry" refusals until deadline) and makes it current. Returns whether the
+// caller should retry.
+func (c *Client) reattach(seen *attachment, deadline time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed.Load() {
@@ -510,22 +486,17 @@ func (c *Client) reattach(seen *attachment) bool {
 		(st.Ino == seen.ring.seg.ino && st.Dev == seen.ring.seg.dev) {
 		return false
 	}
-	return c.attachLocked()
+	return c.attachLocked(deadline)
 }
 
 // attachLocked maps the segment in the runtime directory now and takes from it from here
 // on; c.mu is held. Returns whether it could.
-func (c *Client) attachLocked() bool {
-	s, e := openSegment(c.runtimeDir)
+func (c *Client) attachLocked(deadline time.Time) bool {
+	s, e := openSegment(c.runtimeDir, deadline)
 	if e != nil {
 		return false
 	}
-	a, e := newAttachment(s, c.service)
-	if e != nil {
-		return false
-	}
-	c.attachments = append(c.attachments, a)
-	c.current.Store(a)
+	c.addAttachmentLocked(newAttachment(s, c.service))
 	return true
 }
 
@@ -548,13 +519,14 @@ func (c *Client) attachLate() bool {
 	if c.closed.Load() { // Close holds mu while it drops the attachments
 		return false
 	}
-	return c.attachLocked()
+	// One attempt: while no local daemon serves, the remotes do, without waiting here.
+	return c.attachLocked(time.Now())
 }
 
 // Close releases the Client: its counter slot is retired, and its mapping is unmapped
-// once no take uses it any more. Later calls return ErrClosed; closing again does
-// nothing. It may run beside other calls on c, and beside another Close: a take running
-// at that moment returns its ID or ErrClosed, and never reads an unmapped page.
+// once no take uses it any more. Later calls return ErrClosed; closing again does nothing. It may run
+// beside other calls on c, and beside another Close: a take running at that moment
+// returns its ID or ErrClosed, and never reads an unmapped page.
 func (c *Client) Close() error {
 	if !c.closed.CompareAndSwap(false, true) {
 		return nil

@@ -48,9 +48,8 @@ func layoutText(cpp, goName, v string) layoutFact {
 }
 
 var layoutFacts = []layoutFact{
-	// The files and their identity (LAYOUT.md §1-3, §5).
+	// The ring file, the consumer region and their identity (LAYOUT.md §1-3, §5).
 	layoutText("kSegmentFileName", "segmentFileName", segmentFileName),
-	layoutText("kConsumerFileSuffix", "consumerFileSuffix", consumerFileSuffix),
 	layoutNum("kMagic", "layoutMagic", layoutMagic),
 	layoutNum("kVersion", "layoutVersion", layoutVersion),
 	layoutNum("kPageSize", "pageSize", pageSize),
@@ -58,7 +57,8 @@ var layoutFacts = []layoutFact{
 	layoutNum("kSlotsOffset", "slotsOffset", slotsOffset),
 	layoutNum("kMinCapacity", "minCapacity", minCapacity),
 	layoutNum("kMaxCapacity", "maxCapacity", maxCapacity),
-	layoutNum("kConsumerFileSize", "consumerFileSize", consumerFileSize),
+	layoutNum("kConsumerRegionSize", "regionSize", regionSize),
+	layoutNum("kConsumerRegionSeals", "consumerRegionSeals", consumerRegionSeals),
 
 	// The header (LAYOUT.md §3).
 	layoutNum("offsetof(SegmentHeader, magic)", "offMagic", offMagic),
@@ -99,7 +99,7 @@ var layoutFacts = []layoutFact{
 	layoutNum("DaemonState::kOutOfService", "stateOOS", stateOOS),
 	layoutNum("DaemonState::kStopped", "stateStopped", stateStopped),
 
-	// The consumer file (LAYOUT.md §4).
+	// The consumer region (LAYOUT.md §4).
 	layoutNum("offsetof(ConsumerRegion, head)", "offHead", offHead),
 	layoutNum("offsetof(ConsumerRegion, refill_request)", "offRefillRequest", offRefillRequest),
 	layoutNum("offsetof(ConsumerRegion, refill_hint)", "offRefillHint", offRefillHint),

@@ -6,7 +6,6 @@ package snowflake
 // consistent, at least as strong as every ordering the layout asks for.
 
 import (
-	"runtime/debug"
 	"strconv"
 	"sync/atomic"
 	"syscall"
@@ -17,44 +16,12 @@ import (
 func loadU64(r region, off int) uint64 { return atomic.LoadUint64(r.u64(off)) }
 func loadU32(r region, off int) uint32 { return atomic.LoadUint32(r.u32(off)) }
 
-// guarded runs fn with faults turned into a recoverable panic (runtime/debug's
-// SetPanicOnFault) and reports whether one happened: a group member may truncate the
-// consumer file while it is mapped, and a touch of a lost page raises SIGBUS, which
-// without this would kill the process (LAYOUT.md §2).
-func guarded(fn func()) bool {
-	return guardedResult(fn) == faulted
-}
-
-func guardedResult(fn func()) (result takeResult) {
-	defer endGuard(debug.SetPanicOnFault(true), &result)
-	fn()
-	return taken
-}
-
-// endGuard ends a guard that debug.SetPanicOnFault(true) began and returned old for: it
-// restores old, and a fault's panic becomes *result = faulted. Only a memory fault at a
-// mapped address counts: the runtime gives those panics an Addr method (SetPanicOnFault's
-// doc). Any other panic goes on, a nil dereference (an address below 4096) or an index
-// out of range among them: a bug of ours is not reported as a truncated file. It is
-// deferred itself, never from a closure (only the deferred function's own recover stops a
-// panic), so the take path guards without a closure.
-func endGuard(old bool, result *takeResult) {
-	debug.SetPanicOnFault(old)
-	if r := recover(); r != nil {
-		if _, isFault := r.(interface{ Addr() uintptr }); !isFault {
-			panic(r)
-		}
-		*result = faulted
-	}
-}
-
 type takeResult int
 
 const (
 	taken takeResult = iota
 	empty
 	stale
-	faulted // the consumer mapping faulted: the file was truncated
 )
 
 // Layout of an ID (shm/include/snowflake/id_layout.h).
@@ -86,7 +53,7 @@ func isFresh(idMs, nowMs, boundMs int64) bool {
 // ring is one mapped segment's protocol state.
 type ring struct {
 	seg     *segment
-	head    *uint64 // consumer file: takes CAS it
+	head    *uint64 // consumer region: takes CAS it
 	tail    *uint64 // header: the daemon's release store publishes slots
 	slots   unsafe.Pointer
 	mask    uint64
@@ -98,6 +65,13 @@ func newRing(s *segment) *ring {
 	return &ring{seg: s, head: s.consumer.u64(offHead), tail: s.header.u64(offTail),
 		slots: unsafe.Pointer(&s.slots[0]), mask: s.capacity - 1,
 		bound: s.header.u32(offFreshnessMs), epochMs: int64(loadU64(s.header, offEpoch))}
+}
+
+// headerRing is the view of a ring file alone (no consumer region): what the producer
+// checks and the status read, which touch only the header.
+func headerRing(s *segment) *ring {
+	return &ring{seg: s, tail: s.header.u64(offTail), bound: s.header.u32(offFreshnessMs),
+		epochMs: int64(loadU64(s.header, offEpoch))}
 }
 
 func (r *ring) slot(ticket uint64) uint64 {
@@ -122,8 +96,7 @@ func (r *ring) copySlots(out []uint64, h uint64) {
 	copy(out[first:], slots[:uint64(len(out))-first])
 }
 
-// tryTakeFresh: LAYOUT.md §7 Take, steps 0–4. Reads of the consumer file may fault; the
-// caller guards them.
+// tryTakeFresh: LAYOUT.md §7 Take, steps 0–4.
 func (r *ring) tryTakeFresh(id *uint64) takeResult {
 	bound := int64(atomic.LoadUint32(r.bound))
 	nowMs := coarseNowUnixMs() - r.epochMs
@@ -295,7 +268,7 @@ func futex(addr *uint32, op int, val uint32, timeout *syscall.Timespec) {
 		uintptr(unsafe.Pointer(timeout)), 0, 0)
 }
 
-// awaitPublish: LAYOUT.md §7, Wait step 4. Touches the consumer file: guard it.
+// awaitPublish: LAYOUT.md §7, Wait step 4.
 func (r *ring) awaitPublish(seen uint32, timeout time.Duration, frontStale bool, want uint64) {
 	c := r.seg.consumer
 	waiters := c.u64(offWaiters)

@@ -1,11 +1,12 @@
 package snowflake
 
-// The segment's two files, opened, checked and mapped as shm/LAYOUT.md §1 lists the
-// steps (the C++ MappedSegment::Open, whose messages these are): every offset below is
-// the layout's, pinned on the C++ side by static_asserts and here by
-// TestSegmentLayoutMatchesTheCppDefinitions (layout_test.go), which compares each constant
-// of the block below with the C++ definition it copies, and by the conformance suite,
-// which maps fixture files written by the C++ layout.
+// The segment, opened, checked and mapped as shm/LAYOUT.md §1 lists the steps (the C++
+// MappedSegment::Open, whose messages these are): the ring file from the runtime
+// directory, and the consumer region from the descriptor the daemon hands over its control
+// socket (attach.go). Every offset below is the layout's, pinned on the C++ side by
+// static_asserts and here by TestSegmentLayoutMatchesTheCppDefinitions (layout_test.go),
+// which compares each constant of the block below with the C++ definition it copies, and
+// by the conformance suite, which maps fixtures written by the C++ layout.
 
 import (
 	"fmt"
@@ -16,21 +17,25 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 	"unsafe"
 )
 
 const (
-	segmentFileName    = "snowflake.ring"
-	consumerFileSuffix = ".consumer"
+	segmentFileName = "snowflake.ring"
 
-	layoutMagic      = 0x014b4c46574f4e53 // "SNOWFLK" then 0x01
-	layoutVersion    = 3
-	pageSize         = 4096
-	headerSize       = 4096
-	slotsOffset      = 4096
-	minCapacity      = 1
-	maxCapacity      = 1 << 20
-	consumerFileSize = 163840
+	layoutMagic   = 0x014b4c46574f4e53 // "SNOWFLK" then 0x01
+	layoutVersion = 4
+	pageSize      = 4096
+	headerSize    = 4096
+	slotsOffset   = 4096
+	minCapacity   = 1
+	maxCapacity   = 1 << 20
+	// The consumer region: a memfd of exactly this size, sealed with exactly these seals
+	// (F_SEAL_SEAL 0x1 | F_SEAL_SHRINK 0x2 | F_SEAL_GROW 0x4), so no process can resize it
+	// while others map it.
+	regionSize          = 163840
+	consumerRegionSeals = 0x7
 
 	// Header (ring file).
 	offMagic         = 0
@@ -69,7 +74,7 @@ const (
 	statusTextBytes     = 448
 	statusTextReadTries = 64
 
-	// Consumer file.
+	// Consumer region.
 	offHead          = 0
 	offRefillRequest = 64
 	offRefillHint    = 68
@@ -113,6 +118,8 @@ const (
 	segCorruptCounters
 	segUnpaired
 	segEarlierBoot
+	segUnsealed // the consumer region's descriptor is not sealed as the layout says
+	segBadReply // the control socket's answer to attach is not one the protocol allows
 	segSystemError
 )
 
@@ -125,9 +132,10 @@ func (s segmentError) status() int {
 		return statusPermissionDenied
 	case segIncompatibleVersion:
 		return statusIncompatibleVersion
-	case segNotRegularFile, segWrongOwner, segModeTooOpen:
+	case segNotRegularFile, segWrongOwner, segModeTooOpen, segUnsealed:
 		return statusUntrustedSegment
-	case segTruncated, segBadMagic, segSizeMismatch, segBadCapacity, segCorruptCounters:
+	case segTruncated, segBadMagic, segSizeMismatch, segBadCapacity, segCorruptCounters,
+		segBadReply:
 		return statusCorruptSegment
 	}
 	return statusSystemError
@@ -143,15 +151,18 @@ type region []byte
 func (r region) u64(off int) *uint64 { return (*uint64)(unsafe.Pointer(&r[off])) }
 func (r region) u32(off int) *uint32 { return (*uint32)(unsafe.Pointer(&r[off])) }
 
-// segment is the three mappings of one segment (header, slots, consumer region).
+// segment is the three mappings of one segment: header and slots from the ring file,
+// the consumer region from the descriptor attach received (nil before attach, and in the
+// ring-only view Status takes of a daemon that does not answer).
 type segment struct {
-	path         string // the ring file
-	consumerPath string
-	header       region // read-only
-	slots        region // read-only
-	consumer     region // read-write
-	capacity     uint64
-	dev, ino     uint64
+	path     string // the ring file
+	dir      string // the runtime directory
+	owner    uint32 // the daemon's user: the ring file's owner
+	header   region // read-only
+	slots    region // read-only
+	consumer region // read-write
+	capacity uint64
+	dev, ino uint64
 }
 
 func (s *segment) unmap() {
@@ -268,9 +279,9 @@ func groupAccessAdvice(gid uint32, onHost string) string {
 		" or Kubernetes securityContext.supplementalGroups: [" + g + "])"
 }
 
-// openChecked runs LAYOUT.md §1 steps 1–7 (ring file) or 10–13 (consumer file).
-func openChecked(path string, flags int, owner uint32, refuseGroupWrite bool,
-	missing segmentError, missingMessage string) (int, syscall.Stat_t, *Error) {
+// openChecked runs LAYOUT.md §1 steps 1–7 on the ring file: it opens it read-only.
+func openChecked(path string, owner uint32, missing segmentError,
+	missingMessage string) (int, syscall.Stat_t, *Error) {
 	var link syscall.Stat_t
 	if err := syscall.Lstat(path, &link); err != nil {
 		switch err {
@@ -300,13 +311,13 @@ func openChecked(path string, flags int, owner uint32, refuseGroupWrite bool,
 	mode := fmt.Sprintf("%04o", link.Mode&07777)
 	if link.Mode&0007 != 0 {
 		return -1, link, segFail(segModeTooOpen, path+" has mode "+mode+", open to other users; "+
-			"refusing to trust it (the daemon creates the ring file 0640 and the consumer file 0660)")
+			"refusing to trust it (the daemon creates the ring file 0640)")
 	}
-	if refuseGroupWrite && link.Mode&0020 != 0 {
+	if link.Mode&0020 != 0 {
 		return -1, link, segFail(segModeTooOpen, path+" has mode "+mode+": its group may write "+
 			"it, so any member could forge IDs; refusing to trust it (the daemon creates it 0640)")
 	}
-	fd, err := syscall.Open(path, flags|syscall.O_CLOEXEC|syscall.O_NOFOLLOW, 0)
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		switch err {
 		case syscall.EACCES, syscall.EPERM:
@@ -384,8 +395,9 @@ func mapRegion(fd int, offset int64, length int, writable bool, path string) (re
 	return region(data), nil
 }
 
-// openSegment maps runtimeDir's segment for a client (LAYOUT.md §1, steps 1–17).
-func openSegment(runtimeDir string) (*segment, *Error) {
+// openRing maps runtimeDir's ring file (LAYOUT.md §1, the ring file's steps): the
+// header and the slots, read-only, checked; the consumer region is attach's.
+func openRing(runtimeDir string) (*segment, *Error) {
 	var dirInfo syscall.Stat_t
 	if err := syscall.Stat(runtimeDir, &dirInfo); err != nil {
 		if err == syscall.ENOENT {
@@ -400,16 +412,15 @@ func openSegment(runtimeDir string) (*segment, *Error) {
 	}
 	owner := dirInfo.Uid // the expected owner: the runtime directory's
 	path := filepath.Join(runtimeDir, segmentFileName)
-	consumerPath := path + consumerFileSuffix
 
-	fd, info, e := openChecked(path, syscall.O_RDONLY, owner, true, segNotFound,
+	fd, info, e := openChecked(path, owner, segNotFound,
 		"no segment at "+path+": snowflaked is not running for this runtime directory (start "+
 			"it, or point SNOWFLAKE_RUNTIME_DIR at the right one)")
 	if e != nil {
 		return nil, e
 	}
 	defer syscall.Close(fd)
-	s := &segment{path: path, consumerPath: consumerPath, dev: info.Dev, ino: info.Ino}
+	s := &segment{path: path, dir: runtimeDir, owner: info.Uid, dev: info.Dev, ino: info.Ino}
 	ok := false
 	defer func() {
 		if !ok {
@@ -440,44 +451,47 @@ func openSegment(runtimeDir string) (*segment, *Error) {
 	if s.slots, e = mapRegion(fd, slotsOffset, int(fileSize-slotsOffset), false, path); e != nil {
 		return nil, e
 	}
-
-	cfd, cinfo, e := openChecked(consumerPath, syscall.O_RDWR, owner, false, segUnpaired,
-		"no consumer file "+consumerPath+" beside "+path+": snowflaked is replacing the segment; retry")
-	if e != nil {
-		return nil, e
-	}
-	defer syscall.Close(cfd)
-	if size := uint64(cinfo.Size); size != consumerFileSize {
-		kind, how := segTruncated, "truncated"
-		if size > consumerFileSize {
-			kind, how = segSizeMismatch, "resized"
-		}
-		return nil, segFail(kind, fmt.Sprintf("%s: file is %d bytes, it must be %d; it was %s",
-			consumerPath, size, consumerFileSize, how))
-	}
-	if s.consumer, e = mapRegion(cfd, 0, consumerFileSize, true, consumerPath); e != nil {
-		return nil, e
-	}
-	// From here on the consumer file may be truncated under us by any group member: reads
-	// of it are guarded (guard.go).
-	var check *Error
-	if fault := guarded(func() {
-		ringID, consumerID := loadU64(s.header, offSegmentID), loadU64(s.consumer, offConsumerSegID)
-		if ringID != consumerID {
-			check = segFail(segUnpaired, fmt.Sprintf("%s belongs to another segment than %s "+
-				"(segment id %d, not %d): snowflaked is replacing the segment; retry",
-				consumerPath, path, consumerID, ringID))
-			return
-		}
-		check = validateCounters(s)
-	}); fault {
-		return nil, s.truncatedError()
-	}
-	if check != nil {
-		return nil, check
-	}
 	ok = true
 	return s, nil
+}
+
+// How often openSegment maps a ring file and attaches again when the region it received
+// belongs to another segment than the ring file (a daemon replacing its segment between
+// the two steps), before it reports the segment unpaired.
+const pairingTries = 5
+
+// openSegment maps runtimeDir's segment for a client: the ring file (openRing), then the
+// consumer region the daemon hands over (attach.go), then checks the two belong together
+// (LAYOUT.md §1; attach step 8) and the counters (§5). Refusals the daemon asks to retry
+// are retried until deadline (attachRegion).
+func openSegment(runtimeDir string, deadline time.Time) (*segment, *Error) {
+	for try := 1; ; try++ {
+		s, e := openRing(runtimeDir)
+		if e != nil {
+			return nil, e
+		}
+		replyID, e := attachRegion(s, deadline)
+		if e != nil {
+			s.unmap()
+			return nil, e
+		}
+		ringID, regionID := loadU64(s.header, offSegmentID), loadU64(s.consumer, offConsumerSegID)
+		if ringID == replyID && regionID == replyID {
+			if e := validateCounters(s); e != nil {
+				s.unmap()
+				return nil, e
+			}
+			return s, nil
+		}
+		s.unmap()
+		if try == pairingTries {
+			return nil, segFail(segUnpaired, fmt.Sprintf("the consumer region %s handed over "+
+				"belongs to another segment than %s (segment id %d, the reply said %d, the ring "+
+				"file has %d) in %d tries: snowflaked is replacing the segment; retry",
+				controlSocketPath(runtimeDir), s.path, regionID, replyID, ringID, pairingTries))
+		}
+		time.Sleep(time.Millisecond) // let the daemon finish the replacement
+	}
 }
 
 // validateCounters: head read before and after tail (LAYOUT.md §5).
@@ -491,16 +505,4 @@ func validateCounters(s *segment) *Error {
 			s.path, headBefore, tail, s.capacity))
 	}
 	return nil
-}
-
-// truncatedError is the error for a fault on the consumer mapping: the C++ client's
-// message for a consumer file found short at open (kTruncated → corrupt_segment).
-func (s *segment) truncatedError() *Error {
-	var st syscall.Stat_t
-	size := "shorter"
-	if syscall.Stat(s.consumerPath, &st) == nil {
-		size = strconv.FormatInt(st.Size, 10)
-	}
-	return segFail(segTruncated, fmt.Sprintf("%s: file is %s bytes, it must be %d; it was "+
-		"truncated", s.consumerPath, size, consumerFileSize))
 }

@@ -183,26 +183,27 @@ func readStatus(r *ring, maxAgeOption time.Duration) Status {
 	if state != stateServing {
 		s.StatusText, _ = r.statusText()
 	}
-	guarded(func() {
-		head, tail := loadU64(r.seg.consumer, offHead), loadU64(r.seg.header, offTail)
-		if tail > head {
-			s.RingFill = tail - head
-		}
-		// taken minus drained, as `snowflakectl status --json`.
-		s.TakenTotal = head
-		if s.DrainedTotal < head {
-			s.TakenTotal = head - s.DrainedTotal
-		} else {
-			s.TakenTotal = 0
-		}
-		s.Uncounted = loadU64(r.seg.consumer, offUncounted)
-	})
+	if r.seg.consumer == nil {
+		return s // the ring file alone: its daemon did not hand over the region
+	}
+	head, tail := loadU64(r.seg.consumer, offHead), loadU64(r.seg.header, offTail)
+	if tail > head {
+		s.RingFill = tail - head
+	}
+	// taken minus drained, as `snowflakectl status --json`.
+	if s.DrainedTotal < head {
+		s.TakenTotal = head - s.DrainedTotal
+	}
+	s.Uncounted = loadU64(r.seg.consumer, offUncounted)
 	return s
 }
 
 // Status reads the segment c takes from (or, without one, the runtime directory's) and
-// asks the daemon over its control socket. Errors: as Open's, ErrClosed; a control socket
-// that does not answer is no error (see Status.ControlError).
+// asks the daemon over its control socket. Without a segment of its own, a daemon that does
+// not hand over its consumer region (stopped, dead) is read from its ring file alone: the
+// ring's fill and the taken and uncounted totals are then 0. Errors: as Open's (for the
+// ring file), ErrClosed; a control socket that does not answer is no error (see
+// Status.ControlError).
 func (c *Client) Status() (Status, error) {
 	if c.closed.Load() {
 		return Status{}, ErrClosed
@@ -217,11 +218,13 @@ func (c *Client) Status() (Status, error) {
 		}
 		c.mu.Unlock()
 	} else {
-		seg, e := openSegment(c.runtimeDir)
+		seg, e := openSegment(c.runtimeDir, time.Now())
 		if e != nil {
-			return Status{}, e
+			if seg, e = openRing(c.runtimeDir); e != nil {
+				return Status{}, e
+			}
 		}
-		s = readStatus(newRing(seg), c.maxAge)
+		s = readStatus(headerRing(seg), c.maxAge)
 		seg.unmap()
 	}
 	control, err := queryControl(c.runtimeDir)
@@ -240,11 +243,10 @@ func (c *Client) ringFill() uint64 {
 		return 0
 	}
 	var fill uint64
-	guarded(func() {
-		head, tail := loadU64(a.ring.seg.consumer, offHead), loadU64(a.ring.seg.header, offTail)
-		if tail > head {
-			fill = tail - head
-		}
-	})
+	head, tail := loadU64(a.ring.seg.consumer, offHead), loadU64(a.ring.seg.header, offTail)
+	if tail > head {
+		fill = tail - head
+	}
+	keepMapped(a)
 	return fill
 }

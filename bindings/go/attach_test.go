@@ -1,0 +1,652 @@
+package snowflake
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+	"unsafe"
+)
+
+// attach against a fake daemon in this process: a ring file written here and a listener on
+// control.sock that answers attach as each test needs, with a memfd made here. Every check
+// of the spec's steps 2-8 that a process can provoke on its own has a test; the real
+// daemon's attach is daemon_test.go's and snowflake_test.go's.
+
+// memfd_create's number: package syscall names it only on some architectures.
+var sysMemfdCreate = map[string]uintptr{"amd64": 319, "arm64": 279, "riscv64": 279,
+	"loong64": 279, "386": 356, "arm": 385, "ppc64le": 360, "ppc64": 360, "s390x": 350}[runtime.GOARCH]
+
+const (
+	mfdCloexec      = 0x1
+	mfdAllowSealing = 0x2
+	fAddSeals       = 1033
+)
+
+// How many memfds newMemfd made (each stays open until its test ends).
+var memfdsMade atomic.Int32
+
+// newMemfd is a memfd of size bytes holding segID at the region's segment_id, sealed with
+// seals (0: none, but sealing allowed). Closed when the test ends.
+func newMemfd(t *testing.T, size int64, seals uintptr, segID uint64) int {
+	t.Helper()
+	if sysMemfdCreate == 0 {
+		t.Fatalf("no memfd_create number for GOARCH %s: add it to sysMemfdCreate", runtime.GOARCH)
+	}
+	name := []byte("sf-go-test\x00")
+	fd, _, errno := syscall.Syscall(sysMemfdCreate, uintptr(unsafe.Pointer(&name[0])),
+		mfdCloexec|mfdAllowSealing, 0)
+	if errno != 0 {
+		t.Fatalf("memfd_create: %v", errno)
+	}
+	memfdsMade.Add(1)
+	t.Cleanup(func() { syscall.Close(int(fd)) })
+	if err := syscall.Ftruncate(int(fd), size); err != nil {
+		t.Fatal(err)
+	}
+	if size >= offConsumerSegID+8 {
+		var b [8]byte
+		*(*uint64)(unsafe.Pointer(&b[0])) = segID
+		if _, err := syscall.Pwrite(int(fd), b[:], offConsumerSegID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if seals != 0 {
+		if _, _, errno := syscall.Syscall(syscall.SYS_FCNTL, fd, fAddSeals, seals); errno != 0 {
+			t.Fatalf("F_ADD_SEALS %#x: %v", seals, errno)
+		}
+	}
+	return int(fd)
+}
+
+// A ring file of capacity 16 holding ids (fresh ones unless the test says otherwise).
+type fakeRing struct {
+	segID uint64
+	state uint32
+	pid   uint64
+	beat  uint64 // monotonic ns; 0: now
+	ids   []uint64
+}
+
+func freshIDs(n int) []uint64 {
+	ms := uint64(time.Now().UnixMilli() - DefaultEpoch.UnixMilli())
+	ids := make([]uint64, n)
+	for i := range ids {
+		ids[i] = ms<<timeShift | 7<<12 | uint64(i)
+	}
+	return ids
+}
+
+func writeRing(t *testing.T, dir string, r fakeRing) string {
+	t.Helper()
+	const capacity = 16
+	data := make([]byte, segmentSizeFor(capacity))
+	h := region(data)
+	put64 := func(off int, v uint64) { *h.u64(off) = v }
+	put32 := func(off int, v uint32) { *h.u32(off) = v }
+	put64(offMagic, layoutMagic)
+	put32(offVersion, layoutVersion)
+	put32(offHeaderSize, headerSize)
+	put64(offCapacity, capacity)
+	put64(offSegmentSize, segmentSizeFor(capacity))
+	put64(offSegmentID, r.segID)
+	put64(offSlotsOffset, slotsOffset)
+	put64(offEpoch, uint64(DefaultEpoch.UnixMilli()))
+	put32(offMachine, 7)
+	put64(offTail, uint64(len(r.ids)))
+	put32(offState, r.state)
+	beat := r.beat
+	if beat == 0 {
+		beat = monotonicNowNs()
+	}
+	put64(offHeartbeat, beat)
+	put64(offPID, r.pid)
+	put32(offPidNamespace, currentPidNamespace())
+	high, low := currentBootID()
+	put64(offBootHigh, high)
+	put64(offBootLow, low)
+	for i, id := range r.ids {
+		put64(slotsOffset+8*i, id)
+	}
+	path := filepath.Join(dir, segmentFileName)
+	if err := os.WriteFile(path, data, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// runtimeDir is a fresh runtime directory others may enter (the tests that change a
+// thread's user need that), removed when the test ends; short, for sockaddr_un.
+func runtimeDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "sf-go-attach-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// fakeDaemon answers attach on a listener: reply(n, conn) writes the answer to the n-th
+// request (from 0) once it was read.
+type fakeDaemon struct {
+	conns    atomic.Int32 // accepted
+	requests atomic.Int32 // of those, the ones that sent a request line
+	reply    func(n int, c *net.UnixConn)
+}
+
+func serveAttach(t *testing.T, ln *net.UnixListener, reply func(n int, c *net.UnixConn)) *fakeDaemon {
+	d := &fakeDaemon{reply: reply}
+	done := make(chan struct{})
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+	})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.AcceptUnix()
+			if err != nil {
+				return
+			}
+			d.conns.Add(1)
+			c.SetDeadline(time.Now().Add(5 * time.Second))
+			line, err := bufio.NewReader(c).ReadString('\n')
+			switch {
+			case line == attachRequest:
+				d.reply(int(d.requests.Add(1))-1, c)
+			case line == "{\"command\":\"status\"}\n": // Status asks too: not this fake's
+				send(t, c, refused("unknown_command", "a fake daemon: attach only"))
+			case line != "" || err == nil:
+				t.Errorf("the fake daemon read %q, %v; want %q", line, err, attachRequest)
+			} // else: a client that hung up without asking
+			c.Close()
+		}
+	}()
+	return d
+}
+
+func listenAttach(t *testing.T, dir string, reply func(n int, c *net.UnixConn)) *fakeDaemon {
+	t.Helper()
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: controlSocketPath(dir), Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return serveAttach(t, ln, reply)
+}
+
+// send writes one reply line, with fds attached (SCM_RIGHTS) when there are any.
+func send(t *testing.T, c *net.UnixConn, line string, fds ...int) {
+	var oob []byte
+	if len(fds) > 0 {
+		oob = syscall.UnixRights(fds...)
+	}
+	if _, _, err := c.WriteMsgUnix([]byte(line+"\n"), oob, nil); err != nil {
+		t.Errorf("the fake daemon's reply: %v", err)
+	}
+}
+
+func accepted(segID uint64) string {
+	return fmt.Sprintf(`{"ok":true,"segment_id":"%d","format_version":4,"region_bytes":163840}`, segID)
+}
+
+func refused(code, message string) string {
+	return fmt.Sprintf(`{"ok":false,"code":%q,"error":%q}`, code, message)
+}
+
+const testSegID = 0x5e6d00000000002a
+
+// servingRing writes a serving daemon's ring holding n fresh IDs.
+func servingRing(t *testing.T, dir string, n int) []uint64 {
+	ids := freshIDs(n)
+	writeRing(t, dir, fakeRing{segID: testSegID, state: stateServing, pid: uint64(os.Getpid()), ids: ids})
+	return ids
+}
+
+// openFake opens "orders" on dir with remotes off, and closes it when the test ends.
+func openFake(t *testing.T, dir string) (*Client, error) {
+	c, err := Open("orders", WithRuntimeDir(dir), WithRemotes(), WithTimeout(0))
+	if err == nil {
+		t.Cleanup(func() { c.Close() })
+	}
+	return c, err
+}
+
+// memfdsOpen counts this process's descriptors of memfds made by newMemfd.
+func memfdsOpen(t *testing.T) int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range entries {
+		if target, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil &&
+			strings.HasPrefix(target, "/memfd:sf-go-test") {
+			n++
+		}
+	}
+	return n
+}
+
+// The accepted path end to end: the region arrives, is mapped (its descriptor closed at
+// once), takes come from the ring file's slots through the region's head, and the count
+// reaches the service slot's word, exactly after Close.
+func TestAttachMapsTheSealedRegionTakesAndCountsExactly(t *testing.T) {
+	dir := runtimeDir(t)
+	ids := servingRing(t, dir, 12)
+	fd := newMemfd(t, regionSize, consumerRegionSeals, testSegID)
+	listenAttach(t, dir, func(n int, c *net.UnixConn) { send(t, c, accepted(testSegID), fd) })
+	mine, err := syscall.Mmap(fd, 0, regionSize, syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Munmap(mine)
+	view := region(mine)
+
+	c, err := openFake(t, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := memfdsOpen(t); n != 1 {
+		t.Fatalf("%d descriptors of the memfd open after Open, want 1 (the test's own): the "+
+			"received one must be closed once mapped", n)
+	}
+	var got []uint64
+	for i := 0; i < 4; i++ {
+		id, err := c.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, id)
+	}
+	batch := make([]uint64, 5)
+	n, err := c.NextBatch(batch)
+	if err != nil || n != 5 {
+		t.Fatalf("NextBatch: %d, %v", n, err)
+	}
+	got = append(got, batch...)
+	for i := range got {
+		if got[i] != ids[i] {
+			t.Fatalf("take %d gave %d, the ring holds %d", i, got[i], ids[i])
+		}
+	}
+	if head := loadU64(view, offHead); head != 9 {
+		t.Fatalf("the region's head is %d after 9 takes", head)
+	}
+	if s, err := c.Status(); err != nil || s.ClientTaken != 9 || s.RingFill != 3 {
+		t.Fatalf("status: taken %d, fill %d, %v", s.ClientTaken, s.RingFill, err)
+	}
+	slot := offServices + 0*serviceSlotSize // the first free slot
+	word := func() uint64 { return loadU64(view, slot+offTaken) }
+	for deadline := time.Now().Add(2 * time.Second); word() != 9; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the slot's taken word is %d a while after 9 takes, want 9", word())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if _, err := c.Next(); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if word() != 10 || loadU64(view, slot+offNameReady) != serviceSlotRetired ||
+		loadU64(view, slot+offOwnerPID) != uint64(os.Getpid()) {
+		t.Fatalf("after Close: taken %d (want 10), name_ready %d (want retired), owner %d",
+			word(), loadU64(view, slot+offNameReady), loadU64(view, slot+offOwnerPID))
+	}
+}
+
+func TestAttachRetriesTooManyConnectionsAndDaemonStarting(t *testing.T) {
+	dir := runtimeDir(t)
+	servingRing(t, dir, 1)
+	fd := newMemfd(t, regionSize, consumerRegionSeals, testSegID)
+	d := listenAttach(t, dir, func(n int, c *net.UnixConn) {
+		switch n {
+		case 0:
+			send(t, c, refused("too_many_connections", "too many connections; retry"))
+		case 1:
+			send(t, c, refused("daemon_starting", "snowflaked is starting"))
+		default:
+			send(t, c, accepted(testSegID), fd)
+		}
+	})
+	c, err := openFake(t, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Next(); err != nil {
+		t.Fatal(err)
+	}
+	if n := d.requests.Load(); n != 3 {
+		t.Fatalf("%d connections, want 3 (two refusals retried)", n)
+	}
+}
+
+// A daemon that keeps saying it is starting: Open gives up after its budget with
+// ErrDaemonStarting.
+func TestAttachGivesUpOnADaemonStartingForTheWholeBudget(t *testing.T) {
+	dir := runtimeDir(t)
+	servingRing(t, dir, 1)
+	d := listenAttach(t, dir, func(n int, c *net.UnixConn) {
+		send(t, c, refused("daemon_starting", "snowflaked is starting"))
+	})
+	start := time.Now()
+	_, err := openFake(t, dir)
+	e := wantError(t, err, ErrDaemonStarting, statusDaemonStarting, "daemon_starting")
+	if took := time.Since(start); took < attachBudget-500*time.Millisecond || took > attachBudget+2*time.Second {
+		t.Fatalf("gave up after %v, the budget is %v", took, attachBudget)
+	}
+	if d.requests.Load() < 5 || !strings.Contains(e.Message, "retry shortly or fail over") {
+		t.Fatalf("%d requests; %q", d.requests.Load(), e.Message)
+	}
+}
+
+// The refusals and checks of steps 5 and 6: each a clear error, nothing mapped.
+func TestAttachRefusesWhatTheSpecRefuses(t *testing.T) {
+	type row struct {
+		name    string
+		reply   func(t *testing.T, c *net.UnixConn)
+		err     error
+		status  int
+		code    string
+		message string
+	}
+	sealed := func(t *testing.T, size int64, seals uintptr) int {
+		return newMemfd(t, size, seals, testSegID)
+	}
+	rows := []row{
+		{"a reply without a descriptor", func(t *testing.T, c *net.UnixConn) {
+			send(t, c, accepted(testSegID))
+		}, ErrCorruptSegment, statusCorruptSegment, "corrupt_segment",
+			"answered attach without a descriptor"},
+		{"an unsealed memfd", func(t *testing.T, c *net.UnixConn) {
+			send(t, c, accepted(testSegID), sealed(t, regionSize, 0))
+		}, ErrUntrustedSegment, statusUntrustedSegment, "untrusted_segment",
+			"the consumer region is not sealed (seals 0x0, expected shrink|grow|seal 0x7); refusing to map it"},
+		{"a memfd sealed against resizing but open to more seals", func(t *testing.T, c *net.UnixConn) {
+			send(t, c, accepted(testSegID), sealed(t, regionSize, 0x6))
+		}, ErrUntrustedSegment, statusUntrustedSegment, "untrusted_segment",
+			"the consumer region is not sealed (seals 0x6, expected shrink|grow|seal 0x7)"},
+		{"a memfd sealed against writes too", func(t *testing.T, c *net.UnixConn) {
+			send(t, c, accepted(testSegID), sealed(t, regionSize, 0xf))
+		}, ErrUntrustedSegment, statusUntrustedSegment, "untrusted_segment",
+			"(seals 0xf, expected shrink|grow|seal 0x7)"},
+		{"a memfd sealed with the wrong size", func(t *testing.T, c *net.UnixConn) {
+			send(t, c, accepted(testSegID), sealed(t, 4096, consumerRegionSeals))
+		}, ErrCorruptSegment, statusCorruptSegment, "corrupt_segment",
+			"the consumer region is 4096 bytes, it must be 163840: sealed with the wrong size"},
+		{"a memfd sealed too large", func(t *testing.T, c *net.UnixConn) {
+			send(t, c, accepted(testSegID), sealed(t, regionSize+4096, consumerRegionSeals))
+		}, ErrCorruptSegment, statusCorruptSegment, "corrupt_segment", "sealed with the wrong size"},
+		{"a regular file, which has no seals", func(t *testing.T, c *net.UnixConn) {
+			f, err := os.CreateTemp(t.TempDir(), "region")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer f.Close()
+			f.Truncate(regionSize)
+			send(t, c, accepted(testSegID), int(f.Fd()))
+		}, ErrUntrustedSegment, statusUntrustedSegment, "untrusted_segment",
+			"the consumer region is not sealed (seals "},
+		{"a daemon of format 3", func(t *testing.T, c *net.UnixConn) {
+			send(t, c, refused("unknown_command", `unknown command "attach": expected "status" or "resume"`))
+		}, ErrIncompatibleVersion, statusIncompatibleVersion, "incompatible_version",
+			"snowflaked predates segment format 4; restart the service after the package upgrade"},
+		{"an accepted reply of another format", func(t *testing.T, c *net.UnixConn) {
+			send(t, c, strings.Replace(accepted(testSegID), `"format_version":4`, `"format_version":5`, 1),
+				sealed(t, regionSize, consumerRegionSeals))
+		}, ErrIncompatibleVersion, statusIncompatibleVersion, "incompatible_version",
+			"segment format version 5, this build speaks version 4"},
+		{"a reply that is no JSON object", func(t *testing.T, c *net.UnixConn) {
+			send(t, c, "HTTP/1.1 400 Bad Request")
+		}, ErrCorruptSegment, statusCorruptSegment, "corrupt_segment", "not the protocol's reply object"},
+		{"another refusal", func(t *testing.T, c *net.UnixConn) {
+			send(t, c, refused("malformed_request", "not one JSON object"))
+		}, ErrSystem, statusSystemError, "system_error",
+			"refused attach on " + "%s" + ": malformed_request (not one JSON object)"},
+		{"a connection closed without a reply", func(t *testing.T, c *net.UnixConn) {},
+			ErrDaemonNotRunning, statusDaemonNotRunning, "daemon_not_running",
+			"closed the connection without answering attach"},
+	}
+	for _, r := range rows {
+		r := r
+		t.Run(r.name, func(t *testing.T) {
+			dir := runtimeDir(t)
+			servingRing(t, dir, 1)
+			listenAttach(t, dir, func(n int, c *net.UnixConn) { r.reply(t, c) })
+			before, made := memfdsOpen(t), memfdsMade.Load()
+			_, err := openFake(t, dir)
+			e := wantError(t, err, r.err, r.status, r.code)
+			message := r.message
+			if strings.Contains(message, "%s") {
+				message = fmt.Sprintf(message, controlSocketPath(dir))
+			}
+			if !strings.Contains(e.Message, message) {
+				t.Fatalf("message %q lacks %q", e.Message, message)
+			}
+			if after, made := memfdsOpen(t), memfdsMade.Load()-made; after > before+int(made) {
+				t.Fatalf("%d memfd descriptors open after the refusal, %d before and %d made "+
+					"here: the received one was not closed", after, before, made)
+			}
+			t.Logf("%s", e.Message)
+		})
+	}
+}
+
+// Step 8: a region of another segment than the ring file (the daemon replaced its segment
+// between the two steps) is retried from the ring file, a bounded number of times.
+func TestAttachRetriesARegionOfAnotherSegmentAndGivesUp(t *testing.T) {
+	dir := runtimeDir(t)
+	servingRing(t, dir, 1)
+	other := newMemfd(t, regionSize, consumerRegionSeals, testSegID+1)
+	right := newMemfd(t, regionSize, consumerRegionSeals, testSegID)
+	d := listenAttach(t, dir, func(n int, c *net.UnixConn) {
+		if n == 0 {
+			send(t, c, accepted(testSegID+1), other) // the next segment, before its ring file
+		} else {
+			send(t, c, accepted(testSegID), right)
+		}
+	})
+	if _, err := openFake(t, dir); err != nil {
+		t.Fatal(err)
+	}
+	if d.requests.Load() != 2 {
+		t.Fatalf("%d requests, want 2", d.requests.Load())
+	}
+
+	dir = runtimeDir(t)
+	servingRing(t, dir, 1)
+	d = listenAttach(t, dir, func(n int, c *net.UnixConn) { send(t, c, accepted(testSegID+1), other) })
+	_, err := openFake(t, dir)
+	e := wantError(t, err, ErrDaemonNotRunning, statusDaemonNotRunning, "daemon_not_running")
+	if !strings.Contains(e.Message, "belongs to another segment") || d.requests.Load() != pairingTries {
+		t.Fatalf("%d requests (want %d): %s", d.requests.Load(), pairingTries, e.Message)
+	}
+	// A reply whose segment_id is the ring file's but whose region is another's.
+	dir = runtimeDir(t)
+	servingRing(t, dir, 1)
+	listenAttach(t, dir, func(n int, c *net.UnixConn) { send(t, c, accepted(testSegID), other) })
+	_, err = openFake(t, dir)
+	wantError(t, err, ErrDaemonNotRunning, statusDaemonNotRunning, "daemon_not_running")
+}
+
+// Step 2: no socket, or nothing listening on it: the daemon is not running, or, when its
+// ring file says so, stopped or dead.
+func TestAttachWithoutADaemonSaysWhatTheRingFileSays(t *testing.T) {
+	dir := runtimeDir(t)
+	servingRing(t, dir, 1)
+	_, err := openFake(t, dir)
+	e := wantError(t, err, ErrDaemonNotRunning, statusDaemonNotRunning, "daemon_not_running")
+	if !strings.Contains(e.Message, "no control socket "+controlSocketPath(dir)) {
+		t.Fatalf("%q", e.Message)
+	}
+
+	// A socket file nobody listens on (ECONNREFUSED).
+	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Bind(fd, &syscall.SockaddrUnix{Name: controlSocketPath(dir)}); err != nil {
+		t.Fatal(err)
+	}
+	syscall.Close(fd)
+	_, err = openFake(t, dir)
+	e = wantError(t, err, ErrDaemonNotRunning, statusDaemonNotRunning, "daemon_not_running")
+	if !strings.Contains(e.Message, "nothing listens on "+controlSocketPath(dir)) {
+		t.Fatalf("%q", e.Message)
+	}
+
+	writeRing(t, dir, fakeRing{segID: testSegID, state: stateStopped, pid: 12345})
+	_, err = openFake(t, dir)
+	e = wantError(t, err, ErrDaemonStopped, statusDaemonStopped, "daemon_stopped")
+	if !strings.Contains(e.Message, "has stopped") {
+		t.Fatalf("%q", e.Message)
+	}
+
+	exited := exec.Command("true")
+	if err := exited.Run(); err != nil {
+		t.Fatal(err)
+	}
+	writeRing(t, dir, fakeRing{segID: testSegID, state: stateServing,
+		pid: uint64(exited.Process.Pid), beat: monotonicNowNs() - uint64(time.Second)})
+	_, err = openFake(t, dir)
+	e = wantError(t, err, ErrDaemonDead, statusDaemonDead, "daemon_dead")
+	if !strings.Contains(e.Message, "is gone without shutting down") {
+		t.Fatalf("%q", e.Message)
+	}
+}
+
+// asOtherUser runs fn on a thread of its own whose user (and groups) are nobody's, and
+// lets that thread die after it: only it changes user (raw system calls, not the
+// process-wide syscall.Setresuid). Returns false when this process may not change user.
+func asOtherUser(t *testing.T, fn func()) bool {
+	t.Helper()
+	const nobody = 65534
+	ok := make(chan bool)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread exits with the goroutine
+		groups := []uint32{nobody}
+		if _, _, errno := syscall.RawSyscall(syscall.SYS_SETGROUPS, 1,
+			uintptr(unsafe.Pointer(&groups[0])), 0); errno != 0 {
+			ok <- false
+			return
+		}
+		if _, _, errno := syscall.RawSyscall(syscall.SYS_SETRESGID, nobody, nobody, 0); errno != 0 {
+			ok <- false
+			return
+		}
+		if _, _, errno := syscall.RawSyscall(syscall.SYS_SETRESUID, nobody, nobody, 0); errno != 0 {
+			ok <- false
+			return
+		}
+		fn()
+		ok <- true
+	}()
+	return <-ok
+}
+
+// Step 3: a listener of another user than the ring file's owner is refused before
+// anything is sent to it. The listener is made here by listening on a thread switched to
+// another user (SO_PEERCRED records the listening thread's credentials), which only root
+// can do.
+func TestAttachRefusesAListenerOfAnotherUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("not run: a listener of another user can only be made in-process as root " +
+			"(this test process is not root); run the package's tests as root to check step 3")
+	}
+	dir := runtimeDir(t)
+	ringPath := writeRing(t, dir, fakeRing{segID: testSegID, state: stateServing,
+		pid: uint64(os.Getpid()), ids: freshIDs(1)})
+	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Bind(fd, &syscall.SockaddrUnix{Name: controlSocketPath(dir)}); err != nil {
+		t.Fatal(err)
+	}
+	var listenErr error
+	if !asOtherUser(t, func() { listenErr = syscall.Listen(fd, 8) }) {
+		syscall.Close(fd)
+		t.Skip("not run: this root process may not change a thread's user (no CAP_SETUID " +
+			"or CAP_SETGID), so it cannot make a listener of another user")
+	}
+	if listenErr != nil {
+		t.Fatal(listenErr)
+	}
+	f := os.NewFile(uintptr(fd), "listener")
+	ln, err := net.FileListener(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	memfd := newMemfd(t, regionSize, consumerRegionSeals, testSegID)
+	d := serveAttach(t, ln.(*net.UnixListener), func(n int, c *net.UnixConn) {
+		send(t, c, accepted(testSegID), memfd)
+	})
+	_, err = openFake(t, dir)
+	e := wantError(t, err, ErrUntrustedSegment, statusUntrustedSegment, "untrusted_segment")
+	want := "the process listening on " + controlSocketPath(dir) + " runs as " +
+		describeUser(65534) + ", not as the daemon's user " + describeUser(0) + " (the owner of " +
+		ringPath + "); refusing it"
+	if e.Message != want {
+		t.Fatalf("got %q, want %q", e.Message, want)
+	}
+	for deadline := time.Now().Add(2 * time.Second); d.conns.Load() == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("no connection reached the listener")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // the fake would have read a request by now
+	if d.requests.Load() > 0 {
+		t.Fatalf("the request was sent to the untrusted listener (%d read)", d.requests.Load())
+	}
+}
+
+// Step 2's EACCES names the socket's group. Provoked by connecting from a thread of
+// another user, which only root can switch to.
+func TestAttachWithoutPermissionNamesTheSocketsGroup(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("not run: a connection refused with EACCES needs a thread of another user, " +
+			"which only root can make in-process; run the package's tests as root to check it")
+	}
+	dir := runtimeDir(t)
+	servingRing(t, dir, 1)
+	listenAttach(t, dir, func(n int, c *net.UnixConn) { t.Error("a connection was accepted") })
+	if err := os.Chmod(controlSocketPath(dir), 0o660); err != nil {
+		t.Fatal(err)
+	}
+	s, e := openRing(dir)
+	if e != nil {
+		t.Fatal(e)
+	}
+	defer s.unmap()
+	var attachErr *Error
+	if !asOtherUser(t, func() { _, attachErr = attachRegion(s, time.Now()) }) {
+		t.Skip("not run: this root process may not change a thread's user (no CAP_SETUID " +
+			"or CAP_SETGID)")
+	}
+	e = wantError(t, attachErr, ErrPermissionDenied, statusPermissionDenied, "permission_denied")
+	if !strings.Contains(e.Message, "permission denied connecting to "+controlSocketPath(dir)+
+		" (mode 0660, "+describeGroup(0)+")") {
+		t.Fatalf("%q", e.Message)
+	}
+	if s.consumer != nil {
+		t.Fatal("a region was mapped")
+	}
+}
