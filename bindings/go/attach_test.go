@@ -245,7 +245,7 @@ func memfdsOpen(t *testing.T) int {
 
 // The accepted path end to end: the region arrives, is mapped (its descriptor closed at
 // once), takes come from the ring file's slots through the region's head, and the count
-// reaches the service slot's word, exactly after Close.
+// reaches the service slot's word within about publishEvery, exactly after Close.
 func TestAttachMapsTheSealedRegionTakesAndCountsExactly(t *testing.T) {
 	dir := runtimeDir(t)
 	ids := servingRing(t, dir, 12)
@@ -307,6 +307,32 @@ func TestAttachMapsTheSealedRegionTakesAndCountsExactly(t *testing.T) {
 		loadU64(view, slot+offOwnerPID) != uint64(os.Getpid()) {
 		t.Fatalf("after Close: taken %d (want 10), name_ready %d (want retired), owner %d",
 			word(), loadU64(view, slot+offNameReady), loadU64(view, slot+offOwnerPID))
+	}
+}
+
+// Counts from many goroutines at once add up exactly: the shards lose nothing.
+func TestCountsOfManyGoroutinesAddUpExactly(t *testing.T) {
+	k := &takeCount{word: new(uint64)}
+	const goroutines, each = 16, 10_000
+	done := make(chan struct{})
+	for g := 0; g < goroutines; g++ {
+		go func(g int) {
+			for i := 0; i < each; i++ {
+				k.add(uint64(1 + g%2))
+				if i%1000 == 0 {
+					k.publish()
+				}
+			}
+			done <- struct{}{}
+		}(g)
+	}
+	for g := 0; g < goroutines; g++ {
+		<-done
+	}
+	k.publish()
+	want := uint64(goroutines / 2 * each * 3)
+	if k.sum() != want || atomic.LoadUint64(k.word) != want {
+		t.Fatalf("sum %d, published %d, want %d", k.sum(), atomic.LoadUint64(k.word), want)
 	}
 }
 

@@ -103,15 +103,16 @@ type Client struct {
 
 	mu          sync.Mutex
 	attachments []*attachment // every one ever made, newest last; guarded by mu
+	publisher   *publisher    // publishes the attachments' counts (count.go); guarded by mu
 	nextAttach  atomic.Int64  // monotonic ns before which no late attach is tried
 }
 
-// attachment is one mapped segment and this Client's counter in it. Kept until Close:
+// attachment is one mapped segment and this Client's count in it. Kept until Close:
 // other goroutines may still be inside a take on an older one.
 type attachment struct {
-	ring    *ring
-	slot    int     // the claimed service slot, -1 if every slot was in use
-	counter *uint64 // the slot's shared `taken` word, or the segment's `uncounted`
+	ring  *ring
+	slot  int        // the claimed service slot, -1 if every slot was in use
+	count *takeCount // published to the slot's `taken` word, or the segment's `uncounted`
 }
 
 const (
@@ -121,8 +122,9 @@ const (
 )
 
 // claimServiceSlot: LAYOUT.md §4, ServiceSlot protocol (claim, zero, name, active). Go
-// code cannot own a thread, so every take of a Go client adds to the slot's shared
-// `taken` word (the word the layout gives takers that own no lane).
+// code cannot own a thread, so a Go client's count goes to the slot's `taken` word (the
+// word the layout gives takers that own no lane), published from process memory
+// (count.go).
 func claimServiceSlot(s *segment, service string) int {
 	pid := uint64(os.Getpid())
 	c := s.consumer
@@ -155,11 +157,12 @@ func claimServiceSlot(s *segment, service string) int {
 // still read it. It is unmapped by a finalizer once nothing refers to the segment any more
 // (each take keeps its attachment alive until it is done with the mapping: keepMapped).
 func newAttachment(s *segment, service string) *attachment {
-	a := &attachment{ring: newRing(s), slot: claimServiceSlot(s, service)}
+	a := &attachment{ring: newRing(s), slot: claimServiceSlot(s, service),
+		count: &takeCount{seg: s}}
 	if a.slot >= 0 {
-		a.counter = s.consumer.u64(offServices + a.slot*serviceSlotSize + offTaken)
+		a.count.word = s.consumer.u64(offServices + a.slot*serviceSlotSize + offTaken)
 	} else {
-		a.counter = s.consumer.u64(offUncounted)
+		a.count.word = s.consumer.u64(offUncounted)
 	}
 	runtime.SetFinalizer(s, (*segment).unmap)
 	return a
@@ -189,7 +192,7 @@ func keepMapped(a *attachment) { runtime.KeepAlive(a) }
 func (a *attachment) take(id *uint64) takeResult {
 	result := a.ring.tryTakeFresh(id)
 	if result == taken {
-		atomic.AddUint64(a.counter, 1)
+		a.count.add(1)
 	}
 	keepMapped(a)
 	return result
@@ -199,18 +202,14 @@ func (a *attachment) take(id *uint64) takeResult {
 func (a *attachment) takeBatch(out []uint64) (int, takeResult) {
 	n, result := a.ring.tryTakeBatchFresh(out)
 	if n > 0 {
-		atomic.AddUint64(a.counter, uint64(n))
+		a.count.add(uint64(n))
 	}
 	keepMapped(a)
 	return n, result
 }
 
-// taken is every ID this attachment counted (racy; for Status).
-func (a *attachment) taken() uint64 {
-	total := atomic.LoadUint64(a.counter)
-	keepMapped(a)
-	return total
-}
+// taken is every ID this attachment counted (racy beside takes; for Status).
+func (a *attachment) taken() uint64 { return a.count.sum() }
 
 func milliseconds(d time.Duration, what string) (time.Duration, error) {
 	if d < 0 || d.Milliseconds() > 1<<32-1 {
@@ -321,12 +320,19 @@ func Open(service string, opts ...Option) (*Client, error) {
 		c.remotes = newRemotePool(service, remotes, remotesTLS, epochMs, o.remoteAttempt,
 			o.remoteDeadline)
 	}
+	// A Client dropped without Close still retires its slots, publishes its count and
+	// stops its publisher (which refers to the counts, not to c).
+	runtime.SetFinalizer(c, (*Client).Close)
 	return c, nil
 }
 
-// addAttachmentLocked makes a the attachment takes use; c.mu is held (or c not shared
-// yet).
+// addAttachmentLocked makes a the attachment takes use, its count published; c.mu is held
+// (or c not shared yet).
 func (c *Client) addAttachmentLocked(a *attachment) {
+	if c.publisher == nil {
+		c.publisher = startPublisher()
+	}
+	c.publisher.add(a.count)
 	c.attachments = append(c.attachments, a)
 	c.current.Store(a)
 }
@@ -523,8 +529,9 @@ func (c *Client) attachLate() bool {
 	return c.attachLocked(time.Now())
 }
 
-// Close releases the Client: its counter slot is retired, and its mapping is unmapped
-// once no take uses it any more. Later calls return ErrClosed; closing again does nothing. It may run
+// Close releases the Client: its count is published and its counter slot retired (the
+// daemon's count of the service is then exact), and its mapping is unmapped once no take
+// uses it any more. Later calls return ErrClosed; closing again does nothing. It may run
 // beside other calls on c, and beside another Close: a take running at that moment
 // returns its ID or ErrClosed, and never reads an unmapped page.
 func (c *Client) Close() error {
@@ -533,6 +540,10 @@ func (c *Client) Close() error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.publisher != nil {
+		c.publisher.close() // the last counts, before the slots are retired
+		c.publisher = nil
+	}
 	for _, a := range c.attachments {
 		a.retire()
 	}

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -204,6 +205,74 @@ func TestStatusOfAStoppedDaemonHasNoControlPart(t *testing.T) {
 	}
 	if s.State != "stopped" || s.Control != nil || s.ControlError == "" {
 		t.Fatalf("status %+v", s)
+	}
+}
+
+// The daemon's count of a service is exact once its Clients closed: N IDs taken by four
+// goroutines (singles and batches) are N counted, none lost in the per-goroutine shards
+// and none counted twice. While open, the count reaches the slot within about
+// publishEvery.
+func TestTheDaemonCountsExactlyWhatWasTakenOnceClosed(t *testing.T) {
+	d := startDaemon(t)
+	c, err := Open("counted", WithRuntimeDir(d.runtimeDir), WithTimeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total atomic.Int64
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			batch := make([]uint64, 1+g*7)
+			for i := 0; i < 500; i++ {
+				if i%2 == 0 {
+					if _, err := c.Next(); err != nil {
+						t.Error(err)
+						return
+					}
+					total.Add(1)
+				} else {
+					n, err := c.NextBatch(batch)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					total.Add(int64(n))
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	want := uint64(total.Load())
+	s, err := c.Status()
+	if err != nil || s.ClientTaken != want {
+		t.Fatalf("the client counts %d, it took %d (%v)", s.ClientTaken, want, err)
+	}
+	services := func() map[string]uint64 {
+		ctl, err := queryControl(d.runtimeDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ctl.Services
+	}
+	for deadline := time.Now().Add(10 * time.Second); services()["counted"] != want; {
+		if time.Now().After(deadline) {
+			t.Fatalf("while open, the daemon counts %d of %d", services()["counted"], want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// One more take, then Close: the last one is published by Close, not by the ticker.
+	if _, err := c.Next(); err != nil {
+		t.Fatal(err)
+	}
+	want++
+	c.Close()
+	for deadline := time.Now().Add(10 * time.Second); services()["counted"] != want; {
+		if got := services()["counted"]; got > want || time.Now().After(deadline) {
+			t.Fatalf("after Close the daemon counts %d, %d were taken", got, want)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
