@@ -317,7 +317,9 @@ func refusal(s *segment, sock, code, message string) (*Error, bool) {
 }
 
 // checkRegionFD is step 6's check of the descriptor: a regular file (a memfd is one) of
-// the region's size, the daemon's user's, sealed exactly against resizing.
+// the daemon's user, sealed exactly against resizing, of the region's size. The seals are
+// checked before the size, as the C++ client does: an unsealed region's size is whatever
+// its holder makes it, so "not sealed" is the error that says what is wrong.
 func checkRegionFD(fd int, s *segment, sock string) *Error {
 	var info syscall.Stat_t
 	if err := syscall.Fstat(fd, &info); err != nil {
@@ -327,14 +329,6 @@ func checkRegionFD(fd int, s *segment, sock string) *Error {
 		return segFail(segNotRegularFile, fmt.Sprintf("%s: the consumer region is not a "+
 			"regular file (mode %#o; the daemon hands over a memfd); refusing to map it",
 			sock, info.Mode))
-	}
-	if size := uint64(info.Size); size != regionSize {
-		kind := segTruncated
-		if size > regionSize {
-			kind = segSizeMismatch
-		}
-		return segFail(kind, fmt.Sprintf("%s: the consumer region is %d bytes, it must be %d: "+
-			"sealed with the wrong size; refusing to map it", sock, size, regionSize))
 	}
 	if info.Uid != s.owner {
 		return segFail(segWrongOwner, sock+": the consumer region is owned by "+
@@ -351,6 +345,14 @@ func checkRegionFD(fd int, s *segment, sock string) *Error {
 		return segFail(segUnsealed, fmt.Sprintf("%s: the consumer region is not sealed (seals "+
 			"%#x, expected shrink|grow|seal %#x); refusing to map it", sock, seals,
 			consumerRegionSeals))
+	}
+	if size := uint64(info.Size); size != regionSize {
+		kind := segTruncated
+		if size > regionSize {
+			kind = segSizeMismatch
+		}
+		return segFail(kind, fmt.Sprintf("%s: the consumer region is %d bytes, it must be %d: "+
+			"sealed with the wrong size; refusing to map it", sock, size, regionSize))
 	}
 	return nil
 }

@@ -418,6 +418,10 @@ func TestAttachRefusesWhatTheSpecRefuses(t *testing.T) {
 		{"a memfd sealed too large", func(t *testing.T, c *net.UnixConn) {
 			send(t, c, accepted(testSegID), sealed(t, regionSize+4096, consumerRegionSeals))
 		}, ErrCorruptSegment, statusCorruptSegment, "corrupt_segment", "sealed with the wrong size"},
+		{"an unsealed memfd of the wrong size: the seals are what is wrong", func(t *testing.T, c *net.UnixConn) {
+			send(t, c, accepted(testSegID), sealed(t, 4096, 0))
+		}, ErrUntrustedSegment, statusUntrustedSegment, "untrusted_segment",
+			"the consumer region is not sealed (seals 0x0"},
 		{"a regular file, which has no seals", func(t *testing.T, c *net.UnixConn) {
 			f, err := os.CreateTemp(t.TempDir(), "region")
 			if err != nil {
