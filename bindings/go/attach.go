@@ -45,15 +45,36 @@ func controlSocketPath(runtimeDir string) string {
 	return filepath.Join(runtimeDir, controlSocketName)
 }
 
+// The outcome of an attach that mapped no region.
+type attachOutcome int
+
+const (
+	attachDone   attachOutcome = iota // the region, or an error to report
+	attachRetry                       // a refusal the daemon may stop giving shortly
+	attachAbsent                      // no daemon answers: the ring file's header tells takes why
+)
+
 // attachRegion maps the consumer region of s's daemon into s.consumer and returns the
-// segment id of the daemon's reply. A refusal the daemon asks to retry is retried with a
-// short backoff while deadline allows (one attempt at least); then it is reported.
-func attachRegion(s *segment, deadline time.Time) (uint64, *Error) {
+// segment id of the daemon's reply. A refusal the daemon asks to retry (too_many_connections,
+// daemon_starting) is retried with a short backoff while deadline allows (one attempt at
+// least), unless the ring file's header says meanwhile that its daemon no longer answers
+// (gone). absent: no daemon answered (no socket, nothing listening, or gone); e is nil then.
+func attachRegion(s *segment, deadline time.Time, gone func() bool) (replyID uint64,
+	absent bool, e *Error) {
 	backoff := time.Millisecond
 	for {
-		id, e, retry := attachOnce(s)
-		if !retry || time.Now().Add(backoff).After(deadline) {
-			return id, e
+		id, e, outcome := attachOnce(s)
+		switch {
+		case e == nil:
+			return id, false, nil
+		case outcome == attachAbsent:
+			return 0, true, nil
+		case outcome != attachRetry:
+			return 0, false, e
+		case gone():
+			return 0, true, nil
+		case time.Now().Add(backoff).After(deadline):
+			return 0, false, e
 		}
 		time.Sleep(backoff)
 		if backoff < 64*time.Millisecond {
@@ -62,22 +83,20 @@ func attachRegion(s *segment, deadline time.Time) (uint64, *Error) {
 	}
 }
 
-// attachOnce is one connection: steps 2-7. retry: the error is one the daemon may stop
-// giving shortly (it is starting, or serves as many connections as it may).
-func attachOnce(s *segment) (replyID uint64, e *Error, retry bool) {
+// attachOnce is one connection: steps 2-7.
+func attachOnce(s *segment) (replyID uint64, e *Error, outcome attachOutcome) {
 	sock := controlSocketPath(s.dir)
 	// Step 2.
 	conn, err := net.DialTimeout("unix", sock, controlTimeout)
 	if err != nil {
-		e, retry = dialError(s, sock, err)
-		return 0, e, retry
+		return dialError(sock, err)
 	}
 	defer conn.Close()
 	uc := conn.(*net.UnixConn)
 	uc.SetDeadline(time.Now().Add(controlTimeout))
 	// Step 3: the listener runs as the daemon's user, the owner of the ring file.
 	if e := checkPeer(uc, s, sock); e != nil {
-		return 0, e, false
+		return 0, e, attachDone
 	}
 	// Step 4. A failed write is reported only when no reply can be read: a daemon refusing
 	// the connection (too_many_connections) may have answered and closed before it.
@@ -89,8 +108,7 @@ func attachOnce(s *segment) (replyID uint64, e *Error, retry bool) {
 		if writeErr != nil && len(line) == 0 {
 			err = writeErr
 		}
-		e, retry = replyReadError(sock, line, err)
-		return 0, e, retry
+		return 0, replyReadError(sock, line, err), attachDone
 	}
 	var reply struct {
 		OK            *bool   `json:"ok"`
@@ -100,101 +118,92 @@ func attachOnce(s *segment) (replyID uint64, e *Error, retry bool) {
 		FormatVersion *uint64 `json:"format_version"`
 	}
 	if err := json.Unmarshal(line, &reply); err != nil || reply.OK == nil {
-		return 0, segFail(segBadReply, fmt.Sprintf("%s answered attach with %q, not the "+
-			"protocol's reply object; is snowflaked the process listening there?", sock,
-			truncateText(line))), false
+		return 0, badReply(fmt.Sprintf("%s answered attach with %q, not the protocol's "+
+			"reply object", sock, truncateText(line))), attachDone
 	}
 	if !*reply.OK {
-		e, retry = refusal(s, sock, reply.Code, reply.Error)
-		return 0, e, retry
+		return refusal(s, sock, reply.Code, reply.Error)
 	}
 	// Step 6: the descriptor, before anything is mapped.
 	if len(fds) == 0 {
-		return 0, segFail(segBadReply, sock+" answered attach without a descriptor: the "+
-			"consumer region must come with the reply (SCM_RIGHTS); is snowflaked the process "+
-			"listening there?"), false
+		return 0, badReply("snowflaked answered attach on " + sock + " without a descriptor"),
+			attachDone
 	}
 	if reply.SegmentID == nil {
-		return 0, segFail(segBadReply, sock+" answered attach without a segment_id"), false
+		return 0, badReply("snowflaked answered attach on " + sock + " without a segment_id"),
+			attachDone
 	}
 	if replyID, err = strconv.ParseUint(*reply.SegmentID, 10, 64); err != nil {
-		return 0, segFail(segBadReply, fmt.Sprintf("%s answered attach with segment_id %q, "+
-			"not a decimal u64", sock, *reply.SegmentID)), false
+		return 0, badReply(fmt.Sprintf("snowflaked answered attach on %s with segment_id %q, "+
+			"not a decimal u64", sock, *reply.SegmentID)), attachDone
 	}
 	fd := fds[0]
 	if e := checkRegionFD(fd, s, sock); e != nil {
-		return 0, e, false
+		return 0, e, attachDone
 	}
 	if reply.FormatVersion == nil || *reply.FormatVersion != layoutVersion {
-		version := "no"
+		version := "no format"
 		if reply.FormatVersion != nil {
-			version = strconv.FormatUint(*reply.FormatVersion, 10)
+			version = "segment format " + strconv.FormatUint(*reply.FormatVersion, 10)
 		}
-		return 0, segFail(segIncompatibleVersion, fmt.Sprintf("%s hands out a consumer region "+
-			"of segment format version %s, this build speaks version %d; run a daemon and "+
-			"client library of the same release", sock, version, layoutVersion)), false
+		return 0, segFail(segIncompatibleVersion, fmt.Sprintf("snowflaked in %s serves %s, "+
+			"this library speaks format %d: run a daemon and client library of the same "+
+			"release (restart the service after the package upgrade)", s.dir, version,
+			layoutVersion)), attachDone
 	}
 	// Step 7: map it, and close the descriptor at once: the mapping keeps the memory.
 	s.consumer, e = mapRegion(fd, 0, regionSize, true, "the consumer region from "+sock)
 	closeFDs(fds)
 	fds = nil
 	if e != nil {
-		return 0, e, false
+		return 0, e, attachDone
 	}
-	return replyID, nil, false
+	return replyID, nil, attachDone
 }
 
-// dialError is step 2's failure.
-func dialError(s *segment, sock string, err error) (*Error, bool) {
+// badReply is an answer that does not follow this library's attach: a daemon of another
+// release (or no snowflaked at all) listens there.
+func badReply(what string) *Error {
+	return segFail(segBadReply, what+" (the daemon does not speak this library's attach: "+
+		"run a daemon and client library of the same release; restart the service after "+
+		"the package upgrade)")
+}
+
+// dialError is step 2's failure. No socket, or nothing listening on it, is no daemon: the
+// segment is then mapped without its region, and takes report what the ring file's header
+// says (stopped, dead) or that the daemon did not hand over its region.
+func dialError(sock string, err error) (uint64, *Error, attachOutcome) {
 	var errno syscall.Errno
 	errors.As(err, &errno)
 	switch errno {
 	case syscall.ENOENT, syscall.ECONNREFUSED:
-		// No daemon answers: the ring file's header says why when its daemon stopped or
-		// died, as a take would report it.
-		r := headerRing(s)
-		limit := r.heartbeatLimit(0)
-		p := r.checkProducer(limit)
-		switch p.health {
-		case healthStopped, healthDead:
-			return unavailableError(p, r, s.dir, limit), false
-		case healthStarting:
-			// A daemon that created its ring file and does not listen yet.
-			return newError(statusDaemonStarting, "snowflaked is starting (runtime directory "+
-				s.dir+"): it does not answer on "+sock+" yet; retry shortly or fail over"), true
-		}
-		what := "no control socket " + sock
+		what := "no control socket at " + sock
 		if errno == syscall.ECONNREFUSED {
 			what = "nothing listens on " + sock
 		}
-		state := "unknown"
-		if st := loadU32(s.header, offState); int(st) < len(stateCodes) {
-			state = stateCodes[st]
-		}
-		return segFail(segNotFound, what+" (the ring file "+s.path+" says "+state+"): "+
-			"snowflaked is not running for this runtime directory (start it, or point "+
-			"SNOWFLAKE_RUNTIME_DIR at the right one)"), false
+		return 0, segFail(segNotFound, what+": snowflaked is not running with this runtime "+
+			"directory"), attachAbsent
 	case syscall.EACCES, syscall.EPERM:
 		var info syscall.Stat_t
 		if syscall.Stat(sock, &info) != nil {
-			return segFail(segPermissionDenied, "permission denied connecting to "+sock+
-				": add this user to the daemon's clients' group and log in again"), false
+			return 0, segFail(segPermissionDenied, "permission denied connecting to "+sock+
+				": add this user to the daemon's clients' group and log in again"), attachDone
 		}
-		return segFail(segPermissionDenied, "permission denied connecting to "+sock+" (mode "+
+		return 0, segFail(segPermissionDenied, "permission denied connecting to "+sock+" (mode "+
 			fmt.Sprintf("%04o", info.Mode&07777)+", "+describeGroup(info.Gid)+"): "+
 			groupAccessAdvice(info.Gid, "add this user to "+describeGroup(info.Gid)+
-				" and log in again")), false
+				" and log in again")), attachDone
 	case syscall.EAGAIN:
 		// The listen backlog is full: as a too_many_connections refusal.
-		return newError(statusTimedOut, "snowflaked's control socket "+sock+" accepted no "+
-			"connection for attach in the time allowed (its backlog is full); retry or fail over"), true
+		return 0, newError(statusTimedOut, "snowflaked did not accept a connection on "+sock+
+			" in the time allowed (its backlog is full); retry or fail over"), attachRetry
 	}
 	var timeout net.Error
 	if errors.As(err, &timeout) && timeout.Timeout() {
-		return newError(statusTimedOut, "no connection to "+sock+" within "+
-			controlTimeout.String()+"; retry or fail over"), false
+		return 0, newError(statusTimedOut, "snowflaked did not accept a connection on "+sock+
+			" within "+controlTimeout.String()+"; it may be hung"), attachDone
 	}
-	return segFail(segSystemError, "cannot connect to "+sock+": "+err.Error()), false
+	return 0, segFail(segSystemError, "cannot connect to "+sock+": "+err.Error()), attachDone
 }
 
 // checkPeer is step 3: SO_PEERCRED of the connected socket names the listener's user.
@@ -275,60 +284,63 @@ func closeFDs(fds []int) {
 }
 
 // replyReadError: no whole reply line.
-func replyReadError(sock string, line []byte, err error) (*Error, bool) {
+func replyReadError(sock string, line []byte, err error) *Error {
 	if errors.Is(err, os.ErrDeadlineExceeded) {
-		return newError(statusTimedOut, "no answer to attach from "+sock+" within "+
-			controlTimeout.String()+": snowflaked is hung or overloaded; retry or fail over"), false
+		return newError(statusTimedOut, "snowflaked did not answer attach on "+sock+" within "+
+			controlTimeout.String()+"; it may be hung: retry or fail over")
 	}
 	if len(line) == 0 && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, syscall.EPIPE)) {
-		// A daemon shutting down closes its connections.
-		return segFail(segNotFound, sock+" closed the connection without answering attach: "+
-			"snowflaked is stopping or restarting; retry, or fail over"), false
+		return badReply("snowflaked closed " + sock + " without answering attach")
 	}
 	if len(line) > 0 {
-		return segFail(segBadReply, fmt.Sprintf("%s answered attach with %q and no end of "+
-			"line (%v)", sock, truncateText(line), err)), false
+		return badReply(fmt.Sprintf("snowflaked answered attach on %s with %q and no end of "+
+			"line (%v)", sock, truncateText(line), err))
 	}
 	return segFail(segSystemError, "cannot read the answer to attach from "+sock+": "+
-		err.Error()), false
+		err.Error())
 }
 
-// refusal is an {"ok":false} reply: the codes a taker must handle (spec, step 5), and any
-// other as the daemon's words.
-func refusal(s *segment, sock, code, message string) (*Error, bool) {
+// refusal is an {"ok":false} reply: the codes a taker must handle (spec, step 5), a code
+// of the library's statuses as that status, and any other as a system error in the
+// daemon's words.
+func refusal(s *segment, sock, code, message string) (uint64, *Error, attachOutcome) {
 	says := ""
 	if message != "" {
-		says = " (" + message + ")"
+		says = ": " + message
 	}
 	switch code {
-	case "too_many_connections":
-		return newError(statusTimedOut, "snowflaked refused attach on "+sock+" with "+
-			"too_many_connections for as long as allowed"+says+"; retry or fail over"), true
-	case "daemon_starting":
-		return newError(statusDaemonStarting, "snowflaked is starting (runtime directory "+
-			s.dir+"): it has no segment to hand out yet"+says+"; retry shortly or fail over"), true
+	case "too_many_connections", "daemon_starting":
+		return 0, newError(statusTimedOut, "snowflaked did not hand over its consumer region "+
+			"within "+strconv.FormatInt(attachBudget.Milliseconds(), 10)+" ms ("+code+says+
+			"); retry or fail over"), attachRetry
 	case "unknown_command":
-		return newError(statusIncompatibleVersion, "snowflaked predates segment format 4; "+
-			"restart the service after the package upgrade (its control socket "+sock+
-			" does not know attach"+says+")"), false
+		return 0, newError(statusIncompatibleVersion, "snowflaked predates segment format 4: "+
+			"its control socket "+sock+" does not know attach ("+message+"); run a daemon and "+
+			"client library of the same release: restart the service after the package "+
+			"upgrade"), attachDone
 	}
-	return newError(statusSystemError, "snowflaked refused attach on "+sock+": "+code+says), false
+	for status := 1; status <= lastStatus; status++ {
+		if statusCodes[status] == code {
+			return 0, newError(status, "snowflaked refused attach on "+sock+says), attachDone
+		}
+	}
+	return 0, newError(statusSystemError, "snowflaked refused attach on "+sock+": "+code+
+		says), attachDone
 }
 
 // checkRegionFD is step 6's check of the descriptor: a regular file (a memfd is one) of
 // the daemon's user, sealed exactly against resizing, of the region's size. The seals are
 // checked before the size, as the C++ client does: an unsealed region's size is whatever
-// its holder makes it, so "not sealed" is the error that says what is wrong.
+// its holder makes it, so the seals are what is wrong with it.
 func checkRegionFD(fd int, s *segment, sock string) *Error {
 	var info syscall.Stat_t
 	if err := syscall.Fstat(fd, &info); err != nil {
 		return segFail(segSystemError, "cannot fstat the consumer region from "+sock+": "+err.Error())
 	}
 	if info.Mode&syscall.S_IFMT != syscall.S_IFREG {
-		return segFail(segNotRegularFile, fmt.Sprintf("%s: the consumer region is not a "+
-			"regular file (mode %#o; the daemon hands over a memfd); refusing to map it",
-			sock, info.Mode))
+		return segFail(segNotRegularFile, sock+": the consumer region is not a memory file (a "+
+			"socket, pipe, directory or device); refusing to map it")
 	}
 	if info.Uid != s.owner {
 		return segFail(segWrongOwner, sock+": the consumer region is owned by "+
@@ -336,25 +348,45 @@ func checkRegionFD(fd int, s *segment, sock string) *Error {
 			" (the owner of "+s.path+"); refusing to map it")
 	}
 	seals, _, errno := syscall.Syscall(syscall.SYS_FCNTL, uintptr(fd), fGetSeals, 0)
-	if errno != 0 {
-		return segFail(segUnsealed, fmt.Sprintf("%s: the consumer region is not sealed (seals "+
-			"unknown, F_GET_SEALS: %v; expected shrink|grow|seal %#x); refusing to map it", sock,
-			errno, consumerRegionSeals))
-	}
-	if seals != consumerRegionSeals {
-		return segFail(segUnsealed, fmt.Sprintf("%s: the consumer region is not sealed (seals "+
-			"%#x, expected shrink|grow|seal %#x); refusing to map it", sock, seals,
-			consumerRegionSeals))
+	if errno != 0 || seals != consumerRegionSeals {
+		how := fmt.Sprintf("sealed with %s (%#x)", sealNames(seals), seals)
+		if errno != 0 {
+			how = "not sealable (" + errno.Error() + ")"
+		}
+		return segFail(segUnsealed, fmt.Sprintf("%s: the consumer region is %s, not exactly "+
+			"seal|shrink|grow (%#x): any process holding it could resize it under every taker; "+
+			"refusing to map it", sock, how, consumerRegionSeals))
 	}
 	if size := uint64(info.Size); size != regionSize {
 		kind := segTruncated
 		if size > regionSize {
 			kind = segSizeMismatch
 		}
-		return segFail(kind, fmt.Sprintf("%s: the consumer region is %d bytes, it must be %d: "+
-			"sealed with the wrong size; refusing to map it", sock, size, regionSize))
+		return segFail(kind, fmt.Sprintf("%s: the consumer region is sealed with %d bytes, the "+
+			"format's region is %d (sealed with the wrong size); refusing to map it", sock, size,
+			regionSize))
 	}
 	return nil
+}
+
+// sealNames: "seal|shrink|grow", in the C++ client's order; "none" for no seal.
+func sealNames(seals uintptr) string {
+	names := ""
+	for _, seal := range []struct {
+		bit  uintptr
+		name string
+	}{{0x1, "seal"}, {0x2, "shrink"}, {0x4, "grow"}, {0x8, "write"}, {0x10, "future_write"}} {
+		if seals&seal.bit != 0 {
+			if names != "" {
+				names += "|"
+			}
+			names += seal.name
+		}
+	}
+	if names == "" {
+		return "none"
+	}
+	return names
 }
 
 // truncateText keeps a reply quoted in an error short.

@@ -2,6 +2,7 @@ package snowflake
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -108,6 +109,7 @@ func writeRing(t *testing.T, dir string, r fakeRing) string {
 		beat = monotonicNowNs()
 	}
 	put64(offHeartbeat, beat)
+	put32(offLivenessMs, 60_000) // the beat is written once: alive for the test's length
 	put64(offPID, r.pid)
 	put32(offPidNamespace, currentPidNamespace())
 	high, low := currentBootID()
@@ -363,7 +365,7 @@ func TestAttachRetriesTooManyConnectionsAndDaemonStarting(t *testing.T) {
 }
 
 // A daemon that keeps saying it is starting: Open gives up after its budget with
-// ErrDaemonStarting.
+// ErrTimedOut.
 func TestAttachGivesUpOnADaemonStartingForTheWholeBudget(t *testing.T) {
 	dir := runtimeDir(t)
 	servingRing(t, dir, 1)
@@ -372,11 +374,12 @@ func TestAttachGivesUpOnADaemonStartingForTheWholeBudget(t *testing.T) {
 	})
 	start := time.Now()
 	_, err := openFake(t, dir)
-	e := wantError(t, err, ErrDaemonStarting, statusDaemonStarting, "daemon_starting")
+	e := wantError(t, err, ErrTimedOut, statusTimedOut, "timed_out")
 	if took := time.Since(start); took < attachBudget-500*time.Millisecond || took > attachBudget+2*time.Second {
 		t.Fatalf("gave up after %v, the budget is %v", took, attachBudget)
 	}
-	if d.requests.Load() < 5 || !strings.Contains(e.Message, "retry shortly or fail over") {
+	if d.requests.Load() < 5 || !strings.Contains(e.Message,
+		"did not hand over its consumer region within 5000 ms (daemon_starting: snowflaked is starting)") {
 		t.Fatalf("%d requests; %q", d.requests.Load(), e.Message)
 	}
 }
@@ -397,31 +400,32 @@ func TestAttachRefusesWhatTheSpecRefuses(t *testing.T) {
 	rows := []row{
 		{"a reply without a descriptor", func(t *testing.T, c *net.UnixConn) {
 			send(t, c, accepted(testSegID))
-		}, ErrCorruptSegment, statusCorruptSegment, "corrupt_segment",
-			"answered attach without a descriptor"},
+		}, ErrIncompatibleVersion, statusIncompatibleVersion, "incompatible_version",
+			"answered attach on %s without a descriptor (the daemon does not speak this library's attach"},
 		{"an unsealed memfd", func(t *testing.T, c *net.UnixConn) {
 			send(t, c, accepted(testSegID), sealed(t, regionSize, 0))
 		}, ErrUntrustedSegment, statusUntrustedSegment, "untrusted_segment",
-			"the consumer region is not sealed (seals 0x0, expected shrink|grow|seal 0x7); refusing to map it"},
+			"the consumer region is sealed with none (0x0), not exactly seal|shrink|grow (0x7): " +
+				"any process holding it could resize it under every taker; refusing to map it"},
 		{"a memfd sealed against resizing but open to more seals", func(t *testing.T, c *net.UnixConn) {
 			send(t, c, accepted(testSegID), sealed(t, regionSize, 0x6))
 		}, ErrUntrustedSegment, statusUntrustedSegment, "untrusted_segment",
-			"the consumer region is not sealed (seals 0x6, expected shrink|grow|seal 0x7)"},
+			"sealed with shrink|grow (0x6), not exactly seal|shrink|grow (0x7)"},
 		{"a memfd sealed against writes too", func(t *testing.T, c *net.UnixConn) {
 			send(t, c, accepted(testSegID), sealed(t, regionSize, 0xf))
 		}, ErrUntrustedSegment, statusUntrustedSegment, "untrusted_segment",
-			"(seals 0xf, expected shrink|grow|seal 0x7)"},
+			"sealed with seal|shrink|grow|write (0xf), not exactly"},
 		{"a memfd sealed with the wrong size", func(t *testing.T, c *net.UnixConn) {
 			send(t, c, accepted(testSegID), sealed(t, 4096, consumerRegionSeals))
 		}, ErrCorruptSegment, statusCorruptSegment, "corrupt_segment",
-			"the consumer region is 4096 bytes, it must be 163840: sealed with the wrong size"},
+			"the consumer region is sealed with 4096 bytes, the format's region is 163840 (sealed with the wrong size)"},
 		{"a memfd sealed too large", func(t *testing.T, c *net.UnixConn) {
 			send(t, c, accepted(testSegID), sealed(t, regionSize+4096, consumerRegionSeals))
-		}, ErrCorruptSegment, statusCorruptSegment, "corrupt_segment", "sealed with the wrong size"},
+		}, ErrCorruptSegment, statusCorruptSegment, "corrupt_segment", "sealed with 167936 bytes"},
 		{"an unsealed memfd of the wrong size: the seals are what is wrong", func(t *testing.T, c *net.UnixConn) {
 			send(t, c, accepted(testSegID), sealed(t, 4096, 0))
 		}, ErrUntrustedSegment, statusUntrustedSegment, "untrusted_segment",
-			"the consumer region is not sealed (seals 0x0"},
+			"sealed with none (0x0)"},
 		{"a regular file, which has no seals", func(t *testing.T, c *net.UnixConn) {
 			f, err := os.CreateTemp(t.TempDir(), "region")
 			if err != nil {
@@ -432,26 +436,44 @@ func TestAttachRefusesWhatTheSpecRefuses(t *testing.T) {
 			f.Truncate(regionSize)
 			send(t, c, accepted(testSegID), int(f.Fd()))
 		}, ErrUntrustedSegment, statusUntrustedSegment, "untrusted_segment",
-			"the consumer region is not sealed (seals "},
+			"not exactly seal|shrink|grow (0x7)"},
+		{"a pipe", func(t *testing.T, c *net.UnixConn) {
+			var p [2]int
+			if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
+				t.Error(err)
+				return
+			}
+			defer syscall.Close(p[0])
+			defer syscall.Close(p[1])
+			send(t, c, accepted(testSegID), p[0])
+		}, ErrUntrustedSegment, statusUntrustedSegment, "untrusted_segment",
+			"the consumer region is not a memory file (a socket, pipe, directory or device)"},
 		{"a daemon of format 3", func(t *testing.T, c *net.UnixConn) {
 			send(t, c, refused("unknown_command", `unknown command "attach": expected "status" or "resume"`))
 		}, ErrIncompatibleVersion, statusIncompatibleVersion, "incompatible_version",
-			"snowflaked predates segment format 4; restart the service after the package upgrade"},
+			"snowflaked predates segment format 4: its control socket %s does not know attach " +
+				"(unknown command \"attach\": expected \"status\" or \"resume\"); run a daemon and " +
+				"client library of the same release: restart the service after the package upgrade"},
 		{"an accepted reply of another format", func(t *testing.T, c *net.UnixConn) {
 			send(t, c, strings.Replace(accepted(testSegID), `"format_version":4`, `"format_version":5`, 1),
 				sealed(t, regionSize, consumerRegionSeals))
 		}, ErrIncompatibleVersion, statusIncompatibleVersion, "incompatible_version",
-			"segment format version 5, this build speaks version 4"},
+			"serves segment format 5, this library speaks format 4: run a daemon and client library of the same release"},
 		{"a reply that is no JSON object", func(t *testing.T, c *net.UnixConn) {
 			send(t, c, "HTTP/1.1 400 Bad Request")
-		}, ErrCorruptSegment, statusCorruptSegment, "corrupt_segment", "not the protocol's reply object"},
+		}, ErrIncompatibleVersion, statusIncompatibleVersion, "incompatible_version",
+			"not the protocol's reply object (the daemon does not speak this library's attach"},
+		{"a refusal with a library status", func(t *testing.T, c *net.UnixConn) {
+			send(t, c, refused("permission_denied", "not for you"))
+		}, ErrPermissionDenied, statusPermissionDenied, "permission_denied",
+			"snowflaked refused attach on %s: not for you"},
 		{"another refusal", func(t *testing.T, c *net.UnixConn) {
 			send(t, c, refused("malformed_request", "not one JSON object"))
 		}, ErrSystem, statusSystemError, "system_error",
-			"refused attach on " + "%s" + ": malformed_request (not one JSON object)"},
+			"refused attach on %s: malformed_request: not one JSON object"},
 		{"a connection closed without a reply", func(t *testing.T, c *net.UnixConn) {},
-			ErrDaemonNotRunning, statusDaemonNotRunning, "daemon_not_running",
-			"closed the connection without answering attach"},
+			ErrIncompatibleVersion, statusIncompatibleVersion, "incompatible_version",
+			"snowflaked closed %s without answering attach"},
 	}
 	for _, r := range rows {
 		r := r
@@ -515,15 +537,33 @@ func TestAttachRetriesARegionOfAnotherSegmentAndGivesUp(t *testing.T) {
 	wantError(t, err, ErrDaemonNotRunning, statusDaemonNotRunning, "daemon_not_running")
 }
 
-// Step 2: no socket, or nothing listening on it: the daemon is not running, or, when its
-// ring file says so, stopped or dead.
-func TestAttachWithoutADaemonSaysWhatTheRingFileSays(t *testing.T) {
+// Step 2: no socket, or nothing listening on it, is no daemon: Open maps the ring file
+// alone, and the take reports what its header says (stopped, dead), or, while it says
+// serving, that the daemon did not hand over its region. A daemon that starts answering
+// later is attached by a take.
+func TestAttachWithoutADaemonLeavesTheTakeToSayWhy(t *testing.T) {
 	dir := runtimeDir(t)
-	servingRing(t, dir, 1)
-	_, err := openFake(t, dir)
-	e := wantError(t, err, ErrDaemonNotRunning, statusDaemonNotRunning, "daemon_not_running")
-	if !strings.Contains(e.Message, "no control socket "+controlSocketPath(dir)) {
-		t.Fatalf("%q", e.Message)
+	ids := servingRing(t, dir, 1)
+	takeErr := func() *Error {
+		t.Helper()
+		c, err := openFake(t, dir)
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		if s, err := c.Status(); err != nil || s.State == "" || s.RingFill != 0 || s.ClientTaken != 0 {
+			t.Fatalf("status of a ring file alone: %+v, %v", s, err)
+		}
+		_, err = c.Next()
+		var e *Error
+		if !errors.As(err, &e) {
+			t.Fatalf("Next: %v", err)
+		}
+		return e
+	}
+	e := takeErr()
+	if e.Status != statusDaemonNotRunning || !strings.Contains(e.Message,
+		"but did not hand over its consumer region on its control socket "+controlSocketPath(dir)) {
+		t.Fatalf("%#v", e)
 	}
 
 	// A socket file nobody listens on (ECONNREFUSED).
@@ -535,15 +575,13 @@ func TestAttachWithoutADaemonSaysWhatTheRingFileSays(t *testing.T) {
 		t.Fatal(err)
 	}
 	syscall.Close(fd)
-	_, err = openFake(t, dir)
-	e = wantError(t, err, ErrDaemonNotRunning, statusDaemonNotRunning, "daemon_not_running")
-	if !strings.Contains(e.Message, "nothing listens on "+controlSocketPath(dir)) {
-		t.Fatalf("%q", e.Message)
+	if e := takeErr(); e.Status != statusDaemonNotRunning {
+		t.Fatalf("%#v", e)
 	}
 
 	writeRing(t, dir, fakeRing{segID: testSegID, state: stateStopped, pid: 12345})
-	_, err = openFake(t, dir)
-	e = wantError(t, err, ErrDaemonStopped, statusDaemonStopped, "daemon_stopped")
+	e = takeErr()
+	wantError(t, e, ErrDaemonStopped, statusDaemonStopped, "daemon_stopped")
 	if !strings.Contains(e.Message, "has stopped") {
 		t.Fatalf("%q", e.Message)
 	}
@@ -554,10 +592,34 @@ func TestAttachWithoutADaemonSaysWhatTheRingFileSays(t *testing.T) {
 	}
 	writeRing(t, dir, fakeRing{segID: testSegID, state: stateServing,
 		pid: uint64(exited.Process.Pid), beat: monotonicNowNs() - uint64(time.Second)})
-	_, err = openFake(t, dir)
-	e = wantError(t, err, ErrDaemonDead, statusDaemonDead, "daemon_dead")
+	e = takeErr()
+	wantError(t, e, ErrDaemonDead, statusDaemonDead, "daemon_dead")
 	if !strings.Contains(e.Message, "is gone without shutting down") {
 		t.Fatalf("%q", e.Message)
+	}
+
+	// Serving again, and answering from now on: the take attaches (after lateAttachEvery
+	// since the last try at most) and takes.
+	writeRing(t, dir, fakeRing{segID: testSegID, state: stateServing, pid: uint64(os.Getpid()), ids: ids})
+	os.Remove(controlSocketPath(dir))
+	c, err := Open("orders", WithRuntimeDir(dir), WithRemotes(), WithTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Next(); !errors.Is(err, ErrDaemonNotRunning) {
+		t.Fatalf("a take before the daemon answers: %v", err)
+	}
+	region := newMemfd(t, regionSize, consumerRegionSeals, testSegID)
+	listenAttach(t, dir, func(n int, conn *net.UnixConn) { send(t, conn, accepted(testSegID), region) })
+	var id uint64
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if id, err = c.Next(); err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err != nil || id != ids[0] {
+		t.Fatalf("a take once the daemon answers: %d, %v (want %d)", id, err, ids[0])
 	}
 }
 
@@ -667,7 +729,9 @@ func TestAttachWithoutPermissionNamesTheSocketsGroup(t *testing.T) {
 	}
 	defer s.unmap()
 	var attachErr *Error
-	if !asOtherUser(t, func() { _, attachErr = attachRegion(s, time.Now()) }) {
+	if !asOtherUser(t, func() {
+		_, _, attachErr = attachRegion(s, time.Now(), func() bool { return false })
+	}) {
 		t.Skip("not run: this root process may not change a thread's user (no CAP_SETUID " +
 			"or CAP_SETGID)")
 	}

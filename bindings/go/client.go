@@ -105,6 +105,9 @@ type Client struct {
 	attachments []*attachment // every one ever made, newest last; guarded by mu
 	publisher   *publisher    // publishes the attachments' counts (count.go); guarded by mu
 	nextAttach  atomic.Int64  // monotonic ns before which no late attach is tried
+	// attachRegion's schedule and its last failure; guarded by mu.
+	nextRegionTry time.Time
+	lastAttachErr *Error
 }
 
 // attachment is one mapped segment and this Client's count in it. Kept until Close:
@@ -156,13 +159,16 @@ func claimServiceSlot(s *segment, service string) int {
 // The mapping of an attachment's segment outlives Close: a take running beside Close may
 // still read it. It is unmapped by a finalizer once nothing refers to the segment any more
 // (each take keeps its attachment alive until it is done with the mapping: keepMapped).
+// A segment mapped without its region (its daemon did not hand it over) takes nothing, so
+// it claims no slot and counts nothing.
 func newAttachment(s *segment, service string) *attachment {
-	a := &attachment{ring: newRing(s), slot: claimServiceSlot(s, service),
-		count: &takeCount{seg: s}}
-	if a.slot >= 0 {
-		a.count.word = s.consumer.u64(offServices + a.slot*serviceSlotSize + offTaken)
-	} else {
-		a.count.word = s.consumer.u64(offUncounted)
+	a := &attachment{ring: newRing(s), slot: -1, count: &takeCount{seg: s, word: new(uint64)}}
+	if s.consumer != nil {
+		if a.slot = claimServiceSlot(s, service); a.slot >= 0 {
+			a.count.word = s.consumer.u64(offServices + a.slot*serviceSlotSize + offTaken)
+		} else {
+			a.count.word = s.consumer.u64(offUncounted)
+		}
 	}
 	runtime.SetFinalizer(s, (*segment).unmap)
 	return a
@@ -303,7 +309,7 @@ func Open(service string, opts ...Option) (*Client, error) {
 		}
 	}
 	c := &Client{service: service, runtimeDir: dir, timeout: timeout, maxAge: maxAge}
-	s, e := openSegment(dir, time.Now().Add(attachBudget))
+	s, e := openSegment(dir, maxAge, time.Now().Add(attachBudget))
 	// No local daemon is an error only without remotes; any other failure (permissions,
 	// version) stays an error.
 	remotesOnly := e != nil && len(remotes) > 0 && e.Status == statusDaemonNotRunning
@@ -445,6 +451,13 @@ func (c *Client) slow(take func(*attachment) (int, takeResult), want uint64) (in
 			keepMapped(a)
 			return 0, err
 		}
+		if r.seg.consumer == nil {
+			// Opened while the daemon did not answer attach; it serves now: attach.
+			if err := c.attachRegion(a, deadline); err != nil {
+				return 0, err
+			}
+			continue
+		}
 		remaining := time.Until(deadline)
 		if remaining <= 0 {
 			why := " stayed empty although snowflaked looks healthy"
@@ -498,12 +511,49 @@ func (c *Client) reattach(seen *attachment, deadline time.Time) bool {
 // attachLocked maps the segment in the runtime directory now and takes from it from here
 // on; c.mu is held. Returns whether it could.
 func (c *Client) attachLocked(deadline time.Time) bool {
-	s, e := openSegment(c.runtimeDir, deadline)
+	s, e := openSegment(c.runtimeDir, c.maxAge, deadline)
 	if e != nil {
 		return false
 	}
 	c.addAttachmentLocked(newAttachment(s, c.service))
 	return true
+}
+
+// attachRegion is called when seen, mapped without its consumer region, has a daemon that
+// serves by its header: it attaches to the segment at the path and makes it current. At
+// most every lateAttachEvery, so a daemon that keeps failing the attach is not asked on
+// every take: in between, the last failure is returned. Errors: the attach's, and
+// ErrDaemonNotRunning for a daemon that looks healthy but does not hand over its region.
+func (c *Client) attachRegion(seen *attachment, deadline time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	if c.current.Load() != seen {
+		return nil // another goroutine attached meanwhile
+	}
+	now := time.Now()
+	if now.Before(c.nextRegionTry) && c.lastAttachErr != nil {
+		return c.lastAttachErr
+	}
+	c.nextRegionTry = now.Add(lateAttachEvery)
+	s, e := openSegment(c.runtimeDir, c.maxAge, deadline)
+	if e != nil {
+		c.lastAttachErr = e
+		return e
+	}
+	if s.consumer == nil && s.ino == seen.ring.seg.ino && s.dev == seen.ring.seg.dev {
+		// Still no answer: the next pass reports what the header says then, or, while it
+		// still says serving, this.
+		s.unmap()
+		c.lastAttachErr = newError(statusDaemonNotRunning, "snowflaked looks healthy in "+
+			c.runtimeDir+" but did not hand over its consumer region on its control socket "+
+			controlSocketPath(c.runtimeDir)+"; retry, or fail over")
+		return nil
+	}
+	c.addAttachmentLocked(newAttachment(s, c.service))
+	return nil
 }
 
 // attachLate maps the segment of a Client opened without a local daemon, at most every

@@ -62,17 +62,20 @@ type ring struct {
 }
 
 func newRing(s *segment) *ring {
-	return &ring{seg: s, head: s.consumer.u64(offHead), tail: s.header.u64(offTail),
+	r := &ring{seg: s, head: &noRegion.head, tail: &noRegion.tail,
 		slots: unsafe.Pointer(&s.slots[0]), mask: s.capacity - 1,
 		bound: s.header.u32(offFreshnessMs), epochMs: int64(loadU64(s.header, offEpoch))}
+	if s.consumer != nil {
+		r.head, r.tail = s.consumer.u64(offHead), s.header.u64(offTail)
+	}
+	return r
 }
 
-// headerRing is the view of a ring file alone (no consumer region): what the producer
-// checks and the status read, which touch only the header.
-func headerRing(s *segment) *ring {
-	return &ring{seg: s, tail: s.header.u64(offTail), bound: s.header.u32(offFreshnessMs),
-		epochMs: int64(loadU64(s.header, offEpoch))}
-}
+// noRegion stands in for head and tail in the ring of a segment mapped without its
+// consumer region (its daemon did not hand it over): equal and never written, so every
+// take finds the ring empty and goes to the slow path, which reports the daemon's state or
+// attaches. The take's fast path stays one path, without a test for the region.
+var noRegion struct{ head, tail uint64 }
 
 func (r *ring) slot(ticket uint64) uint64 {
 	return atomic.LoadUint64((*uint64)(unsafe.Add(r.slots, (ticket&r.mask)*8)))

@@ -119,7 +119,7 @@ const (
 	segUnpaired
 	segEarlierBoot
 	segUnsealed // the consumer region's descriptor is not sealed as the layout says
-	segBadReply // the control socket's answer to attach is not one the protocol allows
+	segBadReply // an answer to attach this library's protocol does not allow: another release
 	segSystemError
 )
 
@@ -130,12 +130,11 @@ func (s segmentError) status() int {
 		return statusDaemonNotRunning
 	case segPermissionDenied:
 		return statusPermissionDenied
-	case segIncompatibleVersion:
+	case segIncompatibleVersion, segBadReply:
 		return statusIncompatibleVersion
 	case segNotRegularFile, segWrongOwner, segModeTooOpen, segUnsealed:
 		return statusUntrustedSegment
-	case segTruncated, segBadMagic, segSizeMismatch, segBadCapacity, segCorruptCounters,
-		segBadReply:
+	case segTruncated, segBadMagic, segSizeMismatch, segBadCapacity, segCorruptCounters:
 		return statusCorruptSegment
 	}
 	return statusSystemError
@@ -460,17 +459,36 @@ func openRing(runtimeDir string) (*segment, *Error) {
 // the two steps), before it reports the segment unpaired.
 const pairingTries = 5
 
+// mayAnswer: whether a daemon in this health answers attach. One that stopped, died or
+// stopped heartbeating does not, and its ring file says so to every take.
+func mayAnswer(h health) bool {
+	return h != healthStopped && h != healthDead && h != healthNotHeartbeating
+}
+
 // openSegment maps runtimeDir's segment for a client: the ring file (openRing), then the
 // consumer region the daemon hands over (attach.go), then checks the two belong together
-// (LAYOUT.md §1; attach step 8) and the counters (§5). Refusals the daemon asks to retry
-// are retried until deadline (attachRegion).
-func openSegment(runtimeDir string, deadline time.Time) (*segment, *Error) {
+// (attach step 8) and the counters (LAYOUT.md §5). Refusals the daemon asks to retry are
+// retried until deadline (attachRegion). A daemon that does not answer (its header says
+// stopped, dead or not heartbeating; or no socket, nothing listening) leaves the ring file
+// mapped alone, without the region (consumer nil): every take then reports what its header
+// says, and a take attaches once the daemon serves (Client.attachRegion). maxAge: the
+// Client's heartbeat limit (0: the daemon's own).
+func openSegment(runtimeDir string, maxAge time.Duration, deadline time.Time) (*segment, *Error) {
 	for try := 1; ; try++ {
 		s, e := openRing(runtimeDir)
 		if e != nil {
 			return nil, e
 		}
-		replyID, e := attachRegion(s, deadline)
+		r := newRing(s)
+		limit := r.heartbeatLimit(maxAge)
+		gone := func() bool { return !mayAnswer(r.checkProducer(limit).health) }
+		if gone() {
+			return s, nil
+		}
+		replyID, absent, e := attachRegion(s, deadline, gone)
+		if absent {
+			return s, nil
+		}
 		if e != nil {
 			s.unmap()
 			return nil, e

@@ -199,11 +199,10 @@ func readStatus(r *ring, maxAgeOption time.Duration) Status {
 }
 
 // Status reads the segment c takes from (or, without one, the runtime directory's) and
-// asks the daemon over its control socket. Without a segment of its own, a daemon that does
-// not hand over its consumer region (stopped, dead) is read from its ring file alone: the
-// ring's fill and the taken and uncounted totals are then 0. Errors: as Open's (for the
-// ring file), ErrClosed; a control socket that does not answer is no error (see
-// Status.ControlError).
+// asks the daemon over its control socket. A segment whose daemon did not hand over its
+// consumer region (stopped, dead) is read from its ring file alone: the ring's fill and
+// the taken and uncounted totals are then 0. Errors: as Open's, ErrClosed; a control
+// socket that does not answer is no error (see Status.ControlError).
 func (c *Client) Status() (Status, error) {
 	if c.closed.Load() {
 		return Status{}, ErrClosed
@@ -218,13 +217,11 @@ func (c *Client) Status() (Status, error) {
 		}
 		c.mu.Unlock()
 	} else {
-		seg, e := openSegment(c.runtimeDir, time.Now())
+		seg, e := openSegment(c.runtimeDir, c.maxAge, time.Now())
 		if e != nil {
-			if seg, e = openRing(c.runtimeDir); e != nil {
-				return Status{}, e
-			}
+			return Status{}, e
 		}
-		s = readStatus(headerRing(seg), c.maxAge)
+		s = readStatus(newRing(seg), c.maxAge)
 		seg.unmap()
 	}
 	control, err := queryControl(c.runtimeDir)
@@ -240,6 +237,9 @@ func (c *Client) Status() (Status, error) {
 func (c *Client) ringFill() uint64 {
 	a := c.current.Load()
 	if a == nil {
+		return 0
+	}
+	if a.ring.seg.consumer == nil {
 		return 0
 	}
 	var fill uint64
