@@ -260,13 +260,17 @@ func remotesFromEnvironment() []string {
 	return out
 }
 
-// Open maps the local daemon's ring for service (1-63 characters of [a-z0-9._-]).
+// Open maps the local daemon's ring for service (1-63 characters of [a-z0-9._-]): its
+// ring file, and the consumer region the daemon hands over its control socket.
 // Errors: ErrInvalidServiceName, ErrInvalidArgument (also: a remote of another form than
 // host:port, http:// or https://; a TLS file beside a plain remote; a certificate without
 // its key; a TLS file that cannot be read or loaded, named), ErrDaemonNotRunning,
-// ErrPermissionDenied, ErrIncompatibleVersion, ErrCorruptSegment, ErrUntrustedSegment,
-// ErrSystem. A stopped or paused daemon is reported by Next, not here. With remotes, no
-// local daemon is not an error: the Client takes from the remotes until one appears.
+// ErrPermissionDenied, ErrIncompatibleVersion (also a daemon of another release on the
+// control socket), ErrCorruptSegment, ErrUntrustedSegment, ErrTimedOut (the daemon
+// refused the region as busy or starting for 5 s), ErrSystem. A stopped, dead or paused
+// daemon is reported by Next, not here (and so is one whose ring file says it serves but
+// that does not answer on its socket). With remotes, no local daemon is not an error: the
+// Client takes from the remotes until one appears.
 func Open(service string, opts ...Option) (*Client, error) {
 	o := options{timeout: 100 * time.Millisecond}
 	for _, opt := range opts {
