@@ -60,7 +60,8 @@ class RingFixture {
     }
     producer_.emplace(std::move(*producer));
     producer_->SetState(snowflake::shm::DaemonState::kServing);
-    auto consumer = RingConsumer::Open(dir_);
+    // The consumer region as attach would hand it over (the producer is in this process).
+    auto consumer = RingConsumer::Open(dir_, producer_->ConsumerDescriptor());
     if (!consumer) {
       std::fprintf(stderr, "ring_bench: %s\n", consumer.error().message.c_str());
       std::abort();

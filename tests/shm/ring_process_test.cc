@@ -1,10 +1,11 @@
 // Many real processes on one ring of 8 slots: one producer process and four consumer
 // processes (two taking single IDs, two taking batches, both through the client library's
 // Fresh path under a freshness bound, see ring_stress_consumer.cc), while this driver
-// SIGKILLs random
-// consumers and respawns them, and at random moments SIGKILLs the producer (it is almost
-// always inside Publish) and restarts it on the same segment; consumers keep going across
-// the restart.
+// SIGKILLs random consumers and respawns them, and at random moments SIGKILLs the
+// producer (it is almost always inside Publish) and restarts it in the same runtime
+// directory, where it serves a fresh segment above the old one; consumers attach over the
+// producer's control socket (the consumer region is a sealed memfd it hands out) and move
+// to the new segment when they find the old one stopped.
 //
 // Property: every ID any consumer recorded is unique; each process's IDs strictly
 // increase; a take that began after another completed got the larger ID (the baton in
@@ -17,9 +18,11 @@
 // IDs ever published (the producers' sum over every segment: a restart serves a fresh
 // one) each was recorded or drained, except what a kill cut off: at most one take
 // (kMaxTake IDs) per consumer kill, and per producer kill one uncounted publish or drain
-// (kCapacity IDs) and the untaken IDs of the segment it left (kCapacity), which the
-// restart takes back without counting them. The seed is printed and can be set with
-// SNOWFLAKE_STRESS_SEED.
+// (kCapacity IDs) and the untaken IDs of the segment it left (kCapacity): the restart
+// cannot reach the old region, so they are a gap (or taken, and recorded, by a consumer
+// still mapping it). The last segment's head and tail are read through the driver's own
+// attach, whose mapping of the region outlives the producer. The seed is printed and can
+// be set with SNOWFLAKE_STRESS_SEED.
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -38,6 +41,7 @@
 #include <vector>
 
 #include "id_checker.h"
+#include "protocol/control_client.h"
 #include "snowflake/ring_consumer.h"
 #include "snowflake/segment_layout.h"
 #include "stress_files.h"
@@ -178,6 +182,20 @@ class ProcessStress {
           committed >= kTargetIds && kills_ >= kMinKills && restarts_ >= kMinRestarts;
       if (done || std::chrono::steady_clock::now() >= deadline) break;
     }
+    // No restart comes after this: attach to the last segment (its producer may be just
+    // starting) to count it once everything stopped.
+    std::optional<RingConsumer> last;
+    std::string attach_error;
+    const auto attach_deadline = std::chrono::steady_clock::now() + 60s;
+    while (!last && std::chrono::steady_clock::now() < attach_deadline) {
+      auto ring = protocol::AttachConsumer(dir_.path(), 5000ms);
+      if (ring) {
+        last.emplace(std::move(*ring));
+      } else {
+        attach_error = ring.error();
+        std::this_thread::sleep_for(1ms);  // a backoff, not an order
+      }
+    }
     control_->stop.store(1);
     for (ConsumerRun& run : consumers_) {
       auto status = run.process->Wait(30'000ms);
@@ -194,11 +212,17 @@ class ProcessStress {
       if (problem.empty()) problem = "the producer did not stop cleanly";
     }
     duration_ = std::chrono::steady_clock::now() - start;
-    if (auto ring = RingConsumer::Open(dir_.path())) {
-      tail_ = ring->tail();
-      head_ = ring->head();
-    } else if (problem.empty()) {
-      problem = "cannot open the ring to count it: " + ring.error().message;
+    if (!last) {
+      if (problem.empty()) {
+        problem = "cannot attach to the last segment to count it: " + attach_error;
+      }
+      return problem;
+    }
+    tail_ = last->tail();
+    head_ = last->head();
+    auto at_path = RingConsumer::Observe(dir_.path());
+    if (problem.empty() && (!at_path || at_path->segment_id() != last->segment_id())) {
+      problem = "the segment counted is not the last one at the path";
     }
     return problem;
   }

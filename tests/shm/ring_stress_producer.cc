@@ -2,9 +2,12 @@
 //
 //   ring_stress_producer RUNTIME_DIR CONTROL_FILE
 //
-// Creates the ring (capacity 8) under a freshness bound and publishes strictly increasing
-// IDs of the current millisecond, continuing above last_published_id() of the segment a
-// SIGKILLed predecessor left behind. Like the daemon's fill loop it
+// Creates the ring (capacity 8) under a freshness bound, hands out its consumer region on
+// RUNTIME_DIR/control.sock as snowflaked does (the daemon's ControlServer,
+// tests/support/attach_service.h), and publishes strictly increasing IDs of the current
+// millisecond, continuing above last_published_id() of the segment a SIGKILLed
+// predecessor left behind (a fresh segment: the predecessor's region died with it, and
+// what was left in its ring is a gap). Like the daemon's fill loop it
 // drains IDs older than max_age, so clients taking through the Fresh path find the ring
 // usable; it adds what it publishes to the control file's `published` and what it drains
 // to its `drained`. When the driver sets
@@ -15,9 +18,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <exception>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "attach_service.h"
 #include "snowflake/id_layout.h"
 #include "snowflake/ring_producer.h"
 #include "stress_files.h"
@@ -65,6 +71,15 @@ int Run(int argc, char** argv) {
   auto ring = RingProducer::CreateOrOpen(options);
   if (!ring) {
     std::fprintf(stderr, "ring_stress_producer: %s\n", ring.error().message.c_str());
+    return st::kHelperSetupFailed;
+  }
+  // Consumers attach over the socket; a restarted producer serves it anew (a SIGKILLed
+  // one left its socket file behind: the server replaces it).
+  std::optional<st::AttachService> attach;
+  try {
+    attach.emplace(options.runtime_dir, *ring);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ring_stress_producer: %s\n", e.what());
     return st::kHelperSetupFailed;
   }
   uint64_t next = ring->last_published_id() + 1;

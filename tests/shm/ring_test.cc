@@ -11,10 +11,15 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -25,6 +30,8 @@
 #include "snowflake/pid_namespace.h"
 #include "snowflake/ring_consumer.h"
 #include "snowflake/ring_producer.h"
+#include "snowflake/segment_layout.h"
+#include "snowflake/unique_fd.h"
 #include "temp_dir.h"
 
 namespace snowflake::shm {
@@ -65,7 +72,7 @@ INSTANTIATE_TEST_SUITE_P(Capacities, RingAtCapacity, ::testing::Values(1, 2, 64,
 
 TEST_P(RingAtCapacity, TakeFailsWhenNothingPublished) {
   RingProducer producer = MakeProducer(dir_.path(), capacity());
-  RingConsumer sut = MakeConsumer(dir_.path());
+  RingConsumer sut = MakeConsumer(dir_.path(), producer);
   uint64_t id = 0;
   uint64_t batch[4];
 
@@ -77,7 +84,7 @@ TEST_P(RingAtCapacity, TakeFailsWhenNothingPublished) {
 
 TEST_P(RingAtCapacity, TakesReturnPublishedIdsInOrder) {
   RingProducer producer = MakeProducer(dir_.path(), capacity());
-  RingConsumer sut = MakeConsumer(dir_.path());
+  RingConsumer sut = MakeConsumer(dir_.path(), producer);
   ASSERT_EQ(Unwrap(producer.Publish(Range(100, capacity()))), capacity());
 
   std::vector<uint64_t> taken;
@@ -91,7 +98,7 @@ TEST_P(RingAtCapacity, TakesReturnPublishedIdsInOrder) {
 
 TEST_P(RingAtCapacity, FullRingPublishesOnlyFreeSlots) {
   RingProducer sut = MakeProducer(dir_.path(), capacity());
-  RingConsumer consumer = MakeConsumer(dir_.path());
+  RingConsumer consumer = MakeConsumer(dir_.path(), sut);
 
   const size_t first = Unwrap(sut.Publish(Range(1, capacity() + 5)));
   const size_t when_full = Unwrap(sut.Publish(Range(capacity() + 1, 3)));
@@ -109,7 +116,7 @@ TEST_P(RingAtCapacity, FullRingPublishesOnlyFreeSlots) {
 
 TEST_P(RingAtCapacity, BatchTakesAtMostWhatIsPublished) {
   RingProducer producer = MakeProducer(dir_.path(), capacity());
-  RingConsumer sut = MakeConsumer(dir_.path());
+  RingConsumer sut = MakeConsumer(dir_.path(), producer);
   ASSERT_EQ(Unwrap(producer.Publish(Range(1, capacity()))), capacity());
   std::vector<uint64_t> out(capacity() + 3);
 
@@ -124,7 +131,7 @@ TEST_P(RingAtCapacity, BatchTakesAtMostWhatIsPublished) {
 
 TEST_P(RingAtCapacity, BatchOfZeroTakesNothing) {
   RingProducer producer = MakeProducer(dir_.path(), capacity());
-  RingConsumer sut = MakeConsumer(dir_.path());
+  RingConsumer sut = MakeConsumer(dir_.path(), producer);
   ASSERT_EQ(Unwrap(producer.Publish(Range(1, 1))), 1u);
   uint64_t out = 0;
 
@@ -140,7 +147,7 @@ TEST_P(RingAtCapacity, WrapsAroundManyLaps) {
   std::printf("seed %u\n", seed);
   std::mt19937_64 rng(seed);
   RingProducer producer = MakeProducer(dir_.path(), capacity());
-  RingConsumer sut = MakeConsumer(dir_.path());
+  RingConsumer sut = MakeConsumer(dir_.path(), producer);
   const uint64_t total = std::max<uint64_t>(5 * capacity(), 2000);
   uint64_t next_publish = 1;
   std::vector<uint64_t> taken;
@@ -167,7 +174,7 @@ TEST_P(RingAtCapacity, WrapsAroundManyLaps) {
 
 TEST_P(RingAtCapacity, DrainAllTakesBackEveryUnclaimedId) {
   RingProducer sut = MakeProducer(dir_.path(), capacity());
-  RingConsumer consumer = MakeConsumer(dir_.path());
+  RingConsumer consumer = MakeConsumer(dir_.path(), sut);
   ASSERT_EQ(Unwrap(sut.Publish(Range(1, capacity()))), capacity());
   uint64_t id = 0;
 
@@ -182,7 +189,7 @@ TEST_P(RingAtCapacity, DrainAllTakesBackEveryUnclaimedId) {
 
 TEST_P(RingAtCapacity, PublishContinuesAboveDrainedIds) {
   RingProducer sut = MakeProducer(dir_.path(), capacity());
-  RingConsumer consumer = MakeConsumer(dir_.path());
+  RingConsumer consumer = MakeConsumer(dir_.path(), sut);
   ASSERT_EQ(Unwrap(sut.Publish(Range(1, capacity()))), capacity());
   sut.DrainAll();
 
@@ -222,10 +229,90 @@ TEST(Ring, EmptyPublishPublishesNothing) {
   EXPECT_EQ(sut.tail(), 0u);
 }
 
+// What attach hands a client: each call a new descriptor (close-on-exec, so no program a
+// daemon execs inherits it) of the one region, sealed at its size, paired with the ring.
+TEST(Ring, ConsumerDescriptorIsANewCloseOnExecDescriptorOfTheSealedRegion) {
+  TempDir dir;
+  RingProducer sut = MakeProducer(dir.path(), 8);
+
+  const UniqueFd first = sut.ConsumerDescriptor();
+  const UniqueFd second = sut.ConsumerDescriptor();
+
+  ASSERT_TRUE(first) << std::strerror(errno);
+  ASSERT_TRUE(second) << std::strerror(errno);
+  EXPECT_NE(first.get(), second.get());
+  struct stat first_info {};
+  struct stat second_info {};
+  ASSERT_EQ(fstat(first.get(), &first_info), 0);
+  ASSERT_EQ(fstat(second.get(), &second_info), 0);
+  EXPECT_EQ(first_info.st_ino, second_info.st_ino) << "two regions for one segment";
+  EXPECT_TRUE(S_ISREG(first_info.st_mode));
+  EXPECT_EQ(static_cast<uint64_t>(first_info.st_size), kConsumerRegionSize);
+  EXPECT_NE(fcntl(first.get(), F_GETFD) & FD_CLOEXEC, 0);
+  EXPECT_EQ(fcntl(first.get(), F_GET_SEALS), static_cast<int>(kConsumerRegionSeals));
+  uint64_t region_segment_id = 0;
+  ASSERT_EQ(pread(first.get(), &region_segment_id, sizeof region_segment_id,
+                  offsetof(ConsumerRegion, segment_id)),
+            static_cast<ssize_t>(sizeof region_segment_id));
+  EXPECT_EQ(region_segment_id, sut.segment_id());
+  EXPECT_EQ(sut.header().segment_id.load(), sut.segment_id());
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / kLegacyConsumerFileName))
+      << "the region is never a file in the runtime directory";
+}
+
+// Open maps the region and keeps no descriptor of it, also when it refuses the segment: a
+// client that execs passes nothing on.
+TEST(Ring, OpenClosesTheRegionDescriptorItIsGiven) {
+  TempDir dir;
+  TempDir empty_dir;
+  RingProducer producer = MakeProducer(dir.path(), 8);
+  const int fd = producer.ConsumerDescriptor().release();
+  const int refused_fd = producer.ConsumerDescriptor().release();
+  ASSERT_GE(fd, 0) << std::strerror(errno);
+  ASSERT_GE(refused_fd, 0) << std::strerror(errno);
+
+  auto sut = RingConsumer::Open(dir.path(), UniqueFd(fd));
+  auto refused = RingConsumer::Open(empty_dir.path(), UniqueFd(refused_fd));
+
+  ASSERT_TRUE(sut) << sut.error().message;
+  EXPECT_TRUE(sut->has_region());
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, SegmentError::kNotFound);
+  for (const int closed : {fd, refused_fd}) {
+    errno = 0;
+    EXPECT_EQ(fcntl(closed, F_GETFD), -1) << "descriptor " << closed << " is still open";
+    EXPECT_EQ(errno, EBADF);
+  }
+}
+
+// Every descriptor is the same memory: two clients attached separately share one head, so
+// a ticket goes to one of them only.
+TEST(Ring, ConsumersOfSeparateDescriptorsTakeFromOneHead) {
+  TempDir dir;
+  RingProducer producer = MakeProducer(dir.path(), 8);
+  RingConsumer first = MakeConsumer(dir.path(), producer);
+  RingConsumer second = MakeConsumer(dir.path(), producer);
+  ASSERT_EQ(Unwrap(producer.Publish(Range(1, 3))), 3u);
+  uint64_t a = 0;
+  uint64_t b = 0;
+  uint64_t c = 0;
+
+  ASSERT_TRUE(first.TryTake(&a));
+  ASSERT_TRUE(second.TryTake(&b));
+  ASSERT_TRUE(first.TryTake(&c));
+
+  EXPECT_EQ(a, 1u);
+  EXPECT_EQ(b, 2u);
+  EXPECT_EQ(c, 3u);
+  EXPECT_EQ(second.head(), 3u);
+  EXPECT_EQ(producer.head(), 3u);
+  EXPECT_FALSE(second.TryTake(&b));
+}
+
 TEST(Ring, DrainOlderThanDrainsOnlyTheStalePrefix) {
   TempDir dir;
   RingProducer sut = MakeProducer(dir.path(), 8);
-  RingConsumer consumer = MakeConsumer(dir.path());
+  RingConsumer consumer = MakeConsumer(dir.path(), sut);
   const std::vector<uint64_t> ids = {
       IdLayout::EncodeUnchecked(10, testing::kTestMachine, 0),
       IdLayout::EncodeUnchecked(11, testing::kTestMachine, 0),
@@ -256,83 +343,98 @@ void PatchRingFile(const std::filesystem::path& dir, off_t offset, const void* b
   close(fd);
 }
 
-// The same for the consumer file (what any member of the clients' group may do).
-void PatchConsumerFile(const std::filesystem::path& dir, off_t offset, const void* bytes,
-                       size_t size) {
-  const std::string path = ConsumerFilePath((dir / kSegmentFileName).string());
-  const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
-  ASSERT_GE(fd, 0) << path;
-  ASSERT_EQ(pwrite(fd, bytes, size, offset), static_cast<ssize_t>(size));
-  close(fd);
+// The same for the consumer region of `producer`'s segment, through a descriptor of it
+// (what any client that attached may do: the region is writable, only its size is sealed).
+void PatchRegion(const RingProducer& producer, off_t offset, const void* bytes, size_t size) {
+  const UniqueFd region = producer.ConsumerDescriptor();
+  ASSERT_TRUE(region) << std::strerror(errno);
+  ASSERT_EQ(pwrite(region.get(), bytes, size, offset), static_cast<ssize_t>(size));
 }
 
 TEST(Ring, ARestartContinuesAboveTheOldSegmentAndItsClientsMoveToTheNewOne) {
   TempDir dir;
   uint64_t first_incarnation = 0;
   uint64_t first_segment_id = 0;
+  std::optional<RingConsumer> consumer;
+  uint64_t id = 0;
   {
     RingProducer first = MakeProducer(dir.path(), 8);
     ASSERT_EQ(Unwrap(first.Publish(Range(1, 5))), 5u);
     first.SetState(DaemonState::kServing);
     first_incarnation = first.incarnation();
-    first_segment_id = first.header().segment_id.load();
+    first_segment_id = first.segment_id();
+    consumer.emplace(MakeConsumer(dir.path(), first));
+    ASSERT_TRUE(consumer->TryTake(&id));
+    // A client wrote into the consumer region: nothing of it reaches the new start (the
+    // restart never reads the region, which ended with the daemon that held it).
+    const uint64_t forged_head = 3;
+    PatchRegion(first, offsetof(ConsumerRegion, head), &forged_head, sizeof forged_head);
   }
-  RingConsumer consumer = MakeConsumer(dir.path());
-  uint64_t id = 0;
-  ASSERT_TRUE(consumer.TryTake(&id));
-  // A client of the group wrote into the consumer file: nothing of it reaches the new
-  // start (a head moved back would have been refused; forward it is a take).
-  const uint64_t forged_head = 3;
-  PatchConsumerFile(dir.path(), 0, &forged_head, sizeof forged_head);
 
   RingProducer sut = MakeProducer(dir.path(), 8);
 
   EXPECT_TRUE(sut.continued());
   EXPECT_EQ(first_incarnation, 1u);
   EXPECT_EQ(sut.incarnation(), 2u);
-  EXPECT_NE(sut.header().segment_id.load(), first_segment_id) << "the segment was reopened";
+  EXPECT_NE(sut.segment_id(), first_segment_id) << "the segment was reopened";
   EXPECT_EQ(sut.head(), 0u);
   EXPECT_EQ(sut.tail(), 0u);
   EXPECT_EQ(sut.last_published_id(), 5u);
   EXPECT_EQ(sut.Publish(Range(5, 1)).error().code, SegmentError::kNotIncreasing);
   EXPECT_EQ(sut.state(), DaemonState::kStarting);
   EXPECT_EQ(sut.header().pid.load(), static_cast<uint64_t>(getpid()));
-  // The consumer attached before the restart finds its segment stopped and a new one at
-  // the path.
-  EXPECT_FALSE(consumer.TryTake(&id));
-  EXPECT_EQ(consumer.CheckProducer(1h).health, ProducerHealth::kStopped);
-  RingConsumer reattached = MakeConsumer(dir.path());
-  EXPECT_NE(reattached.inode(), consumer.inode());
+  // The consumer attached before the restart finds its segment stopped and a new one, with
+  // a region of its own, at the path.
+  EXPECT_EQ(consumer->CheckProducer(1h).health, ProducerHealth::kStopped);
+  EXPECT_EQ(consumer->segment_id(), first_segment_id);
+  RingConsumer reattached = MakeConsumer(dir.path(), sut);
+  EXPECT_NE(reattached.inode(), consumer->inode());
+  EXPECT_EQ(reattached.segment_id(), sut.segment_id());
+  EXPECT_EQ(reattached.head(), 0u) << "the new region starts from zero, not from the old head";
   EXPECT_EQ(reattached.CheckProducer(1h).health, ProducerHealth::kStarting);
 }
 
-TEST(Ring, ARestartTakesBackTheOldSegmentsUnclaimedIds) {
+TEST(Ring, ARestartLeavesTheOldSegmentsUntakenIdsAsAGapBelowTheNewOnes) {
   TempDir dir;
+  std::optional<RingConsumer> old_consumer;
   {
     RingProducer first = MakeProducer(dir.path(), 8);
     ASSERT_EQ(Unwrap(first.Publish(Range(1, 5))), 5u);
     first.SetState(DaemonState::kServing);
+    old_consumer.emplace(MakeConsumer(dir.path(), first));
   }
-  RingConsumer consumer = MakeConsumer(dir.path());
   uint64_t id = 0;
-  ASSERT_TRUE(consumer.TryTake(&id));
+  ASSERT_TRUE(old_consumer->TryTake(&id));
+  ASSERT_EQ(id, 1u);
 
   RingProducer sut = MakeProducer(dir.path(), 8);
+  const auto refused = sut.Publish(Range(5, 1));
   ASSERT_EQ(Unwrap(sut.Publish(Range(6, 2))), 2u);
-  RingConsumer reattached = MakeConsumer(dir.path());
+  RingConsumer reattached = MakeConsumer(dir.path(), sut);
+  std::vector<uint64_t> new_ids;
+  while (reattached.TryTake(&id)) new_ids.push_back(id);
+  // The restart cannot reach the old region: whatever a mapping of it still yields.
+  std::vector<uint64_t> old_ids;
+  while (old_consumer->TryTake(&id)) old_ids.push_back(id);
 
-  // Tickets 1-4 of the old segment are gaps now: none is handed out, old mapping or new.
-  EXPECT_FALSE(consumer.TryTake(&id));
-  EXPECT_EQ(consumer.CheckProducer(1h).health, ProducerHealth::kStopped);
-  ASSERT_TRUE(reattached.TryTake(&id));
-  EXPECT_EQ(id, 6u);
+  // Tickets 1-4 of the old segment are not carried into the new one: it starts above
+  // them, so no ID of the old ring is handed out twice, whichever mapping takes it.
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, SegmentError::kNotIncreasing);
+  EXPECT_EQ(new_ids, (std::vector<uint64_t>{6, 7}));
+  for (const uint64_t old_id : old_ids) {
+    EXPECT_TRUE(old_id >= 2 && old_id <= 5) << old_id << " was not an untaken ID of the old ring";
+  }
+  EXPECT_EQ(old_consumer->CheckProducer(1h).health, ProducerHealth::kStopped);
+  EXPECT_EQ(old_consumer->CheckProducer(1h).reason, StateReason::kShutdown);
+  EXPECT_NE(old_consumer->inode(), reattached.inode());
 }
 
 TEST(Ring, LastPublishedIdSurvivesARestartAfterEveryIdWasTaken) {
   TempDir dir;
   {
     RingProducer first = MakeProducer(dir.path(), 2);
-    RingConsumer consumer = MakeConsumer(dir.path());
+    RingConsumer consumer = MakeConsumer(dir.path(), first);
     ASSERT_EQ(Unwrap(first.Publish(Range(41, 2))), 2u);
     uint64_t out[2];
     ASSERT_EQ(consumer.TryTakeBatch(out, 2), 2u);
@@ -351,11 +453,10 @@ TEST(Ring, NewCapacityStopsTheOldSegmentAndCarriesItsLastId) {
   RingProducer old_producer = MakeProducer(dir.path(), 8);
   ASSERT_EQ(Unwrap(old_producer.Publish(Range(1, 3))), 3u);
   old_producer.SetState(DaemonState::kServing);
-  RingConsumer old_consumer = MakeConsumer(dir.path());
+  RingConsumer old_consumer = MakeConsumer(dir.path(), old_producer);
 
   RingProducer sut = MakeProducer(dir.path(), 16);
-  RingConsumer new_consumer = MakeConsumer(dir.path());
-  uint64_t id = 0;
+  RingConsumer new_consumer = MakeConsumer(dir.path(), sut);
 
   // Same machine, epoch and boot: continued, whatever the capacity.
   EXPECT_TRUE(sut.continued());
@@ -363,11 +464,11 @@ TEST(Ring, NewCapacityStopsTheOldSegmentAndCarriesItsLastId) {
   EXPECT_EQ(sut.last_published_id(), 3u);
   EXPECT_EQ(sut.incarnation(), 2u);
   EXPECT_EQ(sut.Publish(Range(3, 1)).error().code, SegmentError::kNotIncreasing);
-  // The old mapping was drained and marked stopped, so its clients fail over.
-  EXPECT_FALSE(old_consumer.TryTake(&id));
+  // The old segment was marked stopped, so its clients fail over to the new one.
   EXPECT_EQ(old_consumer.CheckProducer(1h).health, ProducerHealth::kStopped);
   EXPECT_EQ(old_consumer.CheckProducer(1h).reason, StateReason::kShutdown);
   EXPECT_NE(old_consumer.inode(), new_consumer.inode());
+  EXPECT_NE(old_consumer.segment_id(), new_consumer.segment_id());
   EXPECT_EQ(new_consumer.capacity(), 16u);
 }
 
@@ -377,26 +478,25 @@ constexpr off_t kBootIdOffset = 272;
 
 TEST(Ring, ASegmentLeftByAnotherBootIsNotContinuedButItsLastIdIsABound) {
   TempDir dir;
+  // Attached before the boot id is rewritten (a client of this boot would refuse it after).
+  std::optional<RingConsumer> old_consumer;
   {
     RingProducer before_reboot = MakeProducer(dir.path(), 8);
     ASSERT_EQ(Unwrap(before_reboot.Publish(Range(1, 5))), 5u);
     before_reboot.SetState(DaemonState::kServing);
+    old_consumer.emplace(MakeConsumer(dir.path(), before_reboot));
   }
-  // Attached before the boot id is rewritten (a client of this boot would refuse it after).
-  RingConsumer old_consumer = MakeConsumer(dir.path());
   PatchRingFile(dir.path(), kBootIdOffset, kForeignBootId, sizeof kForeignBootId);
 
   RingProducer sut = MakeProducer(dir.path(), 8);
-  uint64_t id = 0;
 
   EXPECT_FALSE(sut.continued()) << "a ring left by another boot was trusted";
   EXPECT_EQ(sut.incarnation(), 1u);
   EXPECT_EQ(sut.tail(), 0u);
-  // Retired: drained and stopped, so nothing of it is handed out.
-  EXPECT_FALSE(old_consumer.TryTake(&id));
-  EXPECT_EQ(old_consumer.CheckProducer(1h).health, ProducerHealth::kStopped);
-  EXPECT_NE(old_consumer.inode(), MakeConsumer(dir.path()).inode());
-  EXPECT_EQ(sut.Publish(Range(1, 1)).error().code, SegmentError::kNotIncreasing)
+  // Stopped, so its clients move to the new segment.
+  EXPECT_EQ(old_consumer->CheckProducer(1h).health, ProducerHealth::kStopped);
+  EXPECT_NE(old_consumer->inode(), MakeConsumer(dir.path(), sut).inode());
+  EXPECT_EQ(sut.Publish(Range(5, 1)).error().code, SegmentError::kNotIncreasing)
       << "the old segment's last ID is not carried over as a bound";
 }
 
@@ -467,7 +567,7 @@ TEST(Ring, CheckProducerReportsAHeartbeatFromTheFutureAsNotHeartbeating) {
   TempDir dir;
   RingProducer sut = MakeProducer(dir.path(), 8);
   sut.SetState(DaemonState::kServing);
-  RingConsumer consumer = MakeConsumer(dir.path());
+  RingConsumer consumer = MakeConsumer(dir.path(), sut);
   // CLOCK_MONOTONIC of a previous boot that ran for a day longer than this one so far.
   timespec now{};
   clock_gettime(CLOCK_MONOTONIC, &now);
@@ -533,7 +633,7 @@ TEST(Ring, CreateRefusesACapacityNotAPowerOfTwo) {
 TEST(Ring, StateReasonAndHeartbeatAreVisibleToConsumers) {
   TempDir dir;
   RingProducer sut = MakeProducer(dir.path(), 8);
-  RingConsumer consumer = MakeConsumer(dir.path());
+  RingConsumer consumer = MakeConsumer(dir.path(), sut);
   const uint64_t beat_before = consumer.header().heartbeat_mono_ns.load();
   std::this_thread::sleep_for(2ms);
 
@@ -551,7 +651,7 @@ TEST(Ring, StateReasonAndHeartbeatAreVisibleToConsumers) {
 TEST(Ring, CheckProducerReportsEachState) {
   TempDir dir;
   RingProducer sut = MakeProducer(dir.path(), 8);
-  RingConsumer consumer = MakeConsumer(dir.path());
+  RingConsumer consumer = MakeConsumer(dir.path(), sut);
 
   EXPECT_EQ(consumer.CheckProducer(1h).health, ProducerHealth::kStarting);
   sut.SetState(DaemonState::kServing);
@@ -568,7 +668,7 @@ TEST(Ring, CheckProducerReportsEachState) {
 TEST(Ring, CheckProducerReportsAServingDaemonThatStoppedHeartbeating) {
   TempDir dir;
   RingProducer sut = MakeProducer(dir.path(), 8);
-  RingConsumer consumer = MakeConsumer(dir.path());
+  RingConsumer consumer = MakeConsumer(dir.path(), sut);
   sut.SetState(DaemonState::kServing);
   std::this_thread::sleep_for(5ms);
 
@@ -608,7 +708,9 @@ KilledDaemon ServeThenKill(const ProducerOptions& options) {
   char byte = 0;
   EXPECT_EQ(read(ready[0], &byte, 1), 1) << "the child producer did not start";
   close(ready[0]);
-  RingConsumer consumer = MakeConsumer(options.runtime_dir);
+  // The ring file alone: what a client reads of a daemon it cannot attach to (the child
+  // holds the region, and dies with it).
+  RingConsumer consumer = testing::Observe(options.runtime_dir);
   KilledDaemon seen;
   seen.child_pid = static_cast<uint64_t>(child);
   seen.alive = consumer.CheckProducer(1h);
@@ -648,7 +750,7 @@ TEST(Ring, CheckProducerNeverProbesThePidOfADaemonInAnotherPidNamespace) {
   EXPECT_EQ(sut.recorded_namespace, CurrentPidNamespace() + 1);
   EXPECT_EQ(sut.alive.health, ProducerHealth::kServing);
   EXPECT_EQ(sut.dead.health, ProducerHealth::kServing) << "the pid was probed";
-  RingConsumer consumer = MakeConsumer(dir.path());
+  RingConsumer consumer = testing::Observe(dir.path());
   EXPECT_EQ(consumer.CheckProducer(5ms).health, ProducerHealth::kNotHeartbeating);
 }
 
@@ -666,7 +768,7 @@ TEST(Ring, CheckProducerProbesThePidWhenTheDaemonRecordedNoNamespace) {
 TEST(Ring, AwaitPublishWakesOnPublish) {
   TempDir dir;
   RingProducer sut = MakeProducer(dir.path(), 8);
-  RingConsumer consumer = MakeConsumer(dir.path());
+  RingConsumer consumer = MakeConsumer(dir.path(), sut);
   sut.SetState(DaemonState::kServing);
   constexpr auto kTimeout = 120s;
   std::chrono::steady_clock::duration waited{};
@@ -700,7 +802,7 @@ TEST(Ring, AwaitPublishWakesOnPublish) {
 TEST(Ring, AwaitPublishWakesOnStateChange) {
   TempDir dir;
   RingProducer sut = MakeProducer(dir.path(), 8);
-  RingConsumer consumer = MakeConsumer(dir.path());
+  RingConsumer consumer = MakeConsumer(dir.path(), sut);
   sut.SetState(DaemonState::kServing);
   constexpr auto kTimeout = 30s;
   std::chrono::steady_clock::duration waited{};
@@ -730,7 +832,7 @@ TEST(Ring, AwaitPublishWakesOnStateChange) {
 TEST(Ring, AwaitPublishTimesOutAndAsksForARefill) {
   TempDir dir;
   RingProducer producer = MakeProducer(dir.path(), 8);
-  RingConsumer sut = MakeConsumer(dir.path());
+  RingConsumer sut = MakeConsumer(dir.path(), producer);
   const uint32_t refill_before = producer.refill_request();
   uint64_t id = 0;
 
@@ -743,7 +845,7 @@ TEST(Ring, AwaitPublishTimesOutAndAsksForARefill) {
 TEST(Ring, AwaitPublishReturnsAtOnceWhenTheRingHasIds) {
   TempDir dir;
   RingProducer producer = MakeProducer(dir.path(), 8);
-  RingConsumer sut = MakeConsumer(dir.path());
+  RingConsumer sut = MakeConsumer(dir.path(), producer);
   const uint32_t stale_seen = sut.wake_seq();
   ASSERT_EQ(Unwrap(producer.Publish(Range(1, 1))), 1u);
   const uint32_t refill_before = producer.refill_request();
@@ -757,7 +859,7 @@ TEST(Ring, AwaitPublishReturnsAtOnceWhenTheRingHasIds) {
 TEST(Ring, WaitForRefillRequestWakesOnAConsumersRequest) {
   TempDir dir;
   RingProducer sut = MakeProducer(dir.path(), 8);
-  RingConsumer consumer = MakeConsumer(dir.path());
+  RingConsumer consumer = MakeConsumer(dir.path(), sut);
   constexpr auto kTimeout = 30s;
   const uint32_t seen = sut.refill_request();
   std::chrono::steady_clock::duration waited{};
@@ -783,7 +885,7 @@ TEST(Ring, WaitForRefillRequestWakesOnAConsumersRequest) {
 TEST(Ring, AwaitPublishWithAWantAddsItToTheRefillHintBeforeTheRequest) {
   TempDir dir;
   RingProducer producer = MakeProducer(dir.path(), 8);
-  RingConsumer sut = MakeConsumer(dir.path());
+  RingConsumer sut = MakeConsumer(dir.path(), producer);
   const uint32_t refill_before = producer.refill_request();
 
   sut.AwaitPublish(sut.wake_seq(), 1ms, false, 1000);
@@ -798,8 +900,8 @@ TEST(Ring, AwaitPublishWithAWantAddsItToTheRefillHintBeforeTheRequest) {
 TEST(Ring, RefillHintsOfSeveralTakersAddUpAndSaturate) {
   TempDir dir;
   RingProducer producer = MakeProducer(dir.path(), 8);
-  RingConsumer first = MakeConsumer(dir.path());
-  RingConsumer second = MakeConsumer(dir.path());
+  RingConsumer first = MakeConsumer(dir.path(), producer);
+  RingConsumer second = MakeConsumer(dir.path(), producer);
 
   first.AwaitPublish(first.wake_seq(), 1ms, false, 300);
   second.AwaitPublish(second.wake_seq(), 1ms, false, 200);
@@ -815,7 +917,7 @@ TEST(Ring, RefillHintsOfSeveralTakersAddUpAndSaturate) {
 TEST(Ring, ASingleTakeLeavesTheRefillHintZero) {
   TempDir dir;
   RingProducer producer = MakeProducer(dir.path(), 8);
-  RingConsumer sut = MakeConsumer(dir.path());
+  RingConsumer sut = MakeConsumer(dir.path(), producer);
   const uint32_t refill_before = producer.refill_request();
 
   sut.AwaitPublish(sut.wake_seq(), 1ms);
@@ -828,7 +930,7 @@ TEST(Ring, ASingleTakeLeavesTheRefillHintZero) {
 TEST(Ring, AwaitPublishOnANonEmptyRingSendsNoHint) {
   TempDir dir;
   RingProducer producer = MakeProducer(dir.path(), 8);
-  RingConsumer sut = MakeConsumer(dir.path());
+  RingConsumer sut = MakeConsumer(dir.path(), producer);
   ASSERT_EQ(Unwrap(producer.Publish(Range(1, 1))), 1u);
 
   sut.AwaitPublish(sut.wake_seq(), 120s, false, 4096);  // would hang the test if it slept
@@ -836,22 +938,19 @@ TEST(Ring, AwaitPublishOnANonEmptyRingSendsNoHint) {
   EXPECT_EQ(producer.TakeRefillHint(), 0u);
 }
 
-// The hint sits in bytes every segment of format version 3 holds zero (reserved0 before):
-// a segment of an older daemon reads as "no hint", and a producer that never reads the
-// word (an older daemon) leaves it as clients wrote it, harmlessly.
+// The hint sits in bytes every segment of format version 3 held zero (reserved0 before),
+// at the same offset of the region in format 4: a fresh region reads as "no hint", and a
+// producer that never reads the word leaves it as clients wrote it, harmlessly.
 TEST(Ring, TheRefillHintIsTheOnceReservedWordBesideTheRequest) {
   TempDir dir;
   RingProducer producer = MakeProducer(dir.path(), 8);
-  const std::string consumer_file =
-      ConsumerFilePath((dir.path() / std::string(kSegmentFileName)).string());
-  const int fd = open(consumer_file.c_str(), O_RDWR | O_CLOEXEC);
-  ASSERT_GE(fd, 0);
+  const UniqueFd region = producer.ConsumerDescriptor();
+  ASSERT_TRUE(region) << std::strerror(errno);
   uint32_t word = 0;
-  ASSERT_EQ(pread(fd, &word, sizeof word, 68), static_cast<ssize_t>(sizeof word));
+  ASSERT_EQ(pread(region.get(), &word, sizeof word, 68), static_cast<ssize_t>(sizeof word));
   EXPECT_EQ(word, 0u) << "a fresh segment holds no hint";
   word = 123;
-  ASSERT_EQ(pwrite(fd, &word, sizeof word, 68), static_cast<ssize_t>(sizeof word));
-  close(fd);
+  ASSERT_EQ(pwrite(region.get(), &word, sizeof word, 68), static_cast<ssize_t>(sizeof word));
 
   EXPECT_EQ(producer.TakeRefillHint(), 123u);
 }
@@ -869,7 +968,7 @@ TEST(Ring, WaitForRefillRequestTimesOut) {
 TEST(Ring, ServiceSlotIsClaimedCountedRetiredAndFreed) {
   TempDir dir;
   RingProducer sut = MakeProducer(dir.path(), 8);
-  RingConsumer consumer = MakeConsumer(dir.path());
+  RingConsumer consumer = MakeConsumer(dir.path(), sut);
   auto snapshot = [&] {
     std::vector<ServiceCount> counts;
     sut.ForEachService([&](const ServiceCount& count) { counts.push_back(count); });
@@ -904,7 +1003,7 @@ TEST(Ring, ServiceSlotIsClaimedCountedRetiredAndFreed) {
 TEST(Ring, ServiceSlotsKeepLongNamesAndRunOut) {
   TempDir dir;
   RingProducer sut = MakeProducer(dir.path(), 8);
-  RingConsumer consumer = MakeConsumer(dir.path());
+  RingConsumer consumer = MakeConsumer(dir.path(), sut);
   const std::string longest(kServiceNameMax, 'x');
   std::vector<ServiceSlot*> slots;
   for (size_t i = 0; i < kServiceSlotCount; ++i) {

@@ -51,8 +51,16 @@ inline RingProducer MakeProducer(const std::filesystem::path& dir, uint64_t capa
   return snowflake::testing::MakeProducer(OptionsFor(dir, capacity));
 }
 
-inline RingConsumer MakeConsumer(const std::filesystem::path& dir) {
-  return Unwrap(RingConsumer::Open(dir));
+// A consumer of the segment `producer` serves in `dir`, holding its consumer region as a
+// client does after attach.
+inline RingConsumer MakeConsumer(const std::filesystem::path& dir, const RingProducer& producer) {
+  return Unwrap(RingConsumer::Open(dir, producer.ConsumerDescriptor()));
+}
+
+// The ring file of `dir` alone (RingConsumer::Observe): for a test whose producer is gone or
+// in another process, to read its state and header.
+inline RingConsumer Observe(const std::filesystem::path& dir) {
+  return Unwrap(RingConsumer::Observe(dir));
 }
 
 // first, first+1, ..., first+count-1.

@@ -86,7 +86,7 @@ TEST_P(RingThreads, EveryIdOnceInIncreasingAndRealTimeOrder) {
   ASSERT_EQ(producer.header().freshness_bound_ms.load(), int64_t{kMaxAgeMs + kLivenessMs});
   producer.SetState(DaemonState::kServing);
   std::vector<RingConsumer> consumers;
-  for (int i = 0; i < kConsumers; ++i) consumers.push_back(MakeConsumer(dir.path()));
+  for (int i = 0; i < kConsumers; ++i) consumers.push_back(MakeConsumer(dir.path(), producer));
   const auto deadline = std::chrono::steady_clock::now() + kTimeLimit;
   std::atomic<uint64_t> baton{0};
   std::atomic<uint64_t> taken_total{0};
