@@ -19,8 +19,9 @@
 // one) each was recorded or drained, except what a kill cut off: at most one take
 // (kMaxTake IDs) per consumer kill, and per producer kill one uncounted publish or drain
 // (kCapacity IDs) and the untaken IDs of the segment it left (kCapacity): the restart
-// cannot reach the old region, so they are a gap (or taken, and recorded, by a consumer
-// still mapping it). The last segment's head and tail are read through the driver's own
+// cannot reach the old region, so it retracts the old ring's tail and they are a gap
+// (only a take that read the tail before may still claim one). The last segment's head
+// and tail are read through the driver's own
 // attach, whose mapping of the region outlives the producer. The seed is printed and can
 // be set with SNOWFLAKE_STRESS_SEED.
 

@@ -493,20 +493,26 @@ TEST_F(BadSegment, ARestartOrRetireRemovesTheConsumerFileOfFormat3) {
 }
 
 // Retire() stops the segment for the clients still mapping it (also one that no longer
-// validates, through the header's fixed offsets) and unlinks its ring file, so they see
-// "stopped" and reattach to whatever comes next.
-TEST_F(BadSegment, RetireStopsTheSegmentForItsClientsAndUnlinksIt) {
+// validates, through the header's fixed offsets), empties its ring for them, and unlinks
+// its ring file, so they take nothing more, see "stopped" and reattach to whatever comes
+// next.
+TEST_F(BadSegment, RetireStopsAndEmptiesTheSegmentForItsClientsAndUnlinksIt) {
   for (const bool corrupt : {false, true}) {
     RingProducer producer = MakeProducer(testing::OptionsFor(dir_.path(), kCapacity));
     producer.SetState(DaemonState::kServing);
     RingConsumer client = testing::MakeConsumer(dir_.path(), producer);
+    const uint64_t first_id = producer.last_published_id() + 1;
+    ASSERT_EQ(Unwrap(producer.Publish(testing::Range(first_id, 4))), 4u);
     if (corrupt) Poke<uint64_t>(offsetof(SegmentHeader, magic), 42);
 
     RingProducer::Retire(dir_.path());
+    uint64_t id = 0;
+    const bool took = client.TryTake(&id);
 
-    EXPECT_EQ(client.CheckProducer(std::chrono::hours(1)).health, ProducerHealth::kStopped)
-        << (corrupt ? "corrupt" : "valid");
-    EXPECT_FALSE(std::filesystem::exists(path())) << (corrupt ? "corrupt" : "valid");
+    const char* what = corrupt ? "corrupt" : "valid";
+    EXPECT_FALSE(took) << what << ": took " << id << " from a retired segment";
+    EXPECT_EQ(client.CheckProducer(std::chrono::hours(1)).health, ProducerHealth::kStopped) << what;
+    EXPECT_FALSE(std::filesystem::exists(path())) << what;
   }
 }
 
