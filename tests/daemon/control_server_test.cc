@@ -1,9 +1,11 @@
 #include "daemon/control/control_server.h"
 
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <grp.h>
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -15,13 +17,19 @@
 #include <cstdio>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "fake_clock.h"
 #include "libclient/status/status_report.h"
 #include "protocol/vocabulary.h"
 #include "snowflake/account_names.h"
+#include "snowflake/id_layout.h"
+#include "snowflake/segment_layout.h"
+#include "snowflake/unique_fd.h"
 #include "temp_dir.h"
+#include "test_producer.h"
 
 namespace snowflake::daemon {
 namespace {
@@ -85,11 +93,108 @@ std::string Exchange(int fd, const std::string& request) {
   return reply;
 }
 
+// Everything a peer receives until the server ends the connection: the reply bytes, and
+// each descriptor with the offset of the byte it came with. One byte per recvmsg, so the
+// offset is exact: a descriptor arrives with the first byte of the sendmsg that carried it.
+struct Received {
+  struct Descriptor {
+    size_t offset = 0;
+    UniqueFd fd;
+  };
+  std::string bytes;
+  std::vector<Descriptor> descriptors;
+  // The server ended the connection (EOF, or a reset), rather than the 30 s wait running
+  // out with it still open.
+  bool closed = false;
+
+  std::vector<std::string> Lines() const {
+    std::vector<std::string> lines;
+    size_t start = 0;
+    for (size_t end; (end = bytes.find('\n', start)) != std::string::npos; start = end + 1) {
+      lines.push_back(bytes.substr(start, end - start));
+    }
+    if (start < bytes.size()) lines.push_back(bytes.substr(start));
+    return lines;
+  }
+};
+
+Received ReceiveUntilClosed(int fd) {
+  timeval limit{.tv_sec = 30, .tv_usec = 0};  // a server that keeps it open fails, not hangs
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
+  Received received;
+  for (;;) {
+    char byte = 0;
+    iovec io{.iov_base = &byte, .iov_len = 1};
+    alignas(cmsghdr) char control[CMSG_SPACE(4 * sizeof(int))] = {};
+    msghdr message{};
+    message.msg_iov = &io;
+    message.msg_iovlen = 1;
+    message.msg_control = control;
+    message.msg_controllen = sizeof(control);
+    const ssize_t n = recvmsg(fd, &message, MSG_CMSG_CLOEXEC);
+    const int err = errno;
+    if (n < 0 && err == EINTR) continue;
+    if (n > 0) {
+      for (cmsghdr* h = CMSG_FIRSTHDR(&message); h != nullptr; h = CMSG_NXTHDR(&message, h)) {
+        if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS) continue;
+        const size_t count = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < count; ++i) {
+          int passed = -1;
+          std::memcpy(&passed, CMSG_DATA(h) + i * sizeof(int), sizeof(int));
+          received.descriptors.push_back({received.bytes.size(), UniqueFd(passed)});
+        }
+      }
+      received.bytes += byte;
+      continue;
+    }
+    // A server that closes with our unread request bytes in its queue resets instead.
+    received.closed = n == 0 || err == ECONNRESET;
+    return received;
+  }
+}
+
+void SendAll(int fd, const std::string& bytes) {
+  ASSERT_EQ(send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
+}
+
+// What an attach reply's region holds, read through its own mapping.
+uint64_t RegionSegmentId(int region) {
+  void* base = mmap(nullptr, shm::kConsumerRegionSize, PROT_READ, MAP_SHARED, region, 0);
+  if (base == MAP_FAILED) {
+    ADD_FAILURE() << "cannot map the region: " << std::strerror(errno);
+    return 0;
+  }
+  const uint64_t id = static_cast<const shm::ConsumerRegion*>(base)->segment_id.load();
+  munmap(base, shm::kConsumerRegionSize);
+  return id;
+}
+
 class ControlServerTest : public ::testing::Test {
  protected:
+  // The loop's first report, as the daemon publishes it before its control socket starts
+  // (Daemon::MakeFillLoop): a board without one answers status with daemon_starting.
+  ControlServerTest() { board_.Update(DaemonStatus{}); }
   ControlServerOptions Options() {
     return ControlServerOptions{.socket_path = dir_ / "control.sock"};
   }
+  // A real segment in the test's directory, as the daemon's fill loop serves one.
+  shm::RingProducer MakeSegment() {
+    return snowflake::testing::MakeProducer(
+        shm::ProducerOptions{.runtime_dir = dir_.path(),
+                             .capacity = 64,
+                             .epoch_unix_ms = kDefaultEpochUnixMs,
+                             .machine = 1,
+                             .mode = 0600,
+                             .group = std::nullopt});
+  }
+  // Attach hands out `producer`'s region, as Daemon::MakeFillLoop sets it up.
+  void ServeAttachFrom(const shm::RingProducer& producer) {
+    board_.SetAttachSource([&producer] {
+      return StatusBoard::AttachPoint{producer.ConsumerDescriptor(), producer.segment_id()};
+    });
+  }
+  // After the test's server and segment are gone: the board outlives both.
+  void TearDown() override { board_.SetAttachSource({}); }
   snowflake::testing::TempDir dir_;
   // Starts at a Unix ms no real clock reads during the test: a stamp from the real clock
   // cannot pass for one from this clock.
@@ -212,7 +317,8 @@ TEST_F(ControlServerTest, UnknownCommandGetsAnErrorReply) {
       json::parse(HandleControlRequest(R"({"command":"reboot"})", getuid(), Options(), board_));
 
   EXPECT_EQ(reply["ok"], false);
-  EXPECT_EQ(reply["error"], "unknown command \"reboot\": expected \"status\" or \"resume\"");
+  EXPECT_EQ(reply["error"],
+            "unknown command \"reboot\": expected \"status\", \"resume\" or \"attach\"");
 }
 
 TEST_F(ControlServerTest, ResumeFromAnotherUidIsRefused) {
@@ -249,6 +355,21 @@ void ExpectErrorReply(const std::string& line, vocab::ErrorCode expected, const 
   EXPECT_EQ(code, vocab::ErrorName(expected));
   ASSERT_TRUE(reply.contains("error") && reply["error"].is_string());
   EXPECT_FALSE(reply["error"].get<std::string>().empty());
+}
+
+TEST_F(ControlServerTest, StatusBeforeTheLoopsFirstReportIsAnsweredDaemonStarting) {
+  snowflake::testing::FakeClock clock(1'600'000'000'123);
+  StatusBoard unreported(clock);
+
+  const std::string reply =
+      HandleControlRequest(R"({"command":"status"})", getuid(), Options(), unreported);
+  unreported.Update(DaemonStatus{});
+  const json after =
+      json::parse(HandleControlRequest(R"({"command":"status"})", getuid(), Options(), unreported));
+
+  ExpectErrorReply(reply, vocab::ErrorCode::kDaemonStarting, "status before the first report");
+  EXPECT_EQ(after["ok"], true) << after.dump();
+  EXPECT_EQ(after["state"], "starting") << after.dump();
 }
 
 TEST_F(ControlServerTest, EveryErrorReplyCarriesItsVocabularyCode) {
@@ -609,6 +730,150 @@ TEST_F(ControlServerTest, GroupMemberHoldingAllSlotsCannotLockOutTheOperator) {
   ASSERT_FALSE(resume.empty());
   EXPECT_EQ(json::parse(resume)["resumed"], true);
   EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) << wstatus;
+}
+
+// --- attach: the consumer region's descriptor over the socket (SCM_RIGHTS).
+
+TEST_F(ControlServerTest,
+       AnAttachIsAnsweredWithASealedMemfdOfTheRegionWhoseSegmentIdMatchesTheReply) {
+  // Arrange
+  shm::RingProducer producer = MakeSegment();
+  ServeAttachFrom(producer);
+  ControlServer sut(Options(), board_);
+  ASSERT_TRUE(sut.Start());
+  const int fd = Connect(dir_ / "control.sock");
+  ASSERT_GE(fd, 0);
+
+  // Act
+  SendAll(fd, "{\"command\":\"attach\"}\n");
+  Received received = ReceiveUntilClosed(fd);
+  close(fd);
+
+  // Assert: the reply (the wire's literal numbers, not the constants they should equal).
+  const std::vector<std::string> lines = received.Lines();
+  ASSERT_EQ(lines.size(), 1u) << received.bytes;
+  const json reply = json::parse(lines[0]);
+  EXPECT_EQ(reply["ok"], true) << lines[0];
+  EXPECT_EQ(reply["format_version"], 4) << lines[0];
+  EXPECT_EQ(reply["region_bytes"], 163840) << lines[0];
+  ASSERT_TRUE(reply["segment_id"].is_string()) << lines[0];
+  const uint64_t reply_id = std::stoull(reply["segment_id"].get<std::string>());
+  EXPECT_EQ(reply_id, producer.segment_id());
+  // The descriptor: with the reply's first byte, a memfd (no name in any directory) of
+  // exactly the region's size, sealed against every resize and against new seals.
+  ASSERT_EQ(received.descriptors.size(), 1u);
+  EXPECT_EQ(received.descriptors[0].offset, 0u);
+  const int region = received.descriptors[0].fd.get();
+  struct stat info {};
+  ASSERT_EQ(fstat(region, &info), 0);
+  EXPECT_TRUE(S_ISREG(info.st_mode));
+  EXPECT_EQ(info.st_size, 163840);
+  // F_SEAL_EXEC (0x20, Linux 6.3; glibc may not name it) comes with MFD_NOEXEC_SEAL where
+  // the kernel has it: it only forbids making the region executable.
+  constexpr int kExecSeal = 0x20;
+  EXPECT_EQ(fcntl(region, F_GET_SEALS) & ~kExecSeal, F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW);
+  const std::string proc_link = "/proc/self/fd/" + std::to_string(region);
+  char target[256] = {};
+  ASSERT_GT(readlink(proc_link.c_str(), target, sizeof(target) - 1), 0);
+  EXPECT_THAT(std::string(target), ::testing::StartsWith("/memfd:snowflake-consumer"));
+  EXPECT_EQ(fcntl(region, F_GETFD) & FD_CLOEXEC, FD_CLOEXEC) << "an exec would inherit it";
+  EXPECT_EQ(RegionSegmentId(region), reply_id);
+  EXPECT_TRUE(received.closed) << "the connection stayed open after attach";
+}
+
+TEST_F(ControlServerTest,
+       AnAttachBeforeTheFillLoopExistsIsAnsweredDaemonStartingWithoutADescriptor) {
+  // Arrange: no attach source, as before Daemon::MakeFillLoop.
+  ControlServer sut(Options(), board_);
+  ASSERT_TRUE(sut.Start());
+  const int fd = Connect(dir_ / "control.sock");
+  ASSERT_GE(fd, 0);
+
+  // Act
+  SendAll(fd, "{\"command\":\"attach\"}\n");
+  Received received = ReceiveUntilClosed(fd);
+  close(fd);
+
+  // Assert
+  const std::vector<std::string> lines = received.Lines();
+  ASSERT_EQ(lines.size(), 1u) << received.bytes;
+  ExpectErrorReply(lines[0], vocab::ErrorCode::kDaemonStarting, "attach without a segment");
+  EXPECT_TRUE(received.descriptors.empty());
+  EXPECT_TRUE(received.closed) << "the connection stayed open after a refused attach";
+}
+
+// The slot is freed for the next of a storm of starting processes: a request pipelined
+// after the attach is never answered.
+TEST_F(ControlServerTest, AnAttachEndsTheConnectionSoARequestAfterItIsNotAnswered) {
+  // Arrange
+  shm::RingProducer producer = MakeSegment();
+  ServeAttachFrom(producer);
+  ControlServer sut(Options(), board_);
+  ASSERT_TRUE(sut.Start());
+  const int fd = Connect(dir_ / "control.sock");
+  ASSERT_GE(fd, 0);
+
+  // Act: both requests in one write.
+  SendAll(fd, "{\"command\":\"attach\"}\n{\"command\":\"status\"}\n");
+  Received received = ReceiveUntilClosed(fd);
+  close(fd);
+
+  // Assert
+  const std::vector<std::string> lines = received.Lines();
+  ASSERT_EQ(lines.size(), 1u) << received.bytes;
+  EXPECT_TRUE(json::parse(lines[0]).contains("segment_id")) << lines[0];
+  EXPECT_EQ(received.descriptors.size(), 1u);
+  EXPECT_TRUE(received.closed) << "the connection stayed open after attach";
+}
+
+TEST_F(ControlServerTest,
+       StatusThenAttachOnOneConnectionGetsBothRepliesAndTheDescriptorWithTheSecond) {
+  // Arrange
+  shm::RingProducer producer = MakeSegment();
+  ServeAttachFrom(producer);
+  ControlServer sut(Options(), board_);
+  ASSERT_TRUE(sut.Start());
+  const int fd = Connect(dir_ / "control.sock");
+  ASSERT_GE(fd, 0);
+
+  // Act: in one write, so both replies are queued together and the server must split its
+  // sends where the attach reply begins.
+  SendAll(fd, "{\"command\":\"status\"}\n{\"command\":\"attach\"}\n");
+  Received received = ReceiveUntilClosed(fd);
+  close(fd);
+
+  // Assert
+  const std::vector<std::string> lines = received.Lines();
+  ASSERT_EQ(lines.size(), 2u) << received.bytes;
+  const json status = json::parse(lines[0]);
+  const json attach = json::parse(lines[1]);
+  EXPECT_EQ(status["ok"], true) << lines[0];
+  EXPECT_TRUE(status.contains("state")) << lines[0];
+  EXPECT_FALSE(status.contains("segment_id")) << lines[0];
+  EXPECT_EQ(attach["ok"], true) << lines[1];
+  ASSERT_TRUE(attach["segment_id"].is_string()) << lines[1];
+  ASSERT_EQ(received.descriptors.size(), 1u);
+  EXPECT_EQ(received.descriptors[0].offset, lines[0].size() + 1)
+      << "the descriptor did not come with the attach reply's first byte";
+  EXPECT_EQ(RegionSegmentId(received.descriptors[0].fd.get()),
+            std::stoull(attach["segment_id"].get<std::string>()));
+  EXPECT_TRUE(received.closed) << "the connection stayed open after attach";
+}
+
+// ControlSession alone: the descriptor is queued at its reply's offset in the output.
+TEST_F(ControlServerTest, SessionQueuesTheRegionAtItsRepliesOffsetAndStopsReadingAfterAttach) {
+  shm::RingProducer producer = MakeSegment();
+  ServeAttachFrom(producer);
+  ControlSession sut(geteuid(), options_, board_);
+
+  sut.OnReceive("{\"command\":\"status\"}\n{\"command\":\"attach\"}\n{\"command\":\"status\"}\n");
+
+  const std::string& output = sut.output();
+  EXPECT_EQ(std::count(output.begin(), output.end(), '\n'), 2) << output;
+  ASSERT_EQ(sut.descriptors().size(), 1u);
+  EXPECT_EQ(sut.descriptors().front().offset, output.find('\n') + 1);
+  EXPECT_TRUE(sut.descriptors().front().fd.valid());
+  EXPECT_TRUE(sut.closing());
 }
 
 }  // namespace

@@ -1,9 +1,11 @@
 // Finding 6 of issue 9, outside in, with the real snowflaked: a daemon that is stopped
 // (SIGSTOP: hung) or killed (SIGKILL: dead) with IDs in its ring. 300 ms later a client
-// gets an error, never one of those IDs (they are 300 ms old, far beyond the bound
-// max_age_ms + liveness_ms = 0 + 50 carried in the segment header). The leftovers are
-// still in the ring when the client is refused: the refusal is the client's freshness
-// check, not a drain.
+// that attached while it served gets an error, never one of those IDs (they are 300 ms
+// old, far beyond the bound max_age_ms + liveness_ms = 0 + 50 carried in the segment
+// header). The leftovers are still in the ring when the client is refused: the refusal is
+// the client's freshness check, not a drain. (A client that opens only after the daemon
+// stopped gets no consumer region at all, so it could take nothing either way: the clients
+// here attach first, while the daemon still hands the region out.)
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -14,7 +16,9 @@
 #include <thread>
 
 #include "daemon_harness.h"
+#include "protocol/control_client.h"
 #include "snowflake/client.h"
+#include "snowflake/ring_consumer.h"
 
 namespace snowflake {
 namespace {
@@ -29,25 +33,43 @@ int64_t NowUnixMs() {
       .count();
 }
 
-// Takes an ID (waking the daemon if it went dormant) until the ring holds IDs, then
-// applies `signal` at once. Returns how many IDs the ring held just after, or nullopt. A
-// daemon can drain aged IDs between the look and the signal (more so on a loaded host):
-// then it is resumed (SIGSTOP), or started again in `daemon` (SIGKILL), and tried again.
-std::optional<uint64_t> SignalWithIdsInTheRing(Daemon& daemon, const DaemonHarness& harness,
+// What the test holds when the daemon is stopped or killed, all attached while it served.
+struct Attached {
+  // A consumer mapping of its own: the region outlives the daemon, so the leftovers are
+  // still countable (ring.size()) after it is gone, and nothing takes from it.
+  shm::RingConsumer ring;
+  Client late;     // the defaults: the header's liveness_ms decides "not heartbeating"
+  Client patient;  // trusts the heartbeat for 5 s, waits 200 ms
+};
+
+// Attaches a ring and the two clients, takes an ID (waking the daemon if it went dormant)
+// until the ring holds IDs, then applies `signal` at once. Returns what was attached once
+// the ring held IDs just after the signal, or nullopt. A daemon can drain aged IDs between
+// the look and the signal (more so on a loaded host): then it is resumed (SIGSTOP), or
+// started again in `daemon` (SIGKILL), and tried again.
+std::optional<Attached> SignalWithIdsInTheRing(Daemon& daemon, const DaemonHarness& harness,
                                                int signal) {
+  ClientOptions defaults;
+  defaults.runtime_dir = harness.runtime_dir();
+  ClientOptions patient = harness.Clients();
+  patient.wait_timeout = 200ms;
   for (int attempt = 0; attempt < 200; ++attempt) {
-    // A taker of its own per attempt: a killed daemon's successor serves a new segment.
+    // Attached per attempt: a killed daemon's successor serves a new segment.
     auto taker = Client::Open("warmup", harness.Clients());
     if (!taker || !taker->Next()) continue;
-    auto status = Client::Inspect(harness.Clients());
-    if (!status || status->ring_fill == 0) {
+    auto ring = protocol::AttachConsumer(harness.runtime_dir());
+    auto late = Client::Open("late", defaults);
+    auto patient_client = Client::Open("patient", patient);
+    if (!ring || !late || !patient_client) continue;
+    if (ring->size() == 0) {
       std::this_thread::sleep_for(1ms);
       continue;
     }
     kill(daemon.pid(), signal);
     if (signal == SIGKILL) daemon.Kill();  // reap
-    auto after = Client::Inspect(harness.Clients());
-    if (after && after->ring_fill > 0) return after->ring_fill;
+    if (ring->size() > 0) {
+      return Attached{std::move(*ring), std::move(*late), std::move(*patient_client)};
+    }
     // It drained its aged IDs just before the signal: try again, with the daemon going on
     // (SIGSTOP) or started again (SIGKILL).
     if (signal == SIGSTOP) {
@@ -73,34 +95,25 @@ TEST(DaemonFreshness, AStoppedDaemonsLeftoversAreNeverHandedOut) {
   DaemonHarness harness("fresh-stop");
   Daemon daemon = harness.Start();
   ASSERT_TRUE(daemon.ready()) << daemon.Describe();
-  const std::optional<uint64_t> left = SignalWithIdsInTheRing(daemon, harness, SIGSTOP);
-  ASSERT_TRUE(left) << "could not stop the daemon with IDs in its ring: " << daemon.Describe();
+  std::optional<Attached> attached = SignalWithIdsInTheRing(daemon, harness, SIGSTOP);
+  ASSERT_TRUE(attached) << "could not stop the daemon with IDs in its ring: " << daemon.Describe();
   // The subject: the leftovers must age past the 50 ms freshness bound (a clock that
   // must advance; a stopped or killed daemon marks no event).
   std::this_thread::sleep_for(300ms);
-  ClientOptions defaults;  // the header's liveness_ms decides "not heartbeating"
-  defaults.runtime_dir = harness.runtime_dir();
-  ClientOptions patient = harness.Clients();  // trusts the heartbeat for 5 s
-  patient.wait_timeout = 200ms;
-  auto client = Client::Open("late", defaults);
-  auto patient_client = Client::Open("patient", patient);
-  ASSERT_TRUE(client && patient_client);
 
   // Act
-  auto taken = client->Next();
-  auto patient_taken = patient_client->Next();
-  auto status = Client::Inspect(patient);
+  auto taken = attached->late.Next();
+  auto patient_taken = attached->patient.Next();
 
   // Assert
-  ExpectNoOldId(taken, *client, "a default client");
-  ExpectNoOldId(patient_taken, *patient_client, "a client trusting the heartbeat for 5 s");
+  ExpectNoOldId(taken, attached->late, "a default client");
+  ExpectNoOldId(patient_taken, attached->patient, "a client trusting the heartbeat for 5 s");
   ASSERT_FALSE(taken);
   EXPECT_EQ(taken.error().code, ClientError::kDaemonNotHeartbeating) << taken.error().message;
   ASSERT_FALSE(patient_taken);
   EXPECT_EQ(patient_taken.error().code, ClientError::kTimedOut) << patient_taken.error().message;
-  ASSERT_TRUE(status);
-  EXPECT_GT(status->ring_fill, 0u) << "the stale IDs were taken or drained";
-  EXPECT_EQ(status->freshness_bound_ms, 50u);
+  EXPECT_GT(attached->ring.size(), 0u) << "the stale IDs were taken or drained";
+  EXPECT_EQ(attached->ring.header().freshness_bound_ms.load(), 50u);
 
   // And once it runs again it drains them and serves fresh IDs.
   kill(daemon.pid(), SIGCONT);
@@ -119,33 +132,24 @@ TEST(DaemonFreshness, AKilledDaemonsLeftoversAreNeverHandedOut) {
   DaemonHarness harness("fresh-kill");
   Daemon daemon = harness.Start();
   ASSERT_TRUE(daemon.ready()) << daemon.Describe();
-  const std::optional<uint64_t> left = SignalWithIdsInTheRing(daemon, harness, SIGKILL);
-  ASSERT_TRUE(left) << "could not kill the daemon with IDs in its ring: " << daemon.Describe();
+  std::optional<Attached> attached = SignalWithIdsInTheRing(daemon, harness, SIGKILL);
+  ASSERT_TRUE(attached) << "could not kill the daemon with IDs in its ring: " << daemon.Describe();
   // The subject: the leftovers must age past the 50 ms freshness bound (a clock that
   // must advance; a stopped or killed daemon marks no event).
   std::this_thread::sleep_for(300ms);
-  ClientOptions defaults;
-  defaults.runtime_dir = harness.runtime_dir();
-  ClientOptions patient = harness.Clients();
-  patient.wait_timeout = 200ms;
-  auto client = Client::Open("late", defaults);
-  auto patient_client = Client::Open("patient", patient);
-  ASSERT_TRUE(client && patient_client);
 
   // Act
-  auto taken = client->Next();
-  auto patient_taken = patient_client->Next();
-  auto status = Client::Inspect(patient);
+  auto taken = attached->late.Next();
+  auto patient_taken = attached->patient.Next();
 
   // Assert
-  ExpectNoOldId(taken, *client, "a default client");
-  ExpectNoOldId(patient_taken, *patient_client, "a client trusting the heartbeat for 5 s");
+  ExpectNoOldId(taken, attached->late, "a default client");
+  ExpectNoOldId(patient_taken, attached->patient, "a client trusting the heartbeat for 5 s");
   ASSERT_FALSE(taken);
   EXPECT_EQ(taken.error().code, ClientError::kDaemonDead) << taken.error().message;
   ASSERT_FALSE(patient_taken);
   EXPECT_EQ(patient_taken.error().code, ClientError::kDaemonDead) << patient_taken.error().message;
-  ASSERT_TRUE(status);
-  EXPECT_GT(status->ring_fill, 0u);
+  EXPECT_GT(attached->ring.size(), 0u) << "the stale IDs were taken or drained";
 }
 
 }  // namespace

@@ -26,6 +26,7 @@
 #include "protocol/vocabulary.h"
 #include "snowflake/ring_consumer.h"
 #include "snowflake/status_text.h"
+#include "snowflake/unique_fd.h"
 #include "temp_dir.h"
 #include "test_producer.h"
 #include "wait_until.h"
@@ -100,17 +101,28 @@ struct Rig {
   void Poke(size_t offset, uint64_t value) const {
     PokeFile((dir / std::string(shm::kSegmentFileName)).string(), offset, value);
   }
-  // Writes `value` as head in the consumer file, as any member of the group can.
-  void PokeHead(uint64_t value) const {
-    PokeFile(shm::ConsumerFilePath((dir / std::string(shm::kSegmentFileName)).string()),
-             offsetof(shm::ConsumerRegion, head), value);
+  // Writes `value` at `offset` of the consumer region of the segment served now, through
+  // the descriptor the loop hands to an attaching client (FillLoop::AttachPoint): what any
+  // process that attached can do.
+  template <typename T>
+  void PokeRegion(size_t offset, T value) {
+    UniqueFd region = sut.AttachPoint().first;
+    ASSERT_TRUE(region.valid()) << "the loop handed out no region";
+    ASSERT_EQ(pwrite(region.get(), &value, sizeof value, static_cast<off_t>(offset)),
+              static_cast<ssize_t>(sizeof value));
   }
+  void PokeHead(uint64_t value) { PokeRegion(offsetof(shm::ConsumerRegion, head), value); }
   static void PokeFile(const std::string& file, size_t offset, uint64_t value) {
     const int fd = open(file.c_str(), O_RDWR | O_CLOEXEC);
     ASSERT_GE(fd, 0) << file;
     ASSERT_EQ(pwrite(fd, &value, sizeof value, static_cast<off_t>(offset)),
               static_cast<ssize_t>(sizeof value));
     close(fd);
+  }
+  // A client of the segment served now, attached as over the control socket: the ring
+  // file at the path and the region the loop hands out.
+  tl::expected<shm::RingConsumer, shm::SegmentFailure> Attach() {
+    return shm::RingConsumer::Open(dir.path(), sut.AttachPoint().first);
   }
 
   static DaemonStatus Identity() {
@@ -446,7 +458,7 @@ TEST(FillLoop, LostClaimStopsServingAtOnce) {
 TEST(FillLoop, RewoundHeadRetiresTheSegmentAndServesAFreshOneAboveEveryId) {
   Rig rig(Rig::Defaults(), nullptr, /*replace_tampered=*/true);
   rig.sut.Pass();
-  auto old_client = shm::RingConsumer::Open(rig.dir.path());
+  auto old_client = rig.Attach();
   ASSERT_TRUE(old_client) << old_client.error().message;
   uint64_t taken[8];
   ASSERT_EQ(old_client->TryTakeBatch(taken, 8), 8u);
@@ -467,7 +479,7 @@ TEST(FillLoop, RewoundHeadRetiresTheSegmentAndServesAFreshOneAboveEveryId) {
   struct stat after {};
   ASSERT_EQ(stat((rig.dir / std::string(shm::kSegmentFileName)).c_str(), &after), 0);
   EXPECT_NE(after.st_ino, before.st_ino) << "no fresh segment at the path";
-  auto new_client = shm::RingConsumer::Open(rig.dir.path());
+  auto new_client = rig.Attach();  // the region of the fresh segment
   ASSERT_TRUE(new_client) << new_client.error().message;
   EXPECT_EQ(new_client->header().incarnation.load(), incarnation_before + 1);
   uint64_t fresh[8];
@@ -510,21 +522,25 @@ TEST(FillLoop, ForgedTailInTheHeaderRetiresTheSegment) {
       << rig.sut.segment_retired_reason();
 }
 
-// A client overwrote the consumer file's segment id: new clients could not open the pair
-// (kUnpaired), so the loop replaces it.
-TEST(FillLoop, ForgedSegmentIdInTheConsumerFileRetiresTheSegment) {
+// A client overwrote the region's segment id: every new client's attach would fail
+// (kUnpaired), so the loop replaces the segment, and attaching works again.
+TEST(FillLoop, ForgedSegmentIdInTheConsumerRegionRetiresTheSegment) {
   Rig rig(Rig::Defaults(), nullptr, /*replace_tampered=*/true);
   rig.sut.Pass();
+  rig.PokeRegion(offsetof(shm::ConsumerRegion, segment_id), uint64_t{12345});
+  const auto refused = rig.Attach();
 
-  Rig::PokeFile(shm::ConsumerFilePath((rig.dir / std::string(shm::kSegmentFileName)).string()),
-             offsetof(shm::ConsumerRegion, segment_id), 12345);
   rig.clock.Tick(1);
   rig.sut.Pass();
 
+  ASSERT_FALSE(refused.has_value()) << "a client attached to a region of another segment id";
+  EXPECT_EQ(refused.error().code, shm::SegmentError::kUnpaired) << refused.error().message;
   EXPECT_EQ(rig.sut.segments_retired(), 1u);
   EXPECT_NE(rig.sut.segment_retired_reason().find("segment id is 12345"), std::string::npos)
       << rig.sut.segment_retired_reason();
   EXPECT_GT(rig.producer.size(), 0u) << "the fresh segment is filled";
+  const auto attached = rig.Attach();
+  EXPECT_TRUE(attached.has_value()) << attached.error().message;
 }
 
 // A dormant loop sleeps dormant_wait between passes; Interrupt() (the daemon's signal
@@ -597,8 +613,7 @@ TEST(FillLoop, ForgedLastPublishedIdDoesNotStopServing) {
 
 // A client of the rig's segment that asks as Client::NextBatch does.
 struct Taker {
-  explicit Taker(const Rig& rig)
-      : ring(std::move(shm::RingConsumer::Open(rig.dir.path()).value())) {}
+  explicit Taker(Rig& rig) : ring(std::move(rig.Attach().value())) {}
   // Takes everything in the ring; returns how many.
   size_t TakeAll() {
     std::vector<uint64_t> out(ring.capacity());
@@ -748,19 +763,12 @@ TEST(FillLoop, ARequestWithoutAHintFillsToTheTargetOnly) {
   EXPECT_EQ(rig.producer.size(), 128u);
 }
 
-// The word is in the consumer file, which any member of the clients' group may write:
-// a forged hint costs at most one full ring of fresh IDs, drained when they age.
+// The word is in the consumer region, which any process that attached may write: a forged
+// hint costs at most one full ring of fresh IDs, drained when they age.
 TEST(FillLoop, AForgedHugeHintIsClampedToTheRing) {
   Rig rig(WithCapacity(4096));
   rig.sut.Pass();
-  const std::string consumer_file =
-      shm::ConsumerFilePath((rig.dir / std::string(shm::kSegmentFileName)).string());
-  const int fd = open(consumer_file.c_str(), O_RDWR | O_CLOEXEC);
-  ASSERT_GE(fd, 0);
-  const uint32_t forged = UINT32_MAX;
-  ASSERT_EQ(pwrite(fd, &forged, sizeof forged, offsetof(shm::ConsumerRegion, refill_hint)),
-            static_cast<ssize_t>(sizeof forged));
-  close(fd);
+  rig.PokeRegion(offsetof(shm::ConsumerRegion, refill_hint), uint32_t{UINT32_MAX});
   rig.clock.Tick(1);
 
   rig.sut.Pass();

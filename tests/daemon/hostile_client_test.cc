@@ -3,10 +3,12 @@
 // bounded — and the daemon keeps serving other clients with no duplicate.
 // Property for every test: IDs taken by well-behaved clients around the attack are unique
 // and, per client, strictly increasing. A member of the clients' group can write only the
-// consumer file (head, the refill word, the counters): GroupMemberCannotWriteTheRingFile
-// proves it as user nobody. The other attacks are the test process (root, or the daemon's
-// own user) writing the files with pwrite/ftruncate: the consumer file as any member can,
-// the ring file as only the daemon's user or root can (defence in depth).
+// consumer region (head, the refill word, the counters), a sealed memfd it gets by attach
+// on the control socket: GroupMemberCannotWriteTheRingFile and
+// GroupMemberCannotResizeTheConsumerRegionItAttachedTo prove it as user nobody. The other
+// attacks are the test process (root, or the daemon's own user) writing with pwrite: the
+// region it attached to as any member can, the ring file as only the daemon's user or root
+// can (defence in depth).
 
 #include <fcntl.h>
 #include <grp.h>
@@ -38,9 +40,11 @@
 
 #include "daemon_harness.h"
 #include "http_probe.h"
+#include "protocol/control_client.h"
 #include "snowflake/client.h"
 #include "snowflake/id_layout.h"
 #include "snowflake/segment_layout.h"
+#include "snowflake/unique_fd.h"
 #include "subprocess.h"
 #include "test_paths.h"
 #include "wait_until.h"
@@ -98,8 +102,15 @@ std::filesystem::path SegmentPath(const DaemonHarness& harness) {
   return harness.runtime_dir() / std::string(shm::kSegmentFileName);
 }
 
-std::filesystem::path ConsumerPath(const DaemonHarness& harness) {
-  return shm::ConsumerFilePath(SegmentPath(harness).string());
+// The consumer region of the daemon's segment, as every client gets it: attach on the
+// control socket (the daemon runs as this process's user). Writing it is the attack.
+UniqueFd AttachRegion(const DaemonHarness& harness) {
+  auto attached = protocol::Attach(harness.runtime_dir(), geteuid());
+  if (!attached) {
+    ADD_FAILURE() << "attach: " << attached.error().message;
+    return UniqueFd();
+  }
+  return std::move(attached->region);
 }
 
 constexpr size_t kHeadOffset = offsetof(shm::ConsumerRegion, head);
@@ -114,12 +125,18 @@ uint64_t ReadWord(const std::filesystem::path& path, size_t offset) {
   return value;
 }
 
+// Writes raw words with pwrite to a descriptor.
+void WriteWordsTo(int fd, size_t offset, const std::vector<uint64_t>& words) {
+  const auto bytes = static_cast<ssize_t>(words.size() * sizeof(uint64_t));
+  ASSERT_EQ(pwrite(fd, words.data(), static_cast<size_t>(bytes), static_cast<off_t>(offset)),
+            bytes);
+}
+
 // Writes raw words into a file with pwrite.
 void WriteWords(const std::filesystem::path& path, size_t offset, const std::vector<uint64_t>& words) {
   const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
   ASSERT_GE(fd, 0) << path;
-  const auto bytes = static_cast<ssize_t>(words.size() * sizeof(uint64_t));
-  ASSERT_EQ(pwrite(fd, words.data(), static_cast<size_t>(bytes), static_cast<off_t>(offset)), bytes);
+  WriteWordsTo(fd, offset, words);
   close(fd);
 }
 
@@ -144,27 +161,6 @@ std::string RetiredReason(const json& status) {
   return DaemonPart(status).value("segment_retired_reason", std::string());
 }
 
-// `snowflakectl next --count N` until it succeeds or 60 s pass (a restarted daemon may
-// first wait out its reservation); the IDs it printed.
-std::vector<uint64_t> CtlNext(const std::filesystem::path& runtime_dir, int count) {
-  const auto deadline = std::chrono::steady_clock::now() + 60s;
-  for (;;) {
-    auto result = RunCommand({kCtl, "next", "--count", std::to_string(count), "--service",
-                              "ctl", "--runtime-dir", runtime_dir.string()});
-    if (result.status.ExitedWith(0)) {
-      std::vector<uint64_t> ids;
-      std::istringstream lines(result.out);
-      for (std::string line; std::getline(lines, line);) ids.push_back(std::stoull(line));
-      return ids;
-    }
-    if (std::chrono::steady_clock::now() > deadline) {
-      ADD_FAILURE() << "snowflakectl next: " << result.status.ToString() << " " << result.err;
-      return {};
-    }
-    std::this_thread::sleep_for(200ms);
-  }
-}
-
 constexpr uid_t kNobody = 65534;
 constexpr gid_t kNogroup = 65534;
 
@@ -186,10 +182,11 @@ TEST(HostileClient, GarbageServiceNamesDoNotBreakStatus) {
   std::vector<uint64_t> ids;
   TakeAndCheck(*client, 1000, ids);
 
-  // Act: a group member writes a live slot with a non-UTF-8, invalid name (as pwrite).
-  const auto path = ConsumerPath(harness);
-  const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
-  ASSERT_GE(fd, 0);
+  // Act: a group member attaches and writes a live slot with a non-UTF-8, invalid name
+  // (as pwrite).
+  const UniqueFd region = AttachRegion(harness);
+  ASSERT_TRUE(region.valid());
+  const int fd = region.get();
   const uint64_t slot_offset = offsetof(shm::ConsumerRegion, services) +
                                (shm::kServiceSlotCount - 1) * sizeof(shm::ServiceSlot);
   unsigned char slot[sizeof(shm::ServiceSlot)] = {};
@@ -202,7 +199,6 @@ TEST(HostileClient, GarbageServiceNamesDoNotBreakStatus) {
   std::memcpy(slot + offsetof(shm::ServiceSlot, name), "\xff\xfe" "Bad Name", 10);
   ASSERT_EQ(pwrite(fd, slot, sizeof(slot), static_cast<off_t>(slot_offset)),
             static_cast<ssize_t>(sizeof(slot)));
-  close(fd);
   const json status = StatusUntil(harness.runtime_dir(), [](const json& reply) {
     return reply["services"].contains("invalid:fffe426164204e616d65");
   });
@@ -275,8 +271,9 @@ TEST(HostileClient, HoldingTheControlSocketDoesNotLockOutTheOperator) {
 }
 
 // Prevented: a member of the clients' group (nobody in nogroup) may read the ring file
-// and write the consumer file (it takes IDs), but cannot open the ring file for writing
-// or truncate it, so it can forge no ID, tail or header field; the daemon serves on.
+// and attach to the consumer region (it takes IDs), but cannot open the ring file for
+// writing or truncate it, so it can forge no ID, tail or header field; the daemon serves
+// on.
 TEST(HostileClient, GroupMemberCannotWriteTheRingFile) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to act as another uid";
   // Arrange: the clients' group is nogroup.
@@ -288,7 +285,6 @@ TEST(HostileClient, GroupMemberCannotWriteTheRingFile) {
   TakeAndCheck(*client, 1000, ids);
   // Built before fork: the child only makes system calls, then execs snowflakectl.
   const std::string ring = SegmentPath(harness).string();
-  const std::string consumer = ConsumerPath(harness).string();
   const std::string runtime_dir = harness.runtime_dir().string();
   // nobody may not reach the build tree (a clone in root's 0700 home): run a copy from the
   // harness's directory, which the member reaches as it reaches the runtime directory.
@@ -314,10 +310,9 @@ TEST(HostileClient, GroupMemberCannotWriteTheRingFile) {
     close(out[0]);
     if (setgroups(0, nullptr) != 0 || setgid(kNogroup) != 0 || setuid(kNobody) != 0) _exit(2);
     auto outcome = [](int result) { return result >= 0 ? 'y' : errno == EACCES ? 'n' : '?'; };
-    const char tried[5] = {outcome(open(ring.c_str(), O_RDWR | O_CLOEXEC)),
+    const char tried[4] = {outcome(open(ring.c_str(), O_RDWR | O_CLOEXEC)),
                            outcome(truncate(ring.c_str(), 0)),
-                           outcome(open(ring.c_str(), O_RDONLY | O_CLOEXEC)),
-                           outcome(open(consumer.c_str(), O_RDWR | O_CLOEXEC)), '\n'};
+                           outcome(open(ring.c_str(), O_RDONLY | O_CLOEXEC)), '\n'};
     if (write(out[1], tried, sizeof tried) != static_cast<ssize_t>(sizeof tried)) _exit(3);
     if (dup2(out[1], STDOUT_FILENO) < 0) _exit(4);
     execv(argv[0], argv.data());
@@ -334,11 +329,12 @@ TEST(HostileClient, GroupMemberCannotWriteTheRingFile) {
   waitpid(child, &wstatus, 0);
   TakeAndCheck(*client, 1000, ids);
 
-  // Assert: O_RDWR and truncate refused, read-only and the consumer file allowed.
-  ASSERT_GE(text.size(), 5u) << text;
-  EXPECT_EQ(text.substr(0, 4), "nnyy") << "open rw, truncate, open ro, consumer rw";
+  // Assert: O_RDWR and truncate refused, read-only allowed; the member's snowflakectl
+  // attached (its takes need the region).
+  ASSERT_GE(text.size(), 4u) << text;
+  EXPECT_EQ(text.substr(0, 3), "nny") << "open rw, truncate, open ro";
   EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) << "snowflakectl as the member: " << text;
-  std::istringstream lines(text.substr(5));
+  std::istringstream lines(text.substr(4));
   size_t member_ids = 0;
   for (std::string line; std::getline(lines, line);) {
     ids.push_back(std::stoull(line));
@@ -468,8 +464,10 @@ TEST(HostileClient, RewoundHeadRetiresTheSegmentAndClientsMoveToAFreshOne) {
   const auto path = SegmentPath(harness);
   const ino_t before = InodeOf(path);
 
-  // Act
-  WriteWords(ConsumerPath(harness), kHeadOffset, {0});
+  // Act: attached as any client is, rewind head to 0.
+  const UniqueFd region = AttachRegion(harness);
+  ASSERT_TRUE(region.valid());
+  WriteWordsTo(region.get(), kHeadOffset, {0});
   const json status = StatusUntil(harness.runtime_dir(),
                                   [](const json& reply) { return RetiredSegments(reply) >= 1; });
   TakeAndCheck(*client, 5000, ids);  // the same Client, now on the fresh segment
@@ -483,6 +481,41 @@ TEST(HostileClient, RewoundHeadRetiresTheSegmentAndClientsMoveToAFreshOne) {
   EXPECT_NE(InodeOf(path), before) << "no fresh segment at the path";
   EXPECT_TRUE(daemon.Running());
   EXPECT_TRUE(daemon.WaitForErr("retired the segment")) << daemon.err();
+  ExpectUnique(ids);
+}
+
+// Detected: a segment id overwritten in the region makes every later attach fail (the
+// region no longer pairs with the ring file); the fill loop's next pass sees it, retires
+// the segment and serves a fresh one, to which clients attach again.
+TEST(HostileClient, OverwrittenSegmentIdInTheRegionRetiresTheSegmentAndClientsAttachAgain) {
+  // Arrange
+  DaemonHarness harness("hostile-pair");
+  Daemon daemon = harness.Start();
+  auto client = Client::Open("orders", harness.Clients());
+  ASSERT_TRUE(client) << client.error().message;
+  std::vector<uint64_t> ids;
+  TakeAndCheck(*client, 2000, ids);
+  const ino_t before = InodeOf(SegmentPath(harness));
+
+  // Act: attached as any client is, overwrite the region's segment id.
+  const UniqueFd region = AttachRegion(harness);
+  ASSERT_TRUE(region.valid());
+  WriteWordsTo(region.get(), offsetof(shm::ConsumerRegion, segment_id), {12345});
+  const json status = StatusUntil(harness.runtime_dir(),
+                                  [](const json& reply) { return RetiredSegments(reply) >= 1; });
+  TakeAndCheck(*client, 2000, ids);  // the same Client, now on the fresh segment
+  auto other = Client::Open("billing", harness.Clients());
+  ASSERT_TRUE(other) << other.error().message;
+  TakeAndCheck(*other, 2000, ids);
+  auto ring = protocol::AttachConsumer(harness.runtime_dir());
+
+  // Assert
+  EXPECT_EQ(RetiredSegments(status), 1u) << status.dump();
+  EXPECT_NE(RetiredReason(status).find("segment id is 12345"), std::string::npos) << status.dump();
+  EXPECT_NE(InodeOf(SegmentPath(harness)), before) << "no fresh segment at the path";
+  ASSERT_TRUE(ring) << ring.error();
+  EXPECT_NE(ring->segment_id(), 12345u);
+  EXPECT_TRUE(daemon.Running());
   ExpectUnique(ids);
 }
 
@@ -563,62 +596,145 @@ TEST(HostileClient, ForgedStaleIdsInTheSlotsAreNeverHandedOut) {
   ExpectUnique(ids);
 }
 
-// Survived: a member can ftruncate the consumer file (the ring file it cannot), so the
-// daemon's next touch of a lost page raises SIGBUS. The daemon's truncation guard survives
-// it in every mapping the daemon holds (its producer's and its HTTP front's client's), no
-// take succeeds on the lost pages, and the next pass retires the segment: the daemon
-// serves on from a fresh one, above every ID issued before. (The test takes with
-// snowflakectl and over HTTP: a client process of its own that touched the truncated
-// mapping would die of SIGBUS, as docs/security.md says.)
-TEST(HostileClient, TruncatedConsumerFileRetiresTheSegmentAndTheDaemonServesOn) {
-  // Arrange: the HTTP front on, so the daemon's own client maps the segment too.
-  DaemonHarness harness("hostile-truncate");
+// In a forked child of this threaded process (system calls only, nothing allocated):
+// attaches on the control socket at `address` as a client does, and returns the region's
+// descriptor, or -1 if the daemon did not hand one over with an accepted reply.
+int AttachInChild(const sockaddr_un& address) {
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  static const char kRequest[] = "{\"command\":\"attach\"}\n";
+  if (connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0 ||
+      send(fd, kRequest, sizeof kRequest - 1, MSG_NOSIGNAL) !=
+          static_cast<ssize_t>(sizeof kRequest - 1)) {
+    close(fd);
+    return -1;
+  }
+  int region = -1;
+  char reply[1024];
+  size_t got = 0;
+  while (got < sizeof(reply) - 1 && std::memchr(reply, '\n', got) == nullptr) {
+    iovec io{.iov_base = reply + got, .iov_len = sizeof(reply) - 1 - got};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+    msghdr message{};
+    message.msg_iov = &io;
+    message.msg_iovlen = 1;
+    message.msg_control = control;
+    message.msg_controllen = sizeof(control);
+    const ssize_t n = recvmsg(fd, &message, MSG_CMSG_CLOEXEC);
+    if (n <= 0) break;
+    for (cmsghdr* h = CMSG_FIRSTHDR(&message); h != nullptr; h = CMSG_NXTHDR(&message, h)) {
+      if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS && region < 0) {
+        std::memcpy(&region, CMSG_DATA(h), sizeof(int));
+      }
+    }
+    got += static_cast<size_t>(n);
+  }
+  close(fd);
+  reply[got] = '\0';
+  if (std::strstr(reply, "\"ok\":true") == nullptr && region >= 0) {
+    close(region);
+    region = -1;
+  }
+  return region;
+}
+
+// Prevented: a member (nobody in nogroup) that attached holds the region read-write, yet
+// every way to change its size fails with EPERM (the memfd is sealed shrink|grow|seal),
+// and it cannot add a write seal either: no truncation can take the pages from under the
+// daemon or any other client (format 3's consumer file could be truncated by any member,
+// which the daemon had to survive). The daemon serves on, from the same segment, through
+// its ring and its HTTP front (whose own client maps the region too), with no SIGBUS.
+TEST(HostileClient, GroupMemberCannotResizeTheConsumerRegionItAttachedTo) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to act as another uid";
+  // Arrange: the clients' group is nogroup; the HTTP front on.
+  DaemonHarness harness("hostile-resize");
+  ASSERT_EQ(chmod(harness.root().c_str(), 0755), 0);
   DaemonOptions options = harness.Options();
   const uint16_t port = FreePort();
-  options.config_path = harness.WriteFile(
-      "http.toml", "[http]\nlisten = [\"127.0.0.1:" + std::to_string(port) + "\"]\n");
+  options.config_path =
+      harness.WriteFile("c.toml", "[daemon]\ngroup = \"nogroup\"\n[http]\nlisten = [\"127.0.0.1:" +
+                                      std::to_string(port) + "\"]\n");
   Daemon daemon = harness.Start(options);
   ASSERT_TRUE(daemon.ready()) << daemon.Describe();
-  const auto http_ids = [&] {
-    // Retried while the front's client moves to the fresh segment (503), 30 s at most.
-    for (int attempt = 0; attempt < 300; ++attempt) {
-      const HttpReply reply = FetchOnce(port, "/v1/ids?service=web&count=100");
-      if (reply.status == 200) return IdsOf(reply.body);
-      std::this_thread::sleep_for(100ms);
-    }
-    return std::vector<uint64_t>{};
-  };
-  std::vector<uint64_t> before = CtlNext(harness.runtime_dir(), 2000);
-  const std::vector<uint64_t> http_before = http_ids();
-  ASSERT_EQ(before.size(), 2000u);
-  ASSERT_EQ(http_before.size(), 100u);
-  before.insert(before.end(), http_before.begin(), http_before.end());
+  auto client = Client::Open("orders", harness.Clients());
+  ASSERT_TRUE(client) << client.error().message;
+  std::vector<uint64_t> ids;
+  TakeAndCheck(*client, 1000, ids);
+  const HttpReply http_before = FetchOnce(port, "/v1/ids?service=web&count=100");
+  ASSERT_EQ(http_before.status, 200) << http_before.body;
+  for (const uint64_t id : IdsOf(http_before.body)) ids.push_back(id);
+  const ino_t ring_before = InodeOf(SegmentPath(harness));
+  sockaddr_un addr{};  // built before fork: the child only makes system calls
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, (harness.runtime_dir() / "control.sock").c_str(),
+               sizeof(addr.sun_path) - 1);
+  int out[2];
+  ASSERT_EQ(pipe(out), 0);
 
-  // Act
-  {
-    const int fd = open(ConsumerPath(harness).c_str(), O_RDWR | O_CLOEXEC);
-    ASSERT_GE(fd, 0);
-    ASSERT_EQ(ftruncate(fd, 0), 0);
-    close(fd);
+  // Act: as the member, attach, then try each resize; report errno of each (0: it worked).
+  enum Tried {
+    kSizeAttached,
+    kShrink,
+    kGrow,
+    kFallocateGrow,
+    kWriteBeyondTheEnd,
+    kAddWriteSeal,
+    kSizeAfter,
+    kTried
+  };
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    close(out[0]);
+    if (setgroups(0, nullptr) != 0 || setgid(kNogroup) != 0 || setuid(kNobody) != 0) _exit(2);
+    const int region = AttachInChild(addr);
+    if (region < 0) _exit(3);
+    const auto size_of = [](int fd) {
+      struct stat info {};
+      return fstat(fd, &info) == 0 ? static_cast<int64_t>(info.st_size) : int64_t{-1};
+    };
+    const auto failure = [](int result) { return result == 0 ? int64_t{0} : int64_t{errno}; };
+    constexpr off_t kSize = static_cast<off_t>(shm::kConsumerRegionSize);
+    int64_t report[kTried] = {};
+    report[kSizeAttached] = size_of(region);
+    report[kShrink] = failure(ftruncate(region, 0));
+    report[kGrow] = failure(ftruncate(region, 2 * kSize));
+    report[kFallocateGrow] = failure(fallocate(region, 0, 0, 2 * kSize));
+    const char byte = 'x';
+    report[kWriteBeyondTheEnd] = pwrite(region, &byte, 1, kSize) == 1 ? 0 : errno;
+    report[kAddWriteSeal] = failure(fcntl(region, F_ADD_SEALS, F_SEAL_WRITE));
+    report[kSizeAfter] = size_of(region);
+    if (write(out[1], report, sizeof report) != static_cast<ssize_t>(sizeof report)) _exit(4);
+    _exit(0);
   }
-  const json status = StatusUntil(harness.runtime_dir(), [](const json& reply) {
-    return RetiredSegments(reply) >= 1;
-  });
-  std::vector<uint64_t> after = http_ids();
-  const std::vector<uint64_t> ctl_after = CtlNext(harness.runtime_dir(), 2000);
-  after.insert(after.end(), ctl_after.begin(), ctl_after.end());
+  close(out[1]);
+  int64_t report[kTried] = {};
+  const ssize_t got = read(out[0], report, sizeof report);
+  close(out[0]);
+  int wstatus = 0;
+  waitpid(child, &wstatus, 0);
+  TakeAndCheck(*client, 1000, ids);
+  const HttpReply http_after = FetchOnce(port, "/v1/ids?service=web&count=100");
+  const json status = StatusUntil(harness.runtime_dir(), [](const json&) { return true; });
 
   // Assert
+  ASSERT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0)
+      << "the member's process (2: could not become nobody, 3: no region by attach): " << wstatus;
+  ASSERT_EQ(got, static_cast<ssize_t>(sizeof report));
+  EXPECT_EQ(report[kSizeAttached], 163840);
+  EXPECT_EQ(report[kShrink], EPERM) << "ftruncate to 0";
+  EXPECT_EQ(report[kGrow], EPERM) << "ftruncate to twice the size";
+  EXPECT_EQ(report[kFallocateGrow], EPERM) << "fallocate to twice the size";
+  EXPECT_EQ(report[kWriteBeyondTheEnd], EPERM) << "a write past the end";
+  EXPECT_EQ(report[kAddWriteSeal], EPERM) << "a write seal added";
+  EXPECT_EQ(report[kSizeAfter], 163840);
+  ASSERT_EQ(http_after.status, 200) << http_after.body;
+  for (const uint64_t id : IdsOf(http_after.body)) ids.push_back(id);
   EXPECT_TRUE(daemon.Running()) << daemon.Describe();
   EXPECT_EQ(daemon.err().find("SIGBUS"), std::string::npos) << daemon.err();
-  EXPECT_NE(RetiredReason(status).find("was truncated under the daemon"), std::string::npos)
-      << status.dump();
-  ASSERT_EQ(after.size(), 2100u) << "HTTP and snowflakectl both serve from the fresh segment";
-  const uint64_t newest_before = *std::max_element(before.begin(), before.end());
-  for (const uint64_t id : after) EXPECT_GT(id, newest_before);
-  std::vector<uint64_t> all(before);
-  all.insert(all.end(), after.begin(), after.end());
-  ExpectUnique(all);
+  EXPECT_EQ(RetiredSegments(status), 0u) << status.dump();
+  EXPECT_EQ(InodeOf(SegmentPath(harness)), ring_before) << "the segment was replaced";
+  ExpectUnique(ids);
 }
 
 // Prevented: connections that send requests and never read the replies stop being read

@@ -203,15 +203,16 @@ class ServedDaemon {
     const std::string text = daemon_->metrics().Scrape();
     return std::regex_search(text, match, kOk) ? std::stoull(match[1]) : 0;
   }
-  // The segment's status text, or nullopt when the ring cannot be read.
+  // The segment's status text, or nullopt when the ring cannot be read. The ring file
+  // alone: the header is all it reads.
   std::optional<std::string> StatusText() const {
-    auto ring = shm::RingConsumer::Open(config_.daemon.runtime_dir);
+    auto ring = shm::RingConsumer::Observe(config_.daemon.runtime_dir);
     if (!ring) return std::nullopt;
     return shm::ReadStatusText(ring->header());
   }
   // The largest ID the segment published (its last_published_id).
   uint64_t LastPublishedId() const {
-    auto ring = shm::RingConsumer::Open(config_.daemon.runtime_dir);
+    auto ring = shm::RingConsumer::Observe(config_.daemon.runtime_dir);
     return ring ? ring->header().last_published_id.load() : 0;
   }
   // The reservation the state file holds (the last one written whole), or 0.
@@ -287,7 +288,8 @@ TEST(SlowStore, TwoHundredMsFsyncNeverAgesAnIdOrDelaysAPass) {
   daemon.reservations().Start();
   ASSERT_TRUE(WaitUntil([&] { return daemon.reservations().confirmed_through() > 0; }, 20s,
                         "daemon.reservations().confirmed_through() > 0", 1ms));
-  auto consumer = shm::RingConsumer::Open(daemon.dir());
+  // Attached as over the control socket: the region the loop hands out.
+  auto consumer = shm::RingConsumer::Open(daemon.dir(), daemon.loop().AttachPoint().first);
   ASSERT_TRUE(consumer) << consumer.error().message;
 
   int64_t oldest = 0;
