@@ -52,31 +52,39 @@ RingConsumer::~RingConsumer() = default;
 RingConsumer::RingConsumer(RingConsumer&&) noexcept = default;
 RingConsumer& RingConsumer::operator=(RingConsumer&&) noexcept = default;
 
+namespace {
+
+// The user that must own the segment: the option, or the owner of the runtime directory.
+tl::expected<uid_t, SegmentFailure> ExpectedOwner(const std::filesystem::path& runtime_dir,
+                                                  const ConsumerOptions& options) {
+  if (options.expected_owner) return *options.expected_owner;
+  struct stat dir_info {};
+  if (stat(runtime_dir.c_str(), &dir_info) == 0) return dir_info.st_uid;
+  const int err = errno;
+  if (err == ENOENT) {
+    return tl::unexpected(SegmentFailure{
+        SegmentError::kNotFound,
+        "no runtime directory " + runtime_dir.string() +
+            ": snowflaked is not running here (start it, or set SNOWFLAKE_RUNTIME_DIR to its "
+            "runtime directory)",
+        err});
+  }
+  return tl::unexpected(
+      SegmentFailure{err == EACCES ? SegmentError::kPermissionDenied : SegmentError::kSystemError,
+                     "cannot stat " + runtime_dir.string() + ": " + std::strerror(err), err});
+}
+
+}  // namespace
+
 tl::expected<RingConsumer, SegmentFailure> RingConsumer::Open(
-    const std::filesystem::path& runtime_dir, const ConsumerOptions& options) noexcept {
+    const std::filesystem::path& runtime_dir, UniqueFd region,
+    const ConsumerOptions& options) noexcept {
   try {
-    std::optional<uid_t> owner = options.expected_owner;
-    if (!owner) {
-      struct stat dir_info {};
-      if (stat(runtime_dir.c_str(), &dir_info) != 0) {
-        const int err = errno;
-        if (err == ENOENT) {
-          return tl::unexpected(SegmentFailure{
-              SegmentError::kNotFound,
-              "no runtime directory " + runtime_dir.string() +
-                  ": snowflaked is not running here (start it, or set SNOWFLAKE_RUNTIME_DIR "
-                  "to its runtime directory)",
-              err});
-        }
-        return tl::unexpected(SegmentFailure{
-            err == EACCES ? SegmentError::kPermissionDenied : SegmentError::kSystemError,
-            "cannot stat " + runtime_dir.string() + ": " + std::strerror(err), err});
-      }
-      owner = dir_info.st_uid;
-    }
+    auto owner = ExpectedOwner(runtime_dir, options);
+    if (!owner) return tl::unexpected(std::move(owner.error()));
     auto segment = MappedSegment::Open(
-        runtime_dir / kSegmentFileName, MapAccess::kConsumer,
-        MapChecks{.expected_owner = owner,
+        runtime_dir / kSegmentFileName, std::move(region), MapAccess::kConsumer,
+        MapChecks{.expected_owner = *owner,
                   .refuse_other_access = true,
                   .boot_id = options.boot_id ? *options.boot_id : CurrentBootId()});
     if (!segment) return tl::unexpected(std::move(segment.error()));
@@ -85,6 +93,19 @@ tl::expected<RingConsumer, SegmentFailure> RingConsumer::Open(
     return tl::unexpected(SegmentFailure{SegmentError::kSystemError,
                                          std::string("open segment: ") + e.what()});
   }
+}
+
+tl::expected<RingConsumer, SegmentFailure> RingConsumer::Observe(
+    const std::filesystem::path& runtime_dir, const ConsumerOptions& options) noexcept {
+  return Open(runtime_dir, UniqueFd(), options);
+}
+
+bool RingConsumer::has_region() const noexcept { return segment_->has_region(); }
+
+uid_t RingConsumer::owner() const noexcept { return segment_->owner(); }
+
+uint64_t RingConsumer::segment_id() const noexcept {
+  return header_->segment_id.load(std::memory_order_relaxed);
 }
 
 std::optional<std::string> RingConsumer::status_text() const { return ReadStatusText(*header_); }

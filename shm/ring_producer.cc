@@ -17,11 +17,11 @@
 
 #include "mapped_segment.h"
 #include "service_slot_codec.h"
+#include "snowflake/consumer_region.h"
 #include "snowflake/futex.h"
 #include "snowflake/id_layout.h"
 #include "snowflake/pid_namespace.h"
 #include "snowflake/status_text.h"
-#include "snowflake/truncation_guard.h"
 
 namespace snowflake::shm {
 namespace {
@@ -126,75 +126,74 @@ void StoreFreshness(SegmentHeader& header, const ProducerOptions& options) {
       std::memory_order_relaxed);
 }
 
-// Writes a fresh segment's two files under temporary names and renames them into place,
-// the consumer file first: a client never maps a half-initialised header, and one that
-// finds the new ring file finds its consumer file too (an old ring file with the new
-// consumer file is told apart by the segment id: kUnpaired, retry).
-// `fresh.carried_last_id` continues the ID order of a retired segment of the same machine
-// and epoch.
-tl::expected<void, SegmentFailure> CreateSegmentFile(const ProducerOptions& options,
-                                                     const std::filesystem::path& path,
-                                                     const FreshSegment& fresh) {
+// Creates a fresh segment's consumer region (a sealed memfd) and writes its ring file
+// under a temporary name, then renames it into place: a client never maps a
+// half-initialised header, and one that attaches gets the region of the ring file it finds
+// (or one of a newer segment: the segment id tells them apart, kUnpaired, retry). Returns
+// the region. `fresh.carried_last_id` continues the ID order of a retired segment of the
+// same machine and epoch.
+tl::expected<UniqueFd, SegmentFailure> CreateSegmentFile(const ProducerOptions& options,
+                                                         const std::filesystem::path& path,
+                                                         const FreshSegment& fresh) {
   const std::string final_path = path.string();
-  const std::string consumer_path = ConsumerFilePath(final_path);
-  const std::string suffix = ".tmp." + std::to_string(getpid());
-  const std::string tmp_path = final_path + suffix;
-  const std::string consumer_tmp_path = consumer_path + suffix;
+  const std::string tmp_path = final_path + ".tmp." + std::to_string(getpid());
   const uint64_t segment_id = NewSegmentId();
   const uint64_t size = SegmentSizeFor(options.capacity);
 
-  // The file is zero-filled, which is a valid value for every atomic in both regions.
-  auto created = CreateTempFile(consumer_tmp_path, options.mode, kConsumerFileSize, options,
-                                sizeof(ConsumerRegion), [&](void* base) {
-    static_cast<ConsumerRegion*>(base)->segment_id.store(segment_id, std::memory_order_relaxed);
-  });
+  auto region = CreateConsumerRegion(segment_id);
+  if (!region) return tl::unexpected(std::move(region.error()));
+  auto created = CreateTempFile(
+      tmp_path, RingFileMode(options), size, options, sizeof(SegmentHeader), [&](void* base) {
+        auto* header = static_cast<SegmentHeader*>(base);
+        header->version.store(kVersion, std::memory_order_relaxed);
+        header->header_size.store(sizeof(SegmentHeader), std::memory_order_relaxed);
+        header->capacity.store(options.capacity, std::memory_order_relaxed);
+        header->segment_size.store(size, std::memory_order_relaxed);
+        header->segment_id.store(segment_id, std::memory_order_relaxed);
+        header->slots_offset.store(kSlotsOffset, std::memory_order_relaxed);
+        header->epoch_unix_ms.store(static_cast<uint64_t>(options.epoch_unix_ms),
+                                    std::memory_order_relaxed);
+        header->machine.store(options.machine, std::memory_order_relaxed);
+        header->last_published_id.store(fresh.carried_last_id, std::memory_order_relaxed);
+        header->state.store(static_cast<uint32_t>(fresh.state), std::memory_order_relaxed);
+        header->reason.store(static_cast<uint32_t>(fresh.reason), std::memory_order_relaxed);
+        header->reason_detail.store(fresh.detail, std::memory_order_relaxed);
+        header->incarnation.store(fresh.incarnation, std::memory_order_relaxed);
+        header->pid.store(static_cast<uint64_t>(getpid()), std::memory_order_relaxed);
+        header->heartbeat_mono_ns.store(MonotonicNowNs(), std::memory_order_relaxed);
+        StoreFreshness(*header, options);
+        // Release: whoever sees the magic sees every field above.
+        header->magic.store(kMagic, std::memory_order_release);
+      });
   if (!created) return tl::unexpected(std::move(created.error()));
-  created = CreateTempFile(tmp_path, RingFileMode(options), size, options,
-                           sizeof(SegmentHeader), [&](void* base) {
-    auto* header = static_cast<SegmentHeader*>(base);
-    header->version.store(kVersion, std::memory_order_relaxed);
-    header->header_size.store(sizeof(SegmentHeader), std::memory_order_relaxed);
-    header->capacity.store(options.capacity, std::memory_order_relaxed);
-    header->segment_size.store(size, std::memory_order_relaxed);
-    header->segment_id.store(segment_id, std::memory_order_relaxed);
-    header->slots_offset.store(kSlotsOffset, std::memory_order_relaxed);
-    header->epoch_unix_ms.store(static_cast<uint64_t>(options.epoch_unix_ms),
-                                std::memory_order_relaxed);
-    header->machine.store(options.machine, std::memory_order_relaxed);
-    header->last_published_id.store(fresh.carried_last_id, std::memory_order_relaxed);
-    header->state.store(static_cast<uint32_t>(fresh.state), std::memory_order_relaxed);
-    header->reason.store(static_cast<uint32_t>(fresh.reason), std::memory_order_relaxed);
-    header->reason_detail.store(fresh.detail, std::memory_order_relaxed);
-    header->incarnation.store(fresh.incarnation, std::memory_order_relaxed);
-    header->pid.store(static_cast<uint64_t>(getpid()), std::memory_order_relaxed);
-    header->heartbeat_mono_ns.store(MonotonicNowNs(), std::memory_order_relaxed);
-    StoreFreshness(*header, options);
-    // Release: whoever sees the magic sees every field above.
-    header->magic.store(kMagic, std::memory_order_release);
-  });
-  if (!created) {
-    unlink(consumer_tmp_path.c_str());
-    return tl::unexpected(std::move(created.error()));
-  }
-  if (rename(consumer_tmp_path.c_str(), consumer_path.c_str()) != 0) {
-    const int err = errno;
-    unlink(consumer_tmp_path.c_str());
-    unlink(tmp_path.c_str());
-    return tl::unexpected(SystemFailure("rename " + consumer_tmp_path + " to " + consumer_path, err));
-  }
   if (rename(tmp_path.c_str(), final_path.c_str()) != 0) {
     const int err = errno;
     unlink(tmp_path.c_str());
     return tl::unexpected(SystemFailure("rename " + tmp_path + " to " + final_path, err));
   }
-  return {};
+  return std::move(*region);
+}
+
+// A format-3 daemon's consumer file, which nothing of this format reads.
+void RemoveLegacyConsumerFile(const std::filesystem::path& runtime_dir) {
+  unlink((runtime_dir / kLegacyConsumerFileName).c_str());
+}
+
+// Maps the new segment's ring file with its region (a descriptor the producer keeps for
+// attaches, and one the mapping consumes).
+tl::expected<std::unique_ptr<MappedSegment>, SegmentFailure> MapOwn(
+    const std::filesystem::path& path, const UniqueFd& region) {
+  UniqueFd copy(fcntl(region.get(), F_DUPFD_CLOEXEC, 0));
+  if (!copy) return tl::unexpected(SystemFailure("dup the consumer region", errno));
+  return MappedSegment::Open(path, std::move(copy), MapAccess::kProducer, OwnFileChecks());
 }
 
 }  // namespace
 
-RingProducer::RingProducer(std::unique_ptr<MappedSegment> segment, std::filesystem::path path,
-                           bool continued)
+RingProducer::RingProducer(std::unique_ptr<MappedSegment> segment, UniqueFd region,
+                           std::filesystem::path path, bool continued)
     : segment_(std::move(segment)),
+      region_(std::move(region)),
       path_(std::move(path)),
       continued_(continued),
       header_(segment_->header()),
@@ -204,7 +203,9 @@ RingProducer::RingProducer(std::unique_ptr<MappedSegment> segment, std::filesyst
       mask_(capacity_ - 1),
       // Only the daemon writes tail, and the instance lock makes us the only daemon.
       tail_(header_->tail.load(std::memory_order_relaxed)),
-      max_head_seen_(consumer_->head.load(std::memory_order_acquire)) {
+      // A predecessor mapped ring only has no head to watch.
+      max_head_seen_(segment_->has_region() ? consumer_->head.load(std::memory_order_acquire)
+                                            : tail_) {
   own_last_published_ = last_published_id();
 }
 
@@ -226,10 +227,12 @@ tl::expected<RingProducer, SegmentFailure> RingProducer::CreateOrOpen(
                                            "segment mode must give others no access"});
     }
     const std::filesystem::path path = options.runtime_dir / kSegmentFileName;
-    // A surviving segment is never reopened: its consumer file is the clients' to write, so
-    // nothing in it (head, the service slots) is carried into a new start. What must carry
-    // over is in the ring file, which only the daemon's user can write: its last published
-    // ID bounds every ID it ever held, so the fresh segment continues strictly above it.
+    // A surviving segment is never reopened: its consumer region was the clients' to write
+    // and ended with the daemon that held it, so nothing in it (head, the service slots) is
+    // carried into a new start. What must carry over is in the ring file, which only the
+    // daemon's user can write: its last published ID bounds every ID it ever held, so the
+    // fresh segment continues strictly above it.
+    RemoveLegacyConsumerFile(options.runtime_dir);
     std::optional<RingProducer> predecessor;
     FreshSegment fresh{};
     std::string replaced_because;
@@ -238,9 +241,10 @@ tl::expected<RingProducer, SegmentFailure> RingProducer::CreateOrOpen(
     if (lstat(path.c_str(), &info) == 0) {
       // Our own file: no owner check, and no mode check (the new files get the configured
       // modes).
-      auto existing = MappedSegment::Open(path, MapAccess::kProducer, OwnFileChecks());
+      auto existing = MappedSegment::Open(path, UniqueFd(), MapAccess::kProducer, OwnFileChecks());
       if (!existing) return tl::unexpected(std::move(existing.error()));
-      predecessor.emplace(RingProducer(std::move(*existing), path, /*continued=*/false));
+      predecessor.emplace(
+          RingProducer(std::move(*existing), UniqueFd(), path, /*continued=*/false));
       const SegmentHeader& old = *predecessor->header_;
       const bool same_ids =
           old.machine.load(std::memory_order_relaxed) == options.machine &&
@@ -270,18 +274,17 @@ tl::expected<RingProducer, SegmentFailure> RingProducer::CreateOrOpen(
       continued = same_ids && replaced_because.empty();
       if (continued) fresh.incarnation = predecessor->incarnation() + 1;
     }
-    // Written whole under temporary names and renamed over the old pair, so a client that
-    // finds the old segment stopped finds the new one at once.
-    if (auto created = CreateSegmentFile(options, path, fresh); !created) {
-      return tl::unexpected(std::move(created.error()));
-    }
-    auto mapped = MappedSegment::Open(path, MapAccess::kProducer, OwnFileChecks());
+    // Written whole under a temporary name and renamed over the old ring file, so a client
+    // that finds the old segment stopped finds the new one at once.
+    auto region = CreateSegmentFile(options, path, fresh);
+    if (!region) return tl::unexpected(std::move(region.error()));
+    auto mapped = MapOwn(path, *region);
     if (!mapped) return tl::unexpected(std::move(mapped.error()));
-    RingProducer producer(std::move(*mapped), path, continued);
+    RingProducer producer(std::move(*mapped), std::move(*region), path, continued);
     producer.replaced_because_ = std::move(replaced_because);
     producer.Heartbeat();
     // The old one stops only now: its clients, told it stopped, reattach to the new one.
-    // Its unclaimed IDs are taken back (gaps, below everything the new one publishes).
+    // Its untaken IDs are gaps, below everything the new one publishes.
     if (predecessor) predecessor->Abandon(StateReason::kShutdown);
     return producer;
   } catch (const std::exception& e) {
@@ -299,12 +302,11 @@ tl::expected<RingProducer, SegmentFailure> RingProducer::CreateReplacement(
                                                " is not a power of two"});
     }
     const std::filesystem::path path = options.runtime_dir / kSegmentFileName;
-    if (auto created = CreateSegmentFile(options, path, fresh); !created) {
-      return tl::unexpected(std::move(created.error()));
-    }
-    auto mapped = MappedSegment::Open(path, MapAccess::kProducer, OwnFileChecks());
+    auto region = CreateSegmentFile(options, path, fresh);
+    if (!region) return tl::unexpected(std::move(region.error()));
+    auto mapped = MapOwn(path, *region);
     if (!mapped) return tl::unexpected(std::move(mapped.error()));
-    return RingProducer(std::move(*mapped), path, /*continued=*/false);
+    return RingProducer(std::move(*mapped), std::move(*region), path, /*continued=*/false);
   } catch (const std::exception& e) {
     return tl::unexpected(SegmentFailure{SegmentError::kSystemError,
                                          std::string("create a fresh segment: ") + e.what()});
@@ -312,6 +314,18 @@ tl::expected<RingProducer, SegmentFailure> RingProducer::CreateReplacement(
 }
 
 void RingProducer::Abandon(StateReason reason) noexcept {
+  if (!segment_->has_region()) {
+    // A predecessor: its region ended with its daemon, so nothing can be taken back by CAS.
+    // Its tail is retracted to 0 instead, below every head: from here a take finds the old
+    // ring empty (only one that read tail before this store can still claim an ID, unique
+    // and below all new ones), goes to its slow path, reads "stopped" and moves to the new
+    // segment, so no client takes an old ID after the new segment's first ones. Nothing
+    // reads this tail again: last_published_id() was read before the new ring file was put
+    // in place, and nobody opens a ring file that is no longer at the path.
+    header_->tail.store(0, std::memory_order_release);
+    SetState(DaemonState::kStopped, reason);
+    return;
+  }
   SetState(DaemonState::kStopped, reason);
   // Stopped first (clients that find the ring empty look at the path and reattach), then
   // take back what is left: head forward to our tail by CAS, exactly as a consumer takes,
@@ -327,70 +341,56 @@ void RingProducer::Abandon(StateReason reason) noexcept {
 
 namespace {
 
-// Marks an unvalidated segment stopped and advances its head to its tail, using only the
-// fixed offsets of the header and the consumer file (never a value read from a file). A
-// consumer file that is missing or short leaves head alone: the state says stopped.
+// Marks an unvalidated segment stopped and empty, using only the fixed offsets of the
+// header (never a value read from the file).
 void StopUnvalidated(const std::filesystem::path& path) noexcept {
-  auto map_fixed = [](const std::string& file, size_t length) -> void* {
-    const int fd = open(file.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0) return nullptr;
-    struct stat info {};
-    void* base = MAP_FAILED;
-    if (fstat(fd, &info) == 0 && S_ISREG(info.st_mode) &&
-        static_cast<uint64_t>(info.st_size) >= length) {
-      base = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    }
-    close(fd);
-    return base == MAP_FAILED ? nullptr : base;
-  };
-  void* header_base = map_fixed(path.string(), sizeof(SegmentHeader));
-  if (header_base == nullptr) return;
-  void* consumer_base = map_fixed(ConsumerFilePath(path.string()), sizeof(ConsumerRegion));
-  auto* header = static_cast<SegmentHeader*>(header_base);
+  const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return;
+  struct stat info {};
+  void* base = MAP_FAILED;
+  if (fstat(fd, &info) == 0 && S_ISREG(info.st_mode) &&
+      static_cast<uint64_t>(info.st_size) >= sizeof(SegmentHeader)) {
+    base = mmap(nullptr, sizeof(SegmentHeader), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  }
+  close(fd);
+  if (base == MAP_FAILED) return;
+  auto* header = static_cast<SegmentHeader*>(base);
+  header->tail.store(0, std::memory_order_release);  // reads empty: see Abandon()
   header->reason.store(static_cast<uint32_t>(StateReason::kShutdown), std::memory_order_relaxed);
   // Release: a client that reads "stopped" reads the reason with it.
   header->state.store(static_cast<uint32_t>(DaemonState::kStopped), std::memory_order_release);
-  if (consumer_base != nullptr) {
-    // Take back what is published, exactly as a consumer would take it (a CAS on head), so
-    // a client's take either won before (its ID was valid then) or finds the ring empty.
-    auto* consumer = static_cast<ConsumerRegion*>(consumer_base);
-    // A member of the clients' group may truncate the file meanwhile (TruncationGuard).
-    const int guard_slot = GuardConsumerRegion(consumer);
-    const uint64_t tail = header->tail.load(std::memory_order_acquire);
-    uint64_t head = consumer->head.load(std::memory_order_acquire);
-    while (head < tail &&
-           !consumer->head.compare_exchange_weak(head, tail, std::memory_order_acq_rel,
-                                                 std::memory_order_acquire)) {
-    }
-    UnguardConsumerRegion(guard_slot);
-    munmap(consumer_base, sizeof(ConsumerRegion));
-  }
   FutexBumpAndWake(header->wake_seq, INT_MAX);
-  munmap(header_base, sizeof(SegmentHeader));
+  munmap(base, sizeof(SegmentHeader));
 }
 
 }  // namespace
 
 void RingProducer::Retire(const std::filesystem::path& runtime_dir) noexcept {
   const std::filesystem::path path = runtime_dir / kSegmentFileName;
-  auto existing = MappedSegment::Open(path, MapAccess::kProducer, OwnFileChecks());
+  auto existing = MappedSegment::Open(path, UniqueFd(), MapAccess::kProducer, OwnFileChecks());
   if (existing) {
     try {
-      RingProducer old(std::move(*existing), path, false);
-      old.DrainAll();
-      old.SetState(DaemonState::kStopped, StateReason::kShutdown);
+      RingProducer old(std::move(*existing), UniqueFd(), path, false);
+      old.Abandon(StateReason::kShutdown);
     } catch (...) {
       // Best effort: the unlink below is what matters.
     }
   } else {
     // A segment that fails validation may still be mapped by clients that attached before
-    // it went bad, and they would keep taking from it after the unlink: mark it stopped
-    // and take back its ring through a raw mapping of the two fixed regions.
+    // it went bad: mark it stopped through a raw mapping of the fixed header.
     StopUnvalidated(path);
   }
-  // The ring file first: a client that still finds it finds its consumer file too.
   unlink(path.c_str());
-  unlink(ConsumerFilePath(path.string()).c_str());
+  RemoveLegacyConsumerFile(runtime_dir);
+}
+
+uint64_t RingProducer::segment_id() const noexcept {
+  return header_->segment_id.load(std::memory_order_relaxed);
+}
+
+UniqueFd RingProducer::ConsumerDescriptor() const noexcept {
+  if (!region_) return UniqueFd();
+  return UniqueFd(fcntl(region_.get(), F_DUPFD_CLOEXEC, 0));
 }
 
 uint64_t RingProducer::last_published_id() const noexcept {
@@ -416,19 +416,9 @@ uint64_t RingProducer::size() const noexcept {
 }
 
 tl::expected<void, SegmentFailure> RingProducer::CheckCounters() noexcept {
-  // Every violation is a client's write (kCorruptCounters, naming what was seen), unless
-  // the consumer file lost its pages: then a load below faulted, was survived, and read
-  // the TruncationGuard's stand-ins (head kTruncatedHead, segment id 0), and the
-  // truncation is the cause to report. A replaced region always fails a check: its head
-  // is past every tail.
+  // Every violation is a client's write (kCorruptCounters, naming what was seen): the
+  // region is sealed, so its size cannot change, but any process holding it may write it.
   const auto tampered = [&](const std::string& what) {
-    if (WasTruncated(consumer_)) {
-      return tl::unexpected(SegmentFailure{
-          SegmentError::kTruncated,
-          ConsumerFilePath(path_.string()) +
-              " was truncated under the daemon (a member of the clients' group can do "
-              "this; docs/security.md): its pages are gone, so the segment cannot serve"});
-    }
     return tl::unexpected(
         SegmentFailure{SegmentError::kCorruptCounters, path_.string() + ": " + what});
   };
@@ -447,12 +437,12 @@ tl::expected<void, SegmentFailure> RingProducer::CheckCounters() noexcept {
                     " (tail " + std::to_string(tail_) +
                     "); a client wrote the consumer region, so IDs could be taken twice");
   }
-  // A consumer file whose segment id was overwritten makes every new client's open fail
-  // (kUnpaired): replace the pair rather than leave them failing.
+  // A region whose segment id was overwritten makes every new client's attach fail
+  // (kUnpaired): replace the segment rather than leave them failing.
   const uint64_t consumer_id = consumer_->segment_id.load(std::memory_order_relaxed);
   const uint64_t own_id = header_->segment_id.load(std::memory_order_relaxed);
   if (consumer_id != own_id) {
-    return tampered("the consumer file's segment id is " + std::to_string(consumer_id) +
+    return tampered("the consumer region's segment id is " + std::to_string(consumer_id) +
                     ", not " + std::to_string(own_id) +
                     "; a client wrote the consumer region, so new clients could not open it");
   }
@@ -597,8 +587,9 @@ void RingProducer::WakeConsumers() noexcept {
   // we read waiters == 0, the consumer's re-check of the ring comes after our tail store
   // and sees the IDs; if it is non-zero we wake, and a consumer that has not slept yet
   // finds wake_seq changed and does not sleep.
+  // A predecessor has no region to count its waiters in: it always wakes.
   header_->wake_seq.fetch_add(1, std::memory_order_seq_cst);
-  if (consumer_->waiters.load(std::memory_order_seq_cst) > 0) {
+  if (!segment_->has_region() || consumer_->waiters.load(std::memory_order_seq_cst) > 0) {
     FutexWake(header_->wake_seq, INT_MAX);
   }
 }

@@ -1,9 +1,9 @@
+#include <fcntl.h>
 #include <grp.h>
+#include <linux/memfd.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <fcntl.h>
-#include <sys/mman.h>
 
 #include <cerrno>
 #include <cstring>
@@ -13,9 +13,9 @@
 #include "mapped_segment.h"
 #include "snowflake/account_names.h"
 #include "snowflake/boot_id.h"
+#include "snowflake/consumer_region.h"
 #include "snowflake/segment_error.h"
 #include "snowflake/segment_layout.h"
-#include "snowflake/truncation_guard.h"
 
 namespace snowflake::shm {
 
@@ -34,6 +34,8 @@ std::string_view SegmentErrorName(SegmentError error) noexcept {
     case SegmentError::kCorruptCounters: return "corrupt_counters";
     case SegmentError::kNotIncreasing: return "not_increasing";
     case SegmentError::kUnpaired: return "unpaired";
+    case SegmentError::kUnsealed:
+      return "unsealed";
     case SegmentError::kEarlierBoot: return "earlier_boot";
     case SegmentError::kSystemError: return "system_error";
   }
@@ -171,12 +173,10 @@ namespace {
 struct Mapping {
   void* address = MAP_FAILED;
   size_t length = 0;
-  int guard_slot = -1;  // the consumer region's TruncationGuard slot, if it has one
   Mapping() = default;
   Mapping(const Mapping&) = delete;
   Mapping& operator=(const Mapping&) = delete;
   ~Mapping() {
-    UnguardConsumerRegion(guard_slot);  // before the range can be reused by another mapping
     if (address != MAP_FAILED) munmap(address, length);
   }
 };
@@ -194,13 +194,15 @@ void MapRegion(Mapping& mapping, int fd, bool writable, uint64_t offset,
 
 }  // namespace
 
-// The three mappings. No file descriptor is kept: each is opened O_CLOEXEC and closed as
-// soon as its regions are mapped, so no program a client execs inherits one
-// (docs/security.md).
+// The three mappings. No file descriptor is kept: the ring file is opened O_CLOEXEC and
+// the region's memfd arrives O_CLOEXEC; each is closed as soon as its regions are mapped,
+// so no program a client execs inherits one (docs/security.md). A segment mapped without
+// a region has the stand-in instead of the consumer mapping.
 struct MappedSegment::Regions {
   Mapping header;
   Mapping consumer;
   Mapping slots;
+  std::unique_ptr<ConsumerRegion> stand_in;
 };
 
 MappedSegment::MappedSegment() = default;
@@ -208,7 +210,7 @@ MappedSegment::~MappedSegment() = default;
 
 namespace {
 
-// One of the segment's two files, opened and checked: the path is not a symlink, is a
+// The ring file, opened and checked: the path is not a symlink, is a
 // regular file with the expected owner and mode, and the descriptor is that same file.
 struct CheckedFile {
   int fd = -1;
@@ -221,9 +223,8 @@ struct CheckedFile {
   }
 };
 
-// `what` names the file in messages ("segment", "consumer file"). `refuse_group_write`:
-// the ring file, whose header and slots only the daemon may write (a group-writable one
-// lets any member forge IDs, so a client refuses it). `missing` is the error for a path
+// `refuse_group_write`: the header and slots only the daemon may write (a group-writable
+// ring file lets any member forge IDs, so a client refuses it). `missing` is the error for a path
 // that does not exist.
 tl::expected<void, SegmentFailure> OpenChecked(CheckedFile& file, const std::string& path,
                                                const std::filesystem::path& fs_path,
@@ -269,7 +270,7 @@ tl::expected<void, SegmentFailure> OpenChecked(CheckedFile& file, const std::str
     return tl::unexpected(Fail(SegmentError::kModeTooOpen,
                                path + " has mode " + ModeString(link_info.st_mode) +
                                    ", open to other users; refusing to trust it (the daemon "
-                                   "creates the ring file 0640 and the consumer file 0660)"));
+                                   "creates it 0640)"));
   }
   if (checks.refuse_other_access && refuse_group_write && (link_info.st_mode & 0020) != 0) {
     return tl::unexpected(Fail(SegmentError::kModeTooOpen,
@@ -324,40 +325,132 @@ tl::expected<void, SegmentFailure> CheckBootId(const SegmentHeader& header, cons
                                  "the segment)"));
 }
 
-// The consumer file has exactly its format's size: shorter is kTruncated, longer
-// kSizeMismatch.
-tl::expected<void, SegmentFailure> CheckConsumerSize(const CheckedFile& consumer,
-                                                     const std::string& consumer_path) {
-  const uint64_t consumer_size = static_cast<uint64_t>(consumer.info.st_size);
-  if (consumer_size == kConsumerFileSize) return {};
-  return tl::unexpected(Fail(
-      consumer_size < kConsumerFileSize ? SegmentError::kTruncated : SegmentError::kSizeMismatch,
-      consumer_path + ": file is " + std::to_string(consumer_size) + " bytes, it must be " +
-          std::to_string(kConsumerFileSize) + "; it was " +
-          (consumer_size < kConsumerFileSize ? "truncated" : "resized")));
-}
-
-// Both files carry one segment id; else the ring file is being replaced: kUnpaired, retry.
+// The ring file and the region carry one segment id; else the daemon replaced the segment
+// between the attach and the open of the ring file: kUnpaired, retry.
 tl::expected<void, SegmentFailure> CheckPaired(const SegmentHeader& header,
                                                const ConsumerRegion& consumer,
-                                               const std::string& path,
-                                               const std::string& consumer_path) {
+                                               const std::string& path) {
   const uint64_t ring_id = header.segment_id.load(std::memory_order_relaxed);
   const uint64_t consumer_id = consumer.segment_id.load(std::memory_order_relaxed);
   if (ring_id == consumer_id) return {};
   return tl::unexpected(
-      Fail(SegmentError::kUnpaired, consumer_path + " belongs to another segment than " + path +
+      Fail(SegmentError::kUnpaired, "the consumer region belongs to another segment than " + path +
                                         " (segment id " + std::to_string(consumer_id) + ", not " +
                                         std::to_string(ring_id) +
-                                        "): snowflaked is replacing the segment; retry"));
+                                        "): snowflaked replaced the segment meanwhile; retry"));
 }
+
+// F_SEAL_EXEC: a memfd made with MFD_NOEXEC_SEAL, or under vm.memfd_noexec >= 1, carries
+// it. It only forbids making the region executable, so a region may have it or not.
+constexpr uint32_t kExecSeal = kConsumerRegionExecSeal;
+
+std::string SealNames(int seals) {
+  std::string names;
+  const auto add = [&](int bit, const char* name) {
+    if ((seals & bit) != 0) names += (names.empty() ? "" : "|") + std::string(name);
+  };
+  add(F_SEAL_SEAL, "seal");
+  add(F_SEAL_SHRINK, "shrink");
+  add(F_SEAL_GROW, "grow");
+  add(F_SEAL_WRITE, "write");
+  add(static_cast<int>(kExecSeal), "exec");
+#ifdef F_SEAL_FUTURE_WRITE
+  add(F_SEAL_FUTURE_WRITE, "future_write");
+#endif
+  return names.empty() ? "none" : names;
+}
+
+std::string Hex(uint64_t value) {
+  char text[24];
+  std::snprintf(text, sizeof(text), "0x%llx", static_cast<unsigned long long>(value));
+  return text;
+}
+
+static_assert(kConsumerRegionSeals ==
+                  static_cast<uint32_t>(F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW),
+              "segment_layout.h states the seals by value for readers without <fcntl.h>");
 
 }  // namespace
 
+tl::expected<void, SegmentFailure> CheckConsumerDescriptor(int fd,
+                                                           std::optional<uid_t> expected_owner,
+                                                           const std::string& where) noexcept {
+  try {
+    struct stat info {};
+    if (fstat(fd, &info) != 0) {
+      const int err = errno;
+      return tl::unexpected(Fail(SegmentError::kSystemError,
+                                 "cannot stat " + where + ": " + std::strerror(err), err));
+    }
+    if (!S_ISREG(info.st_mode)) {
+      return tl::unexpected(Fail(SegmentError::kNotRegularFile,
+                                 where + " is not a memory file (a socket, pipe, directory or "
+                                         "device); refusing to map it"));
+    }
+    if (expected_owner && info.st_uid != *expected_owner) {
+      return tl::unexpected(
+          Fail(SegmentError::kWrongOwner, where + " is owned by " + DescribeUser(info.st_uid) +
+                                              ", expected " + DescribeUser(*expected_owner) +
+                                              " (the daemon's user); refusing to trust it"));
+    }
+    // The seals before the size: an unsealed region's size is whatever its holder makes it.
+    const int seals = fcntl(fd, F_GET_SEALS);
+    const int seals_errno = errno;
+    if (seals < 0 || !IsConsumerRegionSealed(static_cast<uint32_t>(seals))) {
+      return tl::unexpected(
+          Fail(SegmentError::kUnsealed,
+               where + " is " +
+                   (seals < 0 ? std::string("not sealable (") + std::strerror(seals_errno) + ")"
+                              : "sealed with " + SealNames(seals) + " (" +
+                                    Hex(static_cast<uint32_t>(seals)) + ")") +
+                   ", not exactly seal|shrink|grow (" + Hex(kConsumerRegionSeals) +
+                   ", with exec or not): any process holding it could resize it under every "
+                   "taker; refusing to map it"));
+    }
+    const uint64_t size = static_cast<uint64_t>(info.st_size);
+    if (size != kConsumerRegionSize) {
+      return tl::unexpected(Fail(
+          size < kConsumerRegionSize ? SegmentError::kTruncated : SegmentError::kSizeMismatch,
+          where + " is sealed with " + std::to_string(size) + " bytes, the format's region is " +
+              std::to_string(kConsumerRegionSize) + "; refusing to map it"));
+    }
+    return {};
+  } catch (const std::exception& e) {
+    return tl::unexpected(Fail(SegmentError::kSystemError, where + ": " + e.what()));
+  }
+}
+
+tl::expected<UniqueFd, SegmentFailure> CreateConsumerRegion(uint64_t segment_id) noexcept {
+  // Never executable (MFD_NOEXEC_SEAL, Linux 6.3: the kernel seals exec itself); a kernel
+  // that predates the flag refuses it with EINVAL, and then the region is made without.
+  constexpr unsigned kNoExecSeal = 0x0008U;  // MFD_NOEXEC_SEAL, <linux/memfd.h> of 6.3
+  UniqueFd fd(memfd_create("snowflake-consumer", MFD_CLOEXEC | MFD_ALLOW_SEALING | kNoExecSeal));
+  if (!fd && errno == EINVAL) {
+    fd.reset(memfd_create("snowflake-consumer", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  }
+  const auto failed = [](const char* what) {
+    const int err = errno;
+    return tl::unexpected(Fail(SegmentError::kSystemError,
+                               std::string("consumer region: ") + what + ": " + std::strerror(err),
+                               err));
+  };
+  if (!fd) return failed("memfd_create");
+  if (ftruncate(fd.get(), static_cast<off_t>(kConsumerRegionSize)) != 0) return failed("ftruncate");
+  // Zero bytes are a valid value for every atomic of the region; only the id is written.
+  void* base = mmap(nullptr, kConsumerRegionSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
+  if (base == MAP_FAILED) return failed("mmap");
+  static_cast<ConsumerRegion*>(base)->segment_id.store(segment_id, std::memory_order_relaxed);
+  munmap(base, kConsumerRegionSize);
+  if (fcntl(fd.get(), F_ADD_SEALS, static_cast<int>(kConsumerRegionSeals)) != 0) {
+    return failed("seal");
+  }
+  return fd;
+}
+
 tl::expected<std::unique_ptr<MappedSegment>, SegmentFailure> MappedSegment::Open(
-    const std::filesystem::path& fs_path, MapAccess access, const MapChecks& checks) noexcept {
+    const std::filesystem::path& fs_path, UniqueFd region, MapAccess access,
+    const MapChecks& checks) noexcept {
   const std::string path = fs_path.string();
-  const std::string consumer_path = ConsumerFilePath(path);
   try {
     const bool producer = access == MapAccess::kProducer;
     CheckedFile ring;
@@ -377,6 +470,7 @@ tl::expected<std::unique_ptr<MappedSegment>, SegmentFailure> MappedSegment::Open
     segment->device_ = ring.info.st_dev;
     segment->inode_ = ring.info.st_ino;
     segment->group_ = ring.info.st_gid;
+    segment->owner_ = ring.info.st_uid;
     segment->mode_ = ring.info.st_mode & 07777;
 
     const uint64_t file_size = static_cast<uint64_t>(ring.info.st_size);
@@ -394,32 +488,32 @@ tl::expected<std::unique_ptr<MappedSegment>, SegmentFailure> MappedSegment::Open
       return tl::unexpected(std::move(boot.error()));
     }
     MapRegion(regions.slots, ring.fd, producer, kSlotsOffset, file_size - kSlotsOffset);
-
-    // The consumer file: the one region clients write. Renamed into place before its ring
-    // file, so a missing one or one of another segment means this ring file is being
-    // replaced (or was damaged): kUnpaired, retry.
-    CheckedFile consumer;
-    if (auto opened = OpenChecked(consumer, consumer_path, fs_path, O_RDWR, checks,
-                                  /*refuse_group_write=*/false, SegmentError::kUnpaired,
-                                  "no consumer file " + consumer_path + " beside " + path +
-                                      ": snowflaked is replacing the segment; retry");
-        !opened) {
-      return tl::unexpected(std::move(opened.error()));
-    }
-    if (auto sized = CheckConsumerSize(consumer, consumer_path); !sized) {
-      return tl::unexpected(std::move(sized.error()));
-    }
-    MapRegion(regions.consumer, consumer.fd, true, 0, sizeof(ConsumerRegion));
-    // Before anything reads it: from here a truncation of the file is survived in a
-    // process that installed the guard (the daemon).
-    regions.consumer.guard_slot =
-        GuardConsumerRegion(static_cast<ConsumerRegion*>(regions.consumer.address));
     segment->header_ = header;
-    segment->consumer_ = static_cast<ConsumerRegion*>(regions.consumer.address);
     segment->slots_ = static_cast<std::atomic<uint64_t>*>(regions.slots.address);
     segment->capacity_ = *capacity;
 
-    if (auto paired = CheckPaired(*header, *segment->consumer_, path, consumer_path); !paired) {
+    if (!region) {
+      // Ring only: a stand-in region whose head is past every tail holds no ticket.
+      regions.stand_in = std::make_unique<ConsumerRegion>();
+      regions.stand_in->head.store(kNoRegionHead, std::memory_order_relaxed);
+      regions.stand_in->segment_id.store(header->segment_id.load(std::memory_order_relaxed),
+                                         std::memory_order_relaxed);
+      segment->consumer_ = regions.stand_in.get();
+      return segment;
+    }
+    // The one region clients write, from the descriptor snowflaked sent: checked before
+    // it is mapped, and mapped at exactly its sealed size, so no process can make a take
+    // fault by resizing it.
+    if (auto checked = CheckConsumerDescriptor(region.get(), checks.expected_owner,
+                                               "the consumer region of " + path);
+        !checked) {
+      return tl::unexpected(std::move(checked.error()));
+    }
+    MapRegion(regions.consumer, region.get(), true, 0, sizeof(ConsumerRegion));
+    region.reset();
+    segment->consumer_ = static_cast<ConsumerRegion*>(regions.consumer.address);
+    segment->has_region_ = true;
+    if (auto paired = CheckPaired(*header, *segment->consumer_, path); !paired) {
       return tl::unexpected(std::move(paired.error()));
     }
     if (auto counters = ValidateCounters(*header, *segment->consumer_, *capacity, fs_path);

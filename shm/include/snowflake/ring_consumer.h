@@ -22,13 +22,13 @@
 #include <optional>
 #include <string>
 #include <string_view>
-
 #include <tl/expected.hpp>
 
 #include "snowflake/boot_id.h"
 #include "snowflake/id_layout.h"
 #include "snowflake/segment_error.h"
 #include "snowflake/segment_layout.h"
+#include "snowflake/unique_fd.h"
 
 namespace snowflake::shm {
 
@@ -78,19 +78,38 @@ class RingConsumer {
   RingConsumer(RingConsumer&&) noexcept;
   RingConsumer& operator=(RingConsumer&&) noexcept;
 
-  // Opens the ring file runtime_dir/kSegmentFileName (read-only) and its consumer file
-  // (ConsumerFilePath, read-write): checks each is a regular file owned by the expected
-  // user with no access for others (and the ring file no write for its group), maps the
-  // header and slots read-only and the consumer region read-write, and validates magic,
+  // Opens the ring file runtime_dir/kSegmentFileName (read-only) and maps the consumer
+  // region `region`, a descriptor the daemon handed out for it (protocol::Attach): checks
+  // the ring file is a regular file owned by the expected user with no access for others
+  // and no write for its group, and the region is a memory file of that user sealed with
+  // exactly kConsumerRegionSeals at kConsumerRegionSize (snowflake/consumer_region.h);
+  // maps the header and slots read-only and the region read-write, and validates magic,
   // version, sizes, capacity, the boot id (when the header records one: it must be this
-  // boot's), the pair's segment id and the counters.
+  // boot's), the pair's segment id and the counters. The descriptor is closed.
   // Errors (each with a message naming the path and what to do): kNotFound (no daemon),
   // kEarlierBoot (a segment left by an earlier boot: no daemon),
-  // kUnpaired (the daemon is replacing the segment: retry), kPermissionDenied (names the
-  // group to join), kNotRegularFile, kWrongOwner, kModeTooOpen, kTruncated, kBadMagic,
-  // kIncompatibleVersion, kSizeMismatch, kBadCapacity, kCorruptCounters, kSystemError.
+  // kUnpaired (the daemon replaced the segment since it sent the region: retry),
+  // kPermissionDenied (names the group to join), kNotRegularFile, kWrongOwner,
+  // kModeTooOpen, kUnsealed, kTruncated, kBadMagic, kIncompatibleVersion, kSizeMismatch,
+  // kBadCapacity, kCorruptCounters, kSystemError.
   static tl::expected<RingConsumer, SegmentFailure> Open(
+      const std::filesystem::path& runtime_dir, UniqueFd region,
+      const ConsumerOptions& options = {}) noexcept;
+
+  // Opens the ring file alone, with Open()'s checks, to read the daemon's state and status
+  // without its consumer region (it is down, or not answering): has_region() is false, and
+  // every take finds the ring empty. Reading head, uncounted or the service slots gives
+  // nothing meaningful.
+  static tl::expected<RingConsumer, SegmentFailure> Observe(
       const std::filesystem::path& runtime_dir, const ConsumerOptions& options = {}) noexcept;
+
+  // False for a consumer made by Observe(): it holds no region and can take nothing.
+  bool has_region() const noexcept;
+  // The segment id of the ring file (and of its region).
+  uint64_t segment_id() const noexcept;
+  // The ring file's owner: the daemon's user, the only one whose socket may hand over the
+  // region.
+  uid_t owner() const noexcept;
 
   // Takes the oldest published ID into *id. Returns false if the ring was empty at some
   // point during the call (it may be non-empty by the time the caller looks again).

@@ -19,12 +19,12 @@
 #include <optional>
 #include <span>
 #include <string>
-
 #include <tl/expected.hpp>
 
 #include "snowflake/boot_id.h"
 #include "snowflake/segment_error.h"
 #include "snowflake/segment_layout.h"
+#include "snowflake/unique_fd.h"
 
 namespace snowflake::shm {
 
@@ -82,11 +82,12 @@ class RingProducer {
   RingProducer(RingProducer&&) noexcept;
   RingProducer& operator=(RingProducer&&) noexcept;
 
-  // Creates a fresh segment at options.runtime_dir/kSegmentFileName, written whole under
-  // temporary names and renamed into place. A segment found there is never reopened (its
-  // consumer file is the clients' to write, so nothing of it is carried into a new start):
-  // the new pair is renamed over it, and then the old one is stopped and its unclaimed IDs
-  // taken back (Abandon()), so its clients reattach to the new one. With the same machine
+  // Creates a fresh segment at options.runtime_dir/kSegmentFileName: a new consumer region
+  // (a sealed memfd, CreateConsumerRegion) and a ring file written whole under a temporary
+  // name and renamed into place. A segment found there is never reopened (its consumer
+  // region was the clients' to write, and it ended with the daemon that held it): only its
+  // ring file is mapped, and once the new one is in place it is marked stopped, so its
+  // clients reattach to the new one. Its untaken IDs become a gap. With the same machine
   // and epoch the new segment continues strictly above the old one's last_published_id()
   // (read from the ring file, which only the daemon's user can write), whatever its
   // capacity or boot. A segment of this boot with the same machine and epoch is
@@ -99,9 +100,9 @@ class RingProducer {
   // Errors: kSystemError (cannot create, chmod, chown or map: message names the cause);
   // any validation error of an existing segment that is corrupt (kBadMagic,
   // kIncompatibleVersion, kTruncated, kSizeMismatch, kBadCapacity, kCorruptCounters,
-  // kUnpaired: its consumer file is missing or of another segment): the caller decides
-  // whether to retire it (Retire()) and create a fresh one. The ring file is created with
-  // `mode` minus group and other write (0660 → 0640), the consumer file with `mode`.
+  // kEarlierBoot...): the caller decides whether to retire it (Retire()) and create a
+  // fresh one. The ring file is created with `mode` minus group and other write (0660 →
+  // 0640). A consumer file of format 3 (kLegacyConsumerFileName) is removed.
   static tl::expected<RingProducer, SegmentFailure> CreateOrOpen(
       const ProducerOptions& options) noexcept;
 
@@ -114,13 +115,16 @@ class RingProducer {
       const ProducerOptions& options, const FreshSegment& fresh) noexcept;
 
   // Marks this segment stopped (`reason`), takes back every unclaimed ID whatever a
-  // client did to head, and wakes its clients, who reattach to whatever segment is at the
-  // path now. For a segment being replaced; nothing is published to it afterwards.
+  // client did to head (when this producer holds its consumer region), and wakes its
+  // clients, who reattach to whatever segment is at the path now. For a segment being
+  // replaced; nothing is published to it afterwards.
   void Abandon(StateReason reason = StateReason::kShutdown) noexcept;
 
-  // Marks an existing segment stopped, takes back its ring, wakes its clients, and unlinks
-  // both its files (the ring file first), so a fresh one can be created. Clients still mapping it see `stopped` and an empty
-  // ring, also when the segment failed validation (a corrupt magic, version or counters).
+  // Marks an existing segment stopped, wakes its clients, and unlinks its ring file (and a
+  // format-3 consumer file), so a fresh one can be created. Clients still mapping it see
+  // `stopped`, also when the segment failed validation (a corrupt magic, version or
+  // counters), and take nothing more: the freshness rule refuses what is left in its ring
+  // once they see it, and they reattach.
   static void Retire(const std::filesystem::path& runtime_dir) noexcept;
 
   // True if CreateOrOpen continued a surviving segment of this boot (its incarnation + 1,
@@ -131,6 +135,12 @@ class RingProducer {
   const std::string& replaced_because() const noexcept { return replaced_because_; }
   const std::filesystem::path& path() const noexcept { return path_; }
   uint64_t capacity() const noexcept { return capacity_; }
+  // The segment id the ring file and its consumer region share.
+  uint64_t segment_id() const noexcept;
+  // A new descriptor of this segment's consumer region (close-on-exec), for a client's
+  // attach; invalid if the producer holds none (a predecessor mapped ring only) or dup
+  // failed (errno says why).
+  UniqueFd ConsumerDescriptor() const noexcept;
 
   // The largest ID that may have been published to this segment, 0 if none. After a
   // crash mid-publish it may be an ID nobody received (an upper bound, which is what a
@@ -154,17 +164,15 @@ class RingProducer {
   // daemon breaks it. Error: kCorruptCounters, the message naming both values; the segment
   // must not be served any more (a rewound head makes clients re-take IDs). A corrupted
   // head is never repaired by DrainAll()/DrainOlderThan() (they drain nothing), so this
-  // check still sees it. kTruncated instead when the consumer file lost its pages under a
-  // process that installed the TruncationGuard (snowflake/truncation_guard.h): the
-  // segment cannot serve either.
+  // check still sees it.
   tl::expected<void, SegmentFailure> CheckCounters() noexcept;
 
   // Publishes up to free_slots() IDs from the front of `ids`; returns how many.
   // REQUIRES: ids strictly increasing. Always-on checks: ids.front() must be above every
   // ID this producer published (its own record, not the header's copy, which a client can
   // overwrite) and above the segment's last_published_id when it was opened, else
-  // kNotIncreasing; CheckCounters() must pass, else its error (kCorruptCounters or
-  // kTruncated). Either way nothing is published. Wakes sleeping consumers when it
+  // kNotIncreasing; CheckCounters() must pass, else its error (kCorruptCounters). Either
+  // way nothing is published. Wakes sleeping consumers when it
   // published anything.
   tl::expected<size_t, SegmentFailure> Publish(std::span<const uint64_t> ids) noexcept;
 
@@ -218,10 +226,13 @@ class RingProducer {
   const SegmentHeader& header() const noexcept { return *header_; }
 
  private:
-  RingProducer(std::unique_ptr<MappedSegment> segment, std::filesystem::path path, bool continued);
+  RingProducer(std::unique_ptr<MappedSegment> segment, UniqueFd region, std::filesystem::path path,
+               bool continued);
   void WakeConsumers() noexcept;
 
   std::unique_ptr<MappedSegment> segment_;
+  // The consumer region's memfd, kept open for attaches; invalid for a predecessor.
+  UniqueFd region_;
   std::filesystem::path path_;
   bool continued_ = false;
   std::string replaced_because_;

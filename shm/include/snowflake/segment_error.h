@@ -23,8 +23,10 @@ enum class SegmentError {
   kBadCapacity,          // capacity not a power of two within [1, 2^20]
   kCorruptCounters,      // head > tail, tail > head + capacity, or head moved backwards
   kNotIncreasing,        // a publish would not be strictly above every published ID
-  kUnpaired,             // the consumer file is missing or belongs to another ring file
-                         // (the daemon is replacing the segment: retry)
+  kUnpaired,             // the consumer region belongs to another ring file (the daemon
+                         // replaced the segment between the two: retry)
+  kUnsealed,             // a consumer region descriptor that is not a memfd sealed with
+                         // exactly kConsumerRegionSeals: refuse to map it
   kEarlierBoot,          // left by an earlier boot of the host (its boot id is not this
                          // boot's): no daemon serves it
   kSystemError,          // an unexpected OS error (the message has errno's text)

@@ -1,17 +1,19 @@
 // The byte layout of the shared-memory segment: a file format, documented field by field
 // in shm/LAYOUT.md. The daemon (the only producer) and every client (consumers) map the
-// same two files; these structs are their regions. Nothing here holds a pointer.
+// same two regions; these structs are their layouts. Nothing here holds a pointer.
 //
 // The ring file (`snowflake.ring`, mode 0640: the clients' group may only read it)
 //   region      offset            size                               clients map it
 //   header      0                 4096                               read-only
 //   slots       4096              capacity * 8, rounded up to a page read-only
-// The consumer file (`snowflake.ring.consumer`, mode 0660)
+// The consumer region: a sealed memfd, never a file in the runtime directory. The daemon
+// creates it with each segment and hands it to each client over the control socket
+// (`attach`, SCM_RIGHTS); its size cannot change (kConsumerRegionSeals).
 //   consumer    0                 163840                             read-write
 //
-// Only the consumer region must be writable by clients (a take is a CAS on its `head`),
-// so only it is in a file the group may open for writing: no client can forge an ID, the
-// tail or the header, or truncate the file they live in (docs/decisions.md).
+// Only the consumer region must be writable by clients (a take is a CAS on its `head`):
+// no client can forge an ID, the tail or the header, and none can truncate or grow the
+// memory the others take from (docs/decisions.md).
 //
 // Every shared field is a lock-free std::atomic; producer-written and consumer-written
 // fields never share a cache line.
@@ -33,20 +35,18 @@ inline constexpr size_t kCacheLine = 64;
 // "SNOWFLK" followed by the byte 0x01, read as a little-endian u64.
 inline constexpr uint64_t kMagic = 0x014b4c46574f4e53ull;
 // Bumped on any change of layout or protocol; a client accepts exactly its own version.
-inline constexpr uint32_t kVersion = 3;
+// 4: the consumer region is a sealed memfd handed over the control socket, no longer the
+// file `snowflake.ring.consumer`.
+inline constexpr uint32_t kVersion = 4;
 
 inline constexpr uint64_t kMinCapacity = 1;
 inline constexpr uint64_t kMaxCapacity = uint64_t{1} << 20;
 
-// File names inside the runtime directory: the ring file (header and slots) and, beside
-// it, the consumer file (the consumer region), named `<ring file>` + kConsumerFileSuffix.
+// The ring file's name inside the runtime directory.
 inline constexpr std::string_view kSegmentFileName = "snowflake.ring";
-inline constexpr std::string_view kConsumerFileSuffix = ".consumer";
-
-// The consumer file that belongs to the ring file at `ring_path`.
-inline std::string ConsumerFilePath(std::string_view ring_path) {
-  return std::string(ring_path) + std::string(kConsumerFileSuffix);
-}
+// The consumer file of format 3 and earlier. A daemon of this format removes one it finds
+// (its old clients then see the old ring stopped and fail with the version error).
+inline constexpr std::string_view kLegacyConsumerFileName = "snowflake.ring.consumer";
 
 static_assert(std::atomic<uint64_t>::is_always_lock_free,
               "shared across processes; must never fall back to a lock");
@@ -235,7 +235,8 @@ struct alignas(kCacheLine) CounterLane {
 };
 static_assert(sizeof(CounterLane) == kCacheLine, "LAYOUT.md: one line per lane");
 
-// The only region clients may write: the whole consumer file, mapped read-write by everyone.
+// The only region clients may write: the whole sealed memfd, mapped read-write by every
+// client that attached.
 struct alignas(kPageSize) ConsumerRegion {
   // --- Line 0: the ticket counter every take CASes (and the daemon's drain).
   std::atomic<uint64_t> head;
@@ -276,10 +277,26 @@ static_assert(offsetof(ConsumerRegion, head) == 0 && offsetof(ConsumerRegion, wa
               "LAYOUT.md: head at +0, waiters at +72, uncounted at +80, segment_id at +88");
 
 // Offsets: the slots in the ring file (after the header); the consumer region is the
-// whole consumer file.
+// whole memfd.
 inline constexpr uint64_t kSlotsOffset = sizeof(SegmentHeader);
-inline constexpr uint64_t kConsumerFileSize = sizeof(ConsumerRegion);
-static_assert(kSlotsOffset == 4096 && kConsumerFileSize == 163840, "LAYOUT.md: region offsets");
+inline constexpr uint64_t kConsumerRegionSize = sizeof(ConsumerRegion);
+static_assert(kSlotsOffset == 4096 && kConsumerRegionSize == 163840, "LAYOUT.md: region sizes");
+// The seals of the consumer region's memfd, exactly: F_SEAL_SEAL (1) | F_SEAL_SHRINK (2) |
+// F_SEAL_GROW (4). No process can then resize it (ftruncate, fallocate and a growing
+// write fail with EPERM) nor change its seals; writes stay allowed (a take is a CAS). A
+// client maps no region sealed otherwise, except that F_SEAL_EXEC (0x20, Linux 6.3: the
+// region may never be made executable) may be set too (segment.cc checks these against
+// <fcntl.h>).
+inline constexpr uint32_t kConsumerRegionSeals = 0x7;
+// F_SEAL_EXEC (Linux 6.3; glibc 2.36's <fcntl.h> does not name it), allowed beside them.
+inline constexpr uint32_t kConsumerRegionExecSeal = 0x20;
+// Whether F_GET_SEALS's `seals` are the consumer region's.
+constexpr bool IsConsumerRegionSealed(uint32_t seals) {
+  return (seals & ~kConsumerRegionExecSeal) == kConsumerRegionSeals;
+}
+static_assert(IsConsumerRegionSealed(0x7) && IsConsumerRegionSealed(0x27) &&
+                  !IsConsumerRegionSealed(0x6) && !IsConsumerRegionSealed(0xf),
+              "seal|shrink|grow exactly, with exec or not");
 static_assert(kMagic == 0x014b4c46574f4e53ull, "LAYOUT.md: bytes 53 4e 4f 57 46 4c 4b 01");
 
 constexpr bool IsPowerOfTwo(uint64_t n) { return n != 0 && (n & (n - 1)) == 0; }
