@@ -525,8 +525,13 @@ Daemon::Result Daemon::MakeFillLoop() {
                 return shm::RingProducer::CreateReplacement(options, fresh);
               }},
       parts_.clock, *generator_, *producer_, *reservations_, *status_, heartbeat_.get());
-  // The control socket serves the board from its first request.
+  // The control socket serves the board from its first request, and attaches to the
+  // segment the loop serves now.
   status_->RefreshBoard(loop_->Facts());
+  board_->SetAttachSource([loop = loop_.get()] {
+    auto [region, segment_id] = loop->AttachPoint();
+    return StatusBoard::AttachPoint{std::move(region), segment_id};
+  });
   // The fill loop's figures reach the metrics at scrape time, from the board and the
   // segment's header: the loop itself reports nothing.
   status_metrics_ = metrics_.AddSource([this](Metrics& metrics) {
@@ -541,6 +546,7 @@ void Daemon::EndFillLoop() {
   // "starting" with IDs in it (a clean stop has stopped serving already).
   if (loop_->published().state != DaemonState::kStopped) loop_->StopServing();
   status_metrics_ = {};  // waits for a scrape reading the board
+  board_->SetAttachSource({});  // waits for an attach reading the loop
   loop_.reset();
   status_.reset();
   board_.reset();

@@ -17,6 +17,9 @@ constexpr const char* kCode = "code";
 constexpr const char* kError = "error";
 constexpr const char* kCommand = "command";
 constexpr const char* kResumed = "resumed";
+constexpr const char* kSegmentId = "segment_id";
+constexpr const char* kFormatVersion = "format_version";
+constexpr const char* kRegionBytes = "region_bytes";
 constexpr const char* kState = "state";
 constexpr const char* kReasonCode = "reason_code";
 constexpr const char* kReason = "reason";
@@ -252,6 +255,8 @@ std::string_view CommandName(Command command) noexcept {
       return "status";
     case Command::kResume:
       return "resume";
+    case Command::kAttach:
+      return "attach";
   }
   return "status";
 }
@@ -428,12 +433,12 @@ tl::expected<Command, ControlError> ParseRequest(std::string_view line) {
                      "malformed request: expected an object with a string \"command\"", true});
   }
   const std::string& name = command->get_ref<const std::string&>();
-  for (const Command known : {Command::kStatus, Command::kResume}) {
+  for (const Command known : kCommands) {
     if (name == CommandName(known)) return known;
   }
-  return tl::unexpected(
-      ControlError{vocab::ErrorCode::kUnknownCommand,
-                   "unknown command \"" + name + "\": expected \"status\" or \"resume\"", true});
+  return tl::unexpected(ControlError{
+      vocab::ErrorCode::kUnknownCommand,
+      "unknown command \"" + name + "\": expected \"status\", \"resume\" or \"attach\"", true});
 }
 
 tl::expected<json, ControlError> ParseReply(std::string_view line, std::string_view where) {
@@ -480,6 +485,38 @@ tl::expected<ResumeResult, ControlError> ReadResumeReply(const json& reply,
     return BadReply(where, "a resume reply without \"resumed\" of true or false");
   }
   return ResumeResult{resumed->get<bool>(), std::move(*status)};
+}
+
+json AttachReplyJson(const AttachRecord& attach) {
+  return json{{key::kOk, true},
+              {key::kSegmentId, std::to_string(attach.segment_id)},
+              {key::kFormatVersion, attach.format_version},
+              {key::kRegionBytes, attach.region_bytes}};
+}
+
+tl::expected<AttachRecord, ControlError> ReadAttachReply(const json& reply,
+                                                         std::string_view where) {
+  AttachRecord attach;
+  const auto id = reply.find(key::kSegmentId);
+  if (id == reply.end() || !id->is_string()) {
+    return BadReply(where, "an attach reply without \"segment_id\" as a decimal string");
+  }
+  const std::string& text = id->get_ref<const std::string&>();
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), attach.segment_id);
+  if (ec != std::errc() || end != text.data() + text.size() || text.empty()) {
+    return BadReply(
+        where, "an attach reply whose \"segment_id\" is not a decimal u64: " + text.substr(0, 40));
+  }
+  const auto version = reply.find(key::kFormatVersion);
+  const auto bytes = reply.find(key::kRegionBytes);
+  if (version == reply.end() || !version->is_number_unsigned() || bytes == reply.end() ||
+      !bytes->is_number_unsigned()) {
+    return BadReply(where,
+                    "an attach reply without \"format_version\" and \"region_bytes\" as numbers");
+  }
+  attach.format_version = version->get<uint64_t>();
+  attach.region_bytes = bytes->get<uint64_t>();
+  return attach;
 }
 
 }  // namespace snowflake::protocol

@@ -29,9 +29,10 @@ inline constexpr std::string_view kControlSocketFileName = "control.sock";
 inline constexpr size_t kMaxControlRequestBytes = 4096;
 
 // The commands a client may send.
-enum class Command { kStatus, kResume };
+enum class Command { kStatus, kResume, kAttach };
+inline constexpr Command kCommands[] = {Command::kStatus, Command::kResume, Command::kAttach};
 
-// "status", "resume".
+// "status", "resume", "attach".
 std::string_view CommandName(Command command) noexcept;
 
 // The request line for `command`, with its newline: {"command":"status"}\n.
@@ -162,6 +163,27 @@ nlohmann::json ClockWaitToJson(const ClockWait& wait);
 // daemon's reply is read too, except "state", without which it is no status. Errors name
 // the key and what it held.
 tl::expected<StatusRecord, std::string> StatusFromJson(const nlohmann::json& reply);
+
+// --- The attach record --------------------------------------------------------------------
+
+// The reply to "attach" (docs/control-protocol.md, "attach"): it comes with one descriptor
+// (SCM_RIGHTS), the consumer region of the segment `segment_id`, a sealed memfd of
+// `region_bytes` bytes; `format_version` is the daemon's segment format.
+struct AttachRecord {
+  uint64_t segment_id = 0;
+  uint64_t format_version = shm::kVersion;
+  uint64_t region_bytes = shm::kConsumerRegionSize;
+  friend bool operator==(const AttachRecord&, const AttachRecord&) = default;
+};
+
+// {"ok":true,"segment_id":"<decimal>","format_version":4,"region_bytes":163840}.
+nlohmann::json AttachReplyJson(const AttachRecord& attach);
+
+// A reply object that ParseReply accepted, read as an attach reply; bad_reply naming the
+// key for one that does not follow the protocol. Checks the types only: the caller judges
+// the values against the descriptor and its own format.
+tl::expected<AttachRecord, ControlError> ReadAttachReply(const nlohmann::json& reply,
+                                                         std::string_view where);
 
 // --- Replies ------------------------------------------------------------------------------
 

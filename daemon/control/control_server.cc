@@ -33,14 +33,49 @@ struct Connection {
   std::chrono::steady_clock::time_point write_deadline;
 };
 
-// Sends what the socket takes now (non-blocking). False if the peer is gone.
-bool SendSome(int fd, std::string& output) {
+using PendingDescriptors = std::deque<ControlSession::PendingDescriptor>;
+
+// send(2), or sendmsg(2) with `descriptor` attached to the first byte (SCM_RIGHTS).
+ssize_t SendChunk(int fd, const char* data, size_t length, int descriptor) {
+  constexpr int kFlags = MSG_NOSIGNAL | MSG_DONTWAIT;
+  if (descriptor < 0) return send(fd, data, length, kFlags);
+  iovec io{.iov_base = const_cast<char*>(data), .iov_len = length};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr message{};
+  message.msg_iov = &io;
+  message.msg_iovlen = 1;
+  message.msg_control = control;
+  message.msg_controllen = sizeof(control);
+  cmsghdr* header = CMSG_FIRSTHDR(&message);
+  header->cmsg_level = SOL_SOCKET;
+  header->cmsg_type = SCM_RIGHTS;
+  header->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(header), &descriptor, sizeof(int));
+  return sendmsg(fd, &message, kFlags);
+}
+
+// Sends what the socket takes now (non-blocking), each pending descriptor with the sendmsg
+// that starts at its byte. False if the peer is gone.
+bool SendSome(int fd, std::string& output, PendingDescriptors& descriptors) {
   while (!output.empty()) {
-    const ssize_t n = send(fd, output.data(), output.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    const bool with_descriptor = !descriptors.empty() && descriptors.front().offset == 0;
+    // A chunk ends where the next descriptor's byte begins.
+    size_t length = output.size();
+    for (const auto& pending : descriptors) {
+      if (pending.offset > 0) {
+        length = std::min(length, pending.offset);
+        break;
+      }
+    }
+    const ssize_t n =
+        SendChunk(fd, output.data(), length, with_descriptor ? descriptors.front().fd.get() : -1);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
     if (n <= 0) return false;
-    output.erase(0, static_cast<size_t>(n));
+    const auto sent = static_cast<size_t>(n);
+    output.erase(0, sent);
+    if (with_descriptor) descriptors.pop_front();  // the kernel holds its copy now
+    for (auto& pending : descriptors) pending.offset -= std::min(pending.offset, sent);
   }
   return true;
 }
@@ -95,7 +130,7 @@ bool Service(Connection& c, short revents, const ControlServerOptions& options,
   }
   if (keep && !session.output().empty()) {
     const size_t before = session.output().size();
-    keep = SendSome(c.fd, session.output());
+    keep = SendSome(c.fd, session.output(), session.descriptors());
     if (session.output().size() != before) c.write_deadline = now + options.write_timeout;
   }
   if (keep && session.closing() && session.output().empty()) keep = false;
@@ -105,8 +140,9 @@ bool Service(Connection& c, short revents, const ControlServerOptions& options,
 }
 
 // Accepts everything pending, so a flood never fills the listen backlog for long. A peer
-// beyond the slots its kind may use (privileged peers have `reserved_connections` more)
-// gets too_many_connections and is closed.
+// beyond the slots its kind may use (privileged peers have `reserved_connections` more),
+// or an unprivileged one whose user holds max_connections_per_user already, gets
+// too_many_connections and is closed.
 void AcceptPending(int listen_fd, std::vector<Connection>& connections,
                    const ControlServerOptions& options, StatusBoard& board) {
   const size_t reserved = std::min(options.reserved_connections, options.max_connections);
@@ -121,10 +157,14 @@ void AcceptPending(int listen_fd, std::vector<Connection>& connections,
     }
     const bool privileged = IsPrivilegedPeer(cred.uid, options);
     const size_t limit = privileged ? options.max_connections : options.max_connections - reserved;
-    if (connections.size() >= limit) {
+    const auto held = static_cast<size_t>(
+        std::count_if(connections.begin(), connections.end(),
+                      [&](const Connection& c) { return c.session->peer_uid() == cred.uid; }));
+    if (connections.size() >= limit || (!privileged && held >= options.max_connections_per_user)) {
       std::string reply =
           ErrorReply(vocab::ErrorCode::kTooManyConnections, "too many connections; retry") + "\n";
-      SendSome(fd, reply);  // best effort, never waits
+      PendingDescriptors none;
+      SendSome(fd, reply, none);  // best effort, never waits
       close(fd);
       continue;
     }
@@ -140,40 +180,87 @@ void AcceptPending(int listen_fd, std::vector<Connection>& connections,
 
 }  // namespace
 
-std::string HandleControlRequest(std::string_view line, uid_t peer_uid,
-                                 const ControlServerOptions& options, StatusBoard& board) {
+namespace {
+
+ControlAnswer TextAnswer(std::string text) {
+  return ControlAnswer{.text = std::move(text), .descriptor = UniqueFd(), .last = false};
+}
+
+// attach: the consumer region's descriptor and the reply that goes with it; the
+// connection ends after it.
+ControlAnswer AttachAnswer(StatusBoard& board) {
+  std::optional<StatusBoard::AttachPoint> point = board.AttachPointNow();
+  if (!point) {
+    return ControlAnswer{
+        .text = ErrorReply(vocab::ErrorCode::kDaemonStarting,
+                           "snowflaked has no segment to attach to yet (it is starting); retry"),
+        .descriptor = UniqueFd(),
+        .last = true};
+  }
+  return ControlAnswer{.text = protocol::Dump(protocol::AttachReplyJson(
+                           protocol::AttachRecord{.segment_id = point->segment_id,
+                                                  .format_version = shm::kVersion,
+                                                  .region_bytes = shm::kConsumerRegionSize})),
+                       .descriptor = std::move(point->region),
+                       .last = true};
+}
+
+// resume: root or the daemon's user (or options.resume_uids) only.
+std::string ResumeAnswer(uid_t peer_uid, const ControlServerOptions& options, StatusBoard& board) {
+  std::set<uid_t> allowed = options.resume_uids;
+  if (allowed.empty()) allowed = {0, geteuid()};
+  if (allowed.count(peer_uid) == 0) {
+    std::string who;
+    for (const uid_t uid : allowed) {
+      if (uid == 0) continue;
+      who += (who.empty() ? "" : " or ") + DescribeUser(uid);
+    }
+    return ErrorReply(vocab::ErrorCode::kPermissionDenied,
+                      "permission denied: " + DescribeUser(peer_uid) +
+                          " may not resume; resume needs root" +
+                          (who.empty() ? std::string() : " or " + who));
+  }
+  const uint64_t ticket = board.RequestResume();
+  const std::optional<bool> resumed = board.WaitForResume(ticket, options.resume_timeout);
+  if (!resumed) {
+    return ErrorReply(vocab::ErrorCode::kTimedOut,
+                      "the fill loop did not act on resume in time; retry");
+  }
+  return protocol::Dump(protocol::ResumeReplyJson(board.Snapshot(), *resumed));
+}
+
+}  // namespace
+
+ControlAnswer AnswerControlRequest(std::string_view line, uid_t peer_uid,
+                                   const ControlServerOptions& options, StatusBoard& board) {
   try {
     const auto command = protocol::ParseRequest(line);
-    if (!command) return ErrorReply(command.error().code, command.error().message);
+    if (!command) return TextAnswer(ErrorReply(command.error().code, command.error().message));
     switch (*command) {
       case protocol::Command::kStatus:
-        return protocol::Dump(protocol::StatusReplyJson(board.Snapshot()));
+        // Defaults are no status: before the loop's first report there is none to give.
+        if (!board.HasStatus()) {
+          return TextAnswer(ErrorReply(vocab::ErrorCode::kDaemonStarting,
+                                       "snowflaked on " + options.socket_path.string() +
+                                           " has no status yet: it is starting; retry"));
+        }
+        return TextAnswer(protocol::Dump(protocol::StatusReplyJson(board.Snapshot())));
       case protocol::Command::kResume:
-        break;
+        return TextAnswer(ResumeAnswer(peer_uid, options, board));
+      case protocol::Command::kAttach:
+        return AttachAnswer(board);
     }
-    std::set<uid_t> allowed = options.resume_uids;
-    if (allowed.empty()) allowed = {0, geteuid()};
-    if (allowed.count(peer_uid) == 0) {
-      std::string who;
-      for (const uid_t uid : allowed) {
-        if (uid == 0) continue;
-        who += (who.empty() ? "" : " or ") + DescribeUser(uid);
-      }
-      return ErrorReply(vocab::ErrorCode::kPermissionDenied,
-                        "permission denied: " + DescribeUser(peer_uid) +
-                            " may not resume; resume needs root" +
-                            (who.empty() ? std::string() : " or " + who));
-    }
-    const uint64_t ticket = board.RequestResume();
-    const std::optional<bool> resumed = board.WaitForResume(ticket, options.resume_timeout);
-    if (!resumed) {
-      return ErrorReply(vocab::ErrorCode::kTimedOut,
-                        "the fill loop did not act on resume in time; retry");
-    }
-    return protocol::Dump(protocol::ResumeReplyJson(board.Snapshot(), *resumed));
+    return TextAnswer(
+        ErrorReply(vocab::ErrorCode::kSystemError, "internal error: a command without an answer"));
   } catch (const std::exception& e) {
-    return ErrorReply(vocab::ErrorCode::kSystemError, std::string("internal error: ") + e.what());
+    return TextAnswer(
+        ErrorReply(vocab::ErrorCode::kSystemError, std::string("internal error: ") + e.what()));
   }
+}
+
+std::string HandleControlRequest(std::string_view line, uid_t peer_uid,
+                                 const ControlServerOptions& options, StatusBoard& board) {
+  return AnswerControlRequest(line, peer_uid, options, board).text;
 }
 
 ControlServer::ControlServer(ControlServerOptions options, StatusBoard& board)
@@ -204,7 +291,7 @@ tl::expected<void, std::string> ControlServer::Start() noexcept {
   if (options_.group && chown(path.c_str(), static_cast<uid_t>(-1), *options_.group) != 0) {
     return fail("chown (the daemon's user must be in the group)");
   }
-  if (listen(listen_fd_, 16) != 0) return fail("listen");
+  if (listen(listen_fd_, kControlListenBacklog) != 0) return fail("listen");
   if (pipe2(stop_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) return fail("pipe");
   try {
     thread_ = std::thread([this] { Serve(); });
@@ -239,6 +326,18 @@ void ControlSession::Reply(std::string text) {
   output_ += '\n';
 }
 
+void ControlSession::Answer(std::string_view line) {
+  ControlAnswer answer = AnswerControlRequest(line, peer_uid_, options_, board_);
+  if (answer.descriptor) {
+    descriptors_.push_back(
+        PendingDescriptor{.offset = output_.size(), .fd = std::move(answer.descriptor)});
+  }
+  Reply(std::move(answer.text));
+  // An attach ends the connection: the client has what it came for, and the slot is free
+  // for the next one of a storm of starting processes.
+  if (answer.last) closing_ = true;
+}
+
 void ControlSession::OnReceive(std::string_view bytes) {
   if (closing_) return;
   // Each complete line is one request; only the unterminated tail is kept.
@@ -258,15 +357,16 @@ void ControlSession::OnReceive(std::string_view bytes) {
     std::string line = std::move(buffer_);
     buffer_.clear();
     line.append(piece);
-    Reply(HandleControlRequest(line, peer_uid_, options_, board_));
+    Answer(line);
     bytes.remove_prefix(newline + 1);
+    if (closing_) return;
   }
 }
 
 void ControlSession::OnPeerClosed() {
   if (!closing_ && !buffer_.empty()) {
     // The peer closed after a last request without a newline: answer it anyway.
-    Reply(HandleControlRequest(buffer_, peer_uid_, options_, board_));
+    Answer(buffer_);
   }
   buffer_.clear();
   closing_ = true;

@@ -1,16 +1,20 @@
 // The control socket, <runtime_dir>/control.sock (docs/control-protocol.md): an AF_UNIX
 // stream socket speaking one JSON object per line, in the words of protocol/. Commands:
-// "status" (anyone who may connect: the socket is mode 0660, owned by the clients' group)
-// and "resume" (root or the daemon's own uid only, checked with SO_PEERCRED).
+// "status" and "attach" (anyone who may connect: the socket is mode 0660, owned by the
+// clients' group; attach answers with the consumer region's descriptor, SCM_RIGHTS, and
+// ends the connection) and "resume" (root or the daemon's own uid only, checked with
+// SO_PEERCRED).
 //
 // It serves on its own thread, so a slow or hostile client never stalls the fill loop;
 // it talks to the loop only through a StatusBoard. Malformed, oversized or unknown
 // requests get an error reply; nothing a client sends can crash it. Nor can a client
 // stall the socket for others: every socket is non-blocking and replies are buffered
 // (a peer that does not read gets closed after write_timeout), an idle connection is
-// closed after idle_timeout, and `reserved_connections` of the slots are kept for root
-// and the daemon's user (SO_PEERCRED), so group members holding every other slot cannot
-// lock the operator out of status and resume (docs/security.md).
+// closed after idle_timeout, `reserved_connections` of the slots are kept for root and
+// the daemon's user (SO_PEERCRED), so group members holding every other slot cannot lock
+// the operator out of status and resume, and one user may hold at most
+// `max_connections_per_user`, so one member cannot lock the others out of attach
+// (docs/security.md).
 //
 // A ControlServer's Start() and Stop() must be called from one thread; the serving thread
 // is internal.
@@ -21,6 +25,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <deque>
 #include <filesystem>
 #include <optional>
 #include <set>
@@ -36,6 +41,9 @@ using protocol::kControlSocketFileName;
 using protocol::kMaxControlRequestBytes;
 // A connection whose unsent replies exceed this stops being read until they drain.
 inline constexpr size_t kMaxControlPendingBytes = 256 * 1024;
+// The listen backlog: room for a host's processes starting at once, each attaching (the
+// kernel caps it at net.core.somaxconn).
+inline constexpr int kControlListenBacklog = 4096;
 
 struct ControlServerOptions {
   std::filesystem::path socket_path;
@@ -49,6 +57,11 @@ struct ControlServerOptions {
   // Of max_connections, how many only privileged peers (root, the daemon's euid and
   // resume_uids) may use.
   size_t reserved_connections = 4;
+  // How many connections one unprivileged user may hold at once: one member of the
+  // clients' group holding every slot would otherwise refuse every other member's attach
+  // (which each starting client needs). A user's processes beyond it get
+  // too_many_connections and retry; an attach holds its slot only until it is answered.
+  size_t max_connections_per_user = 16;
   // A connection with no request in progress and nothing to send is closed after this.
   std::chrono::milliseconds idle_timeout{10'000};
   // A connection whose pending reply makes no progress for this long is closed.
@@ -78,6 +91,15 @@ class ControlSession {
 
   // Reply bytes not yet sent; the caller erases what it sent.
   std::string& output() { return output_; }
+  // A descriptor to send with the output byte at `offset` (SCM_RIGHTS with the sendmsg
+  // that starts there): an attach reply's consumer region.
+  struct PendingDescriptor {
+    size_t offset = 0;
+    UniqueFd fd;
+  };
+  // In offset order; the caller pops one it sent and lowers the others' offsets by what
+  // it erased from output().
+  std::deque<PendingDescriptor>& descriptors() { return descriptors_; }
   // True once the session takes no more input: close after flushing output().
   bool closing() const { return closing_; }
   // True while a request line is partly received.
@@ -86,12 +108,14 @@ class ControlSession {
 
  private:
   void Reply(std::string text);
+  void Answer(std::string_view line);
 
   uid_t peer_uid_;
   const ControlServerOptions& options_;
   StatusBoard& board_;
   std::string buffer_;  // received bytes of the current, incomplete line
   std::string output_;
+  std::deque<PendingDescriptor> descriptors_;
   bool closing_ = false;
 };
 
@@ -121,8 +145,18 @@ class ControlServer {
   std::thread thread_;
 };
 
-// The reply to one request line, for the server and for tests: a JSON object text
-// without the newline. `peer_uid` is the sender's uid (SO_PEERCRED).
+// The answer to one request line: a JSON object text without the newline, the descriptor
+// that goes with it (attach), and whether the connection ends after it (attach).
+struct ControlAnswer {
+  std::string text;
+  UniqueFd descriptor;
+  bool last = false;
+};
+ControlAnswer AnswerControlRequest(std::string_view line, uid_t peer_uid,
+                                   const ControlServerOptions& options, StatusBoard& board);
+
+// The reply text alone, for tests (a descriptor is closed). `peer_uid` is the sender's
+// uid (SO_PEERCRED).
 std::string HandleControlRequest(std::string_view line, uid_t peer_uid,
                                  const ControlServerOptions& options, StatusBoard& board);
 

@@ -33,11 +33,29 @@ DaemonStatus StatusBoard::Snapshot() const {
   return out;
 }
 
+bool StatusBoard::HasStatus() const {
+  std::lock_guard lock(mutex_);
+  return updated_.has_value();
+}
+
 std::map<std::string, double> StatusBoard::PausedSeconds() const {
   std::lock_guard lock(mutex_);
   std::map<std::string, double> out;
   for (const auto& [reason, ms] : paused_ms_) out[reason] = static_cast<double>(ms) / 1000.0;
   return out;
+}
+
+void StatusBoard::SetAttachSource(AttachSource source) {
+  std::lock_guard lock(attach_mutex_);
+  attach_source_ = std::move(source);
+}
+
+std::optional<StatusBoard::AttachPoint> StatusBoard::AttachPointNow() const {
+  std::lock_guard lock(attach_mutex_);
+  if (!attach_source_) return std::nullopt;
+  AttachPoint point = attach_source_();
+  if (!point.region) return std::nullopt;
+  return point;
 }
 
 void StatusBoard::SetFrontSource(FrontSource source) {

@@ -1,5 +1,6 @@
 // What the fill loop and the control socket share: a status snapshot the loop refreshes
-// and the socket reads, and resume requests the socket posts and the loop carries out.
+// and the socket reads, resume requests the socket posts and the loop carries out, and
+// the consumer region the socket hands to clients that attach.
 // The loop never blocks on the socket: it only takes a mutex for a copy, and polls an
 // atomic for resume requests.
 //
@@ -22,6 +23,7 @@
 
 #include "daemon/core/clock.h"
 #include "protocol/control_protocol.h"
+#include "snowflake/unique_fd.h"
 
 namespace snowflake::daemon {
 
@@ -42,6 +44,8 @@ class StatusBoard {
   void Update(const DaemonStatus& status);
   // A consistent copy of the latest Update(), with the fronts' status read now.
   DaemonStatus Snapshot() const;
+  // False until the first Update(): Snapshot() then holds only defaults.
+  bool HasStatus() const;
   // Seconds spent paused since the board was made, per reason code, up to the latest
   // Update() (each Update() adds the time since the previous one to the reason that was
   // published then, if it was a pause).
@@ -52,6 +56,20 @@ class StatusBoard {
   // Snapshot() that is reading them. The fill loop's Update() never waits for it.
   using FrontSource = std::function<std::vector<FrontStatus>()>;
   void SetFrontSource(FrontSource source);
+
+  // The consumer region of the segment served now, for a client's attach: a new descriptor
+  // of it (close-on-exec) and the segment id it pairs with.
+  struct AttachPoint {
+    UniqueFd region;
+    uint64_t segment_id = 0;
+  };
+  // Where AttachPointNow() reads it from; empty: no segment yet (the daemon is starting).
+  // Set by the daemon once its fill loop exists; clearing waits for an attach reading it.
+  using AttachSource = std::function<AttachPoint()>;
+  void SetAttachSource(AttachSource source);
+  // The current segment's attach point, or nullopt before the daemon serves a segment (or
+  // when dup failed: errno says why).
+  std::optional<AttachPoint> AttachPointNow() const;
 
   // Called by the control socket: asks the loop to leave out-of-service. Returns a ticket
   // for WaitForResume().
@@ -82,6 +100,8 @@ class StatusBoard {
   std::atomic<uint64_t> resume_requested_{0};
   mutable std::mutex fronts_mutex_;  // taken without mutex_, never inside it
   FrontSource front_source_;         // guarded by fronts_mutex_
+  mutable std::mutex attach_mutex_;  // taken without mutex_, never inside it
+  AttachSource attach_source_;       // guarded by attach_mutex_
 };
 
 }  // namespace snowflake::daemon

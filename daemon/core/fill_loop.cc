@@ -94,6 +94,11 @@ void FillLoop::Run(const std::atomic<bool>& stop, const std::function<void()>& o
   }
 }
 
+std::pair<UniqueFd, uint64_t> FillLoop::AttachPoint() {
+  const std::lock_guard<std::mutex> guard(producer_mutex_);
+  return {producer_.ConsumerDescriptor(), producer_.segment_id()};
+}
+
 void FillLoop::Interrupt() noexcept {
   const std::lock_guard<std::mutex> guard(producer_mutex_);
   producer_.WakeFillLoop();
@@ -280,7 +285,7 @@ void FillLoop::Fill(uint64_t want, int64_t horizon) {
   if (n == 0) return;
   auto published = producer_.Publish(std::span<const uint64_t>(buffer_.data(), n));
   if (!published && shm::IsDamagedSegmentError(published.error().code)) {
-    // A client wrote head or tail, or truncated the consumer file, since this pass began
+    // A client wrote head or the segment id of the consumer region since this pass began
     // (CheckCounters): these IDs were never published (gaps); the fresh segment gets the
     // next ones.
     ReplaceTamperedSegment(published.error().message);

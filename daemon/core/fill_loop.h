@@ -91,6 +91,9 @@ class FillLoop {
   uint64_t segments_retired() const noexcept { return segments_retired_; }
   const std::string& segment_retired_reason() const noexcept { return segment_retired_reason_; }
   StatusFacts Facts() const;
+  // A new descriptor of the consumer region of the segment served now and its segment id,
+  // for a client's attach. Safe from any thread: takes the lock a replacement holds.
+  std::pair<UniqueFd, uint64_t> AttachPoint();
 
  private:
   void MeasureStep(int64_t now_ns, std::chrono::steady_clock::time_point steady) noexcept;
