@@ -33,6 +33,9 @@ void AddStatusCommand(CLI::App& app) {
     if (auto unusable = CheckRuntimeDir(dir)) FailCommand(*unusable, *json);
     ClientOptions options;
     options.runtime_dir = dir.path;
+    // The daemon's answer first: the segment's counts then come from a second connection
+    // (attach), which a daemon that answered status gives at once.
+    auto answer = protocol::QueryStatus(options.runtime_dir);
     auto segment = Client::Inspect(options);
     if (!segment) {
       FailCommand({kExitUnavailable, std::string(ClientErrorName(segment.error().code)),
@@ -44,7 +47,7 @@ void AddStatusCommand(CLI::App& app) {
                         .daemon_error = {},
                         .now_unix_ms = 0,
                         .runtime_dir = dir.path.string()};
-    status::SetDaemonAnswer(report, protocol::QueryStatus(options.runtime_dir));
+    status::SetDaemonAnswer(report, std::move(answer));
     report.now_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                              std::chrono::system_clock::now().time_since_epoch())
                              .count();

@@ -14,10 +14,12 @@
 #include <mutex>
 #include <new>
 #include <optional>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "protocol/control_client.h"
 #include "protocol/vocabulary.h"
 #include "remote_pool.h"
 #include "snowflake/ring_consumer.h"
@@ -64,6 +66,7 @@ ClientError FromSegmentError(SegmentError error) {
     case SegmentError::kNotRegularFile:
     case SegmentError::kWrongOwner:
     case SegmentError::kModeTooOpen:
+    case SegmentError::kUnsealed:
       return ClientError::kUntrustedSegment;
     case SegmentError::kTruncated:
     case SegmentError::kBadMagic:
@@ -154,14 +157,17 @@ ClientStatus ReadStatus(const RingConsumer& ring, std::chrono::milliseconds max_
   status.incarnation = HeaderU64(header.incarnation);
   status.daemon_pid = producer.pid;
   status.heartbeat_age_ns = producer.heartbeat_age_ns;
-  status.ring_fill = ring.size();
+  status.ring_fill = ring.has_region() ? ring.size() : 0;
   status.ring_capacity = ring.capacity();
   status.fill_target = HeaderU64(header.fill_target);
   status.published_total = HeaderU64(header.published_total);
-  status.taken_total = ring.head();
+  // Without the region (the daemon did not answer attach) nothing says how many were
+  // taken: unknown, never a number read from a stand-in.
+  status.counts_known = ring.has_region();
+  status.taken_total = status.counts_known ? ring.head() : 0;
   status.drained_total = HeaderU64(header.drained_total);
   status.clock_pauses = HeaderU64(header.clock_pauses);
-  status.uncounted = ring.uncounted();
+  status.uncounted = status.counts_known ? ring.uncounted() : 0;
   status.liveness_ms = header.liveness_ms.load(std::memory_order_relaxed);
   status.freshness_bound_ms = header.freshness_bound_ms.load(std::memory_order_relaxed);
   // The daemon's own words only say why it does not serve; a serving daemon has none.
@@ -220,13 +226,128 @@ Error Unavailable(const ProducerStatus& producer, const RingConsumer& ring,
   return MakeError(code, "internal error: serving daemon reported as unavailable");
 }
 
-tl::expected<RingConsumer, Error> OpenRing(const std::filesystem::path& runtime_dir) {
-  auto maybe_ring = RingConsumer::Open(runtime_dir);
-  if (!maybe_ring) {
-    return tl::unexpected(MakeError(FromSegmentError(maybe_ring.error().code),
-                                    std::move(maybe_ring.error().message)));
+// How long an open may wait for the daemon to hand over its consumer region: a host's
+// processes starting at once queue on one control socket. A daemon whose heartbeat stops
+// meanwhile is given up on at once (the take then reports it).
+constexpr std::chrono::milliseconds kAttachBudget{10'000};
+// Client::Inspect's: a status must not wait for a daemon that does not answer, nor fail for
+// one that refuses; its counts are then unknown (the control socket's own answer says why).
+constexpr std::chrono::milliseconds kInspectAttachBudget{1'000};
+
+// A ControlError of the attach, as the library's error.
+Error AttachError(const protocol::ControlError& error, std::chrono::milliseconds budget) {
+  using vocab::ErrorCode;
+  switch (error.code) {
+    case ErrorCode::kUnknownCommand:
+    case ErrorCode::kBadReply:
+    case ErrorCode::kRefused:
+      return MakeError(ClientError::kIncompatibleVersion,
+                       error.message +
+                           " (the daemon does not speak this library's attach: run a daemon and "
+                           "client library of the same release; restart the service after the "
+                           "package upgrade)");
+    case ErrorCode::kTooManyConnections:
+    case ErrorCode::kDaemonStarting:
+      return MakeError(ClientError::kTimedOut,
+                       "snowflaked did not hand over its consumer region within " +
+                           std::to_string(budget.count()) + " ms: " + error.message);
+    case ErrorCode::kUsage:
+      return MakeError(ClientError::kInvalidArgument, error.message);
+    default:
+      break;
   }
-  return std::move(*maybe_ring);
+  const auto code = static_cast<uint32_t>(error.code);
+  if (code >= static_cast<uint32_t>(vocab::kFirstLibraryError) &&
+      code < static_cast<uint32_t>(vocab::kLastLibraryError)) {
+    return MakeError(FromVocabulary(error.code), error.message);
+  }
+  return MakeError(ClientError::kSystemError, error.message);
+}
+
+// Whether a daemon in this health answers attach: one that stopped, died or stopped
+// heartbeating does not, and its ring file says so to every take.
+bool MayAnswer(ProducerHealth health) {
+  return health != ProducerHealth::kStopped && health != ProducerHealth::kDead &&
+         health != ProducerHealth::kNotHeartbeating;
+}
+
+// Opens the segment in runtime_dir: its ring file (read-only), and its consumer region,
+// handed over by the daemon on the control socket (protocol::Attach) and checked before it
+// is mapped. A daemon that does not answer (stopped, dead, hung) leaves the ring file alone
+// mapped, without a region (has_region() false): every take then reports the state its
+// header shows, and a later take attaches once a daemon serves. `max_age_option`: the
+// Client's heartbeat limit (ClientOptions::max_heartbeat_age; 0: the daemon's own).
+// `budget`: how long the attach may take; `observe_on_failure`: when the attach fails, the
+// ring file alone (the counts unknown) instead of the attach's error.
+tl::expected<RingConsumer, Error> OpenRing(const std::filesystem::path& runtime_dir,
+                                           std::chrono::milliseconds max_age_option,
+                                           std::chrono::milliseconds budget = kAttachBudget,
+                                           bool observe_on_failure = false) {
+  const auto deadline = std::chrono::steady_clock::now() + budget;
+  std::chrono::milliseconds backoff{1};
+  // A segment replaced between the attach and the open of its ring file is followed a few
+  // times; a region that never pairs with the ring file is an error.
+  int unpaired_retries = 3;
+  for (;;) {
+    auto observed = RingConsumer::Observe(runtime_dir);
+    if (!observed) {
+      return tl::unexpected(
+          MakeError(FromSegmentError(observed.error().code), std::move(observed.error().message)));
+    }
+    const std::chrono::nanoseconds limit = HeartbeatLimit(*observed, max_age_option);
+    if (!MayAnswer(observed->CheckProducer(limit).health)) return std::move(*observed);
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    auto attached = protocol::Attach(
+        runtime_dir, observed->owner(), std::max(left, std::chrono::milliseconds(1)),
+        [&observed, limit] { return !MayAnswer(observed->CheckProducer(limit).health); });
+    if (!attached) {
+      const protocol::ControlError& error = attached.error();
+      // Gone since the header said it ran, or given up on: the ring file tells the takes.
+      if (error.code == vocab::ErrorCode::kDaemonNotRunning ||
+          error.code == vocab::ErrorCode::kDaemonNotHeartbeating) {
+        return std::move(*observed);
+      }
+      const bool busy = error.refused && (error.code == vocab::ErrorCode::kTooManyConnections ||
+                                          error.code == vocab::ErrorCode::kDaemonStarting);
+      if (busy && std::chrono::steady_clock::now() + backoff < deadline) {
+        std::this_thread::sleep_for(backoff);
+        backoff = std::min(backoff * 2, std::chrono::milliseconds(50));
+        continue;
+      }
+      if (observe_on_failure) return std::move(*observed);
+      return tl::unexpected(AttachError(error, budget));
+    }
+    if (attached->record.format_version != shm::kVersion) {
+      return tl::unexpected(MakeError(
+          ClientError::kIncompatibleVersion,
+          "snowflaked in " + runtime_dir.string() + " serves segment format " +
+              std::to_string(attached->record.format_version) + ", this library speaks format " +
+              std::to_string(shm::kVersion) +
+              ": run a daemon and client library of the same release (restart the service "
+              "after the package upgrade)"));
+    }
+    const uint64_t replied_segment = attached->record.segment_id;
+    auto ring = RingConsumer::Open(runtime_dir, std::move(attached->region));
+    if (ring && ring->segment_id() != replied_segment) {
+      // The region pairs with the ring file but not with the reply: not the region of the
+      // segment the daemon named.
+      ring = tl::unexpected(shm::SegmentFailure{
+          SegmentError::kUnpaired, "snowflaked's attach reply names segment " +
+                                       std::to_string(replied_segment) +
+                                       " but its region and ring file belong to segment " +
+                                       std::to_string(ring->segment_id()) + "; retry"});
+    }
+    if (!ring && ring.error().code == SegmentError::kUnpaired && unpaired_retries-- > 0 &&
+        std::chrono::steady_clock::now() < deadline) {
+      continue;  // replaced between the attach and the ring file: attach to the new one
+    }
+    if (!ring) {
+      return tl::unexpected(
+          MakeError(FromSegmentError(ring.error().code), std::move(ring.error().message)));
+    }
+    return std::move(*ring);
+  }
 }
 
 std::filesystem::path ResolveRuntimeDir(const ClientOptions& options) {
@@ -350,7 +471,8 @@ struct Attachment {
   Attachment(RingConsumer consumer, std::string_view service)
       : id(next_attachment_id.fetch_add(1, std::memory_order_relaxed)),
         ring(std::move(consumer)),
-        slot(ring.ClaimServiceSlot(service)),
+        // Without a region nothing is taken, so nothing is counted.
+        slot(ring.has_region() ? ring.ClaimServiceSlot(service) : nullptr),
         lanes(slot != nullptr ? ring.LanesOf(slot) : nullptr),
         own_count(0) {
     RegisterForkHandlerOnce();
@@ -606,6 +728,22 @@ class Client::Impl {
           return tl::unexpected(Unavailable(producer, a->ring, runtime_dir_, limit));
         }
         const auto remaining = deadline - std::chrono::steady_clock::now();
+        if (!a->ring.has_region()) [[unlikely]] {
+          // Opened while the daemon did not answer, and its header says it serves: attach,
+          // or wait a slice for it to answer or for its header to say why not (a daemon
+          // killed a moment ago still looks healthy until its heartbeat ages).
+          auto attached = AttachRegion(
+              a, std::chrono::duration_cast<std::chrono::milliseconds>(
+                     std::max<std::chrono::nanoseconds>(remaining, std::chrono::milliseconds(1))));
+          if (!attached) return tl::unexpected(std::move(attached.error()));
+          if (*attached) continue;
+          if (remaining <= std::chrono::nanoseconds::zero()) {
+            std::lock_guard lock(mutex_);
+            return tl::unexpected(last_attach_error_);
+          }
+          a->ring.AwaitPublish(seen, std::min<std::chrono::nanoseconds>(kWaitSlice, remaining));
+          continue;
+        }
         if (remaining <= std::chrono::nanoseconds::zero()) {
           const std::string why =
               attempt.stale
@@ -640,8 +778,8 @@ class Client::Impl {
   }
 
   // Called when `seen` is not serving. If the file at the segment path is now a different
-  // segment (a daemon created a new one), maps it and makes it current. Returns whether
-  // the caller should retry.
+  // segment (a daemon created a new one), attaches to it and makes it current. Returns
+  // whether the caller should retry.
   bool Reattach(Attachment* seen) {
     std::lock_guard lock(mutex_);
     Attachment* current = current_.load(std::memory_order_acquire);
@@ -652,11 +790,45 @@ class Client::Impl {
     if (info.st_ino == current->ring.inode() && info.st_dev == current->ring.device()) {
       return false;
     }
-    auto maybe_ring = RingConsumer::Open(runtime_dir_);
+    auto maybe_ring = OpenRing(runtime_dir_, options_.max_heartbeat_age);
     if (!maybe_ring) return false;
     // Kept, slot and all, until the Client is destroyed: other threads may still be inside
     // a take on the old mapping and add to its counter. Its segment is retired, so no
     // daemon reads that slot any more.
+    Attach(std::move(*maybe_ring));
+    return true;
+  }
+
+  // `seen` has no consumer region (the daemon did not answer when it was opened) and its
+  // header says it serves: attaches to the segment at the path and makes it current.
+  // Returns true when the caller should take again (attached, or another thread did),
+  // false when the daemon does not answer yet (last_attach_error_ says how; tried at most
+  // every kRegionRetry), or an error that waiting does not cure (permissions, versions, an
+  // untrusted region). `budget`: how long this attach may wait for a busy daemon.
+  tl::expected<bool, Error> AttachRegion(Attachment* seen, std::chrono::milliseconds budget) {
+    std::lock_guard lock(mutex_);
+    if (current_.load(std::memory_order_acquire) != seen) return true;  // another thread did
+    const auto now = std::chrono::steady_clock::now();
+    if (now < next_region_try_) return false;
+    next_region_try_ = now + kRegionRetry;
+    auto maybe_ring =
+        OpenRing(runtime_dir_, options_.max_heartbeat_age, std::min(budget, kAttachBudget));
+    if (!maybe_ring) {
+      if (maybe_ring.error().code != ClientError::kTimedOut) {
+        return tl::unexpected(std::move(maybe_ring.error()));
+      }
+      last_attach_error_ = std::move(maybe_ring.error());  // busy: wait on
+      return false;
+    }
+    if (!maybe_ring->has_region() && maybe_ring->inode() == seen->ring.inode() &&
+        maybe_ring->device() == seen->ring.device()) {
+      last_attach_error_ =
+          MakeError(ClientError::kDaemonNotRunning,
+                    "snowflaked looks healthy in " + runtime_dir_.string() +
+                        " but did not hand over its consumer region on its control socket within " +
+                        std::to_string(options_.wait_timeout.count()) + " ms; retry or fail over");
+      return false;
+    }
     Attach(std::move(*maybe_ring));
     return true;
   }
@@ -677,7 +849,7 @@ class Client::Impl {
       }
       std::lock_guard lock(mutex_);
       if (current_.load(std::memory_order_acquire) != nullptr) return true;
-      auto maybe_ring = RingConsumer::Open(runtime_dir_);
+      auto maybe_ring = OpenRing(runtime_dir_, options_.max_heartbeat_age);
       if (!maybe_ring) return false;
       return Attach(std::move(*maybe_ring)).has_value();
     } catch (...) {
@@ -686,12 +858,17 @@ class Client::Impl {
   }
 
   static constexpr std::chrono::milliseconds kLateAttachInterval{100};
+  // How often a take waiting for a daemon that does not answer attach asks it again.
+  static constexpr std::chrono::milliseconds kRegionRetry{10};
 
   const std::string service_;
   const ClientOptions options_;
   const std::filesystem::path runtime_dir_;
   const IdLayout no_daemon_layout_{};  // the default epoch, until a daemon is found
   std::atomic<int64_t> next_attach_try_{0};
+  // AttachRegion()'s schedule and its last failure. Guarded by mutex_.
+  std::chrono::steady_clock::time_point next_region_try_{};
+  Error last_attach_error_{ClientError::kDaemonNotRunning, "not attached yet"};
   // The attachment takes use. Written under mutex_; read lock-free.
   std::atomic<Attachment*> current_{nullptr};
   // Every attachment ever made, newest last. Guarded by mutex_.
@@ -718,7 +895,7 @@ tl::expected<Client, Error> Client::Open(std::string_view service,
       if (!checked) return tl::unexpected(std::move(checked.error()));
       tls = std::move(*checked);
     }
-    auto maybe_ring = OpenRing(runtime_dir);
+    auto maybe_ring = OpenRing(runtime_dir, options.max_heartbeat_age);
     // No local daemon (no segment, no runtime dir: a host without snowflaked) is an error
     // only without remotes; with them the Client takes from the remotes and maps the
     // segment once one appears. Any other failure (permissions, version) stays an error.
@@ -745,7 +922,8 @@ tl::expected<Client, Error> Client::Open(std::string_view service,
 
 tl::expected<ClientStatus, Error> Client::Inspect(const ClientOptions& options) noexcept {
   try {
-    auto maybe_ring = OpenRing(ResolveRuntimeDir(options));
+    auto maybe_ring = OpenRing(ResolveRuntimeDir(options), options.max_heartbeat_age,
+                               kInspectAttachBudget, /*observe_on_failure=*/true);
     if (!maybe_ring) return tl::unexpected(std::move(maybe_ring.error()));
     return ReadStatus(*maybe_ring, options.max_heartbeat_age);
   } catch (const std::exception& e) {

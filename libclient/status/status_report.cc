@@ -15,6 +15,15 @@ constexpr const char* kDrainedMeaning =
     "grew old, generation paused or it stopped; they are never handed out, so they are gaps "
     "in the sequence, not lost or duplicate IDs)\n";
 
+// A count read from the consumer region: null (JSON) or "unknown" (text) when the region
+// could not be reached (the daemon is down): never a number read from nowhere.
+nlohmann::json Known(const ClientStatus& s, uint64_t count) {
+  return s.counts_known ? nlohmann::json(count) : nlohmann::json(nullptr);
+}
+std::string KnownText(const ClientStatus& s, uint64_t count) {
+  return s.counts_known ? std::to_string(count) : std::string("unknown");
+}
+
 std::string Millis(uint64_t ns) {
   char text[32];
   std::snprintf(text, sizeof(text), "%.3f", static_cast<double>(ns) / 1e6);
@@ -103,14 +112,14 @@ nlohmann::json StatusToJson(const StatusReport& report) {
       {"incarnation", s.incarnation},
       {"pid", s.daemon_pid},
       {"heartbeat_age_ns", s.heartbeat_age_ns},
-      {"ring_fill", s.ring_fill},
+      {"ring_fill", Known(s, s.ring_fill)},
       {"ring_capacity", s.ring_capacity},
       {"fill_target", s.fill_target},
       {"published_total", s.published_total},
-      {"taken_total", s.taken_total - std::min(s.drained_total, s.taken_total)},
+      {"taken_total", Known(s, s.taken_total - std::min(s.drained_total, s.taken_total))},
       {"drained_total", s.drained_total},
       {"clock_pauses", s.clock_pauses},
-      {"uncounted", s.uncounted},
+      {"uncounted", Known(s, s.uncounted)},
       {"liveness_ms", s.liveness_ms},
       {"freshness_bound_ms", s.freshness_bound_ms},
   };
@@ -152,7 +161,7 @@ nlohmann::json StatusToJson(const StatusReport& report) {
   // What a pause for the clock waits for: null when none, or no answer.
   out["clock_wait"] = d && d->clock_wait ? protocol::ClockWaitToJson(*d->clock_wait) : nullptr;
   // Deprecated, removed in the next release: `uncounted` under another name.
-  out["uncounted_taken"] = s.uncounted;
+  out["uncounted_taken"] = Known(s, s.uncounted);
   out["services"] = FromDaemon(report, &R::services);
   out["daemon"] = d ? protocol::StatusReplyJson(*d) : nlohmann::json(nullptr);
   return out;
@@ -226,15 +235,20 @@ std::string StatusToText(const StatusReport& report) {
     }
     out << "; a restart after a crash numbers above it\n";
   }
-  out << "ring:           " << s.ring_fill << " / " << s.ring_capacity << " IDs (fill target "
-      << s.fill_target << ")\n";
+  out << "ring:           " << KnownText(s, s.ring_fill) << " / " << s.ring_capacity
+      << " IDs (fill target " << s.fill_target << ")\n";
   out << "IDs published:  " << s.published_total << "\n";
-  out << "IDs taken:      " << s.taken_total - std::min(s.drained_total, s.taken_total) << "\n";
+  out << "IDs taken:      "
+      << KnownText(s, s.taken_total - std::min(s.drained_total, s.taken_total)) << "\n";
   out << "IDs drained:    " << s.drained_total << "\n";
   if (s.drained_total != 0) out << kDrainedMeaning;
   out << "clock pauses:   " << s.clock_pauses << "\n";
   // Takes by clients that found all 255 counter slots in use: in no service's total.
-  out << "IDs uncounted:  " << s.uncounted << "\n";
+  out << "IDs uncounted:  " << KnownText(s, s.uncounted) << "\n";
+  if (!s.counts_known) {
+    out << "                (taken and uncounted live in the consumer region, which only a "
+           "running snowflaked hands over)\n";
+  }
   out << "freshness:      no ID older than " << s.freshness_bound_ms
       << " ms is taken (liveness " << s.liveness_ms << " ms)\n";
   out << "incarnation:    " << s.incarnation << "\n";

@@ -101,6 +101,9 @@ struct ClientStatus {
   uint64_t ring_capacity = 0;
   uint64_t fill_target = 0;      // IDs the daemon aims to keep in the ring
   uint64_t published_total = 0;  // IDs ever published into this segment
+  // False when the consumer region could not be reached (the daemon is down, or did not
+  // answer attach): taken_total and uncounted are then unknown, and 0 here.
+  bool counts_known = true;
   uint64_t taken_total = 0;      // tickets ever claimed (by clients or drained)
   uint64_t drained_total = 0;    // IDs the daemon took back (stale, pause, shutdown)
   uint64_t clock_pauses = 0;
