@@ -71,9 +71,10 @@ TEST(ClientProcess, AWaitingCallerLearnsThatTheDaemonDied) {
     returned = std::chrono::steady_clock::now();
   });
   // Until the caller has taken the last ID: it is then waiting (or about to) for more.
+  // Read through the caller's own client: a stopped producer hands no region to a new one.
   const auto drained = WaitUntil(
       [&] {
-        auto status = Client::Inspect(PatientOptions(dir.path()));
+        auto status = sut->GetStatus();
         return status && status->ring_fill == 0;
       },
       std::chrono::seconds(30), "the waiting caller to drain the stopped producer's ring");

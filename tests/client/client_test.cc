@@ -1,6 +1,8 @@
-// libsnowflake against a RingProducer in this process: every error a Client can return
-// (except the ones that need a second process or user, see client_process_test.cc), the
-// take semantics, counting, decoding and a segment replaced under a live Client.
+// libsnowflake against a RingProducer in this process, whose consumer region the test's
+// control socket hands out (AttachService: the daemon's own ControlServer): every error a
+// Client can return (except the ones that need a second process or user, see
+// client_process_test.cc), the take semantics, counting, decoding and a segment replaced
+// under a live Client.
 
 #include "snowflake/client.h"
 
@@ -15,11 +17,13 @@
 #include <cstdint>
 #include <cstring>
 #include <ctime>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "attach_service.h"
 #include "id_checker.h"
 #include "serve_loop.h"
 #include "snowflake/ring_producer.h"
@@ -77,7 +81,27 @@ class ClientTest : public ::testing::Test {
     options.machine = kMachine;
     // These tests publish made-up milliseconds (IdsAt); the freshness bound has its own.
     options.bound_freshness = bound_freshness_;
-    return testing::MakeProducer(options);
+    RingProducer producer = testing::MakeProducer(options);
+    Serve(producer);
+    return producer;
+  }
+
+  // From now on the test's control socket hands out `producer`'s consumer region, as a
+  // daemon does for the segment it serves (kept open here, so a producer the test
+  // destroyed still has one, as its clients do).
+  void Serve(const RingProducer& producer) {
+    {
+      std::lock_guard lock(served_mutex_);
+      served_region_ = producer.ConsumerDescriptor();
+      served_segment_id_ = producer.segment_id();
+    }
+    if (!attach_service_) {
+      attach_service_.emplace(dir_.path(), [this] {
+        std::lock_guard lock(served_mutex_);
+        return std::pair{UniqueFd(fcntl(served_region_.get(), F_DUPFD_CLOEXEC, 0)),
+                         served_segment_id_};
+      });
+    }
   }
 
   // Short waits, and a heartbeat limit so long that only tests about it hit it.
@@ -110,6 +134,10 @@ class ClientTest : public ::testing::Test {
   }
 
   TempDir dir_{"client-test"};
+  std::mutex served_mutex_;
+  UniqueFd served_region_;          // guarded by served_mutex_
+  uint64_t served_segment_id_ = 0;  // guarded by served_mutex_
+  std::optional<testing::AttachService> attach_service_;
 };
 
 TEST(ServiceName, AcceptsLowercaseDigitsAndPunctuationUpTo63Chars) {

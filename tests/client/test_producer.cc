@@ -1,13 +1,18 @@
-// test_producer RUNTIME_DIR [CAPACITY [LIVENESS_MS]]: a stand-in daemon for client tests. Creates (or
-// reopens) the segment, serves it with ServeUntil() and prints "serving" once it does.
+// test_producer RUNTIME_DIR [CAPACITY [LIVENESS_MS]]: a stand-in daemon for client tests.
+// Creates a fresh segment (above one it finds), hands out its consumer region on
+// RUNTIME_DIR/control.sock (the daemon's ControlServer), serves it with ServeUntil() and
+// prints "serving" once it does.
 // SIGTERM: drains, marks the segment stopped and exits 0, like snowflaked. SIGKILL and
 // SIGSTOP give a dead or hung producer.
 
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
+#include <optional>
 #include <string>
 
+#include "attach_service.h"
 #include "serve_loop.h"
 #include "snowflake/ring_producer.h"
 
@@ -42,6 +47,13 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::signal(SIGTERM, OnTerm);
+  std::optional<snowflake::testing::AttachService> attach;
+  try {
+    attach.emplace(options.runtime_dir, *producer);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "test_producer: %s\n", e.what());
+    return 1;
+  }
   producer->SetState(snowflake::shm::DaemonState::kServing);
   std::printf("serving\n");
   std::fflush(stdout);

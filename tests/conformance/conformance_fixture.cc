@@ -1,18 +1,27 @@
-// conformance_fixture: writes the segment files of one row of the takers' conformance
-// table (cases.json) into a runtime directory, at the layout's offsets (offsetof on the
-// C++ definitions, segment_layout.h), so that every taker reads fixtures of one origin.
+// conformance_fixture: writes the segment of one row of the takers' conformance table
+// (cases.json) into a runtime directory, at the layout's offsets (offsetof on the C++
+// definitions, segment_layout.h), and plays the daemon's control socket for it, so that
+// every taker reads fixtures of one origin.
 //
 //   conformance_fixture --cases cases.json --case NAME --dir DIR --live-pid PID [--after-open]
+//   conformance_fixture --region-words --dir DIR
 //   conformance_fixture --vocabulary
 //   conformance_fixture --layout
 //
 // Without --after-open: the row's `fixture` (over the table's `defaults`) into DIR, which
-// must exist. With it: the row's `after_open` change (replace the segment by a new one,
-// truncate the consumer file). Prints {"ids":[...]}: the IDs the files it wrote hold, in
-// ticket order, decimal strings. Times are read when it runs: the taker runs it right
-// before opening (or taking), so "fresh" and "N ms old" mean that when it takes.
-// `--live-pid` is a process that stays alive while the taker takes (the taker's own):
-// the "live" daemon pid of the row. --vocabulary prints the C++ tables a taker of another
+// must exist: the ring file, and the consumer region as a memfd of the row's size and
+// seals, which a server process it leaves behind hands out on DIR/control.sock the way the
+// row's `attach` says (serve it as the daemon does; answer without a descriptor, or with a
+// pipe's; refuse the command; listen as another user; or no socket at all). The server
+// exits once its socket is gone or replaced, or the live pid is. With --after-open: the
+// row's `after_open` change (replace the segment by a new one, served by a new server;
+// try to resize the region, which its seals must refuse). Prints {"ids":[...]}: the IDs
+// the ring file it wrote holds, in ticket order, decimal strings. Times are read when it
+// runs: the taker runs it right before opening (or taking), so "fresh" and "N ms old" mean
+// that when it takes. `--live-pid` is a process that stays alive while the taker takes
+// (the taker's own): the "live" daemon pid of the row. --region-words attaches to DIR's
+// socket as a taker does and prints the region's refill words, which a runner checks:
+// {"refill_request":N,"refill_hint":N}. --vocabulary prints the C++ tables a taker of another
 // language copies (protocol/vocabulary.h): the library's error codes by
 // status, the state, health and reason codes and the reasons' texts (detail 5), so its
 // test can compare. --layout prints, as one JSON object, every offset (offsetof), size
@@ -22,8 +31,13 @@
 // with its definition. Exit status 0, or 2 with a message on stderr.
 
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -43,12 +57,15 @@
 #include <type_traits>
 #include <vector>
 
+#include "protocol/control_client.h"
+#include "protocol/control_protocol.h"
 #include "protocol/vocabulary.h"
 #include "snowflake/boot_id.h"
 #include "snowflake/id_layout.h"
 #include "snowflake/pid_namespace.h"
 #include "snowflake/segment_layout.h"
 #include "snowflake/status_text.h"
+#include "snowflake/unique_fd.h"
 
 namespace {
 
@@ -119,12 +136,182 @@ int Mode(const json& f, const char* key) {
   return std::stoi(f.at(key).get<std::string>(), nullptr, 8);
 }
 
-// Writes a segment pair per `f` into dir; returns the IDs it published, in ticket order.
-// `segment_id` tells a replacement from the first segment.
+// The row's consumer region: a memfd of `region_size` bytes (the format's by default)
+// whose head and segment id are written, sealed with `region_seals` ("shrink|grow|seal",
+// the format's; "none"; or any '|'-list of seal, shrink, grow, write).
+snowflake::UniqueFd MakeRegion(const json& f, uint64_t segment_id, uint64_t head) {
+  snowflake::UniqueFd fd(memfd_create("conformance-region", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  if (!fd) Die(std::string("memfd_create: ") + std::strerror(errno));
+  const uint64_t size = f.value("region_size", snowflake::shm::kConsumerRegionSize);
+  if (ftruncate(fd.get(), static_cast<off_t>(size)) != 0) Die("ftruncate the region");
+  const auto put = [&](size_t offset, uint64_t value) {
+    if (offset + sizeof value <= size &&
+        pwrite(fd.get(), &value, sizeof value, static_cast<off_t>(offset)) != sizeof value) {
+      Die("pwrite the region");
+    }
+  };
+  put(offsetof(ConsumerRegion, head), head);
+  put(offsetof(ConsumerRegion, segment_id),
+      f.at("consumer_segment_id") == "same" ? segment_id : segment_id + 1);
+  const std::string seals = f.value("region_seals", std::string("shrink|grow|seal"));
+  int bits = 0;
+  if (seals != "none") {
+    size_t start = 0;
+    while (start <= seals.size()) {
+      const size_t end = std::min(seals.find('|', start), seals.size());
+      const std::string seal = seals.substr(start, end - start);
+      if (seal == "seal")
+        bits |= F_SEAL_SEAL;
+      else if (seal == "shrink")
+        bits |= F_SEAL_SHRINK;
+      else if (seal == "grow")
+        bits |= F_SEAL_GROW;
+      else if (seal == "write")
+        bits |= F_SEAL_WRITE;
+      else
+        Die("region_seals: unknown seal \"" + seal + "\"");
+      start = end + 1;
+    }
+  }
+  // F_SEAL_SEAL last: it forbids adding the others.
+  if ((bits & ~F_SEAL_SEAL) != 0 && fcntl(fd.get(), F_ADD_SEALS, bits & ~F_SEAL_SEAL) != 0) {
+    Die(std::string("seal the region: ") + std::strerror(errno));
+  }
+  if ((bits & F_SEAL_SEAL) != 0 && fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SEAL) != 0) {
+    Die(std::string("seal the region: ") + std::strerror(errno));
+  }
+  return fd;
+}
+
+// Reads one request line from `fd` (at most 4096 bytes, 2 s); false if none came.
+bool ReadRequest(int fd) {
+  std::string line;
+  char c = 0;
+  while (line.size() < 4096) {
+    pollfd entry{.fd = fd, .events = POLLIN, .revents = 0};
+    if (poll(&entry, 1, 2000) <= 0) return false;
+    if (read(fd, &c, 1) != 1) return !line.empty();
+    if (c == '\n') return true;
+    line += c;
+  }
+  return false;
+}
+
+void SendReply(int fd, const std::string& text, int descriptor) {
+  const std::string line = text + "\n";
+  iovec io{.iov_base = const_cast<char*>(line.data()), .iov_len = line.size()};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr message{};
+  message.msg_iov = &io;
+  message.msg_iovlen = 1;
+  if (descriptor >= 0) {
+    message.msg_control = control;
+    message.msg_controllen = sizeof(control);
+    cmsghdr* header = CMSG_FIRSTHDR(&message);
+    header->cmsg_level = SOL_SOCKET;
+    header->cmsg_type = SCM_RIGHTS;
+    header->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(header), &descriptor, sizeof(int));
+  }
+  [[maybe_unused]] const ssize_t sent = sendmsg(fd, &message, MSG_NOSIGNAL);
+}
+
+// The server's answers, until its socket is gone or replaced or `live_pid` exits (at most
+// ten minutes): one connection at a time, each answered and closed, as the row's `attach`
+// says.
+[[noreturn]] void Serve(int listener, const std::string& socket_path, ino_t inode,
+                        const std::string& mode, const snowflake::UniqueFd& region,
+                        uint64_t segment_id, uint64_t live_pid) {
+  const auto started = Clock(CLOCK_MONOTONIC);
+  int pipe_fds[2] = {-1, -1};
+  if (mode == "pipe_descriptor" && pipe(pipe_fds) != 0) _exit(2);
+  for (;;) {
+    struct stat info {};
+    if (stat(socket_path.c_str(), &info) != 0 || info.st_ino != inode) _exit(0);
+    if (kill(static_cast<pid_t>(live_pid), 0) != 0 && errno == ESRCH) _exit(0);
+    if (Clock(CLOCK_MONOTONIC) - started > 600'000'000'000ull) _exit(0);
+    pollfd entry{.fd = listener, .events = POLLIN, .revents = 0};
+    if (poll(&entry, 1, 50) <= 0) continue;
+    const snowflake::UniqueFd connection(accept4(listener, nullptr, nullptr, SOCK_CLOEXEC));
+    if (!connection || !ReadRequest(connection.get())) continue;
+    namespace protocol = snowflake::protocol;
+    const std::string accepted = protocol::Dump(protocol::AttachReplyJson(
+        protocol::AttachRecord{.segment_id = segment_id,
+                               .format_version = snowflake::shm::kVersion,
+                               .region_bytes = snowflake::shm::kConsumerRegionSize}));
+    if (mode == "unknown_command") {
+      SendReply(connection.get(),
+                protocol::Dump(protocol::ErrorReplyJson(
+                    snowflake::vocab::ErrorCode::kUnknownCommand,
+                    "unknown command \"attach\": expected \"status\" or \"resume\"")),
+                -1);
+    } else if (mode == "no_descriptor") {
+      SendReply(connection.get(), accepted, -1);
+    } else if (mode == "pipe_descriptor") {
+      SendReply(connection.get(), accepted, pipe_fds[0]);
+    } else {
+      SendReply(connection.get(), accepted, region.get());
+    }
+  }
+}
+
+// Leaves a server process behind that hands out `region` on dir/control.sock per `mode`
+// (the row's `attach`), and returns once it listens. The socket is bound under another
+// name and renamed into place, so a server that replaces another never leaves the path
+// empty.
+void StartServer(const std::string& dir, const std::string& mode, snowflake::UniqueFd region,
+                 uint64_t segment_id, uint64_t live_pid) {
+  if (mode == "none") return;
+  const std::string socket_path = dir + "/control.sock";
+  const std::string temporary = socket_path + ".new";
+  int ready[2];
+  if (pipe(ready) != 0) Die("pipe");
+  const pid_t child = fork();
+  if (child < 0) Die("fork");
+  if (child > 0) {
+    close(ready[1]);
+    char byte = 0;
+    const bool listening = read(ready[0], &byte, 1) == 1;
+    close(ready[0]);
+    if (!listening) Die("the attach server did not start (see the row's attach)");
+    return;
+  }
+  // The server: out of the runner's process group, and off its pipes (the runner reads
+  // this program's output to its end).
+  close(ready[0]);
+  setsid();
+  const int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+  dup2(null, 0);
+  dup2(null, 1);
+  dup2(null, 2);
+  const snowflake::UniqueFd listener(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  if (!listener || temporary.size() >= sizeof(address.sun_path)) _exit(2);
+  std::memcpy(address.sun_path, temporary.c_str(), temporary.size() + 1);
+  unlink(temporary.c_str());
+  if (bind(listener.get(), reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) _exit(2);
+  if (chmod(temporary.c_str(), 0666) != 0 || rename(temporary.c_str(), socket_path.c_str()) != 0) {
+    _exit(2);
+  }
+  struct stat info {};
+  if (stat(socket_path.c_str(), &info) != 0) _exit(2);
+  // A listener of another user: SO_PEERCRED reports who called listen(2).
+  if (mode == "other_user" &&
+      (setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0)) {
+    _exit(2);
+  }
+  if (listen(listener.get(), 64) != 0) _exit(2);
+  [[maybe_unused]] const ssize_t wrote = write(ready[1], "x", 1);
+  close(ready[1]);
+  Serve(listener.get(), socket_path, info.st_ino, mode, region, segment_id, live_pid);
+}
+
+// Writes the ring file per `f` into dir and serves its region; returns the IDs it
+// published, in ticket order. `segment_id` tells a replacement from the first segment.
 std::vector<uint64_t> WriteSegment(const std::string& dir, const json& f, uint64_t live_pid,
                                    uint64_t segment_id, bool via_rename) {
   const std::string ring_path = dir + "/" + std::string(snowflake::shm::kSegmentFileName);
-  const std::string consumer_path = snowflake::shm::ConsumerFilePath(ring_path);
   const std::string files = f.at("files");
   std::vector<uint64_t> ids;
   if (files == "none") return ids;
@@ -141,84 +328,81 @@ std::vector<uint64_t> WriteSegment(const std::string& dir, const json& f, uint64
   const uint64_t tail = f.value("tail", fill);
   const uint64_t head = f.value("head", tail - fill);
   const std::string suffix = via_rename ? ".tmp" : "";
-
-  if (files != "ring_only") {
-    File consumer(consumer_path + suffix, Mode(f, "consumer_mode"));
-    consumer.Resize(f.value("consumer_size", uint64_t{snowflake::shm::kConsumerFileSize}));
-    consumer.Put<uint64_t>(offsetof(ConsumerRegion, head), head);
-    consumer.Put<uint64_t>(offsetof(ConsumerRegion, segment_id),
-                           f.at("consumer_segment_id") == "same" ? segment_id : segment_id + 1);
-  }
-  File ring(ring_target + suffix, Mode(f, "ring_mode"));
-  const uint64_t size = snowflake::shm::SegmentSizeFor(capacity);
-  ring.Resize(f.value("ring_size", size));
-  if (f.value("ring_size", size) < snowflake::shm::kSlotsOffset) {
-    // Shorter than its header: nothing of the layout fits.
-  } else {
-    const int64_t now_ms = static_cast<int64_t>(Clock(CLOCK_REALTIME) / 1'000'000);
-    const int64_t id_ms = now_ms + f.at("slot_offset_ms").get<int64_t>();
-    const auto zero = f.at("zero_slots").get<std::vector<uint64_t>>();
-    for (uint64_t i = 0; i < fill; ++i) {
-      const uint64_t ticket = tail - fill + i;
-      uint64_t id = static_cast<uint64_t>(id_ms - static_cast<int64_t>(kEpochUnixMs)) << 22 |
-                    uint64_t{kMachine} << 12 | (i & 4095);
-      for (uint64_t z : zero) {
-        if (z == i) id = 0;  // a slot read before its write landed
+  snowflake::UniqueFd region = MakeRegion(f, segment_id, head);
+  {
+    File ring(ring_target + suffix, Mode(f, "ring_mode"));
+    const uint64_t size = snowflake::shm::SegmentSizeFor(capacity);
+    ring.Resize(f.value("ring_size", size));
+    if (f.value("ring_size", size) < snowflake::shm::kSlotsOffset) {
+      // Shorter than its header: nothing of the layout fits.
+    } else {
+      const int64_t now_ms = static_cast<int64_t>(Clock(CLOCK_REALTIME) / 1'000'000);
+      const int64_t id_ms = now_ms + f.at("slot_offset_ms").get<int64_t>();
+      const auto zero = f.at("zero_slots").get<std::vector<uint64_t>>();
+      for (uint64_t i = 0; i < fill; ++i) {
+        const uint64_t ticket = tail - fill + i;
+        uint64_t id = static_cast<uint64_t>(id_ms - static_cast<int64_t>(kEpochUnixMs)) << 22 |
+                      uint64_t{kMachine} << 12 | (i & 4095);
+        for (uint64_t z : zero) {
+          if (z == i) id = 0;  // a slot read before its write landed
+        }
+        ring.Put<uint64_t>(snowflake::shm::kSlotsOffset + (ticket & (capacity - 1)) * 8, id);
+        ids.push_back(id);
       }
-      ring.Put<uint64_t>(snowflake::shm::kSlotsOffset + (ticket & (capacity - 1)) * 8, id);
-      ids.push_back(id);
+      const uint64_t pid = f.at("pid") == "live" ? live_pid : f.at("pid") == "dead" ? DeadPid() : 0;
+      const uint32_t ns = snowflake::shm::CurrentPidNamespace();
+      const uint32_t pid_ns = f.at("pid_namespace") == "current" ? ns
+                              : f.at("pid_namespace") == "other" ? ns + 1
+                                                                 : 0;
+      snowflake::shm::BootId boot = snowflake::shm::CurrentBootId();
+      if (f.at("boot_id") == "other") {
+        boot.high ^= 0x5a5a5a5a5a5a5a5a;
+        boot.low ^= 1;
+      } else if (f.at("boot_id") == "none") {
+        boot = {};
+      }
+      const int64_t age_ms = f.at("heartbeat_age_ms");
+      const uint64_t beat =
+          static_cast<uint64_t>(static_cast<int64_t>(Clock(CLOCK_MONOTONIC)) - age_ms * 1'000'000);
+      ring.Put<uint32_t>(offsetof(SegmentHeader, version),
+                         f.value("version", snowflake::shm::kVersion));
+      ring.Put<uint32_t>(offsetof(SegmentHeader, header_size),
+                         f.value("header_size_field", uint32_t{sizeof(SegmentHeader)}));
+      ring.Put<uint64_t>(offsetof(SegmentHeader, capacity), f.value("capacity_field", capacity));
+      ring.Put<uint64_t>(offsetof(SegmentHeader, segment_size),
+                         f.value("segment_size_field", size));
+      ring.Put<uint64_t>(offsetof(SegmentHeader, segment_id), segment_id);
+      ring.Put<uint64_t>(offsetof(SegmentHeader, slots_offset),
+                         f.value("slots_offset_field", snowflake::shm::kSlotsOffset));
+      ring.Put<uint64_t>(offsetof(SegmentHeader, epoch_unix_ms), kEpochUnixMs);
+      ring.Put<uint32_t>(offsetof(SegmentHeader, machine), kMachine);
+      ring.Put<uint64_t>(offsetof(SegmentHeader, tail), tail);
+      ring.Put<uint64_t>(offsetof(SegmentHeader, last_published_id), ids.empty() ? 0 : ids.back());
+      ring.Put<uint32_t>(offsetof(SegmentHeader, state), f.at("state").get<uint32_t>());
+      ring.Put<uint32_t>(offsetof(SegmentHeader, reason), f.at("reason").get<uint32_t>());
+      ring.Put<int64_t>(offsetof(SegmentHeader, reason_detail),
+                        f.at("reason_detail").get<int64_t>());
+      ring.Put<uint64_t>(offsetof(SegmentHeader, heartbeat_mono_ns), beat);
+      ring.Put<uint64_t>(offsetof(SegmentHeader, pid), pid);
+      ring.Put<uint64_t>(offsetof(SegmentHeader, incarnation), 1);
+      ring.Put<uint64_t>(offsetof(SegmentHeader, published_total), tail);
+      ring.Put<uint32_t>(offsetof(SegmentHeader, max_age_ms), 100);
+      ring.Put<uint32_t>(offsetof(SegmentHeader, liveness_ms), f.at("liveness_ms").get<uint32_t>());
+      ring.Put<uint32_t>(offsetof(SegmentHeader, freshness_bound_ms),
+                         f.at("freshness_bound_ms").get<uint32_t>());
+      ring.Put<uint32_t>(offsetof(SegmentHeader, pid_namespace), pid_ns);
+      ring.Put<uint64_t>(offsetof(SegmentHeader, boot_id_high), boot.high);
+      ring.Put<uint64_t>(offsetof(SegmentHeader, boot_id_low), boot.low);
+      // The daemon's status text (LAYOUT.md §3, lines 5-11): the words, then an even
+      // sequence word, as a finished write leaves them.
+      const std::string text = f.at("status_text");
+      if (text.size() > sizeof(SegmentHeader::status_text))
+        Die("status_text: longer than 448 bytes");
+      ring.PutBytes(offsetof(SegmentHeader, status_text), text);
+      ring.Put<uint64_t>(offsetof(SegmentHeader, status_text_seq), text.empty() ? 0 : 2);
+      // Last, as the daemon stores it (LAYOUT.md §3, line 0).
+      ring.Put<uint64_t>(offsetof(SegmentHeader, magic), f.value("magic", snowflake::shm::kMagic));
     }
-    const uint64_t pid = f.at("pid") == "live"   ? live_pid
-                         : f.at("pid") == "dead" ? DeadPid()
-                                                 : 0;
-    const uint32_t ns = snowflake::shm::CurrentPidNamespace();
-    const uint32_t pid_ns = f.at("pid_namespace") == "current" ? ns
-                            : f.at("pid_namespace") == "other" ? ns + 1
-                                                               : 0;
-    snowflake::shm::BootId boot = snowflake::shm::CurrentBootId();
-    if (f.at("boot_id") == "other") {
-      boot.high ^= 0x5a5a5a5a5a5a5a5a;
-      boot.low ^= 1;
-    } else if (f.at("boot_id") == "none") {
-      boot = {};
-    }
-    const int64_t age_ms = f.at("heartbeat_age_ms");
-    const uint64_t beat = static_cast<uint64_t>(static_cast<int64_t>(Clock(CLOCK_MONOTONIC)) -
-                                                age_ms * 1'000'000);
-    ring.Put<uint32_t>(offsetof(SegmentHeader, version), f.value("version", snowflake::shm::kVersion));
-    ring.Put<uint32_t>(offsetof(SegmentHeader, header_size),
-                       f.value("header_size_field", uint32_t{sizeof(SegmentHeader)}));
-    ring.Put<uint64_t>(offsetof(SegmentHeader, capacity), f.value("capacity_field", capacity));
-    ring.Put<uint64_t>(offsetof(SegmentHeader, segment_size), f.value("segment_size_field", size));
-    ring.Put<uint64_t>(offsetof(SegmentHeader, segment_id), segment_id);
-    ring.Put<uint64_t>(offsetof(SegmentHeader, slots_offset),
-                       f.value("slots_offset_field", snowflake::shm::kSlotsOffset));
-    ring.Put<uint64_t>(offsetof(SegmentHeader, epoch_unix_ms), kEpochUnixMs);
-    ring.Put<uint32_t>(offsetof(SegmentHeader, machine), kMachine);
-    ring.Put<uint64_t>(offsetof(SegmentHeader, tail), tail);
-    ring.Put<uint64_t>(offsetof(SegmentHeader, last_published_id), ids.empty() ? 0 : ids.back());
-    ring.Put<uint32_t>(offsetof(SegmentHeader, state), f.at("state").get<uint32_t>());
-    ring.Put<uint32_t>(offsetof(SegmentHeader, reason), f.at("reason").get<uint32_t>());
-    ring.Put<int64_t>(offsetof(SegmentHeader, reason_detail), f.at("reason_detail").get<int64_t>());
-    ring.Put<uint64_t>(offsetof(SegmentHeader, heartbeat_mono_ns), beat);
-    ring.Put<uint64_t>(offsetof(SegmentHeader, pid), pid);
-    ring.Put<uint64_t>(offsetof(SegmentHeader, incarnation), 1);
-    ring.Put<uint64_t>(offsetof(SegmentHeader, published_total), tail);
-    ring.Put<uint32_t>(offsetof(SegmentHeader, max_age_ms), 100);
-    ring.Put<uint32_t>(offsetof(SegmentHeader, liveness_ms), f.at("liveness_ms").get<uint32_t>());
-    ring.Put<uint32_t>(offsetof(SegmentHeader, freshness_bound_ms),
-                       f.at("freshness_bound_ms").get<uint32_t>());
-    ring.Put<uint32_t>(offsetof(SegmentHeader, pid_namespace), pid_ns);
-    ring.Put<uint64_t>(offsetof(SegmentHeader, boot_id_high), boot.high);
-    ring.Put<uint64_t>(offsetof(SegmentHeader, boot_id_low), boot.low);
-    // The daemon's status text (LAYOUT.md §3, lines 5-11): the words, then an even
-    // sequence word, as a finished write leaves them.
-    const std::string text = f.at("status_text");
-    if (text.size() > sizeof(SegmentHeader::status_text)) Die("status_text: longer than 448 bytes");
-    ring.PutBytes(offsetof(SegmentHeader, status_text), text);
-    ring.Put<uint64_t>(offsetof(SegmentHeader, status_text_seq), text.empty() ? 0 : 2);
-    // Last, as the daemon stores it (LAYOUT.md §3, line 0).
-    ring.Put<uint64_t>(offsetof(SegmentHeader, magic), f.value("magic", snowflake::shm::kMagic));
   }
   if (f.value("ring_owner", std::string("daemon")) == "other") {
     // Another user's file where the daemon's belongs (the runtime directory's owner is the
@@ -231,13 +415,9 @@ std::vector<uint64_t> WriteSegment(const std::string& dir, const json& f, uint64
   if (ring_is_symlink && symlink(ring_target.c_str(), ring_path.c_str()) != 0) {
     Die("symlink " + ring_path + ": " + std::strerror(errno));
   }
-  if (via_rename) {
-    // The daemon's order (LAYOUT.md §6, Create step 5): the consumer file first.
-    if (rename((consumer_path + suffix).c_str(), consumer_path.c_str()) != 0 ||
-        rename((ring_path + suffix).c_str(), ring_path.c_str()) != 0) {
-      Die("rename");
-    }
-  }
+  if (via_rename && rename((ring_path + suffix).c_str(), ring_path.c_str()) != 0) Die("rename");
+  StartServer(dir, f.value("attach", std::string("serve")), std::move(region), segment_id,
+              live_pid);
   return ids;
 }
 
@@ -265,7 +445,9 @@ void CheckRow(const json& table, const json& row) {
   // ones a row may add to forge a field.
   std::set<std::string> fixture_keys = {"head",
                                         "tail",
-                                        "consumer_size",
+                                        "region_size",
+                                        "region_seals",
+                                        "attach",
                                         "ring_size",
                                         "version",
                                         "capacity_field",
@@ -282,14 +464,13 @@ void CheckRow(const json& table, const json& row) {
   if (row.contains("fixture")) CheckKeys(row.at("fixture"), fixture_keys, name + ": fixture");
   if (row.contains("after_open")) {
     std::set<std::string> change_keys = fixture_keys;
-    change_keys.insert({"replace", "old_state", "truncate_consumer"});
+    change_keys.insert({"replace", "old_state", "resize_region"});
     CheckKeys(row.at("after_open"), change_keys, name + ": after_open");
   }
   if (row.contains("take"))
     CheckKeys(row.at("take"), {"call", "count", "timeout_ms"}, name + ": take");
-  const std::set<std::string> expect_keys = {
-      "stage", "code",        "message_contains",   "count",
-      "ids",   "refill_hint", "refill_request_min", "signal"};
+  const std::set<std::string> expect_keys = {"stage", "code",        "message_contains",  "count",
+                                             "ids",   "refill_hint", "refill_request_min"};
   CheckKeys(row.at("expect"), expect_keys, name + ": expect");
   if (row.contains("expect_by_taker")) {
     CheckKeys(row.at("expect_by_taker"), {"cpp", "python", "go", "java", "node"},
@@ -397,8 +578,9 @@ json Layout() {
   SNOWFLAKE_LAYOUT(DaemonState::kPaused);
   SNOWFLAKE_LAYOUT(DaemonState::kOutOfService);
   SNOWFLAKE_LAYOUT(DaemonState::kStopped);
-  // The consumer file (LAYOUT.md §4): its region, the service slots and their lanes.
-  SNOWFLAKE_LAYOUT(kConsumerFileSize);
+  // The consumer region (LAYOUT.md §4): its memfd, the service slots and their lanes.
+  SNOWFLAKE_LAYOUT(kConsumerRegionSize);
+  SNOWFLAKE_LAYOUT(kConsumerRegionSeals);
   SNOWFLAKE_LAYOUT(offsetof(ConsumerRegion, head));
   SNOWFLAKE_LAYOUT(offsetof(ConsumerRegion, refill_request));
   SNOWFLAKE_LAYOUT(offsetof(ConsumerRegion, refill_hint));
@@ -421,9 +603,8 @@ json Layout() {
   SNOWFLAKE_LAYOUT(sizeof(ConsumerRegion::lanes[0]));  // one service's lanes: their stride
   SNOWFLAKE_LAYOUT(sizeof(CounterLane));               // a lane's stride
   SNOWFLAKE_LAYOUT(offsetof(CounterLane, taken));
-  // The files, their identity and the slots (LAYOUT.md §1-3, §5).
+  // The ring file, its identity and the slots (LAYOUT.md §1-3, §5).
   SNOWFLAKE_LAYOUT(kSegmentFileName);
-  SNOWFLAKE_LAYOUT(kConsumerFileSuffix);
   SNOWFLAKE_LAYOUT(kMagic);
   SNOWFLAKE_LAYOUT(kVersion);
   SNOWFLAKE_LAYOUT(kPageSize);
@@ -436,7 +617,42 @@ json Layout() {
   return out;
 }
 
+// The region DIR's socket hands out, attached to as a taker does: its refill words.
+json RegionWords(const std::string& dir) {
+  auto attached = snowflake::protocol::Attach(dir, geteuid());
+  if (!attached) Die("attach to " + dir + ": " + attached.error().message);
+  void* base =
+      mmap(nullptr, sizeof(ConsumerRegion), PROT_READ, MAP_SHARED, attached->region.get(), 0);
+  if (base == MAP_FAILED) Die(std::string("map the region: ") + std::strerror(errno));
+  const auto* region = static_cast<const ConsumerRegion*>(base);
+  json out = {{"refill_request", region->refill_request.load()},
+              {"refill_hint", region->refill_hint.load()}};
+  munmap(base, sizeof(ConsumerRegion));
+  return out;
+}
+
+// after_open's resize_region: what any process holding the region might try, with the
+// descriptor a taker gets. Its seals must refuse every attempt; one that works is the row's
+// failure, said here.
+void ResizeRegion(const std::string& dir, const json& size) {
+  auto attached = snowflake::protocol::Attach(dir, geteuid());
+  if (!attached) Die("attach to " + dir + ": " + attached.error().message);
+  const int fd = attached->region.get();
+  const auto bytes = size.get<off_t>();
+  if (ftruncate(fd, bytes) == 0)
+    Die("resize_region: ftruncate to " + std::to_string(bytes) + " worked");
+  if (errno != EPERM) Die(std::string("resize_region: ftruncate: ") + std::strerror(errno));
+  if (fallocate(fd, 0, 0, static_cast<off_t>(snowflake::shm::kConsumerRegionSize) * 2) == 0) {
+    Die("resize_region: fallocate past the end worked");
+  }
+  if (errno != EPERM) Die(std::string("resize_region: fallocate: ") + std::strerror(errno));
+}
+
 int main(int argc, char** argv) {
+  if (argc == 4 && std::string(argv[1]) == "--region-words" && std::string(argv[2]) == "--dir") {
+    std::cout << RegionWords(argv[3]).dump() << "\n";
+    return 0;
+  }
   if (argc == 2 && std::string(argv[1]) == "--vocabulary") {
     std::cout << Vocabulary().dump() << "\n";
     return 0;
@@ -480,12 +696,7 @@ int main(int argc, char** argv) {
     } else {
       const json change = row->at("after_open");
       const std::string ring_path = dir + "/" + std::string(snowflake::shm::kSegmentFileName);
-      if (change.contains("truncate_consumer")) {
-        if (truncate(snowflake::shm::ConsumerFilePath(ring_path).c_str(),
-                     change.at("truncate_consumer").get<off_t>()) != 0) {
-          Die("truncate");
-        }
-      }
+      if (change.contains("resize_region")) ResizeRegion(dir, change.at("resize_region"));
       if (change.value("replace", false)) {
         // The old segment says why it is left (a daemon retiring it sets stopped) ...
         const int fd = open(ring_path.c_str(), O_WRONLY | O_CLOEXEC);

@@ -667,6 +667,9 @@ TEST_F(ControlServerTest, GroupMemberHoldingAllSlotsCannotLockOutTheOperator) {
   ControlServerOptions options = Options();
   options.group = kNogroup;
   options.idle_timeout = std::chrono::minutes(5);  // the hostile connections stay
+  // One member may hold every unprivileged slot here: this is the reserved slots' test
+  // (OneUserHoldsAtMostItsShareOfTheSlots is the per-user limit's).
+  options.max_connections_per_user = options.max_connections;
   FakeLoop loop(board_);
   ControlServer sut(options, board_);
   ASSERT_TRUE(sut.Start());
@@ -730,6 +733,96 @@ TEST_F(ControlServerTest, GroupMemberHoldingAllSlotsCannotLockOutTheOperator) {
   ASSERT_FALSE(resume.empty());
   EXPECT_EQ(json::parse(resume)["resumed"], true);
   EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) << wstatus;
+}
+
+// One member of the clients' group (nobody) gets at most max_connections_per_user (16)
+// slots, so another member (uid 65533) still gets one, for its attach: without the limit
+// nobody would hold 60 of the 64 and refuse every other member.
+TEST_F(ControlServerTest, OneUserHoldsAtMostItsShareOfTheSlots) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to act as other uids";
+  // Arrange
+  constexpr uid_t kNobody = 65534;
+  constexpr uid_t kOtherMember = 65533;
+  constexpr gid_t kNogroup = 65534;
+  ASSERT_EQ(chmod(dir_.path().c_str(), 0755), 0);
+  ControlServerOptions options = Options();
+  options.group = kNogroup;
+  options.idle_timeout = std::chrono::minutes(5);  // the hostile connections stay
+  ASSERT_EQ(options.max_connections_per_user, 16u);
+  FakeLoop loop(board_);
+  ControlServer sut(options, board_);
+  ASSERT_TRUE(sut.Start());
+  sockaddr_un addr{};  // built before fork: the children must not allocate
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, (dir_ / "control.sock").c_str(), sizeof(addr.sun_path) - 1);
+  // Each child connects `count` times as `uid`, sends status on each and reports how many
+  // were answered and how many refused, then holds them until released.
+  struct Member {
+    pid_t pid = -1;
+    int report[2] = {-1, -1};
+    int release[2] = {-1, -1};
+  };
+  const auto start = [&](uid_t uid, int count) {
+    Member m;
+    if (pipe(m.report) != 0 || pipe(m.release) != 0) return m;
+    m.pid = fork();
+    if (m.pid == 0) {
+      close(m.release[1]);
+      close(m.report[0]);
+      if (setgroups(0, nullptr) != 0 || setgid(kNogroup) != 0 || setuid(uid) != 0) _exit(2);
+      int accepted = 0, refused = 0;
+      for (int i = 0; i < count; ++i) {
+        const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+        if (fd < 0 || connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) continue;
+        const char request[] = "{\"command\":\"status\"}\n";
+        [[maybe_unused]] const ssize_t sent = send(fd, request, sizeof(request) - 1, MSG_NOSIGNAL);
+        char buf[8192];
+        const ssize_t n = recv(fd, buf, sizeof(buf) - 1, 0);
+        buf[n > 0 ? n : 0] = '\0';
+        if (std::strstr(buf, "\"ok\":true") != nullptr) ++accepted;
+        if (std::strstr(buf, "\"code\":\"too_many_connections\"") != nullptr) ++refused;
+      }
+      char line[64];
+      const int len = std::snprintf(line, sizeof(line), "%d %d\n", accepted, refused);
+      if (write(m.report[1], line, static_cast<size_t>(len)) != len) _exit(3);
+      char c;
+      [[maybe_unused]] const ssize_t r = read(m.release[0], &c, 1);  // hold everything open
+      _exit(0);
+    }
+    close(m.report[1]);
+    close(m.release[0]);
+    return m;
+  };
+  const auto counts = [](Member& m) {
+    char line[64] = {};
+    int accepted = -1, refused = -1;
+    if (read(m.report[0], line, sizeof(line) - 1) > 0)
+      std::sscanf(line, "%d %d", &accepted, &refused);
+    return std::pair{accepted, refused};
+  };
+
+  // Act: nobody asks for 64 and holds what it got; then the other member asks for one.
+  Member hostile = start(kNobody, 64);
+  ASSERT_GT(hostile.pid, 0);
+  const auto [hostile_accepted, hostile_refused] = counts(hostile);
+  Member other = start(kOtherMember, 1);
+  ASSERT_GT(other.pid, 0);
+  const auto [other_accepted, other_refused] = counts(other);
+  // Both released before either is waited for: the second child inherited the first's
+  // release pipe, so the first sees its end only once both let go.
+  for (Member* m : {&hostile, &other}) close(m->release[1]);
+  for (Member* m : {&hostile, &other}) {
+    int wstatus = 0;
+    waitpid(m->pid, &wstatus, 0);
+    close(m->report[0]);
+    EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) << wstatus;
+  }
+
+  // Assert
+  EXPECT_EQ(hostile_accepted, 16);
+  EXPECT_EQ(hostile_refused, 48);
+  EXPECT_EQ(other_accepted, 1);
+  EXPECT_EQ(other_refused, 0);
 }
 
 // --- attach: the consumer region's descriptor over the socket (SCM_RIGHTS).

@@ -270,6 +270,85 @@ TEST(HostileClient, HoldingTheControlSocketDoesNotLockOutTheOperator) {
   ExpectUnique(ids);
 }
 
+// Prevented: one member of the clients' group (nobody) holding every connection it can get
+// locks another member (another uid in nogroup) out of attach, which every starting
+// client needs. One user holds at most max_connections_per_user (16) of the 60 slots.
+TEST(HostileClient, OneMemberHoldingConnectionsDoesNotLockTheOthersOutOfAttach) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to act as other uids";
+  constexpr uid_t kOtherMember = 65533;
+  DaemonHarness harness("hostile-attach");
+  Daemon daemon = StartForNogroup(harness);
+  ASSERT_TRUE(daemon.ready()) << daemon.Describe();
+  sockaddr_un addr{};  // built before fork: the child only makes system calls
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, (harness.runtime_dir() / "control.sock").c_str(),
+               sizeof(addr.sun_path) - 1);
+  int report[2];
+  int release[2];
+  ASSERT_EQ(pipe(report), 0);
+  ASSERT_EQ(pipe(release), 0);
+  const pid_t holder = fork();
+  ASSERT_GE(holder, 0);
+  if (holder == 0) {
+    close(report[0]);
+    close(release[1]);
+    if (setgroups(0, nullptr) != 0 || setgid(kNogroup) != 0 || setuid(kNobody) != 0) _exit(2);
+    for (int i = 0; i < 64; ++i) {
+      const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+      if (fd >= 0) (void)!connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+    }
+    if (write(report[1], "x", 1) != 1) _exit(3);
+    char c;
+    [[maybe_unused]] const ssize_t r = read(release[0], &c, 1);
+    _exit(0);
+  }
+  close(report[1]);
+  close(release[0]);
+  char c;
+  ASSERT_EQ(read(report[0], &c, 1), 1);
+  // The accept queue is FIFO: once the daemon answers a connection made after them (root's,
+  // in a reserved slot), it has accepted or refused all 64.
+  const bool held = testing::WaitUntil(
+      [&] {
+        auto status = protocol::QueryStatus(harness.runtime_dir());
+        return status.has_value();
+      },
+      10s, "the daemon to answer status while the member holds its connections");
+
+  // Act: the other member attaches, with a budget shorter than the holder's idle timeout.
+  int outcome[2];
+  ASSERT_EQ(pipe(outcome), 0);
+  const std::filesystem::path runtime_dir = harness.runtime_dir();
+  const pid_t other = fork();
+  ASSERT_GE(other, 0);
+  if (other == 0) {
+    close(outcome[0]);
+    if (setgroups(0, nullptr) != 0 || setgid(kNogroup) != 0 || setuid(kOtherMember) != 0) {
+      _exit(2);
+    }
+    auto ring = protocol::AttachConsumer(runtime_dir, 5000ms);
+    const std::string said = ring ? std::string("attached") : ring.error();
+    (void)!write(outcome[1], said.data(), said.size());
+    _exit(ring ? 0 : 1);
+  }
+  close(outcome[1]);
+  std::string said;
+  char buffer[512];
+  for (ssize_t n; (n = read(outcome[0], buffer, sizeof(buffer))) > 0;) said.append(buffer, n);
+  close(outcome[0]);
+  int other_status = 0;
+  waitpid(other, &other_status, 0);
+  close(release[1]);
+  int holder_status = 0;
+  waitpid(holder, &holder_status, 0);
+  close(report[0]);
+
+  // Assert
+  EXPECT_TRUE(held);
+  EXPECT_TRUE(WIFEXITED(other_status) && WEXITSTATUS(other_status) == 0) << said;
+  EXPECT_EQ(said, "attached");
+}
+
 // Prevented: a member of the clients' group (nobody in nogroup) may read the ring file
 // and attach to the consumer region (it takes IDs), but cannot open the ring file for
 // writing or truncate it, so it can forge no ID, tail or header field; the daemon serves

@@ -6,7 +6,9 @@
 #include "protocol/control_protocol.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <fstream>
 #include <regex>
 #include <set>
@@ -157,10 +159,12 @@ TEST(StatusRecord, AReplyWithoutAStateIsNoStatus) {
   ASSERT_FALSE(as_array.has_value());
 }
 
-TEST(ControlRequest, TheTwoCommandsParseAndEverythingElseIsRefusedWithItsCode) {
+TEST(ControlRequest, TheThreeCommandsParseAndEverythingElseIsRefusedWithItsCode) {
   EXPECT_EQ(ParseRequest(RequestLine(Command::kStatus)), Command::kStatus);
   EXPECT_EQ(ParseRequest(RequestLine(Command::kResume)), Command::kResume);
+  EXPECT_EQ(ParseRequest(RequestLine(Command::kAttach)), Command::kAttach);
   EXPECT_EQ(RequestLine(Command::kStatus), "{\"command\":\"status\"}\n");
+  EXPECT_EQ(RequestLine(Command::kAttach), "{\"command\":\"attach\"}\n");
   for (const char* line : {"", "{", "status", "[1,2]", R"({"command":5})", R"({"cmd":"status"})"}) {
     const auto sut = ParseRequest(line);
     ASSERT_FALSE(sut.has_value()) << line;
@@ -171,7 +175,37 @@ TEST(ControlRequest, TheTwoCommandsParseAndEverythingElseIsRefusedWithItsCode) {
   ASSERT_FALSE(unknown.has_value());
   EXPECT_EQ(unknown.error().code, vocab::ErrorCode::kUnknownCommand);
   EXPECT_EQ(unknown.error().message,
-            "unknown command \"reboot\": expected \"status\" or \"resume\"");
+            "unknown command \"reboot\": expected \"status\", \"resume\" or \"attach\"");
+}
+
+// The attach reply (docs/control-protocol.md, "attach"): what the daemon writes, the reader
+// gives back; a reply missing a key or with one of another type is a bad reply naming it.
+TEST(AttachReply, RoundTripsAndRefusesWhatDoesNotFollowTheProtocol) {
+  const AttachRecord record{
+      .segment_id = 18'446'744'073'709'551'615u, .format_version = 4, .region_bytes = 163'840};
+
+  const auto json = AttachReplyJson(record);
+  const auto read = ReadAttachReply(json, "s");
+
+  EXPECT_EQ(
+      Dump(json),
+      R"({"format_version":4,"ok":true,"region_bytes":163840,"segment_id":"18446744073709551615"})");
+  ASSERT_TRUE(read.has_value()) << read.error().message;
+  EXPECT_EQ(*read, record);
+  for (const char* bad :
+       {R"({"ok":true,"format_version":4,"region_bytes":163840})",
+        R"({"ok":true,"segment_id":7,"format_version":4,"region_bytes":163840})",
+        R"({"ok":true,"segment_id":"7x","format_version":4,"region_bytes":163840})",
+        R"({"ok":true,"segment_id":"","format_version":4,"region_bytes":163840})",
+        R"({"ok":true,"segment_id":"18446744073709551616","format_version":4,"region_bytes":1})",
+        R"({"ok":true,"segment_id":"7","region_bytes":163840})",
+        R"({"ok":true,"segment_id":"7","format_version":-4,"region_bytes":163840})",
+        R"({"ok":true,"segment_id":"7","format_version":4})"}) {
+    const auto sut = ReadAttachReply(nlohmann::json::parse(bad), "the socket");
+    ASSERT_FALSE(sut.has_value()) << bad;
+    EXPECT_EQ(sut.error().code, vocab::ErrorCode::kBadReply) << bad;
+    EXPECT_NE(sut.error().message.find("the socket"), std::string::npos) << sut.error().message;
+  }
 }
 
 TEST(ControlReply, ARefusalKeepsTheDaemonsCodeAndAnUnknownOneIsRefused) {
@@ -313,6 +347,63 @@ std::set<std::string> WrittenKeys() {
     }
   }
   return keys;
+}
+
+// attach's client end against replies a daemon would never send (the daemon's own end and
+// the descriptor it sends: tests/daemon/control_server_test.cc).
+TEST(ControlClient, AnAttachAnswerWithoutADescriptorIsABadReply) {
+  TempDir dir("ctl-attach-nofd");
+  ScriptedControlSocket socket(
+      dir.path(), Dump(AttachReplyJson(AttachRecord{.segment_id = 7,
+                                                    .format_version = shm::kVersion,
+                                                    .region_bytes = shm::kConsumerRegionSize})));
+
+  const auto sut = Attach(dir.path(), geteuid(), std::chrono::milliseconds(2000));
+
+  EXPECT_EQ(socket.request(), "{\"command\":\"attach\"}\n");
+  ASSERT_FALSE(sut.has_value());
+  EXPECT_EQ(sut.error().code, vocab::ErrorCode::kBadReply);
+  EXPECT_NE(sut.error().message.find("without a descriptor"), std::string::npos)
+      << sut.error().message;
+}
+
+TEST(ControlClient, AnAttachRefusalKeepsTheDaemonsCode) {
+  TempDir dir("ctl-attach-busy");
+  ScriptedControlSocket socket(
+      dir.path(), Dump(ErrorReplyJson(vocab::ErrorCode::kTooManyConnections, "retry")));
+
+  const auto sut = Attach(dir.path(), geteuid(), std::chrono::milliseconds(2000));
+
+  ASSERT_FALSE(sut.has_value());
+  EXPECT_EQ(sut.error().code, vocab::ErrorCode::kTooManyConnections);
+  EXPECT_TRUE(sut.error().refused);
+}
+
+// SO_PEERCRED: a socket whose listener is not the segment's owner gets no request at all.
+TEST(ControlClient, AnAttachToAListenerOfAnotherUserSendsNothing) {
+  TempDir dir("ctl-attach-peer");
+  ScriptedControlSocket socket(dir.path(), std::nullopt);
+
+  const auto sut = Attach(dir.path(), geteuid() + 1, std::chrono::milliseconds(2000));
+
+  ASSERT_FALSE(sut.has_value());
+  EXPECT_EQ(sut.error().code, vocab::ErrorCode::kUntrustedSegment);
+  EXPECT_NE(sut.error().message.find("not as the daemon's user"), std::string::npos)
+      << sut.error().message;
+  EXPECT_EQ(socket.request(), "");
+}
+
+TEST(ControlClient, AnAttachGivesUpWhenAskedWhileTheDaemonIsSilent) {
+  TempDir dir("ctl-attach-silent");
+  ScriptedControlSocket socket(dir.path(), std::nullopt);
+  int asked = 0;
+
+  const auto sut = Attach(dir.path(), geteuid(), std::chrono::milliseconds(60'000),
+                          [&asked] { return ++asked == 3; });
+
+  ASSERT_FALSE(sut.has_value());
+  EXPECT_EQ(sut.error().code, vocab::ErrorCode::kDaemonNotHeartbeating) << sut.error().message;
+  EXPECT_EQ(asked, 3);
 }
 
 TEST(ControlProtocolDocs, TheStatusKeysTableListsExactlyTheKeysWritten) {

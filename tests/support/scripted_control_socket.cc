@@ -20,6 +20,9 @@ ScriptedControlSocket::ScriptedControlSocket(const std::filesystem::path& dir,
   address.sun_family = AF_UNIX;
   const std::string path = (dir / "control.sock").string();
   std::strncpy(address.sun_path, path.c_str(), sizeof(address.sun_path) - 1);
+  // In place of a socket already there (a test producer's, which hands out its region), as
+  // a daemon's start replaces a stale one.
+  unlink(path.c_str());
   if (bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
       listen(fd_, 4) != 0 || pipe2(stop_, O_CLOEXEC) != 0) {
     ADD_FAILURE() << "cannot listen on " << path << ": " << std::strerror(errno);

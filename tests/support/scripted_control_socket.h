@@ -1,7 +1,8 @@
-// A stand-in for snowflaked's control socket: listens on <dir>/control.sock, answers one
-// connection with a scripted reply line (or with nothing, to test a client's timeout)
-// and remembers the request it got. For tests of the protocol's client end and of the
-// commands that use it, where the reply must be one a real daemon would never send.
+// A stand-in for snowflaked's control socket: listens on <dir>/control.sock (in place of
+// a socket already there), answers one connection with a scripted reply line (or with
+// nothing, to test a client's timeout) and remembers the request it got. For tests of the
+// protocol's client end and of the commands that use it, where the reply must be one a real daemon
+// would never send.
 
 #ifndef SNOWFLAKE_TESTS_SUPPORT_SCRIPTED_CONTROL_SOCKET_H_
 #define SNOWFLAKE_TESTS_SUPPORT_SCRIPTED_CONTROL_SOCKET_H_

@@ -8,14 +8,12 @@ import com.google.gson.JsonElement;
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
 import java.io.IOException;
-import java.io.RandomAccessFile;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.DynamicTest;
@@ -83,24 +81,19 @@ class ConformanceTest {
     }
   }
 
-  static int consumerWord(Path directory, int offset) throws IOException {
-    try (RandomAccessFile file = new RandomAccessFile(
-             directory.resolve("snowflake.ring.consumer").toFile(), "r")) {
-      file.seek(offset);
-      return Integer.reverseBytes(file.readInt());
-    }
+  /**
+   * The region's refill words, read by the fixture attached to the row's socket as a taker
+   * attaches (the region is a memfd: no file to read).
+   */
+  static JsonObject regionWords(Path directory) throws Exception {
+    Process process = new ProcessBuilder(TestDaemon.env("SNOWFLAKE_CONFORMANCE_FIXTURE"),
+        "--region-words", "--dir", directory.toString())
+        .redirectError(ProcessBuilder.Redirect.INHERIT).start();
+    String out = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    assertTrue(process.waitFor(30, TimeUnit.SECONDS));
+    assertEquals(0, process.exitValue(), "conformance_fixture --region-words failed");
+    return JsonParser.parseString(out).getAsJsonObject();
   }
-
-  /** A row run in a child JVM (one whose expected outcome kills the process). */
-  public static void main(String[] args) throws Exception {
-    for (JsonElement element : table().getAsJsonArray("cases")) {
-      JsonObject row = element.getAsJsonObject();
-      if (row.get("name").getAsString().equals(args[0])) run(row, Path.of(args[1]));
-    }
-  }
-
-  private static final Map<String, Integer> SIGNALS = Map.of("SIGBUS", 7, "SIGSEGV", 11,
-      "SIGABRT", 6);
 
   @TestFactory
   Stream<DynamicTest> everyRow() throws IOException {
@@ -123,22 +116,6 @@ class ConformanceTest {
     }
     Path directory = Files.createTempDirectory(Path.of("/tmp"), "sf-java-conf-");
     try {
-      if (expect.has("signal")) {
-        // The JVM's crash handler aborts (SIGABRT) after writing its error file; with core
-        // dumps off (ulimit -c 0), since -XX:-CreateCoredumpOnCrash would make it exit(1).
-        Process child = new ProcessBuilder("sh", "-c", "ulimit -c 0; exec \"$@\"", "sh",
-            TestDaemon.env("SNOWFLAKE_JAVA"),
-            "-Dsnowflake.jni.path=" + TestDaemon.env("SNOWFLAKE_JNI_PATH"),
-            "-XX:ErrorFile=" + directory.resolve("hs_err.log"),
-            "-cp", TestDaemon.env("SNOWFLAKE_JAVA_CLASSPATH"),
-            "example.snowflaked.ConformanceTest", row.get("name").getAsString(),
-            directory.toString()).redirectErrorStream(true).start();
-        String out = new String(child.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertTrue(child.waitFor(30, TimeUnit.SECONDS));
-        String signal = expect.get("signal").getAsString();
-        assertEquals(128 + SIGNALS.get(signal), child.exitValue(), out);
-        return;
-      }
       Outcome outcome = run(row, directory);
       assertEquals(expect.get("stage").getAsString() + "/" + expect.get("code").getAsString(),
           outcome.stage() + "/" + outcome.code(), outcome.message());
@@ -150,11 +127,15 @@ class ConformanceTest {
       if (expect.has("ids") && expect.get("ids").getAsString().equals("published")) {
         assertEquals(outcome.published().subList(0, outcome.ids().size()), outcome.ids());
       }
-      if (expect.has("refill_hint")) {
-        assertEquals(expect.get("refill_hint").getAsInt(), consumerWord(directory, 68));
-      }
-      if (expect.has("refill_request_min")) {
-        assertTrue(consumerWord(directory, 64) >= expect.get("refill_request_min").getAsInt());
+      if (expect.has("refill_hint") || expect.has("refill_request_min")) {
+        JsonObject words = regionWords(directory);
+        if (expect.has("refill_hint")) {
+          assertEquals(expect.get("refill_hint").getAsInt(), words.get("refill_hint").getAsInt());
+        }
+        if (expect.has("refill_request_min")) {
+          assertTrue(words.get("refill_request").getAsInt()
+              >= expect.get("refill_request_min").getAsInt());
+        }
       }
     } finally {
       try (Stream<Path> paths = Files.walk(directory)) {
