@@ -212,8 +212,7 @@ def main():
     go = go_bench_figures(a.go) if a.go else None
     if go:
         names = {"Next": "go_next_ns", "NextBatch1000": "go_batch_1000_ns_per_id",
-                 "UUIDv4CryptoRand": "go_uuid4_ns", "AtomicAddUint64": "go_atomic_add_ns",
-                 "FaultGuardFloor": "go_fault_guard_ns"}
+                 "UUIDv4CryptoRand": "go_uuid4_ns", "AtomicAddUint64": "go_atomic_add_ns"}
         for name, key in names.items():
             values = go.get(name, [])
             if name == "NextBatch1000":
@@ -424,7 +423,6 @@ def main():
             f"≤2: {verdict(med('go_batch_1000_ns_per_id') <= 2)}")
         row("  baseline: crypto/rand UUIDv4", "go_uuid4_ns", 1, "ns")
         row("  baseline: sync/atomic AddUint64", "go_atomic_add_ns", 2, "ns")
-        row("  floor: the take's fault guard alone", "go_fault_guard_ns", 2, "ns")
     if node:
         row("node client.next()", "node_next_ns", 1, "ns",
             f"≤100: {verdict(med('node_next_ns') <= 100)}")
@@ -503,8 +501,7 @@ def main():
             keys += [k for k in ("py_next_ns", "py_batch_1000_ns_per_id", "py_uuid4_ns",
                                  "py_time_ns_ns", "py_redis_incr_ns") if k in f]
         if go:
-            keys += ["go_next_ns", "go_batch_1000_ns_per_id", "go_uuid4_ns", "go_atomic_add_ns",
-                     "go_fault_guard_ns"]
+            keys += ["go_next_ns", "go_batch_1000_ns_per_id", "go_uuid4_ns", "go_atomic_add_ns"]
         if java:
             keys += ["java_next_ns", "java_batch_1000_ns_per_id", "java_next_unlocked_ns",
                      "java_jni_floor_ns", "java_uuid4_ns", "java_atomiclong_ns"]

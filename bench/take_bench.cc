@@ -34,14 +34,10 @@
 // say how many answers of the daemon a batch took.
 
 #include <benchmark/benchmark.h>
-#include <sys/socket.h>
-#include <sys/un.h>
-#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <array>
 #include <atomic>
-#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -55,9 +51,9 @@
 #include <vector>
 
 #include "baselines.h"
+#include "protocol/control_client.h"
 #include "snowflake/client.h"
 #include "snowflake/ring_consumer.h"
-#include "snowflake/unique_fd.h"
 
 namespace {
 
@@ -71,79 +67,10 @@ constexpr size_t kBurst = 4000;
 using snowflake::shm::RingConsumer;
 
 // The ring with its consumer region, attached as a client attaches (the control protocol's
-// "attach", docs/control-protocol.md): the region's descriptor comes with the reply on
-// <runtime_dir>/control.sock, and RingConsumer::Open checks it (a memfd sealed at the
-// region's size, of the daemon's user, paired with the ring file) before it maps it. Here
-// rather than protocol::AttachConsumer: the benchmarks link libsnowflake alone, whose
-// include path has no control client. Retries a busy or starting daemon and a segment
-// replaced in between, for up to 10 s.
+// "attach", docs/control-protocol.md, through its one client end): retries a busy or
+// starting daemon and a segment replaced in between, for up to 10 s.
 tl::expected<RingConsumer, std::string> AttachRing(const std::string& runtime_dir) {
-  const std::string socket_path = runtime_dir + "/control.sock";
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  if (socket_path.size() >= sizeof(address.sun_path)) {
-    return tl::unexpected("control socket path too long: " + socket_path);
-  }
-  std::memcpy(address.sun_path, socket_path.c_str(), socket_path.size() + 1);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  for (;;) {
-    snowflake::UniqueFd socket_fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    if (!socket_fd) return tl::unexpected(std::string("socket: ") + std::strerror(errno));
-    if (connect(socket_fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof(address)) !=
-        0) {
-      return tl::unexpected("cannot connect to " + socket_path + ": " + std::strerror(errno));
-    }
-    static const char kRequest[] = "{\"command\":\"attach\"}\n";
-    if (send(socket_fd.get(), kRequest, sizeof kRequest - 1, MSG_NOSIGNAL) !=
-        static_cast<ssize_t>(sizeof kRequest - 1)) {
-      return tl::unexpected("cannot send attach on " + socket_path + ": " + std::strerror(errno));
-    }
-    std::string reply;
-    snowflake::UniqueFd region;
-    while (reply.find('\n') == std::string::npos) {
-      char buffer[1024];
-      iovec io{.iov_base = buffer, .iov_len = sizeof(buffer)};
-      alignas(cmsghdr) char control[CMSG_SPACE(4 * sizeof(int))];
-      msghdr message{};
-      message.msg_iov = &io;
-      message.msg_iovlen = 1;
-      message.msg_control = control;
-      message.msg_controllen = sizeof(control);
-      const ssize_t n = recvmsg(socket_fd.get(), &message, MSG_CMSG_CLOEXEC);
-      if (n < 0 && errno == EINTR) continue;
-      for (cmsghdr* h = CMSG_FIRSTHDR(&message); n > 0 && h != nullptr;
-           h = CMSG_NXTHDR(&message, h)) {
-        if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS) continue;
-        for (size_t i = 0; i < (h->cmsg_len - CMSG_LEN(0)) / sizeof(int); ++i) {
-          int fd = -1;
-          std::memcpy(&fd, CMSG_DATA(h) + i * sizeof(int), sizeof(int));
-          if (!region) {
-            region = snowflake::UniqueFd(fd);
-          } else {
-            close(fd);
-          }
-        }
-      }
-      if (n <= 0) break;
-      reply.append(buffer, static_cast<size_t>(n));
-    }
-    const bool retry_allowed = std::chrono::steady_clock::now() < deadline;
-    if (reply.find("\"ok\":true") == std::string::npos) {
-      const bool busy = reply.find("\"too_many_connections\"") != std::string::npos ||
-                        reply.find("\"daemon_starting\"") != std::string::npos;
-      if (busy && retry_allowed) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-        continue;
-      }
-      return tl::unexpected("snowflaked refused attach on " + socket_path + ": " + reply);
-    }
-    if (!region) return tl::unexpected(std::string("attach answered without a descriptor"));
-    auto ring = RingConsumer::Open(runtime_dir, std::move(region));
-    if (ring) return std::move(*ring);
-    if (ring.error().code != snowflake::shm::SegmentError::kUnpaired || !retry_allowed) {
-      return tl::unexpected(std::move(ring.error().message));
-    }
-  }
+  return snowflake::protocol::AttachConsumer(runtime_dir, std::chrono::seconds(10));
 }
 
 // Waits (untimed) until the ring holds `want` IDs, or until it stopped growing for 3 ms
