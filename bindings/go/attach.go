@@ -32,9 +32,11 @@ const (
 	// F_GET_SEALS (linux/fcntl.h: F_LINUX_SPECIFIC_BASE + 10), which package syscall does not
 	// name.
 	fGetSeals = 1034
+	// F_SEAL_EXEC (linux/fcntl.h, Linux 6.3), which a region made with MFD_NOEXEC_SEAL carries.
+	execSeal = 0x20
 	// How long Open lets the daemon refuse attach with a "retry" (too_many_connections,
 	// daemon_starting) before it reports the refusal.
-	attachBudget = 5 * time.Second
+	attachBudget = 10 * time.Second
 	// The longest reply line read; the accepted one is under 100 bytes.
 	attachReplyMax = 64 << 10
 	// Descriptors one read makes room for: the reply carries one; any more are closed.
@@ -348,14 +350,15 @@ func checkRegionFD(fd int, s *segment, sock string) *Error {
 			" (the owner of "+s.path+"); refusing to map it")
 	}
 	seals, _, errno := syscall.Syscall(syscall.SYS_FCNTL, uintptr(fd), fGetSeals, 0)
-	if errno != 0 || seals != consumerRegionSeals {
+	// F_SEAL_EXEC (0x20, Linux 6.3: never executable) may be set too, as the C++ client allows.
+	if errno != 0 || seals&^execSeal != consumerRegionSeals {
 		how := fmt.Sprintf("sealed with %s (%#x)", sealNames(seals), seals)
 		if errno != 0 {
 			how = "not sealable (" + errno.Error() + ")"
 		}
 		return segFail(segUnsealed, fmt.Sprintf("%s: the consumer region is %s, not exactly "+
-			"seal|shrink|grow (%#x): any process holding it could resize it under every taker; "+
-			"refusing to map it", sock, how, consumerRegionSeals))
+			"seal|shrink|grow (%#x, with exec or not): any process holding it could resize it "+
+			"under every taker; refusing to map it", sock, how, consumerRegionSeals))
 	}
 	if size := uint64(info.Size); size != regionSize {
 		kind := segTruncated
@@ -375,7 +378,8 @@ func sealNames(seals uintptr) string {
 	for _, seal := range []struct {
 		bit  uintptr
 		name string
-	}{{0x1, "seal"}, {0x2, "shrink"}, {0x4, "grow"}, {0x8, "write"}, {0x10, "future_write"}} {
+	}{{0x1, "seal"}, {0x2, "shrink"}, {0x4, "grow"}, {0x8, "write"}, {0x10, "future_write"},
+		{execSeal, "exec"}} {
 		if seals&seal.bit != 0 {
 			if names != "" {
 				names += "|"
