@@ -310,7 +310,7 @@ in_ct() {
   done
   if [ "$engine" = podman ]; then
     local args=(run --rm --pull=never --network none --user "$app_uid:$app_uid"
-                -v "$run_dir:/run/snowflaked")
+                -v "$run_dir:/run/snowflaked:ro")
     [ -n "$groups" ] && args+=(--group-add "$group_id")
     for e in "${envs[@]}"; do args+=(--env "$e"); done
     if [ -n "$userns" ]; then
@@ -331,7 +331,7 @@ in_ct() {
     fi
     pm "${args[@]}"
   else
-    local args=(--bind="$run_dir:/run/snowflaked" --bind-ro="$take_ids:/usr/local/bin/take_ids"
+    local args=(--bind-ro="$run_dir:/run/snowflaked" --bind-ro="$take_ids:/usr/local/bin/take_ids"
                 --user "$app_uid:$app_uid" --groups -)
     [ -n "$groups" ] && args[-1]=$group_id
     if [ "$userns" = unmapped ]; then
