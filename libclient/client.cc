@@ -72,6 +72,7 @@ ClientError FromSegmentError(SegmentError error) {
     case SegmentError::kBadMagic:
     case SegmentError::kSizeMismatch:
     case SegmentError::kBadCapacity:
+    case SegmentError::kBadEpoch:
     case SegmentError::kCorruptCounters:
     case SegmentError::kNotIncreasing:
       return ClientError::kCorruptSegment;

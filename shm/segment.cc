@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <system_error>
@@ -14,6 +15,7 @@
 #include "snowflake/account_names.h"
 #include "snowflake/boot_id.h"
 #include "snowflake/consumer_region.h"
+#include "snowflake/id_layout.h"
 #include "snowflake/segment_error.h"
 #include "snowflake/segment_layout.h"
 
@@ -31,6 +33,7 @@ std::string_view SegmentErrorName(SegmentError error) noexcept {
     case SegmentError::kIncompatibleVersion: return "incompatible_version";
     case SegmentError::kSizeMismatch: return "size_mismatch";
     case SegmentError::kBadCapacity: return "bad_capacity";
+    case SegmentError::kBadEpoch: return "bad_epoch";
     case SegmentError::kCorruptCounters: return "corrupt_counters";
     case SegmentError::kNotIncreasing: return "not_increasing";
     case SegmentError::kUnpaired: return "unpaired";
@@ -49,6 +52,7 @@ bool IsDamagedSegmentError(SegmentError error) noexcept {
     case SegmentError::kTruncated:
     case SegmentError::kSizeMismatch:
     case SegmentError::kBadCapacity:
+    case SegmentError::kBadEpoch:
     case SegmentError::kCorruptCounters:
     case SegmentError::kUnpaired:
     case SegmentError::kEarlierBoot:
@@ -118,6 +122,15 @@ tl::expected<uint64_t, SegmentFailure> ValidateHeader(const SegmentHeader& heade
                                path + ": capacity " + std::to_string(capacity) +
                                    " is not a power of two from 1 to " +
                                    std::to_string(kMaxCapacity) + "; the file is corrupt"));
+  }
+  // Every take computes milliseconds since the epoch: one no layout has would overflow.
+  const uint64_t epoch = header.epoch_unix_ms.load(std::memory_order_relaxed);
+  if (epoch > static_cast<uint64_t>(INT64_MAX) ||
+      !IdLayout::Create(static_cast<int64_t>(epoch)).has_value()) {
+    return tl::unexpected(Fail(SegmentError::kBadEpoch,
+                               path + ": epoch " + std::to_string(epoch) +
+                                   " ms is no ID layout's (negative, or its 69 years overflow); "
+                                   "the file is corrupt"));
   }
   const uint64_t expected_size = SegmentSizeFor(capacity);
   const uint64_t declared_size = header.segment_size.load(std::memory_order_relaxed);

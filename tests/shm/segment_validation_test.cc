@@ -223,6 +223,20 @@ TEST_F(BadSegment, HeaderSizeDisagreeingWithCapacityIsSizeMismatch) {
   EXPECT_TRUE(Names(sut, path().string())) << sut.message;
 }
 
+// Every take subtracts the epoch from the clock: an epoch no layout has (found by the
+// segment fuzzer as a signed overflow in the take) is refused at open.
+TEST_F(BadSegment, AnEpochNoIdLayoutHasIsBadEpoch) {
+  for (const uint64_t epoch : {uint64_t{1} << 63, ~uint64_t{0}, uint64_t{INT64_MAX}}) {
+    Poke<uint64_t>(offsetof(SegmentHeader, epoch_unix_ms), epoch);
+
+    const SegmentFailure sut = OpenFails();
+
+    EXPECT_EQ(sut.code, SegmentError::kBadEpoch) << epoch;
+    EXPECT_TRUE(Names(sut, "epoch " + std::to_string(epoch))) << sut.message;
+    EXPECT_TRUE(IsDamagedSegmentError(sut.code));
+  }
+}
+
 TEST_F(BadSegment, CapacityNotAPowerOfTwoIsBadCapacity) {
   Poke<uint64_t>(offsetof(SegmentHeader, capacity), 1000);
 
@@ -957,7 +971,8 @@ TEST(BootId, ParsesTheKernelsTextAndFormatsItBack) {
 TEST(SegmentValidation, OnlyAFileOrCounterFaultIsADamagedSegment) {
   for (const SegmentError damaged :
        {SegmentError::kBadMagic, SegmentError::kIncompatibleVersion, SegmentError::kTruncated,
-        SegmentError::kSizeMismatch, SegmentError::kBadCapacity, SegmentError::kCorruptCounters,
+        SegmentError::kSizeMismatch, SegmentError::kBadCapacity, SegmentError::kBadEpoch,
+        SegmentError::kCorruptCounters,
         SegmentError::kUnpaired, SegmentError::kEarlierBoot}) {
     EXPECT_TRUE(IsDamagedSegmentError(damaged)) << SegmentErrorName(damaged);
   }
