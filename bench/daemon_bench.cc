@@ -578,6 +578,53 @@ int Refill(const Options& options) {
   return 0;
 }
 
+// --- open: what a client's start costs. Per sample, in this order: the ring file opened,
+// checked and mapped alone (RingConsumer::Observe: the file part, the whole of what a
+// format-3 open did twice, the baseline), the attach (protocol::AttachConsumer: observe,
+// the control socket's attach with its descriptor, the seal checks, the region's map),
+// and a whole Client::Open (attach, service slot) with its close.
+int Open(const Options& options) {
+  json out{{"reps", json::array()}};
+  ClientOptions client_options;
+  client_options.runtime_dir = options.runtime_dir;
+  client_options.remotes_from_environment = false;
+  for (int rep = 0; rep < options.reps; ++rep) {
+    std::vector<double> ring_us, attach_us, client_us;
+    for (int i = 0; i < options.samples; ++i) {
+      int64_t start = MonotonicNs();
+      auto observed = RingConsumer::Observe(options.runtime_dir);
+      ring_us.push_back(static_cast<double>(MonotonicNs() - start) / 1000.0);
+      if (!observed) Die(observed.error().message);
+      start = MonotonicNs();
+      auto attached = snowflake::protocol::AttachConsumer(options.runtime_dir);
+      attach_us.push_back(static_cast<double>(MonotonicNs() - start) / 1000.0);
+      if (!attached) Die(attached.error());
+      start = MonotonicNs();
+      {
+        auto client = Client::Open("bench-open", client_options);
+        if (!client) Die(client.error().message);
+      }
+      client_us.push_back(static_cast<double>(MonotonicNs() - start) / 1000.0);
+    }
+    const auto ring = Percentiles(ring_us, {0.5, 0.99});
+    const auto attach = Percentiles(attach_us, {0.5, 0.99});
+    const auto client = Percentiles(client_us, {0.5, 0.99});
+    out["reps"].push_back(json{{"ring_open_p50_us", ring[0]},
+                               {"ring_open_p99_us", ring[1]},
+                               {"attach_p50_us", attach[0]},
+                               {"attach_p99_us", attach[1]},
+                               {"client_open_p50_us", client[0]},
+                               {"client_open_p99_us", client[1]},
+                               {"samples", options.samples}});
+    std::fprintf(stderr,
+                 "open rep %d: ring file p50 %.1f p99 %.1f us; attach p50 %.1f p99 %.1f us; "
+                 "Client::Open+close p50 %.1f p99 %.1f us\n",
+                 rep, ring[0], ring[1], attach[0], attach[1], client[0], client[1]);
+  }
+  std::printf("%s\n", out.dump().c_str());
+  return 0;
+}
+
 // --- paced: one client takes `rate` IDs/s on an absolute schedule; reports the age of
 // each ID when received and the daemon's CPU and RSS over the same window.
 int Paced(const Options& options) {
@@ -661,6 +708,8 @@ int main(int argc, char** argv) {
   sustained->add_option("--seconds", options.seconds)->check(CLI::Range(0.1, 15.0));
   CLI::App* refill = add("refill", "latency of a take that finds the ring empty");
   refill->add_option("--samples", options.samples)->check(CLI::Range(1, 1000000));
+  CLI::App* open = add("open", "what a client's start costs: ring file, attach, Client::Open");
+  open->add_option("--samples", options.samples)->check(CLI::Range(1, 1000000));
   CLI::App* paced = add("paced", "age and daemon cost at a paced rate");
   paced->add_option("--seconds", options.seconds)->check(CLI::Range(0.1, 600.0));
   paced->add_option("--rate", options.rate)->check(CLI::Range(1.0, 1e6));
@@ -672,6 +721,7 @@ int main(int argc, char** argv) {
   if (*take2) return Take2(options);
   if (*sustained) return Sustained(options);
   if (*refill) return Refill(options);
+  if (*open) return Open(options);
   if (*paced) return Paced(options);
   if (*idle) return Idle(options);
   return 2;

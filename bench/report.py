@@ -63,6 +63,7 @@ def main():
     p.add_argument("--take2", required=True)
     p.add_argument("--sustained", required=True)
     p.add_argument("--refill", required=True)
+    p.add_argument("--open", help="daemon_bench open output: a client's start")
     p.add_argument("--paced", required=True)
     p.add_argument("--idle", required=True)
     p.add_argument("--etcd", help="etcd_register_bench latencies output")
@@ -83,6 +84,7 @@ def main():
     take2 = load(a.take2)
     sustained = load(a.sustained)["reps"]
     refill = load(a.refill)["reps"]
+    opens = load(a.open)["reps"] if a.open else []
     paced = load(a.paced)["reps"]
     idle = load(a.idle)["reps"]
 
@@ -115,6 +117,10 @@ def main():
         "sustained_ring_empty_pct": Figure(r["ring_empty_pct"] for r in sustained),
         "sustained_daemon_cpu_pct": Figure(r["daemon"]["sched_cpu_pct"] for r in sustained),
         "refill_p50_us": Figure(r["p50_us"] for r in refill),
+        **({key: Figure(r[key] for r in opens)
+            for key in ("ring_open_p50_us", "ring_open_p99_us", "attach_p50_us",
+                        "attach_p99_us", "client_open_p50_us", "client_open_p99_us")}
+           if opens else {}),
         "refill_p99_us": Figure(r["p99_us"] for r in refill),
         "refill_max_us": Figure(r["max_us"] for r in refill),
         "age_paced_p50_ms": Figure(r["age_p50_ms"] for r in paced),
@@ -285,6 +291,13 @@ def main():
     row("refill p50 (take finds ring empty)", "refill_p50_us", 1, "µs",
         f"≤30: {verdict(med('refill_p50_us') <= 30)}")
     row("refill p99", "refill_p99_us", 1, "µs")
+    if opens:
+        row("attach p50 (observe, attach, seal checks, map)", "attach_p50_us", 1, "µs")
+        row("attach p99", "attach_p99_us", 1, "µs")
+        row("  baseline: the ring file's open alone p50", "ring_open_p50_us", 1, "µs")
+        row("  baseline: the ring file's open alone p99", "ring_open_p99_us", 1, "µs")
+        row("Client::Open + close p50", "client_open_p50_us", 1, "µs")
+        row("Client::Open + close p99", "client_open_p99_us", 1, "µs")
     row("age paced 1,157/s p50", "age_paced_p50_ms", 3, "ms")
     row("age paced 1,157/s p99", "age_paced_p99_ms", 3, "ms",
         f"≤1: {verdict(med('age_paced_p99_ms') <= 1)}")
@@ -470,6 +483,8 @@ def main():
                 "batch_256_ns", "batch_4096_cold_ns_per_id",
                 "batch_4096_cold_unhinted_ns_per_id", "sustained_ids_per_s", "sustained_fraction", "refill_p50_us",
                 "refill_p99_us", "age_paced_p99_ms", "age_saturated_p99_ms",
+                *(["ring_open_p50_us", "ring_open_p99_us", "attach_p50_us", "attach_p99_us",
+                   "client_open_p50_us", "client_open_p99_us"] if opens else []),
                 "daemon_idle_cpu_pct", "daemon_paced_cpu_pct", "daemon_rss_kib"]
         if etcd_sustained:
             keys += ["etcd_sustained_ids_per_s", "etcd_sustained_fraction"]

@@ -1,5 +1,5 @@
 // snowflaked as a process: what belongs to the process rather than to the daemon (logging,
-// signals, SIGPIPE, the SIGBUS guard) around one Daemon (daemon/daemon.h), which holds the
+// signals, SIGPIPE) around one Daemon (daemon/daemon.h), which holds the
 // startup and shutdown order (docs/architecture.md, "Startup and shutdown").
 // docs/daemon.md describes it for operators.
 //

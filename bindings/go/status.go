@@ -15,16 +15,20 @@ import (
 // daemon's own answer over its control socket (docs/control-protocol.md), nil when the
 // socket did not answer (ControlError says why: a dead daemon still has a segment).
 type Status struct {
-	State            string `json:"state"`
-	Health           string `json:"health"`
-	ReasonCode       string `json:"reason_code"`
-	Reason           string `json:"reason"`
-	ReasonDetail     int64  `json:"reason_detail"`
-	Machine          uint32 `json:"machine"`
-	EpochUnixMs      int64  `json:"epoch_unix_ms"`
-	Incarnation      uint64 `json:"incarnation"`
-	PID              uint64 `json:"pid"`
-	HeartbeatAgeNs   uint64 `json:"heartbeat_age_ns"`
+	State          string `json:"state"`
+	Health         string `json:"health"`
+	ReasonCode     string `json:"reason_code"`
+	Reason         string `json:"reason"`
+	ReasonDetail   int64  `json:"reason_detail"`
+	Machine        uint32 `json:"machine"`
+	EpochUnixMs    int64  `json:"epoch_unix_ms"`
+	Incarnation    uint64 `json:"incarnation"`
+	PID            uint64 `json:"pid"`
+	HeartbeatAgeNs uint64 `json:"heartbeat_age_ns"`
+	// False when the daemon did not hand over the consumer region (stopped, dead, hung):
+	// RingFill, TakenTotal and Uncounted, its counts, are then unknown (and 0), never a
+	// number read from nowhere.
+	CountsKnown      bool   `json:"-"`
 	RingFill         uint64 `json:"ring_fill"`
 	RingCapacity     uint64 `json:"ring_capacity"`
 	FillTarget       uint64 `json:"fill_target"`
@@ -186,6 +190,7 @@ func readStatus(r *ring, maxAgeOption time.Duration) Status {
 	if r.seg.consumer == nil {
 		return s // the ring file alone: its daemon did not hand over the region
 	}
+	s.CountsKnown = true
 	head, tail := loadU64(r.seg.consumer, offHead), loadU64(r.seg.header, offTail)
 	if tail > head {
 		s.RingFill = tail - head
@@ -201,7 +206,7 @@ func readStatus(r *ring, maxAgeOption time.Duration) Status {
 // Status reads the segment c takes from (or, without one, the runtime directory's) and
 // asks the daemon over its control socket. A segment whose daemon did not hand over its
 // consumer region (stopped, dead) is read from its ring file alone: the ring's fill and
-// the taken and uncounted totals are then 0. Errors: as Open's, ErrClosed; a control
+// the taken and uncounted totals are then unknown (CountsKnown false, and they are 0). Errors: as Open's, ErrClosed; a control
 // socket that does not answer is no error (see Status.ControlError).
 func (c *Client) Status() (Status, error) {
 	if c.closed.Load() {

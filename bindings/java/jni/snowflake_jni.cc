@@ -397,11 +397,13 @@ jobjectArray StatusArrays(JNIEnv* env, jstring runtime_dir, jint max_heartbeat_a
   };
   const snowflake::ClientStatus& s = *segment;
   put(0, NewStrings(env, {s.state, s.health, s.reason, s.reason_text}));
+  // -1: a count of the consumer region, unknown without it (Status.java).
+  const auto count = [&s](uint64_t value) { return s.counts_known ? AsLong(value) : jlong{-1}; };
   put(1, NewLongs(env, {s.reason_detail, s.machine, s.epoch_unix_ms, AsLong(s.incarnation),
-                        AsLong(s.daemon_pid), AsLong(s.heartbeat_age_ns), AsLong(s.ring_fill),
+                        AsLong(s.daemon_pid), AsLong(s.heartbeat_age_ns), count(s.ring_fill),
                         AsLong(s.ring_capacity), AsLong(s.fill_target), AsLong(s.published_total),
-                        AsLong(s.taken_total), AsLong(s.drained_total), AsLong(s.clock_pauses),
-                        AsLong(s.uncounted), AsLong(s.liveness_ms), AsLong(s.freshness_bound_ms)}));
+                        count(s.taken_total), AsLong(s.drained_total), AsLong(s.clock_pauses),
+                        count(s.uncounted), AsLong(s.liveness_ms), AsLong(s.freshness_bound_ms)}));
   if (!ask_daemon) return env->ExceptionCheck() ? nullptr : out;
   auto control = snowflake::protocol::QueryStatus(dir, std::chrono::seconds(2));
   if (!control) {

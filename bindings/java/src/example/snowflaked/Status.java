@@ -10,7 +10,9 @@ import java.util.Map;
  * A snapshot of the daemon and its ring. The fields up to {@code freshnessBoundMs} are read
  * from the mapped segment (the keys of {@code snowflakectl status --json}); {@code control}
  * is the daemon's own answer over its control socket, null when the socket did not answer
- * ({@code controlError} then says why: a dead daemon still has a segment).
+ * ({@code controlError} then says why: a dead daemon still has a segment). {@code ringFill},
+ * {@code takenTotal} and {@code uncounted} are counts of the consumer region, which only a
+ * running daemon hands over: -1 when it did not (they are unknown, never guessed).
  */
 public record Status(String state, String health, String reasonCode, String reason,
     long reasonDetail, int machine, long epochUnixMs, long incarnation, long pid,
