@@ -8,6 +8,10 @@
 //   client_worker probe RUNTIME_DIR [UID GID]
 //     Drops to UID/GID if given, opens a Client and takes one ID; prints
 //     "<error name or ok>\n<message>\n". Exit 0.
+//   client_worker storm RUNTIME_DIR READY_FIFO GO_FILE
+//     Writes one byte to READY_FIFO, waits until GO_FILE exists (every worker of a storm
+//     then starts at once), opens a Client ("storm") and takes one ID; prints it. Exit 0, or
+//     1 with the error on stderr.
 
 #include <fcntl.h>
 #include <grp.h>
@@ -125,12 +129,41 @@ int Probe(int argc, char** argv) {
 
 }  // namespace
 
+int Storm(char** argv) {
+  const int ready = open(argv[3], O_WRONLY | O_CLOEXEC);
+  if (ready < 0 || write(ready, "r", 1) != 1) {
+    std::fprintf(stderr, "storm: cannot report ready on %s\n", argv[3]);
+    return 1;
+  }
+  close(ready);
+  while (access(argv[4], F_OK) != 0) usleep(1000);
+  snowflake::ClientOptions options;
+  options.runtime_dir = argv[2];
+  options.remotes_from_environment = false;
+  auto client = snowflake::Client::Open("storm", options);
+  if (!client) {
+    std::fprintf(stderr, "open: %s: %s\n",
+                 std::string(snowflake::ClientErrorName(client.error().code)).c_str(),
+                 client.error().message.c_str());
+    return 1;
+  }
+  auto id = client->Next();
+  if (!id) {
+    std::fprintf(stderr, "next: %s\n", id.error().message.c_str());
+    return 1;
+  }
+  std::printf("%llu\n", static_cast<unsigned long long>(*id));
+  return 0;
+}
+
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "storm" && argc == 5) return Storm(argv);
   if (mode == "take" && argc == 7) return Take(argv);
   if (mode == "probe" && (argc == 3 || argc == 5)) return Probe(argc, argv);
   std::fprintf(stderr,
                "usage: client_worker take RUNTIME_DIR BATON OUT_PREFIX THREADS TAKES\n"
-               "       client_worker probe RUNTIME_DIR [UID GID]\n");
+               "       client_worker probe RUNTIME_DIR [UID GID]\n"
+               "       client_worker storm RUNTIME_DIR READY_FIFO GO_FILE\n");
   return 2;
 }
