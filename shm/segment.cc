@@ -360,7 +360,9 @@ constexpr uint32_t kExecSeal = kConsumerRegionExecSeal;
 std::string SealNames(int seals) {
   std::string names;
   const auto add = [&](int bit, const char* name) {
-    if ((seals & bit) != 0) names += (names.empty() ? "" : "|") + std::string(name);
+    if ((seals & bit) == 0) return;
+    if (!names.empty()) names += '|';
+    names += name;
   };
   add(F_SEAL_SEAL, "seal");
   add(F_SEAL_SHRINK, "shrink");
