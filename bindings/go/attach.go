@@ -26,6 +26,10 @@ import (
 	"time"
 )
 
+// How long Open lets the daemon refuse attach with a "retry" (too_many_connections,
+// daemon_starting) before it reports the refusal. A variable only so a test can wait less.
+var attachBudget = 10 * time.Second
+
 const (
 	controlSocketName = "control.sock"
 	attachRequest     = "{\"command\":\"attach\"}\n"
@@ -34,9 +38,7 @@ const (
 	fGetSeals = 1034
 	// F_SEAL_EXEC (linux/fcntl.h, Linux 6.3), which a region made with MFD_NOEXEC_SEAL carries.
 	execSeal = 0x20
-	// How long Open lets the daemon refuse attach with a "retry" (too_many_connections,
-	// daemon_starting) before it reports the refusal.
-	attachBudget = 10 * time.Second
+
 	// The longest reply line read; the accepted one is under 100 bytes.
 	attachReplyMax = 64 << 10
 	// Descriptors one read makes room for: the reply carries one; any more are closed.

@@ -296,12 +296,12 @@ void StartServer(const std::string& dir, const std::string& mode, snowflake::Uni
   }
   struct stat info {};
   if (stat(socket_path.c_str(), &info) != 0) _exit(2);
-  // A listener of another user: SO_PEERCRED reports who called listen(2).
-  if (mode == "other_user" &&
-      (setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0)) {
-    _exit(2);
-  }
+  // A listener of another user: SO_PEERCRED reports the effective ids of whoever called
+  // listen(2). Only for that call, so the server can still watch its socket's path in a
+  // directory uid 65534 may not search.
+  if (mode == "other_user" && (setegid(65534) != 0 || seteuid(65534) != 0)) _exit(2);
   if (listen(listener.get(), 64) != 0) _exit(2);
+  if (mode == "other_user" && (seteuid(0) != 0 || setegid(0) != 0)) _exit(2);
   [[maybe_unused]] const ssize_t wrote = write(ready[1], "x", 1);
   close(ready[1]);
   Serve(listener.get(), socket_path, info.st_ino, mode, region, segment_id, live_pid);
