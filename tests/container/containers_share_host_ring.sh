@@ -87,6 +87,9 @@ done
 rm -rf "$work"
 mkdir -p "$work"
 run_dir=$(mktemp -d /dev/shm/snowflake-container-test.XXXXXX)   # tmpfs, as /run is
+# The kube node's host paths: short, since a client reaches the control socket by its path
+# (an AF_UNIX path holds at most 107 bytes, which the build directory's may exceed).
+kube_node=$(mktemp -d /dev/shm/snowflake-kube-node.XXXXXX)
 daemon_pid=""
 etcd_pid=""
 podman_used=""
@@ -110,7 +113,7 @@ cleanup() {
     echo $$ > "${nspawn_cgroups[$i]%/*}/cgroup.procs"
     find "${nspawn_cgroups[$i]}" -depth -type d -exec rmdir {} \; 2>/dev/null
   done
-  rm -rf "$run_dir"
+  rm -rf "$run_dir" "$kube_node"
   [ -n "${podman_lock_fd:-}" ] && flock -u "$podman_lock_fd"
   echo "---- total $(elapsed "$test_start") s"
   exit $status
@@ -585,10 +588,10 @@ wait_until 20 "etcd healthy" sh -c "curl -sf http://127.0.0.1:$client_port/healt
 step "deploy/kubernetes: the DaemonSet's pod template as a Pod, hostPaths under the test's directory"
 kube=$work/kube
 python3 "$source_dir/tests/container/kube_pods.py" "$source_dir/deploy/kubernetes" "$kube" \
-  --host-root "$kube/node" --version "$version" --etcd "http://127.0.0.1:$client_port" \
+  --host-root "$kube_node" --version "$version" --etcd "http://127.0.0.1:$client_port" \
   --http-port "$http_port" || fail "deploy/kubernetes does not hold what the test expects"
-mkdir -p "$kube/node/etc"
-python3 -c 'import uuid; print(uuid.uuid4().hex)' > "$kube/node/etc/machine-id"
+mkdir -p "$kube_node/etc"
+python3 -c 'import uuid; print(uuid.uuid4().hex)' > "$kube_node/etc/machine-id"
 fact() { python3 -c 'import json, sys; print(eval("f" + sys.argv[2], {"f": json.load(open(sys.argv[1]))}))' "$kube/facts.json" "$1"; }
 node_run=$(fact '["host_paths"]["runtime"]["test"]')
 daemon_pod=$(fact '["daemon_pod"]')
