@@ -40,7 +40,8 @@ TEST(ControlAttachStorm, ThreeHundredThreadsAttachingAtOnceToARealDaemonAllSucce
   constexpr int kThreads = 300;
   std::vector<std::string> errors(kThreads);
   std::vector<uint64_t> segment_ids(kThreads, 0);
-  std::vector<bool> has_region(kThreads, false);
+  // char, not bool: std::vector<bool> packs bits, and each thread writes its own element.
+  std::vector<char> has_region(kThreads, false);
   std::vector<std::chrono::steady_clock::duration> took(kThreads);
   // Every thread is started before any attaches: they leave the latch together.
   std::latch start(kThreads);
