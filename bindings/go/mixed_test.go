@@ -5,8 +5,9 @@ package snowflake
 // The mixed-takers stress (ctest entry mixed_takers; built only with -tags mixedtakers, so
 // the package's own test run does not start it). Property: C++, Python and Go takers in
 // several processes on one daemon's ring, some of each kind SIGKILLed at random points,
-// never receive one ID twice, and each taker receives its IDs in strictly increasing
-// order. It asserts its size ($SNOWFLAKE_MIXED_IDS IDs checked, 10 M from ctest) and
+// and the daemon SIGKILLed and restarted in every round while they take, never receive one
+// ID twice, and each taker receives its IDs in strictly increasing order (so the restarted
+// daemon's IDs are above every one its predecessor handed out). It asserts its size ($SNOWFLAKE_MIXED_IDS IDs checked, 10 M from ctest) and
 // prints its seed, size and kill counts.
 
 import (
@@ -136,6 +137,7 @@ func TestMixedTakersShareOneDaemonWithoutDuplicates(t *testing.T) {
 		perWorker = 5000
 	}
 	kills := map[string]int{}
+	daemonKills := 0
 	taken := map[string]int{}
 	var all []uint64
 	workers := 0
@@ -190,6 +192,14 @@ func TestMixedTakersShareOneDaemonWithoutDuplicates(t *testing.T) {
 				})
 			}
 		}
+		// The daemon too: SIGKILLed mid-round while every taker takes, and started again on
+		// the same directories. Its fresh segment continues above the old one's last
+		// published ID; the takers reattach to it (each retries an unavailable daemon).
+		time.Sleep(time.Duration(50+rng.Intn(450)) * time.Millisecond)
+		d.signal(syscall.SIGKILL)
+		<-d.waited
+		daemonKills++
+		d.start()
 		done := make(chan struct{})
 		go func() { wg.Wait(); close(done) }()
 		select {
@@ -248,14 +258,17 @@ func TestMixedTakersShareOneDaemonWithoutDuplicates(t *testing.T) {
 		t.Fatalf("%d IDs checked, want %d", len(all), target)
 	}
 	summary := fmt.Sprintf("mixed takers: seed %d, %d IDs checked (target %d) from %d takers; "+
-		"IDs by kind cpp %d python %d go %d; SIGKILLed cpp %d python %d go %d",
+		"IDs by kind cpp %d python %d go %d; SIGKILLed cpp %d python %d go %d, the daemon %d",
 		seed, len(all), target, workers, taken["cpp"], taken["python"], taken["go"],
-		kills["cpp"], kills["python"], kills["go"])
+		kills["cpp"], kills["python"], kills["go"], daemonKills)
 	t.Log(summary)
 	fmt.Println(summary)
 	for _, kind := range kinds {
 		if kills[kind] == 0 || taken[kind] == 0 {
 			t.Fatalf("no %s taker was killed or none took an ID: %s", kind, summary)
 		}
+	}
+	if daemonKills == 0 {
+		t.Fatalf("the daemon was never killed: %s", summary)
 	}
 }
