@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -29,14 +30,34 @@ type conformanceRow struct {
 }
 
 type conformanceExpect struct {
-	Stage            string  `json:"stage"`
-	Code             string  `json:"code"`
-	MessageContains  string  `json:"message_contains"`
-	Count            *int    `json:"count"`
-	IDs              string  `json:"ids"`
-	RefillHint       *uint32 `json:"refill_hint"`
-	RefillRequestMin *uint32 `json:"refill_request_min"`
-	Signal           string  `json:"signal"`
+	Stage            string            `json:"stage"`
+	Code             string            `json:"code"`
+	MessageContains  string            `json:"message_contains"`
+	Count            *int              `json:"count"`
+	IDs              string            `json:"ids"`
+	RefillHint       *uint32           `json:"refill_hint"`
+	RefillRequestMin *uint32           `json:"refill_request_min"`
+	Waiters          *uint64           `json:"waiters"`
+	Uncounted        *uint64           `json:"uncounted"`
+	ServiceTaken     map[string]uint64 `json:"service_taken"`
+	Signal           string            `json:"signal"`
+}
+
+// knownExpectKeys are the expect keys this runner checks (each a field above). A row
+// whose expect has another fails rather than pass with the check left out.
+var knownExpectKeys = map[string]bool{"stage": true, "code": true, "message_contains": true,
+	"count": true, "ids": true, "refill_hint": true, "refill_request_min": true, "waiters": true,
+	"uncounted": true, "service_taken": true, "signal": true}
+
+// regionWords are the consumer region's words as conformance_fixture --region-words reads
+// them, attached to the row's socket as a taker attaches (the region is a memfd: no file
+// to read).
+type regionWords struct {
+	RefillRequest uint32            `json:"refill_request"`
+	RefillHint    uint32            `json:"refill_hint"`
+	Waiters       uint64            `json:"waiters"`
+	Uncounted     uint64            `json:"uncounted"`
+	ServiceTaken  map[string]uint64 `json:"service_taken"`
 }
 
 const conformanceCases = "../../tests/conformance/cases.json"
@@ -69,19 +90,18 @@ func runFixture(t *testing.T, name, dir string, afterOpen bool) []uint64 {
 	return ids
 }
 
-// consumerWord reads a word of the consumer region through c's own mapping: the region is
-// a memfd the fixture's daemon handed over, no file a test could open.
-func consumerWord(t *testing.T, c *Client, offset int) uint32 {
+func readRegionWords(t *testing.T, dir string) regionWords {
 	t.Helper()
-	var a *attachment
-	if c != nil {
-		a = c.current.Load()
+	out, err := exec.Command(os.Getenv("SNOWFLAKE_CONFORMANCE_FIXTURE"), "--region-words", "--dir",
+		dir).Output()
+	if err != nil {
+		t.Fatalf("conformance_fixture --region-words: %v", err)
 	}
-	if a == nil {
-		t.Fatal("the client has no segment: no consumer region to read")
+	var words regionWords
+	if err := json.Unmarshal(out, &words); err != nil {
+		t.Fatal(err)
 	}
-	defer keepMapped(a)
-	return loadU32(a.ring.seg.consumer, offset)
+	return words
 }
 
 func TestConformanceTable(t *testing.T) {
@@ -95,16 +115,31 @@ func TestConformanceTable(t *testing.T) {
 	if err := json.Unmarshal(data, &table); err != nil {
 		t.Fatal(err)
 	}
+	// The same rows with each expect's keys, to refuse one this runner does not check.
+	var keys struct {
+		Cases []struct {
+			Expect        map[string]json.RawMessage            `json:"expect"`
+			ExpectByTaker map[string]map[string]json.RawMessage `json:"expect_by_taker"`
+		} `json:"cases"`
+	}
+	if err := json.Unmarshal(data, &keys); err != nil {
+		t.Fatal(err)
+	}
 	if len(table.Cases) == 0 {
 		t.Fatal("no rows")
 	}
-	for _, row := range table.Cases {
-		row := row
+	for i, row := range table.Cases {
+		row, rowKeys := row, keys.Cases[i]
 		t.Run(row.Name, func(t *testing.T) {
-			expect := row.Expect
+			expect, expectKeys := row.Expect, rowKeys.Expect
 			if e, ok := row.ExpectByTaker["go"]; ok {
-				expect = e
+				expect, expectKeys = e, rowKeys.ExpectByTaker["go"]
 				t.Logf("this taker's own expectation, because: %s", row.Why)
+			}
+			for key := range expectKeys {
+				if !knownExpectKeys[key] {
+					t.Fatalf("expect key %q is not checked by this runner: add its check", key)
+				}
 			}
 			if expect.Signal != "" {
 				t.Fatalf("no Go row may expect a signal (%s): the consumer region is sealed, so "+
@@ -124,6 +159,7 @@ func TestConformanceTable(t *testing.T) {
 			if err != nil {
 				stage = "open"
 			} else {
+				// Closed below, before the region is read: Close publishes the last counts.
 				defer c.Close()
 				if len(row.AfterOpen) > 0 {
 					if replaced := runFixture(t, row.Name, dir, true); len(replaced) > 0 {
@@ -142,6 +178,9 @@ func TestConformanceTable(t *testing.T) {
 						got = ids[:n]
 					}
 				}
+			}
+			if c != nil {
+				c.Close()
 			}
 			if err != nil {
 				var e *Error
@@ -169,15 +208,26 @@ func TestConformanceTable(t *testing.T) {
 					}
 				}
 			}
-			if expect.RefillHint != nil {
-				if w := consumerWord(t, c, offRefillHint); w != *expect.RefillHint {
-					t.Errorf("refill_hint %d, want %d", w, *expect.RefillHint)
-				}
+			if expect.RefillHint == nil && expect.RefillRequestMin == nil && expect.Waiters == nil &&
+				expect.Uncounted == nil && expect.ServiceTaken == nil {
+				return
 			}
-			if expect.RefillRequestMin != nil {
-				if w := consumerWord(t, c, offRefillRequest); w < *expect.RefillRequestMin {
-					t.Errorf("refill_request %d, want at least %d", w, *expect.RefillRequestMin)
-				}
+			words := readRegionWords(t, dir)
+			if expect.RefillHint != nil && words.RefillHint != *expect.RefillHint {
+				t.Errorf("refill_hint %d, want %d", words.RefillHint, *expect.RefillHint)
+			}
+			if expect.RefillRequestMin != nil && words.RefillRequest < *expect.RefillRequestMin {
+				t.Errorf("refill_request %d, want at least %d", words.RefillRequest,
+					*expect.RefillRequestMin)
+			}
+			if expect.Waiters != nil && words.Waiters != *expect.Waiters {
+				t.Errorf("waiters %d, want %d", words.Waiters, *expect.Waiters)
+			}
+			if expect.Uncounted != nil && words.Uncounted != *expect.Uncounted {
+				t.Errorf("uncounted %d, want %d", words.Uncounted, *expect.Uncounted)
+			}
+			if expect.ServiceTaken != nil && !reflect.DeepEqual(words.ServiceTaken, expect.ServiceTaken) {
+				t.Errorf("IDs taken per service %v, want %v", words.ServiceTaken, expect.ServiceTaken)
 			}
 		})
 	}

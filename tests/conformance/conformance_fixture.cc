@@ -15,33 +15,40 @@
 // pipe's; refuse the command; listen as another user; or no socket at all). The server
 // exits once its socket is gone or replaced, or the live pid is. With --after-open: the
 // row's `after_open` change (replace the segment by a new one, served by a new server;
-// try to resize the region, which its seals must refuse). Prints {"ids":[...]}: the IDs
-// the ring file it wrote holds, in ticket order, decimal strings. Times are read when it
-// runs: the taker runs it right before opening (or taking), so "fresh" and "N ms old" mean
-// that when it takes. `--live-pid` is a process that stays alive while the taker takes
-// (the taker's own): the "live" daemon pid of the row. --region-words attaches to DIR's
-// socket as a taker does and prints the region's refill words, which a runner checks:
-// {"refill_request":N,"refill_hint":N}. --vocabulary prints the C++ tables a taker of another
-// language copies (protocol/vocabulary.h): the library's error codes by
-// status, the state, health and reason codes and the reasons' texts (detail 5), so its
-// test can compare. --layout prints, as one JSON object, every offset (offsetof), size
-// (sizeof) and constant of the segment's layout (segment_layout.h, with the status text's
-// read bound and the ID's time shift) that a taker reading the segment natively copies (Go,
-// bindings/go/segment.go), keyed by the C++ expression, so its test compares each copy
-// with its definition. Exit status 0, or 2 with a message on stderr.
+// try to resize the region, which its seals must refuse; publish IDs once the taker
+// waits, from a process it leaves behind). Prints {"ids":[...]}: the IDs the ring file it
+// wrote holds (or will hold, for a publish), in ticket order, decimal strings. Times are
+// read when it runs: the taker runs it right before opening (or taking), so "fresh" and
+// "N ms old" mean that when it takes. `--live-pid` is a process that stays alive while the
+// taker takes (the taker's own): the "live" daemon pid of the row. --region-words attaches
+// to DIR's socket as a taker does and prints the region's words a runner checks, the
+// service counts summed per name the way the daemon reads them (ForEachService):
+// {"refill_request":N,"refill_hint":N,"waiters":N,"uncounted":N,"service_taken":{NAME:N}}.
+// --vocabulary prints the C++ tables a taker of another language copies
+// (protocol/vocabulary.h): the library's error codes by status, the state, health and
+// reason codes and the reasons' texts (detail 5), so its test can compare. --layout
+// prints, as one JSON object, every offset (offsetof), size (sizeof) and constant of the
+// segment's layout (segment_layout.h, with the status text's read bound and the ID's time
+// shift) that a taker reading the segment natively copies (Go, bindings/go/segment.go),
+// keyed by the C++ expression, so its test compares each copy with its definition. Exit
+// status 0, or 2 with a message on stderr.
 
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <climits>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -71,7 +78,9 @@ namespace {
 
 using nlohmann::json;
 using snowflake::shm::ConsumerRegion;
+using snowflake::shm::CounterLane;
 using snowflake::shm::SegmentHeader;
+using snowflake::shm::ServiceSlot;
 
 constexpr uint64_t kEpochUnixMs = 1'767'225'600'000;  // the default epoch
 constexpr uint32_t kMachine = 7;
@@ -136,9 +145,45 @@ int Mode(const json& f, const char* key) {
   return std::stoi(f.at(key).get<std::string>(), nullptr, 8);
 }
 
+// A whole number from 0 (JSON has one kind of number; nlohmann keeps integers apart).
+bool IsCount(const json& value) {
+  return value.is_number_unsigned() || (value.is_number_integer() && value.get<int64_t>() >= 0);
+}
+
+// The service of the slots a row gives to other clients (every runner's taker opens as
+// "conformance").
+constexpr std::string_view kOtherService = "other";
+
+// A service name as a slot's name words hold it: NUL-padded, 8 bytes per word, little-endian
+// (LAYOUT.md §4, ServiceSlot).
+std::vector<uint64_t> NameWords(std::string_view name) {
+  std::vector<uint64_t> words(sizeof(ServiceSlot::name) / 8, 0);
+  for (size_t i = 0; i < name.size(); ++i) {
+    words[i / 8] |= uint64_t{static_cast<unsigned char>(name[i])} << (8 * (i % 8));
+  }
+  return words;
+}
+
+std::string NameOf(const ServiceSlot& slot) {
+  std::string name;
+  for (const auto& word : slot.name) {
+    const uint64_t value = word.load(std::memory_order_relaxed);
+    for (int b = 0; b < 8; ++b) {
+      const char c = static_cast<char>(value >> (8 * b) & 0xff);
+      if (c == '\0') return name;
+      name += c;
+    }
+  }
+  return name;
+}
+
 // The row's consumer region: a memfd of `region_size` bytes (the format's by default)
 // whose head and segment id are written, sealed with `region_seals` ("shrink|grow|seal",
-// the format's; "none"; or any '|'-list of seal, shrink, grow, write).
+// the format's; "none"; or any '|'-list of seal, shrink, grow, write). The first
+// `slots_claimed_by_others` service slots belong to another live client (owner pid 1,
+// which always exists; service "other", active, one ID counted in `taken`): a taker must
+// claim a slot past them, leave their counts alone, and count in `uncounted` when all of
+// them are claimed.
 snowflake::UniqueFd MakeRegion(const json& f, uint64_t segment_id, uint64_t head) {
   snowflake::UniqueFd fd(memfd_create("conformance-region", MFD_CLOEXEC | MFD_ALLOW_SEALING));
   if (!fd) Die(std::string("memfd_create: ") + std::strerror(errno));
@@ -153,6 +198,21 @@ snowflake::UniqueFd MakeRegion(const json& f, uint64_t segment_id, uint64_t head
   put(offsetof(ConsumerRegion, head), head);
   put(offsetof(ConsumerRegion, segment_id),
       f.at("consumer_segment_id") == "same" ? segment_id : segment_id + 1);
+  const json& others = f.value("slots_claimed_by_others", json(0));
+  if (!IsCount(others) || others.get<uint64_t>() > snowflake::shm::kServiceSlotCount) {
+    Die("slots_claimed_by_others: " + others.dump() + " is not a number from 0 to " +
+        std::to_string(snowflake::shm::kServiceSlotCount) + " (the region's service slots)");
+  }
+  const std::vector<uint64_t> other_name = NameWords(kOtherService);
+  for (uint64_t i = 0; i < others.get<uint64_t>(); ++i) {
+    const size_t slot = offsetof(ConsumerRegion, services) + i * sizeof(ServiceSlot);
+    put(slot + offsetof(ServiceSlot, owner_pid), 1);
+    put(slot + offsetof(ServiceSlot, taken), 1);
+    for (size_t w = 0; w < other_name.size(); ++w) {
+      put(slot + offsetof(ServiceSlot, name) + 8 * w, other_name[w]);
+    }
+    put(slot + offsetof(ServiceSlot, name_ready), snowflake::shm::kServiceSlotActive);
+  }
   const std::string seals = f.value("region_seals", std::string("shrink|grow|seal"));
   int bits = 0;
   if (seals != "none") {
@@ -436,6 +496,28 @@ void CheckKeys(const json& object, const std::set<std::string>& known, const std
   }
 }
 
+// The expected region words are counts, compared exactly with --region-words' (a runner
+// compares service_taken as a whole: a service it does not name must have no slot).
+void CheckRegionExpect(const json& expect, const std::string& where) {
+  for (const char* key : {"refill_hint", "refill_request_min", "uncounted", "waiters"}) {
+    if (expect.contains(key) && !IsCount(expect.at(key))) {
+      throw std::runtime_error(where + ": " + key + " is " + expect.at(key).dump() +
+                               ", not a count (a number from 0)");
+    }
+  }
+  if (!expect.contains("service_taken")) return;
+  const json& services = expect.at("service_taken");
+  bool counts = services.is_object();
+  for (auto it = services.begin(); counts && it != services.end(); ++it) {
+    counts = IsCount(it.value());
+  }
+  if (!counts) {
+    throw std::runtime_error(where + ": service_taken is " + services.dump() +
+                             ", not an object of service names and counts, such as "
+                             "{\"conformance\": 1}");
+  }
+}
+
 // The row's keys, and those of its parts, against what the runners and this program read;
 // an override per taker needs its `why` (any row may have one).
 void CheckRow(const json& table, const json& row) {
@@ -455,7 +537,8 @@ void CheckRow(const json& table, const json& row) {
                                         "header_size_field",
                                         "slots_offset_field",
                                         "ring_owner",
-                                        "magic"};
+                                        "magic",
+                                        "slots_claimed_by_others"};
   for (auto it = table.at("defaults").begin(); it != table.at("defaults").end(); ++it) {
     fixture_keys.insert(it.key());
   }
@@ -464,19 +547,34 @@ void CheckRow(const json& table, const json& row) {
   if (row.contains("fixture")) CheckKeys(row.at("fixture"), fixture_keys, name + ": fixture");
   if (row.contains("after_open")) {
     std::set<std::string> change_keys = fixture_keys;
-    change_keys.insert({"replace", "old_state", "resize_region"});
-    CheckKeys(row.at("after_open"), change_keys, name + ": after_open");
+    change_keys.insert(
+        {"replace", "old_state", "resize_region", "publish_while_waiting", "publish_delay_ms"});
+    const json& change = row.at("after_open");
+    CheckKeys(change, change_keys, name + ": after_open");
+    if (change.contains("publish_delay_ms") && !change.contains("publish_while_waiting")) {
+      throw std::runtime_error(name + ": after_open has publish_delay_ms without the " +
+                               "publish_while_waiting it delays");
+    }
+    if (change.contains("publish_while_waiting") && change.value("replace", false)) {
+      throw std::runtime_error(name + ": after_open may publish_while_waiting or replace the " +
+                               "segment, not both (which segment would it publish into?)");
+    }
   }
   if (row.contains("take"))
     CheckKeys(row.at("take"), {"call", "count", "timeout_ms"}, name + ": take");
-  const std::set<std::string> expect_keys = {"stage", "code",        "message_contains",  "count",
-                                             "ids",   "refill_hint", "refill_request_min"};
+  // Every runner checks every one of these, and refuses a row whose expect has another.
+  const std::set<std::string> expect_keys = {
+      "stage",     "code",        "message_contains",   "count",
+      "ids",       "refill_hint", "refill_request_min", "service_taken",
+      "uncounted", "waiters"};
   CheckKeys(row.at("expect"), expect_keys, name + ": expect");
+  CheckRegionExpect(row.at("expect"), name + ": expect");
   if (row.contains("expect_by_taker")) {
     CheckKeys(row.at("expect_by_taker"), {"cpp", "python", "go", "java", "node"},
               name + ": expect_by_taker");
     for (auto it = row.at("expect_by_taker").begin(); it != row.at("expect_by_taker").end(); ++it) {
       CheckKeys(it.value(), expect_keys, name + ": expect_by_taker." + it.key());
+      CheckRegionExpect(it.value(), name + ": expect_by_taker." + it.key());
     }
     if (!row.contains("why") || !row.at("why").is_string() ||
         row.at("why").get<std::string>().size() < 20) {
@@ -617,7 +715,11 @@ json Layout() {
   return out;
 }
 
-// The region DIR's socket hands out, attached to as a taker does: its refill words.
+// The region DIR's socket hands out, attached to as a taker does: its refill words, its
+// waiters, its uncounted total, and the IDs taken per service, summed over the slots the
+// daemon counts (RingProducer::ForEachService: claimed, and active or retired; `taken` plus
+// the slot's lanes), so a taker that claims a slot but never marks it, or counts past its
+// lanes, is seen as the daemon would see it.
 json RegionWords(const std::string& dir) {
   auto attached = snowflake::protocol::Attach(dir, geteuid());
   if (!attached) Die("attach to " + dir + ": " + attached.error().message);
@@ -625,10 +727,103 @@ json RegionWords(const std::string& dir) {
       mmap(nullptr, sizeof(ConsumerRegion), PROT_READ, MAP_SHARED, attached->region.get(), 0);
   if (base == MAP_FAILED) Die(std::string("map the region: ") + std::strerror(errno));
   const auto* region = static_cast<const ConsumerRegion*>(base);
+  json services = json::object();
+  for (size_t i = 0; i < snowflake::shm::kServiceSlotCount; ++i) {
+    const ServiceSlot& slot = region->services[i];
+    const uint64_t ready = slot.name_ready.load(std::memory_order_acquire);
+    if (slot.owner_pid.load(std::memory_order_acquire) == 0 ||
+        (ready != snowflake::shm::kServiceSlotActive &&
+         ready != snowflake::shm::kServiceSlotRetired)) {
+      continue;
+    }
+    uint64_t taken = slot.taken.load(std::memory_order_relaxed);
+    for (const CounterLane& lane : region->lanes[i]) {
+      taken += lane.taken.load(std::memory_order_relaxed);
+    }
+    const std::string name = NameOf(slot);
+    services[name] = services.value(name, uint64_t{0}) + taken;
+  }
   json out = {{"refill_request", region->refill_request.load()},
-              {"refill_hint", region->refill_hint.load()}};
+              {"refill_hint", region->refill_hint.load()},
+              {"waiters", region->waiters.load()},
+              {"uncounted", region->uncounted.load()},
+              {"service_taken", services}};
   munmap(base, sizeof(ConsumerRegion));
   return out;
+}
+
+// after_open's publish_while_waiting: N IDs published into the ring file as the daemon
+// publishes (LAYOUT.md §7, Publish steps 4-7 and Wake), by a process it leaves behind, once
+// a taker is inside a wait (the region's `waiters` is non-zero, as Wait step 4 makes it)
+// and `publish_delay_ms` more have passed, so the taker is asleep on wake_seq when they
+// come. A taker that never counts itself in `waiters` is never woken by a daemon, which
+// wakes only when it is non-zero; here it is published nothing, and its row times out.
+// The process gives up when the live pid exits or after 60 s. Returns the IDs, which are
+// stamped with the time of this call: the row's freshness bound must cover the wait.
+std::vector<uint64_t> PublishWhileWaiting(const std::string& dir, const json& change,
+                                          uint64_t live_pid) {
+  const json& count = change.at("publish_while_waiting");
+  const json& delay = change.value("publish_delay_ms", json(50));
+  if (!IsCount(delay) || delay.get<uint64_t>() > 10'000) {
+    Die("publish_delay_ms: " + delay.dump() + " is not a number of milliseconds from 0 to 10000");
+  }
+  const std::string ring_path = dir + "/" + std::string(snowflake::shm::kSegmentFileName);
+  const snowflake::UniqueFd ring_fd(open(ring_path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
+  struct stat info {};
+  if (!ring_fd || fstat(ring_fd.get(), &info) != 0) Die("open " + ring_path + " to publish");
+  const auto ring_bytes = static_cast<size_t>(info.st_size);
+  void* ring_base = mmap(nullptr, ring_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, ring_fd.get(), 0);
+  if (ring_base == MAP_FAILED) Die(std::string("map the ring file: ") + std::strerror(errno));
+  auto* header = static_cast<SegmentHeader*>(ring_base);
+  auto* slots = reinterpret_cast<std::atomic<uint64_t>*>(static_cast<char*>(ring_base) +
+                                                         snowflake::shm::kSlotsOffset);
+  auto attached = snowflake::protocol::Attach(dir, geteuid());
+  if (!attached) Die("attach to " + dir + ": " + attached.error().message);
+  void* region_base =
+      mmap(nullptr, sizeof(ConsumerRegion), PROT_READ, MAP_SHARED, attached->region.get(), 0);
+  if (region_base == MAP_FAILED) Die(std::string("map the region: ") + std::strerror(errno));
+  const auto* region = static_cast<const ConsumerRegion*>(region_base);
+
+  const uint64_t capacity = header->capacity.load(std::memory_order_relaxed);
+  const uint64_t tail = header->tail.load(std::memory_order_relaxed);
+  const uint64_t head = region->head.load(std::memory_order_acquire);
+  const uint64_t room = capacity - (tail - head);
+  if (!IsCount(count) || count.get<uint64_t>() == 0 || count.get<uint64_t>() > room) {
+    Die("publish_while_waiting: " + count.dump() + " is not a number of IDs from 1 to " +
+        std::to_string(room) + " (the ring's free slots)");
+  }
+  const int64_t now_ms = static_cast<int64_t>(Clock(CLOCK_REALTIME) / 1'000'000);
+  std::vector<uint64_t> ids;
+  for (uint64_t i = 0; i < count.get<uint64_t>(); ++i) {
+    ids.push_back(static_cast<uint64_t>(now_ms - static_cast<int64_t>(kEpochUnixMs)) << 22 |
+                  uint64_t{kMachine} << 12 | ((tail + i) & 4095));
+  }
+  const pid_t child = fork();
+  if (child < 0) Die("fork");
+  if (child > 0) return ids;
+  // The publisher: out of the runner's process group and off its pipes, as the server.
+  setsid();
+  const int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+  dup2(null, 0);
+  dup2(null, 1);
+  dup2(null, 2);
+  const uint64_t started = Clock(CLOCK_MONOTONIC);
+  while (region->waiters.load(std::memory_order_seq_cst) == 0) {
+    if (kill(static_cast<pid_t>(live_pid), 0) != 0 && errno == ESRCH) _exit(0);
+    if (Clock(CLOCK_MONOTONIC) - started > 60'000'000'000ull) _exit(0);
+    usleep(200);
+  }
+  usleep(static_cast<useconds_t>(delay.get<uint64_t>() * 1000));
+  for (size_t i = 0; i < ids.size(); ++i) {
+    slots[(tail + i) & (capacity - 1)].store(ids[i], std::memory_order_relaxed);
+  }
+  header->last_published_id.store(ids.back(), std::memory_order_release);
+  header->tail.store(tail + ids.size(), std::memory_order_release);
+  header->published_total.fetch_add(ids.size(), std::memory_order_relaxed);
+  header->wake_seq.fetch_add(1, std::memory_order_seq_cst);
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&header->wake_seq), FUTEX_WAKE, INT_MAX, nullptr,
+          nullptr, 0);
+  _exit(0);
 }
 
 // after_open's resize_region: what any process holding the region might try, with the
@@ -697,6 +892,9 @@ int main(int argc, char** argv) {
       const json change = row->at("after_open");
       const std::string ring_path = dir + "/" + std::string(snowflake::shm::kSegmentFileName);
       if (change.contains("resize_region")) ResizeRegion(dir, change.at("resize_region"));
+      if (change.contains("publish_while_waiting")) {
+        ids = PublishWhileWaiting(dir, change, live_pid);
+      }
       if (change.value("replace", false)) {
         // The old segment says why it is left (a daemon retiring it sets stopped) ...
         const int fd = open(ring_path.c_str(), O_WRONLY | O_CLOEXEC);

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -68,8 +69,27 @@ struct Outcome {
   std::vector<uint64_t> ids;
 };
 
-// The region's refill words, read by the fixture attached to the row's socket as a taker
-// attaches (the region is a memfd: no file to read).
+// The expect keys this runner checks. A row with another fails here rather than pass
+// with the check left out (the fixture writer accepts only keys that every runner checks).
+const std::set<std::string>& KnownExpectKeys() {
+  static const std::set<std::string> keys = {
+      "stage",     "code",        "message_contains",   "count",
+      "ids",       "refill_hint", "refill_request_min", "service_taken",
+      "uncounted", "waiters"};
+  return keys;
+}
+
+// The keys of `expect` that are words of the consumer region.
+bool ChecksRegion(const json& expect) {
+  for (const char* key :
+       {"refill_hint", "refill_request_min", "service_taken", "uncounted", "waiters"}) {
+    if (expect.contains(key)) return true;
+  }
+  return false;
+}
+
+// The region's words (refill, waiters, counts), read by the fixture attached to the row's
+// socket as a taker attaches (the region is a memfd: no file to read).
 json RegionWords(const std::string& dir) {
   const std::string command =
       ::snowflake::testing::BinaryPath("tests/conformance/conformance_fixture") +
@@ -136,7 +156,12 @@ TEST_P(Conformance, TakerGivesTheRowsOutcome) {
                 row.at("name").get<std::string>().c_str(),
                 row.at("why").get<std::string>().c_str());
   }
+  for (auto it = expect.begin(); it != expect.end(); ++it) {
+    ASSERT_TRUE(KnownExpectKeys().contains(it.key()))
+        << "expect key \"" << it.key() << "\" is not checked by this runner: add its check";
+  }
   std::vector<uint64_t> published;
+  // The client is closed when Run returns: the region words below are read after it.
   const Outcome got = Run(row, &published);
   EXPECT_EQ(got.stage, expect.at("stage")) << got.code << ": " << got.message;
   EXPECT_EQ(got.code, expect.at("code")) << got.message;
@@ -152,7 +177,7 @@ TEST_P(Conformance, TakerGivesTheRowsOutcome) {
     EXPECT_EQ(got.ids, std::vector<uint64_t>(published.begin(), published.begin() +
                                              static_cast<ptrdiff_t>(got.ids.size())));
   }
-  if (expect.contains("refill_hint") || expect.contains("refill_request_min")) {
+  if (ChecksRegion(expect)) {
     const json words = RegionWords(dir_);
     if (expect.contains("refill_hint")) {
       EXPECT_EQ(words.at("refill_hint"), expect.at("refill_hint").get<uint32_t>());
@@ -160,6 +185,17 @@ TEST_P(Conformance, TakerGivesTheRowsOutcome) {
     if (expect.contains("refill_request_min")) {
       EXPECT_GE(words.at("refill_request").get<uint32_t>(),
                 expect.at("refill_request_min").get<uint32_t>());
+    }
+    if (expect.contains("waiters")) {
+      EXPECT_EQ(words.at("waiters").get<uint64_t>(), expect.at("waiters").get<uint64_t>());
+    }
+    if (expect.contains("uncounted")) {
+      EXPECT_EQ(words.at("uncounted").get<uint64_t>(), expect.at("uncounted").get<uint64_t>());
+    }
+    if (expect.contains("service_taken")) {
+      EXPECT_EQ(words.at("service_taken"), expect.at("service_taken"))
+          << "IDs taken per service: " << words.at("service_taken").dump() << ", want "
+          << expect.at("service_taken").dump();
     }
   }
 }
@@ -201,6 +237,52 @@ TEST(ConformanceTable, ARowWithAnUnknownKeyOrAnOverrideWithoutWhyIsRefused) {
   run = refusal(silent);
   EXPECT_TRUE(run.status.ExitedWith(2));
   EXPECT_NE(run.err.find("needs a \"why\""), std::string::npos) << run.err;
+
+  json after_open_typo = row;
+  after_open_typo["after_open"] = {{"publish_while_waitin", 4}};
+  run = refusal(after_open_typo);
+  EXPECT_TRUE(run.status.ExitedWith(2));
+  EXPECT_NE(run.err.find("after_open has the unknown key \"publish_while_waitin\""),
+            std::string::npos)
+      << run.err;
+
+  json delay_alone = row;
+  delay_alone["after_open"] = {{"publish_delay_ms", 50}};
+  run = refusal(delay_alone);
+  EXPECT_TRUE(run.status.ExitedWith(2));
+  EXPECT_NE(run.err.find("publish_delay_ms without the publish_while_waiting"), std::string::npos)
+      << run.err;
+
+  json region_typo = row;
+  region_typo["expect"]["waiter"] = 0;
+  run = refusal(region_typo);
+  EXPECT_TRUE(run.status.ExitedWith(2));
+  EXPECT_NE(run.err.find("unknown key \"waiter\""), std::string::npos) << run.err;
+
+  json not_counts = row;
+  not_counts["expect"]["service_taken"] = 1;
+  run = refusal(not_counts);
+  EXPECT_TRUE(run.status.ExitedWith(2));
+  EXPECT_NE(run.err.find("service_taken is 1, not an object"), std::string::npos) << run.err;
+
+  json too_many = row;
+  too_many["fixture"]["slots_claimed_by_others"] = 256;
+  run = refusal(too_many);
+  EXPECT_TRUE(run.status.ExitedWith(2));
+  EXPECT_NE(run.err.find("slots_claimed_by_others: 256 is not a number from 0 to 255"),
+            std::string::npos)
+      << run.err;
+
+  // The region keys are known: a row with every one of them is written.
+  json region_keys = row;
+  region_keys["fixture"]["slots_claimed_by_others"] = 2;
+  region_keys["expect"].update({{"service_taken", {{"conformance", 1}, {"other", 2}}},
+                                {"uncounted", 0},
+                                {"waiters", 0},
+                                {"refill_hint", 0},
+                                {"refill_request_min", 0}});
+  run = refusal(region_keys);
+  EXPECT_TRUE(run.status.ExitedWith(0)) << run.err;
 
   json unknown_taker = silent;
   unknown_taker["why"] = "a reason long enough to be one";

@@ -25,14 +25,20 @@ function fixture(name, directory, afterOpen) {
   return JSON.parse(out).ids.map((i) => BigInt(i));
 }
 
-// The region's refill words, read by the fixture attached to the row's socket as a taker
-// attaches (the region is a memfd: no file to read).
+// The expect keys this runner checks: a row whose expect has another fails rather than
+// pass with the check left out.
+const KNOWN_EXPECT_KEYS = new Set(['stage', 'code', 'message_contains', 'count', 'ids', 'refill_hint',
+  'refill_request_min', 'waiters', 'uncounted', 'service_taken']);
+const REGION_KEYS = ['refill_hint', 'refill_request_min', 'waiters', 'uncounted', 'service_taken'];
+
+// The region's words (refill, waiters, counts), read by the fixture attached to the row's
+// socket as a taker attaches (the region is a memfd: no file to read).
 function regionWords(directory) {
   const tool = process.env.SNOWFLAKE_CONFORMANCE_FIXTURE;
   return JSON.parse(childProcess.execFileSync(tool, ['--region-words', '--dir', directory], { encoding: 'utf8' }));
 }
 
-// Opens, applies after_open, takes with the sync or the async call (`mode`):
+// Opens, applies after_open, takes with the sync or the async call (`mode`), closes:
 // {stage, code, message, ids, published}.
 async function run(row, directory, mode) {
   const snowflake = require(process.env.SNOWFLAKE_NODE_PACKAGE);
@@ -74,6 +80,8 @@ for (const [row, mode] of TABLE.cases.flatMap((r) => [[r, 'sync'], [r, 'async']]
     if ((row.expect_by_taker || {}).node) {
       console.log(`${row.name}: this taker's own expectation, because: ${row.why}`);
     }
+    const unknown = Object.keys(expect).filter((key) => !KNOWN_EXPECT_KEYS.has(key));
+    assert.deepEqual(unknown, [], `expect keys ${unknown} are not checked by this runner: add their checks`);
     const directory = fs.mkdtempSync(path.join(os.tmpdir(), 'sf-conf-'));
     try {
       const got = await run(row, directory, mode);
@@ -81,10 +89,15 @@ for (const [row, mode] of TABLE.cases.flatMap((r) => [[r, 'sync'], [r, 'async']]
       assert.ok(got.message.includes(expect.message_contains || ''), `'${got.message}' lacks '${expect.message_contains}'`);
       if ('count' in expect) assert.equal(got.ids.length, expect.count);
       if (expect.ids === 'published') assert.deepEqual(got.ids, got.published.slice(0, got.ids.length));
-      if ('refill_hint' in expect || 'refill_request_min' in expect) {
+      if (REGION_KEYS.some((key) => key in expect)) {
         const words = regionWords(directory);
         if ('refill_hint' in expect) assert.equal(words.refill_hint, expect.refill_hint);
         if ('refill_request_min' in expect) assert.ok(words.refill_request >= expect.refill_request_min);
+        if ('waiters' in expect) assert.equal(words.waiters, expect.waiters, 'waiters');
+        if ('uncounted' in expect) assert.equal(words.uncounted, expect.uncounted, 'uncounted');
+        if ('service_taken' in expect) {
+          assert.deepEqual(words.service_taken, expect.service_taken, 'IDs taken per service');
+        }
       }
     } finally {
       fs.rmSync(directory, { recursive: true, force: true });

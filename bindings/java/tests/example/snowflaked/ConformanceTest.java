@@ -14,6 +14,9 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.DynamicTest;
@@ -82,8 +85,27 @@ class ConformanceTest {
   }
 
   /**
-   * The region's refill words, read by the fixture attached to the row's socket as a taker
-   * attaches (the region is a memfd: no file to read).
+   * The expect keys this runner checks: a row whose expect has another fails rather than
+   * pass with the check left out.
+   */
+  static final Set<String> KNOWN_EXPECT_KEYS = Set.of("stage", "code", "message_contains",
+      "count", "ids", "refill_hint", "refill_request_min", "waiters", "uncounted",
+      "service_taken");
+  static final List<String> REGION_KEYS =
+      List.of("refill_hint", "refill_request_min", "waiters", "uncounted", "service_taken");
+
+  /** A JSON object of counts as a map, so two compare by value whatever the number types. */
+  static Map<String, Long> counts(JsonObject object) {
+    Map<String, Long> out = new TreeMap<>();
+    for (Map.Entry<String, JsonElement> entry : object.entrySet()) {
+      out.put(entry.getKey(), entry.getValue().getAsLong());
+    }
+    return out;
+  }
+
+  /**
+   * The region's words (refill, waiters, counts), read by the fixture attached to the row's
+   * socket as a taker attaches (the region is a memfd: no file to read).
    */
   static JsonObject regionWords(Path directory) throws Exception {
     Process process = new ProcessBuilder(TestDaemon.env("SNOWFLAKE_CONFORMANCE_FIXTURE"),
@@ -114,6 +136,10 @@ class ConformanceTest {
       System.out.println(row.get("name").getAsString()
           + ": this taker's own expectation, because: " + row.get("why").getAsString());
     }
+    for (String key : expect.keySet()) {
+      assertTrue(KNOWN_EXPECT_KEYS.contains(key),
+          "expect key \"" + key + "\" is not checked by this runner: add its check");
+    }
     Path directory = Files.createTempDirectory(Path.of("/tmp"), "sf-java-conf-");
     try {
       Outcome outcome = run(row, directory);
@@ -127,7 +153,9 @@ class ConformanceTest {
       if (expect.has("ids") && expect.get("ids").getAsString().equals("published")) {
         assertEquals(outcome.published().subList(0, outcome.ids().size()), outcome.ids());
       }
-      if (expect.has("refill_hint") || expect.has("refill_request_min")) {
+      final JsonObject expected = expect;
+      if (REGION_KEYS.stream().anyMatch(expected::has)) {
+        // Read after the client is closed (run's try-with-resources).
         JsonObject words = regionWords(directory);
         if (expect.has("refill_hint")) {
           assertEquals(expect.get("refill_hint").getAsInt(), words.get("refill_hint").getAsInt());
@@ -135,6 +163,18 @@ class ConformanceTest {
         if (expect.has("refill_request_min")) {
           assertTrue(words.get("refill_request").getAsInt()
               >= expect.get("refill_request_min").getAsInt());
+        }
+        if (expect.has("waiters")) {
+          assertEquals(expect.get("waiters").getAsLong(), words.get("waiters").getAsLong(),
+              "waiters");
+        }
+        if (expect.has("uncounted")) {
+          assertEquals(expect.get("uncounted").getAsLong(), words.get("uncounted").getAsLong(),
+              "uncounted");
+        }
+        if (expect.has("service_taken")) {
+          assertEquals(counts(expect.getAsJsonObject("service_taken")),
+              counts(words.getAsJsonObject("service_taken")), "IDs taken per service");
         }
       }
     } finally {
