@@ -13,6 +13,7 @@
 #include <set>
 
 #include "register/etcd_json.h"
+#include "register/etcd_snapshot.h"
 #include "register/machine_lock.h"
 #include "snowflake/time_text.h"
 
@@ -43,58 +44,8 @@ std::string Range(uint32_t first, uint32_t last) {
   return first == last ? std::to_string(first) : std::to_string(first) + "-" + std::to_string(last);
 }
 
-// Everything under the prefix that the claim needs, parsed. Anything that is not ours
-// under machines/ or high-water/ stops the claim: guessing around it could reuse a
-// number whose mark we cannot read.
-struct Snapshot {
-  struct Held {
-    etcd::HolderRecord record;
-    int64_t mod_revision = 0;
-    int64_t lease = 0;
-  };
-  std::map<uint32_t, Held> held;
-  std::map<uint32_t, std::pair<etcd::HighWaterRecord, int64_t>> marks;  // record, mod_revision
-};
-
-std::string CorruptText(const std::string& key, const std::string& why) {
-  return "etcd key " + key + " holds a value snowflaked did not write (" + why +
-         "): inspect it with `etcdctl get " + key +
-         "`; delete it only if no daemon ever held that number (a high-water mark is what "
-         "keeps a number's IDs unique)";
-}
-
-// The holders and marks of two linearizable ranges (machines/ and high-water/), decoded;
-// kCorrupt naming the first key that is not ours.
-tl::expected<Snapshot, RegisterError> DecodeSnapshot(const std::string& machines_prefix,
-                                                     const etcd::RangeResult& held,
-                                                     const std::string& marks_prefix,
-                                                     const etcd::RangeResult& marks) {
-  Snapshot snap;
-  for (const auto& kv : held.kvs) {
-    const auto n = etcd::MachineOfKey(machines_prefix, kv.key);
-    if (!n)
-      return tl::unexpected(
-          Err(RegisterErrorCode::kCorrupt, CorruptText(kv.key, "not a machine number")));
-    auto rec = etcd::DecodeHolder(kv.value);
-    if (!rec)
-      return tl::unexpected(Err(RegisterErrorCode::kCorrupt, CorruptText(kv.key, rec.error())));
-    snap.held[*n] = Snapshot::Held{std::move(*rec), kv.mod_revision, kv.lease};
-  }
-  for (const auto& kv : marks.kvs) {
-    const auto n = etcd::MachineOfKey(marks_prefix, kv.key);
-    if (!n)
-      return tl::unexpected(
-          Err(RegisterErrorCode::kCorrupt, CorruptText(kv.key, "not a machine number")));
-    auto rec = etcd::DecodeHighWater(kv.value);
-    if (!rec)
-      return tl::unexpected(Err(RegisterErrorCode::kCorrupt, CorruptText(kv.key, rec.error())));
-    snap.marks[*n] = {std::move(*rec), kv.mod_revision};
-  }
-  return snap;
-}
-
 // How many numbers of [first, last] the snapshot shows held.
-size_t HoldersIn(const Snapshot& snap, uint32_t first, uint32_t last) {
+size_t HoldersIn(const EtcdSnapshot& snap, uint32_t first, uint32_t last) {
   size_t holders = 0;
   for (const auto& [n, unused] : snap.held) holders += n >= first && n <= last;
   return holders;
@@ -112,8 +63,8 @@ struct Pick {
 // holder was us; else the lowest free number no other holder remembers (so a holder that
 // is restarting elsewhere finds its own number still free); else the lowest free number.
 // Only numbers in [first, last] that no other daemon of this host holds (`locked_here`).
-Pick PickNumber(const Snapshot& snap, const ClaimRequest& request, uint32_t first, uint32_t last,
-                const std::set<uint32_t>& locked_here) {
+Pick PickNumber(const EtcdSnapshot& snap, const ClaimRequest& request, uint32_t first,
+                uint32_t last, const std::set<uint32_t>& locked_here) {
   const auto in_range = [&](uint32_t n) {
     return n >= first && n <= last && !locked_here.contains(n);
   };
@@ -124,8 +75,8 @@ Pick PickNumber(const Snapshot& snap, const ClaimRequest& request, uint32_t firs
       if (held->second.record.holder == request.holder_id) {
         return Pick{*preferred, held->second.mod_revision};
       }
-    } else if (mark == snap.marks.end() || mark->second.first.holder.empty() ||
-               mark->second.first.holder == request.holder_id) {
+    } else if (mark == snap.marks.end() || mark->second.record.holder.empty() ||
+               mark->second.record.holder == request.holder_id) {
       return Pick{*preferred, std::nullopt};
     }
   }
@@ -133,7 +84,7 @@ Pick PickNumber(const Snapshot& snap, const ClaimRequest& request, uint32_t firs
     if (in_range(n) && h.record.holder == request.holder_id) return Pick{n, h.mod_revision};
   }
   for (const auto& [n, m] : snap.marks) {
-    if (in_range(n) && !snap.held.contains(n) && m.first.holder == request.holder_id) {
+    if (in_range(n) && !snap.held.contains(n) && m.record.holder == request.holder_id) {
       return Pick{n, std::nullopt};
     }
   }
@@ -141,16 +92,11 @@ Pick PickNumber(const Snapshot& snap, const ClaimRequest& request, uint32_t firs
     for (uint32_t n = first; n <= last; ++n) {
       if (snap.held.contains(n) || locked_here.contains(n)) continue;
       const auto mark = snap.marks.find(n);
-      const bool remembered = mark != snap.marks.end() && !mark->second.first.holder.empty();
+      const bool remembered = mark != snap.marks.end() && !mark->second.record.holder.empty();
       if (pass == 1 || !remembered) return Pick{n, std::nullopt};
     }
   }
   return Pick{};
-}
-
-// "\"host-a\" on a.example, pid 812": who a holder record names, for messages.
-std::string HolderText(const etcd::HolderRecord& r) {
-  return "\"" + r.holder + "\" on " + r.host + ", pid " + std::to_string(r.pid);
 }
 
 }  // namespace
@@ -190,12 +136,14 @@ std::unique_ptr<MachineRegister> MakeEtcdRegister(const EtcdRegisterConfig& own,
 }
 
 EtcdRegister::EtcdRegister(EtcdRegisterOptions options)
-    : options_(std::move(options)), client_(options_.client) {
+    : options_(std::move(options)),
+      client_(options_.client),
+      keepalive_(options_.client, options_.lease_ttl_s) {
   if (options_.host.empty()) options_.host = HostName();
 }
 
 EtcdRegister::~EtcdRegister() {
-  StopKeepAlive();
+  keepalive_.Stop();
   if (lease_ != 0) (void)client_.Revoke(lease_);
 }
 
@@ -236,9 +184,8 @@ tl::expected<void, RegisterError> EtcdRegister::EnsureFleet(
   }
   const std::string& stored = result->responses[0].range.kvs[0].value;
   if (stored == fleet_text) return {};
-  auto decoded = etcd::DecodeFleet(stored);
-  if (!decoded)
-    return tl::unexpected(Err(RegisterErrorCode::kCorrupt, CorruptText(key, decoded.error())));
+  auto decoded = DecodeFleetAt(key, stored);
+  if (!decoded) return tl::unexpected(decoded.error());
   return tl::unexpected(Err(
       RegisterErrorCode::kEpochMismatch,
       "the etcd register " + key + " belongs to a fleet with " + etcd::DescribeFleet(*decoded) +
@@ -294,11 +241,8 @@ tl::expected<void, RegisterError> EtcdRegister::CheckNotRolledBack(
   // never saw (a replaced one) has only fences written after the host last looked.
   std::string stale_fence;
   if (!fence->kvs.empty()) {
-    auto record = etcd::DecodeRestore(fence->kvs[0].value);
-    if (!record) {
-      return tl::unexpected(
-          Err(RegisterErrorCode::kCorrupt, CorruptText(restore_key, record.error())));
-    }
+    auto record = DecodeRestoreAt(restore_key, fence->kvs[0].value);
+    if (!record) return tl::unexpected(record.error());
     const bool answers_this_restore = other_cluster ? record->cluster_id == answer.cluster_id
                                                     : fence_revision > seen.fence_revision;
     if (!answers_this_restore) {
@@ -368,12 +312,8 @@ tl::expected<std::vector<std::string>, RegisterError> EtcdRegister::WaitForAckno
         const auto& mark_kvs = read->responses[1].range.kvs;
         bool acknowledged = false;
         if (!mark_kvs.empty()) {
-          auto mark = etcd::DecodeHighWater(mark_kvs[0].value);
-          if (!mark) {
-            return tl::unexpected(
-                Err(RegisterErrorCode::kCorrupt,
-                    CorruptText(etcd::HighWaterKey(options_.prefix, n), mark.error())));
-          }
+          auto mark = DecodeMarkAt(etcd::HighWaterKey(options_.prefix, n), mark_kvs[0].value);
+          if (!mark) return tl::unexpected(mark.error());
           acknowledged = mark->lease == holder.lease && mark->fence >= fence;
         }
         // The holder's claim ended before it acknowledged (a stop, or its lease expired):
@@ -423,7 +363,7 @@ tl::expected<int, RegisterError> EtcdRegister::RaiseMarks(
       if (revision == listed_holder(n)) return {};
       std::string who = "its record was removed";
       if (!now->kvs.empty()) {
-        auto rec = etcd::DecodeHolder(now->kvs[0].value);
+        auto rec = DecodeHolderAt(key, now->kvs[0].value);
         who = rec ? HolderText(*rec) + " claimed it" : "an unreadable record was put there";
       }
       return tl::unexpected(
@@ -451,11 +391,8 @@ tl::expected<int, RegisterError> EtcdRegister::RaiseMarks(
         std::optional<etcd::HighWaterRecord> stored;
         int64_t revision = 0;
         if (!current->kvs.empty()) {
-          auto decoded = etcd::DecodeHighWater(current->kvs[0].value);
-          if (!decoded) {
-            return tl::unexpected(
-                Err(RegisterErrorCode::kCorrupt, CorruptText(key, decoded.error())));
-          }
+          auto decoded = DecodeMarkAt(key, current->kvs[0].value);
+          if (!decoded) return tl::unexpected(decoded.error());
           stored = std::move(*decoded);
           revision = current->kvs[0].mod_revision;
         }
@@ -690,10 +627,8 @@ tl::expected<EtcdRegister::ClaimTxn, RegisterError> EtcdRegister::CommitClaim(
   claimed.claimed = true;
   const auto& mark_kvs = result->responses[1].range.kvs;
   if (!mark_kvs.empty()) {
-    auto rec = etcd::DecodeHighWater(mark_kvs[0].value);
-    if (!rec) {
-      return tl::unexpected(Err(RegisterErrorCode::kCorrupt, CorruptText(mark_key, rec.error())));
-    }
+    auto rec = DecodeMarkAt(mark_key, mark_kvs[0].value);
+    if (!rec) return tl::unexpected(rec.error());
     claimed.mark = rec->unix_ms;
     claimed.mark_writer = rec->lease;
     claimed.mark_revision = mark_kvs[0].mod_revision;
@@ -745,7 +680,7 @@ MachineClaim EtcdRegister::Adopt(uint32_t machine, FileLock host_lock, const std
   holder_id_ = holder_id;
   claim_mark_ = committed_ = attempted_max_ = mark_value_ = txn.mark;
   mark_revision_ = txn.mark_revision;
-  keepalive_ = std::thread([this] { KeepAliveLoop(); });
+  keepalive_.Start(lease_, machine);
   return MachineClaim{.machine = machine,
                       .high_water_unix_ms = txn.mark,
                       .mark_writer = txn.mark_writer,
@@ -770,7 +705,6 @@ tl::expected<MachineClaim, RegisterError> EtcdRegister::Claim(
     bool lease_used = true;
     if (auto leased = FreshLease(&lease_used); !leased) return tl::unexpected(leased.error());
     const std::string machines_prefix = etcd::MachinesPrefix(options_.prefix);
-    const std::string marks_prefix = etcd::HighWaterPrefix(options_.prefix);
     const std::string record = etcd::EncodeHolder(etcd::HolderRecord{
         request.holder_id, options_.host, static_cast<int64_t>(getpid()), NowUnixMs()});
     std::minstd_rand jitter(static_cast<uint32_t>(getpid()) ^ static_cast<uint32_t>(NowUnixMs()));
@@ -791,7 +725,7 @@ tl::expected<MachineClaim, RegisterError> EtcdRegister::Claim(
       //    checks that the store is not older than what this host saw.
       auto read = ReadHoldersAndMarks(request, attempt == 0, notices);
       if (!read) return tl::unexpected(read.error());
-      auto snap = DecodeSnapshot(machines_prefix, read->first, marks_prefix, read->second);
+      auto snap = DecodeSnapshot(options_.prefix, read->first, read->second);
       if (!snap) return tl::unexpected(snap.error());
 
       // 2. The number to ask for (PickNumber: the policy and its order).
@@ -870,11 +804,7 @@ RegisterError EtcdRegister::ClaimLost(const std::string& now_held) {
       "machine " + std::to_string(*machine_) + " is no longer ours in the etcd register (" +
       etcd::MachineKey(options_.prefix, *machine_) + " is not bound to our lease " +
       std::to_string(lease_) + "; " + now_held + "): stop serving and claim anew";
-  {
-    std::lock_guard lock(mutex_);
-    lost_reason_ = reason;
-  }
-  claim_lost_.store(true, std::memory_order_release);
+  keepalive_.MarkLost(reason);
   return Err(RegisterErrorCode::kClaimLost, reason);
 }
 
@@ -898,7 +828,7 @@ void EtcdRegister::NoteRestoreFence() noexcept {
   const std::string restore_key = etcd::RestoreKey(options_.prefix);
   auto fence = client_.Range(restore_key);
   if (!fence || fence->kvs.empty()) return;  // looked for again after the next raise
-  auto record = etcd::DecodeRestore(fence->kvs[0].value);
+  auto record = DecodeRestoreAt(restore_key, fence->kvs[0].value);
   if (!record || record->above_unix_ms > fence_acknowledged_) return;  // not the one obeyed
   identity_.fence_revision = std::max(identity_.fence_revision, fence->kvs[0].mod_revision);
   restore_fence_looks_ = 0;
@@ -963,7 +893,7 @@ tl::expected<EtcdRegister::MovedMark, RegisterError> EtcdRegister::ReadMovedMark
   if (holder_kvs.empty() || holder_kvs[0].lease != lease_) {
     std::string now_held = "nobody holds it now";
     if (!holder_kvs.empty()) {
-      auto rec = etcd::DecodeHolder(holder_kvs[0].value);
+      auto rec = DecodeHolderAt(etcd::MachineKey(options_.prefix, *machine_), holder_kvs[0].value);
       now_held =
           rec ? "it is held by " + HolderText(*rec) + " now" : "it holds an unreadable record now";
     }
@@ -975,12 +905,8 @@ tl::expected<EtcdRegister::MovedMark, RegisterError> EtcdRegister::ReadMovedMark
   if (mark_kvs.empty()) {
     mark_revision_ = 0;
   } else {
-    auto rec = etcd::DecodeHighWater(mark_kvs[0].value);
-    if (!rec) {
-      return tl::unexpected(
-          Err(RegisterErrorCode::kCorrupt,
-              CorruptText(etcd::HighWaterKey(options_.prefix, *machine_), rec.error())));
-    }
+    auto rec = DecodeMarkAt(etcd::HighWaterKey(options_.prefix, *machine_), mark_kvs[0].value);
+    if (!rec) return tl::unexpected(rec.error());
     mark_revision_ = mark_kvs[0].mod_revision;
     moved.stored = rec->unix_ms;
     moved.writer = rec->lease;
@@ -1025,8 +951,7 @@ tl::expected<void, RegisterError> EtcdRegister::Raise(int64_t unix_ms, WriteKind
   try {
     if (!machine_) return tl::unexpected(Err(RegisterErrorCode::kNotClaimed, "not claimed"));
     if (claim_lost()) {
-      std::lock_guard lock(mutex_);
-      return tl::unexpected(Err(RegisterErrorCode::kClaimLost, lost_reason_));
+      return tl::unexpected(Err(RegisterErrorCode::kClaimLost, keepalive_.lost_reason()));
     }
     int64_t acknowledged = fence_acknowledged_;
     const std::optional<int64_t> first = FirstTarget(unix_ms, kind, &acknowledged);
@@ -1089,43 +1014,6 @@ RegisterError EtcdRegister::FenceFound(const MovedMark& moved, const char* what)
                  "; record the fence on this host, then write again");
 }
 
-void EtcdRegister::KeepAliveLoop() {
-  etcd::EtcdClient client(options_.client);
-  const auto period =
-      std::chrono::milliseconds(std::max<int64_t>(options_.lease_ttl_s * 1000 / 3, 200));
-  const auto retry =
-      std::chrono::milliseconds(std::max<int64_t>(options_.lease_ttl_s * 1000 / 10, 100));
-  auto wait = period;
-  for (;;) {
-    {
-      std::unique_lock lock(mutex_);
-      if (wake_.wait_for(lock, wait, [this] { return stop_; })) return;
-    }
-    auto answer = client.KeepAlive(lease_);
-    if (answer && !answer->alive()) {
-      std::lock_guard lock(mutex_);
-      lost_reason_ = "the lease " + std::to_string(lease_) + " of machine " +
-                     std::to_string(*machine_) +
-                     " expired in the etcd register (etcd was unreachable for longer than "
-                     "register.etcd.lease_ttl_s, or the lease was revoked): stop serving and "
-                     "claim anew";
-      claim_lost_.store(true, std::memory_order_release);
-      return;
-    }
-    // Unanswered: try again soon, the lease is still running out.
-    wait = answer ? period : retry;
-  }
-}
-
-void EtcdRegister::StopKeepAlive() {
-  {
-    std::lock_guard lock(mutex_);
-    stop_ = true;
-  }
-  wake_.notify_all();
-  if (keepalive_.joinable()) keepalive_.join();
-}
-
 tl::expected<std::vector<RegisterListEntry>, RegisterError> EtcdRegister::ListNumbers() noexcept {
   try {
     auto entries = List();
@@ -1153,44 +1041,28 @@ tl::expected<std::vector<RegisterListEntry>, RegisterError> EtcdRegister::ListNu
 
 tl::expected<std::vector<EtcdRegisterEntry>, RegisterError> EtcdRegister::List() noexcept {
   try {
-    const std::string machines_prefix = etcd::MachinesPrefix(options_.prefix);
-    const std::string marks_prefix = etcd::HighWaterPrefix(options_.prefix);
     auto read = RangeHoldersAndMarks();
     if (!read) return tl::unexpected(read.error());
-    const etcd::RangeResult* held = &read->first;
-    const etcd::RangeResult* marks = &read->second;
+    auto snap = DecodeSnapshot(options_.prefix, read->first, read->second);
+    if (!snap) return tl::unexpected(snap.error());
     std::map<uint32_t, EtcdRegisterEntry> entries;
-    for (const auto& kv : held->kvs) {
-      const auto n = etcd::MachineOfKey(machines_prefix, kv.key);
-      if (!n)
-        return tl::unexpected(
-            Err(RegisterErrorCode::kCorrupt, CorruptText(kv.key, "not a machine number")));
-      auto rec = etcd::DecodeHolder(kv.value);
-      if (!rec)
-        return tl::unexpected(Err(RegisterErrorCode::kCorrupt, CorruptText(kv.key, rec.error())));
-      EtcdRegisterEntry& e = entries[*n];
-      e.machine = *n;
-      e.holder = std::move(*rec);
-      e.lease = kv.lease;
-      e.holder_revision = kv.mod_revision;
-      if (kv.lease != 0) {
-        auto ttl = client_.TimeToLive(kv.lease);
+    for (auto& [n, held] : snap->held) {
+      EtcdRegisterEntry& e = entries[n];
+      e.machine = n;
+      e.holder = std::move(held.record);
+      e.lease = held.lease;
+      e.holder_revision = held.mod_revision;
+      if (held.lease != 0) {
+        auto ttl = client_.TimeToLive(held.lease);
         if (!ttl) return tl::unexpected(Failure("cannot read a lease", ttl.error()));
         e.lease_ttl_left_s = ttl->ttl_s;
       }
     }
-    for (const auto& kv : marks->kvs) {
-      const auto n = etcd::MachineOfKey(marks_prefix, kv.key);
-      if (!n)
-        return tl::unexpected(
-            Err(RegisterErrorCode::kCorrupt, CorruptText(kv.key, "not a machine number")));
-      auto rec = etcd::DecodeHighWater(kv.value);
-      if (!rec)
-        return tl::unexpected(Err(RegisterErrorCode::kCorrupt, CorruptText(kv.key, rec.error())));
-      EtcdRegisterEntry& e = entries[*n];
-      e.machine = *n;
-      e.high_water = std::move(*rec);
-      e.high_water_revision = kv.mod_revision;
+    for (auto& [n, mark] : snap->marks) {
+      EtcdRegisterEntry& e = entries[n];
+      e.machine = n;
+      e.high_water = std::move(mark.record);
+      e.high_water_revision = mark.mod_revision;
     }
     std::vector<EtcdRegisterEntry> out;
     for (auto& [n, e] : entries) out.push_back(std::move(e));
@@ -1225,7 +1097,7 @@ tl::expected<void, RegisterError> EtcdRegister::Release(uint32_t machine) noexce
         auto ttl = client_.TimeToLive(kv.lease);
         if (!ttl) return tl::unexpected(Failure("cannot read a lease", ttl.error()));
         if (ttl->alive()) {
-          auto rec = etcd::DecodeHolder(kv.value);
+          auto rec = DecodeHolderAt(machine_key, kv.value);
           return tl::unexpected(
               Err(RegisterErrorCode::kInUse,
                   "machine " + std::to_string(machine) + " is held by a live daemon" +
@@ -1242,9 +1114,8 @@ tl::expected<void, RegisterError> EtcdRegister::Release(uint32_t machine) noexce
     }
     if (!mark->kvs.empty()) {
       const auto& kv = mark->kvs[0];
-      auto rec = etcd::DecodeHighWater(kv.value);
-      if (!rec)
-        return tl::unexpected(Err(RegisterErrorCode::kCorrupt, CorruptText(mark_key, rec.error())));
+      auto rec = DecodeMarkAt(mark_key, kv.value);
+      if (!rec) return tl::unexpected(rec.error());
       if (!rec->holder.empty()) {
         // Keep the mark exactly; forget who set it. The comparison makes sure a raise that
         // lands meanwhile is not undone.

@@ -14,8 +14,8 @@
 //   records the fence on its host before any write under its lease covers it.
 // - Claim also takes the number's host-wide lock (machine_lock.h), as every backend does,
 //   and refuses a store older than the one this host saw (a restore from a backup).
-// - A keepalive thread renews the lease every lease_ttl_s / 3; a lease that is gone makes
-//   every later call fail with kClaimLost.
+// - A keepalive thread renews the lease every lease_ttl_s / 3 (etcd_keepalive.h); a lease
+//   that is gone makes every later call fail with kClaimLost.
 //
 // Thread-safety: Claim, UpdateHighWater, RecordCleanStop, List and Release must be called
 // from one thread at a time; claim_lost() and lease_status() may be called from any thread.
@@ -24,23 +24,20 @@
 #ifndef SNOWFLAKE_REGISTER_ETCD_REGISTER_H_
 #define SNOWFLAKE_REGISTER_ETCD_REGISTER_H_
 
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
 #include "base/file_lock.h"
 #include "register/etcd_client.h"
+#include "register/etcd_keepalive.h"
 #include "register/etcd_records.h"
 #include "register/etcd_register_config.h"
 #include "register/machine_register.h"
@@ -143,7 +140,7 @@ class EtcdRegister final : public MachineRegister {
 
   // Set (for good) once the claim is known to be gone: the keepalive found the lease gone
   // or a raise's comparison failed.
-  bool claim_lost() const noexcept { return claim_lost_.load(std::memory_order_acquire); }
+  bool claim_lost() const noexcept { return keepalive_.lost(); }
   // The lease of the claim (0 before Claim).
   int64_t lease() const noexcept { return lease_; }
 
@@ -173,7 +170,8 @@ class EtcdRegister final : public MachineRegister {
 
  private:
   // The steps of Claim(): check the request, take a lease, read the holders and marks,
-  // (decode and pick a number: etcd_register.cc's DecodeSnapshot and PickNumber,) lock it
+  // (decode and pick a number: etcd_snapshot.h's DecodeSnapshot, etcd_register.cc's
+  // PickNumber,) lock it
   // on this host, commit, adopt.
   tl::expected<void, RegisterError> CheckClaimRequest(const ClaimRequest& request) const;
   // A lease for the next claim transaction: a new one if *lease_used (the previous one is
@@ -280,8 +278,6 @@ class EtcdRegister final : public MachineRegister {
   // Records the restore fence's revision in identity_ if it is written and at or below the
   // fence acknowledged; else leaves restore_fence_looks_ for the next raise.
   void NoteRestoreFence() noexcept;
-  void KeepAliveLoop();
-  void StopKeepAlive();
   // `what` failed because of `e`: kUnreachable for an outage (etcd::IsOutage: retry), else
   // kUnreadable with etcd's reason (a refusal, bad credentials, TLS: a config to fix).
   RegisterError Failure(const std::string& what, const etcd::Error& e) const;
@@ -314,13 +310,9 @@ class EtcdRegister final : public MachineRegister {
   RegisterIdentity identity_;
   std::optional<FileLock> machine_lock_;  // the host-wide lock of the claimed number
 
-  // Shared with the keepalive thread.
-  std::atomic<bool> claim_lost_{false};
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  bool stop_ = false;        // guarded by mutex_
-  std::string lost_reason_;  // guarded by mutex_
-  std::thread keepalive_;
+  // Shared with the keepalive thread: the lease's renewal and the claim's lost flag
+  // (etcd_keepalive.h; its own connection, its own lock).
+  EtcdKeepAlive keepalive_;
 };
 
 }  // namespace snowflake::daemon
