@@ -17,6 +17,11 @@
 // - A keepalive thread renews the lease every lease_ttl_s / 3 (etcd_keepalive.h); a lease
 //   that is gone makes every later call fail with kClaimLost.
 //
+// The class is one interface over several files, one per job: the claim
+// (etcd_register_claim.cc), the marks and fences (etcd_register_marks.cc), the operator's
+// commands (etcd_register_commands.cc), the keepalive (etcd_keepalive.h) and the decode of
+// what the register reads (etcd_snapshot.h); etcd_register.cc holds what they share.
+//
 // Thread-safety: Claim, UpdateHighWater, RecordCleanStop, List and Release must be called
 // from one thread at a time; claim_lost() and lease_status() may be called from any thread.
 // The keepalive thread uses its own connection.
@@ -169,20 +174,19 @@ class EtcdRegister final : public MachineRegister {
                                                        bool while_running) noexcept override;
 
  private:
-  // The steps of Claim(): check the request, take a lease, read the holders and marks,
-  // (decode and pick a number: etcd_snapshot.h's DecodeSnapshot, etcd_register.cc's
-  // PickNumber,) lock it
-  // on this host, commit, adopt.
+  // Each group below is defined in the file it names: one file per job.
+
+  // --- The claim (etcd_register_claim.cc) ---
+  // One Claim() call's attempts and the policy between them (how many, the pause, which
+  // outcomes count): check the request, read the holders and marks, pick a number, lock
+  // it on this host, commit, adopt.
+  class ClaimAttempt;
   tl::expected<void, RegisterError> CheckClaimRequest(const ClaimRequest& request) const;
   // A lease for the next claim transaction: a new one if *lease_used (the previous one is
   // revoked first, so a late transaction that named it can never apply), else lease_ as is.
   tl::expected<void, RegisterError> FreshLease(bool* lease_used);
-  // The holders and the marks under the prefix (linearizable ranges), for Claim() and
-  // List() ...
-  tl::expected<std::pair<etcd::RangeResult, etcd::RangeResult>, RegisterError>
-  RangeHoldersAndMarks();
-  // ... and for a claim: the cluster's identity noted and, on the first look,
-  // CheckNotRolledBack.
+  // RangeHoldersAndMarks() for a claim: the cluster's identity noted and, on the first
+  // look, CheckNotRolledBack.
   tl::expected<std::pair<etcd::RangeResult, etcd::RangeResult>, RegisterError> ReadHoldersAndMarks(
       const ClaimRequest& request, bool first_look, std::vector<std::string>& notices);
   // kNoFreeNumber, saying how many are held in range and under the prefix, and how many
@@ -216,6 +220,15 @@ class EtcdRegister final : public MachineRegister {
                      const ClaimTxn& txn, std::vector<std::string> notices);
   tl::expected<void, RegisterError> EnsureFleet(const etcd::FleetRecord& fleet,
                                                 const std::string& fleet_text) noexcept;
+  // Refuses a store older than what this host saw (request.last_seen), unless an operator
+  // fenced its restore above request.local_high_water_ms (then a notice says so).
+  tl::expected<void, RegisterError> CheckNotRolledBack(const ClaimRequest& request,
+                                                       const etcd::RangeResult& answer,
+                                                       std::vector<std::string>& notices) noexcept;
+  // A line for the log if the cluster runs an etcd with a bug that matters here; "" if not.
+  std::string KnownBugNotice() noexcept;
+
+  // --- The marks and fences (etcd_register_marks.cc) ---
   // What a write of the mark is for: a raise ahead of need, the clean stop, or the
   // acknowledgment of an operator's fence.
   enum class WriteKind { kRaise, kCleanStop, kAcknowledge };
@@ -244,33 +257,8 @@ class EtcdRegister final : public MachineRegister {
                           int64_t* target) noexcept;
   // kFenced: a write for `what` found the operator's mark `moved` and wrote nothing.
   RegisterError FenceFound(const MovedMark& moved, const char* what) const;
-  // Raises the marks of `numbers` to at least `above_unix_ms`, each as List() read it
-  // (`entries`, by number; absent: no mark), in transactions of kRaiseAllBatch numbers that
-  // compare every mark's revision; a transaction that fails (a holder raised meanwhile) is
-  // done again number by number, reading each anew. A held number's mark is written even
-  // when it is above already. With `holders_as_listed`, every write also compares the
-  // number's holder record with the listing's, so a daemon that claimed a number after the
-  // listing (and read its old mark) is never passed over in silence: kInUse names it.
-  // Returns how many marks were below; sets *cluster_id.
-  tl::expected<int, RegisterError> RaiseMarks(const std::vector<uint32_t>& numbers,
-                                              const std::map<uint32_t, EtcdRegisterEntry>& entries,
-                                              int64_t above_unix_ms, bool holders_as_listed,
-                                              uint64_t* cluster_id) noexcept;
-  // Waits until every held entry of `holders` wrote a mark acknowledging a fence at or
-  // above `fence` under its lease, or lost its number; returns the names of those that
-  // lost it without acknowledging (NameHolder). Errors: kInUse naming the others.
-  tl::expected<std::vector<std::string>, RegisterError> WaitForAcknowledgements(
-      const std::map<uint32_t, EtcdRegisterEntry>& holders, int64_t fence) noexcept;
   // Marks the claim lost for good and says why (the holder record names `now_held`).
   RegisterError ClaimLost(const std::string& now_held);
-  // Refuses a store older than what this host saw (request.last_seen), unless an operator
-  // fenced its restore above request.local_high_water_ms (then a notice says so).
-  tl::expected<void, RegisterError> CheckNotRolledBack(const ClaimRequest& request,
-                                                       const etcd::RangeResult& answer,
-                                                       std::vector<std::string>& notices) noexcept;
-  // A line for the log if the cluster runs an etcd with a bug that matters here; "" if not.
-  std::string KnownBugNotice() noexcept;
-  void NoteIdentity(uint64_t cluster_id, int64_t revision) noexcept;
   // After an acknowledgment committed at `revision`: a restore the holder ran through
   // becomes the store this host has seen, and the restore fence it obeyed is recorded
   // (NoteRestoreFence), so it admits this host past no later restore.
@@ -278,6 +266,42 @@ class EtcdRegister final : public MachineRegister {
   // Records the restore fence's revision in identity_ if it is written and at or below the
   // fence acknowledged; else leaves restore_fence_looks_ for the next raise.
   void NoteRestoreFence() noexcept;
+
+  // --- The operator's commands (etcd_register_commands.cc) ---
+  // Raises the marks of `numbers` to at least `above_unix_ms`, each as List() read it
+  // (`entries`, by number; absent: no mark), in transactions of kRaiseAllBatch numbers that
+  // compare every mark's revision; a transaction that fails (a holder raised meanwhile) is
+  // done again number by number (RaiseOne). A held number's mark is written even when it
+  // is above already. With `holders_as_listed`, every write also compares the number's
+  // holder record with the listing's, so a daemon that claimed a number after the listing
+  // (and read its old mark) is never passed over in silence: kInUse names it.
+  // Returns how many marks were below; sets *cluster_id.
+  tl::expected<int, RegisterError> RaiseMarks(const std::vector<uint32_t>& numbers,
+                                              const std::map<uint32_t, EtcdRegisterEntry>& entries,
+                                              int64_t above_unix_ms, bool holders_as_listed,
+                                              uint64_t* cluster_id) noexcept;
+  // RaiseMarks for number `n` alone, reading its mark anew each round: whether the mark
+  // was below `above_unix_ms`. Errors: kInUse (the holder changed since the listing, or
+  // the mark kept changing), kCorrupt, kUnreachable, kUnreadable.
+  tl::expected<bool, RegisterError> RaiseOne(uint32_t n,
+                                             const std::map<uint32_t, EtcdRegisterEntry>& entries,
+                                             int64_t above_unix_ms, bool holders_as_listed,
+                                             uint64_t* cluster_id);
+  // kInUse if n's holder record is no longer the one listed at `listed_revision` (0: none):
+  // a daemon claimed it after the listing, reading its mark from before the fence.
+  tl::expected<void, RegisterError> CheckHolderAsListed(uint32_t n, int64_t listed_revision);
+  // Waits until every held entry of `holders` wrote a mark acknowledging a fence at or
+  // above `fence` under its lease, or lost its number; returns the names of those that
+  // lost it without acknowledging (NameHolder). Errors: kInUse naming the others.
+  tl::expected<std::vector<std::string>, RegisterError> WaitForAcknowledgements(
+      const std::map<uint32_t, EtcdRegisterEntry>& holders, int64_t fence) noexcept;
+
+  // --- Shared by the files above (etcd_register.cc) ---
+  // The holders and the marks under the prefix (linearizable ranges), for a claim and for
+  // List(); DecodeSnapshot (etcd_snapshot.h) decodes them.
+  tl::expected<std::pair<etcd::RangeResult, etcd::RangeResult>, RegisterError>
+  RangeHoldersAndMarks();
+  void NoteIdentity(uint64_t cluster_id, int64_t revision) noexcept;
   // `what` failed because of `e`: kUnreachable for an outage (etcd::IsOutage: retry), else
   // kUnreadable with etcd's reason (a refusal, bad credentials, TLS: a config to fix).
   RegisterError Failure(const std::string& what, const etcd::Error& e) const;

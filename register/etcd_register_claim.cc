@@ -1,0 +1,500 @@
+// The etcd register's claim (etcd_register.h, Claim): the fleet record, the restore check,
+// the pick policy, the claim transaction, and one ClaimAttempt per call that carries the
+// attempts and the policy between them (docs/etcd-fencing.md, "The protocol", steps 1-2,
+// and "A restored etcd").
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "register/etcd_register.h"
+#include "register/etcd_snapshot.h"
+#include "register/machine_lock.h"
+#include "snowflake/time_text.h"
+
+namespace snowflake::daemon {
+namespace {
+
+using etcd::Compare;
+using etcd::ErrorKind;
+using etcd::Op;
+
+RegisterError Err(RegisterErrorCode code, std::string message) {
+  return RegisterError{code, std::move(message)};
+}
+
+int64_t NowUnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string Range(uint32_t first, uint32_t last) {
+  return first == last ? std::to_string(first) : std::to_string(first) + "-" + std::to_string(last);
+}
+
+// How many numbers of [first, last] the snapshot shows held.
+size_t HoldersIn(const EtcdSnapshot& snap, uint32_t first, uint32_t last) {
+  size_t holders = 0;
+  for (const auto& [n, unused] : snap.held) holders += n >= first && n <= last;
+  return holders;
+}
+
+// The number a claim asks for, and the revision of the holder's own record when it
+// retakes one (the transaction then compares it instead of the key's absence).
+struct Pick {
+  std::optional<uint32_t> machine;
+  std::optional<int64_t> retake_revision;
+};
+
+// The pick policy: the number this host's state file names, if it is ours or free and no
+// other holder remembers it; else our own held record; else a free number whose last
+// holder was us; else the lowest free number no other holder remembers (so a holder that
+// is restarting elsewhere finds its own number still free); else the lowest free number.
+// Only numbers in [first, last] that no other daemon of this host holds (`locked_here`).
+Pick PickNumber(const EtcdSnapshot& snap, const ClaimRequest& request, uint32_t first,
+                uint32_t last, const std::set<uint32_t>& locked_here) {
+  const auto in_range = [&](uint32_t n) {
+    return n >= first && n <= last && !locked_here.contains(n);
+  };
+  if (const auto preferred = request.preferred_machine; preferred && in_range(*preferred)) {
+    const auto held = snap.held.find(*preferred);
+    const auto mark = snap.marks.find(*preferred);
+    if (held != snap.held.end()) {
+      if (held->second.record.holder == request.holder_id) {
+        return Pick{*preferred, held->second.mod_revision};
+      }
+    } else if (mark == snap.marks.end() || mark->second.record.holder.empty() ||
+               mark->second.record.holder == request.holder_id) {
+      return Pick{*preferred, std::nullopt};
+    }
+  }
+  for (const auto& [n, h] : snap.held) {
+    if (in_range(n) && h.record.holder == request.holder_id) return Pick{n, h.mod_revision};
+  }
+  for (const auto& [n, m] : snap.marks) {
+    if (in_range(n) && !snap.held.contains(n) && m.record.holder == request.holder_id) {
+      return Pick{n, std::nullopt};
+    }
+  }
+  for (int pass = 0; pass < 2; ++pass) {
+    for (uint32_t n = first; n <= last; ++n) {
+      if (snap.held.contains(n) || locked_here.contains(n)) continue;
+      const auto mark = snap.marks.find(n);
+      const bool remembered = mark != snap.marks.end() && !mark->second.record.holder.empty();
+      if (pass == 1 || !remembered) return Pick{n, std::nullopt};
+    }
+  }
+  return Pick{};
+}
+
+}  // namespace
+
+// One Claim() call: the attempts, one at a time, and the retry policy between them.
+//
+// An attempt reads the holders and marks, picks a number, takes its host-wide lock and
+// sends the claim transaction. It ends in a claim, an error that retrying cannot mend, or
+// a retry:
+//   - counted: the number was taken first, or the transaction went unanswered. After
+//     options.max_claim_attempts of these the claim gives up, naming the last reason;
+//   - not counted: another daemon of this host holds the number's lock. The number is
+//     excluded from every later pick, so these end (at worst in kNoFreeNumber).
+// Until a retry counts, each attempt also checks that the store is not older than what
+// this host saw; once one counted, each attempt first pauses 5-24 ms (jittered), so the
+// winners' writes land before this one looks again.
+class EtcdRegister::ClaimAttempt {
+ public:
+  ClaimAttempt(EtcdRegister& reg, const ClaimRequest& request, const etcd::FleetRecord& fleet,
+               const std::string& fleet_text)
+      : reg_(reg),
+        request_(request),
+        fleet_(fleet),
+        fleet_text_(fleet_text),
+        host_lock_dir_(reg.options_.host_lock_dir.empty() ? HostLockDir()
+                                                          : reg.options_.host_lock_dir) {}
+
+  // The attempts until one claims, one fails for good, or the counted retries run out.
+  tl::expected<MachineClaim, RegisterError> Run() {
+    // A fresh lease for every attempt that follows one whose claim transaction was sent
+    // (and for every call): a claim that went unanswered may still be applied later, late
+    // or out of order, and it would bind its number to the lease it named. Revoking that
+    // lease first makes etcd refuse such a late put ("requested lease not found"), so it
+    // can never bind a second number to the lease this holder keeps alive; it also frees a
+    // record that attempt committed without hearing the answer.
+    if (auto leased = reg_.FreshLease(&lease_used_); !leased) {
+      return tl::unexpected(leased.error());
+    }
+    record_ = etcd::EncodeHolder(etcd::HolderRecord{request_.holder_id, reg_.options_.host,
+                                                    static_cast<int64_t>(getpid()), NowUnixMs()});
+    jitter_.seed(static_cast<uint32_t>(getpid()) ^ static_cast<uint32_t>(NowUnixMs()));
+    if (auto known = reg_.KnownBugNotice(); !known.empty()) notices_.push_back(std::move(known));
+    while (counted_ < reg_.options_.max_claim_attempts) {
+      if (counted_ > 0) {
+        // Lost a race: let the winners' writes land before looking again.
+        std::this_thread::sleep_for(std::chrono::milliseconds(5 + jitter_() % 20));
+      }
+      auto claimed = Once();
+      if (!claimed) return tl::unexpected(claimed.error());
+      if (*claimed) return std::move(**claimed);
+    }
+    return tl::unexpected(GaveUp());
+  }
+
+ private:
+  // One attempt: the claim, nullopt for a retry (RetryCounted or RetryNotCounted said
+  // why), or an error.
+  tl::expected<std::optional<MachineClaim>, RegisterError> Once() {
+    // 1. What is held, and which marks exist (linearizable ranges); the first look also
+    //    checks that the store is not older than what this host saw.
+    auto read = reg_.ReadHoldersAndMarks(request_, counted_ == 0, notices_);
+    if (!read) return tl::unexpected(read.error());
+    auto snap = DecodeSnapshot(reg_.options_.prefix, read->first, read->second);
+    if (!snap) return tl::unexpected(snap.error());
+
+    // 2. The number to ask for (PickNumber: the policy and its order).
+    const uint32_t first = reg_.options_.first_machine;
+    const uint32_t last = reg_.options_.last_machine;
+    const Pick pick = PickNumber(*snap, request_, first, last, locked_here_);
+    if (!pick.machine) {
+      return tl::unexpected(reg_.NoFreeNumber(HoldersIn(*snap, first, last), snap->held.size(),
+                                              locked_here_, host_lock_dir_,
+                                              etcd::MachinesPrefix(reg_.options_.prefix)));
+    }
+
+    // The host-wide lock of the number, as every backend takes it: a daemon of this
+    // host with another register (a static machine = N) must never serve N beside us.
+    auto host_lock = AcquireMachineLock(host_lock_dir_, *pick.machine);
+    if (!host_lock) {
+      if (!host_lock.error().held_by_other) {
+        return tl::unexpected(Err(RegisterErrorCode::kUnreadable, host_lock.error().message));
+      }
+      locked_here_.insert(*pick.machine);
+      RetryNotCounted("machine " + std::to_string(*pick.machine) +
+                      " is held by another daemon of this host (" +
+                      MachineLockPath(host_lock_dir_, *pick.machine).string() + ")");
+      return std::nullopt;
+    }
+
+    // 3. One transaction: the fleet record unchanged, the number still as we saw it;
+    //    then put our record bound to our lease and read the number's mark. A lease a
+    //    previous attempt's transaction named is revoked first (Run).
+    if (auto leased = reg_.FreshLease(&lease_used_); !leased) {
+      return tl::unexpected(leased.error());
+    }
+    lease_used_ = true;
+    auto txn = reg_.CommitClaim(*pick.machine, pick.retake_revision, fleet_, fleet_text_, record_);
+    if (!txn) return tl::unexpected(txn.error());
+    // An answered transaction can never apply later: its lease may serve the next attempt.
+    if (txn->answered) lease_used_ = false;
+    if (!txn->claimed) {
+      RetryCounted(txn->retry_reason, txn->outage);
+      return std::nullopt;
+    }
+    return reg_.Adopt(*pick.machine, std::move(*host_lock), request_.holder_id, *txn,
+                      std::move(notices_));
+  }
+
+  // The retry policy's two outcomes (see the class comment).
+  void RetryCounted(std::string reason, bool outage) {
+    last_failure_ = std::move(reason);
+    last_failure_was_outage_ = outage;
+    ++counted_;
+  }
+  void RetryNotCounted(std::string reason) {
+    last_failure_ = std::move(reason);
+    last_failure_was_outage_ = false;
+  }
+
+  // The counted retries ran out: kUnreachable if the last was an unanswered transaction.
+  RegisterError GaveUp() const {
+    const EtcdRegisterOptions& options = reg_.options_;
+    return Err(
+        last_failure_was_outage_ ? RegisterErrorCode::kUnreachable : RegisterErrorCode::kUnreadable,
+        "gave up claiming a machine number in " +
+            Range(options.first_machine, options.last_machine) + " in the etcd register (" +
+            reg_.location() + ") after " + std::to_string(options.max_claim_attempts) +
+            " attempts; the last: " + last_failure_);
+  }
+
+  // Constant for the call.
+  EtcdRegister& reg_;
+  const ClaimRequest& request_;
+  const etcd::FleetRecord& fleet_;
+  const std::string& fleet_text_;
+  const std::filesystem::path host_lock_dir_;
+
+  // Set once by Run(), before the first attempt.
+  std::string record_;  // our holder record, as every attempt puts it
+  std::minstd_rand jitter_;
+
+  // Carried from attempt to attempt.
+  int counted_ = 0;                 // counted retries so far
+  bool lease_used_ = true;          // lease_ was named by a transaction that may still apply
+  std::set<uint32_t> locked_here_;  // numbers other daemons of this host hold
+  std::vector<std::string> notices_;
+  std::string last_failure_;
+  bool last_failure_was_outage_ = false;
+};
+
+tl::expected<MachineClaim, RegisterError> EtcdRegister::Claim(
+    const ClaimRequest& request) noexcept {
+  try {
+    if (auto checked = CheckClaimRequest(request); !checked) return tl::unexpected(checked.error());
+    const etcd::FleetRecord fleet{request.epoch_unix_ms, etcd::LayoutName()};
+    const std::string fleet_text = etcd::EncodeFleet(fleet);
+    if (auto ok = EnsureFleet(fleet, fleet_text); !ok) return tl::unexpected(ok.error());
+    return ClaimAttempt(*this, request, fleet, fleet_text).Run();
+  } catch (const std::exception& e) {
+    return tl::unexpected(Err(RegisterErrorCode::kUnreadable, e.what()));
+  }
+}
+
+tl::expected<void, RegisterError> EtcdRegister::CheckClaimRequest(
+    const ClaimRequest& request) const {
+  if (!options_.setup_error.empty()) {
+    return tl::unexpected(Err(RegisterErrorCode::kUnreadable, options_.setup_error));
+  }
+  if (machine_) return tl::unexpected(Err(RegisterErrorCode::kInvalidRequest, "already claimed"));
+  if (request.holder_id.empty()) {
+    return tl::unexpected(Err(RegisterErrorCode::kInvalidRequest, "empty holder id"));
+  }
+  if (options_.first_machine > options_.last_machine || options_.last_machine > kMaxMachine) {
+    return tl::unexpected(
+        Err(RegisterErrorCode::kInvalidRequest,
+            "bad machine range " + Range(options_.first_machine, options_.last_machine)));
+  }
+  return {};
+}
+
+RegisterError EtcdRegister::NoFreeNumber(size_t holders_in_range, size_t held_under_prefix,
+                                         const std::set<uint32_t>& locked_here,
+                                         const std::filesystem::path& host_lock_dir,
+                                         const std::string& machines_prefix) const {
+  return Err(RegisterErrorCode::kNoFreeNumber,
+             "no free machine number in " + Range(options_.first_machine, options_.last_machine) +
+                 " in the etcd register (" + location() + "): all " +
+                 std::to_string(options_.last_machine - options_.first_machine + 1) +
+                 " are held (" + std::to_string(holders_in_range) + " holders in range, " +
+                 std::to_string(held_under_prefix) + " under " + machines_prefix +
+                 (locked_here.empty() ? std::string()
+                                      : ", " + std::to_string(locked_here.size()) +
+                                            " more held by other daemons of this host (" +
+                                            host_lock_dir.string() + ")") +
+                 "); widen register.machines or stop a daemon of another host");
+}
+
+tl::expected<void, RegisterError> EtcdRegister::FreshLease(bool* lease_used) {
+  if (!*lease_used) return {};
+  if (lease_ != 0) {
+    (void)client_.Revoke(lease_);
+    lease_ = 0;
+  }
+  auto grant = client_.GrantLease(options_.lease_ttl_s);
+  if (!grant) return tl::unexpected(Failure("cannot grant a lease", grant.error()));
+  lease_ = grant->id;
+  *lease_used = false;
+  return {};
+}
+
+tl::expected<std::pair<etcd::RangeResult, etcd::RangeResult>, RegisterError>
+EtcdRegister::ReadHoldersAndMarks(const ClaimRequest& request, bool first_look,
+                                  std::vector<std::string>& notices) {
+  auto read = RangeHoldersAndMarks();
+  if (!read) return read;
+  NoteIdentity(read->first.cluster_id, read->first.revision);
+  if (first_look) {
+    auto checked = CheckNotRolledBack(request, read->first, notices);
+    if (!checked) return tl::unexpected(checked.error());
+  }
+  return read;
+}
+
+tl::expected<void, RegisterError> EtcdRegister::EnsureFleet(
+    const etcd::FleetRecord& fleet, const std::string& fleet_text) noexcept {
+  const std::string key = etcd::ConfigKey(options_.prefix);
+  etcd::TxnRequest txn;
+  txn.compare = {Compare::KeyAbsent(key)};
+  txn.success = {Op::Put(key, fleet_text)};
+  txn.failure = {Op::Get(key)};
+  auto result = client_.Txn(txn);
+  if (!result) return tl::unexpected(Failure("cannot check the fleet record", result.error()));
+  if (result->succeeded) return {};
+  if (result->responses.size() != 1 || result->responses[0].range.kvs.empty()) {
+    // Deleted between the comparison and the read: cannot happen in one transaction.
+    return tl::unexpected(Err(RegisterErrorCode::kCorrupt,
+                              "the fleet record " + key + " vanished inside a transaction"));
+  }
+  const std::string& stored = result->responses[0].range.kvs[0].value;
+  if (stored == fleet_text) return {};
+  auto decoded = DecodeFleetAt(key, stored);
+  if (!decoded) return tl::unexpected(decoded.error());
+  return tl::unexpected(Err(
+      RegisterErrorCode::kEpochMismatch,
+      "the etcd register " + key + " belongs to a fleet with " + etcd::DescribeFleet(*decoded) +
+          ", but this daemon has " + etcd::DescribeFleet(fleet) +
+          ": set id.epoch to the fleet's, or use another register.etcd.prefix for a new fleet"));
+}
+
+std::string EtcdRegister::KnownBugNotice() noexcept {
+  auto status = client_.Status();
+  if (!status) return {};  // the claim that follows reports an outage itself
+  NoteIdentity(status->cluster_id, status->revision);
+  int major = 0, minor = 0, patch = 0;
+  if (std::sscanf(status->version.c_str(), "%d.%d.%d", &major, &minor, &patch) != 3) return {};
+  // etcd-io/etcd#15247: a leader that stalls (SIGSTOP, a slow disk) and resumes after a
+  // lease's TTL revokes leases the other members kept alive. Fixed on the 3.4 and 3.5
+  // branches in early 2024. With the mark compared by revision this costs availability
+  // (a live holder loses its claim, exits and claims anew), never a duplicate.
+  const bool affected = major < 3 || (major == 3 && minor < 4) ||
+                        (major == 3 && minor == 4 && patch < 31) ||
+                        (major == 3 && minor == 5 && patch < 13);
+  if (!affected) return {};
+  return "etcd " + status->version + " at " + client_.current_endpoint() +
+         " revokes live leases after a stalled leader resumes (etcd-io/etcd#15247, fixed in "
+         "3.4.31 and 3.5.13): a daemon may then lose its number, exit and claim anew. IDs stay "
+         "unique; upgrade etcd to stop the restarts";
+}
+
+tl::expected<void, RegisterError> EtcdRegister::CheckNotRolledBack(
+    const ClaimRequest& request, const etcd::RangeResult& answer,
+    std::vector<std::string>& notices) noexcept {
+  const RegisterIdentity& seen = request.last_seen;
+  // The operators' restore fence as the store holds it now: its revision is what this host
+  // records, so that only a newer fence can admit it past a later restore.
+  const std::string restore_key = etcd::RestoreKey(options_.prefix);
+  auto fence = client_.Range(restore_key);
+  if (!fence) return tl::unexpected(Failure("cannot read " + restore_key, fence.error()));
+  const int64_t fence_revision = fence->kvs.empty() ? 0 : fence->kvs[0].mod_revision;
+  identity_.fence_revision = fence_revision;
+  if (seen.cluster_id == 0) return {};  // nothing recorded: a first start on this host
+  const bool other_cluster = answer.cluster_id != seen.cluster_id;
+  const bool older = answer.revision < seen.revision;
+  if (!other_cluster && !older) return {};
+  const std::string what =
+      other_cluster
+          ? "answers as cluster " + std::to_string(answer.cluster_id) +
+                ", but this host last saw cluster " + std::to_string(seen.cluster_id)
+          : "is at revision " + std::to_string(answer.revision) + ", below the revision " +
+                std::to_string(seen.revision) + " this host already saw";
+  // An operator who fenced this restore above every ID this host may have issued lets it
+  // in. The fence must be newer than any this host saw of the same cluster: a fence the
+  // host saw was written before the host last used the store, so it answers an earlier
+  // restore, not this one (a snapshot taken after it carries it along). A cluster the host
+  // never saw (a replaced one) has only fences written after the host last looked.
+  std::string stale_fence;
+  if (!fence->kvs.empty()) {
+    auto record = DecodeRestoreAt(restore_key, fence->kvs[0].value);
+    if (!record) return tl::unexpected(record.error());
+    const bool answers_this_restore = other_cluster ? record->cluster_id == answer.cluster_id
+                                                    : fence_revision > seen.fence_revision;
+    if (!answers_this_restore) {
+      stale_fence = "; the fence " + restore_key + " (revision " + std::to_string(fence_revision) +
+                    ") is one this host already saw before the store went back, so it answers "
+                    "an earlier restore, not this one";
+    }
+    if (answers_this_restore && record->cluster_id == answer.cluster_id &&
+        record->above_unix_ms >= request.local_high_water_ms) {
+      notices.push_back("the etcd register (" + location() + ") " + what +
+                        "; an operator raised every mark to " +
+                        FormatTimeText(record->above_unix_ms) + " (" + restore_key +
+                        "), above every ID this host may have issued (" +
+                        FormatTimeText(request.local_high_water_ms) + "): continuing");
+      return {};
+    }
+  }
+  return tl::unexpected(
+      Err(RegisterErrorCode::kRolledBack,
+          "the etcd register (" + location() + ") " + what + stale_fence +
+              ": it was restored from a backup or replaced, so its high-water marks may be older "
+              "than IDs already issued, and a number claimed from it could repeat them. Stop "
+              "every daemon of the fleet, then run `snowflakectl register raise-all --above TIME` "
+              "with TIME at or past the newest ID any of them may have issued (this host's: " +
+              FormatTimeText(request.local_high_water_ms) +
+              "; the current time is safe if no clock ran ahead), and start them again"));
+}
+
+tl::expected<EtcdRegister::ClaimTxn, RegisterError> EtcdRegister::CommitClaim(
+    uint32_t machine, std::optional<int64_t> retake_revision, const etcd::FleetRecord& fleet,
+    const std::string& fleet_text, const std::string& record) {
+  const std::string machine_key = etcd::MachineKey(options_.prefix, machine);
+  const std::string mark_key = etcd::HighWaterKey(options_.prefix, machine);
+  etcd::TxnRequest txn;
+  txn.compare = {Compare::ValueEquals(etcd::ConfigKey(options_.prefix), fleet_text),
+                 retake_revision
+                     ? Compare::ModRevision(machine_key, Compare::Result::kEqual, *retake_revision)
+                     : Compare::KeyAbsent(machine_key)};
+  txn.success = {Op::Put(machine_key, record, lease_), Op::Get(mark_key)};
+  txn.failure = {Op::Get(etcd::ConfigKey(options_.prefix))};
+  auto result = client_.Txn(txn);
+  if (!result) {
+    if (result.error().kind == ErrorKind::kUnavailable) {
+      // Maybe applied: the next listing shows our record if it was, and we retake it.
+      ClaimTxn retry;
+      retry.retry_reason = result.error().message;
+      retry.outage = true;
+      return retry;
+    }
+    if (result.error().kind == ErrorKind::kRejected && result.error().grpc_code == 5) {
+      // "requested lease not found": our lease expired between the grant and the claim (a
+      // loaded host, a long election). Nothing was written; the next attempt takes a new
+      // lease.
+      ClaimTxn retry;
+      retry.retry_reason = result.error().message;
+      return retry;
+    }
+    return tl::unexpected(
+        Failure("cannot claim machine " + std::to_string(machine), result.error()));
+  }
+  // Answered: this transaction is decided and can never apply later.
+  if (!result->succeeded) {
+    const auto& fail = result->responses;
+    if (fail.size() == 1 &&
+        (fail[0].range.kvs.empty() || fail[0].range.kvs[0].value != fleet_text)) {
+      // The fleet record changed under us: report it as EnsureFleet would.
+      if (auto ok = EnsureFleet(fleet, fleet_text); !ok) return tl::unexpected(ok.error());
+    }
+    ClaimTxn lost;
+    lost.answered = true;
+    lost.retry_reason = "machine " + std::to_string(machine) + " was taken by another daemon first";
+    return lost;
+  }
+  if (result->responses.size() != 2) {
+    return tl::unexpected(Err(RegisterErrorCode::kCorrupt,
+                              "a claim transaction answered with " +
+                                  std::to_string(result->responses.size()) + " results, not 2"));
+  }
+  NoteIdentity(result->cluster_id, result->revision);
+  ClaimTxn claimed;
+  claimed.answered = true;
+  claimed.claimed = true;
+  const auto& mark_kvs = result->responses[1].range.kvs;
+  if (!mark_kvs.empty()) {
+    auto rec = DecodeMarkAt(mark_key, mark_kvs[0].value);
+    if (!rec) return tl::unexpected(rec.error());
+    claimed.mark = rec->unix_ms;
+    claimed.mark_writer = rec->lease;
+    claimed.mark_revision = mark_kvs[0].mod_revision;
+  }
+  return claimed;
+}
+
+MachineClaim EtcdRegister::Adopt(uint32_t machine, FileLock host_lock, const std::string& holder_id,
+                                 const ClaimTxn& txn, std::vector<std::string> notices) {
+  machine_ = machine;
+  machine_lock_ = std::move(host_lock);
+  holder_id_ = holder_id;
+  claim_mark_ = committed_ = attempted_max_ = mark_value_ = txn.mark;
+  mark_revision_ = txn.mark_revision;
+  keepalive_.Start(lease_, machine);
+  return MachineClaim{.machine = machine,
+                      .high_water_unix_ms = txn.mark,
+                      .mark_writer = txn.mark_writer,
+                      .claim_token = lease_,
+                      .notices = std::move(notices)};
+}
+
+}  // namespace snowflake::daemon
