@@ -1,6 +1,8 @@
 // libsnowflake_jni.so: the native half of the Java package example.snowflaked. The takes
 // go over libsnowflake's C ABI (snowflake/snowflake.h); status() reads the segment through
-// the C++ Client::Inspect and asks the daemon through snowflake::protocol::QueryStatus.
+// the C++ Client::Inspect, asks the daemon through snowflake::protocol::QueryStatus and
+// hands Java the JSON that `snowflakectl status --json`, Python and Node.js get
+// (libclient/status/status_report.h), which Status.java reads by key.
 // The Java side (Native.java) declares every method here; javac -h writes their prototypes
 // into example_snowflaked_Native.h, which this file includes, so a signature that drifts
 // fails the build. No C++ exception leaves an entry point.
@@ -23,8 +25,9 @@
 #include <vector>
 
 #include "example_snowflaked_Native.h"
+#include "libclient/status/status_report.h"
 #include "protocol/control_client.h"
-#include "protocol/vocabulary.h"
+#include "protocol/control_protocol.h"
 #include "snowflake/client.h"
 #include "snowflake/snowflake.h"
 
@@ -139,33 +142,20 @@ void Utf8::Refuse(JNIEnv* env, const char* what, const std::string& why) {
 
 sf_client* Handle(jlong handle) { return reinterpret_cast<sf_client*>(handle); }
 
-jstring NewString(JNIEnv* env, const std::string& text) { return JavaString(env, text); }
-
-// The array builders below make nothing while an exception is pending (JNI allows no
-// other call then): they return null, and the entry point returns with the exception.
+// A String[] of UTF-8 texts. It makes nothing while an exception is pending (JNI allows no
+// other call then): it returns null, and the entry point returns with the exception.
 jobjectArray NewStrings(JNIEnv* env, const std::vector<std::string>& texts) {
   if (env->ExceptionCheck()) return nullptr;
   jobjectArray out = env->NewObjectArray(static_cast<jsize>(texts.size()), string_class, nullptr);
   if (out == nullptr) return nullptr;
   for (size_t i = 0; i < texts.size(); ++i) {
-    jstring text = NewString(env, texts[i]);
+    jstring text = JavaString(env, texts[i]);
     if (text == nullptr) return nullptr;
     env->SetObjectArrayElement(out, static_cast<jsize>(i), text);
     env->DeleteLocalRef(text);
   }
   return out;
 }
-
-jlongArray NewLongs(JNIEnv* env, const std::vector<int64_t>& values) {
-  if (env->ExceptionCheck()) return nullptr;
-  jlongArray out = env->NewLongArray(static_cast<jsize>(values.size()));
-  if (out == nullptr) return nullptr;
-  std::vector<jlong> copy(values.begin(), values.end());
-  env->SetLongArrayRegion(out, 0, static_cast<jsize>(copy.size()), copy.data());
-  return out;
-}
-
-jlong AsLong(uint64_t value) { return static_cast<jlong>(value); }
 
 }  // namespace
 
@@ -345,35 +335,18 @@ JNIEXPORT jobjectArray JNICALL Java_example_snowflaked_Native_errorActions(JNIEn
   }
 }
 
-// The segment's status (Client::Inspect, as `snowflakectl status` reads it) and the
-// daemon's answer over its control socket (snowflake::protocol::QueryStatus), as arrays
-// Status.fromNative builds its records from, in the order it reads them:
-//   [0] String[]   segment: state, health, reason code, reason text
-//   [1] long[]     segment: reason_detail, machine, epoch_unix_ms, incarnation, pid,
-//                  heartbeat_age_ns, ring_fill, ring_capacity, fill_target,
-//                  published_total, taken_total, drained_total, clock_pauses, uncounted,
-//                  liveness_ms, freshness_bound_ms
-//   [2] String     why the control socket gave no answer, or null (also null, with
-//                  [3..11], when ask_daemon is false: the segment alone)
-//   [3] String[]   control: state, reason_code, reason, version, instance, runtime_dir,
-//                  state_dir, register_backend, register_location, holder_id,
-//                  segment_retired_reason                       (null without an answer)
-//   [4] long[]     control: reason_detail, pid, machine, epoch_unix_ms, ring_capacity,
-//                  ring_fill, fill_target, published_total, drained_total, incarnation,
-//                  segment_reopened (0/1), last_issued_id (0 before the first),
-//                  generator_mark_unix_ms, reserved_through_unix_ms, clock_pauses,
-//                  clock_behind_ms, started_unix_ms, state_since_unix_ms, segments_retired
-//   [5] String[]   service names          [6] long[] their IDs taken
-//   [7] String[]   renewal: store, location, last_error, last_error_store (null if none)
-//   [8] long[]     renewal: since_unix_ms, waited_ms, unanswered (0/1)
-//   [9] String[]   front names            [10] String[][] each front's listen addresses
-//   [11] long[]    each front's connections, requests, refused (3 per front)
+// The status as the JSON object `snowflakectl status --json` prints (docs/cli.md), written
+// by the one writer every binding shares (libclient/status/status_report.h): the
+// segment's view (Client::Inspect, which registers no service) and, when ask_daemon, the
+// daemon's answer on its control socket (protocol::QueryStatus) under "daemon", or why
+// there is none in "daemon_error". Status.fromJson reads it by key, so a new fact is a new
+// key, never a new position.
 namespace {
 
-jobjectArray StatusArrays(JNIEnv* env, jstring runtime_dir, jint max_heartbeat_age_ms,
-                          jboolean ask_daemon) {
+std::string StatusJson(JNIEnv* env, jstring runtime_dir, jint max_heartbeat_age_ms,
+                       jboolean ask_daemon) {
   const Utf8 dir_text(env, runtime_dir, "the runtime directory");
-  if (!dir_text.ok()) return nullptr;
+  if (!dir_text.ok()) return {};
   snowflake::ClientOptions options;
   if (dir_text.get() != nullptr) options.runtime_dir = dir_text.get();
   options.max_heartbeat_age = std::chrono::milliseconds(max_heartbeat_age_ms);
@@ -386,87 +359,31 @@ jobjectArray StatusArrays(JNIEnv* env, jstring runtime_dir, jint max_heartbeat_a
     const std::string code(snowflake::ClientErrorName(segment.error().code));
     ThrowStatus(env, static_cast<int>(segment.error().code) + 1, code.c_str(),
                 segment.error().message.c_str());
-    return nullptr;
+    return {};
   }
-  jobjectArray out = env->NewObjectArray(12, object_class, nullptr);
-  if (out == nullptr) return nullptr;
-  auto put = [&](jsize index, jobject value) {
-    if (value == nullptr || env->ExceptionCheck()) return;
-    env->SetObjectArrayElement(out, index, value);
-    env->DeleteLocalRef(value);
-  };
-  const snowflake::ClientStatus& s = *segment;
-  put(0, NewStrings(env, {s.state, s.health, s.reason, s.reason_text}));
-  // -1: a count of the consumer region, unknown without it (Status.java).
-  const auto count = [&s](uint64_t value) { return s.counts_known ? AsLong(value) : jlong{-1}; };
-  put(1, NewLongs(env, {s.reason_detail, s.machine, s.epoch_unix_ms, AsLong(s.incarnation),
-                        AsLong(s.daemon_pid), AsLong(s.heartbeat_age_ns), count(s.ring_fill),
-                        AsLong(s.ring_capacity), AsLong(s.fill_target), AsLong(s.published_total),
-                        count(s.taken_total), AsLong(s.drained_total), AsLong(s.clock_pauses),
-                        count(s.uncounted), AsLong(s.liveness_ms), AsLong(s.freshness_bound_ms)}));
-  if (!ask_daemon) return env->ExceptionCheck() ? nullptr : out;
-  auto control = snowflake::protocol::QueryStatus(dir, std::chrono::seconds(2));
-  if (!control) {
-    const std::string why = std::string(snowflake::vocab::ErrorName(control.error().code)) + ": " +
-                            control.error().message;
-    put(2, NewString(env, why));
-    return env->ExceptionCheck() ? nullptr : out;
+  snowflake::status::StatusReport report;
+  report.segment = std::move(*segment);
+  report.runtime_dir = dir.string();
+  if (ask_daemon) {
+    snowflake::status::SetDaemonAnswer(
+        report, snowflake::protocol::QueryStatus(dir, std::chrono::seconds(2)));
   }
-  const snowflake::protocol::StatusRecord& c = *control;
-  put(3, NewStrings(env, {c.state, c.reason_code, c.reason, c.version, c.instance, c.runtime_dir,
-                          c.state_dir, c.register_backend, c.register_location, c.holder_id,
-                          c.segment_retired_reason}));
-  put(4, NewLongs(env, {c.reason_detail, c.pid, c.machine, c.epoch_unix_ms, AsLong(c.ring_capacity),
-                        AsLong(c.ring_fill), AsLong(c.fill_target), AsLong(c.published_total),
-                        AsLong(c.drained_total), AsLong(c.incarnation), c.segment_reopened ? 1 : 0,
-                        AsLong(c.last_issued_id.value_or(0)), c.generator_mark_unix_ms,
-                        c.reserved_through_unix_ms, AsLong(c.clock_pauses), c.clock_behind_ms,
-                        c.started_unix_ms, c.state_since_unix_ms, AsLong(c.segments_retired)}));
-  std::vector<std::string> service_names;
-  std::vector<int64_t> service_counts;
-  for (const auto& [name, count] : c.services) {
-    service_names.push_back(name);
-    service_counts.push_back(AsLong(count));
-  }
-  put(5, NewStrings(env, service_names));
-  put(6, NewLongs(env, service_counts));
-  if (c.renewal) {
-    const auto& r = *c.renewal;
-    put(7, NewStrings(env, {r.store, r.location, r.last_error, r.last_error_store}));
-    put(8, NewLongs(env, {r.since_unix_ms, r.waited_ms, r.unanswered ? 1 : 0}));
-  }
-  std::vector<std::string> front_names;
-  std::vector<int64_t> front_counts;
-  if (env->ExceptionCheck()) return nullptr;
-  jclass strings_class = env->FindClass("[Ljava/lang/String;");
-  if (strings_class == nullptr) return nullptr;
-  jobjectArray listens =
-      env->NewObjectArray(static_cast<jsize>(c.fronts.size()), strings_class, nullptr);
-  if (listens == nullptr) return nullptr;
-  for (size_t i = 0; i < c.fronts.size(); ++i) {
-    const auto& f = c.fronts[i];
-    front_names.push_back(f.name);
-    front_counts.insert(front_counts.end(),
-                        {AsLong(f.connections), AsLong(f.requests), AsLong(f.refused)});
-    jobjectArray listen = NewStrings(env, f.listen);
-    if (listen == nullptr) return nullptr;
-    env->SetObjectArrayElement(listens, static_cast<jsize>(i), listen);
-    env->DeleteLocalRef(listen);
-  }
-  put(9, NewStrings(env, front_names));
-  put(10, listens);
-  put(11, NewLongs(env, front_counts));
-  return env->ExceptionCheck() ? nullptr : out;
+  report.now_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                           .count();
+  return snowflake::protocol::Dump(snowflake::status::StatusToJson(report));
 }
 
 }  // namespace
 
-JNIEXPORT jobjectArray JNICALL Java_example_snowflaked_Native_status(JNIEnv* env, jclass,
-                                                                     jstring runtime_dir,
-                                                                     jint max_heartbeat_age_ms,
-                                                                     jboolean ask_daemon) {
+JNIEXPORT jstring JNICALL Java_example_snowflaked_Native_status(JNIEnv* env, jclass,
+                                                                jstring runtime_dir,
+                                                                jint max_heartbeat_age_ms,
+                                                                jboolean ask_daemon) {
   try {
-    return StatusArrays(env, runtime_dir, max_heartbeat_age_ms, ask_daemon);
+    const std::string json = StatusJson(env, runtime_dir, max_heartbeat_age_ms, ask_daemon);
+    if (env->ExceptionCheck()) return nullptr;
+    return JavaString(env, json);
   } catch (const std::exception& e) {  // no C++ exception crosses into the JVM
     if (!env->ExceptionCheck()) {
       ThrowStatus(env, SF_SYSTEM_ERROR, sf_status_str(SF_SYSTEM_ERROR), e.what());

@@ -46,8 +46,9 @@ final class Native {
   static native String[] errorActions();
 
   /**
-   * The arrays Status.fromNative reads (snowflake_jni.cc says their order); askDaemon
-   * false reads the segment alone, without the control socket.
+   * The status as the JSON object {@code snowflakectl status --json} prints, which
+   * Status.fromJson reads; askDaemon false reads the segment alone, without the control
+   * socket ("daemon" and "daemon_error" are then null).
    */
-  static native Object[] status(String runtimeDir, int maxHeartbeatAgeMs, boolean askDaemon);
+  static native String status(String runtimeDir, int maxHeartbeatAgeMs, boolean askDaemon);
 }

@@ -160,7 +160,7 @@ public final class SnowflakeClient implements AutoCloseable {
     CloseGuard.Lane lane = guard.enter();
     if (lane == null) throw closed();
     try {
-      return Status.fromNative(
+      return Status.fromJson(
           Native.status(Options.text(options.runtimeDir()), options.maxHeartbeatAgeMs(), true));
     } finally {
       CloseGuard.exit(lane);
@@ -202,9 +202,9 @@ public final class SnowflakeClient implements AutoCloseable {
     CloseGuard.Lane lane = guard.enter();
     if (lane == null) throw closed();
     try {
-      Object[] fields =
-          Native.status(Options.text(options.runtimeDir()), options.maxHeartbeatAgeMs(), false);
-      return ((long[]) fields[1])[6];
+      return Status.fromJson(
+          Native.status(Options.text(options.runtimeDir()), options.maxHeartbeatAgeMs(), false))
+          .ringFill();
     } finally {
       CloseGuard.exit(lane);
       Reference.reachabilityFence(this);
