@@ -55,6 +55,11 @@ final class TestDaemon implements AutoCloseable {
 
   /** Starts it with a config file of this text (null: the built-in defaults). */
   void start(String config) throws IOException {
+    start(config, Map.of());
+  }
+
+  /** Starts it so, with these variables added to its environment (libfaketime's). */
+  void start(String config, Map<String, String> variables) throws IOException {
     Files.createDirectories(runtimeDir);
     Files.createDirectories(root.resolve("state"));
     List<String> command = new java.util.ArrayList<>(List.of(env("SNOWFLAKED"), "--runtime-dir",
@@ -74,6 +79,7 @@ final class TestDaemon implements AutoCloseable {
     }
     // Its own machine-number locks: never competes with the host's daemons.
     environment.put("SNOWFLAKE_HOST_LOCK_DIR", root.resolve("locks").toString());
+    environment.putAll(variables);
     builder.redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));
     process = builder.start();
   }
