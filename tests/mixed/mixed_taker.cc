@@ -1,13 +1,17 @@
 // mixed_taker: the C++ taker of the mixed-takers stress (bindings/go/mixed_test.go).
 //
-//   mixed_taker RUNTIME_DIR OUT_FILE COUNT SEED
+//   mixed_taker RUNTIME_DIR OUT_FILE COUNT SEED SERVICE
 //
-// Takes COUNT IDs with one Client ("mixed"), mixing Next() and NextBatch() of 1..1000
+// Takes COUNT IDs with one Client of SERVICE, mixing Next() and NextBatch() of 1..1000
 // (seeded), and appends them in the order taken to OUT_FILE (little-endian u64) at least
-// every 1024 IDs, so a SIGKILL loses at most the unwritten tail. A daemon that cannot
-// serve for a moment (two cores shared by the daemon and six takers may delay its
-// heartbeat past its liveness limit) is retried, as a service would, for up to 30 s in
-// all. Exit 0, or 1 with the error.
+// every 1024 IDs, each time with a write(2) of its own, so a SIGKILL loses at most the
+// unwritten tail (under 2024 IDs). With $SNOWFLAKE_MIXED_START_FILE set, it opens the
+// Client and creates OUT_FILE, then waits (up to 60 s) for that file to exist before it
+// takes: the driver starts every taker's takes at once, whatever its runtime's start-up.
+// A daemon that cannot serve for a moment (two cores shared by the daemon and ten takers
+// may delay its heartbeat past its liveness limit) is retried, as a service would, for
+// 30000 retries of 1 ms or more. Destroys the Client (its service slot is retired with its
+// final count), then exits 0; or 1 with the error, 2 on bad arguments.
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -21,8 +25,8 @@
 #include "snowflake/client.h"
 
 int main(int argc, char** argv) {
-  if (argc != 5) {
-    std::fprintf(stderr, "usage: mixed_taker RUNTIME_DIR OUT_FILE COUNT SEED\n");
+  if (argc != 6) {
+    std::fprintf(stderr, "usage: mixed_taker RUNTIME_DIR OUT_FILE COUNT SEED SERVICE\n");
     return 2;
   }
   snowflake::ClientOptions options;
@@ -31,13 +35,25 @@ int main(int argc, char** argv) {
   options.remotes_from_environment = false;
   const size_t count = std::strtoull(argv[3], nullptr, 10);
   std::mt19937_64 rng(std::strtoull(argv[4], nullptr, 10));
-  auto client = snowflake::Client::Open("mixed", options);
+  auto client = snowflake::Client::Open(argv[5], options);
   if (!client) {
     std::fprintf(stderr, "open: %s\n", client.error().message.c_str());
     return 1;
   }
   const int out = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (out < 0) return 1;
+  if (out < 0) {
+    std::perror(argv[2]);
+    return 1;
+  }
+  if (const char* start = std::getenv("SNOWFLAKE_MIXED_START_FILE"); start != nullptr) {
+    for (int waited_ms = 0; access(start, F_OK) != 0; ++waited_ms) {
+      if (waited_ms == 60000) {
+        std::fprintf(stderr, "no start file %s after 60 s\n", start);
+        return 1;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
   std::vector<uint64_t> pending;
   std::vector<uint64_t> batch(1000);
   auto flush = [&] {

@@ -1,15 +1,20 @@
 """The Python taker of the mixed-takers stress (bindings/go/mixed_test.go).
 
-    mixed_taker.py RUNTIME_DIR OUT_FILE COUNT SEED
+    mixed_taker.py RUNTIME_DIR OUT_FILE COUNT SEED SERVICE
 
-Takes COUNT IDs with one Client ("mixed"), mixing next() and next_batch() of 1..1000
+Takes COUNT IDs with one Client of SERVICE, mixing next() and next_batch() of 1..1000
 (seeded), and appends them in the order taken to OUT_FILE (little-endian u64) at least
-every 1024 IDs, so a SIGKILL loses at most the unwritten tail. A daemon that cannot serve
-for a moment is retried, as a service would, for up to 30 s in all. Exit 0, or 1 with the
-error.
+every 1024 IDs, each time with a write(2) of its own (unbuffered), so a SIGKILL loses at
+most the unwritten tail (under 2024 IDs). With $SNOWFLAKE_MIXED_START_FILE set, it opens
+the client and creates OUT_FILE, then waits (up to 60 s) for that file to exist before it
+takes: the driver starts every taker's takes at once, whatever its runtime's start-up. A daemon that cannot serve for a moment is
+retried, as a service would, for 30000 retries of 1 ms or more. Closes the client (its
+service slot is retired with its final count), then exits 0; or 1 with the error, 2 on bad
+arguments.
 """
 
 import array
+import os
 import random
 import sys
 import time
@@ -18,14 +23,25 @@ import snowflake
 
 
 def main():
-    runtime_dir, out_path, count, seed = sys.argv[1:5]
+    if len(sys.argv) != 6:
+        print("usage: mixed_taker.py RUNTIME_DIR OUT_FILE COUNT SEED SERVICE", file=sys.stderr)
+        return 2
+    runtime_dir, out_path, count, seed, service = sys.argv[1:6]
     count = int(count)
     rng = random.Random(int(seed))
     pending = array.array("Q")
     taken = 0
     retries = 0
-    with snowflake.Client("mixed", runtime_dir=runtime_dir, remotes=[], timeout=10) as client, \
+    with snowflake.Client(service, runtime_dir=runtime_dir, remotes=[], timeout=10) as client, \
             open(out_path, "wb", buffering=0) as out:
+        start = os.environ.get("SNOWFLAKE_MIXED_START_FILE")
+        waited_ms = 0
+        while start and not os.path.exists(start):
+            if waited_ms == 60000:
+                print(f"no start file {start} after 60 s", file=sys.stderr)
+                return 1
+            time.sleep(0.001)
+            waited_ms += 1
         while taken < count:
             try:
                 if rng.random() < 0.5:
