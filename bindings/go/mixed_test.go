@@ -261,6 +261,32 @@ func waitAllWrote(t *testing.T, ws []*mixedWorker, bytes int64, what string, dea
 	}
 }
 
+// waitAnyCompleterWrote returns once a completing taker's file holds `ids` IDs or more,
+// or every completing taker exited.
+func waitAnyCompleterWrote(t *testing.T, ws []*mixedWorker, ids int64, deadline time.Time,
+	seed int64) {
+	t.Helper()
+	for {
+		running := false
+		for _, w := range ws {
+			if w.victim {
+				continue
+			}
+			if info, err := os.Stat(w.out); err == nil && info.Size() >= 8*ids {
+				return
+			}
+			running = running || !w.hasExited()
+		}
+		if !running {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no completing taker wrote %d IDs within the time limit (seed %d)", ids, seed)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
 // lastPublishedID is the largest ID the segment at runtimeDir ever published, read from
 // its ring file once its daemon is dead: max(last_published_id, the slot of ticket
 // tail - 1), what the next daemon continues above (shm/LAYOUT.md §6, Restart).
@@ -334,9 +360,7 @@ func TestMixedTakersShareOneDaemonWithoutDuplicates(t *testing.T) {
 	}
 	rng := rand.New(rand.NewSource(seed))
 	// Each round: one taker of each language takes perWorker IDs and closes, one takes until
-	// SIGKILLed. At least 200000: ten takers share one daemon's 4096 IDs per ms, so each
-	// takes for half a second or more, and the daemon's kill, at most 200 ms after every
-	// taker wrote its first IDs, lands while the completing ones take.
+	// SIGKILLed.
 	perWorker := target / 50
 	if perWorker < 200000 {
 		perWorker = 200000
@@ -351,6 +375,7 @@ func TestMixedTakersShareOneDaemonWithoutDuplicates(t *testing.T) {
 	spanned := map[string]int{} // completing takers that took from both daemons of a round
 	taken := map[string]int{}
 	daemonKills := 0
+	killedAfterRestart := 0 // SIGKILLed takers that outlived their round's daemon kill
 	var all []uint64
 	workers := 0
 	for round := 0; len(all) < target; round++ {
@@ -406,7 +431,9 @@ func TestMixedTakersShareOneDaemonWithoutDuplicates(t *testing.T) {
 		// The daemon too: SIGKILLed mid-round while every taker takes, and started again on
 		// the same directories. Its fresh segment continues above the old one's last
 		// published ID; the takers reattach to it (each retries an unavailable daemon).
-		time.Sleep(time.Duration(rng.Intn(200)) * time.Millisecond)
+		// It lands once the furthest of the completing takers wrote a random 10-60 % of its
+		// IDs, so while every completing taker takes.
+		waitAnyCompleterWrote(t, ws, int64(float64(perWorker)*(0.1+0.5*rng.Float64())), deadline, seed)
 		before, err := queryControl(d.runtimeDir)
 		if err != nil {
 			t.Fatalf("the daemon's status before its SIGKILL: %v (seed %d)", err, seed)
@@ -447,6 +474,9 @@ func TestMixedTakersShareOneDaemonWithoutDuplicates(t *testing.T) {
 			switch {
 			case w.victim && killed:
 				kills[w.kind]++
+				if w.exited.After(restarted) {
+					killedAfterRestart++
+				}
 			case !w.victim && w.err == nil:
 				completed[w.kind]++
 			default:
@@ -504,17 +534,17 @@ func TestMixedTakersShareOneDaemonWithoutDuplicates(t *testing.T) {
 			completed[kind], spanned[kind]))
 	}
 	summary := fmt.Sprintf("mixed takers: seed %d, %d IDs checked (target %d) from %d takers, "+
-		"%d IDs per completing taker; IDs by language %s; SIGKILLed takers %s, the daemon %d; "+
-		"completed and counted exactly %s", seed, len(all), target, workers, perWorker,
-		strings.Join(byKind, ", "), strings.Join(killed, ", "), daemonKills,
-		strings.Join(complete, ", "))
+		"%d IDs per completing taker; IDs by language %s; SIGKILLed takers %s (%d of them after "+
+		"the daemon's restart), the daemon %d; completed and counted exactly %s", seed, len(all),
+		target, workers, perWorker, strings.Join(byKind, ", "), strings.Join(killed, ", "),
+		killedAfterRestart, daemonKills, strings.Join(complete, ", "))
 	t.Log(summary)
 	fmt.Println(summary)
 	for _, kind := range mixedKinds {
 		if kills[kind] == 0 || completed[kind] == 0 || taken[kind] == 0 {
 			t.Fatalf("no %s taker was killed, completed or took an ID: %s", kind, summary)
 		}
-		// The start file and perWorker make this the rule (see perWorker).
+		// The start file and the moment of the daemon's kill make this the rule.
 		if spanned[kind] == 0 {
 			t.Fatalf("no completing %s taker took from both daemons of a round: %s", kind, summary)
 		}
