@@ -16,8 +16,10 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <thread>
 #include <vector>
@@ -33,8 +35,18 @@ int main(int argc, char** argv) {
   options.runtime_dir = argv[1];
   options.wait_timeout = std::chrono::seconds(10);
   options.remotes_from_environment = false;
-  const size_t count = std::strtoull(argv[3], nullptr, 10);
-  std::mt19937_64 rng(std::strtoull(argv[4], nullptr, 10));
+  uint64_t count = 0;
+  uint64_t seed = 0;
+  for (auto [text, value] : {std::pair{argv[3], &count}, std::pair{argv[4], &seed}}) {
+    const char* end = text + std::strlen(text);
+    if (auto [ptr, ec] = std::from_chars(text, end, *value); ec != std::errc() || ptr != end) {
+      std::fprintf(stderr,
+                   "mixed_taker: COUNT and SEED must be unsigned decimal integers, not '%s'\n",
+                   text);
+      return 2;
+    }
+  }
+  std::mt19937_64 rng(seed);
   auto client = snowflake::Client::Open(argv[5], options);
   if (!client) {
     std::fprintf(stderr, "open: %s\n", client.error().message.c_str());
@@ -67,7 +79,7 @@ int main(int argc, char** argv) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
     return true;
   };
-  for (size_t taken = 0; taken < count;) {
+  for (uint64_t taken = 0; taken < count;) {
     if (rng() % 2 == 0) {
       auto id = client->Next();
       if (!id && unavailable(id.error())) continue;
@@ -78,7 +90,7 @@ int main(int argc, char** argv) {
       pending.push_back(*id);
       taken += 1;
     } else {
-      const size_t want = std::min<size_t>(1 + rng() % 1000, count - taken);
+      const auto want = static_cast<size_t>(std::min<uint64_t>(1 + rng() % 1000, count - taken));
       auto n = client->NextBatch(std::span<uint64_t>(batch.data(), want));
       if (!n && unavailable(n.error())) continue;
       if (!n) {

@@ -27,8 +27,13 @@ def main():
         print("usage: mixed_taker.py RUNTIME_DIR OUT_FILE COUNT SEED SERVICE", file=sys.stderr)
         return 2
     runtime_dir, out_path, count, seed, service = sys.argv[1:6]
-    count = int(count)
-    rng = random.Random(int(seed))
+    try:
+        count, seed = int(count), int(seed)
+    except ValueError:
+        print(f"mixed_taker.py: COUNT and SEED must be decimal integers, not {count!r} and "
+              f"{seed!r}", file=sys.stderr)
+        return 2
+    rng = random.Random(seed)
     pending = array.array("Q")
     taken = 0
     retries = 0
