@@ -6,7 +6,7 @@
 set -euo pipefail
 src=${1:?usage: check_layout_test.sh SOURCE_DIR WORK_DIR}
 work=${2:?usage: check_layout_test.sh SOURCE_DIR WORK_DIR}
-check="$src/tests/daemon/check_layout.sh"
+check="$src/tests/layout/check_layout.sh"
 failures=0
 
 fresh_copy() {

@@ -6,7 +6,7 @@
 set -euo pipefail
 src=${1:?usage: check_tree_map_test.sh SOURCE_DIR WORK_DIR}
 work=${2:?usage: check_tree_map_test.sh SOURCE_DIR WORK_DIR}
-check="$src/tests/daemon/check_tree_map.sh"
+check="$src/tests/layout/check_tree_map.sh"
 failures=0
 
 rm -rf "$work"
