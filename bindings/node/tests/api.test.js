@@ -9,8 +9,10 @@ const {
 } = require('./support');
 
 // Sync calls get a wide bound here: these tests check results, not the event loop (see
-// lag.test.js), and a refill on a busy CI machine can take more than the default 1 ms.
-const WIDE = { syncWaitMs: 200, timeoutMs: 1000 };
+// lag.test.js), and a refill on a busy CI machine can take more than the default 1 ms. So
+// does the heartbeat limit: a daemon slowed by a sanitizer on a busy machine left its
+// heartbeat 117 ms old, past the daemon's default limit of 50 ms.
+const WIDE = { syncWaitMs: 200, timeoutMs: 1000, maxHeartbeatAgeMs: 10000 };
 
 describe('with a daemon', () => {
   let daemon;
@@ -136,6 +138,10 @@ describe('with a daemon', () => {
     const warm = snowflake.open('orders', opts);
     try {
       await warm.nextAsync(); // the daemon is awake and fills its ring
+      const deadline = Date.now() + 10000;
+      while ((await warm.status()).ringFill === 0) {
+        assert.ok(Date.now() < deadline, 'the ring stayed empty');
+      }
     } finally {
       warm.close();
     }
@@ -289,7 +295,9 @@ describe('with a daemon', () => {
   });
 
   test('a sync call on an empty ring with syncWaitMs 0 fails with timed_out at once, or takes', () => {
-    const client = snowflake.open('orders', { runtimeDir: daemon.runtimeDir, syncWaitMs: 0 });
+    // The heartbeat limit of WIDE: this test is about the empty ring.
+    const client = snowflake.open('orders',
+      { runtimeDir: daemon.runtimeDir, syncWaitMs: 0, maxHeartbeatAgeMs: 10000 });
     try {
       let timedOut = 0;
       for (let i = 0; i < 20000; i++) {

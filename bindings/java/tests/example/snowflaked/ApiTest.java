@@ -48,7 +48,7 @@ class ApiTest {
 
   @Test
   void nextGivesIncreasingIdsOfTheDaemonsMachine() {
-    try (SnowflakeClient sut = SnowflakeClient.open("orders", daemon.options())) {
+    try (SnowflakeClient sut = SnowflakeClient.open("orders", daemon.wideOptions())) {
       long previous = 0;
       for (int i = 0; i < 10_000; i++) {
         long id = sut.next();
@@ -65,7 +65,7 @@ class ApiTest {
 
   @Test
   void nextBatchGivesOneToNStrictlyIncreasingIds() {
-    try (SnowflakeClient sut = SnowflakeClient.open("orders", daemon.options())) {
+    try (SnowflakeClient sut = SnowflakeClient.open("orders", daemon.wideOptions())) {
       long before = sut.next();
       for (int n : new int[] {1, 7, 1000, 5000}) {
         long[] ids = sut.nextBatch(n);
@@ -80,7 +80,7 @@ class ApiTest {
 
   @Test
   void nextBatchRefusesNOutsideOneToMaxBatch() {
-    try (SnowflakeClient sut = SnowflakeClient.open("orders", daemon.options())) {
+    try (SnowflakeClient sut = SnowflakeClient.open("orders", daemon.wideOptions())) {
       assertCode(SnowflakeException.class, "invalid_argument", "from 1 to", () -> sut.nextBatch(0));
       assertCode(SnowflakeException.class, "invalid_argument", "from 1 to", () -> sut.nextBatch(-5));
       // No 16 GB array for a mistaken n: one take returns at most a ring's capacity.
@@ -95,7 +95,7 @@ class ApiTest {
   // Opens a client, takes an ID and drops it unclosed; returns its guard only (which does
   // not hold the client), so the client is unreachable once this returns.
   private static CloseGuard leakOne(TestDaemon own) {
-    SnowflakeClient leaked = SnowflakeClient.open("leaked", own.options());
+    SnowflakeClient leaked = SnowflakeClient.open("leaked", own.wideOptions());
     leaked.next();
     return leaked.guardForTest();
   }
@@ -121,7 +121,7 @@ class ApiTest {
       awaitCleaned(guards);
       long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
       while (true) {
-        try (SnowflakeClient probe = SnowflakeClient.open("probe", own.options())) {
+        try (SnowflakeClient probe = SnowflakeClient.open("probe", own.wideOptions())) {
           long before = probe.status().uncounted();
           probe.next();
           if (probe.status().uncounted() == before) break;  // counted: the probe has a slot
@@ -135,7 +135,7 @@ class ApiTest {
 
   @Test
   void statusHasTheSegmentAndTheControlAnswer() {
-    try (SnowflakeClient sut = SnowflakeClient.open("status-test", daemon.options())) {
+    try (SnowflakeClient sut = SnowflakeClient.open("status-test", daemon.wideOptions())) {
       sut.next();
       Status status = sut.status();
       assertEquals("serving", status.state());
@@ -179,7 +179,7 @@ class ApiTest {
     try (TestDaemon own = TestDaemon.create()) {
       own.start("[http]\nlisten = [\"127.0.0.1:" + port + "\"]\n");
       own.waitServing();
-      try (SnowflakeClient sut = SnowflakeClient.open("orders", own.options())) {
+      try (SnowflakeClient sut = SnowflakeClient.open("orders", own.wideOptions())) {
         List<Status.Front> fronts = sut.status().control().fronts();
         assertEquals(1, fronts.size(), fronts.toString());
         assertEquals("http", fronts.get(0).name());
@@ -191,7 +191,7 @@ class ApiTest {
   @Test
   void statusSaysWhyTheControlSocketDidNotAnswer() throws Exception {
     try (TestDaemon stopped = TestDaemon.serving();
-         SnowflakeClient sut = SnowflakeClient.open("orders", stopped.options())) {
+         SnowflakeClient sut = SnowflakeClient.open("orders", stopped.wideOptions())) {
       stopped.stop();
       Status status = sut.status();
       assertEquals("stopped", status.state());
@@ -283,7 +283,7 @@ class ApiTest {
 
   @Test
   void callsAfterCloseAreRefusedAndCloseIsIdempotent() {
-    SnowflakeClient sut = SnowflakeClient.open("orders", daemon.options());
+    SnowflakeClient sut = SnowflakeClient.open("orders", daemon.wideOptions());
     sut.close();
     sut.close();
     assertCode(SnowflakeException.class, "invalid_argument", "closed", sut::next);
@@ -296,7 +296,7 @@ class ApiTest {
   void closeWaitsForTakesOnOtherThreads() throws Exception {
     // Four threads take until the client is closed under them: each stops with "closed",
     // never a crash (a take after the free would be one).
-    SnowflakeClient sut = SnowflakeClient.open("orders", daemon.options());
+    SnowflakeClient sut = SnowflakeClient.open("orders", daemon.wideOptions());
     ExecutorService pool = Executors.newFixedThreadPool(4);
     CountDownLatch started = new CountDownLatch(4);
     try {
@@ -332,7 +332,7 @@ class ApiTest {
     assertEquals(new DecodedId(Instant.ofEpochMilli(SnowflakeClient.DEFAULT_EPOCH_UNIX_MS + 1000),
         5, 7), fields);
     assertCode(SnowflakeException.class, "invalid_argument", "", () -> SnowflakeClient.decode(-1));
-    try (SnowflakeClient sut = SnowflakeClient.open("orders", daemon.options())) {
+    try (SnowflakeClient sut = SnowflakeClient.open("orders", daemon.wideOptions())) {
       assertEquals(fields, sut.decodeId(id));
       assertCode(SnowflakeException.class, "invalid_argument", "", () -> sut.decodeId(Long.MIN_VALUE));
     }
@@ -349,7 +349,7 @@ class ApiTest {
     IdBounds cut = SnowflakeClient.bounds(epoch.minusSeconds(60), epoch.plusMillis(1));
     assertEquals(0, cut.firstId());
     assertEquals(epoch, cut.first());
-    try (SnowflakeClient sut = SnowflakeClient.open("orders", daemon.options())) {
+    try (SnowflakeClient sut = SnowflakeClient.open("orders", daemon.wideOptions())) {
       long id = sut.next();
       IdBounds now = SnowflakeClient.bounds(SnowflakeClient.decode(id).time(),
           SnowflakeClient.decode(id).time());

@@ -88,6 +88,16 @@ final class TestDaemon implements AutoCloseable {
     return new Options().withRuntimeDir(runtimeDir);
   }
 
+  /**
+   * {@link #options()} with bounds wide enough for a busy machine, for tests that check
+   * results, not the bounds: a heartbeat limit of 10 s and a wait of 1 s on an empty ring. A
+   * daemon slowed by a sanitizer on two loaded cores left its heartbeat 155 ms old, past the
+   * daemon's default limit of 50 ms, and did not refill within the default 100 ms.
+   */
+  Options wideOptions() {
+    return options().withMaxHeartbeatAgeMs(10_000).withWaitTimeoutMs(1000);
+  }
+
   /** Returns once a take succeeds; fails the test after 30 s. */
   void waitServing() throws IOException {
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
