@@ -178,6 +178,17 @@ TEST(ControlRequest, TheThreeCommandsParseAndEverythingElseIsRefusedWithItsCode)
             "unknown command \"reboot\": expected \"status\", \"resume\" or \"attach\"");
 }
 
+// unknown_command's text in the vocabulary (its words for people when a refusal has no
+// message of its own) names every command the socket knows: it once said "only status and
+// resume" while the socket also knew attach.
+TEST(ControlRequest, TheUnknownCommandTextNamesEveryCommand) {
+  const std::string_view text = vocab::ErrorText(vocab::ErrorCode::kUnknownCommand);
+  for (const Command command : kCommands) {
+    EXPECT_NE(text.find("\"" + std::string(CommandName(command)) + "\""), std::string_view::npos)
+        << text << " lacks " << CommandName(command);
+  }
+}
+
 // The attach reply (docs/control-protocol.md, "attach"): what the daemon writes, the reader
 // gives back; a reply missing a key or with one of another type is a bad reply naming it.
 TEST(AttachReply, RoundTripsAndRefusesWhatDoesNotFollowTheProtocol) {
