@@ -6,10 +6,12 @@
 #include <chrono>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "command_error.h"
 #include "exit_codes.h"
+#include "protocol/vocabulary.h"
 #include "runtime_dir_option.h"
 
 namespace snowflake::cli {
@@ -49,7 +51,8 @@ tl::expected<uint64_t, std::string> ParseCount(std::string_view text) noexcept {
   }
 }
 
-int RunNext(Client& client, uint64_t count, std::FILE* out, std::FILE* err) noexcept {
+int RunNext(Client& client, uint64_t count, std::FILE* out, std::FILE* err,
+            std::chrono::milliseconds ring_empty_patience) noexcept {
   std::vector<uint64_t> ids;
   std::vector<char> text;
   try {
@@ -66,15 +69,36 @@ int RunNext(Client& client, uint64_t count, std::FILE* out, std::FILE* err) noex
     return true;
   };
   uint64_t left = count;
+  // Since when the takes have found the ring empty, if the last one did, and how many did.
+  std::optional<std::chrono::steady_clock::time_point> empty_since;
+  uint64_t empty_takes = 0;
   while (left > 0) {
     const size_t want = static_cast<size_t>(std::min<uint64_t>(left, kBatch));
     auto taken = client.NextBatch(std::span<uint64_t>(ids.data(), want));
     if (!taken) {
+      // The vocabulary's action says what to do: retry_here (ring_empty) is retried, each
+      // take having waited its own wait_timeout; anything else fails the command.
+      const auto code = vocab::ErrorFromName(ClientErrorName(taken.error().code));
+      const bool retry_here = code && vocab::ActionOf(*code) == vocab::ErrorAction::kRetryHere;
+      const auto now = std::chrono::steady_clock::now();
+      if (retry_here && !empty_since) empty_since = now;
+      if (retry_here) ++empty_takes;
+      if (retry_here && now - *empty_since < ring_empty_patience) continue;
       flush();
       std::fflush(out);
-      std::fprintf(err, "snowflakectl: %s\n", taken.error().message.c_str());
+      if (retry_here) {
+        std::fprintf(
+            err, "snowflakectl: %s (%llu takes in a row found it empty, for %lld ms)\n",
+            taken.error().message.c_str(), static_cast<unsigned long long>(empty_takes),
+            static_cast<long long>(
+                std::chrono::duration_cast<std::chrono::milliseconds>(now - *empty_since).count()));
+      } else {
+        std::fprintf(err, "snowflakectl: %s\n", taken.error().message.c_str());
+      }
       return kExitUnavailable;
     }
+    empty_since.reset();
+    empty_takes = 0;
     if (text.size() - used < *taken * kMaxLine && !flush()) {
       std::fputs("snowflakectl: cannot write the IDs to standard output\n", err);
       return kExitUnavailable;

@@ -5,6 +5,7 @@
 #ifndef SNOWFLAKE_CLI_NEXT_COMMAND_H_
 #define SNOWFLAKE_CLI_NEXT_COMMAND_H_
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -26,9 +27,17 @@ inline constexpr uint64_t kMaxNextCount = 1'000'000'000;
 // and what is expected.
 tl::expected<uint64_t, std::string> ParseCount(std::string_view text) noexcept;
 
-// Takes `count` IDs through `client` and writes them to `out`. Returns kExitOk, or
-// kExitUnavailable after writing the error to `err` (the IDs taken before it are printed).
-int RunNext(Client& client, uint64_t count, std::FILE* out, std::FILE* err) noexcept;
+// How long `next` keeps retrying a ring that stays empty (ring_empty, whose action is
+// retry_here: the daemon is alive and refilling) before it gives up: a person or script
+// waits for the whole command, not for one ID.
+inline constexpr std::chrono::milliseconds kRingEmptyPatience{5000};
+
+// Takes `count` IDs through `client` and writes them to `out`. A take that finds the ring
+// empty (ring_empty) is retried until it has stayed empty for `ring_empty_patience`.
+// Returns kExitOk, or kExitUnavailable after writing the error to `err` (the IDs taken
+// before it are printed).
+int RunNext(Client& client, uint64_t count, std::FILE* out, std::FILE* err,
+            std::chrono::milliseconds ring_empty_patience = kRingEmptyPatience) noexcept;
 
 // Registers the `next` subcommand.
 void AddNextCommand(CLI::App& app);

@@ -52,6 +52,7 @@ constexpr std::pair<sf_status, vocab::ErrorCode> kStatusCodes[] = {
     {SF_TIMED_OUT, vocab::ErrorCode::kTimedOut},
     {SF_SYSTEM_ERROR, vocab::ErrorCode::kSystemError},
     {SF_TIME_OUT_OF_RANGE, vocab::ErrorCode::kTimeOutOfRange},
+    {SF_RING_EMPTY, vocab::ErrorCode::kRingEmpty},
 };
 constexpr bool StatusesAreTheVocabularys() {
   for (const auto& [status, code] : kStatusCodes) {
@@ -64,24 +65,26 @@ static_assert(StatusesAreTheVocabularys(),
               "change, so the one that moved is wrong");
 static_assert(std::size(kStatusCodes) == static_cast<size_t>(vocab::kLastLibraryError),
               "every library code of the vocabulary has its sf_status here");
-static_assert(SF_TIME_OUT_OF_RANGE == static_cast<int>(vocab::kLastLibraryError),
+static_assert(SF_RING_EMPTY == static_cast<int>(vocab::kLastLibraryError),
               "every sf_status has its row in the vocabulary");
 
 // ClientError is one below sf_status (and ClientErrorName checks each value against the
-// vocabulary the same way).
+// vocabulary the same way); SF_TIME_OUT_OF_RANGE, sf_bounds' own, has no ClientError.
 sf_status ToStatus(ClientError code) noexcept {
   return static_cast<sf_status>(static_cast<int>(code) + 1);
 }
 static_assert(SF_INVALID_SERVICE_NAME == static_cast<int>(ClientError::kInvalidServiceName) + 1 &&
-                  SF_SYSTEM_ERROR == static_cast<int>(ClientError::kSystemError) + 1,
-              "ToStatus adds one: ClientError's first and last codes must be one below theirs");
+                  SF_SYSTEM_ERROR == static_cast<int>(ClientError::kSystemError) + 1 &&
+                  SF_RING_EMPTY == static_cast<int>(ClientError::kRingEmpty) + 1,
+              "ToStatus adds one: ClientError's codes must be one below theirs");
 
 // The failover rule is the vocabulary's action column: AnotherDaemonMayServe (a constexpr
 // of the public header, which cannot include protocol/) must say "fail over" for exactly
 // the codes whose action is kFailOver, and sf_action's values are the column's.
 constexpr bool FailoverIsTheVocabularys() {
   for (int s = static_cast<int>(vocab::kFirstLibraryError);
-       s <= static_cast<int>(ClientError::kSystemError) + 1; ++s) {
+       s <= static_cast<int>(vocab::kLastLibraryError); ++s) {
+    if (s == SF_TIME_OUT_OF_RANGE) continue;  // no ClientError
     const bool fails_over = vocab::kErrors[s - 1].action == vocab::ErrorAction::kFailOver;
     if (AnotherDaemonMayServe(static_cast<ClientError>(s - 1)) != fails_over) return false;
   }

@@ -103,6 +103,7 @@ constexpr std::pair<ClientError, vocab::ErrorCode> kClientCodes[] = {
     {ClientError::kDaemonDead, vocab::ErrorCode::kDaemonDead},
     {ClientError::kTimedOut, vocab::ErrorCode::kTimedOut},
     {ClientError::kSystemError, vocab::ErrorCode::kSystemError},
+    {ClientError::kRingEmpty, vocab::ErrorCode::kRingEmpty},
 };
 constexpr bool ClientErrorsAreTheVocabularys() {
   for (const auto& [client, code] : kClientCodes) {
@@ -113,10 +114,11 @@ constexpr bool ClientErrorsAreTheVocabularys() {
 static_assert(ClientErrorsAreTheVocabularys(),
               "a ClientError is not one below its vocabulary code: the C ABI's sf_status is "
               "both, so neither may move");
-// kTimeOutOfRange (sf_bounds, the last library code) is the C ABI's alone: no C++ call fails
-// with it, so ClientError stops one short.
+// kTimeOutOfRange (sf_bounds) is the C ABI's alone: no C++ call fails with it, so
+// ClientError skips its value, and kRingEmpty, the last library code, follows the gap.
 static_assert(static_cast<uint32_t>(VocabularyCode(ClientError::kSystemError)) + 1 ==
-                      static_cast<uint32_t>(vocab::kLastLibraryError) &&
+                      static_cast<uint32_t>(vocab::ErrorCode::kTimeOutOfRange) &&
+                  VocabularyCode(ClientError::kRingEmpty) == vocab::kLastLibraryError &&
                   std::size(kClientCodes) + 1 == static_cast<size_t>(vocab::kLastLibraryError),
               "every library code but kTimeOutOfRange has its ClientError");
 
@@ -259,7 +261,8 @@ Error AttachError(const protocol::ControlError& error, std::chrono::milliseconds
   }
   const auto code = static_cast<uint32_t>(error.code);
   if (code >= static_cast<uint32_t>(vocab::kFirstLibraryError) &&
-      code < static_cast<uint32_t>(vocab::kLastLibraryError)) {
+      code <= static_cast<uint32_t>(vocab::kLastLibraryError) &&
+      error.code != ErrorCode::kTimeOutOfRange) {
     return MakeError(FromVocabulary(error.code), error.message);
   }
   return MakeError(ClientError::kSystemError, error.message);
@@ -746,18 +749,25 @@ class Client::Impl {
           continue;
         }
         if (remaining <= std::chrono::nanoseconds::zero()) {
-          const std::string why =
-              attempt.stale
-                  ? " held only IDs older than its freshness bound (" +
-                        std::to_string(a->ring.header().freshness_bound_ms.load(
-                            std::memory_order_relaxed)) +
-                        " ms) although snowflaked looks healthy: it is not draining its ring"
-                  : " stayed empty although snowflaked looks healthy";
+          // Stale IDs: a daemon that heartbeats but does not drain its ring, so fail over.
+          // Empty: the daemon is alive (a hung one fails the heartbeat check above first:
+          // liveness_ms is shorter than the default wait) and refilling, so retry here.
+          const std::string within = "no ID within " +
+                                     std::to_string(options_.wait_timeout.count()) +
+                                     " ms: the ring in " + runtime_dir_.string();
+          if (attempt.stale) {
+            return tl::unexpected(MakeError(
+                ClientError::kTimedOut,
+                within + " held only IDs older than its freshness bound (" +
+                    std::to_string(
+                        a->ring.header().freshness_bound_ms.load(std::memory_order_relaxed)) +
+                    " ms) although snowflaked looks healthy: it is not draining its ring; "
+                    "fail over"));
+          }
           return tl::unexpected(MakeError(
-              ClientError::kTimedOut, "no ID within " +
-                                          std::to_string(options_.wait_timeout.count()) +
-                                          " ms: the ring in " + runtime_dir_.string() + why +
-                                          "; retry or fail over"));
+              ClientError::kRingEmpty,
+              within + " stayed empty although snowflaked looks healthy (it is refilling); "
+                       "retry here"));
         }
         // Short slices so a daemon that dies or stops without waking us is noticed
         // within about a slice. A stale front asks the daemon to drain it. The hint goes

@@ -74,10 +74,12 @@ class RemotePool {
   // Fills a prefix of `out` (1 <= n <= out.size() <= 4096 IDs) and returns n: strictly
   // increasing and above every ID returned before through this pool.
   // Errors: a local error a remote cannot help with (kInvalidArgument, kSystemError, ...)
-  // as is; when the local daemon is not serving (or its ring stayed empty: kTimedOut, or
-  // its IDs stay below one already returned) and no remote gave IDs within the deadline,
-  // the local error's code with a message naming the local failure and every endpoint
-  // tried and why each failed.
+  // as is, and so kRingEmpty (the local daemon is alive and refilling: retry here, the
+  // vocabulary's action); when the local daemon is not serving (or its ring held only IDs
+  // too old to hand out: kTimedOut, or its IDs stay below one already returned) and no
+  // remote gave IDs within the deadline, the local error's code with a message naming the
+  // local failure and every endpoint tried and why each failed. Which local errors go to
+  // the remotes is AnotherDaemonMayServe, the vocabulary's fail_over rows.
   tl::expected<size_t, Error> Take(std::span<uint64_t> out, const LocalTake& local) noexcept;
 
   // The remotes parsed from SNOWFLAKE_REMOTES ("host:port,host:port"), or empty.

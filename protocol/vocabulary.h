@@ -56,39 +56,44 @@ enum class ErrorCode : uint32_t {
   kTimedOut = 14,
   kSystemError = 15,
   kTimeOutOfRange = 16,  // sf_bounds and `snowflakectl bounds`
+  kRingEmpty = 17,       // a take: no ID came while the daemon looked healthy
   // snowflakectl's own.
-  kUsage = 17,
-  kBadReply = 18,
-  kRefused = 19,
+  kUsage = 18,
+  kBadReply = 19,
+  kRefused = 20,
   // The HTTP front's own refusals of a request.
-  kBadRequest = 20,
-  kMissingService = 21,
-  kBadCount = 22,
-  kBadQuery = 23,
-  kForbidden = 24,
-  kNotFound = 25,
-  kMethodNotAllowed = 26,
-  kBodyTooLarge = 27,
-  kHeadersTooLarge = 28,
-  kTooManyConnections = 29,
-  kTooManyServices = 30,
-  kBadVersion = 31,
+  kBadRequest = 21,
+  kMissingService = 22,
+  kBadCount = 23,
+  kBadQuery = 24,
+  kForbidden = 25,
+  kNotFound = 26,
+  kMethodNotAllowed = 27,
+  kBodyTooLarge = 28,
+  kHeadersTooLarge = 29,
+  kTooManyConnections = 30,
+  kTooManyServices = 31,
+  kBadVersion = 32,
   // The control socket's own refusals of a request (docs/control-protocol.md).
-  kMalformedRequest = 32,
-  kUnknownCommand = 33,
-  kRequestTooLarge = 34,
+  kMalformedRequest = 33,
+  kUnknownCommand = 34,
+  kRequestTooLarge = 35,
   // The HTTP front's again: a take past [http] max_share or per_client_ids_per_s.
-  kThrottled = 35,
+  kThrottled = 36,
 };
 
-// The first and last of the library's codes (those with an sf_status and a ClientError).
+// The first and last of the library's codes (those with an sf_status; all but
+// kTimeOutOfRange, which only sf_bounds gives, have a ClientError). Only the library's
+// numbers are ABI (sf_status): the codes after them are renumbered when a library code is
+// added, and cross every wire as their text.
 inline constexpr ErrorCode kFirstLibraryError = ErrorCode::kInvalidServiceName;
-inline constexpr ErrorCode kLastLibraryError = ErrorCode::kTimeOutOfRange;
+inline constexpr ErrorCode kLastLibraryError = ErrorCode::kRingEmpty;
 
 // What a caller does about an error: the one failover rule. libsnowflake's failover and
-// the HTTP front's 503 take it from here (AnotherDaemonMayServe is checked against it at
-// compile time), the C ABI hands it out (sf_status_action), and each binding's error
-// classes follow it: its conformance run compares them with this column.
+// the HTTP front's statuses (503 to fail over, 429 with Retry-After to retry here) take it
+// from here (AnotherDaemonMayServe is checked against it at compile time), the C ABI hands
+// it out (sf_status_action), and each binding's error classes follow it: its conformance
+// run compares them with this column.
 enum class ErrorAction : uint8_t {
   kFailOver = 1,  // this host's daemon cannot serve now; another daemon may: ask it
   kRetryHere,     // this source serves again shortly (after Retry-After, if given)
@@ -118,7 +123,7 @@ struct ErrorWords {
 };
 
 // In enum order, starting at value 1: kErrors[value - 1].error == value.
-inline constexpr std::array<ErrorWords, 35> kErrors = {{
+inline constexpr std::array<ErrorWords, 36> kErrors = {{
     {ErrorCode::kInvalidServiceName, "invalid_service_name",
      "the service name is not 1-63 characters of [a-z0-9._-]", ErrorAction::kFixTheCall},
     {ErrorCode::kInvalidArgument, "invalid_argument", "an invalid argument",
@@ -145,12 +150,22 @@ inline constexpr std::array<ErrorWords, 35> kErrors = {{
      "snowflaked has not refreshed its heartbeat", ErrorAction::kFailOver},
     {ErrorCode::kDaemonDead, "daemon_dead", "snowflaked is gone without shutting down",
      ErrorAction::kFailOver},
-    {ErrorCode::kTimedOut, "timed_out", "no answer or no ID within the time allowed",
+    // A ring that held only IDs past their freshness bound (its daemon is not draining it),
+    // or no answer from a control socket or the remotes in time. An empty ring is not this
+    // (kRingEmpty below).
+    {ErrorCode::kTimedOut, "timed_out",
+     "no answer within the time allowed, or a ring of IDs too old to hand out",
      ErrorAction::kFailOver},
     {ErrorCode::kSystemError, "system_error", "an unexpected system error",
      ErrorAction::kFixTheHost},
     {ErrorCode::kTimeOutOfRange, "time_out_of_range",
      "no ID of the epoch can carry a time of the range", ErrorAction::kFixTheCall},
+    // A hung or frozen daemon is reported as daemon_not_heartbeating (liveness_ms, 50 ms by
+    // default) before a take's wait (100 ms) runs out, so a ring that stays empty under a
+    // fresh heartbeat belongs to a daemon that is alive and refilling: not a failover.
+    {ErrorCode::kRingEmpty, "ring_empty",
+     "the ring stayed empty for the wait allowed although snowflaked looks healthy; retry here",
+     ErrorAction::kRetryHere},
     {ErrorCode::kUsage, "usage", "a bad command line or input", ErrorAction::kFixTheCall},
     {ErrorCode::kBadReply, "bad_reply", "the control socket's answer is not one JSON object",
      ErrorAction::kFixTheHost},

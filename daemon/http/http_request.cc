@@ -121,22 +121,26 @@ tl::expected<HttpRoute, HttpRefusal> RouteHttpRequest(std::string_view method,
 }
 
 HttpFailure HttpFailureFor(ClientError error) noexcept {
-  // The local daemon cannot serve now: the caller should go to another daemon.
-  if (AnotherDaemonMayServe(error)) return {503, ClientErrorName(error)};
-  switch (error) {
-    case ClientError::kInvalidServiceName:
-      return {400, ClientErrorName(error)};
-    // The front's own ring is unusable to it (permissions, version, a bad segment) or the
-    // call failed: the front's fault, not the caller's.
-    case ClientError::kInvalidArgument:
-    case ClientError::kPermissionDenied:
-    case ClientError::kIncompatibleVersion:
-    case ClientError::kCorruptSegment:
-    case ClientError::kUntrustedSegment:
-    case ClientError::kSystemError:
-      return {500, ClientErrorName(error)};
-    default:  // AnotherDaemonMayServe() answered them above
-      break;
+  const std::string_view code = ClientErrorName(error);
+  const std::optional<ErrorCode> known = vocab::ErrorFromName(code);
+  if (!known) return {500, vocab::ErrorName(ErrorCode::kSystemError)};
+  // The vocabulary's action column decides, as it does for every taker.
+  switch (vocab::ActionOf(*known)) {
+    case vocab::ErrorAction::kFailOver:
+      // The local daemon cannot serve now: the caller should go to another daemon.
+      return {503, code};
+    case vocab::ErrorAction::kRetryHere:
+      // The front's ring stayed empty while its daemon is alive and refilling: this front
+      // again, after Retry-After (429, as throttled: no failover, no 5xx alert).
+      return {429, code};
+    case vocab::ErrorAction::kFixTheCall:
+      if (error == ClientError::kInvalidServiceName) return {400, code};
+      // Any other bad call (an invalid argument) is the front's own call to its ring.
+      return {500, code};
+    case vocab::ErrorAction::kFixTheHost:
+      // The front's own ring is unusable to it (permissions, version, a bad segment) or
+      // the call failed: the front's fault, not the caller's.
+      return {500, code};
   }
   return {500, vocab::ErrorName(ErrorCode::kSystemError)};
 }

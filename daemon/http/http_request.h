@@ -50,9 +50,11 @@ struct HttpRefusal {
     std::string_view method, std::string_view target, std::string_view accept) noexcept;
 
 // How the front answers a request its ring could not serve: the HTTP status and the
-// vocabulary's code for `error`, the same code libsnowflake gives (ClientErrorName): 503
-// while the local daemon is not serving or not there (the caller should go to another
-// daemon), 400 for a bad service name, 500 when the front cannot use its own ring.
+// vocabulary's code for `error`, the same code libsnowflake gives (ClientErrorName), by
+// the code's action: 503 (fail_over) while the local daemon is not serving or not there
+// (the caller should go to another daemon), 429 (retry_here: ring_empty) while its ring
+// stays empty with the daemon alive (the caller retries this front after Retry-After),
+// 400 for a bad service name, 500 when the front cannot use its own ring.
 struct HttpFailure {
   unsigned status;
   std::string_view code;  // static storage

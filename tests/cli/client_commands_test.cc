@@ -9,6 +9,7 @@
 #include <charconv>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -154,6 +155,40 @@ TEST(CliNext, ExitsWith1WhenTheDaemonStopped) {
 
   EXPECT_TRUE(result.status.ExitedWith(1)) << result.status.ToString();
   EXPECT_NE(result.err.find("stopped"), std::string::npos) << result.err;
+}
+
+// A ring that stays empty under a fresh heartbeat is ring_empty, whose action is
+// retry_here: `next` retries it (each take waits its 100 ms) until it has stayed empty for
+// kRingEmptyPatience (5 s), then exits 1 saying so. The segment is the conformance table's
+// empty_ring_without_waiting row: a serving header whose heartbeat stays fresh for 10 s
+// (liveness_ms 10,000), an empty ring, and the region served on its socket.
+TEST(CliNext, RetriesARingThatStaysEmptyThenExits1SayingSo) {
+  TempDir dir("cli-next-empty");
+  const RunResult fixture =
+      RunCommand({::snowflake::testing::BinaryPath("tests/conformance/conformance_fixture"),
+                  "--cases", ::snowflake::testing::SourcePath("tests/conformance/cases.json"),
+                  "--case", "empty_ring_without_waiting", "--dir", dir.path().string(),
+                  "--live-pid", std::to_string(getpid())});
+  ASSERT_TRUE(fixture.status.ExitedWith(0)) << fixture.err;
+
+  RunResult result = RunCommand({kCtl, "next", "--runtime-dir", dir.path().string()});
+
+  EXPECT_TRUE(result.status.ExitedWith(1)) << result.status.ToString();
+  EXPECT_TRUE(result.out.empty()) << result.out;
+  EXPECT_NE(result.err.find("stayed empty although snowflaked looks healthy"), std::string::npos)
+      << result.err;
+  // It retried: each take waited its 100 ms, so some 50 takes found the ring empty.
+  unsigned long long takes = 0;
+  long long ms = 0;
+  const size_t at = result.err.find("retry here (");
+  ASSERT_NE(at, std::string::npos) << result.err;
+  ASSERT_EQ(
+      std::sscanf(result.err.c_str() + at,
+                  "retry here (%llu takes in a row found it empty, for %lld ms)", &takes, &ms),
+      2)
+      << result.err;
+  EXPECT_GT(takes, 1u) << result.err;
+  EXPECT_GE(ms, 5000) << result.err;
 }
 
 TEST(CliStatus, JsonParsesAndItsCountsMatchWhatWasTaken) {

@@ -3,7 +3,13 @@
  *   c_api_program RUNTIME_DIR
  * Opens a client, takes IDs with sf_next and sf_next_batch, checks they strictly
  * increase, decodes one and checks the argument errors. Prints "ok" and exits 0, or
- * prints the failing status name and message and exits 1. */
+ * prints the failing status name and message and exits 1.
+ *
+ *   c_api_program RUNTIME_DIR --empty
+ * Takes from a ring that stays empty while its daemon looks healthy, without waiting, with
+ * sf_next and sf_next_batch: each must return SF_RING_EMPTY, whose action is
+ * SF_ACTION_RETRY_HERE. Prints "ring_empty retry_here: <message>" and exits 0, or says
+ * what it got and exits 1. */
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -16,15 +22,43 @@ static int Fail(const char *what, sf_status status) {
   return 1;
 }
 
+/* --empty: see the top of the file. */
+static int TakeFromAnEmptyRing(sf_options *options) {
+  options->wait_timeout_ms = 0;
+  sf_client *client = NULL;
+  sf_status status = sf_open("c-program", options, &client);
+  if (status != SF_OK) return Fail("sf_open", status);
+  uint64_t id = 0;
+  uint64_t ids[4];
+  size_t got = 1;
+  const sf_status one = sf_next(client, &id);
+  const sf_status batch = sf_next_batch(client, ids, 4, &got);
+  sf_close(client);
+  if (one != SF_RING_EMPTY || batch != SF_RING_EMPTY || got != 0) {
+    printf("sf_next: %s, sf_next_batch: %s (got %zu), want ring_empty: %s\n", sf_status_str(one),
+           sf_status_str(batch), got, sf_last_error());
+    return 1;
+  }
+  if (sf_status_action(one) != SF_ACTION_RETRY_HERE ||
+      strcmp(sf_action_str(sf_status_action(one)), "retry_here") != 0) {
+    printf("ring_empty's action is %s, want retry_here\n", sf_action_str(sf_status_action(one)));
+    return 1;
+  }
+  printf("%s %s: %s\n", sf_status_str(one), sf_action_str(sf_status_action(one)), sf_last_error());
+  return 0;
+}
+
 int main(int argc, char **argv) {
-  if (argc != 2) {
-    fprintf(stderr, "usage: c_api_program RUNTIME_DIR\n");
+  const int empty = argc == 3 && strcmp(argv[2], "--empty") == 0;
+  if (argc != 2 && !empty) {
+    fprintf(stderr, "usage: c_api_program RUNTIME_DIR [--empty]\n");
     return 2;
   }
   sf_options options;
   sf_options_init(&options);
   options.runtime_dir = argv[1];
   options.wait_timeout_ms = 10000;
+  if (empty) return TakeFromAnEmptyRing(&options);
 
   sf_client *bad = NULL;
   if (sf_open("Not A Name", &options, &bad) != SF_INVALID_SERVICE_NAME || bad != NULL) {

@@ -1,7 +1,9 @@
 // The C ABI from a C program (c_api_program.c, compiled as C11): it takes, batches and
-// decodes against a live producer, and reports a missing daemon by status name.
+// decodes against a live producer, reports a missing daemon by status name, and an empty
+// ring of a healthy daemon as SF_RING_EMPTY, to retry here.
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <string>
 
@@ -40,6 +42,25 @@ TEST(CApi, ACProgramGetsDaemonNotRunningWithThePath) {
   EXPECT_TRUE(result.status.ExitedWith(1)) << result.status.ToString();
   EXPECT_NE(result.out.find("sf_open: daemon_not_running: "), std::string::npos) << result.out;
   EXPECT_NE(result.out.find(dir.path().string()), std::string::npos) << result.out;
+}
+
+// The segment is the conformance table's empty_ring_without_waiting row: a serving header
+// whose heartbeat stays fresh (liveness_ms 10,000), an empty ring, the region served.
+TEST(CApi, ACProgramGetsRingEmptyToRetryHereFromAHealthyDaemonsEmptyRing) {
+  TempDir dir("c-api-empty");
+  const auto fixture = testing::RunCommand(
+      {::snowflake::testing::BinaryPath("tests/conformance/conformance_fixture"), "--cases",
+       ::snowflake::testing::SourcePath("tests/conformance/cases.json"), "--case",
+       "empty_ring_without_waiting", "--dir", dir.path().string(), "--live-pid",
+       std::to_string(getpid())});
+  ASSERT_TRUE(fixture.status.ExitedWith(0)) << fixture.err;
+
+  auto result = testing::RunCommand({kProgram, dir.path().string(), "--empty"});
+
+  EXPECT_TRUE(result.status.ExitedWith(0)) << result.status.ToString() << "\n" << result.out;
+  EXPECT_EQ(result.out.rfind("ring_empty retry_here: ", 0), 0u) << result.out;
+  EXPECT_NE(result.out.find("stayed empty although snowflaked looks healthy"), std::string::npos)
+      << result.out;
 }
 
 }  // namespace

@@ -373,15 +373,27 @@ TEST_F(ClientTest, NextFailsWithNotHeartbeatingWhenTheHeartbeatIsTooOld) {
   EXPECT_EQ(taken.error().code, ClientError::kDaemonNotHeartbeating) << taken.error().message;
 }
 
-TEST_F(ClientTest, NextTimesOutWhenAHealthyDaemonLeavesTheRingEmpty) {
+// A daemon that heartbeats but leaves the ring empty for the whole wait is alive and
+// refilling (a hung one is kDaemonNotHeartbeating first): kRingEmpty, retry here, not the
+// failover kTimedOut that a briefly empty ring once was.
+TEST_F(ClientTest, NextSaysRingEmptyWhenAHealthyDaemonLeavesTheRingEmpty) {
   RingProducer producer = MakeProducer();
   producer.SetState(DaemonState::kServing);
   Client sut = OpenClient();
+  uint64_t batch[4];
 
   auto taken = sut.Next();
+  auto batch_taken = sut.NextBatch(batch);
 
   ASSERT_FALSE(taken);
-  EXPECT_EQ(taken.error().code, ClientError::kTimedOut) << taken.error().message;
+  EXPECT_EQ(taken.error().code, ClientError::kRingEmpty) << taken.error().message;
+  EXPECT_FALSE(AnotherDaemonMayServe(taken.error().code));
+  EXPECT_NE(taken.error().message.find("stayed empty although snowflaked looks healthy"),
+            std::string::npos)
+      << taken.error().message;
+  EXPECT_TRUE(taken.error().message.ends_with("; retry here")) << taken.error().message;
+  ASSERT_FALSE(batch_taken);
+  EXPECT_EQ(batch_taken.error().code, ClientError::kRingEmpty) << batch_taken.error().message;
 }
 
 TEST_F(ClientTest, AWaitingNextGetsTheIdPublishedWhileItWaits) {
@@ -443,7 +455,7 @@ TEST_F(ClientTest, NextSendsNoHint) {
   producer.SetState(DaemonState::kServing);
   Client sut = OpenClient();  // 20 ms wait
 
-  EXPECT_EQ(sut.Next().error().code, ClientError::kTimedOut);
+  EXPECT_EQ(sut.Next().error().code, ClientError::kRingEmpty);
   EXPECT_EQ(producer.TakeRefillHint(), 0u);
 }
 
@@ -482,7 +494,7 @@ TEST_F(ClientTest, NextBatchWorksAgainstADaemonThatIgnoresTheHint) {
 
 // Property: a caller blocked on an empty ring learns of a pause or stop at once (in
 // about one wait slice), not after its wait_timeout. Asserted: the error is the state's,
-// not kTimedOut after a 30 s wait. Recorded: the latency.
+// not kRingEmpty after a 30 s wait. Recorded: the latency.
 class ClientPromptnessTest : public ClientTest, public ::testing::WithParamInterface<StateCase> {};
 
 TEST_P(ClientPromptnessTest, AWaitingCallerIsToldOfTheStateChangeWithoutTimingOut) {
@@ -694,6 +706,9 @@ TEST_F(ClientTest, NextNeverReturnsAnIdOlderThanTheFreshnessBound) {
   EXPECT_EQ(taken.error().code, ClientError::kTimedOut) << taken.error().message;
   EXPECT_NE(taken.error().message.find("freshness bound (50 ms)"), std::string::npos)
       << taken.error().message;
+  // A daemon that does not drain its ring is no daemon to wait for: fail over.
+  EXPECT_TRUE(AnotherDaemonMayServe(taken.error().code));
+  EXPECT_TRUE(taken.error().message.ends_with("; fail over")) << taken.error().message;
   ASSERT_FALSE(batch_taken);
   EXPECT_EQ(producer.size(), 10u) << "a refused take must take nothing";
 }

@@ -16,7 +16,10 @@
 namespace snowflake {
 namespace {
 
-constexpr int kLastStatus = SF_TIME_OUT_OF_RANGE;
+constexpr int kLastStatus = SF_RING_EMPTY;
+
+// Whether status `s` has a ClientError (s - 1): all but sf_bounds' SF_TIME_OUT_OF_RANGE.
+bool HasClientError(int s) { return s >= 1 && s <= kLastStatus && s != SF_TIME_OUT_OF_RANGE; }
 
 TEST(ErrorCodes, EveryCStatusNamesTheVocabularysCode) {
   EXPECT_STREQ(sf_status_str(SF_OK), "ok");
@@ -34,13 +37,34 @@ TEST(ErrorCodes, EveryCStatusNamesTheVocabularysCode) {
 }
 
 TEST(ErrorCodes, EveryClientErrorNamesTheSameCodeAsItsCStatus) {
-  // ClientError runs from kInvalidServiceName (SF_INVALID_SERVICE_NAME) to kSystemError.
-  for (int e = 0; e <= static_cast<int>(ClientError::kSystemError); ++e) {
-    const auto error = static_cast<ClientError>(e);
-    EXPECT_EQ(ClientErrorName(error), sf_status_str(static_cast<sf_status>(e + 1))) << e;
+  // ClientError runs from kInvalidServiceName (SF_INVALID_SERVICE_NAME) to kSystemError,
+  // then kRingEmpty (SF_RING_EMPTY) past SF_TIME_OUT_OF_RANGE, which sf_bounds alone gives.
+  for (int s = 1; s <= kLastStatus; ++s) {
+    if (!HasClientError(s)) continue;
+    const auto error = static_cast<ClientError>(s - 1);
+    EXPECT_EQ(ClientErrorName(error), sf_status_str(static_cast<sf_status>(s))) << s;
   }
   EXPECT_EQ(ClientErrorName(ClientError::kDaemonNotRunning), "daemon_not_running");
   EXPECT_EQ(ClientErrorName(ClientError::kDaemonPaused), "daemon_paused");
+  EXPECT_EQ(ClientErrorName(ClientError::kRingEmpty), "ring_empty");
+}
+
+// The code appended for an empty ring: its ABI value follows the last one (none of the
+// others moved), and it says retry here, where timed_out says fail over.
+TEST(ErrorCodes, RingEmptyIsStatus17AndItsActionIsRetryHere) {
+  EXPECT_EQ(SF_RING_EMPTY, 17);
+  EXPECT_EQ(SF_TIMED_OUT, 14);
+  EXPECT_EQ(SF_TIME_OUT_OF_RANGE, 16);
+  EXPECT_EQ(static_cast<int>(ClientError::kRingEmpty) + 1, SF_RING_EMPTY);
+  EXPECT_STREQ(sf_status_str(SF_RING_EMPTY), "ring_empty");
+  EXPECT_EQ(sf_status_action(SF_RING_EMPTY), SF_ACTION_RETRY_HERE);
+  EXPECT_STREQ(sf_action_str(sf_status_action(SF_RING_EMPTY)), "retry_here");
+  EXPECT_FALSE(AnotherDaemonMayServe(ClientError::kRingEmpty));
+  EXPECT_EQ(sf_status_action(SF_TIMED_OUT), SF_ACTION_FAIL_OVER);
+  EXPECT_TRUE(AnotherDaemonMayServe(ClientError::kTimedOut));
+  EXPECT_EQ(vocab::ActionOf(vocab::ErrorCode::kRingEmpty), vocab::ErrorAction::kRetryHere);
+  EXPECT_NE(vocab::ErrorText(vocab::ErrorCode::kRingEmpty).find("retry here"),
+            std::string_view::npos);
 }
 
 // The one failover rule: sf_status_action is the vocabulary's column, and the C++
@@ -55,7 +79,7 @@ TEST(ErrorCodes, EveryStatusCarriesTheVocabularysActionAndFailoverFollowsIt) {
     EXPECT_EQ(static_cast<int>(sf_status_action(status)), static_cast<int>(action)) << s;
     EXPECT_EQ(sf_action_str(sf_status_action(status)), vocab::ActionCode(action)) << s;
     if (action == vocab::ErrorAction::kFailOver) fail_over.insert(sf_status_str(status));
-    if (s <= static_cast<int>(ClientError::kSystemError) + 1) {
+    if (HasClientError(s)) {
       EXPECT_EQ(AnotherDaemonMayServe(static_cast<ClientError>(s - 1)),
                 action == vocab::ErrorAction::kFailOver)
           << sf_status_str(status);

@@ -25,8 +25,10 @@
 // service counts summed per name the way the daemon reads them (ForEachService):
 // {"refill_request":N,"refill_hint":N,"waiters":N,"uncounted":N,"service_taken":{NAME:N}}.
 // --vocabulary prints the C++ tables a taker of another language copies
-// (protocol/vocabulary.h): the library's error codes by status, the state, health and
-// reason codes and the reasons' texts (detail 5), so its test can compare. --layout
+// (protocol/vocabulary.h): the library's error codes by status with their actions, the
+// state, health and reason codes and the reasons' texts (detail 5), so its test can
+// compare; every taker's runner reads the actions from it to check that the class of each
+// error a row expects follows its code's action. --layout
 // prints, as one JSON object, every offset (offsetof), size (sizeof) and constant of the
 // segment's layout (segment_layout.h, with the status text's read bound and the ID's time
 // shift) that a taker reading the segment natively copies (Go, bindings/go/segment.go),

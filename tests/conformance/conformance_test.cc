@@ -1,5 +1,7 @@
 // The takers' conformance table (cases.json) for the C++ client: every row, from the
-// fixtures conformance_fixture writes (the Python and Go packages run the same rows).
+// fixtures conformance_fixture writes (the Python, Go, Java and Node.js packages run the
+// same rows). For a row that expects an error, the error's class must also follow the
+// vocabulary's action for its code: AnotherDaemonMayServe exactly for fail_over.
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -44,20 +46,37 @@ const json& Row(const std::string& name) {
   throw std::runtime_error("no case " + name);
 }
 
-// Runs the fixture writer; returns the IDs it published.
-std::vector<uint64_t> Fixture(const std::string& name, const std::string& dir, bool after_open) {
+// What the fixture writer prints for `args`, as JSON.
+json FixtureJson(const std::string& args) {
   const std::string command =
-      ::snowflake::testing::BinaryPath("tests/conformance/conformance_fixture") + " --cases " +
-      ::snowflake::testing::SourcePath("tests/conformance/cases.json") + " --case " + name +
-      " --dir " + dir + " --live-pid " + std::to_string(getpid()) +
-      (after_open ? " --after-open" : "");
+      ::snowflake::testing::BinaryPath("tests/conformance/conformance_fixture") + " " + args;
   FILE* pipe = popen(command.c_str(), "r");
   std::string out;
   std::array<char, 4096> buffer{};
   while (pipe != nullptr && fgets(buffer.data(), buffer.size(), pipe) != nullptr) out += buffer.data();
   if (pipe == nullptr || pclose(pipe) != 0) throw std::runtime_error("fixture failed: " + command);
+  return json::parse(out);
+}
+
+// The vocabulary's action for a library error code ("fail_over", ...), from the C++ tables
+// as conformance_fixture --vocabulary prints them for every taker's runner: the one rule
+// each taker's error classes must follow.
+std::string ActionOf(const std::string& code) {
+  static const json vocabulary = FixtureJson("--vocabulary");
+  const json& codes = vocabulary.at("errors");
+  for (size_t i = 0; i < codes.size(); ++i) {
+    if (codes[i] == code) return vocabulary.at("error_actions").at(i);
+  }
+  throw std::runtime_error("\"" + code + "\" is no library error code of the vocabulary");
+}
+
+// Runs the fixture writer; returns the IDs it published.
+std::vector<uint64_t> Fixture(const std::string& name, const std::string& dir, bool after_open) {
+  const json printed =
+      FixtureJson("--cases " + ::snowflake::testing::SourcePath("tests/conformance/cases.json") +
+                  " --case " + name + " --dir " + dir + " --live-pid " + std::to_string(getpid()) +
+                  (after_open ? " --after-open" : ""));
   std::vector<uint64_t> ids;
-  const json printed = json::parse(out);  // named: the loop below reads into it
   for (const json& id : printed.at("ids")) ids.push_back(std::stoull(id.get<std::string>()));
   return ids;
 }
@@ -67,6 +86,9 @@ struct Outcome {
   std::string code = "ok";
   std::string message;
   std::vector<uint64_t> ids;
+  // For an error: whether this taker's class for it says "fail over" (the C++ API's
+  // AnotherDaemonMayServe, which the failover client and the HTTP front's 503 follow).
+  bool fails_over = false;
 };
 
 // The expect keys this runner checks. A row with another fails here rather than pass
@@ -88,20 +110,17 @@ bool ChecksRegion(const json& expect) {
   return false;
 }
 
+Outcome Failed(std::string stage, const snowflake::Error& error) {
+  return Outcome{.stage = std::move(stage),
+                 .code = std::string(snowflake::ClientErrorName(error.code)),
+                 .message = error.message,
+                 .ids = {},
+                 .fails_over = snowflake::AnotherDaemonMayServe(error.code)};
+}
+
 // The region's words (refill, waiters, counts), read by the fixture attached to the row's
 // socket as a taker attaches (the region is a memfd: no file to read).
-json RegionWords(const std::string& dir) {
-  const std::string command =
-      ::snowflake::testing::BinaryPath("tests/conformance/conformance_fixture") +
-      " --region-words --dir " + dir;
-  FILE* pipe = popen(command.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buffer{};
-  while (pipe != nullptr && fgets(buffer.data(), buffer.size(), pipe) != nullptr)
-    out += buffer.data();
-  if (pipe == nullptr || pclose(pipe) != 0) throw std::runtime_error("fixture failed: " + command);
-  return json::parse(out);
-}
+json RegionWords(const std::string& dir) { return FixtureJson("--region-words --dir " + dir); }
 
 class Conformance : public testing::TestWithParam<std::string> {
  protected:
@@ -123,23 +142,26 @@ class Conformance : public testing::TestWithParam<std::string> {
     options.remotes_from_environment = false;
     options.wait_timeout = std::chrono::milliseconds(take.value("timeout_ms", 100));
     auto client = snowflake::Client::Open("conformance", options);
-    if (!client) {
-      return Outcome{"open", std::string(snowflake::ClientErrorName(client.error().code)),
-                     client.error().message, {}};
-    }
+    if (!client) return Failed("open", client.error());
     if (row.contains("after_open")) {
       auto replaced = Fixture(GetParam(), dir_, true);
       if (!replaced.empty()) *published = replaced;
     }
     if (take.at("call") == "next") {
       auto id = client->Next();
-      if (id) outcome.ids.push_back(*id);
-      else outcome = Outcome{"take", std::string(snowflake::ClientErrorName(id.error().code)), id.error().message, {}};
+      if (id) {
+        outcome.ids.push_back(*id);
+      } else {
+        outcome = Failed("take", id.error());
+      }
     } else {
       std::vector<uint64_t> out(take.at("count").get<size_t>());
       auto n = client->NextBatch(out);
-      if (n) outcome.ids.assign(out.begin(), out.begin() + static_cast<ptrdiff_t>(*n));
-      else outcome = Outcome{"take", std::string(snowflake::ClientErrorName(n.error().code)), n.error().message, {}};
+      if (n) {
+        outcome.ids.assign(out.begin(), out.begin() + static_cast<ptrdiff_t>(*n));
+      } else {
+        outcome = Failed("take", n.error());
+      }
     }
     return outcome;
   }
@@ -165,6 +187,14 @@ TEST_P(Conformance, TakerGivesTheRowsOutcome) {
   const Outcome got = Run(row, &published);
   EXPECT_EQ(got.stage, expect.at("stage")) << got.code << ": " << got.message;
   EXPECT_EQ(got.code, expect.at("code")) << got.message;
+  if (expect.at("code") != "ok") {
+    // The error's class follows the vocabulary's action: exactly the fail_over codes are
+    // ones to fail over on (ring_empty, retry_here, is not).
+    const std::string action = ActionOf(expect.at("code"));
+    EXPECT_EQ(got.fails_over, action == "fail_over")
+        << expect.at("code").get<std::string>() << " (action " << action << ") is classed as "
+        << (got.fails_over ? "" : "not ") << "fail over";
+  }
   if (expect.contains("message_contains")) {
     EXPECT_NE(got.message.find(expect.at("message_contains").get<std::string>()), std::string::npos)
         << got.message;

@@ -32,7 +32,7 @@ namespace {
 namespace st = snowflake::testing;
 using snowflake::ClientError;
 
-// The daemon is between a SIGKILL and its restart, or restarting: retry.
+// The daemon is between a SIGKILL and its restart, or restarting, or refilling: retry.
 bool Transient(ClientError code) {
   switch (code) {
     case ClientError::kDaemonStarting:
@@ -41,6 +41,7 @@ bool Transient(ClientError code) {
     case ClientError::kDaemonNotHeartbeating:
     case ClientError::kDaemonDead:
     case ClientError::kTimedOut:
+    case ClientError::kRingEmpty:
       return true;
     default:
       return false;

@@ -7,7 +7,9 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
+#include "daemon/http/http_body.h"
 #include "protocol/id_reply.h"
 #include "protocol/vocabulary.h"
 #include "snowflake/client_error.h"
@@ -83,16 +85,25 @@ TEST(HttpRequest, RefusalCodesAreTheVocabularys) {
   }
 }
 
+// Every ClientError: 0 .. kSystemError, then kRingEmpty after sf_bounds' gap.
+std::vector<ClientError> EveryClientError() {
+  std::vector<ClientError> all;
+  for (int e = 0; e <= static_cast<int>(ClientError::kSystemError); ++e) {
+    all.push_back(static_cast<ClientError>(e));
+  }
+  all.push_back(ClientError::kRingEmpty);
+  return all;
+}
+
 // A take or an open that fails answers with the library's own code for the condition (the
 // C++ and C APIs' ClientErrorName / sf_status_str), never one of the front's own: before,
 // /v1/id said "not_running" where /healthz said "daemon_not_running".
 TEST(HttpRequest, FailedTakesAnswerWithTheLibrarysCode) {
-  for (int e = 0; e <= static_cast<int>(ClientError::kSystemError); ++e) {
-    const auto error = static_cast<ClientError>(e);
+  for (const ClientError error : EveryClientError()) {
     const HttpFailure sut = HttpFailureFor(error);
-    EXPECT_EQ(sut.code, ClientErrorName(error)) << e;
+    EXPECT_EQ(sut.code, ClientErrorName(error)) << static_cast<int>(error);
     const auto body = nlohmann::json::parse(protocol::ErrorBody(sut.code, "m"), nullptr, false);
-    EXPECT_EQ(body["error"]["code"], ClientErrorName(error)) << e;
+    EXPECT_EQ(body["error"]["code"], ClientErrorName(error)) << static_cast<int>(error);
   }
   // Not serving: 503, go to another daemon. A bad name: the caller's fault. Else the front's.
   for (const ClientError error :
@@ -105,6 +116,34 @@ TEST(HttpRequest, FailedTakesAnswerWithTheLibrarysCode) {
   EXPECT_EQ(HttpFailureFor(ClientError::kPermissionDenied).status, 500u);
   EXPECT_EQ(HttpFailureFor(ClientError::kSystemError).status, 500u);
   EXPECT_EQ(HttpFailureFor(ClientError::kDaemonNotRunning).code, "daemon_not_running");
+}
+
+// The status follows the vocabulary's action column, as every taker's error class does:
+// exactly the fail_over codes are 503 (what a load balancer and the failover clients take
+// as "go elsewhere"), and a retry_here code is a 429 with Retry-After, never a 5xx.
+TEST(HttpRequest, TheStatusFollowsTheVocabularysAction) {
+  for (const ClientError error : EveryClientError()) {
+    const auto code = vocab::ErrorFromName(ClientErrorName(error));
+    ASSERT_TRUE(code.has_value()) << static_cast<int>(error);
+    const vocab::ErrorAction action = vocab::ActionOf(*code);
+    const HttpFailure sut = HttpFailureFor(error);
+    EXPECT_EQ(sut.status == 503, action == vocab::ErrorAction::kFailOver) << sut.code;
+    EXPECT_EQ(sut.status == 429, action == vocab::ErrorAction::kRetryHere) << sut.code;
+    const HttpReply reply = ErrorReply(sut.status, sut.code, "m");
+    if (action == vocab::ErrorAction::kFailOver || action == vocab::ErrorAction::kRetryHere) {
+      EXPECT_GT(reply.retry_after_s, 0u) << sut.code << ": no Retry-After";
+    }
+  }
+}
+
+// A ring that stayed empty while its daemon heartbeats is the daemon refilling: the front
+// says so with 429 ring_empty and Retry-After, not with a 503 that sends callers (and
+// failover clients) to another daemon.
+TEST(HttpRequest, AnEmptyRingIsA429RingEmptyWithRetryAfter) {
+  const HttpFailure sut = HttpFailureFor(ClientError::kRingEmpty);
+  EXPECT_EQ(sut.status, 429u);
+  EXPECT_EQ(sut.code, "ring_empty");
+  EXPECT_EQ(ErrorReply(sut.status, sut.code, "m").retry_after_s, 1u);
 }
 
 }  // namespace

@@ -74,8 +74,11 @@ int main(int argc, char** argv) {
     pending.clear();
   };
   int retries = 0;
+  // A daemon that cannot serve now (fail over: here, wait for it) or is refilling (retry).
   auto unavailable = [&retries](const snowflake::Error& error) {
-    if (!snowflake::AnotherDaemonMayServe(error.code) || ++retries > 30000) return false;
+    const bool transient = snowflake::AnotherDaemonMayServe(error.code) ||
+                           error.code == snowflake::ClientError::kRingEmpty;
+    if (!transient || ++retries > 30000) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
     return true;
   };

@@ -46,22 +46,32 @@ enum class ClientError {
   kDaemonNotHeartbeating,
   // Next: the daemon's process no longer exists (crashed or killed). Fail over.
   kDaemonDead,
-  // Next: the ring stayed empty for the whole ClientOptions::wait_timeout although the
-  // daemon looked healthy (demand above what it can generate). Retry or fail over.
+  // Next: the ring held only IDs older than the header's freshness bound for the whole
+  // ClientOptions::wait_timeout although the daemon looked healthy (it is not draining its
+  // ring). Open: the daemon did not hand over its consumer region within the attach budget.
+  // Fail over.
   kTimedOut,
   // An unexpected OS error or allocation failure; the message names the cause.
   kSystemError,
+  // (15, SF_TIME_OUT_OF_RANGE, is sf_bounds' alone: no Client call fails with it.)
+  // Next: the ring stayed empty for the whole ClientOptions::wait_timeout although the
+  // daemon looked healthy (demand above what it generates, or a refill slower than the
+  // wait). A hung or frozen daemon is kDaemonNotHeartbeating by then, so this one is alive
+  // and refilling: retry here, not on another daemon.
+  kRingEmpty = 16,
 };
 
 // "invalid_service_name", "daemon_not_running", ...: stable names for logs and JSON.
 std::string_view ClientErrorName(ClientError code) noexcept;
 
 // Whether `code` says this host's daemon cannot serve now, so another daemon may: it is
-// not running, starting, paused, out of service, stopped, not heartbeating or dead, or no
-// ID came within the time allowed (also: the local ring's IDs are behind a remote's).
-// Failover (ClientOptions::remotes) tries the remotes on exactly these, and the HTTP
-// front answers them with 503 so that its callers go elsewhere. Every other code is a
-// fault of the call or of this host's setup that another daemon would not cure.
+// not running, starting, paused, out of service, stopped, not heartbeating or dead, or its
+// ring held only IDs too old to hand out (also: the local ring's IDs are behind a
+// remote's). Failover (ClientOptions::remotes) tries the remotes on exactly these, and the
+// HTTP front answers them with 503 so that its callers go elsewhere. kRingEmpty is not
+// one (retry here); every other code is a fault of the call or of this host's setup that
+// another daemon would not cure. The vocabulary's action column (fail_over) is the rule;
+// libsnowflake checks this switch against it at compile time.
 constexpr bool AnotherDaemonMayServe(ClientError code) noexcept {
   switch (code) {
     case ClientError::kDaemonNotRunning:

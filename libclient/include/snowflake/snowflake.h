@@ -51,14 +51,20 @@ typedef enum sf_status {
   SF_DAEMON_NOT_HEARTBEATING = 12,
   /* The daemon's process is gone: fail over and restart it. */
   SF_DAEMON_DEAD = 13,
-  /* The ring stayed empty for the whole wait while the daemon looked healthy: retry or
-   * fail over. */
+  /* The ring held only IDs older than its freshness bound for the whole wait while the
+   * daemon looked healthy (it is not draining its ring), or the daemon did not hand over
+   * its consumer region in time: fail over. */
   SF_TIMED_OUT = 14,
   /* An unexpected OS error or out of memory (the message names the cause). */
   SF_SYSTEM_ERROR = 15,
   /* sf_bounds: no ID of the epoch can carry a time of the range (it lies wholly before
    * the epoch, or after the epoch's 41-bit range of 69.7 years). */
-  SF_TIME_OUT_OF_RANGE = 16
+  SF_TIME_OUT_OF_RANGE = 16,
+  /* The ring stayed empty for the whole wait (sf_options.wait_timeout_ms) while the
+   * daemon looked healthy: it is alive and refilling (a hung daemon is
+   * SF_DAEMON_NOT_HEARTBEATING by then). Retry here, not on another daemon. (Libraries
+   * before this value said SF_TIMED_OUT, a failover, for it.) */
+  SF_RING_EMPTY = 17
 } sf_status;
 
 /* Options for sf_open. Initialise with sf_options_init (or SF_OPTIONS_INIT) and then set
@@ -113,7 +119,8 @@ sf_status sf_open(const char *service, const sf_options *opts, sf_client **out);
  * received, on this host. Returns SF_OK, SF_INVALID_ARGUMENT, SF_DAEMON_STARTING,
  * SF_DAEMON_PAUSED, SF_DAEMON_OUT_OF_SERVICE, SF_DAEMON_STOPPED,
  * SF_DAEMON_NOT_HEARTBEATING, SF_DAEMON_DEAD (each within about a millisecond of finding
- * the ring empty) or SF_TIMED_OUT. *id is written only on SF_OK. */
+ * the ring empty), SF_RING_EMPTY (empty for the whole wait: retry) or SF_TIMED_OUT (only
+ * IDs too old to hand out for the whole wait). *id is written only on SF_OK. */
 sf_status sf_next(sf_client *c, uint64_t *id);
 
 /* Takes up to n strictly increasing IDs into ids[0..*got) in one step. On SF_OK,
@@ -173,10 +180,11 @@ const char *sf_status_str(sf_status s);
 typedef enum sf_action {
   SF_ACTION_NONE = 0, /* SF_OK */
   /* This host's daemon cannot serve now (not running, starting, paused, out of service,
-   * stopped, not heartbeating, dead, or no ID within the wait): another daemon may. */
+   * stopped, not heartbeating, dead, or its ring holds only IDs too old to hand out):
+   * another daemon may. */
   SF_ACTION_FAIL_OVER = 1,
-  /* This source serves again shortly: retry it (no library status has this today; the
-   * HTTP front's throttled does). */
+  /* This source serves again shortly: retry it (SF_RING_EMPTY; the HTTP front's
+   * throttled too). */
   SF_ACTION_RETRY_HERE = 2,
   /* The call is wrong (a bad name, argument or time range): fix it. */
   SF_ACTION_FIX_THE_CALL = 3,
