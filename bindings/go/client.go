@@ -7,6 +7,7 @@
 //	if err != nil { return err }
 //	defer c.Close()
 //	id, err := c.Next()
+//	if errors.Is(err, snowflake.ErrRingEmpty) { /* take again: the daemon is refilling */ }
 //	if errors.Is(err, snowflake.ErrUnavailable) { /* fail over */ }
 //
 // A take is a few loads and one compare-and-swap on the ring, with no system call unless
@@ -72,7 +73,7 @@ func WithRemotesCert(certFile, keyFile string) Option {
 	return func(o *options) { o.remotesCert, o.remotesKey = certFile, keyFile }
 }
 
-// WithTimeout sets how long a take waits on an empty ring before ErrTimedOut (default
+// WithTimeout sets how long a take waits on an empty ring before ErrRingEmpty (default
 // 100 ms; 0: never wait). Millisecond resolution.
 func WithTimeout(d time.Duration) Option { return func(o *options) { o.timeout = d } }
 
@@ -348,10 +349,12 @@ func (c *Client) addAttachmentLocked(a *attachment) {
 }
 
 // Next returns one ID, larger than every ID any take that completed before this call
-// began received on this host. Errors (all ErrUnavailable): ErrDaemonStarting,
-// ErrDaemonPaused, ErrDaemonOutOfService, ErrDaemonStopped, ErrDaemonNotHeartbeating,
-// ErrDaemonDead, ErrTimedOut; after the daemon replaced its segment, the errors of Open
-// for the new one; ErrClosed after Close.
+// began received on this host. Errors: ErrRingEmpty (the ring stayed empty for the
+// timeout while the daemon looked healthy: retry here); ErrUnavailable ones (fail over):
+// ErrDaemonStarting, ErrDaemonPaused, ErrDaemonOutOfService, ErrDaemonStopped,
+// ErrDaemonNotHeartbeating, ErrDaemonDead, ErrTimedOut (the ring held only IDs too old
+// to hand out); after the daemon replaced its segment, the errors of Open for the new
+// one; ErrClosed after Close.
 func (c *Client) Next() (uint64, error) {
 	if c.closed.Load() {
 		return 0, ErrClosed
@@ -464,16 +467,21 @@ func (c *Client) slow(take func(*attachment) (int, takeResult), want uint64) (in
 		}
 		remaining := time.Until(deadline)
 		if remaining <= 0 {
-			why := " stayed empty although snowflaked looks healthy"
+			// Stale IDs: a daemon that heartbeats but does not drain its ring, so fail over.
+			// Empty: the daemon is alive (a hung one fails the heartbeat check above first:
+			// liveness_ms is shorter than the default timeout) and refilling: retry here.
+			within := "no ID within " + strconv.FormatInt(c.timeout.Milliseconds(), 10) +
+				" ms: the ring in " + c.runtimeDir
 			if result == stale {
-				why = " held only IDs older than its freshness bound (" +
-					strconv.FormatUint(uint64(loadU32(r.seg.header, offFreshnessMs)), 10) +
-					" ms) although snowflaked looks healthy: it is not draining its ring"
+				bound := loadU32(r.seg.header, offFreshnessMs)
 				keepMapped(a)
+				return 0, newError(statusTimedOut, within+
+					" held only IDs older than its freshness bound ("+
+					strconv.FormatUint(uint64(bound), 10)+
+					" ms) although snowflaked looks healthy: it is not draining its ring; fail over")
 			}
-			return 0, newError(statusTimedOut, "no ID within "+
-				strconv.FormatInt(c.timeout.Milliseconds(), 10)+" ms: the ring in "+
-				c.runtimeDir+why+"; retry or fail over")
+			return 0, newError(statusRingEmpty, within+
+				" stayed empty although snowflaked looks healthy (it is refilling); retry here")
 		}
 		if remaining > waitSlice {
 			remaining = waitSlice

@@ -14,7 +14,10 @@ import (
 
 // The takers' conformance table (tests/conformance/cases.json), run by this package from
 // the fixtures conformance_fixture writes ($SNOWFLAKE_CONFORMANCE_FIXTURE; ctest sets it).
-// The C++ client and the Python module run the same rows.
+// The C++ client and the Python, Java and Node.js packages run the same rows. For a row
+// that expects an error, the error must follow the vocabulary's action for its code, as
+// conformance_fixture --vocabulary prints it from the C++ tables: errors.Is(err,
+// ErrUnavailable) exactly for fail_over, and Action(err) that action.
 
 type conformanceRow struct {
 	Name string `json:"name"`
@@ -104,7 +107,30 @@ func readRegionWords(t *testing.T, dir string) regionWords {
 	return words
 }
 
+// cppActions is {code: action} of the library's error codes, from the C++ tables.
+func cppActions(t *testing.T) map[string]string {
+	t.Helper()
+	out, err := exec.Command(os.Getenv("SNOWFLAKE_CONFORMANCE_FIXTURE"), "--vocabulary").Output()
+	if err != nil {
+		t.Fatalf("conformance_fixture --vocabulary: %v", err)
+	}
+	var cpp struct {
+		Errors  []string `json:"errors"`
+		Actions []string `json:"error_actions"`
+	}
+	if err := json.Unmarshal(out, &cpp); err != nil || len(cpp.Errors) != len(cpp.Actions) {
+		t.Fatalf("conformance_fixture --vocabulary: %v (%d codes, %d actions)", err,
+			len(cpp.Errors), len(cpp.Actions))
+	}
+	actions := make(map[string]string, len(cpp.Errors))
+	for i, code := range cpp.Errors {
+		actions[code] = cpp.Actions[i]
+	}
+	return actions
+}
+
 func TestConformanceTable(t *testing.T) {
+	actions := cppActions(t)
 	data, err := os.ReadFile(conformanceCases)
 	if err != nil {
 		t.Fatal(err)
@@ -191,6 +217,16 @@ func TestConformanceTable(t *testing.T) {
 			}
 			if stage != expect.Stage || code != expect.Code {
 				t.Fatalf("got %s: %s (%s), want %s: %s", stage, code, message, expect.Stage, expect.Code)
+			}
+			if expect.Code != "ok" {
+				action, known := actions[expect.Code]
+				if !known {
+					t.Fatalf("%s is no library error code of the vocabulary", expect.Code)
+				}
+				if errors.Is(err, ErrUnavailable) != (action == "fail_over") || Action(err) != action {
+					t.Errorf("%s (action %s): errors.Is(err, ErrUnavailable) %v, Action %q",
+						expect.Code, action, errors.Is(err, ErrUnavailable), Action(err))
+				}
 			}
 			if !strings.Contains(message, expect.MessageContains) {
 				t.Errorf("message %q lacks %q", message, expect.MessageContains)

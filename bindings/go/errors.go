@@ -13,8 +13,8 @@ type Error struct {
 
 func (e *Error) Error() string { return "snowflake: " + e.Code + ": " + e.Message }
 
-// Is matches the sentinel of e's status, and ErrUnavailable for every status that means
-// the daemon cannot serve now (fail over or retry).
+// Is matches the sentinel of e's status, and ErrUnavailable for every status whose action
+// is fail_over (the daemon cannot serve now; another may). ErrRingEmpty is not one of them.
 func (e *Error) Is(target error) bool {
 	if e == target {
 		return true
@@ -28,7 +28,7 @@ func (e *Error) Is(target error) bool {
 	return false
 }
 
-// The library's statuses: the vocabulary's error codes 1..16
+// The library's statuses: the vocabulary's error codes 1..17
 // (protocol/vocabulary.h, ErrorCode), which the C ABI's sf_status, the C++
 // ClientError (plus one), the HTTP front and snowflakectl share. The conformance suite
 // checks this table against the C++ one (tests/conformance).
@@ -49,8 +49,9 @@ const (
 	statusTimedOut              = 14
 	statusSystemError           = 15
 	statusTimeOutOfRange        = 16
+	statusRingEmpty             = 17
 	// The last status: sentinels has one entry per status up to it.
-	lastStatus = statusTimeOutOfRange
+	lastStatus = statusRingEmpty
 )
 
 // Indexed by status; index 0 is no error.
@@ -58,7 +59,7 @@ var statusCodes = [...]string{"ok", "invalid_service_name", "invalid_argument",
 	"daemon_not_running", "permission_denied", "incompatible_version", "corrupt_segment",
 	"untrusted_segment", "daemon_starting", "daemon_paused", "daemon_out_of_service",
 	"daemon_stopped", "daemon_not_heartbeating", "daemon_dead", "timed_out", "system_error",
-	"time_out_of_range"}
+	"time_out_of_range", "ring_empty"}
 
 // statusCode is the vocabulary's code of a status, "unknown_status" past the table.
 func statusCode(status int) string {
@@ -86,10 +87,16 @@ var (
 	ErrTimedOut              = errors.New("snowflake: timed out")
 	ErrSystem                = errors.New("snowflake: system error")
 	ErrTimeOutOfRange        = errors.New("snowflake: time out of range")
+	// ErrRingEmpty: the ring stayed empty for the whole timeout while the daemon looked
+	// healthy. It is alive and refilling (a hung daemon is ErrDaemonNotHeartbeating by
+	// then): retry here. Not ErrUnavailable, so a caller that fails over on those does not
+	// leave a healthy daemon because its ring was briefly empty.
+	ErrRingEmpty = errors.New("snowflake: ring empty")
 
-	// ErrUnavailable matches every error meaning the daemon cannot hand out IDs now:
-	// not running, starting, paused, out of service, stopped, not heartbeating, dead,
-	// timed out.
+	// ErrUnavailable matches every error whose action is fail_over, meaning this host's
+	// daemon cannot hand out IDs now and another may: not running, starting, paused, out
+	// of service, stopped, not heartbeating, dead, timed out (a ring of IDs too old to
+	// hand out).
 	ErrUnavailable = errors.New("snowflake: daemon unavailable")
 
 	// ErrClosed is returned by calls on a closed Client; it is also ErrInvalidArgument.
@@ -99,7 +106,8 @@ var (
 var sentinels = []error{nil, ErrInvalidServiceName, ErrInvalidArgument, ErrDaemonNotRunning,
 	ErrPermissionDenied, ErrIncompatibleVersion, ErrCorruptSegment, ErrUntrustedSegment,
 	ErrDaemonStarting, ErrDaemonPaused, ErrDaemonOutOfService, ErrDaemonStopped,
-	ErrDaemonNotHeartbeating, ErrDaemonDead, ErrTimedOut, ErrSystem, ErrTimeOutOfRange}
+	ErrDaemonNotHeartbeating, ErrDaemonDead, ErrTimedOut, ErrSystem, ErrTimeOutOfRange,
+	ErrRingEmpty}
 
 // What a caller does about each status: the vocabulary's action column
 // (protocol/vocabulary.h, sf_status_action), indexed by status; index 0 is no error. The
@@ -107,12 +115,13 @@ var sentinels = []error{nil, ErrInvalidServiceName, ErrInvalidArgument, ErrDaemo
 var statusActions = [...]string{"none", "fix_the_call", "fix_the_call", "fail_over",
 	"fix_the_host", "fix_the_host", "fix_the_host", "fix_the_host", "fail_over", "fail_over",
 	"fail_over", "fail_over", "fail_over", "fail_over", "fail_over", "fix_the_host",
-	"fix_the_call"}
+	"fix_the_call", "retry_here"}
 
 // Action is what a caller does about err, the same in every language: "fail_over" (this
 // host's daemon cannot serve now, another may: exactly the errors matching
-// ErrUnavailable), "retry_here", "fix_the_call" or "fix_the_host"; "none" for nil and
-// "fix_the_host" for an error not of this package.
+// ErrUnavailable), "retry_here" (ErrRingEmpty: take again from this Client),
+// "fix_the_call" or "fix_the_host"; "none" for nil and "fix_the_host" for an error not of
+// this package.
 func Action(err error) string {
 	if err == nil {
 		return "none"

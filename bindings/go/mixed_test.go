@@ -122,7 +122,7 @@ func mixedGoTaker(args []string) int {
 	// delay its heartbeat past its liveness limit) is retried, as a service would.
 	retries := 0
 	unavailable := func(err error) bool {
-		if !errors.Is(err, ErrUnavailable) || retries > 30000 {
+		if !(errors.Is(err, ErrUnavailable) || errors.Is(err, ErrRingEmpty)) || retries > 30000 {
 			return false
 		}
 		retries++

@@ -643,14 +643,22 @@ func TestTakeFromAStoppedProcessFailsWithErrDaemonNotHeartbeating(t *testing.T) 
 	wantError(t, err, ErrDaemonNotHeartbeating, 12, "daemon_not_heartbeating")
 }
 
-func TestTakeFromAnEmptyRingWithoutWaitingTimesOut(t *testing.T) {
+// A healthy daemon's ring found empty is ErrRingEmpty (retry here), not a failover.
+func TestTakeFromAnEmptyRingWithoutWaitingIsErrRingEmpty(t *testing.T) {
 	c := open(t, startDaemon(t), WithTimeout(0))
 	ids := make([]uint64, 1<<20)
 	var err error
 	for i := 0; i < 1_000_000 && err == nil; i++ {
 		_, err = c.NextBatch(ids)
 	}
-	wantError(t, err, ErrTimedOut, 14, "timed_out")
+	e := wantError(t, err, ErrRingEmpty, 17, "ring_empty")
+	if errors.Is(err, ErrUnavailable) || errors.Is(err, ErrTimedOut) || Action(err) != "retry_here" {
+		t.Errorf("ErrUnavailable %v, ErrTimedOut %v, action %q", errors.Is(err, ErrUnavailable),
+			errors.Is(err, ErrTimedOut), Action(err))
+	}
+	if !strings.HasSuffix(e.Message, "retry here") {
+		t.Errorf("message %q does not end with retry here", e.Message)
+	}
 }
 
 // Two processes (this test binary again) x 4 goroutines take 1 M IDs (100 k with -short):
@@ -744,7 +752,8 @@ func stressWorker() int {
 				if retryUntil.IsZero() {
 					retryUntil = time.Now().Add(30 * time.Second)
 				}
-				if !errors.Is(err, ErrUnavailable) || time.Now().After(retryUntil) {
+				if !(errors.Is(err, ErrUnavailable) || errors.Is(err, ErrRingEmpty)) ||
+					time.Now().After(retryUntil) {
 					return false
 				}
 				time.Sleep(time.Millisecond)
@@ -949,5 +958,11 @@ func TestActionIsTheVocabularysAndErrUnavailableFollowsIt(t *testing.T) {
 	}
 	if Action(fmt.Errorf("wrapped: %w", newError(statusDaemonPaused, "m"))) != "fail_over" {
 		t.Error("a wrapped paused error is not fail_over")
+	}
+	ringEmpty := fmt.Errorf("wrapped: %w", newError(statusRingEmpty, "m"))
+	if Action(ringEmpty) != "retry_here" || errors.Is(ringEmpty, ErrUnavailable) ||
+		!errors.Is(ringEmpty, ErrRingEmpty) {
+		t.Errorf("ring_empty: action %q, ErrUnavailable %v, ErrRingEmpty %v", Action(ringEmpty),
+			errors.Is(ringEmpty, ErrUnavailable), errors.Is(ringEmpty, ErrRingEmpty))
 	}
 }
