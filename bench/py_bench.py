@@ -57,7 +57,7 @@ def per_call_ns(fn, calls, burst=BURST, client=None, ids_per_call=1):
         try:
             for _ in range(n):
                 fn()
-        except snowflake.UnavailableError:
+        except (snowflake.UnavailableError, snowflake.RingEmptyError):
             outage_since = outage_since or time.monotonic()
             if time.monotonic() - outage_since > 5:
                 raise

@@ -250,9 +250,10 @@ PYBIND11_MODULE(_snowflake, m) {
   // Every error status with its code (sf_status_str, the vocabulary's) and its action
   // (sf_status_action: "fail_over", ...), so the tests can check that __init__.py maps
   // each to its exception class, and that exactly the fail-over codes are UnavailableError.
+  // SF_RING_EMPTY is the last status (snowflake.h appends new ones).
   m.def("_error_codes", [] {
     py::list codes;
-    for (int s = SF_INVALID_SERVICE_NAME; s <= SF_TIME_OUT_OF_RANGE; ++s) {
+    for (int s = SF_INVALID_SERVICE_NAME; s <= SF_RING_EMPTY; ++s) {
       const auto status = static_cast<sf_status>(s);
       codes.append(
           py::make_tuple(s, sf_status_str(status), sf_action_str(sf_status_action(status))));

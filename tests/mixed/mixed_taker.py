@@ -56,7 +56,7 @@ def main():
                     ids = client.next_batch(min(rng.randint(1, 1000), count - taken))
                     pending.extend(ids)
                     taken += len(ids)
-            except snowflake.UnavailableError:
+            except (snowflake.UnavailableError, snowflake.RingEmptyError):
                 retries += 1
                 if retries > 30000:
                     raise

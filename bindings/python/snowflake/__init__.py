@@ -28,8 +28,9 @@ __all__ = [
     "Error", "InvalidServiceNameError", "InvalidArgumentError", "TimeOutOfRangeError",
     "UnavailableError", "DaemonNotRunningError", "DaemonStartingError", "DaemonPausedError",
     "DaemonOutOfServiceError", "DaemonStoppedError", "DaemonNotHeartbeatingError",
-    "DaemonDeadError", "TimedOutError", "PermissionDeniedError", "IncompatibleVersionError",
-    "CorruptSegmentError", "UntrustedSegmentError", "SystemFailureError",
+    "DaemonDeadError", "TimedOutError", "RingEmptyError", "PermissionDeniedError",
+    "IncompatibleVersionError", "CorruptSegmentError", "UntrustedSegmentError",
+    "SystemFailureError",
 ]
 
 _UTC = _datetime.timezone.utc
@@ -40,7 +41,8 @@ class Error(Exception):
     """Any error of libsnowflake. message: what happened and what to do; code: a stable name
     ("daemon_paused"); status: the C ABI's sf_status number; action: what a caller does
     about it, the same in every language (sf_status_action): "fail_over" (exactly the
-    UnavailableError classes), "fix_the_call" (the ValueError ones) or "fix_the_host"."""
+    UnavailableError classes), "retry_here" (RingEmptyError), "fix_the_call" (the
+    ValueError ones) or "fix_the_host"."""
 
     action = "fix_the_host"
 
@@ -105,7 +107,17 @@ class DaemonDeadError(UnavailableError):
 
 
 class TimedOutError(UnavailableError):
-    """The ring stayed empty for the whole timeout while the daemon looked healthy."""
+    """The ring held only IDs too old to hand out for the whole timeout (the daemon is not
+    draining it), or the daemon did not hand over its consumer region in time."""
+
+
+class RingEmptyError(Error):
+    """The ring stayed empty for the whole timeout while the daemon looked healthy: it is
+    alive and refilling (a hung daemon is DaemonNotHeartbeatingError by then). Retry here;
+    not an UnavailableError, so a caller that fails over on those does not leave a healthy
+    daemon for a ring that was briefly empty."""
+
+    action = "retry_here"
 
 
 class PermissionDeniedError(Error):
@@ -147,6 +159,7 @@ _ERRORS = {
     "timed_out": TimedOutError,
     "system_error": SystemFailureError,
     "time_out_of_range": TimeOutOfRangeError,
+    "ring_empty": RingEmptyError,
 }
 _snowflake._register_errors(_ERRORS)
 
@@ -233,7 +246,7 @@ class Client(_snowflake._Client):
     /run/snowflaked). remotes: other daemons' HTTP fronts for failover, "host:port",
     "http://host:port" or "https://host:port" strings or one comma-separated string (None:
     $SNOWFLAKE_REMOTES; [] or "": none, whatever the environment says). timeout: seconds a
-    take waits on an empty ring before TimedOutError (None: 0.1). remotes_ca: the CA file
+    take waits on an empty ring before RingEmptyError (None: 0.1). remotes_ca: the CA file
     (PEM) https:// remotes must verify against (None: $SNOWFLAKE_REMOTES_CA, else the
     system's CAs); remotes_cert and
     remotes_key: this client's certificate and key (PEM) for fronts with mutual TLS (None:

@@ -75,7 +75,8 @@ class Daemon:
                     client.next()
                 return self
             except (snowflake.DaemonNotRunningError, snowflake.DaemonStartingError,
-                    snowflake.TimedOutError, snowflake.DaemonNotHeartbeatingError) as e:
+                    snowflake.TimedOutError, snowflake.RingEmptyError,
+                    snowflake.DaemonNotHeartbeatingError) as e:
                 last = e
                 time.sleep(0.02)
         pytest.fail(f"snowflaked not serving after {timeout} s ({last}): {self.log()}")

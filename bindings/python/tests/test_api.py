@@ -323,17 +323,21 @@ def test_take_from_a_stopped_daemon_raises_daemon_stopped(daemon):
     assert e.value.code == "daemon_stopped" and e.value.status == 11
 
 
-def test_take_from_an_empty_ring_without_waiting_times_out(daemon):
+def test_take_from_an_empty_ring_without_waiting_raises_ring_empty(daemon):
+    # A healthy daemon's ring found empty: retry here, not a failover.
     with snowflake.Client("orders", runtime_dir=daemon.runtime_dir, timeout=0) as client:
-        with pytest.raises(snowflake.TimedOutError) as e:
+        with pytest.raises(snowflake.RingEmptyError) as e:
             for _ in range(1000):
                 client.next_batch(1 << 20)
-    assert e.value.code == "timed_out" and e.value.status == 14
+    assert e.value.code == "ring_empty" and e.value.status == 17
+    assert e.value.action == "retry_here"
+    assert not isinstance(e.value, snowflake.UnavailableError)
+    assert e.value.message.endswith("retry here"), e.value.message
 
 
 def test_a_batch_cut_short_by_an_error_returns_the_ids_it_took(daemon):
     # timeout=0: a batch larger than the ring takes what the ring holds, then finds it
-    # empty (timed_out). What it took comes back, never thrown away; the error is raised by
+    # empty (ring_empty). What it took comes back, never thrown away; the error is raised by
     # a call that finds the ring empty before taking anything.
     with snowflake.Client("orders", runtime_dir=daemon.runtime_dir) as client:
         client.next()  # the daemon is awake and fills its ring
@@ -342,7 +346,7 @@ def test_a_batch_cut_short_by_an_error_returns_the_ids_it_took(daemon):
             assert time.monotonic() < deadline, "the ring stayed empty"
     with snowflake.Client("orders", runtime_dir=daemon.runtime_dir, timeout=0) as client:
         returned = []
-        with pytest.raises(snowflake.TimedOutError):
+        with pytest.raises(snowflake.RingEmptyError):
             for _ in range(1000):
                 batch = client.next_batch(1 << 20)
                 assert 1 <= len(batch) < 1 << 20
@@ -373,6 +377,14 @@ def test_every_library_code_has_its_own_exception_class():
     assert set(snowflake._ERRORS) == {code for _, code, _ in codes}
     for cls in classes:
         assert issubclass(cls, snowflake.Error)
+
+
+def test_ring_empty_is_its_own_class_to_retry_here():
+    cls = snowflake._ERRORS["ring_empty"]
+    assert cls is snowflake.RingEmptyError and cls.action == "retry_here"
+    assert issubclass(cls, snowflake.Error) and not issubclass(cls, snowflake.UnavailableError)
+    assert snowflake.TimedOutError.action == "fail_over"
+    assert ("ring_empty" in {code for _, code, _ in snowflake._snowflake._error_codes()})
 
 
 def test_exactly_the_fail_over_codes_are_unavailable_errors():

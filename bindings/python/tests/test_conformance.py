@@ -1,6 +1,10 @@
 """The takers' conformance table (tests/conformance/cases.json) for the Python module: every
 row, from the fixtures conformance_fixture writes ($SNOWFLAKE_CONFORMANCE_FIXTURE; ctest
-sets it). The C++ client and the Go package run the same rows."""
+sets it). The C++ client and the Go, Java and Node.js packages run the same rows. For a row
+that expects an error, the exception's class must follow the vocabulary's action for its
+code (conformance_fixture --vocabulary): an UnavailableError exactly for fail_over."""
+
+import functools
 
 import json
 import os
@@ -42,15 +46,24 @@ def _region_words(directory):
     return json.loads(out)
 
 
+@functools.cache
+def _actions():
+    """{code: action} of the library's error codes, from the C++ tables."""
+    tool = os.environ["SNOWFLAKE_CONFORMANCE_FIXTURE"]
+    vocabulary = json.loads(subprocess.run([tool, "--vocabulary"], check=True,
+                                           capture_output=True, text=True).stdout)
+    return dict(zip(vocabulary["errors"], vocabulary["error_actions"]))
+
+
 def _run(row, directory):
-    """Opens, applies after_open, takes, closes: (stage, code, message, ids, published)."""
+    """Opens, applies after_open, takes, closes: (stage, code, message, ids, published, error)."""
     published = _fixture(row["name"], directory)
     take = row["take"]
     try:
         client = snowflake.Client("conformance", runtime_dir=str(directory), remotes=[],
                                   timeout=take.get("timeout_ms", 100) / 1000)
     except snowflake.Error as e:
-        return "open", e.code, e.message, [], published
+        return "open", e.code, e.message, [], published, e
     with client:
         if "after_open" in row:
             published = _fixture(row["name"], directory, after_open=True) or published
@@ -60,8 +73,8 @@ def _run(row, directory):
             else:
                 ids = list(client.next_batch(take["count"]))
         except snowflake.Error as e:
-            return "take", e.code, e.message, [], published
-    return "take", "ok", "", ids, published
+            return "take", e.code, e.message, [], published, e
+    return "take", "ok", "", ids, published, None
 
 
 @pytest.mark.parametrize("row", _TABLE["cases"], ids=[r["name"] for r in _TABLE["cases"]])
@@ -71,8 +84,13 @@ def test_row(row, tmp_path):
         print(f"{row['name']}: this taker's own expectation, because: {row['why']}")
     unknown = set(expect) - _KNOWN_EXPECT_KEYS
     assert not unknown, f"expect keys {sorted(unknown)} are not checked by this runner: add their checks"
-    stage, code, message, ids, published = _run(row, tmp_path)
+    stage, code, message, ids, published, error = _run(row, tmp_path)
     assert (stage, code) == (expect["stage"], expect["code"]), message
+    if expect["code"] != "ok":
+        action = _actions()[expect["code"]]
+        assert isinstance(error, snowflake.UnavailableError) == (action == "fail_over"), (
+            f"{expect['code']} (action {action}) raised {type(error).__name__}")
+        assert error.action == action, f"{type(error).__name__}.action is {error.action}"
     assert expect.get("message_contains", "") in message
     if "count" in expect:
         assert len(ids) == expect["count"]
