@@ -77,7 +77,7 @@ public final class JavaBench {
       long start = System.nanoTime();
       try {
         for (int i = 0; i < n; i++) acc += fn.getAsLong();
-      } catch (UnavailableException e) {  // PausedException is one
+      } catch (UnavailableException | RingEmptyException e) {  // PausedException is one
         if (outageSince == 0) outageSince = System.nanoTime();
         if (System.nanoTime() - outageSince > 5_000_000_000L) throw e;
         continue;

@@ -307,7 +307,7 @@ JNIEXPORT jint JNICALL Java_example_snowflaked_Native_floor(JNIEnv*, jclass, jin
 JNIEXPORT jobjectArray JNICALL Java_example_snowflaked_Native_errorCodes(JNIEnv* env, jclass) {
   try {
     std::vector<std::string> names;
-    for (int s = SF_INVALID_SERVICE_NAME; s <= SF_TIME_OUT_OF_RANGE; ++s) {
+    for (int s = SF_INVALID_SERVICE_NAME; s <= SF_RING_EMPTY; ++s) {
       names.emplace_back(sf_status_str(static_cast<sf_status>(s)));
     }
     return NewStrings(env, names);
@@ -325,7 +325,7 @@ JNIEXPORT jint JNICALL Java_example_snowflaked_Native_maxBatch(JNIEnv*, jclass) 
 JNIEXPORT jobjectArray JNICALL Java_example_snowflaked_Native_errorActions(JNIEnv* env, jclass) {
   try {
     std::vector<std::string> actions;
-    for (int s = SF_INVALID_SERVICE_NAME; s <= SF_TIME_OUT_OF_RANGE; ++s) {
+    for (int s = SF_INVALID_SERVICE_NAME; s <= SF_RING_EMPTY; ++s) {
       actions.emplace_back(sf_action_str(sf_status_action(static_cast<sf_status>(s))));
     }
     return NewStrings(env, actions);

@@ -30,7 +30,9 @@ import java.util.Arrays;
  *
  * <p>Errors are {@link SnowflakeException}s: {@link UnavailableException} (with its
  * subclass {@link PausedException}) is exactly the ones to fail over on, as in every
- * language ({@link SnowflakeException#action()} is "fail_over").
+ * language ({@link SnowflakeException#action()} is "fail_over"); a {@link
+ * RingEmptyException} ("retry_here") is a ring that stayed empty for the wait while the
+ * daemon looked healthy: take again here.
  */
 public final class SnowflakeClient implements AutoCloseable {
   /**
@@ -108,7 +110,10 @@ public final class SnowflakeClient implements AutoCloseable {
    * @throws PausedException daemon_paused, daemon_starting (an UnavailableException)
    * @throws UnavailableException daemon_stopped, daemon_out_of_service,
    *     daemon_not_heartbeating, daemon_dead (each within about a millisecond of finding
-   *     the ring empty), timed_out (the ring stayed empty for the wait timeout)
+   *     the ring empty), timed_out (the ring held only IDs too old to hand out for the
+   *     wait timeout: the daemon is not draining it)
+   * @throws RingEmptyException ring_empty: the ring stayed empty for the wait timeout
+   *     while the daemon looked healthy; retry here
    * @throws SnowflakeException invalid_argument if the client is closed
    */
   public long next() {

@@ -13,10 +13,13 @@ package example.snowflaked;
  *   <li>{@link UnavailableException}: "fail_over", this host's daemon cannot serve now and
  *       another may (daemon_not_running, daemon_starting, daemon_paused,
  *       daemon_out_of_service, daemon_stopped, daemon_not_heartbeating, daemon_dead,
- *       timed_out). Catch it to fail over.
+ *       timed_out: the ring held only IDs too old to hand out). Catch it to fail over.
  *   <li>{@link PausedException}, an UnavailableException: the daemon is alive and serves
  *       again by itself (daemon_paused, daemon_starting), for a caller that would rather
  *       wait than fail over.
+ *   <li>{@link RingEmptyException}: "retry_here", the ring stayed empty for the wait
+ *       timeout while the daemon looked healthy (ring_empty): it is refilling, so take
+ *       again here. Not an UnavailableException.
  * </ul>
  *
  * Every other code is a plain SnowflakeException: "fix_the_call" (invalid_service_name,
@@ -34,11 +37,12 @@ public class SnowflakeException extends RuntimeException {
   /**
    * An error of the library's vocabulary, for callers that make one (a wrapper, a test
    * double): its action is the vocabulary's for {@code status}. A status whose action is
-   * "fail_over" is an {@link UnavailableException} (or a {@link PausedException}), so it is
-   * refused here, as is a code that is not the status's.
+   * "fail_over" is an {@link UnavailableException} (or a {@link PausedException}), and
+   * ring_empty is a {@link RingEmptyException}, so they are refused here, as is a code that
+   * is not the status's.
    *
-   * @throws IllegalArgumentException for a status outside 1..16, a code that is not
-   *     {@code status}'s, or a status to fail over from
+   * @throws IllegalArgumentException for a status outside 1..17, a code that is not
+   *     {@code status}'s, a status to fail over from, or ring_empty
    */
   public SnowflakeException(String code, int status, String message) {
     this(code, status, actionOf(code, status), message);
@@ -59,6 +63,10 @@ public class SnowflakeException extends RuntimeException {
       throw new IllegalArgumentException("\"" + code + "\" is an error to fail over from: "
           + "make an UnavailableException (or a PausedException) of it");
     }
+    if (code.equals("ring_empty")) {
+      throw new IllegalArgumentException("\"ring_empty\" has its class: make a "
+          + "RingEmptyException of it");
+    }
     return action;
   }
 
@@ -74,14 +82,14 @@ public class SnowflakeException extends RuntimeException {
     return code;
   }
 
-  /** The C ABI's sf_status value (1..16). */
+  /** The C ABI's sf_status value (1..17). */
   public int status() {
     return status;
   }
 
   /**
    * What a caller does: "fail_over" (exactly the {@link UnavailableException}s),
-   * "retry_here", "fix_the_call" or "fix_the_host".
+   * "retry_here" (a {@link RingEmptyException}), "fix_the_call" or "fix_the_host".
    */
   public String action() {
     return action;
@@ -94,10 +102,15 @@ public class SnowflakeException extends RuntimeException {
 
   /** Called by the native library: the class for the action, then the code. */
   static SnowflakeException fromNative(int status, String code, String action, String message) {
-    if (!action.equals("fail_over")) return new SnowflakeException(code, status, action, message);
-    return switch (code) {
-      case "daemon_paused", "daemon_starting" -> new PausedException(code, status, message);
-      default -> new UnavailableException(code, status, message);
+    return switch (action) {
+      case "fail_over" -> switch (code) {
+        case "daemon_paused", "daemon_starting" -> new PausedException(code, status, message);
+        default -> new UnavailableException(code, status, message);
+      };
+      case "retry_here" -> code.equals("ring_empty")
+          ? new RingEmptyException(code, status, message)
+          : new SnowflakeException(code, status, action, message);
+      default -> new SnowflakeException(code, status, action, message);
     };
   }
 

@@ -2,6 +2,7 @@ package example.snowflaked;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -12,6 +13,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
@@ -379,7 +381,7 @@ class ApiTest {
   void everyErrorCodeMapsToItsClass() {
     String[] codes = Native.errorCodes();
     String[] actions = Native.errorActions();
-    assertEquals(16, codes.length);
+    assertEquals(17, codes.length);
     assertEquals(codes.length, actions.length);
     for (int i = 0; i < codes.length; i++) {
       SnowflakeException error = SnowflakeException.fromNative(i + 1, codes[i], actions[i], "m");
@@ -387,6 +389,7 @@ class ApiTest {
         case "daemon_not_running", "daemon_stopped", "daemon_dead", "daemon_not_heartbeating",
             "daemon_out_of_service", "timed_out" -> UnavailableException.class;
         case "daemon_paused", "daemon_starting" -> PausedException.class;
+        case "ring_empty" -> RingEmptyException.class;
         default -> SnowflakeException.class;
       };
       assertEquals(expected, error.getClass(), codes[i]);
@@ -413,14 +416,64 @@ class ApiTest {
         IllegalArgumentException refused = assertThrows(IllegalArgumentException.class,
             () -> new SnowflakeException(code, status, "m"));
         assertTrue(refused.getMessage().contains("UnavailableException"), refused.getMessage());
+      } else if (code.equals("ring_empty")) {
+        IllegalArgumentException refused = assertThrows(IllegalArgumentException.class,
+            () -> new SnowflakeException(code, status, "m"));
+        assertTrue(refused.getMessage().contains("RingEmptyException"), refused.getMessage());
       } else {
         assertEquals(actions[i], new SnowflakeException(code, status, "m").action(), code);
       }
     }
     assertThrows(IllegalArgumentException.class, () -> new SnowflakeException("x", 0, "m"));
-    assertThrows(IllegalArgumentException.class, () -> new SnowflakeException("x", 17, "m"));
+    assertThrows(IllegalArgumentException.class, () -> new SnowflakeException("x", 18, "m"));
     assertThrows(IllegalArgumentException.class,
         () -> new SnowflakeException("invalid_argument", 1, "m"));
+  }
+
+  // ring_empty (status 17, the C ABI's SF_RING_EMPTY) says retry here: a
+  // RingEmptyException, a SnowflakeException that is not an UnavailableException, so a
+  // caller's failover does not catch it.
+  @Test
+  void ringEmptyIsItsOwnClassToRetryHere() {
+    String[] codes = Native.errorCodes();
+    assertEquals("ring_empty", codes[16]);
+    assertEquals("retry_here", Native.errorActions()[16]);
+    SnowflakeException error = SnowflakeException.fromNative(17, "ring_empty", "retry_here", "m");
+    assertTrue(error instanceof RingEmptyException, error.toString());
+    assertFalse(error instanceof UnavailableException, error.toString());
+    assertEquals("retry_here", error.action());
+    assertEquals(17, error.status());
+    assertEquals("fail_over", SnowflakeException.fromNative(14, "timed_out", "fail_over", "m")
+        .action());
+  }
+
+  // A take that finds a healthy daemon's ring empty for its whole wait: ring_empty, thrown
+  // as a RingEmptyException. The segment is the conformance table's
+  // empty_ring_without_waiting row (an empty ring, a heartbeat fresh for 10 s, the region
+  // served), so no refill can race the take.
+  @Test
+  void anEmptyRingOfAHealthyDaemonIsRingEmpty() throws Exception {
+    Path directory = Files.createTempDirectory(Path.of("/tmp"), "sf-java-empty-");
+    try {
+      ConformanceTest.fixture("empty_ring_without_waiting", directory, false);
+      try (SnowflakeClient sut = SnowflakeClient.open("orders", new Options()
+          .withRuntimeDir(directory).withRemotes(List.of()))) {
+        for (RingEmptyException error : List.of(assertThrows(RingEmptyException.class, sut::next),
+            assertThrows(RingEmptyException.class, () -> sut.nextBatch(8)))) {
+          assertEquals("ring_empty", error.code());
+          assertEquals(17, error.status());
+          assertEquals("retry_here", error.action());
+          SnowflakeException thrown = error;
+          assertFalse(thrown instanceof UnavailableException, "a failover would catch it");
+          assertTrue(error.getMessage().contains("no ID within 100 ms"), error.getMessage());
+          assertTrue(error.getMessage().endsWith("retry here"), error.getMessage());
+        }
+      }
+    } finally {
+      try (var paths = Files.walk(directory)) {
+        paths.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+      }
+    }
   }
 
   @Test

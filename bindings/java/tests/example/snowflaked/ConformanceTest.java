@@ -1,6 +1,7 @@
 package example.snowflaked;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.google.gson.JsonArray;
@@ -13,6 +14,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -25,11 +27,38 @@ import org.junit.jupiter.api.TestFactory;
 /**
  * The takers' conformance table (tests/conformance/cases.json) for the Java package: every
  * row, from the fixtures conformance_fixture writes ($SNOWFLAKE_CONFORMANCE_FIXTURE; ctest
- * sets it). The C++ client, Python and Go run the same rows.
+ * sets it). The C++ client, Python, Go and Node.js run the same rows. For a row that
+ * expects an error, the exception's class must follow the vocabulary's action for its code
+ * (conformance_fixture --vocabulary): an UnavailableException exactly for fail_over.
  */
 class ConformanceTest {
-  /** What one row gave: the stage, the code, the message, the IDs, the published IDs. */
-  record Outcome(String stage, String code, String message, List<Long> ids, List<Long> published) {}
+  /**
+   * What one row gave: the stage, the code, the message, the IDs, the published IDs, and the
+   * exception (null without one).
+   */
+  record Outcome(String stage, String code, String message, List<Long> ids, List<Long> published,
+      SnowflakeException error) {}
+
+  private static Map<String, String> actions;
+
+  /** {code: action} of the library's error codes, from the C++ tables. */
+  static synchronized Map<String, String> actions() throws Exception {
+    if (actions != null) return actions;
+    Process process = new ProcessBuilder(TestDaemon.env("SNOWFLAKE_CONFORMANCE_FIXTURE"),
+        "--vocabulary").redirectError(ProcessBuilder.Redirect.INHERIT).start();
+    String out = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    assertTrue(process.waitFor(30, TimeUnit.SECONDS));
+    assertEquals(0, process.exitValue(), "conformance_fixture --vocabulary failed");
+    JsonObject vocabulary = JsonParser.parseString(out).getAsJsonObject();
+    JsonArray codes = vocabulary.getAsJsonArray("errors");
+    JsonArray codeActions = vocabulary.getAsJsonArray("error_actions");
+    Map<String, String> read = new HashMap<>();
+    for (int i = 0; i < codes.size(); i++) {
+      read.put(codes.get(i).getAsString(), codeActions.get(i).getAsString());
+    }
+    actions = read;
+    return actions;
+  }
 
   static JsonObject table() throws IOException {
     return JsonParser.parseString(
@@ -63,7 +92,7 @@ class ConformanceTest {
       client = SnowflakeClient.open("conformance", new Options().withRuntimeDir(directory)
           .withWaitTimeoutMs(timeoutMs).withRemotes(List.of()));
     } catch (SnowflakeException e) {
-      return new Outcome("open", e.code(), e.getMessage(), List.of(), published);
+      return new Outcome("open", e.code(), e.getMessage(), List.of(), published, e);
     }
     try (client) {
       if (row.has("after_open")) {
@@ -78,9 +107,9 @@ class ConformanceTest {
           for (long id : client.nextBatch(take.get("count").getAsInt())) ids.add(id);
         }
       } catch (SnowflakeException e) {
-        return new Outcome("take", e.code(), e.getMessage(), List.of(), published);
+        return new Outcome("take", e.code(), e.getMessage(), List.of(), published, e);
       }
-      return new Outcome("take", "ok", "", ids, published);
+      return new Outcome("take", "ok", "", ids, published, null);
     }
   }
 
@@ -145,6 +174,15 @@ class ConformanceTest {
       Outcome outcome = run(row, directory);
       assertEquals(expect.get("stage").getAsString() + "/" + expect.get("code").getAsString(),
           outcome.stage() + "/" + outcome.code(), outcome.message());
+      String code = expect.get("code").getAsString();
+      if (!code.equals("ok")) {
+        String action = actions().get(code);
+        assertNotNull(action, code + " is no library error code of the vocabulary");
+        assertEquals(action.equals("fail_over"), outcome.error() instanceof UnavailableException,
+            code + " (action " + action + ") was thrown as "
+                + outcome.error().getClass().getSimpleName());
+        assertEquals(action, outcome.error().action(), code);
+      }
       if (expect.has("message_contains")) {
         String phrase = expect.get("message_contains").getAsString();
         assertTrue(outcome.message().contains(phrase), outcome.message() + " lacks " + phrase);
