@@ -4,8 +4,9 @@
 // A Client holds two snowflake::Clients of one service, because the event loop must
 // never wait long:
 //   - the sync one (next, nextString, nextBatch, nextBatchInto) waits on an empty ring at most
-//     syncWaitMs and never asks remotes (an HTTP round trip is no bounded wait); a
-//     paused, stopped or dead daemon fails it at once, as every take does;
+//     syncWaitMs (then ring_empty: retry here) and never asks remotes (an HTTP round trip
+//     is no bounded wait); a paused, stopped or dead daemon fails it at once, as every take
+//     does;
 //   - the async one (nextAsync, nextBatchAsync) runs on libuv's worker threads with the
 //     full timeoutMs and the remotes; it is opened on a worker at its first use.
 // Both live in a Native shared by the JavaScript object and every worker in flight, so
@@ -710,7 +711,7 @@ Napi::Value ErrorCodes(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Napi::Array codes = Napi::Array::New(env);
   uint32_t i = 0;
-  for (int s = SF_INVALID_SERVICE_NAME; s <= SF_TIME_OUT_OF_RANGE; ++s) {
+  for (int s = SF_INVALID_SERVICE_NAME; s <= SF_RING_EMPTY; ++s) {
     codes.Set(i++, Napi::String::New(env, sf_status_str(static_cast<sf_status>(s))));
   }
   return codes;
@@ -722,7 +723,7 @@ Napi::Value ErrorActions(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Napi::Array actions = Napi::Array::New(env);
   uint32_t i = 0;
-  for (int s = SF_INVALID_SERVICE_NAME; s <= SF_TIME_OUT_OF_RANGE; ++s) {
+  for (int s = SF_INVALID_SERVICE_NAME; s <= SF_RING_EMPTY; ++s) {
     actions.Set(i++,
                 Napi::String::New(env, sf_action_str(sf_status_action(static_cast<sf_status>(s)))));
   }

@@ -16,9 +16,11 @@ export interface ClientOptions {
   remotesKey?: string;
   /** Heartbeat age limit in ms; 0 (default): the daemon's own liveness setting. */
   maxHeartbeatAgeMs?: number;
-  /** How long a sync call waits on an empty ring, in ms; default 1. */
+  /** How long a sync call waits on an empty ring, in ms; default 1 (it blocks the event
+   * loop). A ring still empty then throws 'ring_empty', whose action is 'retry_here': the
+   * daemon is alive and refilling, so take again (or use nextAsync()); no failover. */
   syncWaitMs?: number;
-  /** How long an async call waits on an empty ring, in ms; default 100. */
+  /** How long an async call waits on an empty ring, in ms; default 100; then 'ring_empty'. */
   timeoutMs?: number;
 }
 
@@ -126,11 +128,22 @@ export declare class Client {
 /** What a caller does about an error, the same in every language (sf_status_action). */
 export type ErrorAction = 'fail_over' | 'retry_here' | 'fix_the_call' | 'fix_the_host';
 
-/** Every error of the library. code: 'daemon_paused', 'timed_out', … (ERROR_CODES);
- * action: 'fail_over' for exactly the codes to fail over on (ERROR_ACTIONS). */
+/** The library's error codes (ERROR_CODES, the C ABI's sf_status_str), each with its
+ * action in ERROR_ACTIONS: 'fail_over' from 'daemon_not_running' to 'timed_out',
+ * 'retry_here' for 'ring_empty' (the ring stayed empty while the daemon looked healthy),
+ * 'fix_the_call' or 'fix_the_host' for the others. */
+export type ErrorCode =
+  | 'invalid_service_name' | 'invalid_argument' | 'daemon_not_running' | 'permission_denied'
+  | 'incompatible_version' | 'corrupt_segment' | 'untrusted_segment' | 'daemon_starting'
+  | 'daemon_paused' | 'daemon_out_of_service' | 'daemon_stopped' | 'daemon_not_heartbeating'
+  | 'daemon_dead' | 'timed_out' | 'system_error' | 'time_out_of_range' | 'ring_empty';
+
+/** Every error of the library. code: 'daemon_paused', 'ring_empty', … (ERROR_CODES; a
+ * newer library's code is any string); action: 'fail_over' for exactly the codes to fail
+ * over on, 'retry_here' for 'ring_empty' (ERROR_ACTIONS). */
 export declare class SnowflakeError extends Error {
   constructor(message: string, code: string);
-  readonly code: string;
+  readonly code: ErrorCode | (string & {});
   readonly action: ErrorAction;
 }
 
@@ -146,5 +159,5 @@ export declare function decode(id: bigint | string, epoch?: Date | number | stri
 export declare function bounds(from: Date | number | string, to: Date | number | string,
                                epoch?: Date | number | string): Bounds;
 export declare const DEFAULT_EPOCH: Date;
-export declare const ERROR_CODES: readonly string[];
-export declare const ERROR_ACTIONS: Readonly<Record<string, ErrorAction>>;
+export declare const ERROR_CODES: readonly ErrorCode[];
+export declare const ERROR_ACTIONS: Readonly<Record<ErrorCode, ErrorAction>>;

@@ -10,7 +10,10 @@
 //   client.close();
 //
 // The sync calls never hold the event loop long: an empty ring is waited on at most
-// syncWaitMs (default 1 ms), and a paused, stopped or dead daemon fails at once.
+// syncWaitMs (default 1 ms), and a paused, stopped or dead daemon fails at once. A ring
+// still empty then fails with 'ring_empty', whose action is 'retry_here': the daemon is
+// alive and refilling (a hung one is 'daemon_not_heartbeating'), so take again, here; it
+// is no reason to fail over.
 // nextAsync() and nextBatchAsync() wait on a worker thread with the full timeoutMs.
 // Every error of the library is a SnowflakeError whose `code` is the library's
 // ('daemon_paused', ...) and whose `action` says what to do ('fail_over', ...); a wrong

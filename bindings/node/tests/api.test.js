@@ -2,6 +2,10 @@
 // Every call of the package and every error it gives, against a real snowflaked.
 
 const assert = require('node:assert/strict');
+const childProcess = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
 const { after, before, describe, test } = require('node:test');
 
 const {
@@ -133,7 +137,7 @@ describe('with a daemon', () => {
 
   test('a nextBatchAsync cut short by an error returns the IDs it took', async () => {
     // timeoutMs 0: a batch larger than the ring takes what the ring holds, then finds it
-    // empty (timed_out). What it took comes back, never thrown away; a call that finds the
+    // empty (ring_empty). What it took comes back, never thrown away; a call that finds the
     // ring empty before taking anything rejects.
     const warm = snowflake.open('orders', opts);
     try {
@@ -161,7 +165,8 @@ describe('with a daemon', () => {
         }
       }
       assert.ok(error, 'no call found the ring empty');
-      assert.equal(error.code, 'timed_out');
+      assert.equal(error.code, 'ring_empty', error.message);
+      assert.equal(error.action, 'retry_here');
       assert.ok(batches > 0, 'the first batch was rejected: the ring was empty after all');
       const status = await client.status();
       assert.equal(status.clientTaken, returned, 'taken IDs were thrown away');
@@ -294,21 +299,69 @@ describe('with a daemon', () => {
     }
   });
 
-  test('a sync call on an empty ring with syncWaitMs 0 fails with timed_out at once, or takes', () => {
+  test('a sync call on an empty ring with syncWaitMs 0 fails with ring_empty at once, or takes', () => {
     // The heartbeat limit of WIDE: this test is about the empty ring.
     const client = snowflake.open('orders',
       { runtimeDir: daemon.runtimeDir, syncWaitMs: 0, maxHeartbeatAgeMs: 10000 });
     try {
-      let timedOut = 0;
+      let empty = 0;
       for (let i = 0; i < 20000; i++) {
         try {
           client.next();
         } catch (e) {
-          assert.equal(e.code, 'timed_out', e.message);
-          timedOut++;
+          assert.equal(e.code, 'ring_empty', e.message);
+          assert.equal(e.action, 'retry_here', e.message);
+          empty++;
         }
       }
-      console.log(`# syncWaitMs 0: ${timedOut} of 20000 takes found the ring empty`);
+      console.log(`# syncWaitMs 0: ${empty} of 20000 takes found the ring empty`);
+    } finally {
+      client.close();
+    }
+  });
+});
+
+// The sync calls wait 1 ms by default (they block the event loop). A ring empty that long
+// while the daemon heartbeats is the daemon refilling: 'ring_empty', action 'retry_here',
+// never a code to fail over on. The segment is the conformance table's
+// empty_ring_without_waiting row (an empty ring, a fresh heartbeat, the region served).
+describe('an empty ring of a healthy daemon', () => {
+  let directory;
+  before(() => {
+    directory = fs.mkdtempSync(path.join(os.tmpdir(), 'sf-node-empty-'));
+    const cases = path.resolve(__dirname, '../../../tests/conformance/cases.json');
+    childProcess.execFileSync(process.env.SNOWFLAKE_CONFORMANCE_FIXTURE, ['--cases', cases,
+      '--case', 'empty_ring_without_waiting', '--dir', directory, '--live-pid', String(process.pid)]);
+  });
+  after(() => fs.rmSync(directory, { recursive: true, force: true }));
+
+  test('a sync take with the default syncWaitMs says ring_empty, to retry here', () => {
+    const client = snowflake.open('empty', { runtimeDir: directory, remotes: [] });
+    try {
+      const calls = [() => client.next(), () => client.nextString(), () => client.nextBatch(8),
+        () => client.nextBatchInto(new BigUint64Array(8))];
+      for (const call of calls) {
+        let error;
+        try {
+          call();
+        } catch (e) {
+          error = e;
+        }
+        assert.ok(error instanceof snowflake.SnowflakeError, `expected a SnowflakeError, got ${error}`);
+        assert.equal(error.code, 'ring_empty', error.message);
+        assert.equal(error.action, 'retry_here', error.message);
+        assert.ok(error.message.includes('no ID within 1 ms'), error.message);
+        assert.ok(error.message.endsWith('retry here'), error.message);
+      }
+    } finally {
+      client.close();
+    }
+  });
+
+  test('an async take waits its timeoutMs and says ring_empty too', async () => {
+    const client = snowflake.open('empty', { runtimeDir: directory, remotes: [], timeoutMs: 20 });
+    try {
+      await assertRejectsCode(client.nextAsync(), 'ring_empty', 'no ID within 20 ms');
     } finally {
       client.close();
     }
@@ -442,7 +495,8 @@ describe('bad arguments', () => {
 
   test('SnowflakeError carries every code of the library', () => {
     assert.ok(snowflake.ERROR_CODES.includes('daemon_paused'));
-    assert.equal(snowflake.ERROR_CODES.length, 16);
+    assert.equal(snowflake.ERROR_CODES.length, 17);
+    assert.equal(snowflake.ERROR_CODES[16], 'ring_empty');
     const e = new snowflake.SnowflakeError('m', 'daemon_paused');
     assert.ok(e instanceof Error);
     assert.equal(e.name, 'SnowflakeError');
@@ -457,6 +511,8 @@ describe('bad arguments', () => {
     for (const code of snowflake.ERROR_CODES) {
       assert.equal(new snowflake.SnowflakeError('m', code).action, snowflake.ERROR_ACTIONS[code], code);
     }
+    assert.equal(snowflake.ERROR_ACTIONS.ring_empty, 'retry_here');
+    assert.equal(new snowflake.SnowflakeError('m', 'ring_empty').action, 'retry_here');
     assert.equal(snowflake.ERROR_ACTIONS.invalid_argument, 'fix_the_call');
     assert.equal(snowflake.ERROR_ACTIONS.permission_denied, 'fix_the_host');
     assert.equal(new snowflake.SnowflakeError('m', 'from_a_newer_library').action, 'fix_the_host');

@@ -4,7 +4,9 @@
 // ctest sets it). The C++ client, Python, Go and Java run the same rows. Every row runs
 // twice: with the sync call (next or nextBatch, syncWaitMs = the row's timeout_ms, default
 // 100) and with the async one (nextAsync or nextBatchAsync on the worker thread,
-// timeoutMs = the same), so both paths give the table's answer.
+// timeoutMs = the same), so both paths give the table's answer. For a row that expects an
+// error, the error's action (error.action, from ERROR_ACTIONS) must be the vocabulary's for
+// its code (conformance_fixture --vocabulary): the one rule for failing over.
 
 const assert = require('node:assert/strict');
 const childProcess = require('node:child_process');
@@ -31,6 +33,17 @@ const KNOWN_EXPECT_KEYS = new Set(['stage', 'code', 'message_contains', 'count',
   'refill_request_min', 'waiters', 'uncounted', 'service_taken']);
 const REGION_KEYS = ['refill_hint', 'refill_request_min', 'waiters', 'uncounted', 'service_taken'];
 
+// {code: action} of the library's error codes, from the C++ tables.
+let actions;
+function vocabularyActions() {
+  if (!actions) {
+    const tool = process.env.SNOWFLAKE_CONFORMANCE_FIXTURE;
+    const vocabulary = JSON.parse(childProcess.execFileSync(tool, ['--vocabulary'], { encoding: 'utf8' }));
+    actions = Object.fromEntries(vocabulary.errors.map((code, i) => [code, vocabulary.error_actions[i]]));
+  }
+  return actions;
+}
+
 // The region's words (refill, waiters, counts), read by the fixture attached to the row's
 // socket as a taker attaches (the region is a memfd: no file to read).
 function regionWords(directory) {
@@ -50,7 +63,7 @@ async function run(row, directory, mode) {
     client = snowflake.open('conformance', { runtimeDir: directory, remotes: [], syncWaitMs: waitMs, timeoutMs: waitMs });
   } catch (e) {
     if (!(e instanceof snowflake.SnowflakeError)) throw e;
-    return { stage: 'open', code: e.code, message: e.message, ids: [], published };
+    return { stage: 'open', code: e.code, message: e.message, ids: [], published, error: e };
   }
   try {
     if (row.after_open) {
@@ -66,7 +79,7 @@ async function run(row, directory, mode) {
       }
     } catch (e) {
       if (!(e instanceof snowflake.SnowflakeError)) throw e;
-      return { stage: 'take', code: e.code, message: e.message, ids: [], published };
+      return { stage: 'take', code: e.code, message: e.message, ids: [], published, error: e };
     }
     return { stage: 'take', code: 'ok', message: '', ids, published };
   } finally {
@@ -86,6 +99,13 @@ for (const [row, mode] of TABLE.cases.flatMap((r) => [[r, 'sync'], [r, 'async']]
     try {
       const got = await run(row, directory, mode);
       assert.deepEqual([got.stage, got.code], [expect.stage, expect.code], got.message);
+      if (expect.code !== 'ok') {
+        const action = vocabularyActions()[expect.code];
+        assert.ok(action, `${expect.code} is no library error code of the vocabulary`);
+        assert.equal(got.error.action, action, `${expect.code}: the error's action`);
+        const { ERROR_ACTIONS } = require(process.env.SNOWFLAKE_NODE_PACKAGE);
+        assert.equal(ERROR_ACTIONS[expect.code], action, `${expect.code}: ERROR_ACTIONS`);
+      }
       assert.ok(got.message.includes(expect.message_contains || ''), `'${got.message}' lacks '${expect.message_contains}'`);
       if ('count' in expect) assert.equal(got.ids.length, expect.count);
       if (expect.ids === 'published') assert.deepEqual(got.ids, got.published.slice(0, got.ids.length));

@@ -15,7 +15,7 @@ const PROCESSES = 2;
 const THREADS = 4;
 const TOTAL = 1_000_000;
 const DEADLINE_MS = 60_000;
-const TRANSIENT = new Set(['timed_out', 'daemon_not_heartbeating', 'daemon_paused']);
+const TRANSIENT = new Set(['ring_empty', 'timed_out', 'daemon_not_heartbeating', 'daemon_paused']);
 
 // A worker thread: takes its share into a shared buffer, checking its own order.
 async function takeShare({ packageDir, runtimeDir, share, buffer, seed }) {

@@ -54,14 +54,19 @@ async function orders(): Promise<void> {
   const range: Bounds = snowflake.bounds(new Date(Date.now() - 3_600_000), Date.now());
   exactly<Equal<typeof range.firstId, bigint>>();
   exactly<Equal<typeof snowflake.DEFAULT_EPOCH, Date>>();
-  exactly<Equal<typeof snowflake.ERROR_CODES, readonly string[]>>();
-  exactly<Equal<typeof snowflake.ERROR_ACTIONS, Readonly<Record<string, snowflake.ErrorAction>>>>();
+  exactly<Equal<typeof snowflake.ERROR_CODES, readonly snowflake.ErrorCode[]>>();
+  exactly<Equal<typeof snowflake.ERROR_ACTIONS, Readonly<Record<snowflake.ErrorCode, snowflake.ErrorAction>>>>();
+  const retryHere: snowflake.ErrorAction = snowflake.ERROR_ACTIONS.ring_empty;
+  const ringEmpty: snowflake.ErrorCode = 'ring_empty';
+  // @ts-expect-error a typo is no error code of the library
+  const typo: snowflake.ErrorCode = 'ring_emtpy';
 
   try {
     client.next();
   } catch (e) {
     if (e instanceof snowflake.SnowflakeError) {
-      exactly<Equal<typeof e.code, string>>();
+      exactly<Equal<typeof e.code, snowflake.ErrorCode | (string & {})>>();
+      if (e.code === 'ring_empty' && e.action === 'retry_here') client.next();  // take again
       exactly<Equal<typeof e.action, 'fail_over' | 'retry_here' | 'fix_the_call' | 'fix_the_host'>>();
     }
   }
