@@ -68,7 +68,7 @@ class PyClient {
   PyClient(const std::string& service, std::optional<std::string> runtime_dir,
            std::optional<std::vector<std::string>> remotes, std::optional<double> timeout,
            std::optional<std::string> remotes_ca, std::optional<std::string> remotes_cert,
-           std::optional<std::string> remotes_key) {
+           std::optional<std::string> remotes_key, std::optional<double> max_heartbeat_age) {
     if (runtime_dir) {
       if (runtime_dir->empty()) {
         RaiseInvalidArgument(
@@ -92,6 +92,17 @@ class PyClient {
                              std::to_string(*timeout));
       }
       options_.wait_timeout = std::chrono::milliseconds(static_cast<int64_t>(*timeout * 1000));
+    }
+    if (max_heartbeat_age) {
+      // Also false for NaN. 0: the daemon's own liveness setting, as None.
+      if (!(*max_heartbeat_age >= 0 && *max_heartbeat_age <= 3600)) {
+        RaiseInvalidArgument(
+            "max_heartbeat_age must be between 0 and 3600 seconds (or None for the daemon's "
+            "own liveness setting), not " +
+            std::to_string(*max_heartbeat_age));
+      }
+      options_.max_heartbeat_age =
+          std::chrono::milliseconds(static_cast<int64_t>(*max_heartbeat_age * 1000));
     }
     tl::expected<snowflake::Client, snowflake::Error> opened = [&] {
       py::gil_scoped_release unlocked;
@@ -265,10 +276,11 @@ PYBIND11_MODULE(_snowflake, m) {
       .def(py::init<const std::string&, std::optional<std::string>,
                     std::optional<std::vector<std::string>>, std::optional<double>,
                     std::optional<std::string>, std::optional<std::string>,
-                    std::optional<std::string>>(),
+                    std::optional<std::string>, std::optional<double>>(),
            py::arg("service"), py::arg("runtime_dir") = py::none(), py::arg("remotes") = py::none(),
            py::arg("timeout") = py::none(), py::arg("remotes_ca") = py::none(),
-           py::arg("remotes_cert") = py::none(), py::arg("remotes_key") = py::none())
+           py::arg("remotes_cert") = py::none(), py::arg("remotes_key") = py::none(),
+           py::arg("max_heartbeat_age") = py::none())
       .def("next", &PyClient::Next)
       .def("next_batch", &PyClient::NextBatch, py::arg("n"))
       .def("_status_json", &PyClient::Status)

@@ -250,11 +250,13 @@ class Client(_snowflake._Client):
     (PEM) https:// remotes must verify against (None: $SNOWFLAKE_REMOTES_CA, else the
     system's CAs); remotes_cert and
     remotes_key: this client's certificate and key (PEM) for fronts with mutual TLS (None:
-    $SNOWFLAKE_REMOTES_CERT and $SNOWFLAKE_REMOTES_KEY, else none).
+    $SNOWFLAKE_REMOTES_CERT and $SNOWFLAKE_REMOTES_KEY, else none). max_heartbeat_age:
+    seconds the daemon's heartbeat may be old before a take says DaemonNotHeartbeatingError
+    (None or 0: the daemon's own liveness setting, from its segment; 50 ms by default).
     """
 
     def __init__(self, service, runtime_dir=None, remotes=None, timeout=None,
-                 remotes_ca=None, remotes_cert=None, remotes_key=None):
+                 remotes_ca=None, remotes_cert=None, remotes_key=None, max_heartbeat_age=None):
         if isinstance(remotes, str):
             remotes = [r for r in remotes.split(",") if r]
         elif remotes is not None:
@@ -262,6 +264,10 @@ class Client(_snowflake._Client):
         if isinstance(timeout, bool) or (timeout is not None and
                                          not isinstance(timeout, (int, float))):
             raise _invalid(f"timeout is seconds (a number), not {type(timeout).__name__}")
+        if isinstance(max_heartbeat_age, bool) or (
+                max_heartbeat_age is not None and not isinstance(max_heartbeat_age, (int, float))):
+            raise _invalid("max_heartbeat_age is seconds (a number), not "
+                           f"{type(max_heartbeat_age).__name__}")
         if runtime_dir is not None:
             runtime_dir = str(runtime_dir)
         if not isinstance(service, str):
@@ -274,7 +280,7 @@ class Client(_snowflake._Client):
             if value is not None and not isinstance(value, (str, _os.PathLike)):
                 raise _invalid(f"{name} is a path, not {type(value).__name__}")
             tls_files.append(None if value is None else _os.fspath(value))
-        super().__init__(service, runtime_dir, remotes, timeout, *tls_files)
+        super().__init__(service, runtime_dir, remotes, timeout, *tls_files, max_heartbeat_age)
 
     def status(self):
         """The object `snowflakectl status --json` prints for this client's runtime

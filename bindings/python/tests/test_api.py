@@ -173,6 +173,29 @@ def test_the_gil_is_released_while_a_take_waits(daemon):
     daemon.wait_serving()
 
 
+def test_max_heartbeat_age_is_the_limit_a_frozen_daemon_is_judged_by(daemon):
+    # A daemon frozen by SIGSTOP stops beating. Under a 60 s limit its drained ring is only
+    # empty (ring_empty: retry here); under a 0.2 s limit, once the patient client has waited
+    # 0.3 s, the same daemon has stopped beating (fail over).
+    options = {"runtime_dir": daemon.runtime_dir, "timeout": 0.3}
+    with snowflake.Client("orders", max_heartbeat_age=60, **options) as patient, \
+            snowflake.Client("orders", max_heartbeat_age=0.2, **options) as strict:
+        daemon.signal(signal.SIGSTOP)
+        try:
+            with pytest.raises(snowflake.Error) as waited:
+                for _ in range(1000):
+                    patient.next_batch(1 << 16)
+            with pytest.raises(snowflake.Error) as judged:
+                strict.next()
+        finally:
+            daemon.signal(signal.SIGCONT)
+    assert waited.value.code == "ring_empty", waited.value.message
+    assert isinstance(waited.value, snowflake.RingEmptyError)
+    assert judged.value.code == "daemon_not_heartbeating", judged.value.message
+    assert isinstance(judged.value, snowflake.UnavailableError)
+    daemon.wait_serving()
+
+
 def test_module_decode_splits_an_id():
     fields = snowflake.decode(1 << 22 | 5 << 12 | 7)
     assert fields == snowflake.Decoded(
@@ -240,7 +263,9 @@ def test_open_refuses_a_bad_service_name(daemon, name):
 
 def test_open_refuses_bad_options(daemon):
     for kwargs in ({"timeout": -1}, {"timeout": float("nan")}, {"timeout": "1"},
-                   {"runtime_dir": ""}):
+                   {"runtime_dir": ""}, {"max_heartbeat_age": -1},
+                   {"max_heartbeat_age": float("nan")}, {"max_heartbeat_age": 3601},
+                   {"max_heartbeat_age": "1"}, {"max_heartbeat_age": True}):
         with pytest.raises(snowflake.InvalidArgumentError):
             snowflake.Client("orders", **{"runtime_dir": daemon.runtime_dir, **kwargs})
 
