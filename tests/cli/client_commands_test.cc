@@ -24,20 +24,19 @@
 namespace snowflake {
 namespace {
 
+using testing::kSnowflakectlPath;
+using testing::kTestProducerPath;
 using testing::Process;
 using testing::RunCommand;
 using testing::RunResult;
 using testing::ScriptedControlSocket;
 using testing::TempDir;
 
-const std::string kCtl = ::snowflake::testing::BinaryPath("cli/snowflakectl");
-const std::string kProducer = ::snowflake::testing::BinaryPath("tests/client/test_producer");
-
 // `liveness_ms`: the heartbeat's limit in the segment; "" keeps the daemon's default.
 Process StartProducer(const std::filesystem::path& dir, const std::string& liveness_ms = "") {
-  Process producer =
-      liveness_ms.empty() ? Process::Spawn({kProducer, dir.string(), "4096"})
-                          : Process::Spawn({kProducer, dir.string(), "4096", liveness_ms});
+  Process producer = liveness_ms.empty()
+                         ? Process::Spawn({kTestProducerPath, dir.string(), "4096"})
+                         : Process::Spawn({kTestProducerPath, dir.string(), "4096", liveness_ms});
   if (!producer.WaitForOutput(Process::Stream::kOut, "serving", std::chrono::seconds(20))) {
     ADD_FAILURE() << "test_producer did not start: " << producer.err();
   }
@@ -73,7 +72,7 @@ TEST(CliNext, PrintsAMillionUniqueStrictlyIncreasingIds) {
   const auto began = std::chrono::steady_clock::now();
 
   RunResult result = RunCommand(
-      {kCtl, "next", "-n", "1000000", "--runtime-dir", dir.path().string()},
+      {kSnowflakectlPath, "next", "-n", "1000000", "--runtime-dir", dir.path().string()},
       {.env = {}, .stdin_text = {}, .timeout = std::chrono::minutes(4), .working_dir = {}});
 
   const auto took = std::chrono::steady_clock::now() - began;
@@ -94,7 +93,7 @@ TEST(CliNext, PrintsOneIdByDefaultWithTheRuntimeDirBeforeTheCommand) {
   TempDir dir("cli-next1");
   Process producer = StartProducer(dir.path());
 
-  RunResult result = RunCommand({kCtl, "--runtime-dir", dir.path().string(), "next"});
+  RunResult result = RunCommand({kSnowflakectlPath, "--runtime-dir", dir.path().string(), "next"});
 
   ASSERT_TRUE(result.status.ExitedWith(0)) << result.status.ToString() << ": " << result.err;
   std::string problem;
@@ -106,7 +105,7 @@ TEST(CliNext, TakesTheRuntimeDirFromTheEnvironment) {
   Process producer = StartProducer(dir.path());
 
   RunResult result =
-      RunCommand({kCtl, "next", "-n", "3"},
+      RunCommand({kSnowflakectlPath, "next", "-n", "3"},
                  {.env = {.set = {{"SNOWFLAKE_RUNTIME_DIR", dir.path().string()}}, .unset = {}},
                   .stdin_text = {},
                   .timeout = std::chrono::seconds(30),
@@ -125,7 +124,8 @@ TEST(CliNext, RejectsCountsOutsideOneToABillionAndBadServiceNamesWithExit2) {
       {"-n", "-5"}, {"--service", "Bad Name"}, {"--bogus"}};
 
   for (const auto& args : bad_args) {
-    std::vector<std::string> argv = {kCtl, "next", "--runtime-dir", dir.path().string()};
+    std::vector<std::string> argv = {kSnowflakectlPath, "next", "--runtime-dir",
+                                     dir.path().string()};
     argv.insert(argv.end(), args.begin(), args.end());
 
     RunResult result = RunCommand(argv);
@@ -139,7 +139,7 @@ TEST(CliNext, RejectsCountsOutsideOneToABillionAndBadServiceNamesWithExit2) {
 TEST(CliNext, ExitsWith1NamingThePathWhenNoDaemonRuns) {
   TempDir dir("cli-next-none");
 
-  RunResult result = RunCommand({kCtl, "next", "--runtime-dir", dir.path().string()});
+  RunResult result = RunCommand({kSnowflakectlPath, "next", "--runtime-dir", dir.path().string()});
 
   EXPECT_TRUE(result.status.ExitedWith(1)) << result.status.ToString();
   EXPECT_NE(result.err.find(dir.path().string()), std::string::npos) << result.err;
@@ -151,7 +151,7 @@ TEST(CliNext, ExitsWith1WhenTheDaemonStopped) {
   ASSERT_TRUE(producer.Kill(SIGTERM));
   ASSERT_TRUE(producer.Wait(std::chrono::seconds(10)));
 
-  RunResult result = RunCommand({kCtl, "next", "--runtime-dir", dir.path().string()});
+  RunResult result = RunCommand({kSnowflakectlPath, "next", "--runtime-dir", dir.path().string()});
 
   EXPECT_TRUE(result.status.ExitedWith(1)) << result.status.ToString();
   EXPECT_NE(result.err.find("stopped"), std::string::npos) << result.err;
@@ -194,10 +194,12 @@ TEST(CliNext, RetriesARingThatStaysEmptyThenExits1SayingSo) {
 TEST(CliStatus, JsonParsesAndItsCountsMatchWhatWasTaken) {
   TempDir dir("cli-status");
   Process producer = StartProducer(dir.path());
-  RunResult taken = RunCommand({kCtl, "next", "-n", "5000", "--runtime-dir", dir.path().string()});
+  RunResult taken =
+      RunCommand({kSnowflakectlPath, "next", "-n", "5000", "--runtime-dir", dir.path().string()});
   ASSERT_TRUE(taken.status.ExitedWith(0)) << taken.err;
 
-  RunResult result = RunCommand({kCtl, "status", "--json", "--runtime-dir", dir.path().string()});
+  RunResult result =
+      RunCommand({kSnowflakectlPath, "status", "--json", "--runtime-dir", dir.path().string()});
 
   // No control socket here: the segment's half is complete, the daemon's is missing.
   EXPECT_TRUE(result.status.ExitedWith(1)) << result.status.ToString();
@@ -236,7 +238,8 @@ TEST(CliStatus, ReportsADeadDaemonFromItsSegmentWithExit1) {
   // A missing pid counts as dead once the heartbeat is 10 ms old.
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
 
-  RunResult result = RunCommand({kCtl, "status", "--runtime-dir", dir.path().string()});
+  RunResult result =
+      RunCommand({kSnowflakectlPath, "status", "--runtime-dir", dir.path().string()});
 
   EXPECT_TRUE(result.status.ExitedWith(1)) << result.status.ToString();
   EXPECT_NE(result.out.find("state:          serving"), std::string::npos) << result.out;
@@ -249,7 +252,8 @@ TEST(CliStatus, ShowsTheDaemonsPerServiceTotalsAndExits0WhenServing) {
   ScriptedControlSocket control(
       dir.path(), R"({"ok":true,"state":"serving","services":{"orders":12,"billing":3}})");
 
-  RunResult result = RunCommand({kCtl, "status", "--json", "--runtime-dir", dir.path().string()});
+  RunResult result =
+      RunCommand({kSnowflakectlPath, "status", "--json", "--runtime-dir", dir.path().string()});
 
   EXPECT_TRUE(result.status.ExitedWith(0)) << result.status.ToString() << result.err;
   const auto status = nlohmann::json::parse(result.out, nullptr, false);
@@ -263,7 +267,8 @@ TEST(CliResume, SendsResumeAndExits0WhenTheDaemonAccepts) {
   TempDir dir("cli-resume");
   ScriptedControlSocket control(dir.path(), R"({"ok":true,"resumed":true,"state":"serving"})");
 
-  RunResult result = RunCommand({kCtl, "resume", "--runtime-dir", dir.path().string()});
+  RunResult result =
+      RunCommand({kSnowflakectlPath, "resume", "--runtime-dir", dir.path().string()});
 
   EXPECT_TRUE(result.status.ExitedWith(0)) << result.status.ToString() << result.err;
   EXPECT_EQ(control.request(), "{\"command\":\"resume\"}\n");
@@ -274,7 +279,8 @@ TEST(CliResume, PrintsTheRefusalAndExits1) {
   TempDir dir("cli-resume-refused");
   ScriptedControlSocket control(dir.path(), R"({"ok":false,"error":"not out of service"})");
 
-  RunResult result = RunCommand({kCtl, "resume", "--runtime-dir", dir.path().string()});
+  RunResult result =
+      RunCommand({kSnowflakectlPath, "resume", "--runtime-dir", dir.path().string()});
 
   EXPECT_TRUE(result.status.ExitedWith(1)) << result.status.ToString();
   EXPECT_NE(result.err.find("not out of service"), std::string::npos) << result.err;
@@ -286,7 +292,8 @@ TEST(CliResume, JsonTakesTheErrorCodeFromTheDaemonsCode) {
       dir.path(),
       R"({"ok":false,"code":"permission_denied","error":"permission denied: uid 7 may not resume"})");
 
-  RunResult result = RunCommand({kCtl, "resume", "--json", "--runtime-dir", dir.path().string()});
+  RunResult result =
+      RunCommand({kSnowflakectlPath, "resume", "--json", "--runtime-dir", dir.path().string()});
   const auto reply = nlohmann::json::parse(result.out, nullptr, false);
 
   EXPECT_TRUE(result.status.ExitedWith(1)) << result.status.ToString();
@@ -302,7 +309,8 @@ TEST(CliResume, JsonSaysRefusedForAReplyWithoutAKnownCode) {
     TempDir dir("cli-resume-nocode");
     ScriptedControlSocket control(dir.path(), reply_line);
 
-    RunResult result = RunCommand({kCtl, "resume", "--json", "--runtime-dir", dir.path().string()});
+    RunResult result =
+        RunCommand({kSnowflakectlPath, "resume", "--json", "--runtime-dir", dir.path().string()});
     const auto reply = nlohmann::json::parse(result.out, nullptr, false);
 
     EXPECT_TRUE(result.status.ExitedWith(1)) << result.status.ToString();
@@ -314,14 +322,15 @@ TEST(CliResume, JsonSaysRefusedForAReplyWithoutAKnownCode) {
 TEST(CliResume, ExitsWith1NamingTheSocketWhenNoDaemonRuns) {
   TempDir dir("cli-resume-none");
 
-  RunResult result = RunCommand({kCtl, "resume", "--runtime-dir", dir.path().string()});
+  RunResult result =
+      RunCommand({kSnowflakectlPath, "resume", "--runtime-dir", dir.path().string()});
 
   EXPECT_TRUE(result.status.ExitedWith(1)) << result.status.ToString();
   EXPECT_NE(result.err.find((dir / "control.sock").string()), std::string::npos) << result.err;
 }
 
 TEST(CliErrors, AnUnknownCommandIsNamedWithTheListOfCommands) {
-  RunResult result = RunCommand({kCtl, "frobnicate"});
+  RunResult result = RunCommand({kSnowflakectlPath, "frobnicate"});
 
   EXPECT_TRUE(result.status.ExitedWith(2)) << result.status.ToString();
   EXPECT_EQ(result.out, "");
@@ -331,7 +340,7 @@ TEST(CliErrors, AnUnknownCommandIsNamedWithTheListOfCommands) {
 }
 
 TEST(CliErrors, NoCommandListsTheCommands) {
-  RunResult result = RunCommand({kCtl, "--runtime-dir", "/tmp"});
+  RunResult result = RunCommand({kSnowflakectlPath, "--runtime-dir", "/tmp"});
 
   EXPECT_TRUE(result.status.ExitedWith(2)) << result.status.ToString();
   EXPECT_NE(result.err.find("a command is required: one of status, next, decode, bounds, resume"),
@@ -340,7 +349,7 @@ TEST(CliErrors, NoCommandListsTheCommands) {
 }
 
 TEST(CliErrors, VersionPrintsTheVersionAndExits0) {
-  RunResult result = RunCommand({kCtl, "--version"});
+  RunResult result = RunCommand({kSnowflakectlPath, "--version"});
 
   EXPECT_TRUE(result.status.ExitedWith(0)) << result.status.ToString() << result.err;
   EXPECT_EQ(result.out.rfind("snowflakectl ", 0), 0u) << result.out;
@@ -358,7 +367,7 @@ TEST(CliErrors, CountsAreStrictDecimalWithAPreciseMessage) {
       {"18446744073709551616", "bad count '18446744073709551616': too large"}};
   for (const auto& [count, message] : cases) {
     RunResult result =
-        RunCommand({kCtl, "next", "-n", count, "--runtime-dir", dir.path().string()});
+        RunCommand({kSnowflakectlPath, "next", "-n", count, "--runtime-dir", dir.path().string()});
 
     EXPECT_TRUE(result.status.ExitedWith(2)) << count << ": " << result.status.ToString();
     EXPECT_EQ(result.out, "") << count;
@@ -368,9 +377,9 @@ TEST(CliErrors, CountsAreStrictDecimalWithAPreciseMessage) {
 
 TEST(CliErrors, AMissingRuntimeDirIsNamedWithWhereItCameFrom) {
   for (const char* command : {"resume", "status", "next"}) {
-    RunResult flag = RunCommand({kCtl, command, "--runtime-dir", "/nonexistent/sf"});
+    RunResult flag = RunCommand({kSnowflakectlPath, command, "--runtime-dir", "/nonexistent/sf"});
     RunResult env =
-        RunCommand({kCtl, command},
+        RunCommand({kSnowflakectlPath, command},
                    {.env = {.set = {{"SNOWFLAKE_RUNTIME_DIR", "/nonexistent/sf"}}, .unset = {}},
                     .stdin_text = {},
                     .timeout = std::chrono::seconds(30),
@@ -390,7 +399,8 @@ TEST(CliErrors, AMissingRuntimeDirIsNamedWithWhereItCameFrom) {
 TEST(CliErrors, JsonCommandsPrintAnErrorObjectWhenNoDaemonIsFound) {
   TempDir dir("cli-json-none");
   for (const char* command : {"status", "resume"}) {
-    RunResult result = RunCommand({kCtl, command, "--json", "--runtime-dir", dir.path().string()});
+    RunResult result =
+        RunCommand({kSnowflakectlPath, command, "--json", "--runtime-dir", dir.path().string()});
 
     EXPECT_TRUE(result.status.ExitedWith(1)) << command << result.status.ToString();
     const auto error = nlohmann::json::parse(result.out, nullptr, false);
@@ -400,7 +410,7 @@ TEST(CliErrors, JsonCommandsPrintAnErrorObjectWhenNoDaemonIsFound) {
     EXPECT_EQ(error["exit_status"], 1);
     EXPECT_NE(error["error"].get<std::string>().find(dir.path().string()), std::string::npos);
   }
-  RunResult usage = RunCommand({kCtl, "status", "--json", "--bogus"});
+  RunResult usage = RunCommand({kSnowflakectlPath, "status", "--json", "--bogus"});
   EXPECT_TRUE(usage.status.ExitedWith(2));
   EXPECT_EQ(nlohmann::json::parse(usage.out, nullptr, false)["error_code"], "usage") << usage.out;
 }

@@ -34,17 +34,16 @@
 namespace snowflake::cli {
 namespace {
 
+using snowflake::testing::kSnowflakectlPath;
 using snowflake::testing::RunCommand;
 using snowflake::testing::RunResult;
-
-const std::string kBinary = ::snowflake::testing::BinaryPath("cli/snowflakectl");
 
 // Without --epoch, decode looks for a local daemon: these tests point it at a directory
 // that does not exist, so they get the default epoch whatever runs on this host.
 const std::string kNoDaemonDir = "/nonexistent/snowflake-decode-test";
 
 RunResult Decode(std::vector<std::string> args) {
-  std::vector<std::string> argv = {kBinary, "decode"};
+  std::vector<std::string> argv = {kSnowflakectlPath, "decode"};
   argv.insert(argv.end(), args.begin(), args.end());
   return RunCommand(argv, {.env = {.set = {{"SNOWFLAKE_RUNTIME_DIR", kNoDaemonDir}}, .unset = {}},
                            .stdin_text = {},
@@ -375,7 +374,7 @@ TEST(DecodeBinary, HelpExitsZeroAndExplainsValidation) {
 }
 
 TEST(SnowflakectlBinary, NoSubcommandIsAUsageError) {
-  auto result = RunCommand({kBinary});
+  auto result = RunCommand({kSnowflakectlPath});
 
   EXPECT_TRUE(result.status.ExitedWith(2)) << result.status.ToString();
 }

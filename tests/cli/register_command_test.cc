@@ -23,11 +23,11 @@
 namespace snowflake::daemon {
 namespace {
 
-const std::string kCtl = ::snowflake::testing::BinaryPath("cli/snowflakectl");
+using testing::kSnowflakectlPath;
 constexpr int64_t kEpoch = 1'767'225'600'000;
 
 testing::RunResult Ctl(std::vector<std::string> args) {
-  args.insert(args.begin(), kCtl);
+  args.insert(args.begin(), kSnowflakectlPath);
   return testing::RunCommand(std::move(args));
 }
 

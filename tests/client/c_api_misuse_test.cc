@@ -16,10 +16,9 @@
 namespace snowflake {
 namespace {
 
+using testing::kTestProducerPath;
 using testing::Process;
 using testing::TempDir;
-
-const std::string kProducer = ::snowflake::testing::BinaryPath("tests/client/test_producer");
 
 // sf_options with every byte of a larger buffer set, so a library that reads past
 // struct_size (or half a pointer) sees garbage rather than luckily zero bytes.
@@ -158,7 +157,7 @@ TEST(CApiMisuse, BadServiceNamesAreRefused) {
 
 TEST(CApiMisuse, NullPointersOnAnOpenClientAreRefused) {
   TempDir dir("c-api-misuse");
-  Process producer = Process::Spawn({kProducer, dir.path().string(), "64"});
+  Process producer = Process::Spawn({kTestProducerPath, dir.path().string(), "64"});
   ASSERT_TRUE(producer.WaitForOutput(Process::Stream::kOut, "serving", std::chrono::seconds(20)))
       << producer.err();
   sf_options opts;
@@ -187,7 +186,7 @@ TEST(CApiMisuse, NullPointersOnAnOpenClientAreRefused) {
 TEST(ClientFds, AProgramExecedByAClientInheritsNoSegmentFd) {
   // Arrange: an open client that has taken an ID.
   TempDir dir("client-exec");
-  Process producer = Process::Spawn({kProducer, dir.path().string(), "64"});
+  Process producer = Process::Spawn({kTestProducerPath, dir.path().string(), "64"});
   ASSERT_TRUE(producer.WaitForOutput(Process::Stream::kOut, "serving", std::chrono::seconds(20)))
       << producer.err();
   sf_options opts;

@@ -14,15 +14,15 @@
 namespace snowflake {
 namespace {
 
+using testing::kTestProducerPath;
 using testing::Process;
 using testing::TempDir;
 
-const std::string kProducer = ::snowflake::testing::BinaryPath("tests/client/test_producer");
 const std::string kProgram = ::snowflake::testing::BinaryPath("tests/client/c_api_program");
 
 TEST(CApi, ACProgramTakesBatchesAndDecodesIds) {
   TempDir dir("c-api");
-  Process producer = Process::Spawn({kProducer, dir.path().string(), "256"});
+  Process producer = Process::Spawn({kTestProducerPath, dir.path().string(), "256"});
   ASSERT_TRUE(producer.WaitForOutput(Process::Stream::kOut, "serving", std::chrono::seconds(20)))
       << producer.err();
 

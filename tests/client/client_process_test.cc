@@ -25,15 +25,14 @@
 namespace snowflake {
 namespace {
 
+using testing::kClientWorkerPath;
+using testing::kTestProducerPath;
 using testing::Process;
 using testing::TempDir;
 using testing::WaitUntil;
 
-const std::string kProducer = ::snowflake::testing::BinaryPath("tests/client/test_producer");
-const std::string kWorker = ::snowflake::testing::BinaryPath("tests/client/client_worker");
-
 Process StartProducer(const std::filesystem::path& dir, uint64_t capacity = 1024) {
-  Process producer = Process::Spawn({kProducer, dir.string(), std::to_string(capacity)});
+  Process producer = Process::Spawn({kTestProducerPath, dir.string(), std::to_string(capacity)});
   if (!producer.WaitForOutput(Process::Stream::kOut, "serving", std::chrono::seconds(20))) {
     ADD_FAILURE() << "test_producer did not start: " << producer.err();
   }
@@ -121,7 +120,8 @@ TEST(ClientProcess, AUserOutsideTheSegmentsGroupGetsPermissionDeniedNamingTheGro
   ASSERT_EQ(chmod(dir.path().c_str(), 0755), 0);
   Process producer = StartProducer(dir.path(), 64);
 
-  auto probe = testing::RunCommand({kWorker, "probe", dir.path().string(), "65534", "65534"});
+  auto probe =
+      testing::RunCommand({kClientWorkerPath, "probe", dir.path().string(), "65534", "65534"});
 
   ASSERT_TRUE(probe.status.ExitedWith(0)) << probe.status.ToString() << probe.err;
   EXPECT_EQ(probe.out.substr(0, probe.out.find('\n')), "permission_denied") << probe.out;

@@ -18,6 +18,7 @@
 namespace snowflake {
 namespace {
 
+using testing::kTestProducerPath;
 using testing::Process;
 using testing::RunCommand;
 using testing::RunOptions;
@@ -25,7 +26,6 @@ using testing::RunResult;
 using testing::TempDir;
 
 const std::string kCmake = SNOWFLAKE_CMAKE_COMMAND;
-const std::string kProducer = ::snowflake::testing::BinaryPath("tests/client/test_producer");
 const std::string kSanitize = SNOWFLAKE_SANITIZE_FLAGS;
 
 RunOptions Slow() {
@@ -91,7 +91,7 @@ TEST(Install, AnOutOfTreeProjectFindsBuildsAndRunsAgainstTheInstalledLibrary) {
   ASSERT_TRUE(built.status.ExitedWith(0)) << Describe(built);
 
   TempDir runtime("install-runtime");
-  Process producer = Process::Spawn({kProducer, runtime.path().string(), "256"});
+  Process producer = Process::Spawn({kTestProducerPath, runtime.path().string(), "256"});
   ASSERT_TRUE(producer.WaitForOutput(Process::Stream::kOut, "serving", std::chrono::seconds(20)))
       << producer.err();
   RunOptions run_options;

@@ -13,8 +13,6 @@
 namespace snowflake::testing {
 namespace {
 
-const std::string kWorker = ::snowflake::testing::BinaryPath("tests/client/client_worker");
-
 // client_worker writes each thread's records as a plain array of TakeRecord.
 std::vector<TakeRecord> ReadRecordFile(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -32,10 +30,10 @@ void RunTakeWorkers(const TakeWorkers& workers, IdCheckResult* result) {
 
   std::vector<Process> processes;
   for (int p = 0; p < workers.processes; ++p) {
-    processes.push_back(Process::Spawn({kWorker, "take", workers.runtime_dir.string(), baton,
-                                        (workers.work_dir / ("out" + std::to_string(p))).string(),
-                                        std::to_string(workers.threads),
-                                        std::to_string(workers.takes_per_thread)}));
+    processes.push_back(Process::Spawn(
+        {kClientWorkerPath, "take", workers.runtime_dir.string(), baton,
+         (workers.work_dir / ("out" + std::to_string(p))).string(), std::to_string(workers.threads),
+         std::to_string(workers.takes_per_thread)}));
   }
   for (auto& worker : processes) {
     auto status = worker.Wait(std::chrono::seconds(240));

@@ -25,6 +25,9 @@ namespace {
 
 using nlohmann::json;
 
+const std::string kFixture =
+    ::snowflake::testing::BinaryPath("tests/conformance/conformance_fixture");
+
 const json& Table() {
   static const json table = [] {
     std::ifstream in(::snowflake::testing::SourcePath("tests/conformance/cases.json"));
@@ -48,8 +51,7 @@ const json& Row(const std::string& name) {
 
 // What the fixture writer prints for `args`, as JSON.
 json FixtureJson(const std::string& args) {
-  const std::string command =
-      ::snowflake::testing::BinaryPath("tests/conformance/conformance_fixture") + " " + args;
+  const std::string command = kFixture + " " + args;
   FILE* pipe = popen(command.c_str(), "r");
   std::string out;
   std::array<char, 4096> buffer{};
@@ -242,9 +244,8 @@ TEST(ConformanceTable, ARowWithAnUnknownKeyOrAnOverrideWithoutWhyIsRefused) {
     const std::string cases = (dir.path() / "cases.json").string();
     std::ofstream(cases) << table.dump();
     return ::snowflake::testing::RunCommand(
-        {::snowflake::testing::BinaryPath("tests/conformance/conformance_fixture"), "--cases",
-         cases, "--case", planted.at("name").get<std::string>(), "--dir", dir.path().string(),
-         "--live-pid", std::to_string(getpid())});
+        {kFixture, "--cases", cases, "--case", planted.at("name").get<std::string>(), "--dir",
+         dir.path().string(), "--live-pid", std::to_string(getpid())});
   };
   // The row as it is: written.
   const auto fine = refusal(row);

@@ -203,9 +203,9 @@ TEST(DaemonEtcdFencing, ARestoredRegisterIsRefusedUntilAnOperatorRaisesEveryMark
                             std::chrono::system_clock::now().time_since_epoch())
                             .count() +
                         500;
-  const auto raise = testing::RunCommand({::snowflake::testing::BinaryPath("cli/snowflakectl"),
-                                          "register", "raise-all", "--above", std::to_string(above),
-                                          "--config", options.config_path->string()});
+  const auto raise =
+      testing::RunCommand({testing::kSnowflakectlPath, "register", "raise-all", "--above",
+                           std::to_string(above), "--config", options.config_path->string()});
   Daemon again = harness.Start(options, 60s);
   ASSERT_TRUE(again.ready()) << again.Describe();
   auto client = Client::Open("restored-2", DaemonHarness::ClientOptionsFor(harness.root() / "run"));

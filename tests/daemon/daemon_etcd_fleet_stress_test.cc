@@ -97,6 +97,7 @@ using testing::Daemon;
 using testing::DaemonHarness;
 using testing::DaemonOptions;
 using testing::EtcdCluster;
+using testing::kDaemonStressWorkerPath;
 using testing::Output;
 using testing::Process;
 using testing::SpawnOptions;
@@ -127,7 +128,6 @@ constexpr uint64_t kMinIds = 5'000'000;
 // an hour's IDs fit in memory for the final check).
 constexpr int kTestPauseUs = 20;
 constexpr int kSoakPauseUs = 1000;
-const std::string kWorker = ::snowflake::testing::BinaryPath("tests/daemon/daemon_stress_worker");
 
 enum class Fault {
   kLeaderStop,
@@ -781,10 +781,11 @@ class FleetStress {
     options.env.set.emplace_back("ASAN_OPTIONS",
                                  (asan != nullptr && *asan != '\0' ? std::string(asan) + ":" : "") +
                                      "verify_asan_link_order=0");
-    s.worker.emplace(Process::Spawn(
-        {kWorker, s.options.runtime_dir.string(), s.control_path, s.record_files.back(),
-         s.record_files.size() % 2 ? "batch" : "single", std::to_string(size_.pause_us)},
-        options));
+    s.worker.emplace(
+        Process::Spawn({kDaemonStressWorkerPath, s.options.runtime_dir.string(), s.control_path,
+                        s.record_files.back(), s.record_files.size() % 2 ? "batch" : "single",
+                        std::to_string(size_.pause_us)},
+                       options));
   }
 
   // A worker with a full file gets a new one; any other end is a problem.

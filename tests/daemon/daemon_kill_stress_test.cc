@@ -43,6 +43,7 @@ using testing::Daemon;
 using testing::DaemonHarness;
 using testing::IdChecker;
 using testing::IdCheckResult;
+using testing::kDaemonStressWorkerPath;
 using testing::Output;
 using testing::Process;
 using testing::SpawnOptions;
@@ -57,7 +58,6 @@ constexpr int64_t kPromiseSlackMs = 1000;
 #endif
 constexpr uint64_t kMinKills = 12;
 constexpr auto kTimeLimit = 150s;
-const std::string kWorker = ::snowflake::testing::BinaryPath("tests/daemon/daemon_stress_worker");
 
 struct Worker {
   bool batches = false;
@@ -211,9 +211,10 @@ class KillStress {
     worker.record_path = (harness_.root() / ("records-" + std::to_string(next_file_++))).string();
     SpawnOptions options;
     options.out = Output::Null();
-    worker.process.emplace(Process::Spawn({kWorker, harness_.runtime_dir().string(), control_path_,
-                                           worker.record_path, worker.batches ? "batch" : "single"},
-                                          options));
+    worker.process.emplace(
+        Process::Spawn({kDaemonStressWorkerPath, harness_.runtime_dir().string(), control_path_,
+                        worker.record_path, worker.batches ? "batch" : "single"},
+                       options));
   }
 
   // A worker with a full file gets a new one; any other end is a problem.

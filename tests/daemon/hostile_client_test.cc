@@ -61,10 +61,9 @@ using testing::FetchOnce;
 using testing::FreePort;
 using testing::HttpReply;
 using testing::IdsOf;
+using testing::kSnowflakectlPath;
+using testing::kSnowflakedPath;
 using testing::RunCommand;
-
-const std::string kCtl = ::snowflake::testing::BinaryPath("cli/snowflakectl");
-const std::string kDaemon = ::snowflake::testing::BinaryPath("daemon/snowflaked");
 
 // Takes `count` IDs and checks they are strictly increasing; appends them to `all`.
 void TakeAndCheck(Client& client, size_t count, std::vector<uint64_t>& all) {
@@ -90,7 +89,8 @@ json StatusUntil(const std::filesystem::path& runtime_dir, const std::function<b
   // The caller checks the reply it gets back; the wait's own verdict adds nothing.
   [[maybe_unused]] const auto answered = testing::WaitUntil(
       [&] {
-        auto result = RunCommand({kCtl, "status", "--json", "--runtime-dir", runtime_dir.string()});
+        auto result = RunCommand(
+            {kSnowflakectlPath, "status", "--json", "--runtime-dir", runtime_dir.string()});
         reply = json::parse(result.out, nullptr, false);
         return result.status.ExitedWith(0) && !reply.is_discarded() && done(reply);
       },
@@ -253,8 +253,10 @@ TEST(HostileClient, HoldingTheControlSocketDoesNotLockOutTheOperator) {
   // Let the daemon accept (or refuse) them all: its accept queue is not observable from
   // here, so this stays a pause; a short one only makes the flood weaker, not the test wrong.
   std::this_thread::sleep_for(500ms);
-  auto status = RunCommand({kCtl, "status", "--json", "--runtime-dir", harness.runtime_dir().string()});
-  auto resume = RunCommand({kCtl, "resume", "--runtime-dir", harness.runtime_dir().string()});
+  auto status = RunCommand(
+      {kSnowflakectlPath, "status", "--json", "--runtime-dir", harness.runtime_dir().string()});
+  auto resume =
+      RunCommand({kSnowflakectlPath, "resume", "--runtime-dir", harness.runtime_dir().string()});
   std::vector<uint64_t> ids;
   TakeAndCheck(*client, 5000, ids);
   close(release[1]);
@@ -368,7 +370,8 @@ TEST(HostileClient, GroupMemberCannotWriteTheRingFile) {
   // nobody may not reach the build tree (a clone in root's 0700 home): run a copy from the
   // harness's directory, which the member reaches as it reaches the runtime directory.
   const std::filesystem::path ctl = harness.root() / "snowflakectl";
-  std::filesystem::copy_file(kCtl, ctl, std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::copy_file(kSnowflakectlPath, ctl,
+                             std::filesystem::copy_options::overwrite_existing);
   std::filesystem::permissions(ctl, std::filesystem::perms::owner_all |
                                         std::filesystem::perms::group_read |
                                         std::filesystem::perms::group_exec |
@@ -855,7 +858,8 @@ TEST(HostileClient, SlowReadingControlConnectionsAreCutOff) {
     fds.push_back(fd);
     sent.push_back(lines);
   }
-  auto status = RunCommand({kCtl, "status", "--json", "--runtime-dir", harness.runtime_dir().string()});
+  auto status = RunCommand(
+      {kSnowflakectlPath, "status", "--json", "--runtime-dir", harness.runtime_dir().string()});
   std::vector<uint64_t> ids;
   TakeAndCheck(*client, 5000, ids);
   // Wait (60 s at most) until the daemon has stopped reading every connection for longer
@@ -919,10 +923,10 @@ TEST(HostileClient, OversizedConfigFailsFastWithAClearError) {
   testing::RunOptions options;
   options.timeout = 60s;
 
-  auto result = RunCommand({kDaemon, "--config", "/dev/zero", "--runtime-dir",
-                            harness.runtime_dir().string(), "--state-dir",
-                            harness.state_dir().string()},
-                           options);
+  auto result =
+      RunCommand({kSnowflakedPath, "--config", "/dev/zero", "--runtime-dir",
+                  harness.runtime_dir().string(), "--state-dir", harness.state_dir().string()},
+                 options);
 
   EXPECT_FALSE(result.timed_out);
   EXPECT_TRUE(result.status.ExitedWith(2)) << result.status.ToString() << result.err;

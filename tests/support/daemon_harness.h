@@ -41,8 +41,6 @@
 
 namespace snowflake::testing {
 
-inline const std::string kSnowflakedPath = ::snowflake::testing::BinaryPath("daemon/snowflaked");
-inline const std::string kSnowflakectlPath = ::snowflake::testing::BinaryPath("cli/snowflakectl");
 // Found at configure time (tests/support/CMakeLists.txt), which fails without it.
 inline const std::string kFakeTimeLibrary = SNOWFLAKE_FAKETIME_LIBRARY;
 

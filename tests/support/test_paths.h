@@ -29,6 +29,14 @@ inline std::string SourcePath(std::string_view relative = {}) {
   return path;
 }
 
+// The build's programs that tests run, named once here.
+inline const std::string kSnowflakedPath = BinaryPath("daemon/snowflaked");
+inline const std::string kSnowflakectlPath = BinaryPath("cli/snowflakectl");
+// Fixtures more than one test runs (their CMakeLists.txt under tests/ say what they do).
+inline const std::string kTestProducerPath = BinaryPath("tests/client/test_producer");
+inline const std::string kClientWorkerPath = BinaryPath("tests/client/client_worker");
+inline const std::string kDaemonStressWorkerPath = BinaryPath("tests/daemon/daemon_stress_worker");
+
 }  // namespace snowflake::testing
 
 #endif  // SNOWFLAKE_TESTS_SUPPORT_TEST_PATHS_H_
