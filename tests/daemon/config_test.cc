@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "error_of.h"
 #include "register/register_settings.h"
 #include "snowflake/time_text.h"
 #include "temp_dir.h"
@@ -14,13 +15,11 @@
 namespace snowflake::daemon {
 namespace {
 
+using testing::ErrorOf;
 using ::testing::HasSubstr;
 
-std::string ErrorOf(std::string_view text) {
-  auto result = ParseConfig(text, "/etc/snowflaked.toml");
-  if (result) return "(no error)";
-  return result.error().message;
-}
+// Where the texts below come from, as their errors name it.
+constexpr std::string_view kConfigPath = "/etc/snowflaked.toml";
 
 TEST(Config, DefaultTextParsesToBuiltInDefaults) {
   // Arrange
@@ -120,63 +119,70 @@ TEST(Config, RegisterPathDefaultsToStateDir) {
 }
 
 TEST(Config, UnknownKeyIsAnErrorNamingKeyAndLine) {
-  EXPECT_EQ(ErrorOf("[ring]\ncapacity = 8\ncapacty = 8\n"),
+  EXPECT_EQ(ErrorOf(ParseConfig("[ring]\ncapacity = 8\ncapacty = 8\n", kConfigPath)),
             "/etc/snowflaked.toml:3: ring.capacty: unknown key");
 }
 
 TEST(Config, UnknownTableIsAnError) {
-  EXPECT_THAT(ErrorOf("\n[rings]\ncapacity = 8\n"),
+  EXPECT_THAT(ErrorOf(ParseConfig("\n[rings]\ncapacity = 8\n", kConfigPath)),
               HasSubstr("/etc/snowflaked.toml:2: rings: unknown table (known: clock, daemon, "
                         "http, id, persistence, register, ring, systemd)"));
 }
 
 TEST(Config, UnknownNestedTableIsAnError) {
-  EXPECT_THAT(ErrorOf("[ring.extra]\nx = 1\n"), HasSubstr(":1: ring.extra: unknown key"));
+  EXPECT_THAT(ErrorOf(ParseConfig("[ring.extra]\nx = 1\n", kConfigPath)),
+              HasSubstr(":1: ring.extra: unknown key"));
 }
 
 TEST(Config, TopLevelKeyIsAnError) {
-  EXPECT_THAT(ErrorOf("capacity = 8\n"), HasSubstr(":1: capacity: unknown table"));
+  EXPECT_THAT(ErrorOf(ParseConfig("capacity = 8\n", kConfigPath)),
+              HasSubstr(":1: capacity: unknown table"));
 }
 
 TEST(Config, SectionThatIsNotATableIsAnError) {
-  EXPECT_THAT(ErrorOf("ring = 5\n"), HasSubstr(":1: ring: must be a table, got an integer"));
+  EXPECT_THAT(ErrorOf(ParseConfig("ring = 5\n", kConfigPath)),
+              HasSubstr(":1: ring: must be a table, got an integer"));
 }
 
 TEST(Config, WrongTypeIsAnError) {
-  EXPECT_EQ(ErrorOf("[ring]\ncapacity = \"4096\"\n"),
+  EXPECT_EQ(ErrorOf(ParseConfig("[ring]\ncapacity = \"4096\"\n", kConfigPath)),
             "/etc/snowflaked.toml:2: ring.capacity: must be an integer, got a string");
-  EXPECT_EQ(ErrorOf("[daemon]\n\nruntime_dir = 3\n"),
+  EXPECT_EQ(ErrorOf(ParseConfig("[daemon]\n\nruntime_dir = 3\n", kConfigPath)),
             "/etc/snowflaked.toml:3: daemon.runtime_dir: must be a string, got an integer");
-  EXPECT_THAT(ErrorOf("[clock]\nmax_backward_ms = 1.5\n"),
+  EXPECT_THAT(ErrorOf(ParseConfig("[clock]\nmax_backward_ms = 1.5\n", kConfigPath)),
               HasSubstr(":2: clock.max_backward_ms: must be an integer, got a float"));
 }
 
 TEST(Config, CapacityMustBeAPowerOfTwo) {
-  EXPECT_EQ(ErrorOf("[ring]\n\n\n\n\n\n\n\n\n\n\ncapacity = 1000\n"),
+  EXPECT_EQ(ErrorOf(ParseConfig("[ring]\n\n\n\n\n\n\n\n\n\n\ncapacity = 1000\n", kConfigPath)),
             "/etc/snowflaked.toml:12: ring.capacity: must be a power of two from 1 to 1048576, "
             "got 1000");
-  EXPECT_THAT(ErrorOf("[ring]\ncapacity = 0\n"), HasSubstr("power of two"));
-  EXPECT_THAT(ErrorOf("[ring]\ncapacity = 2097152\n"), HasSubstr("power of two"));
+  EXPECT_THAT(ErrorOf(ParseConfig("[ring]\ncapacity = 0\n", kConfigPath)),
+              HasSubstr("power of two"));
+  EXPECT_THAT(ErrorOf(ParseConfig("[ring]\ncapacity = 2097152\n", kConfigPath)),
+              HasSubstr("power of two"));
   EXPECT_TRUE(ParseConfig("[ring]\ncapacity = 1\nmin_fill = 1\n", "x"));
   EXPECT_TRUE(ParseConfig("[ring]\ncapacity = 1048576\n", "x"));
 }
 
 TEST(Config, OutOfRangeIsAnError) {
-  EXPECT_EQ(ErrorOf("[clock]\nmax_backward_ms = -1\n"),
+  EXPECT_EQ(ErrorOf(ParseConfig("[clock]\nmax_backward_ms = -1\n", kConfigPath)),
             "/etc/snowflaked.toml:2: clock.max_backward_ms: must be from 0 to 60000, got -1");
-  EXPECT_THAT(ErrorOf("[ring]\nmax_age_ms = -1\n"), HasSubstr("ring.max_age_ms: must be from 0"));
-  EXPECT_EQ(ErrorOf("[clock]\nmax_forward_ms = 1000\n"),
+  EXPECT_THAT(ErrorOf(ParseConfig("[ring]\nmax_age_ms = -1\n", kConfigPath)),
+              HasSubstr("ring.max_age_ms: must be from 0"));
+  EXPECT_EQ(ErrorOf(ParseConfig("[clock]\nmax_forward_ms = 1000\n", kConfigPath)),
             "/etc/snowflaked.toml:2: clock.max_forward_ms: must be from 3600000 (1 h) to "
             "31536000000 (365 days), got 1000");
-  EXPECT_THAT(ErrorOf("[persistence]\nreservation_ms = 0\n"),
+  EXPECT_THAT(ErrorOf(ParseConfig("[persistence]\nreservation_ms = 0\n", kConfigPath)),
               HasSubstr("persistence.reservation_ms: must be from 1 to 60000, got 0"));
-  EXPECT_THAT(ErrorOf("[systemd]\nstatus_interval_ms = 1\n"),
+  EXPECT_THAT(ErrorOf(ParseConfig("[systemd]\nstatus_interval_ms = 1\n", kConfigPath)),
               HasSubstr("systemd.status_interval_ms: must be from 10"));
-  EXPECT_THAT(ErrorOf("[register]\nbackend = \"static\"\nmachine = 1024\n"),
-              HasSubstr(":3: register.machine: must be from 0 to 1023, got 1024"));
-  EXPECT_EQ(ErrorOf("[daemon]\nliveness_ms = 9\n"),
+  EXPECT_THAT(
+      ErrorOf(ParseConfig("[register]\nbackend = \"static\"\nmachine = 1024\n", kConfigPath)),
+      HasSubstr(":3: register.machine: must be from 0 to 1023, got 1024"));
+  EXPECT_EQ(ErrorOf(ParseConfig("[daemon]\nliveness_ms = 9\n", kConfigPath)),
             "/etc/snowflaked.toml:2: daemon.liveness_ms: must be from 10 to 10000, got 9");
-  EXPECT_THAT(ErrorOf("[daemon]\nliveness_ms = 10001\n"),
+  EXPECT_THAT(ErrorOf(ParseConfig("[daemon]\nliveness_ms = 10001\n", kConfigPath)),
               HasSubstr("daemon.liveness_ms: must be from 10 to 10000, got 10001"));
 }
 
@@ -190,15 +196,18 @@ TEST(Config, LivenessDefaultsTo50AndAcceptsItsRange) {
 }
 
 TEST(Config, BadStringValuesAreErrors) {
-  EXPECT_THAT(ErrorOf("[daemon]\nlog_level = \"loud\"\n"),
+  EXPECT_THAT(ErrorOf(ParseConfig("[daemon]\nlog_level = \"loud\"\n", kConfigPath)),
               HasSubstr(":2: daemon.log_level: must be one of trace"));
-  EXPECT_THAT(ErrorOf("[daemon]\nruntime_dir = \"run\"\n"),
+  EXPECT_THAT(ErrorOf(ParseConfig("[daemon]\nruntime_dir = \"run\"\n", kConfigPath)),
               HasSubstr("daemon.runtime_dir: must be an absolute path, got \"run\""));
-  EXPECT_THAT(ErrorOf("[daemon]\ninstance = \"a b\"\n"), HasSubstr("daemon.instance: must be"));
-  EXPECT_THAT(ErrorOf("[register]\nbackend = \"zk\"\n"),
+  EXPECT_THAT(ErrorOf(ParseConfig("[daemon]\ninstance = \"a b\"\n", kConfigPath)),
+              HasSubstr("daemon.instance: must be"));
+  EXPECT_THAT(ErrorOf(ParseConfig("[register]\nbackend = \"zk\"\n", kConfigPath)),
               HasSubstr("register.backend: must be \"file\", \"static\" or \"etcd\", got \"zk\""));
-  EXPECT_THAT(ErrorOf("[register]\nmachines = \"7-3\"\n"), HasSubstr("register.machines: must be"));
-  EXPECT_THAT(ErrorOf("[register]\nmachines = \"0-1024\"\n"), HasSubstr("register.machines"));
+  EXPECT_THAT(ErrorOf(ParseConfig("[register]\nmachines = \"7-3\"\n", kConfigPath)),
+              HasSubstr("register.machines: must be"));
+  EXPECT_THAT(ErrorOf(ParseConfig("[register]\nmachines = \"0-1024\"\n", kConfigPath)),
+              HasSubstr("register.machines"));
 }
 
 TEST(Config, MachinesAcceptsOneNumber) {
@@ -243,18 +252,23 @@ TEST(Config, EpochTextMeansWhatParseTimeTextSays) {
 }
 
 TEST(Config, BadEpochIsAnError) {
-  EXPECT_THAT(ErrorOf("[id]\nepoch = \"yesterday\"\n"),
+  EXPECT_THAT(ErrorOf(ParseConfig("[id]\nepoch = \"yesterday\"\n", kConfigPath)),
               HasSubstr(":2: id.epoch: must be Unix milliseconds (e.g. 1767225600000) or an "
                         "RFC 3339 time with a zone"));
-  EXPECT_THAT(ErrorOf("[id]\nepoch = \"2026-01-01T00:00:00\"\n"), HasSubstr("id.epoch: must be"));
-  EXPECT_THAT(ErrorOf("[id]\nepoch = \"2026-01-01T00:00:00Z\\nx = 1\"\n"), HasSubstr("id.epoch"));
-  EXPECT_THAT(ErrorOf("[id]\nepoch = 2026-01-01T00:00:00\n"), HasSubstr("a time zone is required"));
-  EXPECT_THAT(ErrorOf("[id]\nepoch = -5\n"), HasSubstr("id.epoch: must be at or after 1970"));
-  EXPECT_THAT(ErrorOf("[id]\nepoch = true\n"), HasSubstr("got a boolean"));
+  EXPECT_THAT(ErrorOf(ParseConfig("[id]\nepoch = \"2026-01-01T00:00:00\"\n", kConfigPath)),
+              HasSubstr("id.epoch: must be"));
+  EXPECT_THAT(ErrorOf(ParseConfig("[id]\nepoch = \"2026-01-01T00:00:00Z\\nx = 1\"\n", kConfigPath)),
+              HasSubstr("id.epoch"));
+  EXPECT_THAT(ErrorOf(ParseConfig("[id]\nepoch = 2026-01-01T00:00:00\n", kConfigPath)),
+              HasSubstr("a time zone is required"));
+  EXPECT_THAT(ErrorOf(ParseConfig("[id]\nepoch = -5\n", kConfigPath)),
+              HasSubstr("id.epoch: must be at or after 1970"));
+  EXPECT_THAT(ErrorOf(ParseConfig("[id]\nepoch = true\n", kConfigPath)),
+              HasSubstr("got a boolean"));
 }
 
 TEST(Config, MinFillAboveCapacityIsAnError) {
-  EXPECT_THAT(ErrorOf("[ring]\ncapacity = 16\nmin_fill = 32\n"),
+  EXPECT_THAT(ErrorOf(ParseConfig("[ring]\ncapacity = 16\nmin_fill = 32\n", kConfigPath)),
               HasSubstr(":3: ring.min_fill: must not exceed ring.capacity (16), got 32"));
 }
 
@@ -266,17 +280,18 @@ TEST(Config, DefaultMinFillFollowsASmallCapacity) {
 }
 
 TEST(Config, StaticBackendNeedsMachine) {
-  EXPECT_THAT(ErrorOf("[register]\nbackend = \"static\"\n"),
+  EXPECT_THAT(ErrorOf(ParseConfig("[register]\nbackend = \"static\"\n", kConfigPath)),
               HasSubstr("register.machine: required when register.backend = \"static\""));
 }
 
 TEST(Config, MachineWithFileBackendIsAnError) {
-  EXPECT_THAT(ErrorOf("[register]\nmachine = 3\n"),
+  EXPECT_THAT(ErrorOf(ParseConfig("[register]\nmachine = 3\n", kConfigPath)),
               HasSubstr(":2: register.machine: only valid with register.backend = \"static\""));
 }
 
 TEST(Config, SyntaxErrorNamesLineAndColumn) {
-  EXPECT_THAT(ErrorOf("[ring]\ncapacity = = 3\n"), HasSubstr("/etc/snowflaked.toml:2:"));
+  EXPECT_THAT(ErrorOf(ParseConfig("[ring]\ncapacity = = 3\n", kConfigPath)),
+              HasSubstr("/etc/snowflaked.toml:2:"));
 }
 
 TEST(Config, LoadConfigReadsAFile) {

@@ -12,17 +12,17 @@
 #include <string>
 
 #include "daemon/config/config.h"
+#include "error_of.h"
 #include "register/machine_register.h"
 
 namespace snowflake::daemon {
 namespace {
 
+using testing::ErrorOf;
 using ::testing::HasSubstr;
 
-std::string ErrorOf(std::string_view text) {
-  auto result = ParseConfig(text, "/etc/snowflaked.toml");
-  return result ? std::string("(parsed)") : result.error().message;
-}
+// Where the texts below come from, as their errors name it.
+constexpr std::string_view kConfigPath = "/etc/snowflaked.toml";
 
 toml::table Toml(std::string_view text, std::string_view source) {
   return toml::parse(text, source);
@@ -58,7 +58,7 @@ TEST(RegisterBackends, UnknownBackendIsNamedWithTheKnownOnes) {
   ASSERT_FALSE(sut);
   EXPECT_EQ(sut.error(),
             "unknown register backend \"zk\" (known: \"file\", \"static\" or \"etcd\")");
-  EXPECT_THAT(ErrorOf("[register]\nbackend = \"zk\"\n"),
+  EXPECT_THAT(ErrorOf(ParseConfig("[register]\nbackend = \"zk\"\n", kConfigPath)),
               HasSubstr(":2: register.backend: must be \"file\", \"static\" or \"etcd\", got "
                         "\"zk\""));
 }
@@ -87,20 +87,23 @@ TEST(RegisterBackends, EachRowParsesItsConfigAndMakesItsRegister) {
 }
 
 TEST(RegisterBackends, AnotherBackendsKeyIsRefusedNamingThatBackend) {
-  EXPECT_THAT(ErrorOf("[register]\nbackend = \"etcd\"\nmachine = 3\n"
-                      "[register.etcd]\nendpoints = [\"http://a:1\"]\n"),
+  EXPECT_THAT(ErrorOf(ParseConfig("[register]\nbackend = \"etcd\"\nmachine = 3\n"
+                                  "[register.etcd]\nendpoints = [\"http://a:1\"]\n",
+                                  kConfigPath)),
               HasSubstr(":3: register.machine: only valid with register.backend = \"static\" "
                         "(the file and etcd registers assign numbers"));
-  EXPECT_THAT(ErrorOf("[register]\nbackend = \"static\"\nmachine = 3\n"
-                      "[register.etcd]\nendpoints = [\"http://a:1\"]\n"),
+  EXPECT_THAT(ErrorOf(ParseConfig("[register]\nbackend = \"static\"\nmachine = 3\n"
+                                  "[register.etcd]\nendpoints = [\"http://a:1\"]\n",
+                                  kConfigPath)),
               HasSubstr("register.etcd: only valid with register.backend = \"etcd\""));
 }
 
 TEST(RegisterBackends, UnknownRegisterKeyIsRefusedNamingKeyAndBackend) {
-  EXPECT_EQ(ErrorOf("[register]\nbackend = \"static\"\nmachine = 1\nmachin = 2\n"),
+  EXPECT_EQ(ErrorOf(ParseConfig("[register]\nbackend = \"static\"\nmachine = 1\nmachin = 2\n",
+                                kConfigPath)),
             "/etc/snowflaked.toml:4: register.machin: unknown key (with register.backend = "
             "\"static\" [register] takes backend, path, machines, holder_id, machine)");
-  EXPECT_THAT(ErrorOf("[register]\nbogus = 1\n"),
+  EXPECT_THAT(ErrorOf(ParseConfig("[register]\nbogus = 1\n", kConfigPath)),
               HasSubstr(":2: register.bogus: unknown key (with register.backend = \"file\""));
 }
 
