@@ -102,16 +102,11 @@ TEST(ClientProcess, AHungDaemonIsReportedAsNotHeartbeatingAndRecovers) {
   ASSERT_TRUE(producer.Kill(SIGSTOP));
   const Error hung = TakeUntilError(*sut);
   ASSERT_TRUE(producer.Kill(SIGCONT));
-  std::optional<uint64_t> after;
-  for (int attempt = 0; attempt < 1000 && !after; ++attempt) {
-    if (auto id = sut->Next())
-      after = *id;
-    else
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  const auto after = testing::AttemptUntil([&] { return sut->Next(); }, testing::kSucceeded,
+                                           std::chrono::seconds(20), std::chrono::milliseconds(10));
 
   EXPECT_EQ(hung.code, ClientError::kDaemonNotHeartbeating) << hung.message;
-  EXPECT_TRUE(after.has_value());
+  EXPECT_TRUE(after) << after.error().message;
 }
 
 TEST(ClientProcess, AUserOutsideTheSegmentsGroupGetsPermissionDeniedNamingTheGroup) {

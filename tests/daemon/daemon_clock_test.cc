@@ -26,6 +26,7 @@
 #include "daemon_harness.h"
 #include "snowflake/client.h"
 #include "taker_thread.h"
+#include "wait_until.h"
 
 namespace snowflake {
 namespace {
@@ -129,13 +130,9 @@ class DaemonClockTest : public ::testing::Test {
         {testing::kSnowflakectlPath, "--runtime-dir", harness_.runtime_dir().string(), "resume"});
   }
   // Waits until `phase` has at least `count` IDs (or 10 s).
-  static bool WaitForTakes(const Taker& taker, int phase, size_t count) {
-    const auto deadline = std::chrono::steady_clock::now() + 10s;
-    while (taker.CountInPhase(phase) < count) {
-      if (std::chrono::steady_clock::now() >= deadline) return false;
-      std::this_thread::sleep_for(5ms);
-    }
-    return true;
+  static ::testing::AssertionResult WaitForTakes(const Taker& taker, int phase, size_t count) {
+    return testing::WaitUntil([&] { return taker.CountInPhase(phase) >= count; }, 10s,
+                              std::to_string(count) + " IDs in phase " + std::to_string(phase));
   }
 
   DaemonHarness harness_{"clock"};
@@ -169,7 +166,7 @@ TEST_F(DaemonClockTest, SmallStepBackPausesThenServesAgainByItself) {
       },
       10s, paused.value_or(notified_before) + 1);
   taker->SetPhase(2);
-  const bool took_after = WaitForTakes(*taker, 2, 2000);
+  const ::testing::AssertionResult took_after = WaitForTakes(*taker, 2, 2000);
   taker->Stop();
   auto status = Client::Inspect(Clients());
 
@@ -221,7 +218,7 @@ TEST_F(DaemonClockTest, LargeStepBackStaysOutOfServiceUntilResume) {
   auto resume = Resume();
   auto serving = WaitForState(harness_.runtime_dir(), "serving", 10s);
   taker->SetPhase(4);
-  const bool took_after = WaitForTakes(*taker, 4, 2000);
+  const ::testing::AssertionResult took_after = WaitForTakes(*taker, 4, 2000);
   taker->Stop();
 
   // Assert
@@ -258,7 +255,7 @@ TEST_F(DaemonClockTest, ResumeWhileTheClockIsStillBehindNeverIssuesAtOrBelowTheM
   SetClockOffset(offset_file(), "+0");
   auto serving = WaitForState(harness_.runtime_dir(), "serving", 10s);
   taker->SetPhase(4);
-  const bool took_after = WaitForTakes(*taker, 4, 2000);
+  const ::testing::AssertionResult took_after = WaitForTakes(*taker, 4, 2000);
   taker->Stop();
 
   const auto taken = taker->taken();

@@ -87,6 +87,7 @@
 #include "stress_files.h"
 #include "stress_seed.h"
 #include "test_paths.h"
+#include "wait_until.h"
 
 namespace snowflake {
 namespace {
@@ -362,14 +363,20 @@ class FleetStress {
           status->daemon_pid != static_cast<uint64_t>(slots_[i].daemon->pid())) {
         continue;
       }
-      while (Committed(slots_[i]) <= before[i]) {
-        if (Clock::now() >= progress_deadline) {
-          return "client of " + slots_[i].name +
-                 " got no IDs after the faults: " + slots_[i].daemon->Describe() + "\n" +
-                 ClientView(slots_[i]);
-        }
-        if (std::string p = CheckWorkers(); !p.empty()) return p;
-        std::this_thread::sleep_for(10ms);
+      std::string problem;  // a worker's, which ends the wait
+      const auto progressed = st::WaitUntil(
+          [&] {
+            if (Committed(slots_[i]) > before[i]) return true;
+            problem = CheckWorkers();
+            return !problem.empty();
+          },
+          std::chrono::duration_cast<std::chrono::milliseconds>(progress_deadline - Clock::now()),
+          "IDs for the client of " + slots_[i].name, 10ms);
+      if (!problem.empty()) return problem;
+      if (!progressed) {
+        return "client of " + slots_[i].name + " got no IDs after the faults (" +
+               progressed.message() + "): " + slots_[i].daemon->Describe() + "\n" +
+               ClientView(slots_[i]);
       }
     }
 
@@ -965,27 +972,31 @@ class FleetStress {
   }
 
   std::string WaitUntilEveryNumberIsServed(std::chrono::seconds timeout) {
-    const auto deadline = Clock::now() + timeout;
-    while (true) {
-      std::set<uint32_t> served;
-      for (Slot& s : slots_) {
-        if (!s.daemon->Running()) continue;
-        auto status = Client::Inspect(DaemonHarness::ClientOptionsFor(s.options.runtime_dir));
-        if (status && status->state == "serving" &&
-            status->daemon_pid == static_cast<uint64_t>(s.daemon->pid())) {
-          served.insert(status->machine);
-        }
-      }
-      if (served.size() == kNumbers) return "";
-      if (Clock::now() >= deadline) {
-        std::string text = "only " + std::to_string(served.size()) + " numbers served:";
-        for (Slot& s : slots_) text += "\n" + s.daemon->Describe();
-        return text;
-      }
-      if (std::string p = CheckWorkers(); !p.empty()) return p;
-      if (std::string p = RestartExitedDaemons(); !p.empty()) return p;
-      std::this_thread::sleep_for(100ms);
-    }
+    std::set<uint32_t> served;
+    std::string problem;  // a worker's or a restart's, which ends the wait
+    const auto all_served = st::WaitUntil(
+        [&] {
+          served.clear();
+          for (Slot& s : slots_) {
+            if (!s.daemon->Running()) continue;
+            auto status = Client::Inspect(DaemonHarness::ClientOptionsFor(s.options.runtime_dir));
+            if (status && status->state == "serving" &&
+                status->daemon_pid == static_cast<uint64_t>(s.daemon->pid())) {
+              served.insert(status->machine);
+            }
+          }
+          if (served.size() == kNumbers) return true;
+          problem = CheckWorkers();
+          if (problem.empty()) problem = RestartExitedDaemons();
+          return !problem.empty();
+        },
+        timeout, "every number to be served", 100ms);
+    if (!problem.empty()) return problem;
+    if (all_served) return "";
+    std::string text =
+        "only " + std::to_string(served.size()) + " numbers served (" + all_served.message() + "):";
+    for (Slot& s : slots_) text += "\n" + s.daemon->Describe();
+    return text;
   }
 
   // Which clients took each duplicated ID (the first 20), for the failure message.

@@ -18,19 +18,18 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <iostream>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
-
-#include <iostream>
-#include <nlohmann/json.hpp>
 
 #include "daemon_harness.h"
 #include "etcd_cluster.h"
 #include "snowflake/client.h"
 #include "subprocess.h"
+#include "wait_until.h"
 
 namespace snowflake {
 namespace {
@@ -56,36 +55,35 @@ RunResult Ctl(const std::filesystem::path& runtime_dir, std::vector<std::string>
 // under way when the daemon pauses), or the last answer when `timeout` passes first.
 nlohmann::json WaitForRenewalError(const std::filesystem::path& runtime_dir,
                                    std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  nlohmann::json last;
-  do {
-    last = nlohmann::json::parse(Ctl(runtime_dir, {"status", "--json"}).out, nullptr, false);
-    if (last.is_object() && last["renewal"].is_object() &&
-        last["renewal"]["last_error"].is_string()) {
-      return last;
-    }
-    std::this_thread::sleep_for(100ms);
-  } while (std::chrono::steady_clock::now() < deadline);
-  return last;
+  return testing::AttemptUntil(
+      [&] {
+        return nlohmann::json::parse(Ctl(runtime_dir, {"status", "--json"}).out, nullptr, false);
+      },
+      [](const nlohmann::json& status) {
+        return status.is_object() && status.contains("renewal") && status["renewal"].is_object() &&
+               status["renewal"].contains("last_error") &&
+               status["renewal"]["last_error"].is_string();
+      },
+      timeout, 100ms);
 }
 
 // Next()'s error once it contains `words`, or the last one when `timeout` passes first;
 // `took` is set if Next() ever returned an ID.
 std::string WaitForNextError(Client& client, std::string_view words,
                              std::chrono::milliseconds timeout, bool& took) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
   std::string last;
-  do {
-    auto id = client.Next();
-    if (id) {
-      took = true;
-    } else {
-      last = id.error().message;
-      if (last.find(words) != std::string::npos) return last;
-    }
-    std::this_thread::sleep_for(100ms);
-  } while (std::chrono::steady_clock::now() < deadline);
-  return last;
+  return testing::AttemptUntil(
+      [&] {
+        auto id = client.Next();
+        if (id) {
+          took = true;
+        } else {
+          last = id.error().message;
+        }
+        return last;
+      },
+      [&](const std::string& error) { return error.find(words) != std::string::npos; }, timeout,
+      100ms);
 }
 
 bool NamesOneOf(std::string_view text, const std::vector<std::string>& endpoints) {
@@ -264,15 +262,17 @@ TEST_F(DaemonEtcdStart, QuorumLossPausesEveryDaemonNamingTheRegisterAndAllResume
   // issuing past its confirmed horizon). Take through such blips, for at most 30 s.
   std::vector<std::vector<uint64_t>> after(3);
   for (int i = 0; i < 3; ++i) {
-    const auto deadline = std::chrono::steady_clock::now() + 30s;
-    while (after[i].size() < 2000 && std::chrono::steady_clock::now() < deadline) {
-      auto id = clients[i].Next();
-      if (!id) {
-        std::this_thread::sleep_for(5ms);
-        continue;
-      }
-      after[i].push_back(*id);
-    }
+    // Counted by the assertions below (2000 each), so the wait's own verdict adds nothing.
+    [[maybe_unused]] const auto took = testing::WaitUntil(
+        [&] {
+          while (after[i].size() < 2000) {
+            auto id = clients[i].Next();
+            if (!id) return false;  // a blip: wait a poll interval, then take on
+            after[i].push_back(*id);
+          }
+          return true;
+        },
+        30s, "2000 IDs from daemon " + std::to_string(i));
   }
 
   // Assert

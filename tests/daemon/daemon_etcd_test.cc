@@ -21,7 +21,6 @@
 #include <optional>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "daemon_harness.h"
@@ -261,12 +260,19 @@ TEST_F(DaemonEtcd, TakeoverAfterSigstopFencesTheOldDaemon) {
   ASSERT_TRUE(b_client) << b_client.error().message;
   const std::vector<uint64_t> b_ids = Take(*b_client, 5000);
   ASSERT_TRUE(a.process().Kill(SIGCONT));
-  // Whatever A still hands out (its ring, filled before the stop), until it exits.
-  for (int i = 0; i < 2000 && a.Running(); ++i) {
-    auto id = a_client->Next();
-    if (id) a_ids.push_back(*id);
-    else std::this_thread::sleep_for(5ms);
-  }
+  // Whatever A still hands out (its ring, filled before the stop), until it exits. Each
+  // look takes at most a ring's worth, so a daemon that kept serving ends the wait and
+  // fails the assertion on its exit below.
+  [[maybe_unused]] const auto a_ended = testing::WaitUntil(
+      [&] {
+        for (int i = 0; i < 4096; ++i) {
+          auto id = a_client->Next();
+          if (!id) break;
+          a_ids.push_back(*id);
+        }
+        return !a.Running();
+      },
+      30s, "A to exit after losing its number");
   auto a_exit = a.Wait(30s);
 
   // Assert

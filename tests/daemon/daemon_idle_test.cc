@@ -8,11 +8,11 @@
 
 #include <chrono>
 #include <cstdint>
-#include <thread>
 #include <vector>
 
 #include "daemon_harness.h"
 #include "snowflake/client.h"
+#include "wait_until.h"
 
 namespace snowflake {
 namespace {
@@ -22,20 +22,21 @@ using testing::Daemon;
 using testing::DaemonHarness;
 
 // Polls the segment until the ring's fill is (or is not) zero, at most `timeout`.
-bool WaitForFill(const DaemonHarness& harness, bool empty, std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  for (;;) {
-    auto status = Client::Inspect(harness.Clients());
-    if (status && (status->ring_fill == 0) == empty) return true;
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(20ms);
-  }
+::testing::AssertionResult WaitForFill(const DaemonHarness& harness, bool empty,
+                                       std::chrono::milliseconds timeout) {
+  return testing::WaitUntil(
+      [&] {
+        auto status = Client::Inspect(harness.Clients());
+        return status && (status->ring_fill == 0) == empty;
+      },
+      timeout, empty ? "the ring to be empty" : "the ring to hold IDs", 20ms);
 }
 
 // After a take: the awake daemon refills its ring, then, nobody taking, goes dormant and
 // empties it. (An awake daemon nobody takes from keeps its ring at the fill target.)
-bool WaitForDormancy(const DaemonHarness& harness) {
-  return WaitForFill(harness, /*empty=*/false, 20s) && WaitForFill(harness, /*empty=*/true, 20s);
+::testing::AssertionResult WaitForDormancy(const DaemonHarness& harness) {
+  if (auto refilled = WaitForFill(harness, /*empty=*/false, 20s); !refilled) return refilled;
+  return WaitForFill(harness, /*empty=*/true, 20s);
 }
 
 // A take that rides out a pause. On a loaded machine a renewal of the reservation (an
@@ -43,15 +44,10 @@ bool WaitForDormancy(const DaemonHarness& harness) {
 // and resumes by itself (docs/daemon.md), which is right, and not what this test is
 // about: it checks the order of the IDs after dormancy, not availability under load.
 tl::expected<uint64_t, Error> TakeRidingOutPauses(Client& client) {
-  const auto deadline = std::chrono::steady_clock::now() + 20s;
-  for (;;) {
-    auto id = client.Next();
-    if (id || id.error().code != ClientError::kDaemonPaused ||
-        std::chrono::steady_clock::now() >= deadline) {
-      return id;
-    }
-    std::this_thread::sleep_for(10ms);
-  }
+  return testing::AttemptUntil(
+      [&] { return client.Next(); },
+      [](const auto& id) { return id || id.error().code != ClientError::kDaemonPaused; }, 20s,
+      10ms);
 }
 
 TEST(DaemonDormancy, AnIdleDaemonHoldsNoIdsAndItsNextTakeIsAboveEveryEarlierOne) {
@@ -67,8 +63,9 @@ TEST(DaemonDormancy, AnIdleDaemonHoldsNoIdsAndItsNextTakeIsAboveEveryEarlierOne)
 
   // Act: idle until dormant, then take again, twice over.
   std::vector<uint64_t> after;
-  bool dormant[2] = {false, false};
-  for (bool& went_dormant : dormant) {
+  ::testing::AssertionResult dormant[2] = {::testing::AssertionFailure(),
+                                           ::testing::AssertionFailure()};
+  for (::testing::AssertionResult& went_dormant : dormant) {
     went_dormant = WaitForDormancy(harness);
     auto id = TakeRidingOutPauses(*client);
     ASSERT_TRUE(id) << id.error().message << "; " << daemon.Describe();

@@ -37,14 +37,17 @@
 #include "snowflake/id_layout.h"
 #include "snowflake/segment_layout.h"
 #include "temp_dir.h"
+#include "wait_until.h"
 
 namespace snowflake::daemon {
 namespace {
 
 using namespace std::chrono_literals;
+using snowflake::testing::AttemptUntil;
 using snowflake::testing::FakeClock;
 using snowflake::testing::FaultFileSystem;
 using snowflake::testing::TempDir;
+using snowflake::testing::WaitUntil;
 
 const std::string kServing(vocab::StateCode(shm::DaemonState::kServing));
 const std::string kStopped(vocab::StateCode(shm::DaemonState::kStopped));
@@ -203,17 +206,15 @@ int64_t MillisecondOf(uint64_t id, const Config& config) {
 }
 
 // Waits until the ring says it serves (the loop's first pass): a client is told
-// "starting" at once, not made to wait. False if it never does (the deadline only ends a
+// "starting" at once, not made to wait. Fails if it never does (the deadline only ends a
 // test that would hang; nothing is asserted about how long it took).
-bool AwaitServing(const Host& host) {
-  const auto deadline = std::chrono::steady_clock::now() + 30s;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (auto status = Client::Inspect(host.client_options()); status && status->state == kServing) {
-      return true;
-    }
-    std::this_thread::sleep_for(1ms);
-  }
-  return false;
+::testing::AssertionResult AwaitServing(const Host& host) {
+  return WaitUntil(
+      [&] {
+        auto status = Client::Inspect(host.client_options());
+        return status && status->state == kServing;
+      },
+      30s, "the segment to say serving", 1ms);
 }
 
 // Starts `daemon`, serves it on a thread, takes `count` IDs through a Client, stops it.
@@ -317,18 +318,6 @@ TEST(InProcessDaemon, ServesStopsInTheTablesReverseOrderAndRestartsAboveItsIds) 
   EXPECT_EQ(host.CleanStopInStateFile(), t0 + 1);
 }
 
-// Waits until `pred` holds; false if it does not within 30 s (the bound only ends a test
-// that would hang; nothing is asserted about how long it took).
-template <typename Pred>
-bool AwaitThat(Pred pred) {
-  const auto deadline = std::chrono::steady_clock::now() + 30s;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(1ms);
-  }
-  return pred();
-}
-
 // The value of one sample ("name{label=\"value\"}") in a text exposition; nullopt if the
 // exposition has no such line.
 std::optional<double> SampleValue(const std::string& exposition, const std::string& sample) {
@@ -359,7 +348,7 @@ TEST(InProcessDaemon, AnOperatorsFenceEmptiesTheRingPausesUntilTheClockPassesItA
     serving.join();
     return daemon.Stop();
   };
-  const bool served = AwaitServing(host);
+  const ::testing::AssertionResult served = AwaitServing(host);
   auto client = Client::Open("fenced", host.client_options());
   if (!served || !client || !client->Next()) {
     stop();
@@ -370,24 +359,25 @@ TEST(InProcessDaemon, AnOperatorsFenceEmptiesTheRingPausesUntilTheClockPassesItA
 
   // Act
   reg->Fence(fence);
-  const bool paused = AwaitThat([&] {
-    auto status = Client::Inspect(host.client_options());
-    return status && status->reason == "fenced";
-  });
+  const ::testing::AssertionResult paused = WaitUntil(
+      [&] {
+        auto status = Client::Inspect(host.client_options());
+        return status && status->reason == "fenced";
+      },
+      30s, "the segment to say fenced", 1ms);
   auto while_fenced = client->Next();
   // What the control socket says the daemon waits for (snowflakectl status, /v1/status).
   // The daemon writes its record just after the segment's state (two stores, not one):
   // the fence seen in the segment may not be in the record yet, so wait for it there too.
-  auto fenced_status = protocol::QueryStatus(host.config().daemon.runtime_dir, 2s);
-  AwaitThat([&] {
-    fenced_status = protocol::QueryStatus(host.config().daemon.runtime_dir, 2s);
-    return fenced_status && fenced_status->reason_code == "fenced";
-  });
+  auto fenced_status = AttemptUntil(
+      [&] { return protocol::QueryStatus(host.config().daemon.runtime_dir, 2s); },
+      [](const auto& status) { return status && status->reason_code == "fenced"; }, 30s, 1ms);
   const std::string fenced_scrape = daemon.metrics().Scrape();
-  const bool acknowledged = AwaitThat([&] { return reg->acknowledged() == fence; });
+  const ::testing::AssertionResult acknowledged = WaitUntil(
+      [&] { return reg->acknowledged() == fence; }, 30s, "the fence's acknowledgment", 1ms);
   // Time passes (wall and steady clock alike) until the clock passes the fence.
   host.clock().Tick(fence + 1 - host.clock().NowUnixMs());
-  const bool serves_again = AwaitServing(host);
+  const ::testing::AssertionResult serves_again = AwaitServing(host);
   auto after = client->Next();
   const std::string after_scrape = daemon.metrics().Scrape();
   const int status = stop();
@@ -445,16 +435,13 @@ TEST(InProcessDaemon, MetricsAreFilledWithoutAnyNetworkFront) {
   }
   // The first renewal runs on the reservation thread as the daemon starts; wait for it to
   // be reported (the deadline only ends a test that would hang).
-  std::string scraped;
-  const auto deadline = std::chrono::steady_clock::now() + 30s;
-  while (std::chrono::steady_clock::now() < deadline) {
-    scraped = daemon.metrics().Scrape();
-    if (SampleValue(scraped, "snowflake_reservation_renewals_total{result=\"ok\"}").value_or(0) >=
-        1) {
-      break;
-    }
-    std::this_thread::sleep_for(5ms);
-  }
+  const std::string scraped =
+      AttemptUntil([&] { return daemon.metrics().Scrape(); },
+                   [](const std::string& text) {
+                     return SampleValue(text, "snowflake_reservation_renewals_total{result=\"ok\"}")
+                                .value_or(0) >= 1;
+                   },
+                   30s);
   EXPECT_GE(SampleValue(scraped, "snowflake_reservation_renewals_total{result=\"ok\"}").value_or(0),
             1.0)
       << scraped;
@@ -542,7 +529,8 @@ TEST(InProcessDaemon, AStopRequestedWhileWaitingForTheRegisterEndsTheStartWithSt
   }));
   // Asked from another thread once the start has waited through a retry.
   std::thread stopper([&] {
-    while (attempts.load() < 2) std::this_thread::sleep_for(1ms);
+    EXPECT_TRUE(WaitUntil([&] { return attempts.load() >= 2; }, 30s,
+                          "the start to try the register twice", 1ms));
     daemon.RequestStop("the test's request");
   });
   auto started = daemon.Start();

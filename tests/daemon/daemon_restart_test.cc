@@ -22,13 +22,13 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "daemon_harness.h"
 #include "snowflake/client.h"
 #include "snowflake/id_layout.h"
 #include "test_paths.h"
+#include "wait_until.h"
 
 namespace snowflake {
 namespace {
@@ -53,12 +53,7 @@ std::string TakeIds(Client& client, size_t count, std::vector<uint64_t>& ids) {
 
 // Retries Next() while the daemon comes back (up to `timeout`).
 tl::expected<uint64_t, Error> NextWithin(Client& client, std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  for (;;) {
-    auto id = client.Next();
-    if (id || std::chrono::steady_clock::now() >= deadline) return id;
-    std::this_thread::sleep_for(5ms);
-  }
+  return testing::AttemptUntil([&] { return client.Next(); }, testing::kSucceeded, timeout);
 }
 
 bool StrictlyIncreasing(const std::vector<uint64_t>& ids) {

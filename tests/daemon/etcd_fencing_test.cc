@@ -289,12 +289,21 @@ TEST_F(EtcdFencing, RaiseAllWhileRunningReturnsOnlyOnceTheHolderAcknowledgedTheF
   auto raising = std::async(std::launch::async, [&] {
     return operator_register.RaiseAll(kEpoch + 50'000, /*while_running=*/true);
   });
-  for (int64_t step = 1; holder.fence_unix_ms() == 0 && step < 200; ++step) {
-    // kFenced: the raise found the fence and wrote nothing (the daemon records it first).
-    auto raise = holder.UpdateHighWater(kEpoch + 60'000 + step);
-    ASSERT_TRUE(raise || raise.error().code == RegisterErrorCode::kFenced) << raise.error().message;
-    std::this_thread::sleep_for(20ms);
-  }
+  int64_t step = 0;
+  std::string unexpected;  // a raise's error other than kFenced
+  // The assertion on `fence` below says if the holder never found it.
+  [[maybe_unused]] const auto found = testing::WaitUntil(
+      [&] {
+        if (holder.fence_unix_ms() != 0) return true;
+        // kFenced: the raise found the fence and wrote nothing (the daemon records it first).
+        auto raise = holder.UpdateHighWater(kEpoch + 60'000 + ++step);
+        if (!raise && raise.error().code != RegisterErrorCode::kFenced) {
+          unexpected = raise.error().message;
+        }
+        return !unexpected.empty();
+      },
+      20s, "the holder to find the fence", 20ms);
+  ASSERT_EQ(unexpected, "");
   const int64_t fence = holder.fence_unix_ms();
   const bool returned_before_the_acknowledgment =
       raising.wait_for(300ms) == std::future_status::ready;

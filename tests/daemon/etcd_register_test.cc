@@ -329,10 +329,16 @@ TEST(EtcdRegisterRestore, AHolderThatObeyedTheRestoreFenceStartsAgainAndTheFence
     return operator_register.RaiseAll(kEpoch + 30'000, /*while_running=*/true);
   });
   int64_t next = kEpoch + 21'000;
-  for (int i = 0; i < 400 && holder->fence_unix_ms() == 0; ++i, next += 10) {
-    (void)holder->UpdateHighWater(next);
-    std::this_thread::sleep_for(10ms);
-  }
+  // The holder raises as it would until it finds the fence; the assertion on `fence`
+  // below says if it never did.
+  [[maybe_unused]] const auto found = testing::WaitUntil(
+      [&] {
+        if (holder->fence_unix_ms() != 0) return true;
+        (void)holder->UpdateHighWater(next);
+        next += 10;
+        return false;
+      },
+      20s, "the holder to find the fence", 10ms);
   const int64_t fence = holder->fence_unix_ms();
   auto again = holder->UpdateHighWater(std::max(next, fence) + 1000);
   auto acknowledged = holder->AcknowledgeFence(fence);
@@ -413,14 +419,12 @@ TEST_F(EtcdRegisterTest, AnExpiredLeaseIsSeenByTheKeepAliveThread) {
 
   // Act
   ASSERT_TRUE(admin.Revoke(sut.lease()));
-  const auto deadline = std::chrono::steady_clock::now() + 10s;
-  while (!sut.claim_lost() && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(20ms);
-  }
+  const ::testing::AssertionResult lost = testing::WaitUntil(
+      [&] { return sut.claim_lost(); }, 10s, "the keepalive thread to see the lease gone", 20ms);
   auto raise = sut.UpdateHighWater(kEpoch + 1);
 
   // Assert
-  EXPECT_TRUE(sut.claim_lost());
+  EXPECT_TRUE(lost);
   ASSERT_FALSE(raise);
   EXPECT_EQ(raise.error().code, RegisterErrorCode::kClaimLost);
   EXPECT_THAT(raise.error().message, HasSubstr("expired"));

@@ -527,11 +527,9 @@ TEST_F(HttpFront, ConnectionsBeyondTheLimitGet429AndRetryAfter) {
   // The held connections still work, and a freed slot is usable again.
   EXPECT_EQ(held.front()->Exchange(Get("/v1/id?service=t")).status, 200);
   held.pop_back();
-  HttpReply again;
-  for (int attempt = 0; attempt < 50 && again.status != 200; ++attempt) {
-    again = FetchOnce(port_, "/v1/id?service=t");
-    if (again.status != 200) std::this_thread::sleep_for(20ms);
-  }
+  const HttpReply again =
+      testing::AttemptUntil([&] { return FetchOnce(port_, "/v1/id?service=t"); },
+                            [](const HttpReply& reply) { return reply.status == 200; }, 10s, 20ms);
   EXPECT_EQ(again.status, 200) << again.body;
 }
 
@@ -718,13 +716,9 @@ TEST(HttpFrontMetrics, RenewalsAndTheClaimAreExportedAndRenewalsMove) {
 
   // The reservation is renewed about every 250 ms while the clock runs: the counter moves
   // and the timings with it (the deadline only ends a test that would hang).
-  std::string later;
-  const auto deadline = std::chrono::steady_clock::now() + 60s;
-  while (std::chrono::steady_clock::now() < deadline) {
-    later = FetchOnce(port, "/metrics").body;
-    if (SampleValue(later, renewed) > renewals) break;
-    std::this_thread::sleep_for(50ms);
-  }
+  const std::string later = testing::AttemptUntil(
+      [&] { return FetchOnce(port, "/metrics").body; },
+      [&](const std::string& body) { return SampleValue(body, renewed) > renewals; }, 60s, 50ms);
   const double renewals_later = SampleValue(later, renewed);
   EXPECT_GT(renewals_later, renewals) << later;
   EXPECT_GE(SampleValue(later, "snowflake_reservation_duration_seconds_count"), renewals_later)

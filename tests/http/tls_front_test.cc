@@ -105,15 +105,20 @@ bool NotServedNow(long status, const std::string& body) {
   return status == 503 || (status == 429 && body.find("\"ring_empty\"") != std::string::npos);
 }
 
-// A GET that the daemon could not serve right now (NotServedNow) is asked again, at most
-// 300 times 100 ms apart.
+// A GET that the daemon could not serve right now (NotServedNow) is asked again, 100 ms
+// apart for up to 30 s.
 HttpsReply GetServed(HttpsClient& client, uint16_t port, std::string_view target) {
-  HttpsReply reply = client.Get(port, target);
-  const std::string subject = reply.subject;  // of the connection, seen on its first reply
-  for (int i = 0; i < 300 && reply.curl_code == 0 && NotServedNow(reply.status, reply.body); ++i) {
-    std::this_thread::sleep_for(100ms);
-    reply = client.Get(port, target);
-  }
+  std::string subject;  // of the connection, seen on its first reply
+  HttpsReply reply = testing::AttemptUntil(
+      [&] {
+        HttpsReply answer = client.Get(port, target);
+        if (subject.empty()) subject = answer.subject;
+        return answer;
+      },
+      [](const HttpsReply& answer) {
+        return answer.curl_code != 0 || !NotServedNow(answer.status, answer.body);
+      },
+      30s, 100ms);
   if (reply.subject.empty()) reply.subject = subject;
   return reply;
 }

@@ -50,6 +50,7 @@
 #include "subprocess.h"
 #include "temp_dir.h"
 #include "test_paths.h"
+#include "wait_until.h"
 
 namespace snowflake::shm {
 namespace {
@@ -185,18 +186,8 @@ class ProcessStress {
     }
     // No restart comes after this: attach to the last segment (its producer may be just
     // starting) to count it once everything stopped.
-    std::optional<RingConsumer> last;
-    std::string attach_error;
-    const auto attach_deadline = std::chrono::steady_clock::now() + 60s;
-    while (!last && std::chrono::steady_clock::now() < attach_deadline) {
-      auto ring = protocol::AttachConsumer(dir_.path(), 5000ms);
-      if (ring) {
-        last.emplace(std::move(*ring));
-      } else {
-        attach_error = ring.error();
-        std::this_thread::sleep_for(1ms);  // a backoff, not an order
-      }
-    }
+    auto last = st::AttemptUntil([&] { return protocol::AttachConsumer(dir_.path(), 5000ms); },
+                                 st::kSucceeded, 60s, 1ms);
     control_->stop.store(1);
     for (ConsumerRun& run : consumers_) {
       auto status = run.process->Wait(30'000ms);
@@ -215,7 +206,7 @@ class ProcessStress {
     duration_ = std::chrono::steady_clock::now() - start;
     if (!last) {
       if (problem.empty()) {
-        problem = "cannot attach to the last segment to count it: " + attach_error;
+        problem = "cannot attach to the last segment to count it: " + last.error();
       }
       return problem;
     }

@@ -15,6 +15,8 @@
 #include <sstream>
 #include <system_error>
 
+#include "wait_until.h"
+
 namespace snowflake::testing {
 namespace {
 
@@ -219,12 +221,12 @@ Daemon::~Daemon() {
 }
 
 bool Daemon::WaitForReady(std::chrono::milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
-  while (Clock::now() < deadline) {
-    if (notify_->WaitForLine("READY=1", 50ms)) return true;
-    if (!process_->Running()) return notify_->CountLine("READY=1") > 0;
-  }
-  return false;
+  // Each look waits on the socket for up to 50 ms, then sees whether the daemon ended, so
+  // a daemon that exits before READY=1 ends the wait at once. The verdict is ready().
+  [[maybe_unused]] const auto ended = WaitUntil(
+      [&] { return notify_->WaitForLine("READY=1", 50ms).has_value() || !process_->Running(); },
+      timeout, "READY=1 or the daemon's exit", 0ms);
+  return ready();
 }
 
 bool Daemon::ready() const { return notify_->CountLine("READY=1") > 0; }
@@ -326,16 +328,14 @@ std::optional<ClientStatus> WaitForState(const std::filesystem::path& runtime_di
                                          std::string_view state,
                                          std::chrono::milliseconds timeout) {
   ClientOptions options = DaemonHarness::ClientOptionsFor(runtime_dir);
-  const auto deadline = Clock::now() + timeout;
-  std::optional<ClientStatus> last;
-  for (;;) {
-    if (auto status = Client::Inspect(options)) {
-      last = *status;
-      if (last->state == state) return last;
-    }
-    if (Clock::now() >= deadline) return last;
-    std::this_thread::sleep_for(1ms);
-  }
+  std::optional<ClientStatus> last;  // the last status read, when a later read fails
+  return AttemptUntil(
+      [&] {
+        if (auto status = Client::Inspect(options)) last = *status;
+        return last;
+      },
+      [&](const std::optional<ClientStatus>& seen) { return seen && seen->state == state; },
+      timeout, 1ms);
 }
 
 void SetClockOffset(const std::filesystem::path& file, std::string_view offset) {

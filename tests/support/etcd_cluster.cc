@@ -11,7 +11,8 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
-#include <thread>
+
+#include "wait_until.h"
 
 namespace snowflake::testing {
 namespace {
@@ -320,16 +321,18 @@ std::optional<int> EtcdCluster::Leader() const {
 }
 
 bool EtcdCluster::WaitReady(int member, std::chrono::milliseconds timeout) const {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (!members_[member].process || !members_[member].process->Running()) return false;
-    // A linearizable read needs a leader and a quorum.
-    auto answer = HttpPost(members_[member].client_url + "/v3/kv/range", R"({"key":"AA=="})",
-                           std::chrono::seconds(2), tls_ ? &*tls_ : nullptr);
-    if (answer && answer->status == 200) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return false;
+  enum class Answer { kReady, kDown, kNotYet };
+  const Answer last = AttemptUntil(
+      [&] {
+        if (!members_[member].process || !members_[member].process->Running()) return Answer::kDown;
+        // A linearizable read needs a leader and a quorum.
+        auto answer = HttpPost(members_[member].client_url + "/v3/kv/range", R"({"key":"AA=="})",
+                               std::chrono::seconds(2), tls_ ? &*tls_ : nullptr);
+        return answer && answer->status == 200 ? Answer::kReady : Answer::kNotYet;
+      },
+      [](Answer answer) { return answer != Answer::kNotYet; }, timeout,
+      std::chrono::milliseconds(50));
+  return last == Answer::kReady;
 }
 
 std::string EtcdCluster::Logs() const {
