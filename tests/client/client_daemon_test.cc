@@ -1,104 +1,75 @@
-// libsnowflake and snowflakectl against the real snowflaked, started as a process in a
-// temporary runtime and state directory: many processes, restarts (clean and SIGKILL),
-// and per-service counts as status reports them.
+// libsnowflake and snowflakectl against the real snowflaked, started by the daemon harness
+// in a temporary runtime and state directory: many processes, restarts (clean and
+// SIGKILL), and per-service counts as status reports them.
 
 #include <gtest/gtest.h>
-#include <signal.h>
 
 #include <chrono>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "daemon_harness.h"
 #include "id_checker.h"
 #include "snowflake/client.h"
 #include "subprocess.h"
-#include "temp_dir.h"
 #include "test_paths.h"
+#include "wait_until.h"
 #include "worker_runs.h"
 
 namespace snowflake {
 namespace {
 
-using testing::Process;
+using namespace std::chrono_literals;
+using testing::AttemptUntil;
+using testing::Daemon;
+using testing::DaemonHarness;
+using testing::kSnowflakectlPath;
+using testing::kSucceeded;
 using testing::RunCommand;
-using testing::TempDir;
-
-const std::string kDaemon = ::snowflake::testing::BinaryPath("daemon/snowflaked");
-const std::string kCtl = ::snowflake::testing::BinaryPath("cli/snowflakectl");
+using testing::RunResult;
 
 class ClientDaemonTest : public ::testing::Test {
  protected:
-  std::filesystem::path runtime() const { return dir_ / "run"; }
+  std::filesystem::path runtime() const { return harness_.runtime_dir(); }
 
-  // Starts snowflaked and waits until its segment says serving.
-  Process StartDaemon() {
-    std::filesystem::create_directories(runtime());
-    std::filesystem::create_directories(dir_ / "state");
-    // Its own machine-number locks: a test is a host of its own, so another test's daemon
-    // (ctest -j) never takes this one's number while it restarts.
-    testing::SpawnOptions spawn;
-    spawn.env.set.emplace_back("SNOWFLAKE_HOST_LOCK_DIR", (dir_ / "host-locks").string());
-    Process daemon = Process::Spawn(
-        {kDaemon, "--runtime-dir", runtime().string(), "--state-dir", (dir_ / "state").string()},
-        std::move(spawn));
-    ClientOptions options;
-    options.runtime_dir = runtime();
-    for (int attempt = 0; attempt < 2000; ++attempt) {
-      auto status = Client::Inspect(options);
-      if (status && status->health == "serving" && status->daemon_pid == uint64_t(daemon.pid())) {
-        return daemon;
-      }
-      if (!daemon.Running()) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    ADD_FAILURE() << "snowflaked did not start serving: " << daemon.err();
-    return daemon;
-  }
+  // A daemon started and READY (the harness fails the test if READY=1 does not come).
+  // The harness's machine-number locks are its own: a test is a host of its own, so
+  // another test's daemon (ctest -j) never takes this one's number while it restarts.
+  Daemon StartDaemon() { return harness_.Start(); }
 
-  ClientOptions Options() const {
-    ClientOptions options;
-    options.runtime_dir = runtime();
-    options.wait_timeout = std::chrono::seconds(10);
-    options.max_heartbeat_age = std::chrono::seconds(5);
-    return options;
-  }
+  ClientOptions Options() const { return harness_.Clients(); }
 
-  TempDir dir_{"client-daemon"};
+  DaemonHarness harness_{"client-daemon"};
 };
 
-// Retries Next() for up to ~20 s (the daemon restarting) and returns the first ID.
-std::optional<uint64_t> NextWithin20s(Client& client) {
-  for (int attempt = 0; attempt < 2000; ++attempt) {
-    if (auto id = client.Next()) return *id;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return std::nullopt;
+// Retries Next() for up to 20 s (the daemon restarting); the ID, or the last error.
+tl::expected<uint64_t, Error> NextWithin20s(Client& client) {
+  return AttemptUntil([&] { return client.Next(); }, kSucceeded, 20s, 10ms);
 }
 
 TEST_F(ClientDaemonTest, AClientOutlivesCleanAndKilledDaemonRestarts) {
-  std::optional<Process> daemon = StartDaemon();
+  Daemon first_daemon = StartDaemon();
+  ASSERT_TRUE(first_daemon.ready()) << first_daemon.Describe();
   auto sut = Client::Open("orders", Options());
   ASSERT_TRUE(sut) << sut.error().message;
   const uint64_t first = sut->Next().value();
 
-  ASSERT_TRUE(daemon->Kill(SIGTERM));
-  ASSERT_TRUE(daemon->Wait(std::chrono::seconds(20)));
+  ASSERT_TRUE(first_daemon.Stop(20s)) << first_daemon.Describe();
   auto stopped = sut->Next();
-  daemon = StartDaemon();
-  const std::optional<uint64_t> after_clean = NextWithin20s(*sut);
-  ASSERT_TRUE(daemon->Kill(SIGKILL));
-  ASSERT_TRUE(daemon->Wait(std::chrono::seconds(20)));
-  daemon = StartDaemon();
-  const std::optional<uint64_t> after_kill = NextWithin20s(*sut);
+  Daemon second_daemon = StartDaemon();
+  ASSERT_TRUE(second_daemon.ready()) << second_daemon.Describe();
+  const auto after_clean = NextWithin20s(*sut);
+  second_daemon.Kill();
+  Daemon third_daemon = StartDaemon();
+  ASSERT_TRUE(third_daemon.ready()) << third_daemon.Describe();
+  const auto after_kill = NextWithin20s(*sut);
 
   ASSERT_FALSE(stopped);
   EXPECT_EQ(stopped.error().code, ClientError::kDaemonStopped) << stopped.error().message;
-  ASSERT_TRUE(after_clean);
+  ASSERT_TRUE(after_clean) << after_clean.error().message;
   EXPECT_GT(*after_clean, first);
-  ASSERT_TRUE(after_kill);
+  ASSERT_TRUE(after_kill) << after_kill.error().message;
   EXPECT_GT(*after_kill, *after_clean);
 }
 
@@ -109,22 +80,24 @@ constexpr size_t kTakesPerThread = 50'000;
 #endif
 
 TEST_F(ClientDaemonTest, ManyThreadsInSeveralProcessesTakeUniqueIncreasingIds) {
-  Process daemon = StartDaemon();
+  Daemon daemon = StartDaemon();
+  ASSERT_TRUE(daemon.ready()) << daemon.Describe();
   constexpr int kProcesses = 3;
   constexpr int kThreads = 4;
   testing::IdCheckResult result;
 
   ASSERT_NO_FATAL_FAILURE(testing::RunTakeWorkers(
-      {runtime(), dir_.path(), kProcesses, kThreads, kTakesPerThread}, &result));
+      {runtime(), harness_.root(), kProcesses, kThreads, kTakesPerThread}, &result));
 
   EXPECT_TRUE(result.ok()) << result.Summary();
   EXPECT_GE(result.ids, kProcesses * kThreads * kTakesPerThread);
 }
 
 TEST_F(ClientDaemonTest, StatusJsonCountsMatchWhatNextTook) {
-  Process daemon = StartDaemon();
-  auto taken = RunCommand(
-      {kCtl, "next", "-n", "12345", "--service", "cli-test", "--runtime-dir", runtime().string()});
+  Daemon daemon = StartDaemon();
+  ASSERT_TRUE(daemon.ready()) << daemon.Describe();
+  auto taken = RunCommand({kSnowflakectlPath, "next", "-n", "12345", "--service", "cli-test",
+                           "--runtime-dir", runtime().string()});
   ASSERT_TRUE(taken.status.ExitedWith(0)) << taken.err;
 
   // The daemon folds a closed client's count on its next scan (within a second).
@@ -132,18 +105,28 @@ TEST_F(ClientDaemonTest, StatusJsonCountsMatchWhatNextTook) {
   // daemon drains and refills every millisecond (a drain moves head, then adds to
   // drained_total), so one reading can be off by a drain; the relation holds at rest
   // (docs/cli.md). Poll until a reading shows both counts.
-  nlohmann::json status;
-  for (int attempt = 0; attempt < 200; ++attempt) {
-    auto result = RunCommand({kCtl, "status", "--json", "--runtime-dir", runtime().string()});
-    status = nlohmann::json::parse(result.out, nullptr, false);
-    ASSERT_TRUE(status.is_object()) << result.out << result.err;
-    if (status["services"].is_object() && status["services"].contains("cli-test") &&
-        status["services"]["cli-test"] == 12345 && status["taken_total"] == 12345) {
-      EXPECT_TRUE(result.status.ExitedWith(0)) << result.status.ToString() << result.err;
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  struct Reading {
+    RunResult run;
+    nlohmann::json status;
+  };
+  const Reading reading = AttemptUntil(
+      [&] {
+        Reading r{RunCommand(
+                      {kSnowflakectlPath, "status", "--json", "--runtime-dir", runtime().string()}),
+                  {}};
+        r.status = nlohmann::json::parse(r.run.out, nullptr, false);
+        return r;
+      },
+      [](const Reading& r) {
+        const nlohmann::json& s = r.status;
+        return s.is_object() && s.contains("services") && s["services"].is_object() &&
+               s["services"].contains("cli-test") && s["services"]["cli-test"] == 12345 &&
+               s.contains("taken_total") && s["taken_total"] == 12345;
+      },
+      30s, 50ms);
+  nlohmann::json status = reading.status;
+  ASSERT_TRUE(status.is_object()) << reading.run.out << reading.run.err;
+  EXPECT_TRUE(reading.run.status.ExitedWith(0)) << reading.run.status.ToString() << reading.run.err;
 
   EXPECT_EQ(status["services"]["cli-test"], 12345) << status.dump(2);
   EXPECT_EQ(status["taken_total"], 12345) << status.dump(2);
