@@ -11,10 +11,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -24,6 +26,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.opentest4j.AssertionFailedError;
 
 /** Every call and every error of SnowflakeClient, against a real snowflaked. */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
@@ -172,6 +175,35 @@ class ApiTest {
   }
 
   @Test
+  void theHarnessReportsADaemonThatExitsBeforeReadyWithItsOutput() throws Exception {
+    try (TestDaemon own = TestDaemon.create()) {
+      String missing = own.root.resolve("missing.toml").toString();
+      own.start(null, Map.of(), List.of("--config", missing));
+
+      AssertionFailedError failure = assertThrows(AssertionFailedError.class, own::waitReady);
+
+      assertTrue(failure.getMessage().contains("snowflaked exited with 2 before READY=1"),
+          failure.getMessage());
+      assertTrue(failure.getMessage().contains(missing), failure.getMessage());
+    }
+  }
+
+  @Test
+  void theHarnessReportsADaemonThatSendsNoReadyWithItsOutput() throws Exception {
+    try (TestDaemon own = TestDaemon.create()) {
+      // NOTIFY_SOCKET where nobody listens: the daemon serves, and its READY=1 is lost.
+      own.start(null, Map.of("NOTIFY_SOCKET", own.root.resolve("nobody").toString()));
+
+      AssertionFailedError failure = assertThrows(AssertionFailedError.class,
+          () -> own.waitReady(Duration.ofSeconds(2)));
+
+      assertTrue(failure.getMessage().contains("running) sent no READY=1 within 2 s"),
+          failure.getMessage());
+      assertTrue(failure.getMessage().contains("its output:"), failure.getMessage());
+    }
+  }
+
+  @Test
   void statusListsTheDaemonsFronts() throws Exception {
     int port;
     try (java.net.ServerSocket probe = new java.net.ServerSocket(0, 1,
@@ -180,7 +212,7 @@ class ApiTest {
     }
     try (TestDaemon own = TestDaemon.create()) {
       own.start("[http]\nlisten = [\"127.0.0.1:" + port + "\"]\n");
-      own.waitServing();
+      own.waitReady();
       try (SnowflakeClient sut = SnowflakeClient.open("orders", own.wideOptions())) {
         List<Status.Front> fronts = sut.status().control().fronts();
         assertEquals(1, fronts.size(), fronts.toString());

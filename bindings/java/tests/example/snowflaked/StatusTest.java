@@ -53,7 +53,7 @@ class StatusTest {
   static void startDaemon() throws Exception {
     daemon = TestDaemon.create();
     daemon.start(httpFront());
-    daemon.waitServing();
+    daemon.waitReady();
     try (SnowflakeClient client = SnowflakeClient.open("orders", daemon.options())) {
       client.next();
     }
