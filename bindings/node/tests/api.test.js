@@ -518,3 +518,38 @@ describe('bad arguments', () => {
     assert.equal(new snowflake.SnowflakeError('m', 'from_a_newer_library').action, 'fix_the_host');
   });
 });
+
+// What the tests' harness (support.js) says when a daemon does not become ready.
+describe('the daemon harness', () => {
+  test('the harness reports a daemon that exits before READY=1, with its output', async () => {
+    const d = new Daemon();
+    try {
+      const missing = require('node:path').join(d.root, 'missing.toml');
+      await d.start({ args: ['--config', missing] });
+
+      await assert.rejects(d.waitReady(), (e) => {
+        assert.match(e.message, /snowflaked exited with 2 before READY=1/);
+        assert.ok(e.message.includes(missing), e.message);
+        return true;
+      });
+    } finally {
+      await d.remove();
+    }
+  });
+
+  test('the harness reports a daemon that sends no READY=1, with its output', async () => {
+    const d = new Daemon();
+    try {
+      // NOTIFY_SOCKET where nobody listens: the daemon serves, and its READY=1 is lost.
+      await d.start({ env: { NOTIFY_SOCKET: require('node:path').join(d.root, 'nobody') } });
+
+      await assert.rejects(d.waitReady(2000), (e) => {
+        assert.match(e.message, /running\) sent no READY=1 within 2 s/);
+        assert.match(e.message, /its output:/);
+        return true;
+      });
+    } finally {
+      await d.remove();
+    }
+  });
+});
