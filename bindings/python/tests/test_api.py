@@ -270,6 +270,24 @@ def test_open_refuses_bad_options(daemon):
             snowflake.Client("orders", **{"runtime_dir": daemon.runtime_dir, **kwargs})
 
 
+def test_the_harness_reports_a_daemon_that_exits_before_ready_with_its_output(fresh_daemon):
+    missing = os.path.join(fresh_daemon.root, "missing.toml")
+    fresh_daemon.start(args=["--config", missing])
+    with pytest.raises(pytest.fail.Exception) as e:
+        fresh_daemon.wait_ready()
+    assert "snowflaked exited with 2 before READY=1" in str(e.value)
+    assert missing in str(e.value), "the daemon's own words are in the failure"
+
+
+def test_the_harness_reports_a_daemon_that_sends_no_ready_with_its_output(fresh_daemon):
+    # NOTIFY_SOCKET where nobody listens: the daemon serves, and its READY=1 is lost.
+    fresh_daemon.start(env={"NOTIFY_SOCKET": os.path.join(fresh_daemon.root, "nobody")})
+    with pytest.raises(pytest.fail.Exception) as e:
+        fresh_daemon.wait_ready(timeout=2)
+    assert "running) sent no READY=1 within 2 s" in str(e.value)
+    assert "its output:" in str(e.value)
+
+
 def test_open_without_a_daemon_names_the_path(fresh_daemon):
     os.makedirs(fresh_daemon.runtime_dir)
     with pytest.raises(snowflake.DaemonNotRunningError) as e:
