@@ -2,9 +2,12 @@ package snowflake
 
 import (
 	"errors"
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -13,13 +16,23 @@ import (
 // A snowflaked of its own for one test: runtime, state and machine-lock directories in a
 // fresh temporary directory; stopped when the test ends. $SNOWFLAKED names the binary
 // (ctest sets it to the build's); without it the test fails, never skips.
+//
+// Each start binds a notify socket of the harness's own in that directory and passes it as
+// NOTIFY_SOCKET, as systemd does for a Type=notify service: waitReady returns once the
+// daemon sent READY=1 on it, which it does once its ring serves (or, started out of
+// service, once it waits for an operator: docs/daemon.md).
 type daemon struct {
 	t          *testing.T
 	root       string
 	runtimeDir string
-	config     string // the --config file's text; "" runs on the built-in defaults
+	config     string   // the --config file's text; "" runs on the built-in defaults
+	args       []string // more command-line arguments
+	env        []string // more environment, after NOTIFY_SOCKET (a test may point it elsewhere)
 	cmd        *exec.Cmd
 	waited     chan struct{}
+	starts     int
+	notify     *net.UnixConn // this start's notify socket
+	ready      chan struct{} // closed when READY=1 came on it
 }
 
 func newDaemon(t *testing.T) *daemon {
@@ -28,7 +41,7 @@ func newDaemon(t *testing.T) *daemon {
 	if binary == "" {
 		t.Fatal("SNOWFLAKED must name the snowflaked binary (ctest sets it)")
 	}
-	// Short: the control socket's path must fit sockaddr_un.
+	// Short: the control and notify sockets' paths must fit sockaddr_un.
 	root, err := os.MkdirTemp("", "sf-go-")
 	if err != nil {
 		t.Fatal(err)
@@ -36,15 +49,17 @@ func newDaemon(t *testing.T) *daemon {
 	d := &daemon{t: t, root: root, runtimeDir: filepath.Join(root, "run")}
 	t.Cleanup(func() {
 		d.stop()
+		d.closeNotify()
 		os.RemoveAll(root)
 	})
 	return d
 }
 
 func startDaemon(t *testing.T) *daemon {
+	t.Helper()
 	d := newDaemon(t)
 	d.start()
-	d.waitServing()
+	d.waitReady()
 	return d
 }
 
@@ -69,6 +84,8 @@ func (d *daemon) start() {
 		}
 		args = append(args, "--config", file)
 	}
+	args = append(args, d.args...)
+	notifyPath := d.listen()
 	d.cmd = exec.Command(os.Getenv("SNOWFLAKED"), args...)
 	d.cmd.Stdout, d.cmd.Stderr = log, log
 	env := []string{"SNOWFLAKE_HOST_LOCK_DIR=" + filepath.Join(d.root, "locks")}
@@ -77,7 +94,9 @@ func (d *daemon) start() {
 			env = append(env, kv)
 		}
 	}
-	d.cmd.Env = env
+	// For a key given twice, exec uses the last value: d.env may override these.
+	env = append(env, "NOTIFY_SOCKET="+notifyPath)
+	d.cmd.Env = append(env, d.env...)
 	if err := d.cmd.Start(); err != nil {
 		d.t.Fatal(err)
 	}
@@ -86,6 +105,84 @@ func (d *daemon) start() {
 		d.cmd.Wait()
 		close(d.waited)
 	}()
+}
+
+// listen binds this start's notify socket (a fresh one per start: a READY=1 of a killed
+// predecessor never counts for its successor) and reads it until READY=1 comes.
+func (d *daemon) listen() string {
+	d.t.Helper()
+	d.closeNotify()
+	d.starts++
+	path := filepath.Join(d.root, fmt.Sprintf("notify-%d", d.starts))
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		d.t.Fatalf("notify socket: %v", err)
+	}
+	ready := make(chan struct{})
+	d.notify, d.ready = conn, ready
+	go func() {
+		buffer := make([]byte, 64*1024)
+		for {
+			n, err := conn.Read(buffer)
+			if err != nil {
+				return // closed by closeNotify
+			}
+			for _, line := range strings.Split(string(buffer[:n]), "\n") {
+				if line == "READY=1" {
+					close(ready)
+					// Later notifications are refused, which the daemon ignores.
+					conn.Close()
+					os.Remove(path)
+					return
+				}
+			}
+		}
+	}()
+	return path
+}
+
+func (d *daemon) closeNotify() {
+	if d.notify != nil {
+		d.notify.Close()
+		os.Remove(d.notify.LocalAddr().String())
+		d.notify = nil
+	}
+}
+
+// readyWithin waits for READY=1 from the daemon last started; the error says why it did
+// not come (the daemon exited, or timeout passed) and carries the daemon's output.
+func (d *daemon) readyWithin(timeout time.Duration) error {
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case <-d.ready:
+		return nil
+	case <-d.waited:
+		select {
+		case <-d.ready: // sent before it exited
+			return nil
+		default:
+		}
+		return fmt.Errorf("snowflaked exited (%v) before READY=1; its output:\n%s",
+			d.cmd.ProcessState, d.log())
+	case <-timer.C:
+		select {
+		case <-d.ready: // at the bound
+			return nil
+		default:
+		}
+		return fmt.Errorf("snowflaked (pid %d, running) sent no READY=1 within %v on %s; "+
+			"its output:\n%s", d.cmd.Process.Pid, timeout, d.notify.LocalAddr(), d.log())
+	}
+}
+
+// waitReady returns once the daemon sent READY=1; it fails the test, with the daemon's
+// output, if the daemon exits first or sends none within 30 s.
+func (d *daemon) waitReady() {
+	d.t.Helper()
+	if err := d.readyWithin(30 * time.Second); err != nil {
+		d.t.Fatal(err)
+	}
 }
 
 func isSystemdVariable(kv string) bool {
@@ -107,7 +204,9 @@ func (d *daemon) log() string {
 	return string(data)
 }
 
-// waitServing returns once a take succeeds; it fails the test after 30 s.
+// waitServing, for a daemon that has served and may be held up (SIGSTOP, a pause),
+// returns once a take succeeds; it fails the test after 30 s. A start waits with
+// waitReady.
 func (d *daemon) waitServing() {
 	d.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
@@ -160,4 +259,34 @@ func (d *daemon) stop() {
 		d.cmd.Process.Kill()
 		<-d.waited
 	}
+}
+
+func TestHarnessReportsADaemonThatExitsBeforeReadyWithItsOutput(t *testing.T) {
+	d := newDaemon(t)
+	missing := filepath.Join(d.root, "missing.toml")
+	d.args = []string{"--config", missing}
+	d.start()
+
+	err := d.readyWithin(30 * time.Second)
+
+	if err == nil || !strings.Contains(err.Error(), "snowflaked exited (exit status 2) before READY=1") ||
+		!strings.Contains(err.Error(), missing) {
+		t.Fatalf("want the exit and the daemon's words naming %s, got %v", missing, err)
+	}
+	t.Logf("the harness says: %v", err)
+}
+
+func TestHarnessReportsADaemonThatSendsNoReadyWithItsOutput(t *testing.T) {
+	d := newDaemon(t)
+	// NOTIFY_SOCKET where nobody listens: the daemon serves, and its READY=1 is lost.
+	d.env = []string{"NOTIFY_SOCKET=" + filepath.Join(d.root, "nobody")}
+	d.start()
+
+	err := d.readyWithin(2 * time.Second)
+
+	if err == nil || !strings.Contains(err.Error(), "running) sent no READY=1 within 2s") ||
+		!strings.Contains(err.Error(), "its output:") {
+		t.Fatalf("want a timeout naming the wait, got %v", err)
+	}
+	t.Logf("the harness says: %v", err)
 }

@@ -294,7 +294,7 @@ func TestATakeAfterARestartAttachesTheNewSegment(t *testing.T) {
 		wantError(t, err, ErrDaemonStopped, statusDaemonStopped, "daemon_stopped")
 	}
 	d.start()
-	d.waitServing()
+	d.waitReady()
 	after, err := c.Next()
 	if err != nil {
 		t.Fatal(err)
@@ -579,7 +579,7 @@ func TestTakeFromAPausedDaemonSaysWhatTheDaemonSays(t *testing.T) {
 	d := newDaemon(t)
 	d.config = "[persistence]\nreservation_ms = 100\n" // pause soon after the renewals fail
 	d.start()
-	d.waitServing()
+	d.waitReady()
 	c := open(t, d, WithTimeout(0))
 	if s, err := c.Status(); err != nil || s.StatusText != "" {
 		t.Fatalf("a serving daemon's status text: %q, %v", s.StatusText, err)

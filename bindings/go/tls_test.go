@@ -136,7 +136,7 @@ func startTLSFront(t *testing.T, p *testPKI, mutual bool) (*daemon, string) {
 		d.config += "tls_client_ca_file = \"" + p.ca + "\"\n"
 	}
 	d.start()
-	d.waitServing()
+	d.waitReady()
 	// The front binds at start, before the ring serves; wait for it anyway, bounded.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
