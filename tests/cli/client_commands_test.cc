@@ -171,7 +171,7 @@ TEST(CliNext, RetriesARingThatStaysEmptyThenExits1SayingSo) {
                   "--live-pid", std::to_string(getpid())});
   ASSERT_TRUE(fixture.status.ExitedWith(0)) << fixture.err;
 
-  RunResult result = RunCommand({kCtl, "next", "--runtime-dir", dir.path().string()});
+  RunResult result = RunCommand({kSnowflakectlPath, "next", "--runtime-dir", dir.path().string()});
 
   EXPECT_TRUE(result.status.ExitedWith(1)) << result.status.ToString();
   EXPECT_TRUE(result.out.empty()) << result.out;
