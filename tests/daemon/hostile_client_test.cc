@@ -823,7 +823,12 @@ TEST(HostileClient, GroupMemberCannotResizeTheConsumerRegionItAttachedTo) {
 TEST(HostileClient, SlowReadingControlConnectionsAreCutOff) {
   // Arrange
   DaemonHarness harness("hostile-slow");
-  Daemon daemon = harness.Start();
+  DaemonOptions options = harness.Options();
+  // The test is about connections that stop reading, not about the heartbeat: with 8
+  // connections flooding a sanitized daemon on 2 cores, a 50 ms liveness lapsed once
+  // (a 60 ms old beat made `status` exit 1), so the daemon gets 1 s.
+  options.config_path = harness.WriteFile("hostile-slow.toml", "[daemon]\nliveness_ms = 1000\n");
+  Daemon daemon = harness.Start(options);
   auto client = Client::Open("orders", harness.Clients());
   ASSERT_TRUE(client) << client.error().message;
   sockaddr_un addr{};
