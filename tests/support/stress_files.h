@@ -46,7 +46,8 @@ struct RecordFileHeader {
   uint64_t capacity;
   uint64_t reserved[6];
 };
-static_assert(sizeof(RecordFileHeader) == 64);
+static_assert(sizeof(RecordFileHeader) == 64,
+              "one cache line: the records after it stay 8-byte aligned and off the count's line");
 
 inline constexpr uint64_t kRecordsPerFile = uint64_t{4} << 20;
 inline constexpr size_t kRecordFileSize =
