@@ -13,7 +13,9 @@
 #include <functional>
 #include <string>
 #include <thread>
+#include <vector>
 
+#include "protocol/descriptor_passing.h"
 #include "snowflake/account_names.h"
 
 namespace snowflake::protocol {
@@ -165,24 +167,6 @@ tl::expected<void, ControlError> SendLine(const Connected& socket, const std::st
   return {};
 }
 
-// Closes every descriptor an SCM_RIGHTS message carried, keeping the first one in *kept
-// when kept is not null and holds none yet.
-void TakeDescriptors(msghdr& message, UniqueFd* kept) {
-  for (cmsghdr* c = CMSG_FIRSTHDR(&message); c != nullptr; c = CMSG_NXTHDR(&message, c)) {
-    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-    const size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    for (size_t i = 0; i < count; ++i) {
-      int fd = -1;
-      std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-      if (kept != nullptr && !*kept) {
-        kept->reset(fd);
-      } else {
-        close(fd);
-      }
-    }
-  }
-}
-
 // Reads one reply line. A descriptor that comes with it goes to *descriptor (when not
 // null); any other is closed.
 tl::expected<std::string, ControlError> ReadLine(const Connected& socket,
@@ -204,14 +188,8 @@ tl::expected<std::string, ControlError> ReadLine(const Connected& socket,
                                                     " ms; it may be hung");
     }
     char buffer[4096];
-    iovec io{.iov_base = buffer, .iov_len = sizeof(buffer)};
-    alignas(cmsghdr) char control[CMSG_SPACE(4 * sizeof(int))];
-    msghdr message{};
-    message.msg_iov = &io;
-    message.msg_iovlen = 1;
-    message.msg_control = control;
-    message.msg_controllen = sizeof(control);
-    const ssize_t n = recvmsg(socket.fd.get(), &message, MSG_CMSG_CLOEXEC);
+    std::vector<UniqueFd> passed;
+    const ssize_t n = ReceiveWithDescriptors(socket.fd.get(), buffer, &passed);
     if (n < 0) {
       if (errno == EINTR || errno == EAGAIN) continue;
       if (errno == ECONNRESET) {
@@ -222,7 +200,10 @@ tl::expected<std::string, ControlError> ReadLine(const Connected& socket,
       return Error(vocab::ErrorCode::kSystemError,
                    "reading from " + socket.path + ": " + std::strerror(errno));
     }
-    TakeDescriptors(message, descriptor);
+    // The first descriptor is the reply's; any other closes as `passed` goes.
+    if (descriptor != nullptr && !*descriptor && !passed.empty()) {
+      *descriptor = std::move(passed.front());
+    }
     if (n == 0) {
       if (reply.empty()) {
         // What a daemon killed between accepting and answering leaves.

@@ -13,6 +13,7 @@
 #include <memory>
 #include <vector>
 
+#include "protocol/descriptor_passing.h"
 #include "protocol/vocabulary.h"
 #include "snowflake/account_names.h"
 
@@ -35,25 +36,6 @@ struct Connection {
 
 using PendingDescriptors = std::deque<ControlSession::PendingDescriptor>;
 
-// send(2), or sendmsg(2) with `descriptor` attached to the first byte (SCM_RIGHTS).
-ssize_t SendChunk(int fd, const char* data, size_t length, int descriptor) {
-  constexpr int kFlags = MSG_NOSIGNAL | MSG_DONTWAIT;
-  if (descriptor < 0) return send(fd, data, length, kFlags);
-  iovec io{.iov_base = const_cast<char*>(data), .iov_len = length};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr message{};
-  message.msg_iov = &io;
-  message.msg_iovlen = 1;
-  message.msg_control = control;
-  message.msg_controllen = sizeof(control);
-  cmsghdr* header = CMSG_FIRSTHDR(&message);
-  header->cmsg_level = SOL_SOCKET;
-  header->cmsg_type = SCM_RIGHTS;
-  header->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(header), &descriptor, sizeof(int));
-  return sendmsg(fd, &message, kFlags);
-}
-
 // Sends what the socket takes now (non-blocking), each pending descriptor with the sendmsg
 // that starts at its byte. False if the peer is gone.
 bool SendSome(int fd, std::string& output, PendingDescriptors& descriptors) {
@@ -67,8 +49,9 @@ bool SendSome(int fd, std::string& output, PendingDescriptors& descriptors) {
         break;
       }
     }
-    const ssize_t n =
-        SendChunk(fd, output.data(), length, with_descriptor ? descriptors.front().fd.get() : -1);
+    const ssize_t n = protocol::SendWithDescriptor(
+        fd, std::string_view(output).substr(0, length),
+        with_descriptor ? descriptors.front().fd.get() : -1, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
     if (n <= 0) return false;

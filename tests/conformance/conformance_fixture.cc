@@ -68,6 +68,7 @@
 
 #include "protocol/control_client.h"
 #include "protocol/control_protocol.h"
+#include "protocol/descriptor_passing.h"
 #include "protocol/vocabulary.h"
 #include "snowflake/boot_id.h"
 #include "snowflake/id_layout.h"
@@ -261,21 +262,8 @@ bool ReadRequest(int fd) {
 
 void SendReply(int fd, const std::string& text, int descriptor) {
   const std::string line = text + "\n";
-  iovec io{.iov_base = const_cast<char*>(line.data()), .iov_len = line.size()};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr message{};
-  message.msg_iov = &io;
-  message.msg_iovlen = 1;
-  if (descriptor >= 0) {
-    message.msg_control = control;
-    message.msg_controllen = sizeof(control);
-    cmsghdr* header = CMSG_FIRSTHDR(&message);
-    header->cmsg_level = SOL_SOCKET;
-    header->cmsg_type = SCM_RIGHTS;
-    header->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(header), &descriptor, sizeof(int));
-  }
-  [[maybe_unused]] const ssize_t sent = sendmsg(fd, &message, MSG_NOSIGNAL);
+  [[maybe_unused]] const ssize_t sent =
+      snowflake::protocol::SendWithDescriptor(fd, line, descriptor, MSG_NOSIGNAL);
 }
 
 // The server's answers, until its socket is gone or replaced or `live_pid` exits (at most

@@ -23,6 +23,7 @@
 
 #include "fake_clock.h"
 #include "libclient/status/status_report.h"
+#include "protocol/descriptor_passing.h"
 #include "protocol/vocabulary.h"
 #include "snowflake/account_names.h"
 #include "snowflake/id_layout.h"
@@ -124,25 +125,13 @@ Received ReceiveUntilClosed(int fd) {
   Received received;
   for (;;) {
     char byte = 0;
-    iovec io{.iov_base = &byte, .iov_len = 1};
-    alignas(cmsghdr) char control[CMSG_SPACE(4 * sizeof(int))] = {};
-    msghdr message{};
-    message.msg_iov = &io;
-    message.msg_iovlen = 1;
-    message.msg_control = control;
-    message.msg_controllen = sizeof(control);
-    const ssize_t n = recvmsg(fd, &message, MSG_CMSG_CLOEXEC);
+    std::vector<UniqueFd> passed;
+    const ssize_t n = protocol::ReceiveWithDescriptors(fd, std::span(&byte, 1), &passed);
     const int err = errno;
     if (n < 0 && err == EINTR) continue;
     if (n > 0) {
-      for (cmsghdr* h = CMSG_FIRSTHDR(&message); h != nullptr; h = CMSG_NXTHDR(&message, h)) {
-        if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS) continue;
-        const size_t count = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-        for (size_t i = 0; i < count; ++i) {
-          int passed = -1;
-          std::memcpy(&passed, CMSG_DATA(h) + i * sizeof(int), sizeof(int));
-          received.descriptors.push_back({received.bytes.size(), UniqueFd(passed)});
-        }
+      for (UniqueFd& descriptor : passed) {
+        received.descriptors.push_back({received.bytes.size(), std::move(descriptor)});
       }
       received.bytes += byte;
       continue;

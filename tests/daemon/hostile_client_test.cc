@@ -41,6 +41,7 @@
 #include "daemon_harness.h"
 #include "http_probe.h"
 #include "protocol/control_client.h"
+#include "protocol/descriptor_passing.h"
 #include "snowflake/client.h"
 #include "snowflake/id_layout.h"
 #include "snowflake/segment_layout.h"
@@ -693,20 +694,11 @@ int AttachInChild(const sockaddr_un& address) {
   char reply[1024];
   size_t got = 0;
   while (got < sizeof(reply) - 1 && std::memchr(reply, '\n', got) == nullptr) {
-    iovec io{.iov_base = reply + got, .iov_len = sizeof(reply) - 1 - got};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
-    msghdr message{};
-    message.msg_iov = &io;
-    message.msg_iovlen = 1;
-    message.msg_control = control;
-    message.msg_controllen = sizeof(control);
-    const ssize_t n = recvmsg(fd, &message, MSG_CMSG_CLOEXEC);
+    std::vector<UniqueFd> passed;
+    const ssize_t n = protocol::ReceiveWithDescriptors(
+        fd, std::span(reply + got, sizeof(reply) - 1 - got), &passed);
     if (n <= 0) break;
-    for (cmsghdr* h = CMSG_FIRSTHDR(&message); h != nullptr; h = CMSG_NXTHDR(&message, h)) {
-      if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS && region < 0) {
-        std::memcpy(&region, CMSG_DATA(h), sizeof(int));
-      }
-    }
+    if (region < 0 && !passed.empty()) region = passed.front().release();
     got += static_cast<size_t>(n);
   }
   close(fd);

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "protocol/descriptor_passing.h"
 #include "ring_test_util.h"
 #include "snowflake/account_names.h"
 #include "snowflake/boot_id.h"
@@ -860,38 +861,18 @@ TEST_F(BadSegment, RegionMadeByAnotherUserIsWrongOwner) {
   const std::string setup = AsGroupMember([&] {
     auto made = CreateConsumerRegion(segment_id);
     if (!made) return "setup: " + made.error().message;
-    int fd = made->get();
-    char byte = 'r';
-    iovec io{.iov_base = &byte, .iov_len = 1};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-    msghdr message{};
-    message.msg_iov = &io;
-    message.msg_iovlen = 1;
-    message.msg_control = control;
-    message.msg_controllen = sizeof(control);
-    cmsghdr* header = CMSG_FIRSTHDR(&message);
-    header->cmsg_level = SOL_SOCKET;
-    header->cmsg_type = SCM_RIGHTS;
-    header->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(header), &fd, sizeof(int));
-    if (sendmsg(theirs.get(), &message, 0) != 1) return std::string("setup: sendmsg");
+    if (protocol::SendWithDescriptor(theirs.get(), "r", made->get(), 0) != 1) {
+      return std::string("setup: sendmsg");
+    }
     return std::string("sent");
   });
   ASSERT_EQ(setup, "sent");
   char byte = 0;
-  iovec io{.iov_base = &byte, .iov_len = 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr message{};
-  message.msg_iov = &io;
-  message.msg_iovlen = 1;
-  message.msg_control = control;
-  message.msg_controllen = sizeof(control);
-  ASSERT_EQ(recvmsg(ours.get(), &message, MSG_CMSG_CLOEXEC), 1) << std::strerror(errno);
-  const cmsghdr* header = CMSG_FIRSTHDR(&message);
-  ASSERT_NE(header, nullptr) << "no descriptor came back";
-  int fd = -1;
-  std::memcpy(&fd, CMSG_DATA(header), sizeof(int));
-  UniqueFd region(fd);
+  std::vector<UniqueFd> passed;
+  ASSERT_EQ(protocol::ReceiveWithDescriptors(ours.get(), std::span(&byte, 1), &passed), 1)
+      << std::strerror(errno);
+  ASSERT_FALSE(passed.empty()) << "no descriptor came back";
+  UniqueFd region = std::move(passed.front());
   struct stat info {};
   ASSERT_EQ(fstat(region.get(), &info), 0);
   ASSERT_EQ(info.st_uid, kNobody);
