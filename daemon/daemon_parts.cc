@@ -9,9 +9,8 @@
 namespace snowflake::daemon {
 
 DaemonParts ProductionParts() {
-  static RealClock clock;
   return DaemonParts{
-      .clock = clock,
+      .clock = Clock::Real(),
       .file_system = FileSystem::Default(),
       .make_register =
           [](const Config& config) {

@@ -16,11 +16,11 @@
 #include "base/file_system.h"
 #include "daemon/config/config.h"
 #include "daemon/control/status_board.h"
-#include "daemon/core/clock.h"
 #include "daemon/fronts/front.h"
 #include "daemon/metrics/metrics.h"
 #include "daemon/stage_table.h"
 #include "register/machine_register.h"
+#include "snowflake/clock.h"
 
 namespace snowflake::daemon {
 

@@ -15,7 +15,7 @@
 #include <tl/expected.hpp>
 
 #include "daemon/config/config.h"
-#include "daemon/core/clock.h"
+#include "snowflake/clock.h"
 
 namespace snowflake::daemon {
 

@@ -24,8 +24,8 @@ int main(int argc, char** argv) {
   }
   if (command_line->check_config) {
     // What the start would refuse on this host, too (a missing group, a future epoch).
-    snowflake::daemon::RealClock clock;
-    if (auto checked = snowflake::daemon::CheckConfigAgainstHost(*config, clock); !checked) {
+    if (auto checked = snowflake::daemon::CheckConfigAgainstHost(*config, snowflake::Clock::Real());
+        !checked) {
       std::cerr << "snowflaked: " << checked.error() << "\n";
       return snowflake::daemon::kExitConfig;
     }

@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "daemon/core/clock.h"
 #include "protocol/control_protocol.h"
+#include "snowflake/clock.h"
 #include "snowflake/unique_fd.h"
 
 namespace snowflake::daemon {

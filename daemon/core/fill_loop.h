@@ -23,7 +23,6 @@
 #include <string>
 #include <vector>
 
-#include "daemon/core/clock.h"
 #include "daemon/core/demand_tracker.h"
 #include "daemon/core/generator.h"
 #include "daemon/core/heartbeat.h"
@@ -31,6 +30,7 @@
 #include "daemon/core/service_counts.h"
 #include "daemon/core/state_decision.h"
 #include "daemon/core/status_sink.h"
+#include "snowflake/clock.h"
 #include "snowflake/ring_producer.h"
 
 namespace snowflake::daemon {

@@ -16,8 +16,8 @@
 #include <string_view>
 #include <tl/expected.hpp>
 
-#include "daemon/core/clock.h"
 #include "protocol/vocabulary.h"
+#include "snowflake/clock.h"
 #include "snowflake/id_layout.h"
 #include "snowflake/segment_layout.h"
 

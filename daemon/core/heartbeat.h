@@ -20,7 +20,7 @@
 #include <mutex>
 #include <thread>
 
-#include "daemon/core/clock.h"
+#include "snowflake/clock.h"
 #include "snowflake/ring_producer.h"
 
 namespace snowflake::daemon {

@@ -28,10 +28,10 @@
 #include <string_view>
 #include <thread>
 
-#include "daemon/core/clock.h"
 #include "daemon/core/high_water_store.h"
 #include "register/machine_lock.h"
 #include "register/machine_register.h"
+#include "snowflake/clock.h"
 
 namespace snowflake::daemon {
 

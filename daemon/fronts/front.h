@@ -18,8 +18,8 @@
 
 #include "daemon/config/config.h"
 #include "daemon/control/status_board.h"
-#include "daemon/core/clock.h"
 #include "daemon/metrics/metrics.h"
+#include "snowflake/clock.h"
 
 namespace snowflake::daemon {
 

@@ -29,7 +29,7 @@
 #include <string_view>
 
 #include "daemon/config/net_address.h"
-#include "daemon/core/clock.h"
+#include "snowflake/clock.h"
 
 typedef struct x509_st X509;
 

@@ -697,8 +697,8 @@ std::string CertificateClientKey(X509* peer) {
 
 tl::expected<void, std::string> CheckTlsFiles(const Config::Http& options) noexcept {
   if (!options.tls()) return {};
-  RealClock clock;  // the check reads the files; no ticket key outlives it
-  auto loaded = TlsCredentials::Load(options, clock);
+  // The check reads the files; no ticket key outlives it.
+  auto loaded = TlsCredentials::Load(options, Clock::Real());
   if (!loaded) return tl::unexpected(loaded.error());
   return {};
 }

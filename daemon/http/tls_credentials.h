@@ -26,7 +26,7 @@
 #include <tl/expected.hpp>
 
 #include "daemon/config/config.h"
-#include "daemon/core/clock.h"
+#include "snowflake/clock.h"
 
 typedef struct x509_st X509;
 

@@ -24,7 +24,7 @@
 #include <memory>
 #include <mutex>
 
-#include "daemon/core/clock.h"
+#include "snowflake/clock.h"
 
 namespace snowflake::daemon {
 

@@ -21,8 +21,8 @@
 #include <thread>
 #include <vector>
 
-#include "fake_clock.h"
 #include "libclient/status/status_report.h"
+#include "manual_clock.h"
 #include "protocol/descriptor_passing.h"
 #include "protocol/vocabulary.h"
 #include "snowflake/account_names.h"
@@ -187,7 +187,7 @@ class ControlServerTest : public ::testing::Test {
   snowflake::testing::TempDir dir_;
   // Starts at a Unix ms no real clock reads during the test: a stamp from the real clock
   // cannot pass for one from this clock.
-  snowflake::testing::FakeClock clock_{1'600'000'000'123};
+  snowflake::testing::ManualClock clock_{1'600'000'000'123};
   StatusBoard board_{clock_};
   ControlServerOptions options_ = Options();
 };
@@ -347,7 +347,7 @@ void ExpectErrorReply(const std::string& line, vocab::ErrorCode expected, const 
 }
 
 TEST_F(ControlServerTest, StatusBeforeTheLoopsFirstReportIsAnsweredDaemonStarting) {
-  snowflake::testing::FakeClock clock(1'600'000'000'123);
+  snowflake::testing::ManualClock clock(1'600'000'000'123);
   StatusBoard unreported(clock);
 
   const std::string reply =

@@ -27,9 +27,9 @@
 #include "daemon/control/control_server.h"
 #include "daemon/daemon.h"
 #include "daemon/instance_lock.h"
-#include "fake_clock.h"
 #include "fake_register.h"
 #include "fault_file_system.h"
+#include "manual_clock.h"
 #include "protocol/control_client.h"
 #include "protocol/vocabulary.h"
 #include "register/file_register.h"
@@ -44,8 +44,8 @@ namespace {
 
 using namespace std::chrono_literals;
 using snowflake::testing::AttemptUntil;
-using snowflake::testing::FakeClock;
 using snowflake::testing::FaultFileSystem;
+using snowflake::testing::ManualClock;
 using snowflake::testing::TempDir;
 using snowflake::testing::WaitUntil;
 
@@ -75,7 +75,7 @@ class Host {
   }
 
   const Config& config() const { return config_; }
-  FakeClock& clock() { return clock_; }
+  ManualClock& clock() { return clock_; }
   FaultFileSystem& file_system() { return file_system_; }
   ClientOptions client_options() const {
     ClientOptions options;
@@ -176,9 +176,9 @@ class Host {
   TempDir root_{"daemon-in-process"};
   Config config_;
   // Standing still at the real time of the test's start: every ID of a run carries it.
-  FakeClock clock_{std::chrono::duration_cast<std::chrono::milliseconds>(
-                       std::chrono::system_clock::now().time_since_epoch())
-                       .count()};
+  ManualClock clock_{std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count()};
   FaultFileSystem file_system_;
   std::mutex mutex_;
   std::vector<Observation> observations_;  // guarded by mutex_

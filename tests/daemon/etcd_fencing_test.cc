@@ -28,8 +28,8 @@
 #include "daemon/core/reservation_service.h"
 #include "daemon/core/startup_reconciliation.h"
 #include "etcd_cluster.h"
-#include "fake_clock.h"
 #include "fault_proxy.h"
+#include "manual_clock.h"
 #include "register/etcd_client.h"
 #include "register/etcd_json.h"
 #include "register/etcd_records.h"
@@ -570,7 +570,7 @@ TEST_F(EtcdFencing, AHolderKilledRightAfterAcknowledgingAFenceRestartsAboveIt) {
   auto holder = std::make_unique<EtcdRegister>(DirectOptions());
   auto claim = holder->Claim({"holder-a", kEpoch});
   ASSERT_TRUE(claim) << claim.error().message;
-  testing::FakeClock clock(kNow);
+  testing::ManualClock clock(kNow);
   auto store = std::make_unique<HighWaterStore>(dir / "high-water.json");
   auto service = std::make_unique<ReservationService>(
       ReservationOptions{.machine = kMachine,

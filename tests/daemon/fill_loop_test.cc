@@ -1,5 +1,5 @@
 // The fill loop in-process, pass by pass: a real segment in a temporary directory, the
-// generator over a FakeClock (wall and steady time under the test's control), and a
+// generator over a ManualClock (wall and steady time under the test's control), and a
 // horizon the test sets by hand.
 //
 // Properties: nothing above the confirmed horizon is ever published, and the loop pauses
@@ -22,7 +22,7 @@
 #include <thread>
 
 #include "daemon/control/status_reporter.h"
-#include "fake_clock.h"
+#include "manual_clock.h"
 #include "protocol/vocabulary.h"
 #include "snowflake/ring_consumer.h"
 #include "snowflake/status_text.h"
@@ -36,7 +36,7 @@ namespace {
 
 using shm::DaemonState;
 using shm::StateReason;
-using snowflake::testing::FakeClock;
+using snowflake::testing::ManualClock;
 using snowflake::testing::TempDir;
 
 constexpr int64_t kEpoch = kDefaultEpochUnixMs;
@@ -146,7 +146,7 @@ struct Rig {
   }
 
   TempDir dir{"fill-loop"};
-  FakeClock clock{kStart};
+  ManualClock clock{kStart};
   shm::RingProducer producer;
   Generator generator;
   ManualHorizon horizon;

@@ -7,13 +7,13 @@
 #include <string>
 #include <vector>
 
-#include "fake_clock.h"
+#include "manual_clock.h"
 #include "snowflake/id_layout.h"
 
 namespace snowflake::daemon {
 namespace {
 
-using testing::FakeClock;
+using testing::ManualClock;
 
 constexpr int64_t kEpoch = kDefaultEpochUnixMs;
 constexpr int64_t kStart = kEpoch + 1'000'000;  // some time after the epoch
@@ -50,7 +50,7 @@ std::vector<uint64_t> Drain(Generator& sut) {
 // ---- Create() -------------------------------------------------------------------------
 
 TEST(Generator, CreateRejectsMachine1024) {
-  FakeClock clock(kStart);
+  ManualClock clock(kStart);
   GeneratorConfig config = Config();
   config.machine = 1024;
 
@@ -62,7 +62,7 @@ TEST(Generator, CreateRejectsMachine1024) {
 }
 
 TEST(Generator, CreateAcceptsMachine1023) {
-  FakeClock clock(kStart);
+  ManualClock clock(kStart);
   GeneratorConfig config = Config();
   config.machine = 1023;
   auto sut = MustCreate(config, clock);
@@ -74,7 +74,7 @@ TEST(Generator, CreateAcceptsMachine1023) {
 }
 
 TEST(Generator, CreateRejectsEpochInTheFuture) {
-  FakeClock clock(kEpoch - 1);
+  ManualClock clock(kEpoch - 1);
 
   auto created = Generator::Create(Config(), clock);
 
@@ -83,7 +83,7 @@ TEST(Generator, CreateRejectsEpochInTheFuture) {
 }
 
 TEST(Generator, CreateAcceptsClockExactlyAtTheEpoch) {
-  FakeClock clock(kEpoch);
+  ManualClock clock(kEpoch);
   auto sut = MustCreate(Config(), clock);
 
   auto id = sut.Next();
@@ -93,7 +93,7 @@ TEST(Generator, CreateAcceptsClockExactlyAtTheEpoch) {
 }
 
 TEST(Generator, CreateRejectsNegativeMaxBackwardMs) {
-  FakeClock clock(kStart);
+  ManualClock clock(kStart);
   GeneratorConfig config = Config();
   config.max_backward_ms = -1;
 
@@ -104,7 +104,7 @@ TEST(Generator, CreateRejectsNegativeMaxBackwardMs) {
 }
 
 TEST(Generator, StartsServingWithNothingIssued) {
-  FakeClock clock(kStart);
+  ManualClock clock(kStart);
 
   auto sut = MustCreate(Config(), clock);
 
@@ -118,7 +118,7 @@ TEST(Generator, StartsServingWithNothingIssued) {
 // ---- The sequence ---------------------------------------------------------------------
 
 TEST(Generator, IdCarriesClockMillisecondMachineAndSequenceZero) {
-  FakeClock clock(kStart);
+  ManualClock clock(kStart);
   auto sut = MustCreate(Config(), clock);
 
   auto id = sut.Next();
@@ -130,7 +130,7 @@ TEST(Generator, IdCarriesClockMillisecondMachineAndSequenceZero) {
 }
 
 TEST(Generator, SequenceCountsUpWithinOneMillisecond) {
-  FakeClock clock(kStart);
+  ManualClock clock(kStart);
   auto sut = MustCreate(Config(), clock);
 
   const uint64_t first = sut.Next().value();
@@ -143,7 +143,7 @@ TEST(Generator, SequenceCountsUpWithinOneMillisecond) {
 }
 
 TEST(Generator, SequenceRestartsAtZeroInANewerMillisecond) {
-  FakeClock clock(kStart);
+  ManualClock clock(kStart);
   auto sut = MustCreate(Config(), clock);
   ASSERT_TRUE(sut.Next().has_value());
   ASSERT_TRUE(sut.Next().has_value());
@@ -155,7 +155,7 @@ TEST(Generator, SequenceRestartsAtZeroInANewerMillisecond) {
 }
 
 TEST(Generator, ExhaustionOf4096NeverWraps) {
-  FakeClock clock(kStart);
+  ManualClock clock(kStart);
   auto sut = MustCreate(Config(), clock);
   std::vector<uint64_t> ids(kIdsPerMs + 10);
 
@@ -171,7 +171,7 @@ TEST(Generator, ExhaustionOf4096NeverWraps) {
 }
 
 TEST(Generator, ExhaustedMillisecondNeverBorrowsTheNextOne) {
-  FakeClock clock(kStart);
+  ManualClock clock(kStart);
   auto sut = MustCreate(Config(), clock);
   std::vector<uint64_t> ids(kIdsPerMs);
   ASSERT_EQ(sut.Generate(ids).value(), kIdsPerMs);
@@ -213,7 +213,7 @@ TEST(Generator, BatchCrossesMillisecondBoundariesWhenTheClockHasAdvanced) {
 }
 
 TEST(Generator, BatchReadsTheClockOncePerMillisecondNotPerId) {
-  FakeClock clock(kStart);
+  ManualClock clock(kStart);
   auto sut = MustCreate(Config(), clock);
   const int64_t reads_before = clock.reads();
   std::vector<uint64_t> ids(1000);
@@ -224,7 +224,7 @@ TEST(Generator, BatchReadsTheClockOncePerMillisecondNotPerId) {
 }
 
 TEST(Generator, BatchReturnsShortCountWhenTheClockHasNotAdvanced) {
-  FakeClock clock(kStart);
+  ManualClock clock(kStart);
   auto sut = MustCreate(Config(), clock);
   std::vector<uint64_t> first(100);
   ASSERT_EQ(sut.Generate(first).value(), 100u);
@@ -238,7 +238,7 @@ TEST(Generator, BatchReturnsShortCountWhenTheClockHasNotAdvanced) {
 }
 
 TEST(Generator, EmptyBatchReturnsZeroWithoutReadingTheClock) {
-  FakeClock clock(kStart);
+  ManualClock clock(kStart);
   auto sut = MustCreate(Config(), clock);
   const int64_t reads_before = clock.reads();
 
@@ -250,7 +250,7 @@ TEST(Generator, EmptyBatchReturnsZeroWithoutReadingTheClock) {
 }
 
 TEST(Generator, BatchIsStrictlyIncreasingAcrossCalls) {
-  FakeClock clock(kStart);
+  ManualClock clock(kStart);
   auto sut = MustCreate(Config(), clock);
   std::vector<uint64_t> all;
 
@@ -267,7 +267,7 @@ TEST(Generator, BatchIsStrictlyIncreasingAcrossCalls) {
 // ---- Clock steps back -----------------------------------------------------------------
 
 TEST(Generator, SmallStepBackPausesWithReason) {
-  FakeClock clock(kStart);
+  ManualClock clock(kStart);
   auto sut = MustCreate(Config(), clock);
   ASSERT_TRUE(sut.Next().has_value());
   clock.Advance(-5);
@@ -284,7 +284,7 @@ TEST(Generator, SmallStepBackPausesWithReason) {
 }
 
 TEST(Generator, StepBackOfExactlyMaxBackwardMsPauses) {
-  FakeClock clock(kStart);
+  ManualClock clock(kStart);
   auto sut = MustCreate(Config(), clock);
   ASSERT_TRUE(sut.Next().has_value());
   clock.Advance(-100);
@@ -295,7 +295,7 @@ TEST(Generator, StepBackOfExactlyMaxBackwardMsPauses) {
 }
 
 TEST(Generator, SmallStepBackResumesByItselfWithNoIdAtOrBelowTheMark) {
-  FakeClock clock(kStart);
+  ManualClock clock(kStart);
   auto sut = MustCreate(Config(), clock);
   const auto before = Drain(sut);  // uses up kStart entirely
   ASSERT_EQ(before.size(), kIdsPerMs);
@@ -320,7 +320,7 @@ TEST(Generator, SmallStepBackResumesByItselfWithNoIdAtOrBelowTheMark) {
 }
 
 TEST(Generator, PauseEndsOnlyOnceTheClockPassesTheMarkEvenWithSequenceLeft) {
-  FakeClock clock(kStart);
+  ManualClock clock(kStart);
   auto sut = MustCreate(Config(), clock);
   const uint64_t last = sut.Next().value();  // kStart has 4,095 sequences left
   clock.Advance(-10);
@@ -337,7 +337,7 @@ TEST(Generator, PauseEndsOnlyOnceTheClockPassesTheMarkEvenWithSequenceLeft) {
 }
 
 TEST(Generator, LargeStepBackGoesOutOfServiceUntilResume) {
-  FakeClock clock(kStart);
+  ManualClock clock(kStart);
   auto sut = MustCreate(Config(), clock);
   ASSERT_TRUE(sut.Next().has_value());
   clock.Advance(-101);
@@ -361,7 +361,7 @@ TEST(Generator, LargeStepBackGoesOutOfServiceUntilResume) {
 }
 
 TEST(Generator, ResumeWhileTheClockIsBehindNeverIssuesAtOrBelowTheMark) {
-  FakeClock clock(kStart);
+  ManualClock clock(kStart);
   auto sut = MustCreate(Config(), clock);
   const auto before = Drain(sut);
   clock.Advance(-5'000);
@@ -386,7 +386,7 @@ TEST(Generator, ResumeWhileTheClockIsBehindNeverIssuesAtOrBelowTheMark) {
 }
 
 TEST(Generator, ResumeHasNoEffectWhenServing) {
-  FakeClock clock(kStart);
+  ManualClock clock(kStart);
   auto sut = MustCreate(Config(), clock);
 
   sut.Resume();
@@ -396,7 +396,7 @@ TEST(Generator, ResumeHasNoEffectWhenServing) {
 }
 
 TEST(Generator, StartBehindTheMarkWithinStartWaitOnlyPausesAndServesOnceItPasses) {
-  FakeClock clock(kStart);
+  ManualClock clock(kStart);
   GeneratorConfig config = Config(/*high_water_unix_ms=*/kStart + 900);
   config.start_wait_ms = 1100;  // a reservation lead of 1000 ms + max_backward_ms
 
@@ -412,7 +412,7 @@ TEST(Generator, StartBehindTheMarkWithinStartWaitOnlyPausesAndServesOnceItPasses
 }
 
 TEST(Generator, StartWaitDoesNotExcuseAClockThatFallsFurtherBehind) {
-  FakeClock clock(kStart);
+  ManualClock clock(kStart);
   GeneratorConfig config = Config(/*high_water_unix_ms=*/kStart + 900);
   config.start_wait_ms = 1100;
   auto sut = MustCreate(config, clock);
@@ -430,7 +430,7 @@ TEST(Generator, StartWaitDoesNotExcuseAClockThatFallsFurtherBehind) {
 }
 
 TEST(Generator, StartWaitAppliesOnlyAtStartNotToLaterSteps) {
-  FakeClock clock(kStart);
+  ManualClock clock(kStart);
   GeneratorConfig config = Config();
   config.start_wait_ms = 1100;
   auto sut = MustCreate(config, clock);
@@ -442,7 +442,7 @@ TEST(Generator, StartWaitAppliesOnlyAtStartNotToLaterSteps) {
 }
 
 TEST(Generator, PausedStepThatGrowsBeyondTheBoundGoesOutOfService) {
-  FakeClock clock(kStart);
+  ManualClock clock(kStart);
   auto sut = MustCreate(Config(), clock);
   ASSERT_TRUE(sut.Next().has_value());
   clock.Advance(-50);
@@ -456,7 +456,7 @@ TEST(Generator, PausedStepThatGrowsBeyondTheBoundGoesOutOfService) {
 }
 
 TEST(Generator, ClockBeforeTheEpochIsRefused) {
-  FakeClock clock(kEpoch);
+  ManualClock clock(kEpoch);
   auto sut = MustCreate(Config(), clock);  // nothing issued yet
   clock.Set(kEpoch - 1);
 
@@ -494,7 +494,7 @@ TEST(Generator, StepBackMidBatchReturnsWhatItHasAndPauses) {
 // ---- The high-water mark --------------------------------------------------------------
 
 TEST(Generator, FirstIdIsStrictlyAfterTheHighWaterMark) {
-  FakeClock clock(kStart);
+  ManualClock clock(kStart);
   auto sut = MustCreate(Config(/*high_water_unix_ms=*/kStart), clock);
 
   auto at_mark = sut.Next();
@@ -509,7 +509,7 @@ TEST(Generator, FirstIdIsStrictlyAfterTheHighWaterMark) {
 }
 
 TEST(Generator, StartSlightlyBehindTheHighWaterMarkPausesUntilItPasses) {
-  FakeClock clock(kStart);
+  ManualClock clock(kStart);
 
   auto sut = MustCreate(Config(/*high_water_unix_ms=*/kStart + 30), clock);
 
@@ -525,7 +525,7 @@ TEST(Generator, StartSlightlyBehindTheHighWaterMarkPausesUntilItPasses) {
 }
 
 TEST(Generator, StartFarBehindTheHighWaterMarkIsOutOfService) {
-  FakeClock clock(kStart);
+  ManualClock clock(kStart);
 
   auto sut = MustCreate(Config(/*high_water_unix_ms=*/kStart + 5'000), clock);
 
@@ -538,7 +538,7 @@ TEST(Generator, StartFarBehindTheHighWaterMarkIsOutOfService) {
 }
 
 TEST(Generator, ResumeAfterStartBehindTheHighWaterMarkNeverIssuesAtOrBelowIt) {
-  FakeClock clock(kStart);
+  ManualClock clock(kStart);
   auto sut = MustCreate(Config(/*high_water_unix_ms=*/kStart + 5'000), clock);
 
   sut.Resume();
@@ -551,7 +551,7 @@ TEST(Generator, ResumeAfterStartBehindTheHighWaterMarkNeverIssuesAtOrBelowIt) {
 }
 
 TEST(Generator, RaiseHighWaterStopsIssuingAtOrBelowIt) {
-  FakeClock clock(kStart);
+  ManualClock clock(kStart);
   auto sut = MustCreate(Config(), clock);
   ASSERT_TRUE(sut.Next().has_value());
 
@@ -568,7 +568,7 @@ TEST(Generator, RaiseHighWaterStopsIssuingAtOrBelowIt) {
 }
 
 TEST(Generator, RaiseHighWaterNeverLowersTheMark) {
-  FakeClock clock(kStart);
+  ManualClock clock(kStart);
   auto sut = MustCreate(Config(/*high_water_unix_ms=*/kStart + 50), clock);
 
   sut.RaiseHighWater(kStart - 1000);
@@ -579,7 +579,7 @@ TEST(Generator, RaiseHighWaterNeverLowersTheMark) {
 }
 
 TEST(Generator, AFenceFarAheadOfTheClockOnlyPausesUntilTheClockPassesIt) {
-  FakeClock clock(kStart);
+  ManualClock clock(kStart);
   auto sut = MustCreate(Config(), clock);
   ASSERT_TRUE(sut.Next().has_value());
 
@@ -601,7 +601,7 @@ TEST(Generator, AFenceFarAheadOfTheClockOnlyPausesUntilTheClockPassesIt) {
 }
 
 TEST(Generator, AFencePauseSaysFencedAndHowFarAhead) {
-  FakeClock clock(kStart);
+  ManualClock clock(kStart);
   auto sut = MustCreate(Config(), clock);
 
   sut.RaiseFence(kStart + 3000);
@@ -614,7 +614,7 @@ TEST(Generator, AFencePauseSaysFencedAndHowFarAhead) {
 }
 
 TEST(Generator, AClockThatStepsBackFurtherWhileFencedGoesOutOfService) {
-  FakeClock clock(kStart);
+  ManualClock clock(kStart);
   auto sut = MustCreate(Config(), clock);
   sut.RaiseFence(kStart + 3000);
   (void)sut.Next();
@@ -633,7 +633,7 @@ TEST(Generator, AClockThatStepsBackFurtherWhileFencedGoesOutOfService) {
 }
 
 TEST(Generator, AFenceBehindTheLastIssuedIdChangesNothing) {
-  FakeClock clock(kStart);
+  ManualClock clock(kStart);
   auto sut = MustCreate(Config(), clock);
   ASSERT_TRUE(sut.Next().has_value());
   clock.Set(kStart + 10);
@@ -651,7 +651,7 @@ TEST(Generator, AFenceBehindTheLastIssuedIdChangesNothing) {
 // when the clock has passed the mark: the pause ends without an ID, and one already passed
 // stays over.
 TEST(Generator, JudgeClockEndsAStartPauseOnceTheClockPassesTheMarkWithoutIssuing) {
-  FakeClock clock(kStart);
+  ManualClock clock(kStart);
   GeneratorConfig config = Config(kStart + 258);
   config.start_wait_ms = 1100;
   config.high_water_source = MarkSource::kRegister;
@@ -678,7 +678,7 @@ TEST(Generator, JudgeClockEndsAStartPauseOnceTheClockPassesTheMarkWithoutIssuing
 }
 
 TEST(Generator, JudgeClockLeavesOutOfServiceToResume) {
-  FakeClock clock(kStart);
+  ManualClock clock(kStart);
   Generator sut = MustCreate(Config(kStart + 5000), clock);
   ASSERT_EQ(sut.state(), GeneratorState::kOutOfService);
 
@@ -689,7 +689,7 @@ TEST(Generator, JudgeClockLeavesOutOfServiceToResume) {
 }
 
 TEST(Generator, AFenceIsWhatThePauseWaitsFor) {
-  FakeClock clock(kStart);
+  ManualClock clock(kStart);
   Generator sut = MustCreate(Config(), clock);
   ASSERT_TRUE(sut.Next().has_value());
 
@@ -710,7 +710,7 @@ TEST(Generator, TimeBeyondTheRangeIsOutOfServiceNeverAWrappedId) {
   // must be more than 2^41 ms after 1970 for the epoch to be non-negative.
   constexpr int64_t kNow = kMaxTimeOffsetMs + 1'000'000'000;
   const IdLayout layout = IdLayout::Create(kNow - kMaxTimeOffsetMs + 2).value();
-  FakeClock clock(kNow);
+  ManualClock clock(kNow);
   GeneratorConfig config = Config();
   config.layout = layout;
   auto sut = MustCreate(config, clock);
@@ -740,7 +740,7 @@ TEST(Generator, TimeBeyondTheRangeIsOutOfServiceNeverAWrappedId) {
 TEST(Generator, StartBeyondTheRangeIsOutOfService) {
   constexpr int64_t kNow = kMaxTimeOffsetMs + 1'000'000'000;
   const IdLayout layout = IdLayout::Create(kNow - kMaxTimeOffsetMs - 1).value();
-  FakeClock clock(kNow);
+  ManualClock clock(kNow);
   GeneratorConfig config = Config();
   config.layout = layout;
 
@@ -760,7 +760,7 @@ TEST(Generator, StrictlyIncreasingOverALongRandomizedClockWalk) {
   ::testing::Test::RecordProperty("seed", std::to_string(seed));
   std::mt19937_64 rng(seed);
   constexpr int64_t kHighWater = kStart + 20;
-  FakeClock clock(kStart);
+  ManualClock clock(kStart);
   auto sut = MustCreate(Config(kHighWater), clock);
   std::vector<uint64_t> batch(6000);
   uint64_t previous = 0;

@@ -8,7 +8,7 @@
 #include <chrono>
 #include <thread>
 
-#include "fake_clock.h"
+#include "manual_clock.h"
 #include "snowflake/id_layout.h"
 #include "temp_dir.h"
 #include "test_producer.h"
@@ -35,8 +35,7 @@ struct Segment {
 
 TEST(Heartbeat, BeatsWhileTheFillLoopIsBusyAndStopsWhenItHangs) {
   Segment segment;
-  RealClock clock;
-  Heartbeat sut(segment.producer, BeatIntervalFor(50), 600ms, clock);
+  Heartbeat sut(segment.producer, BeatIntervalFor(50), 600ms, Clock::Real());
   sut.NotePass();
   sut.Start();
 
@@ -61,7 +60,7 @@ TEST(Heartbeat, BeatsWhileTheFillLoopIsBusyAndStopsWhenItHangs) {
 TEST(Heartbeat, StallIsMeasuredOnTheInjectedClock) {
   // Arrange: a 10 s stall limit, which real time never reaches during this test.
   Segment segment;
-  testing::FakeClock clock(1'700'000'000'000);
+  testing::ManualClock clock(1'700'000'000'000);
   Heartbeat sut(segment.producer, BeatIntervalFor(10), 10s, clock);
   sut.NotePass();
   sut.Start();

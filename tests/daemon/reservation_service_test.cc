@@ -19,9 +19,9 @@
 #include <thread>
 
 #include "base/file_lock.h"
-#include "fake_clock.h"
 #include "fake_register.h"
 #include "fault_file_system.h"
+#include "manual_clock.h"
 #include "register/file_register.h"
 #include "register/machine_lock.h"
 #include "register/register_settings.h"
@@ -34,9 +34,9 @@ namespace {
 using snowflake::testing::WaitUntil;
 
 using namespace std::chrono_literals;
-using snowflake::testing::FakeClock;
 using snowflake::testing::FakeRegister;
 using snowflake::testing::FaultFileSystem;
+using snowflake::testing::ManualClock;
 using snowflake::testing::TempDir;
 
 constexpr int64_t kStart = kDefaultEpochUnixMs + 5'000'000;
@@ -56,7 +56,7 @@ struct Fixture {
   TempDir dir{"reservation"};
   FaultFileSystem fs;
   FakeRegister reg;
-  FakeClock clock{kStart};
+  ManualClock clock{kStart};
   HighWaterStore store{dir / "high-water.json", fs};
 };
 

@@ -26,9 +26,9 @@
 #include "daemon/core/reservation_service.h"
 #include "daemon/daemon.h"
 #include "daemon/logging.h"
-#include "fake_clock.h"
 #include "fake_register.h"
 #include "fault_file_system.h"
+#include "manual_clock.h"
 #include "protocol/control_client.h"
 #include "snowflake/client.h"
 #include "snowflake/ring_consumer.h"
@@ -153,7 +153,7 @@ class ServedDaemon {
     daemon_.emplace(
         config_,
         DaemonParts{
-            .clock = clock_,
+            .clock = Clock::Real(),
             .file_system = fs_,
             .make_register =
                 [this](const Config&) {
@@ -227,7 +227,6 @@ class ServedDaemon {
  private:
   TempDir root_{"slow-store"};
   Config config_;
-  RealClock clock_;
   FaultFileSystem fs_;
   FakeRegister* register_ = nullptr;  // owned by the daemon
   std::optional<Daemon> daemon_;
@@ -282,7 +281,7 @@ TEST(SlowStore, TwoHundredMsFsyncNeitherAgesIdsNorStopsTheHeartbeat) {
 // ms per pass, real time passing too), and a consumer taking everything after each pass:
 // scheduling cannot age an ID here, so the bound is exact.
 TEST(SlowStore, TwoHundredMsFsyncNeverAgesAnIdOrDelaysAPass) {
-  testing::FakeClock clock(kEpoch + 9'000'000);
+  testing::ManualClock clock(kEpoch + 9'000'000);
   HandDrivenParts daemon(/*reservation_ms=*/1000, clock);
   daemon.fs().SetDelay(200ms);
   daemon.reservations().Start();

@@ -59,8 +59,7 @@ void CheckReplyReading(std::string_view line) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  static snowflake::daemon::RealClock clock;
-  static snowflake::daemon::StatusBoard board(clock);
+  static snowflake::daemon::StatusBoard board(snowflake::Clock::Real());
   static const snowflake::daemon::ControlServerOptions options{
       .socket_path = "/nonexistent/control.sock",
       .resume_timeout = std::chrono::milliseconds(0),  // no fill loop here: fail at once

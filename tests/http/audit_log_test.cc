@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "tests/daemon/fake_clock.h"
+#include "manual_clock.h"
 
 namespace snowflake::daemon {
 namespace {
@@ -49,7 +49,7 @@ class AuditLogTest : public ::testing::Test {
   }
 
  private:
-  testing::FakeClock clock_{1'700'000'000'000};
+  testing::ManualClock clock_{1'700'000'000'000};
   mutable std::mutex mutex_;
   std::vector<std::string> lines_;
 };

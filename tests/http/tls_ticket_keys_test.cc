@@ -22,7 +22,7 @@
 #include <thread>
 #include <vector>
 
-#include "tests/daemon/fake_clock.h"
+#include "manual_clock.h"
 
 namespace snowflake::daemon {
 namespace {
@@ -32,7 +32,7 @@ using Opened = TlsTicketKeys::Opened;
 
 constexpr std::chrono::seconds kPeriod{3600};
 
-using ManualClock = testing::FakeClock;  // the daemon's Clock seam, moved by hand
+using testing::ManualClock;  // the Clock seam, moved by hand
 
 void Advance(ManualClock& clock, std::chrono::seconds by) { clock.Tick(by.count() * 1000); }
 

@@ -16,7 +16,7 @@
 
 #include "daemon/control/control_server.h"
 #include "daemon/control/status_board.h"
-#include "daemon/core/clock.h"
+#include "snowflake/clock.h"
 #include "snowflake/ring_producer.h"
 #include "snowflake/unique_fd.h"
 
@@ -29,7 +29,7 @@ class AttachService {
   using Source = std::function<std::pair<UniqueFd, uint64_t>()>;
 
   AttachService(const std::filesystem::path& runtime_dir, Source source)
-      : board_(clock_),
+      : board_(Clock::Real()),
         server_(daemon::ControlServerOptions{.socket_path =
                                                  runtime_dir / daemon::kControlSocketFileName},
                 board_) {
@@ -58,7 +58,6 @@ class AttachService {
   AttachService& operator=(const AttachService&) = delete;
 
  private:
-  daemon::RealClock clock_;
   daemon::StatusBoard board_;
   daemon::ControlServer server_;
 };

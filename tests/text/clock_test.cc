@@ -1,0 +1,131 @@
+// The clock seam (snowflake/clock.h): the real clock's readings agree with each other and
+// with std::chrono::steady_clock (the heartbeat's unit), and the tests' manual clock
+// (tests/support/manual_clock.h) moves only when moved, a sleep included.
+#include "snowflake/clock.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+
+#include "manual_clock.h"
+
+namespace snowflake {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::ManualClock;
+
+TEST(RealClock, CoarseWallReadingLagsByAtMostItsLag) {
+  Clock& sut = Clock::Real();
+
+  const int64_t coarse_before = sut.CoarseNowUnixMs();
+  const int64_t precise = sut.NowUnixMs();
+  const int64_t coarse_after = sut.CoarseNowUnixMs();
+  const int64_t inline_read = RealCoarseNowUnixMs();
+  const int64_t precise_last = sut.NowUnixMs();
+
+  EXPECT_LE(coarse_before, precise) << "the coarse clock ran ahead of the precise one";
+  EXPECT_GE(coarse_after, precise - sut.CoarseLag().count())
+      << "the coarse clock lagged by more than its lag " << sut.CoarseLag().count() << " ms";
+  EXPECT_GE(sut.CoarseLag(), 1ms) << "a coarse clock has a tick";
+  EXPECT_GE(inline_read, coarse_after) << "the inline read is not the clock's";
+  EXPECT_LE(inline_read, precise_last) << "the inline read is not the coarse clock";
+}
+
+TEST(RealClock, NanosecondsAreOnTheMillisecondsClock) {
+  Clock& sut = Clock::Real();
+
+  const int64_t ms_before = sut.NowUnixMs();
+  const int64_t ns = sut.NowUnixNs();
+  const int64_t ms_after = sut.NowUnixMs();
+
+  EXPECT_LE(ms_before, ns / 1'000'000);
+  EXPECT_LE(ns / 1'000'000, ms_after);
+}
+
+// The segment's heartbeat is a CLOCK_MONOTONIC reading, compared with SteadyNow(): both
+// must be std::chrono::steady_clock's.
+TEST(RealClock, SteadyNowIsTheSteadyClock) {
+  const auto before = std::chrono::steady_clock::now();
+  const Clock::SteadyTime sut = Clock::Real().SteadyNow();
+  const auto after = std::chrono::steady_clock::now();
+
+  EXPECT_LE(before, sut);
+  EXPECT_LE(sut, after);
+}
+
+TEST(RealClock, SleepForSleepsAtLeastTheDuration) {
+  Clock& sut = Clock::Real();
+  const Clock::SteadyTime start = sut.SteadyNow();
+
+  sut.SleepFor(2ms);
+
+  EXPECT_GE(sut.SteadyNow() - start, 2ms);
+}
+
+TEST(Clock, DefaultsDeriveFromTheWallMilliseconds) {
+  class WallOnly final : public Clock {
+   public:
+    int64_t NowUnixMs() noexcept override { return 1'700'000'000'123; }
+  };
+  WallOnly sut;
+
+  EXPECT_EQ(sut.NowUnixNs(), 1'700'000'000'123'000'000);
+  EXPECT_EQ(sut.CoarseNowUnixMs(), 1'700'000'000'123);
+  EXPECT_EQ(sut.CoarseLag(), 0ms);
+}
+
+TEST(ManualClock, StandsStillUntilMoved) {
+  ManualClock sut(1'000);
+  const Clock::SteadyTime steady = sut.SteadyNow();
+
+  EXPECT_EQ(sut.NowUnixMs(), 1'000);
+  EXPECT_EQ(sut.SteadyNow(), steady);
+  sut.Tick(5);
+  EXPECT_EQ(sut.NowUnixMs(), 1'005);
+  EXPECT_EQ(sut.CoarseNowUnixMs(), 1'005);
+  EXPECT_EQ(sut.NowUnixNs(), 1'005'000'000);
+  EXPECT_EQ(sut.SteadyNow() - steady, 5ms);
+}
+
+TEST(ManualClock, AStepOfTheWallIsNotTimePassing) {
+  ManualClock sut(1'000);
+  const Clock::SteadyTime steady = sut.SteadyNow();
+
+  EXPECT_EQ(sut.Advance(-300), 700);
+  sut.Set(5'000);
+
+  EXPECT_EQ(sut.NowUnixMs(), 5'000);
+  EXPECT_EQ(sut.SteadyNow(), steady);
+}
+
+TEST(ManualClock, ASleepMovesBothClocksToItsEndAtOnce) {
+  ManualClock sut(1'000);
+  const Clock::SteadyTime start = sut.SteadyNow();
+  const auto real_start = std::chrono::steady_clock::now();
+
+  sut.SleepFor(1h);
+  sut.SleepUntil(start);  // in the past: no move
+  sut.SleepFor(100us);
+
+  EXPECT_EQ(sut.SteadyNow() - start, 1h + 100us);
+  EXPECT_EQ(sut.NowUnixNs(), 1'000'000'000 + 3'600'000'100'000);
+  EXPECT_EQ(sut.NowUnixMs(), 3'601'000);
+  EXPECT_EQ(sut.sleeps(), 3);
+  EXPECT_LT(std::chrono::steady_clock::now() - real_start, 10min) << "it slept for real";
+}
+
+TEST(ManualClock, AtRealNowStartsAtTheRealReadings) {
+  const int64_t wall_before = Clock::Real().NowUnixMs();
+  const Clock::SteadyTime steady_before = Clock::Real().SteadyNow();
+
+  ManualClock sut = ManualClock::AtRealNow();
+
+  EXPECT_GE(sut.NowUnixMs(), wall_before);
+  EXPECT_GE(sut.SteadyNow(), steady_before);
+  EXPECT_LE(sut.SteadyNow(), Clock::Real().SteadyNow());
+}
+
+}  // namespace
+}  // namespace snowflake
