@@ -147,7 +147,8 @@ std::string ReasonWords(const ProducerStatus& producer) {
 
 ClientStatus ReadStatus(const RingConsumer& ring, std::chrono::milliseconds max_age_option) {
   const shm::SegmentHeader& header = ring.header();
-  const ProducerStatus producer = ring.CheckProducer(HeartbeatLimit(ring, max_age_option));
+  const ProducerStatus producer =
+      ring.CheckProducer(HeartbeatLimit(ring, max_age_option), Clock::Real().SteadyNow());
   const auto state = static_cast<shm::DaemonState>(header.state.load(std::memory_order_acquire));
   ClientStatus status;
   status.state = std::string(vocab::StateCode(state));
@@ -299,12 +300,15 @@ tl::expected<RingConsumer, Error> OpenRing(const std::filesystem::path& runtime_
           MakeError(FromSegmentError(observed.error().code), std::move(observed.error().message)));
     }
     const std::chrono::nanoseconds limit = HeartbeatLimit(*observed, max_age_option);
-    if (!MayAnswer(observed->CheckProducer(limit).health)) return std::move(*observed);
+    if (!MayAnswer(observed->CheckProducer(limit, Clock::Real().SteadyNow()).health))
+      return std::move(*observed);
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
     auto attached = protocol::Attach(
         runtime_dir, observed->owner(), std::max(left, std::chrono::milliseconds(1)),
-        [&observed, limit] { return !MayAnswer(observed->CheckProducer(limit).health); });
+        [&observed, limit] {
+          return !MayAnswer(observed->CheckProducer(limit, Clock::Real().SteadyNow()).health);
+        });
     if (!attached) {
       const protocol::ControlError& error = attached.error();
       // Gone since the header said it ran, or given up on: the ring file tells the takes.
@@ -726,7 +730,7 @@ class Client::Impl {
           return attempt.taken;
         }
         const std::chrono::nanoseconds limit = HeartbeatLimit(a->ring, options_.max_heartbeat_age);
-        const ProducerStatus producer = a->ring.CheckProducer(limit);
+        const ProducerStatus producer = a->ring.CheckProducer(limit, Clock::Real().SteadyNow());
         if (producer.health != ProducerHealth::kServing) {
           if (Reattach(a)) continue;
           return tl::unexpected(Unavailable(producer, a->ring, runtime_dir_, limit));

@@ -7,7 +7,6 @@
 #include <cassert>
 #include <cerrno>
 #include <cstring>
-#include <ctime>
 
 #include "mapped_segment.h"
 #include "service_slot_codec.h"
@@ -19,34 +18,27 @@ namespace snowflake::shm {
 namespace {
 
 constexpr std::chrono::duration<uint64_t, std::nano> kDeadPidBeatAge{10'000'000};
-// A heartbeat this far ahead of our CLOCK_MONOTONIC reading is in the future: not a beat
-// of this boot. The slack covers a beat stored between our load of it and our clock read
-// being reordered by the CPU; a previous boot's reading is either far ahead or behind.
+// A heartbeat this far ahead of the caller's CLOCK_MONOTONIC reading is in the future: not
+// a beat of this boot. The slack covers a beat stored between the caller's clock read and
+// our load of it; a previous boot's reading is either far ahead or behind.
 constexpr uint64_t kFutureBeatSlackNs = 1'000'000;
 
-uint64_t MonotonicNowNs() {
-  timespec now{};
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  return static_cast<uint64_t>(now.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(now.tv_nsec);
+// The clock a consumer keeps: null for the real one, so its takes read it inline.
+Clock* OwnClock(Clock* option) {
+  return option == nullptr || option == &Clock::Real() ? nullptr : option;
 }
 
 }  // namespace
 
-RingConsumer::RingConsumer(std::unique_ptr<MappedSegment> segment)
+RingConsumer::RingConsumer(std::unique_ptr<MappedSegment> segment, Clock* clock)
     : segment_(std::move(segment)),
       header_(segment_->header()),
       consumer_(segment_->consumer()),
       slots_(segment_->slots()),
       mask_(segment_->capacity() - 1),
-      epoch_ms_(static_cast<int64_t>(header_->epoch_unix_ms.load(std::memory_order_relaxed))) {
-  timespec resolution{};
-  if (clock_getres(CLOCK_REALTIME_COARSE, &resolution) == 0) {
-    const int64_t ns = static_cast<int64_t>(resolution.tv_sec) * 1'000'000'000 + resolution.tv_nsec;
-    clock_lag_ms_ = (ns + 999'999) / 1'000'000;
-  } else {
-    clock_lag_ms_ = 10;  // the coarsest tick Linux uses (HZ=100)
-  }
-}
+      clock_(OwnClock(clock)),
+      epoch_ms_(static_cast<int64_t>(header_->epoch_unix_ms.load(std::memory_order_relaxed))),
+      clock_lag_ms_((clock_ != nullptr ? *clock_ : Clock::Real()).CoarseLag().count()) {}
 
 RingConsumer::~RingConsumer() = default;
 RingConsumer::RingConsumer(RingConsumer&&) noexcept = default;
@@ -88,7 +80,7 @@ tl::expected<RingConsumer, SegmentFailure> RingConsumer::Open(
                   .refuse_other_access = true,
                   .boot_id = options.boot_id ? *options.boot_id : CurrentBootId()});
     if (!segment) return tl::unexpected(std::move(segment.error()));
-    return RingConsumer(std::move(*segment));
+    return RingConsumer(std::move(*segment), options.clock);
   } catch (const std::exception& e) {
     return tl::unexpected(SegmentFailure{SegmentError::kSystemError,
                                          std::string("open segment: ") + e.what()});
@@ -110,7 +102,8 @@ uint64_t RingConsumer::segment_id() const noexcept {
 
 std::optional<std::string> RingConsumer::status_text() const { return ReadStatusText(*header_); }
 
-ProducerStatus RingConsumer::CheckProducer(std::chrono::nanoseconds max_heartbeat_age) const noexcept {
+ProducerStatus RingConsumer::CheckProducer(std::chrono::nanoseconds max_heartbeat_age,
+                                           Clock::SteadyTime now_time) const noexcept {
   // Acquire pairs with SetState's release: reason and detail belong to this state.
   const auto state = static_cast<DaemonState>(header_->state.load(std::memory_order_acquire));
   ProducerStatus status{
@@ -121,7 +114,7 @@ ProducerStatus RingConsumer::CheckProducer(std::chrono::nanoseconds max_heartbea
       .pid = header_->pid.load(std::memory_order_relaxed),
   };
   const uint64_t beat = header_->heartbeat_mono_ns.load(std::memory_order_relaxed);
-  const uint64_t now = MonotonicNowNs();
+  const auto now = static_cast<uint64_t>(SteadyNs(now_time));
   status.heartbeat_age_ns = now > beat ? now - beat : 0;
   status.heartbeat_in_future = beat > now + kFutureBeatSlackNs;
   switch (state) {

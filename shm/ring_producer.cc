@@ -30,11 +30,13 @@ SegmentFailure SystemFailure(const std::string& what, int err) {
   return SegmentFailure{SegmentError::kSystemError, what + ": " + std::strerror(err), err};
 }
 
-uint64_t MonotonicNowNs() {
-  timespec now{};
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  return static_cast<uint64_t>(now.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(now.tv_nsec);
+// The options' clock: the real one unless a test gave its own.
+Clock& ClockOf(const ProducerOptions& options) {
+  return options.clock != nullptr ? *options.clock : Clock::Real();
 }
+
+// The heartbeat's unit: the monotonic clock in nanoseconds.
+uint64_t BeatNow(Clock& clock) { return static_cast<uint64_t>(SteadyNs(clock.SteadyNow())); }
 
 // Applies the exact mode (no umask) and group to an open file.
 tl::expected<void, SegmentFailure> ApplyPermissions(int fd, mode_t mode,
@@ -55,13 +57,12 @@ tl::expected<void, SegmentFailure> ApplyPermissions(int fd, mode_t mode,
 // client can open the header and slots for writing (or truncate them).
 mode_t RingFileMode(const ProducerOptions& options) { return options.mode & ~mode_t{0022}; }
 
-// A random non-zero segment id (getrandom; the clock only if it fails).
+// A random non-zero segment id (getrandom; the real clock's nanoseconds only if it fails:
+// never a test's clock, which would name every segment alike).
 uint64_t NewSegmentId() {
   uint64_t id = 0;
   if (getrandom(&id, sizeof(id), 0) != static_cast<ssize_t>(sizeof(id))) {
-    timespec now{};
-    clock_gettime(CLOCK_REALTIME, &now);
-    id = static_cast<uint64_t>(now.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(now.tv_nsec);
+    id = static_cast<uint64_t>(Clock::Real().NowUnixNs());
   }
   return id != 0 ? id : 1;
 }
@@ -160,7 +161,7 @@ tl::expected<UniqueFd, SegmentFailure> CreateSegmentFile(const ProducerOptions& 
         header->reason_detail.store(fresh.detail, std::memory_order_relaxed);
         header->incarnation.store(fresh.incarnation, std::memory_order_relaxed);
         header->pid.store(static_cast<uint64_t>(getpid()), std::memory_order_relaxed);
-        header->heartbeat_mono_ns.store(MonotonicNowNs(), std::memory_order_relaxed);
+        header->heartbeat_mono_ns.store(BeatNow(ClockOf(options)), std::memory_order_relaxed);
         StoreFreshness(*header, options);
         // Release: whoever sees the magic sees every field above.
         header->magic.store(kMagic, std::memory_order_release);
@@ -191,8 +192,9 @@ tl::expected<std::unique_ptr<MappedSegment>, SegmentFailure> MapOwn(
 }  // namespace
 
 RingProducer::RingProducer(std::unique_ptr<MappedSegment> segment, UniqueFd region,
-                           std::filesystem::path path, bool continued)
+                           std::filesystem::path path, bool continued, Clock* clock)
     : segment_(std::move(segment)),
+      clock_(clock != nullptr ? clock : &Clock::Real()),
       region_(std::move(region)),
       path_(std::move(path)),
       continued_(continued),
@@ -244,7 +246,7 @@ tl::expected<RingProducer, SegmentFailure> RingProducer::CreateOrOpen(
       auto existing = MappedSegment::Open(path, UniqueFd(), MapAccess::kProducer, OwnFileChecks());
       if (!existing) return tl::unexpected(std::move(existing.error()));
       predecessor.emplace(
-          RingProducer(std::move(*existing), UniqueFd(), path, /*continued=*/false));
+          RingProducer(std::move(*existing), UniqueFd(), path, /*continued=*/false, options.clock));
       const SegmentHeader& old = *predecessor->header_;
       const bool same_ids =
           old.machine.load(std::memory_order_relaxed) == options.machine &&
@@ -280,7 +282,7 @@ tl::expected<RingProducer, SegmentFailure> RingProducer::CreateOrOpen(
     if (!region) return tl::unexpected(std::move(region.error()));
     auto mapped = MapOwn(path, *region);
     if (!mapped) return tl::unexpected(std::move(mapped.error()));
-    RingProducer producer(std::move(*mapped), std::move(*region), path, continued);
+    RingProducer producer(std::move(*mapped), std::move(*region), path, continued, options.clock);
     producer.replaced_because_ = std::move(replaced_because);
     producer.Heartbeat();
     // The old one stops only now: its clients, told it stopped, reattach to the new one.
@@ -306,7 +308,8 @@ tl::expected<RingProducer, SegmentFailure> RingProducer::CreateReplacement(
     if (!region) return tl::unexpected(std::move(region.error()));
     auto mapped = MapOwn(path, *region);
     if (!mapped) return tl::unexpected(std::move(mapped.error()));
-    return RingProducer(std::move(*mapped), std::move(*region), path, /*continued=*/false);
+    return RingProducer(std::move(*mapped), std::move(*region), path, /*continued=*/false,
+                        options.clock);
   } catch (const std::exception& e) {
     return tl::unexpected(SegmentFailure{SegmentError::kSystemError,
                                          std::string("create a fresh segment: ") + e.what()});
@@ -370,7 +373,7 @@ void RingProducer::Retire(const std::filesystem::path& runtime_dir) noexcept {
   auto existing = MappedSegment::Open(path, UniqueFd(), MapAccess::kProducer, OwnFileChecks());
   if (existing) {
     try {
-      RingProducer old(std::move(*existing), UniqueFd(), path, false);
+      RingProducer old(std::move(*existing), UniqueFd(), path, false, &Clock::Real());
       old.Abandon(StateReason::kShutdown);
     } catch (...) {
       // Best effort: the unlink below is what matters.
@@ -551,7 +554,7 @@ DaemonState RingProducer::state() const noexcept {
 }
 
 void RingProducer::Heartbeat() noexcept {
-  header_->heartbeat_mono_ns.store(MonotonicNowNs(), std::memory_order_relaxed);
+  header_->heartbeat_mono_ns.store(BeatNow(*clock_), std::memory_order_relaxed);
 }
 
 void RingProducer::SetFillTarget(uint64_t ids) noexcept {

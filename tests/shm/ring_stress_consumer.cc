@@ -62,7 +62,8 @@ std::optional<RingConsumer> Attach(const std::string& runtime_dir, const st::Str
 // True when the producer of `ring` stopped it: a restarted producer stops the segment it
 // replaced once the new one is at the path.
 bool Replaced(const RingConsumer& ring) {
-  return ring.CheckProducer(std::chrono::hours(1)).health == ProducerHealth::kStopped;
+  return ring.CheckProducer(std::chrono::hours(1), snowflake::Clock::Real().SteadyNow()).health ==
+         ProducerHealth::kStopped;
 }
 
 int Run(int argc, char** argv) {

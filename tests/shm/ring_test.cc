@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "manual_clock.h"
 #include "ring_test_util.h"
 #include "snowflake/id_layout.h"
 #include "snowflake/pid_namespace.h"
@@ -38,11 +39,14 @@ namespace snowflake::shm {
 namespace {
 
 using namespace std::chrono_literals;
+using snowflake::testing::ManualClock;
 using snowflake::testing::TempDir;
+using testing::BeatOf;
 using testing::MakeConsumer;
 using testing::MakeProducer;
 using testing::OptionsFor;
 using testing::Range;
+using testing::RealNow;
 using testing::Unwrap;
 
 // True once thread `tid` (0 until the thread has stored it) sleeps in futex(2), as the
@@ -386,13 +390,13 @@ TEST(Ring, ARestartContinuesAboveTheOldSegmentAndItsClientsMoveToTheNewOne) {
   // The consumer attached before the restart finds its segment empty and stopped, and a
   // new one, with a region of its own, at the path.
   EXPECT_FALSE(consumer->TryTake(&id));
-  EXPECT_EQ(consumer->CheckProducer(1h).health, ProducerHealth::kStopped);
+  EXPECT_EQ(consumer->CheckProducer(1h, RealNow()).health, ProducerHealth::kStopped);
   EXPECT_EQ(consumer->segment_id(), first_segment_id);
   RingConsumer reattached = MakeConsumer(dir.path(), sut);
   EXPECT_NE(reattached.inode(), consumer->inode());
   EXPECT_EQ(reattached.segment_id(), sut.segment_id());
   EXPECT_EQ(reattached.head(), 0u) << "the new region starts from zero, not from the old head";
-  EXPECT_EQ(reattached.CheckProducer(1h).health, ProducerHealth::kStarting);
+  EXPECT_EQ(reattached.CheckProducer(1h, RealNow()).health, ProducerHealth::kStarting);
 }
 
 // The restart cannot reach the old region to take its tickets back, so it retracts the
@@ -437,8 +441,8 @@ TEST(Ring, ARestartLeavesTheOldSegmentsUntakenIdsAsAGapBelowTheNewOnes) {
   EXPECT_EQ(old_fresh, TakeResult::kEmpty);
   EXPECT_EQ(old_fresh_batch, 0u);
   EXPECT_EQ(old_consumer->size(), 0u);
-  EXPECT_EQ(old_consumer->CheckProducer(1h).health, ProducerHealth::kStopped);
-  EXPECT_EQ(old_consumer->CheckProducer(1h).reason, StateReason::kShutdown);
+  EXPECT_EQ(old_consumer->CheckProducer(1h, RealNow()).health, ProducerHealth::kStopped);
+  EXPECT_EQ(old_consumer->CheckProducer(1h, RealNow()).reason, StateReason::kShutdown);
   EXPECT_NE(old_consumer->inode(), reattached.inode());
 }
 
@@ -479,8 +483,8 @@ TEST(Ring, NewCapacityStopsTheOldSegmentAndCarriesItsLastId) {
   EXPECT_EQ(sut.Publish(Range(3, 1)).error().code, SegmentError::kNotIncreasing);
   // The old ring was emptied for its clients and marked stopped, so they fail over.
   EXPECT_FALSE(old_consumer.TryTake(&id));
-  EXPECT_EQ(old_consumer.CheckProducer(1h).health, ProducerHealth::kStopped);
-  EXPECT_EQ(old_consumer.CheckProducer(1h).reason, StateReason::kShutdown);
+  EXPECT_EQ(old_consumer.CheckProducer(1h, RealNow()).health, ProducerHealth::kStopped);
+  EXPECT_EQ(old_consumer.CheckProducer(1h, RealNow()).reason, StateReason::kShutdown);
   EXPECT_NE(old_consumer.inode(), new_consumer.inode());
   EXPECT_NE(old_consumer.segment_id(), new_consumer.segment_id());
   EXPECT_EQ(new_consumer.capacity(), 16u);
@@ -510,7 +514,7 @@ TEST(Ring, ASegmentLeftByAnotherBootIsNotContinuedButItsLastIdIsABound) {
   EXPECT_EQ(sut.tail(), 0u);
   // Emptied and stopped, so nothing of it is handed out and its clients move on.
   EXPECT_FALSE(old_consumer->TryTake(&id));
-  EXPECT_EQ(old_consumer->CheckProducer(1h).health, ProducerHealth::kStopped);
+  EXPECT_EQ(old_consumer->CheckProducer(1h, RealNow()).health, ProducerHealth::kStopped);
   EXPECT_NE(old_consumer->inode(), MakeConsumer(dir.path(), sut).inode());
   EXPECT_EQ(sut.Publish(Range(5, 1)).error().code, SegmentError::kNotIncreasing)
       << "the old segment's last ID is not carried over as a bound";
@@ -590,7 +594,7 @@ TEST(Ring, CheckProducerReportsAHeartbeatFromTheFutureAsNotHeartbeating) {
   const uint64_t beat = static_cast<uint64_t>(now.tv_sec + 86'400) * 1'000'000'000u;
   PatchRingFile(dir.path(), 144, &beat, sizeof beat);
 
-  const ProducerStatus status = consumer.CheckProducer(1h);
+  const ProducerStatus status = consumer.CheckProducer(1h, RealNow());
 
   EXPECT_EQ(status.health, ProducerHealth::kNotHeartbeating);
 }
@@ -648,19 +652,23 @@ TEST(Ring, CreateRefusesACapacityNotAPowerOfTwo) {
 
 TEST(Ring, StateReasonAndHeartbeatAreVisibleToConsumers) {
   TempDir dir;
-  RingProducer sut = MakeProducer(dir.path(), 8);
+  ManualClock clock;
+  ProducerOptions options = OptionsFor(dir.path(), 8);
+  options.clock = &clock;
+  RingProducer sut = MakeProducer(options);
   RingConsumer consumer = MakeConsumer(dir.path(), sut);
   const uint64_t beat_before = consumer.header().heartbeat_mono_ns.load();
-  std::this_thread::sleep_for(2ms);
+  clock.Tick(2);
 
   sut.SetState(DaemonState::kPaused, StateReason::kClockBehind, 7);
-  const ProducerStatus status = consumer.CheckProducer(1h);
+  const ProducerStatus status = consumer.CheckProducer(1h, clock.SteadyNow());
 
   EXPECT_EQ(status.health, ProducerHealth::kPaused);
   EXPECT_EQ(status.reason, StateReason::kClockBehind);
   EXPECT_EQ(status.reason_detail, 7);
   EXPECT_EQ(status.pid, static_cast<uint64_t>(getpid()));
-  EXPECT_GT(consumer.header().heartbeat_mono_ns.load(), beat_before);
+  EXPECT_EQ(consumer.header().heartbeat_mono_ns.load(), beat_before + 2'000'000)
+      << "a state change beats, on the producer's clock";
   EXPECT_EQ(sut.state(), DaemonState::kPaused);
 }
 
@@ -669,16 +677,16 @@ TEST(Ring, CheckProducerReportsEachState) {
   RingProducer sut = MakeProducer(dir.path(), 8);
   RingConsumer consumer = MakeConsumer(dir.path(), sut);
 
-  EXPECT_EQ(consumer.CheckProducer(1h).health, ProducerHealth::kStarting);
+  EXPECT_EQ(consumer.CheckProducer(1h, RealNow()).health, ProducerHealth::kStarting);
   sut.SetState(DaemonState::kServing);
-  EXPECT_EQ(consumer.CheckProducer(1h).health, ProducerHealth::kServing);
+  EXPECT_EQ(consumer.CheckProducer(1h, RealNow()).health, ProducerHealth::kServing);
   sut.SetState(DaemonState::kPaused, StateReason::kClockBehind, 3);
-  EXPECT_EQ(consumer.CheckProducer(1h).health, ProducerHealth::kPaused);
+  EXPECT_EQ(consumer.CheckProducer(1h, RealNow()).health, ProducerHealth::kPaused);
   sut.SetState(DaemonState::kOutOfService, StateReason::kClockStepTooLarge, 5000);
-  EXPECT_EQ(consumer.CheckProducer(1h).health, ProducerHealth::kOutOfService);
-  EXPECT_EQ(consumer.CheckProducer(1h).reason, StateReason::kClockStepTooLarge);
+  EXPECT_EQ(consumer.CheckProducer(1h, RealNow()).health, ProducerHealth::kOutOfService);
+  EXPECT_EQ(consumer.CheckProducer(1h, RealNow()).reason, StateReason::kClockStepTooLarge);
   sut.SetState(DaemonState::kStopped, StateReason::kShutdown);
-  EXPECT_EQ(consumer.CheckProducer(1h).health, ProducerHealth::kStopped);
+  EXPECT_EQ(consumer.CheckProducer(1h, RealNow()).health, ProducerHealth::kStopped);
 }
 
 TEST(Ring, CheckProducerReportsAServingDaemonThatStoppedHeartbeating) {
@@ -686,22 +694,23 @@ TEST(Ring, CheckProducerReportsAServingDaemonThatStoppedHeartbeating) {
   RingProducer sut = MakeProducer(dir.path(), 8);
   RingConsumer consumer = MakeConsumer(dir.path(), sut);
   sut.SetState(DaemonState::kServing);
-  std::this_thread::sleep_for(5ms);
+  const Clock::SteadyTime five_ms_later = BeatOf(consumer) + 5ms;
 
-  const ProducerStatus stale = consumer.CheckProducer(1ms);
-  sut.Heartbeat();
-  const ProducerStatus fresh = consumer.CheckProducer(1h);
+  const ProducerStatus stale = consumer.CheckProducer(1ms, five_ms_later);
+  const ProducerStatus fresh = consumer.CheckProducer(1h, five_ms_later);
 
   EXPECT_EQ(stale.health, ProducerHealth::kNotHeartbeating);
-  EXPECT_GE(stale.heartbeat_age_ns, 5'000'000u);
+  EXPECT_EQ(stale.heartbeat_age_ns, 5'000'000u);
   EXPECT_EQ(fresh.health, ProducerHealth::kServing);
 }
 
 // A daemon (a forked child restarting on the segment with `options`) that serves, then is
-// SIGKILLed; what a consumer saw of it alive, and 20 ms after its death.
+// SIGKILLed; what a consumer saw of it alive, and (judged at its last beat + 20 ms) after
+// its death.
 struct KilledDaemon {
   ProducerStatus alive;
   ProducerStatus dead;
+  ProducerStatus dead_at_5ms_limit;  // the same judgement with a 5 ms heartbeat limit
   uint64_t child_pid = 0;
   uint32_t recorded_namespace = 0;
 };
@@ -729,15 +738,15 @@ KilledDaemon ServeThenKill(const ProducerOptions& options) {
   RingConsumer consumer = testing::Observe(options.runtime_dir);
   KilledDaemon seen;
   seen.child_pid = static_cast<uint64_t>(child);
-  seen.alive = consumer.CheckProducer(1h);
+  seen.alive = consumer.CheckProducer(1h, RealNow());
   seen.recorded_namespace = consumer.header().pid_namespace.load();
   EXPECT_EQ(kill(child, SIGKILL), 0);
   int status = 0;
   EXPECT_EQ(waitpid(child, &status, 0), child);
   EXPECT_TRUE(WIFSIGNALED(status));
   // A missing pid counts once the heartbeat is 10 ms old.
-  std::this_thread::sleep_for(20ms);
-  seen.dead = consumer.CheckProducer(1h);
+  seen.dead = consumer.CheckProducer(1h, BeatOf(consumer) + 20ms);
+  seen.dead_at_5ms_limit = consumer.CheckProducer(5ms, BeatOf(consumer) + 20ms);
   return seen;
 }
 
@@ -766,8 +775,7 @@ TEST(Ring, CheckProducerNeverProbesThePidOfADaemonInAnotherPidNamespace) {
   EXPECT_EQ(sut.recorded_namespace, CurrentPidNamespace() + 1);
   EXPECT_EQ(sut.alive.health, ProducerHealth::kServing);
   EXPECT_EQ(sut.dead.health, ProducerHealth::kServing) << "the pid was probed";
-  RingConsumer consumer = testing::Observe(dir.path());
-  EXPECT_EQ(consumer.CheckProducer(5ms).health, ProducerHealth::kNotHeartbeating);
+  EXPECT_EQ(sut.dead_at_5ms_limit.health, ProducerHealth::kNotHeartbeating);
 }
 
 // A daemon older than the field records no namespace (0): its pid is probed as before.
@@ -833,7 +841,7 @@ TEST(Ring, AwaitPublishWakesOnStateChange) {
     const auto start = std::chrono::steady_clock::now();
     consumer.AwaitPublish(seen, kTimeout);
     waited = std::chrono::steady_clock::now() - start;
-    health = consumer.CheckProducer(1h).health;
+    health = consumer.CheckProducer(1h, RealNow()).health;
   });
   // The change comes while the waiter sleeps in the kernel, so only the wake can end it.
   const bool asleep = WaitUntilInFutexWait(waiter_tid);
@@ -1073,6 +1081,40 @@ TEST(Freshness, IsFreshFollowsTheBoundAndTheCoarseClocksLag) {
         << "id " << c.id_ms << " now " << c.now_ms << " bound " << c.bound_ms << " lag "
         << c.lag_ms;
   }
+}
+
+// A fresh take judges the front on the consumer's clock (ConsumerOptions::clock), not on
+// the real one: IDs of a millisecond the real clock is far from are taken while the
+// consumer's clock says they are within the bound (50 ms: max_age_ms 0 + liveness_ms 50,
+// and a manual clock has no coarse lag), and refused once it says they are older.
+TEST(Freshness, ATakeJudgesTheFrontOnTheConsumersClock) {
+  TempDir dir;
+  RingProducer producer = MakeProducer(dir.path(), 8);
+  constexpr int64_t kIdMs = 1'000'000;  // since the epoch
+  std::vector<uint64_t> ids;
+  for (uint32_t seq = 0; seq < 4; ++seq) {
+    ids.push_back(IdLayout::EncodeUnchecked(kIdMs, testing::kTestMachine, seq));
+  }
+  ASSERT_EQ(Unwrap(producer.Publish(ids)), 4u);
+  ManualClock clock(kDefaultEpochUnixMs + kIdMs);
+  RingConsumer sut = MakeConsumer(dir.path(), producer, clock);
+  uint64_t id = 0;
+  uint64_t batch[4] = {};
+  TakeResult batch_result = TakeResult::kTaken;
+
+  const TakeResult at_their_ms = sut.TryTakeFresh(&id);
+  clock.Tick(50);
+  const TakeResult at_the_bound = sut.TryTakeFresh(&id);
+  clock.Tick(1);
+  const TakeResult past_the_bound = sut.TryTakeFresh(&id);
+  const size_t batch_taken = sut.TryTakeBatchFresh(batch, 4, &batch_result);
+
+  EXPECT_EQ(at_their_ms, TakeResult::kTaken);
+  EXPECT_EQ(at_the_bound, TakeResult::kTaken);
+  EXPECT_EQ(past_the_bound, TakeResult::kStale);
+  EXPECT_EQ(batch_taken, 0u);
+  EXPECT_EQ(batch_result, TakeResult::kStale);
+  EXPECT_EQ(producer.size(), 2u) << "a refused take took something";
 }
 
 }  // namespace

@@ -57,6 +57,23 @@ inline RingConsumer MakeConsumer(const std::filesystem::path& dir, const RingPro
   return Unwrap(RingConsumer::Open(dir, producer.ConsumerDescriptor()));
 }
 
+// A consumer as MakeConsumer's, reading `clock` (not owned; it must outlive the consumer).
+inline RingConsumer MakeConsumer(const std::filesystem::path& dir, const RingProducer& producer,
+                                 Clock& clock) {
+  ConsumerOptions options;
+  options.clock = &clock;
+  return Unwrap(RingConsumer::Open(dir, producer.ConsumerDescriptor(), options));
+}
+
+// The real clock's monotonic now, for CheckProducer() where the test ages nothing.
+inline Clock::SteadyTime RealNow() { return Clock::Real().SteadyNow(); }
+
+// The heartbeat `consumer` sees in the header, as a time on the monotonic clock: a
+// CheckProducer() at BeatOf(...) + age judges a beat `age` old without waiting for it.
+inline Clock::SteadyTime BeatOf(const RingConsumer& consumer) {
+  return Clock::SteadyTime(std::chrono::nanoseconds(consumer.header().heartbeat_mono_ns.load()));
+}
+
 // The ring file of `dir` alone (RingConsumer::Observe): for a test whose producer is gone or
 // in another process, to read its state and header.
 inline RingConsumer Observe(const std::filesystem::path& dir) {

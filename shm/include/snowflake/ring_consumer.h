@@ -10,7 +10,6 @@
 #define SNOWFLAKE_RING_CONSUMER_H_
 
 #include <sys/types.h>
-#include <time.h>
 
 #include <algorithm>
 #include <atomic>
@@ -25,6 +24,7 @@
 #include <tl/expected.hpp>
 
 #include "snowflake/boot_id.h"
+#include "snowflake/clock.h"
 #include "snowflake/id_layout.h"
 #include "snowflake/segment_error.h"
 #include "snowflake/segment_layout.h"
@@ -40,6 +40,10 @@ struct ConsumerOptions {
   // This boot's id, to refuse a segment left by another boot (kEarlierBoot). nullopt:
   // CurrentBootId() (snowflake/boot_id.h); tests name another boot here.
   std::optional<BootId> boot_id = std::nullopt;
+  // The clock a fresh take reads (not owned; it must outlive the consumer). The real one
+  // (the default, or null) is read inline on the take path; any other through the Clock
+  // interface (tests move one by hand).
+  Clock* clock = &Clock::Real();
 };
 
 // What the slow path learns about the daemon.
@@ -157,11 +161,12 @@ class RingConsumer {
 
   // TryTake() with the freshness rule of the header (IsFresh in segment_layout.h): the
   // ID at the front is refused (kStale, nothing taken) when its millisecond is more than
-  // freshness_bound_ms behind CLOCK_REALTIME_COARSE (read through the vDSO, no system
-  // call; its lag is accounted for) or that far ahead of it. So while the daemon is dead,
-  // hung or stopped, and its ring is not drained, no take returns an ID older than the
-  // bound: the caller's slow path then finds out why. The check happens on the value read
-  // for ticket h, a few instructions before the CAS that claims it.
+  // freshness_bound_ms behind the consumer's coarse wall clock (the real one reads
+  // CLOCK_REALTIME_COARSE through the vDSO, no system call; its lag is accounted for) or
+  // that far ahead of it. So while the daemon is dead, hung or stopped, and its ring is not
+  // drained, no take returns an ID older than the bound: the caller's slow path then finds
+  // out why. The check happens on the value read for ticket h, a few instructions before
+  // the CAS that claims it.
   TakeResult TryTakeFresh(uint64_t* id) const noexcept {
     const int64_t bound = header_->freshness_bound_ms.load(std::memory_order_relaxed);
     const int64_t now_ms = CoarseNowMs();
@@ -217,11 +222,13 @@ class RingConsumer {
     }
   }
 
-  // Milliseconds since the segment's epoch by CLOCK_REALTIME_COARSE.
+  // Milliseconds since the segment's epoch by the consumer's coarse wall clock. The real
+  // clock's read stays inline: a take pays no call for the seam.
   int64_t CoarseNowMs() const noexcept {
-    timespec now{};
-    clock_gettime(CLOCK_REALTIME_COARSE, &now);
-    return static_cast<int64_t>(now.tv_sec) * 1000 + now.tv_nsec / 1'000'000 - epoch_ms_;
+    if (clock_ == nullptr) [[likely]] {
+      return RealCoarseNowUnixMs() - epoch_ms_;
+    }
+    return clock_->CoarseNowUnixMs() - epoch_ms_;
   }
 
   // The daemon's liveness setting from the header (ms); 0 if the producer set none.
@@ -231,10 +238,13 @@ class RingConsumer {
 
   // --- Slow path: every call below may make system calls.
 
-  // Reads the daemon's state; for a serving daemon also checks the heartbeat is younger
-  // than `max_heartbeat_age` (and not in the future: kNotHeartbeating) and, when the
-  // client shares the daemon's pid namespace, that its pid exists.
-  ProducerStatus CheckProducer(std::chrono::nanoseconds max_heartbeat_age) const noexcept;
+  // Reads the daemon's state; for a serving daemon also judges its heartbeat at `now`
+  // (the caller's monotonic clock, Clock::SteadyNow()): older than `max_heartbeat_age`, or
+  // in the future, is kNotHeartbeating. A judgement of the header and `now` alone, but for
+  // one probe: when the client shares the daemon's pid namespace and the beat is over
+  // 10 ms old, whether its pid exists (kDead if not).
+  ProducerStatus CheckProducer(std::chrono::nanoseconds max_heartbeat_age,
+                               Clock::SteadyTime now) const noexcept;
 
   // The futex word consumers sleep on; read it BEFORE re-checking the ring.
   uint32_t wake_seq() const noexcept {
@@ -291,7 +301,7 @@ class RingConsumer {
   dev_t device() const noexcept;
 
  private:
-  explicit RingConsumer(std::unique_ptr<MappedSegment> segment);
+  RingConsumer(std::unique_ptr<MappedSegment> segment, Clock* clock);
   // Adds `want` to the segment's refill hint, saturating at UINT32_MAX.
   void AddRefillHint(uint64_t want) noexcept;
 
@@ -300,8 +310,9 @@ class RingConsumer {
   ConsumerRegion* consumer_ = nullptr;
   const std::atomic<uint64_t>* slots_ = nullptr;
   uint64_t mask_ = 0;
+  Clock* clock_ = nullptr;    // null: the real clock, read inline (see CoarseNowMs)
   int64_t epoch_ms_ = 0;      // the segment's epoch (immutable identity line)
-  int64_t clock_lag_ms_ = 0;  // CLOCK_REALTIME_COARSE's resolution, rounded up
+  int64_t clock_lag_ms_ = 0;  // the coarse clock's lag (Clock::CoarseLag)
 };
 
 }  // namespace snowflake::shm

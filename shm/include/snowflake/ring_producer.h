@@ -22,6 +22,7 @@
 #include <tl/expected.hpp>
 
 #include "snowflake/boot_id.h"
+#include "snowflake/clock.h"
 #include "snowflake/segment_error.h"
 #include "snowflake/segment_layout.h"
 #include "snowflake/unique_fd.h"
@@ -52,6 +53,10 @@ struct ProducerOptions {
   // This process's pid namespace, written into the header at create. nullopt:
   // CurrentPidNamespace() (snowflake/pid_namespace.h); tests name another here.
   std::optional<uint32_t> pid_namespace = std::nullopt;
+  // The clock the heartbeat is read from (SteadyNow()), not owned: it must outlive the
+  // producer. Null: the real one. Tests that judge the beat on a clock they move give
+  // the producer that clock too.
+  Clock* clock = &Clock::Real();
 };
 
 // How a replacement segment starts (RingProducer::CreateReplacement).
@@ -192,7 +197,7 @@ class RingProducer {
   // explains, so a client that sees the state finds the text; then again only when the
   // text changes (it is not for every pass).
   void SetStatusText(std::string_view text) noexcept;
-  // Stores CLOCK_MONOTONIC now as the heartbeat.
+  // Stores the clock's monotonic now (ProducerOptions::clock) as the heartbeat.
   void Heartbeat() noexcept;
   void SetFillTarget(uint64_t ids) noexcept;
   void CountClockPause() noexcept;
@@ -227,10 +232,11 @@ class RingProducer {
 
  private:
   RingProducer(std::unique_ptr<MappedSegment> segment, UniqueFd region, std::filesystem::path path,
-               bool continued);
+               bool continued, Clock* clock);
   void WakeConsumers() noexcept;
 
   std::unique_ptr<MappedSegment> segment_;
+  Clock* clock_;  // the heartbeat's (ProducerOptions::clock); never null
   // The consumer region's memfd, kept open for attaches; invalid for a predecessor.
   UniqueFd region_;
   std::filesystem::path path_;
