@@ -14,7 +14,6 @@
 #include <mutex>
 #include <new>
 #include <optional>
-#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -134,27 +133,35 @@ uint64_t HeaderU64(const std::atomic<uint64_t>& field) {
   return field.load(std::memory_order_relaxed);
 }
 
-int64_t WallNowUnixMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
+// The clock a Client reads: the options', or the real one for null.
+Clock& ClockOf(const ClientOptions& options) {
+  return options.clock != nullptr ? *options.clock : Clock::Real();
 }
 
-// The reason in words; a detail that is a time also says how long ago, by this host's clock.
-std::string ReasonWords(const ProducerStatus& producer) {
-  return vocab::DescribeReason(producer.reason, producer.reason_detail, WallNowUnixMs());
+// A consumer's options: it reads `clock`.
+shm::ConsumerOptions ConsumerReading(Clock& clock) {
+  shm::ConsumerOptions options;
+  options.clock = &clock;
+  return options;
 }
 
-ClientStatus ReadStatus(const RingConsumer& ring, std::chrono::milliseconds max_age_option) {
+// The reason in words; a detail that is a time also says how long ago, by `clock`.
+std::string ReasonWords(const ProducerStatus& producer, Clock& clock) {
+  return vocab::DescribeReason(producer.reason, producer.reason_detail, clock.NowUnixMs());
+}
+
+// The status of `ring` as `options` see it: their heartbeat limit, on their clock.
+ClientStatus ReadStatus(const RingConsumer& ring, const ClientOptions& options) {
   const shm::SegmentHeader& header = ring.header();
+  Clock& clock = ClockOf(options);
   const ProducerStatus producer =
-      ring.CheckProducer(HeartbeatLimit(ring, max_age_option), Clock::Real().SteadyNow());
+      ring.CheckProducer(HeartbeatLimit(ring, options.max_heartbeat_age), clock.SteadyNow());
   const auto state = static_cast<shm::DaemonState>(header.state.load(std::memory_order_acquire));
   ClientStatus status;
   status.state = std::string(vocab::StateCode(state));
   status.health = std::string(vocab::HealthCode(producer.health));
   status.reason = std::string(vocab::ReasonCode(producer.reason));
-  status.reason_text = ReasonWords(producer);
+  status.reason_text = ReasonWords(producer, clock);
   status.reason_detail = producer.reason_detail;
   status.machine = header.machine.load(std::memory_order_relaxed);
   status.epoch_unix_ms = static_cast<int64_t>(HeaderU64(header.epoch_unix_ms));
@@ -190,7 +197,8 @@ std::string DaemonSays(const RingConsumer& ring) {
 // Only here, on the way out of a take that failed, is the status text read: never on the
 // take's path.
 Error Unavailable(const ProducerStatus& producer, const RingConsumer& ring,
-                  const std::filesystem::path& runtime_dir, std::chrono::nanoseconds max_age) {
+                  const std::filesystem::path& runtime_dir, std::chrono::nanoseconds max_age,
+                  Clock& clock) {
   const std::string where = " (runtime directory " + runtime_dir.string() + ")";
   const std::string pid = std::to_string(producer.pid);
   // The code from the vocabulary's health table; the sentence from here.
@@ -199,10 +207,10 @@ Error Unavailable(const ProducerStatus& producer, const RingConsumer& ring,
     case ProducerHealth::kStarting:
       return MakeError(code, "snowflaked is starting" + where + "; retry shortly or fail over");
     case ProducerHealth::kPaused:
-      return MakeError(code, "snowflaked paused generation: " + ReasonWords(producer) + where +
-                                 DaemonSays(ring) + "; fail over, it resumes by itself");
+      return MakeError(code, "snowflaked paused generation: " + ReasonWords(producer, clock) +
+                                 where + DaemonSays(ring) + "; fail over, it resumes by itself");
     case ProducerHealth::kOutOfService: {
-      const std::string why = ReasonWords(producer);
+      const std::string why = ReasonWords(producer, clock);
       return MakeError(code, "snowflaked is out of service" + (why.empty() ? "" : ": " + why) +
                                  where + DaemonSays(ring) +
                                  "; fail over until an operator runs `snowflakectl resume`");
@@ -280,35 +288,36 @@ bool MayAnswer(ProducerHealth health) {
 // handed over by the daemon on the control socket (protocol::Attach) and checked before it
 // is mapped. A daemon that does not answer (stopped, dead, hung) leaves the ring file alone
 // mapped, without a region (has_region() false): every take then reports the state its
-// header shows, and a later take attaches once a daemon serves. `max_age_option`: the
-// Client's heartbeat limit (ClientOptions::max_heartbeat_age; 0: the daemon's own).
+// header shows, and a later take attaches once a daemon serves. `options`: the Client's
+// heartbeat limit (max_heartbeat_age; 0: the daemon's own) and its clock, which the ring
+// reads and the attach's deadline and backoff are measured on.
 // `budget`: how long the attach may take; `observe_on_failure`: when the attach fails, the
 // ring file alone (the counts unknown) instead of the attach's error.
 tl::expected<RingConsumer, Error> OpenRing(const std::filesystem::path& runtime_dir,
-                                           std::chrono::milliseconds max_age_option,
+                                           const ClientOptions& options,
                                            std::chrono::milliseconds budget = kAttachBudget,
                                            bool observe_on_failure = false) {
-  const auto deadline = std::chrono::steady_clock::now() + budget;
+  Clock& clock = ClockOf(options);
+  const auto deadline = clock.SteadyNow() + budget;
   std::chrono::milliseconds backoff{1};
   // A segment replaced between the attach and the open of its ring file is followed a few
   // times; a region that never pairs with the ring file is an error.
   int unpaired_retries = 3;
   for (;;) {
-    auto observed = RingConsumer::Observe(runtime_dir);
+    auto observed = RingConsumer::Observe(runtime_dir, ConsumerReading(clock));
     if (!observed) {
       return tl::unexpected(
           MakeError(FromSegmentError(observed.error().code), std::move(observed.error().message)));
     }
-    const std::chrono::nanoseconds limit = HeartbeatLimit(*observed, max_age_option);
-    if (!MayAnswer(observed->CheckProducer(limit, Clock::Real().SteadyNow()).health))
-      return std::move(*observed);
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    auto attached = protocol::Attach(
-        runtime_dir, observed->owner(), std::max(left, std::chrono::milliseconds(1)),
-        [&observed, limit] {
-          return !MayAnswer(observed->CheckProducer(limit, Clock::Real().SteadyNow()).health);
-        });
+    const std::chrono::nanoseconds limit = HeartbeatLimit(*observed, options.max_heartbeat_age);
+    const auto gave_up = [&observed, &clock, limit] {
+      return !MayAnswer(observed->CheckProducer(limit, clock.SteadyNow()).health);
+    };
+    if (gave_up()) return std::move(*observed);
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock.SteadyNow());
+    auto attached = protocol::Attach(runtime_dir, observed->owner(),
+                                     std::max(left, std::chrono::milliseconds(1)), gave_up);
     if (!attached) {
       const protocol::ControlError& error = attached.error();
       // Gone since the header said it ran, or given up on: the ring file tells the takes.
@@ -318,8 +327,8 @@ tl::expected<RingConsumer, Error> OpenRing(const std::filesystem::path& runtime_
       }
       const bool busy = error.refused && (error.code == vocab::ErrorCode::kTooManyConnections ||
                                           error.code == vocab::ErrorCode::kDaemonStarting);
-      if (busy && std::chrono::steady_clock::now() + backoff < deadline) {
-        std::this_thread::sleep_for(backoff);
+      if (busy && clock.SteadyNow() + backoff < deadline) {
+        clock.SleepFor(backoff);
         backoff = std::min(backoff * 2, std::chrono::milliseconds(50));
         continue;
       }
@@ -336,7 +345,8 @@ tl::expected<RingConsumer, Error> OpenRing(const std::filesystem::path& runtime_
               "after the package upgrade)"));
     }
     const uint64_t replied_segment = attached->record.segment_id;
-    auto ring = RingConsumer::Open(runtime_dir, std::move(attached->region));
+    auto ring =
+        RingConsumer::Open(runtime_dir, std::move(attached->region), ConsumerReading(clock));
     if (ring && ring->segment_id() != replied_segment) {
       // The region pairs with the ring file but not with the reply: not the region of the
       // segment the daemon named.
@@ -347,7 +357,7 @@ tl::expected<RingConsumer, Error> OpenRing(const std::filesystem::path& runtime_
                                        std::to_string(ring->segment_id()) + "; retry"});
     }
     if (!ring && ring.error().code == SegmentError::kUnpaired && unpaired_retries-- > 0 &&
-        std::chrono::steady_clock::now() < deadline) {
+        clock.SteadyNow() < deadline) {
       continue;  // replaced between the attach and the ring file: attach to the new one
     }
     if (!ring) {
@@ -604,7 +614,10 @@ struct Attempt {
 class Client::Impl {
  public:
   Impl(std::string service, const ClientOptions& options, std::filesystem::path runtime_dir)
-      : service_(std::move(service)), options_(options), runtime_dir_(std::move(runtime_dir)) {}
+      : service_(std::move(service)),
+        options_(options),
+        clock_(ClockOf(options)),
+        runtime_dir_(std::move(runtime_dir)) {}
 
   tl::expected<void, Error> Attach(RingConsumer ring) {
     auto attachment = std::make_unique<Attachment>(std::move(ring), service_);
@@ -698,7 +711,7 @@ class Client::Impl {
                                         "no snowflaked segment in " + runtime_dir_.string() +
                                             " (this client takes from its remotes only)"));
       }
-      ClientStatus status = ReadStatus(a->ring, options_.max_heartbeat_age);
+      ClientStatus status = ReadStatus(a->ring, options_);
       std::lock_guard lock(mutex_);
       for (const auto& attachment : attachments_) status.client_taken += attachment->Taken();
       return status;
@@ -717,7 +730,7 @@ class Client::Impl {
   template <typename Take>
   tl::expected<size_t, Error> Slow(Take take, size_t want = 0) noexcept {
     try {
-      const auto deadline = std::chrono::steady_clock::now() + options_.wait_timeout;
+      const auto deadline = clock_.SteadyNow() + options_.wait_timeout;
       Attachment* hinted = nullptr;  // the segment our hint went to, once it went
       for (;;) {
         Attachment* a = current_.load(std::memory_order_acquire);
@@ -730,12 +743,12 @@ class Client::Impl {
           return attempt.taken;
         }
         const std::chrono::nanoseconds limit = HeartbeatLimit(a->ring, options_.max_heartbeat_age);
-        const ProducerStatus producer = a->ring.CheckProducer(limit, Clock::Real().SteadyNow());
+        const ProducerStatus producer = a->ring.CheckProducer(limit, clock_.SteadyNow());
         if (producer.health != ProducerHealth::kServing) {
           if (Reattach(a)) continue;
-          return tl::unexpected(Unavailable(producer, a->ring, runtime_dir_, limit));
+          return tl::unexpected(Unavailable(producer, a->ring, runtime_dir_, limit, clock_));
         }
-        const auto remaining = deadline - std::chrono::steady_clock::now();
+        const auto remaining = deadline - clock_.SteadyNow();
         if (!a->ring.has_region()) [[unlikely]] {
           // Opened while the daemon did not answer, and its header says it serves: attach,
           // or wait a slice for it to answer or for its header to say why not (a daemon
@@ -805,7 +818,7 @@ class Client::Impl {
     if (info.st_ino == current->ring.inode() && info.st_dev == current->ring.device()) {
       return false;
     }
-    auto maybe_ring = OpenRing(runtime_dir_, options_.max_heartbeat_age);
+    auto maybe_ring = OpenRing(runtime_dir_, options_);
     if (!maybe_ring) return false;
     // Kept, slot and all, until the Client is destroyed: other threads may still be inside
     // a take on the old mapping and add to its counter. Its segment is retired, so no
@@ -823,11 +836,10 @@ class Client::Impl {
   tl::expected<bool, Error> AttachRegion(Attachment* seen, std::chrono::milliseconds budget) {
     std::lock_guard lock(mutex_);
     if (current_.load(std::memory_order_acquire) != seen) return true;  // another thread did
-    const auto now = std::chrono::steady_clock::now();
+    const auto now = clock_.SteadyNow();
     if (now < next_region_try_) return false;
     next_region_try_ = now + kRegionRetry;
-    auto maybe_ring =
-        OpenRing(runtime_dir_, options_.max_heartbeat_age, std::min(budget, kAttachBudget));
+    auto maybe_ring = OpenRing(runtime_dir_, options_, std::min(budget, kAttachBudget));
     if (!maybe_ring) {
       if (maybe_ring.error().code != ClientError::kTimedOut) {
         return tl::unexpected(std::move(maybe_ring.error()));
@@ -853,7 +865,7 @@ class Client::Impl {
   // the Client is attached now.
   bool AttachLate() noexcept {
     try {
-      const int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
+      const int64_t now = clock_.SteadyNow().time_since_epoch().count();
       int64_t due = next_attach_try_.load(std::memory_order_relaxed);
       if (now < due) return false;
       const int64_t next =
@@ -864,7 +876,7 @@ class Client::Impl {
       }
       std::lock_guard lock(mutex_);
       if (current_.load(std::memory_order_acquire) != nullptr) return true;
-      auto maybe_ring = OpenRing(runtime_dir_, options_.max_heartbeat_age);
+      auto maybe_ring = OpenRing(runtime_dir_, options_);
       if (!maybe_ring) return false;
       return Attach(std::move(*maybe_ring)).has_value();
     } catch (...) {
@@ -878,11 +890,12 @@ class Client::Impl {
 
   const std::string service_;
   const ClientOptions options_;
+  Clock& clock_;  // options_.clock, or the real one
   const std::filesystem::path runtime_dir_;
   const IdLayout no_daemon_layout_{};  // the default epoch, until a daemon is found
   std::atomic<int64_t> next_attach_try_{0};
   // AttachRegion()'s schedule and its last failure. Guarded by mutex_.
-  std::chrono::steady_clock::time_point next_region_try_{};
+  Clock::SteadyTime next_region_try_{};
   Error last_attach_error_{ClientError::kDaemonNotRunning, "not attached yet"};
   // The attachment takes use. Written under mutex_; read lock-free.
   std::atomic<Attachment*> current_{nullptr};
@@ -910,7 +923,7 @@ tl::expected<Client, Error> Client::Open(std::string_view service,
       if (!checked) return tl::unexpected(std::move(checked.error()));
       tls = std::move(*checked);
     }
-    auto maybe_ring = OpenRing(runtime_dir, options.max_heartbeat_age);
+    auto maybe_ring = OpenRing(runtime_dir, options);
     // No local daemon (no segment, no runtime dir: a host without snowflaked) is an error
     // only without remotes; with them the Client takes from the remotes and maps the
     // segment once one appears. Any other failure (permissions, version) stays an error.
@@ -937,10 +950,10 @@ tl::expected<Client, Error> Client::Open(std::string_view service,
 
 tl::expected<ClientStatus, Error> Client::Inspect(const ClientOptions& options) noexcept {
   try {
-    auto maybe_ring = OpenRing(ResolveRuntimeDir(options), options.max_heartbeat_age,
-                               kInspectAttachBudget, /*observe_on_failure=*/true);
+    auto maybe_ring = OpenRing(ResolveRuntimeDir(options), options, kInspectAttachBudget,
+                               /*observe_on_failure=*/true);
     if (!maybe_ring) return tl::unexpected(std::move(maybe_ring.error()));
-    return ReadStatus(*maybe_ring, options.max_heartbeat_age);
+    return ReadStatus(*maybe_ring, options);
   } catch (const std::exception& e) {
     return tl::unexpected(MakeError(ClientError::kSystemError, std::string("status: ") + e.what()));
   }

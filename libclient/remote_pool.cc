@@ -8,10 +8,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <optional>
 #include <string_view>
-#include <thread>
 #include <utility>
 
 #include "protocol/id_reply.h"
@@ -35,12 +33,6 @@ constexpr int kStaleRetries = 2;
 // waited for (see Take): polled this often, one ID at a time, for the gap and 2 ms more.
 constexpr int64_t kCatchUpMs = 10;
 constexpr std::chrono::microseconds kCatchUpPoll{100};
-
-int64_t NowUnixMs() {
-  timespec now{};
-  clock_gettime(CLOCK_REALTIME, &now);
-  return int64_t{now.tv_sec} * 1000 + now.tv_nsec / 1'000'000;
-}
 
 size_t AppendBody(char* data, size_t size, size_t count, void* user) {
   auto* body = static_cast<std::string*>(user);
@@ -172,7 +164,9 @@ RemotePool::RemotePool(std::string service, std::vector<std::string> remotes,
       max_ahead_(options.remote_max_ahead),
       epoch_unix_ms_(epoch_unix_ms),
       tls_(std::move(tls)),
-      jitter_(static_cast<unsigned>(Steady::now().time_since_epoch().count())) {
+      clock_(options.clock != nullptr ? *options.clock : Clock::Real()),
+      // A seed, not a time: the real clock, so that pools on a test's clock still differ.
+      jitter_(static_cast<unsigned>(Clock::Real().SteadyNow().time_since_epoch().count())) {
   static std::once_flag curl_ready;
   std::call_once(curl_ready, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
   for (std::string& address : remotes) {
@@ -247,10 +241,10 @@ tl::expected<size_t, Error> RemotePool::Take(std::span<uint64_t> out,
                                     : IdLayout::OffsetMsOf(last_.load(std::memory_order_acquire)) -
                                           IdLayout::OffsetMsOf(out[*taken - 1]);
       if (behind_ms >= 0 && behind_ms <= kCatchUpMs) {
-        const auto now = Steady::now();
+        const auto now = clock_.SteadyNow();
         if (!catch_up_until) catch_up_until = now + std::chrono::milliseconds(behind_ms + 2);
         if (now < *catch_up_until) {
-          std::this_thread::sleep_for(kCatchUpPoll);
+          clock_.SleepFor(kCatchUpPoll);
           continue;
         }
       }
@@ -274,7 +268,7 @@ tl::expected<size_t, Error> RemotePool::Take(std::span<uint64_t> out,
 
 tl::expected<size_t, Error> RemotePool::TakeRemote(std::span<uint64_t> out,
                                                    const Error& local_error) {
-  const auto deadline = Steady::now() + deadline_;
+  const auto deadline = clock_.SteadyNow() + deadline_;
   std::vector<Endpoint*> order;
   {
     std::lock_guard lock(mutex_);
@@ -289,7 +283,7 @@ tl::expected<size_t, Error> RemotePool::TakeRemote(std::span<uint64_t> out,
   for (Endpoint* endpoint : order) {
     {
       std::lock_guard lock(mutex_);
-      const auto now = Steady::now();
+      const auto now = clock_.SteadyNow();
       if (now < endpoint->open_until) {
         note(*endpoint, "skipped for " +
                             std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -301,7 +295,7 @@ tl::expected<size_t, Error> RemotePool::TakeRemote(std::span<uint64_t> out,
     }
     for (int round = 0; round <= kStaleRetries; ++round) {
       const auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Steady::now());
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_.SteadyNow());
       if (left.count() <= 0) {
         note(*endpoint, "not tried: the overall deadline of " + std::to_string(deadline_.count()) +
                             " ms passed");
@@ -319,9 +313,10 @@ tl::expected<size_t, Error> RemotePool::TakeRemote(std::span<uint64_t> out,
         // A remote that says when to come back (429 and 503 carry Retry-After) is skipped
         // until then, at least: asking sooner only adds to its load.
         endpoint->open_until =
-            Steady::now() + std::max(std::chrono::duration_cast<Steady::duration>(backoff * factor),
-                                     std::chrono::duration_cast<Steady::duration>(
-                                         std::min(retry_after, kMaxRetryAfter)));
+            clock_.SteadyNow() +
+            std::max(std::chrono::duration_cast<Steady::duration>(backoff * factor),
+                     std::chrono::duration_cast<Steady::duration>(
+                         std::min(retry_after, kMaxRetryAfter)));
         note(*endpoint, fetched.error());
         break;
       }
@@ -335,7 +330,7 @@ tl::expected<size_t, Error> RemotePool::TakeRemote(std::span<uint64_t> out,
       if (round == kStaleRetries) {
         note(*endpoint, "its IDs stayed at or below the last one returned (its clock is behind)");
       } else {
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        clock_.SleepFor(std::chrono::milliseconds(1));
       }
     }
   }
@@ -442,7 +437,7 @@ tl::expected<size_t, std::string> RemotePool::ReadIds(const std::string& body, s
   // than max_ahead.
   auto read = protocol::ReadIdsText(body, out.first(std::min(want, out.size())));
   if (!read) return tl::unexpected(std::move(read.error()));
-  const int64_t now_ms = NowUnixMs();
+  const int64_t now_ms = clock_.NowUnixMs();
   const int64_t oldest_ms = now_ms - max_age_.count();
   const int64_t newest_ms = now_ms + max_ahead_.count();
   for (const uint64_t id : out.first(*read)) {

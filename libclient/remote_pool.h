@@ -22,7 +22,9 @@
 //
 // A RemotePool is safe for concurrent use by multiple threads: the breakers and the
 // connection handles are guarded by a mutex; requests run outside it, each on its own
-// handle.
+// handle. Its deadline, breakers, catch-up waits and a remote ID's age are measured on the
+// Client's clock (ClientOptions::clock); one HTTP attempt's timeout is libcurl's, in real
+// time, bounded by what that clock says is left of the deadline.
 
 #ifndef SNOWFLAKE_LIBCLIENT_REMOTE_POOL_H_
 #define SNOWFLAKE_LIBCLIENT_REMOTE_POOL_H_
@@ -120,6 +122,7 @@ class RemotePool {
   const std::chrono::milliseconds max_ahead_;
   const int64_t epoch_unix_ms_;
   const TlsFiles tls_;
+  Clock& clock_;  // the Client's (not owned)
 
   // The largest ID this pool returned (local or remote). Only ever raised, by CAS.
   std::atomic<uint64_t> last_{0};

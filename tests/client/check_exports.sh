@@ -5,14 +5,14 @@
 set -euo pipefail
 lib=$1
 symbols=$(nm -D --defined-only "$lib" | awk '{print $3}' | c++filt | sed 's/@@SNOWFLAKE_0$//' | grep -v '^SNOWFLAKE_0$')
-allowed='^(sf_[a-z_]+|snowflake::(Client::(Client|~Client|operator=|Open|Inspect|Next|NextBatch|Decode|layout|GetStatus|service)|DefaultRuntimeDir|ValidateServiceName|ClientErrorName|IdErrorMessage|ParseTimeText|FormatTimeText)[[(].*)$'
+allowed='^(sf_[a-z_]+|snowflake::(Client::(Client|~Client|operator=|Open|Inspect|Next|NextBatch|Decode|layout|GetStatus|service)|Clock::(Clock|~Clock|Real|NowUnixNs|CoarseNowUnixMs|CoarseLag|SteadyNow|SleepUntil|SleepFor)|DefaultRuntimeDir|ValidateServiceName|ClientErrorName|IdErrorMessage|ParseTimeText|FormatTimeText)[[(].*|(vtable|typeinfo|typeinfo name) for snowflake::Clock)$'
 unexpected=$(grep -Ev "$allowed" <<<"$symbols" || true)
 if [ -n "$unexpected" ]; then
   echo "libsnowflake.so exports symbols outside its API:" >&2
   echo "$unexpected" >&2
   exit 1
 fi
-for required in sf_open sf_next sf_next_batch sf_close sf_bounds sf_parse_time 'snowflake::ParseTimeText' 'snowflake::Client::Open(' 'snowflake::Client::Next()'; do
+for required in sf_open sf_next sf_next_batch sf_close sf_bounds sf_parse_time 'snowflake::ParseTimeText' 'snowflake::Client::Open(' 'snowflake::Client::Next()' 'snowflake::Clock::Real()' 'vtable for snowflake::Clock'; do
   grep -qF -- "$required" <<<"$symbols" || { echo "libsnowflake.so does not export $required" >&2; exit 1; }
 done
 echo "libsnowflake.so exports $(wc -l <<<"$symbols") API symbols and nothing else"

@@ -8,7 +8,6 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -25,11 +24,13 @@
 
 #include "attach_service.h"
 #include "id_checker.h"
+#include "manual_clock.h"
 #include "serve_loop.h"
 #include "snowflake/ring_producer.h"
 #include "snowflake/segment_layout.h"
 #include "temp_dir.h"
 #include "test_producer.h"
+#include "wait_until.h"
 
 namespace snowflake {
 namespace {
@@ -41,25 +42,6 @@ using testing::TempDir;
 
 constexpr uint32_t kMachine = 9;
 constexpr int64_t kEpoch = kDefaultEpochUnixMs;
-
-// Sets the segment's heartbeat `age` before now on CLOCK_MONOTONIC, as a daemon that
-// stopped beating that long ago leaves it: a heartbeat's age without waiting for it. The
-// header is mapped writable here (the test owns the file), as a daemon maps it.
-void AgeHeartbeat(const RingProducer& producer, std::chrono::nanoseconds age) {
-  const int fd = ::open(producer.path().c_str(), O_RDWR | O_CLOEXEC);
-  ASSERT_GE(fd, 0) << producer.path() << ": " << std::strerror(errno);
-  void* mapped =
-      ::mmap(nullptr, sizeof(shm::SegmentHeader), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  ::close(fd);
-  ASSERT_NE(mapped, MAP_FAILED) << std::strerror(errno);
-  timespec now{};
-  ::clock_gettime(CLOCK_MONOTONIC, &now);
-  const auto now_ns = static_cast<uint64_t>(now.tv_sec) * 1'000'000'000u +
-                      static_cast<uint64_t>(now.tv_nsec);
-  static_cast<shm::SegmentHeader*>(mapped)->heartbeat_mono_ns.store(
-      now_ns - static_cast<uint64_t>(age.count()), std::memory_order_release);
-  ::munmap(mapped, sizeof(shm::SegmentHeader));
-}
 
 // `count` consecutive IDs in millisecond `offset_ms` from sequence `first_seq`.
 std::vector<uint64_t> IdsAt(int64_t offset_ms, uint32_t first_seq, size_t count) {
@@ -81,6 +63,7 @@ class ClientTest : public ::testing::Test {
     options.machine = kMachine;
     // These tests publish made-up milliseconds (IdsAt); the freshness bound has its own.
     options.bound_freshness = bound_freshness_;
+    if (manual_time_) options.clock = &clock_;
     RingProducer producer = testing::MakeProducer(options);
     Serve(producer);
     return producer;
@@ -110,10 +93,17 @@ class ClientTest : public ::testing::Test {
     options.runtime_dir = dir_.path();
     options.wait_timeout = std::chrono::milliseconds(20);
     options.max_heartbeat_age = std::chrono::minutes(1);
+    if (manual_time_) options.clock = &clock_;
     return options;
   }
 
   bool bound_freshness_ = false;
+  // Set before MakeProducer(): the producer beats on clock_ and the clients of Options()
+  // read it, so a test ages a heartbeat or an ID by moving clock_ (it starts at the real
+  // clock's readings and stands still until moved). A wait of such a client lasts until
+  // the test moves clock_ past its wait_timeout: tests that expect a timeout set it to 0.
+  bool manual_time_ = false;
+  mutable testing::ManualClock clock_ = testing::ManualClock::AtRealNow();
 
   Client OpenClient(std::string_view service = "orders") const {
     return OpenClient(service, Options());
@@ -359,18 +349,113 @@ TEST_F(ClientTest, PausedBehindTheHighWaterMarkTellsOneStory) {
 }
 
 TEST_F(ClientTest, NextFailsWithNotHeartbeatingWhenTheHeartbeatIsTooOld) {
+  manual_time_ = true;
   RingProducer producer = MakeProducer();
   producer.SetState(DaemonState::kServing);  // beats once, then never again
   ClientOptions options = Options();
   options.max_heartbeat_age = std::chrono::milliseconds(5);
   options.wait_timeout = std::chrono::milliseconds(0);  // the age is the segment's, not the wait's
   Client sut = OpenClient("orders", options);
-  ASSERT_NO_FATAL_FAILURE(AgeHeartbeat(producer, std::chrono::milliseconds(30)));
+  auto at_the_limit = sut.Next();
+  clock_.Tick(6);  // the beat is 6 ms old now
 
   auto taken = sut.Next();
 
+  ASSERT_FALSE(at_the_limit);
+  EXPECT_EQ(at_the_limit.error().code, ClientError::kTimedOut) << at_the_limit.error().message;
   ASSERT_FALSE(taken);
   EXPECT_EQ(taken.error().code, ClientError::kDaemonNotHeartbeating) << taken.error().message;
+  EXPECT_NE(taken.error().message.find("for 6 ms (limit 5 ms)"), std::string::npos)
+      << taken.error().message;
+}
+
+// The deadline of a wait on an empty ring is measured on the Client's clock: a Next()
+// waiting with 30 s left by its clock returns kTimedOut once the clock is moved past them,
+// although far less real time has passed. (The futex sleep in progress ends within its
+// real slice of 1 ms, and the next judgement reads the moved clock.)
+TEST_F(ClientTest, AWaitEndsWhenTheClientsClockPassesItsTimeout) {
+  manual_time_ = true;
+  RingProducer producer = MakeProducer();
+  producer.SetState(DaemonState::kServing);
+  ClientOptions options = Options();
+  options.wait_timeout = std::chrono::seconds(30);
+  Client sut = OpenClient("orders", options);
+  const uint32_t requests_before = producer.refill_request();
+  std::atomic<bool> returned{false};
+  std::optional<tl::expected<uint64_t, Error>> taken;
+
+  std::thread waiter([&] {
+    taken = sut.Next();
+    returned = true;
+  });
+  // It waits: it asked for a refill at least twice (two slices), and has not returned.
+  const ::testing::AssertionResult waiting =
+      testing::WaitUntil([&] { return producer.refill_request() - requests_before >= 2; },
+                         std::chrono::seconds(10), "the waiter's second refill request");
+  const bool returned_early = returned.load();
+  clock_.Tick(30'001);
+  const ::testing::AssertionResult ended =
+      testing::WaitUntil([&] { return returned.load(); }, std::chrono::seconds(10),
+                         "the wait to end after the Client's clock passed its wait_timeout");
+  waiter.join();
+
+  EXPECT_TRUE(waiting);
+  EXPECT_FALSE(returned_early) << "it did not wait for its clock";
+  EXPECT_TRUE(ended);
+  ASSERT_TRUE(taken.has_value());
+  ASSERT_FALSE(taken->has_value());
+  EXPECT_EQ(taken->error().code, ClientError::kTimedOut) << taken->error().message;
+}
+
+// A take judges the front's age on the Client's clock: an ID of its current millisecond
+// is taken; once the clock has moved past the header's bound (50 ms: max_age_ms 0 +
+// liveness_ms 50; a manual clock has no coarse lag), the next is refused and stays.
+TEST_F(ClientTest, IdsAgeOnTheClientsClock) {
+  manual_time_ = true;
+  bound_freshness_ = true;
+  RingProducer producer = MakeProducer();
+  const int64_t now_offset_ms = clock_.NowUnixMs() - kEpoch;
+  ASSERT_EQ(producer.Publish(IdsAt(now_offset_ms, 0, 3)).value(), 3u);
+  producer.SetState(DaemonState::kServing);
+  ClientOptions options = Options();
+  options.wait_timeout = std::chrono::milliseconds(0);
+  Client sut = OpenClient("orders", options);
+
+  auto fresh = sut.Next();
+  clock_.Tick(50);
+  auto at_the_bound = sut.Next();
+  clock_.Tick(1);
+  auto too_old = sut.Next();
+
+  ASSERT_TRUE(fresh) << fresh.error().message;
+  ASSERT_TRUE(at_the_bound) << at_the_bound.error().message;
+  ASSERT_FALSE(too_old) << "received an ID 51 ms old by the Client's clock";
+  EXPECT_EQ(too_old.error().code, ClientError::kTimedOut) << too_old.error().message;
+  EXPECT_NE(too_old.error().message.find("freshness bound (50 ms)"), std::string::npos)
+      << too_old.error().message;
+  EXPECT_EQ(producer.size(), 1u);
+}
+
+// The times in a Client's messages are its clock's: a pause on an unreachable register
+// says since when, and how long ago by that clock.
+TEST_F(ClientTest, AMessageSaysHowLongAgoByTheClientsClock) {
+  manual_time_ = true;
+  clock_.Set(kEpoch + 86'400'000);  // a day after the epoch, whatever the real time
+  RingProducer producer = MakeProducer();
+  producer.SetState(DaemonState::kPaused, StateReason::kRegisterUnreachable,
+                    clock_.NowUnixMs() - 4'210);
+  Client sut = OpenClient();
+
+  auto taken = sut.Next();
+  clock_.Tick(1'000);
+  auto status = sut.GetStatus();
+
+  ASSERT_FALSE(taken);
+  EXPECT_EQ(taken.error().code, ClientError::kDaemonPaused);
+  EXPECT_NE(taken.error().message.find("(4210 ms ago)"), std::string::npos)
+      << taken.error().message;
+  ASSERT_TRUE(status);
+  EXPECT_NE(status->reason_text.find("(5210 ms ago)"), std::string::npos) << status->reason_text;
 }
 
 // A daemon that heartbeats but leaves the ring empty for the whole wait is alive and
@@ -744,13 +829,14 @@ TEST_F(ClientTest, NextTakesIdsWithinTheFreshnessBound) {
 // the header unless the caller sets one.
 TEST_F(ClientTest, TheHeartbeatLimitComesFromTheHeadersLivenessByDefault) {
   // Arrange: liveness 50 ms; the producer's last beat was 80 ms ago.
+  manual_time_ = true;
   bound_freshness_ = true;
   RingProducer producer = MakeProducer();
   producer.SetState(DaemonState::kServing);
   ClientOptions options = Options();
   options.max_heartbeat_age = std::chrono::milliseconds(0);
   Client sut = OpenClient("orders", options);
-  ASSERT_NO_FATAL_FAILURE(AgeHeartbeat(producer, std::chrono::milliseconds(80)));
+  clock_.Tick(80);
 
   // Act
   auto taken = sut.Next();

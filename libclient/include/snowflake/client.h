@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "snowflake/client_error.h"
+#include "snowflake/clock.h"
 #include "snowflake/id_layout.h"
 
 namespace snowflake {
@@ -81,6 +82,21 @@ struct ClientOptions {
   std::filesystem::path remotes_ca_file;
   std::filesystem::path remotes_cert_file;
   std::filesystem::path remotes_key_file;
+
+  // The clock this Client reads and sleeps on (snowflake/clock.h): the coarse wall clock
+  // of the freshness check, the monotonic clock of its deadlines (wait_timeout, the
+  // attach, the remotes' deadline and breakers) and of its heartbeat judgement, the wall
+  // clock of a remote ID's age and of the times in its messages, and every sleep. Not
+  // owned: it must outlive the Client. Null or the default: the real clock (the take's
+  // read of it stays inline). Another clock (a test's, moved by hand) is read through the
+  // interface.
+  // A wait on an empty ring sleeps on a futex (the daemon's publish wakes it) in slices of
+  // at most 1 ms of real time, each bounded by what this clock says is left of
+  // wait_timeout: on a clock that stands still the wait lasts until an ID is published,
+  // the daemon's state changes, or the clock is moved past the deadline. A test that
+  // moves the clock to make a waiting Next() judge anew moves it first, then publishes or
+  // changes the state (or waits one slice) to end the sleep in progress.
+  Clock* clock = &Clock::Real();
 };
 
 // A snapshot of the daemon and ring as one client sees them. Fields are read racily, one
@@ -136,7 +152,8 @@ struct ClientStatus {
 // segment's "uncounted" total.
 //
 // Freshness: a take refuses (never returns) an ID more than the header's
-// freshness_bound_ms (daemon max_age_ms + liveness_ms) away from CLOCK_REALTIME_COARSE,
+// freshness_bound_ms (daemon max_age_ms + liveness_ms) away from the Client's coarse wall
+// clock (ClientOptions::clock; the real one reads CLOCK_REALTIME_COARSE),
 // so a dead, hung or stopped daemon's leftovers are never handed out, at any age; the
 // call then reports why (the daemon's state, heartbeat, or kTimedOut).
 //
