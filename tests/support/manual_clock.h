@@ -1,7 +1,8 @@
-// A Clock that moves only when the test moves it (snowflake/clock.h), for every layer:
-// the daemon's generator and fill loop, a Client's deadlines and freshness judgement, the
-// register's leases. Header only: its users link snowflake::text (every library of the
-// project does).
+// Clocks a test moves by hand (snowflake/clock.h), for every layer: the daemon's generator
+// and fill loop, a Client's deadlines and freshness judgement, the register's leases.
+// ManualClock moves only when the test moves it; AheadClock is the real clock plus a
+// step the test adds, for tests beside a real daemon. Header only: their users link
+// snowflake::text (every library of the project does).
 //
 // Two readings: the wall clock (ms, stepped by Set()/Advance(), or moved with the steady
 // clock by Tick()) and the monotonic clock (ns, moved only by Tick() and by sleeps). A
@@ -107,6 +108,37 @@ class ManualClock final : public Clock {
   std::atomic<int64_t> reads_{0};
   std::atomic<int64_t> steady_reads_{0};
   std::atomic<int64_t> sleeps_{0};
+};
+
+// The real clock, ahead by what the test added with Skip(): for a test beside a real
+// process (a daemon beating on the real clock) that must age what it sees without waiting.
+// Before any Skip() it reads exactly the real clock, so a real daemon's heartbeat is never
+// in its future; after one, the wall and the monotonic clock both read that much later,
+// and time flows on from there (a sleep sleeps for real). Safe for concurrent use.
+class AheadClock final : public Clock {
+ public:
+  int64_t NowUnixMs() noexcept override { return Clock::Real().NowUnixMs() + SkippedMs(); }
+  int64_t NowUnixNs() noexcept override { return Clock::Real().NowUnixNs() + skipped_ns_.load(); }
+  int64_t CoarseNowUnixMs() noexcept override {
+    return Clock::Real().CoarseNowUnixMs() + SkippedMs();
+  }
+  std::chrono::milliseconds CoarseLag() noexcept override { return Clock::Real().CoarseLag(); }
+  SteadyTime SteadyNow() noexcept override {
+    return Clock::Real().SteadyNow() + std::chrono::nanoseconds(skipped_ns_.load());
+  }
+  void SleepUntil(SteadyTime deadline) noexcept override {
+    Clock::Real().SleepUntil(deadline - std::chrono::nanoseconds(skipped_ns_.load()));
+  }
+
+  // Moves both clocks `by` ahead of the real ones, for good.
+  void Skip(std::chrono::milliseconds by) noexcept {
+    skipped_ns_.fetch_add(std::chrono::nanoseconds(by).count());
+  }
+
+ private:
+  int64_t SkippedMs() const noexcept { return skipped_ns_.load() / 1'000'000; }
+
+  std::atomic<int64_t> skipped_ns_{0};
 };
 
 }  // namespace snowflake::testing

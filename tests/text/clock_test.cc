@@ -1,6 +1,7 @@
 // The clock seam (snowflake/clock.h): the real clock's readings agree with each other and
-// with std::chrono::steady_clock (the heartbeat's unit), and the tests' manual clock
-// (tests/support/manual_clock.h) moves only when moved, a sleep included.
+// with std::chrono::steady_clock (the heartbeat's unit); the tests' manual clock
+// (tests/support/manual_clock.h) moves only when moved, a sleep included, and their
+// AheadClock is the real clock until skipped ahead.
 #include "snowflake/clock.h"
 
 #include <gtest/gtest.h>
@@ -14,6 +15,7 @@ namespace snowflake {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::AheadClock;
 using testing::ManualClock;
 
 TEST(RealClock, CoarseWallReadingLagsByAtMostItsLag) {
@@ -125,6 +127,30 @@ TEST(ManualClock, AtRealNowStartsAtTheRealReadings) {
   EXPECT_GE(sut.NowUnixMs(), wall_before);
   EXPECT_GE(sut.SteadyNow(), steady_before);
   EXPECT_LE(sut.SteadyNow(), Clock::Real().SteadyNow());
+}
+
+TEST(AheadClock, ReadsTheRealClockUntilSkippedAndThenThatMuchLater) {
+  AheadClock sut;
+
+  const int64_t wall_before = Clock::Real().NowUnixMs();
+  const Clock::SteadyTime steady_before = Clock::Real().SteadyNow();
+  const int64_t unskipped = sut.NowUnixMs();
+  const Clock::SteadyTime unskipped_steady = sut.SteadyNow();
+  sut.Skip(300ms);
+  const int64_t skipped = sut.NowUnixMs();
+  const int64_t skipped_coarse = sut.CoarseNowUnixMs();
+  const Clock::SteadyTime skipped_steady = sut.SteadyNow();
+  const int64_t wall_after = Clock::Real().NowUnixMs();
+  const Clock::SteadyTime steady_after = Clock::Real().SteadyNow();
+
+  EXPECT_GE(unskipped, wall_before);
+  EXPECT_LE(unskipped_steady, steady_after) << "ahead of the real clock before any skip";
+  EXPECT_GE(unskipped_steady, steady_before);
+  EXPECT_GE(skipped, wall_before + 300);
+  EXPECT_LE(skipped, wall_after + 300);
+  EXPECT_GE(skipped_coarse, wall_before + 300 - sut.CoarseLag().count());
+  EXPECT_GE(skipped_steady, steady_before + 300ms);
+  EXPECT_LE(skipped_steady, steady_after + 300ms);
 }
 
 }  // namespace
