@@ -6,7 +6,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <thread>
 #include <utility>
 
 namespace snowflake::daemon {
@@ -72,17 +71,18 @@ tl::expected<FileLock, LockFailure> FileLock::Acquire(const std::filesystem::pat
 
 tl::expected<FileLock, LockFailure> FileLock::AcquireWithin(const std::filesystem::path& path,
                                                             std::chrono::milliseconds timeout,
-                                                            bool write_pid, mode_t mode) noexcept {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+                                                            bool write_pid, mode_t mode,
+                                                            Clock& clock) noexcept {
+  const auto deadline = clock.SteadyNow() + timeout;
   for (;;) {
     auto lock = Acquire(path, /*wait=*/false, write_pid, mode);
-    if (lock || !lock.error().held_by_other || std::chrono::steady_clock::now() >= deadline) {
+    if (lock || !lock.error().held_by_other || clock.SteadyNow() >= deadline) {
       if (!lock && lock.error().held_by_other) {
         lock.error().message += " (still after " + std::to_string(timeout.count()) + " ms)";
       }
       return lock;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    clock.SleepFor(std::chrono::milliseconds(1));
   }
 }
 

@@ -16,6 +16,8 @@
 #include <string>
 #include <tl/expected.hpp>
 
+#include "snowflake/clock.h"
+
 namespace snowflake::daemon {
 
 struct LockFailure {
@@ -29,6 +31,8 @@ struct LockFailure {
 
 class FileLock {
  public:
+  static constexpr mode_t kDefaultMode = 0644;
+
   // Opens (creating with `mode`) `path` and takes an exclusive flock. `wait`: block until
   // it is free; otherwise fail at once with held_by_other when someone holds it.
   // On success, when `write_pid` is set, the file's contents become our pid and a newline,
@@ -38,13 +42,15 @@ class FileLock {
   // Prefer AcquireWithin(): a blocking wait has no bound (any process that can open the
   // file can hold it forever).
   [[nodiscard]] static tl::expected<FileLock, LockFailure> Acquire(
-      const std::filesystem::path& path, bool wait, bool write_pid, mode_t mode = 0644) noexcept;
+      const std::filesystem::path& path, bool wait, bool write_pid,
+      mode_t mode = kDefaultMode) noexcept;
 
-  // Like Acquire() without `wait`, retried (every millisecond or so) until `timeout` has
-  // passed: a bounded wait. Errors: held_by_other once the bound has passed; a system error.
+  // Like Acquire() without `wait`, retried (every millisecond or so of `clock`) until
+  // `timeout` has passed on `clock`: a bounded wait. Errors: held_by_other once the bound
+  // has passed; a system error.
   [[nodiscard]] static tl::expected<FileLock, LockFailure> AcquireWithin(
       const std::filesystem::path& path, std::chrono::milliseconds timeout, bool write_pid,
-      mode_t mode = 0644) noexcept;
+      mode_t mode = kDefaultMode, Clock& clock = Clock::Real()) noexcept;
 
   // True if some open file holds the lock on `path` right now (it may change at once).
   // Nonexistent file: false. Sets *holder_pid to the pid written in it, if any.

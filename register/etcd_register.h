@@ -46,6 +46,7 @@
 #include "register/etcd_records.h"
 #include "register/etcd_register_config.h"
 #include "register/machine_register.h"
+#include "snowflake/clock.h"
 #include "snowflake/id_layout.h"
 
 namespace snowflake::daemon {
@@ -70,6 +71,11 @@ struct EtcdRegisterOptions {
   // A sync point (as RocksDB's TEST_SYNC_POINT): called by RaiseAll between its listing
   // and its first write, so a test can put a claim exactly there. Empty in production.
   std::function<void()> after_raise_all_listing;
+  // The clock of the times recorded in etcd (a claim's, a restore fence's), of the pause
+  // between claim attempts and of RaiseAll's wait for acknowledgements (not owned; it
+  // must outlive the register). Null: the real one. An HTTP request's timeout and the
+  // keepalive's period stay real time.
+  Clock* clock = &Clock::Real();
 };
 
 // The options config asks for ([register.etcd], register.machines); reads
@@ -139,6 +145,10 @@ class EtcdRegister final : public MachineRegister {
   // kClaimLost once the lease is known to be gone (stop serving at once).
   tl::expected<void, RegisterError> Renew() noexcept override;
   std::string_view backend_name() const noexcept override { return "etcd"; }
+  // options.clock, or the real one.
+  Clock& clock() const noexcept {
+    return options_.clock != nullptr ? *options_.clock : Clock::Real();
+  }
   RegisterIdentity identity() const noexcept override { return identity_; }
   // "etcd http://a:2379,http://b:2379 /snowflaked/".
   std::string location() const override;

@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <random>
 #include <set>
-#include <thread>
 
 #include "register/etcd_register.h"
 #include "register/etcd_snapshot.h"
@@ -25,12 +24,6 @@ using etcd::Op;
 
 RegisterError Err(RegisterErrorCode code, std::string message) {
   return RegisterError{code, std::move(message)};
-}
-
-int64_t NowUnixMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
 }
 
 std::string Range(uint32_t first, uint32_t last) {
@@ -129,13 +122,16 @@ class EtcdRegister::ClaimAttempt {
       return tl::unexpected(leased.error());
     }
     record_ = etcd::EncodeHolder(etcd::HolderRecord{request_.holder_id, reg_.options_.host,
-                                                    static_cast<int64_t>(getpid()), NowUnixMs()});
-    jitter_.seed(static_cast<uint32_t>(getpid()) ^ static_cast<uint32_t>(NowUnixMs()));
+                                                    static_cast<int64_t>(getpid()),
+                                                    reg_.clock().NowUnixMs()});
+    // A seed, not a time: the real clock, so that daemons on one test clock still differ.
+    jitter_.seed(static_cast<uint32_t>(getpid()) ^
+                 static_cast<uint32_t>(Clock::Real().NowUnixMs()));
     if (auto known = reg_.KnownBugNotice(); !known.empty()) notices_.push_back(std::move(known));
     while (counted_ < reg_.options_.max_claim_attempts) {
       if (counted_ > 0) {
         // Lost a race: let the winners' writes land before looking again.
-        std::this_thread::sleep_for(std::chrono::milliseconds(5 + jitter_() % 20));
+        reg_.clock().SleepFor(std::chrono::milliseconds(5 + jitter_() % 20));
       }
       auto claimed = Once();
       if (!claimed) return tl::unexpected(claimed.error());

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <thread>
 
 #include "register/etcd_register.h"
 #include "register/etcd_snapshot.h"
@@ -19,12 +18,6 @@ using etcd::Op;
 
 RegisterError Err(RegisterErrorCode code, std::string message) {
   return RegisterError{code, std::move(message)};
-}
-
-int64_t NowUnixMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
 }
 
 // "machine 3 (\"host-a\" on a.example, pid 812)": a held entry of List().
@@ -261,7 +254,7 @@ tl::expected<RaiseAllResult, RegisterError> EtcdRegister::RaiseAll(int64_t above
     // The fence's own mod_revision, the revision it is written at, is what ties it to this
     // restore: a host that already saw a fence of this revision saw the store after it was
     // written, so a rollback it finds later is not the one this fence answers.
-    const etcd::RestoreRecord fence{above_unix_ms, cluster_id, NowUnixMs()};
+    const etcd::RestoreRecord fence{above_unix_ms, cluster_id, clock().NowUnixMs()};
     if (auto put = client_.Put(etcd::RestoreKey(options_.prefix), etcd::EncodeRestore(fence));
         !put) {
       return tl::unexpected(Failure("cannot record the restore fence", put.error()));
@@ -384,7 +377,7 @@ tl::expected<std::vector<std::string>, RegisterError> EtcdRegister::WaitForAckno
   try {
     std::map<uint32_t, EtcdRegisterEntry> waiting = holders;
     std::vector<std::string> ended_unacknowledged;
-    const auto deadline = std::chrono::steady_clock::now() + options_.fence_ack_timeout;
+    const auto deadline = clock().SteadyNow() + options_.fence_ack_timeout;
     for (;;) {
       for (auto it = waiting.begin(); it != waiting.end();) {
         const auto& [n, holder] = *it;
@@ -417,8 +410,8 @@ tl::expected<std::vector<std::string>, RegisterError> EtcdRegister::WaitForAckno
         it = acknowledged || ended ? waiting.erase(it) : std::next(it);
       }
       if (waiting.empty()) return ended_unacknowledged;
-      if (std::chrono::steady_clock::now() >= deadline) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      if (clock().SteadyNow() >= deadline) break;
+      clock().SleepFor(std::chrono::milliseconds(100));
     }
     return tl::unexpected(Err(
         RegisterErrorCode::kInUse,

@@ -114,23 +114,26 @@ tl::expected<void, RegisterError> Save(const std::filesystem::path& path, const 
   }
 }
 
+// The options' clock, or the real one.
+Clock& ClockOf(const FileRegisterOptions& options) {
+  return options.clock != nullptr ? *options.clock : Clock::Real();
+}
+
 // Holds the register's own lock for one read-modify-write. Bounded: any process that
 // can open the lock file could hold it forever, and the daemon must never wait without a
-// bound (the reservation thread retries; the fill loop never waits for it).
+// bound (the reservation thread retries; the fill loop never waits for it); the bound is
+// measured on `clock`.
 constexpr std::chrono::milliseconds kRegisterLockBound{2000};
-tl::expected<FileLock, RegisterError> LockRegister(const std::filesystem::path& path) {
-  auto lock = FileLock::AcquireWithin(LockPathOf(path), kRegisterLockBound, /*write_pid=*/false);
+tl::expected<FileLock, RegisterError> LockRegister(const std::filesystem::path& path,
+                                                   Clock& clock) {
+  auto lock = FileLock::AcquireWithin(LockPathOf(path), kRegisterLockBound, /*write_pid=*/false,
+                                      FileLock::kDefaultMode, clock);
   if (!lock) {
     return tl::unexpected(Error(
         lock.error().held_by_other ? RegisterErrorCode::kTimedOut : RegisterErrorCode::kUnreadable,
         "cannot lock register: " + lock.error().message));
   }
   return std::move(*lock);
-}
-
-int64_t NowUnixMs() {
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
 }
 
 // The number a claim takes, with its host-wide lock: the holder's own (the lowest, should
@@ -252,7 +255,7 @@ tl::expected<MachineClaim, RegisterError> FileRegister::Claim(
     if (options_.first_machine > options_.last_machine || options_.last_machine > kMaxMachine) {
       return tl::unexpected(Error(RegisterErrorCode::kInvalidRequest, "bad machine range"));
     }
-    auto register_lock = LockRegister(options_.path);
+    auto register_lock = LockRegister(options_.path, ClockOf(options_));
     if (!register_lock) return tl::unexpected(register_lock.error());
     auto doc = Load(options_.path);
     if (!doc) return tl::unexpected(doc.error());
@@ -276,7 +279,7 @@ tl::expected<MachineClaim, RegisterError> FileRegister::Claim(
     RegisterEntry& entry = doc->entries[machine];
     entry.machine = machine;
     entry.holder_id = request.holder_id;
-    entry.claimed_unix_ms = NowUnixMs();
+    entry.claimed_unix_ms = ClockOf(options_).NowUnixMs();
     entry.pid = getpid();
     if (auto saved = Save(options_.path, *doc); !saved) return tl::unexpected(saved.error());
 
@@ -305,7 +308,7 @@ tl::expected<void, RegisterError> FileRegister::WriteHighWater(int64_t unix_ms,
     if (!machine_) {
       return tl::unexpected(Error(RegisterErrorCode::kNotClaimed, "no number claimed yet"));
     }
-    auto register_lock = LockRegister(options_.path);
+    auto register_lock = LockRegister(options_.path, ClockOf(options_));
     if (!register_lock) return tl::unexpected(register_lock.error());
     auto doc = Load(options_.path);
     if (!doc) return tl::unexpected(doc.error());
@@ -346,7 +349,7 @@ tl::expected<std::vector<RegisterEntry>, RegisterError> FileRegister::List() con
 
 tl::expected<void, RegisterError> FileRegister::Release(uint32_t machine) noexcept {
   try {
-    auto register_lock = LockRegister(options_.path);
+    auto register_lock = LockRegister(options_.path, ClockOf(options_));
     if (!register_lock) return tl::unexpected(register_lock.error());
     auto doc = Load(options_.path);
     if (!doc) return tl::unexpected(doc.error());

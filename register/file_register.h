@@ -31,6 +31,7 @@
 #include "base/file_lock.h"
 #include "base/toml_fields.h"
 #include "register/machine_register.h"
+#include "snowflake/clock.h"
 #include "snowflake/id_layout.h"
 
 namespace snowflake::daemon {
@@ -42,6 +43,9 @@ struct FileRegisterOptions {
   // Where the per-number locks live: one directory for the whole host. Empty:
   // HostLockDir() (machine_lock.h).
   std::filesystem::path host_lock_dir;
+  // The clock of a claim's recorded time and of the bounded wait for the register's lock
+  // (not owned; it must outlive the register). Null: the real one.
+  Clock* clock = &Clock::Real();
 };
 
 // The file backend's own [register] keys: none. Its path and range are keys every backend

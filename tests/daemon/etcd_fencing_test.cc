@@ -350,13 +350,17 @@ TEST_F(EtcdFencing, RaiseAllWhileRunningNamesAHolderWhoseClaimEndedBeforeItAckno
 }
 
 TEST_F(EtcdFencing, RaiseAllWhileRunningNamesAHolderThatNeverAcknowledges) {
-  // Arrange
+  // Arrange: the operator waits 20 s for acknowledgements on a clock its sleeps move, so
+  // the wait costs its polls of etcd and no real time.
   EtcdRegister holder(DirectOptions());
   ASSERT_TRUE(holder.Claim({"holder-a", kEpoch}));
   ASSERT_TRUE(holder.UpdateHighWater(kEpoch + 1000));
+  testing::ManualClock clock(kEpoch + 2000);
   EtcdRegisterOptions operator_options = DirectOptions();
-  operator_options.fence_ack_timeout = 1s;
+  operator_options.fence_ack_timeout = 20s;
+  operator_options.clock = &clock;
   EtcdRegister operator_register(operator_options);
+  const Clock::SteadyTime start = clock.SteadyNow();
 
   // Act: the holder never raises again, so it never learns of the fence.
   auto raised = operator_register.RaiseAll(kEpoch + 50'000, /*while_running=*/true);
@@ -366,8 +370,10 @@ TEST_F(EtcdFencing, RaiseAllWhileRunningNamesAHolderThatNeverAcknowledges) {
   EXPECT_EQ(raised.error().code, RegisterErrorCode::kInUse);
   EXPECT_THAT(raised.error().message,
               ::testing::AllOf(::testing::HasSubstr("did not acknowledge"),
+                               ::testing::HasSubstr("within 20 s"),
                                ::testing::HasSubstr("\"holder-a\" on fencing-host")));
   EXPECT_EQ(StoredMark(), kEpoch + 50'000);
+  EXPECT_GE(clock.SteadyNow() - start, 20s) << "the wait was not measured on the register's clock";
 }
 
 TEST_F(EtcdFencing, ALateClaimNeverBindsASecondNumberToTheLiveLease) {

@@ -17,6 +17,7 @@
 #include "base/atomic_file.h"
 #include "daemon/config/config.h"
 #include "daemon/holder_id.h"
+#include "manual_clock.h"
 #include "register/machine_lock.h"
 #include "register/register_settings.h"
 #include "register/static_register.h"
@@ -231,6 +232,41 @@ TEST(FileRegister, ListShowsHoldersMarksAndLiveness) {
   EXPECT_TRUE((*entries)[1].in_use);
   EXPECT_EQ((*entries)[1].live_pid, getpid());
   EXPECT_EQ((*entries)[1].high_water_unix_ms, kEpoch + 9);
+}
+
+TEST(FileRegister, AClaimRecordsItsTimeOnTheRegistersClock) {
+  snowflake::testing::TempDir dir;
+  snowflake::testing::ManualClock clock(kEpoch + 123'456);
+  FileRegisterOptions options = Options(dir);
+  options.clock = &clock;
+  FileRegister sut(options);
+
+  ASSERT_TRUE(sut.Claim({"host:a", kEpoch}));
+  auto entries = sut.List();
+
+  ASSERT_TRUE(entries) << entries.error().message;
+  ASSERT_EQ(entries->size(), 1u);
+  EXPECT_EQ((*entries)[0].claimed_unix_ms, kEpoch + 123'456);
+}
+
+// The register's lock is waited for within a bound measured on the caller's clock, in
+// sleeps of that clock: a manual clock (whose sleeps move it) passes the 2 s bound without
+// 2 s of real time.
+TEST(FileLock, AcquireWithinGivesUpOnceItsClockPassesTheBound) {
+  snowflake::testing::TempDir dir;
+  auto held = FileLock::Acquire(dir / "a.lock", /*wait=*/false, /*write_pid=*/false);
+  ASSERT_TRUE(held) << held.error().message;
+  snowflake::testing::ManualClock clock;
+  const Clock::SteadyTime start = clock.SteadyNow();
+
+  auto sut = FileLock::AcquireWithin(dir / "a.lock", std::chrono::milliseconds(2000),
+                                     /*write_pid=*/false, FileLock::kDefaultMode, clock);
+
+  ASSERT_FALSE(sut);
+  EXPECT_TRUE(sut.error().held_by_other) << sut.error().message;
+  EXPECT_THAT(sut.error().message, HasSubstr("still after 2000 ms"));
+  EXPECT_GE(clock.SteadyNow() - start, std::chrono::milliseconds(2000));
+  EXPECT_GE(clock.sleeps(), 1) << "it slept on another clock";
 }
 
 TEST(FileRegister, HighWaterNeverGoesDown) {
