@@ -155,7 +155,7 @@ ClientStatus ReadStatus(const RingConsumer& ring, const ClientOptions& options) 
   const shm::SegmentHeader& header = ring.header();
   Clock& clock = ClockOf(options);
   const ProducerStatus producer =
-      ring.CheckProducer(HeartbeatLimit(ring, options.max_heartbeat_age), clock.SteadyNow());
+      ring.CheckProducer(HeartbeatLimit(ring, options.max_heartbeat_age), clock);
   const auto state = static_cast<shm::DaemonState>(header.state.load(std::memory_order_acquire));
   ClientStatus status;
   status.state = std::string(vocab::StateCode(state));
@@ -311,7 +311,7 @@ tl::expected<RingConsumer, Error> OpenRing(const std::filesystem::path& runtime_
     }
     const std::chrono::nanoseconds limit = HeartbeatLimit(*observed, options.max_heartbeat_age);
     const auto gave_up = [&observed, &clock, limit] {
-      return !MayAnswer(observed->CheckProducer(limit, clock.SteadyNow()).health);
+      return !MayAnswer(observed->CheckProducer(limit, clock).health);
     };
     if (gave_up()) return std::move(*observed);
     const auto left =
@@ -743,7 +743,7 @@ class Client::Impl {
           return attempt.taken;
         }
         const std::chrono::nanoseconds limit = HeartbeatLimit(a->ring, options_.max_heartbeat_age);
-        const ProducerStatus producer = a->ring.CheckProducer(limit, clock_.SteadyNow());
+        const ProducerStatus producer = a->ring.CheckProducer(limit, clock_);
         if (producer.health != ProducerHealth::kServing) {
           if (Reattach(a)) continue;
           return tl::unexpected(Unavailable(producer, a->ring, runtime_dir_, limit, clock_));

@@ -102,48 +102,69 @@ uint64_t RingConsumer::segment_id() const noexcept {
 
 std::optional<std::string> RingConsumer::status_text() const { return ReadStatusText(*header_); }
 
-ProducerStatus RingConsumer::CheckProducer(std::chrono::nanoseconds max_heartbeat_age,
-                                           Clock::SteadyTime now_time) const noexcept {
+namespace {
+
+// What the header says of its producer, read once for one judgement (CheckProducer).
+struct ProducerReading {
+  DaemonState state;
+  StateReason reason;
+  int64_t detail;
+  uint64_t pid;
+  uint32_t pid_namespace;
+  uint64_t beat;  // heartbeat_mono_ns
+};
+
+ProducerReading ReadProducer(const SegmentHeader& header) {
   // Acquire pairs with SetState's release: reason and detail belong to this state.
-  const auto state = static_cast<DaemonState>(header_->state.load(std::memory_order_acquire));
-  ProducerStatus status{
-      .health = ProducerHealth::kServing,
-      .reason = static_cast<StateReason>(header_->reason.load(std::memory_order_relaxed)),
-      .reason_detail = header_->reason_detail.load(std::memory_order_relaxed),
-      .heartbeat_age_ns = 0,
-      .pid = header_->pid.load(std::memory_order_relaxed),
+  const auto state = static_cast<DaemonState>(header.state.load(std::memory_order_acquire));
+  return ProducerReading{
+      .state = state,
+      .reason = static_cast<StateReason>(header.reason.load(std::memory_order_relaxed)),
+      .detail = header.reason_detail.load(std::memory_order_relaxed),
+      .pid = header.pid.load(std::memory_order_relaxed),
+      .pid_namespace = header.pid_namespace.load(std::memory_order_relaxed),
+      .beat = header.heartbeat_mono_ns.load(std::memory_order_relaxed),
   };
-  const uint64_t beat = header_->heartbeat_mono_ns.load(std::memory_order_relaxed);
-  const auto now = static_cast<uint64_t>(SteadyNs(now_time));
-  status.heartbeat_age_ns = now > beat ? now - beat : 0;
-  status.heartbeat_in_future = beat > now + kFutureBeatSlackNs;
+}
+
+// The health a state stands for before the heartbeat is judged (kServing: judge it).
+ProducerHealth HealthOf(DaemonState state) {
   switch (state) {
     case DaemonState::kServing:
-      break;
+      return ProducerHealth::kServing;
     case DaemonState::kStarting:
-      status.health = ProducerHealth::kStarting;
-      return status;
+      return ProducerHealth::kStarting;
     case DaemonState::kPaused:
-      status.health = ProducerHealth::kPaused;
-      return status;
+      return ProducerHealth::kPaused;
     case DaemonState::kOutOfService:
-      status.health = ProducerHealth::kOutOfService;
-      return status;
+      return ProducerHealth::kOutOfService;
     case DaemonState::kStopped:
-      status.health = ProducerHealth::kStopped;
-      return status;
-    default:
-      status.health = ProducerHealth::kDead;
-      return status;
+      return ProducerHealth::kStopped;
   }
+  return ProducerHealth::kDead;
+}
+
+// The judgement of `reading` at monotonic `now` (ns): the state's health, and for a
+// serving daemon its heartbeat's and pid's.
+ProducerStatus Judge(const ProducerReading& reading, uint64_t now,
+                     std::chrono::nanoseconds max_heartbeat_age) {
+  ProducerStatus status{
+      .health = HealthOf(reading.state),
+      .reason = reading.reason,
+      .reason_detail = reading.detail,
+      .heartbeat_age_ns = now > reading.beat ? now - reading.beat : 0,
+      .pid = reading.pid,
+      .heartbeat_in_future = reading.beat > now + kFutureBeatSlackNs,
+  };
+  if (status.health != ProducerHealth::kServing) return status;
   // A SIGKILLed daemon leaves "serving" behind: its pid or its heartbeat tells. The pid
   // counts only in the daemon's own pid namespace: a client in another one (a container
   // sharing the runtime directory) cannot see a live daemon's pid, so there the heartbeat
   // alone decides. A daemon older than the header's pid_namespace records none (0): its
   // pid counts only with a heartbeat older than kDeadPidBeatAge, as before (it beats at
   // least every 5 ms).
-  const uint32_t daemon_namespace = header_->pid_namespace.load(std::memory_order_relaxed);
-  const bool pid_visible = daemon_namespace == 0 || daemon_namespace == CurrentPidNamespace();
+  const bool pid_visible =
+      reading.pid_namespace == 0 || reading.pid_namespace == CurrentPidNamespace();
   if (status.heartbeat_in_future) {
     // A CLOCK_MONOTONIC reading of another boot (a segment that carries no boot id): it
     // says nothing about a daemon of this boot, so it is never read as fresh.
@@ -155,6 +176,21 @@ ProducerStatus RingConsumer::CheckProducer(std::chrono::nanoseconds max_heartbea
     status.health = ProducerHealth::kNotHeartbeating;
   }
   return status;
+}
+
+}  // namespace
+
+ProducerStatus RingConsumer::CheckProducer(std::chrono::nanoseconds max_heartbeat_age,
+                                           Clock::SteadyTime now) const noexcept {
+  return Judge(ReadProducer(*header_), static_cast<uint64_t>(SteadyNs(now)), max_heartbeat_age);
+}
+
+ProducerStatus RingConsumer::CheckProducer(std::chrono::nanoseconds max_heartbeat_age,
+                                           Clock& clock) const noexcept {
+  // The header first, then the clock: a beat stored in between is older than this now,
+  // never in its future (kFutureBeatSlackNs covers the CPU reordering the two reads).
+  const ProducerReading reading = ReadProducer(*header_);
+  return Judge(reading, static_cast<uint64_t>(SteadyNs(clock.SteadyNow())), max_heartbeat_age);
 }
 
 void RingConsumer::AwaitPublish(uint32_t seen, std::chrono::nanoseconds timeout, bool front_stale,

@@ -184,8 +184,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
       uint64_t batch[8];
       (void)consumer->TryTakeBatch(batch, 8);
-      (void)consumer->CheckProducer(std::chrono::milliseconds(50),
-                                    snowflake::Clock::Real().SteadyNow());
+      (void)consumer->CheckProducer(std::chrono::milliseconds(50), snowflake::Clock::Real());
     } else if (consumer.error().message.empty()) {
       __builtin_trap();
     }
@@ -204,8 +203,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           observer->TryTakeBatchFresh(batch, 8, &result) != 0) {
         __builtin_trap();
       }
-      (void)observer->CheckProducer(std::chrono::milliseconds(50),
-                                    snowflake::Clock::Real().SteadyNow());
+      (void)observer->CheckProducer(std::chrono::milliseconds(50), snowflake::Clock::Real());
       (void)observer->status_text();
     } else if (observer.error().message.empty()) {
       __builtin_trap();

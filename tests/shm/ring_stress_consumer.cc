@@ -62,7 +62,7 @@ std::optional<RingConsumer> Attach(const std::string& runtime_dir, const st::Str
 // True when the producer of `ring` stopped it: a restarted producer stops the segment it
 // replaced once the new one is at the path.
 bool Replaced(const RingConsumer& ring) {
-  return ring.CheckProducer(std::chrono::hours(1), snowflake::Clock::Real().SteadyNow()).health ==
+  return ring.CheckProducer(std::chrono::hours(1), snowflake::Clock::Real()).health ==
          ProducerHealth::kStopped;
 }
 

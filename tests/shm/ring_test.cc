@@ -46,7 +46,6 @@ using testing::MakeConsumer;
 using testing::MakeProducer;
 using testing::OptionsFor;
 using testing::Range;
-using testing::RealNow;
 using testing::Unwrap;
 
 // True once thread `tid` (0 until the thread has stored it) sleeps in futex(2), as the
@@ -390,13 +389,13 @@ TEST(Ring, ARestartContinuesAboveTheOldSegmentAndItsClientsMoveToTheNewOne) {
   // The consumer attached before the restart finds its segment empty and stopped, and a
   // new one, with a region of its own, at the path.
   EXPECT_FALSE(consumer->TryTake(&id));
-  EXPECT_EQ(consumer->CheckProducer(1h, RealNow()).health, ProducerHealth::kStopped);
+  EXPECT_EQ(consumer->CheckProducer(1h, Clock::Real()).health, ProducerHealth::kStopped);
   EXPECT_EQ(consumer->segment_id(), first_segment_id);
   RingConsumer reattached = MakeConsumer(dir.path(), sut);
   EXPECT_NE(reattached.inode(), consumer->inode());
   EXPECT_EQ(reattached.segment_id(), sut.segment_id());
   EXPECT_EQ(reattached.head(), 0u) << "the new region starts from zero, not from the old head";
-  EXPECT_EQ(reattached.CheckProducer(1h, RealNow()).health, ProducerHealth::kStarting);
+  EXPECT_EQ(reattached.CheckProducer(1h, Clock::Real()).health, ProducerHealth::kStarting);
 }
 
 // The restart cannot reach the old region to take its tickets back, so it retracts the
@@ -441,8 +440,8 @@ TEST(Ring, ARestartLeavesTheOldSegmentsUntakenIdsAsAGapBelowTheNewOnes) {
   EXPECT_EQ(old_fresh, TakeResult::kEmpty);
   EXPECT_EQ(old_fresh_batch, 0u);
   EXPECT_EQ(old_consumer->size(), 0u);
-  EXPECT_EQ(old_consumer->CheckProducer(1h, RealNow()).health, ProducerHealth::kStopped);
-  EXPECT_EQ(old_consumer->CheckProducer(1h, RealNow()).reason, StateReason::kShutdown);
+  EXPECT_EQ(old_consumer->CheckProducer(1h, Clock::Real()).health, ProducerHealth::kStopped);
+  EXPECT_EQ(old_consumer->CheckProducer(1h, Clock::Real()).reason, StateReason::kShutdown);
   EXPECT_NE(old_consumer->inode(), reattached.inode());
 }
 
@@ -483,8 +482,8 @@ TEST(Ring, NewCapacityStopsTheOldSegmentAndCarriesItsLastId) {
   EXPECT_EQ(sut.Publish(Range(3, 1)).error().code, SegmentError::kNotIncreasing);
   // The old ring was emptied for its clients and marked stopped, so they fail over.
   EXPECT_FALSE(old_consumer.TryTake(&id));
-  EXPECT_EQ(old_consumer.CheckProducer(1h, RealNow()).health, ProducerHealth::kStopped);
-  EXPECT_EQ(old_consumer.CheckProducer(1h, RealNow()).reason, StateReason::kShutdown);
+  EXPECT_EQ(old_consumer.CheckProducer(1h, Clock::Real()).health, ProducerHealth::kStopped);
+  EXPECT_EQ(old_consumer.CheckProducer(1h, Clock::Real()).reason, StateReason::kShutdown);
   EXPECT_NE(old_consumer.inode(), new_consumer.inode());
   EXPECT_NE(old_consumer.segment_id(), new_consumer.segment_id());
   EXPECT_EQ(new_consumer.capacity(), 16u);
@@ -514,7 +513,7 @@ TEST(Ring, ASegmentLeftByAnotherBootIsNotContinuedButItsLastIdIsABound) {
   EXPECT_EQ(sut.tail(), 0u);
   // Emptied and stopped, so nothing of it is handed out and its clients move on.
   EXPECT_FALSE(old_consumer->TryTake(&id));
-  EXPECT_EQ(old_consumer->CheckProducer(1h, RealNow()).health, ProducerHealth::kStopped);
+  EXPECT_EQ(old_consumer->CheckProducer(1h, Clock::Real()).health, ProducerHealth::kStopped);
   EXPECT_NE(old_consumer->inode(), MakeConsumer(dir.path(), sut).inode());
   EXPECT_EQ(sut.Publish(Range(5, 1)).error().code, SegmentError::kNotIncreasing)
       << "the old segment's last ID is not carried over as a bound";
@@ -594,7 +593,7 @@ TEST(Ring, CheckProducerReportsAHeartbeatFromTheFutureAsNotHeartbeating) {
   const uint64_t beat = static_cast<uint64_t>(now.tv_sec + 86'400) * 1'000'000'000u;
   PatchRingFile(dir.path(), 144, &beat, sizeof beat);
 
-  const ProducerStatus status = consumer.CheckProducer(1h, RealNow());
+  const ProducerStatus status = consumer.CheckProducer(1h, Clock::Real());
 
   EXPECT_EQ(status.health, ProducerHealth::kNotHeartbeating);
 }
@@ -677,16 +676,54 @@ TEST(Ring, CheckProducerReportsEachState) {
   RingProducer sut = MakeProducer(dir.path(), 8);
   RingConsumer consumer = MakeConsumer(dir.path(), sut);
 
-  EXPECT_EQ(consumer.CheckProducer(1h, RealNow()).health, ProducerHealth::kStarting);
+  EXPECT_EQ(consumer.CheckProducer(1h, Clock::Real()).health, ProducerHealth::kStarting);
   sut.SetState(DaemonState::kServing);
-  EXPECT_EQ(consumer.CheckProducer(1h, RealNow()).health, ProducerHealth::kServing);
+  EXPECT_EQ(consumer.CheckProducer(1h, Clock::Real()).health, ProducerHealth::kServing);
   sut.SetState(DaemonState::kPaused, StateReason::kClockBehind, 3);
-  EXPECT_EQ(consumer.CheckProducer(1h, RealNow()).health, ProducerHealth::kPaused);
+  EXPECT_EQ(consumer.CheckProducer(1h, Clock::Real()).health, ProducerHealth::kPaused);
   sut.SetState(DaemonState::kOutOfService, StateReason::kClockStepTooLarge, 5000);
-  EXPECT_EQ(consumer.CheckProducer(1h, RealNow()).health, ProducerHealth::kOutOfService);
-  EXPECT_EQ(consumer.CheckProducer(1h, RealNow()).reason, StateReason::kClockStepTooLarge);
+  EXPECT_EQ(consumer.CheckProducer(1h, Clock::Real()).health, ProducerHealth::kOutOfService);
+  EXPECT_EQ(consumer.CheckProducer(1h, Clock::Real()).reason, StateReason::kClockStepTooLarge);
   sut.SetState(DaemonState::kStopped, StateReason::kShutdown);
-  EXPECT_EQ(consumer.CheckProducer(1h, RealNow()).health, ProducerHealth::kStopped);
+  EXPECT_EQ(consumer.CheckProducer(1h, Clock::Real()).health, ProducerHealth::kStopped);
+}
+
+// A live daemon may beat between a client's read of its clock and its read of the header.
+// CheckProducer with a clock reads the clock after the header, so such a beat is never
+// taken for one from the future (which reads as "not heartbeating": a spurious failover).
+TEST(Ring, CheckProducerReadsItsClockAfterTheHeader) {
+  TempDir dir;
+  ManualClock daemon_clock;
+  ProducerOptions options = OptionsFor(dir.path(), 8);
+  options.clock = &daemon_clock;
+  RingProducer sut = MakeProducer(options);
+  sut.SetState(DaemonState::kServing);
+  RingConsumer consumer = MakeConsumer(dir.path(), sut);
+  // The client's clock: the daemon's, preempted for 5 ms right after each reading, while
+  // the daemon beats.
+  class PreemptedAfterReading final : public Clock {
+   public:
+    PreemptedAfterReading(ManualClock& clock, RingProducer& daemon)
+        : clock_(clock), daemon_(daemon) {}
+    int64_t NowUnixMs() noexcept override { return clock_.NowUnixMs(); }
+    SteadyTime SteadyNow() noexcept override {
+      const SteadyTime now = clock_.SteadyNow();
+      clock_.Tick(5);
+      daemon_.Heartbeat();
+      return now;
+    }
+
+   private:
+    ManualClock& clock_;
+    RingProducer& daemon_;
+  };
+  PreemptedAfterReading client_clock(daemon_clock, sut);
+
+  const ProducerStatus status = consumer.CheckProducer(1h, client_clock);
+
+  EXPECT_EQ(status.health, ProducerHealth::kServing)
+      << "a beat stored after the client read its clock was taken for one from the future";
+  EXPECT_FALSE(status.heartbeat_in_future);
 }
 
 TEST(Ring, CheckProducerReportsAServingDaemonThatStoppedHeartbeating) {
@@ -738,7 +775,7 @@ KilledDaemon ServeThenKill(const ProducerOptions& options) {
   RingConsumer consumer = testing::Observe(options.runtime_dir);
   KilledDaemon seen;
   seen.child_pid = static_cast<uint64_t>(child);
-  seen.alive = consumer.CheckProducer(1h, RealNow());
+  seen.alive = consumer.CheckProducer(1h, Clock::Real());
   seen.recorded_namespace = consumer.header().pid_namespace.load();
   EXPECT_EQ(kill(child, SIGKILL), 0);
   int status = 0;
@@ -841,7 +878,7 @@ TEST(Ring, AwaitPublishWakesOnStateChange) {
     const auto start = std::chrono::steady_clock::now();
     consumer.AwaitPublish(seen, kTimeout);
     waited = std::chrono::steady_clock::now() - start;
-    health = consumer.CheckProducer(1h, RealNow()).health;
+    health = consumer.CheckProducer(1h, Clock::Real()).health;
   });
   // The change comes while the waiter sleeps in the kernel, so only the wake can end it.
   const bool asleep = WaitUntilInFutexWait(waiter_tid);

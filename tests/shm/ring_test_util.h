@@ -65,9 +65,6 @@ inline RingConsumer MakeConsumer(const std::filesystem::path& dir, const RingPro
   return Unwrap(RingConsumer::Open(dir, producer.ConsumerDescriptor(), options));
 }
 
-// The real clock's monotonic now, for CheckProducer() where the test ages nothing.
-inline Clock::SteadyTime RealNow() { return Clock::Real().SteadyNow(); }
-
 // The heartbeat `consumer` sees in the header, as a time on the monotonic clock: a
 // CheckProducer() at BeatOf(...) + age judges a beat `age` old without waiting for it.
 inline Clock::SteadyTime BeatOf(const RingConsumer& consumer) {

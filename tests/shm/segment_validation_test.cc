@@ -470,7 +470,7 @@ TEST(SegmentValidation, ObserveHoldsNoRegionAndTakesNothingFromAFullRing) {
   EXPECT_EQ(sut->tail(), 8u) << "the ring file itself is read";
   EXPECT_EQ(sut->segment_id(), producer.segment_id());
   EXPECT_EQ(sut->owner(), getuid());
-  EXPECT_EQ(sut->CheckProducer(std::chrono::hours(1), Clock::Real().SteadyNow()).health,
+  EXPECT_EQ(sut->CheckProducer(std::chrono::hours(1), Clock::Real()).health,
             ProducerHealth::kServing);
   EXPECT_EQ(producer.head(), 0u) << "an observer moved the head";
   EXPECT_TRUE(attached.has_region());
@@ -527,7 +527,7 @@ TEST_F(BadSegment, RetireStopsAndEmptiesTheSegmentForItsClientsAndUnlinksIt) {
 
     const char* what = corrupt ? "corrupt" : "valid";
     EXPECT_FALSE(took) << what << ": took " << id << " from a retired segment";
-    EXPECT_EQ(client.CheckProducer(std::chrono::hours(1), Clock::Real().SteadyNow()).health,
+    EXPECT_EQ(client.CheckProducer(std::chrono::hours(1), Clock::Real()).health,
               ProducerHealth::kStopped)
         << what;
     EXPECT_FALSE(std::filesystem::exists(path())) << what;

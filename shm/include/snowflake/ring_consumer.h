@@ -238,13 +238,20 @@ class RingConsumer {
 
   // --- Slow path: every call below may make system calls.
 
-  // Reads the daemon's state; for a serving daemon also judges its heartbeat at `now`
-  // (the caller's monotonic clock, Clock::SteadyNow()): older than `max_heartbeat_age`, or
-  // in the future, is kNotHeartbeating. A judgement of the header and `now` alone, but for
-  // one probe: when the client shares the daemon's pid namespace and the beat is over
-  // 10 ms old, whether its pid exists (kDead if not).
+  // Reads the daemon's state; for a serving daemon also judges its heartbeat at `now` (a
+  // monotonic time, Clock::SteadyNow()): older than `max_heartbeat_age`, or more than 1 ms
+  // in the future of `now`, is kNotHeartbeating. A judgement of the header and `now`
+  // alone, but for one probe: when the client shares the daemon's pid namespace and the
+  // beat is over 10 ms old, whether its pid exists (kDead if not).
+  // `now` must not be older than the beat it judges: a live daemon may beat between a
+  // caller's clock read and this call, and a preempted caller would then find its beat in
+  // the future. A caller beside a live daemon passes its clock instead (below).
   ProducerStatus CheckProducer(std::chrono::nanoseconds max_heartbeat_age,
                                Clock::SteadyTime now) const noexcept;
+  // The same judgement at `clock`'s monotonic now, read after the header: what a client
+  // calls.
+  ProducerStatus CheckProducer(std::chrono::nanoseconds max_heartbeat_age,
+                               Clock& clock) const noexcept;
 
   // The futex word consumers sleep on; read it BEFORE re-checking the ring.
   uint32_t wake_seq() const noexcept {
