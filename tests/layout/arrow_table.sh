@@ -6,7 +6,7 @@
 #   | `folder/` | what it may include from | the targets it builds |
 # Folders are named from the top of the tree with a trailing slash (`daemon/http/`); `./`
 # is the top itself, whose targets (flags, no code) every target may link. What a folder
-# may include from is a list of folders (`shm/`) and single headers (`daemon/core/clock.h`:
+# may include from is a list of folders (`shm/`) and single headers (`daemon/core/heartbeat.h`:
 # that header of its folder and no other), or —. A file belongs to the folder it is in; a
 # public header (`<folder>/include/snowflake/x.h`) to the folder above include/.
 
@@ -160,7 +160,7 @@ may_reach() {
 }
 
 # allowed_text FOLDER: what FOLDER's row names, for a message: " and {base/, shm/,
-# daemon/core/clock.h}", or nothing when it names nothing.
+# daemon/core/heartbeat.h}", or nothing when it names nothing.
 allowed_text() {
   local names=() name
   for name in ${may_include[$1]:-}; do names+=("$name/"); done

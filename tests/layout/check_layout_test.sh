@@ -3,8 +3,8 @@
 # violation, planted alone in a fresh copy, makes its check fail, naming it:
 #   - check_includes.sh: an include up from every folder of code, in each form it can be
 #     written ("dir/x.h", "snowflake/x.h", <snowflake/x.h>, <dir/x.h>, "../dir/x.h", a
-#     bare name found through -I), a header of core/ that the fronts' one allowed header
-#     is not, an internal header of shm/, a header of tests/; a folder of code without a
+#     bare name found through -I), a header of core/ other than the one header a row
+#     names, an internal header of shm/, a header of tests/; a folder of code without a
 #     row; a row whose folder does not exist, one whose folder holds no code, one that
 #     names a later row (an arrow up), the table gone;
 #   - check_links.sh (each plant configures the copy): the CLI linking the daemon's core,
@@ -105,14 +105,15 @@ include protocol/control_protocol.cc '#include "daemon/control/status_board.h"' 
   "protocol/control_protocol.cc:" "not from daemon/control/"
 include protocol/control_client.cc '#include "libclient/status/status_report.h"' \
   "protocol/ may include only" "not from libclient/status/"
-include libclient/client.cc '#include "daemon/core/clock.h"' "libclient/ may include only" "not from daemon/core/"
+include libclient/client.cc '#include "daemon/core/heartbeat.h"' "libclient/ may include only" "not from daemon/core/"
 include libclient/status/status_report.cc '#include "command_error.h"' \
   '(cli/command_error.h): libclient/status/ may include only' "not from cli/"
-include base/file_lock.cc '#include "daemon/core/clock.h"' "base/ may include only" "not from daemon/core/"
+include base/file_lock.cc '#include "daemon/core/heartbeat.h"' "base/ may include only" "not from daemon/core/"
 include base/toml_fields.cc '#include "register/machine_register.h"' "base/ may include only" "not from register/"
 include register/file_register.cc '#include "daemon/config/config.h"' "not from daemon/config/"
 include register/etcd_client.cc '#include "protocol/vocabulary.h"' "register/ may include only" "not from protocol/"
-include daemon/config/config.cc '#include "daemon/core/clock.h"' "daemon/config/ may include only" "not from daemon/core/"
+include daemon/config/config.cc '#include "daemon/core/heartbeat.h"' "daemon/config/ may include only" \
+  "not from daemon/core/"
 include daemon/metrics/metrics.cc '#include "register/machine_register.h"' "daemon/metrics/ may include only" \
   "not from register/"
 include daemon/core/fill_loop.h '#include "daemon/control/status_reporter.h"' "daemon/core/ may include only" \
@@ -121,7 +122,7 @@ include daemon/control/status_reporter.h '#include "daemon/daemon.h"' "daemon/co
   "not from daemon/"
 include daemon/control/status_board.cc '#include "cli/command_error.h"' "not from cli/"
 include daemon/fronts/ring_services.cc '#include "daemon/core/fill_loop.h"' \
-  "daemon/fronts/ may include only" "daemon/core/clock.h" "not from daemon/core/"
+  "daemon/fronts/ may include only" "not from daemon/core/"
 include daemon/http/http_handlers.cc '#include "daemon/daemon.h"' \
   "daemon/http/http_handlers.cc:" "daemon/http/ may include only" "not from daemon/"
 include daemon/http/http_handlers.cc '#include "snowflake/ring_producer.h"' \
@@ -137,6 +138,14 @@ include bindings/java/jni/snowflake_jni.cc '#include "daemon/control/control_ser
   "bindings/java/jni/ may include only" "not from daemon/control/"
 include bindings/node/addon.cc '#include "register/machine_register.h"' "bindings/node/ may include only" \
   "not from register/"
+# A row naming one header of a folder allows that header only: the fronts' row given
+# core/'s heartbeat.h, then a front including the fill loop.
+fresh_copy
+sed -i 's/^| `daemon\/fronts\/` | /| `daemon\/fronts\/` | `daemon\/core\/heartbeat.h`, /' "$work/tree/docs/architecture.md"
+unshare "$work/tree/daemon/fronts/ring_services.cc"
+printf '%s\n' '#include "daemon/core/fill_loop.h"' >>"$work/tree/daemon/fronts/ring_services.cc"
+expect includes "a front including core/'s fill loop when its row names core/'s heartbeat.h" \
+  "daemon/fronts/ may include only" "daemon/core/heartbeat.h}" "not from daemon/core/"
 # A header shm/ keeps to itself, and one of tests/.
 include register/machine_lock.cc '#include "shm/mapped_segment.h"' "an internal header of shm/"
 include register/etcd_register.cc '#include "tests/support/wait_until.h"' "a header of tests/"
@@ -174,10 +183,10 @@ sed -i 's/{"heartbeat", /{"heartbeat", \&Daemon::StartHeartbeat, \&Daemon::StopH
   "$work/tree/daemon/daemon.cc"
 expect parts "a stage added to kTable only" "are not kTable's"
 fresh_copy
-mv "$work/tree/daemon/core/clock.cc" "$work/tree/daemon/core/wall_clock.cc"
-expect parts "daemon/core/clock.cc renamed" \
-  "name \`core/clock.h/.cc\`, but daemon/core/clock.cc does not exist" \
-  "daemon/core/wall_clock.cc is not in the parts tables"
+mv "$work/tree/daemon/core/heartbeat.cc" "$work/tree/daemon/core/beat.cc"
+expect parts "daemon/core/heartbeat.cc renamed" \
+  "name \`core/heartbeat.h/.cc\`, but daemon/core/heartbeat.cc does not exist" \
+  "daemon/core/beat.cc is not in the parts tables"
 fresh_copy
 printf '%s\n' '// a file no table names' >"$work/tree/register/new_backend.cc"
 expect parts "a file no parts table names" "register/new_backend.cc is not in the parts tables"
