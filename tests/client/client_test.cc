@@ -362,7 +362,7 @@ TEST_F(ClientTest, NextFailsWithNotHeartbeatingWhenTheHeartbeatIsTooOld) {
   auto taken = sut.Next();
 
   ASSERT_FALSE(at_the_limit);
-  EXPECT_EQ(at_the_limit.error().code, ClientError::kTimedOut) << at_the_limit.error().message;
+  EXPECT_EQ(at_the_limit.error().code, ClientError::kRingEmpty) << at_the_limit.error().message;
   ASSERT_FALSE(taken);
   EXPECT_EQ(taken.error().code, ClientError::kDaemonNotHeartbeating) << taken.error().message;
   EXPECT_NE(taken.error().message.find("for 6 ms (limit 5 ms)"), std::string::npos)
@@ -370,7 +370,7 @@ TEST_F(ClientTest, NextFailsWithNotHeartbeatingWhenTheHeartbeatIsTooOld) {
 }
 
 // The deadline of a wait on an empty ring is measured on the Client's clock: a Next()
-// waiting with 30 s left by its clock returns kTimedOut once the clock is moved past them,
+// waiting with 30 s left by its clock returns kRingEmpty once the clock is moved past them,
 // although far less real time has passed. (The futex sleep in progress ends within its
 // real slice of 1 ms, and the next judgement reads the moved clock.)
 TEST_F(ClientTest, AWaitEndsWhenTheClientsClockPassesItsTimeout) {
@@ -404,7 +404,7 @@ TEST_F(ClientTest, AWaitEndsWhenTheClientsClockPassesItsTimeout) {
   EXPECT_TRUE(ended);
   ASSERT_TRUE(taken.has_value());
   ASSERT_FALSE(taken->has_value());
-  EXPECT_EQ(taken->error().code, ClientError::kTimedOut) << taken->error().message;
+  EXPECT_EQ(taken->error().code, ClientError::kRingEmpty) << taken->error().message;
 }
 
 // A take judges the front's age on the Client's clock: an ID of its current millisecond
