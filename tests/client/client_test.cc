@@ -487,14 +487,21 @@ TEST_F(ClientTest, AWaitingNextGetsTheIdPublishedWhileItWaits) {
   ClientOptions options = Options();
   options.wait_timeout = std::chrono::seconds(30);
   Client sut = OpenClient("orders", options);
+  const uint32_t requests_before = producer.refill_request();
   std::optional<tl::expected<uint64_t, Error>> taken;
 
   std::thread waiter([&] { taken = sut.Next(); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // It found the ring empty and asked for a refill, which it does just before it waits: the
+  // ID published now reaches it through the wait (a publish before its futex sleep moves
+  // wake_seq, so the sleep returns at once), never through its first look at the ring.
+  const ::testing::AssertionResult asked =
+      testing::WaitUntil([&] { return producer.refill_request() != requests_before; },
+                         std::chrono::seconds(30), "the waiting Next() to ask for a refill");
   const std::vector<uint64_t> ids = IdsAt(200, 0, 1);
   ASSERT_EQ(producer.Publish(ids).value(), 1u);
   waiter.join();
 
+  EXPECT_TRUE(asked);
   ASSERT_TRUE(taken.has_value() && taken->has_value())
       << (taken && !*taken ? taken->error().message : "");
   EXPECT_EQ(**taken, ids[0]);
@@ -588,6 +595,7 @@ TEST_P(ClientPromptnessTest, AWaitingCallerIsToldOfTheStateChangeWithoutTimingOu
   ClientOptions options = Options();
   options.wait_timeout = std::chrono::seconds(30);
   Client sut = OpenClient("orders", options);
+  const uint32_t requests_before = producer.refill_request();
   std::optional<tl::expected<uint64_t, Error>> taken;
   std::chrono::steady_clock::time_point returned;
 
@@ -595,11 +603,16 @@ TEST_P(ClientPromptnessTest, AWaitingCallerIsToldOfTheStateChangeWithoutTimingOu
     taken = sut.Next();
     returned = std::chrono::steady_clock::now();
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // The change comes once the caller waits (its refill request comes just before its
+  // wait), so it is the waiting caller that must learn of it, not its first look.
+  const ::testing::AssertionResult asked =
+      testing::WaitUntil([&] { return producer.refill_request() != requests_before; },
+                         std::chrono::seconds(30), "the waiting Next() to ask for a refill");
   const auto changed = std::chrono::steady_clock::now();
   producer.SetState(GetParam().state, GetParam().reason, GetParam().detail);
   waiter.join();
 
+  EXPECT_TRUE(asked);
   ASSERT_TRUE(taken.has_value());
   ASSERT_FALSE(taken->has_value());
   EXPECT_EQ(taken->error().code, GetParam().expected) << taken->error().message;
