@@ -22,6 +22,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -34,6 +35,7 @@
 #include "snowflake/segment_layout.h"
 #include "snowflake/unique_fd.h"
 #include "temp_dir.h"
+#include "wait_until.h"
 
 namespace snowflake::shm {
 namespace {
@@ -48,21 +50,21 @@ using testing::OptionsFor;
 using testing::Range;
 using testing::Unwrap;
 
-// True once thread `tid` (0 until the thread has stored it) sleeps in futex(2), as the
+// Succeeds once thread `tid` (0 until the thread has stored it) sleeps in futex(2), as the
 // kernel reports in /proc/self/task/<tid>/syscall (its first field is the number of the
-// system call the thread is blocked in); false after 30 s. A wake test waits for this
-// before it makes its event, so only the wake can end the sleep.
-bool WaitUntilInFutexWait(const std::atomic<pid_t>& tid) {
-  const auto deadline = std::chrono::steady_clock::now() + 30s;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (const pid_t id = tid.load(); id != 0) {
-      std::ifstream file("/proc/self/task/" + std::to_string(id) + "/syscall");
-      long number = -1;
-      if (file >> number && number == SYS_futex) return true;
-    }
-    std::this_thread::sleep_for(1ms);
-  }
-  return false;
+// system call the thread is blocked in); fails after 30 s, naming `who`. A wake test waits
+// for this before it makes its event, so only the wake can end the sleep.
+::testing::AssertionResult WaitUntilInFutexWait(const std::atomic<pid_t>& tid,
+                                                std::string_view who) {
+  return snowflake::testing::WaitUntil(
+      [&tid] {
+        const pid_t id = tid.load();
+        if (id == 0) return false;
+        std::ifstream file("/proc/self/task/" + std::to_string(id) + "/syscall");
+        long number = -1;
+        return file >> number && number == SYS_futex;
+      },
+      30s, std::string(who) + " to sleep in futex(2)", 1ms);
 }
 
 class RingAtCapacity : public ::testing::TestWithParam<uint64_t> {
@@ -881,7 +883,7 @@ TEST(Ring, AwaitPublishWakesOnStateChange) {
     health = consumer.CheckProducer(1h, Clock::Real()).health;
   });
   // The change comes while the waiter sleeps in the kernel, so only the wake can end it.
-  const bool asleep = WaitUntilInFutexWait(waiter_tid);
+  const ::testing::AssertionResult asleep = WaitUntilInFutexWait(waiter_tid, "the waiter");
   sut.SetState(DaemonState::kStopped, StateReason::kShutdown);
   waiter.join();
 
@@ -934,7 +936,7 @@ TEST(Ring, WaitForRefillRequestWakesOnAConsumersRequest) {
   });
   // The request comes while the daemon's thread sleeps in the kernel: a request made
   // before it slept would end its wait without any wake.
-  const bool asleep = WaitUntilInFutexWait(daemon_tid);
+  const ::testing::AssertionResult asleep = WaitUntilInFutexWait(daemon_tid, "the daemon's thread");
   consumer.AwaitPublish(consumer.wake_seq(), 1ms);
   daemon.join();
 
