@@ -15,7 +15,6 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
-#include <ctime>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -194,13 +193,14 @@ TEST_F(ClientTest, OpenFailsWithDaemonNotRunningOnASegmentLeftByAnEarlierBoot) {
 }
 
 TEST_F(ClientTest, NextReportsAHeartbeatFromTheFutureAsNotHeartbeating) {
+  // The producer beats on clock_, a day ahead of the real clock the client reads.
+  manual_time_ = true;
+  clock_.Tick(std::chrono::hours(24));
   RingProducer producer = MakeProducer();
   producer.SetState(DaemonState::kServing);
-  Client sut = OpenClient();
-  timespec now{};
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  const uint64_t beat = static_cast<uint64_t>(now.tv_sec + 86'400) * 1'000'000'000u;
-  PatchSegment(144, &beat, sizeof beat);
+  ClientOptions options = Options();
+  options.clock = &Clock::Real();
+  Client sut = OpenClient("orders", options);
 
   auto taken = sut.Next();
 
