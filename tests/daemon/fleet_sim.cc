@@ -72,7 +72,7 @@ struct SimOptions {
   int fleet_size = 1000;
   int spare_numbers = 8;
   int processes = 0;  // 0: one per 2,500 hosts
-  int threads = 0;    // 0: one per 8 hosts of the process, 4 to 256
+  int threads = 0;    // 0: one per host of the process, at most 1,024
   int churn_hosts = 8;
   double crashes_per_min = 30;
   int restart_delay_ms = 1000;
@@ -622,7 +622,7 @@ int Coordinator::Run() {
   int processes =
       options_.processes > 0 ? options_.processes : std::max(1, (stable_asked + 2499) / 2500);
   const Bound bound = MachineBound(options_.hosts, processes + plan_.churn_hosts,
-                                   options_.threads > 0 ? options_.threads : 256);
+                                   options_.threads > 0 ? options_.threads : 1024);
   plan_.hosts = bound.hosts;
   if (!bound.reason.empty()) {
     bounded_by_ = bound.reason;
@@ -646,7 +646,7 @@ int Coordinator::Run() {
             << " fleet(s) of up to " << plan_.fleet_size << " (+" << plan_.spare_numbers
             << " spare numbers each), " << processes << " worker process(es) with "
             << (options_.threads > 0 ? std::to_string(options_.threads)
-                                     : std::string("one per 8 hosts of"))
+                                     : std::string("one per host, at most 1,024,"))
             << " pool threads, " << plan_.churn_hosts << " churn hosts (a process each, "
             << options_.crashes_per_min << " crashes a minute); lease " << options_.lease_ttl_s
             << " s, reservation " << options_.reservation_ms << " ms\n";
@@ -1120,7 +1120,7 @@ int main(int argc, char** argv) {
   app.add_option("--processes", o.processes, "worker processes (default: one per 2,500 hosts)")
       ->check(CLI::Range(0, 64));
   app.add_option("--threads", o.threads,
-                 "pool threads per worker process (default 0: one per 8 hosts, 4 to 256)")
+                 "pool threads per worker process (default 0: one per host, at most 1024)")
       ->check(CLI::Range(0, 1024));
   app.add_option("--churn-hosts", o.churn_hosts,
                  "hosts in a process of their own, crashed at random (default 8)")

@@ -64,7 +64,8 @@ struct WorkerOptions {
   int64_t request_timeout_ms = 3000;
   int64_t connect_timeout_ms = 1000;
   int restart_delay_ms = 1000;  // systemd's RestartSec=1s
-  int threads = 0;  // the pool that drives the hosts after their claim; 0: hosts / 8, 4-256
+  int threads =
+      0;  // the pool that drives the hosts after their claim; 0: one per host, at most 1,024
   // Claim() calls in flight in this process during the storm; 0: every host at once.
   int storm_concurrency = 0;
   // ... and after the coordinator ends the storm (a second SIGUSR1), for the hosts that have
