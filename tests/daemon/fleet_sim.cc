@@ -376,6 +376,19 @@ int Coordinator::Fail(const std::string& why) {
     return 128 + sig;
   }
   std::cerr << "fleet_sim: " << why << "\n";
+  // The workers' logs go with the temporary directory: their ends are shown here.
+  if (work_) {
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(work_->path(), ec)) {
+      if (entry.path().extension() != ".log" || entry.file_size(ec) == 0) continue;
+      std::ifstream in(entry.path());
+      std::stringstream text;
+      text << in.rdbuf();
+      const std::string log = text.str();
+      std::cerr << "--- " << entry.path().filename().string() << " ---\n"
+                << (log.size() > 4000 ? "..." + log.substr(log.size() - 4000) : log) << "\n";
+    }
+  }
   return 2;
 }
 
@@ -672,7 +685,7 @@ int Coordinator::Run() {
   }
   for (auto& w : workers_) {
     if (!w.WaitForOutput(Process::Stream::kOut, "ready", 300s)) {
-      return Fail("a worker did not get ready: see its log in " + work_->path().string());
+      return Fail("a worker did not get ready");
     }
   }
   for (auto& c : churn_) {
@@ -781,8 +794,7 @@ int Coordinator::Run() {
   for (auto& w : workers_) {
     const auto status = w.Wait(60s);
     if (!status || !status->ExitedWith(0)) {
-      return Fail("a worker ended with " + (status ? status->ToString() : std::string("no exit")) +
-                  ": see its log in " + work_->path().string());
+      return Fail("a worker ended with " + (status ? status->ToString() : std::string("no exit")));
     }
     const std::string out = w.out();
     const size_t at = out.rfind("report ");

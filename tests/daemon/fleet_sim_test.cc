@@ -101,7 +101,10 @@ TEST(FleetSim, NoNumberHeldTwiceAndNoMarkDownWhileAThousandHostsClaimRaiseAndCra
 // A planted run: fleet_sim must exit 1 and name the planted write, and nothing else.
 void ExpectCaught(const std::string& plant, const std::string& kind) {
   const SimRun run = RunSim(
-      Words("--hosts 40 --churn-hosts 2 --crashes-per-min 0 --steady-s 6 --plant " + plant), 240s);
+      Words("--hosts 40 --churn-hosts 2 --crashes-per-min 0 --steady-s 6 --storm-timeout-s 60"
+            " --ramp-timeout-s 60 --plant " +
+            plant),
+      240s);
   ASSERT_TRUE(run.report.is_object()) << "no report; " << run.status.ToString();
   const auto& planted = run.report["planted"];
   ASSERT_EQ(planted.value("kind", ""), kind) << planted.dump();

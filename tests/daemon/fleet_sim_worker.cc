@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -357,8 +358,11 @@ void Worker::TimerThread() {
       continue;
     }
     const auto now = Steady::now();
-    if (schedule_.top().first > now) {
-      schedule_cv_.wait_until(lock, schedule_.top().first);
+    // A copy: the wait reads its deadline again after waking, when a push may have moved
+    // the heap's elements.
+    const Steady::time_point next = schedule_.top().first;
+    if (next > now) {
+      schedule_cv_.wait_until(lock, next);
       continue;
     }
     while (!schedule_.empty() && schedule_.top().first <= now) {
@@ -616,6 +620,10 @@ int Worker::Run() {
 }  // namespace
 
 int RunWorker(const WorkerOptions& options) {
+  // A worker ends with its coordinator, also one that was SIGKILLed (a test's timeout):
+  // its hosts must not go on writing to an etcd nobody reads.
+  (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() == 1) return 2;  // the coordinator was gone before the line above
   if (options.endpoints.empty()) {
     std::fprintf(stderr, "fleet_sim worker: no etcd endpoints given\n");
     return 2;
