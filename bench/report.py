@@ -76,6 +76,7 @@ def main():
     p.add_argument("--go", help="`go test -bench` output of bindings/go")
     p.add_argument("--java", help="bench/JavaBench.java output")
     p.add_argument("--node", help="bench/node_bench.js output")
+    p.add_argument("--fleet-sim", help="tests/daemon/fleet_sim's report (one run)")
     p.add_argument("--json")
     p.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     a = p.parse_args()
@@ -152,6 +153,15 @@ def main():
         f["etcd_sustained_ids_per_s"] = Figure(r["ids_per_s"] for r in etcd_sustained)
         f["etcd_sustained_fraction"] = Figure(r["fraction"] for r in etcd_sustained)
         f["etcd_sustained_empty_ms"] = Figure(r["empty_ms"] for r in etcd_sustained)
+
+    # The fleet simulation: one run, its figures as they are (no repetitions).
+    fleet = load(a.fleet_sim) if a.fleet_sim else None
+    fleet_keys = ["fleet_sim_hosts", "fleet_sim_claim_p50_ms", "fleet_sim_claim_p99_ms",
+                  "fleet_sim_etcd_writes_per_s", "fleet_sim_etcd_requests_per_s",
+                  "fleet_sim_etcd_db_bytes"]
+    if fleet:
+        for key in fleet_keys:
+            f[key] = Figure([fleet[key]])
 
     peers = load(a.peers) if a.peers else None
     if peers:
@@ -324,6 +334,21 @@ def main():
         row("etcd claim at start-up p99", "etcd_claim_p99_ms", 2, "ms")
         row("etcd renewal (committed raise) p50", "etcd_renewal_p50_us", 0, "µs")
         row("etcd renewal (committed raise) p99", "etcd_renewal_p99_us", 0, "µs")
+    if fleet:
+        hosts = fleet["fleet_sim_hosts"]
+        bound = " (claimed ≥ this: storm ended first)" if fleet["storm"].get(
+            "claim_p99_is_a_lower_bound") else ""
+        row("fleet sim: hosts on one 3-member etcd", "fleet_sim_hosts", 0, "hosts",
+            f"{fleet['fleets']} fleet(s) of ≤{fleet['fleet_size']}; "
+            f"{fleet['steady']['serving_hosts_at_close']} serving in the window")
+        row("fleet sim: claim p50, all hosts at once", "fleet_sim_claim_p50_ms", 0, "ms")
+        row("fleet sim: claim p99, all hosts at once", "fleet_sim_claim_p99_ms", 0, "ms",
+            f"≤1000: {verdict(fleet['fleet_sim_claim_p99_ms'] <= 1000)}{bound}")
+        row("fleet sim: etcd writes, steady state", "fleet_sim_etcd_writes_per_s", 0, "/s",
+            f"≤hosts/10 = {hosts / 10:.0f}: "
+            f"{verdict(fleet['fleet_sim_etcd_writes_per_s'] <= hosts / 10)}")
+        row("fleet sim: etcd requests, steady state", "fleet_sim_etcd_requests_per_s", 0, "/s")
+        row("fleet sim: etcd database size", "fleet_sim_etcd_db_bytes", 0, "bytes")
         row("  baseline: fsync'd reservation p50", "local_reservation_p50_us", 0, "µs")
         row("  baseline: fsync'd reservation p99", "local_reservation_p99_us", 0, "µs")
     if peers:
@@ -524,6 +549,8 @@ def main():
             keys += ["node_next_ns", "node_batch_1000_ns_per_id",
                      "node_batch_into_1000_ns_per_id", "node_alloc_1000_ns_per_id",
                      "node_uuid4_ns", "node_napi_floor_ns"]
+        if fleet:
+            keys += fleet_keys
         with open(a.json, "w") as out:
             json.dump({k: med(k) for k in keys}, out, indent=2)
             out.write("\n")
