@@ -391,6 +391,14 @@ void Daemon::CloseSegment() {
   producer_.reset();
 }
 
+int64_t Daemon::ReservationMs() const {
+  // The state file is written before each register write with at least its target, so a
+  // register's longer window is the state file's too: a restart on the surviving segment
+  // trusts it only when the register's mark is at or below the state file's reservation
+  // (startup_reconciliation.cc), and a start behind it waits for it, not more.
+  return std::max(config_.persistence.reservation_ms, register_->mark_reservation_ms());
+}
+
 Daemon::Result Daemon::MakeGenerator() {
   // Where this start stands: a pure function of segment, state file, register, clock.
   const StartupFacts facts{.now_unix_ms = parts_.clock.NowUnixMs(),
@@ -403,7 +411,7 @@ Daemon::Result Daemon::MakeGenerator() {
                                        .continued = producer_->continued(),
                                        .last_published_id = producer_->last_published_id(),
                                        .incarnation = producer_->incarnation()},
-                           .reservation_ms = config_.persistence.reservation_ms,
+                           .reservation_ms = ReservationMs(),
                            .max_backward_ms = config_.clock.max_backward_ms,
                            .host_mark = host_mark_,
                            .state_identity = state_identity_};
@@ -446,11 +454,15 @@ Daemon::Result Daemon::StartReservations() {
       ReservationOptions{
           .machine = claim_->machine,
           .epoch_unix_ms = config_.id.epoch_unix_ms,
-          .reservation_ms = config_.persistence.reservation_ms,
+          .reservation_ms = ReservationMs(),
           // Renewing at a quarter of the reservation leaves a renewal three quarters of it
           // (750 ms by default) to complete before the fill loop reaches the horizon: a
-          // disk stalled by other load does not pause generation.
-          .renew_ahead_ms = std::max<int64_t>(1, config_.persistence.reservation_ms * 3 / 4),
+          // disk stalled by other load does not pause generation. A register's own longer
+          // window (etcd's mark_reservation_ms) is renewed when half of it is left: one
+          // write per half window, and still far more time than a raise needs.
+          .renew_ahead_ms = register_->mark_reservation_ms() > config_.persistence.reservation_ms
+                                ? std::max<int64_t>(1, ReservationMs() / 2)
+                                : std::max<int64_t>(1, ReservationMs() * 3 / 4),
           .segment_path = producer_->path().string(),
           .segment_incarnation = producer_->incarnation(),
           .register_claim = claim_->claim_token,

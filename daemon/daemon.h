@@ -131,6 +131,9 @@ class Daemon {
   void StopFront();
 
   shm::ProducerOptions ProducerOptionsFor(uint32_t machine) const;
+  // The reservation both stores get: persistence.reservation_ms, or the register's own
+  // longer window (MachineRegister::mark_reservation_ms). REQUIRES: register_ made.
+  int64_t ReservationMs() const;
   std::string StopCause() const;
   // Why serving ended in failure, if it did: the loop's fatal error or a lost claim.
   std::optional<std::string> ServingFailure() const;

@@ -39,6 +39,7 @@ EtcdRegisterOptions EtcdRegisterOptionsFrom(const EtcdRegisterConfig& own,
   options.client.password = own.password;
   options.prefix = own.prefix;
   options.lease_ttl_s = own.lease_ttl_s;
+  options.mark_reservation_ms = own.mark_reservation_ms;
   options.first_machine = common.first_machine;
   options.last_machine = common.last_machine;
   if (!own.password_file.empty()) {
@@ -97,14 +98,45 @@ void EtcdRegister::NoteIdentity(uint64_t cluster_id, int64_t revision) noexcept 
   identity_.revision = std::max(identity_.revision, revision);
 }
 
+tl::expected<etcd::RangeResult, RegisterError> EtcdRegister::Ranged(const std::string& from,
+                                                                    const std::string& end,
+                                                                    int64_t limit) {
+  auto range = client_.Range(from, end, limit);
+  if (!range) return tl::unexpected(Failure("cannot read " + from, range.error()));
+  return std::move(*range);
+}
+
+tl::expected<etcd::RangeResult, RegisterError> EtcdRegister::RangeAll(const std::string& from,
+                                                                      const std::string& end) {
+  // In pages: one answer for 65,536 keys would be tens of megabytes, past what etcd and its
+  // gateway send at once. Each page is a linearizable read of its own; the header is the
+  // first page's.
+  etcd::RangeResult all;
+  std::string key = from;
+  for (bool first = true;; first = false) {
+    auto page = Ranged(key, end, kListPage);
+    if (!page) return tl::unexpected(page.error());
+    if (first) {
+      all.cluster_id = page->cluster_id;
+      all.revision = page->revision;
+    }
+    const bool more = page->more && !page->kvs.empty();
+    if (more) key = page->kvs.back().key + std::string(1, '\0');
+    for (auto& kv : page->kvs) all.kvs.push_back(std::move(kv));
+    if (!more) break;
+  }
+  all.count = static_cast<int64_t>(all.kvs.size());
+  return all;
+}
+
 tl::expected<std::pair<etcd::RangeResult, etcd::RangeResult>, RegisterError>
 EtcdRegister::RangeHoldersAndMarks() {
   const std::string machines_prefix = etcd::MachinesPrefix(options_.prefix);
   const std::string marks_prefix = etcd::HighWaterPrefix(options_.prefix);
-  auto held = client_.Range(machines_prefix, etcd::PrefixEnd(machines_prefix));
-  if (!held) return tl::unexpected(Failure("cannot list the holders", held.error()));
-  auto marks = client_.Range(marks_prefix, etcd::PrefixEnd(marks_prefix));
-  if (!marks) return tl::unexpected(Failure("cannot list the marks", marks.error()));
+  auto held = RangeAll(machines_prefix, etcd::PrefixEnd(machines_prefix));
+  if (!held) return tl::unexpected(held.error());
+  auto marks = RangeAll(marks_prefix, etcd::PrefixEnd(marks_prefix));
+  if (!marks) return tl::unexpected(marks.error());
   return std::pair{std::move(*held), std::move(*marks)};
 }
 

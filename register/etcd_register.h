@@ -45,6 +45,7 @@
 #include "register/etcd_keepalive.h"
 #include "register/etcd_records.h"
 #include "register/etcd_register_config.h"
+#include "register/etcd_snapshot.h"
 #include "register/machine_register.h"
 #include "snowflake/clock.h"
 #include "snowflake/id_layout.h"
@@ -62,6 +63,12 @@ struct EtcdRegisterOptions {
   std::filesystem::path host_lock_dir;
   // Claim gives up after this many lost races or unanswered attempts.
   int max_claim_attempts = 64;
+  // Keys of machines/ and of high-water/ one claim attempt reads from a random number on
+  // (a window, etcd_register_claim.cc); at least 1.
+  int64_t claim_window = 64;
+  // register.etcd.mark_reservation_ms: how far ahead of the clock the daemon reserves in
+  // the mark (mark_reservation_ms()); 0: only persistence.reservation_ms.
+  int64_t mark_reservation_ms = 0;
   // RaiseAll(..., while_running = true) waits this long for every running holder to
   // acknowledge the fence before it reports the ones that did not.
   std::chrono::milliseconds fence_ack_timeout{30'000};
@@ -103,6 +110,9 @@ class EtcdRegister final : public MachineRegister {
  public:
   // How often a write retries after the mark moved under it before it reports an error.
   static constexpr int kRaiseRounds = 4;
+  // Keys one page of a whole-prefix read holds (RangeAll): a claim that must prove the
+  // range full, `register list`, raise-all.
+  static constexpr int64_t kListPage = 1000;
   // Marks RaiseAll writes in one transaction (etcd refuses more than --max-txn-ops, 128 by
   // default, operations in one branch).
   static constexpr size_t kRaiseAllBatch = 64;
@@ -145,6 +155,8 @@ class EtcdRegister final : public MachineRegister {
   // kClaimLost once the lease is known to be gone (stop serving at once).
   tl::expected<void, RegisterError> Renew() noexcept override;
   std::string_view backend_name() const noexcept override { return "etcd"; }
+  // options.mark_reservation_ms (register.etcd.mark_reservation_ms).
+  int64_t mark_reservation_ms() const noexcept override { return options_.mark_reservation_ms; }
   // options.clock, or the real one.
   Clock& clock() const noexcept {
     return options_.clock != nullptr ? *options_.clock : Clock::Real();
@@ -195,10 +207,30 @@ class EtcdRegister final : public MachineRegister {
   // A lease for the next claim transaction: a new one if *lease_used (the previous one is
   // revoked first, so a late transaction that named it can never apply), else lease_ as is.
   tl::expected<void, RegisterError> FreshLease(bool* lease_used);
-  // RangeHoldersAndMarks() for a claim: the cluster's identity noted and, on the first
+  // What a claim attempt read: the holders and marks it saw, and the numbers of the range
+  // whose keys it read completely (`covered`); `whole`: every number of the prefix.
+  struct ClaimWindow {
+    EtcdSnapshot snap;
+    std::vector<uint32_t> covered;
+    bool whole = false;
+  };
+  // The keys of machines/ and high-water/ from number `start` on, options_.claim_window of
+  // each (wrapping at the end of the prefix); with `whole`, all of them (paged). Numbers in
+  // `locked_here` are left out of `covered`. On the first look, CheckNotRolledBack.
+  tl::expected<ClaimWindow, RegisterError> ReadWindow(uint32_t start, bool whole,
+                                                      const std::set<uint32_t>& locked_here,
+                                                      const ClaimRequest& request, bool first_look,
+                                                      std::vector<std::string>& notices);
+  // The two keys of `machine` (one read-only transaction). On the first look,
+  // CheckNotRolledBack.
+  tl::expected<EtcdSnapshot, RegisterError> ReadNumber(uint32_t machine,
+                                                       const ClaimRequest& request, bool first_look,
+                                                       std::vector<std::string>& notices);
+  // A claim's read answered as `answer`: the cluster's identity noted and, on the first
   // look, CheckNotRolledBack.
-  tl::expected<std::pair<etcd::RangeResult, etcd::RangeResult>, RegisterError> ReadHoldersAndMarks(
-      const ClaimRequest& request, bool first_look, std::vector<std::string>& notices);
+  tl::expected<void, RegisterError> NoteClaimRead(const etcd::RangeResult& answer,
+                                                  const ClaimRequest& request, bool first_look,
+                                                  std::vector<std::string>& notices);
   // kNoFreeNumber, saying how many are held in range and under the prefix, and how many
   // more other daemons of this host hold.
   RegisterError NoFreeNumber(size_t holders_in_range, size_t held_under_prefix,
@@ -307,10 +339,16 @@ class EtcdRegister final : public MachineRegister {
       const std::map<uint32_t, EtcdRegisterEntry>& holders, int64_t fence) noexcept;
 
   // --- Shared by the files above (etcd_register.cc) ---
-  // The holders and the marks under the prefix (linearizable ranges), for a claim and for
-  // List(); DecodeSnapshot (etcd_snapshot.h) decodes them.
+  // The holders and the marks under the prefix (linearizable ranges, paged: RangeAll), for
+  // List() and raise-all; DecodeSnapshot (etcd_snapshot.h) decodes them.
   tl::expected<std::pair<etcd::RangeResult, etcd::RangeResult>, RegisterError>
   RangeHoldersAndMarks();
+  // A linearizable range of [from, end) with `limit` (0: all in one answer).
+  tl::expected<etcd::RangeResult, RegisterError> Ranged(const std::string& from,
+                                                        const std::string& end, int64_t limit);
+  // Every key of [from, end), in pages of kListPage; the header is the first page's.
+  tl::expected<etcd::RangeResult, RegisterError> RangeAll(const std::string& from,
+                                                          const std::string& end);
   void NoteIdentity(uint64_t cluster_id, int64_t revision) noexcept;
   // `what` failed because of `e`: kUnreachable for an outage (etcd::IsOutage: retry), else
   // kUnreadable with etcd's reason (a refusal, bad credentials, TLS: a config to fix).

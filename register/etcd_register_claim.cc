@@ -5,11 +5,13 @@
 
 #include <unistd.h>
 
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <random>
 #include <set>
 
+#include "register/etcd_json.h"
 #include "register/etcd_register.h"
 #include "register/etcd_snapshot.h"
 #include "register/machine_lock.h"
@@ -44,61 +46,81 @@ struct Pick {
   std::optional<int64_t> retake_revision;
 };
 
-// The pick policy: the number this host's state file names, if it is ours or free and no
-// other holder remembers it; else our own held record; else a free number whose last
-// holder was us; else the lowest free number no other holder remembers (so a holder that
-// is restarting elsewhere finds its own number still free); else the lowest free number.
-// Only numbers in [first, last] that no other daemon of this host holds (`locked_here`).
-Pick PickNumber(const EtcdSnapshot& snap, const ClaimRequest& request, uint32_t first,
-                uint32_t last, const std::set<uint32_t>& locked_here) {
-  const auto in_range = [&](uint32_t n) {
-    return n >= first && n <= last && !locked_here.contains(n);
-  };
-  if (const auto preferred = request.preferred_machine; preferred && in_range(*preferred)) {
-    const auto held = snap.held.find(*preferred);
-    const auto mark = snap.marks.find(*preferred);
-    if (held != snap.held.end()) {
-      if (held->second.record.holder == request.holder_id) {
-        return Pick{*preferred, held->second.mod_revision};
-      }
-    } else if (mark == snap.marks.end() || mark->second.record.holder.empty() ||
-               mark->second.record.holder == request.holder_id) {
-      return Pick{*preferred, std::nullopt};
+// The state file's number, read alone (a snapshot of its two keys): taken if it is ours,
+// or free and no other holder remembers it (so a holder restarting elsewhere finds its own
+// number still free).
+Pick PickPreferred(const EtcdSnapshot& snap, const ClaimRequest& request, uint32_t preferred) {
+  const auto held = snap.held.find(preferred);
+  if (held != snap.held.end()) {
+    if (held->second.record.holder == request.holder_id) {
+      return Pick{preferred, held->second.mod_revision};
     }
+    return Pick{};
   }
-  for (const auto& [n, h] : snap.held) {
-    if (in_range(n) && h.record.holder == request.holder_id) return Pick{n, h.mod_revision};
-  }
-  for (const auto& [n, m] : snap.marks) {
-    if (in_range(n) && !snap.held.contains(n) && m.record.holder == request.holder_id) {
-      return Pick{n, std::nullopt};
-    }
-  }
-  for (int pass = 0; pass < 2; ++pass) {
-    for (uint32_t n = first; n <= last; ++n) {
-      if (snap.held.contains(n) || locked_here.contains(n)) continue;
-      const auto mark = snap.marks.find(n);
-      const bool remembered = mark != snap.marks.end() && !mark->second.record.holder.empty();
-      if (pass == 1 || !remembered) return Pick{n, std::nullopt};
-    }
+  const auto mark = snap.marks.find(preferred);
+  if (mark == snap.marks.end() || mark->second.record.holder.empty() ||
+      mark->second.record.holder == request.holder_id) {
+    return Pick{preferred, std::nullopt};
   }
   return Pick{};
+}
+
+// The pick policy within what a window covers (`covered`: the numbers of [first, last]
+// whose keys the window read completely, none locked by another daemon of this host): our
+// own held record; else a free number whose last holder was us; else a free number with the
+// oldest mark: one with no mark at all (never used, so nobody waits on it) chosen at
+// random, so that claimers reading the same window spread out; else the lowest mark (the
+// number freed longest ago: a successor waits least, and a recently crashed holder's
+// number, whose mark lies ahead of the clock, is left to its holder's restart).
+Pick PickInWindow(const EtcdSnapshot& snap, const ClaimRequest& request,
+                  const std::vector<uint32_t>& covered, std::mt19937_64& random) {
+  for (const uint32_t n : covered) {
+    const auto held = snap.held.find(n);
+    if (held != snap.held.end() && held->second.record.holder == request.holder_id) {
+      return Pick{n, held->second.mod_revision};
+    }
+  }
+  std::vector<uint32_t> fresh;
+  std::optional<uint32_t> oldest;
+  int64_t oldest_mark = 0;
+  for (const uint32_t n : covered) {
+    if (snap.held.contains(n)) continue;
+    const auto mark = snap.marks.find(n);
+    if (mark == snap.marks.end()) {
+      fresh.push_back(n);
+      continue;
+    }
+    if (mark->second.record.holder == request.holder_id) return Pick{n, std::nullopt};
+    if (!oldest || mark->second.record.unix_ms < oldest_mark) {
+      oldest = n;
+      oldest_mark = mark->second.record.unix_ms;
+    }
+  }
+  if (!fresh.empty()) return Pick{fresh[random() % fresh.size()], std::nullopt};
+  return Pick{oldest, std::nullopt};
 }
 
 }  // namespace
 
 // One Claim() call: the attempts, one at a time, and the retry policy between them.
 //
-// An attempt reads the holders and marks, picks a number, takes its host-wide lock and
-// sends the claim transaction. It ends in a claim, an error that retrying cannot mend, or
-// a retry:
-//   - counted: the number was taken first, or the transaction went unanswered. After
-//     options.max_claim_attempts of these the claim gives up, naming the last reason;
-//   - not counted: another daemon of this host holds the number's lock. The number is
-//     excluded from every later pick, so these end (at worst in kNoFreeNumber).
-// Until a retry counts, each attempt also checks that the store is not older than what
-// this host saw; once one counted, each attempt first pauses 5-24 ms (jittered), so the
-// winners' writes land before this one looks again.
+// An attempt reads a part of the register, picks a number, takes its host-wide lock and
+// sends the claim transaction. The part it reads: on the call's first attempt, the number
+// the state file names (its two keys); else a window, the keys of machines/ and
+// high-water/ from a random number on, at most options.claim_window of each (wrapping at
+// the end of the prefix), so a claim costs the same in a fleet of 20 or of 65,536 and
+// claimers of one storm look at different numbers; after kEmptyWindows windows with nothing
+// free, the whole range, so that kNoFreeNumber is said only of a range read whole. An
+// attempt ends in a claim, an error that retrying cannot mend, or a retry:
+//   - counted: the number was taken first (the next attempt reads another random window at
+//     once), or the transaction went unanswered (the next attempt first pauses 5-24 ms,
+//     jittered). After options.max_claim_attempts of these the claim gives up, naming the
+//     last reason;
+//   - not counted: another daemon of this host holds the number's lock (the number is
+//     excluded from every later pick), or a window had nothing free (after kEmptyWindows
+//     of these the range is read whole), so these end (at worst in kNoFreeNumber).
+// The first read of the call also checks that the store is not older than what this host
+// saw (CheckNotRolledBack).
 class EtcdRegister::ClaimAttempt {
  public:
   ClaimAttempt(EtcdRegister& reg, const ClaimRequest& request, const etcd::FleetRecord& fleet,
@@ -127,11 +149,16 @@ class EtcdRegister::ClaimAttempt {
     // A seed, not a time: the real clock, so that daemons on one test clock still differ.
     jitter_.seed(static_cast<uint32_t>(getpid()) ^
                  static_cast<uint32_t>(Clock::Real().NowUnixMs()));
+    // The windows must differ between claimers that start in the same millisecond in one
+    // process (a test's fleet): the system's entropy, not the pid and the time.
+    random_.seed((uint64_t{std::random_device{}()} << 32) ^ std::random_device{}());
     if (auto known = reg_.KnownBugNotice(); !known.empty()) notices_.push_back(std::move(known));
     while (counted_ < reg_.options_.max_claim_attempts) {
-      if (counted_ > 0) {
-        // Lost a race: let the winners' writes land before looking again.
+      if (pause_next_) {
+        // The last transaction went unanswered: give etcd a moment before asking again.
+        // A lost race needs no pause: the next window starts at another random number.
         reg_.clock().SleepFor(std::chrono::milliseconds(5 + jitter_() % 20));
+        pause_next_ = false;
       }
       auto claimed = Once();
       if (!claimed) return tl::unexpected(claimed.error());
@@ -141,25 +168,18 @@ class EtcdRegister::ClaimAttempt {
   }
 
  private:
+  // Windows with nothing free before an attempt reads the whole range.
+  static constexpr int kEmptyWindows = 8;
+
   // One attempt: the claim, nullopt for a retry (RetryCounted or RetryNotCounted said
   // why), or an error.
   tl::expected<std::optional<MachineClaim>, RegisterError> Once() {
-    // 1. What is held, and which marks exist (linearizable ranges); the first look also
-    //    checks that the store is not older than what this host saw.
-    auto read = reg_.ReadHoldersAndMarks(request_, counted_ == 0, notices_);
-    if (!read) return tl::unexpected(read.error());
-    auto snap = DecodeSnapshot(reg_.options_.prefix, read->first, read->second);
-    if (!snap) return tl::unexpected(snap.error());
-
-    // 2. The number to ask for (PickNumber: the policy and its order).
-    const uint32_t first = reg_.options_.first_machine;
-    const uint32_t last = reg_.options_.last_machine;
-    const Pick pick = PickNumber(*snap, request_, first, last, locked_here_);
-    if (!pick.machine) {
-      return tl::unexpected(reg_.NoFreeNumber(HoldersIn(*snap, first, last), snap->held.size(),
-                                              locked_here_, host_lock_dir_,
-                                              etcd::MachinesPrefix(reg_.options_.prefix)));
-    }
+    // 1-2. The number to ask for: the state file's, then one from a window of the numbers
+    //      (PickPreferred, PickInWindow: the policy and its order).
+    auto picked = PickOne();
+    if (!picked) return tl::unexpected(picked.error());
+    if (!*picked) return std::nullopt;
+    const Pick pick = **picked;
 
     // The host-wide lock of the number, as every backend takes it: a daemon of this
     // host with another register (a static machine = N) must never serve N beside us.
@@ -194,10 +214,55 @@ class EtcdRegister::ClaimAttempt {
                       std::move(notices_));
   }
 
+  // The number this attempt asks for; nullopt: look again (a window with nothing free,
+  // RetryNotCounted); kNoFreeNumber once a read of the whole range found nothing free.
+  // The first read of the call also checks that the store is not older than what this
+  // host saw (CheckNotRolledBack).
+  tl::expected<std::optional<Pick>, RegisterError> PickOne() {
+    const uint32_t first = reg_.options_.first_machine;
+    const uint32_t last = reg_.options_.last_machine;
+    const auto usable = [&](uint32_t n) {
+      return n >= first && n <= last && !locked_here_.contains(n);
+    };
+    // The state file's number, once per call: a restart gets its own number back.
+    if (const auto preferred = request_.preferred_machine;
+        !preferred_tried_ && preferred && usable(*preferred)) {
+      preferred_tried_ = true;
+      auto read = reg_.ReadNumber(*preferred, request_, !looked_, notices_);
+      looked_ = true;
+      if (!read) return tl::unexpected(read.error());
+      if (const Pick pick = PickPreferred(*read, request_, *preferred); pick.machine) return pick;
+    }
+    // A window from a random number, or the whole range after kEmptyWindows windows that
+    // had nothing free (then a pick that fails proves the range full).
+    const bool whole = empty_windows_ >= kEmptyWindows;
+    const uint32_t start = first + static_cast<uint32_t>(random_() % (uint64_t{last} - first + 1));
+    auto window = reg_.ReadWindow(start, whole, locked_here_, request_, !looked_, notices_);
+    looked_ = true;
+    if (!window) return tl::unexpected(window.error());
+    std::vector<uint32_t> covered;
+    for (const uint32_t n : window->covered) {
+      if (usable(n)) covered.push_back(n);
+    }
+    if (const Pick pick = PickInWindow(window->snap, request_, covered, random_); pick.machine) {
+      return pick;
+    }
+    if (window->whole) {
+      return tl::unexpected(reg_.NoFreeNumber(
+          HoldersIn(window->snap, first, last), window->snap.held.size(), locked_here_,
+          host_lock_dir_, etcd::MachinesPrefix(reg_.options_.prefix)));
+    }
+    ++empty_windows_;
+    RetryNotCounted("no free number among the " + std::to_string(covered.size()) +
+                    " numbers of a window from " + std::to_string(start));
+    return std::optional<Pick>{};
+  }
+
   // The retry policy's two outcomes (see the class comment).
   void RetryCounted(std::string reason, bool outage) {
     last_failure_ = std::move(reason);
     last_failure_was_outage_ = outage;
+    pause_next_ = outage;
     ++counted_;
   }
   void RetryNotCounted(std::string reason) {
@@ -226,14 +291,19 @@ class EtcdRegister::ClaimAttempt {
   // Set once by Run(), before the first attempt.
   std::string record_;  // our holder record, as every attempt puts it
   std::minstd_rand jitter_;
+  std::mt19937_64 random_;  // the windows' starts and the choice among fresh numbers
 
   // Carried from attempt to attempt.
   int counted_ = 0;                 // counted retries so far
   bool lease_used_ = true;          // lease_ was named by a transaction that may still apply
   std::set<uint32_t> locked_here_;  // numbers other daemons of this host hold
+  bool looked_ = false;             // the store's age was checked (the first read)
+  bool preferred_tried_ = false;    // the state file's number was read
+  int empty_windows_ = 0;           // windows that had no free number
   std::vector<std::string> notices_;
   std::string last_failure_;
   bool last_failure_was_outage_ = false;
+  bool pause_next_ = false;  // the next attempt first pauses (after an unanswered one)
 };
 
 tl::expected<MachineClaim, RegisterError> EtcdRegister::Claim(
@@ -296,35 +366,157 @@ tl::expected<void, RegisterError> EtcdRegister::FreshLease(bool* lease_used) {
   return {};
 }
 
-tl::expected<std::pair<etcd::RangeResult, etcd::RangeResult>, RegisterError>
-EtcdRegister::ReadHoldersAndMarks(const ClaimRequest& request, bool first_look,
-                                  std::vector<std::string>& notices) {
-  auto read = RangeHoldersAndMarks();
-  if (!read) return read;
-  NoteIdentity(read->first.cluster_id, read->first.revision);
-  if (first_look) {
-    auto checked = CheckNotRolledBack(request, read->first, notices);
-    if (!checked) return tl::unexpected(checked.error());
+tl::expected<EtcdSnapshot, RegisterError> EtcdRegister::ReadNumber(
+    uint32_t machine, const ClaimRequest& request, bool first_look,
+    std::vector<std::string>& notices) {
+  // One read-only transaction: etcd serves it linearizably (ReadIndex), without a raft
+  // entry, like a range.
+  etcd::TxnRequest txn;
+  txn.success = {Op::Get(etcd::MachineKey(options_.prefix, machine)),
+                 Op::Get(etcd::HighWaterKey(options_.prefix, machine))};
+  auto result = client_.Txn(txn);
+  if (!result) {
+    return tl::unexpected(
+        Failure("cannot read machine " + std::to_string(machine), result.error()));
   }
-  return read;
+  if (!result->succeeded || result->responses.size() != 2) {
+    return tl::unexpected(Err(RegisterErrorCode::kCorrupt,
+                              "a read of machine " + std::to_string(machine) + " answered with " +
+                                  std::to_string(result->responses.size()) + " results, not 2"));
+  }
+  etcd::RangeResult header;
+  header.cluster_id = result->cluster_id;
+  header.revision = result->revision;
+  if (auto checked = NoteClaimRead(header, request, first_look, notices); !checked) {
+    return tl::unexpected(checked.error());
+  }
+  return DecodeSnapshot(options_.prefix, result->responses[0].range, result->responses[1].range);
+}
+
+tl::expected<EtcdRegister::ClaimWindow, RegisterError> EtcdRegister::ReadWindow(
+    uint32_t start, bool whole, const std::set<uint32_t>& locked_here, const ClaimRequest& request,
+    bool first_look, std::vector<std::string>& notices) {
+  const std::string machines_prefix = etcd::MachinesPrefix(options_.prefix);
+  const std::string marks_prefix = etcd::HighWaterPrefix(options_.prefix);
+  const std::string start_tail = std::to_string(start);
+  ClaimWindow window;
+  // The keys read lie in stretches of key order (the tails after the prefix, "17" < "2"):
+  // [start, end1] and, when that reached the end of the prefix, wrapping, ["", end2] below
+  // start. A stretch ends at the last key of a range that stopped at its limit (beyond it
+  // the other range's keys are known, the holders not all); nullopt: it reached the end.
+  struct Stretch {
+    std::string from;
+    std::optional<std::string> to;     // inclusive; nullopt: up to `below` or the end
+    std::optional<std::string> below;  // exclusive bound (the wrapped stretch: start)
+  };
+  std::vector<Stretch> stretches;
+  etcd::RangeResult held_all;
+  etcd::RangeResult marks_all;
+  const int64_t limit = whole ? 0 : options_.claim_window;
+  const auto read = [&](const std::string& from, const std::optional<std::string>& below,
+                        std::optional<std::string>* to) -> tl::expected<void, RegisterError> {
+    const std::string held_end =
+        below ? machines_prefix + *below : etcd::PrefixEnd(machines_prefix);
+    const std::string marks_end = below ? marks_prefix + *below : etcd::PrefixEnd(marks_prefix);
+    auto held = whole ? RangeAll(machines_prefix + from, held_end)
+                      : Ranged(machines_prefix + from, held_end, limit);
+    if (!held) return tl::unexpected(held.error());
+    auto marks = whole ? RangeAll(marks_prefix + from, marks_end)
+                       : Ranged(marks_prefix + from, marks_end, limit);
+    if (!marks) return tl::unexpected(marks.error());
+    if (held_all.cluster_id == 0) {
+      held_all.cluster_id = held->cluster_id;
+      held_all.revision = held->revision;
+    }
+    *to = std::nullopt;
+    const auto stop_at = [&](const etcd::RangeResult& r, const std::string& prefix) {
+      if (!r.more || r.kvs.empty()) return;
+      std::string tail = r.kvs.back().key.substr(prefix.size());
+      if (!*to || tail < **to) *to = std::move(tail);
+    };
+    stop_at(*held, machines_prefix);
+    stop_at(*marks, marks_prefix);
+    for (auto& kv : held->kvs) held_all.kvs.push_back(std::move(kv));
+    for (auto& kv : marks->kvs) marks_all.kvs.push_back(std::move(kv));
+    return {};
+  };
+  Stretch upper{start_tail, std::nullopt, std::nullopt};
+  if (auto ok = read(upper.from, std::nullopt, &upper.to); !ok) return tl::unexpected(ok.error());
+  stretches.push_back(upper);
+  if (auto checked = NoteClaimRead(held_all, request, first_look, notices); !checked) {
+    return tl::unexpected(checked.error());
+  }
+  if (!upper.to) {
+    // Reached the end of the prefix: wrap to its beginning, up to the start.
+    Stretch lower{"", std::nullopt, start_tail};
+    if (auto ok = read(lower.from, lower.below, &lower.to); !ok) return tl::unexpected(ok.error());
+    stretches.push_back(lower);
+    window.whole = !lower.to;
+  }
+  // Keys beyond a stretch's end are dropped: a mark there says nothing of its holder.
+  const auto covers = [&](std::string_view tail) {
+    for (const Stretch& s : stretches) {
+      if (tail >= s.from && (!s.to || tail <= *s.to) && (!s.below || tail < *s.below)) return true;
+    }
+    return false;
+  };
+  const auto keep = [&](etcd::RangeResult& r, const std::string& prefix) {
+    std::erase_if(r.kvs, [&](const etcd::KeyValue& kv) {
+      return kv.key.size() < prefix.size() ||
+             !covers(std::string_view(kv.key).substr(prefix.size()));
+    });
+  };
+  keep(held_all, machines_prefix);
+  keep(marks_all, marks_prefix);
+  auto snap = DecodeSnapshot(options_.prefix, held_all, marks_all);
+  if (!snap) return tl::unexpected(snap.error());
+  window.snap = std::move(*snap);
+  char text[16];
+  for (uint32_t n = options_.first_machine; n <= options_.last_machine; ++n) {
+    if (locked_here.contains(n)) continue;
+    const auto end = std::to_chars(text, text + sizeof(text), n).ptr;
+    if (covers(std::string_view(text, static_cast<size_t>(end - text))))
+      window.covered.push_back(n);
+  }
+  return window;
+}
+
+tl::expected<void, RegisterError> EtcdRegister::NoteClaimRead(const etcd::RangeResult& answer,
+                                                              const ClaimRequest& request,
+                                                              bool first_look,
+                                                              std::vector<std::string>& notices) {
+  NoteIdentity(answer.cluster_id, answer.revision);
+  if (!first_look) return {};
+  return CheckNotRolledBack(request, answer, notices);
 }
 
 tl::expected<void, RegisterError> EtcdRegister::EnsureFleet(
     const etcd::FleetRecord& fleet, const std::string& fleet_text) noexcept {
   const std::string key = etcd::ConfigKey(options_.prefix);
-  etcd::TxnRequest txn;
-  txn.compare = {Compare::KeyAbsent(key)};
-  txn.success = {Op::Put(key, fleet_text)};
-  txn.failure = {Op::Get(key)};
-  auto result = client_.Txn(txn);
-  if (!result) return tl::unexpected(Failure("cannot check the fleet record", result.error()));
-  if (result->succeeded) return {};
-  if (result->responses.size() != 1 || result->responses[0].range.kvs.empty()) {
-    // Deleted between the comparison and the read: cannot happen in one transaction.
-    return tl::unexpected(Err(RegisterErrorCode::kCorrupt,
-                              "the fleet record " + key + " vanished inside a transaction"));
+  // A linearizable read first: etcd serves it without a raft entry (ReadIndex), so a storm
+  // of claims on an existing fleet writes nothing here. Only an absent record is created,
+  // by a transaction that puts it if still absent (else reads it). Either way the claim
+  // transaction compares it byte for byte, so it cannot change between here and the claim.
+  auto read = client_.Range(key);
+  if (!read) return tl::unexpected(Failure("cannot check the fleet record", read.error()));
+  std::string stored;
+  if (!read->kvs.empty()) {
+    stored = std::move(read->kvs[0].value);
+  } else {
+    etcd::TxnRequest txn;
+    txn.compare = {Compare::KeyAbsent(key)};
+    txn.success = {Op::Put(key, fleet_text)};
+    txn.failure = {Op::Get(key)};
+    auto result = client_.Txn(txn);
+    if (!result) return tl::unexpected(Failure("cannot check the fleet record", result.error()));
+    if (result->succeeded) return {};
+    if (result->responses.size() != 1 || result->responses[0].range.kvs.empty()) {
+      // Deleted between the comparison and the read: cannot happen in one transaction.
+      return tl::unexpected(Err(RegisterErrorCode::kCorrupt,
+                                "the fleet record " + key + " vanished inside a transaction"));
+    }
+    stored = std::move(result->responses[0].range.kvs[0].value);
   }
-  const std::string& stored = result->responses[0].range.kvs[0].value;
   if (stored == fleet_text) return {};
   auto decoded = DecodeFleetAt(key, stored);
   if (!decoded) return tl::unexpected(decoded.error());

@@ -52,6 +52,15 @@ class EtcdTableReader {
       } else if (n == "request_timeout_ms") {
         etcd_.request_timeout_ms = fields_.Integer(k, value, 100, 60'000, "from 100 to 60000");
         request_timeout_node_ = &value;
+      } else if (n == "mark_reservation_ms") {
+        etcd_.mark_reservation_ms =
+            fields_.Integer(k, value, 0, kMaxMarkReservationMs, kMarkReservationRange);
+        if (etcd_.mark_reservation_ms > 0 && etcd_.mark_reservation_ms < kMinMarkReservationMs) {
+          fields_.Fail(k, value,
+                       std::string("must be ") + kMarkReservationRange + ", got " +
+                           std::to_string(etcd_.mark_reservation_ms));
+        }
+        mark_reservation_node_ = &value;
       } else if (n == "ca_file") {
         etcd_.ca_file = fields_.Path(k, value, true);
         if (!etcd_.ca_file.empty()) tls_node_ = &value;
@@ -74,8 +83,8 @@ class EtcdTableReader {
       } else {
         fields_.FailKey(k, name,
                         "unknown key (register.etcd takes endpoints, prefix, lease_ttl_s, "
-                        "connect_timeout_ms, request_timeout_ms, ca_file, cert_file, key_file, "
-                        "user, password, password_file)");
+                        "connect_timeout_ms, request_timeout_ms, mark_reservation_ms, ca_file, "
+                        "cert_file, key_file, user, password, password_file)");
       }
     }
   }
@@ -93,6 +102,16 @@ class EtcdTableReader {
                    "must be below register.etcd.lease_ttl_s (" + std::to_string(etcd_.lease_ttl_s) +
                        " s), or a keepalive could not finish before the lease expires, got " +
                        std::to_string(etcd_.request_timeout_ms));
+    }
+    // Only when set: the default must not refuse a config written before the key existed.
+    if (mark_reservation_node_ != nullptr && etcd_.mark_reservation_ms > 0 &&
+        etcd_.mark_reservation_ms < 2 * etcd_.request_timeout_ms) {
+      fields_.Fail("register.etcd.mark_reservation_ms", *mark_reservation_node_,
+                   "must be at least twice register.etcd.request_timeout_ms (" +
+                       std::to_string(etcd_.request_timeout_ms) +
+                       " ms): a raise starts when half the window is left, and must be able to "
+                       "finish before the daemon reaches the mark; got " +
+                       std::to_string(etcd_.mark_reservation_ms));
     }
     if (etcd_.cert_file.empty() != etcd_.key_file.empty()) {
       const toml::node& at = cert_node_ != nullptr ? *cert_node_ : *key_node_;
@@ -184,6 +203,7 @@ class EtcdTableReader {
   EtcdRegisterConfig& etcd_;
   const toml::node* etcd_node_ = nullptr;
   const toml::node* request_timeout_node_ = nullptr;
+  const toml::node* mark_reservation_node_ = nullptr;
   const toml::node* tls_node_ = nullptr;
   const toml::node* cert_node_ = nullptr;
   const toml::node* key_node_ = nullptr;

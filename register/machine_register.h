@@ -250,6 +250,12 @@ class MachineRegister {
   [[nodiscard]] virtual tl::expected<RaiseAllResult, RegisterError> RaiseAll(
       int64_t above_unix_ms, bool while_running) noexcept;
 
+  // How far ahead of the clock the daemon should reserve in this register, when that is
+  // longer than its own persistence.reservation_ms: a register whose every write is costly
+  // (etcd: one raft entry) asks for a long window, raised when half of it is left. 0: no
+  // wish of its own (this default).
+  virtual int64_t mark_reservation_ms() const noexcept { return 0; }
+
   // "file", "static", ...
   virtual std::string_view backend_name() const noexcept = 0;
   // Where the register is, for logs and status ("/var/lib/snowflaked/register.json").

@@ -78,6 +78,7 @@ struct SimOptions {
   int restart_delay_ms = 1000;
   int64_t lease_ttl_s = 10;
   int64_t reservation_ms = 1000;
+  int64_t mark_reservation_ms = 30'000;
   int64_t request_timeout_ms = 3000;
   int64_t connect_timeout_ms = 1000;
   double steady_s = 30;
@@ -411,6 +412,8 @@ std::vector<std::string> Coordinator::WorkerArgs() const {
           std::to_string(options_.lease_ttl_s),
           "--reservation-ms",
           std::to_string(options_.reservation_ms),
+          "--mark-reservation-ms",
+          std::to_string(options_.mark_reservation_ms),
           "--request-timeout-ms",
           std::to_string(options_.request_timeout_ms),
           "--connect-timeout-ms",
@@ -662,7 +665,8 @@ int Coordinator::Run() {
                                      : std::string("one per host, at most 1,024,"))
             << " pool threads, " << plan_.churn_hosts << " churn hosts (a process each, "
             << options_.crashes_per_min << " crashes a minute); lease " << options_.lease_ttl_s
-            << " s, reservation " << options_.reservation_ms << " ms\n";
+            << " s, reservation " << options_.reservation_ms << " ms, etcd mark window "
+            << options_.mark_reservation_ms << " ms\n";
   cluster_ = std::make_unique<EtcdCluster>(3, 60s);
   if (!cluster_->ok()) return Fail(cluster_->error());
   endpoints_ = cluster_->ClientUrls();
@@ -901,17 +905,17 @@ int Coordinator::Run() {
     db_in_use = std::max(db_in_use, m.Get("etcd_mvcc_db_total_size_in_use_in_bytes"));
     revision = std::max(revision, m.Get("etcd_debugging_mvcc_current_revision"));
   }
-  const int64_t renew_ahead = std::max<int64_t>(1, options_.reservation_ms * 3 / 4);
-  const double raises_due_per_s =
-      plan_.hosts * 1000.0 / static_cast<double>(options_.reservation_ms - renew_ahead);
+  const RaiseSchedule schedule =
+      RaiseSchedule::Of(options_.reservation_ms, options_.mark_reservation_ms);
+  const int64_t renew_ahead = schedule.renew_ahead_ms;
+  const double raises_due_per_s = plan_.hosts * 1000.0 / static_cast<double>(schedule.period_ms());
   // The worker hosts' serving time in the window (the mean of its start and end).
   const double window_host_ms = std::max(
       1.0, window_s * 1000.0 * static_cast<double>(serving_at_open + serving_at_close) / 2);
   // What the hosts serving at the window's end asked of etcd: a raise each
   // reservation_ms - renew_ahead_ms (what every host would ask is raises_due_per_s).
   const double raises_due_serving_per_s =
-      static_cast<double>(serving_at_close) * 1000.0 /
-      static_cast<double>(options_.reservation_ms - renew_ahead);
+      static_cast<double>(serving_at_close) * 1000.0 / static_cast<double>(schedule.period_ms());
 
   nlohmann::json violations = nlohmann::json::array();
   std::map<std::string, uint64_t> violation_kinds;
@@ -941,6 +945,7 @@ int Coordinator::Run() {
       {"churn_hosts", plan_.churn_hosts},
       {"lease_ttl_s", options_.lease_ttl_s},
       {"reservation_ms", options_.reservation_ms},
+      {"mark_reservation_ms", options_.mark_reservation_ms},
       {"renew_ahead_ms", renew_ahead},
       {"goals", {{"claim_p99_ms", 1000}, {"etcd_writes_per_s", plan_.hosts / 10.0}}},
       {"storm",
@@ -1147,6 +1152,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(2, 3600));
   app.add_option("--reservation-ms", o.reservation_ms, "persistence.reservation_ms (default 1000)")
       ->check(CLI::Range(4, 60'000));
+  app.add_option("--mark-reservation-ms", o.mark_reservation_ms,
+                 "register.etcd.mark_reservation_ms (default 30000; 0: the mark follows "
+                 "--reservation-ms, the schedule before the key existed)")
+      ->check(CLI::Range(int64_t{0}, int64_t{600'000}));
   app.add_option("--request-timeout-ms", o.request_timeout_ms,
                  "register.etcd.request_timeout_ms (default 3000)")
       ->check(CLI::Range(100, 60'000));
@@ -1200,6 +1209,7 @@ int main(int argc, char** argv) {
     }
     w.lease_ttl_s = o.lease_ttl_s;
     w.reservation_ms = o.reservation_ms;
+    w.mark_reservation_ms = o.mark_reservation_ms;
     w.request_timeout_ms = o.request_timeout_ms;
     w.connect_timeout_ms = o.connect_timeout_ms;
     w.restart_delay_ms = o.restart_delay_ms;

@@ -23,6 +23,23 @@
 
 namespace snowflake::testing {
 
+// The reservation service's schedule as daemon/daemon.cc sets it (Daemon::ReservationMs
+// and renew_ahead_ms): the longer of persistence.reservation_ms and the register's
+// mark_reservation_ms, renewed when half of the register's window is left, or three
+// quarters of the state file's.
+struct RaiseSchedule {
+  int64_t reservation_ms = 0;
+  int64_t renew_ahead_ms = 0;
+  static RaiseSchedule Of(int64_t reservation_ms, int64_t mark_reservation_ms) {
+    if (mark_reservation_ms > reservation_ms) {
+      return {mark_reservation_ms, std::max<int64_t>(1, mark_reservation_ms / 2)};
+    }
+    return {reservation_ms, std::max<int64_t>(1, reservation_ms * 3 / 4)};
+  }
+  // How often each serving host raises its mark.
+  int64_t period_ms() const { return reservation_ms - renew_ahead_ms; }
+};
+
 struct FleetPlan {
   int hosts = 0;
   int fleet_size = 1000;  // hosts per prefix; fleet_size + spare_numbers <= 1024

@@ -218,6 +218,7 @@ void Worker::MakeHosts() {
     const int fleet = options_.plan.FleetOf(h);
     o.prefix = options_.plan.Prefix(fleet);
     o.lease_ttl_s = options_.lease_ttl_s;
+    o.mark_reservation_ms = options_.mark_reservation_ms;
     o.first_machine = 0;
     o.last_machine = options_.plan.LastMachine(fleet);
     o.host = "sim-host-" + std::to_string(h);
@@ -431,9 +432,11 @@ void Worker::LoseClaim(Host& host, Steady::time_point now) {
 }
 
 bool Worker::Raise(Host& host) {
-  const int64_t renew_ahead_ms = std::max<int64_t>(1, options_.reservation_ms * 3 / 4);
+  const RaiseSchedule schedule =
+      RaiseSchedule::Of(options_.reservation_ms, options_.mark_reservation_ms);
+  const int64_t renew_ahead_ms = schedule.renew_ahead_ms;
   const int64_t now_ms = WallMs();
-  const int64_t through = std::max(now_ms + options_.reservation_ms, host.confirmed);
+  const int64_t through = std::max(now_ms + schedule.reservation_ms, host.confirmed);
   const auto start = Steady::now();
   auto raised = host.reg->UpdateHighWater(through);
   const auto end = Steady::now();

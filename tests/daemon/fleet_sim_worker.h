@@ -61,6 +61,9 @@ struct WorkerOptions {
   std::vector<std::string> endpoints;
   int64_t lease_ttl_s = 10;       // register.etcd.lease_ttl_s
   int64_t reservation_ms = 1000;  // persistence.reservation_ms
+  // register.etcd.mark_reservation_ms (the daemon's default; 0: the mark follows
+  // reservation_ms). The schedule is RaiseSchedule::Of the two.
+  int64_t mark_reservation_ms = 30'000;
   int64_t request_timeout_ms = 3000;
   int64_t connect_timeout_ms = 1000;
   int restart_delay_ms = 1000;  // systemd's RestartSec=1s
