@@ -11,8 +11,9 @@ EtcdKeepAlive::EtcdKeepAlive(etcd::ClientOptions client, int64_t lease_ttl_s)
 
 EtcdKeepAlive::~EtcdKeepAlive() { Stop(); }
 
-void EtcdKeepAlive::Start(int64_t lease, uint32_t machine) {
-  thread_ = std::thread([this, lease, machine] { Loop(lease, machine); });
+void EtcdKeepAlive::Start(int64_t lease, uint32_t machine,
+                          std::chrono::steady_clock::time_point granted) {
+  thread_ = std::thread([this, lease, machine, granted] { Loop(lease, machine, granted); });
 }
 
 void EtcdKeepAlive::Stop() {
@@ -37,11 +38,15 @@ void EtcdKeepAlive::MarkLost(std::string reason) {
   lost_.store(true, std::memory_order_release);
 }
 
-void EtcdKeepAlive::Loop(int64_t lease, uint32_t machine) {
+void EtcdKeepAlive::Loop(int64_t lease, uint32_t machine,
+                         std::chrono::steady_clock::time_point granted) {
   etcd::EtcdClient client(client_);
   const auto period = std::chrono::milliseconds(std::max<int64_t>(lease_ttl_s_ * 1000 / 3, 200));
   const auto retry = std::chrono::milliseconds(std::max<int64_t>(lease_ttl_s_ * 1000 / 10, 100));
-  auto wait = period;
+  // The lease has run since its grant: renew a third of the TTL after it, or at once.
+  auto wait = std::max(std::chrono::milliseconds(0),
+                       std::chrono::duration_cast<std::chrono::milliseconds>(
+                           granted + period - std::chrono::steady_clock::now()));
   for (;;) {
     {
       std::unique_lock lock(mutex_);

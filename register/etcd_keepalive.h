@@ -10,6 +10,7 @@
 #define SNOWFLAKE_REGISTER_ETCD_KEEPALIVE_H_
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -31,8 +32,10 @@ class EtcdKeepAlive {
   EtcdKeepAlive& operator=(const EtcdKeepAlive&) = delete;
 
   // Starts the thread renewing `lease`, the lease of the claim of `machine` (named in the
-  // reason when it is gone). REQUIRES: called once.
-  void Start(int64_t lease, uint32_t machine);
+  // reason when it is gone), granted at `granted`: the first renewal comes a third of the
+  // TTL after the grant, at once if the claim took longer (a slow claim in a storm must
+  // not let its lease run out before the first renewal). REQUIRES: called once.
+  void Start(int64_t lease, uint32_t machine, std::chrono::steady_clock::time_point granted);
   // Ends the thread (if started) and waits for it; idempotent.
   void Stop();
 
@@ -44,7 +47,7 @@ class EtcdKeepAlive {
   void MarkLost(std::string reason);
 
  private:
-  void Loop(int64_t lease, uint32_t machine);
+  void Loop(int64_t lease, uint32_t machine, std::chrono::steady_clock::time_point granted);
 
   // Constant after construction.
   const etcd::ClientOptions client_;

@@ -359,9 +359,13 @@ tl::expected<void, RegisterError> EtcdRegister::FreshLease(bool* lease_used) {
     (void)client_.Revoke(lease_);
     lease_ = 0;
   }
+  // Before the request, in steady time as the keepalive's: etcd counts the TTL from its
+  // own grant, which comes after this.
+  const auto asked = std::chrono::steady_clock::now();
   auto grant = client_.GrantLease(options_.lease_ttl_s);
   if (!grant) return tl::unexpected(Failure("cannot grant a lease", grant.error()));
   lease_ = grant->id;
+  lease_granted_ = asked;
   *lease_used = false;
   return {};
 }
@@ -677,7 +681,7 @@ MachineClaim EtcdRegister::Adopt(uint32_t machine, FileLock host_lock, const std
   holder_id_ = holder_id;
   claim_mark_ = committed_ = attempted_max_ = mark_value_ = txn.mark;
   mark_revision_ = txn.mark_revision;
-  keepalive_.Start(lease_, machine);
+  keepalive_.Start(lease_, machine, lease_granted_);
   return MachineClaim{.machine = machine,
                       .high_water_unix_ms = txn.mark,
                       .mark_writer = txn.mark_writer,
