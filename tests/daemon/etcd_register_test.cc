@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <fstream>
 #include <future>
 #include <map>
 #include <memory>
@@ -26,6 +27,7 @@
 #include "etcd_cluster.h"
 #include "register/etcd_client.h"
 #include "register/etcd_records.h"
+#include "register/register_settings.h"
 #include "register/static_register.h"
 #include "subprocess.h"
 #include "temp_dir.h"
@@ -652,6 +654,155 @@ TEST_F(EtcdRegisterTest, ReleaseRefusesALiveHolderAndNeverLowersTheMark) {
 
 // etcd with authentication on: the client authenticates with user and password, and
 // authenticates again when its token expires; a wrong password is a clear refusal.
+TEST_F(EtcdRegisterTest, AClaimTakesAFreshNumberFirstThenTheOldestMark) {
+  // Arrange: three holders of 0-3 stop cleanly at three different marks; one number
+  // stays fresh (never claimed, no mark).
+  const std::vector<int64_t> stops = {kEpoch + 30'000, kEpoch + 10'000, kEpoch + 20'000};
+  std::map<int64_t, uint32_t> number_at;  // mark -> number
+  std::set<uint32_t> used;
+  for (size_t i = 0; i < stops.size(); ++i) {
+    EtcdRegister old(Options(0, 3));
+    auto claim = old.Claim({"old-" + std::to_string(i), kEpoch});
+    ASSERT_TRUE(claim) << claim.error().message;
+    ASSERT_TRUE(old.UpdateHighWater(stops[i]));
+    ASSERT_TRUE(old.RecordCleanStop(stops[i]));
+    number_at[stops[i]] = claim->machine;
+    used.insert(claim->machine);
+  }
+  uint32_t fresh = 0;
+  while (used.contains(fresh)) ++fresh;
+
+  // Act: newcomers, one after the other, all holding on.
+  std::vector<std::unique_ptr<EtcdRegister>> newcomers;
+  std::vector<uint32_t> taken;
+  for (int i = 0; i < 3; ++i) {
+    newcomers.push_back(std::make_unique<EtcdRegister>(Options(0, 3)));
+    auto claim = newcomers.back()->Claim({"new-" + std::to_string(i), kEpoch});
+    ASSERT_TRUE(claim) << claim.error().message;
+    taken.push_back(claim->machine);
+  }
+
+  // Assert: the fresh number, then the marks from the oldest (lowest) up.
+  EXPECT_EQ(taken[0], fresh);
+  EXPECT_EQ(taken[1], number_at[kEpoch + 10'000]);
+  EXPECT_EQ(taken[2], number_at[kEpoch + 20'000]);
+}
+
+TEST_F(EtcdRegisterTest, AClaimInAWideMostlyHeldRangeFindsTheFreeNumbers) {
+  // Arrange: 0-299 (more than a window of 64 keys), 290 of them held by live claims.
+  constexpr int kHeld = 290;
+  std::vector<std::unique_ptr<EtcdRegister>> holders;
+  std::set<uint32_t> numbers;
+  for (int i = 0; i < kHeld; ++i) {
+    holders.push_back(std::make_unique<EtcdRegister>(Options(0, 299)));
+    auto claim = holders.back()->Claim({"held-" + std::to_string(i), kEpoch});
+    ASSERT_TRUE(claim) << claim.error().message;
+    ASSERT_TRUE(numbers.insert(claim->machine).second);
+  }
+
+  // Act: ten more claim at once; then one more finds the range full.
+  std::vector<std::unique_ptr<EtcdRegister>> late;
+  std::vector<tl::expected<MachineClaim, RegisterError>> results(
+      10, tl::unexpected(RegisterError{RegisterErrorCode::kUnreadable, "not run"}));
+  for (int i = 0; i < 10; ++i) late.push_back(std::make_unique<EtcdRegister>(Options(0, 299)));
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 10; ++i) {
+    threads.emplace_back(
+        [&, i] { results[i] = late[i]->Claim({"late-" + std::to_string(i), kEpoch}); });
+  }
+  for (auto& t : threads) t.join();
+  EtcdRegister one_too_many(Options(0, 299));
+  auto refused = one_too_many.Claim({"one-too-many", kEpoch});
+
+  // Assert: every number once, all 300 held, and "full" said of the whole range.
+  for (const auto& r : results) {
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_TRUE(numbers.insert(r->machine).second) << "machine " << r->machine << " twice";
+  }
+  EXPECT_EQ(numbers.size(), 300u);
+  EXPECT_EQ(*numbers.rbegin(), 299u);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, RegisterErrorCode::kNoFreeNumber) << refused.error().message;
+  EXPECT_THAT(refused.error().message, HasSubstr("300 holders in range"));
+}
+
+// Two regions, each with a register cluster of its own (two real single-member etcd
+// clusters, the same prefix in both) and its own half of the numbers: daemons claiming in
+// both at once never hand out one number twice, and a register never hands out a number
+// outside its range, not even the one its state file names.
+TEST(EtcdRegions, TwoClustersWithDisjointRangesNeverHandOutOneNumber) {
+  // Arrange
+  EtcdCluster west(1);
+  EtcdCluster east(1);
+  ASSERT_TRUE(west.ok()) << west.error();
+  ASSERT_TRUE(east.ok()) << east.error();
+  testing::TempDir locks("etcd-regions-");
+  constexpr int kPerRegion = 24;
+  struct Daemon {
+    std::unique_ptr<EtcdRegister> reg;
+    uint32_t first = 0;
+    uint32_t last = 0;
+    tl::expected<MachineClaim, RegisterError> claim =
+        tl::unexpected(RegisterError{RegisterErrorCode::kUnreadable, "not run"});
+  };
+  std::vector<Daemon> daemons;
+  for (int i = 0; i < 2 * kPerRegion; ++i) {
+    const bool in_west = i % 2 == 0;
+    EtcdRegisterOptions o;
+    o.client.endpoints = (in_west ? west : east).ClientUrls();
+    o.first_machine = in_west ? 0 : 500;
+    o.last_machine = in_west ? 499 : 999;
+    o.host = "host-" + std::to_string(i);
+    o.host_lock_dir = locks.path() / ("host-" + std::to_string(i));
+    std::filesystem::create_directories(o.host_lock_dir);
+    daemons.push_back(Daemon{std::make_unique<EtcdRegister>(o), o.first_machine, o.last_machine});
+  }
+
+  // Act: every daemon claims at once; each names in its "state file" a number of the other
+  // region, which it must not take.
+  std::vector<std::thread> threads;
+  std::atomic<bool> go{false};
+  for (int i = 0; i < 2 * kPerRegion; ++i) {
+    threads.emplace_back([&, i] {
+      while (!go.load()) std::this_thread::yield();
+      Daemon& d = daemons[i];
+      const uint32_t other_region = d.first == 0 ? 500 + i : static_cast<uint32_t>(i);
+      d.claim = d.reg->Claim(ClaimRequest{"holder-" + std::to_string(i), kEpoch, {}, 0,
+                                          other_region});
+    });
+  }
+  go = true;
+  for (auto& t : threads) t.join();
+
+  // Assert
+  std::map<uint32_t, int> owner;
+  for (int i = 0; i < 2 * kPerRegion; ++i) {
+    const Daemon& d = daemons[i];
+    ASSERT_TRUE(d.claim) << d.claim.error().message;
+    EXPECT_GE(d.claim->machine, d.first) << "daemon " << i;
+    EXPECT_LE(d.claim->machine, d.last) << "daemon " << i;
+    const auto [it, inserted] = owner.emplace(d.claim->machine, i);
+    EXPECT_TRUE(inserted) << "machine " << d.claim->machine << " handed to daemons " << it->second
+                          << " and " << i;
+  }
+  EXPECT_EQ(owner.size(), static_cast<size_t>(2 * kPerRegion));
+}
+
+TEST(EtcdRegions, AConfigWhoseRangeLeavesTheMachineFieldIsRefused) {
+  // Arrange: a region's config naming numbers beyond the field's 0-1023.
+  testing::TempDir dir("etcd-regions-config-");
+  const auto path = dir.path() / "snowflaked.toml";
+  std::ofstream(path) << "[register]\nbackend = \"etcd\"\nmachines = \"500-1024\"\n"
+                         "[register.etcd]\nendpoints = [\"http://127.0.0.1:2379\"]\n";
+
+  // Act
+  auto settings = LoadRegisterSettings(path);
+
+  // Assert
+  ASSERT_FALSE(settings);
+  EXPECT_THAT(settings.error().message, HasSubstr("register.machines"));
+}
+
 TEST(EtcdClientAuth, AuthenticatesAndRenewsAnExpiredToken) {
   // Arrange: one member, tokens that last 1 s, a root user, auth on.
   EtcdCluster cluster(1, 30s, {"--auth-token-ttl", "1"});
