@@ -1,6 +1,7 @@
 #include "register_command.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -115,16 +116,148 @@ void PrintTable(const Listing& listing) {
   std::fflush(stdout);
 }
 
-// register list [--json]
+// "0-499, 503, 700-701": the numbers of `numbers` (ascending) as ranges.
+std::string RangesText(const std::vector<uint32_t>& numbers) {
+  std::string out;
+  for (size_t i = 0; i < numbers.size();) {
+    size_t j = i;
+    while (j + 1 < numbers.size() && numbers[j + 1] == numbers[j] + 1) ++j;
+    if (!out.empty()) out += ", ";
+    out += std::to_string(numbers[i]);
+    if (j > i) out += "-" + std::to_string(numbers[j]);
+    i = j + 1;
+  }
+  return out.empty() ? "-" : out;
+}
+
+// What `register list` prints when there are too many numbers for one screen: how many
+// are held (live, or their lease gone), free with a mark, never used, in which ranges, and
+// the oldest and newest marks, over the config's register.machines.
+ordered_json Summary(const Listing& listing, uint32_t first, uint32_t last) {
+  std::vector<uint32_t> live, ended, marked_free, recorded;
+  std::optional<int64_t> oldest, newest;
+  for (const Row& row : listing.rows) {
+    recorded.push_back(row.machine);
+    if (!row.holder.empty()) {
+      (row.live ? live : ended).push_back(row.machine);
+    } else if (row.high_water_unix_ms) {
+      marked_free.push_back(row.machine);
+    }
+    if (row.high_water_unix_ms && *row.high_water_unix_ms > 0) {
+      const int64_t w = *row.high_water_unix_ms;
+      oldest = oldest ? std::min(*oldest, w) : w;
+      newest = newest ? std::max(*newest, w) : w;
+    }
+  }
+  std::vector<uint32_t> unused;
+  size_t k = 0;
+  for (uint32_t n = first; n <= last; ++n) {
+    while (k < recorded.size() && recorded[k] < n) ++k;
+    if (k == recorded.size() || recorded[k] != n) unused.push_back(n);
+  }
+  const auto count_in = [&](const std::vector<uint32_t>& v) {
+    return std::count_if(v.begin(), v.end(), [&](uint32_t n) { return n >= first && n <= last; });
+  };
+  ordered_json j;
+  j["range"] = RangesText({first}) + (last > first ? "-" + std::to_string(last) : "");
+  j["recorded"] = listing.rows.size();
+  j["held_live"] = live.size();
+  j["held_lease_gone"] = ended.size();
+  j["free_with_mark"] = marked_free.size();
+  j["never_used_in_range"] = unused.size();
+  j["free_in_range"] = count_in(marked_free) + unused.size();
+  j["held_ranges"] = RangesText(live);
+  j["lease_gone_ranges"] = RangesText(ended);
+  j["free_with_mark_ranges"] = RangesText(marked_free);
+  j["never_used_ranges"] = RangesText(unused);
+  j["oldest_mark"] = oldest ? ordered_json(FormatTimeText(*oldest)) : ordered_json();
+  j["newest_mark"] = newest ? ordered_json(FormatTimeText(*newest)) : ordered_json();
+  return j;
+}
+
+void PrintSummary(const Listing& listing, const ordered_json& summary) {
+  std::cout << listing.backend << " register " << listing.location << "\n"
+            << "numbers in register.machines " << summary["range"].get<std::string>() << ": "
+            << summary["free_in_range"] << " free (" << summary["free_with_mark"]
+            << " with a mark, " << summary["never_used_in_range"] << " never used)\n"
+            << "held, live:            " << summary["held_live"] << "  "
+            << summary["held_ranges"].get<std::string>() << "\n"
+            << "held, lease gone:      " << summary["held_lease_gone"] << "  "
+            << summary["lease_gone_ranges"].get<std::string>() << "\n"
+            << "free with a mark:      " << summary["free_with_mark"] << "  "
+            << summary["free_with_mark_ranges"].get<std::string>() << "\n"
+            << "never used (in range): " << summary["never_used_in_range"] << "  "
+            << summary["never_used_ranges"].get<std::string>() << "\n"
+            << "marks: oldest "
+            << (summary["oldest_mark"].is_null() ? "-" : summary["oldest_mark"].get<std::string>())
+            << ", newest "
+            << (summary["newest_mark"].is_null() ? "-" : summary["newest_mark"].get<std::string>())
+            << "\n(" << listing.rows.size()
+            << " numbers recorded: `--all` lists every one, `--from N --count K` a page)\n";
+  std::fflush(stdout);
+}
+
+// Rows a table prints before `register list` summarises instead: one screen.
+constexpr size_t kTableRows = 40;
+
+struct ListFlags {
+  bool json = false;
+  bool all = false;
+  bool summary = false;
+  std::optional<uint32_t> from;
+  std::optional<size_t> count;
+};
+
+// register list [--json] [--all | --summary | --from N [--count K]]
 void AddListCommand(CLI::App& command, const std::shared_ptr<std::string>& config_path) {
   CLI::App* list = command.add_subcommand(
-      "list", "Every recorded number: holder, host, since, lease left, high-water mark.");
-  auto list_json = std::make_shared<bool>(false);
-  list->add_flag("--json", *list_json, "Print JSON");
+      "list",
+      "Every recorded number: holder, host, since, lease left, high-water mark. More than " +
+          std::to_string(kTableRows) +
+          " print as a summary (counts and ranges) unless --all or a page (--from, --count) "
+          "is asked for.");
+  auto flags = std::make_shared<ListFlags>();
+  list->add_flag("--json", flags->json,
+                 "Print JSON: every number (or the page asked for), or with --summary the "
+                 "summary");
+  auto* all = list->add_flag("--all", flags->all, "List every number, however many");
+  auto* summary =
+      list->add_flag("--summary", flags->summary, "Print the summary, however few numbers");
+  auto* from = list->add_option("--from", flags->from,
+                                "A page: numbers from N on (with --count, default 100)");
+  auto* count = list->add_option("--count", flags->count, "A page's size (default 100)")
+                    ->check(CLI::Range(size_t{1}, size_t{1} << 20));
+  all->excludes(summary)->excludes(from)->excludes(count);
+  summary->excludes(from)->excludes(count);
   list->fallthrough();  // --config after the subcommand
-  list->callback([config_path, list_json] {
-    const Listing listing = List(*config_path);
-    if (*list_json) {
+  list->callback([config_path, flags] {
+    const RegisterSettings settings = LoadOrFail(*config_path);
+    Listing listing = List(*config_path);
+    const bool paged = flags->from || flags->count;
+    if (paged) {
+      const uint32_t start = flags->from.value_or(0);
+      const size_t size = flags->count.value_or(100);
+      std::vector<Row> page;
+      for (Row& row : listing.rows) {
+        if (row.machine >= start && page.size() < size) page.push_back(std::move(row));
+      }
+      listing.rows = std::move(page);
+    }
+    const bool summarise = flags->summary || (!flags->all && !paged && !flags->json &&
+                                              listing.rows.size() > kTableRows);
+    if (summarise) {
+      const ordered_json s = Summary(listing, settings.machine_register.first_machine,
+                                     settings.machine_register.last_machine);
+      if (flags->json) {
+        ordered_json out;
+        out["backend"] = listing.backend;
+        out["location"] = listing.location;
+        out["summary"] = s;
+        std::cout << out.dump() << "\n";
+      } else {
+        PrintSummary(listing, s);
+      }
+    } else if (flags->json) {
       ordered_json out;
       out["backend"] = listing.backend;
       out["location"] = listing.location;

@@ -707,8 +707,9 @@ TEST_F(EtcdRegisterTest, AClaimInAWideMostlyHeldRangeFindsTheFreeNumbers) {
   for (int i = 0; i < 10; ++i) late.push_back(std::make_unique<EtcdRegister>(Options(0, 299)));
   std::vector<std::thread> threads;
   for (int i = 0; i < 10; ++i) {
-    threads.emplace_back(
-        [&, i] { results[i] = late[i]->Claim({"late-" + std::to_string(i), kEpoch}); });
+    threads.emplace_back([&, i] {
+      results[i] = late[i]->Claim({"late-" + std::to_string(i), kEpoch});
+    });
   }
   for (auto& t : threads) t.join();
   EtcdRegister one_too_many(Options(0, 299));
@@ -767,8 +768,8 @@ TEST(EtcdRegions, TwoClustersWithDisjointRangesNeverHandOutOneNumber) {
       while (!go.load()) std::this_thread::yield();
       Daemon& d = daemons[i];
       const uint32_t other_region = d.first == 0 ? 500 + i : static_cast<uint32_t>(i);
-      d.claim = d.reg->Claim(ClaimRequest{"holder-" + std::to_string(i), kEpoch, {}, 0,
-                                          other_region});
+      d.claim =
+          d.reg->Claim(ClaimRequest{"holder-" + std::to_string(i), kEpoch, {}, 0, other_region});
     });
   }
   go = true;
