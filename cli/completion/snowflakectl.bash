@@ -65,7 +65,8 @@ _snowflakectl() {
     register)
       case $subcommand in
         "") opts="list show release raise-all --config --help" ;;
-        list | show) opts="--json --config --help" ;;
+        list) opts="--json --all --summary --from --count --config --help" ;;
+        show) opts="--json --config --help" ;;
         release) opts="--config --help" ;;
         raise-all) opts="--above --while-running --force-far --config --help" ;;
         *) opts="--help" ;;

@@ -34,6 +34,7 @@ expect "register subcommands" "$(complete_words register "")" "list show release
 expect "after register --config FILE" "$(complete_words register --config /etc/s.toml r)" "release raise-all"
 expect "raise-all options" "$(complete_words register raise-all --)" "--above --while-running --force-far --config --help"
 expect "list options" "$(complete_words register list --j)" "--json"
+expect "list page options" "$(complete_words register list --c)" "--count --config"
 expect "after the global --runtime-dir" "$(complete_words --runtime-dir /tmp status --j)" "--json"
 expect "counts" "$(complete_words next -n 10)" "10 100 1000"
 dir=$(mktemp -d)

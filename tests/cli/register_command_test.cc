@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +13,8 @@
 #include <string>
 
 #include "etcd_cluster.h"
+#include "register/etcd_client.h"
+#include "register/etcd_records.h"
 #include "register/etcd_register.h"
 #include "register/file_register.h"
 #include "register/machine_lock.h"
@@ -85,6 +88,70 @@ TEST(RegisterCommand, EtcdListShowsTheHolderAndReleaseRefusesItThenKeepsTheMark)
   EXPECT_EQ(shown["holder"], "");
   EXPECT_EQ(shown["high_water_unix_ms"], kEpoch + 4242);
   EXPECT_TRUE(unknown.status.ExitedWith(1)) << unknown.err;
+}
+
+TEST(RegisterCommand, EtcdListOfManyNumbersPrintsASummaryReadInPagesAndPagesOnAsk) {
+  // Arrange: 1,018 numbers with a mark (more than one page of 1,000 keys), 3 of them or
+  // of the 6 fresh ones then held by live claims, in 0-1023.
+  testing::EtcdCluster cluster(1);
+  ASSERT_TRUE(cluster.ok()) << cluster.error();
+  testing::TempDir dir("register-cli-many");
+  const std::string config = (dir / "snowflaked.toml").string();
+  {
+    std::ofstream out(config);
+    out << "[register]\nbackend = \"etcd\"\n[register.etcd]\nendpoints = [\""
+        << cluster.ClientUrl(0) << "\"]\nprefix = \"/many/\"\n";
+  }
+  etcd::ClientOptions client_options;
+  client_options.endpoints = {cluster.ClientUrl(0)};
+  etcd::EtcdClient client(client_options);
+  for (uint32_t n = 0; n < 1018; ++n) {
+    ASSERT_TRUE(client.Put(etcd::HighWaterKey("/many/", n),
+                           etcd::EncodeHighWater(etcd::HighWaterRecord{kEpoch + n, "gone", 0})));
+  }
+  std::vector<std::unique_ptr<EtcdRegister>> holders;
+  int fresh_taken = 0;  // claims take a window's fresh number, else its oldest mark
+  for (int i = 0; i < 3; ++i) {
+    EtcdRegisterOptions options;
+    options.client.endpoints = {cluster.ClientUrl(0)};
+    options.prefix = "/many/";
+    options.host = "host-" + std::to_string(i);
+    options.host_lock_dir = dir / ("host-locks-" + std::to_string(i));
+    std::filesystem::create_directories(options.host_lock_dir);
+    holders.push_back(std::make_unique<EtcdRegister>(options));
+    auto claim = holders.back()->Claim({"holder-" + std::to_string(i), kEpoch});
+    ASSERT_TRUE(claim) << claim.error().message;
+    fresh_taken += claim->machine >= 1018;
+  }
+
+  // Act
+  const auto table = Ctl({"register", "list", "--config", config});
+  const auto summary = Ctl({"register", "list", "--summary", "--json", "--config", config});
+  const auto all = Ctl({"register", "list", "--json", "--config", config});
+  const auto page =
+      Ctl({"register", "list", "--from", "1000", "--count", "10", "--json", "--config", config});
+  const auto both = Ctl({"register", "list", "--all", "--summary", "--config", config});
+
+  // Assert: one screen, not a thousand lines.
+  ASSERT_TRUE(table.status.ExitedWith(0)) << table.err;
+  EXPECT_LT(std::count(table.out.begin(), table.out.end(), '\n'), 15) << table.out;
+  EXPECT_NE(table.out.find("held, live:            3"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("1021 free"), std::string::npos) << table.out;
+  ASSERT_TRUE(summary.status.ExitedWith(0)) << summary.err;
+  const auto s = nlohmann::json::parse(summary.out)["summary"];
+  EXPECT_EQ(s["held_live"], 3);
+  EXPECT_EQ(s["free_with_mark"], 1018 - (3 - fresh_taken));
+  EXPECT_EQ(s["never_used_in_range"], 6 - fresh_taken);
+  EXPECT_EQ(s["free_in_range"], 1021);
+  EXPECT_EQ(s["recorded"], 1018 + fresh_taken);
+  ASSERT_TRUE(all.status.ExitedWith(0)) << all.err;
+  EXPECT_EQ(nlohmann::json::parse(all.out)["machines"].size(),
+            static_cast<size_t>(1018 + fresh_taken));
+  ASSERT_TRUE(page.status.ExitedWith(0)) << page.err;
+  const auto rows = nlohmann::json::parse(page.out)["machines"];
+  ASSERT_EQ(rows.size(), 10u);
+  EXPECT_EQ(rows[0]["machine"], 1000);
+  EXPECT_TRUE(both.status.ExitedWith(2)) << both.out << both.err;
 }
 
 TEST(RegisterCommand, FileListShowsTheHolderAndReleaseRefusesALiveOne) {
