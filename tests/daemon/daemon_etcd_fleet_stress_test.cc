@@ -285,8 +285,13 @@ class FleetStress {
     // clock; here a client would refuse every ID of its healthy daemon as stale (the
     // daemon's status says serving) until the next clock-step of that host, which is an
     // outage of the test bench, not of the product.
+    // The mark's own window (register.etcd.mark_reservation_ms) at 3 s, longer than the
+    // reservation as in production but scaled to the test's 2 s lease: a takeover waits for
+    // the old holder's mark, up to 3 s, and the faults hit the longer window's path (the
+    // state file written with the register's target first).
     const std::string extra = "lease_ttl_s = " + std::to_string(kLeaseTtlS) +
-                              "\nrequest_timeout_ms = 800\n\n[clock]\nmax_backward_ms = 1500\n"
+                              "\nrequest_timeout_ms = 800\nmark_reservation_ms = 3000\n"
+                              "\n[clock]\nmax_backward_ms = 1500\n"
                               "\n[ring]\nmax_age_ms = 450\n";
     slots_.resize(kDaemons);
     for (int i = 0; i < kDaemons; ++i) {
