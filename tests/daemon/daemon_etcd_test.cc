@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -27,6 +28,7 @@
 #include "etcd_cluster.h"
 #include "register/etcd_json.h"
 #include "snowflake/client.h"
+#include "snowflake/clock.h"
 #include "wait_until.h"
 
 namespace snowflake {
@@ -124,6 +126,37 @@ TEST_F(DaemonEtcd, ServesIdsFromItsEtcdNumberNeverAboveTheCommittedMark) {
     ASSERT_LE(decoded->unix_ms, mark_ms) << "an ID above the mark committed in etcd";
   }
   EXPECT_TRUE(daemon.Stop().value_or(testing::ExitStatus{}).ExitedWith(0)) << daemon.Describe();
+}
+
+TEST_F(DaemonEtcd, TheMarkReservesItsOwnWindowAheadAndTheStateFileCoversIt) {
+  // Arrange: an 8 s mark window (the default is 30 s), far longer than the state file's
+  // 1 s reservation.
+  const DaemonOptions options =
+      OptionsFor("w", "0-63", "request_timeout_ms = 1000\nmark_reservation_ms = 8000\n");
+  Daemon daemon = harness_.Start(options);
+  ASSERT_TRUE(daemon.ready()) << daemon.Describe();
+  auto client = Client::Open("etcd-window", DaemonHarness::ClientOptionsFor(options.runtime_dir));
+  ASSERT_TRUE(client) << client.error().message;
+
+  // Act
+  const std::vector<uint64_t> ids = Take(*client, 1'000);
+  const auto status = Status(options);
+  ASSERT_TRUE(status);
+  const int64_t before_ms = snowflake::Clock::Real().NowUnixMs();
+  const std::string mark_text = Get("high-water/" + std::to_string(status->machine));
+  std::ifstream state_in(options.state_dir / "high-water.json");
+  const auto state = nlohmann::json::parse(state_in, nullptr, false);
+
+  // Assert: the mark lies at least half its window ahead (it is raised when less is left),
+  // far beyond the 1 s reservation; the state file, written first, reserves at least as
+  // far, so a restart on the surviving segment still finds the mark within it.
+  ASSERT_EQ(ids.size(), 1'000u);
+  const auto mark = nlohmann::json::parse(mark_text, nullptr, false);
+  ASSERT_FALSE(mark.is_discarded()) << mark_text;
+  const int64_t mark_ms = mark["unix_ms"].get<int64_t>();
+  EXPECT_GE(mark_ms - before_ms, 4'000 - 1'000) << mark_text;  // a second for the reads
+  ASSERT_FALSE(state.is_discarded());
+  EXPECT_GE(state["reserved_through_unix_ms"].get<int64_t>(), mark_ms) << state.dump();
 }
 
 TEST_F(DaemonEtcd, SixteenDaemonsRaceForEightNumbersExactlyEightServeDistinctNumbers) {
