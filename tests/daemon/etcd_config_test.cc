@@ -33,6 +33,7 @@ TEST(EtcdConfig, DefaultsApplyWithEndpointsOnly) {
   EXPECT_EQ(etcd.lease_ttl_s, 10);
   EXPECT_EQ(etcd.request_timeout_ms, 3000);
   EXPECT_EQ(etcd.connect_timeout_ms, 1000);
+  EXPECT_EQ(etcd.mark_reservation_ms, 30'000);
 }
 
 TEST(EtcdConfig, ReadsEveryKey) {
@@ -41,7 +42,7 @@ TEST(EtcdConfig, ReadsEveryKey) {
       "endpoints = [\"https://[::1]:2379\"]\nprefix = \"/fleet-a/\"\nlease_ttl_s = 4\n"
       "connect_timeout_ms = 200\nrequest_timeout_ms = 1500\nca_file = \"/etc/ca.pem\"\n"
       "cert_file = \"/etc/c.pem\"\nkey_file = \"/etc/k.pem\"\nuser = \"sf\"\n"
-      "password_file = \"/etc/pw\"\n",
+      "password_file = \"/etc/pw\"\nmark_reservation_ms = 0\n",
       "x");
   ASSERT_TRUE(sut) << sut.error().message;
   const auto& etcd = std::get<EtcdRegisterConfig>(sut->machine_register.options);
@@ -55,6 +56,7 @@ TEST(EtcdConfig, ReadsEveryKey) {
   EXPECT_EQ(etcd.key_file, "/etc/k.pem");
   EXPECT_EQ(etcd.user, "sf");
   EXPECT_EQ(etcd.password_file, "/etc/pw");
+  EXPECT_EQ(etcd.mark_reservation_ms, 0);
 }
 
 TEST(EtcdConfig, ErrorsNameFileLineAndKey) {
@@ -80,6 +82,17 @@ TEST(EtcdConfig, ErrorsNameFileLineAndKey) {
   EXPECT_THAT(ErrorOf(With(ok + "prefix = \"/a b/\"\n")), HasSubstr("register.etcd.prefix"));
   EXPECT_THAT(ErrorOf(With(ok + "lease_ttl_s = 1\n")),
               HasSubstr(":5: register.etcd.lease_ttl_s: must be from 2 to 3600, got 1"));
+  EXPECT_THAT(ErrorOf(With(ok + "mark_reservation_ms = 500\n")),
+              HasSubstr(":5: register.etcd.mark_reservation_ms: must be 0 (off) or from 1000 to "
+                        "600000, got 500"));
+  EXPECT_THAT(
+      ErrorOf(With(ok + "mark_reservation_ms = 600001\n")),
+      HasSubstr("register.etcd.mark_reservation_ms: must be 0 (off) or from 1000 to 600000"));
+  EXPECT_THAT(ErrorOf(With(ok + "mark_reservation_ms = 5000\n")),
+              HasSubstr(":5: register.etcd.mark_reservation_ms: must be at least twice "
+                        "register.etcd.request_timeout_ms (3000 ms)"));
+  // The default window with a long timeout: the rule binds only a window one sets.
+  EXPECT_EQ(ErrorOf(With(ok + "lease_ttl_s = 60\nrequest_timeout_ms = 20000\n")), "(no error)");
   EXPECT_THAT(ErrorOf(With(ok + "request_timeout_ms = 50\n")),
               HasSubstr("register.etcd.request_timeout_ms: must be from 100 to 60000"));
   EXPECT_THAT(ErrorOf(With(ok + "lease_ttl_s = 2\nrequest_timeout_ms = 2000\n")),
