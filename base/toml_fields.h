@@ -47,7 +47,7 @@ class TomlFields {
   // Throws "<source>: <key>: <what>", for a key that is missing.
   [[noreturn]] void FailMissing(const std::string& key, const std::string& what) const;
 
-  // An integer within min..max; `range` says so in words ("from 0 to 1023").
+  // An integer within min..max; `range` says so in words ("from 10 to 10000").
   int64_t Integer(const std::string& key, const toml::node& node, int64_t min, int64_t max,
                   const std::string& range) const;
   const std::string& String(const std::string& key, const toml::node& node) const;

@@ -57,15 +57,16 @@ class MutexSnowflake {
     if (now > last_ms_) {
       last_ms_ = now;
       sequence_ = 0;
-    } else if (sequence_ > kMaxSequence) {
-      // 4,096 used (or the clock stepped back): never borrow a future millisecond.
+    } else if (sequence_ > kLayout.max_sequence()) {
+      // The ms is used up (or the clock stepped back): never borrow a future millisecond.
       last_ms_ = WaitForMsAfter(last_ms_);
       sequence_ = 0;
     }
-    return IdLayout::EncodeUnchecked(last_ms_ - kDefaultEpochUnixMs, machine_, sequence_++);
+    return kLayout.EncodeUnchecked(last_ms_ - kDefaultEpochUnixMs, machine_, sequence_++);
   }
 
  private:
+  static constexpr IdLayout kLayout{};  // the default: the classic design's
   std::mutex mutex_;
   const uint32_t machine_;
   int64_t last_ms_ = 0;     // guarded by mutex_
@@ -73,7 +74,7 @@ class MutexSnowflake {
 };
 
 // The lock-free variant: one 64-bit atomic holds the last issued (ms offset, sequence)
-// as (ms << 12) | sequence, advanced by compare-and-swap.
+// as (ms << sequence bits) | sequence, advanced by compare-and-swap.
 class CasSnowflake {
  public:
   explicit CasSnowflake(uint32_t machine) noexcept : machine_(machine) {}
@@ -82,11 +83,11 @@ class CasSnowflake {
     uint64_t seen = state_.load(std::memory_order_relaxed);
     for (;;) {
       const int64_t now = RealtimeMs() - kDefaultEpochUnixMs;
-      const int64_t seen_ms = static_cast<int64_t>(seen >> kSequenceBits);
+      const int64_t seen_ms = static_cast<int64_t>(seen >> kSequenceWidth);
       uint64_t next;
       if (now > seen_ms) {
-        next = static_cast<uint64_t>(now) << kSequenceBits;
-      } else if ((seen & kMaxSequence) < kMaxSequence) {
+        next = static_cast<uint64_t>(now) << kSequenceWidth;
+      } else if ((seen & kLayout.max_sequence()) < kLayout.max_sequence()) {
         // Same ms (or the clock is behind the last issued ms): the next sequence.
         next = seen + 1;
       } else {
@@ -100,13 +101,15 @@ class CasSnowflake {
       // ordered.
       if (state_.compare_exchange_weak(seen, next, std::memory_order_relaxed,
                                        std::memory_order_relaxed)) {
-        return IdLayout::EncodeUnchecked(static_cast<int64_t>(next >> kSequenceBits), machine_,
-                                         static_cast<uint32_t>(next & kMaxSequence));
+        return kLayout.EncodeUnchecked(static_cast<int64_t>(next >> kSequenceWidth), machine_,
+                                       static_cast<uint32_t>(next & kLayout.max_sequence()));
       }
     }
   }
 
  private:
+  static constexpr IdLayout kLayout{};  // the default: the classic design's
+  static constexpr int kSequenceWidth = kLayout.bits().sequence;
   const uint32_t machine_;
   alignas(64) std::atomic<uint64_t> state_{0};
 };

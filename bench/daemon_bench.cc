@@ -47,6 +47,7 @@ namespace {
 using nlohmann::json;
 using snowflake::Client;
 using snowflake::ClientOptions;
+using snowflake::IdLayout;
 using snowflake::bench::KeepValue;
 using snowflake::bench::MonotonicNs;
 using snowflake::bench::RealtimeMs;
@@ -397,7 +398,8 @@ json SustainedOnce(const Options& options) {
   for (int c = 0; c < 2; ++c) std::fill_n(tallies[c].max_sequence, kMaxWindowMs, -1);
   const uint64_t pid = DaemonPid(options);
   const RingConsumer ring = OpenRing(options);
-  const int64_t epoch_ms = static_cast<int64_t>(ring.header().epoch_unix_ms.load());
+  const IdLayout layout = ring.layout();
+  const int64_t epoch_ms = layout.epoch_unix_ms();
   control.base_ms = RealtimeMs() - epoch_ms;
 
   std::vector<pid_t> children;
@@ -417,8 +419,8 @@ json SustainedOnce(const Options& options) {
             tally.errors.fetch_add(1, std::memory_order_relaxed);
             continue;
           }
-          const int64_t ms = snowflake::IdLayout::OffsetMsOf(*id);
-          const int32_t sequence = static_cast<int32_t>(*id & snowflake::kMaxSequence);
+          const int64_t ms = layout.OffsetMsOf(*id);
+          const int32_t sequence = static_cast<int32_t>(layout.Decode(*id)->sequence);
           const int64_t index = ms - base;
           if (index >= 0 && index < kMaxWindowMs) {
             ++tally.count[index];
@@ -484,9 +486,9 @@ json SustainedOnce(const Options& options) {
         std::max(tallies[0].max_sequence[index], tallies[1].max_sequence[index]);
     const int64_t generated = max_sequence + 1;
     received += count;
-    not_generated += snowflake::kIdsPerMs - generated;
+    not_generated += layout.ids_per_ms() - generated;
     generated_not_received += generated - count;
-    short_ms += count < snowflake::kIdsPerMs;
+    short_ms += count < layout.ids_per_ms();
     empty_ms += count == 0;
     if (count == 0) {
       if (last_empty >= 0) empty_gaps.push_back(static_cast<double>(ms - last_empty));
@@ -652,7 +654,7 @@ int Paced(const Options& options) {
       auto id = client.Next();
       const int64_t received = RealtimeNs();
       if (!id) Die(id.error().message);
-      const int64_t ms = snowflake::IdLayout::OffsetMsOf(*id) + epoch_ms;
+      const int64_t ms = client.layout().OffsetMsOf(*id) + epoch_ms;
       ages.push_back(static_cast<double>(received - ms * 1'000'000) / 1e6);
     }
     json daemon = cpu.Finish();

@@ -106,7 +106,10 @@ void WaitServing(const Setup& s) {
   Die("the local daemon did not start serving");
 }
 
-uint32_t MachineOf(uint64_t id) { return static_cast<uint32_t>((id >> 12) & 0x3ff); }
+// In the client's layout: the local daemon's, which the remote's shares (one fleet).
+uint32_t MachineOf(const snowflake::Client& client, uint64_t id) {
+  return client.layout().Decode(id).value().machine;
+}
 
 // Takes until an ID comes from (from = true) or not from `machine`; returns ms taken.
 double TakeUntil(snowflake::Client& client, uint32_t machine, bool from, uint64_t& last) {
@@ -116,7 +119,7 @@ double TakeUntil(snowflake::Client& client, uint32_t machine, bool from, uint64_
     if (!id) Die("a take failed: " + id.error().message);
     if (*id <= last) Die("an ID at or below an earlier one");
     last = *id;
-    if ((MachineOf(*id) == machine) == from) {
+    if ((MachineOf(client, *id) == machine) == from) {
       return static_cast<double>(MonotonicNs() - start) / 1e6;
     }
     if (MonotonicNs() - start > 30'000'000'000) Die("no switch within 30 s");
@@ -136,7 +139,7 @@ int main(int argc, char** argv) {
   app.add_option("--faketime", s.faketime, "libfaketime's library")->required();
   app.add_option("--samples", s.samples, "samples per scenario")->check(CLI::Range(1, 100'000));
   app.add_option("--machine", s.machine, "the local daemon's machine number")
-      ->check(CLI::Range(0, 1023));
+      ->check(CLI::Range(uint32_t{0}, snowflake::kMaxMachineOfAnyLayout));
   CLI11_PARSE(app, argc, argv);
   // A killed daemon is reaped at once, as systemd (its parent in production) does: a
   // zombie still answers kill(pid, 0), so the client could only tell it dead by its

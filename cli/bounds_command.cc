@@ -31,7 +31,7 @@ int Fail(const BoundsRequest& request, std::ostream& out, std::ostream& err, voc
 }  // namespace
 
 int RunBounds(const BoundsRequest& request, std::ostream& out, std::ostream& err) {
-  auto epoch = ChooseEpoch(request.epoch, request.runtime_dir);
+  auto epoch = ChooseEpoch(request.epoch, request.runtime_dir, request.layout);
   if (!epoch) return Fail(request, out, err, vocab::ErrorCode::kUsage, epoch.error());
   auto time = [&](const char* option,
                   const std::string& text) -> tl::expected<int64_t, std::string> {
@@ -65,7 +65,8 @@ int RunBounds(const BoundsRequest& request, std::ostream& out, std::ostream& err
                     "no ID carries a time in this range: it starts at " + Shown(*from) +
                         ", after " + Shown(layout.max_unix_ms()) +
                         ", the last millisecond IDs of the epoch " + epoch->description +
-                        " can carry (41 bits of milliseconds)");
+                        " can carry (" + std::to_string(layout.bits().time) +
+                        " bits of milliseconds)");
     }
   }
   const bool clamped = bounds->first_unix_ms != *from || bounds->last_unix_ms != *to;
@@ -84,6 +85,8 @@ int RunBounds(const BoundsRequest& request, std::ostream& out, std::ostream& err
     object["clamped"] = clamped;
     object["epoch_unix_ms"] = layout.epoch_unix_ms();
     object["epoch_source"] = epoch->source;
+    object["layout"] = FormatIdBits(layout.bits());
+    object["layout_source"] = epoch->layout_source;
     out << object.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     out << "epoch:     " << epoch->description << "\n";
@@ -129,17 +132,33 @@ void AddBoundsCommand(CLI::App& app) {
   command->add_flag("--json", request->json,
                     "One JSON object: first_id and last_id (decimal strings), first_unix_ms, "
                     "last_unix_ms, first_time, last_time, from_unix_ms, to_unix_ms, clamped, "
-                    "epoch_unix_ms, epoch_source");
+                    "epoch_unix_ms, epoch_source, layout, layout_source");
+  auto layout = std::make_shared<std::string>();
+  CLI::Option* layout_option =
+      command
+          ->add_option("--layout", *layout,
+                       "The fleet's bits, as for decode (default: --config's id.layout, else "
+                       "the local daemon's, else 41/10/12)")
+          ->type_name("BITS");
+  auto config = std::make_shared<std::string>();
+  CLI::Option* config_option =
+      command
+          ->add_option("--config", *config,
+                       "A daemon's config file: its id.layout, the layout its register records")
+          ->type_name("FILE")
+          ->excludes(layout_option);
   auto runtime_dir = AddRuntimeDirOption(app, *command);
   command->footer(
       "A range reaching before the epoch or past its last millisecond is cut to what IDs\n"
       "can carry (and says so). Exit status: 0 printed, 2 bad time, reversed range or a\n"
       "range no ID can carry.");
-  command->callback([request, to, to_option, epoch, epoch_option, runtime_dir] {
+  command->callback([request, to, to_option, epoch, epoch_option, runtime_dir, layout,
+                     layout_option, config, config_option] {
     if (to_option->count() > 0) request->to = *to;
-    if (epoch_option->count() > 0) {
-      request->epoch = *epoch;
-    } else {
+    if (layout_option->count() > 0) request->layout.layout = *layout;
+    if (config_option->count() > 0) request->layout.config = *config;
+    if (epoch_option->count() > 0) request->epoch = *epoch;
+    if (epoch_option->count() == 0 || (!request->layout.layout && !request->layout.config)) {
       request->runtime_dir = runtime_dir().path;
     }
     const int status = RunBounds(*request, std::cout, std::cerr);

@@ -13,6 +13,8 @@
 #include <optional>
 #include <string>
 
+#include "epoch_choice.h"
+
 namespace CLI {
 class App;
 }  // namespace CLI
@@ -24,6 +26,7 @@ struct BoundsRequest {
   std::optional<std::string> to;                     // nullopt: the millisecond of `from`
   std::optional<std::string> epoch;                  // --epoch
   std::optional<std::filesystem::path> runtime_dir;  // where to look for the daemon's epoch
+  LayoutSources layout;                              // --layout, --config
   bool json = false;
 };
 

@@ -55,7 +55,8 @@ std::string FormatDecodedHuman(uint64_t id, const IdLayout& layout) {
          " sequence=" + std::to_string(fields.sequence);
 }
 
-std::string FormatDecodedJson(uint64_t id, const IdLayout& layout, std::string_view epoch_source) {
+std::string FormatDecodedJson(uint64_t id, const IdLayout& layout, std::string_view epoch_source,
+                              std::string_view layout_source) {
   const DecodedId fields = layout.Decode(id).value();
   // ordered_json keeps the keys in the documented order, id first.
   nlohmann::ordered_json object;
@@ -66,6 +67,8 @@ std::string FormatDecodedJson(uint64_t id, const IdLayout& layout, std::string_v
   object["sequence"] = fields.sequence;
   object["epoch_unix_ms"] = layout.epoch_unix_ms();
   object["epoch_source"] = epoch_source;
+  object["layout"] = FormatIdBits(layout.bits());
+  object["layout_source"] = layout_source;
   return object.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
@@ -75,7 +78,7 @@ int RunDecode(const DecodeRequest& request, std::ostream& out, std::ostream& err
   std::vector<std::string> problems;
   auto epoch =
       ChooseEpoch(request.has_epoch ? std::optional<std::string>(request.epoch) : std::nullopt,
-                  request.runtime_dir);
+                  request.runtime_dir, request.layout);
   if (!epoch) problems.push_back(epoch.error());
   std::vector<uint64_t> ids;
   ids.reserve(request.ids.size());
@@ -102,7 +105,7 @@ int RunDecode(const DecodeRequest& request, std::ostream& out, std::ostream& err
   }
   if (!request.json) err << "snowflakectl decode: epoch " << epoch->description << "\n";
   for (uint64_t id : ids) {
-    out << (request.json ? FormatDecodedJson(id, epoch->layout, epoch->source)
+    out << (request.json ? FormatDecodedJson(id, epoch->layout, epoch->source, epoch->layout_source)
                          : FormatDecodedHuman(id, epoch->layout))
         << "\n";
   }
@@ -120,18 +123,38 @@ void AddDecodeCommand(CLI::App& app) {
       "The fleet's epoch, in any form the daemon's config accepts: Unix ms or an RFC 3339 "
       "time with a zone (default: the local daemon's epoch if one ran in the runtime "
       "directory, else 2026-01-01T00:00:00Z)");
+  auto layout = std::make_shared<std::string>();
+  CLI::Option* layout_option =
+      command
+          ->add_option("--layout", *layout,
+                       "The fleet's bits: a preset (default, 8192-hosts, 65536-hosts) or "
+                       "time/machine/sequence bits such as 41/16/6 (default: --config's "
+                       "id.layout, else the local daemon's, else 41/10/12)")
+          ->type_name("BITS");
+  auto config = std::make_shared<std::string>();
+  CLI::Option* config_option =
+      command
+          ->add_option("--config", *config,
+                       "A daemon's config file: its id.layout, the layout its register records")
+          ->type_name("FILE")
+          ->excludes(layout_option);
   command->add_flag("--json", request->json,
                     "One JSON object per line: id (a decimal string), unix_ms, time, machine, "
-                    "sequence, epoch_unix_ms, epoch_source");
+                    "sequence, epoch_unix_ms, epoch_source, layout, layout_source");
   auto runtime_dir = AddRuntimeDirOption(app, *command);
   command->footer(
       "Every argument is checked before anything is printed: if any ID or the epoch is bad,\n"
       "nothing goes to stdout (with --json: one error object) and each bad argument gets one\n"
-      "line on stderr. Without --json, one line on stderr says which epoch was used.\n"
+      "line on stderr. Without --json, one line on stderr says which epoch and layout were\n"
+      "used.\n"
       "Exit status: 0 decoded, 2 bad usage or input.");
-  command->callback([request, epoch, runtime_dir] {
+  command->callback([request, epoch, runtime_dir, layout, layout_option, config, config_option] {
     request->has_epoch = epoch->count() > 0;
-    if (!request->has_epoch) request->runtime_dir = runtime_dir().path;
+    if (layout_option->count() > 0) request->layout.layout = *layout;
+    if (config_option->count() > 0) request->layout.config = *config;
+    if (!request->has_epoch || (!request->layout.layout && !request->layout.config)) {
+      request->runtime_dir = runtime_dir().path;
+    }
     const int status = RunDecode(*request, std::cout, std::cerr);
     if (status != kExitOk) throw CLI::RuntimeError(status);
   });

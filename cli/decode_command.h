@@ -1,6 +1,7 @@
-// `snowflakectl decode ID... [--epoch TIME] [--json]`: splits IDs into their creation
-// time, machine number and sequence. Needs no daemon; uses the local daemon's epoch when
-// one ran in the runtime directory (epoch_choice.h).
+// `snowflakectl decode ID... [--epoch TIME] [--layout BITS | --config FILE] [--json]`:
+// splits IDs into their creation time, machine number and sequence. Needs no daemon; uses
+// the local daemon's epoch and layout when one ran in the runtime directory
+// (epoch_choice.h).
 //
 // The parsing and formatting pieces are exposed so they can be tested without a process.
 // All functions are pure and safe to call from any thread.
@@ -36,18 +37,22 @@ tl::expected<uint64_t, std::string> ParseId(std::string_view text) noexcept;
 std::string FormatDecodedHuman(uint64_t id, const IdLayout& layout);
 
 // One JSON object (no newline) with keys id (a decimal string: JSON readers lose
-// precision above 2^53), unix_ms, time, machine, sequence, epoch_unix_ms and
-// epoch_source (EpochChoice::source). Same REQUIRES as above.
+// precision above 2^53), unix_ms, time, machine, sequence, epoch_unix_ms, epoch_source
+// (EpochChoice::source), layout ("41/10/12") and layout_source (EpochChoice::layout_source).
+// Same REQUIRES as above.
 std::string FormatDecodedJson(uint64_t id, const IdLayout& layout,
-                              std::string_view epoch_source = "default");
+                              std::string_view epoch_source = "default",
+                              std::string_view layout_source = "default");
 
 struct DecodeRequest {
   std::vector<std::string> ids;
   std::string epoch;       // "" with has_epoch false: the default epoch
   bool has_epoch = false;  // --epoch was given (even as an empty string)
   bool json = false;
-  // Without --epoch: where to look for the local daemon's epoch; nullopt: the default.
+  // Without --epoch or without --layout/--config: where to look for the local daemon's
+  // epoch and layout; nullopt: the defaults.
   std::optional<std::filesystem::path> runtime_dir;
+  LayoutSources layout;  // --layout, --config
 };
 
 // Validates every argument first; if any is bad, writes one line per bad argument to

@@ -1,6 +1,9 @@
 #include "epoch_choice.h"
 
 #include "snowflake/client.h"
+#ifdef SNOWFLAKE_HAVE_REGISTER_COMMAND
+#include "register/register_settings.h"
+#endif
 
 namespace snowflake::cli {
 namespace {
@@ -35,31 +38,78 @@ tl::expected<IdLayout, std::string> ParseEpoch(std::string_view text) noexcept {
 }
 
 tl::expected<EpochChoice, std::string> ChooseEpoch(
-    const std::optional<std::string>& text,
-    const std::optional<std::filesystem::path>& runtime_dir) noexcept {
+    const std::optional<std::string>& text, const std::optional<std::filesystem::path>& runtime_dir,
+    const LayoutSources& sources) noexcept {
   try {
+    // The daemon's segment, read once, for whichever of the two is not given.
+    std::optional<ClientStatus> segment;
+    if (runtime_dir && (!text || (!sources.layout && !sources.config))) {
+      ClientOptions options;
+      options.runtime_dir = *runtime_dir;
+      if (auto inspected = Client::Inspect(options)) segment = std::move(*inspected);
+    }
+    // "(no daemon's segment readable in DIR; pass --epoch if your fleet uses another)"
+    auto no_daemon = [&](std::string_view option) {
+      return runtime_dir ? " (no daemon's segment readable in " + runtime_dir->string() +
+                               "; pass " + std::string(option) + " if your fleet uses another)"
+                         : std::string();
+    };
+
+    EpochChoice choice;
+    int64_t epoch_ms = kDefaultEpochUnixMs;
     if (text) {
       auto layout = ParseEpoch(*text);
       if (!layout) return tl::unexpected(layout.error());
-      return EpochChoice{*layout, "option",
-                         Describe(layout->epoch_unix_ms()) + ", given by --epoch"};
+      epoch_ms = layout->epoch_unix_ms();
+      choice.source = "option";
+      choice.description = Describe(epoch_ms) + ", given by --epoch";
+    } else if (segment && IdLayout::Create(segment->epoch_unix_ms, segment->id_bits)) {
+      epoch_ms = segment->epoch_unix_ms;
+      choice.source = "daemon";
+      choice.description =
+          Describe(epoch_ms) + ", the epoch of the daemon in " + runtime_dir->string();
+    } else {
+      choice.source = "default";
+      choice.description = Describe(epoch_ms) + ", the default epoch" + no_daemon("--epoch");
     }
-    std::string why_default = "the default epoch";
-    if (runtime_dir) {
-      ClientOptions options;
-      options.runtime_dir = *runtime_dir;
-      auto segment = Client::Inspect(options);
-      if (segment) {
-        if (auto layout = IdLayout::Create(segment->epoch_unix_ms)) {
-          return EpochChoice{*layout, "daemon",
-                             Describe(segment->epoch_unix_ms) + ", the epoch of the daemon in " +
-                                 runtime_dir->string()};
-        }
-      }
-      why_default += " (no daemon's segment readable in " + runtime_dir->string() +
-                     "; pass --epoch if your fleet uses another)";
+
+    IdBits bits = kDefaultIdBits;
+    std::string bits_why;
+    if (sources.layout) {
+      auto parsed = ParseIdBits(*sources.layout, epoch_ms);
+      if (!parsed) return tl::unexpected("bad --layout: " + parsed.error());
+      bits = *parsed;
+      choice.layout_source = "option";
+      bits_why = "given by --layout";
+    } else if (sources.config) {
+#ifdef SNOWFLAKE_HAVE_REGISTER_COMMAND
+      auto settings = daemon::LoadRegisterSettings(*sources.config);
+      if (!settings) return tl::unexpected(settings.error().message);
+      bits = settings->id_bits;
+      choice.layout_source = "config";
+      bits_why = "id.layout of " + sources.config->string();
+#else
+      return tl::unexpected(
+          "--config needs the register library, which this client-only "
+          "build lacks: pass --layout");
+#endif
+    } else if (segment && IdLayout::Create(segment->epoch_unix_ms, segment->id_bits)) {
+      bits = segment->id_bits;
+      choice.layout_source = "daemon";
+      bits_why = "the daemon's";
+    } else {
+      choice.layout_source = "default";
+      bits_why = "the default" + no_daemon("--layout");
     }
-    return EpochChoice{IdLayout(), "default", Describe(kDefaultEpochUnixMs) + ", " + why_default};
+    auto layout = IdLayout::Create(epoch_ms, bits);
+    if (!layout) {
+      return tl::unexpected("the epoch " + Describe(epoch_ms) + " with layout " +
+                            FormatIdBits(bits) + ": " +
+                            std::string(IdErrorMessage(layout.error())));
+    }
+    choice.layout = *layout;
+    choice.description += "; layout " + FormatIdBits(bits) + ", " + bits_why;
+    return choice;
   } catch (...) {
     return tl::unexpected(std::string("out of memory"));
   }

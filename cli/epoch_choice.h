@@ -23,8 +23,9 @@ namespace snowflake::cli {
 // The latest time FormatTimeText() (snowflake/time_text.h) can write with a four-digit year:
 // 9999-12-31T23:59:59.999Z.
 inline constexpr int64_t kMaxIsoUnixMs = kMaxTextUnixMs;
-// The latest epoch accepted: every ID of it still has a four-digit-year time.
-inline constexpr int64_t kMaxEpochUnixMs = kMaxIsoUnixMs - kMaxTimeOffsetMs;
+// The latest epoch accepted: every ID of it, in any layout (at most kMaxTimeBits of time),
+// still has a four-digit-year time.
+inline constexpr int64_t kMaxEpochUnixMs = kMaxIsoUnixMs - ((int64_t{1} << kMaxTimeBits) - 1);
 
 // Parses an epoch with ParseTimeText(), from 1970-01-01T00:00:00Z to kMaxEpochUnixMs.
 // On error returns "bad epoch '<text>': <what is wrong>; expected <the forms>".
@@ -32,17 +33,29 @@ tl::expected<IdLayout, std::string> ParseEpoch(std::string_view text) noexcept;
 
 struct EpochChoice {
   IdLayout layout;
-  std::string source;  // "option" (--epoch), "daemon" or "default"
+  std::string source;  // the epoch's: "option" (--epoch), "daemon" or "default"
+  // The bits': "option" (--layout), "config" (id.layout of --config's file, the fleet's
+  // that its register records), "daemon" (its segment's header) or "default".
+  std::string layout_source = "default";
   // For people: "2026-01-01T00:00:00.000Z (1767225600000), the epoch of the daemon in
-  // /run/snowflaked".
+  // /run/snowflaked; layout 41/10/12, the daemon's".
   std::string description;
 };
 
-// --epoch `text` if given; else, if `runtime_dir` is given and a daemon's segment there
-// can be read, its epoch; else the default. Fails only on a bad `text` (ParseEpoch()).
+// Where a command may take the layout's bits from besides the daemon's segment.
+struct LayoutSources {
+  std::optional<std::string> layout;            // --layout: a preset or "T/M/S" (ParseIdBits)
+  std::optional<std::filesystem::path> config;  // --config: the file's id.layout
+};
+
+// The epoch: --epoch `text` if given; else, if `runtime_dir` is given and a daemon's segment
+// there can be read, its epoch; else the default. The bits: `sources.layout` if given; else
+// `sources.config`'s id.layout; else the daemon's segment's (as for the epoch); else the
+// default. Fails on a bad `text` (ParseEpoch()), a bad layout (ParseIdBits()), a config
+// file that cannot be read, or an epoch whose range in those bits overflows.
 tl::expected<EpochChoice, std::string> ChooseEpoch(
-    const std::optional<std::string>& text,
-    const std::optional<std::filesystem::path>& runtime_dir) noexcept;
+    const std::optional<std::string>& text, const std::optional<std::filesystem::path>& runtime_dir,
+    const LayoutSources& sources = {}) noexcept;
 
 }  // namespace snowflake::cli
 

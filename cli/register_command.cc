@@ -59,7 +59,8 @@ RegisterSettings LoadOrFail(const std::string& path) {
 
 // The register the config names, not claimed: the operator's operations only.
 std::unique_ptr<MachineRegister> RegisterOf(const RegisterSettings& settings) {
-  return daemon::MakeMachineRegister(settings.machine_register, settings.state_dir);
+  return daemon::MakeMachineRegister(settings.machine_register, settings.state_dir,
+                                     settings.id_bits);
 }
 
 Listing List(const std::string& config_path) {
@@ -275,8 +276,9 @@ void AddShowCommand(CLI::App& command, const std::shared_ptr<std::string>& confi
   CLI::App* show = command.add_subcommand("show", "One number, in detail. Exit 1 if unknown.");
   auto show_machine = std::make_shared<uint32_t>(0);
   auto show_json = std::make_shared<bool>(false);
-  show->add_option("N", *show_machine, "The machine number")->required()->check(
-      CLI::Range(0, 1023));
+  show->add_option("N", *show_machine, "The machine number")
+      ->required()
+      ->check(CLI::Range(uint32_t{0}, kMaxMachineOfAnyLayout));
   show->add_flag("--json", *show_json, "Print JSON");
   show->fallthrough();
   show->callback([config_path, show_machine, show_json] {
@@ -314,8 +316,9 @@ void AddReleaseCommand(CLI::App& command, const std::shared_ptr<std::string>& co
       "Free number N for another holder. Refused while a live daemon holds it; the "
       "high-water mark is kept, so the next holder continues above it.");
   auto release_machine = std::make_shared<uint32_t>(0);
-  release->add_option("N", *release_machine, "The machine number")->required()->check(
-      CLI::Range(0, 1023));
+  release->add_option("N", *release_machine, "The machine number")
+      ->required()
+      ->check(CLI::Range(uint32_t{0}, kMaxMachineOfAnyLayout));
   release->fallthrough();
   release->callback([config_path, release_machine] {
     auto released = RegisterOf(LoadOrFail(*config_path))->Release(*release_machine);
@@ -329,7 +332,7 @@ void AddRaiseAllCommand(CLI::App& command, const std::shared_ptr<std::string>& c
   CLI::App* raise_all = command.add_subcommand(
       "raise-all",
       "etcd only, after the register was restored from a backup or replaced: raise the "
-      "high-water mark of every number 0-1023 to at least --above (never lowering one) and "
+      "high-water mark of every number of id.layout to at least --above (never lowering one) and "
       "record the fence, so daemons that saw the store before start again. Stop every daemon "
       "of the fleet first (it is refused while a number is held); TIME must be at or past the "
       "newest ID any of them may have issued.");

@@ -336,6 +336,7 @@ shm::ProducerOptions Daemon::ProducerOptionsFor(uint32_t machine) const {
   return shm::ProducerOptions{.runtime_dir = config_.daemon.runtime_dir,
                               .capacity = config_.ring.capacity,
                               .epoch_unix_ms = config_.id.epoch_unix_ms,
+                              .id_bits = config_.id.bits,
                               .machine = machine,
                               .mode = 0660,
                               .group = group_,
@@ -403,6 +404,7 @@ Daemon::Result Daemon::MakeGenerator() {
   // Where this start stands: a pure function of segment, state file, register, clock.
   const StartupFacts facts{.now_unix_ms = parts_.clock.NowUnixMs(),
                            .epoch_unix_ms = config_.id.epoch_unix_ms,
+                           .id_bits = config_.id.bits,
                            .machine = claim_->machine,
                            .register_high_water_ms = claim_->high_water_unix_ms,
                            .register_mark_writer = claim_->mark_writer,
@@ -424,7 +426,7 @@ Daemon::Result Daemon::MakeGenerator() {
                plan->explanation);
   // The generator judges the clock against the mark.
   auto generator = Generator::Create(
-      GeneratorConfig{.layout = IdLayout::Create(config_.id.epoch_unix_ms).value(),
+      GeneratorConfig{.layout = IdLayout::Create(config_.id.epoch_unix_ms, config_.id.bits).value(),
                       .machine = claim_->machine,
                       .max_backward_ms = config_.clock.max_backward_ms,
                       .high_water_unix_ms = plan->high_water_unix_ms,

@@ -14,7 +14,8 @@ DaemonParts ProductionParts() {
       .file_system = FileSystem::Default(),
       .make_register =
           [](const Config& config) {
-            return MakeMachineRegister(config.machine_register, config.daemon.state_dir);
+            return MakeMachineRegister(config.machine_register, config.daemon.state_dir,
+                                       config.id.bits);
           },
       .make_fronts = [](const FrontContext& context)
           -> tl::expected<std::vector<std::unique_ptr<Front>>, std::string> {

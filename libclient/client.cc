@@ -165,6 +165,7 @@ ClientStatus ReadStatus(const RingConsumer& ring, const ClientOptions& options) 
   status.reason_detail = producer.reason_detail;
   status.machine = header.machine.load(std::memory_order_relaxed);
   status.epoch_unix_ms = static_cast<int64_t>(HeaderU64(header.epoch_unix_ms));
+  status.id_bits = shm::UnpackIdBits(header.id_bits.load(std::memory_order_relaxed));
   status.incarnation = HeaderU64(header.incarnation);
   status.daemon_pid = producer.pid;
   status.heartbeat_age_ns = producer.heartbeat_age_ns;
@@ -494,9 +495,7 @@ struct Attachment {
         lanes(slot != nullptr ? ring.LanesOf(slot) : nullptr),
         own_count(0) {
     RegisterForkHandlerOnce();
-    auto maybe_layout = IdLayout::Create(
-        static_cast<int64_t>(ring.header().epoch_unix_ms.load(std::memory_order_relaxed)));
-    layout = maybe_layout ? *maybe_layout : IdLayout();
+    layout = ring.layout();  // the segment's epoch and bits
     std::lock_guard lock(Registry().mutex);
     Registry().live.emplace(id, this);
   }
@@ -892,7 +891,7 @@ class Client::Impl {
   const ClientOptions options_;
   Clock& clock_;  // options_.clock, or the real one
   const std::filesystem::path runtime_dir_;
-  const IdLayout no_daemon_layout_{};  // the default epoch, until a daemon is found
+  const IdLayout no_daemon_layout_{};  // the default epoch and bits, until a daemon is found
   std::atomic<int64_t> next_attach_try_{0};
   // AttachRegion()'s schedule and its last failure. Guarded by mutex_.
   Clock::SteadyTime next_region_try_{};
@@ -938,9 +937,8 @@ tl::expected<Client, Error> Client::Open(std::string_view service,
     }
     Client client(std::move(impl));
     if (!remotes.empty()) {
-      client.remotes_ =
-          std::make_unique<detail::RemotePool>(std::string(service), std::move(remotes), options,
-                                               std::move(tls), client.layout().epoch_unix_ms());
+      client.remotes_ = std::make_unique<detail::RemotePool>(
+          std::string(service), std::move(remotes), options, std::move(tls), client.layout());
     }
     return client;
   } catch (const std::exception& e) {

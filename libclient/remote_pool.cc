@@ -156,13 +156,13 @@ tl::expected<RemotePool::TlsFiles, Error> RemotePool::Check(const std::vector<st
 }
 
 RemotePool::RemotePool(std::string service, std::vector<std::string> remotes,
-                       const ClientOptions& options, TlsFiles tls, int64_t epoch_unix_ms)
+                       const ClientOptions& options, TlsFiles tls, IdLayout layout)
     : service_(std::move(service)),
       attempt_timeout_(options.remote_attempt_timeout),
       deadline_(options.remote_deadline),
       max_age_(options.remote_max_age),
       max_ahead_(options.remote_max_ahead),
-      epoch_unix_ms_(epoch_unix_ms),
+      layout_(layout),
       tls_(std::move(tls)),
       clock_(options.clock != nullptr ? *options.clock : Clock::Real()),
       // A seed, not a time: the real clock, so that pools on a test's clock still differ.
@@ -238,8 +238,8 @@ tl::expected<size_t, Error> RemotePool::Take(std::span<uint64_t> out,
       // clock a few ms behind).
       const int64_t behind_ms = *taken == 0
                                     ? -1
-                                    : IdLayout::OffsetMsOf(last_.load(std::memory_order_acquire)) -
-                                          IdLayout::OffsetMsOf(out[*taken - 1]);
+                                    : layout_.OffsetMsOf(last_.load(std::memory_order_acquire)) -
+                                          layout_.OffsetMsOf(out[*taken - 1]);
       if (behind_ms >= 0 && behind_ms <= kCatchUpMs) {
         const auto now = clock_.SteadyNow();
         if (!catch_up_until) catch_up_until = now + std::chrono::milliseconds(behind_ms + 2);
@@ -441,7 +441,7 @@ tl::expected<size_t, std::string> RemotePool::ReadIds(const std::string& body, s
   const int64_t oldest_ms = now_ms - max_age_.count();
   const int64_t newest_ms = now_ms + max_ahead_.count();
   for (const uint64_t id : out.first(*read)) {
-    const int64_t id_ms = epoch_unix_ms_ + IdLayout::OffsetMsOf(id);
+    const int64_t id_ms = layout_.epoch_unix_ms() + layout_.OffsetMsOf(id);
     if (id_ms < oldest_ms) {
       return tl::unexpected(
           "an ID " + std::to_string(now_ms - id_ms) + " ms old (more than remote_max_age " +
@@ -450,11 +450,12 @@ tl::expected<size_t, std::string> RemotePool::ReadIds(const std::string& body, s
     // Never admitted: it would raise the last returned ID that far ahead, and every take
     // would then refuse correct sources (below it) until this host's clock caught up.
     if (id_ms > newest_ms) {
-      return tl::unexpected("an ID " + std::to_string(id_ms - now_ms) +
-                            " ms ahead of this host's clock (more than remote_max_ahead " +
-                            std::to_string(max_ahead_.count()) +
-                            " ms): its clock is fast, or its epoch is not this client's (" +
-                            std::to_string(epoch_unix_ms_) + " ms)");
+      return tl::unexpected(
+          "an ID " + std::to_string(id_ms - now_ms) +
+          " ms ahead of this host's clock (more than remote_max_ahead " +
+          std::to_string(max_ahead_.count()) +
+          " ms): its clock is fast, or its epoch or layout is not this client's (" +
+          std::to_string(layout_.epoch_unix_ms()) + " ms, " + FormatIdBits(layout_.bits()) + ")");
     }
   }
   return *read;

@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "snowflake/client.h"
+#include "snowflake/id_layout.h"
 
 namespace snowflake::detail {
 
@@ -65,10 +66,10 @@ class RemotePool {
                                              const ClientOptions& options);
 
   // `remotes` are "host:port" ("[v6]:port" for IPv6), "http://host:port" or
-  // "https://host:port" (checked by Check(), whose `tls` it takes); `epoch_unix_ms` the
-  // fleet's epoch (to judge a remote ID's age).
+  // "https://host:port" (checked by Check(), whose `tls` it takes); `layout` the fleet's
+  // epoch and bits (to judge a remote ID's age).
   RemotePool(std::string service, std::vector<std::string> remotes, const ClientOptions& options,
-             TlsFiles tls, int64_t epoch_unix_ms);
+             TlsFiles tls, IdLayout layout);
   ~RemotePool();
   RemotePool(const RemotePool&) = delete;
   RemotePool& operator=(const RemotePool&) = delete;
@@ -120,7 +121,7 @@ class RemotePool {
   const std::chrono::milliseconds deadline_;
   const std::chrono::milliseconds max_age_;
   const std::chrono::milliseconds max_ahead_;
-  const int64_t epoch_unix_ms_;
+  const IdLayout layout_;
   const TlsFiles tls_;
   Clock& clock_;  // the Client's (not owned)
 

@@ -48,11 +48,6 @@ int64_t Int(const ordered_json& v) {
 
 }  // namespace
 
-std::string LayoutName() {
-  return "time" + std::to_string(kTimeBits) + "-machine" + std::to_string(kMachineBits) +
-         "-sequence" + std::to_string(kSequenceBits);
-}
-
 std::string ConfigKey(std::string_view prefix) { return std::string(prefix) + "config"; }
 std::string RestoreKey(std::string_view prefix) { return std::string(prefix) + "restored"; }
 std::string MachinesPrefix(std::string_view prefix) { return std::string(prefix) + "machines/"; }
@@ -67,9 +62,9 @@ std::string HighWaterKey(std::string_view prefix, uint32_t machine) {
 std::optional<uint32_t> MachineOfKey(std::string_view key_prefix, std::string_view key) {
   if (!key.starts_with(key_prefix)) return std::nullopt;
   const std::string_view n = key.substr(key_prefix.size());
-  if (n.empty() || n.size() > 4 || (n.size() > 1 && n[0] == '0')) return std::nullopt;
-  const std::optional<uint32_t> v = ParseDecimal<uint32_t>(n, 4);
-  if (!v || *v > kMaxMachine) return std::nullopt;
+  if (n.empty() || n.size() > 5 || (n.size() > 1 && n[0] == '0')) return std::nullopt;
+  const std::optional<uint32_t> v = ParseDecimal<uint32_t>(n, 5);
+  if (!v || *v > kMaxMachineOfAnyLayout) return std::nullopt;
   return v;
 }
 

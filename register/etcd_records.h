@@ -65,9 +65,6 @@ struct RestoreRecord {
   friend bool operator==(const RestoreRecord&, const RestoreRecord&) = default;
 };
 
-// This build's layout: "time41-machine10-sequence12".
-std::string LayoutName();
-
 std::string ConfigKey(std::string_view prefix);
 std::string RestoreKey(std::string_view prefix);
 std::string MachinesPrefix(std::string_view prefix);
@@ -75,7 +72,8 @@ std::string HighWaterPrefix(std::string_view prefix);
 std::string MachineKey(std::string_view prefix, uint32_t machine);
 std::string HighWaterKey(std::string_view prefix, uint32_t machine);
 // N of "<key_prefix>N" (a machines/ or high-water/ key): nullopt unless N is a decimal
-// number within 0-1023 without leading zeros.
+// number within 0-kMaxMachineOfAnyLayout without leading zeros (the register's layout
+// bounds the numbers it hands out, not the keys it can read).
 std::optional<uint32_t> MachineOfKey(std::string_view key_prefix, std::string_view key);
 
 // The canonical text: two encoders given equal records produce equal bytes.

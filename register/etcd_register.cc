@@ -42,6 +42,7 @@ EtcdRegisterOptions EtcdRegisterOptionsFrom(const EtcdRegisterConfig& own,
   options.mark_reservation_ms = own.mark_reservation_ms;
   options.first_machine = common.first_machine;
   options.last_machine = common.last_machine;
+  options.id_bits = common.id_bits;
   if (!own.password_file.empty()) {
     std::ifstream in(own.password_file);
     std::string password;

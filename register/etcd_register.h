@@ -57,7 +57,10 @@ struct EtcdRegisterOptions {
   std::string prefix = "/snowflaked/";
   int64_t lease_ttl_s = 10;
   uint32_t first_machine = 0;  // numbers this daemon may claim: first..last
-  uint32_t last_machine = kMaxMachine;
+  uint32_t last_machine = kDefaultIdBits.max_machine();
+  // id.layout: recorded in the fleet record (P config) by the first claim; a claim under
+  // another layout is refused (kEpochMismatch). Bounds every number (and raise-all's walk).
+  IdBits id_bits = kDefaultIdBits;
   std::string host;  // recorded with the claim; empty: gethostname()
   // Where the host-wide machine locks are (machine_lock.h); empty: HostLockDir().
   std::filesystem::path host_lock_dir;
@@ -182,10 +185,10 @@ class EtcdRegister final : public MachineRegister {
   // List() as the operator sees it: holder, host, lease left, mark.
   tl::expected<std::vector<RegisterListEntry>, RegisterError> ListNumbers() noexcept override;
   // For `snowflakectl register raise-all`, after etcd was restored from a backup: raises
-  // the mark of every number 0-1023 to at least above_unix_ms (creating absent ones; never
-  // lowering one), then records the fence under P restored with the cluster's id, which
-  // lets daemons that saw the store before the restore start again. Returns how many marks
-  // it raised. Refused while a live lease holds a number, unless `while_running`: then
+  // the mark of every number of the layout (options' id_bits) to at least above_unix_ms
+  // (creating absent ones; never lowering one), then records the fence under P restored with the
+  // cluster's id, which lets daemons that saw the store before the restore start again. Returns how
+  // many marks it raised. Refused while a live lease holds a number, unless `while_running`: then
   // every held number's mark is written (also one already above), so its holder's next
   // raise finds the fence, and RaiseAll waits (options.fence_ack_timeout) until each holder
   // acknowledged it or its claim ended; those whose claim ended first are named in the

@@ -310,7 +310,7 @@ tl::expected<MachineClaim, RegisterError> EtcdRegister::Claim(
     const ClaimRequest& request) noexcept {
   try {
     if (auto checked = CheckClaimRequest(request); !checked) return tl::unexpected(checked.error());
-    const etcd::FleetRecord fleet{request.epoch_unix_ms, etcd::LayoutName()};
+    const etcd::FleetRecord fleet{request.epoch_unix_ms, IdBitsRecordName(options_.id_bits)};
     const std::string fleet_text = etcd::EncodeFleet(fleet);
     if (auto ok = EnsureFleet(fleet, fleet_text); !ok) return tl::unexpected(ok.error());
     return ClaimAttempt(*this, request, fleet, fleet_text).Run();
@@ -328,7 +328,8 @@ tl::expected<void, RegisterError> EtcdRegister::CheckClaimRequest(
   if (request.holder_id.empty()) {
     return tl::unexpected(Err(RegisterErrorCode::kInvalidRequest, "empty holder id"));
   }
-  if (options_.first_machine > options_.last_machine || options_.last_machine > kMaxMachine) {
+  if (options_.first_machine > options_.last_machine ||
+      options_.last_machine > options_.id_bits.max_machine()) {
     return tl::unexpected(
         Err(RegisterErrorCode::kInvalidRequest,
             "bad machine range " + Range(options_.first_machine, options_.last_machine)));
@@ -524,11 +525,12 @@ tl::expected<void, RegisterError> EtcdRegister::EnsureFleet(
   if (stored == fleet_text) return {};
   auto decoded = DecodeFleetAt(key, stored);
   if (!decoded) return tl::unexpected(decoded.error());
-  return tl::unexpected(Err(
-      RegisterErrorCode::kEpochMismatch,
-      "the etcd register " + key + " belongs to a fleet with " + etcd::DescribeFleet(*decoded) +
-          ", but this daemon has " + etcd::DescribeFleet(fleet) +
-          ": set id.epoch to the fleet's, or use another register.etcd.prefix for a new fleet"));
+  return tl::unexpected(
+      Err(RegisterErrorCode::kEpochMismatch,
+          "the etcd register " + key + " belongs to a fleet with " + etcd::DescribeFleet(*decoded) +
+              ", but this daemon has " + etcd::DescribeFleet(fleet) +
+              ": set id.epoch and id.layout to the fleet's, or use another register.etcd.prefix "
+              "for a new fleet"));
 }
 
 std::string EtcdRegister::KnownBugNotice() noexcept {

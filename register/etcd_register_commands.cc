@@ -118,9 +118,11 @@ tl::expected<std::vector<EtcdRegisterEntry>, RegisterError> EtcdRegister::List()
 
 tl::expected<void, RegisterError> EtcdRegister::Release(uint32_t machine) noexcept {
   try {
-    if (machine > kMaxMachine) {
+    if (machine > options_.id_bits.max_machine()) {
       return tl::unexpected(Err(RegisterErrorCode::kInvalidRequest,
-                                "machine " + std::to_string(machine) + " is out of range 0-1023"));
+                                "machine " + std::to_string(machine) + " is out of range 0-" +
+                                    std::to_string(options_.id_bits.max_machine()) +
+                                    " of id.layout " + FormatIdBits(options_.id_bits)));
     }
     const std::string machine_key = etcd::MachineKey(options_.prefix, machine);
     const std::string mark_key = etcd::HighWaterKey(options_.prefix, machine);
@@ -212,7 +214,7 @@ tl::expected<RaiseAllResult, RegisterError> EtcdRegister::RaiseAll(int64_t above
     // above: its holder learns of the fence only from a write of its mark that is not its
     // own, and a mark above the fence says nothing of the IDs the holder issued below it.
     std::vector<uint32_t> numbers;
-    for (uint32_t n = 0; n <= kMaxMachine; ++n) {
+    for (uint32_t n = 0; n <= options_.id_bits.max_machine(); ++n) {
       const auto e = entries.find(n);
       const bool below = e == entries.end() || !e->second.high_water ||
                          e->second.high_water->unix_ms < above_unix_ms;

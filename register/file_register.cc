@@ -22,6 +22,9 @@ constexpr int kFormatVersion = 1;
 
 struct Document {
   std::optional<int64_t> epoch_unix_ms;  // unset only in a register never written
+  // The fleet's ID layout. A register written before layouts could be chosen has no
+  // "layout" and holds the default's numbers: it reads as the default.
+  IdBits id_bits = kDefaultIdBits;
   std::map<uint32_t, RegisterEntry> entries;
 };
 
@@ -63,6 +66,14 @@ tl::expected<Document, RegisterError> Load(const std::filesystem::path& path) {
     }
     Document out;
     out.epoch_unix_ms = doc.at("epoch_unix_ms").get<int64_t>();
+    if (doc.contains("layout")) {
+      auto bits = ParseIdBits(doc.at("layout").get<std::string>(), *out.epoch_unix_ms);
+      if (!bits) {
+        return tl::unexpected(
+            Error(RegisterErrorCode::kCorrupt, CorruptMessage(path, bits.error())));
+      }
+      out.id_bits = *bits;
+    }
     for (const json& e : doc.at("machines")) {
       RegisterEntry entry;
       entry.machine = e.at("machine").get<uint32_t>();
@@ -70,11 +81,13 @@ tl::expected<Document, RegisterError> Load(const std::filesystem::path& path) {
       entry.high_water_unix_ms = e.at("high_water_unix_ms").get<int64_t>();
       entry.claimed_unix_ms = e.value("claimed_unix_ms", int64_t{0});
       entry.pid = e.value("pid", int64_t{0});
-      if (entry.machine > kMaxMachine) {
-        return tl::unexpected(Error(
-            RegisterErrorCode::kCorrupt,
-            CorruptMessage(
-                path, "machine " + std::to_string(entry.machine) + " is out of range 0-1023")));
+      if (entry.machine > out.id_bits.max_machine()) {
+        return tl::unexpected(
+            Error(RegisterErrorCode::kCorrupt,
+                  CorruptMessage(path, "machine " + std::to_string(entry.machine) +
+                                           " is out of range 0-" +
+                                           std::to_string(out.id_bits.max_machine()) +
+                                           " of layout " + FormatIdBits(out.id_bits))));
       }
       if (!out.entries.emplace(entry.machine, entry).second) {
         return tl::unexpected(Error(
@@ -101,6 +114,7 @@ tl::expected<void, RegisterError> Save(const std::filesystem::path& path, const 
     const json out = {{"format", kFormat},
                       {"version", kFormatVersion},
                       {"epoch_unix_ms", doc.epoch_unix_ms.value_or(0)},
+                      {"layout", IdBitsRecordName(doc.id_bits)},
                       {"machines", std::move(machines)}};
     auto written = WriteFileAtomically(path, out.dump(2) + "\n", 0644);
     if (!written) {
@@ -200,6 +214,7 @@ std::unique_ptr<MachineRegister> MakeFileRegister(const FileRegisterConfig&,
       .path = common.file_path,
       .first_machine = common.first_machine,
       .last_machine = common.last_machine,
+      .id_bits = common.id_bits,
       .host_lock_dir = HostLockDir(),
   });
 }
@@ -252,14 +267,21 @@ tl::expected<MachineClaim, RegisterError> FileRegister::Claim(
     if (request.holder_id.empty()) {
       return tl::unexpected(Error(RegisterErrorCode::kInvalidRequest, "empty holder id"));
     }
-    if (options_.first_machine > options_.last_machine || options_.last_machine > kMaxMachine) {
-      return tl::unexpected(Error(RegisterErrorCode::kInvalidRequest, "bad machine range"));
+    if (options_.first_machine > options_.last_machine ||
+        options_.last_machine > options_.id_bits.max_machine()) {
+      return tl::unexpected(Error(RegisterErrorCode::kInvalidRequest,
+                                  "bad machine range " + std::to_string(options_.first_machine) +
+                                      "-" + std::to_string(options_.last_machine) +
+                                      ": the layout " + FormatIdBits(options_.id_bits) +
+                                      " numbers machines 0-" +
+                                      std::to_string(options_.id_bits.max_machine())));
     }
     auto register_lock = LockRegister(options_.path, ClockOf(options_));
     if (!register_lock) return tl::unexpected(register_lock.error());
     auto doc = Load(options_.path);
     if (!doc) return tl::unexpected(doc.error());
 
+    const bool register_written = doc->epoch_unix_ms.has_value();
     if (!doc->epoch_unix_ms) doc->epoch_unix_ms = request.epoch_unix_ms;
     if (*doc->epoch_unix_ms != request.epoch_unix_ms) {
       return tl::unexpected(Error(
@@ -270,6 +292,18 @@ tl::expected<MachineClaim, RegisterError> FileRegister::Claim(
               std::to_string(request.epoch_unix_ms) +
               "): every daemon of a fleet must use one epoch; fix id.epoch or use another "
               "register"));
+    }
+    // A register never written takes this daemon's layout; one written keeps its own.
+    if (doc->entries.empty() && !register_written) doc->id_bits = options_.id_bits;
+    if (doc->id_bits != options_.id_bits) {
+      return tl::unexpected(Error(
+          RegisterErrorCode::kEpochMismatch,
+          "register " + options_.path.string() + " belongs to a fleet with ID layout " +
+              DescribeIdBits(doc->id_bits, *doc->epoch_unix_ms) + ", but id.layout is " +
+              DescribeIdBits(options_.id_bits, *doc->epoch_unix_ms) +
+              ": every daemon of a fleet must use one layout for the life of its epoch; set "
+              "id.layout = \"" +
+              FormatIdBits(doc->id_bits) + "\", or start a new fleet (a new epoch and register)"));
     }
 
     auto chosen = LockNumberFor(*doc, request, options_);

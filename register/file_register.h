@@ -3,6 +3,8 @@
 //
 // Files (P = the register path, default <state_dir>/register.json):
 //   P           {"format":"snowflaked-register","version":1,"epoch_unix_ms":E,
+//                "layout":"time41-machine10-sequence12" (absent: written before layouts
+//                could be chosen, so the default),
 //                "machines":[{"machine":N,"holder":H,"high_water_unix_ms":W,
 //                             "claimed_unix_ms":C,"pid":I}, ...]}
 //               replaced atomically (temporary file, fsync, rename, fsync directory);
@@ -39,7 +41,10 @@ namespace snowflake::daemon {
 struct FileRegisterOptions {
   std::filesystem::path path;
   uint32_t first_machine = 0;  // numbers this daemon may claim: first..last
-  uint32_t last_machine = kMaxMachine;
+  uint32_t last_machine = kDefaultIdBits.max_machine();
+  // The fleet's ID layout: recorded in the register file when it is first written; a
+  // claim under another layout is refused (kEpochMismatch). last_machine must be within it.
+  IdBits id_bits = kDefaultIdBits;
   // Where the per-number locks live: one directory for the whole host. Empty:
   // HostLockDir() (machine_lock.h).
   std::filesystem::path host_lock_dir;
@@ -80,7 +85,8 @@ class FileRegister final : public MachineRegister {
   // The holder's own number if the register has one in range (kInUse if a live daemon
   // holds it), else the lowest unassigned number in range whose host-wide lock is free
   // (a number another daemon of this host holds, through any register, is skipped).
-  // Creates the register if missing; an empty register adopts the request's epoch.
+  // Creates the register if missing; an empty register adopts the request's epoch and the
+  // options' layout. kEpochMismatch: the register's epoch or layout is another.
   tl::expected<MachineClaim, RegisterError> Claim(const ClaimRequest& request) noexcept override;
   tl::expected<void, RegisterError> UpdateHighWater(int64_t unix_ms) noexcept override;
   tl::expected<void, RegisterError> RecordCleanStop(int64_t last_issued_unix_ms) noexcept override;

@@ -1,6 +1,6 @@
 // The register of machine numbers (docs/design.md §7): which holder owns which of the
-// 1,024 numbers, and each number's high-water mark. A daemon claims its number once at
-// startup and keeps it for its lifetime; two live holders never share one.
+// 2^machine bits numbers of the ID layout, and each number's high-water mark. A daemon claims its
+// number once at startup and keeps it for its lifetime; two live holders never share one.
 //
 // Backends implement MachineRegister: "file" (file_register.h, the default), "static"
 // (static_register.h) and "etcd" (etcd_register.h, for a fleet); register_backends.h is
@@ -28,7 +28,10 @@ namespace snowflake::daemon {
 struct RegisterCommon {
   std::filesystem::path file_path;  // register.path, or <state_dir>/register.json
   uint32_t first_machine = 0;       // register.machines: the numbers it may hand out
-  uint32_t last_machine = kMaxMachine;
+  uint32_t last_machine = kDefaultIdBits.max_machine();
+  // id.layout: the fleet's bits, which the register records (file, etcd) and refuses a
+  // mismatch of (kEpochMismatch), and whose 2^machine bits bound every number.
+  IdBits id_bits = kDefaultIdBits;
 };
 
 // Which store a networked register is, as far as its answers tell: the cluster's id and
@@ -89,7 +92,7 @@ enum class RegisterErrorCode {
   kInUse,           // the number is held by a live daemon (two daemons, one holder id)
   kCorrupt,         // the register exists but is not a register we can trust
   kUnreadable,      // the register cannot be read or written (permissions, I/O)
-  kEpochMismatch,   // the register belongs to a fleet with another epoch
+  kEpochMismatch,   // the register belongs to a fleet with another epoch or ID layout
   kNotClaimed,      // UpdateHighWater()/Release before a successful Claim()
   kInvalidRequest,  // a bad argument (holder id empty, machine out of range)
   // The claimed number is no longer ours (etcd: the lease expired, or machines/N was

@@ -88,11 +88,13 @@ const RegisterBackendInfo& RowOf(const RegisterBackendConfig& options) {
 
 std::string_view RegisterConfig::backend() const noexcept { return RowOf(options).name; }
 
-RegisterCommon RegisterConfig::Common(const std::filesystem::path& state_dir) const {
+RegisterCommon RegisterConfig::Common(const std::filesystem::path& state_dir,
+                                      IdBits id_bits) const {
   return RegisterCommon{
       .file_path = path.empty() ? state_dir / "register.json" : path,
       .first_machine = first_machine,
-      .last_machine = last_machine,
+      .last_machine = last_machine.value_or(id_bits.max_machine()),
+      .id_bits = id_bits,
   };
 }
 
@@ -118,9 +120,29 @@ tl::expected<const RegisterBackendInfo*, std::string> FindRegisterBackend(std::s
                         "\" (known: " + KnownRegisterBackends() + ")");
 }
 
+std::string MachinesOutsideLayout(const RegisterConfig& config, IdBits id_bits) {
+  const uint32_t max = id_bits.max_machine();
+  const std::string layout = "id.layout " + FormatIdBits(id_bits) + " numbers machines 0-" +
+                             std::to_string(max) + " (2^" + std::to_string(id_bits.machine) + ")";
+  if (const auto* own = std::get_if<StaticRegisterConfig>(&config.options);
+      own != nullptr && own->machine > max) {
+    return "register.machine " + std::to_string(own->machine) +
+           " is outside the layout: " + layout +
+           "; choose a number within it, or a layout with more machine bits";
+  }
+  if (config.first_machine > max || (config.last_machine && *config.last_machine > max)) {
+    return "register.machines " + std::to_string(config.first_machine) + "-" +
+           std::to_string(config.last_machine.value_or(max)) +
+           " reaches outside the layout: " + layout +
+           "; narrow the range, or choose a layout with more machine bits";
+  }
+  return "";
+}
+
 std::unique_ptr<MachineRegister> MakeMachineRegister(const RegisterConfig& config,
-                                                     const std::filesystem::path& state_dir) {
-  return RowOf(config.options).make(config.options, config.Common(state_dir));
+                                                     const std::filesystem::path& state_dir,
+                                                     IdBits id_bits) {
+  return RowOf(config.options).make(config.options, config.Common(state_dir, id_bits));
 }
 
 }  // namespace snowflake::daemon

@@ -41,7 +41,8 @@ struct RegisterConfig {
   // <state_dir>/register.json); other backends ignore it.
   std::filesystem::path path;
   uint32_t first_machine = 0;  // register.machines: the numbers file and etcd may hand out
-  uint32_t last_machine = kMaxMachine;
+  // Unset: to the last number of id.layout (Common() resolves it).
+  std::optional<uint32_t> last_machine;
   std::string holder_id;  // empty: /etc/machine-id + ":" + instance
   // The named backend's own keys; which alternative it holds says which backend is named
   // (the default, FileRegisterConfig, is "file").
@@ -51,8 +52,10 @@ struct RegisterConfig {
   std::string_view backend() const noexcept;
 
   // What a backend's factory gets besides its own keys, with the register file resolved
-  // against the state directory in effect (--state-dir may override the config's).
-  RegisterCommon Common(const std::filesystem::path& state_dir) const;
+  // against the state directory in effect (--state-dir may override the config's) and the
+  // fleet's layout (id.layout), whose last number ends an unset range.
+  RegisterCommon Common(const std::filesystem::path& state_dir,
+                        IdBits id_bits = kDefaultIdBits) const;
 
   friend bool operator==(const RegisterConfig&, const RegisterConfig&) = default;
 };
@@ -87,9 +90,15 @@ tl::expected<const RegisterBackendInfo*, std::string> FindRegisterBackend(std::s
 // "\"file\", \"static\" or \"etcd\"": the known names, for messages.
 std::string KnownRegisterBackends();
 
-// The register `config` names, not yet claimed; `state_dir` is the daemon's. Never null.
+// The register `config` names, not yet claimed; `state_dir` is the daemon's, `id_bits` the
+// fleet's layout (id.layout). Never null.
 std::unique_ptr<MachineRegister> MakeMachineRegister(const RegisterConfig& config,
-                                                     const std::filesystem::path& state_dir);
+                                                     const std::filesystem::path& state_dir,
+                                                     IdBits id_bits = kDefaultIdBits);
+
+// Empty if register.machines (and a static register.machine) lie within the numbers of the
+// layout `id_bits`; otherwise what is wrong and what to do.
+std::string MachinesOutsideLayout(const RegisterConfig& config, IdBits id_bits);
 
 }  // namespace snowflake::daemon
 

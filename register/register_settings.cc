@@ -86,10 +86,12 @@ class RegisterTableReader {
   void Machines(const std::string& key, const toml::node& node) {
     const std::string& s = fields_.String(key, node);
     auto number = [](std::string_view part, uint32_t& out) {
-      const std::optional<uint32_t> v = ParseDecimal<uint32_t>(part, 4);
+      const std::optional<uint32_t> v = ParseDecimal<uint32_t>(part, 5);
       if (!v) return false;
       out = *v;
-      return *v <= kMaxMachine;
+      // The layout in effect (id.layout) is checked once the whole file is read
+      // (MachinesOutsideLayout); here only the widest layout's numbers.
+      return *v <= kMaxMachineOfAnyLayout;
     };
     uint32_t first = 0;
     uint32_t last = 0;
@@ -101,7 +103,8 @@ class RegisterTableReader {
     if (!ok) {
       fields_.Fail(
           key, node,
-          "must be \"first-last\" or one number within 0-1023, got " + TomlFields::Shown(node));
+          "must be \"first-last\" or one number, within the machine numbers of id.layout (0-" +
+              std::to_string(kMaxMachineOfAnyLayout) + " at most), got " + TomlFields::Shown(node));
     }
     out_.first_machine = first;
     out_.last_machine = last;
@@ -122,6 +125,27 @@ const toml::table* TableOf(const toml::table& root, std::string_view name,
 
 void ReadRegisterTable(const toml::table& table, const TomlFields& fields, RegisterConfig& out) {
   RegisterTableReader(fields, out).Read(table);
+}
+
+IdBits ReadIdLayout(const TomlFields& fields, const toml::node& node, int64_t epoch_unix_ms) {
+  auto bits = ParseIdBits(fields.String("id.layout", node), epoch_unix_ms);
+  if (!bits) fields.Fail("id.layout", node, bits.error());
+  return *bits;
+}
+
+void CheckMachinesInLayout(const TomlFields& fields, const RegisterConfig& config, IdBits id_bits,
+                           const toml::node* layout_node, const toml::table* register_table) {
+  const std::string why = MachinesOutsideLayout(config, id_bits);
+  if (why.empty()) return;
+  if (layout_node != nullptr) fields.Fail("id.layout", *layout_node, why);
+  // The layout is the default: said at the range's line.
+  const toml::node* range = nullptr;
+  if (register_table != nullptr) {
+    range = register_table->get("machine");
+    if (range == nullptr) range = register_table->get("machines");
+  }
+  throw ConfigInvalid{fields.Where(range != nullptr ? range->source() : toml::source_region{}) +
+                      ": " + why};
 }
 
 int64_t ReadMaxForwardMs(const TomlFields& fields, const toml::node& node) {
@@ -147,11 +171,17 @@ tl::expected<RegisterSettings, ConfigError> LoadRegisterSettings(
         settings.state_dir = fields.Path("daemon.state_dir", *node, false);
       }
     }
+    const toml::node* layout_node = nullptr;
     if (const toml::table* id = TableOf(*root, "id", fields)) {
       if (const toml::node* node = id->get("epoch")) {
         settings.epoch_unix_ms = fields.Epoch("id.epoch", *node);
       }
+      if ((layout_node = id->get("layout")) != nullptr) {
+        settings.id_bits = ReadIdLayout(fields, *layout_node, settings.epoch_unix_ms);
+      }
     }
+    CheckMachinesInLayout(fields, settings.machine_register, settings.id_bits, layout_node,
+                          TableOf(*root, "register", fields));
     if (const toml::table* clock = TableOf(*root, "clock", fields)) {
       if (const toml::node* node = clock->get("max_forward_ms")) {
         settings.max_forward_ms = ReadMaxForwardMs(fields, *node);

@@ -1,7 +1,7 @@
 // What a register needs of the daemon's config file, read by one code for both of the
 // register's users: the daemon's loader (daemon/config/config.cc) hands its [register]
 // table to ReadRegisterTable(), and `snowflakectl register` reads the file with
-// LoadRegisterSettings(), which reads [register], daemon.state_dir, id.epoch and
+// LoadRegisterSettings(), which reads [register], daemon.state_dir, id.epoch, id.layout and
 // clock.max_forward_ms through the same readers. Every other key is the daemon's alone:
 // LoadRegisterSettings() does not read it, and `snowflaked --check-config` checks it.
 //
@@ -47,6 +47,19 @@ inline bool FarPast(int64_t unix_ms, int64_t reference_unix_ms, int64_t max_forw
 // and LoadRegisterSettings). Throws ConfigInvalid naming the file, line and key.
 int64_t ReadMaxForwardMs(const TomlFields& fields, const toml::node& node);
 
+// Reads id.layout from `node` (the key's one reader, for the daemon's loader and
+// LoadRegisterSettings): a preset name or "time/machine/sequence" bits (ParseIdBits), its
+// errors stating the trade-off against `epoch_unix_ms`. Throws ConfigInvalid naming the
+// file, line and key.
+IdBits ReadIdLayout(const TomlFields& fields, const toml::node& node, int64_t epoch_unix_ms);
+
+// Refuses a register.machines or static register.machine outside the numbers of `id_bits`
+// (MachinesOutsideLayout), for the daemon's loader and LoadRegisterSettings in the same
+// words: at id.layout's line when `layout_node` is given, else at the range's line in
+// `register_table` (may be null). Throws ConfigInvalid.
+void CheckMachinesInLayout(const TomlFields& fields, const RegisterConfig& config, IdBits id_bits,
+                           const toml::node* layout_node, const toml::table* register_table);
+
 // Reads the [register] table into `out`: the keys every backend shares (backend, path,
 // machines, holder_id) and, through the backends' table, the named backend's own. Throws
 // ConfigInvalid (through `fields`, naming the file, line and key) for an unknown backend, a
@@ -59,13 +72,15 @@ struct RegisterSettings {
   RegisterConfig machine_register;
   std::filesystem::path state_dir{kDefaultStateDir};  // daemon.state_dir
   int64_t epoch_unix_ms = kDefaultEpochUnixMs;        // id.epoch
+  IdBits id_bits = kDefaultIdBits;                    // id.layout
   int64_t max_forward_ms = kDefaultMaxForwardMs;      // clock.max_forward_ms
 };
 
-// Reads [register], daemon.state_dir, id.epoch and clock.max_forward_ms from the config file at
-// `path`, with the daemon's readers; absent keys keep the daemon's defaults. Errors: those of
-// ReadConfigText() and ParseTomlText(), and of the keys read (each names the file, line and
-// key). Other tables and keys are not read.
+// Reads [register], daemon.state_dir, id.epoch, id.layout and clock.max_forward_ms from the
+// config file at `path`, with the daemon's readers; absent keys keep the daemon's defaults.
+// A register.machines or static register.machine outside id.layout's numbers is refused. Errors:
+// those of ReadConfigText() and ParseTomlText(), and of the keys read (each names the file, line
+// and key). Other tables and keys are not read.
 [[nodiscard]] tl::expected<RegisterSettings, ConfigError> LoadRegisterSettings(
     const std::filesystem::path& path) noexcept;
 

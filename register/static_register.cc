@@ -15,8 +15,12 @@ tl::expected<StaticRegisterConfig, ConfigError> ParseStaticRegisterConfig(
     if (node == nullptr) {
       fields.FailMissing("register.machine", "required when register.backend = \"static\"");
     }
+    // Checked against id.layout's machine bits when the register is made (Claim) and by the
+    // daemon's config check; here only against the widest layout.
     return StaticRegisterConfig{.machine = static_cast<uint32_t>(fields.Integer(
-                                    "register.machine", *node, 0, kMaxMachine, "from 0 to 1023"))};
+                                    "register.machine", *node, 0, kMaxMachineOfAnyLayout,
+                                    "from 0 to " + std::to_string(kMaxMachineOfAnyLayout) +
+                                        ", below 2^machine bits of id.layout"))};
   } catch (const ConfigInvalid& e) {
     return tl::unexpected(ConfigError{e.message});
   } catch (const std::exception& e) {
@@ -27,12 +31,12 @@ tl::expected<StaticRegisterConfig, ConfigError> ParseStaticRegisterConfig(
 // The same host-wide locks as the file backend: a static and a file daemon of one host
 // never hold one number together.
 std::unique_ptr<MachineRegister> MakeStaticRegister(const StaticRegisterConfig& own,
-                                                    const RegisterCommon&) {
-  return std::make_unique<StaticRegister>(own.machine, HostLockDir());
+                                                    const RegisterCommon& common) {
+  return std::make_unique<StaticRegister>(own.machine, HostLockDir(), common.id_bits);
 }
 
-StaticRegister::StaticRegister(uint32_t machine, std::filesystem::path lock_dir)
-    : machine_(machine), lock_dir_(std::move(lock_dir)) {}
+StaticRegister::StaticRegister(uint32_t machine, std::filesystem::path lock_dir, IdBits id_bits)
+    : machine_(machine), lock_dir_(std::move(lock_dir)), id_bits_(id_bits) {}
 
 std::string StaticRegister::location() const {
   return "register.machine = " + std::to_string(machine_);
@@ -40,10 +44,12 @@ std::string StaticRegister::location() const {
 
 tl::expected<MachineClaim, RegisterError> StaticRegister::Claim(const ClaimRequest&) noexcept {
   try {
-    if (machine_ > kMaxMachine) {
+    if (machine_ > id_bits_.max_machine()) {
       return tl::unexpected(RegisterError{
           RegisterErrorCode::kInvalidRequest,
-          "register.machine " + std::to_string(machine_) + " is out of range 0-1023"});
+          "register.machine " + std::to_string(machine_) + " is out of range 0-" +
+              std::to_string(id_bits_.max_machine()) + " of id.layout " + FormatIdBits(id_bits_) +
+              " (2^" + std::to_string(id_bits_.machine) + " machine numbers)"});
     }
     auto lock = AcquireMachineLock(lock_dir_, machine_);
     if (!lock) {

@@ -17,6 +17,7 @@
 #include "base/file_lock.h"
 #include "base/toml_fields.h"
 #include "register/machine_register.h"
+#include "snowflake/id_layout.h"
 
 namespace snowflake::daemon {
 
@@ -26,22 +27,24 @@ struct StaticRegisterConfig {
   friend bool operator==(const StaticRegisterConfig&, const StaticRegisterConfig&) = default;
 };
 // Reads register.machine from the whole [register] table. Errors (naming the source, the
-// line and the key): missing, not an integer, outside 0-1023.
+// line and the key): missing, not an integer, outside the widest layout's numbers (the
+// layout in effect is checked by the daemon's config check and by Claim).
 [[nodiscard]] tl::expected<StaticRegisterConfig, ConfigError> ParseStaticRegisterConfig(
     const toml::table& register_table, std::string_view source) noexcept;
-// The register for own.machine with the host's lock directory; common is not used.
+// The register for own.machine with the host's lock directory, in common's layout.
 std::unique_ptr<MachineRegister> MakeStaticRegister(const StaticRegisterConfig& own,
                                                     const RegisterCommon& common);
 
 class StaticRegister final : public MachineRegister {
  public:
   // `host_lock_dir`: the host-wide directory of machine-N.lock files (HostLockDir() in
-  // production; created if missing).
-  StaticRegister(uint32_t machine, std::filesystem::path host_lock_dir);
+  // production; created if missing). `id_bits`: the layout (id.layout) the number must fit.
+  StaticRegister(uint32_t machine, std::filesystem::path host_lock_dir,
+                 IdBits id_bits = kDefaultIdBits);
 
   // Returns {machine, 0}: the high-water file of this host is the only mark.
-  // Errors: kInvalidRequest (machine > 1023), kInUse (a live daemon here holds the number),
-  // kUnreadable (the lock file cannot be created).
+  // Errors: kInvalidRequest (machine beyond the layout's numbers), kInUse (a live daemon here holds
+  // the number), kUnreadable (the lock file cannot be created).
   tl::expected<MachineClaim, RegisterError> Claim(const ClaimRequest& request) noexcept override;
   // Nothing to record; always succeeds once claimed (kNotClaimed before).
   tl::expected<void, RegisterError> UpdateHighWater(int64_t unix_ms) noexcept override;
@@ -58,6 +61,7 @@ class StaticRegister final : public MachineRegister {
  private:
   uint32_t machine_;
   std::filesystem::path lock_dir_;
+  IdBits id_bits_;
   std::optional<FileLock> lock_;
 };
 

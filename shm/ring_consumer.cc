@@ -38,7 +38,16 @@ RingConsumer::RingConsumer(std::unique_ptr<MappedSegment> segment, Clock* clock)
       mask_(segment_->capacity() - 1),
       clock_(OwnClock(clock)),
       epoch_ms_(static_cast<int64_t>(header_->epoch_unix_ms.load(std::memory_order_relaxed))),
-      clock_lag_ms_((clock_ != nullptr ? *clock_ : Clock::Real()).CoarseLag().count()) {}
+      clock_lag_ms_((clock_ != nullptr ? *clock_ : Clock::Real()).CoarseLag().count()),
+      time_shift_(layout().time_shift()) {}
+
+IdLayout RingConsumer::layout() const noexcept {
+  // MappedSegment::Open refused a header whose epoch and bits are no layout.
+  return IdLayout::Create(
+             static_cast<int64_t>(header_->epoch_unix_ms.load(std::memory_order_relaxed)),
+             UnpackIdBits(header_->id_bits.load(std::memory_order_relaxed)))
+      .value_or(IdLayout());
+}
 
 RingConsumer::~RingConsumer() = default;
 RingConsumer::RingConsumer(RingConsumer&&) noexcept = default;

@@ -155,6 +155,7 @@ tl::expected<UniqueFd, SegmentFailure> CreateSegmentFile(const ProducerOptions& 
         header->epoch_unix_ms.store(static_cast<uint64_t>(options.epoch_unix_ms),
                                     std::memory_order_relaxed);
         header->machine.store(options.machine, std::memory_order_relaxed);
+        header->id_bits.store(PackIdBits(options.id_bits), std::memory_order_relaxed);
         header->last_published_id.store(fresh.carried_last_id, std::memory_order_relaxed);
         header->state.store(static_cast<uint32_t>(fresh.state), std::memory_order_relaxed);
         header->reason.store(static_cast<uint32_t>(fresh.reason), std::memory_order_relaxed);
@@ -203,6 +204,11 @@ RingProducer::RingProducer(std::unique_ptr<MappedSegment> segment, UniqueFd regi
       slots_(segment_->slots()),
       capacity_(segment_->capacity()),
       mask_(capacity_ - 1),
+      // Checked by MappedSegment::Open (IsIdBitsWord); constant for the segment's life.
+      time_shift_(
+          IdLayout::Create(0, UnpackIdBits(header_->id_bits.load(std::memory_order_relaxed)))
+              .value_or(IdLayout())
+              .time_shift()),
       // Only the daemon writes tail, and the instance lock makes us the only daemon.
       tail_(header_->tail.load(std::memory_order_relaxed)),
       // A predecessor mapped ring only has no head to watch.
@@ -251,7 +257,8 @@ tl::expected<RingProducer, SegmentFailure> RingProducer::CreateOrOpen(
       const bool same_ids =
           old.machine.load(std::memory_order_relaxed) == options.machine &&
           old.epoch_unix_ms.load(std::memory_order_relaxed) ==
-              static_cast<uint64_t>(options.epoch_unix_ms);
+              static_cast<uint64_t>(options.epoch_unix_ms) &&
+          old.id_bits.load(std::memory_order_relaxed) == PackIdBits(options.id_bits);
       // Only a segment of this boot is continued with its incarnation: one of another boot
       // (or of an unknown one) survived on a disk, not in tmpfs, so after a crash it may be
       // older than the daemon's persisted state. Its last ID still bounds what it held, so
@@ -270,7 +277,7 @@ tl::expected<RingProducer, SegmentFailure> RingProducer::CreateOrOpen(
                                : "it records no boot id (written by an older daemon), so it "
                                  "may be from another boot of this host";
       } else if (!same_ids) {
-        replaced_because = "its machine or epoch differs";
+        replaced_because = "its machine, epoch or ID layout differs";
       }
       if (same_ids) fresh.carried_last_id = predecessor->last_published_id();
       continued = same_ids && replaced_because.empty();
@@ -517,8 +524,8 @@ uint64_t RingProducer::DrainOlderThan(int64_t min_offset_ms) noexcept {
     // Slots h..tail_-1 hold our own unclaimed or just-claimed IDs; their values are ours.
     uint64_t end = h;
     while (end < tail_ &&
-           IdLayout::OffsetMsOf(slots_[end & mask_].load(std::memory_order_relaxed)) <
-               min_offset_ms) {
+           static_cast<int64_t>(slots_[end & mask_].load(std::memory_order_relaxed) >>
+                                time_shift_) < min_offset_ms) {
       ++end;
     }
     if (end == h) return 0;

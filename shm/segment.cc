@@ -123,13 +123,26 @@ tl::expected<uint64_t, SegmentFailure> ValidateHeader(const SegmentHeader& heade
                                    " is not a power of two from 1 to " +
                                    std::to_string(kMaxCapacity) + "; the file is corrupt"));
   }
-  // Every take computes milliseconds since the epoch: one no layout has would overflow.
+  // Every take shifts by the layout's bits and computes milliseconds since the epoch: bits
+  // that are no layout, or an epoch whose range would overflow, are corruption.
+  const uint32_t id_bits = header.id_bits.load(std::memory_order_relaxed);
+  if (!IsIdBitsWord(id_bits)) {
+    return tl::unexpected(Fail(
+        SegmentError::kBadEpoch, path + ": id_bits 0x" +
+                                     [&] {
+                                       char hex[9];
+                                       std::snprintf(hex, sizeof(hex), "%08x", id_bits);
+                                       return std::string(hex);
+                                     }() +
+                                     " is no ID layout (" + FormatIdBits(UnpackIdBits(id_bits)) +
+                                     "); the file is corrupt"));
+  }
   const uint64_t epoch = header.epoch_unix_ms.load(std::memory_order_relaxed);
   if (epoch > static_cast<uint64_t>(INT64_MAX) ||
-      !IdLayout::Create(static_cast<int64_t>(epoch)).has_value()) {
+      !IdLayout::Create(static_cast<int64_t>(epoch), UnpackIdBits(id_bits)).has_value()) {
     return tl::unexpected(Fail(SegmentError::kBadEpoch,
                                path + ": epoch " + std::to_string(epoch) +
-                                   " ms is no ID layout's (negative, or its 69 years overflow); "
+                                   " ms is no ID layout's (negative, or its range overflows); "
                                    "the file is corrupt"));
   }
   const uint64_t expected_size = SegmentSizeFor(capacity);

@@ -70,9 +70,11 @@ func newMemfd(t *testing.T, size int64, seals uintptr, segID uint64) int {
 
 // A ring file of capacity 16 holding ids (fresh ones unless the test says otherwise).
 type fakeRing struct {
-	segID uint64
-	state uint32
-	pid   uint64
+	segID  uint64
+	state  uint32
+	pid    uint64
+	layout *Layout // nil: DefaultLayout
+	bound  uint32  // freshness_bound_ms; 0: no bound
 	beat  uint64 // monotonic ns; 0: now
 	ids   []uint64
 }
@@ -81,7 +83,7 @@ func freshIDs(n int) []uint64 {
 	ms := uint64(time.Now().UnixMilli() - DefaultEpoch.UnixMilli())
 	ids := make([]uint64, n)
 	for i := range ids {
-		ids[i] = ms<<timeShift | 7<<12 | uint64(i)
+		ids[i] = ms<<DefaultLayout.timeShift() | 7<<DefaultLayout.SequenceBits | uint64(i)
 	}
 	return ids
 }
@@ -102,6 +104,12 @@ func writeRing(t *testing.T, dir string, r fakeRing) string {
 	put64(offSlotsOffset, slotsOffset)
 	put64(offEpoch, uint64(DefaultEpoch.UnixMilli()))
 	put32(offMachine, 7)
+	layout := DefaultLayout
+	if r.layout != nil {
+		layout = *r.layout
+	}
+	put32(offIDBits, packIDBits(layout))
+	put32(offFreshnessMs, r.bound)
 	put64(offTail, uint64(len(r.ids)))
 	put32(offState, r.state)
 	beat := r.beat
@@ -203,7 +211,8 @@ func send(t *testing.T, c *net.UnixConn, line string, fds ...int) {
 }
 
 func accepted(segID uint64) string {
-	return fmt.Sprintf(`{"ok":true,"segment_id":"%d","format_version":4,"region_bytes":163840}`, segID)
+	return fmt.Sprintf(`{"ok":true,"segment_id":"%d","format_version":%d,"region_bytes":163840}`,
+		segID, layoutVersion)
 }
 
 func refused(code, message string) string {
@@ -309,6 +318,59 @@ func TestAttachMapsTheSealedRegionTakesAndCountsExactly(t *testing.T) {
 		loadU64(view, slot+offOwnerPID) != uint64(os.Getpid()) {
 		t.Fatalf("after Close: taken %d (want 10), name_ready %d (want retired), owner %d",
 			word(), loadU64(view, slot+offNameReady), loadU64(view, slot+offOwnerPID))
+	}
+}
+
+// A take judges freshness, and Decode splits, by the header's layout: in 42/15/6 an ID's
+// millisecond is id >> 21, and read by the default's >> 22 these IDs would be decades old
+// (stale: no take) and of another machine.
+func TestATakeAndDecodeFollowTheHeadersLayout(t *testing.T) {
+	dir := runtimeDir(t)
+	wide := Layout{Epoch: DefaultEpoch, TimeBits: 42, MachineBits: 15, SequenceBits: 6}
+	ms := uint64(time.Now().UnixMilli() - DefaultEpoch.UnixMilli())
+	ids := []uint64{ms<<21 | 20000<<6 | 1, ms<<21 | 20000<<6 | 2}
+	writeRing(t, dir, fakeRing{segID: testSegID, state: stateServing, pid: uint64(os.Getpid()),
+		ids: ids, layout: &wide, bound: 60_000})
+	fd := newMemfd(t, regionSize, consumerRegionSeals, testSegID)
+	listenAttach(t, dir, func(n int, c *net.UnixConn) { send(t, c, accepted(testSegID), fd) })
+
+	c, err := openFake(t, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := c.Next()
+	if err != nil {
+		t.Fatalf("no take from a ring of fresh 42/15/6 IDs: %v", err)
+	}
+	d, err := c.Decode(id)
+
+	if err != nil || id != ids[0] {
+		t.Fatalf("took %d (%v), want %d", id, err, ids[0])
+	}
+	if got := c.Layout(); got.String() != "42/15/6" || !got.Epoch.Equal(DefaultEpoch) {
+		t.Fatalf("the client's layout is %v from %v, want the header's 42/15/6", got, got.Epoch)
+	}
+	if d.Machine != 20000 || d.Sequence != 1 || d.UnixMs != DefaultEpoch.UnixMilli()+int64(ms) {
+		t.Fatalf("decoded %+v, want machine 20000, sequence 1, unix ms %d", d,
+			DefaultEpoch.UnixMilli()+int64(ms))
+	}
+}
+
+// A header whose id_bits are no layout is a corrupt segment: no take may shift by them.
+func TestAHeaderWithoutALayoutIsRefused(t *testing.T) {
+	dir := runtimeDir(t)
+	bad := Layout{Epoch: DefaultEpoch, TimeBits: 41, MachineBits: 17, SequenceBits: 6}
+	writeRing(t, dir, fakeRing{segID: testSegID, state: stateServing, pid: uint64(os.Getpid()),
+		ids: freshIDs(1), layout: &bad})
+	fd := newMemfd(t, regionSize, consumerRegionSeals, testSegID)
+	listenAttach(t, dir, func(n int, c *net.UnixConn) { send(t, c, accepted(testSegID), fd) })
+
+	_, err := openFake(t, dir)
+
+	var e *Error
+	if !errors.As(err, &e) || e.Status != statusCorruptSegment ||
+		!strings.Contains(e.Message, "id_bits 0x00061129 is no ID layout") {
+		t.Fatalf("opened a ring whose id_bits are no layout: %v", err)
 	}
 }
 
@@ -459,10 +521,10 @@ func TestAttachRefusesWhatTheSpecRefuses(t *testing.T) {
 				"(unknown command \"attach\": expected \"status\" or \"resume\"); run a daemon and " +
 				"client library of the same release: restart the service after the package upgrade"},
 		{"an accepted reply of another format", func(t *testing.T, c *net.UnixConn) {
-			send(t, c, strings.Replace(accepted(testSegID), `"format_version":4`, `"format_version":5`, 1),
+			send(t, c, strings.Replace(accepted(testSegID), `"format_version":5`, `"format_version":6`, 1),
 				sealed(t, regionSize, consumerRegionSeals))
 		}, ErrIncompatibleVersion, statusIncompatibleVersion, "incompatible_version",
-			"serves segment format 5, this library speaks format 4: run a daemon and client library of the same release"},
+			"serves segment format 6, this library speaks format 5: run a daemon and client library of the same release"},
 		{"a reply that is no JSON object", func(t *testing.T, c *net.UnixConn) {
 			send(t, c, "HTTP/1.1 400 Bad Request")
 		}, ErrIncompatibleVersion, statusIncompatibleVersion, "incompatible_version",

@@ -321,14 +321,14 @@ func Open(service string, opts ...Option) (*Client, error) {
 	if e != nil && !remotesOnly {
 		return nil, e
 	}
-	epochMs := DefaultEpoch.UnixMilli()
+	layout := DefaultLayout
 	if !remotesOnly {
 		a := newAttachment(s, service)
 		c.addAttachmentLocked(a) // c is not shared yet
-		epochMs = a.ring.epochMs
+		layout = a.ring.layout
 	}
 	if len(remotes) > 0 {
-		c.remotes = newRemotePool(service, remotes, remotesTLS, epochMs, o.remoteAttempt,
+		c.remotes = newRemotePool(service, remotes, remotesTLS, layout, o.remoteAttempt,
 			o.remoteDeadline)
 	}
 	// A Client dropped without Close still retires its slots, publishes its count and
@@ -617,10 +617,11 @@ func (c *Client) Close() error {
 	return nil
 }
 
-// epochMs is the epoch of c's daemon (the default one until a daemon is found).
-func (c *Client) epochMs() int64 {
+// Layout is the ID layout of c's daemon, from its segment's header: its epoch and bits
+// (DefaultLayout until a daemon is found).
+func (c *Client) Layout() Layout {
 	if a := c.current.Load(); a != nil {
-		return a.ring.epochMs
+		return a.ring.layout
 	}
-	return DefaultEpoch.UnixMilli()
+	return DefaultLayout
 }

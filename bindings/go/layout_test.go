@@ -123,8 +123,16 @@ var layoutFacts = []layoutFact{
 	layoutNum("sizeof(CounterLane)", "laneSize", laneSize),
 	layoutNum("offsetof(CounterLane, taken)", "offLaneTaken", offLaneTaken),
 
-	// A slot holds an ID; a take reads its millisecond (shm/include/snowflake/id_layout.h).
-	layoutNum("kTimeShift", "timeShift", timeShift),
+	// A slot holds an ID; a take reads its millisecond by the header's id_bits (LAYOUT.md §3),
+	// packed as PackIdBits packs it, and refuses widths beyond id_layout.h's bounds.
+	layoutNum("offsetof(SegmentHeader, id_bits)", "offIDBits", offIDBits),
+	layoutNum("PackIdBits(snowflake::kDefaultIdBits)", "packIDBits(DefaultLayout)",
+		uint64(packIDBits(DefaultLayout))),
+	layoutNum("snowflake::kMinTimeBits", "minTimeBits", minTimeBits),
+	layoutNum("snowflake::kMaxTimeBits", "maxTimeBits", maxTimeBits),
+	layoutNum("snowflake::kMinMachineBits", "minMachineBits", minMachineBits),
+	layoutNum("snowflake::kMaxMachineBits", "maxMachineBits", maxMachineBits),
+	layoutNum("snowflake::kMinSequenceBits", "minSequenceBits", minSequenceBits),
 }
 
 // The const blocks that copy the layout, each found by one of its constants: every
@@ -132,7 +140,7 @@ var layoutFacts = []layoutFact{
 var layoutBlocks = []struct{ file, member string }{
 	{"segment.go", "offMagic"},
 	{"ring.go", "stateServing"},
-	{"ring.go", "timeShift"},
+	{"ids.go", "minTimeBits"},
 }
 
 // The names declared by the const block of `file` that declares `member`.

@@ -70,6 +70,7 @@ type endpoint struct {
 // remotePool is safe for concurrent use: the breakers are guarded by mu; requests run
 // outside it.
 type remotePool struct {
+	layout    Layout // the client's daemon's (the default without one): an ID's age
 	epochMs   int64
 	attempt   time.Duration               // one HTTP attempt's timeout (WithRemoteTimeouts)
 	deadline  time.Duration               // all attempts of one take together
@@ -274,7 +275,7 @@ func newHTTPClient(config *tls.Config, attempt time.Duration) *http.Client {
 
 // newRemotePool takes remotes and their TLS setup, both checked by checkRemotes, and the
 // timeouts of one attempt and of all attempts of a take (0: the defaults).
-func newRemotePool(service string, remotes []string, t remoteTLS, epochMs int64,
+func newRemotePool(service string, remotes []string, t remoteTLS, layout Layout,
 	attempt, deadline time.Duration) *remotePool {
 	if attempt <= 0 {
 		attempt = defaultRemoteAttemptTimeout
@@ -282,7 +283,7 @@ func newRemotePool(service string, remotes []string, t remoteTLS, epochMs int64,
 	if deadline <= 0 {
 		deadline = defaultRemoteDeadline
 	}
-	p := &remotePool{epochMs: epochMs, attempt: attempt, deadline: deadline, tls: t,
+	p := &remotePool{layout: layout, epochMs: layout.Epoch.UnixMilli(), attempt: attempt, deadline: deadline, tls: t,
 		jitter: rand.New(rand.NewSource(time.Now().UnixNano()))}
 	p.tls.nextLook = time.Now().Add(tlsCheckEvery)
 	p.client.Store(newHTTPClient(t.config, attempt))
@@ -375,7 +376,8 @@ func (p *remotePool) take(out []uint64, local func([]uint64) (int, error)) (int,
 		// client stays on the remotes for as long as each answer lands ahead of the ring.
 		behindMs := int64(-1)
 		if taken > 0 {
-			behindMs = int64(p.last.Load()>>timeShift) - int64(out[taken-1]>>timeShift)
+			shift := p.layout.timeShift()
+			behindMs = int64(p.last.Load()>>shift) - int64(out[taken-1]>>shift)
 		}
 		if behindMs >= 0 && behindMs <= catchUpMs {
 			now := time.Now()
@@ -560,7 +562,7 @@ func (p *remotePool) fetchWith(httpClient *http.Client, e *endpoint, out []uint6
 	nowMs := time.Now().UnixMilli()
 	oldest, newest := nowMs-remoteMaxAge.Milliseconds(), nowMs+remoteMaxAhead.Milliseconds()
 	for _, id := range out[:n] {
-		idMs := p.epochMs + int64(id>>timeShift)
+		idMs := p.epochMs + int64(id>>p.layout.timeShift())
 		if idMs < oldest {
 			return 0, 0, "an ID " + strconv.FormatInt(nowMs-idMs, 10) + " ms old (more than " +
 				"remote_max_age " + strconv.FormatInt(remoteMaxAge.Milliseconds(), 10) +
@@ -572,7 +574,8 @@ func (p *remotePool) fetchWith(httpClient *http.Client, e *endpoint, out []uint6
 			return 0, 0, "an ID " + strconv.FormatInt(idMs-nowMs, 10) + " ms ahead of this " +
 				"host's clock (more than remote_max_ahead " +
 				strconv.FormatInt(remoteMaxAhead.Milliseconds(), 10) + " ms): its clock is " +
-				"fast, or its epoch is not this client's (" + strconv.FormatInt(p.epochMs, 10) + " ms)"
+				"fast, or its epoch or layout is not this client's (" + strconv.FormatInt(p.epochMs, 10) +
+				" ms, " + p.layout.String() + ")"
 		}
 	}
 	return n, 0, ""

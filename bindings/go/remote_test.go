@@ -122,7 +122,7 @@ func TestFailoverRefusesIDsOfAnotherEpoch(t *testing.T) {
 	c := remoteClient(t, &fakeFront{replies: []func(int) string{
 		idsAt(DefaultEpoch.AddDate(-1, 0, 0), 0, 0)}})
 	_, err := c.Next()
-	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "its epoch is not this client's") {
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "its epoch or layout is not this client's") {
 		t.Fatalf("got %v, want a refusal of another epoch's IDs", err)
 	}
 }
@@ -142,7 +142,7 @@ func poolAfterFailover(t *testing.T, front *fakeFront) (*remotePool, uint64) {
 	server := httptest.NewServer(front)
 	t.Cleanup(server.Close)
 	p := newRemotePool("orders", []string{strings.TrimPrefix(server.URL, "http://")}, remoteTLS{},
-		DefaultEpoch.UnixMilli(), 0, 0)
+		DefaultLayout, 0, 0)
 	t.Cleanup(p.close)
 	lastMs := uint64(time.Now().UnixMilli() - DefaultEpoch.UnixMilli())
 	p.last.Store(lastMs<<22 | 9<<12 | 7)
@@ -201,8 +201,8 @@ func TestFailoverAsksTheRemoteWhenTheRingIsFarBehind(t *testing.T) {
 	if n, err := p.take(ids, local); err != nil || n != 1 {
 		t.Fatalf("take: %d %v", n, err)
 	}
-	if ids[0]>>12&1023 != 9 {
-		t.Fatalf("got an ID of machine %d, want the remote's (9)", ids[0]>>12&1023)
+	if d, _ := Decode(ids[0]); d.Machine != 9 {
+		t.Fatalf("got an ID of machine %d, want the remote's (9)", d.Machine)
 	}
 }
 
@@ -227,7 +227,7 @@ func TestFailoverSkipsARemoteUntilItsRetryAfter(t *testing.T) {
 			fmt.Fprint(w, `{"error":{"code":"throttled","message":"over this client's rate"}}`)
 		}))
 		p := newRemotePool("orders", []string{strings.TrimPrefix(server.URL, "http://")},
-			remoteTLS{}, DefaultEpoch.UnixMilli(), 5*time.Second, 10*time.Second)
+			remoteTLS{}, DefaultLayout, 5*time.Second, 10*time.Second)
 		ids := make([]uint64, 1)
 		_, err := p.takeRemote(ids, newError(statusDaemonNotRunning, "no daemon"))
 		if err == nil || !strings.Contains(err.Error(), "HTTP 429 throttled (Retry-After "+row.header+" s)") {

@@ -24,8 +24,20 @@ const (
 	stale
 )
 
-// Layout of an ID (shm/include/snowflake/id_layout.h).
-const timeShift = 22
+// The header's id_bits word (segment_layout.h PackIdBits): time, machine and sequence bits,
+// one byte each from the lowest; the top byte zero.
+func unpackIDBits(word uint32) (t, m, s int) {
+	return int(word & 0xff), int(word >> 8 & 0xff), int(word >> 16 & 0xff)
+}
+
+func packIDBits(l Layout) uint32 {
+	return uint32(l.TimeBits) | uint32(l.MachineBits)<<8 | uint32(l.SequenceBits)<<16
+}
+
+func isIDBitsWord(word uint32) bool {
+	t, m, s := unpackIDBits(word)
+	return word>>24 == 0 && validBits(t, m, s)
+}
 
 // clockLagMs is CLOCK_REALTIME_COARSE's resolution rounded up to a millisecond: how far
 // the take's clock may be behind the true one (LAYOUT.md §7, Take, step 0: `lag`).
@@ -59,12 +71,20 @@ type ring struct {
 	mask    uint64
 	bound   *uint32 // freshness_bound_ms
 	epochMs int64
+	// The header's layout (id_bits, checked at open): an ID's ms since the epoch is
+	// id >> shift. Read once per segment, so a take shifts by a register.
+	shift  uint
+	layout Layout
 }
 
 func newRing(s *segment) *ring {
 	r := &ring{seg: s, head: &noRegion.head, tail: &noRegion.tail,
 		slots: unsafe.Pointer(&s.slots[0]), mask: s.capacity - 1,
 		bound: s.header.u32(offFreshnessMs), epochMs: int64(loadU64(s.header, offEpoch))}
+	t, m, sq := unpackIDBits(loadU32(s.header, offIDBits))
+	r.layout = Layout{Epoch: time.UnixMilli(r.epochMs).UTC(), TimeBits: t, MachineBits: m,
+		SequenceBits: sq}
+	r.shift = r.layout.timeShift()
 	if s.consumer != nil {
 		r.head, r.tail = s.consumer.u64(offHead), s.header.u64(offTail)
 	}
@@ -110,7 +130,7 @@ func (r *ring) tryTakeFresh(id *uint64) takeResult {
 			return empty
 		}
 		v := r.slot(h)
-		if !isFresh(int64(v>>timeShift), nowMs, bound) {
+		if !isFresh(int64(v>>r.shift), nowMs, bound) {
 			return stale
 		}
 		// (1) wins: v, checked above, is ours (the daemon overwrites slot h only once head
@@ -138,8 +158,8 @@ func (r *ring) tryTakeBatchFresh(out []uint64) (int, takeResult) {
 			n = uint64(len(out))
 		}
 		r.copySlots(out[:n], h)
-		if !isFresh(int64(out[0]>>timeShift), nowMs, bound) ||
-			!isFresh(int64(out[n-1]>>timeShift), nowMs, bound) {
+		if !isFresh(int64(out[0]>>r.shift), nowMs, bound) ||
+			!isFresh(int64(out[n-1]>>r.shift), nowMs, bound) {
 			return 0, stale
 		}
 		if atomic.CompareAndSwapUint64(r.head, h, h+n) {

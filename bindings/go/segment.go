@@ -10,6 +10,7 @@ package snowflake
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -25,7 +26,7 @@ const (
 	segmentFileName = "snowflake.ring"
 
 	layoutMagic   = 0x014b4c46574f4e53 // "SNOWFLK" then 0x01
-	layoutVersion = 4
+	layoutVersion = 5
 	pageSize      = 4096
 	headerSize    = 4096
 	slotsOffset   = 4096
@@ -47,6 +48,7 @@ const (
 	offSlotsOffset   = 40
 	offEpoch         = 48
 	offMachine       = 56
+	offIDBits        = 60
 	offTail          = 64
 	offWakeSeq       = 72
 	offLastPublished = 80
@@ -115,6 +117,7 @@ const (
 	segIncompatibleVersion
 	segSizeMismatch
 	segBadCapacity
+	segBadLayout // id_bits no layout, or an epoch whose range overflows (kBadEpoch)
 	segCorruptCounters
 	segUnpaired
 	segEarlierBoot
@@ -134,7 +137,8 @@ func (s segmentError) status() int {
 		return statusIncompatibleVersion
 	case segNotRegularFile, segWrongOwner, segModeTooOpen, segUnsealed:
 		return statusUntrustedSegment
-	case segTruncated, segBadMagic, segSizeMismatch, segBadCapacity, segCorruptCounters:
+	case segTruncated, segBadMagic, segSizeMismatch, segBadCapacity, segBadLayout,
+		segCorruptCounters:
 		return statusCorruptSegment
 	}
 	return statusSystemError
@@ -365,6 +369,21 @@ func validateHeader(h region, fileSize uint64, path string) (uint64, *Error) {
 	if capacity < minCapacity || capacity&(capacity-1) != 0 || capacity > maxCapacity {
 		return 0, segFail(segBadCapacity, fmt.Sprintf("%s: capacity %d is not a power of two "+
 			"from %d to %d; the file is corrupt", path, capacity, minCapacity, maxCapacity))
+	}
+	// Every take shifts by the layout's bits and counts from the epoch (LAYOUT.md §3).
+	if bits := loadU32(h, offIDBits); !isIDBitsWord(bits) {
+		return 0, segFail(segBadLayout, fmt.Sprintf("%s: id_bits 0x%08x is no ID layout; the "+
+			"file is corrupt", path, bits))
+	}
+	t, m, s := unpackIDBits(loadU32(h, offIDBits))
+	layout := Layout{Epoch: time.UnixMilli(int64(loadU64(h, offEpoch))), TimeBits: t,
+		MachineBits: m, SequenceBits: s}
+	if epoch := loadU64(h, offEpoch); epoch > math.MaxInt64 {
+		return 0, segFail(segBadLayout, fmt.Sprintf("%s: epoch %d ms is no ID layout's; the "+
+			"file is corrupt", path, epoch))
+	} else if _, e := layout.check(); e != nil {
+		return 0, segFail(segBadLayout, fmt.Sprintf("%s: epoch %d ms is no ID layout's "+
+			"(its range overflows); the file is corrupt", path, epoch))
 	}
 	expected := segmentSizeFor(capacity)
 	if declared := loadU64(h, offSegmentSize); declared != expected {

@@ -492,6 +492,34 @@ func TestBoundsGivesTheIDsOfARange(t *testing.T) {
 	}
 }
 
+// Decode and Bounds in a layout other than the default split the same 63 bits elsewhere.
+func TestALayoutDecodesAndBoundsByItsBits(t *testing.T) {
+	wide := Layout{Epoch: DefaultEpoch, TimeBits: 41, MachineBits: 16, SequenceBits: 6}
+	d, err := wide.Decode(1<<22 | 65535<<6 | 63)
+	if err != nil || d.UnixMs != DefaultEpoch.UnixMilli()+1 || d.Machine != 65535 || d.Sequence != 63 {
+		t.Fatalf("%+v %v", d, err)
+	}
+	start := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	b, err := wide.Bounds(start, start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, _ := wide.Decode(b.LastID)
+	if b.LastID-b.FirstID != 1<<22-1 || last.Machine != 65535 || last.Sequence != 63 {
+		t.Fatalf("%+v, last %+v", b, last)
+	}
+	for _, bad := range []Layout{{DefaultEpoch, 41, 17, 6}, {DefaultEpoch, 39, 12, 12},
+		{DefaultEpoch, 45, 12, 6}, {DefaultEpoch, 41, 17, 5}} {
+		_, err = bad.Decode(1)
+		wantError(t, err, ErrInvalidArgument, 2, "invalid_argument")
+		_, err = bad.Bounds(start, start)
+		wantError(t, err, ErrInvalidArgument, 2, "invalid_argument")
+	}
+	if DefaultLayout.String() != "41/10/12" {
+		t.Fatalf("the default layout is %v", DefaultLayout)
+	}
+}
+
 func TestOpenRefusesABadServiceName(t *testing.T) {
 	d := startDaemon(t)
 	for _, name := range []string{"", "Orders", "a b", strings.Repeat("x", 64)} {

@@ -39,7 +39,9 @@ class Validator {
              config_.daemon.liveness_ms = Integer(k, n, 10, 10'000, "from 10 to 10000");
            }}}},
         {"id",
-         {{"epoch", [&](auto& k, auto& n) { config_.id.epoch_unix_ms = fields_.Epoch(k, n); }}}},
+         {{"epoch", [&](auto& k, auto& n) { config_.id.epoch_unix_ms = fields_.Epoch(k, n); }},
+          // Read in CheckConsistency(), once the epoch its messages count years from is known.
+          {"layout", [&](auto&, auto& n) { layout_node_ = &n; }}}},
         // [register]: read whole by the register's own reader (register_settings.h), which
         // snowflakectl's register commands use too.
         {"register", {}},
@@ -236,6 +238,7 @@ class Validator {
       }
       if (section_name == "register") {
         ReadRegisterTable(*table, fields_, config_.machine_register);
+        register_table_ = table;
         continue;
       }
       for (auto&& [key, node] : *table) {
@@ -451,6 +454,19 @@ class Validator {
   }
 
   void CheckConsistency() {
+    if (layout_node_ != nullptr) {
+      config_.id.bits = ReadIdLayout(fields_, *layout_node_, config_.id.epoch_unix_ms);
+      if (!IdLayout::Create(config_.id.epoch_unix_ms, config_.id.bits)) {
+        Fail("id.layout", *layout_node_,
+             "with id.epoch " + std::to_string(config_.id.epoch_unix_ms) + " the range of " +
+                 std::to_string(config_.id.bits.time) +
+                 " time bits passes the largest Unix ms: choose an earlier epoch or fewer "
+                 "time bits");
+      }
+    }
+    // Every machine number the register may hand out must fit the layout's machine bits.
+    CheckMachinesInLayout(fields_, config_.machine_register, config_.id.bits, layout_node_,
+                          register_table_);
     // TLS needs both halves of the pair; a client CA without a certificate would silently
     // serve plain HTTP to callers the operator meant to authenticate.
     const Config::Http& http = config_.http;
@@ -539,6 +555,8 @@ class Validator {
   TomlFields fields_;
   Config& config_;
   const toml::node* min_fill_node_ = nullptr;
+  const toml::node* layout_node_ = nullptr;
+  const toml::table* register_table_ = nullptr;
   const toml::node* admin_listen_node_ = nullptr;
   const toml::node* admin_allow_node_ = nullptr;
   const toml::node* tls_cert_node_ = nullptr;
@@ -553,7 +571,7 @@ class Validator {
 }  // namespace
 
 std::filesystem::path Config::RegisterPath() const {
-  return machine_register.Common(daemon.state_dir).file_path;
+  return machine_register.Common(daemon.state_dir, id.bits).file_path;
 }
 
 std::filesystem::path Config::HighWaterPath() const { return daemon.state_dir / "high-water.json"; }

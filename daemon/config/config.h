@@ -38,6 +38,8 @@ struct Config {
   };
   struct Id {
     int64_t epoch_unix_ms = kDefaultEpochUnixMs;
+    // id.layout: the bits of time, machine and sequence, fixed for the life of the epoch.
+    IdBits bits = kDefaultIdBits;
     friend bool operator==(const Id&, const Id&) = default;
   };
   struct Clock {
@@ -95,7 +97,7 @@ struct Config {
     // With a client CA: its CRLs (PEM), checked for every client certificate (a revoked
     // one fails the handshake); reloaded with the other files. Empty: no CRL check.
     std::filesystem::path tls_client_crl_file;
-    // The fraction of the machine number's 4,096 IDs per millisecond the front may hand
+    // The fraction of the machine number's IDs per millisecond (id.layout) the front may hand
     // out (the rest is the local takers'), and each client's own rate (0: no per-client
     // limit). Past either a take is answered 429 `throttled`.
     double max_share = 0.5;

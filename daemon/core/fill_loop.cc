@@ -60,8 +60,8 @@ FillLoop::FillLoop(FillLoopOptions options, Clock& clock, Generator& generator,
       heartbeat_(heartbeat),
       // At most half a millisecond's sequence space ahead: a burst that empties the
       // ring is then refilled from the same millisecond in tens of µs, not at the next.
-      demand_(std::min<uint64_t>(options.min_fill, kIdsPerMs / 2),
-              std::min<uint64_t>(options.capacity, kIdsPerMs / 2)),
+      demand_(std::min<uint64_t>(options.min_fill, generator.config().layout.ids_per_ms() / 2),
+              std::min<uint64_t>(options.capacity, generator.config().layout.ids_per_ms() / 2)),
       buffer_(options.capacity),
       last_demand_(clock.SteadyNow()) {
   SNOWFLAKE_REQUIRE(options.capacity >= 1 && options.min_fill >= 1);
@@ -191,8 +191,8 @@ void FillLoop::Pass() {
   const bool may_generate = generator_.state() != GeneratorState::kOutOfService && !dormant_ &&
                             !fatal_ && now_ms <= horizon;
   // A batch that found the ring empty gets what it still needs in this one pass, not a
-  // fill target at a time: Fill() bounds it by the free slots, the generator by 4,096 IDs
-  // per millisecond of the clock (never a later one), and the horizon. Everything is of
+  // fill target at a time: Fill() bounds it by the free slots, the generator by the layout's
+  // IDs per millisecond of the clock (never a later one), and the horizon. Everything is of
   // this millisecond, so the freshness rule (the drains above, the clients' bound) is
   // unchanged; what the taker leaves is drained when it ages like any other ID.
   const uint64_t want = std::max(target, hinted);
@@ -280,7 +280,8 @@ void FillLoop::Fill(uint64_t want, int64_t horizon) {
   size_t n = *generated;
   // Never above the confirmed reservation: what is beyond it is dropped (gaps, never
   // duplicates). IDs increase, so the publishable ones are a prefix.
-  const auto ms_of = [&](uint64_t id) { return options_.epoch_unix_ms + IdLayout::OffsetMsOf(id); };
+  const IdLayout& layout = generator_.config().layout;
+  const auto ms_of = [&](uint64_t id) { return layout.epoch_unix_ms() + layout.OffsetMsOf(id); };
   while (n > 0 && ms_of(buffer_[n - 1]) > horizon) --n;
   if (n == 0) return;
   auto published = producer_.Publish(std::span<const uint64_t>(buffer_.data(), n));

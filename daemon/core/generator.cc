@@ -47,15 +47,20 @@ Generator::Generator(const GeneratorConfig& config, Clock& clock) noexcept
       mark_ms_(std::max(config.high_water_unix_ms, config.layout.epoch_unix_ms() - 1)),
       mark_source_(config.high_water_unix_ms >= config.layout.epoch_unix_ms()
                        ? config.high_water_source
-                       : MarkSource::kNone) {}
+                       : MarkSource::kNone),
+      ids_per_ms_(config.layout.ids_per_ms()),
+      next_sequence_(ids_per_ms_) {}
 
 tl::expected<Generator, GeneratorError> Generator::Create(const GeneratorConfig& config,
                                                           Clock& clock) noexcept {
-  if (config.machine > kMaxMachine) {
-    return tl::unexpected(GeneratorError{GeneratorErrorCode::kMachineOutOfRange,
-                                         "machine number " + std::to_string(config.machine) +
-                                             " is out of range: it must be between 0 and " +
-                                             std::to_string(kMaxMachine)});
+  if (config.machine > config.layout.max_machine()) {
+    return tl::unexpected(
+        GeneratorError{GeneratorErrorCode::kMachineOutOfRange,
+                       "machine number " + std::to_string(config.machine) +
+                           " is out of range: it must be between 0 and " +
+                           std::to_string(config.layout.max_machine()) + " (the layout " +
+                           FormatIdBits(config.layout.bits()) + " has " +
+                           std::to_string(config.layout.machine_count()) + " machine numbers)"});
   }
   if (config.max_backward_ms < 0) {
     return tl::unexpected(GeneratorError{
@@ -91,7 +96,7 @@ void Generator::EnterTrouble(GeneratorState state, shm::StateReason code, int64_
 
 bool Generator::Admit(int64_t now_ms, bool at_start) noexcept {
   const IdLayout& layout = config_.layout;
-  // 1. Past the 41-bit range: numbering on would wrap into the epoch's first ms.
+  // 1. Past the range of the layout's time bits: numbering on would wrap into the epoch's first ms.
   if (now_ms > layout.max_unix_ms()) {
     ms_behind_ = 0;
     if (state_ != GeneratorState::kOutOfService) {
@@ -107,7 +112,7 @@ bool Generator::Admit(int64_t now_ms, bool at_start) noexcept {
     ms_behind_ = behind_ms;
     // The clock went back: the mark's millisecond is closed too, so generation resumes
     // only once the clock has passed it (docs/design.md §6), never later in that same ms.
-    next_sequence_ = kIdsPerMs;
+    next_sequence_ = ids_per_ms_;
     // Only Resume() leaves kOutOfService; its first reason stays the one to report.
     if (state_ == GeneratorState::kOutOfService) return false;
     if (at_start) started_behind_ = true;
@@ -164,7 +169,7 @@ bool Generator::Admit(int64_t now_ms, bool at_start) noexcept {
   fence_pending_ = false;  // a fence at or behind the clock costs no pause
   if (state_ == GeneratorState::kOutOfService) return false;
   // Paused, and the clock is back at the (closed) mark but not yet past it: still paused.
-  if (state_ == GeneratorState::kPaused && now_ms == mark_ms_ && next_sequence_ == kIdsPerMs) {
+  if (state_ == GeneratorState::kPaused && now_ms == mark_ms_ && next_sequence_ == ids_per_ms_) {
     return false;
   }
   if (state_ == GeneratorState::kPaused) {
@@ -194,9 +199,9 @@ tl::expected<size_t, GenerateError> Generator::Generate(std::span<uint64_t> out)
       next_sequence_ = 0;
     }
     const size_t count =
-        std::min(out.size() - filled, static_cast<size_t>(kIdsPerMs - next_sequence_));
+        std::min(out.size() - filled, static_cast<size_t>(ids_per_ms_ - next_sequence_));
     if (count == 0) break;  // only on the first pass: this ms was used up before the call
-    const uint64_t base = IdLayout::EncodeUnchecked(mark_ms_ - epoch_ms, config_.machine, 0);
+    const uint64_t base = config_.layout.EncodeUnchecked(mark_ms_ - epoch_ms, config_.machine, 0);
     for (size_t i = 0; i < count; ++i) {
       out[filled + i] = base | (next_sequence_ + i);
     }
@@ -241,7 +246,7 @@ void Generator::Resume() noexcept {
 }
 
 void Generator::RaiseFence(int64_t unix_ms) noexcept {
-  if (unix_ms < mark_ms_ || (unix_ms == mark_ms_ && next_sequence_ == kIdsPerMs)) return;
+  if (unix_ms < mark_ms_ || (unix_ms == mark_ms_ && next_sequence_ == ids_per_ms_)) return;
   RaiseHighWater(unix_ms, MarkSource::kFence);
   fence_pending_ = true;
 }
@@ -251,10 +256,10 @@ void Generator::RaiseHighWater(int64_t unix_ms, MarkSource source) noexcept {
   if (unix_ms > mark_ms_) {
     mark_ms_ = unix_ms;
     mark_source_ = source;
-    next_sequence_ = kIdsPerMs;
+    next_sequence_ = ids_per_ms_;
   } else if (unix_ms == mark_ms_) {
     mark_source_ = source;
-    next_sequence_ = kIdsPerMs;  // "at or below": the rest of this ms is off limits too
+    next_sequence_ = ids_per_ms_;  // "at or below": the rest of this ms is off limits too
   }
 }
 

@@ -28,8 +28,8 @@ namespace snowflake::daemon {
 using vocab::MarkSource;
 
 struct GeneratorConfig {
-  IdLayout layout;   // the fleet's epoch
-  uint32_t machine;  // 0..1023, claimed from the register
+  IdLayout layout;   // the fleet's epoch and bit layout
+  uint32_t machine;  // below layout.machine_count(), claimed from the register
   // A clock step back of at most this many ms pauses generation until the clock catches
   // up by itself; a larger one needs an operator's Resume().
   int64_t max_backward_ms = 100;
@@ -55,7 +55,7 @@ enum class GeneratorState {
 };
 
 enum class GeneratorErrorCode {
-  kMachineOutOfRange,      // config.machine > 1023
+  kMachineOutOfRange,      // config.machine > config.layout.max_machine()
   kEpochInFuture,          // the epoch is later than the clock's reading: fix the clock or
                            // the epoch
   kNegativeMaxBackwardMs,  // config.max_backward_ms < 0
@@ -88,15 +88,16 @@ enum class GenerateError {
 // - the ms inside an ID is the clock's reading taken in the same Generate() call, never
 //   a later one (no borrowing of future milliseconds) and always strictly greater than
 //   config.high_water_unix_ms and every mark passed to RaiseHighWater();
-// - the sequence never wraps: after 4,096 IDs in one ms it waits for the next ms.
+// - the sequence never wraps: after the layout's ids_per_ms() IDs in one ms it waits for
+//   the next ms.
 class Generator {
  public:
   // Reads the clock once and checks it against the high-water mark:
   // - clock behind the mark by <= max_backward_ms: starts kPaused;
   // - behind by more: starts kOutOfService (until Resume());
-  // - clock beyond the epoch's 41-bit range: starts kOutOfService.
+  // - clock beyond the range of the layout's time bits: starts kOutOfService.
   // Errors (nothing is created; fix the configuration or the clock):
-  // - kMachineOutOfRange: machine > 1023;
+  // - kMachineOutOfRange: machine > layout.max_machine();
   // - kEpochInFuture: layout.epoch_unix_ms() > the clock's reading;
   // - kNegativeMaxBackwardMs: max_backward_ms < 0.
   [[nodiscard]] static tl::expected<Generator, GeneratorError> Create(const GeneratorConfig& config,
@@ -184,10 +185,11 @@ class Generator {
   Clock* clock_;  // not owned; outlives *this
 
   // The mark: no future ID may carry a ms below it, and IDs at mark_ms_ may only use
-  // sequences >= next_sequence_ (kIdsPerMs: the ms is used up).
+  // sequences >= next_sequence_ (ids_per_ms_: the ms is used up).
   int64_t mark_ms_;
   MarkSource mark_source_;
-  uint32_t next_sequence_ = kIdsPerMs;
+  uint32_t ids_per_ms_;  // the layout's cap per millisecond: 2^sequence bits
+  uint32_t next_sequence_;
   std::optional<uint64_t> last_issued_id_;
 
   GeneratorState state_ = GeneratorState::kServing;

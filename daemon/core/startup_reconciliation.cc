@@ -22,10 +22,11 @@ tl::expected<StartupPlan, std::string> ReconcileStartup(const StartupFacts& f) {
         "issued IDs under that epoch");
   }
   const int64_t file_mark = file ? file->reserved_through_unix_ms : 0;
-  const int64_t segment_ms =
-      f.segment.last_published_id != 0
-          ? f.epoch_unix_ms + IdLayout::OffsetMsOf(f.segment.last_published_id)
-          : 0;
+  const int64_t segment_ms = f.segment.last_published_id != 0
+                                 ? f.epoch_unix_ms + IdLayout::Create(f.epoch_unix_ms, f.id_bits)
+                                                         .value_or(IdLayout())
+                                                         .OffsetMsOf(f.segment.last_published_id)
+                                 : 0;
 
   // Another daemon of this host (another state directory, another register) may have
   // served this number since our state file was written: its host mark says how far.

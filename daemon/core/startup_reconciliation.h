@@ -28,6 +28,7 @@ struct SegmentFacts {
 struct StartupFacts {
   int64_t now_unix_ms = 0;  // one clock reading
   int64_t epoch_unix_ms = 0;
+  IdBits id_bits = kDefaultIdBits;       // the layout the segment's IDs have
   uint32_t machine = 0;                  // the number just claimed
   int64_t register_high_water_ms = 0;    // MachineClaim::high_water_unix_ms
   // MachineClaim::mark_writer: the claim that last wrote the register's mark (nullopt: the

@@ -118,7 +118,10 @@ HttpHandlers::HttpHandlers(const Config& config, StatusBoard& board, Metrics& me
       metrics_(metrics),
       audit_(audit),
       services_("http", config.daemon.runtime_dir, config.http.max_services, metrics),
-      share_(config.http.max_share, config.http.per_client_ids_per_s) {
+      share_(config.http.max_share, config.http.per_client_ids_per_s,
+             IdLayout::Create(config.id.epoch_unix_ms, config.id.bits)
+                 .value_or(IdLayout())
+                 .ids_per_ms()) {
   for (const Config::Http::Grant& grant : config.http.authorize) grants_[grant.identity] = grant;
 }
 

@@ -8,9 +8,9 @@
 
 namespace snowflake::daemon {
 
-IdShare::IdShare(double max_share, uint64_t per_client_ids_per_s)
-    : share_per_ns_(max_share * kMachineIdsPerMs / 1e6),
-      share_capacity_(std::max(1.0, max_share * kMachineIdsPerMs * kShareBurstMs)),
+IdShare::IdShare(double max_share, uint64_t per_client_ids_per_s, double machine_ids_per_ms)
+    : share_per_ns_(max_share * machine_ids_per_ms / 1e6),
+      share_capacity_(std::max(1.0, max_share * machine_ids_per_ms * kShareBurstMs)),
       client_per_ns_(static_cast<double>(per_client_ids_per_s) / 1e9),
       // One second of a client's rate: a client that paused may catch up by that much.
       client_capacity_(std::max(1.0, static_cast<double>(per_client_ids_per_s))),

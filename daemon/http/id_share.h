@@ -1,14 +1,15 @@
 // Remote callers' share of this host's IDs (docs/http.md, "Remote callers' share"): the
-// front may take at most `max_share` of the machine number's 4,096 IDs per millisecond,
+// front may take at most `max_share` of the machine number's IDs per millisecond (2^sequence
+// bits of the layout: 4,096 in the default),
 // and each client (its address or IPv6 /64, or its certificate's identity with mutual TLS)
 // at most `per_client_ids_per_s`. Two token buckets, pure logic over the time the caller passes:
 // the HTTP handlers ask before they take from the ring, so a throttled request costs the
 // ring nothing. Local takers never pass through here and never wait for it.
 //
 // A bucket admits a take when it holds the whole take, or, for a take larger than the
-// bucket (4,096 IDs at a small share), when it is full; it then subtracts the take, so the
-// large take leaves it in debt and is served at the average rate instead of never. Over
-// any T ms the front therefore hands out at most max_share * 4096 * T plus one bucket
+// bucket (a millisecond's IDs at a small share), when it is full; it then subtracts the take, so
+// the large take leaves it in debt and is served at the average rate instead of never. Over any T
+// ms the front therefore hands out at most max_share * ids_per_ms * T plus one bucket
 // (kShareBurstMs of the share) plus one take. The bucket holds 100 ms of the share: a
 // failover client taking batches back to back, far below the share over any 100 ms, is
 // not refused for the milliseconds between them, and at a share of 1 the bucket never
@@ -29,8 +30,6 @@
 
 namespace snowflake::daemon {
 
-// The machine number's ceiling: 4,096 IDs per millisecond.
-inline constexpr double kMachineIdsPerMs = 4096;
 // The front's bucket holds this many milliseconds of its share.
 inline constexpr double kShareBurstMs = 100;
 // Clients remembered at once; past it, idle ones (full buckets) are forgotten first, then
@@ -48,8 +47,9 @@ class IdShare {
     uint32_t retry_after_s = 0;
   };
 
-  // `max_share` in (0, 1]; `per_client_ids_per_s` 0 for no per-client limit.
-  IdShare(double max_share, uint64_t per_client_ids_per_s);
+  // `max_share` in (0, 1]; `per_client_ids_per_s` 0 for no per-client limit;
+  // `machine_ids_per_ms` the machine number's ceiling: IdLayout::ids_per_ms() of id.layout.
+  IdShare(double max_share, uint64_t per_client_ids_per_s, double machine_ids_per_ms);
 
   // Whether `client` may take `count` IDs at `now`; if so they are counted. `now` must
   // not go backwards between calls (a steady clock).

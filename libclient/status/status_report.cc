@@ -144,7 +144,7 @@ nlohmann::json StatusToJson(const StatusReport& report) {
   out["last_issued_id"] = last_id ? nlohmann::json(std::to_string(*last_id)) : nullptr;
   std::optional<int64_t> last_id_ms;
   if (last_id) {
-    if (auto layout = IdLayout::Create(s.epoch_unix_ms)) {
+    if (auto layout = IdLayout::Create(s.epoch_unix_ms, s.id_bits)) {
       if (auto fields = layout->Decode(*last_id)) last_id_ms = fields->unix_ms;
     }
   }

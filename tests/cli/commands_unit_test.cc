@@ -218,6 +218,7 @@ TEST(RunBounds, PrintsTheIdsOfARangeAndAWhereClause) {
                         .to = "2026-01-01T00:00:00.001Z",
                         .epoch = std::string("2026-01-01T00:00:00Z"),
                         .runtime_dir = {},
+                        .layout = {},
                         .json = false};
   std::ostringstream out, err;
 
@@ -233,6 +234,7 @@ TEST(RunBounds, SaysWhenARangeWasCutToTheEpoch) {
                         .to = "1767225600000",
                         .epoch = std::string("1767225600000"),
                         .runtime_dir = {},
+                        .layout = {},
                         .json = true};
   std::ostringstream out, err;
 
@@ -255,8 +257,12 @@ TEST(RunBounds, RefusesEachBadRangeWithExit2AndAJsonError) {
       {"yesterday", "2026-01-01T00:00:00Z", "usage", "bad --from 'yesterday'"},
       {"2026-01-01T00:00:00Z", "2026-01-01T00:00:00", "usage", "a time zone is required"}};
   for (const auto& [from, to, code, why] : cases) {
-    BoundsRequest request{
-        .from = from, .to = to, .epoch = std::nullopt, .runtime_dir = {}, .json = true};
+    BoundsRequest request{.from = from,
+                          .to = to,
+                          .epoch = std::nullopt,
+                          .runtime_dir = {},
+                          .layout = {},
+                          .json = true};
     std::ostringstream out, err;
 
     EXPECT_EQ(RunBounds(request, out, err), 2) << from << " " << to;

@@ -201,13 +201,48 @@ TEST(FormatDecodedJson, WritesIdAsADecimalString) {
   EXPECT_EQ(FormatDecodedJson(9223372036854775807u, IdLayout()),
             R"({"id":"9223372036854775807","unix_ms":3966248855551,)"
             R"("time":"2095-09-07T15:47:35.551Z","machine":1023,"sequence":4095,)"
-            R"("epoch_unix_ms":1767225600000,"epoch_source":"default"})");
+            R"("epoch_unix_ms":1767225600000,"epoch_source":"default",)"
+            R"("layout":"41/10/12","layout_source":"default"})");
+}
+
+TEST(FormatDecodedJson, NamesTheLayoutAndWhereItCameFrom) {
+  const IdLayout wide = IdLayout::Create(kDefaultEpochUnixMs, {41, 16, 6}).value();
+
+  EXPECT_EQ(FormatDecodedJson((uint64_t{1} << 22) | (65535u << 6) | 63, wide, "option", "option"),
+            R"({"id":"8388607","unix_ms":1767225600001,"time":"2026-01-01T00:00:00.001Z",)"
+            R"("machine":65535,"sequence":63,"epoch_unix_ms":1767225600000,)"
+            R"("epoch_source":"option","layout":"41/16/6","layout_source":"option"})");
+}
+
+TEST(ChooseEpoch, TakesTheLayoutFromTheOption) {
+  const auto sut =
+      ChooseEpoch(std::nullopt, std::nullopt, {.layout = "65536-hosts", .config = std::nullopt});
+
+  ASSERT_TRUE(sut.has_value()) << sut.error();
+  EXPECT_EQ(sut->layout.bits(), (IdBits{41, 16, 6}));
+  EXPECT_EQ(sut->layout.epoch_unix_ms(), kDefaultEpochUnixMs);
+  EXPECT_EQ(sut->layout_source, "option");
+  EXPECT_NE(sut->description.find("layout 41/16/6, given by --layout"), std::string::npos)
+      << sut->description;
+}
+
+TEST(ChooseEpoch, RefusesALayoutThatIsNoneAndSaysWhatEachCosts) {
+  const auto sut =
+      ChooseEpoch(std::nullopt, std::nullopt, {.layout = "41/17/6", .config = std::nullopt});
+
+  ASSERT_FALSE(sut.has_value());
+  EXPECT_NE(sut.error().find("bad --layout"), std::string::npos) << sut.error();
+  EXPECT_NE(sut.error().find("= 64 bits, not 63"), std::string::npos) << sut.error();
 }
 
 TEST(RunDecode, PrintsNothingWhenAnyArgumentIsBad) {
   std::ostringstream out, err;
-  const DecodeRequest request{
-      .ids = {"0", "x", "1"}, .epoch = "", .has_epoch = false, .json = false, .runtime_dir = {}};
+  const DecodeRequest request{.ids = {"0", "x", "1"},
+                              .epoch = "",
+                              .has_epoch = false,
+                              .json = false,
+                              .runtime_dir = {},
+                              .layout = {}};
 
   const int status = RunDecode(request, out, err);
 
@@ -228,7 +263,31 @@ TEST(DecodeBinary, DecodesIdZeroWithTheDefaultEpoch) {
   EXPECT_EQ(result.err,
             "snowflakectl decode: epoch 2026-01-01T00:00:00.000Z (1767225600000), the default "
             "epoch (no daemon's segment readable in " +
-                kNoDaemonDir + "; pass --epoch if your fleet uses another)\n");
+                kNoDaemonDir +
+                "; pass --epoch if your fleet uses another); layout 41/10/12, the default (no "
+                "daemon's segment readable in " +
+                kNoDaemonDir + "; pass --layout if your fleet uses another)\n");
+}
+
+TEST(DecodeBinary, DecodesInTheLayoutGivenByLayout) {
+  // 41/16/6: 1 ms after the epoch, machine 65535, sequence 63 = 2^22 - 1 + 2^22.
+  auto result = Decode({"--layout", "41/16/6", "8388607"});
+
+  EXPECT_TRUE(result.status.ExitedWith(0)) << result.err;
+  EXPECT_EQ(result.out,
+            "8388607  unix_ms=1767225600001 time=2026-01-01T00:00:00.001Z machine=65535 "
+            "sequence=63\n");
+  EXPECT_NE(result.err.find("layout 41/16/6, given by --layout"), std::string::npos) << result.err;
+}
+
+TEST(DecodeBinary, RefusesABadLayoutWithTheTradeOff) {
+  auto result = Decode({"--layout", "41/17/6", "0"});
+
+  EXPECT_TRUE(result.status.ExitedWith(2)) << result.err;
+  EXPECT_EQ(result.out, "");
+  EXPECT_NE(result.err.find("time 41 + machine 17 + sequence 6 = 64 bits, not 63"),
+            std::string::npos)
+      << result.err;
 }
 
 TEST(DecodeBinary, DecodesSeveralIdsOneLineEachInOrder) {

@@ -162,10 +162,11 @@ TEST(RegisterCommand, FileListShowsTheHolderAndReleaseRefusesALiveOne) {
     std::ofstream out(config);
     out << "[register]\npath = \"" << (dir / "register.json").string() << "\"\n";
   }
-  auto holder = std::make_unique<FileRegister>(FileRegisterOptions{.path = dir / "register.json",
-                                                                      .first_machine = 0,
-                                                                      .last_machine = kMaxMachine,
-                                                                      .host_lock_dir = HostLockDir()});
+  auto holder =
+      std::make_unique<FileRegister>(FileRegisterOptions{.path = dir / "register.json",
+                                                         .first_machine = 0,
+                                                         .last_machine = IdLayout().max_machine(),
+                                                         .host_lock_dir = HostLockDir()});
   auto claim = holder->Claim({"file-holder", kEpoch});
   ASSERT_TRUE(claim) << claim.error().message;
   ASSERT_TRUE(holder->UpdateHighWater(kEpoch + 77));

@@ -55,7 +55,7 @@ TEST(CTime, BoundsCutARangeToTheEpochsTimes) {
   EXPECT_EQ(sut.first_id, 0u);
   EXPECT_EQ(sut.last_id, (uint64_t{1} << 63) - 1);
   EXPECT_EQ(sut.first_unix_ms, 1000);
-  EXPECT_EQ(sut.last_unix_ms, 1000 + kMaxTimeOffsetMs);
+  EXPECT_EQ(sut.last_unix_ms, 1000 + IdLayout().max_offset_ms());
 }
 
 TEST(CTime, BoundsReportEveryErrorWithItsStatus) {
@@ -63,8 +63,9 @@ TEST(CTime, BoundsReportEveryErrorWithItsStatus) {
 
   EXPECT_EQ(sf_bounds(SF_DEFAULT_EPOCH_UNIX_MS, 0, 1, &sut), SF_TIME_OUT_OF_RANGE);
   EXPECT_NE(std::string(sf_last_error()).find("before the epoch"), std::string::npos);
-  EXPECT_EQ(sf_bounds(0, kMaxTimeOffsetMs + 1, INT64_MAX, &sut), SF_TIME_OUT_OF_RANGE);
-  EXPECT_NE(std::string(sf_last_error()).find("41-bit range"), std::string::npos);
+  EXPECT_EQ(sf_bounds(0, IdLayout().max_offset_ms() + 1, INT64_MAX, &sut), SF_TIME_OUT_OF_RANGE);
+  EXPECT_NE(std::string(sf_last_error()).find("range of the layout's time bits"),
+            std::string::npos);
   EXPECT_EQ(
       sf_bounds(SF_DEFAULT_EPOCH_UNIX_MS, kDefaultEpochUnixMs + 2, kDefaultEpochUnixMs + 1, &sut),
       SF_INVALID_ARGUMENT);

@@ -47,7 +47,7 @@ std::vector<uint64_t> IdsAt(int64_t offset_ms, uint32_t first_seq, size_t count)
   std::vector<uint64_t> ids;
   for (size_t i = 0; i < count; ++i) {
     ids.push_back(
-        IdLayout::EncodeUnchecked(offset_ms, kMachine, first_seq + static_cast<uint32_t>(i)));
+        IdLayout().EncodeUnchecked(offset_ms, kMachine, first_seq + static_cast<uint32_t>(i)));
   }
   return ids;
 }
@@ -669,7 +669,7 @@ TEST_F(ClientTest, DecodeUsesTheSegmentsEpoch) {
   const int64_t epoch = kEpoch - 86'400'000;
   RingProducer producer = MakeProducer(64, epoch);
   Client sut = OpenClient();
-  const uint64_t id = IdLayout::EncodeUnchecked(1234, kMachine, 56);
+  const uint64_t id = IdLayout().EncodeUnchecked(1234, kMachine, 56);
 
   auto decoded = sut.Decode(id);
 
@@ -799,7 +799,7 @@ TEST_F(ClientTest, NextNeverReturnsAnIdOlderThanTheFreshnessBound) {
   auto batch_taken = sut.NextBatch(batch);
 
   // Assert
-  ASSERT_FALSE(taken) << "received an ID " << NowOffsetMs() - IdLayout::OffsetMsOf(*taken)
+  ASSERT_FALSE(taken) << "received an ID " << NowOffsetMs() - IdLayout().OffsetMsOf(*taken)
                       << " ms old";
   EXPECT_EQ(taken.error().code, ClientError::kTimedOut) << taken.error().message;
   EXPECT_NE(taken.error().message.find("freshness bound (50 ms)"), std::string::npos)

@@ -33,11 +33,11 @@ class TestIdSource {
       clock_gettime(CLOCK_REALTIME, &now);
       const int64_t unix_ms = int64_t{now.tv_sec} * 1000 + now.tv_nsec / 1'000'000;
       const int64_t offset = unix_ms - layout_.epoch_unix_ms();
-      const uint64_t fresh = IdLayout::EncodeUnchecked(offset, machine_, 0);
+      const uint64_t fresh = IdLayout().EncodeUnchecked(offset, machine_, 0);
       const uint64_t candidate = std::max(fresh, last_ + 1);
       // last_ + 1 carried out of the sequence into the machine bits: this millisecond is
       // used up, wait for the next one.
-      if (candidate != fresh && (candidate & kMaxSequence) == 0) continue;
+      if (candidate != fresh && (candidate & IdLayout().max_sequence()) == 0) continue;
       last_ = candidate;
       return candidate;
     }

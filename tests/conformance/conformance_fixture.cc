@@ -359,6 +359,14 @@ void StartServer(const std::string& dir, const std::string& mode, snowflake::Uni
 
 // Writes the ring file per `f` into dir and serves its region; returns the IDs it
 // published, in ticket order. `segment_id` tells a replacement from the first segment.
+// The row's ID layout: `layout` as snowflaked's config writes it ("41/16/6", a preset).
+snowflake::IdLayout LayoutOf(const json& f) {
+  const std::string text = f.at("layout");
+  auto bits = snowflake::ParseIdBits(text, kEpochUnixMs);
+  if (!bits) Die("layout: " + bits.error());
+  return snowflake::IdLayout::Create(kEpochUnixMs, *bits).value();
+}
+
 std::vector<uint64_t> WriteSegment(const std::string& dir, const json& f, uint64_t live_pid,
                                    uint64_t segment_id, bool via_rename) {
   const std::string ring_path = dir + "/" + std::string(snowflake::shm::kSegmentFileName);
@@ -378,6 +386,7 @@ std::vector<uint64_t> WriteSegment(const std::string& dir, const json& f, uint64
   const uint64_t tail = f.value("tail", fill);
   const uint64_t head = f.value("head", tail - fill);
   const std::string suffix = via_rename ? ".tmp" : "";
+  const snowflake::IdLayout layout = LayoutOf(f);
   snowflake::UniqueFd region = MakeRegion(f, segment_id, head);
   {
     File ring(ring_target + suffix, Mode(f, "ring_mode"));
@@ -391,8 +400,9 @@ std::vector<uint64_t> WriteSegment(const std::string& dir, const json& f, uint64
       const auto zero = f.at("zero_slots").get<std::vector<uint64_t>>();
       for (uint64_t i = 0; i < fill; ++i) {
         const uint64_t ticket = tail - fill + i;
-        uint64_t id = static_cast<uint64_t>(id_ms - static_cast<int64_t>(kEpochUnixMs)) << 22 |
-                      uint64_t{kMachine} << 12 | (i & 4095);
+        uint64_t id = layout.EncodeUnchecked(id_ms - static_cast<int64_t>(kEpochUnixMs),
+                                             kMachine & layout.max_machine(),
+                                             static_cast<uint32_t>(i) & layout.max_sequence());
         for (uint64_t z : zero) {
           if (z == i) id = 0;  // a slot read before its write landed
         }
@@ -426,6 +436,8 @@ std::vector<uint64_t> WriteSegment(const std::string& dir, const json& f, uint64
                          f.value("slots_offset_field", snowflake::shm::kSlotsOffset));
       ring.Put<uint64_t>(offsetof(SegmentHeader, epoch_unix_ms), kEpochUnixMs);
       ring.Put<uint32_t>(offsetof(SegmentHeader, machine), kMachine);
+      ring.Put<uint32_t>(offsetof(SegmentHeader, id_bits),
+                         snowflake::shm::PackIdBits(layout.bits()));
       ring.Put<uint64_t>(offsetof(SegmentHeader, tail), tail);
       ring.Put<uint64_t>(offsetof(SegmentHeader, last_published_id), ids.empty() ? 0 : ids.back());
       ring.Put<uint32_t>(offsetof(SegmentHeader, state), f.at("state").get<uint32_t>());
@@ -620,7 +632,6 @@ json LayoutValue(T value) {
 json Layout() {
   // Unqualified, so the keys are the names as segment_layout.h spells them.
   using namespace snowflake::shm;
-  using snowflake::kTimeShift;
   json out = json::object();
   // The key is the expression's own spelling (the preprocessor's #), so a key cannot name
   // one field while its value is another's: the name a taker's test prints is the C++ it
@@ -637,6 +648,7 @@ json Layout() {
   SNOWFLAKE_LAYOUT(offsetof(SegmentHeader, slots_offset));
   SNOWFLAKE_LAYOUT(offsetof(SegmentHeader, epoch_unix_ms));
   SNOWFLAKE_LAYOUT(offsetof(SegmentHeader, machine));
+  SNOWFLAKE_LAYOUT(offsetof(SegmentHeader, id_bits));
   SNOWFLAKE_LAYOUT(offsetof(SegmentHeader, tail));
   SNOWFLAKE_LAYOUT(offsetof(SegmentHeader, wake_seq));
   SNOWFLAKE_LAYOUT(offsetof(SegmentHeader, last_published_id));
@@ -699,8 +711,14 @@ json Layout() {
   SNOWFLAKE_LAYOUT(kSlotsOffset);
   SNOWFLAKE_LAYOUT(kMinCapacity);
   SNOWFLAKE_LAYOUT(kMaxCapacity);
-  // A slot holds an ID; a take reads its millisecond for the freshness rule (id_layout.h).
-  SNOWFLAKE_LAYOUT(kTimeShift);
+  // A slot holds an ID; a take reads its millisecond for the freshness rule by the header's
+  // id_bits (PackIdBits: time, machine, sequence bits from the lowest byte).
+  SNOWFLAKE_LAYOUT(PackIdBits(snowflake::kDefaultIdBits));
+  SNOWFLAKE_LAYOUT(snowflake::kMinTimeBits);
+  SNOWFLAKE_LAYOUT(snowflake::kMaxTimeBits);
+  SNOWFLAKE_LAYOUT(snowflake::kMinMachineBits);
+  SNOWFLAKE_LAYOUT(snowflake::kMaxMachineBits);
+  SNOWFLAKE_LAYOUT(snowflake::kMinSequenceBits);
 #undef SNOWFLAKE_LAYOUT
   return out;
 }
@@ -783,10 +801,17 @@ std::vector<uint64_t> PublishWhileWaiting(const std::string& dir, const json& ch
         std::to_string(room) + " (the ring's free slots)");
   }
   const int64_t now_ms = static_cast<int64_t>(Clock(CLOCK_REALTIME) / 1'000'000);
+  // In the layout the header records (the row's).
+  const snowflake::IdLayout layout =
+      snowflake::IdLayout::Create(
+          kEpochUnixMs,
+          snowflake::shm::UnpackIdBits(header->id_bits.load(std::memory_order_relaxed)))
+          .value();
   std::vector<uint64_t> ids;
   for (uint64_t i = 0; i < count.get<uint64_t>(); ++i) {
-    ids.push_back(static_cast<uint64_t>(now_ms - static_cast<int64_t>(kEpochUnixMs)) << 22 |
-                  uint64_t{kMachine} << 12 | ((tail + i) & 4095));
+    ids.push_back(layout.EncodeUnchecked(now_ms - static_cast<int64_t>(kEpochUnixMs),
+                                         kMachine & layout.max_machine(),
+                                         static_cast<uint32_t>(tail + i) & layout.max_sequence()));
   }
   const pid_t child = fork();
   if (child < 0) Die("fork");

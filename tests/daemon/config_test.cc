@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "error_of.h"
@@ -37,11 +38,16 @@ TEST(Config, DefaultTextSetsEveryKeyExplicitly) {
   // The sample documents every key: each one appears (machine commented out, as it only
   // applies to the static backend).
   const std::string_view text = DefaultConfigText();
-  for (const char* key :
-       {"runtime_dir =", "state_dir =", "instance =", "log_level =", "group =",
-        "liveness_ms =", "epoch =",
-        "backend =", "path =", "machines =", "holder_id =", "# machine =", "max_backward_ms =", "max_forward_ms =",
-        "capacity =", "max_age_ms =", "min_fill =", "reservation_ms =", "status_interval_ms ="}) {
+  for (const char* key : {"runtime_dir =",    "state_dir =",
+                          "instance =",       "log_level =",
+                          "group =",          "liveness_ms =",
+                          "epoch =",          "layout =",
+                          "backend =",        "path =",
+                          "machines =",       "holder_id =",
+                          "# machine =",      "max_backward_ms =",
+                          "max_forward_ms =", "capacity =",
+                          "max_age_ms =",     "min_fill =",
+                          "reservation_ms =", "status_interval_ms ="}) {
     EXPECT_NE(text.find(key), std::string_view::npos) << key;
   }
 }
@@ -178,8 +184,9 @@ TEST(Config, OutOfRangeIsAnError) {
   EXPECT_THAT(ErrorOf(ParseConfig("[systemd]\nstatus_interval_ms = 1\n", kConfigPath)),
               HasSubstr("systemd.status_interval_ms: must be from 10"));
   EXPECT_THAT(
-      ErrorOf(ParseConfig("[register]\nbackend = \"static\"\nmachine = 1024\n", kConfigPath)),
-      HasSubstr(":3: register.machine: must be from 0 to 1023, got 1024"));
+      ErrorOf(ParseConfig("[register]\nbackend = \"static\"\nmachine = 65536\n", kConfigPath)),
+      HasSubstr(":3: register.machine: must be from 0 to 65535, below 2^machine bits of "
+                "id.layout, got 65536"));
   EXPECT_EQ(ErrorOf(ParseConfig("[daemon]\nliveness_ms = 9\n", kConfigPath)),
             "/etc/snowflaked.toml:2: daemon.liveness_ms: must be from 10 to 10000, got 9");
   EXPECT_THAT(ErrorOf(ParseConfig("[daemon]\nliveness_ms = 10001\n", kConfigPath)),
@@ -249,6 +256,53 @@ TEST(Config, EpochTextMeansWhatParseTimeTextSays) {
     EXPECT_FALSE(ParseConfig("[id]\nepoch = \"" + text + "\"\n", "x")) << text;
     EXPECT_FALSE(ParseTimeText(text)) << text;
   }
+}
+
+TEST(Config, LayoutIsAPresetOrBits) {
+  for (const auto& [text, bits] :
+       std::vector<std::pair<std::string, IdBits>>{{"default", {41, 10, 12}},
+                                                   {"8192-hosts", {41, 13, 9}},
+                                                   {"65536-hosts", {41, 16, 6}},
+                                                   {"42/15/6", {42, 15, 6}}}) {
+    auto sut = ParseConfig("[id]\nlayout = \"" + text + "\"\n", kConfigPath);
+
+    ASSERT_TRUE(sut) << text << ": " << sut.error().message;
+    EXPECT_EQ(sut->id.bits, bits) << text;
+  }
+  EXPECT_EQ(ParseConfig("", kConfigPath)->id.bits, kDefaultIdBits);
+}
+
+TEST(Config, BadLayoutIsAnErrorThatStatesTheTradeOff) {
+  EXPECT_THAT(ErrorOf(ParseConfig("[id]\nlayout = \"41/17/6\"\n", kConfigPath)),
+              HasSubstr(":2: id.layout: layout \"41/17/6\" is not a layout: time 41 + machine "
+                        "17 + sequence 6 = 64 bits, not 63"));
+  // What each preset gives, the year counted from the configured epoch.
+  EXPECT_THAT(ErrorOf(ParseConfig("[id]\nepoch = 0\nlayout = \"41/17/6\"\n", kConfigPath)),
+              HasSubstr("\"65536-hosts\" = 41/16/6: 65,536 hosts, 64,000 IDs per second per "
+                        "host, until 2039-09-07"));
+  EXPECT_THAT(ErrorOf(ParseConfig("[id]\nlayout = \"39/12/12\"\n", kConfigPath)),
+              HasSubstr("time 39 bits last only until 2043-06-03"));
+  EXPECT_THAT(ErrorOf(ParseConfig("[id]\nlayout = \"huge\"\n", kConfigPath)),
+              HasSubstr("is neither a preset nor time/machine/sequence bits"));
+  EXPECT_THAT(ErrorOf(ParseConfig("[id]\nlayout = 41\n", kConfigPath)), HasSubstr("id.layout"));
+}
+
+TEST(Config, MachinesMustLieWithinTheLayout) {
+  EXPECT_THAT(ErrorOf(ParseConfig("[register]\nmachines = \"0-2000\"\n", kConfigPath)),
+              HasSubstr(":2: register.machines 0-2000 reaches outside the layout: id.layout "
+                        "41/10/12 numbers machines 0-1023"));
+  EXPECT_THAT(
+      ErrorOf(ParseConfig("[register]\nbackend = \"static\"\nmachine = 1024\n", kConfigPath)),
+      HasSubstr(":3: register.machine 1024 is outside the layout: id.layout 41/10/12 "
+                "numbers machines 0-1023"));
+  auto wide = ParseConfig("[id]\nlayout = \"65536-hosts\"\n[register]\nmachines = \"0-65535\"\n",
+                          kConfigPath);
+  ASSERT_TRUE(wide) << wide.error().message;
+  EXPECT_EQ(wide->machine_register.Common("/s", wide->id.bits).last_machine, 65535u);
+  // Unset, the range is the layout's whole.
+  auto unset = ParseConfig("[id]\nlayout = \"8192-hosts\"\n", kConfigPath);
+  ASSERT_TRUE(unset) << unset.error().message;
+  EXPECT_EQ(unset->machine_register.Common("/s", unset->id.bits).last_machine, 8191u);
 }
 
 TEST(Config, BadEpochIsAnError) {
@@ -361,6 +415,7 @@ TEST(RegisterSettings, SeeWhatTheDaemonsConfigSeesInEveryFileThatBothAccept) {
       "[register]\nbackend = \"static\"\nmachine = 7\n",
       "[register]\nbackend = \"etcd\"\nmachines = \"10\"\n[register.etcd]\n"
       "endpoints = [\"http://127.0.0.1:2379\"]\nprefix = \"/sf/\"\n",
+      "[id]\nlayout = \"41/16/6\"\n[register]\nmachines = \"60000-65535\"\n",
   };
   for (size_t i = 0; i < texts.size(); ++i) {
     SCOPED_TRACE("config " + std::to_string(i) + ":\n" + texts[i]);
@@ -377,6 +432,7 @@ TEST(RegisterSettings, SeeWhatTheDaemonsConfigSeesInEveryFileThatBothAccept) {
     EXPECT_EQ(settings->machine_register, config->machine_register);
     EXPECT_EQ(settings->state_dir, config->daemon.state_dir);
     EXPECT_EQ(settings->epoch_unix_ms, config->id.epoch_unix_ms);
+    EXPECT_EQ(settings->id_bits, config->id.bits);
   }
 }
 
@@ -392,6 +448,8 @@ TEST(RegisterSettings, RefuseWhatTheDaemonsConfigRefusesOfTheirKeysInTheSameWord
       "[daemon]\nstate_dir = \"relative\"\n",
       "[id]\nepoch = \"yesterday\"\n",
       "[id]\nepoch = -1\n",
+      "[id]\nlayout = \"41/17/6\"\n",
+      "[register]\nmachines = \"0-2000\"\n",
       "[register\n",
   };
   for (size_t i = 0; i < texts.size(); ++i) {

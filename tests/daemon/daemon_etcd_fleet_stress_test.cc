@@ -158,18 +158,15 @@ bool NeedsQuietRegister(Fault f) {
          f == Fault::kQuorumLoss || f == Fault::kHolderStop || f == Fault::kRaiseAll;
 }
 
-uint32_t MachineOf(uint64_t id) {
-  return static_cast<uint32_t>((id >> kMachineShift) & kMaxMachine);
-}
+uint32_t MachineOf(uint64_t id) { return IdLayout().Decode(id)->machine; }
 
 // The fleet uses the default epoch.
-int64_t UnixMsOf(uint64_t id) {
-  return kDefaultEpochUnixMs + static_cast<int64_t>(id >> kTimeShift);
-}
+int64_t UnixMsOf(uint64_t id) { return IdLayout().Decode(id)->unix_ms; }
 
 std::string DescribeId(uint64_t id) {
   return std::to_string(id) + " (unix ms " + std::to_string(UnixMsOf(id)) + ", machine " +
-         std::to_string(MachineOf(id)) + ", sequence " + std::to_string(id & kMaxSequence) + ")";
+         std::to_string(MachineOf(id)) + ", sequence " +
+         std::to_string(IdLayout().Decode(id)->sequence) + ")";
 }
 
 // How long to run: the test's bounds, or SNOWFLAKE_SOAK_SECONDS.

@@ -107,7 +107,8 @@ class HostMark : public ::testing::Test {
     const uint64_t lowest = ids.empty() ? 0 : *std::min_element(ids.begin(), ids.end());
     EXPECT_GT(lowest, first_last_id)
         << "the second daemon repeated the first one's milliseconds: its lowest ID is "
-        << IdLayout::OffsetMsOf(first_last_id) - IdLayout::OffsetMsOf(std::min(lowest, first_last_id))
+        << IdLayout().OffsetMsOf(first_last_id) -
+               IdLayout().OffsetMsOf(std::min(lowest, first_last_id))
         << " ms below the first's last";
     return ids;
   }
@@ -161,7 +162,7 @@ TEST_F(HostMark, AStaticDaemonAfterAnEtcdDaemonStartsAboveItsLastIdAfterAClockSt
   ASSERT_TRUE(first.ready()) << first.Describe();
   const std::vector<uint64_t> before = Take(harness_.root() / "first-run");
   ASSERT_FALSE(before.empty());
-  ASSERT_EQ((before.front() >> kSequenceBits) & kMaxMachine, kMachine);
+  ASSERT_EQ(IdLayout().Decode(before.front())->machine, kMachine);
   ASSERT_TRUE(first.Stop().has_value());
 
   // Act + Assert: a static daemon on number 9 knows nothing of etcd.

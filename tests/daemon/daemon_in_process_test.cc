@@ -202,7 +202,7 @@ const Observation* Find(const std::vector<Observation>& seen, std::string_view s
 }
 
 int64_t MillisecondOf(uint64_t id, const Config& config) {
-  return config.id.epoch_unix_ms + IdLayout::OffsetMsOf(id);
+  return config.id.epoch_unix_ms + IdLayout().OffsetMsOf(id);
 }
 
 // Waits until the ring says it serves (the loop's first pass): a client is told

@@ -129,7 +129,7 @@ TEST(DaemonRestart, SigkillOnTheSurvivingSegmentServesWithoutWaitingOutTheReserv
             << " ms (reservation 10000 ms)\n";
   ASSERT_TRUE(id_after) << id_after.error().message;
   EXPECT_GT(*id_after, before.back());
-  EXPECT_LT(kDefaultEpochUnixMs + IdLayout::OffsetMsOf(*id_after), reserved)
+  EXPECT_LT(kDefaultEpochUnixMs + IdLayout().OffsetMsOf(*id_after), reserved)
       << "the restart waited out the reservation";
   EXPECT_TRUE(second.WaitForErr("need not be waited out")) << second.err();
 }
@@ -288,6 +288,62 @@ TEST(DaemonRestart, ALaterEpochUnderTheSameStateIsRefused) {
   EXPECT_FALSE(second.ready());
   EXPECT_NE(second.err().find("high-water.json was written for epoch"), std::string::npos)
       << second.err();
+}
+
+// A daemon of another layout numbers by it end to end: the register hands out a number
+// beyond the default's 1023, the segment header carries the bits, and a client decodes by
+// them (its layout(), Decode) and takes fresh IDs (its freshness rule shifts by them).
+TEST(DaemonRestart, ADaemonOfAWideLayoutServesIdsItsClientsDecodeByIt) {
+  DaemonHarness harness("wide-layout");
+  DaemonOptions options = harness.Options();
+  options.config_path = harness.WriteFile(
+      "wide.toml", "[id]\nlayout = \"41/16/6\"\n[register]\nmachines = \"40000-40000\"\n");
+  Daemon daemon = harness.Start(options);
+  ASSERT_TRUE(daemon.ready()) << daemon.Describe();
+  auto client = Client::Open("wide-layout-test", harness.Clients());
+  ASSERT_TRUE(client) << client.error().message;
+
+  std::vector<uint64_t> ids(200);
+  auto taken = client->NextBatch(ids);
+  auto one = client->Next();
+
+  ASSERT_TRUE(taken) << taken.error().message;
+  ASSERT_TRUE(one) << one.error().message;
+  EXPECT_EQ(client->layout().bits(), (IdBits{41, 16, 6}));
+  const auto fields = client->Decode(*one);
+  ASSERT_TRUE(fields);
+  EXPECT_EQ(fields->machine, 40000u);
+  EXPECT_LT(fields->sequence, 64u);
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  EXPECT_LE(fields->unix_ms, now_ms);
+  EXPECT_GT(fields->unix_ms, now_ms - 10'000) << "decoded by the default layout's shift?";
+  ASSERT_TRUE(daemon.Stop());
+}
+
+// A layout is fixed for the life of the epoch: the register recorded the first daemon's,
+// and a daemon with another refuses to start (78), naming both, before it numbers anything.
+TEST(DaemonRestart, ALayoutOtherThanTheRegistersIsRefusedNamingBoth) {
+  DaemonHarness harness("restart-layout");
+  {
+    Daemon first = harness.Start();
+    ASSERT_TRUE(first.ready()) << first.Describe();
+    auto stopped = first.Stop();
+    ASSERT_TRUE(stopped && stopped->ExitedWith(0)) << first.Describe();
+  }
+  DaemonOptions options = harness.Options();
+  options.config_path = harness.WriteFile("wide.toml", "[id]\nlayout = \"65536-hosts\"\n");
+
+  Daemon second = Daemon::Spawn(options);
+  auto exit_status = second.Wait(30s);
+
+  ASSERT_TRUE(exit_status) << "the daemon kept running: " << second.Describe();
+  EXPECT_TRUE(exit_status->ExitedWith(78)) << exit_status->ToString() << "\n" << second.Describe();
+  EXPECT_FALSE(second.ready());
+  EXPECT_NE(second.err().find("belongs to a fleet with ID layout 41/10/12"), std::string::npos)
+      << second.err();
+  EXPECT_NE(second.err().find("but id.layout is 41/16/6"), std::string::npos) << second.err();
 }
 
 TEST(DaemonRestart, SecondDaemonOnOneRuntimeDirExitsTwoNamingTheHolder) {

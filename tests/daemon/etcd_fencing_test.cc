@@ -641,7 +641,7 @@ TEST_F(EtcdFencing, AHolderKilledRightAfterAcknowledgingAFenceRestartsAboveIt) {
       .segment = SegmentFacts{.path = segment,
                               .continued = true,
                               .last_published_id =
-                                  IdLayout::EncodeUnchecked(last_issued_ms - kEpoch, kMachine, 0),
+                                  IdLayout().EncodeUnchecked(last_issued_ms - kEpoch, kMachine, 0),
                               .incarnation = 2},
       .reservation_ms = kReservationMs,
       .max_backward_ms = 100});

@@ -11,6 +11,7 @@
 #include <random>
 
 #include "register/etcd_records.h"
+#include "snowflake/id_layout.h"
 #include "stress_seed.h"
 
 namespace snowflake::daemon::etcd {
@@ -335,12 +336,19 @@ TEST(EtcdJson, TxnBodyNamesTheComparedField) {
 }
 
 TEST(EtcdRecords, RoundTripAndCanonicalText) {
-  const FleetRecord fleet{1767225600000, LayoutName()};
-  EXPECT_EQ(LayoutName(), "time41-machine10-sequence12");
+  // The record's layout is the fleet's id.layout; the default's is what every fleet record
+  // before layouts held.
+  const FleetRecord fleet{1767225600000, IdBitsRecordName(kDefaultIdBits)};
+  EXPECT_EQ(IdBitsRecordName(kDefaultIdBits), "time41-machine10-sequence12");
   EXPECT_EQ(EncodeFleet(fleet),
             R"({"format":"snowflaked-fleet","version":1,"epoch_unix_ms":1767225600000,)"
             R"("layout":"time41-machine10-sequence12"})");
   EXPECT_EQ(DecodeFleet(EncodeFleet(fleet)), fleet);
+  const FleetRecord wide{1767225600000, IdBitsRecordName({41, 16, 6})};
+  EXPECT_EQ(EncodeFleet(wide),
+            R"({"format":"snowflaked-fleet","version":1,"epoch_unix_ms":1767225600000,)"
+            R"("layout":"time41-machine16-sequence6"})");
+  EXPECT_EQ(DecodeFleet(EncodeFleet(wide)), wide);
   const HolderRecord holder{"m:default", "host-a", 42, 5};
   EXPECT_EQ(DecodeHolder(EncodeHolder(holder)), holder);
   const HighWaterRecord mark{1767225600123, "m:default"};
@@ -363,7 +371,10 @@ TEST(EtcdRecords, DecodersRefuseGarbageWithTheText) {
 TEST(EtcdRecords, MachineOfKeyAcceptsOnlyCanonicalNumbers) {
   EXPECT_EQ(MachineOfKey("/p/machines/", "/p/machines/0"), 0u);
   EXPECT_EQ(MachineOfKey("/p/machines/", "/p/machines/1023"), 1023u);
-  EXPECT_FALSE(MachineOfKey("/p/machines/", "/p/machines/1024"));
+  // The widest layout's numbers: the register's layout bounds what it hands out, not what
+  // it can read.
+  EXPECT_EQ(MachineOfKey("/p/machines/", "/p/machines/65535"), 65535u);
+  EXPECT_FALSE(MachineOfKey("/p/machines/", "/p/machines/65536"));
   EXPECT_FALSE(MachineOfKey("/p/machines/", "/p/machines/07"));
   EXPECT_FALSE(MachineOfKey("/p/machines/", "/p/machines/"));
   EXPECT_FALSE(MachineOfKey("/p/machines/", "/p/machines/x"));

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -31,7 +32,7 @@ using ::testing::HasSubstr;
 constexpr int64_t kEpoch = kDefaultEpochUnixMs;
 
 FileRegisterOptions Options(const snowflake::testing::TempDir& dir, uint32_t first = 0,
-                            uint32_t last = kMaxMachine) {
+                            uint32_t last = IdLayout().max_machine()) {
   return FileRegisterOptions{.path = dir / "register.json",
                              .first_machine = first,
                              .last_machine = last,
@@ -349,6 +350,88 @@ TEST(FileRegister, EpochMismatchNamesBothEpochs) {
   EXPECT_EQ(claim.error().code, RegisterErrorCode::kEpochMismatch);
   EXPECT_THAT(claim.error().message, HasSubstr("2026-01-01T00:00:00.000Z"));
   EXPECT_THAT(claim.error().message, HasSubstr("2023-11-14T22:13:20.000Z"));
+}
+
+TEST(FileRegister, RecordsTheLayoutAndRefusesAnotherNamingBoth) {
+  snowflake::testing::TempDir dir;
+  FileRegisterOptions wide = Options(dir, 0, 65535);
+  wide.id_bits = {41, 16, 6};
+  {
+    FileRegister a(wide);
+    auto claim = a.Claim({"host:a", kEpoch});
+    ASSERT_TRUE(claim) << claim.error().message;
+  }
+  std::ifstream in(dir / "register.json");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_THAT(text, HasSubstr(R"("layout": "time41-machine16-sequence6")"));
+  FileRegister sut(Options(dir));  // the default layout
+
+  auto claim = sut.Claim({"host:b", kEpoch});
+
+  ASSERT_FALSE(claim);
+  EXPECT_EQ(claim.error().code, RegisterErrorCode::kEpochMismatch);
+  EXPECT_THAT(claim.error().message, HasSubstr("ID layout 41/16/6: 65,536 hosts"));
+  EXPECT_THAT(claim.error().message, HasSubstr("but id.layout is 41/10/12: 1,024 hosts"));
+  EXPECT_THAT(claim.error().message, HasSubstr(R"(set id.layout = "41/16/6")"));
+}
+
+TEST(FileRegister, ARegisterWithoutALayoutHoldsTheDefaults) {
+  // Written before layouts could be chosen: its numbers are the default layout's.
+  snowflake::testing::TempDir dir;
+  {
+    std::ofstream out(dir / "register.json");
+    out << R"({"format":"snowflaked-register","version":1,"epoch_unix_ms":)" << kEpoch
+        << R"(,"machines":[{"machine":3,"holder":"host:a","high_water_unix_ms":5}]})";
+  }
+  FileRegisterOptions wide = Options(dir, 0, 65535);
+  wide.id_bits = {41, 16, 6};
+  FileRegister refused(wide);
+  FileRegister sut(Options(dir));
+
+  auto other = refused.Claim({"host:b", kEpoch});
+  auto claim = sut.Claim({"host:a", kEpoch});
+
+  ASSERT_FALSE(other);
+  EXPECT_EQ(other.error().code, RegisterErrorCode::kEpochMismatch);
+  ASSERT_TRUE(claim) << claim.error().message;
+  EXPECT_EQ(claim->machine, 3u);
+}
+
+TEST(FileRegister, AWiderLayoutHandsOutNumbersBeyondTheDefaults) {
+  snowflake::testing::TempDir dir;
+  FileRegisterOptions wide = Options(dir, 40000, 40000);
+  wide.id_bits = {41, 16, 6};
+  FileRegister sut(wide);
+
+  auto claim = sut.Claim({"host:a", kEpoch});
+
+  ASSERT_TRUE(claim) << claim.error().message;
+  EXPECT_EQ(claim->machine, 40000u);
+}
+
+TEST(FileRegister, ARangeBeyondTheLayoutIsRefused) {
+  snowflake::testing::TempDir dir;
+  FileRegister sut(Options(dir, 0, 2000));  // the default layout numbers 0-1023
+
+  auto claim = sut.Claim({"host:a", kEpoch});
+
+  ASSERT_FALSE(claim);
+  EXPECT_EQ(claim.error().code, RegisterErrorCode::kInvalidRequest);
+  EXPECT_THAT(claim.error().message, HasSubstr("41/10/12 numbers machines 0-1023"));
+}
+
+TEST(StaticRegister, ANumberBeyondTheLayoutIsRefused) {
+  snowflake::testing::TempDir dir;
+  StaticRegister narrow(1024, dir / "host-locks");
+  StaticRegister wide(1024, dir / "host-locks", {41, 16, 6});
+
+  auto refused = narrow.Claim({"host:a", kEpoch});
+  auto claimed = wide.Claim({"host:a", kEpoch});
+
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, RegisterErrorCode::kInvalidRequest);
+  EXPECT_THAT(refused.error().message, HasSubstr("out of range 0-1023 of id.layout 41/10/12"));
+  EXPECT_TRUE(claimed) << claimed.error().message;
 }
 
 TEST(FileRegister, UpdateBeforeClaimIsAnError) {

@@ -139,7 +139,7 @@ struct Rig {
     options.machine = 3;
     return options;
   }
-  int64_t MsOf(uint64_t id) const { return kEpoch + IdLayout::OffsetMsOf(id); }
+  int64_t MsOf(uint64_t id) const { return kEpoch + IdLayout().OffsetMsOf(id); }
   int64_t NewestPublishedMs() const {
     const uint64_t last = producer.last_published_id();
     return last == 0 ? 0 : MsOf(last);
@@ -401,7 +401,7 @@ TEST(FillLoop, ClockStepInsideABatchPublishesNothingOfIt) {
   Rig rig(Rig::Defaults(), &clock);
   // Use up all but 6 sequences of this millisecond, so the next batch crosses into the
   // next millisecond and reads the clock again mid-batch.
-  std::vector<uint64_t> used(kIdsPerMs - 6);
+  std::vector<uint64_t> used(IdLayout().ids_per_ms() - 6);
   ASSERT_EQ(rig.generator.Generate(used).value(), used.size());
   const uint64_t published_before = rig.producer.header().published_total.load();
   // The pass reads the clock once, the batch once at its start; the step comes at the
@@ -681,8 +681,8 @@ TEST(FillLoop, AHintIsBoundedBy4096IdsPerMillisecond) {
   taker.Ask(16384);
   rig.sut.Pass();  // the clock has not moved: still kStart
 
-  EXPECT_EQ(PublishedTotal(rig) - before, kIdsPerMs - 64u);
-  ASSERT_EQ(taker.TakeAll(), kIdsPerMs - 64u);
+  EXPECT_EQ(PublishedTotal(rig) - before, IdLayout().ids_per_ms() - 64u);
+  ASSERT_EQ(taker.TakeAll(), IdLayout().ids_per_ms() - 64u);
   for (const uint64_t id : taker.taken) ASSERT_EQ(rig.MsOf(id), kStart) << "a borrowed millisecond";
 
   // The millisecond is used up: a second request in it publishes nothing, and the next
@@ -693,7 +693,7 @@ TEST(FillLoop, AHintIsBoundedBy4096IdsPerMillisecond) {
   rig.clock.Tick(1);
   taker.Ask(16384);
   rig.sut.Pass();
-  EXPECT_EQ(rig.producer.size(), kIdsPerMs);
+  EXPECT_EQ(rig.producer.size(), IdLayout().ids_per_ms());
 }
 
 // A clock that moves one millisecond forward at every reading once armed: a hinted fill
@@ -742,8 +742,9 @@ TEST(FillLoop, RepeatedBigBatchesRaiseTheFillTarget) {
   rig.clock.Tick(1);
   rig.sut.Pass();  // no hint in this pass
 
-  EXPECT_EQ(rig.producer.header().fill_target.load(), kIdsPerMs / 2);
-  EXPECT_EQ(rig.producer.size(), kIdsPerMs / 2) << "the learned target is filled unasked";
+  EXPECT_EQ(rig.producer.header().fill_target.load(), IdLayout().ids_per_ms() / 2);
+  EXPECT_EQ(rig.producer.size(), IdLayout().ids_per_ms() / 2)
+      << "the learned target is filled unasked";
 }
 
 // Mixed versions: a client that predates the hint only bumps the request word. The
@@ -777,7 +778,8 @@ TEST(FillLoop, AForgedHugeHintIsClampedToTheRing) {
   EXPECT_FALSE(rig.sut.fatal().has_value());
   rig.clock.Tick(1);
   rig.sut.Pass();  // max_age_ms 0: last millisecond's IDs are drained, the target refilled
-  EXPECT_EQ(rig.producer.size(), kIdsPerMs / 2) << "the learned target, not the forged hint";
+  EXPECT_EQ(rig.producer.size(), IdLayout().ids_per_ms() / 2)
+      << "the learned target, not the forged hint";
 }
 
 TEST(FillLoop, AHintWakesADormantLoopAndIsServedInThatPass) {

@@ -89,7 +89,7 @@ TEST(Generator, CreateAcceptsClockExactlyAtTheEpoch) {
   auto id = sut.Next();
 
   ASSERT_TRUE(id.has_value());
-  EXPECT_EQ(*id, IdLayout::EncodeUnchecked(0, kMachine, 0));
+  EXPECT_EQ(*id, IdLayout().EncodeUnchecked(0, kMachine, 0));
 }
 
 TEST(Generator, CreateRejectsNegativeMaxBackwardMs) {
@@ -154,16 +154,58 @@ TEST(Generator, SequenceRestartsAtZeroInANewerMillisecond) {
   EXPECT_EQ(Fields(id), (DecodedId{kStart + 3, kMachine, 0}));
 }
 
+// The cap per millisecond is the layout's: 2^sequence bits (64 in 41/16/6), and a machine
+// number beyond the default's 1023 is one of the wide layout's.
+TEST(Generator, TheCapPerMillisecondFollowsTheSequenceBits) {
+  for (const IdBits bits : {IdBits{41, 16, 6}, IdBits{41, 13, 9}, IdBits{40, 1, 22}}) {
+    SCOPED_TRACE(FormatIdBits(bits));
+    ManualClock clock(kStart);
+    GeneratorConfig config = Config();
+    config.layout = IdLayout::Create(kEpoch, bits).value();
+    config.machine = config.layout.max_machine();
+    auto sut = MustCreate(config, clock);
+    std::vector<uint64_t> ids(config.layout.ids_per_ms() + 10);
+
+    auto generated = sut.Generate(ids);
+
+    ASSERT_TRUE(generated.has_value());
+    ASSERT_EQ(*generated, config.layout.ids_per_ms());  // short: the ms is used up
+    EXPECT_EQ(config.layout.Decode(ids[*generated - 1]).value(),
+              (DecodedId{kStart, config.layout.max_machine(), config.layout.max_sequence()}));
+    EXPECT_EQ(sut.Next().error(), GenerateError::kSequenceExhausted);
+    clock.Advance(1);
+    EXPECT_EQ(config.layout.Decode(sut.Next().value()).value(),
+              (DecodedId{kStart + 1, config.layout.max_machine(), 0}));
+  }
+}
+
+TEST(Generator, CreateRejectsAMachineBeyondTheLayout) {
+  ManualClock clock(kStart);
+  GeneratorConfig config = Config();
+  config.layout = IdLayout::Create(kEpoch, {41, 13, 9}).value();
+  config.machine = 8192;
+
+  auto created = Generator::Create(config, clock);
+
+  ASSERT_FALSE(created.has_value());
+  EXPECT_EQ(created.error().code, GeneratorErrorCode::kMachineOutOfRange);
+  EXPECT_NE(created.error().message.find("between 0 and 8191 (the layout 41/13/9"),
+            std::string::npos)
+      << created.error().message;
+}
+
 TEST(Generator, ExhaustionOf4096NeverWraps) {
   ManualClock clock(kStart);
   auto sut = MustCreate(Config(), clock);
-  std::vector<uint64_t> ids(kIdsPerMs + 10);
+  std::vector<uint64_t> ids(IdLayout().ids_per_ms() + 10);
 
   auto generated = sut.Generate(ids);
 
   ASSERT_TRUE(generated.has_value());
-  EXPECT_EQ(*generated, kIdsPerMs);  // short: the ms is used up and the clock stood still
-  EXPECT_EQ(Fields(ids[kIdsPerMs - 1]), (DecodedId{kStart, kMachine, kMaxSequence}));
+  EXPECT_EQ(*generated,
+            IdLayout().ids_per_ms());  // short: the ms is used up and the clock stood still
+  EXPECT_EQ(Fields(ids[IdLayout().ids_per_ms() - 1]),
+            (DecodedId{kStart, kMachine, IdLayout().max_sequence()}));
   auto next = sut.Next();
   ASSERT_FALSE(next.has_value());
   EXPECT_EQ(next.error(), GenerateError::kSequenceExhausted);
@@ -173,8 +215,8 @@ TEST(Generator, ExhaustionOf4096NeverWraps) {
 TEST(Generator, ExhaustedMillisecondNeverBorrowsTheNextOne) {
   ManualClock clock(kStart);
   auto sut = MustCreate(Config(), clock);
-  std::vector<uint64_t> ids(kIdsPerMs);
-  ASSERT_EQ(sut.Generate(ids).value(), kIdsPerMs);
+  std::vector<uint64_t> ids(IdLayout().ids_per_ms());
+  ASSERT_EQ(sut.Generate(ids).value(), IdLayout().ids_per_ms());
 
   // Called many times without the clock moving: never an ID from kStart + 1.
   for (int i = 0; i < 100; ++i) {
@@ -197,7 +239,7 @@ TEST(Generator, BatchCrossesMillisecondBoundariesWhenTheClockHasAdvanced) {
   };
   SteppingClock clock(kStart);
   auto sut = MustCreate(Config(), clock);  // Create() reads kStart
-  std::vector<uint64_t> ids(3 * kIdsPerMs + 5);
+  std::vector<uint64_t> ids(3 * IdLayout().ids_per_ms() + 5);
 
   auto generated = sut.Generate(ids);
 
@@ -205,8 +247,9 @@ TEST(Generator, BatchCrossesMillisecondBoundariesWhenTheClockHasAdvanced) {
   ASSERT_EQ(*generated, ids.size());
   for (size_t i = 1; i < ids.size(); ++i) ASSERT_LT(ids[i - 1], ids[i]) << "at " << i;
   EXPECT_EQ(Fields(ids[0]), (DecodedId{kStart + 1, kMachine, 0}));
-  EXPECT_EQ(Fields(ids[kIdsPerMs - 1]), (DecodedId{kStart + 1, kMachine, kMaxSequence}));
-  EXPECT_EQ(Fields(ids[kIdsPerMs]), (DecodedId{kStart + 2, kMachine, 0}));
+  EXPECT_EQ(Fields(ids[IdLayout().ids_per_ms() - 1]),
+            (DecodedId{kStart + 1, kMachine, IdLayout().max_sequence()}));
+  EXPECT_EQ(Fields(ids[IdLayout().ids_per_ms()]), (DecodedId{kStart + 2, kMachine, 0}));
   EXPECT_EQ(Fields(ids.back()), (DecodedId{kStart + 4, kMachine, 4}));
   // One reading per ms issued in, no more (Create's + one per ms).
   EXPECT_EQ(clock.now_, kStart + 5);
@@ -228,12 +271,12 @@ TEST(Generator, BatchReturnsShortCountWhenTheClockHasNotAdvanced) {
   auto sut = MustCreate(Config(), clock);
   std::vector<uint64_t> first(100);
   ASSERT_EQ(sut.Generate(first).value(), 100u);
-  std::vector<uint64_t> rest(kIdsPerMs);
+  std::vector<uint64_t> rest(IdLayout().ids_per_ms());
 
   auto generated = sut.Generate(rest);
 
   ASSERT_TRUE(generated.has_value());
-  EXPECT_EQ(*generated, kIdsPerMs - 100);
+  EXPECT_EQ(*generated, IdLayout().ids_per_ms() - 100);
   EXPECT_EQ(Fields(rest[0]).sequence, 100u);
 }
 
@@ -260,7 +303,7 @@ TEST(Generator, BatchIsStrictlyIncreasingAcrossCalls) {
     clock.Advance(1 + step);
   }
 
-  ASSERT_EQ(all.size(), 5u * kIdsPerMs);
+  ASSERT_EQ(all.size(), 5u * IdLayout().ids_per_ms());
   for (size_t i = 1; i < all.size(); ++i) ASSERT_LT(all[i - 1], all[i]) << "at " << i;
 }
 
@@ -298,7 +341,7 @@ TEST(Generator, SmallStepBackResumesByItselfWithNoIdAtOrBelowTheMark) {
   ManualClock clock(kStart);
   auto sut = MustCreate(Config(), clock);
   const auto before = Drain(sut);  // uses up kStart entirely
-  ASSERT_EQ(before.size(), kIdsPerMs);
+  ASSERT_EQ(before.size(), IdLayout().ids_per_ms());
   clock.Advance(-50);
 
   // While the clock climbs back to the mark, nothing is issued.
@@ -481,14 +524,14 @@ TEST(Generator, StepBackMidBatchReturnsWhatItHasAndPauses) {
   ScriptedClock clock;
   clock.readings_ = {kStart, kStart, kStart - 3};
   auto sut = MustCreate(Config(), clock);
-  std::vector<uint64_t> ids(kIdsPerMs + 1);
+  std::vector<uint64_t> ids(IdLayout().ids_per_ms() + 1);
 
   auto generated = sut.Generate(ids);
 
   ASSERT_TRUE(generated.has_value());
-  EXPECT_EQ(*generated, kIdsPerMs);
+  EXPECT_EQ(*generated, IdLayout().ids_per_ms());
   EXPECT_EQ(sut.state(), GeneratorState::kPaused);
-  EXPECT_EQ(sut.last_issued_id(), ids[kIdsPerMs - 1]);
+  EXPECT_EQ(sut.last_issued_id(), ids[IdLayout().ids_per_ms() - 1]);
 }
 
 // ---- The high-water mark --------------------------------------------------------------
@@ -708,8 +751,8 @@ TEST(Generator, AFenceIsWhatThePauseWaitsFor) {
 TEST(Generator, TimeBeyondTheRangeIsOutOfServiceNeverAWrappedId) {
   // An epoch such that the clock is 2 ms before the end of the 41-bit range. The clock
   // must be more than 2^41 ms after 1970 for the epoch to be non-negative.
-  constexpr int64_t kNow = kMaxTimeOffsetMs + 1'000'000'000;
-  const IdLayout layout = IdLayout::Create(kNow - kMaxTimeOffsetMs + 2).value();
+  constexpr int64_t kNow = IdLayout().max_offset_ms() + 1'000'000'000;
+  const IdLayout layout = IdLayout::Create(kNow - IdLayout().max_offset_ms() + 2).value();
   ManualClock clock(kNow);
   GeneratorConfig config = Config();
   config.layout = layout;
@@ -724,9 +767,9 @@ TEST(Generator, TimeBeyondTheRangeIsOutOfServiceNeverAWrappedId) {
   clock.Set(layout.max_unix_ms() + 1);
   auto beyond = sut.Next();
 
-  ASSERT_EQ(issued.size(), 3u * kIdsPerMs);
+  ASSERT_EQ(issued.size(), 3u * IdLayout().ids_per_ms());
   EXPECT_EQ(layout.Decode(issued.back()).value(),
-            (DecodedId{layout.max_unix_ms(), kMachine, kMaxSequence}));
+            (DecodedId{layout.max_unix_ms(), kMachine, IdLayout().max_sequence()}));
   ASSERT_FALSE(beyond.has_value());
   EXPECT_EQ(beyond.error(), GenerateError::kOutOfService);
   EXPECT_EQ(sut.state(), GeneratorState::kOutOfService);
@@ -738,8 +781,8 @@ TEST(Generator, TimeBeyondTheRangeIsOutOfServiceNeverAWrappedId) {
 }
 
 TEST(Generator, StartBeyondTheRangeIsOutOfService) {
-  constexpr int64_t kNow = kMaxTimeOffsetMs + 1'000'000'000;
-  const IdLayout layout = IdLayout::Create(kNow - kMaxTimeOffsetMs - 1).value();
+  constexpr int64_t kNow = IdLayout().max_offset_ms() + 1'000'000'000;
+  const IdLayout layout = IdLayout::Create(kNow - IdLayout().max_offset_ms() - 1).value();
   ManualClock clock(kNow);
   GeneratorConfig config = Config();
   config.layout = layout;

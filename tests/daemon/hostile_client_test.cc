@@ -649,7 +649,8 @@ TEST(HostileClient, ForgedStaleIdsInTheSlotsAreNeverHandedOut) {
   const auto machine = static_cast<uint32_t>(ReadWord(path, offsetof(shm::SegmentHeader, machine)));
   std::vector<uint64_t> forged(capacity);
   for (uint64_t i = 0; i < capacity; ++i) {
-    forged[i] = IdLayout::EncodeUnchecked(1000, machine & kMaxMachine, static_cast<uint32_t>(i));
+    forged[i] = IdLayout().EncodeUnchecked(1000, machine & IdLayout().max_machine(),
+                                           static_cast<uint32_t>(i));
   }
   const std::set<uint64_t> forged_set(forged.begin(), forged.end());
 

@@ -125,7 +125,7 @@ TEST(RegisterBackends, SharedKeysAreAcceptedWithEveryBackend) {
 
 TEST(StaticRegisterConfig, ParserRefusesAMissingOrBadMachine) {
   const toml::table missing = Toml("backend = \"static\"\n", "s.toml");
-  const toml::table big = Toml("machine = 1024\n", "s.toml");
+  const toml::table big = Toml("machine = 65536\n", "s.toml");
   const toml::table text = Toml("machine = \"3\"\n", "s.toml");
   const toml::table good = Toml("machine = 1023\n", "s.toml");
 
@@ -139,7 +139,8 @@ TEST(StaticRegisterConfig, ParserRefusesAMissingOrBadMachine) {
             "s.toml: register.machine: required when register.backend = \"static\"");
   ASSERT_FALSE(sut_big);
   EXPECT_EQ(sut_big.error().message,
-            "s.toml:1: register.machine: must be from 0 to 1023, got 1024");
+            "s.toml:1: register.machine: must be from 0 to 65535, below 2^machine bits of "
+            "id.layout, got 65536");
   ASSERT_FALSE(sut_text);
   EXPECT_THAT(sut_text.error().message, HasSubstr("must be an integer, got a string"));
   ASSERT_TRUE(sut_good);

@@ -407,9 +407,9 @@ TEST(ReservationService, TheHostMarkFollowsTheReservationAndTheCleanStopNeverBel
 TEST(FileRegisterLock, UpdateHighWaterGivesUpWithinItsBound) {
   TempDir dir("register-lock");
   FileRegister reg(FileRegisterOptions{.path = dir / "register.json",
-                                         .first_machine = 0,
-                                         .last_machine = kMaxMachine,
-                                         .host_lock_dir = dir / "host-locks"});
+                                       .first_machine = 0,
+                                       .last_machine = IdLayout().max_machine(),
+                                       .host_lock_dir = dir / "host-locks"});
   ASSERT_TRUE(reg.Claim(ClaimRequest{"holder", kDefaultEpochUnixMs}).has_value());
   std::filesystem::path lock_path = dir / "register.json";
   lock_path += ".lock";

@@ -36,7 +36,7 @@ ProducerOptions OptionsFor(const std::filesystem::path& dir) {
 // Publishes 32 IDs of the epoch's second second and serves them.
 void PublishAndServe(RingProducer& producer) {
   std::vector<uint64_t> ids;
-  for (uint64_t i = 1; i <= 32; ++i) ids.push_back(IdLayout::EncodeUnchecked(1000, 1, i));
+  for (uint64_t i = 1; i <= 32; ++i) ids.push_back(IdLayout().EncodeUnchecked(1000, 1, i));
   ASSERT_EQ(producer.Publish(ids).value(), 32u);
   producer.SetState(DaemonState::kServing);
 }

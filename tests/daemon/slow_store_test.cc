@@ -261,7 +261,7 @@ TEST(SlowStore, TwoHundredMsFsyncNeitherAgesIdsNorStopsTheHeartbeat) {
       continue;
     }
     ++ids;
-    const int64_t age = before_ms - (kEpoch + IdLayout::OffsetMsOf(*id));
+    const int64_t age = before_ms - (kEpoch + IdLayout().OffsetMsOf(*id));
     oldest_ms = std::max(oldest_ms, age);
     if (age > 1) ++stale;
   }
@@ -304,7 +304,7 @@ TEST(SlowStore, TwoHundredMsFsyncNeverAgesAnIdOrDelaysAPass) {
     uint64_t id = 0;
     while (consumer->TryTake(&id)) {
       ++ids;
-      oldest = std::max(oldest, clock.NowUnixMs() - (kEpoch + IdLayout::OffsetMsOf(id)));
+      oldest = std::max(oldest, clock.NowUnixMs() - (kEpoch + IdLayout().OffsetMsOf(id)));
     }
     std::this_thread::sleep_for(1ms);
   }
@@ -334,7 +334,7 @@ TEST(SlowStore, FailingFsyncPausesNamingTheStateFileAndHealsByItself) {
   EXPECT_NE(paused.reason.find("state file"), std::string::npos) << paused.reason;
   // Nothing above what both stores accepted: the state file's last whole reservation and
   // the register's mark (written after it).
-  const int64_t last_ms = kEpoch + IdLayout::OffsetMsOf(daemon.LastPublishedId());
+  const int64_t last_ms = kEpoch + IdLayout().OffsetMsOf(daemon.LastPublishedId());
   EXPECT_LE(last_ms, daemon.StateFileReservation())
       << "published above the state file's reservation";
   EXPECT_LE(last_ms, daemon.reg().mark()) << "published above the register's mark";

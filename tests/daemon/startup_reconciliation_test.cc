@@ -19,7 +19,7 @@ const std::string kPath = "/run/x/snowflake.ring";
 const std::string kOurs = "0123456789abcdef0123456789abcdef";
 const std::string kTheirs = "fedcba9876543210fedcba9876543210";
 
-uint64_t IdAt(int64_t unix_ms) { return IdLayout::EncodeUnchecked(unix_ms - kEpoch, 3, 7); }
+uint64_t IdAt(int64_t unix_ms) { return IdLayout().EncodeUnchecked(unix_ms - kEpoch, 3, 7); }
 
 // A SIGKILLed daemon's leftovers: it reserved through kNow + 900 in both stores for the
 // segment in incarnation 4, published up to kNow - 2; this start continued it (now 5).

@@ -16,7 +16,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const uint64_t capacity = config.ring.capacity;
     if (capacity == 0 || (capacity & (capacity - 1)) != 0) __builtin_trap();
     if (config.ring.min_fill > capacity) __builtin_trap();
-    if (config.machine_register.first_machine > config.machine_register.last_machine) {
+    // The range a register may hand out, resolved in the layout, lies within it.
+    const auto common = config.machine_register.Common("/", config.id.bits);
+    if (common.first_machine > common.last_machine ||
+        common.last_machine > config.id.bits.max_machine()) {
       __builtin_trap();
     }
     if (!snowflake::daemon::IsValidLogLevel(config.daemon.log_level)) __builtin_trap();

@@ -37,7 +37,7 @@ constexpr double kBucketMs = 100;
 using namespace std::chrono_literals;
 
 uint32_t MachineOf(uint64_t id) { return IdLayout().Decode(id)->machine; }
-int64_t MillisecondOf(uint64_t id) { return IdLayout::OffsetMsOf(id); }
+int64_t MillisecondOf(uint64_t id) { return IdLayout().OffsetMsOf(id); }
 
 TEST(RemoteShare, AFloodBesideLocalTakersStaysWithinItsShare) {
   // 16.4 IDs per ms: far below what the flood asks even under a sanitizer on a loaded

@@ -96,7 +96,7 @@ int Run(int argc, char** argv) {
     control->drained.fetch_add(ring->DrainOlderThan(now_ms - kMaxAgeMs));
     // IDs of this millisecond (sequence numbers run on into the machine bits: 4M IDs
     // before the time part moves a millisecond ahead), above every earlier one.
-    next = std::max(next, snowflake::IdLayout::EncodeUnchecked(now_ms, kMachine, 0));
+    next = std::max(next, snowflake::IdLayout().EncodeUnchecked(now_ms, kMachine, 0));
     for (uint64_t i = 0; i < kCapacity; ++i) chunk[i] = next + i;
     auto published = ring->Publish(chunk);
     if (!published) {

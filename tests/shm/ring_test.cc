@@ -319,10 +319,10 @@ TEST(Ring, DrainOlderThanDrainsOnlyTheStalePrefix) {
   RingProducer sut = MakeProducer(dir.path(), 8);
   RingConsumer consumer = MakeConsumer(dir.path(), sut);
   const std::vector<uint64_t> ids = {
-      IdLayout::EncodeUnchecked(10, testing::kTestMachine, 0),
-      IdLayout::EncodeUnchecked(11, testing::kTestMachine, 0),
-      IdLayout::EncodeUnchecked(20, testing::kTestMachine, 0),
-      IdLayout::EncodeUnchecked(21, testing::kTestMachine, 0),
+      IdLayout().EncodeUnchecked(10, testing::kTestMachine, 0),
+      IdLayout().EncodeUnchecked(11, testing::kTestMachine, 0),
+      IdLayout().EncodeUnchecked(20, testing::kTestMachine, 0),
+      IdLayout().EncodeUnchecked(21, testing::kTestMachine, 0),
   };
   ASSERT_EQ(Unwrap(sut.Publish(ids)), 4u);
 
@@ -1084,6 +1084,60 @@ TEST(Ring, ServiceSlotsKeepLongNamesAndRunOut) {
   EXPECT_EQ(names[1], "svc1");
 }
 
+// In a layout whose time bits start elsewhere (42/15/6: the millisecond is id >> 21, not
+// >> 22), the header records the bits, and the take's freshness rule and the producer's
+// drain read the millisecond by them: with the default's shift every ID would look half
+// its age and be refused as stale (or drained too early).
+TEST(Freshness, TakesAndDrainsJudgeTheMillisecondByTheHeadersLayout) {
+  TempDir dir;
+  ProducerOptions options = OptionsFor(dir.path(), 8);
+  options.id_bits = {42, 15, 6};
+  RingProducer producer = MakeProducer(options);
+  const IdLayout layout = IdLayout::Create(options.epoch_unix_ms, options.id_bits).value();
+  constexpr int64_t kIdMs = 1'000'000;  // since the epoch
+  std::vector<uint64_t> ids;
+  for (uint32_t seq = 0; seq < 4; ++seq) ids.push_back(layout.EncodeUnchecked(kIdMs, 20000, seq));
+  ASSERT_EQ(Unwrap(producer.Publish(ids)), 4u);
+  ManualClock clock(options.epoch_unix_ms + kIdMs);
+  RingConsumer sut = MakeConsumer(dir.path(), producer, clock);
+  uint64_t id = 0;
+
+  const uint32_t recorded = producer.header().id_bits.load();
+  const TakeResult at_their_ms = sut.TryTakeFresh(&id);
+  const uint64_t not_yet = producer.DrainOlderThan(kIdMs);
+  clock.Tick(51);
+  const TakeResult past_the_bound = sut.TryTakeFresh(&id);
+  const uint64_t drained = producer.DrainOlderThan(kIdMs + 1);
+
+  EXPECT_EQ(recorded, PackIdBits({42, 15, 6}));
+  EXPECT_EQ(sut.layout(), layout);
+  EXPECT_EQ(at_their_ms, TakeResult::kTaken);
+  EXPECT_EQ(layout.Decode(id).value(), (DecodedId{layout.epoch_unix_ms() + kIdMs, 20000, 0}));
+  EXPECT_EQ(not_yet, 0u);
+  EXPECT_EQ(past_the_bound, TakeResult::kStale);
+  EXPECT_EQ(drained, 3u);
+}
+
+// A segment of another layout is not continued, nor is its last ID carried: it numbers
+// other fields with the same bits.
+TEST(Ring, ASegmentOfAnotherLayoutIsReplacedNotContinued) {
+  TempDir dir;
+  ProducerOptions options = OptionsFor(dir.path(), 8);
+  {
+    RingProducer first = MakeProducer(options);
+    ASSERT_EQ(Unwrap(first.Publish(Range(100, 4))), 4u);
+  }
+  options.id_bits = {41, 16, 6};
+
+  RingProducer sut = MakeProducer(options);
+
+  EXPECT_FALSE(sut.continued());
+  EXPECT_EQ(sut.last_published_id(), 0u);
+  EXPECT_NE(sut.replaced_because().find("ID layout differs"), std::string::npos)
+      << sut.replaced_because();
+  EXPECT_EQ(sut.header().id_bits.load(), PackIdBits({41, 16, 6}));
+}
+
 }  // namespace
 }  // namespace snowflake::shm
 
@@ -1132,7 +1186,7 @@ TEST(Freshness, ATakeJudgesTheFrontOnTheConsumersClock) {
   constexpr int64_t kIdMs = 1'000'000;  // since the epoch
   std::vector<uint64_t> ids;
   for (uint32_t seq = 0; seq < 4; ++seq) {
-    ids.push_back(IdLayout::EncodeUnchecked(kIdMs, testing::kTestMachine, seq));
+    ids.push_back(IdLayout().EncodeUnchecked(kIdMs, testing::kTestMachine, seq));
   }
   ASSERT_EQ(Unwrap(producer.Publish(ids)), 4u);
   ManualClock clock(kDefaultEpochUnixMs + kIdMs);

@@ -106,7 +106,7 @@ TEST_P(RingThreads, EveryIdOnceInIncreasingAndRealTimeOrder) {
       const int64_t now_ms = NowOffsetMs();
       // IDs of this millisecond (sequence numbers run on into the machine bits: 4M IDs
       // before the time part moves a millisecond ahead), above every earlier one.
-      next_id = std::max(next_id, IdLayout::EncodeUnchecked(now_ms, testing::kTestMachine, 0));
+      next_id = std::max(next_id, IdLayout().EncodeUnchecked(now_ms, testing::kTestMachine, 0));
       size_t n = 0;
       if (published < kTargetIds) {
         const uint64_t want = std::min<uint64_t>(1 + rng() % capacity, kTargetIds - published);

@@ -238,6 +238,32 @@ TEST_F(BadSegment, AnEpochNoIdLayoutHasIsBadEpoch) {
   }
 }
 
+// Every take shifts by the header's layout: bits that are no layout (zero: version 4's
+// reserved0; widths that do not fill 63 bits; a unit byte) are refused at open.
+TEST_F(BadSegment, IdBitsThatAreNoLayoutAreBadEpoch) {
+  for (const uint32_t word : {uint32_t{0}, PackIdBits({41, 17, 6}), PackIdBits({39, 12, 12}),
+                              PackIdBits(kDefaultIdBits) | uint32_t{1} << 24}) {
+    Poke<uint32_t>(offsetof(SegmentHeader, id_bits), word);
+
+    const SegmentFailure sut = OpenFails();
+
+    EXPECT_EQ(sut.code, SegmentError::kBadEpoch) << word;
+    EXPECT_TRUE(Names(sut, "is no ID layout")) << sut.message;
+    EXPECT_TRUE(IsDamagedSegmentError(sut.code));
+  }
+}
+
+TEST_F(BadSegment, AnEpochWhoseRangeOverflowsInTheHeadersLayoutIsBadEpoch) {
+  // Fits 41 time bits, not 44.
+  const int64_t epoch = INT64_MAX - ((int64_t{1} << 41) - 1);
+  Poke<uint64_t>(offsetof(SegmentHeader, epoch_unix_ms), static_cast<uint64_t>(epoch));
+  Poke<uint32_t>(offsetof(SegmentHeader, id_bits), PackIdBits({44, 13, 6}));
+
+  const SegmentFailure sut = OpenFails();
+
+  EXPECT_EQ(sut.code, SegmentError::kBadEpoch);
+}
+
 TEST_F(BadSegment, CapacityNotAPowerOfTwoIsBadCapacity) {
   Poke<uint64_t>(offsetof(SegmentHeader, capacity), 1000);
 

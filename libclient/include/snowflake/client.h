@@ -110,6 +110,7 @@ struct ClientStatus {
   int64_t reason_detail = 0;
   uint32_t machine = 0;
   int64_t epoch_unix_ms = 0;
+  IdBits id_bits = kDefaultIdBits;  // the layout's bits, from the segment header (id_bits)
   uint64_t incarnation = 0;  // 1, or the last segment's + 1 when a start continued it
   uint64_t daemon_pid = 0;
   uint64_t heartbeat_age_ns = 0;
@@ -206,11 +207,13 @@ class Client {
   // span. On error out is unspecified and no ID was taken.
   tl::expected<size_t, Error> NextBatch(std::span<uint64_t> out) noexcept;
 
-  // Splits an ID into its millisecond, machine and sequence using the segment's epoch.
+  // Splits an ID into its millisecond, machine and sequence using the segment's layout (its
+  // epoch and bits, from the header).
   // Errors: kInvalidArgument for a value with the sign bit set (not an ID).
   tl::expected<DecodedId, Error> Decode(uint64_t id) const noexcept;
 
-  // The ID layout (epoch) of the segment this Client currently uses.
+  // The ID layout (epoch and bits) of the segment this Client currently uses; the default
+  // (DefaultEpoch, 41/10/12) while it uses none.
   IdLayout layout() const noexcept;
 
   // A status snapshot, including this Client's own count.

@@ -58,7 +58,7 @@ typedef enum sf_status {
   /* An unexpected OS error or out of memory (the message names the cause). */
   SF_SYSTEM_ERROR = 15,
   /* sf_bounds: no ID of the epoch can carry a time of the range (it lies wholly before
-   * the epoch, or after the epoch's 41-bit range of 69.7 years). */
+   * the epoch, or after the range of the layout's time bits). */
   SF_TIME_OUT_OF_RANGE = 16,
   /* The ring stayed empty for the whole wait (sf_options.wait_timeout_ms) while the
    * daemon looked healthy: it is alive and refilling (a hung daemon is
@@ -135,13 +135,13 @@ void sf_close(sf_client *c);
 /* The fields of an ID. */
 typedef struct sf_decoded_id {
   int64_t unix_ms;   /* creation millisecond, Unix time */
-  uint32_t machine;  /* 0..1023 */
-  uint32_t sequence; /* 0..4095 */
+  uint32_t machine;  /* below 2^machine bits of the layout */
+  uint32_t sequence; /* below 2^sequence bits of the layout */
 } sf_decoded_id;
 
-/* Splits id using c's segment epoch, or the default epoch (2026-01-01T00:00:00Z) when c
- * is NULL. Returns SF_OK, or SF_INVALID_ARGUMENT (out is NULL, or id has the sign bit
- * set and is no ID). */
+/* Splits id using c's segment layout (its epoch and bits, from the segment header), or the
+ * default layout (2026-01-01T00:00:00Z, 41/10/12) when c is NULL or has no daemon yet. Returns
+ * SF_OK, or SF_INVALID_ARGUMENT (out is NULL, or id has the sign bit set and is no ID). */
 sf_status sf_decode(const sf_client *c, uint64_t id, sf_decoded_id *out);
 
 /* The platform's default epoch, 2026-01-01T00:00:00Z, in Unix milliseconds. */
@@ -162,8 +162,8 @@ typedef struct sf_id_bounds {
   int64_t last_unix_ms;  /* its end, lowered to the epoch's last millisecond if later */
 } sf_id_bounds;
 
-/* The smallest and largest IDs any machine can make, with the epoch epoch_unix_ms (a
- * client's is in sf_decode's layout; SF_DEFAULT_EPOCH_UNIX_MS by default), at the
+/* The smallest and largest IDs any machine can make in the default bits (41/10/12) with
+ * the epoch epoch_unix_ms (SF_DEFAULT_EPOCH_UNIX_MS by default), at the
  * milliseconds from from_unix_ms to to_unix_ms, both included. A range reaching outside
  * what IDs of the epoch can carry is cut to it (*out says where). Returns SF_OK,
  * SF_INVALID_ARGUMENT (out is NULL, the epoch is negative or too late, or from_unix_ms >

@@ -176,7 +176,7 @@ class RingConsumer {
       const uint64_t t = header_->tail.load(std::memory_order_acquire);
       if (h >= t) return TakeResult::kEmpty;
       const uint64_t value = slots_[h & mask_].load(std::memory_order_relaxed);
-      if (!IsFresh(static_cast<int64_t>(value >> kTimeShift), now_ms, bound, clock_lag_ms_))
+      if (!IsFresh(static_cast<int64_t>(value >> time_shift_), now_ms, bound, clock_lag_ms_))
           [[unlikely]] {
         return TakeResult::kStale;
       }
@@ -208,9 +208,8 @@ class RingConsumer {
       for (uint64_t i = 0; i < n; ++i) {
         out[i] = slots_[(h + i) & mask_].load(std::memory_order_relaxed);
       }
-      if (!IsFresh(static_cast<int64_t>(out[0] >> kTimeShift), now_ms, bound, clock_lag_ms_) ||
-          !IsFresh(static_cast<int64_t>(out[n - 1] >> kTimeShift), now_ms, bound,
-                   clock_lag_ms_)) {
+      if (!IsFresh(static_cast<int64_t>(out[0] >> time_shift_), now_ms, bound, clock_lag_ms_) ||
+          !IsFresh(static_cast<int64_t>(out[n - 1] >> time_shift_), now_ms, bound, clock_lag_ms_)) {
         *result = TakeResult::kStale;
         return 0;
       }
@@ -265,8 +264,8 @@ class RingConsumer {
   // state afterwards.
   // `want`: how many IDs the caller still needs (a batch); 0 or 1 for a single take. A
   // want above 1 is added to the segment's refill hint before the request, so the daemon
-  // publishes up to that many in one pass (bounded by the ring's capacity, the 4,096 IDs
-  // per millisecond of the ID layout and its reservation) instead of its usual fill
+  // publishes up to that many in one pass (bounded by the ring's capacity, the IDs
+  // per millisecond of the segment's ID layout and its reservation) instead of its usual fill
   // target. A daemon that predates the hint ignores it: the request still refills.
   void AwaitPublish(uint32_t seen, std::chrono::nanoseconds timeout, bool front_stale = false,
                     uint64_t want = 0) noexcept;
@@ -290,6 +289,8 @@ class RingConsumer {
   }
 
   const SegmentHeader& header() const noexcept { return *header_; }
+  // The segment's ID layout: its epoch and bits, from the identity line (checked at Open).
+  IdLayout layout() const noexcept;
   // The daemon's status text (snowflake/status_text.h): "" when it wrote none, nullopt when
   // it kept changing while read. For errors and status only: it is a seqlock read of up
   // to 448 bytes and allocates, so it has no place on the take path.
@@ -320,6 +321,9 @@ class RingConsumer {
   Clock* clock_ = nullptr;    // null: the real clock, read inline (see CoarseNowMs)
   int64_t epoch_ms_ = 0;      // the segment's epoch (immutable identity line)
   int64_t clock_lag_ms_ = 0;  // the coarse clock's lag (Clock::CoarseLag)
+  // The segment's layout (its id_bits, immutable identity line): an ID's ms since the
+  // epoch is id >> time_shift_. Read once at Open, so a take shifts by a register.
+  int time_shift_ = 0;
 };
 
 }  // namespace snowflake::shm

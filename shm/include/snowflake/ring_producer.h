@@ -35,7 +35,8 @@ struct ProducerOptions {
   std::filesystem::path runtime_dir;  // the segment is runtime_dir/kSegmentFileName
   uint64_t capacity = 4096;           // a power of two in [1, kMaxCapacity]
   int64_t epoch_unix_ms = 0;
-  uint32_t machine = 0;
+  IdBits id_bits = kDefaultIdBits;    // the layout of every ID published (header id_bits)
+  uint32_t machine = 0;               // below 2^id_bits.machine
   mode_t mode = 0660;                 // never world-accessible; applied exactly (no umask)
   std::optional<gid_t> group;         // the clients' group; nullopt keeps the daemon's gid
   // The freshness contract written into the header (line 4) at create:
@@ -92,10 +93,10 @@ class RingProducer {
   // name and renamed into place. A segment found there is never reopened (its consumer
   // region was the clients' to write, and it ended with the daemon that held it): only its
   // ring file is mapped, and once the new one is in place it is marked stopped, so its
-  // clients reattach to the new one. Its untaken IDs become a gap. With the same machine
-  // and epoch the new segment continues strictly above the old one's last_published_id()
+  // clients reattach to the new one. Its untaken IDs become a gap. With the same machine,
+  // epoch and ID layout the new segment continues strictly above the old one's last_published_id()
   // (read from the ring file, which only the daemon's user can write), whatever its
-  // capacity or boot. A segment of this boot with the same machine and epoch is
+  // capacity or boot. A segment of this boot with the same machine, epoch and layout is
   // *continued*: continued() is true and the incarnation is the old one's + 1, which tells
   // a restart that nobody else served the number in between (docs/design.md §5). One of
   // another boot, or one recording none (an older daemon), is only a bound: its counters
@@ -247,6 +248,7 @@ class RingProducer {
   std::atomic<uint64_t>* slots_ = nullptr;
   uint64_t capacity_ = 0;
   uint64_t mask_ = 0;
+  int time_shift_ = 0;  // the header's layout: an ID's ms since the epoch is id >> time_shift_
   // Our own copy of header_->tail (only we write it).
   uint64_t tail_ = 0;
   // The largest head ever observed, for the always-on "head never moves back" check.

@@ -21,7 +21,8 @@ enum class SegmentError {
   kIncompatibleVersion,  // written by a daemon speaking another version of the format
   kSizeMismatch,         // larger than its header says, or the header's sizes disagree
   kBadCapacity,          // capacity not a power of two within [1, 2^20]
-  kBadEpoch,             // an epoch no ID layout has (negative, or its range overflows)
+  kBadEpoch,             // an epoch or id_bits no ID layout has (negative, its range
+                         // overflows, or widths that are no layout)
   kCorruptCounters,      // head > tail, tail > head + capacity, or head moved backwards
   kNotIncreasing,        // a publish would not be strictly above every published ID
   kUnpaired,             // the consumer region belongs to another ring file (the daemon

@@ -27,6 +27,8 @@
 #include <string>
 #include <string_view>
 
+#include "snowflake/id_layout.h"
+
 namespace snowflake::shm {
 
 inline constexpr size_t kPageSize = 4096;
@@ -37,7 +39,10 @@ inline constexpr uint64_t kMagic = 0x014b4c46574f4e53ull;
 // Bumped on any change of layout or protocol; a client accepts exactly its own version.
 // 4: the consumer region is a sealed memfd handed over the control socket, no longer the
 // file `snowflake.ring.consumer`.
-inline constexpr uint32_t kVersion = 4;
+// 5: the header records the ID layout's bits (`id_bits`, in what was reserved0): a client
+// of version 4 would decode and judge freshness with 41/10/12 whatever the daemon numbers
+// with, so it must refuse such a segment, and a reader of 5 refuses one without the bits.
+inline constexpr uint32_t kVersion = 5;
 
 inline constexpr uint64_t kMinCapacity = 1;
 inline constexpr uint64_t kMaxCapacity = uint64_t{1} << 20;
@@ -73,9 +78,9 @@ enum class StateReason : uint32_t {
   kClockBehind = 2,         // detail = ms the clock is behind the last issued ms
   kClockStepTooLarge = 3,   // detail = ms of the step; out of service until resume
   kBehindHighWater = 4,     // started with the clock behind the persisted mark; detail = ms
-  kTimeRangeExhausted = 5,  // the epoch's 41-bit range is used up
+  kTimeRangeExhausted = 5,  // the range of the layout's time bits is used up
   kShutdown = 6,
-  kPersistenceFailed = 7,   // could not fsync a reservation; detail = errno
+  kPersistenceFailed = 7,  // could not fsync a reservation; detail = errno
   // The reservation waits on a register that does not answer (etcd down or without
   // quorum); detail = the Unix ms since which it waits.
   kRegisterUnreachable = 8,
@@ -101,7 +106,9 @@ struct alignas(kPageSize) SegmentHeader {
   std::atomic<uint64_t> slots_offset;     // byte offset of the slot array in the ring file
   std::atomic<uint64_t> epoch_unix_ms;    // the ID layout's epoch
   std::atomic<uint32_t> machine;          // the daemon's machine number
-  std::atomic<uint32_t> reserved0;
+  // The ID layout's bits (PackIdBits): byte 0 time, byte 1 machine, byte 2 sequence, byte
+  // 3 zero. Every ID in the ring has this layout; clients decode and judge freshness by it.
+  std::atomic<uint32_t> id_bits;
 
   // --- Line 1: the producer's hot fields.
   alignas(kCacheLine) std::atomic<uint64_t> tail;  // one past the last published ticket
@@ -173,7 +180,7 @@ static_assert(offsetof(SegmentHeader, magic) == 0 && offsetof(SegmentHeader, ver
                   offsetof(SegmentHeader, segment_id) == 32 &&
                   offsetof(SegmentHeader, slots_offset) == 40 &&
                   offsetof(SegmentHeader, epoch_unix_ms) == 48 &&
-                  offsetof(SegmentHeader, machine) == 56,
+                  offsetof(SegmentHeader, machine) == 56 && offsetof(SegmentHeader, id_bits) == 60,
               "LAYOUT.md: the identity line");
 static_assert(offsetof(SegmentHeader, wake_seq) == 72 &&
                   offsetof(SegmentHeader, last_published_id) == 80,
@@ -298,6 +305,27 @@ static_assert(IsConsumerRegionSealed(0x7) && IsConsumerRegionSealed(0x27) &&
                   !IsConsumerRegionSealed(0x6) && !IsConsumerRegionSealed(0xf),
               "seal|shrink|grow exactly, with exec or not");
 static_assert(kMagic == 0x014b4c46574f4e53ull, "LAYOUT.md: bytes 53 4e 4f 57 46 4c 4b 01");
+
+// SegmentHeader::id_bits: one byte per width, time in the lowest, so the bytes read 41 10
+// 12 0 in memory order for the default. Byte 3 stays zero: a unit other than 1 ms would
+// be a new format version, not a value here.
+constexpr uint32_t PackIdBits(IdBits bits) {
+  return static_cast<uint32_t>(bits.time) | static_cast<uint32_t>(bits.machine) << 8 |
+         static_cast<uint32_t>(bits.sequence) << 16;
+}
+constexpr IdBits UnpackIdBits(uint32_t word) {
+  return IdBits{static_cast<int>(word & 0xff), static_cast<int>(word >> 8 & 0xff),
+                static_cast<int>(word >> 16 & 0xff)};
+}
+// Whether a header's id_bits word is a layout (a reader refuses the segment otherwise).
+constexpr bool IsIdBitsWord(uint32_t word) {
+  return (word >> 24) == 0 && IsValidIdBits(UnpackIdBits(word));
+}
+static_assert(PackIdBits(kDefaultIdBits) == 0x000c0a29 &&
+                  UnpackIdBits(0x00061029) == IdBits{41, 16, 6} && IsIdBitsWord(0x00061029) &&
+                  !IsIdBitsWord(0x010c0a29) && !IsIdBitsWord(0),
+              "LAYOUT.md: id_bits reads 29 0a 0c 00 for 41/10/12; zero (version 4's "
+              "reserved0) is no layout");
 
 constexpr bool IsPowerOfTwo(uint64_t n) { return n != 0 && (n & (n - 1)) == 0; }
 
