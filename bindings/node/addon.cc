@@ -458,6 +458,17 @@ Napi::Function Bind(Napi::Env env, const char* name, const std::shared_ptr<Handl
   return function;
 }
 
+uint64_t IdArgument(const Napi::Value& value);
+
+// [unixMs, machine, sequence]: an ID's fields, as _decode and Client._decodeId return them.
+Napi::Array FieldsArray(Napi::Env env, const snowflake::DecodedId& fields) {
+  Napi::Array out = Napi::Array::New(env, 3);
+  out.Set(0u, Napi::Number::New(env, static_cast<double>(fields.unix_ms)));
+  out.Set(1u, Napi::Number::New(env, fields.machine));
+  out.Set(2u, Napi::Number::New(env, fields.sequence));
+  return out;
+}
+
 class Client : public Napi::ObjectWrap<Client> {
  public:
   static Napi::Function Define(Napi::Env env) {
@@ -472,6 +483,7 @@ class Client : public Napi::ObjectWrap<Client> {
                            InstanceMethod<&Client::NextBatchAsync>("nextBatchAsync"),
                            InstanceMethod<&Client::StatusJson>("_statusJson"),
                            InstanceMethod<&Client::EpochUnixMs>("_epochUnixMs"),
+                           InstanceMethod<&Client::DecodeId>("_decodeId"),
                            InstanceMethod<&Client::RingFill>("_ringFill"),
                            InstanceMethod<&Client::OpenAsync>("_openAsync"),
                            InstanceMethod<&Client::Close>("close"),
@@ -594,6 +606,16 @@ class Client : public Napi::ObjectWrap<Client> {
     return Napi::Number::New(env, static_cast<double>(SyncClient(env).layout().epoch_unix_ms()));
   }
 
+  // _decodeId(id: bigint) -> [unixMs, machine, sequence] in this client's daemon's layout:
+  // its segment's epoch and bits (Client::Decode), never the default's.
+  Napi::Value DecodeId(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    const uint64_t id = IdArgument(info[0]);
+    auto fields = SyncClient(env).Decode(id);
+    if (!fields) throw MakeError(env, fields.error());
+    return FieldsArray(env, *fields);
+  }
+
   // The IDs the ring holds now, read from the segment (no system call): the benchmark
   // waits on it between bursts, as bench/py_bench.py does.
   Napi::Value RingFill(const Napi::CallbackInfo& info) {
@@ -650,7 +672,8 @@ int64_t Int64Argument(const Napi::Value& value, const char* what) {
   return value.As<Napi::Number>().Int64Value();
 }
 
-// _decode(id: bigint, epochUnixMs: number) -> [unixMs, machine, sequence]
+// _decode(id: bigint, epochUnixMs: number) -> [unixMs, machine, sequence] in the default
+// bits with that epoch (a client decodes with its daemon's layout: Client._decodeId).
 Napi::Value Decode(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const uint64_t id = IdArgument(info[0]);
@@ -663,11 +686,7 @@ Napi::Value Decode(const Napi::CallbackInfo& info) {
   }
   auto fields = layout->Decode(id);
   if (!fields) throw InvalidArgument(env, std::string(snowflake::IdErrorMessage(fields.error())));
-  Napi::Array out = Napi::Array::New(env, 3);
-  out.Set(0u, Napi::Number::New(env, static_cast<double>(fields->unix_ms)));
-  out.Set(1u, Napi::Number::New(env, fields->machine));
-  out.Set(2u, Napi::Number::New(env, fields->sequence));
-  return out;
+  return FieldsArray(env, *fields);
 }
 
 // _bounds(epochUnixMs, fromUnixMs, toUnixMs) -> [firstId, lastId, firstUnixMs, lastUnixMs]

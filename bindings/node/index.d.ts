@@ -28,9 +28,9 @@ export interface ClientOptions {
 export interface Decoded {
   /** The creation millisecond. */
   time: Date;
-  /** 0..1023 */
+  /** below 2^machine bits of the layout */
   machine: number;
-  /** 0..4095 */
+  /** below 2^sequence bits of the layout */
   sequence: number;
 }
 
@@ -116,7 +116,7 @@ export declare class Client {
   /** The status `snowflakectl status --json` prints, plus clientTaken; rejects only when
    * the segment cannot be read (no local daemon, remotes only) or the client is closed. */
   status(): Promise<Status>;
-  /** Like decode(), with the epoch of this client's daemon. */
+  /** Like decode(), with the layout of this client's daemon: its epoch and bits. */
   decode(id: bigint | string): Decoded;
   /** Idempotent and immediate; async calls already in flight still finish (they hold the
    * native client until then). Any later call fails with 'invalid_argument'. */

@@ -171,8 +171,9 @@ native.Client.prototype.status = async function status() {
   return statusObject(JSON.parse(await this._statusJson()), false);
 };
 
-native.Client.prototype.decode = function decodeWithClientEpoch(id) {
-  return decoded(native._decode(checkId(id), this._epochUnixMs()));
+// The client's daemon's layout (its segment's epoch and bits), never the default's.
+native.Client.prototype.decode = function decodeWithClientLayout(id) {
+  return decoded(this._decodeId(checkId(id)));
 };
 
 function checkId(id) {

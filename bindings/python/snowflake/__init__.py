@@ -202,8 +202,8 @@ class Decoded(_NamedTuple):
     """The fields of an ID."""
     time: _datetime.datetime  # creation millisecond, UTC
     unix_ms: int
-    machine: int              # 0..1023
-    sequence: int             # 0..4095
+    machine: int              # below 2^machine bits of the layout
+    sequence: int             # below 2^sequence bits of the layout
 
 
 class Bounds(_NamedTuple):
@@ -288,7 +288,8 @@ class Client(_snowflake._Client):
         return _json.loads(self._status_json())
 
     def decode(self, id):
-        """Like snowflake.decode, with the epoch of this client's daemon."""
+        """Like snowflake.decode, with the layout of this client's daemon (its segment's
+        epoch and bits), never the default's."""
         return _decoded(self._decode(_check_id(id)))
 
     def __enter__(self):

@@ -7,8 +7,8 @@ import java.util.Arrays;
 
 /**
  * Takes IDs from the local snowflaked's ring for one service, through libsnowflake's C
- * ABI (JNI). 64-bit IDs: 41 bits of milliseconds since the epoch, 10 bits of machine
- * number, 12 bits of sequence; every ID is larger than any ID a take that completed
+ * ABI (JNI). 64-bit IDs: milliseconds since the epoch, machine number and sequence, in the
+ * bits of the daemon's layout (41/10/12 unless its config sets another); every ID is larger than any ID a take that completed
  * before the call began received on this host, in any process.
  *
  * <pre>{@code
@@ -173,7 +173,10 @@ public final class SnowflakeClient implements AutoCloseable {
     }
   }
 
-  /** Splits an ID with this client's segment epoch (which the daemon's config may set). */
+  /**
+   * Splits an ID with this client's segment layout: its epoch and bits (which the daemon's
+   * config may set), never the default's.
+   */
   public DecodedId decodeId(long id) {
     long[] fields = new long[3];
     CloseGuard.Lane lane = guard.enter();
