@@ -590,6 +590,28 @@ TEST_F(EtcdRegisterTest, EpochMismatchIsRefusedNamingBothValues) {
   EXPECT_THAT(claim.error().message, HasSubstr("epoch 1767225601000 (2026-01-01T00:00:01.000Z)"));
 }
 
+// The fleet record carries the fleet's layout, written by its first daemon; a daemon of
+// another layout is refused naming both, and a wide layout's numbers are handed out.
+TEST_F(EtcdRegisterTest, TheFleetRecordsItsLayoutAndRefusesAnother) {
+  EtcdRegisterOptions wide = Options(40000, 40001);
+  wide.id_bits = {41, 16, 6};
+  EtcdRegister first(wide);
+  auto claimed = first.Claim({"a", kEpoch});
+  ASSERT_TRUE(claimed) << claimed.error().message;
+  auto record = Client().Range(Options(0, 0).prefix + "config");
+  ASSERT_TRUE(record && !record->kvs.empty());
+
+  EtcdRegister sut(Options(0, 3));  // the default layout
+  auto claim = sut.Claim({"b", kEpoch});
+
+  EXPECT_EQ(claimed->machine, 40000u);
+  EXPECT_THAT(record->kvs[0].value, HasSubstr(R"("layout":"time41-machine16-sequence6")"));
+  ASSERT_FALSE(claim);
+  EXPECT_EQ(claim.error().code, RegisterErrorCode::kEpochMismatch);
+  EXPECT_THAT(claim.error().message, HasSubstr("layout time41-machine16-sequence6, but this"));
+  EXPECT_THAT(claim.error().message, HasSubstr("layout time41-machine10-sequence12"));
+}
+
 TEST_F(EtcdRegisterTest, GarbageUnderThePrefixIsAClearErrorNotACrash) {
   auto admin = Client();
   const std::string base = Options(0, 3).prefix;
