@@ -247,8 +247,9 @@ void AddListCommand(CLI::App& command, const std::shared_ptr<std::string>& confi
     const bool summarise = flags->summary || (!flags->all && !paged && !flags->json &&
                                               listing.rows.size() > kTableRows);
     if (summarise) {
-      const ordered_json s = Summary(listing, settings.machine_register.first_machine,
-                                     settings.machine_register.last_machine);
+      const ordered_json s =
+          Summary(listing, settings.machine_register.first_machine,
+                  settings.machine_register.last_machine.value_or(settings.id_bits.max_machine()));
       if (flags->json) {
         ordered_json out;
         out["backend"] = listing.backend;
