@@ -176,7 +176,7 @@ struct AttachRecord {
   friend bool operator==(const AttachRecord&, const AttachRecord&) = default;
 };
 
-// {"ok":true,"segment_id":"<decimal>","format_version":4,"region_bytes":163840}.
+// {"ok":true,"segment_id":"<decimal>","format_version":5,"region_bytes":163840}.
 nlohmann::json AttachReplyJson(const AttachRecord& attach);
 
 // A reply object that ParseReply accepted, read as an attach reply; bad_reply naming the

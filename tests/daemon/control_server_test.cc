@@ -836,7 +836,7 @@ TEST_F(ControlServerTest,
   ASSERT_EQ(lines.size(), 1u) << received.bytes;
   const json reply = json::parse(lines[0]);
   EXPECT_EQ(reply["ok"], true) << lines[0];
-  EXPECT_EQ(reply["format_version"], 4) << lines[0];
+  EXPECT_EQ(reply["format_version"], 5) << lines[0];
   EXPECT_EQ(reply["region_bytes"], 163840) << lines[0];
   ASSERT_TRUE(reply["segment_id"].is_string()) << lines[0];
   const uint64_t reply_id = std::stoull(reply["segment_id"].get<std::string>());
