@@ -138,40 +138,50 @@ describe('with a daemon', () => {
   test('a nextBatchAsync cut short by an error returns the IDs it took', async () => {
     // timeoutMs 0: a batch larger than the ring takes what the ring holds, then finds it
     // empty (ring_empty). What it took comes back, never thrown away; a call that finds the
-    // ring empty before taking anything rejects.
-    const warm = snowflake.open('orders', opts);
+    // ring empty before taking anything rejects. A daemon of the test's own, stopped
+    // (SIGSTOP) with IDs in its ring, makes the empty ring certain whatever the load:
+    // nothing refills it, its IDs stay within the freshness bound (max_age_ms 60000, where
+    // the default 0 leaves liveness_ms, 50 ms, and a loaded host aged them past that:
+    // timed_out), and its heartbeat within the client's limit (ring_empty, not
+    // not_heartbeating).
+    const own = new Daemon();
+    const config = path.join(own.root, 'fresh.toml');
+    fs.writeFileSync(config, '[ring]\nmax_age_ms = 60000\n');
     try {
-      await warm.nextAsync(); // the daemon is awake and fills its ring
-      const deadline = Date.now() + 10000;
-      while ((await warm.status()).ringFill === 0) {
-        assert.ok(Date.now() < deadline, 'the ring stayed empty');
-      }
-    } finally {
-      warm.close();
-    }
-    const client = snowflake.open('orders', { runtimeDir: daemon.runtimeDir, timeoutMs: 0 });
-    try {
-      let returned = 0;
-      let batches = 0;
-      let error;
-      for (let i = 0; i < 1000 && !error; i++) {
-        try {
-          const batch = await client.nextBatchAsync(1 << 20);
-          assert.ok(batch.length >= 1 && batch.length < 1 << 20, `a batch of ${batch.length}`);
-          returned += batch.length;
-          batches += 1;
-        } catch (e) {
-          error = e;
+      await own.start({ args: ['--config', config] });
+      await own.waitReady();
+      const client = snowflake.open('orders',
+        { runtimeDir: own.runtimeDir, timeoutMs: 0, maxHeartbeatAgeMs: 60000 });
+      try {
+        // A first take attaches (over the daemon's control socket, which a stopped daemon
+        // does not answer); then the ring is filled again.
+        let taken = 0;
+        const deadline = Date.now() + 10000;
+        while (taken === 0 || (await client.status()).ringFill === 0) {
+          assert.ok(Date.now() < deadline, 'the ring stayed empty');
+          taken += (await client.nextBatchAsync(1).catch(() => [])).length;
         }
+        own.signal('SIGSTOP');
+        let batch;
+        let error;
+        try {
+          batch = await client.nextBatchAsync(1 << 20);
+          error = await client.nextBatchAsync(1 << 20).then(
+            (more) => assert.fail(`a stopped daemon's empty ring gave ${more.length} IDs`), (e) => e);
+        } finally {
+          own.signal('SIGCONT');
+        }
+        assert.ok(batch.length >= 1 && batch.length < 1 << 20, `a batch of ${batch.length}`);
+        assertIncreasing([...batch]);
+        assert.equal(error.code, 'ring_empty', error.message);
+        assert.equal(error.action, 'retry_here');
+        const status = await client.status();
+        assert.equal(status.clientTaken, taken + batch.length, 'taken IDs were thrown away');
+      } finally {
+        client.close();
       }
-      assert.ok(error, 'no call found the ring empty');
-      assert.equal(error.code, 'ring_empty', error.message);
-      assert.equal(error.action, 'retry_here');
-      assert.ok(batches > 0, 'the first batch was rejected: the ring was empty after all');
-      const status = await client.status();
-      assert.equal(status.clientTaken, returned, 'taken IDs were thrown away');
     } finally {
-      client.close();
+      await own.remove();
     }
   });
 
