@@ -13,12 +13,16 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "daemon_harness.h"
@@ -181,20 +185,45 @@ TEST(RemoteShare, OneClientPastItsRateGets429Throttled) {
 TEST(RemoteShare, ManyNewClientsDoNotResetAThrottledClientsRate) {
   FrontDaemon front("share-many", 35, "per_client_ids_per_s = 1\n");
   ASSERT_NO_FATAL_FAILURE(front.Start());
-  // 127.0.0.2 takes 4,096 at a rate of 1 per second: about 68 minutes of debt.
-  ASSERT_EQ(FetchFrom("127.0.0.2", front.port, "/v1/ids?service=s&count=4096").status, 200);
-  ASSERT_EQ(FetchFrom("127.0.0.2", front.port, "/v1/id?service=s").status, 429);
+  const std::filesystem::path runtime_dir = front.harness->runtime_dir();
+  // A request the share admitted can still be refused by the ring: 503 while the daemon
+  // pauses (a reservation renewed late on a loaded host) or does not answer in time. That
+  // is not the share's doing, and the client is then in debt for IDs it never got, so the
+  // request is asked again, once the daemon serves, from a client the front has not seen:
+  // each of the clients below is judged by the share alone, whatever the load.
+  int next_source = 0;
+  std::map<std::string, int> unserved;  // status and body of a refusal by the ring
+  const auto ask_as_new_client = [&](std::string_view target) {
+    for (;;) {
+      const int n = next_source++;
+      const std::string source =
+          "127.1." + std::to_string(n / 250) + "." + std::to_string(1 + n % 250);
+      HttpReply reply = FetchFrom(source, front.port, target);
+      if (reply.status == 200 || reply.status == 429 || n >= 60'000) {
+        return std::pair(source, std::move(reply));
+      }
+      ++unserved[std::to_string(reply.status) + " " + reply.body.substr(0, 80)];
+      const auto status = WaitForState(runtime_dir, "serving", 20s);
+      if (!status || status->state != "serving") return std::pair(source, std::move(reply));
+    }
+  };
+  // One client takes 4,096 at a rate of 1 per second: about 68 minutes of debt.
+  const auto [throttled, first] = ask_as_new_client("/v1/ids?service=s&count=4096");
+  ASSERT_EQ(first.status, 200) << first.body;
+  ASSERT_EQ(FetchFrom(throttled, front.port, "/v1/id?service=s").status, 429);
   // 10,100 others (past the 10,000 clients the front keeps), each 100 in debt.
   constexpr int kOthers = 10'100;
   int served = 0;
   for (int i = 0; i < kOthers; ++i) {
-    const std::string source =
-        "127.1." + std::to_string(i / 250) + "." + std::to_string(1 + i % 250);
-    const HttpReply reply = FetchFrom(source, front.port, "/v1/ids?service=s&count=100");
-    if (reply.status == 200) ++served;
+    if (ask_as_new_client("/v1/ids?service=s&count=100").second.status == 200) ++served;
+  }
+  for (const auto& [what, count] : unserved) {
+    std::printf("asked again, from a new client, after %d x %s\n", count, what.c_str());
   }
   EXPECT_GE(served, kOthers * 9 / 10) << "the other clients were not served";
-  const HttpReply again = FetchFrom("127.0.0.2", front.port, "/v1/id?service=s");
+  // Asked once: the share answers before the ring is asked, so a 503 here would be a
+  // request it admitted.
+  const HttpReply again = FetchFrom(throttled, front.port, "/v1/id?service=s");
   EXPECT_EQ(again.status, 429) << "the throttled client's debt was forgotten: " << again.body;
 }
 
