@@ -53,10 +53,16 @@ class Fleet : public ::testing::Test {
       m.port = FreePort();
       m.machine = i + 1;
       m.options = m.harness->Options();
-      // A clock step back of up to 5 s only pauses (it does not need `resume`).
+      // A clock step back of up to 5 s only pauses (it does not need `resume`). A 30 s
+      // reservation (renewed 22.5 s ahead) keeps persistence out of these tests, which are
+      // about the client: with the default 1000 ms, a SIGSTOP longer than the slack, or a
+      // loaded disk whose fsyncs took longer than a reservation, left A paused
+      // (persistence_failed) for as long as the load lasted. Slow persistence has its own
+      // tests (tests/daemon/slow_store_test.cc).
       m.options.config_path = m.harness->WriteFile(
           "fleet.toml", "[register]\nbackend = \"static\"\nmachine = " + std::to_string(m.machine) +
-                            "\n[clock]\nmax_backward_ms = 5000\n[http]\nlisten = [\"" +
+                            "\n[clock]\nmax_backward_ms = 5000\n[persistence]\n"
+                            "reservation_ms = 30000\n[http]\nlisten = [\"" +
                             m.address() + "\"]\n");
       if (i == 0) {
         offset_file_ = m.harness->root() / "offset";
