@@ -240,6 +240,7 @@ json OpJson(const Op& op) {
       return json{{"request_put", body}};
     case Op::Kind::kRange:
       if (!op.range_end.empty()) body["range_end"] = KeyJson(op.range_end);
+      if (op.limit > 0) body["limit"] = std::to_string(op.limit);
       return json{{"request_range", body}};
     case Op::Kind::kDelete:
       if (!op.range_end.empty()) body["range_end"] = KeyJson(op.range_end);

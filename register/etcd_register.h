@@ -217,23 +217,34 @@ class EtcdRegister final : public MachineRegister {
     std::vector<uint32_t> covered;
     bool whole = false;
   };
+  // What a Claim() call's first read checks besides its keys: the fleet record the call
+  // compares (created if absent: SettleFleet) and the store's age (CheckNotRolledBack).
+  struct FirstLook {
+    const etcd::FleetRecord* fleet = nullptr;
+    const std::string* fleet_text = nullptr;
+  };
+  // One read of a claim: `ops` (ranges only) in one read-only transaction, which etcd
+  // serves linearizably without a raft entry; with `first`, the fleet record and the
+  // restore fence are read in the same transaction and checked. The answer holds the
+  // results of `ops` only; the cluster's identity is noted.
+  tl::expected<etcd::TxnResult, RegisterError> ClaimRead(std::vector<etcd::Op> ops,
+                                                         const std::string& what,
+                                                         const ClaimRequest& request,
+                                                         const FirstLook* first,
+                                                         std::vector<std::string>& notices);
   // The keys of machines/ and high-water/ from number `start` on, options_.claim_window of
-  // each (wrapping at the end of the prefix); with `whole`, all of them (paged). Numbers in
-  // `locked_here` are left out of `covered`. On the first look, CheckNotRolledBack.
+  // each (wrapping at the end of the prefix), one ClaimRead per stretch; with `whole`, all
+  // of them (paged). Numbers in `locked_here` are left out of `covered`.
   tl::expected<ClaimWindow, RegisterError> ReadWindow(uint32_t start, bool whole,
                                                       const std::set<uint32_t>& locked_here,
-                                                      const ClaimRequest& request, bool first_look,
+                                                      const ClaimRequest& request,
+                                                      const FirstLook* first,
                                                       std::vector<std::string>& notices);
-  // The two keys of `machine` (one read-only transaction). On the first look,
-  // CheckNotRolledBack.
+  // The two keys of `machine` (one ClaimRead).
   tl::expected<EtcdSnapshot, RegisterError> ReadNumber(uint32_t machine,
-                                                       const ClaimRequest& request, bool first_look,
+                                                       const ClaimRequest& request,
+                                                       const FirstLook* first,
                                                        std::vector<std::string>& notices);
-  // A claim's read answered as `answer`: the cluster's identity noted and, on the first
-  // look, CheckNotRolledBack.
-  tl::expected<void, RegisterError> NoteClaimRead(const etcd::RangeResult& answer,
-                                                  const ClaimRequest& request, bool first_look,
-                                                  std::vector<std::string>& notices);
   // kNoFreeNumber, saying how many are held in range and under the prefix, and how many
   // more other daemons of this host hold.
   RegisterError NoFreeNumber(size_t holders_in_range, size_t held_under_prefix,
@@ -263,14 +274,23 @@ class EtcdRegister final : public MachineRegister {
   // keepalive thread starts.
   MachineClaim Adopt(uint32_t machine, FileLock host_lock, const std::string& holder_id,
                      const ClaimTxn& txn, std::vector<std::string> notices);
+  // The fleet record read anew, then SettleFleet.
   tl::expected<void, RegisterError> EnsureFleet(const etcd::FleetRecord& fleet,
                                                 const std::string& fleet_text) noexcept;
+  // The fleet record as read (`stored`; nullopt: absent): created if absent, else
+  // kEpochMismatch unless it is `fleet_text` byte for byte.
+  tl::expected<void, RegisterError> SettleFleet(const etcd::FleetRecord& fleet,
+                                                const std::string& fleet_text,
+                                                std::optional<std::string> stored);
   // Refuses a store older than what this host saw (request.last_seen), unless an operator
-  // fenced its restore above request.local_high_water_ms (then a notice says so).
+  // fenced its restore above request.local_high_water_ms (then a notice says so). `answer`
+  // is the read's header, `fence` the restore fence read with it.
   tl::expected<void, RegisterError> CheckNotRolledBack(const ClaimRequest& request,
                                                        const etcd::RangeResult& answer,
+                                                       const etcd::RangeResult& fence,
                                                        std::vector<std::string>& notices) noexcept;
   // A line for the log if the cluster runs an etcd with a bug that matters here; "" if not.
+  // Asks etcd once per register (a member's status), then repeats the answer.
   std::string KnownBugNotice() noexcept;
 
   // --- The marks and fences (etcd_register_marks.cc) ---
@@ -384,6 +404,7 @@ class EtcdRegister final : public MachineRegister {
   static constexpr int kRestoreFenceLooks = 64;
   int restore_fence_looks_ = 0;
   RegisterIdentity identity_;
+  std::optional<std::string> known_bug_notice_;  // KnownBugNotice's, once etcd answered
   std::optional<FileLock> machine_lock_;  // the host-wide lock of the claimed number
 
   // Shared with the keepalive thread: the lease's renewal and the claim's lost flag

@@ -119,8 +119,11 @@ Pick PickInWindow(const EtcdSnapshot& snap, const ClaimRequest& request,
 //   - not counted: another daemon of this host holds the number's lock (the number is
 //     excluded from every later pick), or a window had nothing free (after kEmptyWindows
 //     of these the range is read whole), so these end (at worst in kNoFreeNumber).
-// The first read of the call also checks that the store is not older than what this host
-// saw (CheckNotRolledBack).
+// An attempt's read is one read-only transaction (ClaimRead); the first of the call also
+// reads the fleet record (created if absent, else compared: kEpochMismatch) and the
+// restore fence, and checks that the store is not older than what this host saw
+// (CheckNotRolledBack). The lease is granted after the read, right before the claim
+// transaction that names it.
 class EtcdRegister::ClaimAttempt {
  public:
   ClaimAttempt(EtcdRegister& reg, const ClaimRequest& request, const etcd::FleetRecord& fleet,
@@ -129,20 +132,12 @@ class EtcdRegister::ClaimAttempt {
         request_(request),
         fleet_(fleet),
         fleet_text_(fleet_text),
+        first_look_{&fleet, &fleet_text},
         host_lock_dir_(reg.options_.host_lock_dir.empty() ? HostLockDir()
                                                           : reg.options_.host_lock_dir) {}
 
   // The attempts until one claims, one fails for good, or the counted retries run out.
   tl::expected<MachineClaim, RegisterError> Run() {
-    // A fresh lease for every attempt that follows one whose claim transaction was sent
-    // (and for every call): a claim that went unanswered may still be applied later, late
-    // or out of order, and it would bind its number to the lease it named. Revoking that
-    // lease first makes etcd refuse such a late put ("requested lease not found"), so it
-    // can never bind a second number to the lease this holder keeps alive; it also frees a
-    // record that attempt committed without hearing the answer.
-    if (auto leased = reg_.FreshLease(&lease_used_); !leased) {
-      return tl::unexpected(leased.error());
-    }
     record_ = etcd::EncodeHolder(etcd::HolderRecord{request_.holder_id, reg_.options_.host,
                                                     static_cast<int64_t>(getpid()),
                                                     reg_.clock().NowUnixMs()});
@@ -196,8 +191,13 @@ class EtcdRegister::ClaimAttempt {
     }
 
     // 3. One transaction: the fleet record unchanged, the number still as we saw it;
-    //    then put our record bound to our lease and read the number's mark. A lease a
-    //    previous attempt's transaction named is revoked first (Run).
+    //    then put our record bound to our lease and read the number's mark.
+    //    A fresh lease for the call's first transaction and for every one that follows a
+    //    transaction that was sent: a claim that went unanswered may still be applied
+    //    later, late or out of order, and it would bind its number to the lease it named.
+    //    Revoking that lease first makes etcd refuse such a late put ("requested lease not
+    //    found"), so it can never bind a second number to the lease this holder keeps
+    //    alive; it also frees a record that attempt committed without hearing the answer.
     if (auto leased = reg_.FreshLease(&lease_used_); !leased) {
       return tl::unexpected(leased.error());
     }
@@ -228,7 +228,7 @@ class EtcdRegister::ClaimAttempt {
     if (const auto preferred = request_.preferred_machine;
         !preferred_tried_ && preferred && usable(*preferred)) {
       preferred_tried_ = true;
-      auto read = reg_.ReadNumber(*preferred, request_, !looked_, notices_);
+      auto read = reg_.ReadNumber(*preferred, request_, Look(), notices_);
       looked_ = true;
       if (!read) return tl::unexpected(read.error());
       if (const Pick pick = PickPreferred(*read, request_, *preferred); pick.machine) return pick;
@@ -237,7 +237,7 @@ class EtcdRegister::ClaimAttempt {
     // had nothing free (then a pick that fails proves the range full).
     const bool whole = empty_windows_ >= kEmptyWindows;
     const uint32_t start = first + static_cast<uint32_t>(random_() % (uint64_t{last} - first + 1));
-    auto window = reg_.ReadWindow(start, whole, locked_here_, request_, !looked_, notices_);
+    auto window = reg_.ReadWindow(start, whole, locked_here_, request_, Look(), notices_);
     looked_ = true;
     if (!window) return tl::unexpected(window.error());
     std::vector<uint32_t> covered;
@@ -257,6 +257,10 @@ class EtcdRegister::ClaimAttempt {
                     " numbers of a window from " + std::to_string(start));
     return std::optional<Pick>{};
   }
+
+  // What this attempt's read checks besides the keys it asks for: on the call's first
+  // read, the fleet record and the store's age; none after.
+  const EtcdRegister::FirstLook* Look() const { return looked_ ? nullptr : &first_look_; }
 
   // The retry policy's two outcomes (see the class comment).
   void RetryCounted(std::string reason, bool outage) {
@@ -286,6 +290,7 @@ class EtcdRegister::ClaimAttempt {
   const ClaimRequest& request_;
   const etcd::FleetRecord& fleet_;
   const std::string& fleet_text_;
+  const EtcdRegister::FirstLook first_look_;
   const std::filesystem::path host_lock_dir_;
 
   // Set once by Run(), before the first attempt.
@@ -295,7 +300,7 @@ class EtcdRegister::ClaimAttempt {
 
   // Carried from attempt to attempt.
   int counted_ = 0;                 // counted retries so far
-  bool lease_used_ = true;          // lease_ was named by a transaction that may still apply
+  bool lease_used_ = true;          // lease_ is not this call's, or a sent transaction named it
   std::set<uint32_t> locked_here_;  // numbers other daemons of this host hold
   bool looked_ = false;             // the store's age was checked (the first read)
   bool preferred_tried_ = false;    // the state file's number was read
@@ -312,7 +317,6 @@ tl::expected<MachineClaim, RegisterError> EtcdRegister::Claim(
     if (auto checked = CheckClaimRequest(request); !checked) return tl::unexpected(checked.error());
     const etcd::FleetRecord fleet{request.epoch_unix_ms, IdBitsRecordName(options_.id_bits)};
     const std::string fleet_text = etcd::EncodeFleet(fleet);
-    if (auto ok = EnsureFleet(fleet, fleet_text); !ok) return tl::unexpected(ok.error());
     return ClaimAttempt(*this, request, fleet, fleet_text).Run();
   } catch (const std::exception& e) {
     return tl::unexpected(Err(RegisterErrorCode::kUnreadable, e.what()));
@@ -371,36 +375,59 @@ tl::expected<void, RegisterError> EtcdRegister::FreshLease(bool* lease_used) {
   return {};
 }
 
-tl::expected<EtcdSnapshot, RegisterError> EtcdRegister::ReadNumber(
-    uint32_t machine, const ClaimRequest& request, bool first_look,
-    std::vector<std::string>& notices) {
-  // One read-only transaction: etcd serves it linearizably (ReadIndex), without a raft
-  // entry, like a range.
+tl::expected<etcd::TxnResult, RegisterError> EtcdRegister::ClaimRead(
+    std::vector<etcd::Op> ops, const std::string& what, const ClaimRequest& request,
+    const FirstLook* first, std::vector<std::string>& notices) {
+  // A transaction of range operations only: etcd serves it linearizably (ReadIndex)
+  // without a raft entry, like a range, and every key it reads is of one revision.
+  const size_t asked = ops.size();
   etcd::TxnRequest txn;
-  txn.success = {Op::Get(etcd::MachineKey(options_.prefix, machine)),
-                 Op::Get(etcd::HighWaterKey(options_.prefix, machine))};
+  txn.success = std::move(ops);
+  if (first != nullptr) {
+    txn.success.push_back(Op::Get(etcd::ConfigKey(options_.prefix)));
+    txn.success.push_back(Op::Get(etcd::RestoreKey(options_.prefix)));
+  }
   auto result = client_.Txn(txn);
-  if (!result) {
-    return tl::unexpected(
-        Failure("cannot read machine " + std::to_string(machine), result.error()));
-  }
-  if (!result->succeeded || result->responses.size() != 2) {
+  if (!result) return tl::unexpected(Failure("cannot read " + what, result.error()));
+  if (!result->succeeded || result->responses.size() != txn.success.size()) {
     return tl::unexpected(Err(RegisterErrorCode::kCorrupt,
-                              "a read of machine " + std::to_string(machine) + " answered with " +
-                                  std::to_string(result->responses.size()) + " results, not 2"));
+                              "a read of " + what + " answered with " +
+                                  std::to_string(result->responses.size()) + " results, not " +
+                                  std::to_string(txn.success.size())));
   }
-  etcd::RangeResult header;
-  header.cluster_id = result->cluster_id;
-  header.revision = result->revision;
-  if (auto checked = NoteClaimRead(header, request, first_look, notices); !checked) {
+  NoteIdentity(result->cluster_id, result->revision);
+  if (first == nullptr) return std::move(*result);
+  const etcd::RangeResult& config = result->responses[asked].range;
+  std::optional<std::string> stored;
+  if (!config.kvs.empty()) stored = config.kvs[0].value;
+  if (auto ok = SettleFleet(*first->fleet, *first->fleet_text, std::move(stored)); !ok) {
+    return tl::unexpected(ok.error());
+  }
+  etcd::RangeResult answer;
+  answer.cluster_id = result->cluster_id;
+  answer.revision = result->revision;
+  if (auto checked =
+          CheckNotRolledBack(request, answer, result->responses[asked + 1].range, notices);
+      !checked) {
     return tl::unexpected(checked.error());
   }
+  result->responses.resize(asked);
+  return std::move(*result);
+}
+
+tl::expected<EtcdSnapshot, RegisterError> EtcdRegister::ReadNumber(
+    uint32_t machine, const ClaimRequest& request, const FirstLook* first,
+    std::vector<std::string>& notices) {
+  auto result = ClaimRead({Op::Get(etcd::MachineKey(options_.prefix, machine)),
+                           Op::Get(etcd::HighWaterKey(options_.prefix, machine))},
+                          "machine " + std::to_string(machine), request, first, notices);
+  if (!result) return tl::unexpected(result.error());
   return DecodeSnapshot(options_.prefix, result->responses[0].range, result->responses[1].range);
 }
 
 tl::expected<EtcdRegister::ClaimWindow, RegisterError> EtcdRegister::ReadWindow(
     uint32_t start, bool whole, const std::set<uint32_t>& locked_here, const ClaimRequest& request,
-    bool first_look, std::vector<std::string>& notices) {
+    const FirstLook* first, std::vector<std::string>& notices) {
   const std::string machines_prefix = etcd::MachinesPrefix(options_.prefix);
   const std::string marks_prefix = etcd::HighWaterPrefix(options_.prefix);
   const std::string start_tail = std::to_string(start);
@@ -418,17 +445,39 @@ tl::expected<EtcdRegister::ClaimWindow, RegisterError> EtcdRegister::ReadWindow(
   etcd::RangeResult held_all;
   etcd::RangeResult marks_all;
   const int64_t limit = whole ? 0 : options_.claim_window;
+  // One stretch: a window's is one read (ClaimRead, the first look's checks included); the
+  // whole range's is paged (RangeAll), after the first look's checks read alone.
   const auto read = [&](const std::string& from, const std::optional<std::string>& below,
+                        const FirstLook* look,
                         std::optional<std::string>* to) -> tl::expected<void, RegisterError> {
     const std::string held_end =
         below ? machines_prefix + *below : etcd::PrefixEnd(machines_prefix);
     const std::string marks_end = below ? marks_prefix + *below : etcd::PrefixEnd(marks_prefix);
-    auto held = whole ? RangeAll(machines_prefix + from, held_end)
-                      : Ranged(machines_prefix + from, held_end, limit);
-    if (!held) return tl::unexpected(held.error());
-    auto marks = whole ? RangeAll(marks_prefix + from, marks_end)
-                       : Ranged(marks_prefix + from, marks_end, limit);
-    if (!marks) return tl::unexpected(marks.error());
+    std::optional<etcd::RangeResult> held;
+    std::optional<etcd::RangeResult> marks;
+    if (whole) {
+      if (look != nullptr) {
+        if (auto checked = ClaimRead({}, options_.prefix, request, look, notices); !checked) {
+          return tl::unexpected(checked.error());
+        }
+      }
+      auto held_pages = RangeAll(machines_prefix + from, held_end);
+      if (!held_pages) return tl::unexpected(held_pages.error());
+      auto marks_pages = RangeAll(marks_prefix + from, marks_end);
+      if (!marks_pages) return tl::unexpected(marks_pages.error());
+      NoteIdentity(held_pages->cluster_id, held_pages->revision);
+      held = std::move(*held_pages);
+      marks = std::move(*marks_pages);
+    } else {
+      auto answer = ClaimRead({Op::Get(machines_prefix + from, held_end, limit),
+                               Op::Get(marks_prefix + from, marks_end, limit)},
+                              "the window from " + machines_prefix + from, request, look, notices);
+      if (!answer) return tl::unexpected(answer.error());
+      held = std::move(answer->responses[0].range);
+      held->cluster_id = answer->cluster_id;
+      held->revision = answer->revision;
+      marks = std::move(answer->responses[1].range);
+    }
     if (held_all.cluster_id == 0) {
       held_all.cluster_id = held->cluster_id;
       held_all.revision = held->revision;
@@ -446,15 +495,16 @@ tl::expected<EtcdRegister::ClaimWindow, RegisterError> EtcdRegister::ReadWindow(
     return {};
   };
   Stretch upper{start_tail, std::nullopt, std::nullopt};
-  if (auto ok = read(upper.from, std::nullopt, &upper.to); !ok) return tl::unexpected(ok.error());
-  stretches.push_back(upper);
-  if (auto checked = NoteClaimRead(held_all, request, first_look, notices); !checked) {
-    return tl::unexpected(checked.error());
+  if (auto ok = read(upper.from, std::nullopt, first, &upper.to); !ok) {
+    return tl::unexpected(ok.error());
   }
+  stretches.push_back(upper);
   if (!upper.to) {
     // Reached the end of the prefix: wrap to its beginning, up to the start.
     Stretch lower{"", std::nullopt, start_tail};
-    if (auto ok = read(lower.from, lower.below, &lower.to); !ok) return tl::unexpected(ok.error());
+    if (auto ok = read(lower.from, lower.below, nullptr, &lower.to); !ok) {
+      return tl::unexpected(ok.error());
+    }
     stretches.push_back(lower);
     window.whole = !lower.to;
   }
@@ -486,28 +536,24 @@ tl::expected<EtcdRegister::ClaimWindow, RegisterError> EtcdRegister::ReadWindow(
   return window;
 }
 
-tl::expected<void, RegisterError> EtcdRegister::NoteClaimRead(const etcd::RangeResult& answer,
-                                                              const ClaimRequest& request,
-                                                              bool first_look,
-                                                              std::vector<std::string>& notices) {
-  NoteIdentity(answer.cluster_id, answer.revision);
-  if (!first_look) return {};
-  return CheckNotRolledBack(request, answer, notices);
-}
-
 tl::expected<void, RegisterError> EtcdRegister::EnsureFleet(
     const etcd::FleetRecord& fleet, const std::string& fleet_text) noexcept {
-  const std::string key = etcd::ConfigKey(options_.prefix);
-  // A linearizable read first: etcd serves it without a raft entry (ReadIndex), so a storm
-  // of claims on an existing fleet writes nothing here. Only an absent record is created,
-  // by a transaction that puts it if still absent (else reads it). Either way the claim
-  // transaction compares it byte for byte, so it cannot change between here and the claim.
-  auto read = client_.Range(key);
+  auto read = client_.Range(etcd::ConfigKey(options_.prefix));
   if (!read) return tl::unexpected(Failure("cannot check the fleet record", read.error()));
-  std::string stored;
-  if (!read->kvs.empty()) {
-    stored = std::move(read->kvs[0].value);
-  } else {
+  std::optional<std::string> stored;
+  if (!read->kvs.empty()) stored = std::move(read->kvs[0].value);
+  return SettleFleet(fleet, fleet_text, std::move(stored));
+}
+
+tl::expected<void, RegisterError> EtcdRegister::SettleFleet(const etcd::FleetRecord& fleet,
+                                                            const std::string& fleet_text,
+                                                            std::optional<std::string> stored) {
+  const std::string key = etcd::ConfigKey(options_.prefix);
+  // Read linearizably (a claim's first read, or EnsureFleet): a storm of claims on an
+  // existing fleet writes nothing here. Only an absent record is created, by a transaction
+  // that puts it if still absent (else reads it). Either way the claim transaction compares
+  // it byte for byte, so it cannot change between here and the claim.
+  if (!stored) {
     etcd::TxnRequest txn;
     txn.compare = {Compare::KeyAbsent(key)};
     txn.success = {Op::Put(key, fleet_text)};
@@ -522,8 +568,8 @@ tl::expected<void, RegisterError> EtcdRegister::EnsureFleet(
     }
     stored = std::move(result->responses[0].range.kvs[0].value);
   }
-  if (stored == fleet_text) return {};
-  auto decoded = DecodeFleetAt(key, stored);
+  if (*stored == fleet_text) return {};
+  auto decoded = DecodeFleetAt(key, *stored);
   if (!decoded) return tl::unexpected(decoded.error());
   return tl::unexpected(
       Err(RegisterErrorCode::kEpochMismatch,
@@ -534,9 +580,12 @@ tl::expected<void, RegisterError> EtcdRegister::EnsureFleet(
 }
 
 std::string EtcdRegister::KnownBugNotice() noexcept {
+  // Once per register: a daemon that waits for etcd calls Claim() again on the same one.
+  if (known_bug_notice_) return *known_bug_notice_;
   auto status = client_.Status();
   if (!status) return {};  // the claim that follows reports an outage itself
   NoteIdentity(status->cluster_id, status->revision);
+  known_bug_notice_.emplace();
   int major = 0, minor = 0, patch = 0;
   if (std::sscanf(status->version.c_str(), "%d.%d.%d", &major, &minor, &patch) != 3) return {};
   // etcd-io/etcd#15247: a leader that stalls (SIGSTOP, a slow disk) and resumes after a
@@ -547,22 +596,23 @@ std::string EtcdRegister::KnownBugNotice() noexcept {
                         (major == 3 && minor == 4 && patch < 31) ||
                         (major == 3 && minor == 5 && patch < 13);
   if (!affected) return {};
-  return "etcd " + status->version + " at " + client_.current_endpoint() +
-         " revokes live leases after a stalled leader resumes (etcd-io/etcd#15247, fixed in "
-         "3.4.31 and 3.5.13): a daemon may then lose its number, exit and claim anew. IDs stay "
-         "unique; upgrade etcd to stop the restarts";
+  *known_bug_notice_ =
+      "etcd " + status->version + " at " + client_.current_endpoint() +
+      " revokes live leases after a stalled leader resumes (etcd-io/etcd#15247, fixed in "
+      "3.4.31 and 3.5.13): a daemon may then lose its number, exit and claim anew. IDs stay "
+      "unique; upgrade etcd to stop the restarts";
+  return *known_bug_notice_;
 }
 
 tl::expected<void, RegisterError> EtcdRegister::CheckNotRolledBack(
-    const ClaimRequest& request, const etcd::RangeResult& answer,
+    const ClaimRequest& request, const etcd::RangeResult& answer, const etcd::RangeResult& fence,
     std::vector<std::string>& notices) noexcept {
   const RegisterIdentity& seen = request.last_seen;
-  // The operators' restore fence as the store holds it now: its revision is what this host
-  // records, so that only a newer fence can admit it past a later restore.
+  // The operators' restore fence as the store held it at `answer`'s revision (the same
+  // read): its revision is what this host records, so that only a newer fence can admit
+  // it past a later restore.
   const std::string restore_key = etcd::RestoreKey(options_.prefix);
-  auto fence = client_.Range(restore_key);
-  if (!fence) return tl::unexpected(Failure("cannot read " + restore_key, fence.error()));
-  const int64_t fence_revision = fence->kvs.empty() ? 0 : fence->kvs[0].mod_revision;
+  const int64_t fence_revision = fence.kvs.empty() ? 0 : fence.kvs[0].mod_revision;
   identity_.fence_revision = fence_revision;
   if (seen.cluster_id == 0) return {};  // nothing recorded: a first start on this host
   const bool other_cluster = answer.cluster_id != seen.cluster_id;
@@ -580,8 +630,8 @@ tl::expected<void, RegisterError> EtcdRegister::CheckNotRolledBack(
   // restore, not this one (a snapshot taken after it carries it along). A cluster the host
   // never saw (a replaced one) has only fences written after the host last looked.
   std::string stale_fence;
-  if (!fence->kvs.empty()) {
-    auto record = DecodeRestoreAt(restore_key, fence->kvs[0].value);
+  if (!fence.kvs.empty()) {
+    auto record = DecodeRestoreAt(restore_key, fence.kvs[0].value);
     if (!record) return tl::unexpected(record.error());
     const bool answers_this_restore = other_cluster ? record->cluster_id == answer.cluster_id
                                                     : fence_revision > seen.fence_revision;

@@ -69,14 +69,15 @@ struct Op {
   std::string range_end;  // kRange/kDelete: "" = the single key
   std::string value;      // kPut
   int64_t lease = 0;      // kPut: 0 = no lease
+  int64_t limit = 0;      // kRange: at most this many keys (0 = all); the answer says `more`
 
   static Op Put(std::string key, std::string value, int64_t lease = 0) {
-    return {Kind::kPut, std::move(key), {}, std::move(value), lease};
+    return {Kind::kPut, std::move(key), {}, std::move(value), lease, 0};
   }
-  static Op Get(std::string key, std::string range_end = {}) {
-    return {Kind::kRange, std::move(key), std::move(range_end), {}, 0};
+  static Op Get(std::string key, std::string range_end = {}, int64_t limit = 0) {
+    return {Kind::kRange, std::move(key), std::move(range_end), {}, 0, limit};
   }
-  static Op Delete(std::string key) { return {Kind::kDelete, std::move(key), {}, {}, 0}; }
+  static Op Delete(std::string key) { return {Kind::kDelete, std::move(key), {}, {}, 0, 0}; }
 };
 
 struct TxnRequest {

@@ -379,12 +379,17 @@ TEST_F(EtcdFencing, RaiseAllWhileRunningNamesAHolderThatNeverAcknowledges) {
 TEST_F(EtcdFencing, ALateClaimNeverBindsASecondNumberToTheLiveLease) {
   // Arrange: the holder may claim number 7 or 8 and talks to etcd only through the proxy,
   // which holds every claim transaction for number 7. Each times out; meanwhile another
-  // host takes 7 (directly), so a later attempt claims 8.
+  // host takes 7 (directly), so a later attempt claims 8. Number 8 carries a mark, so
+  // the pick policy asks for 7 (never used) first, whatever window it reads.
   EtcdRegisterOptions options = Options();
   options.client.endpoints = {proxy_->url()};
   options.last_machine = kMachine + 1;
-  ASSERT_TRUE(proxy_->SetMode(FaultProxy::Mode::kHold, "/v3/kv/txn",
-                              etcd::Base64Encode(etcd::MachineKey(prefix_, kMachine))));
+  ASSERT_TRUE(Direct().Put(etcd::HighWaterKey(prefix_, kMachine + 1),
+                           etcd::EncodeHighWater(etcd::HighWaterRecord{kEpoch, "", 0})));
+  // (The claim transaction's put names the key; an attempt's read names it as a range.)
+  ASSERT_TRUE(proxy_->SetMode(
+      FaultProxy::Mode::kHold, "/v3/kv/txn",
+      "\"request_put\":{\"key\":\"" + etcd::Base64Encode(etcd::MachineKey(prefix_, kMachine))));
   EtcdRegister sut(options);
   auto claiming = std::async(std::launch::async, [&] { return sut.Claim({"holder-a", kEpoch}); });
   ASSERT_TRUE(proxy_->WaitForHeld(1, 10s)) << "the claim of number 7 never reached the proxy";
@@ -407,6 +412,77 @@ TEST_F(EtcdFencing, ALateClaimNeverBindsASecondNumberToTheLiveLease) {
   const bool bound_to_live_lease = !record->kvs.empty() && record->kvs[0].lease == sut.lease();
   EXPECT_FALSE(bound_to_live_lease)
       << "a late claim bound number 7 to the lease that holds 8: " << Describe(*late);
+}
+
+// The calls a register sent through the proxy from the `from`th on: "/v3/kv/txn", ...
+std::vector<std::string> CallsSince(const FaultProxy& proxy, size_t from) {
+  std::vector<std::string> calls;
+  const auto lines = proxy.ForwardedRequestLines();
+  for (size_t i = from; i < lines.size(); ++i) {
+    const size_t path = lines[i].find(' ') + 1;
+    calls.push_back(lines[i].substr(path, lines[i].find(' ', path) - path));
+  }
+  return calls;
+}
+
+TEST_F(EtcdFencing, AClaimSendsOneReadPerStretchTheLeaseGrantAndTheClaimTransaction) {
+  // Arrange: the fleet record exists (a first host claimed and stopped); the holders talk
+  // to etcd only through the proxy, which lists what they send.
+  {
+    EtcdRegister first(DirectOptions());
+    auto claim = first.Claim({"holder-a", kEpoch});
+    ASSERT_TRUE(claim) << claim.error().message;
+  }
+  EtcdRegisterOptions options = Options();
+  options.client.endpoints = {proxy_->url()};
+  auto windowed = std::make_unique<EtcdRegister>(options);
+  EtcdRegister preferring(options);
+
+  // Act: a claim that reads a window (its range is number 7 alone, so the window is the
+  // stretch from 7 to the prefix's end and the wrapped one below 7), then, once it let 7
+  // go, a claim of the number a state file names.
+  const size_t before_window = proxy_->ForwardedRequestLines().size();
+  auto claim = windowed->Claim({"holder-b", kEpoch});
+  const auto window_calls = CallsSince(*proxy_, before_window);
+  windowed.reset();
+  const size_t before_preferred = proxy_->ForwardedRequestLines().size();
+  auto preferred = preferring.Claim({"holder-c", kEpoch, {}, 0, kMachine});
+  const auto preferred_calls = CallsSince(*proxy_, before_preferred);
+
+  // Assert: the member's version, one read-only transaction per read (the fleet record and
+  // the restore fence in the first), the lease, the claim transaction; nothing more.
+  ASSERT_TRUE(claim) << claim.error().message;
+  ASSERT_TRUE(preferred) << preferred.error().message;
+  EXPECT_EQ(preferred->machine, kMachine);
+  EXPECT_THAT(window_calls, ::testing::ElementsAre("/v3/maintenance/status", "/v3/kv/txn",
+                                                   "/v3/kv/txn", "/v3/lease/grant", "/v3/kv/txn"));
+  EXPECT_THAT(preferred_calls, ::testing::ElementsAre("/v3/maintenance/status", "/v3/kv/txn",
+                                                      "/v3/lease/grant", "/v3/kv/txn"));
+}
+
+TEST_F(EtcdFencing, AClaimCalledAgainAfterAnOutageDoesNotAskForTheVersionAgain) {
+  // Arrange: every transaction is held at the proxy, the holder's only endpoint, so the
+  // first call's read times out after the member's status answered.
+  EtcdRegisterOptions options = Options();
+  options.client.endpoints = {proxy_->url()};
+  EtcdRegister sut(options);
+  ASSERT_TRUE(proxy_->SetMode(FaultProxy::Mode::kHold, "/v3/kv/txn"));
+  auto failed = sut.Claim({"holder-a", kEpoch});
+  ASSERT_FALSE(failed);
+  ASSERT_EQ(failed.error().code, RegisterErrorCode::kUnreachable) << failed.error().message;
+  ASSERT_TRUE(proxy_->SetMode(FaultProxy::Mode::kPass));
+  proxy_->DiscardHeld();
+
+  // Act: the daemon calls Claim() again on the same register.
+  const size_t before = proxy_->ForwardedRequestLines().size();
+  auto claim = sut.Claim({"holder-a", kEpoch});
+  const auto calls = CallsSince(*proxy_, before);
+
+  // Assert: the read (with the fleet record's creation: this prefix is new), the lease,
+  // the claim; the version was asked once, in the first call.
+  ASSERT_TRUE(claim) << claim.error().message;
+  EXPECT_THAT(calls, ::testing::Not(::testing::Contains("/v3/maintenance/status")));
+  EXPECT_THAT(calls, ::testing::Contains("/v3/lease/grant"));
 }
 
 TEST_F(EtcdFencing, ARaiseDeliveredTwiceLateNeverLowersTheMark) {

@@ -459,6 +459,11 @@ size_t FaultProxy::DiscardHeld() {
   return n;
 }
 
+std::vector<std::string> FaultProxy::ForwardedRequestLines() const {
+  std::lock_guard lock(mutex_);
+  return forwarded_lines_;
+}
+
 FaultProxy::Counts FaultProxy::counts() const {
   std::lock_guard lock(mutex_);
   return counts_;
@@ -609,6 +614,7 @@ void FaultProxy::Serve(int client, uint64_t id, std::shared_ptr<bool> done) {
         {
           std::lock_guard lock(mutex_);
           ++counts_.forwarded;
+          forwarded_lines_.push_back((*request)->request_line);
         }
         changed_.notify_all();
       }

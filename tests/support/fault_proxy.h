@@ -123,6 +123,9 @@ class FaultProxy {
   size_t DiscardHeld();
 
   Counts counts() const;
+  // The request lines of the requests forwarded on their client's connection, in the
+  // order they were forwarded: what a call sent, for a test that counts it.
+  std::vector<std::string> ForwardedRequestLines() const;
   // The last connection or parse error ("" if none), for failure messages.
   std::string last_error() const;
 
@@ -168,6 +171,7 @@ class FaultProxy {
   bool relisten_failed_ = false;    // guarded by mutex_; leaving kRefuse could not bind
   std::deque<Held> held_;           // guarded by mutex_
   Counts counts_;                   // guarded by mutex_
+  std::vector<std::string> forwarded_lines_;  // guarded by mutex_
   std::string last_error_;          // guarded by mutex_
   std::map<uint64_t, Conn> conns_;  // guarded by mutex_
   std::list<Worker> workers_;       // guarded by mutex_

@@ -86,6 +86,9 @@ TEST_F(FaultProxyTest, PassForwardsRequestsAndAnswersOnOneKeptAliveConnection) {
   const auto counts = sut_->counts();
   EXPECT_EQ(counts.connections, 1u);
   EXPECT_EQ(counts.forwarded, 3u);
+  EXPECT_THAT(sut_->ForwardedRequestLines(),
+              ::testing::ElementsAre("POST /v3/kv/put HTTP/1.1", "POST /v3/kv/range HTTP/1.1",
+                                     "POST /v3/kv/range HTTP/1.1"));
   EXPECT_EQ(counts.held, 0u);
   EXPECT_EQ(sut_->last_error(), "");
 }
