@@ -233,7 +233,8 @@ class EtcdRegister final : public MachineRegister {
                                                          const FirstLook* first,
                                                          std::vector<std::string>& notices);
   // The keys of machines/ and high-water/ from number `start` on, options_.claim_window of
-  // each (wrapping at the end of the prefix), one ClaimRead per stretch; with `whole`, all
+  // each (wrapping at the end of the prefix when fewer than claim_window numbers of the
+  // range lie at or above `start`), one ClaimRead per stretch; with `whole`, all
   // of them (paged). Numbers in `locked_here` are left out of `covered`.
   tl::expected<ClaimWindow, RegisterError> ReadWindow(uint32_t start, bool whole,
                                                       const std::set<uint32_t>& locked_here,

@@ -449,15 +449,15 @@ TEST_F(EtcdFencing, AClaimSendsOneReadPerStretchTheLeaseGrantAndTheClaimTransact
   auto preferred = preferring.Claim({"holder-c", kEpoch, {}, 0, kMachine});
   const auto preferred_calls = CallsSince(*proxy_, before_preferred);
 
-  // Assert: the member's version, one read-only transaction per read (the fleet record and
-  // the restore fence in the first), the lease, the claim transaction; nothing more.
+  // Assert: the lease, the member's version, one read-only transaction per read (the fleet
+  // record and the restore fence in the first), the claim transaction; nothing more.
   ASSERT_TRUE(claim) << claim.error().message;
   ASSERT_TRUE(preferred) << preferred.error().message;
   EXPECT_EQ(preferred->machine, kMachine);
-  EXPECT_THAT(window_calls, ::testing::ElementsAre("/v3/maintenance/status", "/v3/kv/txn",
-                                                   "/v3/kv/txn", "/v3/lease/grant", "/v3/kv/txn"));
-  EXPECT_THAT(preferred_calls, ::testing::ElementsAre("/v3/maintenance/status", "/v3/kv/txn",
-                                                      "/v3/lease/grant", "/v3/kv/txn"));
+  EXPECT_THAT(window_calls, ::testing::ElementsAre("/v3/lease/grant", "/v3/maintenance/status",
+                                                   "/v3/kv/txn", "/v3/kv/txn", "/v3/kv/txn"));
+  EXPECT_THAT(preferred_calls, ::testing::ElementsAre("/v3/lease/grant", "/v3/maintenance/status",
+                                                      "/v3/kv/txn", "/v3/kv/txn"));
 }
 
 TEST_F(EtcdFencing, AClaimCalledAgainAfterAnOutageDoesNotAskForTheVersionAgain) {
