@@ -594,7 +594,7 @@ TEST_F(EtcdRegisterTest, EpochMismatchIsRefusedNamingBothValues) {
 // The fleet record carries the fleet's layout, written by its first daemon; a daemon of
 // another layout is refused naming both, and a wide layout's numbers are handed out.
 TEST_F(EtcdRegisterTest, TheFleetRecordsItsLayoutAndRefusesAnother) {
-  EtcdRegisterOptions wide = Options(40000, 40001);
+  EtcdRegisterOptions wide = Options(40000, 40000);  // one number: a claim picks a fresh one at random
   wide.id_bits = {41, 16, 6};
   EtcdRegister first(wide);
   auto claimed = first.Claim({"a", kEpoch});
