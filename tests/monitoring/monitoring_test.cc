@@ -184,14 +184,17 @@ TEST(MonitoringMetrics, TheCheckFindsANameOrLabelValueNobodyExports) {
 // The daemon an operator alerts on: an etcd register (a real member on loopback) and the
 // HTTP front. Some families have samples only once something happened (a register error,
 // a reply of a code), so the test makes it happen: traffic on every endpoint, and the
-// member stopped until the daemon counts failed register calls.
+// member stopped until the daemon counts failed register calls. The mark has no window of
+// its own (mark_reservation_ms = 0: a raise with each local reservation, every 250 ms), so a
+// register call fails within the lease's TTL of the stop, and the daemon keeps its claim.
 TEST(MonitoringMetrics, EveryNameInTheRulesAndTheDashboardIsExportedByARealDaemon) {
   EtcdCluster etcd(1);
   ASSERT_TRUE(etcd.ok()) << etcd.error();
   DaemonHarness harness("monitoring-names");
   const uint16_t port = FreePort();
   const std::string toml = EtcdDaemonToml("mon", etcd.ClientUrls(), "/monitoring/", "0-3",
-                                          "connect_timeout_ms = 100\nrequest_timeout_ms = 300\n") +
+                                          "connect_timeout_ms = 100\nrequest_timeout_ms = 300\n"
+                                          "mark_reservation_ms = 0\n") +
                            HttpFrontToml(port);
   Daemon daemon = harness.Start(harness.NamedOptions("mon", toml));
   ASSERT_TRUE(daemon.ready()) << daemon.Describe();
