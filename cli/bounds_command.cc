@@ -133,30 +133,15 @@ void AddBoundsCommand(CLI::App& app) {
                     "One JSON object: first_id and last_id (decimal strings), first_unix_ms, "
                     "last_unix_ms, first_time, last_time, from_unix_ms, to_unix_ms, clamped, "
                     "epoch_unix_ms, epoch_source, layout, layout_source");
-  auto layout = std::make_shared<std::string>();
-  CLI::Option* layout_option =
-      command
-          ->add_option("--layout", *layout,
-                       "The fleet's bits, as for decode (default: --config's id.layout, else "
-                       "the local daemon's, else 41/10/12)")
-          ->type_name("BITS");
-  auto config = std::make_shared<std::string>();
-  CLI::Option* config_option =
-      command
-          ->add_option("--config", *config,
-                       "A daemon's config file: its id.layout, the layout its register records")
-          ->type_name("FILE")
-          ->excludes(layout_option);
+  auto layout_sources = AddLayoutOptions(*command);
   auto runtime_dir = AddRuntimeDirOption(app, *command);
   command->footer(
       "A range reaching before the epoch or past its last millisecond is cut to what IDs\n"
       "can carry (and says so). Exit status: 0 printed, 2 bad time, reversed range or a\n"
       "range no ID can carry.");
-  command->callback([request, to, to_option, epoch, epoch_option, runtime_dir, layout,
-                     layout_option, config, config_option] {
+  command->callback([request, to, to_option, epoch, epoch_option, runtime_dir, layout_sources] {
     if (to_option->count() > 0) request->to = *to;
-    if (layout_option->count() > 0) request->layout.layout = *layout;
-    if (config_option->count() > 0) request->layout.config = *config;
+    request->layout = layout_sources();
     if (epoch_option->count() > 0) request->epoch = *epoch;
     if (epoch_option->count() == 0 || (!request->layout.layout && !request->layout.config)) {
       request->runtime_dir = runtime_dir().path;

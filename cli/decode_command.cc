@@ -123,21 +123,7 @@ void AddDecodeCommand(CLI::App& app) {
       "The fleet's epoch, in any form the daemon's config accepts: Unix ms or an RFC 3339 "
       "time with a zone (default: the local daemon's epoch if one ran in the runtime "
       "directory, else 2026-01-01T00:00:00Z)");
-  auto layout = std::make_shared<std::string>();
-  CLI::Option* layout_option =
-      command
-          ->add_option("--layout", *layout,
-                       "The fleet's bits: a preset (default, 8192-hosts, 65536-hosts) or "
-                       "time/machine/sequence bits such as 41/16/6 (default: --config's "
-                       "id.layout, else the local daemon's, else 41/10/12)")
-          ->type_name("BITS");
-  auto config = std::make_shared<std::string>();
-  CLI::Option* config_option =
-      command
-          ->add_option("--config", *config,
-                       "A daemon's config file: its id.layout, the layout its register records")
-          ->type_name("FILE")
-          ->excludes(layout_option);
+  auto layout_sources = AddLayoutOptions(*command);
   command->add_flag("--json", request->json,
                     "One JSON object per line: id (a decimal string), unix_ms, time, machine, "
                     "sequence, epoch_unix_ms, epoch_source, layout, layout_source");
@@ -148,10 +134,9 @@ void AddDecodeCommand(CLI::App& app) {
       "line on stderr. Without --json, one line on stderr says which epoch and layout were\n"
       "used.\n"
       "Exit status: 0 decoded, 2 bad usage or input.");
-  command->callback([request, epoch, runtime_dir, layout, layout_option, config, config_option] {
+  command->callback([request, epoch, runtime_dir, layout_sources] {
     request->has_epoch = epoch->count() > 0;
-    if (layout_option->count() > 0) request->layout.layout = *layout;
-    if (config_option->count() > 0) request->layout.config = *config;
+    request->layout = layout_sources();
     if (!request->has_epoch || (!request->layout.layout && !request->layout.config)) {
       request->runtime_dir = runtime_dir().path;
     }

@@ -1,5 +1,8 @@
 #include "epoch_choice.h"
 
+#include <CLI/CLI.hpp>
+#include <memory>
+
 #include "snowflake/client.h"
 #ifdef SNOWFLAKE_HAVE_REGISTER_COMMAND
 #include "register/register_settings.h"
@@ -113,6 +116,30 @@ tl::expected<EpochChoice, std::string> ChooseEpoch(
   } catch (...) {
     return tl::unexpected(std::string("out of memory"));
   }
+}
+
+std::function<LayoutSources()> AddLayoutOptions(CLI::App& command) {
+  auto layout = std::make_shared<std::string>();
+  CLI::Option* layout_option =
+      command
+          .add_option("--layout", *layout,
+                      "The fleet's bits: a preset (default, 8192-hosts, 65536-hosts) or "
+                      "time/machine/sequence bits such as 41/16/6 (default: --config's "
+                      "id.layout, else the local daemon's, else 41/10/12)")
+          ->type_name("BITS");
+  auto config = std::make_shared<std::string>();
+  CLI::Option* config_option =
+      command
+          .add_option("--config", *config,
+                      "A daemon's config file: its id.layout, the layout its register records")
+          ->type_name("FILE")
+          ->excludes(layout_option);
+  return [layout, layout_option, config, config_option] {
+    LayoutSources sources;
+    if (layout_option->count() > 0) sources.layout = *layout;
+    if (config_option->count() > 0) sources.config = *config;
+    return sources;
+  };
 }
 
 }  // namespace snowflake::cli

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -17,6 +18,10 @@
 
 #include "snowflake/id_layout.h"
 #include "snowflake/time_text.h"
+
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace snowflake::cli {
 
@@ -53,6 +58,10 @@ struct LayoutSources {
 // `sources.config`'s id.layout; else the daemon's segment's (as for the epoch); else the
 // default. Fails on a bad `text` (ParseEpoch()), a bad layout (ParseIdBits()), a config
 // file that cannot be read, or an epoch whose range in those bits overflows.
+// Adds --layout and --config (which exclude each other) to `command`, as decode and bounds
+// take them. The returned function, called from the command's callback, gives what was set.
+std::function<LayoutSources()> AddLayoutOptions(CLI::App& command);
+
 tl::expected<EpochChoice, std::string> ChooseEpoch(
     const std::optional<std::string>& text, const std::optional<std::filesystem::path>& runtime_dir,
     const LayoutSources& sources = {}) noexcept;
