@@ -76,7 +76,7 @@ def main():
     p.add_argument("--go", help="`go test -bench` output of bindings/go")
     p.add_argument("--java", help="bench/JavaBench.java output")
     p.add_argument("--node", help="bench/node_bench.js output")
-    p.add_argument("--fleet-sim", help="tests/daemon/fleet_sim's report (one run)")
+    p.add_argument("--fleet-sim", help="tests/register/fleet_sim's report (one run)")
     p.add_argument("--json")
     p.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     a = p.parse_args()

@@ -86,7 +86,7 @@ tl::expected<EpochChoice, std::string> ChooseEpoch(
       bits_why = "given by --layout";
     } else if (sources.config) {
 #ifdef SNOWFLAKE_HAVE_REGISTER_COMMAND
-      auto settings = daemon::LoadRegisterSettings(*sources.config);
+      auto settings = reg::LoadRegisterSettings(*sources.config);
       if (!settings) return tl::unexpected(settings.error().message);
       bits = settings->id_bits;
       choice.layout_source = "config";

@@ -46,7 +46,7 @@ tl::expected<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
   }
 }
 
-tl::expected<Config, ConfigError> ResolveConfig(const CommandLine& command_line) noexcept {
+tl::expected<Config, util::ConfigError> ResolveConfig(const CommandLine& command_line) noexcept {
   try {
     Config config;
     if (command_line.config_path) {
@@ -62,7 +62,7 @@ tl::expected<Config, ConfigError> ResolveConfig(const CommandLine& command_line)
     }
     if (command_line.log_level) {
       if (!IsValidLogLevel(*command_line.log_level)) {
-        return tl::unexpected(ConfigError{
+        return tl::unexpected(util::ConfigError{
             "--log-level: must be one of trace, debug, info, warn, error, critical, off, got \"" +
             *command_line.log_level + "\""});
       }
@@ -70,7 +70,7 @@ tl::expected<Config, ConfigError> ResolveConfig(const CommandLine& command_line)
     }
     return config;
   } catch (const std::exception& e) {
-    return tl::unexpected(ConfigError{std::string("command line: ") + e.what()});
+    return tl::unexpected(util::ConfigError{std::string("command line: ") + e.what()});
   }
 }
 

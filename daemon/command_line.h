@@ -29,7 +29,8 @@ struct CommandLine {
 // The config the command line asks for: the file (or the built-in defaults) with the
 // flags applied on top; relative directories given as flags become absolute.
 // Errors: those of LoadConfig, or an invalid --log-level.
-[[nodiscard]] tl::expected<Config, ConfigError> ResolveConfig(const CommandLine& command_line) noexcept;
+[[nodiscard]] tl::expected<Config, util::ConfigError> ResolveConfig(
+    const CommandLine& command_line) noexcept;
 
 }  // namespace snowflake::daemon
 

@@ -9,7 +9,6 @@
 #include <thread>
 #include <utility>
 
-#include "base/backoff.h"
 #include "daemon/control/notifier.h"
 #include "daemon/control/status_metrics.h"
 #include "daemon/core/state_identity.h"
@@ -19,6 +18,7 @@
 #include "daemon/instance_lock.h"
 #include "daemon/version.h"
 #include "snowflake/time_text.h"
+#include "util/backoff.h"
 
 namespace snowflake::daemon {
 namespace {
@@ -28,7 +28,7 @@ using shm::StateReason;
 
 // Logs the sentence a start stops on and returns it as the stage's failure.
 std::filesystem::path HostLockDirOf(const DaemonParts& parts) {
-  return parts.host_lock_dir.empty() ? HostLockDir() : parts.host_lock_dir;
+  return parts.host_lock_dir.empty() ? reg::HostLockDir() : parts.host_lock_dir;
 }
 
 tl::unexpected<StageFailure> Refuse(int exit_status, std::string message) {
@@ -38,22 +38,22 @@ tl::unexpected<StageFailure> Refuse(int exit_status, std::string message) {
 
 // Claims a number, waiting for a register that does not answer (kUnreachable: the etcd
 // register with no endpoint reachable or no quorum) with a jittered exponential backoff
-// (base/backoff.h: 200 ms doubling to at most 5 s), for as long as it takes. Meanwhile
+// (util/backoff.h: 200 ms doubling to at most 5 s), for as long as it takes. Meanwhile
 // STATUS= says what it waits for, each message extends systemd's start timeout past the
 // next attempt, the watchdog is fed, and no READY=1 is sent. Every other error returns at
 // once (it needs an operator). nullopt: `stop` was set while waiting.
-std::optional<tl::expected<MachineClaim, RegisterError>> ClaimWaiting(
-    MachineRegister& reg, const ClaimRequest& request, const std::atomic<bool>& stop) {
+std::optional<tl::expected<reg::MachineClaim, reg::RegisterError>> ClaimWaiting(
+    reg::MachineRegister& reg, const reg::ClaimRequest& request, const std::atomic<bool>& stop) {
   using Steady = std::chrono::steady_clock;
   const auto stop_requested = [&stop] { return stop.load(std::memory_order_acquire); };
   Notifier notifier;
-  Backoff backoff(kRegisterRetryFirst, kRegisterRetryCap,
-                  static_cast<uint64_t>(getpid()) ^
-                      static_cast<uint64_t>(Steady::now().time_since_epoch().count()));
+  util::Backoff backoff(util::kRegisterRetryFirst, util::kRegisterRetryCap,
+                        static_cast<uint64_t>(getpid()) ^
+                            static_cast<uint64_t>(Steady::now().time_since_epoch().count()));
   Steady::time_point next_log{};
   for (uint64_t attempt = 1;; ++attempt) {
     auto claim = reg.Claim(request);
-    if (claim || claim.error().code != RegisterErrorCode::kUnreachable) return claim;
+    if (claim || claim.error().code != reg::RegisterErrorCode::kUnreachable) return claim;
     const std::chrono::milliseconds delay = backoff.Next();
     const std::string line = "waiting for the register: " + claim.error().message +
                              "; retrying in " + std::to_string(delay.count()) + " ms";
@@ -215,11 +215,12 @@ Daemon::Result Daemon::CheckHost() {
   }
   // Whoever may write in the host lock directory can plant a host mark or unlink a lock
   // between two daemons' flocks: refuse one this host does not control before any claim.
-  if (auto trusted = EnsureHostLockDir(HostLockDirOf(parts_)); !trusted) {
+  if (auto trusted = reg::EnsureHostLockDir(HostLockDirOf(parts_)); !trusted) {
     return Refuse(kExitConfig, trusted.error());
   }
   // The same for the copy of the marks that outlives a reboot.
-  if (auto trusted = EnsureHostMarkDiskDir(HostMarkDiskDir(HostLockDirOf(parts_))); !trusted) {
+  if (auto trusted = reg::EnsureHostMarkDiskDir(reg::HostMarkDiskDir(HostLockDirOf(parts_)));
+      !trusted) {
     return Refuse(kExitConfig, trusted.error());
   }
   WarnIfNotInMemory(config_.daemon.runtime_dir);
@@ -267,10 +268,10 @@ Daemon::Result Daemon::ClaimNumber() {
   register_ = parts_.make_register(config_);
   holder_id_ = ResolveHolderId(config_);
   // What this host saw of the register before: a register found older is refused.
-  const ClaimRequest request(holder_id_, config_.id.epoch_unix_ms,
-                             saved_ ? saved_->register_seen : RegisterIdentity{},
-                             saved_ ? saved_->reserved_through_unix_ms : 0,
-                             saved_ ? std::optional<uint32_t>(saved_->machine) : std::nullopt);
+  const reg::ClaimRequest request(holder_id_, config_.id.epoch_unix_ms,
+                                  saved_ ? saved_->register_seen : reg::RegisterIdentity{},
+                                  saved_ ? saved_->reserved_through_unix_ms : 0,
+                                  saved_ ? std::optional<uint32_t>(saved_->machine) : std::nullopt);
   auto waited = ClaimWaiting(*register_, request, stop_);
   if (!waited) {
     std::string message = StopCause() + " received while waiting for the register: stopping";
@@ -284,10 +285,10 @@ Daemon::Result Daemon::ClaimNumber() {
     register_.reset();
     const int status = [&] {
       switch (claim.error().code) {
-        case RegisterErrorCode::kEpochMismatch:
-        case RegisterErrorCode::kRolledBack:
+        case reg::RegisterErrorCode::kEpochMismatch:
+        case reg::RegisterErrorCode::kRolledBack:
           return kExitConfig;
-        case RegisterErrorCode::kInUse:
+        case reg::RegisterErrorCode::kInUse:
           return kExitUsage;
         default:
           return kExitFatal;
@@ -311,8 +312,8 @@ Daemon::Result Daemon::ClaimNumber() {
   // The number's lock is held now (every backend takes it): what other daemons of this
   // host reserved for it since boot cannot change under us.
   // Only marks this daemon can trust count (machine_lock.h); the others are named.
-  auto host_mark = ReadHostMarks(HostMarkDirsFor(HostLockDirOf(parts_)), claim->machine,
-                                 reference_ms, config_.clock.max_forward_ms);
+  auto host_mark = reg::ReadHostMarks(reg::HostMarkDirsFor(HostLockDirOf(parts_)), claim->machine,
+                                      reference_ms, config_.clock.max_forward_ms);
   if (!host_mark) {
     register_.reset();
     // A mark that cannot be read, or one far past the clock: an operator must look.
@@ -468,7 +469,7 @@ Daemon::Result Daemon::StartReservations() {
           .segment_path = producer_->path().string(),
           .segment_incarnation = producer_->incarnation(),
           .register_claim = claim_->claim_token,
-          .host_marks = HostMarkDirsFor(HostLockDirOf(parts_)),
+          .host_marks = reg::HostMarkDirsFor(HostLockDirOf(parts_)),
           .host_mark_writer = state_identity_,
           .host_mark_floor = host_mark_ ? host_mark_->unix_ms : 0,
           .start_floor_unix_ms = plan_->high_water_unix_ms,

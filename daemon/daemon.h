@@ -36,7 +36,6 @@
 #include <tl/expected.hpp>
 #include <vector>
 
-#include "base/file_lock.h"
 #include "daemon/config/config.h"
 #include "daemon/control/control_server.h"
 #include "daemon/control/status_board.h"
@@ -54,6 +53,7 @@
 #include "register/machine_lock.h"
 #include "register/machine_register.h"
 #include "snowflake/ring_producer.h"
+#include "util/file_lock.h"
 
 namespace snowflake::daemon {
 
@@ -162,15 +162,15 @@ class Daemon {
   bool retire_segment_ = false;
   bool clean_stop_ = false;
   std::optional<gid_t> group_;
-  std::optional<FileLock> instance_lock_;
+  std::optional<util::FileLock> instance_lock_;
   std::optional<HighWaterStore> store_;
   std::optional<HighWaterState> saved_;
   // The state directory's identity (core/state_identity.h): names our host marks.
   std::string state_identity_;
-  std::unique_ptr<MachineRegister> register_;
+  std::unique_ptr<reg::MachineRegister> register_;
   std::string holder_id_;
-  std::optional<MachineClaim> claim_;
-  std::optional<HostMark> host_mark_;  // the number's highest host mark at the claim
+  std::optional<reg::MachineClaim> claim_;
+  std::optional<reg::HostMark> host_mark_;  // the number's highest host mark at the claim
   std::optional<shm::RingProducer> producer_;
   std::optional<StartupPlan> plan_;
   std::optional<Generator> generator_;

@@ -11,11 +11,11 @@ namespace snowflake::daemon {
 DaemonParts ProductionParts() {
   return DaemonParts{
       .clock = Clock::Real(),
-      .file_system = FileSystem::Default(),
+      .file_system = util::FileSystem::Default(),
       .make_register =
           [](const Config& config) {
-            return MakeMachineRegister(config.machine_register, config.daemon.state_dir,
-                                       config.id.bits);
+            return reg::MakeMachineRegister(config.machine_register, config.daemon.state_dir,
+                                            config.id.bits);
           },
       .make_fronts = [](const FrontContext& context)
           -> tl::expected<std::vector<std::unique_ptr<Front>>, std::string> {

@@ -13,7 +13,6 @@
 #include <tl/expected.hpp>
 #include <vector>
 
-#include "base/file_system.h"
 #include "daemon/config/config.h"
 #include "daemon/control/status_board.h"
 #include "daemon/fronts/front.h"
@@ -21,13 +20,14 @@
 #include "daemon/stage_table.h"
 #include "register/machine_register.h"
 #include "snowflake/clock.h"
+#include "util/file_system.h"
 
 namespace snowflake::daemon {
 
 struct DaemonParts {
   // Makes the register the daemon claims its number from (called once, at start). Never
   // returns null.
-  using RegisterFactory = std::function<std::unique_ptr<MachineRegister>(const Config&)>;
+  using RegisterFactory = std::function<std::unique_ptr<reg::MachineRegister>(const Config&)>;
   // Makes the fronts the config asks for, not started (called once, at the start's last
   // step, which then starts them in order). The context's references outlive the fronts.
   // Empty: no front. Errors: the sentence to log; the start then fails with exit status 1.
@@ -38,7 +38,7 @@ struct DaemonParts {
   // clock. Not owned; must outlive the daemon.
   Clock& clock;
   // The state file's fsyncs go through it. Not owned; must outlive the daemon.
-  FileSystem& file_system;
+  util::FileSystem& file_system;
   RegisterFactory make_register;
   FrontFactory make_fronts;
   // Told of every step of the start/stop table (daemon.h), on the thread that runs it.

@@ -2,11 +2,11 @@
 
 namespace snowflake::daemon {
 
-tl::expected<FileLock, InstanceLockError> AcquireInstanceLock(
+tl::expected<util::FileLock, InstanceLockError> AcquireInstanceLock(
     const std::filesystem::path& runtime_dir) noexcept {
   try {
-    auto lock = FileLock::Acquire(runtime_dir / kInstanceLockFileName, /*wait=*/false,
-                                  /*write_pid=*/true, 0644);
+    auto lock = util::FileLock::Acquire(runtime_dir / kInstanceLockFileName, /*wait=*/false,
+                                        /*write_pid=*/true, 0644);
     if (lock) return std::move(*lock);
     if (lock.error().held_by_other) {
       const std::string who = lock.error().holder_pid

@@ -9,7 +9,7 @@
 #include <string>
 #include <tl/expected.hpp>
 
-#include "base/file_lock.h"
+#include "util/file_lock.h"
 
 namespace snowflake::daemon {
 
@@ -23,7 +23,7 @@ struct InstanceLockError {
 // Takes the lock without waiting. Thread-safe (distinct calls make distinct locks, and a
 // second call in one process fails like a second daemon would).
 // Errors: already_running; a system error creating or locking the file.
-[[nodiscard]] tl::expected<FileLock, InstanceLockError> AcquireInstanceLock(
+[[nodiscard]] tl::expected<util::FileLock, InstanceLockError> AcquireInstanceLock(
     const std::filesystem::path& runtime_dir) noexcept;
 
 }  // namespace snowflake::daemon

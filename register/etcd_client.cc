@@ -6,7 +6,7 @@
 
 #include "register/etcd_json.h"
 
-namespace snowflake::daemon::etcd {
+namespace snowflake::reg::etcd {
 namespace {
 
 // More than any answer of ours can need (a range over 1,024 numbers is ~300 KB): a
@@ -322,4 +322,4 @@ tl::expected<LeaseTimeToLive, Error> EtcdClient::TimeToLive(int64_t lease) noexc
   }
 }
 
-}  // namespace snowflake::daemon::etcd
+}  // namespace snowflake::reg::etcd

@@ -24,7 +24,7 @@
 
 #include "register/etcd_types.h"
 
-namespace snowflake::daemon::etcd {
+namespace snowflake::reg::etcd {
 
 struct ClientOptions {
   // "http://127.0.0.1:2379" or "https://etcd-a.example:2379"; at least one.
@@ -98,6 +98,6 @@ class EtcdClient {
   std::string last_endpoint_;  // where the last answer came from, for messages
 };
 
-}  // namespace snowflake::daemon::etcd
+}  // namespace snowflake::reg::etcd
 
 #endif  // SNOWFLAKE_REGISTER_ETCD_CLIENT_H_

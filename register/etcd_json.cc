@@ -3,7 +3,7 @@
 #include <charconv>
 #include <nlohmann/json.hpp>
 
-namespace snowflake::daemon::etcd {
+namespace snowflake::reg::etcd {
 namespace {
 
 using nlohmann::json;
@@ -514,4 +514,4 @@ tl::expected<std::string, Error> ParseAuthenticateResponse(int http_status,
   });
 }
 
-}  // namespace snowflake::daemon::etcd
+}  // namespace snowflake::reg::etcd

@@ -26,7 +26,7 @@
 
 #include "register/etcd_types.h"
 
-namespace snowflake::daemon::etcd {
+namespace snowflake::reg::etcd {
 
 std::string Base64Encode(std::string_view bytes);
 // nullopt if `text` is not padded standard base64.
@@ -72,6 +72,6 @@ tl::expected<std::string, Error> ParseAuthenticateResponse(int http_status,
 // (empty, spaces, '+', overflow).
 std::optional<int64_t> ParseInt64(std::string_view text) noexcept;
 
-}  // namespace snowflake::daemon::etcd
+}  // namespace snowflake::reg::etcd
 
 #endif  // SNOWFLAKE_REGISTER_ETCD_JSON_H_

@@ -4,7 +4,7 @@
 #include <chrono>
 #include <utility>
 
-namespace snowflake::daemon {
+namespace snowflake::reg {
 
 EtcdKeepAlive::EtcdKeepAlive(etcd::ClientOptions client, int64_t lease_ttl_s)
     : client_(std::move(client)), lease_ttl_s_(lease_ttl_s) {}
@@ -68,4 +68,4 @@ void EtcdKeepAlive::Loop(int64_t lease, uint32_t machine,
   }
 }
 
-}  // namespace snowflake::daemon
+}  // namespace snowflake::reg

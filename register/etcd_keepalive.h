@@ -19,7 +19,7 @@
 
 #include "register/etcd_client.h"
 
-namespace snowflake::daemon {
+namespace snowflake::reg {
 
 class EtcdKeepAlive {
  public:
@@ -64,6 +64,6 @@ class EtcdKeepAlive {
   std::thread thread_;       // started and joined by the owner thread only
 };
 
-}  // namespace snowflake::daemon
+}  // namespace snowflake::reg
 
 #endif  // SNOWFLAKE_REGISTER_ETCD_KEEPALIVE_H_

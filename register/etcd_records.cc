@@ -3,11 +3,11 @@
 #include <charconv>
 #include <nlohmann/json.hpp>
 
-#include "base/decimal.h"
 #include "snowflake/id_layout.h"
 #include "snowflake/time_text.h"
+#include "util/decimal.h"
 
-namespace snowflake::daemon::etcd {
+namespace snowflake::reg::etcd {
 namespace {
 
 using nlohmann::ordered_json;
@@ -63,7 +63,7 @@ std::optional<uint32_t> MachineOfKey(std::string_view key_prefix, std::string_vi
   if (!key.starts_with(key_prefix)) return std::nullopt;
   const std::string_view n = key.substr(key_prefix.size());
   if (n.empty() || n.size() > 5 || (n.size() > 1 && n[0] == '0')) return std::nullopt;
-  const std::optional<uint32_t> v = ParseDecimal<uint32_t>(n, 5);
+  const std::optional<uint32_t> v = util::ParseDecimal<uint32_t>(n, 5);
   if (!v || *v > kMaxMachineOfAnyLayout) return std::nullopt;
   return v;
 }
@@ -189,4 +189,4 @@ std::string DescribeFleet(const FleetRecord& record) {
          FormatTimeText(record.epoch_unix_ms) + "), layout " + record.layout;
 }
 
-}  // namespace snowflake::daemon::etcd
+}  // namespace snowflake::reg::etcd

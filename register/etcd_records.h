@@ -28,7 +28,7 @@
 #include <string_view>
 #include <tl/expected.hpp>
 
-namespace snowflake::daemon::etcd {
+namespace snowflake::reg::etcd {
 
 struct FleetRecord {
   int64_t epoch_unix_ms = 0;
@@ -91,6 +91,6 @@ tl::expected<RestoreRecord, std::string> DecodeRestore(std::string_view text) no
 // "epoch 1767225600000 (2026-01-01T00:00:00.000Z), layout time41-machine10-sequence12".
 std::string DescribeFleet(const FleetRecord& record);
 
-}  // namespace snowflake::daemon::etcd
+}  // namespace snowflake::reg::etcd
 
 #endif  // SNOWFLAKE_REGISTER_ETCD_RECORDS_H_

@@ -15,7 +15,7 @@
 
 #include "register/etcd_json.h"
 
-namespace snowflake::daemon {
+namespace snowflake::reg {
 namespace {
 
 std::string HostName() {
@@ -150,4 +150,4 @@ tl::expected<void, RegisterError> EtcdRegister::Renew() noexcept {
           "holder may own the number now; stopping so that a restart claims anew"});
 }
 
-}  // namespace snowflake::daemon
+}  // namespace snowflake::reg

@@ -40,7 +40,6 @@
 #include <utility>
 #include <vector>
 
-#include "base/file_lock.h"
 #include "register/etcd_client.h"
 #include "register/etcd_keepalive.h"
 #include "register/etcd_records.h"
@@ -49,8 +48,9 @@
 #include "register/machine_register.h"
 #include "snowflake/clock.h"
 #include "snowflake/id_layout.h"
+#include "util/file_lock.h"
 
-namespace snowflake::daemon {
+namespace snowflake::reg {
 
 struct EtcdRegisterOptions {
   etcd::ClientOptions client;
@@ -273,7 +273,7 @@ class EtcdRegister final : public MachineRegister {
                                                     const std::string& record);
   // The claim won: the number, its host lock and the mark become this register's, and the
   // keepalive thread starts.
-  MachineClaim Adopt(uint32_t machine, FileLock host_lock, const std::string& holder_id,
+  MachineClaim Adopt(uint32_t machine, util::FileLock host_lock, const std::string& holder_id,
                      const ClaimTxn& txn, std::vector<std::string> notices);
   // The fleet record read anew, then SettleFleet.
   tl::expected<void, RegisterError> EnsureFleet(const etcd::FleetRecord& fleet,
@@ -406,13 +406,13 @@ class EtcdRegister final : public MachineRegister {
   int restore_fence_looks_ = 0;
   RegisterIdentity identity_;
   std::optional<std::string> known_bug_notice_;  // KnownBugNotice's, once etcd answered
-  std::optional<FileLock> machine_lock_;  // the host-wide lock of the claimed number
+  std::optional<util::FileLock> machine_lock_;   // the host-wide lock of the claimed number
 
   // Shared with the keepalive thread: the lease's renewal and the claim's lost flag
   // (etcd_keepalive.h; its own connection, its own lock).
   EtcdKeepAlive keepalive_;
 };
 
-}  // namespace snowflake::daemon
+}  // namespace snowflake::reg
 
 #endif  // SNOWFLAKE_REGISTER_ETCD_REGISTER_H_

@@ -17,7 +17,7 @@
 #include "register/machine_lock.h"
 #include "snowflake/time_text.h"
 
-namespace snowflake::daemon {
+namespace snowflake::reg {
 namespace {
 
 using etcd::Compare;
@@ -748,8 +748,9 @@ tl::expected<EtcdRegister::ClaimTxn, RegisterError> EtcdRegister::CommitClaim(
   return claimed;
 }
 
-MachineClaim EtcdRegister::Adopt(uint32_t machine, FileLock host_lock, const std::string& holder_id,
-                                 const ClaimTxn& txn, std::vector<std::string> notices) {
+MachineClaim EtcdRegister::Adopt(uint32_t machine, util::FileLock host_lock,
+                                 const std::string& holder_id, const ClaimTxn& txn,
+                                 std::vector<std::string> notices) {
   machine_ = machine;
   machine_lock_ = std::move(host_lock);
   holder_id_ = holder_id;
@@ -763,4 +764,4 @@ MachineClaim EtcdRegister::Adopt(uint32_t machine, FileLock host_lock, const std
                       .notices = std::move(notices)};
 }
 
-}  // namespace snowflake::daemon
+}  // namespace snowflake::reg

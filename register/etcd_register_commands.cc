@@ -10,7 +10,7 @@
 #include "register/etcd_snapshot.h"
 #include "snowflake/time_text.h"
 
-namespace snowflake::daemon {
+namespace snowflake::reg {
 namespace {
 
 using etcd::Compare;
@@ -428,4 +428,4 @@ tl::expected<std::vector<std::string>, RegisterError> EtcdRegister::WaitForAckno
   }
 }
 
-}  // namespace snowflake::daemon
+}  // namespace snowflake::reg

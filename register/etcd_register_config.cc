@@ -1,6 +1,6 @@
 #include "register/etcd_register_config.h"
 
-namespace snowflake::daemon {
+namespace snowflake::reg {
 namespace {
 
 bool IsEndpointUrl(std::string_view url) {
@@ -32,7 +32,7 @@ bool IsEndpointUrl(std::string_view url) {
 // checks name are, so a failure points at the line to fix.
 class EtcdTableReader {
  public:
-  EtcdTableReader(const TomlFields& fields, EtcdRegisterConfig& etcd)
+  EtcdTableReader(const util::TomlFields& fields, EtcdRegisterConfig& etcd)
       : fields_(fields), etcd_(etcd) {}
 
   void Read(const std::string& key, const toml::node& node) {
@@ -149,7 +149,7 @@ class EtcdTableReader {
     if (array == nullptr) {
       fields_.Fail(key, node,
                    "must be an array of URLs like [\"http://10.0.0.1:2379\"], got " +
-                       std::string(TomlFields::TypeName(node)));
+                       std::string(util::TomlFields::TypeName(node)));
     }
     if (array->empty() || array->size() > 16) {
       fields_.Fail(key, node, "must list 1 to 16 endpoints, got " + std::to_string(array->size()));
@@ -160,7 +160,7 @@ class EtcdTableReader {
       if (s == nullptr) {
         fields_.Fail(
             key, item,
-            "each endpoint must be a string, got " + std::string(TomlFields::TypeName(item)));
+            "each endpoint must be a string, got " + std::string(util::TomlFields::TypeName(item)));
       }
       std::string url = s->get();
       while (!url.empty() && url.back() == '/') url.pop_back();
@@ -168,7 +168,7 @@ class EtcdTableReader {
         fields_.Fail(key, item,
                      "each endpoint must be \"http://host:port\" or \"https://host:port\" (no "
                      "path), got " +
-                         TomlFields::Shown(item));
+                         util::TomlFields::Shown(item));
       }
       out.push_back(url);
     }
@@ -183,7 +183,7 @@ class EtcdTableReader {
       fields_.Fail(key, node,
                    "must be 2 to 128 printable characters without spaces, starting and ending "
                    "with \"/\", got " +
-                       TomlFields::Shown(node));
+                       util::TomlFields::Shown(node));
     }
     return s;
   }
@@ -193,13 +193,14 @@ class EtcdTableReader {
     bool ok = s.size() <= 128;
     for (const char c : s) ok = ok && static_cast<unsigned char>(c) > 0x20 && c != 0x7f;
     if (!ok) {
-      fields_.Fail(key, node,
-                   "must be at most 128 printable characters, got " + TomlFields::Shown(node));
+      fields_.Fail(
+          key, node,
+          "must be at most 128 printable characters, got " + util::TomlFields::Shown(node));
     }
     return s;
   }
 
-  const TomlFields& fields_;
+  const util::TomlFields& fields_;
   EtcdRegisterConfig& etcd_;
   const toml::node* etcd_node_ = nullptr;
   const toml::node* request_timeout_node_ = nullptr;
@@ -213,20 +214,20 @@ class EtcdTableReader {
 
 }  // namespace
 
-tl::expected<EtcdRegisterConfig, ConfigError> ParseEtcdRegisterConfig(
+tl::expected<EtcdRegisterConfig, util::ConfigError> ParseEtcdRegisterConfig(
     const toml::table& register_table, std::string_view source) noexcept {
   try {
-    const TomlFields fields(source);
+    const util::TomlFields fields(source);
     EtcdRegisterConfig etcd;
     EtcdTableReader reader(fields, etcd);
     if (const toml::node* node = register_table.get("etcd")) reader.Read("register.etcd", *node);
     reader.Check();
     return etcd;
-  } catch (const ConfigInvalid& e) {
-    return tl::unexpected(ConfigError{e.message});
+  } catch (const util::ConfigInvalid& e) {
+    return tl::unexpected(util::ConfigError{e.message});
   } catch (const std::exception& e) {
-    return tl::unexpected(ConfigError{std::string(source) + ": register.etcd: " + e.what()});
+    return tl::unexpected(util::ConfigError{std::string(source) + ": register.etcd: " + e.what()});
   }
 }
 
-}  // namespace snowflake::daemon
+}  // namespace snowflake::reg

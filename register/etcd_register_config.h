@@ -15,9 +15,9 @@
 #include <tl/expected.hpp>
 #include <vector>
 
-#include "base/toml_fields.h"
+#include "util/toml_fields.h"
 
-namespace snowflake::daemon {
+namespace snowflake::reg {
 
 // register.etcd.mark_reservation_ms: 30 s by default, a raise every 15 s per holder, so
 // a fleet writes hosts / 15 marks a second (docs/operations.md, "A fleet's etcd"), while a
@@ -56,9 +56,9 @@ struct EtcdRegisterConfig {
 // request_timeout_ms, cert_file without key_file (or the reverse),
 // TLS files without an https:// endpoint, password and password_file both, a password
 // without user or a user without one.
-[[nodiscard]] tl::expected<EtcdRegisterConfig, ConfigError> ParseEtcdRegisterConfig(
+[[nodiscard]] tl::expected<EtcdRegisterConfig, util::ConfigError> ParseEtcdRegisterConfig(
     const toml::table& register_table, std::string_view source) noexcept;
 
-}  // namespace snowflake::daemon
+}  // namespace snowflake::reg
 
 #endif  // SNOWFLAKE_REGISTER_ETCD_REGISTER_CONFIG_H_

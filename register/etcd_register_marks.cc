@@ -10,7 +10,7 @@
 #include "register/etcd_snapshot.h"
 #include "snowflake/time_text.h"
 
-namespace snowflake::daemon {
+namespace snowflake::reg {
 namespace {
 
 using etcd::Compare;
@@ -241,4 +241,4 @@ void EtcdRegister::NoteRestoreFence() noexcept {
   restore_fence_looks_ = 0;
 }
 
-}  // namespace snowflake::daemon
+}  // namespace snowflake::reg

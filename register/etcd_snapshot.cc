@@ -2,7 +2,7 @@
 
 #include <utility>
 
-namespace snowflake::daemon {
+namespace snowflake::reg {
 namespace {
 
 // The record `decode` makes of the value at `key`, or kCorrupt naming the key.
@@ -78,4 +78,4 @@ tl::expected<EtcdSnapshot, RegisterError> DecodeSnapshot(std::string_view prefix
   return snap;
 }
 
-}  // namespace snowflake::daemon
+}  // namespace snowflake::reg

@@ -20,7 +20,7 @@
 #include "register/etcd_types.h"
 #include "register/machine_register.h"
 
-namespace snowflake::daemon {
+namespace snowflake::reg {
 
 // Everything under machines/ and high-water/, parsed, by number.
 struct EtcdSnapshot {
@@ -59,6 +59,6 @@ std::string CorruptText(const std::string& key, const std::string& why);
 // "\"host-a\" on a.example, pid 812": who a holder record names, for messages.
 std::string HolderText(const etcd::HolderRecord& record);
 
-}  // namespace snowflake::daemon
+}  // namespace snowflake::reg
 
 #endif  // SNOWFLAKE_REGISTER_ETCD_SNAPSHOT_H_

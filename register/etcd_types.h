@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace snowflake::daemon::etcd {
+namespace snowflake::reg::etcd {
 
 // Keys and values are raw bytes (the gateway carries them base64-encoded).
 struct KeyValue {
@@ -178,6 +178,6 @@ inline bool IsOutage(const Error& e) {
   return e.grpc_code == 14 || e.grpc_code == 4 || e.undecided;
 }
 
-}  // namespace snowflake::daemon::etcd
+}  // namespace snowflake::reg::etcd
 
 #endif  // SNOWFLAKE_REGISTER_ETCD_TYPES_H_

@@ -8,11 +8,11 @@
 #include <nlohmann/json.hpp>
 #include <system_error>
 
-#include "base/atomic_file.h"
 #include "register/machine_lock.h"
 #include "snowflake/time_text.h"
+#include "util/atomic_file.h"
 
-namespace snowflake::daemon {
+namespace snowflake::reg {
 namespace {
 
 using json = nlohmann::json;
@@ -46,7 +46,7 @@ std::string CorruptMessage(const std::filesystem::path& path, const std::string&
 
 tl::expected<Document, RegisterError> Load(const std::filesystem::path& path) {
   bool missing = false;
-  auto text = ReadWholeFile(path, &missing);
+  auto text = util::ReadWholeFile(path, &missing);
   if (!text) {
     if (missing) return Document{};
     return tl::unexpected(
@@ -116,7 +116,7 @@ tl::expected<void, RegisterError> Save(const std::filesystem::path& path, const 
                       {"epoch_unix_ms", doc.epoch_unix_ms.value_or(0)},
                       {"layout", IdBitsRecordName(doc.id_bits)},
                       {"machines", std::move(machines)}};
-    auto written = WriteFileAtomically(path, out.dump(2) + "\n", 0644);
+    auto written = util::WriteFileAtomically(path, out.dump(2) + "\n", 0644);
     if (!written) {
       return tl::unexpected(
           Error(RegisterErrorCode::kUnreadable, "cannot write register: " + written.error()));
@@ -138,10 +138,11 @@ Clock& ClockOf(const FileRegisterOptions& options) {
 // bound (the reservation thread retries; the fill loop never waits for it); the bound is
 // measured on `clock`.
 constexpr std::chrono::milliseconds kRegisterLockBound{2000};
-tl::expected<FileLock, RegisterError> LockRegister(const std::filesystem::path& path,
-                                                   Clock& clock) {
-  auto lock = FileLock::AcquireWithin(LockPathOf(path), kRegisterLockBound, /*write_pid=*/false,
-                                      FileLock::kDefaultMode, clock);
+tl::expected<util::FileLock, RegisterError> LockRegister(const std::filesystem::path& path,
+                                                         Clock& clock) {
+  auto lock =
+      util::FileLock::AcquireWithin(LockPathOf(path), kRegisterLockBound, /*write_pid=*/false,
+                                    util::FileLock::kDefaultMode, clock);
   if (!lock) {
     return tl::unexpected(Error(
         lock.error().held_by_other ? RegisterErrorCode::kTimedOut : RegisterErrorCode::kUnreadable,
@@ -155,7 +156,7 @@ tl::expected<FileLock, RegisterError> LockRegister(const std::filesystem::path& 
 // what to do), else the lowest that nobody holds. A number the register lists as free but
 // whose lock a live process holds (a daemon of this host using another register, or a
 // static one) is skipped.
-tl::expected<std::pair<uint32_t, FileLock>, RegisterError> LockNumberFor(
+tl::expected<std::pair<uint32_t, util::FileLock>, RegisterError> LockNumberFor(
     const Document& doc, const ClaimRequest& request, const FileRegisterOptions& options) {
   for (const auto& [machine, entry] : doc.entries) {
     if (entry.holder_id != request.holder_id || machine < options.first_machine ||
@@ -163,7 +164,7 @@ tl::expected<std::pair<uint32_t, FileLock>, RegisterError> LockNumberFor(
       continue;
     }
     auto lock = AcquireMachineLock(options.host_lock_dir, machine);
-    if (lock) return std::pair<uint32_t, FileLock>(machine, std::move(*lock));
+    if (lock) return std::pair<uint32_t, util::FileLock>(machine, std::move(*lock));
     if (!lock.error().held_by_other) {
       return tl::unexpected(Error(RegisterErrorCode::kUnreadable, lock.error().message));
     }
@@ -185,7 +186,7 @@ tl::expected<std::pair<uint32_t, FileLock>, RegisterError> LockNumberFor(
     const auto it = doc.entries.find(m);
     if (it != doc.entries.end() && !it->second.holder_id.empty()) continue;
     auto lock = AcquireMachineLock(options.host_lock_dir, m);
-    if (lock) return std::pair<uint32_t, FileLock>(m, std::move(*lock));
+    if (lock) return std::pair<uint32_t, util::FileLock>(m, std::move(*lock));
     if (!lock.error().held_by_other) {
       return tl::unexpected(Error(RegisterErrorCode::kUnreadable, lock.error().message));
     }
@@ -203,8 +204,8 @@ tl::expected<std::pair<uint32_t, FileLock>, RegisterError> LockNumberFor(
 
 }  // namespace
 
-tl::expected<FileRegisterConfig, ConfigError> ParseFileRegisterConfig(const toml::table&,
-                                                                      std::string_view) noexcept {
+tl::expected<FileRegisterConfig, util::ConfigError> ParseFileRegisterConfig(
+    const toml::table&, std::string_view) noexcept {
   return FileRegisterConfig{};
 }
 
@@ -255,7 +256,7 @@ tl::expected<RaiseAllResult, RegisterError> FileRegister::RaiseAll(int64_t, bool
 }
 
 std::filesystem::path FileRegister::MachineLockPath(uint32_t machine) const {
-  return daemon::MachineLockPath(options_.host_lock_dir, machine);
+  return reg::MachineLockPath(options_.host_lock_dir, machine);
 }
 
 tl::expected<MachineClaim, RegisterError> FileRegister::Claim(
@@ -409,4 +410,4 @@ tl::expected<void, RegisterError> FileRegister::Release(uint32_t machine) noexce
   }
 }
 
-}  // namespace snowflake::daemon
+}  // namespace snowflake::reg

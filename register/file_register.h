@@ -30,13 +30,13 @@
 #include <optional>
 #include <vector>
 
-#include "base/file_lock.h"
-#include "base/toml_fields.h"
 #include "register/machine_register.h"
 #include "snowflake/clock.h"
 #include "snowflake/id_layout.h"
+#include "util/file_lock.h"
+#include "util/toml_fields.h"
 
-namespace snowflake::daemon {
+namespace snowflake::reg {
 
 struct FileRegisterOptions {
   std::filesystem::path path;
@@ -60,7 +60,7 @@ struct FileRegisterConfig {
   friend bool operator==(const FileRegisterConfig&, const FileRegisterConfig&) = default;
 };
 // Never fails: the keys that are not shared were refused before (register_backends.h).
-[[nodiscard]] tl::expected<FileRegisterConfig, ConfigError> ParseFileRegisterConfig(
+[[nodiscard]] tl::expected<FileRegisterConfig, util::ConfigError> ParseFileRegisterConfig(
     const toml::table& register_table, std::string_view source) noexcept;
 // The register at common.file_path for common's range, with the host's lock directory.
 std::unique_ptr<MachineRegister> MakeFileRegister(const FileRegisterConfig& own,
@@ -116,11 +116,11 @@ class FileRegister final : public MachineRegister {
   tl::expected<void, RegisterError> WriteHighWater(int64_t unix_ms, bool may_lower) noexcept;
 
   FileRegisterOptions options_;
-  std::optional<FileLock> machine_lock_;  // held from Claim() until destruction
+  std::optional<util::FileLock> machine_lock_;  // held from Claim() until destruction
   std::optional<uint32_t> machine_;
   std::string holder_id_;
 };
 
-}  // namespace snowflake::daemon
+}  // namespace snowflake::reg
 
 #endif  // SNOWFLAKE_REGISTER_FILE_REGISTER_H_

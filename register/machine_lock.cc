@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "base/atomic_file.h"
-#include "base/unique_fd.h"
 #include "register/register_settings.h"
+#include "snowflake/unique_fd.h"
+#include "util/atomic_file.h"
 
-namespace snowflake::daemon {
+namespace snowflake::reg {
 namespace {
 
 // A directory the daemon makes itself is its own: only its user may write there. Sharing
@@ -75,8 +75,8 @@ const char* MarkLifetime(HostDirKind kind) {
   return kind == HostDirKind::kLocks ? "since boot" : "since this directory was made";
 }
 
-LockFailure DirFailure(const std::string& message) {
-  return LockFailure{false, std::nullopt, message};
+util::LockFailure DirFailure(const std::string& message) {
+  return util::LockFailure{false, std::nullopt, message};
 }
 
 tl::expected<void, std::string> EnsureHostDir(const std::filesystem::path& dir,
@@ -168,23 +168,23 @@ std::filesystem::path MachineLockPath(const std::filesystem::path& dir, uint32_t
   return dir / ("machine-" + std::to_string(machine) + ".lock");
 }
 
-tl::expected<FileLock, LockFailure> AcquireMachineLock(const std::filesystem::path& dir,
-                                                       uint32_t machine) noexcept {
+tl::expected<util::FileLock, util::LockFailure> AcquireMachineLock(const std::filesystem::path& dir,
+                                                                   uint32_t machine) noexcept {
   try {
     if (auto trusted = EnsureHostLockDir(dir); !trusted) {
       return tl::unexpected(DirFailure(trusted.error()));
     }
-    auto lock = FileLock::Acquire(MachineLockPath(dir, machine), /*wait=*/false,
-                                  /*write_pid=*/true, 0644);
+    auto lock = util::FileLock::Acquire(MachineLockPath(dir, machine), /*wait=*/false,
+                                        /*write_pid=*/true, 0644);
     if (!lock && !lock.error().held_by_other) {
-      LockFailure failure = std::move(lock.error());
+      util::LockFailure failure = std::move(lock.error());
       failure.message += " (the host-wide machine-number lock directory " + dir.string() +
                          " must let this user create and open files: " + HowToFix(dir) + ")";
       return tl::unexpected(std::move(failure));
     }
     return lock;
   } catch (const std::exception& e) {
-    return tl::unexpected(LockFailure{false, std::nullopt, e.what()});
+    return tl::unexpected(util::LockFailure{false, std::nullopt, e.what()});
   }
 }
 
@@ -202,7 +202,7 @@ tl::expected<void, std::string> WriteMarkIn(const std::filesystem::path& dir, Ho
     const std::filesystem::path path =
         dir / (HostMarkPrefix(machine) + std::to_string(geteuid()) + std::string(kHostMarkSuffix));
     const nlohmann::json doc = {{"unix_ms", mark.unix_ms}, {"writer", mark.writer}};
-    auto written = WriteFileAtomically(
+    auto written = util::WriteFileAtomically(
         path, doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", 0644);
     if (!written) return tl::unexpected("cannot write the host mark: " + written.error());
     return {};
@@ -392,10 +392,10 @@ tl::expected<HostMarkReading, std::string> ReadHostMarks(const HostMarkDirs& dir
 bool IsMachineLocked(const std::filesystem::path& dir, uint32_t machine,
                      std::optional<pid_t>* holder_pid) noexcept {
   try {
-    return FileLock::IsHeld(MachineLockPath(dir, machine), holder_pid);
+    return util::FileLock::IsHeld(MachineLockPath(dir, machine), holder_pid);
   } catch (...) {
     return false;
   }
 }
 
-}  // namespace snowflake::daemon
+}  // namespace snowflake::reg

@@ -65,9 +65,9 @@
 #include <tl/expected.hpp>
 #include <vector>
 
-#include "base/file_lock.h"
+#include "util/file_lock.h"
 
-namespace snowflake::daemon {
+namespace snowflake::reg {
 
 inline constexpr std::string_view kDefaultHostLockDir = "/run/lock/snowflaked";
 inline constexpr const char* kHostLockDirEnv = "SNOWFLAKE_HOST_LOCK_DIR";
@@ -113,7 +113,7 @@ std::filesystem::path MachineLockPath(const std::filesystem::path& dir, uint32_t
 // Errors: held_by_other (a live process holds the number; holder_pid if it wrote one);
 // a system error whose message names the directory and what to do (EnsureHostLockDir's
 // sentence; cannot open the file: check the directory's group and mode).
-[[nodiscard]] tl::expected<FileLock, LockFailure> AcquireMachineLock(
+[[nodiscard]] tl::expected<util::FileLock, util::LockFailure> AcquireMachineLock(
     const std::filesystem::path& dir, uint32_t machine) noexcept;
 
 // One host mark (see above).
@@ -166,6 +166,6 @@ struct HostMarkReading {
 bool IsMachineLocked(const std::filesystem::path& dir, uint32_t machine,
                      std::optional<pid_t>* holder_pid) noexcept;
 
-}  // namespace snowflake::daemon
+}  // namespace snowflake::reg
 
 #endif  // SNOWFLAKE_REGISTER_MACHINE_LOCK_H_

@@ -1,6 +1,6 @@
 #include "register/machine_register.h"
 
-namespace snowflake::daemon {
+namespace snowflake::reg {
 
 MachineRegister::~MachineRegister() = default;
 
@@ -56,4 +56,4 @@ tl::expected<RaiseAllResult, RegisterError> MachineRegister::RaiseAll(int64_t, b
       "raise-all is not supported by the " + std::string(backend_name()) + " register backend"});
 }
 
-}  // namespace snowflake::daemon
+}  // namespace snowflake::reg

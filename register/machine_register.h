@@ -21,7 +21,7 @@
 
 #include "snowflake/id_layout.h"
 
-namespace snowflake::daemon {
+namespace snowflake::reg {
 
 // What a backend's factory gets besides its own config keys (register_backends.h): the
 // [register] keys every backend shares, resolved.
@@ -265,6 +265,6 @@ class MachineRegister {
   virtual std::string location() const = 0;
 };
 
-}  // namespace snowflake::daemon
+}  // namespace snowflake::reg
 
 #endif  // SNOWFLAKE_REGISTER_MACHINE_REGISTER_H_

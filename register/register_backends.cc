@@ -4,14 +4,14 @@
 #include "register/file_register.h"
 #include "register/static_register.h"
 
-namespace snowflake::daemon {
+namespace snowflake::reg {
 namespace {
 
 // Adapters from a backend's typed functions to the table's uniform ones.
-template <typename Own,
-          tl::expected<Own, ConfigError> (*Parse)(const toml::table&, std::string_view) noexcept>
-tl::expected<RegisterBackendConfig, ConfigError> ParseAs(const toml::table& register_table,
-                                                         std::string_view source) noexcept {
+template <typename Own, tl::expected<Own, util::ConfigError> (*Parse)(const toml::table&,
+                                                                      std::string_view) noexcept>
+tl::expected<RegisterBackendConfig, util::ConfigError> ParseAs(const toml::table& register_table,
+                                                               std::string_view source) noexcept {
   auto parsed = Parse(register_table, source);
   if (!parsed) return tl::unexpected(std::move(parsed.error()));
   return RegisterBackendConfig(std::move(*parsed));
@@ -145,4 +145,4 @@ std::unique_ptr<MachineRegister> MakeMachineRegister(const RegisterConfig& confi
   return RowOf(config.options).make(config.options, config.Common(state_dir, id_bits));
 }
 
-}  // namespace snowflake::daemon
+}  // namespace snowflake::reg

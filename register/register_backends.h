@@ -20,14 +20,14 @@
 #include <tl/expected.hpp>
 #include <variant>
 
-#include "base/toml_fields.h"
 #include "register/etcd_register_config.h"
 #include "register/file_register.h"
 #include "register/machine_register.h"
 #include "register/static_register.h"
 #include "snowflake/id_layout.h"
+#include "util/toml_fields.h"
 
-namespace snowflake::daemon {
+namespace snowflake::reg {
 
 // A backend's own keys as its parser returned them: one alternative per backend, each
 // named by exactly one row of the table.
@@ -73,8 +73,8 @@ struct RegisterBackendInfo {
   std::string_view misplaced_hint;
   // Reads this backend's keys from the whole [register] table (the shared keys are the
   // loader's; a key of neither is refused before this is called). `source` names the file.
-  tl::expected<RegisterBackendConfig, ConfigError> (*parse)(const toml::table& register_table,
-                                                            std::string_view source) noexcept;
+  tl::expected<RegisterBackendConfig, util::ConfigError> (*parse)(const toml::table& register_table,
+                                                                  std::string_view source) noexcept;
   // The register, not yet claimed. REQUIRES: `own` holds what `parse` returns.
   std::unique_ptr<MachineRegister> (*make)(const RegisterBackendConfig& own,
                                            const RegisterCommon& common);
@@ -100,6 +100,6 @@ std::unique_ptr<MachineRegister> MakeMachineRegister(const RegisterConfig& confi
 // layout `id_bits`; otherwise what is wrong and what to do.
 std::string MachinesOutsideLayout(const RegisterConfig& config, IdBits id_bits);
 
-}  // namespace snowflake::daemon
+}  // namespace snowflake::reg
 
 #endif  // SNOWFLAKE_REGISTER_REGISTER_BACKENDS_H_

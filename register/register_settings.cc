@@ -3,14 +3,15 @@
 #include <exception>
 #include <string>
 
-#include "base/decimal.h"
+#include "util/decimal.h"
 
-namespace snowflake::daemon {
+namespace snowflake::reg {
 namespace {
 
 class RegisterTableReader {
  public:
-  RegisterTableReader(const TomlFields& fields, RegisterConfig& out) : fields_(fields), out_(out) {}
+  RegisterTableReader(const util::TomlFields& fields, RegisterConfig& out)
+      : fields_(fields), out_(out) {}
 
   void Read(const toml::table& table) {
     const RegisterBackendInfo& backend = BackendOf(table);
@@ -28,7 +29,7 @@ class RegisterTableReader {
       }
     }
     auto options = backend.parse(table, fields_.source());
-    if (!options) throw ConfigInvalid{options.error().message};
+    if (!options) throw util::ConfigInvalid{options.error().message};
     out_.options = std::move(*options);
   }
 
@@ -40,8 +41,9 @@ class RegisterTableReader {
     const std::string& name = fields_.String("register.backend", *node);
     auto backend = FindRegisterBackend(name);
     if (!backend) {
-      fields_.Fail("register.backend", *node,
-                   "must be " + KnownRegisterBackends() + ", got " + TomlFields::Shown(*node));
+      fields_.Fail(
+          "register.backend", *node,
+          "must be " + KnownRegisterBackends() + ", got " + util::TomlFields::Shown(*node));
     }
     return **backend;
   }
@@ -77,8 +79,9 @@ class RegisterTableReader {
     bool ok = s.size() <= 256;
     for (const char c : s) ok = ok && static_cast<unsigned char>(c) >= 0x20 && c != 0x7f;
     if (!ok) {
-      fields_.Fail(key, node,
-                   "must be at most 256 printable characters, got " + TomlFields::Shown(node));
+      fields_.Fail(
+          key, node,
+          "must be at most 256 printable characters, got " + util::TomlFields::Shown(node));
     }
     return s;
   }
@@ -86,7 +89,7 @@ class RegisterTableReader {
   void Machines(const std::string& key, const toml::node& node) {
     const std::string& s = fields_.String(key, node);
     auto number = [](std::string_view part, uint32_t& out) {
-      const std::optional<uint32_t> v = ParseDecimal<uint32_t>(part, 5);
+      const std::optional<uint32_t> v = util::ParseDecimal<uint32_t>(part, 5);
       if (!v) return false;
       out = *v;
       // The layout in effect (id.layout) is checked once the whole file is read
@@ -104,37 +107,40 @@ class RegisterTableReader {
       fields_.Fail(
           key, node,
           "must be \"first-last\" or one number, within the machine numbers of id.layout (0-" +
-              std::to_string(kMaxMachineOfAnyLayout) + " at most), got " + TomlFields::Shown(node));
+              std::to_string(kMaxMachineOfAnyLayout) + " at most), got " +
+              util::TomlFields::Shown(node));
     }
     out_.first_machine = first;
     out_.last_machine = last;
   }
 
-  const TomlFields& fields_;
+  const util::TomlFields& fields_;
   RegisterConfig& out_;
 };
 
 // The table `name` of `root`, or null when the file has none.
 const toml::table* TableOf(const toml::table& root, std::string_view name,
-                           const TomlFields& fields) {
+                           const util::TomlFields& fields) {
   const toml::node* node = root.get(name);
   return node == nullptr ? nullptr : &fields.Table(std::string(name), *node);
 }
 
 }  // namespace
 
-void ReadRegisterTable(const toml::table& table, const TomlFields& fields, RegisterConfig& out) {
+void ReadRegisterTable(const toml::table& table, const util::TomlFields& fields,
+                       RegisterConfig& out) {
   RegisterTableReader(fields, out).Read(table);
 }
 
-IdBits ReadIdLayout(const TomlFields& fields, const toml::node& node, int64_t epoch_unix_ms) {
+IdBits ReadIdLayout(const util::TomlFields& fields, const toml::node& node, int64_t epoch_unix_ms) {
   auto bits = ParseIdBits(fields.String("id.layout", node), epoch_unix_ms);
   if (!bits) fields.Fail("id.layout", node, bits.error());
   return *bits;
 }
 
-void CheckMachinesInLayout(const TomlFields& fields, const RegisterConfig& config, IdBits id_bits,
-                           const toml::node* layout_node, const toml::table* register_table) {
+void CheckMachinesInLayout(const util::TomlFields& fields, const RegisterConfig& config,
+                           IdBits id_bits, const toml::node* layout_node,
+                           const toml::table* register_table) {
   const std::string why = MachinesOutsideLayout(config, id_bits);
   if (why.empty()) return;
   if (layout_node != nullptr) fields.Fail("id.layout", *layout_node, why);
@@ -144,24 +150,24 @@ void CheckMachinesInLayout(const TomlFields& fields, const RegisterConfig& confi
     range = register_table->get("machine");
     if (range == nullptr) range = register_table->get("machines");
   }
-  throw ConfigInvalid{fields.Where(range != nullptr ? range->source() : toml::source_region{}) +
-                      ": " + why};
+  throw util::ConfigInvalid{
+      fields.Where(range != nullptr ? range->source() : toml::source_region{}) + ": " + why};
 }
 
-int64_t ReadMaxForwardMs(const TomlFields& fields, const toml::node& node) {
+int64_t ReadMaxForwardMs(const util::TomlFields& fields, const toml::node& node) {
   return fields.Integer("clock.max_forward_ms", node, kMinMaxForwardMs, kMaxMaxForwardMs,
                         "from 3600000 (1 h) to 31536000000 (365 days)");
 }
 
-tl::expected<RegisterSettings, ConfigError> LoadRegisterSettings(
+tl::expected<RegisterSettings, util::ConfigError> LoadRegisterSettings(
     const std::filesystem::path& path) noexcept {
   try {
-    auto text = ReadConfigText(path);
+    auto text = util::ReadConfigText(path);
     if (!text) return tl::unexpected(text.error());
     const std::string source = path.string();
-    auto root = ParseTomlText(*text, source);
+    auto root = util::ParseTomlText(*text, source);
     if (!root) return tl::unexpected(root.error());
-    const TomlFields fields(source);
+    const util::TomlFields fields(source);
     RegisterSettings settings;
     if (const toml::table* table = TableOf(*root, "register", fields)) {
       ReadRegisterTable(*table, fields, settings.machine_register);
@@ -188,11 +194,11 @@ tl::expected<RegisterSettings, ConfigError> LoadRegisterSettings(
       }
     }
     return settings;
-  } catch (const ConfigInvalid& e) {
-    return tl::unexpected(ConfigError{e.message});
+  } catch (const util::ConfigInvalid& e) {
+    return tl::unexpected(util::ConfigError{e.message});
   } catch (const std::exception& e) {
-    return tl::unexpected(ConfigError{path.string() + ": " + e.what()});
+    return tl::unexpected(util::ConfigError{path.string() + ": " + e.what()});
   }
 }
 
-}  // namespace snowflake::daemon
+}  // namespace snowflake::reg

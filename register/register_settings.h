@@ -17,11 +17,11 @@
 #include <string_view>
 #include <tl/expected.hpp>
 
-#include "base/toml_fields.h"
 #include "register/register_backends.h"
 #include "snowflake/id_layout.h"
+#include "util/toml_fields.h"
 
-namespace snowflake::daemon {
+namespace snowflake::reg {
 
 // daemon.state_dir's default: the register file's directory unless register.path names one.
 inline constexpr std::string_view kDefaultStateDir = "/var/lib/snowflaked";
@@ -45,27 +45,29 @@ inline bool FarPast(int64_t unix_ms, int64_t reference_unix_ms, int64_t max_forw
 
 // Reads clock.max_forward_ms from `node` (the key's one reader, for the daemon's loader
 // and LoadRegisterSettings). Throws ConfigInvalid naming the file, line and key.
-int64_t ReadMaxForwardMs(const TomlFields& fields, const toml::node& node);
+int64_t ReadMaxForwardMs(const util::TomlFields& fields, const toml::node& node);
 
 // Reads id.layout from `node` (the key's one reader, for the daemon's loader and
 // LoadRegisterSettings): a preset name or "time/machine/sequence" bits (ParseIdBits), its
 // errors stating the trade-off against `epoch_unix_ms`. Throws ConfigInvalid naming the
 // file, line and key.
-IdBits ReadIdLayout(const TomlFields& fields, const toml::node& node, int64_t epoch_unix_ms);
+IdBits ReadIdLayout(const util::TomlFields& fields, const toml::node& node, int64_t epoch_unix_ms);
 
 // Refuses a register.machines or static register.machine outside the numbers of `id_bits`
 // (MachinesOutsideLayout), for the daemon's loader and LoadRegisterSettings in the same
 // words: at id.layout's line when `layout_node` is given, else at the range's line in
 // `register_table` (may be null). Throws ConfigInvalid.
-void CheckMachinesInLayout(const TomlFields& fields, const RegisterConfig& config, IdBits id_bits,
-                           const toml::node* layout_node, const toml::table* register_table);
+void CheckMachinesInLayout(const util::TomlFields& fields, const RegisterConfig& config,
+                           IdBits id_bits, const toml::node* layout_node,
+                           const toml::table* register_table);
 
 // Reads the [register] table into `out`: the keys every backend shares (backend, path,
 // machines, holder_id) and, through the backends' table, the named backend's own. Throws
 // ConfigInvalid (through `fields`, naming the file, line and key) for an unknown backend, a
 // key of another backend's, an unknown key, a bad value, or whatever the backend's own
 // parser refuses.
-void ReadRegisterTable(const toml::table& table, const TomlFields& fields, RegisterConfig& out);
+void ReadRegisterTable(const toml::table& table, const util::TomlFields& fields,
+                       RegisterConfig& out);
 
 // What `snowflakectl register` needs of a config file.
 struct RegisterSettings {
@@ -81,9 +83,9 @@ struct RegisterSettings {
 // A register.machines or static register.machine outside id.layout's numbers is refused. Errors:
 // those of ReadConfigText() and ParseTomlText(), and of the keys read (each names the file, line
 // and key). Other tables and keys are not read.
-[[nodiscard]] tl::expected<RegisterSettings, ConfigError> LoadRegisterSettings(
+[[nodiscard]] tl::expected<RegisterSettings, util::ConfigError> LoadRegisterSettings(
     const std::filesystem::path& path) noexcept;
 
-}  // namespace snowflake::daemon
+}  // namespace snowflake::reg
 
 #endif  // SNOWFLAKE_REGISTER_REGISTER_SETTINGS_H_

@@ -5,12 +5,12 @@
 #include "register/machine_lock.h"
 #include "snowflake/id_layout.h"
 
-namespace snowflake::daemon {
+namespace snowflake::reg {
 
-tl::expected<StaticRegisterConfig, ConfigError> ParseStaticRegisterConfig(
+tl::expected<StaticRegisterConfig, util::ConfigError> ParseStaticRegisterConfig(
     const toml::table& register_table, std::string_view source) noexcept {
   try {
-    const TomlFields fields(source);
+    const util::TomlFields fields(source);
     const toml::node* node = register_table.get("machine");
     if (node == nullptr) {
       fields.FailMissing("register.machine", "required when register.backend = \"static\"");
@@ -21,10 +21,11 @@ tl::expected<StaticRegisterConfig, ConfigError> ParseStaticRegisterConfig(
                                     "register.machine", *node, 0, kMaxMachineOfAnyLayout,
                                     "from 0 to " + std::to_string(kMaxMachineOfAnyLayout) +
                                         ", below 2^machine bits of id.layout"))};
-  } catch (const ConfigInvalid& e) {
-    return tl::unexpected(ConfigError{e.message});
+  } catch (const util::ConfigInvalid& e) {
+    return tl::unexpected(util::ConfigError{e.message});
   } catch (const std::exception& e) {
-    return tl::unexpected(ConfigError{std::string(source) + ": register.machine: " + e.what()});
+    return tl::unexpected(
+        util::ConfigError{std::string(source) + ": register.machine: " + e.what()});
   }
 }
 
@@ -104,4 +105,4 @@ tl::expected<RaiseAllResult, RegisterError> StaticRegister::RaiseAll(int64_t, bo
   return tl::unexpected(NoRegister("raise"));
 }
 
-}  // namespace snowflake::daemon
+}  // namespace snowflake::reg

@@ -14,12 +14,12 @@
 #include <filesystem>
 #include <optional>
 
-#include "base/file_lock.h"
-#include "base/toml_fields.h"
 #include "register/machine_register.h"
 #include "snowflake/id_layout.h"
+#include "util/file_lock.h"
+#include "util/toml_fields.h"
 
-namespace snowflake::daemon {
+namespace snowflake::reg {
 
 // The static backend's own [register] key: register.machine.
 struct StaticRegisterConfig {
@@ -29,7 +29,7 @@ struct StaticRegisterConfig {
 // Reads register.machine from the whole [register] table. Errors (naming the source, the
 // line and the key): missing, not an integer, outside the widest layout's numbers (the
 // layout in effect is checked by the daemon's config check and by Claim).
-[[nodiscard]] tl::expected<StaticRegisterConfig, ConfigError> ParseStaticRegisterConfig(
+[[nodiscard]] tl::expected<StaticRegisterConfig, util::ConfigError> ParseStaticRegisterConfig(
     const toml::table& register_table, std::string_view source) noexcept;
 // The register for own.machine with the host's lock directory, in common's layout.
 std::unique_ptr<MachineRegister> MakeStaticRegister(const StaticRegisterConfig& own,
@@ -62,9 +62,9 @@ class StaticRegister final : public MachineRegister {
   uint32_t machine_;
   std::filesystem::path lock_dir_;
   IdBits id_bits_;
-  std::optional<FileLock> lock_;
+  std::optional<util::FileLock> lock_;
 };
 
-}  // namespace snowflake::daemon
+}  // namespace snowflake::reg
 
 #endif  // SNOWFLAKE_REGISTER_STATIC_REGISTER_H_

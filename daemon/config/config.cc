@@ -5,18 +5,18 @@
 #include <functional>
 #include <map>
 
-#include "base/toml_fields.h"
 #include "daemon/config/net_address.h"
 #include "default_config.h"  // generated from systemd/snowflaked.toml
 #include "register/register_settings.h"
+#include "util/toml_fields.h"
 
 namespace snowflake::daemon {
 namespace {
 
-using Invalid = ConfigInvalid;
+using Invalid = util::ConfigInvalid;
 
-std::string_view TypeName(const toml::node& node) { return TomlFields::TypeName(node); }
-std::string Shown(const toml::node& node) { return TomlFields::Shown(node); }
+std::string_view TypeName(const toml::node& node) { return util::TomlFields::TypeName(node); }
+std::string Shown(const toml::node& node) { return util::TomlFields::Shown(node); }
 
 class Validator {
  public:
@@ -51,7 +51,9 @@ class Validator {
              config_.clock.max_backward_ms = Integer(k, n, 0, 60'000, "from 0 to 60000");
            }},
           {"max_forward_ms",
-           [&](auto&, auto& n) { config_.clock.max_forward_ms = ReadMaxForwardMs(fields_, n); }}}},
+           [&](auto&, auto& n) {
+             config_.clock.max_forward_ms = reg::ReadMaxForwardMs(fields_, n);
+           }}}},
         {"ring",
          {{"capacity",
            [&](auto& k, auto& n) {
@@ -237,7 +239,7 @@ class Validator {
                       ": must be a table, got " + std::string(TypeName(section_node))};
       }
       if (section_name == "register") {
-        ReadRegisterTable(*table, fields_, config_.machine_register);
+        reg::ReadRegisterTable(*table, fields_, config_.machine_register);
         register_table_ = table;
         continue;
       }
@@ -455,7 +457,7 @@ class Validator {
 
   void CheckConsistency() {
     if (layout_node_ != nullptr) {
-      config_.id.bits = ReadIdLayout(fields_, *layout_node_, config_.id.epoch_unix_ms);
+      config_.id.bits = reg::ReadIdLayout(fields_, *layout_node_, config_.id.epoch_unix_ms);
       if (!IdLayout::Create(config_.id.epoch_unix_ms, config_.id.bits)) {
         Fail("id.layout", *layout_node_,
              "with id.epoch " + std::to_string(config_.id.epoch_unix_ms) + " the range of " +
@@ -465,8 +467,8 @@ class Validator {
       }
     }
     // Every machine number the register may hand out must fit the layout's machine bits.
-    CheckMachinesInLayout(fields_, config_.machine_register, config_.id.bits, layout_node_,
-                          register_table_);
+    reg::CheckMachinesInLayout(fields_, config_.machine_register, config_.id.bits, layout_node_,
+                               register_table_);
     // TLS needs both halves of the pair; a client CA without a certificate would silently
     // serve plain HTTP to callers the operator meant to authenticate.
     const Config::Http& http = config_.http;
@@ -552,7 +554,7 @@ class Validator {
   }
 
   std::string_view source_;
-  TomlFields fields_;
+  util::TomlFields fields_;
   Config& config_;
   const toml::node* min_fill_node_ = nullptr;
   const toml::node* layout_node_ = nullptr;
@@ -581,23 +583,23 @@ bool IsValidLogLevel(std::string_view level) noexcept {
          level == "error" || level == "critical" || level == "off";
 }
 
-tl::expected<Config, ConfigError> ParseConfig(std::string_view toml_text,
-                                              std::string_view source) noexcept {
+tl::expected<Config, util::ConfigError> ParseConfig(std::string_view toml_text,
+                                                    std::string_view source) noexcept {
   try {
-    auto root = ParseTomlText(toml_text, source);
+    auto root = util::ParseTomlText(toml_text, source);
     if (!root) return tl::unexpected(root.error());
     Config config;
     Validator(source, config).Run(*root);
     return config;
   } catch (const Invalid& e) {
-    return tl::unexpected(ConfigError{e.message});
+    return tl::unexpected(util::ConfigError{e.message});
   } catch (const std::exception& e) {
-    return tl::unexpected(ConfigError{std::string(source) + ": " + e.what()});
+    return tl::unexpected(util::ConfigError{std::string(source) + ": " + e.what()});
   }
 }
 
-tl::expected<Config, ConfigError> LoadConfig(const std::filesystem::path& path) noexcept {
-  auto text = ReadConfigText(path);
+tl::expected<Config, util::ConfigError> LoadConfig(const std::filesystem::path& path) noexcept {
+  auto text = util::ReadConfigText(path);
   if (!text) return tl::unexpected(text.error());
   return ParseConfig(*text, path.string());
 }

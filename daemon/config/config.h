@@ -15,17 +15,17 @@
 #include <tl/expected.hpp>
 #include <vector>
 
-#include "base/toml_fields.h"
 #include "register/register_backends.h"
 #include "register/register_settings.h"
 #include "snowflake/id_layout.h"
+#include "util/toml_fields.h"
 
 namespace snowflake::daemon {
 
 struct Config {
   struct Daemon {
     std::filesystem::path runtime_dir = "/run/snowflaked";
-    std::filesystem::path state_dir{kDefaultStateDir};
+    std::filesystem::path state_dir{reg::kDefaultStateDir};
     std::string instance = "default";
     std::string log_level = "info";
     std::string group;  // empty: the daemon's primary group
@@ -46,7 +46,7 @@ struct Config {
     int64_t max_backward_ms = 100;
     // A stored mark (host mark, state file) further than this past the clock is refused,
     // never adopted (register_settings.h).
-    int64_t max_forward_ms = kDefaultMaxForwardMs;
+    int64_t max_forward_ms = reg::kDefaultMaxForwardMs;
     friend bool operator==(const Clock&, const Clock&) = default;
   };
   struct Ring {
@@ -141,7 +141,7 @@ struct Config {
   Id id;
   // The [register] table ("register" is a C++ keyword): the shared keys here, each
   // backend's own parsed by that backend (register_backends.h).
-  RegisterConfig machine_register;
+  reg::RegisterConfig machine_register;
   Clock clock;
   Ring ring;
   Persistence persistence;
@@ -156,7 +156,7 @@ struct Config {
   friend bool operator==(const Config&, const Config&) = default;
 };
 
-// ConfigError: base/toml_fields.h.
+// ConfigError: util/toml_fields.h.
 
 // Parses and validates TOML text; `source` names it in error messages (a path, or
 // "built-in defaults"). Keys absent from the text keep their defaults.
@@ -165,12 +165,13 @@ struct Config {
 // an unknown register.backend (naming the known ones), a key of another backend's
 // (register.machine without backend "static", [register.etcd] without "etcd"), and
 // whatever the named backend's own parser refuses (register_backends.h).
-[[nodiscard]] tl::expected<Config, ConfigError> ParseConfig(std::string_view toml_text,
-                                              std::string_view source) noexcept;
+[[nodiscard]] tl::expected<Config, util::ConfigError> ParseConfig(std::string_view toml_text,
+                                                                  std::string_view source) noexcept;
 
 // Reads and parses the file at `path`. Errors: those of ParseConfig and of ReadConfigText()
-// (base/toml_fields.h: the file cannot be read, or is larger than kMaxConfigBytes).
-[[nodiscard]] tl::expected<Config, ConfigError> LoadConfig(const std::filesystem::path& path) noexcept;
+// (util/toml_fields.h: the file cannot be read, or is larger than kMaxConfigBytes).
+[[nodiscard]] tl::expected<Config, util::ConfigError> LoadConfig(
+    const std::filesystem::path& path) noexcept;
 
 // Checks a log level name (trace, debug, info, warn, error, critical, off).
 bool IsValidLogLevel(std::string_view level) noexcept;

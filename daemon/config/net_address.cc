@@ -6,7 +6,7 @@
 #include <cstring>
 #include <optional>
 
-#include "base/decimal.h"
+#include "util/decimal.h"
 
 namespace snowflake::daemon {
 
@@ -80,7 +80,7 @@ tl::expected<ListenAddress, std::string> ParseListenAddress(std::string_view tex
         return tl::unexpected(expected + " (put an IPv6 address in brackets)");
       }
     }
-    const std::optional<uint32_t> port_number = ParseDecimal<uint32_t>(port, 5);
+    const std::optional<uint32_t> port_number = util::ParseDecimal<uint32_t>(port, 5);
     if (!port_number || *port_number < 1 || *port_number > 65535) {
       return tl::unexpected(expected);
     }
@@ -102,7 +102,7 @@ tl::expected<Cidr, std::string> ParseCidr(std::string_view text) noexcept {
     const uint32_t max_prefix = ip->v4 ? 32 : 128;
     const std::optional<uint32_t> prefix =
         slash == std::string_view::npos ? max_prefix
-                                        : ParseDecimal<uint32_t>(text.substr(slash + 1), 3);
+                                        : util::ParseDecimal<uint32_t>(text.substr(slash + 1), 3);
     if (!prefix || *prefix > max_prefix) {
       return tl::unexpected(expected + " (the prefix length is 0 to " + std::to_string(max_prefix) +
                             ")");

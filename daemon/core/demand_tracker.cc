@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "base/debug_assert.h"
+#include "util/debug_assert.h"
 
 namespace snowflake::daemon {
 

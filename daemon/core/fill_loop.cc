@@ -5,11 +5,11 @@
 
 #include <algorithm>
 
-#include "base/debug_assert.h"
 #include "daemon/core/state_words.h"
 #include "snowflake/id_layout.h"
 #include "snowflake/status_text.h"
 #include "snowflake/time_text.h"
+#include "util/debug_assert.h"
 
 namespace snowflake::daemon {
 namespace {

@@ -1,6 +1,6 @@
 #include "daemon/core/heartbeat.h"
 
-#include "base/debug_assert.h"
+#include "util/debug_assert.h"
 
 namespace snowflake::daemon {
 std::chrono::microseconds BeatIntervalFor(int64_t liveness_ms) noexcept {

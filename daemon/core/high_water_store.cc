@@ -4,7 +4,7 @@
 #include <charconv>
 #include <nlohmann/json.hpp>
 
-#include "base/atomic_file.h"
+#include "util/atomic_file.h"
 
 namespace snowflake::daemon {
 namespace {
@@ -23,7 +23,7 @@ std::filesystem::path HighWaterStore::lock_path() const {
 tl::expected<void, HighWaterError> HighWaterStore::EnsureLocked() const noexcept {
   if (lock_) return {};
   try {
-    auto lock = FileLock::Acquire(lock_path(), /*wait=*/false, /*write_pid=*/true, 0644);
+    auto lock = util::FileLock::Acquire(lock_path(), /*wait=*/false, /*write_pid=*/true, 0644);
     if (!lock) {
       if (lock.error().held_by_other) {
         const std::string who = lock.error().holder_pid
@@ -54,7 +54,7 @@ tl::expected<std::optional<HighWaterState>, HighWaterError> HighWaterStore::Load
   if (auto locked = EnsureLocked(); !locked) return tl::unexpected(locked.error());
   try {
     bool missing = false;
-    auto text = ReadWholeFile(path_, &missing);
+    auto text = util::ReadWholeFile(path_, &missing);
     if (!text) {
       if (missing) return std::nullopt;
       return tl::unexpected(HighWaterError{HighWaterErrorCode::kIo, text.error(), errno});
@@ -137,7 +137,7 @@ tl::expected<void, HighWaterError> HighWaterStore::Save(const HighWaterState& st
       doc["segment"] = {{"path", *state.segment_path},
                         {"incarnation", state.segment_incarnation}};
     }
-    if (state.register_claim || state.register_seen != RegisterIdentity{}) {
+    if (state.register_claim || state.register_seen != reg::RegisterIdentity{}) {
       doc["register"] = {{"claim", nullptr},
                          // A string: cluster ids use all 64 bits.
                          {"cluster_id", std::to_string(state.register_seen.cluster_id)},
@@ -148,7 +148,7 @@ tl::expected<void, HighWaterError> HighWaterStore::Save(const HighWaterState& st
       if (state.register_claim) doc["register"]["claim"] = *state.register_claim;
     }
     if (state.floor_unix_ms != 0) doc["floor_unix_ms"] = state.floor_unix_ms;
-    auto written = WriteFileAtomically(path_, doc.dump() + "\n", 0644, *fs_);
+    auto written = util::WriteFileAtomically(path_, doc.dump() + "\n", 0644, *fs_);
     if (!written) {
       const int err = errno;
       return tl::unexpected(HighWaterError{

@@ -47,9 +47,9 @@
 #include <string>
 #include <tl/expected.hpp>
 
-#include "base/file_lock.h"
-#include "base/file_system.h"
 #include "register/machine_register.h"
+#include "util/file_lock.h"
+#include "util/file_system.h"
 
 namespace snowflake::daemon {
 
@@ -65,7 +65,7 @@ struct HighWaterState {
   // backend without claims of its own (file, static).
   std::optional<int64_t> register_claim = std::nullopt;
   // The register as this daemon last saw it (zeros: nothing recorded).
-  RegisterIdentity register_seen = {};
+  reg::RegisterIdentity register_seen = {};
   // The millisecond the generator of the daemon that wrote this file stays above: its
   // start's high-water mark, or an operator's fence it obeyed since (0: not recorded). A
   // restart that trusts its surviving segment still starts above it: the segment records
@@ -91,7 +91,7 @@ class HighWaterStore {
  public:
   // `fs` (not owned) must outlive the store.
   explicit HighWaterStore(std::filesystem::path path,
-                          daemon::FileSystem& fs = daemon::FileSystem::Default())
+                          util::FileSystem& fs = util::FileSystem::Default())
       : path_(std::move(path)), fs_(&fs) {}
 
   // The saved state, or nullopt if there is no file (a first start).
@@ -115,9 +115,9 @@ class HighWaterStore {
   tl::expected<void, HighWaterError> EnsureLocked() const noexcept;
 
   std::filesystem::path path_;
-  daemon::FileSystem* fs_;  // not owned
+  util::FileSystem* fs_;  // not owned
   // Held from the first Load()/Save() until destruction (mutable: Load() is const).
-  mutable std::optional<FileLock> lock_;
+  mutable std::optional<util::FileLock> lock_;
 };
 
 }  // namespace snowflake::daemon

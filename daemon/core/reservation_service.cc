@@ -4,10 +4,10 @@
 
 #include <algorithm>
 
-#include "base/debug_assert.h"
 #include "daemon/metrics/metrics.h"
 #include "register/machine_lock.h"
 #include "snowflake/time_text.h"
+#include "util/debug_assert.h"
 
 namespace snowflake::daemon {
 namespace {
@@ -29,7 +29,7 @@ std::string_view StoreName(ReservationStore store) noexcept {
 }
 
 ReservationService::ReservationService(ReservationOptions options, HighWaterStore& store,
-                                       MachineRegister& reg, Clock& clock,
+                                       reg::MachineRegister& reg, Clock& clock,
                                        int64_t confirmed_through)
     : options_(std::move(options)),
       store_(store),
@@ -120,8 +120,9 @@ auto ReservationService::RegisterCall(std::string_view call, Call&& run) {
   if (options_.metrics != nullptr) {
     options_.metrics->reservation().register_call.Observe(SecondsSince(start));
     // kFenced is no failure: the call found an operator's fence and is made again at once.
-    if (!result && result.error().code != RegisterErrorCode::kFenced) {
-      options_.metrics->RegisterError(call, RegisterErrorCodeName(result.error().code)).Increment();
+    if (!result && result.error().code != reg::RegisterErrorCode::kFenced) {
+      options_.metrics->RegisterError(call, reg::RegisterErrorCodeName(result.error().code))
+          .Increment();
     }
   }
   return result;
@@ -168,11 +169,11 @@ void ReservationService::AcknowledgeAppliedFence() {
   auto acknowledged =
       RegisterCall("fence_ack", [&] { return register_.AcknowledgeFence(applied); });
   ReadFence();  // a newer fence may have come meanwhile
-  if (!acknowledged && acknowledged.error().code == RegisterErrorCode::kFenced) {
+  if (!acknowledged && acknowledged.error().code == reg::RegisterErrorCode::kFenced) {
     return;  // a newer fence: the next pass records it, then acknowledges
   }
   if (!acknowledged) {
-    if (acknowledged.error().code == RegisterErrorCode::kClaimLost) ReportClaimLost();
+    if (acknowledged.error().code == reg::RegisterErrorCode::kClaimLost) ReportClaimLost();
     if (!fence_ack_failing_) {
       spdlog::warn("cannot acknowledge the fence at {} in the register yet (retrying): {}",
                    FormatTimeText(applied), acknowledged.error().message);
@@ -263,14 +264,14 @@ tl::expected<void, ReservationProblem> ReservationService::PersistFence() {
 tl::expected<void, std::string> ReservationService::WriteOwnHostMark(int64_t through) {
   // The fence too: a daemon of another register (a static one) that takes the number next
   // on this host knows nothing of etcd's fence but this mark.
-  return WriteHostMarks(options_.host_marks, options_.machine,
-                        HostMark{std::max({through, options_.host_mark_floor,
-                                           fence_.load(std::memory_order_acquire)}),
-                                 options_.host_mark_writer});
+  return reg::WriteHostMarks(options_.host_marks, options_.machine,
+                             reg::HostMark{std::max({through, options_.host_mark_floor,
+                                                     fence_.load(std::memory_order_acquire)}),
+                                           options_.host_mark_writer});
 }
 
 bool ReservationService::Renew(int64_t through) {
-  tl::expected<void, RegisterError> updated;
+  tl::expected<void, reg::RegisterError> updated;
   for (int round = 0;; ++round) {
     NoteWaiting(ReservationStore::kStateFile);
     // 1. The state file: what a reboot of this host restarts above, with every fence found
@@ -289,15 +290,16 @@ bool ReservationService::Renew(int64_t through) {
     ReadFence();
     // An operator's fence, found and not written over: the next round's state file write
     // records it (fence_ holds it now) before the register write covers it.
-    if (updated || updated.error().code != RegisterErrorCode::kFenced || round >= kFenceRounds) {
+    if (updated || updated.error().code != reg::RegisterErrorCode::kFenced ||
+        round >= kFenceRounds) {
       break;
     }
   }
   if (!updated) {
     if (options_.metrics != nullptr) options_.metrics->reservation().register_failed.Increment();
-    if (updated.error().code == RegisterErrorCode::kClaimLost) ReportClaimLost();
+    if (updated.error().code == reg::RegisterErrorCode::kClaimLost) ReportClaimLost();
     FailAt(ReservationProblem{ReservationStore::kRegister, 0, updated.error().message,
-                              updated.error().code == RegisterErrorCode::kUnreachable});
+                              updated.error().code == reg::RegisterErrorCode::kUnreachable});
     return false;
   }
   {
@@ -366,12 +368,13 @@ void ReservationService::Run() {
       auto renewed = RegisterCall("renew", [&] { return register_.Renew(); });
       ReadFence();
       if (!renewed) {
-        if (renewed.error().code == RegisterErrorCode::kClaimLost) {
+        if (renewed.error().code == reg::RegisterErrorCode::kClaimLost) {
           ReportClaimLost();
           spdlog::critical("the register says the claim is lost: {}", renewed.error().message);
         }
-        SetProblem(ReservationProblem{ReservationStore::kRegister, 0, renewed.error().message,
-                                      renewed.error().code == RegisterErrorCode::kUnreachable});
+        SetProblem(
+            ReservationProblem{ReservationStore::kRegister, 0, renewed.error().message,
+                               renewed.error().code == reg::RegisterErrorCode::kUnreachable});
         failing = true;
       }
     }
@@ -404,7 +407,7 @@ tl::expected<void, std::string> ReservationService::RecordCleanStop(int64_t last
     if (updated) return {};
     // A fence found by the clean stop itself: recorded by the next round's state file
     // write before the register's clean stop covers it.
-    if (updated.error().code == RegisterErrorCode::kFenced && round < kFenceRounds) {
+    if (updated.error().code == reg::RegisterErrorCode::kFenced && round < kFenceRounds) {
       ReadFence();
       continue;
     }

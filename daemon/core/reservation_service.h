@@ -88,7 +88,7 @@ struct ReservationOptions {
   // the number's host mark there, right after the state file (WriteHostMarks: beside the
   // locks, then on disk), so another daemon of this host that takes the number next, also
   // after a reboot, starts above it. An empty one: not written there.
-  HostMarkDirs host_marks = {};
+  reg::HostMarkDirs host_marks = {};
   // Who writes the host mark (the state directory's identity, state_identity.h): a
   // restart knows its own.
   std::string host_mark_writer = {};
@@ -154,7 +154,7 @@ class ReservationService final : public Horizon {
 
   // `store`, `reg` and `clock` (not owned) must outlive the service. `confirmed_through`:
   // what both stores already hold for this number (StartupPlan::confirmed_through_unix_ms).
-  ReservationService(ReservationOptions options, HighWaterStore& store, MachineRegister& reg,
+  ReservationService(ReservationOptions options, HighWaterStore& store, reg::MachineRegister& reg,
                      Clock& clock, int64_t confirmed_through);
   ~ReservationService() override;  // Stop()s
   ReservationService(const ReservationService&) = delete;
@@ -233,7 +233,7 @@ class ReservationService final : public Horizon {
   // Constant after construction.
   const ReservationOptions options_;
   HighWaterStore& store_;
-  MachineRegister& register_;
+  reg::MachineRegister& register_;
   Clock& clock_;
   // RenewalWait::location of each store, read once (location() builds a string).
   const std::string state_file_location_;
@@ -254,7 +254,7 @@ class ReservationService final : public Horizon {
   // after Stop().
   int64_t saved_through_ = 0;
   int64_t fence_saved_ = 0;
-  RegisterIdentity saved_identity_;
+  reg::RegisterIdentity saved_identity_;
   // The fence acknowledged in the register, and when a failed acknowledgment is tried
   // again; the service's thread only.
   int64_t fence_acknowledged_ = 0;

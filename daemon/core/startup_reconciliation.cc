@@ -111,7 +111,7 @@ tl::expected<void, std::string> CheckStateFileAgainstClock(const HighWaterState&
                                                            int64_t reference_unix_ms,
                                                            int64_t max_forward_ms) {
   const auto check = [&](const char* key, int64_t value) -> tl::expected<void, std::string> {
-    if (!FarPast(value, reference_unix_ms, max_forward_ms)) return {};
+    if (!reg::FarPast(value, reference_unix_ms, max_forward_ms)) return {};
     return tl::unexpected(
         std::string("says ") + key + " " + std::to_string(value) + " (" + FormatTimeText(value) +
         "), " + std::to_string(value - reference_unix_ms) +

@@ -43,7 +43,7 @@ struct StartupFacts {
   // daemon's state directory (state_identity.h), which names the marks it wrote itself. Not
   // its path: another daemon's state directory may have the same path (a pod's emptyDir
   // and the host's /var/lib/snowflaked).
-  std::optional<HostMark> host_mark = std::nullopt;
+  std::optional<reg::HostMark> host_mark = std::nullopt;
   std::string state_identity = {};
 };
 

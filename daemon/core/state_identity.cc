@@ -10,9 +10,9 @@
 #include <optional>
 #include <string_view>
 
-#include "base/atomic_file.h"
-#include "base/hex.h"
-#include "base/unique_fd.h"
+#include "snowflake/unique_fd.h"
+#include "util/atomic_file.h"
+#include "util/hex.h"
 
 namespace snowflake::daemon {
 namespace {
@@ -77,8 +77,8 @@ tl::expected<std::string, std::string> Create(const std::filesystem::path& path)
     }
     got += static_cast<size_t>(n);
   }
-  const std::string identity = HexLower(bits, sizeof bits);
-  if (auto written = WriteFileAtomically(path, identity + "\n", 0644); !written) {
+  const std::string identity = util::HexLower(bits, sizeof bits);
+  if (auto written = util::WriteFileAtomically(path, identity + "\n", 0644); !written) {
     return tl::unexpected("cannot write the state directory's identity: " + written.error() +
                           ". The daemon needs to write its state directory");
   }

@@ -3,9 +3,9 @@
 #include <map>
 #include <optional>
 
-#include "base/decimal.h"
 #include "protocol/vocabulary.h"
 #include "snowflake/client.h"
+#include "util/decimal.h"
 
 namespace snowflake::daemon {
 namespace {
@@ -74,7 +74,7 @@ tl::expected<HttpRoute, HttpRefusal> Route(std::string_view method, std::string_
       service = value;
     } else if (key == "count" && batch) {
       has_count = true;
-      const std::optional<uint64_t> n = ParseDecimal<uint64_t>(value, 5);
+      const std::optional<uint64_t> n = util::ParseDecimal<uint64_t>(value, 5);
       if (!n || *n < 1 || *n > kMaxHttpBatch) {
         return tl::unexpected(Refuse(400, ErrorCode::kBadCount,
                                      "count must be a whole number from 1 to 4096, got \"" +

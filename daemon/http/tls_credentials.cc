@@ -23,9 +23,9 @@
 #include <memory>
 #include <vector>
 
-#include "base/hex.h"
-#include "base/unique_fd.h"
 #include "daemon/http/tls_ticket_keys.h"
+#include "snowflake/unique_fd.h"
+#include "util/hex.h"
 
 namespace snowflake::daemon {
 namespace {
@@ -330,7 +330,7 @@ std::string TrustDigest(const std::string& ca_pem, const std::string& crl_pem) {
   }
   unsigned char digest[SHA256_DIGEST_LENGTH];
   SHA256(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), digest);
-  return HexLower(digest, sizeof digest);
+  return util::HexLower(digest, sizeof digest);
 }
 
 // A whole new server context from the files, or why not (naming the file).
@@ -681,7 +681,7 @@ std::string CertificateClientKey(X509* peer) {
   if (!uri.empty() && uri.size() <= kMaxUriBytes) return "uri:" + uri;
   if (!uri.empty()) {
     SHA256(reinterpret_cast<const unsigned char*>(uri.data()), uri.size(), digest);
-    return "uri-sha256:" + HexLower(digest, sizeof digest);
+    return "uri-sha256:" + util::HexLower(digest, sizeof digest);
   }
   std::string der;
   for (const X509_NAME* name : {X509_get_issuer_name(peer), X509_get_subject_name(peer)}) {
@@ -692,7 +692,7 @@ std::string CertificateClientKey(X509* peer) {
     }
   }
   SHA256(reinterpret_cast<const unsigned char*>(der.data()), der.size(), digest);
-  return "cert:" + HexLower(digest, sizeof digest);
+  return "cert:" + util::HexLower(digest, sizeof digest);
 }
 
 tl::expected<void, std::string> CheckTlsFiles(const Config::Http& options) noexcept {

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <utility>
 
-#include "base/debug_assert.h"
+#include "util/debug_assert.h"
 
 namespace snowflake::daemon {
 

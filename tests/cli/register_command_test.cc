@@ -45,7 +45,7 @@ TEST(RegisterCommand, EtcdListShowsTheHolderAndReleaseRefusesItThenKeepsTheMark)
     out << "[register]\nbackend = \"etcd\"\nmachines = \"3-5\"\n[register.etcd]\nendpoints = [\""
         << cluster.ClientUrl(0) << "\"]\nprefix = \"/cli/\"\n";
   }
-  EtcdRegisterOptions options;
+  reg::EtcdRegisterOptions options;
   options.client.endpoints = {cluster.ClientUrl(0)};
   options.prefix = "/cli/";
   options.first_machine = 3;
@@ -53,7 +53,7 @@ TEST(RegisterCommand, EtcdListShowsTheHolderAndReleaseRefusesItThenKeepsTheMark)
   options.host = "host-x";
   options.host_lock_dir = dir / "host-locks";
   std::filesystem::create_directories(options.host_lock_dir);
-  auto holder = std::make_unique<EtcdRegister>(options);
+  auto holder = std::make_unique<reg::EtcdRegister>(options);
   auto claim = holder->Claim({"cli-holder", kEpoch});
   ASSERT_TRUE(claim) << claim.error().message;
   ASSERT_TRUE(holder->UpdateHighWater(kEpoch + 4242));
@@ -102,23 +102,24 @@ TEST(RegisterCommand, EtcdListOfManyNumbersPrintsASummaryReadInPagesAndPagesOnAs
     out << "[register]\nbackend = \"etcd\"\n[register.etcd]\nendpoints = [\""
         << cluster.ClientUrl(0) << "\"]\nprefix = \"/many/\"\n";
   }
-  etcd::ClientOptions client_options;
+  reg::etcd::ClientOptions client_options;
   client_options.endpoints = {cluster.ClientUrl(0)};
-  etcd::EtcdClient client(client_options);
+  reg::etcd::EtcdClient client(client_options);
   for (uint32_t n = 0; n < 1018; ++n) {
-    ASSERT_TRUE(client.Put(etcd::HighWaterKey("/many/", n),
-                           etcd::EncodeHighWater(etcd::HighWaterRecord{kEpoch + n, "gone", 0})));
+    ASSERT_TRUE(
+        client.Put(reg::etcd::HighWaterKey("/many/", n),
+                   reg::etcd::EncodeHighWater(reg::etcd::HighWaterRecord{kEpoch + n, "gone", 0})));
   }
-  std::vector<std::unique_ptr<EtcdRegister>> holders;
+  std::vector<std::unique_ptr<reg::EtcdRegister>> holders;
   int fresh_taken = 0;  // claims take a window's fresh number, else its oldest mark
   for (int i = 0; i < 3; ++i) {
-    EtcdRegisterOptions options;
+    reg::EtcdRegisterOptions options;
     options.client.endpoints = {cluster.ClientUrl(0)};
     options.prefix = "/many/";
     options.host = "host-" + std::to_string(i);
     options.host_lock_dir = dir / ("host-locks-" + std::to_string(i));
     std::filesystem::create_directories(options.host_lock_dir);
-    holders.push_back(std::make_unique<EtcdRegister>(options));
+    holders.push_back(std::make_unique<reg::EtcdRegister>(options));
     auto claim = holders.back()->Claim({"holder-" + std::to_string(i), kEpoch});
     ASSERT_TRUE(claim) << claim.error().message;
     fresh_taken += claim->machine >= 1018;
@@ -162,11 +163,11 @@ TEST(RegisterCommand, FileListShowsTheHolderAndReleaseRefusesALiveOne) {
     std::ofstream out(config);
     out << "[register]\npath = \"" << (dir / "register.json").string() << "\"\n";
   }
-  auto holder =
-      std::make_unique<FileRegister>(FileRegisterOptions{.path = dir / "register.json",
-                                                         .first_machine = 0,
-                                                         .last_machine = IdLayout().max_machine(),
-                                                         .host_lock_dir = HostLockDir()});
+  auto holder = std::make_unique<reg::FileRegister>(
+      reg::FileRegisterOptions{.path = dir / "register.json",
+                               .first_machine = 0,
+                               .last_machine = IdLayout().max_machine(),
+                               .host_lock_dir = reg::HostLockDir()});
   auto claim = holder->Claim({"file-holder", kEpoch});
   ASSERT_TRUE(claim) << claim.error().message;
   ASSERT_TRUE(holder->UpdateHighWater(kEpoch + 77));
@@ -246,7 +247,7 @@ TEST(RegisterCommand, RaiseAllRefusesATimeFarPastTheClockUnlessForced) {
   const std::string far = std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
                                              std::chrono::system_clock::now().time_since_epoch())
                                              .count() +
-                                         2 * kDefaultMaxForwardMs);
+                                         2 * reg::kDefaultMaxForwardMs);
 
   // Act
   const auto refused = Ctl({"register", "raise-all", "--above", far, "--config", config});

@@ -105,7 +105,7 @@ status_interval_ms = 2000
   EXPECT_EQ(sut->machine_register.first_machine, 3u);
   EXPECT_EQ(sut->machine_register.last_machine, 7u);
   EXPECT_EQ(sut->machine_register.holder_id, "host-a");
-  EXPECT_EQ(std::get<StaticRegisterConfig>(sut->machine_register.options).machine, 5u);
+  EXPECT_EQ(std::get<reg::StaticRegisterConfig>(sut->machine_register.options).machine, 5u);
   EXPECT_EQ(sut->clock.max_backward_ms, 20);
   EXPECT_EQ(sut->clock.max_forward_ms, 3'600'000);
   EXPECT_EQ(sut->ring.capacity, 1024u);
@@ -384,8 +384,8 @@ TEST(Config, LoadConfigAcceptsAFileAtTheSizeBoundAndRefusesOneByteMore) {
   // Arrange: valid TOML padded with a comment to exactly kMaxConfigBytes.
   snowflake::testing::TempDir dir;
   std::string text = "[ring]\ncapacity = 8\n#";
-  text += std::string(kMaxConfigBytes - text.size() - 1, 'x') + "\n";
-  ASSERT_EQ(text.size(), kMaxConfigBytes);
+  text += std::string(util::kMaxConfigBytes - text.size() - 1, 'x') + "\n";
+  ASSERT_EQ(text.size(), util::kMaxConfigBytes);
   std::ofstream(dir / "at.toml") << text;
   std::ofstream(dir / "over.toml") << text << "\n";
 
@@ -424,7 +424,7 @@ TEST(RegisterSettings, SeeWhatTheDaemonsConfigSeesInEveryFileThatBothAccept) {
 
     // Act
     auto config = LoadConfig(path);
-    auto settings = LoadRegisterSettings(path);
+    auto settings = reg::LoadRegisterSettings(path);
 
     // Assert
     ASSERT_TRUE(config) << config.error().message;
@@ -458,7 +458,7 @@ TEST(RegisterSettings, RefuseWhatTheDaemonsConfigRefusesOfTheirKeysInTheSameWord
     std::ofstream(path) << texts[i];
 
     auto config = LoadConfig(path);
-    auto settings = LoadRegisterSettings(path);
+    auto settings = reg::LoadRegisterSettings(path);
 
     ASSERT_FALSE(config);
     ASSERT_FALSE(settings);
@@ -473,7 +473,7 @@ TEST(RegisterSettings, LeaveEveryOtherKeyToTheDaemon) {
   std::ofstream(path) << "[http]\nbogus = 1\n[register]\nbackend = \"static\"\nmachine = 4\n";
 
   auto config = LoadConfig(path);
-  auto settings = LoadRegisterSettings(path);
+  auto settings = reg::LoadRegisterSettings(path);
 
   ASSERT_FALSE(config);
   EXPECT_THAT(config.error().message, HasSubstr("http.bogus: unknown key"));
@@ -484,11 +484,11 @@ TEST(RegisterSettings, LeaveEveryOtherKeyToTheDaemon) {
 TEST(RegisterSettings, ReadTheFileWithTheSameBoundsAsTheDaemon) {
   snowflake::testing::TempDir dir;
 
-  EXPECT_EQ(LoadRegisterSettings("/dev/zero").error().message,
+  EXPECT_EQ(reg::LoadRegisterSettings("/dev/zero").error().message,
             LoadConfig("/dev/zero").error().message);
-  EXPECT_EQ(LoadRegisterSettings(dir.path()).error().message,
+  EXPECT_EQ(reg::LoadRegisterSettings(dir.path()).error().message,
             LoadConfig(dir.path()).error().message);
-  EXPECT_EQ(LoadRegisterSettings(dir / "missing.toml").error().message,
+  EXPECT_EQ(reg::LoadRegisterSettings(dir / "missing.toml").error().message,
             LoadConfig(dir / "missing.toml").error().message);
 }
 

@@ -109,17 +109,17 @@ TEST(DaemonEtcdFencing, AnOldHoldersLateRaiseNeverLetsTheNextHolderReuseItsMilli
   a.reset();
   auto late = proxy.ReleaseHeld();
   ASSERT_TRUE(late) << late.error();
-  daemon::etcd::ClientOptions admin_options;
+  reg::etcd::ClientOptions admin_options;
   admin_options.endpoints = {cluster.ClientUrl(0)};
-  daemon::etcd::EtcdClient admin(admin_options);
-  auto holder = admin.Range(daemon::etcd::MachineKey(prefix, kMachine));
+  reg::etcd::EtcdClient admin(admin_options);
+  auto holder = admin.Range(reg::etcd::MachineKey(prefix, kMachine));
   ASSERT_TRUE(holder) << holder.error().message;
   if (!holder->kvs.empty()) {
     ASSERT_TRUE(admin.Revoke(holder->kvs[0].lease));
   }
-  auto mark = admin.Range(daemon::etcd::HighWaterKey(prefix, kMachine));
+  auto mark = admin.Range(reg::etcd::HighWaterKey(prefix, kMachine));
   ASSERT_TRUE(mark && !mark->kvs.empty());
-  const auto mark_record = daemon::etcd::DecodeHighWater(mark->kvs[0].value);
+  const auto mark_record = reg::etcd::DecodeHighWater(mark->kvs[0].value);
   ASSERT_TRUE(mark_record);
 
   Daemon b = harness.Start(b_options, 60s);
@@ -256,12 +256,12 @@ TEST(DaemonEtcdFencing, AHolderKilledRightAfterRaiseAllReturnsRestartsAboveTheFe
   TakerThread first_taker(std::move(*first_client));
   ASSERT_TRUE(WaitUntil([&] { return first_taker.max_ms() > 0; }, 10s, "first_taker.max_ms() > 0"))
       << first->Describe();
-  daemon::EtcdRegisterOptions operator_options;
+  reg::EtcdRegisterOptions operator_options;
   operator_options.client.endpoints = {cluster.ClientUrl(0)};
   operator_options.prefix = prefix;
   operator_options.fence_ack_timeout = 20s;
   operator_options.host_lock_dir = harness.root() / "operator-locks";
-  daemon::EtcdRegister operator_register(operator_options);
+  reg::EtcdRegister operator_register(operator_options);
 
   // Act: the fence, the kill the moment raise-all returns, the restart at once.
   const int64_t above = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -274,12 +274,11 @@ TEST(DaemonEtcdFencing, AHolderKilledRightAfterRaiseAllReturnsRestartsAboveTheFe
   const std::string first_log = first->Describe();
   first.reset();
   // The fence the holder obeyed: the mark it acknowledged (its horizon, above `above`).
-  daemon::etcd::ClientOptions admin_options;
+  reg::etcd::ClientOptions admin_options;
   admin_options.endpoints = {cluster.ClientUrl(0)};
-  auto mark =
-      daemon::etcd::EtcdClient(admin_options).Range(daemon::etcd::HighWaterKey(prefix, kMachine));
+  auto mark = reg::etcd::EtcdClient(admin_options).Range(reg::etcd::HighWaterKey(prefix, kMachine));
   ASSERT_TRUE(mark && !mark->kvs.empty());
-  const auto mark_record = daemon::etcd::DecodeHighWater(mark->kvs[0].value);
+  const auto mark_record = reg::etcd::DecodeHighWater(mark->kvs[0].value);
   ASSERT_TRUE(mark_record) << mark_record.error();
   const int64_t fence = std::max(above, mark_record->fence);
   Daemon second = harness.Start(options, 60s);

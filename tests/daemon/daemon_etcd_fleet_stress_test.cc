@@ -653,13 +653,13 @@ class FleetStress {
                                     std::chrono::system_clock::now().time_since_epoch())
                                     .count();
         const int64_t fence = real_ms + kMaxClockOffsetMs + 100 + static_cast<int64_t>(rng_() % 1100);
-        daemon::EtcdRegisterOptions options;
+        reg::EtcdRegisterOptions options;
         options.client.endpoints = cluster_->ClientUrls();
         options.client.request_timeout_ms = 2000;
         options.prefix = "/fleet/";
         options.fence_ack_timeout = 20s;
         options.host_lock_dir = harness_.root() / "operator-locks";
-        daemon::EtcdRegister operator_register(options);
+        reg::EtcdRegister operator_register(options);
         Note(name + " --while-running above unix ms " + std::to_string(fence));
         // A daemon killed and restarted right before: its restart claims while raise-all
         // lists and writes, and is waited for or listed again.

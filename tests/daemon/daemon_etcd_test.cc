@@ -41,10 +41,10 @@ using testing::DaemonOptions;
 using testing::EtcdCluster;
 
 // etcd's JSON gateway carries keys and values base64-encoded: the daemon's own codec.
-using daemon::etcd::Base64Encode;
+using reg::etcd::Base64Encode;
 
 std::string Unbase64(const std::string& text) {
-  return daemon::etcd::Base64Decode(text).value_or(std::string());
+  return reg::etcd::Base64Decode(text).value_or(std::string());
 }
 
 class DaemonEtcd : public ::testing::Test {

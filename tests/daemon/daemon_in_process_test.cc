@@ -89,8 +89,8 @@ class Host {
   // when it stops, and an observer of every step. `make_register` replaces the register.
   DaemonParts Parts(DaemonParts::RegisterFactory make_register = {}) {
     if (!make_register) {
-      make_register = [this](const Config& config) -> std::unique_ptr<MachineRegister> {
-        return std::make_unique<FileRegister>(FileRegisterOptions{
+      make_register = [this](const Config& config) -> std::unique_ptr<reg::MachineRegister> {
+        return std::make_unique<reg::FileRegister>(reg::FileRegisterOptions{
             .path = config.RegisterPath(), .host_lock_dir = root_ / "host-locks"});
       };
     }
@@ -501,18 +501,20 @@ TEST(InProcessDaemon, ASecondDaemonOnTheSameDirectoriesIsRefusedAndUndoesItsStar
 }
 
 // A register whose servers never answer (an etcd cluster without quorum).
-class UnreachableRegister final : public MachineRegister {
+class UnreachableRegister final : public reg::MachineRegister {
  public:
   explicit UnreachableRegister(std::atomic<int>& attempts) : attempts_(attempts) {}
-  tl::expected<MachineClaim, RegisterError> Claim(const ClaimRequest&) noexcept override {
+  tl::expected<reg::MachineClaim, reg::RegisterError> Claim(
+      const reg::ClaimRequest&) noexcept override {
     attempts_.fetch_add(1);
-    return tl::unexpected(RegisterError{RegisterErrorCode::kUnreachable, "nobody answers"});
+    return tl::unexpected(
+        reg::RegisterError{reg::RegisterErrorCode::kUnreachable, "nobody answers"});
   }
-  tl::expected<void, RegisterError> UpdateHighWater(int64_t) noexcept override {
-    return tl::unexpected(RegisterError{RegisterErrorCode::kNotClaimed, "not claimed"});
+  tl::expected<void, reg::RegisterError> UpdateHighWater(int64_t) noexcept override {
+    return tl::unexpected(reg::RegisterError{reg::RegisterErrorCode::kNotClaimed, "not claimed"});
   }
-  tl::expected<void, RegisterError> RecordCleanStop(int64_t) noexcept override {
-    return tl::unexpected(RegisterError{RegisterErrorCode::kNotClaimed, "not claimed"});
+  tl::expected<void, reg::RegisterError> RecordCleanStop(int64_t) noexcept override {
+    return tl::unexpected(reg::RegisterError{reg::RegisterErrorCode::kNotClaimed, "not claimed"});
   }
   std::string_view backend_name() const noexcept override { return "unreachable"; }
   std::string location() const override { return "nowhere"; }

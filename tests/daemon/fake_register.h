@@ -12,29 +12,29 @@
 
 namespace snowflake::testing {
 
-class FakeRegister final : public daemon::MachineRegister {
+class FakeRegister final : public reg::MachineRegister {
  public:
-  tl::expected<daemon::MachineClaim, daemon::RegisterError> Claim(
-      const daemon::ClaimRequest&) noexcept override {
-    return daemon::MachineClaim{.machine = 3, .high_water_unix_ms = mark_.load()};
+  tl::expected<reg::MachineClaim, reg::RegisterError> Claim(
+      const reg::ClaimRequest&) noexcept override {
+    return reg::MachineClaim{.machine = 3, .high_water_unix_ms = mark_.load()};
   }
-  tl::expected<void, daemon::RegisterError> UpdateHighWater(int64_t unix_ms) noexcept override {
+  tl::expected<void, reg::RegisterError> UpdateHighWater(int64_t unix_ms) noexcept override {
     if (auto failed = Failure()) return tl::unexpected(*failed);
     int64_t seen = mark_.load();
     while (unix_ms > seen && !mark_.compare_exchange_weak(seen, unix_ms)) {
     }
     return {};
   }
-  tl::expected<void, daemon::RegisterError> Renew() noexcept override {
+  tl::expected<void, reg::RegisterError> Renew() noexcept override {
     if (auto failed = Failure()) return tl::unexpected(*failed);
     return {};
   }
-  tl::expected<void, daemon::RegisterError> RecordCleanStop(int64_t unix_ms) noexcept override {
+  tl::expected<void, reg::RegisterError> RecordCleanStop(int64_t unix_ms) noexcept override {
     mark_.store(unix_ms);
     return {};
   }
   int64_t fence_unix_ms() const noexcept override { return fence_.load(); }
-  tl::expected<void, daemon::RegisterError> AcknowledgeFence(int64_t unix_ms) noexcept override {
+  tl::expected<void, reg::RegisterError> AcknowledgeFence(int64_t unix_ms) noexcept override {
     if (auto failed = Failure()) return tl::unexpected(*failed);
     acknowledged_.store(unix_ms);
     return {};
@@ -42,7 +42,7 @@ class FakeRegister final : public daemon::MachineRegister {
   std::string_view backend_name() const noexcept override { return "fake"; }
   std::string location() const override { return "memory"; }
 
-  void Fail(std::optional<daemon::RegisterErrorCode> code) {
+  void Fail(std::optional<reg::RegisterErrorCode> code) {
     std::lock_guard lock(mutex_);
     failure_ = code;
   }
@@ -52,17 +52,17 @@ class FakeRegister final : public daemon::MachineRegister {
   int64_t acknowledged() const { return acknowledged_.load(); }
 
  private:
-  std::optional<daemon::RegisterError> Failure() {
+  std::optional<reg::RegisterError> Failure() {
     std::lock_guard lock(mutex_);
     if (!failure_) return std::nullopt;
-    return daemon::RegisterError{*failure_, "the fake register fails"};
+    return reg::RegisterError{*failure_, "the fake register fails"};
   }
 
   std::atomic<int64_t> mark_{0};
   std::atomic<int64_t> fence_{0};
   std::atomic<int64_t> acknowledged_{0};
   std::mutex mutex_;
-  std::optional<daemon::RegisterErrorCode> failure_;
+  std::optional<reg::RegisterErrorCode> failure_;
 };
 
 }  // namespace snowflake::testing

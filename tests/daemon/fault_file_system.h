@@ -21,11 +21,11 @@
 #include <thread>
 #include <utility>
 
-#include "base/file_system.h"
+#include "util/file_system.h"
 
 namespace snowflake::testing {
 
-class FaultFileSystem final : public daemon::FileSystem {
+class FaultFileSystem final : public util::FileSystem {
  public:
   // Far beyond any scheduling delay: a witness silent this long has stopped.
   static constexpr std::chrono::seconds kWitnessPatience{10};
@@ -38,7 +38,7 @@ class FaultFileSystem final : public daemon::FileSystem {
       errno = err;
       return -1;
     }
-    return daemon::FileSystem::Fsync(fd);
+    return util::FileSystem::Fsync(fd);
   }
 
   void SetDelay(std::chrono::milliseconds delay) { delay_ms_.store(delay.count()); }

@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "base/atomic_file.h"
 #include "daemon/core/state_identity.h"
 #include "daemon/instance_lock.h"
 #include "temp_dir.h"
+#include "util/atomic_file.h"
 
 namespace snowflake::daemon {
 namespace {
@@ -138,11 +138,11 @@ TEST(HighWaterStore, CorruptFileIsAClearError) {
 
 TEST(AtomicFile, WriteReplacesContents) {
   snowflake::testing::TempDir dir;
-  ASSERT_TRUE(WriteFileAtomically(dir / "f", "one"));
+  ASSERT_TRUE(util::WriteFileAtomically(dir / "f", "one"));
 
-  ASSERT_TRUE(WriteFileAtomically(dir / "f", "two"));
+  ASSERT_TRUE(util::WriteFileAtomically(dir / "f", "two"));
 
-  EXPECT_EQ(ReadWholeFile(dir / "f").value(), "two");
+  EXPECT_EQ(util::ReadWholeFile(dir / "f").value(), "two");
 }
 
 TEST(InstanceLock, SecondDaemonIsRefusedNamingTheHolder) {

@@ -18,7 +18,6 @@
 #include <string>
 #include <thread>
 
-#include "base/file_lock.h"
 #include "fake_register.h"
 #include "fault_file_system.h"
 #include "manual_clock.h"
@@ -26,6 +25,7 @@
 #include "register/machine_lock.h"
 #include "register/register_settings.h"
 #include "temp_dir.h"
+#include "util/file_lock.h"
 #include "wait_until.h"
 
 namespace snowflake::daemon {
@@ -124,7 +124,7 @@ TEST(ReservationService, FailingFsyncNamesTheStateFileAndStopsTheHorizon) {
 TEST(ReservationService, FailingRegisterIsNamedAndHeals) {
   Fixture f;
   ReservationService sut(Options(), f.store, f.reg, f.clock, 0);
-  f.reg.Fail(RegisterErrorCode::kTimedOut);
+  f.reg.Fail(reg::RegisterErrorCode::kTimedOut);
   sut.Start();
 
   ASSERT_TRUE(
@@ -183,7 +183,7 @@ TEST(ReservationService, AConfirmedRenewalMovesTheHorizonTogetherWithTheFailureI
   });
 
   for (int round = 0; round < kRounds && !HasFatalFailure(); ++round) {
-    f.reg.Fail(RegisterErrorCode::kTimedOut);
+    f.reg.Fail(reg::RegisterErrorCode::kTimedOut);
     const int64_t target = f.clock.Advance(1000) + 1000;  // due now: renewals fail
     ASSERT_TRUE(WaitUntil([&] { return sut.problem().has_value(); }, 10s,
                           "sut.problem().has_value()", 1ms));
@@ -214,7 +214,7 @@ TEST(ReservationService, AWaitForAnUnansweredRegisterKeepsItsStartAndStoreAcross
                         "sut.confirmed_through() >= kStart + 1000", 1ms));
   ASSERT_TRUE(WaitUntil([&] { return !sut.waiting().has_value(); }, 10s,
                         "!sut.waiting().has_value()", 1ms));
-  f.reg.Fail(RegisterErrorCode::kUnreachable);
+  f.reg.Fail(reg::RegisterErrorCode::kUnreachable);
   f.fs.SetDelay(20ms);
 
   // Act: the next renewal falls due and its register call fails, again and again.
@@ -262,7 +262,7 @@ TEST(ReservationService, LostClaimIsReported) {
   ASSERT_TRUE(WaitUntil([&] { return sut.confirmed_through() >= kStart + 1000; }, 10s,
                         "sut.confirmed_through() >= kStart + 1000", 1ms));
 
-  f.reg.Fail(RegisterErrorCode::kClaimLost);
+  f.reg.Fail(reg::RegisterErrorCode::kClaimLost);
 
   EXPECT_TRUE(WaitUntil([&] { return sut.claim_lost(); }, 10s, "sut.claim_lost()", 1ms));
 }
@@ -353,8 +353,8 @@ TEST(ReservationService, AFenceReachesTheStateFileAndTheHostMarkBeforeItIsAcknow
                         "f.reg.acknowledged() == kStart + 9000", 1ms));
   sut.Stop();
   auto saved = f.store.Load();
-  auto host_mark = ReadHostMark(options.host_marks.boot, 3, kStart, kDefaultMaxForwardMs);
-  auto on_disk = ReadHostMark(options.host_marks.disk, 3, kStart, kDefaultMaxForwardMs);
+  auto host_mark = reg::ReadHostMark(options.host_marks.boot, 3, kStart, reg::kDefaultMaxForwardMs);
+  auto on_disk = reg::ReadHostMark(options.host_marks.disk, 3, kStart, reg::kDefaultMaxForwardMs);
 
   // Assert: a crash right after the acknowledgment restarts above the fence, from the
   // state file (its floor) or from the host mark (a static daemon's next start); the
@@ -381,13 +381,15 @@ TEST(ReservationService, TheHostMarkFollowsTheReservationAndTheCleanStopNeverBel
   sut.Start();
   ASSERT_TRUE(WaitUntil([&] { return sut.confirmed_through() >= kStart + 1000; }, 10s,
                         "sut.confirmed_through() >= kStart + 1000", 1ms));
-  auto reserved = ReadHostMark(options.host_marks.boot, 3, kStart, kDefaultMaxForwardMs);
-  auto reserved_on_disk = ReadHostMark(options.host_marks.disk, 3, kStart, kDefaultMaxForwardMs);
+  auto reserved = reg::ReadHostMark(options.host_marks.boot, 3, kStart, reg::kDefaultMaxForwardMs);
+  auto reserved_on_disk =
+      reg::ReadHostMark(options.host_marks.disk, 3, kStart, reg::kDefaultMaxForwardMs);
   sut.Stop();
 
   ASSERT_TRUE(sut.RecordCleanStop(kStart + 3).has_value());
-  auto stopped = ReadHostMark(options.host_marks.boot, 3, kStart, kDefaultMaxForwardMs);
-  auto stopped_on_disk = ReadHostMark(options.host_marks.disk, 3, kStart, kDefaultMaxForwardMs);
+  auto stopped = reg::ReadHostMark(options.host_marks.boot, 3, kStart, reg::kDefaultMaxForwardMs);
+  auto stopped_on_disk =
+      reg::ReadHostMark(options.host_marks.disk, 3, kStart, reg::kDefaultMaxForwardMs);
 
   ASSERT_TRUE(reserved && reserved->highest.has_value())
       << (reserved ? "none" : reserved.error());
@@ -406,25 +408,25 @@ TEST(ReservationService, TheHostMarkFollowsTheReservationAndTheCleanStopNeverBel
 // daemon, anyone who can open the lock file) must not hang the daemon.
 TEST(FileRegisterLock, UpdateHighWaterGivesUpWithinItsBound) {
   TempDir dir("register-lock");
-  FileRegister reg(FileRegisterOptions{.path = dir / "register.json",
-                                       .first_machine = 0,
-                                       .last_machine = IdLayout().max_machine(),
-                                       .host_lock_dir = dir / "host-locks"});
-  ASSERT_TRUE(reg.Claim(ClaimRequest{"holder", kDefaultEpochUnixMs}).has_value());
+  reg::FileRegister reg(reg::FileRegisterOptions{.path = dir / "register.json",
+                                                 .first_machine = 0,
+                                                 .last_machine = IdLayout().max_machine(),
+                                                 .host_lock_dir = dir / "host-locks"});
+  ASSERT_TRUE(reg.Claim(reg::ClaimRequest{"holder", kDefaultEpochUnixMs}).has_value());
   std::filesystem::path lock_path = dir / "register.json";
   lock_path += ".lock";
-  auto held = FileLock::Acquire(lock_path, /*wait=*/false, /*write_pid=*/false);
+  auto held = util::FileLock::Acquire(lock_path, /*wait=*/false, /*write_pid=*/false);
   ASSERT_TRUE(held.has_value());
 
   auto result = std::async(std::launch::async, [&] { return reg.UpdateHighWater(kStart); });
   const auto ready = result.wait_for(20s);
   if (ready != std::future_status::ready) {
-    held = tl::unexpected(LockFailure{});  // let the blocked call finish before failing
+    held = tl::unexpected(util::LockFailure{});  // let the blocked call finish before failing
     FAIL() << "UpdateHighWater waited 20 s for the register lock";
   }
   auto updated = result.get();
   ASSERT_FALSE(updated.has_value());
-  EXPECT_EQ(updated.error().code, RegisterErrorCode::kTimedOut) << updated.error().message;
+  EXPECT_EQ(updated.error().code, reg::RegisterErrorCode::kTimedOut) << updated.error().message;
 }
 
 }  // namespace

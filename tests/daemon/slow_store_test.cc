@@ -162,7 +162,7 @@ class ServedDaemon {
                 [this](const Config&) {
                   auto made = std::make_unique<FakeRegister>();
                   register_ = made.get();
-                  return std::unique_ptr<MachineRegister>(std::move(made));
+                  return std::unique_ptr<reg::MachineRegister>(std::move(made));
                 },
             .make_fronts = [](const FrontContext&)
                 -> tl::expected<std::vector<std::unique_ptr<Front>>, std::string> { return {}; },
@@ -390,7 +390,7 @@ TEST(SlowStore, AnUnreachableRegisterPausesAsSuchAndEverySurfaceNamesItAndItsLas
   ASSERT_TRUE(client);
 
   // Act 1: the register stops answering.
-  daemon.reg().Fail(RegisterErrorCode::kUnreachable);
+  daemon.reg().Fail(reg::RegisterErrorCode::kUnreachable);
   const ::testing::AssertionResult paused_in_time = WaitUntil(
       [&] {
         const DaemonStatus s = daemon.Status();
@@ -402,7 +402,7 @@ TEST(SlowStore, AnUnreachableRegisterPausesAsSuchAndEverySurfaceNamesItAndItsLas
   auto refused = client->Next();
 
   // Act 2: it answers, but with an error (not an outage): persistence_failed again.
-  daemon.reg().Fail(RegisterErrorCode::kUnreadable);
+  daemon.reg().Fail(reg::RegisterErrorCode::kUnreadable);
   const ::testing::AssertionResult refusal_in_time =
       WaitUntil([&] { return daemon.Status().reason_code == "persistence_failed"; }, 20s,
                 "daemon.Status().reason_code == \"persistence_failed\"", 1ms);

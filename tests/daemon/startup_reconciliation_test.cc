@@ -125,7 +125,7 @@ TEST(StartupReconciliation, EveryOtherCaseWaitsOutTheReservation) {
     // below our reservation but above our segment's last ID.
     StartupFacts f = AfterSigkill();
     f.state_identity = kOurs;
-    f.host_mark = HostMark{kNow + 300, kTheirs};
+    f.host_mark = reg::HostMark{kNow + 300, kTheirs};
     rows.push_back({"another daemon of this host served the number since", f});
   }
   for (const Row& row : rows) {
@@ -156,7 +156,7 @@ TEST(StartupReconciliation, ATrustedSegmentStillStartsAboveTheFloorTheLastStartS
 TEST(StartupReconciliation, TheSegmentIsStillExactWhenTheHostMarkIsOurOwn) {
   StartupFacts f = AfterSigkill();
   f.state_identity = kOurs;
-  f.host_mark = HostMark{kNow + 900, kOurs};
+  f.host_mark = reg::HostMark{kNow + 900, kOurs};
 
   auto sut = ReconcileStartup(f);
 
@@ -171,7 +171,7 @@ TEST(StartupReconciliation, AMarkOfAnotherStateDirectoryOfTheSamePathIsAnotherDa
   StartupFacts f = AfterSigkill();
   // Each marks its state directory with an identity of its own (state_identity.h).
   f.state_identity = kOurs;
-  f.host_mark = HostMark{kNow + 300, kTheirs};
+  f.host_mark = reg::HostMark{kNow + 300, kTheirs};
 
   auto sut = ReconcileStartup(f);
 
@@ -200,7 +200,7 @@ TEST(StartupReconciliation, WithoutAnIdentityNoHostMarkIsOurs) {
   // never taken for this daemon's own when this daemon has none either.
   StartupFacts f = AfterSigkill();
   f.state_identity = "";
-  f.host_mark = HostMark{kNow + 300, ""};
+  f.host_mark = reg::HostMark{kNow + 300, ""};
 
   auto sut = ReconcileStartup(f);
 
@@ -215,7 +215,7 @@ TEST(StartupReconciliation, TheMarkNamesWhoSetIt) {
   StartupFacts host_above = AfterSigkill();
   host_above.segment.continued = false;
   host_above.state_identity = kOurs;
-  host_above.host_mark = HostMark{kNow + 3000, kTheirs};
+  host_above.host_mark = reg::HostMark{kNow + 3000, kTheirs};
 
   auto trusted = ReconcileStartup(AfterSigkill());
   auto by_register = ReconcileStartup(register_above);
@@ -233,7 +233,7 @@ TEST(StartupReconciliation, AFirstStartOnANumberAnotherDaemonOfTheHostServedStar
   f.now_unix_ms = kNow;
   f.epoch_unix_ms = kEpoch;
   f.state_identity = kOurs;
-  f.host_mark = HostMark{kNow + 5000, kTheirs};
+  f.host_mark = reg::HostMark{kNow + 5000, kTheirs};
   f.segment = {.path = kPath, .continued = false, .last_published_id = 0, .incarnation = 1};
 
   auto sut = ReconcileStartup(f);

@@ -17,7 +17,7 @@
 
 namespace {
 
-using namespace snowflake::daemon::etcd;
+using namespace snowflake::reg::etcd;
 
 constexpr int kStatuses[16] = {200, 200, 200, 200, 200, 200, 200, 200,
                                400, 401, 404, 408, 429, 500, 502, 503};

@@ -96,9 +96,9 @@ doc() {
 }
 
 # An include up from each folder of code, in each form.
-include text/time_text.cc '#include "snowflake/id_layout.h"' \
-  'text/time_text.cc:' "text/ may include only from itself, not from shm/"
-include shm/segment.cc '#include "protocol/vocabulary.h"' "shm/ may include only from itself and {text/}, not from protocol/"
+include base/time_text.cc '#include "snowflake/id_layout.h"' \
+  'base/time_text.cc:' "base/ may include only from itself, not from shm/"
+include shm/segment.cc '#include "protocol/vocabulary.h"' "shm/ may include only from itself and {base/}, not from protocol/"
 include shm/ring_consumer.cc '#include <snowflake/client.h>' \
   "includes <snowflake/client.h> (libclient/include/snowflake/client.h): shm/ may include"
 include protocol/control_protocol.cc '#include "daemon/control/status_board.h"' \
@@ -108,8 +108,8 @@ include protocol/control_client.cc '#include "libclient/status/status_report.h"'
 include libclient/client.cc '#include "daemon/core/heartbeat.h"' "libclient/ may include only" "not from daemon/core/"
 include libclient/status/status_report.cc '#include "command_error.h"' \
   '(cli/command_error.h): libclient/status/ may include only' "not from cli/"
-include base/file_lock.cc '#include "daemon/core/heartbeat.h"' "base/ may include only" "not from daemon/core/"
-include base/toml_fields.cc '#include "register/machine_register.h"' "base/ may include only" "not from register/"
+include util/file_lock.cc '#include "daemon/core/heartbeat.h"' "util/ may include only" "not from daemon/core/"
+include util/toml_fields.cc '#include "register/machine_register.h"' "util/ may include only" "not from register/"
 include register/file_register.cc '#include "daemon/config/config.h"' "not from daemon/config/"
 include register/etcd_client.cc '#include "protocol/vocabulary.h"' "register/ may include only" "not from protocol/"
 include daemon/config/config.cc '#include "daemon/core/heartbeat.h"' "daemon/config/ may include only" \
@@ -155,8 +155,8 @@ include daemon/grpc/grpc_front.cc '// a front the arrow table has no row for' \
   "daemon/grpc/ holds C or C++ code (daemon/grpc/grpc_front.cc) but has no row"
 doc '/^| `daemon\/http\/` |/a | `daemon/gone/` | `daemon/core/` | — |' includes "a row for a folder that is not there" \
   "has a row for \`daemon/gone/\`, but the tree has no folder daemon/gone/"
-doc '/^| `daemon\/http\/` |/a | `daemon/model/` | — | — |' includes "a row for a folder without code" \
-  "has a row for \`daemon/model/\`, which holds no C or C++ file"
+doc '/^| `daemon\/http\/` |/a | `register/model/` | — | — |' includes "a row for a folder without code" \
+  "has a row for \`register/model/\`, which holds no C or C++ file"
 doc '/^| `daemon\/http\/` |/d' includes "a folder's row removed" \
   "daemon/http/ holds C or C++ code" "lets \`daemon/\` include from \`daemon/http/\`, which has no row"
 doc 's/^| `daemon\/core\/` | `daemon\/metrics\/`, /| `daemon\/core\/` | `daemon\/control\/`, `daemon\/metrics\/`, /' \
@@ -172,7 +172,7 @@ printf '%s\n' 'target_link_libraries(snowflakectl_commands PRIVATE snowflake_dae
   >>"$work/tree/cli/CMakeLists.txt"
 expect links "the CLI linking the daemon's core" \
   "snowflakectl_commands (in cli/) links snowflake_daemon_core (in daemon/): cli/ may link only"
-doc 's/^| `shm\/` | `text\/` | `snowflake_shm` |/| `shm\/` | `text\/` | `snowflake_shmem` |/' links \
+doc 's/^| `shm\/` | `base\/` | `snowflake_shm` |/| `shm\/` | `base\/` | `snowflake_shmem` |/' links \
   "a target renamed in the table only" \
   "the build defines target snowflake_shm, which no row" \
   "names target \`snowflake_shmem\` in the row of \`shm/\`, but no CMakeLists.txt"

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # docs/architecture.md's tables of the daemon's parts and of its start and stop are the
 # tree's and the code's. Fails, naming each finding, when:
-#   - a file of daemon/, register/ or base/ is missing from the parts tables of
+#   - a file of daemon/, register/ or util/ is missing from the parts tables of
 #     docs/architecture.md (a file of daemon/ is listed by its path under daemon/, e.g.
-#     `core/fill_loop.h/.cc`; one of register/ or base/ by its path from the top), or the
+#     `core/fill_loop.h/.cc`; one of register/ or util/ by its path from the top), or the
 #     tables name a file that does not exist;
 #   - the stages of docs/architecture.md's "Startup and shutdown" table are not kTable's
 #     in Daemon::BuildTable() (daemon/daemon.cc), in its order: the code is the one table.
@@ -25,19 +25,19 @@ finding() {
 table=$(awk 'f && /^## /{exit} /^## The parts/{f=1} f' "$doc" | grep '^|')
 [ -n "$table" ] || { echo "check_parts: no parts table under '## The parts' in $doc"; exit 1; }
 
-# Where a name of the parts tables is: register/ and base/ at the top, the rest in daemon/.
+# Where a name of the parts tables is: register/ and util/ at the top, the rest in daemon/.
 located() {
   case "$1" in
-    register/* | base/*) echo "$root/$1" ;;
+    register/* | util/*) echo "$root/$1" ;;
     *) echo "$root/daemon/$1" ;;
   esac
 }
 
 # 1. Every file of daemon/ (but the model's, which its own README covers), register/ and
-#    base/ is in the tables.
+#    util/ is in the tables.
 while IFS= read -r path; do
   rel=${path#"$root/daemon/"}
-  [[ "$path" == "$root/register/"* || "$path" == "$root/base/"* ]] && rel=${path#"$root/"}
+  [[ "$path" == "$root/register/"* || "$path" == "$root/util/"* ]] && rel=${path#"$root/"}
   case "$rel" in model/* | CMakeLists.txt | */CMakeLists.txt) continue ;; esac
   name=${rel##*/}
   stem=${name%%.*}
@@ -47,7 +47,7 @@ while IFS= read -r path; do
   if [[ "$table" != *"\`$prefix$stem."* && "$table" != *"\`$prefix$name\`"* ]]; then
     finding "${path#"$root/"} is not in the parts tables of docs/architecture.md (add a row naming \`$prefix$name\`)"
   fi
-done < <(find "$root/daemon" "$root/register" "$root/base" -type f 2>/dev/null | sort)
+done < <(find "$root/daemon" "$root/register" "$root/util" -type f 2>/dev/null | sort)
 
 # 1b. Every file the tables name exists: `dir/stem.h/.cc` names two files, `dir/` a folder,
 #     and a name in the row of a folder (`model/` (`fencing.pml`, ...)) a file in it.
@@ -87,4 +87,4 @@ if [ "$findings" -gt 0 ]; then
   echo "check_parts: $findings finding(s)"
   exit 1
 fi
-echo "check_parts: every file of daemon/, register/ and base/ is in the parts tables; the stages are kTable's"
+echo "check_parts: every file of daemon/, register/ and util/ is in the parts tables; the stages are kTable's"

@@ -23,8 +23,8 @@ namespace snowflake::testing {
 namespace {
 
 using namespace std::chrono_literals;
-using daemon::etcd::ErrorKind;
-using daemon::etcd::EtcdClient;
+using reg::etcd::ErrorKind;
+using reg::etcd::EtcdClient;
 using ::testing::HasSubstr;
 
 int PortOf(const std::string& url) { return std::stoi(url.substr(url.rfind(':') + 1)); }
@@ -46,14 +46,14 @@ class FaultProxyTest : public ::testing::Test {
 
   // A client that only knows the proxy, giving up on an answer after 300 ms.
   EtcdClient ThroughProxy() const {
-    daemon::etcd::ClientOptions options;
+    reg::etcd::ClientOptions options;
     options.endpoints = {sut_->url()};
     options.request_timeout_ms = 300;
     options.connect_timeout_ms = 300;
     return EtcdClient(options);
   }
   static EtcdClient Direct() {
-    daemon::etcd::ClientOptions options;
+    reg::etcd::ClientOptions options;
     options.endpoints = {cluster_->ClientUrl(0)};
     return EtcdClient(options);
   }
@@ -152,8 +152,8 @@ TEST_F(FaultProxyTest, HoldKeepsOnlyMatchingRequestsAndDiscardForgetsThem) {
   // Arrange
   auto client = ThroughProxy();
   ASSERT_TRUE(sut_->SetMode(FaultProxy::Mode::kHold, "/v3/kv/txn"));
-  daemon::etcd::TxnRequest txn;
-  txn.success = {daemon::etcd::Op::Put(key_, "from-txn")};
+  reg::etcd::TxnRequest txn;
+  txn.success = {reg::etcd::Op::Put(key_, "from-txn")};
 
   // Act
   auto put = client.Put(key_, "from-put");  // passes

@@ -2,7 +2,7 @@
 // and fill loop, a Client's deadlines and freshness judgement, the register's leases.
 // ManualClock moves only when the test moves it; AheadClock is the real clock plus a
 // step the test adds, for tests beside a real daemon. Header only: their users link
-// snowflake::text (every library of the project does).
+// snowflake::base (every library of the project does).
 //
 // Two readings: the wall clock (ms, stepped by Set()/Advance(), or moved with the steady
 // clock by Tick()) and the monotonic clock (ns, moved only by Tick() and by sleeps). A
