@@ -6,13 +6,12 @@
 
 namespace snowflake::reg {
 
-EtcdKeepAlive::EtcdKeepAlive(etcd::ClientOptions client, int64_t lease_ttl_s)
-    : client_(std::move(client)), lease_ttl_s_(lease_ttl_s) {}
+EtcdKeepAlive::EtcdKeepAlive(etcd::ClientOptions client, int64_t lease_ttl_s, Clock& clock)
+    : client_(std::move(client)), lease_ttl_s_(lease_ttl_s), clock_(clock) {}
 
 EtcdKeepAlive::~EtcdKeepAlive() { Stop(); }
 
-void EtcdKeepAlive::Start(int64_t lease, uint32_t machine,
-                          std::chrono::steady_clock::time_point granted) {
+void EtcdKeepAlive::Start(int64_t lease, uint32_t machine, Clock::SteadyTime granted) {
   thread_ = std::thread([this, lease, machine, granted] { Loop(lease, machine, granted); });
 }
 
@@ -38,15 +37,14 @@ void EtcdKeepAlive::MarkLost(std::string reason) {
   lost_.store(true, std::memory_order_release);
 }
 
-void EtcdKeepAlive::Loop(int64_t lease, uint32_t machine,
-                         std::chrono::steady_clock::time_point granted) {
+void EtcdKeepAlive::Loop(int64_t lease, uint32_t machine, Clock::SteadyTime granted) {
   etcd::EtcdClient client(client_);
   const auto period = std::chrono::milliseconds(std::max<int64_t>(lease_ttl_s_ * 1000 / 3, 200));
   const auto retry = std::chrono::milliseconds(std::max<int64_t>(lease_ttl_s_ * 1000 / 10, 100));
   // The lease has run since its grant: renew a third of the TTL after it, or at once.
-  auto wait = std::max(std::chrono::milliseconds(0),
-                       std::chrono::duration_cast<std::chrono::milliseconds>(
-                           granted + period - std::chrono::steady_clock::now()));
+  auto wait = std::max(
+      std::chrono::milliseconds(0),
+      std::chrono::duration_cast<std::chrono::milliseconds>(granted + period - clock_.SteadyNow()));
   for (;;) {
     {
       std::unique_lock lock(mutex_);

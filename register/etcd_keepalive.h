@@ -18,24 +18,28 @@
 #include <thread>
 
 #include "register/etcd_client.h"
+#include "snowflake/clock.h"
 
 namespace snowflake::reg {
 
 class EtcdKeepAlive {
  public:
   // `client`: the options of the thread's own connection; the period is derived from
-  // `lease_ttl_s`. Starts nothing.
-  EtcdKeepAlive(etcd::ClientOptions client, int64_t lease_ttl_s);
+  // `lease_ttl_s`; `clock` (the register's, outliving this) says how long the lease has
+  // run since its grant. The waits between renewals are real time on a condition variable,
+  // so that Stop() ends them at once. Starts nothing.
+  EtcdKeepAlive(etcd::ClientOptions client, int64_t lease_ttl_s, Clock& clock);
   // Stop().
   ~EtcdKeepAlive();
   EtcdKeepAlive(const EtcdKeepAlive&) = delete;
   EtcdKeepAlive& operator=(const EtcdKeepAlive&) = delete;
 
   // Starts the thread renewing `lease`, the lease of the claim of `machine` (named in the
-  // reason when it is gone), granted at `granted`: the first renewal comes a third of the
+  // reason when it is gone), granted at `granted` (the clock's SteadyNow() when the grant
+  // was asked for): the first renewal comes a third of the
   // TTL after the grant, at once if the claim took longer (a slow claim in a storm must
   // not let its lease run out before the first renewal). REQUIRES: called once.
-  void Start(int64_t lease, uint32_t machine, std::chrono::steady_clock::time_point granted);
+  void Start(int64_t lease, uint32_t machine, Clock::SteadyTime granted);
   // Ends the thread (if started) and waits for it; idempotent.
   void Stop();
 
@@ -47,11 +51,12 @@ class EtcdKeepAlive {
   void MarkLost(std::string reason);
 
  private:
-  void Loop(int64_t lease, uint32_t machine, std::chrono::steady_clock::time_point granted);
+  void Loop(int64_t lease, uint32_t machine, Clock::SteadyTime granted);
 
   // Constant after construction.
   const etcd::ClientOptions client_;
   const int64_t lease_ttl_s_;
+  Clock& clock_;
 
   // Shared between the keepalive thread and the register's callers.
   // Release on set, acquire on read: whoever sees it set also sees the reason written

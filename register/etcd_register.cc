@@ -65,7 +65,7 @@ std::unique_ptr<MachineRegister> MakeEtcdRegister(const EtcdRegisterConfig& own,
 EtcdRegister::EtcdRegister(EtcdRegisterOptions options)
     : options_(std::move(options)),
       client_(options_.client),
-      keepalive_(options_.client, options_.lease_ttl_s) {
+      keepalive_(options_.client, options_.lease_ttl_s, clock()) {
   if (options_.host.empty()) options_.host = HostName();
 }
 

@@ -388,7 +388,7 @@ class EtcdRegister final : public MachineRegister {
   std::optional<uint32_t> machine_;
   std::string holder_id_;
   int64_t lease_ = 0;
-  std::chrono::steady_clock::time_point lease_granted_{};  // when lease_ was asked for
+  Clock::SteadyTime lease_granted_{};  // when lease_ was asked for (clock().SteadyNow())
   int64_t claim_mark_ = 0;     // the mark read when claiming: never write below it
   int64_t committed_ = 0;      // the highest mark a committed raise wrote
   int64_t attempted_max_ = 0;  // the highest mark any raise tried (may have committed)

@@ -372,9 +372,9 @@ tl::expected<void, RegisterError> EtcdRegister::FreshLease(bool* lease_used) {
     (void)client_.Revoke(lease_);
     lease_ = 0;
   }
-  // Before the request, in steady time as the keepalive's: etcd counts the TTL from its
-  // own grant, which comes after this.
-  const auto asked = std::chrono::steady_clock::now();
+  // Before the request, on the register's steady clock as the keepalive reads it: etcd
+  // counts the TTL from its own grant, which comes after this.
+  const auto asked = clock().SteadyNow();
   auto grant = client_.GrantLease(options_.lease_ttl_s);
   if (!grant) return tl::unexpected(Failure("cannot grant a lease", grant.error()));
   lease_ = grant->id;

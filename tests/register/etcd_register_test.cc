@@ -26,7 +26,9 @@
 #include <vector>
 
 #include "etcd_cluster.h"
+#include "manual_clock.h"
 #include "register/etcd_client.h"
+#include "register/etcd_keepalive.h"
 #include "register/etcd_records.h"
 #include "register/register_settings.h"
 #include "register/static_register.h"
@@ -97,6 +99,38 @@ class EtcdRegisterTest : public ::testing::Test {
 };
 
 EtcdCluster* EtcdRegisterTest::cluster_ = nullptr;
+
+// The keepalive reads the lease's age on the register's clock (the one seam): a lease
+// the clock says was granted 11 s ago, past a third of its 30 s TTL, is renewed at once,
+// though in real time it was granted a few seconds ago and the next renewal is 10 s off.
+TEST_F(EtcdRegisterTest, TheKeepAliveCountsTheLeasesAgeOnTheRegistersClock) {
+  auto client = Client();
+  const auto grant = client.GrantLease(30);
+  ASSERT_TRUE(grant) << grant.error().message;
+  const auto ttl_left = [&] {
+    const auto live = client.TimeToLive(grant->id);
+    return live ? live->ttl_s : int64_t{-2};
+  };
+  // Aged in etcd first, so that a renewal shows as the TTL going back up.
+  ASSERT_TRUE(
+      testing::WaitUntil([&] { return ttl_left() <= 28; }, 10s, "the lease to age 2 s in etcd"));
+  testing::ManualClock clock = testing::ManualClock::AtRealNow();
+  const auto granted = clock.SteadyNow();
+  clock.SleepFor(11s);  // moves the test's clock only
+  etcd::ClientOptions options;
+  options.endpoints = cluster_->ClientUrls();
+  EtcdKeepAlive sut(options, 30, clock);
+
+  sut.Start(grant->id, 7, granted);
+
+  EXPECT_TRUE(
+      testing::WaitUntil([&] { return ttl_left() >= 29; }, 5s,
+                         "the first renewal at once (the clock says the lease is 11 s old)"))
+      << "TTL left: " << ttl_left();
+  sut.Stop();
+  EXPECT_FALSE(sut.lost()) << sut.lost_reason();
+  (void)client.Revoke(grant->id);
+}
 
 TEST_F(EtcdRegisterTest, SixteenRaceForEightNumbersExactlyEightWinDistinctNumbers) {
   // Arrange
