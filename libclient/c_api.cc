@@ -13,6 +13,7 @@
 
 #include "protocol/vocabulary.h"
 #include "snowflake/client.h"
+#include "snowflake/id_layout.h"
 #include "snowflake/snowflake.h"
 #include "snowflake/time_text.h"
 
@@ -165,6 +166,74 @@ sf_status ReadOptions(const sf_options& opts, sf_options& given) {
   return SF_OK;
 }
 
+// The IdLayout of `bits` and `epoch_unix_ms` for the C function `fn`, or the failure it
+// returns: SF_INVALID_ARGUMENT saying what is wrong with either.
+tl::expected<snowflake::IdLayout, sf_status> LayoutOf(const char* fn, const sf_id_bits& bits,
+                                                      int64_t epoch_unix_ms) noexcept {
+  const snowflake::IdBits id_bits{bits.time, bits.machine, bits.sequence};
+  auto layout = snowflake::IdLayout::Create(epoch_unix_ms, id_bits);
+  if (layout) return *layout;
+  try {
+    if (layout.error() == snowflake::IdError::kBitsInvalid) {
+      // The epoch only dates the message's "until" years; a bad one must not hide the bits.
+      const int64_t dated = epoch_unix_ms >= 0 ? epoch_unix_ms : snowflake::kDefaultEpochUnixMs;
+      return tl::unexpected(
+          Fail(SF_INVALID_ARGUMENT,
+               (std::string(fn) + ": sf_id_bits " + std::to_string(bits.time) + "/" +
+                std::to_string(bits.machine) + "/" + std::to_string(bits.sequence) +
+                " is not a layout: " + snowflake::IdBitsProblem(id_bits, dated))
+                   .c_str()));
+    }
+    return tl::unexpected(
+        Fail(SF_INVALID_ARGUMENT,
+             (std::string(fn) + ": epoch " + std::to_string(epoch_unix_ms) +
+              " out of range: it must be a non-negative Unix time in milliseconds, at most "
+              "2^63-2^" +
+              std::to_string(bits.time) + " for " + std::to_string(bits.time) + " time bits")
+                 .c_str()));
+  } catch (...) {
+    return tl::unexpected(Fail(SF_INVALID_ARGUMENT, "not a layout or epoch out of range"));
+  }
+}
+
+// Decodes for sf_decode and sf_decode_in (`fn`, for messages).
+sf_status DecodeIn(const char* fn, const snowflake::IdLayout& layout, uint64_t id,
+                   sf_decoded_id* out) noexcept {
+  auto decoded = layout.Decode(id);
+  if (!decoded) {
+    try {
+      return Fail(SF_INVALID_ARGUMENT, (std::string(fn) + ": " + std::to_string(id) + ": " +
+                                        std::string(snowflake::IdErrorMessage(decoded.error())))
+                                           .c_str());
+    } catch (...) {
+      return Fail(SF_INVALID_ARGUMENT, "no ID");
+    }
+  }
+  *out = sf_decoded_id{decoded->unix_ms, decoded->machine, decoded->sequence};
+  return SF_OK;
+}
+
+// Bounds for sf_bounds and sf_bounds_in (`fn`, for messages).
+sf_status BoundsIn(const char* fn, const snowflake::IdLayout& layout, int64_t from_unix_ms,
+                   int64_t to_unix_ms, sf_id_bounds* out) noexcept {
+  const auto bounds = layout.Bounds(from_unix_ms, to_unix_ms);
+  if (!bounds) {
+    const sf_status status = bounds.error() == snowflake::IdError::kRangeReversed
+                                 ? SF_INVALID_ARGUMENT
+                                 : SF_TIME_OUT_OF_RANGE;
+    try {
+      return Fail(status,
+                  (std::string(fn) + ": " + std::string(snowflake::IdErrorMessage(bounds.error())))
+                      .c_str());
+    } catch (...) {
+      return Fail(status, "no IDs for this range");
+    }
+  }
+  *out =
+      sf_id_bounds{bounds->first_id, bounds->last_id, bounds->first_unix_ms, bounds->last_unix_ms};
+  return SF_OK;
+}
+
 }  // namespace
 
 extern "C" {
@@ -238,13 +307,17 @@ void sf_close(sf_client* c) { delete c; }
 sf_status sf_decode(const sf_client* c, uint64_t id, sf_decoded_id* out) {
   if (out == nullptr) return Fail(SF_INVALID_ARGUMENT, "sf_decode: out is NULL");
   const snowflake::IdLayout layout = c != nullptr ? c->client.layout() : snowflake::IdLayout();
-  auto decoded = layout.Decode(id);
-  if (!decoded) {
-    return Fail(SF_INVALID_ARGUMENT,
-                std::string(snowflake::IdErrorMessage(decoded.error())).c_str());
+  return DecodeIn("sf_decode", layout, id, out);
+}
+
+sf_status sf_decode_in(const sf_id_bits* bits, int64_t epoch_unix_ms, uint64_t id,
+                       sf_decoded_id* out) {
+  if (bits == nullptr || out == nullptr) {
+    return Fail(SF_INVALID_ARGUMENT, "sf_decode_in: NULL argument: bits and out are required");
   }
-  *out = sf_decoded_id{decoded->unix_ms, decoded->machine, decoded->sequence};
-  return SF_OK;
+  const auto layout = LayoutOf("sf_decode_in", *bits, epoch_unix_ms);
+  if (!layout) return layout.error();
+  return DecodeIn("sf_decode_in", *layout, id, out);
 }
 
 sf_status sf_parse_time(const char* text, int64_t* unix_ms) {
@@ -275,21 +348,31 @@ sf_status sf_bounds(int64_t epoch_unix_ms, int64_t from_unix_ms, int64_t to_unix
                 "sf_bounds: epoch out of range: it must be a non-negative Unix time in "
                 "milliseconds, at most 2^63-2^41");
   }
-  const auto bounds = layout->Bounds(from_unix_ms, to_unix_ms);
-  if (!bounds) {
-    const sf_status status = bounds.error() == snowflake::IdError::kRangeReversed
-                                 ? SF_INVALID_ARGUMENT
-                                 : SF_TIME_OUT_OF_RANGE;
-    try {
-      return Fail(status,
-                  ("sf_bounds: " + std::string(snowflake::IdErrorMessage(bounds.error()))).c_str());
-    } catch (...) {
-      return Fail(status, "sf_bounds: no IDs for this range");
-    }
+  return BoundsIn("sf_bounds", *layout, from_unix_ms, to_unix_ms, out);
+}
+
+sf_status sf_bounds_in(const sf_id_bits* bits, int64_t epoch_unix_ms, int64_t from_unix_ms,
+                       int64_t to_unix_ms, sf_id_bounds* out) {
+  if (bits == nullptr || out == nullptr) {
+    return Fail(SF_INVALID_ARGUMENT, "sf_bounds_in: NULL argument: bits and out are required");
   }
-  *out =
-      sf_id_bounds{bounds->first_id, bounds->last_id, bounds->first_unix_ms, bounds->last_unix_ms};
-  return SF_OK;
+  const auto layout = LayoutOf("sf_bounds_in", *bits, epoch_unix_ms);
+  if (!layout) return layout.error();
+  return BoundsIn("sf_bounds_in", *layout, from_unix_ms, to_unix_ms, out);
+}
+
+sf_status sf_parse_layout(const char* text, sf_id_bits* out) {
+  if (text == nullptr || out == nullptr) {
+    return Fail(SF_INVALID_ARGUMENT, "sf_parse_layout: NULL argument: text and out are required");
+  }
+  try {
+    auto parsed = snowflake::ParseIdBits(text, snowflake::kDefaultEpochUnixMs);
+    if (!parsed) return Fail(SF_INVALID_ARGUMENT, ("sf_parse_layout: " + parsed.error()).c_str());
+    *out = sf_id_bits{parsed->time, parsed->machine, parsed->sequence};
+    return SF_OK;
+  } catch (...) {
+    return Fail(SF_SYSTEM_ERROR, "sf_parse_layout: out of memory");
+  }
 }
 
 const char* sf_status_str(sf_status s) {

@@ -12,7 +12,7 @@ if [ -n "$unexpected" ]; then
   echo "$unexpected" >&2
   exit 1
 fi
-for required in sf_open sf_next sf_next_batch sf_close sf_bounds sf_parse_time 'snowflake::ParseTimeText' 'snowflake::Client::Open(' 'snowflake::Client::Next()' 'snowflake::Clock::Real()' 'vtable for snowflake::Clock'; do
+for required in sf_open sf_next sf_next_batch sf_close sf_bounds sf_parse_time sf_parse_layout sf_decode_in sf_bounds_in 'snowflake::ParseTimeText' 'snowflake::Client::Open(' 'snowflake::Client::Next()' 'snowflake::Clock::Real()' 'vtable for snowflake::Clock'; do
   grep -qF -- "$required" <<<"$symbols" || { echo "libsnowflake.so does not export $required" >&2; exit 1; }
 done
 echo "libsnowflake.so exports $(wc -l <<<"$symbols") API symbols and nothing else"

@@ -140,7 +140,8 @@ typedef struct sf_decoded_id {
 } sf_decoded_id;
 
 /* Splits id using c's segment layout (its epoch and bits, from the segment header), or the
- * default layout (2026-01-01T00:00:00Z, 41/10/12) when c is NULL or has no daemon yet. Returns
+ * default layout (2026-01-01T00:00:00Z, 41/10/12) when c is NULL or has no daemon yet (a
+ * given epoch and layout: sf_decode_in, below). Returns
  * SF_OK, or SF_INVALID_ARGUMENT (out is NULL, or id has the sign bit set and is no ID). */
 sf_status sf_decode(const sf_client *c, uint64_t id, sf_decoded_id *out);
 
@@ -162,15 +163,53 @@ typedef struct sf_id_bounds {
   int64_t last_unix_ms;  /* its end, lowered to the epoch's last millisecond if later */
 } sf_id_bounds;
 
-/* The smallest and largest IDs any machine can make in the default bits (41/10/12) with
- * the epoch epoch_unix_ms (SF_DEFAULT_EPOCH_UNIX_MS by default), at the
- * milliseconds from from_unix_ms to to_unix_ms, both included. A range reaching outside
- * what IDs of the epoch can carry is cut to it (*out says where). Returns SF_OK,
- * SF_INVALID_ARGUMENT (out is NULL, the epoch is negative or too late, or from_unix_ms >
- * to_unix_ms) or SF_TIME_OUT_OF_RANGE (the whole range is before the epoch or after its
- * last millisecond). *out is written only on SF_OK. Needs no daemon. */
+/* The smallest and largest IDs any machine can make in the default bits (41/10/12; another
+ * layout's: sf_bounds_in) with the epoch epoch_unix_ms (SF_DEFAULT_EPOCH_UNIX_MS by default), at
+ * the milliseconds from from_unix_ms to to_unix_ms, both included. A range reaching outside what
+ * IDs of the epoch can carry is cut to it (*out says where). Returns SF_OK, SF_INVALID_ARGUMENT
+ * (out is NULL, the epoch is negative or too late, or from_unix_ms > to_unix_ms) or
+ * SF_TIME_OUT_OF_RANGE (the whole range is before the epoch or after its last millisecond). *out is
+ * written only on SF_OK. Needs no daemon. */
 sf_status sf_bounds(int64_t epoch_unix_ms, int64_t from_unix_ms, int64_t to_unix_ms,
                        sf_id_bounds *out);
+
+/* An ID layout's bits (docs/id-layout.md): how the 63 bits below the sign bit split into
+ * the milliseconds since the epoch (time, the highest), the machine number and the
+ * sequence within the millisecond (the lowest). A layout fills all 63 bits with time
+ * 40-44, machine 1-16 and sequence 6 or more; the default is 41/10/12. A platform chooses
+ * it once, with its epoch ([id] layout in snowflaked's config). */
+typedef struct sf_id_bits {
+  int32_t time;     /* bits of milliseconds since the epoch: 2^time ms of IDs */
+  int32_t machine;  /* bits of the machine number: 2^machine hosts */
+  int32_t sequence; /* bits of the sequence: 2^sequence IDs per ms per host */
+} sf_id_bits;
+
+/* Parses a layout the way snowflaked's config ([id] layout) and snowflakectl --layout do: a
+ * preset ("default", "8192-hosts", "65536-hosts") or time/machine/sequence bits ("41/16/6",
+ * "time41-machine16-sequence6"). Returns SF_OK with *out set, or SF_INVALID_ARGUMENT (a NULL
+ * argument, or text that is no layout: sf_last_error says which rule it breaks, what each
+ * choice gives, with years counted from the default epoch, and the presets) or
+ * SF_SYSTEM_ERROR (out of memory). *out is written only on SF_OK. Needs no daemon. */
+sf_status sf_parse_layout(const char *text, sf_id_bits *out);
+
+/* sf_decode with a layout given rather than a client's: splits id by the bits *bits and the
+ * epoch epoch_unix_ms, the daemons' [id] layout and [id] epoch (sf_parse_layout,
+ * sf_parse_time). Returns SF_OK, or SF_INVALID_ARGUMENT (bits or out is NULL, *bits is no
+ * layout, the epoch is negative or so late that its range overflows, or id has the sign
+ * bit set and is no ID; sf_last_error says which). *out is written only on SF_OK. Needs no
+ * daemon. */
+sf_status sf_decode_in(const sf_id_bits *bits, int64_t epoch_unix_ms, uint64_t id,
+                       sf_decoded_id *out);
+
+/* sf_bounds in the bits *bits rather than the default's: the smallest and largest IDs any
+ * machine can make with them and the epoch epoch_unix_ms at the milliseconds from
+ * from_unix_ms to to_unix_ms, both included, cut to what the epoch's IDs can carry (*out
+ * says where). Returns SF_OK, SF_INVALID_ARGUMENT (bits or out is NULL, *bits is no layout,
+ * the epoch is negative or too late, or from_unix_ms > to_unix_ms) or SF_TIME_OUT_OF_RANGE
+ * (the whole range is before the epoch or after its last millisecond). *out is written
+ * only on SF_OK. Needs no daemon. */
+sf_status sf_bounds_in(const sf_id_bits *bits, int64_t epoch_unix_ms, int64_t from_unix_ms,
+                       int64_t to_unix_ms, sf_id_bounds *out);
 
 /* A stable name for a status ("ok", "daemon_paused", ...). Never NULL; static storage. */
 const char *sf_status_str(sf_status s);
