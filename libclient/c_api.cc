@@ -186,10 +186,10 @@ tl::expected<snowflake::IdLayout, sf_status> LayoutOf(const char* fn, const sf_i
     }
     return tl::unexpected(
         Fail(SF_INVALID_ARGUMENT,
-             (std::string(fn) + ": epoch " + std::to_string(epoch_unix_ms) +
-              " out of range: it must be a non-negative Unix time in milliseconds, at most "
-              "2^63-2^" +
-              std::to_string(bits.time) + " for " + std::to_string(bits.time) + " time bits")
+             (std::string(fn) + ": epoch out of range: " + std::to_string(epoch_unix_ms) +
+              " is not a non-negative Unix time in milliseconds of at most 2^63-2^" +
+              std::to_string(bits.time) + " (the layout's " + std::to_string(bits.time) +
+              " time bits must fit after it)")
                  .c_str()));
   } catch (...) {
     return tl::unexpected(Fail(SF_INVALID_ARGUMENT, "not a layout or epoch out of range"));
