@@ -290,21 +290,29 @@ PYBIND11_MODULE(_snowflake, m) {
       .def_property_readonly("service", &PyClient::service)
       .def_property_readonly("closed", &PyClient::closed);
 
-  // (unix_ms, machine, sequence) of id with the epoch epoch_unix_ms.
-  m.def("_decode", [](uint64_t id, int64_t epoch_unix_ms) {
-    auto layout = snowflake::IdLayout::Create(epoch_unix_ms);
-    if (!layout) {
-      RaiseInvalidArgument("epoch out of range: it must be a non-negative Unix time in "
-                           "milliseconds, at most 2^63-2^41");
+  // (unix_ms, machine, sequence) of id with the epoch epoch_unix_ms in `layout` (a preset
+  // or "T/M/S", as snowflaked's [id] layout), through sf_parse_layout and sf_decode_in.
+  m.def("_decode", [](uint64_t id, int64_t epoch_unix_ms, const std::string& layout) {
+    sf_id_bits bits;
+    if (const sf_status status = sf_parse_layout(layout.c_str(), &bits); status != SF_OK) {
+      RaiseStatus(status);
     }
-    auto fields = layout->Decode(id);
-    if (!fields) RaiseInvalidArgument(std::string(snowflake::IdErrorMessage(fields.error())));
-    return py::make_tuple(fields->unix_ms, fields->machine, fields->sequence);
+    sf_decoded_id fields;
+    if (const sf_status status = sf_decode_in(&bits, epoch_unix_ms, id, &fields); status != SF_OK) {
+      RaiseStatus(status);
+    }
+    return py::make_tuple(fields.unix_ms, fields.machine, fields.sequence);
   });
-  // (first_id, last_id, first_unix_ms, last_unix_ms), as sf_bounds.
-  m.def("_bounds", [](int64_t epoch_unix_ms, int64_t from_unix_ms, int64_t to_unix_ms) {
+  // (first_id, last_id, first_unix_ms, last_unix_ms) in `layout`, as sf_bounds_in.
+  m.def("_bounds", [](int64_t epoch_unix_ms, int64_t from_unix_ms, int64_t to_unix_ms,
+                      const std::string& layout) {
+    sf_id_bits bits;
+    if (const sf_status status = sf_parse_layout(layout.c_str(), &bits); status != SF_OK) {
+      RaiseStatus(status);
+    }
     sf_id_bounds bounds;
-    if (const sf_status status = sf_bounds(epoch_unix_ms, from_unix_ms, to_unix_ms, &bounds);
+    if (const sf_status status =
+            sf_bounds_in(&bits, epoch_unix_ms, from_unix_ms, to_unix_ms, &bounds);
         status != SF_OK) {
       RaiseStatus(status);
     }

@@ -222,20 +222,33 @@ def _decoded(fields):
     return Decoded(_datetime_of(unix_ms), unix_ms, machine, sequence)
 
 
-def decode(id, epoch=None):
+def _layout(value):
+    """The layout text for _snowflake: a preset name or "T/M/S" (None: "default")."""
+    if value is None:
+        return "default"
+    if not isinstance(value, str):
+        raise _invalid(f"layout: expected a preset name such as \"65536-hosts\" or bits such "
+                       f"as \"41/16/6\", not {type(value).__name__}")
+    return value
+
+
+def decode(id, epoch=None, layout=None):
     """Splits an ID into its time, machine and sequence. epoch: the daemons' [id] epoch (int
-    Unix ms, aware datetime or text); None: the default, 2026-01-01T00:00:00Z."""
+    Unix ms, aware datetime or text); None: the default, 2026-01-01T00:00:00Z. layout: the
+    daemons' [id] layout, a preset ("default", "8192-hosts", "65536-hosts") or
+    time/machine/sequence bits ("41/16/6"); None: "default", 41/10/12."""
     epoch_ms = _snowflake.DEFAULT_EPOCH_UNIX_MS if epoch is None else _unix_ms(epoch, "epoch")
-    return _decoded(_snowflake._decode(_check_id(id), epoch_ms))
+    return _decoded(_snowflake._decode(_check_id(id), epoch_ms, _layout(layout)))
 
 
-def bounds(from_, to, epoch=None):
+def bounds(from_, to, epoch=None, layout=None):
     """The smallest and largest IDs any machine makes from `from_` to `to` (both included;
-    int Unix ms, aware datetimes or texts). A range partly outside what the epoch's IDs
-    carry is cut to it; one wholly outside raises TimeOutOfRangeError."""
+    int Unix ms, aware datetimes or texts), with the epoch and layout as decode() takes
+    them. A range partly outside what the epoch's IDs carry is cut to it; one wholly
+    outside raises TimeOutOfRangeError."""
     epoch_ms = _snowflake.DEFAULT_EPOCH_UNIX_MS if epoch is None else _unix_ms(epoch, "epoch")
     first_id, last_id, first_ms, last_ms = _snowflake._bounds(
-        epoch_ms, _unix_ms(from_, "from"), _unix_ms(to, "to"))
+        epoch_ms, _unix_ms(from_, "from"), _unix_ms(to, "to"), _layout(layout))
     return Bounds(first_id, last_id, _datetime_of(first_ms), _datetime_of(last_ms))
 
 

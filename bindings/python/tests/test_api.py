@@ -253,6 +253,48 @@ def test_module_bounds_refuses_bad_ranges():
         snowflake.bounds(None, 5)
 
 
+# 41/16/6 (65536-hosts): 16 machine bits, 6 sequence bits; the time bits start at bit 22 as
+# in the default, so only the machine and sequence move.
+WIDE_ID = 1 << 22 | 65535 << 6 | 63
+
+
+@pytest.mark.parametrize("layout", ["65536-hosts", "41/16/6", "time41-machine16-sequence6"])
+def test_module_decode_splits_by_the_layout_given(layout):
+    fields = snowflake.decode(WIDE_ID, layout=layout)
+    assert (fields.unix_ms, fields.machine, fields.sequence) == (
+        snowflake._snowflake.DEFAULT_EPOCH_UNIX_MS + 1, 65535, 63)
+    assert snowflake.decode(WIDE_ID, 0, "8192-hosts")[1:] == (1, (1 << 13) - 1, 511)
+    assert snowflake.decode(WIDE_ID) == snowflake.decode(WIDE_ID, layout="default")
+    assert snowflake.decode(WIDE_ID).machine != 65535, "the default bits split it elsewhere"
+
+
+def test_module_bounds_follow_the_layout_given():
+    start = datetime.datetime(2026, 3, 1, tzinfo=UTC)
+    b = snowflake.bounds(start, start, layout="41/16/6")
+    last = snowflake.decode(b.last_id, layout="41/16/6")
+    assert (last.time, last.machine, last.sequence) == (start, 65535, 63)
+    assert b.first_id == snowflake.bounds(start, start).first_id, "the same 41 time bits"
+    assert b.last_id == snowflake.bounds(start, start).last_id, "the same 22 bits below them"
+    longer = snowflake.bounds(0, 1 << 62, 0, "44/1/18")
+    assert longer.last == datetime.datetime(1970, 1, 1, tzinfo=UTC) + datetime.timedelta(
+        milliseconds=(1 << 44) - 1), "44 time bits reach 557 years"
+    assert longer.last_id == (1 << 63) - 1
+
+
+@pytest.mark.parametrize("call", [lambda layout: snowflake.decode(1, layout=layout),
+                                  lambda layout: snowflake.bounds(0, 1, 0, layout)])
+def test_module_decode_and_bounds_refuse_a_bad_layout_saying_why(call):
+    with pytest.raises(snowflake.InvalidArgumentError) as e:
+        call("41/17/6")
+    assert e.value.code == "invalid_argument"
+    assert 'layout "41/17/6" is not a layout' in e.value.message
+    assert "= 64 bits, not 63" in e.value.message and '"65536-hosts" = 41/16/6' in e.value.message
+    with pytest.raises(snowflake.InvalidArgumentError, match="neither a preset"):
+        call("many-hosts")
+    with pytest.raises(snowflake.InvalidArgumentError, match="expected a preset name"):
+        call(41)
+
+
 @pytest.mark.parametrize("name", ["", "Orders", "a b", "x" * 64])
 def test_open_refuses_a_bad_service_name(daemon, name):
     with pytest.raises(snowflake.InvalidServiceNameError) as e:
