@@ -288,6 +288,60 @@ JNIEXPORT jboolean JNICALL Java_example_snowflaked_Native_bounds(JNIEnv* env, jc
   return JNI_TRUE;
 }
 
+// The bits of `layout` (a preset or "T/M/S", sf_parse_layout) into *bits, or false with
+// an exception pending.
+bool LayoutBits(JNIEnv* env, jstring layout, sf_id_bits* bits) {
+  const Utf8 text(env, layout, "the layout");
+  if (!text.ok()) return false;
+  if (text.get() == nullptr) {
+    ThrowInvalidArgument(env,
+                         "the layout is null: give a preset such as \"65536-hosts\" or "
+                         "bits such as \"41/16/6\"");
+    return false;
+  }
+  if (const sf_status status = sf_parse_layout(text.get(), bits); status != SF_OK) {
+    ThrowStatus(env, status);
+    return false;
+  }
+  return true;
+}
+
+JNIEXPORT jboolean JNICALL Java_example_snowflaked_Native_decodeIn(JNIEnv* env, jclass,
+                                                                   jstring layout,
+                                                                   jlong epoch_unix_ms, jlong id,
+                                                                   jlongArray out) {
+  sf_id_bits bits{};
+  if (!LayoutBits(env, layout, &bits)) return JNI_FALSE;
+  sf_decoded_id fields{};
+  if (const sf_status status =
+          sf_decode_in(&bits, epoch_unix_ms, static_cast<uint64_t>(id), &fields);
+      status != SF_OK) {
+    ThrowStatus(env, status);
+    return JNI_FALSE;
+  }
+  const jlong values[3] = {fields.unix_ms, fields.machine, fields.sequence};
+  env->SetLongArrayRegion(out, 0, 3, values);
+  return JNI_TRUE;
+}
+
+JNIEXPORT jboolean JNICALL
+Java_example_snowflaked_Native_boundsIn(JNIEnv* env, jclass, jstring layout, jlong epoch_unix_ms,
+                                        jlong from_unix_ms, jlong to_unix_ms, jlongArray out) {
+  sf_id_bits bits{};
+  if (!LayoutBits(env, layout, &bits)) return JNI_FALSE;
+  sf_id_bounds bounds{};
+  if (const sf_status status =
+          sf_bounds_in(&bits, epoch_unix_ms, from_unix_ms, to_unix_ms, &bounds);
+      status != SF_OK) {
+    ThrowStatus(env, status);
+    return JNI_FALSE;
+  }
+  const jlong values[4] = {static_cast<jlong>(bounds.first_id), static_cast<jlong>(bounds.last_id),
+                           bounds.first_unix_ms, bounds.last_unix_ms};
+  env->SetLongArrayRegion(out, 0, 4, values);
+  return JNI_TRUE;
+}
+
 JNIEXPORT jlong JNICALL Java_example_snowflaked_Native_parseTime(JNIEnv* env, jclass,
                                                                  jstring text) {
   const Utf8 chars(env, text, "the time");

@@ -31,6 +31,13 @@ final class Native {
   /** out = {first_id, last_id, first_unix_ms, last_unix_ms}. */
   static native boolean bounds(long epochUnixMs, long fromUnixMs, long toUnixMs, long[] out);
 
+  /** decode with the epoch and layout given (sf_parse_layout, sf_decode_in). */
+  static native boolean decodeIn(String layout, long epochUnixMs, long id, long[] out);
+
+  /** bounds in the layout given (sf_parse_layout, sf_bounds_in). */
+  static native boolean boundsIn(String layout, long epochUnixMs, long fromUnixMs, long toUnixMs,
+      long[] out);
+
   static native long parseTime(String text);
 
   /** A bare native call, for the benchmark's floor: returns value + 1. */

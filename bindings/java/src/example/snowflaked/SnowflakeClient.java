@@ -246,6 +246,23 @@ public final class SnowflakeClient implements AutoCloseable {
     return new DecodedId(Instant.ofEpochMilli(fields[0]), (int) fields[1], (int) fields[2]);
   }
 
+  /**
+   * Splits an ID made with the given epoch and layout: the daemons' [id] epoch and [id]
+   * layout, a preset ("default", "8192-hosts", "65536-hosts") or time/machine/sequence bits
+   * ("41/16/6"), read as snowflaked's config reads it.
+   *
+   * @throws SnowflakeException invalid_argument (a null argument, a layout that is no layout,
+   *     saying why, an epoch before 1970 or too late, or a negative value: no ID)
+   */
+  public static DecodedId decode(long id, Instant epoch, String layout) {
+    if (epoch == null || layout == null) {
+      throw SnowflakeException.invalidArgument("decode: epoch and layout must not be null");
+    }
+    long[] fields = new long[3];
+    Native.decodeIn(layout, millis(epoch), id, fields);
+    return new DecodedId(Instant.ofEpochMilli(fields[0]), (int) fields[1], (int) fields[2]);
+  }
+
   /** {@link #bounds(Instant, Instant, Instant)} with the default epoch. */
   public static IdBounds bounds(Instant from, Instant to) {
     return bounds(Instant.ofEpochMilli(DEFAULT_EPOCH_UNIX_MS), from, to);
@@ -265,6 +282,25 @@ public final class SnowflakeClient implements AutoCloseable {
     }
     long[] out = new long[4];
     Native.bounds(millis(epoch), millis(from), millis(to), out);
+    return new IdBounds(out[0], out[1], Instant.ofEpochMilli(out[2]), Instant.ofEpochMilli(out[3]));
+  }
+
+  /**
+   * {@link #bounds(Instant, Instant, Instant)} in the given layout: the daemons' [id] layout,
+   * a preset ("default", "8192-hosts", "65536-hosts") or time/machine/sequence bits
+   * ("41/16/6"), read as snowflaked's config reads it.
+   *
+   * @throws SnowflakeException invalid_argument (as bounds(epoch, from, to), or a layout
+   *     that is no layout, saying why); time_out_of_range (the whole range is before the
+   *     epoch or after its last millisecond, 2^time bits ms later)
+   */
+  public static IdBounds bounds(Instant epoch, Instant from, Instant to, String layout) {
+    if (epoch == null || from == null || to == null || layout == null) {
+      throw SnowflakeException.invalidArgument(
+          "bounds: epoch, from, to and layout must not be null");
+    }
+    long[] out = new long[4];
+    Native.boundsIn(layout, millis(epoch), millis(from), millis(to), out);
     return new IdBounds(out[0], out[1], Instant.ofEpochMilli(out[2]), Instant.ofEpochMilli(out[3]));
   }
 

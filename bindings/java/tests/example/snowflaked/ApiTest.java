@@ -3,6 +3,7 @@ package example.snowflaked;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -400,6 +401,53 @@ class ApiTest {
         () -> SnowflakeClient.bounds(null, epoch));
     assertCode(SnowflakeException.class, "time_out_of_range", "",
         () -> SnowflakeClient.bounds(Instant.MIN, Instant.MIN.plusSeconds(1)));
+  }
+
+  // 41/16/6 (65536-hosts): the time bits start at bit 22 as in the default; the machine and
+  // sequence split at bit 6.
+  private static final long WIDE_ID = (1L << 22) | (65535L << 6) | 63L;
+
+  @Test
+  void decodeSplitsByTheLayoutGiven() {
+    Instant epoch = Instant.ofEpochMilli(SnowflakeClient.DEFAULT_EPOCH_UNIX_MS);
+    DecodedId expected = new DecodedId(epoch.plusMillis(1), 65535, 63);
+    for (String layout : new String[] {"65536-hosts", "41/16/6", "time41-machine16-sequence6"}) {
+      assertEquals(expected, SnowflakeClient.decode(WIDE_ID, epoch, layout), layout);
+    }
+    assertEquals(new DecodedId(Instant.ofEpochMilli(1), 8191, 511),
+        SnowflakeClient.decode(WIDE_ID, Instant.EPOCH, "8192-hosts"));
+    assertEquals(SnowflakeClient.decode(WIDE_ID), SnowflakeClient.decode(WIDE_ID, epoch, "default"));
+    assertNotEquals(65535, SnowflakeClient.decode(WIDE_ID).machine(), "the default splits it elsewhere");
+  }
+
+  @Test
+  void boundsFollowTheLayoutGiven() {
+    Instant epoch = Instant.ofEpochMilli(SnowflakeClient.DEFAULT_EPOCH_UNIX_MS);
+    Instant at = epoch.plusMillis(1000);
+    IdBounds sut = SnowflakeClient.bounds(epoch, at, at, "41/16/6");
+    assertEquals(new DecodedId(at, 65535, 63), SnowflakeClient.decode(sut.lastId(), epoch, "41/16/6"));
+    assertEquals(new DecodedId(at, 0, 0), SnowflakeClient.decode(sut.firstId(), epoch, "41/16/6"));
+    IdBounds longer = SnowflakeClient.bounds(Instant.EPOCH, Instant.EPOCH,
+        Instant.ofEpochMilli(1L << 62), "44/1/18");
+    assertEquals(Instant.ofEpochMilli((1L << 44) - 1), longer.last(), "44 time bits: 557 years");
+    assertEquals(Long.MAX_VALUE, longer.lastId());
+  }
+
+  @Test
+  void decodeAndBoundsRefuseABadLayoutSayingWhy() {
+    Instant epoch = Instant.ofEpochMilli(SnowflakeClient.DEFAULT_EPOCH_UNIX_MS);
+    SnowflakeException error = assertCode(SnowflakeException.class, "invalid_argument",
+        "layout \"41/17/6\" is not a layout", () -> SnowflakeClient.decode(1, epoch, "41/17/6"));
+    assertTrue(error.getMessage().contains("= 64 bits, not 63"), error.getMessage());
+    assertTrue(error.getMessage().contains("\"65536-hosts\" = 41/16/6"), error.getMessage());
+    assertCode(SnowflakeException.class, "invalid_argument", "neither a preset",
+        () -> SnowflakeClient.bounds(epoch, epoch, epoch, "many-hosts"));
+    assertCode(SnowflakeException.class, "invalid_argument", "is not a layout",
+        () -> SnowflakeClient.bounds(epoch, epoch, epoch, "45/12/6"));
+    assertCode(SnowflakeException.class, "invalid_argument", "null",
+        () -> SnowflakeClient.decode(1, epoch, null));
+    assertCode(SnowflakeException.class, "invalid_argument", "epoch out of range",
+        () -> SnowflakeClient.decode(1, Instant.ofEpochMilli(-5), "default"));
   }
 
   @Test
