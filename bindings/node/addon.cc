@@ -672,31 +672,49 @@ int64_t Int64Argument(const Napi::Value& value, const char* what) {
   return value.As<Napi::Number>().Int64Value();
 }
 
-// _decode(id: bigint, epochUnixMs: number) -> [unixMs, machine, sequence] in the default
-// bits with that epoch (a client decodes with its daemon's layout: Client._decodeId).
+// The bits of a layout text (a preset or "T/M/S", as snowflaked's [id] layout), through
+// sf_parse_layout: its refusal says which rule the text breaks and what to write.
+sf_id_bits LayoutArgument(const Napi::Value& value) {
+  Napi::Env env = value.Env();
+  if (!value.IsString()) {
+    throw Napi::TypeError::New(env,
+                               "layout must be a string: a preset such as \"65536-hosts\" "
+                               "or bits such as \"41/16/6\"");
+  }
+  const std::string text = value.As<Napi::String>().Utf8Value();
+  sf_id_bits bits;
+  if (const sf_status status = sf_parse_layout(text.c_str(), &bits); status != SF_OK) {
+    throw MakeError(env, sf_status_str(status), sf_last_error());
+  }
+  return bits;
+}
+
+// _decode(id: bigint, epochUnixMs: number, layout: string) -> [unixMs, machine, sequence]
+// with that epoch and layout (a client decodes with its daemon's: Client._decodeId).
 Napi::Value Decode(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const uint64_t id = IdArgument(info[0]);
   const int64_t epoch = Int64Argument(info[1], "epoch");
-  auto layout = snowflake::IdLayout::Create(epoch);
-  if (!layout) {
-    throw InvalidArgument(env,
-                          "epoch out of range: it must be a non-negative Unix time in "
-                          "milliseconds, at most 2^63-2^41");
+  const sf_id_bits bits = LayoutArgument(info[2]);
+  sf_decoded_id fields;
+  if (const sf_status status = sf_decode_in(&bits, epoch, id, &fields); status != SF_OK) {
+    throw MakeError(env, sf_status_str(status), sf_last_error());
   }
-  auto fields = layout->Decode(id);
-  if (!fields) throw InvalidArgument(env, std::string(snowflake::IdErrorMessage(fields.error())));
-  return FieldsArray(env, *fields);
+  return FieldsArray(env, snowflake::DecodedId{fields.unix_ms, fields.machine, fields.sequence});
 }
 
-// _bounds(epochUnixMs, fromUnixMs, toUnixMs) -> [firstId, lastId, firstUnixMs, lastUnixMs]
+// _bounds(epochUnixMs, fromUnixMs, toUnixMs, layout) -> [firstId, lastId, firstUnixMs,
+// lastUnixMs]
 Napi::Value Bounds(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
+  const int64_t epoch = Int64Argument(info[0], "epoch");
+  const int64_t from = Int64Argument(info[1], "from");
+  const int64_t to = Int64Argument(info[2], "to");
+  const sf_id_bits bits = LayoutArgument(info[3]);
   sf_id_bounds bounds;
-  const sf_status status =
-      sf_bounds(Int64Argument(info[0], "epoch"), Int64Argument(info[1], "from"),
-                Int64Argument(info[2], "to"), &bounds);
-  if (status != SF_OK) throw MakeError(env, sf_status_str(status), sf_last_error());
+  if (const sf_status status = sf_bounds_in(&bits, epoch, from, to, &bounds); status != SF_OK) {
+    throw MakeError(env, sf_status_str(status), sf_last_error());
+  }
   Napi::Array out = Napi::Array::New(env, 4);
   out.Set(0u, Napi::BigInt::New(env, bounds.first_id));
   out.Set(1u, Napi::BigInt::New(env, bounds.last_id));

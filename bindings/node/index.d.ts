@@ -153,11 +153,16 @@ export declare function open(service: string, options?: ClientOptions): Client;
  * looks the segment's group up, which NSS may answer from the network). A bad argument
  * throws at once; the open's own error rejects. */
 export declare function openAsync(service: string, options?: ClientOptions): Promise<Client>;
-/** An ID's fields; epoch: the daemons' [id] epoch (default 2026-01-01T00:00:00Z). */
-export declare function decode(id: bigint | string, epoch?: Date | number | string): Decoded;
-/** The IDs any machine makes from `from` to `to`, both included. */
+/** The daemons' [id] layout: a preset or time/machine/sequence bits such as "41/16/6". */
+export type Layout = 'default' | '8192-hosts' | '65536-hosts' | (string & {});
+/** An ID's fields; epoch: the daemons' [id] epoch (default 2026-01-01T00:00:00Z); layout:
+ * their [id] layout (default 'default', 41/10/12). */
+export declare function decode(id: bigint | string, epoch?: Date | number | string,
+                               layout?: Layout): Decoded;
+/** The IDs any machine makes from `from` to `to`, both included, with the epoch and layout
+ * as decode() takes them. */
 export declare function bounds(from: Date | number | string, to: Date | number | string,
-                               epoch?: Date | number | string): Bounds;
+                               epoch?: Date | number | string, layout?: Layout): Bounds;
 export declare const DEFAULT_EPOCH: Date;
 export declare const ERROR_CODES: readonly ErrorCode[];
 export declare const ERROR_ACTIONS: Readonly<Record<ErrorCode, ErrorAction>>;

@@ -213,18 +213,30 @@ function decoded([ms, machine, sequence]) {
   return { time: new Date(ms), machine, sequence };
 }
 
+// The layout text for the addon: the daemons' [id] layout, a preset or "T/M/S" (undefined:
+// 'default', 41/10/12).
+function layoutText(layout) {
+  if (layout === undefined) return 'default';
+  if (typeof layout !== 'string') {
+    throw new TypeError(`layout must be a preset such as '65536-hosts' or bits such as '41/16/6', not ${typeof layout}`);
+  }
+  return layout;
+}
+
 // The time, machine and sequence of an ID (bigint or decimal string). epoch: the daemons'
-// [id] epoch (Date, Unix ms or text); default 2026-01-01T00:00:00Z.
-function decode(id, epoch) {
-  return decoded(native._decode(checkId(id), epochMs(epoch)));
+// [id] epoch (Date, Unix ms or text); default 2026-01-01T00:00:00Z. layout: the daemons'
+// [id] layout, a preset ('default', '8192-hosts', '65536-hosts') or time/machine/sequence
+// bits ('41/16/6'); default 'default'.
+function decode(id, epoch, layout) {
+  return decoded(native._decode(checkId(id), epochMs(epoch), layoutText(layout)));
 }
 
 // The smallest and largest IDs any machine makes from `from` to `to` (both included;
-// Dates, Unix ms or texts), for `WHERE id BETWEEN firstId AND lastId`. A range partly
-// outside what the epoch's IDs carry is cut to it (first/last say where); one wholly
-// outside fails with code 'time_out_of_range'.
-function bounds(from, to, epoch) {
-  const [firstId, lastId, first, last] = native._bounds(epochMs(epoch), unixMs(from, 'from'), unixMs(to, 'to'));
+// Dates, Unix ms or texts), for `WHERE id BETWEEN firstId AND lastId`, with the epoch and
+// layout as decode() takes them. A range partly outside what the epoch's IDs carry is cut
+// to it (first/last say where); one wholly outside fails with code 'time_out_of_range'.
+function bounds(from, to, epoch, layout) {
+  const [firstId, lastId, first, last] = native._bounds(epochMs(epoch), unixMs(from, 'from'), unixMs(to, 'to'), layoutText(layout));
   return { firstId, lastId, first: new Date(first), last: new Date(last) };
 }
 

@@ -494,6 +494,43 @@ describe('bad arguments', () => {
     assertCode(() => snowflake.decode(1n, -1), 'invalid_argument', 'epoch');
   });
 
+  // 41/16/6 (65536-hosts): the time bits start at bit 22 as in the default; the machine and
+  // sequence split at bit 6.
+  const wideId = (1n << 22n) | (65535n << 6n) | 63n;
+
+  test('decode: in the layout given', () => {
+    const epoch = snowflake.DEFAULT_EPOCH;
+    for (const layout of ['65536-hosts', '41/16/6', 'time41-machine16-sequence6']) {
+      assert.deepEqual(snowflake.decode(wideId, undefined, layout),
+        { time: new Date(epoch.getTime() + 1), machine: 65535, sequence: 63 }, layout);
+    }
+    assert.deepEqual(snowflake.decode(wideId, 0, '8192-hosts'),
+      { time: new Date(1), machine: 8191, sequence: 511 });
+    assert.deepEqual(snowflake.decode(wideId), snowflake.decode(wideId, epoch, 'default'));
+    assert.notEqual(snowflake.decode(wideId).machine, 65535, 'the default splits it elsewhere');
+  });
+
+  test('bounds: in the layout given', () => {
+    const at = new Date('2026-03-01T00:00:00Z');
+    const b = snowflake.bounds(at, at, undefined, '41/16/6');
+    assert.deepEqual(snowflake.decode(b.lastId, undefined, '41/16/6'), { time: at, machine: 65535, sequence: 63 });
+    assert.deepEqual(snowflake.decode(b.firstId, undefined, '41/16/6'), { time: at, machine: 0, sequence: 0 });
+    const longer = snowflake.bounds(0, 2 ** 50, 0, '44/1/18');
+    assert.equal(longer.last.getTime(), 2 ** 44 - 1, '44 time bits: 557 years');
+    assert.equal(longer.lastId, (1n << 63n) - 1n);
+  });
+
+  test('decode and bounds: a bad layout says why', () => {
+    for (const call of [(layout) => snowflake.decode(1n, undefined, layout),
+      (layout) => snowflake.bounds(0, 1, 0, layout)]) {
+      assertCode(() => call('41/17/6'), 'invalid_argument', 'layout "41/17/6" is not a layout');
+      assertCode(() => call('41/17/6'), 'invalid_argument', '= 64 bits, not 63');
+      assertCode(() => call('41/17/6'), 'invalid_argument', '"65536-hosts" = 41/16/6');
+      assertCode(() => call('many-hosts'), 'invalid_argument', 'neither a preset');
+      assert.throws(() => call(41), TypeError);
+    }
+  });
+
   test('bounds: times', () => {
     assertCode(() => snowflake.bounds(new Date('2026-03-01'), new Date('2026-02-01')), 'invalid_argument');
     assertCode(() => snowflake.bounds(new Date('2000-01-01'), new Date('2001-01-01')), 'time_out_of_range');

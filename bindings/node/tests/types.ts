@@ -51,6 +51,10 @@ async function orders(): Promise<void> {
   exactly<Equal<typeof fields.machine, number>>();
   snowflake.decode('122700452289576960');
   snowflake.decode(id, new Date('2026-01-01T00:00:00Z'));
+  snowflake.decode(id, undefined, '65536-hosts');
+  snowflake.bounds(0, 1, 0, '41/16/6');
+  // @ts-expect-error a layout is its text, never its bits as numbers
+  snowflake.decode(id, 0, 41);
   const range: Bounds = snowflake.bounds(new Date(Date.now() - 3_600_000), Date.now());
   exactly<Equal<typeof range.firstId, bigint>>();
   exactly<Equal<typeof snowflake.DEFAULT_EPOCH, Date>>();
