@@ -57,8 +57,9 @@ func validBits(t, m, s int) bool {
 // epoch whose range does not fit.
 func (l Layout) check() (int64, *Error) {
 	if !validBits(l.TimeBits, l.MachineBits, l.SequenceBits) {
-		return 0, newError(statusInvalidArgument, "not a layout: " + l.String() + ": time, machine and " +
-			"sequence bits must add up to 63, each within its bounds (id_layout.h)")
+		return 0, newError(statusInvalidArgument, "not a layout: "+l.String()+": time, machine and "+
+			"sequence bits must add up to 63, with time 40-44, machine 1-16 and sequence 6 or "+
+			"more bits (docs/id-layout.md)")
 	}
 	epochMs := l.Epoch.UnixMilli()
 	if epochMs < 0 || epochMs > math.MaxInt64-l.maxOffsetMs() {
@@ -104,15 +105,17 @@ func DecodeWithEpoch(id uint64, epoch time.Time) (Decoded, error) {
 	return l.Decode(id)
 }
 
-// Decode splits id with the layout. Errors: ErrInvalidArgument (no ID, bits that are no
-// layout, or an epoch before 1970 or too late).
+// Decode splits id with the layout (the C ABI's sf_decode_in, checking in its order: the
+// bits, the epoch, then the ID). Errors: ErrInvalidArgument (bits that are no layout, an
+// epoch before 1970 or too late, or no ID).
 func (l Layout) Decode(id uint64) (Decoded, error) {
-	if id >= 1<<63 {
-		return Decoded{}, invalidArgument("the sign bit is set: no ID")
-	}
 	epochMs, err := l.check()
 	if err != nil {
 		return Decoded{}, err
+	}
+	if id >= 1<<63 {
+		return Decoded{}, invalidArgument(strconv.FormatUint(id, 10) +
+			": not an ID: the sign bit (bit 63) is set, IDs are below 2^63")
 	}
 	return decode(id, epochMs, l), nil
 }

@@ -515,6 +515,11 @@ func TestALayoutDecodesAndBoundsByItsBits(t *testing.T) {
 		_, err = bad.Bounds(start, start)
 		wantError(t, err, ErrInvalidArgument, 2, "invalid_argument")
 	}
+	// As sf_decode_in: the bits are judged before the ID, so a bad layout is named first.
+	_, err = Layout{DefaultEpoch, 41, 17, 6}.Decode(1 << 63)
+	if e, ok := err.(*Error); !ok || !strings.Contains(e.Message, "not a layout: 41/17/6") {
+		t.Fatalf("a bad layout and no ID: %v, want the layout named", err)
+	}
 	if DefaultLayout.String() != "41/10/12" {
 		t.Fatalf("the default layout is %v", DefaultLayout)
 	}
