@@ -76,6 +76,8 @@ export interface Status {
   reason: string;
   machine: number;
   epochUnixMs: number;
+  /** The bits of the daemon's IDs, time/machine/sequence ("41/10/12"): decode()'s layout. */
+  layout: string;
   pid: number;
   ringFill: number;
   ringCapacity: number;

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "snowflake/id_layout.h"
 #include "snowflake/time_text.h"
 
 namespace snowflake::status {
@@ -109,6 +110,7 @@ nlohmann::json StatusToJson(const StatusReport& report) {
       {"status_text", s.status_text},
       {"machine", s.machine},
       {"epoch_unix_ms", s.epoch_unix_ms},
+      {"layout", FormatIdBits(s.id_bits)},
       {"incarnation", s.incarnation},
       {"pid", s.daemon_pid},
       {"heartbeat_age_ns", s.heartbeat_age_ns},
@@ -216,6 +218,8 @@ std::string StatusToText(const StatusReport& report) {
   }
   out << "\n";
   out << "epoch:          " << s.epoch_unix_ms << " (" << FormatTimeText(s.epoch_unix_ms) << ")\n";
+  // The bits the segment header records: how this daemon's IDs split (docs/id-layout.md).
+  out << "layout:         " << DescribeIdBits(s.id_bits, s.epoch_unix_ms) << "\n";
   if (d) {
     if (j["last_issued_id"].is_string()) {
       out << "last ID made:   " << j["last_issued_id"].get<std::string>();

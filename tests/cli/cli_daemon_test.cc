@@ -119,7 +119,7 @@ TEST(CliDaemon, StatusJsonHasEveryDocumentedKey) {
   EXPECT_EQ(status["services"]["orders"], 100);
   for (const char* key : {"started_unix_ms", "state_since_unix_ms", "last_issued_unix_ms",
                           "reserved_through_time", "uncounted_taken", "health", "reason",
-                          "reason_code", "machine", "epoch_unix_ms", "drained_total"}) {
+                          "reason_code", "machine", "epoch_unix_ms", "layout", "drained_total"}) {
     EXPECT_TRUE(status.contains(key)) << key;
   }
 }
@@ -144,6 +144,26 @@ TEST(CliDaemon, StatusTextAnswersTheOperatorsQuestions) {
         "ring:           ", "IDs taken:      ", "billing"}) {
     EXPECT_NE(result.out.find(expected), std::string::npos) << expected << "\n" << result.out;
   }
+}
+
+TEST(CliDaemon, StatusShowsTheDaemonsLayout) {
+  DaemonHarness harness("cli-status-layout");
+  const auto config = harness.WriteFile("layout.toml", "[id]\nlayout = \"65536-hosts\"\n");
+  auto options = harness.Options();
+  options.config_path = config;
+  Daemon daemon = harness.Start(options);
+  ASSERT_TRUE(daemon.ready()) << daemon.Describe();
+
+  RunResult json = Ctl(harness, {"status", "--json"});
+  RunResult text = Ctl(harness, {"status"});
+
+  ASSERT_TRUE(json.status.ExitedWith(0)) << json.out << json.err;
+  EXPECT_EQ(nlohmann::json::parse(json.out)["layout"], "41/16/6") << json.out;
+  ASSERT_TRUE(text.status.ExitedWith(0)) << text.out << text.err;
+  EXPECT_NE(text.out.find("layout:         41/16/6: 65,536 hosts, 64,000 IDs per second per "
+                          "host, until "),
+            std::string::npos)
+      << text.out;
 }
 
 TEST(CliDaemon, DecodeAndBoundsUseTheDaemonsEpochAndSaySo) {

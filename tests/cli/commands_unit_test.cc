@@ -92,9 +92,26 @@ TEST(StatusToText, ShowsWhoWhatAndSinceWhenForPeople) {
         "machine:        3, from the static register register.machine = 3 as holder \"host-a\"",
         "last ID made:   4194304, made at 2026-01-01T00:00:00.001Z (1767225600001)",
         "reserved until: 2026-01-01T00:00:01.001Z (1767225601001), 1000 ms past the last ID",
+        "layout:         41/10/12: 1,024 hosts, 4,096,000 IDs per second per host, until "
+        "2095-09-07",
         "  orders                          12", "  (uncounted)                     4"}) {
     EXPECT_NE(sut.find(expected), std::string::npos) << expected << "\n" << sut;
   }
+}
+
+TEST(StatusToText, ShowsTheSegmentsLayout) {
+  StatusReport report = ServingReport();
+  report.segment.id_bits = {41, 16, 6};
+  report.daemon->last_issued_id = (uint64_t{1} << 22) | (3 << 6);  // 1 ms, machine 3
+
+  const std::string sut = StatusToText(report);
+  const nlohmann::json json = StatusToJson(report);
+
+  EXPECT_NE(sut.find("layout:         41/16/6: 65,536 hosts, 64,000 IDs per second per host"),
+            std::string::npos)
+      << sut;
+  EXPECT_EQ(json["layout"], "41/16/6");
+  EXPECT_EQ(json["last_issued_id_unix_ms"], 1'767'225'600'001) << "decoded in the layout";
 }
 
 TEST(StatusToText, ExplainsDrainedOnlyWhenThereAreSome) {

@@ -199,6 +199,7 @@ describe('with a daemon', () => {
       assert.equal(status.pid, daemon.process.pid);
       assert.equal(status.machine, snowflake.decode(id).machine);
       assert.equal(status.epochUnixMs, snowflake.DEFAULT_EPOCH.getTime());
+      assert.equal(status.layout, '41/10/12');
       assert.ok(status.ringCapacity > 0);
       assert.ok(status.clientTaken >= 7, `clientTaken ${status.clientTaken}`);
       assert.equal(status.daemonReachable, true);

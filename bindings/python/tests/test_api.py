@@ -71,6 +71,7 @@ def test_status_has_the_keys_of_snowflakectl_status_json(daemon):
     assert status["runtime_dir"] == daemon.runtime_dir
     assert status["machine"] == expected["machine"]
     assert status["epoch_unix_ms"] == snowflake.DEFAULT_EPOCH.timestamp() * 1000
+    assert status["layout"] == "41/10/12"
 
 
 def test_client_decode_uses_the_daemon_epoch(daemon):

@@ -31,10 +31,12 @@ import java.util.Set;
  * are unknown, never guessed). {@code takenTotal} counts the IDs clients took, not those
  * the daemon drained ({@code publishedTotal = takenTotal + drainedTotal + ringFill} at
  * rest). {@code statusText} is why the daemon does not serve, in its own words ("" while
- * serving).
+ * serving). {@code layout} is the bits of the daemon's IDs, time/machine/sequence as its
+ * [id] layout writes them ("41/10/12"), for {@link SnowflakeClient#decode(long, java.time.Instant,
+ * String)}.
  */
 public record Status(String state, String health, String reasonCode, String reason,
-    long reasonDetail, int machine, long epochUnixMs, long incarnation, long pid,
+    long reasonDetail, int machine, long epochUnixMs, String layout, long incarnation, long pid,
     long heartbeatAgeNs, long ringFill, long ringCapacity, long fillTarget, long publishedTotal,
     long takenTotal, long drainedTotal, long clockPauses, long uncounted, long livenessMs,
     long freshnessBoundMs, String statusText, Control control, String controlError) {
@@ -123,7 +125,7 @@ public record Status(String state, String health, String reasonCode, String reas
     Fields daemon = f.objectOrNull("daemon");
     Status out = new Status(f.text("state"), f.text("health"), f.text("reason_code"),
         f.text("reason"), f.integer("reason_detail"), (int) f.integer("machine"),
-        f.integer("epoch_unix_ms"), f.integer("incarnation"), f.integer("pid"),
+        f.integer("epoch_unix_ms"), f.text("layout"), f.integer("incarnation"), f.integer("pid"),
         f.integer("heartbeat_age_ns"), f.count("ring_fill"), f.integer("ring_capacity"),
         f.integer("fill_target"), f.integer("published_total"), f.count("taken_total"),
         f.integer("drained_total"), f.integer("clock_pauses"), f.count("uncounted"),

@@ -151,6 +151,7 @@ class ApiTest {
       assertTrue(status.livenessMs() > 0 && status.freshnessBoundMs() >= status.livenessMs());
       assertEquals(daemon.pid(), status.pid());
       assertEquals(SnowflakeClient.DEFAULT_EPOCH_UNIX_MS, status.epochUnixMs());
+      assertEquals("41/10/12", status.layout());
       assertNull(status.controlError());
       Status.Control control = status.control();
       assertNotNull(control);
