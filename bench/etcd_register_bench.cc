@@ -48,8 +48,8 @@ std::vector<std::string> Endpoints() {
   return out;
 }
 
-snowflake::daemon::EtcdRegisterOptions Options(const std::string& prefix) {
-  snowflake::daemon::EtcdRegisterOptions o;
+snowflake::reg::EtcdRegisterOptions Options(const std::string& prefix) {
+  snowflake::reg::EtcdRegisterOptions o;
   o.client.endpoints = Endpoints();
   o.prefix = prefix;
   o.host = "bench";
@@ -65,7 +65,7 @@ void BM_EtcdClaim(benchmark::State& state) {
   }
   int i = 0;
   for (auto _ : state) {
-    snowflake::daemon::EtcdRegister reg(Options("/bench/claim/"));
+    snowflake::reg::EtcdRegister reg(Options("/bench/claim/"));
     auto claim = reg.Claim({"bench-" + std::to_string(i++ % 64), kEpoch});
     if (!claim) {
       state.SkipWithError(claim.error().message.c_str());
@@ -80,7 +80,7 @@ void BM_EtcdRaise(benchmark::State& state) {
     state.SkipWithError("set SNOWFLAKE_ETCD_ENDPOINTS to an etcd's client URLs");
     return;
   }
-  snowflake::daemon::EtcdRegister reg(Options("/bench/raise/"));
+  snowflake::reg::EtcdRegister reg(Options("/bench/raise/"));
   auto claim = reg.Claim({"bench-raise", kEpoch});
   if (!claim) {
     state.SkipWithError(claim.error().message.c_str());
@@ -145,7 +145,7 @@ int Latencies(int claims, int raises) {
   std::vector<double> claim_ms;
   for (int i = 0; i < claims; ++i) {
     const auto start = std::chrono::steady_clock::now();
-    snowflake::daemon::EtcdRegister reg(Options("/bench/claim/"));
+    snowflake::reg::EtcdRegister reg(Options("/bench/claim/"));
     auto claim = reg.Claim({"bench-claim-" + std::to_string(i % 64), kEpoch});
     claim_ms.push_back(ElapsedUs(start) / 1000.0);
     if (!claim) Die(claim.error().message);
@@ -153,7 +153,7 @@ int Latencies(int claims, int raises) {
   }
   std::vector<double> raise_us;
   {
-    snowflake::daemon::EtcdRegister reg(Options("/bench/raise/"));
+    snowflake::reg::EtcdRegister reg(Options("/bench/raise/"));
     auto claim = reg.Claim({"bench-raise", kEpoch});
     if (!claim) Die(claim.error().message);
     int64_t mark = std::max<int64_t>(claim->high_water_unix_ms, kEpoch);
