@@ -259,6 +259,26 @@ JNIEXPORT void JNICALL Java_example_snowflaked_Native_close(JNIEnv*, jclass, jlo
   sf_close(Handle(handle));
 }
 
+namespace {
+
+// An ID's fields into Java's long[3] {unix_ms, machine, sequence} (Snowflake.decode).
+jboolean PutDecoded(JNIEnv* env, const sf_decoded_id& fields, jlongArray out) {
+  const jlong values[3] = {fields.unix_ms, fields.machine, fields.sequence};
+  env->SetLongArrayRegion(out, 0, 3, values);
+  return JNI_TRUE;
+}
+
+// Bounds into Java's long[4] {first_id, last_id, first_unix_ms, last_unix_ms}
+// (Snowflake.bounds).
+jboolean PutBounds(JNIEnv* env, const sf_id_bounds& bounds, jlongArray out) {
+  const jlong values[4] = {static_cast<jlong>(bounds.first_id), static_cast<jlong>(bounds.last_id),
+                           bounds.first_unix_ms, bounds.last_unix_ms};
+  env->SetLongArrayRegion(out, 0, 4, values);
+  return JNI_TRUE;
+}
+
+}  // namespace
+
 JNIEXPORT jboolean JNICALL Java_example_snowflaked_Native_decode(JNIEnv* env, jclass, jlong handle,
                                                                  jlong id, jlongArray out) {
   sf_decoded_id fields{};
@@ -267,9 +287,7 @@ JNIEXPORT jboolean JNICALL Java_example_snowflaked_Native_decode(JNIEnv* env, jc
     ThrowStatus(env, status);
     return JNI_FALSE;
   }
-  const jlong values[3] = {fields.unix_ms, fields.machine, fields.sequence};
-  env->SetLongArrayRegion(out, 0, 3, values);
-  return JNI_TRUE;
+  return PutDecoded(env, fields, out);
 }
 
 JNIEXPORT jboolean JNICALL Java_example_snowflaked_Native_bounds(JNIEnv* env, jclass,
@@ -282,11 +300,10 @@ JNIEXPORT jboolean JNICALL Java_example_snowflaked_Native_bounds(JNIEnv* env, jc
     ThrowStatus(env, status);
     return JNI_FALSE;
   }
-  const jlong values[4] = {static_cast<jlong>(bounds.first_id), static_cast<jlong>(bounds.last_id),
-                           bounds.first_unix_ms, bounds.last_unix_ms};
-  env->SetLongArrayRegion(out, 0, 4, values);
-  return JNI_TRUE;
+  return PutBounds(env, bounds, out);
 }
+
+namespace {
 
 // The bits of `layout` (a preset or "T/M/S", sf_parse_layout) into *bits, or false with
 // an exception pending.
@@ -306,6 +323,8 @@ bool LayoutBits(JNIEnv* env, jstring layout, sf_id_bits* bits) {
   return true;
 }
 
+}  // namespace
+
 JNIEXPORT jboolean JNICALL Java_example_snowflaked_Native_decodeIn(JNIEnv* env, jclass,
                                                                    jstring layout,
                                                                    jlong epoch_unix_ms, jlong id,
@@ -319,9 +338,7 @@ JNIEXPORT jboolean JNICALL Java_example_snowflaked_Native_decodeIn(JNIEnv* env, 
     ThrowStatus(env, status);
     return JNI_FALSE;
   }
-  const jlong values[3] = {fields.unix_ms, fields.machine, fields.sequence};
-  env->SetLongArrayRegion(out, 0, 3, values);
-  return JNI_TRUE;
+  return PutDecoded(env, fields, out);
 }
 
 JNIEXPORT jboolean JNICALL
@@ -336,10 +353,7 @@ Java_example_snowflaked_Native_boundsIn(JNIEnv* env, jclass, jstring layout, jlo
     ThrowStatus(env, status);
     return JNI_FALSE;
   }
-  const jlong values[4] = {static_cast<jlong>(bounds.first_id), static_cast<jlong>(bounds.last_id),
-                           bounds.first_unix_ms, bounds.last_unix_ms};
-  env->SetLongArrayRegion(out, 0, 4, values);
-  return JNI_TRUE;
+  return PutBounds(env, bounds, out);
 }
 
 JNIEXPORT jlong JNICALL Java_example_snowflaked_Native_parseTime(JNIEnv* env, jclass,
