@@ -375,11 +375,12 @@ class Validator {
         } else if (name.str() == "endpoints") {
           has_endpoints = true;
           grant.endpoints = StringList(sub, value, 8, [](const std::string& v) {
-            const bool ok = v == "id" || v == "ids" || v == "status" || v == "metrics" || v == "*";
+            const bool ok = v == "id" || v == "ids" || v == "status" || v == "metrics" ||
+                            v == "decode" || v == "bounds" || v == "*";
             return ok ? std::string()
                       : std::string(
                             "must be endpoints of \"id\", \"ids\", \"status\", "
-                            "\"metrics\" or \"*\" (all)");
+                            "\"metrics\", \"decode\", \"bounds\" or \"*\" (all)");
           });
         } else {
           throw Invalid{fields_.Where(name.source()) + ": " + sub +

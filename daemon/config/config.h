@@ -124,8 +124,8 @@ struct Config {
     // may use. `identity` is a client key as per-client limits count it ("uri:<SAN URI>",
     // "cert:<sha256>", "addr:<IPv4>", "addr:<IPv6 /64>") or "*" (every caller without an
     // entry of its own); `services` service names or "*"; `endpoints` of "id", "ids",
-    // "status", "metrics" (/healthz is always answered). Empty: every admitted caller may
-    // use everything.
+    // "status", "metrics", "decode", "bounds" (/healthz is always answered). Empty: every
+    // admitted caller may use everything.
     struct Grant {
       std::string identity;
       std::vector<std::string> services;

@@ -16,7 +16,8 @@ using Endpoint = HttpEndpoint;
 HttpReply NotHere() {
   return ErrorReply(404, vocab::ErrorName(vocab::ErrorCode::kNotFound),
                     "no such endpoint on the admin listener: it serves /healthz, /v1/status "
-                    "and /metrics; take IDs from the front's listeners ([http] listen)");
+                    "and /metrics; take, decode and bound IDs on the front's listeners ([http] "
+                    "listen)");
 }
 
 }  // namespace
@@ -41,8 +42,10 @@ HttpReply HttpAdminHandlers::Route(std::string_view method, std::string_view tar
                                    std::string_view accept, HttpEndpoint& endpoint) {
   auto route = RouteHttpRequest(method, target, accept);
   const Endpoint named = route ? route->endpoint : route.error().endpoint;
-  // Decided on the path alone, before the method or a query is looked at: /v1/id and
-  // /v1/ids are unknown here, whatever else the request says.
+  // Decided on the path alone, before the method or a query is looked at: /v1/id,
+  // /v1/ids, /v1/decode and /v1/bounds are unknown here, whatever else the request says
+  // (the ID listeners serve the callers of IDs; docs/http.md says why decode and bounds are
+  // theirs).
   if (named != Endpoint::kHealthz && named != Endpoint::kStatus && named != Endpoint::kMetrics) {
     endpoint = Endpoint::kOther;
     return NotHere();
@@ -59,6 +62,8 @@ HttpReply HttpAdminHandlers::Route(std::string_view method, std::string_view tar
       return MetricsReply(metrics_);
     case Endpoint::kId:
     case Endpoint::kIds:
+    case Endpoint::kDecode:
+    case Endpoint::kBounds:
     case Endpoint::kOther:
       break;
   }

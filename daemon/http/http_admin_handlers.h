@@ -3,8 +3,8 @@
 // ([http] admin_listen). Status and health are the local view, what `snowflakectl status
 // --json` prints (runtime directory, pid, holder id, the register's location): the admin
 // listener is for the operator's networks (admin_allow), not for remote callers. Every
-// other path is 404, /v1/id and /v1/ids too: these handlers hold no way to the ring's IDs
-// (no RingServices), so no request can make them hand one out.
+// other path is 404, /v1/id, /v1/ids, /v1/decode and /v1/bounds too: these handlers hold
+// no way to the ring's IDs (no RingServices), so no request can make them hand one out.
 //
 // Thread-safe: Handle() runs on every serving thread at once.
 

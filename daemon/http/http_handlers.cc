@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "daemon/fronts/daemon_answers.h"
+#include "daemon/http/layout_replies.h"
 #include "protocol/id_reply.h"
 #include "protocol/vocabulary.h"
 #include "snowflake/client.h"
@@ -111,6 +112,8 @@ HttpHandlers::HttpHandlers(const Config& config, StatusBoard& board, Metrics& me
                            AuditLog& audit)
     : runtime_dir_(config.daemon.runtime_dir),
       state_dir_(config.daemon.state_dir),
+      // The config was checked at load (id.layout, id.epoch): Create() cannot fail here.
+      layout_(IdLayout::Create(config.id.epoch_unix_ms, config.id.bits).value_or(IdLayout())),
       admin_elsewhere_(!config.http.admin_listen.empty()),
       share_limit_(ShareLimit(config.http.max_share)),
       client_limit_("per_client_ids_per_s " + std::to_string(config.http.per_client_ids_per_s)),
@@ -118,10 +121,7 @@ HttpHandlers::HttpHandlers(const Config& config, StatusBoard& board, Metrics& me
       metrics_(metrics),
       audit_(audit),
       services_("http", config.daemon.runtime_dir, config.http.max_services, metrics),
-      share_(config.http.max_share, config.http.per_client_ids_per_s,
-             IdLayout::Create(config.id.epoch_unix_ms, config.id.bits)
-                 .value_or(IdLayout())
-                 .ids_per_ms()) {
+      share_(config.http.max_share, config.http.per_client_ids_per_s, layout_.ids_per_ms()) {
   for (const Config::Http::Grant& grant : config.http.authorize) grants_[grant.identity] = grant;
 }
 
@@ -187,8 +187,8 @@ HttpReply HttpHandlers::Route(std::string_view method, std::string_view target,
     endpoint = route.error().endpoint;
     if (admin_elsewhere_ && route.error().status == 404) {
       return ErrorReply(404, route.error().code,
-                        "no such endpoint; use /v1/id, /v1/ids or /healthz (/v1/status and "
-                        "/metrics are on this daemon's admin listener)");
+                        "no such endpoint; use /v1/id, /v1/ids, /v1/decode, /v1/bounds or "
+                        "/healthz (/v1/status and /metrics are on this daemon's admin listener)");
     }
     return ErrorReply(route.error().status, route.error().code, route.error().message);
   }
@@ -204,6 +204,12 @@ HttpReply HttpHandlers::Route(std::string_view method, std::string_view target,
       return Status();
     case Endpoint::kMetrics:
       return MetricsReply(metrics_);
+    // Arithmetic on the daemon's layout: no ID is taken, so neither bucket of the share is
+    // asked (IdShare counts IDs handed out, and these hand out none).
+    case Endpoint::kDecode:
+      return DecodeReply(layout_, route->id);
+    case Endpoint::kBounds:
+      return BoundsReply(layout_, route->from_unix_ms, route->to_unix_ms);
     case Endpoint::kOther:
       break;
   }

@@ -1,7 +1,8 @@
 // The HTTP front's routing and handlers (docs/http.md): a request's method, target and
 // Accept header are routed (RouteHttpRequest, http_request.h) and answered: /v1/id and
 // /v1/ids take from the ring through the fronts' shared RingServices, within remote
-// callers' share (id_share.h), /healthz and
+// callers' share (id_share.h), /v1/decode and /v1/bounds answer in the daemon's layout and
+// epoch (layout_replies.h) and take nothing, so the share does not count them, /healthz and
 // /v1/status encode the fronts' shared answers (daemon/fronts/daemon_answers.h) without
 // the daemon's paths, pid, holder id or register location, /metrics
 // serves the daemon's registry; with an admin listener ([http] admin_listen,
@@ -74,6 +75,9 @@ class HttpHandlers final : public HttpRequestHandler {
   // Constant after construction.
   const std::filesystem::path runtime_dir_;
   const std::filesystem::path state_dir_;
+  // [id] epoch and layout: what /v1/decode and /v1/bounds answer in, and the IDs per ms
+  // the share is a fraction of.
+  const IdLayout layout_;
   // [http] admin_listen is set: /v1/status and /metrics are the admin listener's.
   const bool admin_elsewhere_;
   // [[http.authorize]] by identity ("*" among them); empty: no authorization.

@@ -45,8 +45,8 @@ inline constexpr std::array<double, 16> kDaemonLatencyBoundsSeconds = {
     0.05,   0.1,     0.25,   0.5,   1.0,    2.5,   5.0,  10.0};
 
 // The labels of snowflake_http_request_duration_seconds{endpoint}, in HttpEndpoint order.
-inline constexpr std::array<std::string_view, 6> kHttpEndpointLabels = {
-    "id", "ids", "healthz", "status", "metrics", "other"};
+inline constexpr std::array<std::string_view, 8> kHttpEndpointLabels = {
+    "id", "ids", "healthz", "status", "metrics", "decode", "bounds", "other"};
 
 // What the daemon keeps elsewhere and the metrics read at scrape time (a Source fills it).
 struct DaemonFigures {

@@ -3,9 +3,9 @@
 //
 // Properties: the admin listener answers /healthz, /v1/status (the local view) and
 // /metrics and nothing else, and never hands out an ID, whatever it is asked; with it set,
-// the ID listeners no longer answer /v1/status or /metrics but still serve IDs and
-// /healthz; an address outside admin_allow is closed as it is accepted, whatever `allow`
-// says.
+// the ID listeners no longer answer /v1/status or /metrics but still serve IDs, /v1/decode,
+// /v1/bounds and /healthz; an address outside admin_allow is closed as it is accepted, whatever
+// `allow` says.
 
 #include <gtest/gtest.h>
 
@@ -99,8 +99,9 @@ TEST_F(HttpAdmin, AdminListenerNeverHandsOutAnId) {
 
   HttpProbe probe(admin_port_);
   ASSERT_TRUE(probe.connected());
-  for (const char* target : {"/v1/id?service=orders", "/v1/ids?service=orders&count=10", "/v1/id",
-                             "/v1/ids?count=0", "/nowhere", "/"}) {
+  for (const char* target :
+       {"/v1/id?service=orders", "/v1/ids?service=orders&count=10", "/v1/id", "/v1/ids?count=0",
+        "/v1/decode?id=1", "/v1/bounds?from=0", "/v1/decode", "/nowhere", "/"}) {
     const HttpReply reply = probe.Exchange(Get(target, "Accept: text/plain\r\n"));
     EXPECT_EQ(reply.status, 404) << target << ": " << reply.body;
     EXPECT_EQ(ErrorCode(reply), "not_found") << target;
@@ -153,6 +154,12 @@ TEST_F(HttpAdmin, IdListenerLeavesStatusAndMetricsToTheAdminListener) {
   const HttpReply ids = probe.Exchange(Get("/v1/ids?service=orders&count=3"));
   ASSERT_EQ(ids.status, 200) << ids.body;
   EXPECT_EQ(IdsOf(ids.body).size(), 3u) << ids.body;
+  // Decode and bounds stay with the callers of IDs (docs/http.md, "The admin listener").
+  const HttpReply decode =
+      probe.Exchange(Get("/v1/decode?id=" + std::to_string(IdsOf(id.body)[0])));
+  EXPECT_EQ(decode.status, 200) << decode.body;
+  const HttpReply bounds = probe.Exchange(Get("/v1/bounds?from=2026-01-01T00:00:00Z"));
+  EXPECT_EQ(bounds.status, 200) << bounds.body;
 }
 
 // admin_allow is the admin listener's own allow-list, checked at accept as `allow` is on

@@ -153,14 +153,15 @@ endpoints = ["id", "ids"]
 [[http.authorize]]
 identity = "*"
 services = []
-endpoints = ["metrics"]
+endpoints = ["metrics", "decode", "bounds"]
 )",
                          "x.toml");
   ASSERT_TRUE(sut) << sut.error().message;
   ASSERT_EQ(sut->http.authorize.size(), 2u);
   EXPECT_EQ(sut->http.authorize[0].identity, "uri:spiffe://example.org/orders");
   EXPECT_EQ(sut->http.authorize[0].services, (std::vector<std::string>{"orders", "orders-eu"}));
-  EXPECT_EQ(sut->http.authorize[1].endpoints, (std::vector<std::string>{"metrics"}));
+  EXPECT_EQ(sut->http.authorize[1].endpoints,
+            (std::vector<std::string>{"metrics", "decode", "bounds"}));
   EXPECT_TRUE(Config().http.authorize.empty());
 
   EXPECT_THAT(ErrorOf("[http]\nauthorize = \"all\"\n"),

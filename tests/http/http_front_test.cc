@@ -12,12 +12,14 @@
 #include <chrono>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "daemon_harness.h"
+#include "front_daemon.h"
 #include "http_probe.h"
 #include "snowflake/client.h"
 #include "stress_seed.h"
@@ -534,6 +536,214 @@ TEST_F(HttpFront, ConnectionsBeyondTheLimitGet429AndRetryAfter) {
 }
 
 // ---- load ----
+
+// /v1/decode and /v1/bounds answer in the daemon's own [id] layout and epoch: here 41/16/6
+// from 2020-06-15T00:00:00Z, with a machine number only that layout's 16 bits can hold.
+// Property: every figure is the layout's arithmetic (time above bit 22, machine in bits
+// 6..21, sequence in bits 0..5, written out below), the same `snowflakectl decode --json`
+// and `bounds --json` print for that epoch and layout, and asking costs the share nothing.
+class HttpFrontLayout : public ::testing::Test {
+ protected:
+  static constexpr int64_t kEpoch = 1592179200000;  // 2020-06-15T00:00:00Z
+  static constexpr uint32_t kMachine = 40000;
+  static constexpr int kPerClientIdsPerS = 64;
+
+  void SetUp() override {
+    port_ = FreePort();
+    DaemonOptions options = harness_.Options();
+    options.config_path = harness_.WriteFile(
+        "layout.toml",
+        "[id]\nlayout = \"41/16/6\"\nepoch = \"2020-06-15T00:00:00Z\"\n"
+        "[register]\nbackend = \"static\"\nmachine = " +
+            std::to_string(kMachine) + "\n" +
+            HttpFrontToml(port_,
+                          "per_client_ids_per_s = " + std::to_string(kPerClientIdsPerS) + "\n"));
+    daemon_.emplace(harness_.Start(options));
+    ASSERT_TRUE(daemon_->ready()) << daemon_->Describe();
+  }
+
+  // What snowflakectl prints with --json for this daemon's epoch and layout, less the keys
+  // that say where it took them from (the front's are always its config).
+  static nlohmann::json Cli(std::vector<std::string> args) {
+    args.insert(args.begin(), kSnowflakectlPath);
+    for (const char* more : {"--epoch", "1592179200000", "--layout", "41/16/6", "--json"}) {
+      args.push_back(more);
+    }
+    const RunResult cli = RunCommand(args);
+    EXPECT_TRUE(cli.status.ExitedWith(0)) << cli.err;
+    auto doc = nlohmann::json::parse(cli.out, nullptr, false);
+    for (const char* key : {"ok", "epoch_source", "layout_source"}) doc.erase(key);
+    return doc;
+  }
+
+  static std::string ErrorCode(const HttpReply& reply) {
+    const auto doc = nlohmann::json::parse(reply.body, nullptr, false);
+    return doc.is_object() && doc.contains("error") ? doc["error"].value("code", "") : "";
+  }
+
+  DaemonHarness harness_{"http-layout"};
+  uint16_t port_ = 0;
+  std::optional<Daemon> daemon_;
+};
+
+TEST_F(HttpFrontLayout, DecodeOfATakenIdGivesThisDaemonsMachineInItsLayout) {
+  const auto unix_ms_now = [] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  };
+  const int64_t before = unix_ms_now();
+  const HttpReply taken = FetchOnce(port_, "/v1/id?service=orders");
+  const int64_t after = unix_ms_now();
+  ASSERT_EQ(taken.status, 200) << taken.body;
+  const uint64_t id = IdsOf(taken.body).at(0);
+
+  const HttpReply reply = FetchOnce(port_, "/v1/decode?id=" + std::to_string(id));
+
+  ASSERT_EQ(reply.status, 200) << reply.body;
+  EXPECT_EQ(reply.Header("content-type"), "application/json");
+  const auto doc = nlohmann::json::parse(reply.body);
+  EXPECT_EQ(doc["id"], std::to_string(id));
+  EXPECT_EQ(doc["unix_ms"], kEpoch + static_cast<int64_t>(id >> 22));
+  EXPECT_EQ(doc["machine"], kMachine);
+  EXPECT_EQ(doc["machine"], (id >> 6) & 0xffff);
+  EXPECT_EQ(doc["sequence"], id & 63);
+  EXPECT_EQ(doc["epoch_unix_ms"], kEpoch);
+  EXPECT_EQ(doc["layout"], "41/16/6");
+  // Made around the take: the ring holds IDs of the last moments only (max_age_ms), and
+  // a daemon of another epoch or layout would be off by years or by a factor.
+  EXPECT_GE(doc["unix_ms"].get<int64_t>(), before - 10'000) << reply.body;
+  EXPECT_LE(doc["unix_ms"].get<int64_t>(), after + 1'000) << reply.body;
+  EXPECT_EQ(doc, Cli({"decode", std::to_string(id)}));
+}
+
+TEST_F(HttpFrontLayout, DecodeGivesEachFieldOfAnyId) {
+  // 123456789 ms after the epoch, machine 65535 (the largest), sequence 5.
+  const uint64_t id = (uint64_t{123456789} << 22) | (uint64_t{65535} << 6) | 5;
+
+  const HttpReply reply = FetchOnce(port_, "/v1/decode?id=" + std::to_string(id));
+
+  ASSERT_EQ(reply.status, 200) << reply.body;
+  const auto doc = nlohmann::json::parse(reply.body);
+  EXPECT_EQ(doc["unix_ms"], kEpoch + 123456789);
+  EXPECT_EQ(doc["time"], "2020-06-16T10:17:36.789Z");
+  EXPECT_EQ(doc["machine"], 65535);
+  EXPECT_EQ(doc["sequence"], 5);
+  EXPECT_EQ(doc, Cli({"decode", std::to_string(id)}));
+}
+
+TEST_F(HttpFrontLayout, BoundsAreTheLayoutsFirstAndLastIdsOfTheRange) {
+  // 2020-06-15T00:00:01Z .. 00:00:01.001Z, the second percent-encoded as a form encoder
+  // sends it, with an offset: 2020-06-15T05:30:01.001+05:30.
+  const HttpReply reply = FetchOnce(
+      port_, "/v1/bounds?from=2020-06-15T00:00:01Z&to=2020-06-15T05%3A30%3A01.001%2B05%3A30");
+
+  ASSERT_EQ(reply.status, 200) << reply.body;
+  const auto doc = nlohmann::json::parse(reply.body);
+  EXPECT_EQ(doc["first_id"], std::to_string(uint64_t{1000} << 22));
+  EXPECT_EQ(doc["last_id"], std::to_string((uint64_t{1001} << 22) | (uint64_t{65535} << 6) | 63));
+  EXPECT_EQ(doc["first_unix_ms"], kEpoch + 1000);
+  EXPECT_EQ(doc["last_unix_ms"], kEpoch + 1001);
+  EXPECT_EQ(doc["clamped"], false);
+  EXPECT_EQ(doc["epoch_unix_ms"], kEpoch);
+  EXPECT_EQ(doc["layout"], "41/16/6");
+  EXPECT_EQ(doc, Cli({"bounds", "--from", "1592179201000", "--to", "1592179201001"}));
+
+  // Begun before the epoch: cut to it, and said so.
+  const HttpReply cut = FetchOnce(port_, "/v1/bounds?from=1592179199000&to=1592179200000");
+  ASSERT_EQ(cut.status, 200) << cut.body;
+  const auto cut_doc = nlohmann::json::parse(cut.body);
+  EXPECT_EQ(cut_doc["first_id"], "0");
+  EXPECT_EQ(cut_doc["first_unix_ms"], kEpoch);
+  EXPECT_EQ(cut_doc["from_unix_ms"], kEpoch - 1000);
+  EXPECT_EQ(cut_doc["clamped"], true);
+  EXPECT_EQ(cut_doc, Cli({"bounds", "--from", "1592179199000", "--to", "1592179200000"}));
+}
+
+TEST_F(HttpFrontLayout, BadInputIsA400SayingWhatWasWrongAndWhatToDo) {
+  struct Case {
+    std::string target;
+    const char* code;
+    const char* says;
+  };
+  const Case cases[] = {
+      {"/v1/decode", "bad_query", "id=N is required"},
+      {"/v1/decode?id=1&id=1", "bad_query", "each key once"},
+      {"/v1/decode?id=1&service=a", "bad_query", "(known: id)"},
+      {"/v1/decode?id=abc", "invalid_argument", "not a decimal number"},
+      {"/v1/decode?id=9223372036854775808", "invalid_argument", "sign bit"},
+      {"/v1/bounds?to=1", "bad_query", "from=TIME is required"},
+      {"/v1/bounds?from=1&count=2", "bad_query", "(known: from, to)"},
+      {"/v1/bounds?from=soon", "invalid_argument", "RFC 3339"},
+      {"/v1/bounds?from=1592179200002&to=1592179200001", "invalid_argument", "swap them"},
+      // Wholly before the epoch, and wholly after its last millisecond (2090-02-19).
+      {"/v1/bounds?from=2020-06-14T00:00:00Z&to=2020-06-14T23:59:59.999Z", "time_out_of_range",
+       "before this daemon's epoch 2020-06-15T00:00:00.000Z (1592179200000), layout 41/16/6"},
+      {"/v1/bounds?from=2090-02-19T15:47:35.552Z&to=2100-01-01T00:00:00Z", "time_out_of_range",
+       "after 2090-02-19T15:47:35.551Z"},
+  };
+  HttpProbe probe(port_);
+  ASSERT_TRUE(probe.connected());
+  for (const Case& c : cases) {
+    const HttpReply reply = probe.Exchange(Get(c.target));
+    EXPECT_EQ(reply.status, 400) << c.target << ": " << reply.body;
+    EXPECT_EQ(reply.Header("content-type"), "application/json") << c.target;
+    EXPECT_EQ(ErrorCode(reply), c.code) << c.target << ": " << reply.body;
+    EXPECT_NE(reply.body.find(c.says), std::string::npos) << c.target << ": " << reply.body;
+  }
+  const HttpReply post =
+      probe.Exchange("POST /v1/decode?id=1 HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n");
+  EXPECT_EQ(post.status, 405) << post.body;
+  // Counted under their own endpoint label, not "other".
+  const std::string metrics = FetchOnce(port_, "/metrics").body;
+  EXPECT_GE(
+      SampleValue(metrics, "snowflake_http_request_duration_seconds_count{endpoint=\"decode\"}"),
+      6.0)
+      << metrics;
+  EXPECT_GE(
+      SampleValue(metrics, "snowflake_http_request_duration_seconds_count{endpoint=\"bounds\"}"),
+      6.0)
+      << metrics;
+}
+
+// Decode and bounds hand out no ID, so the share's buckets (here this client's: 64 IDs a
+// second, a bucket of 64) never see them: after many, the client still takes its whole
+// bucket at once, and once it is throttled it may still decode.
+TEST_F(HttpFrontLayout, DecodeAndBoundsAreNotChargedAgainstTheShare) {
+  HttpProbe probe(port_);
+  ASSERT_TRUE(probe.connected());
+  for (int i = 0; i < 2 * kPerClientIdsPerS; ++i) {
+    ASSERT_EQ(probe.Exchange(Get("/v1/decode?id=" + std::to_string(i))).status, 200) << i;
+    ASSERT_EQ(probe.Exchange(Get("/v1/bounds?from=1592179200000")).status, 200) << i;
+  }
+
+  const HttpReply whole =
+      probe.Exchange(Get("/v1/ids?service=orders&count=" + std::to_string(kPerClientIdsPerS)));
+  const HttpReply more = probe.Exchange(Get("/v1/id?service=orders"));
+  const HttpReply decode = probe.Exchange(Get("/v1/decode?id=1"));
+
+  EXPECT_EQ(whole.status, 200) << whole.body;
+  EXPECT_EQ(more.status, 429) << "the bucket was full and is now empty: " << more.body;
+  EXPECT_EQ(ErrorCode(more), "throttled") << more.body;
+  EXPECT_EQ(decode.status, 200) << decode.body;
+}
+
+// With [[http.authorize]] entries, /v1/decode and /v1/bounds are endpoints an entry lists
+// ("decode", "bounds") like the others: a caller allowed only to decode is refused bounds.
+TEST(HttpFrontAuthorize, DecodeAndBoundsAreServedOnlyWhereTheEntryListsThem) {
+  FrontDaemon front("http-authz", 7,
+                    "[[http.authorize]]\nidentity = \"addr:127.0.0.1\"\nservices = []\n"
+                    "endpoints = [\"decode\"]\n");
+  ASSERT_NO_FATAL_FAILURE(front.Start());
+
+  const HttpReply decode = FetchOnce(front.port, "/v1/decode?id=1");
+  const HttpReply bounds = FetchOnce(front.port, "/v1/bounds?from=2026-01-01T00:00:00Z");
+
+  EXPECT_EQ(decode.status, 200) << decode.body;
+  EXPECT_EQ(bounds.status, 403) << bounds.body;
+  EXPECT_NE(bounds.body.find("does not list endpoint \\\"bounds\\\""), std::string::npos)
+      << bounds.body;
+}
 
 TEST(HttpFrontLoad, SixtyFourConnectionsGetUniqueIncreasingIds) {
   // Property: over 64 keep-alive connections for a bounded time, every request succeeds,
