@@ -8,6 +8,7 @@
 #include "command_error.h"
 #include "epoch_choice.h"
 #include "exit_codes.h"
+#include "protocol/id_fields.h"
 #include "runtime_dir_option.h"
 
 namespace snowflake::cli {
@@ -69,24 +70,11 @@ int RunBounds(const BoundsRequest& request, std::ostream& out, std::ostream& err
                         " bits of milliseconds)");
     }
   }
-  const bool clamped = bounds->first_unix_ms != *from || bounds->last_unix_ms != *to;
   if (request.json) {
     nlohmann::ordered_json object;
     object["ok"] = true;
-    // IDs as decimal strings: JSON readers lose precision above 2^53.
-    object["first_id"] = std::to_string(bounds->first_id);
-    object["last_id"] = std::to_string(bounds->last_id);
-    object["first_unix_ms"] = bounds->first_unix_ms;
-    object["last_unix_ms"] = bounds->last_unix_ms;
-    object["first_time"] = FormatTimeText(bounds->first_unix_ms);
-    object["last_time"] = FormatTimeText(bounds->last_unix_ms);
-    object["from_unix_ms"] = *from;
-    object["to_unix_ms"] = *to;
-    object["clamped"] = clamped;
-    object["epoch_unix_ms"] = layout.epoch_unix_ms();
-    object["epoch_source"] = epoch->source;
-    object["layout"] = FormatIdBits(layout.bits());
-    object["layout_source"] = epoch->layout_source;
+    object.update(protocol::IdBoundsJson(*bounds, *from, *to));
+    protocol::AddLayoutJson(object, layout, epoch->source, epoch->layout_source);
     out << object.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     out << "epoch:     " << epoch->description << "\n";

@@ -11,6 +11,7 @@
 
 #include "command_error.h"
 #include "exit_codes.h"
+#include "protocol/id_fields.h"
 #include "runtime_dir_option.h"
 #include "snowflake/time_text.h"
 
@@ -57,18 +58,8 @@ std::string FormatDecodedHuman(uint64_t id, const IdLayout& layout) {
 
 std::string FormatDecodedJson(uint64_t id, const IdLayout& layout, std::string_view epoch_source,
                               std::string_view layout_source) {
-  const DecodedId fields = layout.Decode(id).value();
-  // ordered_json keeps the keys in the documented order, id first.
-  nlohmann::ordered_json object;
-  object["id"] = std::to_string(id);
-  object["unix_ms"] = fields.unix_ms;
-  object["time"] = FormatTimeText(fields.unix_ms);
-  object["machine"] = fields.machine;
-  object["sequence"] = fields.sequence;
-  object["epoch_unix_ms"] = layout.epoch_unix_ms();
-  object["epoch_source"] = epoch_source;
-  object["layout"] = FormatIdBits(layout.bits());
-  object["layout_source"] = layout_source;
+  nlohmann::ordered_json object = protocol::DecodedIdJson(id, layout.Decode(id).value());
+  protocol::AddLayoutJson(object, layout, epoch_source, layout_source);
   return object.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 

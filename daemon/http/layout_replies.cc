@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "protocol/id_fields.h"
 #include "protocol/vocabulary.h"
 #include "snowflake/time_text.h"
 
@@ -22,12 +23,6 @@ std::string EpochAndLayout(const IdLayout& layout) {
          FormatIdBits(layout.bits());
 }
 
-// The two keys every reply ends with: which epoch and layout its figures are in.
-void AddEpochAndLayout(const IdLayout& layout, nlohmann::ordered_json& object) {
-  object["epoch_unix_ms"] = layout.epoch_unix_ms();
-  object["layout"] = FormatIdBits(layout.bits());
-}
-
 HttpReply JsonReply(const nlohmann::ordered_json& object) {
   HttpReply reply;
   reply.body = object.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -44,14 +39,8 @@ HttpReply DecodeReply(const IdLayout& layout, uint64_t id) {
                           std::string(IdErrorMessage(fields.error())) +
                           "; expected a decimal number from 0 to 9223372036854775807 (2^63-1)");
   }
-  // ordered_json keeps the keys in the documented order, id first.
-  nlohmann::ordered_json object;
-  object["id"] = std::to_string(id);  // a decimal string: JSON readers lose precision above 2^53
-  object["unix_ms"] = fields->unix_ms;
-  object["time"] = FormatTimeText(fields->unix_ms);
-  object["machine"] = fields->machine;
-  object["sequence"] = fields->sequence;
-  AddEpochAndLayout(layout, object);
+  nlohmann::ordered_json object = protocol::DecodedIdJson(id, *fields);
+  protocol::AddLayoutJson(object, layout);
   return JsonReply(object);
 }
 
@@ -77,18 +66,8 @@ HttpReply BoundsReply(const IdLayout& layout, int64_t from_unix_ms, int64_t to_u
                               " bits of milliseconds); ask for a range that starts before it");
     }
   }
-  nlohmann::ordered_json object;
-  // IDs as decimal strings: JSON readers lose precision above 2^53.
-  object["first_id"] = std::to_string(bounds->first_id);
-  object["last_id"] = std::to_string(bounds->last_id);
-  object["first_unix_ms"] = bounds->first_unix_ms;
-  object["last_unix_ms"] = bounds->last_unix_ms;
-  object["first_time"] = FormatTimeText(bounds->first_unix_ms);
-  object["last_time"] = FormatTimeText(bounds->last_unix_ms);
-  object["from_unix_ms"] = from_unix_ms;
-  object["to_unix_ms"] = to_unix_ms;
-  object["clamped"] = bounds->first_unix_ms != from_unix_ms || bounds->last_unix_ms != to_unix_ms;
-  AddEpochAndLayout(layout, object);
+  nlohmann::ordered_json object = protocol::IdBoundsJson(*bounds, from_unix_ms, to_unix_ms);
+  protocol::AddLayoutJson(object, layout);
   return JsonReply(object);
 }
 
