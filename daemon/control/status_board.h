@@ -39,6 +39,10 @@ class StatusBoard {
   // `clock` (not owned) must outlive the board; it stamps state_since_unix_ms.
   explicit StatusBoard(Clock& clock) noexcept : clock_(clock) {}
 
+  // The clock the board stamps its times with (the daemon's): whoever reports an age
+  // against those stamps reads now on it.
+  Clock& clock() const noexcept { return clock_; }
+
   // Called by the fill loop. Keeps state_since_unix_ms from the previous Update() while
   // state and reason_code stay the same, else sets it to the clock's NowUnixMs().
   void Update(const DaemonStatus& status);

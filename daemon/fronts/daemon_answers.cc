@@ -1,6 +1,5 @@
 #include "daemon/fronts/daemon_answers.h"
 
-#include <chrono>
 
 #include "daemon/control/status_board.h"
 #include "daemon/fronts/ring_services.h"
@@ -33,9 +32,9 @@ tl::expected<nlohmann::json, Error> StatusAnswer(const std::filesystem::path& ru
   status::StatusReport report;
   report.segment = *segment;
   report.daemon = board.Snapshot();
-  report.now_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                           std::chrono::system_clock::now().time_since_epoch())
-                           .count();
+  // On the clock that stamped the board's times (state_since, started): the ages are
+  // differences of two readings of one clock.
+  report.now_unix_ms = board.clock().NowUnixMs();
   report.runtime_dir = runtime_dir.string();
   return status::StatusToJson(report);
 }

@@ -218,8 +218,9 @@ HttpReply HttpHandlers::Route(std::string_view method, std::string_view target,
 
 HttpReply HttpHandlers::TakeIds(const HttpRoute& route, std::string_view client,
                                 const AuditPeer& peer) {
-  // Before the take: a throttled request costs the ring nothing.
-  const auto now = IdShare::Clock::now();
+  // Before the take: a throttled request costs the ring nothing. The buckets fill on the
+  // daemon's clock (the board's), as every interval the fronts measure.
+  const auto now = board_.clock().SteadyNow();
   if (const IdShare::Admission admission = share_.Admit(client, route.count, now);
       admission.verdict != IdShare::Verdict::kAdmitted) {
     const bool front = admission.verdict == IdShare::Verdict::kFrontShare;

@@ -14,10 +14,10 @@ IdShare::IdShare(double max_share, uint64_t per_client_ids_per_s, double machine
       client_per_ns_(static_cast<double>(per_client_ids_per_s) / 1e9),
       // One second of a client's rate: a client that paused may catch up by that much.
       client_capacity_(std::max(1.0, static_cast<double>(per_client_ids_per_s))),
-      front_{share_capacity_, Clock::time_point::min()} {}
+      front_{share_capacity_, SteadyTime::min()} {}
 
-void IdShare::Refill(Bucket& bucket, double per_ns, double capacity, Clock::time_point now) {
-  if (bucket.at == Clock::time_point::min()) {
+void IdShare::Refill(Bucket& bucket, double per_ns, double capacity, SteadyTime now) {
+  if (bucket.at == SteadyTime::min()) {
     bucket.tokens = capacity;
   } else if (now > bucket.at) {
     const double elapsed_ns = static_cast<double>(
@@ -33,7 +33,7 @@ bool IdShare::Holds(const Bucket& bucket, double ids, double capacity) {
   return bucket.tokens >= std::min(ids, capacity);
 }
 
-void IdShare::ForgetIdleClients(Clock::time_point now) {
+void IdShare::ForgetIdleClients(SteadyTime now) {
   // A full bucket is the state a new client starts in: forgetting it changes nothing.
   for (auto it = clients_.begin(); it != clients_.end();) {
     Refill(it->second, client_per_ns_, client_capacity_, now);
@@ -61,7 +61,7 @@ IdShare::Admission IdShare::Refused(Verdict why, const Bucket& bucket, double pe
   return Admission{why, static_cast<uint32_t>(std::max(1.0, std::ceil(deficit_ns / 1e9)))};
 }
 
-IdShare::Admission IdShare::Admit(std::string_view client, uint64_t count, Clock::time_point now) {
+IdShare::Admission IdShare::Admit(std::string_view client, uint64_t count, SteadyTime now) {
   const double ids = static_cast<double>(count);
   std::lock_guard lock(mutex_);
   Refill(front_, share_per_ns_, share_capacity_, now);
@@ -72,7 +72,7 @@ IdShare::Admission IdShare::Admit(std::string_view client, uint64_t count, Clock
     auto found = clients_.find(client);
     if (found == clients_.end()) {
       if (clients_.size() >= kMaxTrackedClients) ForgetIdleClients(now);
-      found = clients_.emplace(std::string(client), Bucket{0, Clock::time_point::min()}).first;
+      found = clients_.emplace(std::string(client), Bucket{0, SteadyTime::min()}).first;
     }
     Bucket& bucket = found->second;
     Refill(bucket, client_per_ns_, client_capacity_, now);

@@ -28,6 +28,8 @@
 #include <string>
 #include <string_view>
 
+#include "snowflake/clock.h"
+
 namespace snowflake::daemon {
 
 // The front's bucket holds this many milliseconds of its share.
@@ -38,7 +40,8 @@ inline constexpr size_t kMaxTrackedClients = 10000;
 
 class IdShare {
  public:
-  using Clock = std::chrono::steady_clock;
+  // A reading of the daemon's steady clock (snowflake::Clock::SteadyNow()): Admit() is pure.
+  using SteadyTime = Clock::SteadyTime;
   enum class Verdict { kAdmitted, kFrontShare, kClientRate };
   struct Admission {
     Verdict verdict = Verdict::kAdmitted;
@@ -53,18 +56,18 @@ class IdShare {
 
   // Whether `client` may take `count` IDs at `now`; if so they are counted. `now` must
   // not go backwards between calls (a steady clock).
-  Admission Admit(std::string_view client, uint64_t count, Clock::time_point now);
+  Admission Admit(std::string_view client, uint64_t count, SteadyTime now);
 
  private:
   struct Bucket {
     double tokens;
-    Clock::time_point at;
+    SteadyTime at;
   };
-  static void Refill(Bucket& bucket, double per_ns, double capacity, Clock::time_point now);
+  static void Refill(Bucket& bucket, double per_ns, double capacity, SteadyTime now);
   static bool Holds(const Bucket& bucket, double ids, double capacity);
   // A refusal by `bucket`, with the seconds until it is full again.
   static Admission Refused(Verdict why, const Bucket& bucket, double per_ns, double capacity);
-  void ForgetIdleClients(Clock::time_point now);
+  void ForgetIdleClients(SteadyTime now);
 
   // Constant after construction.
   const double share_per_ns_;

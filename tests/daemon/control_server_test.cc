@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "daemon/fronts/daemon_answers.h"
 #include "libclient/status/status_report.h"
 #include "manual_clock.h"
 #include "protocol/descriptor_passing.h"
@@ -290,6 +291,25 @@ TEST_F(ControlServerTest, StateSinceKeepsItsTimeUntilTheStateOrReasonChanges) {
   EXPECT_EQ(unchanged, first);
   EXPECT_EQ(changed, 1'600'000'000'133);
   EXPECT_EQ(reply["state_since_unix_ms"], changed);
+}
+
+// The fronts' status (HTTP /v1/status, the admin listener) reads now on the clock that
+// stamped the board's times, so an age is the difference of two readings of one clock: on
+// the test's clock, 5 s after the state changed, whatever the real clock says.
+TEST_F(ControlServerTest, TheFrontsStatusAgesAreOnTheBoardsClock) {
+  // Arrange
+  const shm::RingProducer producer = MakeSegment();
+  DaemonStatus status;
+  status.state = "serving";
+  board_.Update(status);
+  clock_.Advance(5'000);
+
+  // Act
+  const auto answer = StatusAnswer(dir_.path(), board_);
+
+  // Assert
+  ASSERT_TRUE(answer) << answer.error().message;
+  EXPECT_EQ((*answer)["state_age_ms"], 5'000) << answer->dump();
 }
 
 TEST_F(ControlServerTest, MalformedJsonGetsAnErrorReply) {

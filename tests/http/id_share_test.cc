@@ -22,7 +22,7 @@ constexpr double kIdsPerMs = IdLayout().ids_per_ms();
 
 TEST(IdShare, AdmitsAtMostItsShareOfTheMachineNumberOverManyMilliseconds) {
   IdShare sut(0.25, 0, kIdsPerMs);
-  const auto start = IdShare::Clock::time_point{} + 1h;
+  const auto start = IdShare::SteadyTime{} + 1h;
   uint64_t admitted = 0;
   uint64_t refused = 0;
   // 10,000 ms, a take of 100 IDs asked every 10 µs: far more than the share.
@@ -42,7 +42,7 @@ TEST(IdShare, AdmitsAtMostItsShareOfTheMachineNumberOverManyMilliseconds) {
 
 TEST(IdShare, ATakeLargerThanTheBucketIsServedAtTheAverageRate) {
   IdShare sut(0.005, 0, kIdsPerMs);  // 20.48 IDs per ms, a bucket of 2,048 (100 ms)
-  const auto start = IdShare::Clock::time_point{} + 1h;
+  const auto start = IdShare::SteadyTime{} + 1h;
   EXPECT_EQ(sut.Admit("addr:a", 4096, start).verdict, Verdict::kAdmitted);
   // In debt by 2,048: refused until the bucket is full again, 200 ms later.
   const auto refused = sut.Admit("addr:a", 4096, start + 190ms);
@@ -53,7 +53,7 @@ TEST(IdShare, ATakeLargerThanTheBucketIsServedAtTheAverageRate) {
 
 TEST(IdShare, BatchesBackToBackFarBelowTheShareAreNotRefused) {
   IdShare sut(0.5, 0, kIdsPerMs);  // the default share
-  const auto start = IdShare::Clock::time_point{} + 1h;
+  const auto start = IdShare::SteadyTime{} + 1h;
   // A failover client taking 4,096-ID batches 100 µs apart for 10 batches: 40,960 IDs,
   // within the 100 ms bucket of 204,800, though each millisecond holds only 2,048.
   for (int i = 0; i < 10; ++i) {
@@ -65,7 +65,7 @@ TEST(IdShare, BatchesBackToBackFarBelowTheShareAreNotRefused) {
 
 TEST(IdShare, EachClientHasItsOwnRateWithinTheShare) {
   IdShare sut(1.0, 1000, kIdsPerMs);  // 1,000 IDs per second per client
-  const auto start = IdShare::Clock::time_point{} + 1h;
+  const auto start = IdShare::SteadyTime{} + 1h;
   EXPECT_EQ(sut.Admit("addr:a", 1000, start).verdict, Verdict::kAdmitted);
   // Its bucket is empty at once; another client's is full.
   const auto refused = sut.Admit("addr:a", 1, start);
@@ -77,7 +77,7 @@ TEST(IdShare, EachClientHasItsOwnRateWithinTheShare) {
 
 TEST(IdShare, AShareOfOneLeavesTheLimitToTheMachineNumber) {
   IdShare sut(1.0, 0, kIdsPerMs);
-  const auto start = IdShare::Clock::time_point{} + 1h;
+  const auto start = IdShare::SteadyTime{} + 1h;
   // Two whole milliseconds' worth at one instant: the machine number caps it, not the
   // front, whose bucket holds 100 ms of the whole number.
   EXPECT_EQ(sut.Admit("addr:a", 4096, start).verdict, Verdict::kAdmitted);
@@ -86,7 +86,7 @@ TEST(IdShare, AShareOfOneLeavesTheLimitToTheMachineNumber) {
 
 TEST(IdShare, ForgetsIdleClientsPastItsLimit) {
   IdShare sut(1.0, 10, kIdsPerMs);
-  const auto start = IdShare::Clock::time_point{} + 1h;
+  const auto start = IdShare::SteadyTime{} + 1h;
   for (size_t i = 0; i < kMaxTrackedClients + 10; ++i) {
     EXPECT_EQ(sut.Admit("addr:" + std::to_string(i), 1, start + std::chrono::seconds(i)).verdict,
               Verdict::kAdmitted);
@@ -100,7 +100,7 @@ TEST(IdShare, ForgetsIdleClientsPastItsLimit) {
 // nearest to a full bucket (the least a forgotten client can gain).
 TEST(IdShare, AFullTableForgetsTheFullestBucketsNotAThrottledClientsDebt) {
   IdShare sut(1.0, 1, kIdsPerMs);  // one ID per second per client: a bucket of one
-  const auto start = IdShare::Clock::time_point{} + 1h;
+  const auto start = IdShare::SteadyTime{} + 1h;
   // A take larger than the bucket is admitted when it is full and leaves it in debt.
   ASSERT_EQ(sut.Admit("addr:deep", 4096, start).verdict, Verdict::kAdmitted);
   ASSERT_EQ(sut.Admit("addr:deep", 1, start).verdict, Verdict::kClientRate);
@@ -119,7 +119,7 @@ TEST(IdShare, AFullTableForgetsTheFullestBucketsNotAThrottledClientsDebt) {
 TEST(IdShare, TheShareIsOfTheLayoutsIdsPerMillisecond) {
   const double wide_per_ms = IdLayout::Create(kDefaultEpochUnixMs, {41, 16, 6})->ids_per_ms();
   IdShare sut(1.0, 0, wide_per_ms);
-  const auto start = IdShare::Clock::time_point{} + 1h;
+  const auto start = IdShare::SteadyTime{} + 1h;
   uint64_t admitted = 0;
   // 1,000 ms, a take of 8 IDs asked every 10 µs.
   for (int step = 0; step < 100'000; ++step) {
