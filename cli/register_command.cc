@@ -41,8 +41,8 @@ struct Listing {
 // A backend without the operation (kUnsupported) is the config's matter: a usage error
 // naming the config file. Any other error is the register's: exit 1 with `what` and why.
 [[noreturn]] void FailRegister(const std::string& config_path, const std::string& what,
-                               const reg::RegisterError& error) {
-  if (error.code == reg::RegisterErrorCode::kUnsupported) {
+                               const RegisterError& error) {
+  if (error.code == RegisterErrorCode::kUnsupported) {
     Fail(kExitUsage, config_path + ": " + error.message);
   }
   Fail(kExitUnavailable, what + error.message);
@@ -51,19 +51,19 @@ struct Listing {
 // What the register needs of the daemon's config file ([register], daemon.state_dir,
 // id.epoch), read with the daemon's own readers; the rest of the file is the daemon's
 // (`snowflaked --check-config`).
-reg::RegisterSettings LoadOrFail(const std::string& path) {
-  auto settings = reg::LoadRegisterSettings(path);
+RegisterSettings LoadOrFail(const std::string& path) {
+  auto settings = LoadRegisterSettings(path);
   if (!settings) Fail(kExitUsage, settings.error().message);
   return *settings;
 }
 
 // The register the config names, not claimed: the operator's operations only.
-std::unique_ptr<reg::MachineRegister> RegisterOf(const reg::RegisterSettings& settings) {
+std::unique_ptr<MachineRegister> RegisterOf(const RegisterSettings& settings) {
   return reg::MakeMachineRegister(settings.machine_register, settings.state_dir, settings.id_bits);
 }
 
 Listing List(const std::string& config_path) {
-  const std::unique_ptr<reg::MachineRegister> reg = RegisterOf(LoadOrFail(config_path));
+  const std::unique_ptr<MachineRegister> reg = RegisterOf(LoadOrFail(config_path));
   auto entries = reg->ListNumbers();
   if (!entries) FailRegister(config_path, "", entries.error());
   return Listing{.backend = std::string(reg->backend_name()),
@@ -231,7 +231,7 @@ void AddListCommand(CLI::App& command, const std::shared_ptr<std::string>& confi
   summary->excludes(from)->excludes(count);
   list->fallthrough();  // --config after the subcommand
   list->callback([config_path, flags] {
-    const reg::RegisterSettings settings = LoadOrFail(*config_path);
+    const RegisterSettings settings = LoadOrFail(*config_path);
     Listing listing = List(*config_path);
     const bool paged = flags->from || flags->count;
     if (paged) {
@@ -357,7 +357,7 @@ void AddRaiseAllCommand(CLI::App& command, const std::shared_ptr<std::string>& c
       Fail(kExitUsage, "bad --above '" + *above_text + "': " + above.error() + "; expected " +
                            std::string(kTimeTextForms));
     }
-    const reg::RegisterSettings config = LoadOrFail(*config_path);
+    const RegisterSettings config = LoadOrFail(*config_path);
     if (*above < config.epoch_unix_ms) {
       Fail(kExitUsage, "--above " + FormatTimeText(*above) + " is before the fleet's epoch " +
                            FormatTimeText(config.epoch_unix_ms));
