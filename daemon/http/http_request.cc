@@ -37,8 +37,15 @@ std::optional<Params> ParseQuery(std::string_view query) {
 }
 
 // At most 64 bytes of what the caller sent, to quote in a message.
+// Appended piece by piece: GCC 12 at -O3 warns falsely (-Wstringop-overflow) on
+// "'" + std::string(...), a bound it cannot see through the substr.
 std::string Quoted(std::string_view text) {
-  return "'" + std::string(text.substr(0, 64)) + (text.size() > 64 ? "...'" : "'");
+  std::string quoted;
+  quoted.reserve(70);
+  quoted.push_back('\'');
+  quoted.append(text.substr(0, 64));
+  quoted.append(text.size() > 64 ? "...'" : "'");
+  return quoted;
 }
 
 // `text` with each %XX replaced by its byte (RFC 3986: '+' stays a plus, so a time's
